@@ -1,0 +1,89 @@
+"""theorylab: deep-learning theory papers as executable, checked studies.
+
+Python API::
+
+    import theorylab as tl
+    res = tl.run("rmt-diffusion", preset="quick", seed=0, n_draws=400)
+    res.tables["mean_equiv"], res.scalars, res.verdicts, res.figures
+    tl.check()              # run (or reuse) every study's quick preset and judge its claims
+    tl.load(res.run_id)     # a stored run
+    tl.studies()            # slug -> Study
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from typing import Any, Iterable, Mapping  # noqa: E402
+
+from theorylab.core.result import Result  # noqa: E402
+from theorylab.core.store import Store  # noqa: E402
+from theorylab.core.study import Study  # noqa: E402
+
+
+def studies() -> Mapping[str, Study]:
+    """Every registered study, by slug."""
+    from theorylab.core.study import all_studies
+
+    return all_studies()
+
+
+def run(
+    slug: str,
+    preset: str = "quick",
+    seed: int = 0,
+    *,
+    store: str | Store | None = None,
+    force: bool = False,
+    device: str = "auto",
+    **overrides: Any,
+) -> Result:
+    """Run (or reuse from the store) one study and return its judged :class:`Result`."""
+    from theorylab.core.runner import execute
+
+    return execute(slug, preset, seed, overrides, store=_store(store), force=force, device=device)
+
+
+def check(
+    slugs: Iterable[str] | str | None = None,
+    preset: str = "quick",
+    seed: int = 0,
+    *,
+    store: str | Store | None = None,
+    force: bool = False,
+    device: str = "auto",
+) -> list[Result]:
+    """Run (or reuse) each study and re-judge every claim from the stored results."""
+    from theorylab.core.runner import execute, rejudge
+    from theorylab.core.study import get_study
+
+    st = _store(store)
+    names = [slugs] if isinstance(slugs, str) else list(slugs or studies())
+    results = []
+    for slug in names:
+        result = execute(slug, preset, seed, store=st, force=force, device=device)
+        if result.reused:
+            result = rejudge(get_study(slug), st, result.run_id)
+            result.reused = True
+        results.append(result)
+    return results
+
+
+def sweep(slug: str, grid: Mapping[str, Any], *, preset: str = "quick", seed: int = 0, executor: str = "inline", address: str | None = None, store: str | Store | None = None, **overrides: Any):
+    """Run a product grid over config fields; returns a SweepResult with tidy tables."""
+    from theorylab.core.sweep import run_sweep
+
+    grid = {k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in grid.items()}
+    return run_sweep(slug, grid, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address, store=_store(store))
+
+
+def load(run_id: str, store: str | Store | None = None) -> Result:
+    """Load a stored run by id (or unique prefix)."""
+    return _store(store).load(run_id)
+
+
+def _store(store: str | Store | None) -> Store:
+    return store if isinstance(store, Store) else Store(store)
+
+
+__all__ = ["Result", "Store", "Study", "__version__", "check", "load", "run", "studies", "sweep"]

@@ -1,0 +1,283 @@
+"""The command line: ``theorylab list | run | check | sweep | report | show``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import webbrowser
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from theorylab.core.config import ConfigError, parse_assignments
+from theorylab.core.result import Result
+from theorylab.core.store import Store
+from theorylab.core.study import Verdict, all_studies, get_study
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked studies.")
+out = Console()
+if not out.is_terminal:
+    out = Console(width=140)  # pipes and logs: wide enough for the claims table
+err = Console(stderr=True)
+
+StoreOpt = typer.Option(None, "--store", help="Store root (default ./runs or $THEORYLAB_STORE).", envvar="THEORYLAB_STORE")
+JsonOpt = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
+PresetOpt = typer.Option("quick", "--preset", "-p", help="quick (2 CPU cores, <= 60 s) or paper (the paper's sizes; GPU).")
+SeedOpt = typer.Option(0, "--seed", help="Run seed; every random stream derives from it.", min=0)
+DeviceOpt = typer.Option("auto", "--device", help="auto | cpu | cuda")
+SetOpt = typer.Option(None, "--set", "-s", help="Override a config field: key=value (repeatable).")
+ForceOpt = typer.Option(False, "--force", help="Run again even if the store has this exact run.")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def _verdict_cell(v: Verdict) -> str:
+    return {True: "[green]passed[/]", False: "[bold red]FAILED[/]", None: "[yellow]not decided[/]"}[v.passed]
+
+
+def _claims_table(results: list[Result], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in ("study", "claim", "verdict", "measured", "expected", "tol"):
+        table.add_column(col, no_wrap=col != "claim", overflow="fold")
+    for res in results:
+        for v in res.verdicts:
+            table.add_row(res.study, v.id.split("/", 1)[-1], _verdict_cell(v), _fmt(v.measured), _fmt(v.expected), _fmt(v.tolerance))
+        if not res.verdicts:
+            table.add_row(res.study, "-", res.status, "", "", "")
+    return table
+
+
+def _print_claims(results: list[Result], title: str) -> None:
+    out.print(_claims_table(results, title))
+    for res in results:
+        if res.message:
+            out.print(f"[red]{res.study}: {res.message}[/]")
+        for v in res.verdicts:
+            out.print(f"  {_verdict_cell(v)} [bold]{v.id}[/]: {v.detail}", highlight=False)
+
+
+def _run_summary(res: Result) -> None:
+    reused = " (reused from the store; --force to rerun)" if res.reused else ""
+    out.print(f"[bold]{res.study}[/] run [cyan]{res.run_id}[/] · preset {res.preset} · seed {res.seed} · {res.status} · {res.wall_s:.1f} s{reused}")
+    _print_claims([res], "claims")
+    if res.figures:
+        out.print("figures: " + ", ".join(str(p) for p in res.figures))
+    if res.path:
+        out.print(f"tables:  {res.path / 'tables'}  ({', '.join(res.tables)})")
+
+
+def _overrides(slug: str, items: Optional[List[str]]) -> dict[str, Any]:
+    return parse_assignments(get_study(slug).config, items or [])
+
+
+@app.command("list")
+def list_cmd(
+    markdown: bool = typer.Option(False, "--markdown", help="Print the README studies table (with the latest quick verdicts)."),
+    store: Optional[Path] = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every study: slug, paper, number of claims, latest verdict."""
+    st = Store(store)
+    rows = []
+    for slug, study in all_studies().items():
+        latest = next((r for r in st.rows(slug) if r["status"] != "running"), None)
+        quick = next((r for r in st.rows(slug) if r["preset"] == "quick" and r["status"] == "done"), None)
+        rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims), "latest": latest, "quick": quick})
+    if as_json:
+        print(json.dumps([{k: v for k, v in r.items()} for r in rows], default=str))
+        return
+    if markdown:
+        print("| slug | paper | claims | quick verdict | quick time |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            q = r["quick"]
+            verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" if q else "not run"
+            wall = f"{q['wall_s']:.1f} s" if q else ""
+            print(f"| `{r['slug']}` | {r['paper']} | {r['claims']} | {verdict} | {wall} |")
+        return
+    table = Table(title="theorylab studies")
+    for col in ("slug", "family", "paper", "claims", "latest verdict"):
+        table.add_column(col)
+    for r in rows:
+        lt = r["latest"]
+        verdict = (f"{lt['status']}: {lt['n_passed']} passed, {lt['n_failed']} failed, {lt['n_undecided']} undecided ({lt['preset']})" if lt else "not run")
+        table.add_row(r["slug"], r["family"], r["paper"], str(r["claims"]), verdict)
+    out.print(table)
+
+
+@app.command()
+def run(
+    slug: str = typer.Argument(..., help="Study slug (see `theorylab list`)."),
+    preset: str = PresetOpt,
+    set_: Optional[List[str]] = SetOpt,
+    seed: int = SeedOpt,
+    device: str = DeviceOpt,
+    force: bool = ForceOpt,
+    as_json: bool = JsonOpt,
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Run one study and judge its claims."""
+    from theorylab.core.runner import execute
+
+    try:
+        overrides = _overrides(slug, set_)
+        res = execute(slug, preset, seed, overrides, store=Store(store), force=force, device=device, show_progress=not as_json)
+    except ConfigError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(res.to_json()))
+    else:
+        _run_summary(res)
+    if res.status != "done":
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(
+    slugs: Optional[List[str]] = typer.Argument(None, help="Studies to check (default: all)."),
+    preset: str = PresetOpt,
+    seed: int = SeedOpt,
+    device: str = DeviceOpt,
+    force: bool = ForceOpt,
+    as_json: bool = JsonOpt,
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Run (or reuse) each study and judge every claim; exit 1 if any claim fails. The main job."""
+    from theorylab.core.runner import execute, rejudge
+
+    st = Store(store)
+    names = list(slugs or all_studies())
+    results = []
+    started = time.perf_counter()
+    try:
+        for slug in names:
+            get_study(slug)  # unknown slugs fail before any work
+        for slug in names:
+            if not as_json:
+                err.print(f"checking [bold]{slug}[/] ({preset}) ...", highlight=False)
+            res = execute(slug, preset, seed, store=st, force=force, device=device, show_progress=not as_json)
+            if res.reused:
+                res = rejudge(get_study(slug), st, res.run_id)
+                res.reused = True
+            results.append(res)
+    except ConfigError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps([r.to_json() for r in results]))
+    else:
+        _print_claims(results, f"theorylab check --preset {preset}")
+        counts = {k: sum(r.counts()[k] for r in results) for k in ("passed", "failed", "undecided")}
+        walls = ", ".join(f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results)
+        out.print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['undecided']} not decided · {walls} · total {time.perf_counter() - started:.1f} s")
+    if any(not r.passed for r in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def sweep(
+    slug: str = typer.Argument(..., help="Study slug."),
+    grid: List[str] = typer.Option(..., "--grid", "-g", help="key=v1,v2,... (several --grid form a product)."),
+    set_: Optional[List[str]] = SetOpt,
+    preset: str = PresetOpt,
+    seed: int = SeedOpt,
+    executor: str = typer.Option("inline", "--executor", "-e", help="inline | process | ray"),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Parallel points (process/ray)."),
+    device: str = typer.Option("cpu", "--device", help="auto | cpu | cuda (per point)"),
+    as_json: bool = JsonOpt,
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Run a grid of configs; finished points are skipped; one tidy table per study table."""
+    from theorylab.core.sweep import parse_grid, run_sweep
+
+    st = Store(store)
+    try:
+        study = get_study(slug)
+        parsed = parse_grid(study, grid)
+        overrides = _overrides(slug, set_)
+
+        def report_point(point: dict[str, Any], run_id: str, status: str) -> None:
+            if not as_json:
+                err.print(f"  {point} -> {run_id} {status}", highlight=False)
+
+        res = run_sweep(slug, parsed, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address, workers=workers, store=st, device=device, on_point=report_point)
+    except ConfigError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps({"sweep_id": res.sweep_id, "study": slug, "ran": res.n_ran, "reused": res.n_reused, "path": str(res.path),
+                          "tables": {k: str(res.path / f"{k}.parquet") for k in res.tables}, "points": json.loads(res.points.to_json(orient="records"))}))
+        return
+    out.print(f"sweep [cyan]{res.sweep_id}[/] of {slug}: {len(res.points)} points, ran {res.n_ran}, reused {res.n_reused}")
+    verdicts = res.tables["verdicts"]
+    if len(verdicts):
+        summary = verdicts.assign(passed=verdicts["passed"].map({True: "passed", False: "FAILED", None: "not decided"}))
+        keys = list(parsed)
+        pivot = summary.pivot_table(index=keys, columns="claim", values="passed", aggfunc="first")
+        table = Table(title="verdicts by grid point")
+        for col in [*keys, *[c.split("/", 1)[-1] for c in pivot.columns]]:
+            table.add_column(str(col))
+        for idx, row in pivot.iterrows():
+            idx = idx if isinstance(idx, tuple) else (idx,)
+            table.add_row(*[_fmt(i) for i in idx], *[str(v) for v in row.to_numpy()])
+        out.print(table)
+    out.print(f"tables: {res.path}  ({', '.join(sorted(res.tables))})")
+
+
+@app.command()
+def report(
+    open_: bool = typer.Option(False, "--open", help="Open the report in a browser."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output folder (default <store>/report)."),
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Write a static HTML report (studies, verdicts, figures, configs) of the store."""
+    from theorylab.core.report import write_report
+
+    index = write_report(Store(store), out_dir)
+    out.print(f"report: {index}")
+    if open_:
+        webbrowser.open(index.resolve().as_uri())
+
+
+@app.command()
+def show(
+    run_id: str = typer.Argument(..., help="Run id or a unique prefix."),
+    as_json: bool = JsonOpt,
+    store: Optional[Path] = StoreOpt,
+) -> None:
+    """Show a stored run: config, scalars, verdicts, tables, figures."""
+    try:
+        res = Store(store).load(run_id)
+    except ConfigError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps({**res.to_json(), "config": res.config, "scalars": res.scalars}, default=str))
+        return
+    _run_summary(res)
+    out.print("config: " + json.dumps(res.config))
+    if res.scalars:
+        out.print("scalars: " + json.dumps(res.scalars, default=str))
+
+
+def main() -> None:
+    try:
+        app()
+    except ConfigError as e:  # pragma: no cover - commands catch their own
+        err.print(f"error: {e}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Study configs: strict pydantic models, presets as documented deltas, and `--set` parsing.
+
+Every study declares a subclass of :class:`StudyConfig`. Fields are typed, bounded and carry a
+one-line description; unknown keys and out-of-range values are rejected before any work with one
+line that names the field and the allowed range (:class:`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+import annotated_types as at
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration mistake: one line, naming the field and what is allowed."""
+
+
+class StudyConfig(BaseModel):
+    """Base class of every study config: frozen, no unknown keys, validated defaults.
+
+    Tuple-typed fields also accept a single scalar (``n=400`` means ``n=(400,)``) so that sweeps
+    can put one value of a list-valued field on each grid point.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _scalar_to_tuple(cls, value: Any, info: Any) -> Any:
+        annotation = cls.model_fields[info.field_name].annotation
+        if _is_sequence(annotation) and not isinstance(value, (list, tuple)):
+            return (value,)
+        return value
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named delta from the config defaults; every overridden field carries its reason."""
+
+    name: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+
+    @classmethod
+    def of(cls, name: str, description: str = "", **fields: tuple[Any, str]) -> "Preset":
+        """``Preset.of("paper", n_draws=(4000, "paper's Monte Carlo size"))``."""
+        return cls(
+            name=name,
+            values={k: v for k, (v, _) in fields.items()},
+            reasons={k: r for k, (_, r) in fields.items()},
+            description=description,
+        )
+
+
+def _is_sequence(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    return origin in (tuple, list)
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def describe_allowed(info: FieldInfo) -> str:
+    """Human description of a field's type and bounds, e.g. ``integer, 10 <= value <= 100000``."""
+    annotation = _unwrap_optional(info.annotation)
+    if typing.get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(annotation))
+    element = annotation
+    prefix = ""
+    metadata = list(info.metadata)
+    if _is_sequence(annotation):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        element = args[0] if args else Any
+        prefix = "comma-separated list of "
+        metadata = []  # length bounds of the list are not the range of its elements
+        if typing.get_origin(element) is typing.Annotated:
+            element, *extra = typing.get_args(element)
+            for item in extra:
+                metadata.extend(item.metadata if isinstance(item, FieldInfo) else [item])
+    type_name = {int: "integer", float: "number", bool: "true/false", str: "text"}.get(element, str(element))
+    if typing.get_origin(element) is Literal:
+        type_name = "one of " + ", ".join(repr(a) for a in typing.get_args(element))
+    lower: list[str] = []  # e.g. "10 <="
+    upper: list[str] = []  # e.g. "<= 100000"
+    for meta in metadata:
+        for attr, sym in (("ge", "<="), ("gt", "<")):
+            bound = getattr(meta, attr, None)
+            if bound is not None:
+                lower.append(f"{bound} {sym}")
+        for attr, sym in (("le", "<="), ("lt", "<")):
+            bound = getattr(meta, attr, None)
+            if bound is not None:
+                upper.append(f"{sym} {bound}")
+    rng = " ".join([*lower[:1], "value", *upper[:1]]) if (lower or upper) else ""
+    return prefix + type_name + (f", {rng}" if rng else "")
+
+
+def _format_validation_error(cls: type[StudyConfig], err: ValidationError, given: Mapping[str, Any]) -> str:
+    first = err.errors()[0]
+    loc = first.get("loc", ())
+    if not loc:
+        # A cross-field check (model validator): its message starts with the field it blames.
+        msg = str(first.get("msg", "")).removeprefix("Value error, ")
+        return f"invalid config: {msg}"
+    name = str(loc[0])
+    if first.get("type") == "extra_forbidden":
+        return unknown_field_message(cls, name)
+    info = cls.model_fields.get(name)
+    value = given.get(name, first.get("input"))
+    allowed = describe_allowed(info) if info is not None else ""
+    msg = first.get("msg", "invalid value")
+    return f"invalid value for '{name}': {value!r} ({msg}); allowed: {allowed}"
+
+
+def unknown_field_message(cls: type[StudyConfig], name: str) -> str:
+    valid = sorted(cls.model_fields)
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown config field '{name}'{hint}; valid fields: {', '.join(valid)}"
+
+
+def parse_value(cls: type[StudyConfig], name: str, text: str) -> Any:
+    """Turn the text of ``--set name=text`` into a Python value for validation by pydantic.
+
+    JSON is tried first (numbers, true/false, lists); tuple-typed fields also take ``a,b,c``.
+    Anything else stays a string, and pydantic decides whether it fits.
+    """
+    if name not in cls.model_fields:
+        raise ConfigError(unknown_field_message(cls, name))
+    annotation = _unwrap_optional(cls.model_fields[name].annotation)
+    if _is_sequence(annotation) and not text.strip().startswith("["):
+        return [_parse_scalar(part) for part in text.split(",") if part.strip() != ""]
+    return _parse_scalar(text)
+
+
+def _parse_scalar(text: str) -> Any:
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_assignments(cls: type[StudyConfig], items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Parse ``["key=value", ...]`` (from ``--set``) into a dict of raw values."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        out[key] = parse_value(cls, key, text)
+    return out
+
+
+def build_config(
+    cls: type[StudyConfig],
+    presets: Mapping[str, Preset],
+    preset: str,
+    overrides: Mapping[str, Any] | None = None,
+) -> StudyConfig:
+    """Defaults, then the preset's delta, then user overrides; all validated at once."""
+    if preset not in presets:
+        raise ConfigError(f"unknown preset '{preset}'; valid presets: {', '.join(sorted(presets))}")
+    values: dict[str, Any] = dict(presets[preset].values)
+    for key, value in (overrides or {}).items():
+        if key not in cls.model_fields:
+            raise ConfigError(unknown_field_message(cls, key))
+        values[key] = value
+    try:
+        return cls(**values)
+    except ValidationError as err:
+        raise ConfigError(_format_validation_error(cls, err, values)) from None

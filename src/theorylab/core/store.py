@@ -1,0 +1,200 @@
+"""The run store: atomic run directories plus an SQLite (WAL) index.
+
+Layout under the root (``./runs``, ``--store`` or ``THEORYLAB_STORE``)::
+
+    index.sqlite               one row per run: study, preset, hash, seed, status, times, verdicts
+    runs/<run_id>/             complete runs only (written in tmp/, then renamed)
+        config.json  meta.json  scalars.json  verdicts.json  log.txt
+        tables/<name>.parquet  figures/<name>.png|pdf
+    tmp/                       runs in progress; a killed run leaves its debris here, never in runs/
+    sweeps/<sweep_id>/         one tidy Parquet table per study table, grid values as columns
+
+A run directory exists under ``runs/`` if and only if the run completed: the rename from
+``tmp/`` is the commit point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+from theorylab.core.result import Result
+
+ENV_VAR = "THEORYLAB_STORE"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    study TEXT NOT NULL,
+    preset TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    started REAL,
+    finished REAL,
+    wall_s REAL,
+    version TEXT,
+    n_passed INTEGER DEFAULT 0,
+    n_failed INTEGER DEFAULT 0,
+    n_undecided INTEGER DEFAULT 0,
+    message TEXT DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS runs_by_study ON runs (study, finished);
+"""
+
+
+def default_root() -> Path:
+    return Path(os.environ.get(ENV_VAR, "runs"))
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_identity(study: str, config: dict[str, Any], seed: int, version: str) -> tuple[str, str]:
+    """(run_id, config_hash): the run id hashes study, full config, seed and library version."""
+    config_hash = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+    run_id = hashlib.sha256(canonical_json([study, config, int(seed), version]).encode()).hexdigest()[:16]
+    return run_id, config_hash
+
+
+class Store:
+    def __init__(self, root: str | os.PathLike[str] | None = None):
+        self.root = Path(root) if root is not None else default_root()
+        self.runs_dir = self.root / "runs"
+        self.tmp_dir = self.root / "tmp"
+        self.sweeps_dir = self.root / "sweeps"
+        for folder in (self.runs_dir, self.tmp_dir, self.sweeps_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.executescript(_SCHEMA)
+
+    # --- index ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.root / "index.sqlite", timeout=60.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA busy_timeout=60000")
+            db.row_factory = sqlite3.Row
+            yield db
+        finally:
+            db.close()
+
+    def mark_running(self, run_id: str, study: str, preset: str, config_hash: str, seed: int, version: str) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, version) "
+                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?) "
+                "ON CONFLICT(run_id) DO UPDATE SET status='running', started=excluded.started, finished=NULL, message=''",
+                (run_id, study, preset, config_hash, seed, time.time(), version),
+            )
+
+    def mark_finished(self, result: Result) -> None:
+        counts = result.counts()
+        with self._db() as db:
+            db.execute(
+                "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, finished, wall_s, version, "
+                "n_passed, n_failed, n_undecided, message) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, finished=excluded.finished, "
+                "wall_s=excluded.wall_s, n_passed=excluded.n_passed, n_failed=excluded.n_failed, "
+                "n_undecided=excluded.n_undecided, message=excluded.message",
+                (
+                    result.run_id, result.study, result.preset, result.seed, result.status,
+                    time.time() - result.wall_s, time.time(), result.wall_s, result.version,
+                    counts["passed"], counts["failed"], counts["undecided"], result.message,
+                ),
+            )
+
+    def mark_failed(self, run_id: str, message: str) -> None:
+        with self._db() as db:
+            db.execute("UPDATE runs SET status='failed', finished=?, message=? WHERE run_id=?", (time.time(), message, run_id))
+
+    def rows(self, study: str | None = None) -> list[dict[str, Any]]:
+        """Index rows, newest first."""
+        with self._db() as db:
+            if study is None:
+                cur = db.execute("SELECT * FROM runs ORDER BY COALESCE(finished, started) DESC")
+            else:
+                cur = db.execute("SELECT * FROM runs WHERE study=? ORDER BY COALESCE(finished, started) DESC", (study,))
+            return [dict(r) for r in cur.fetchall()]
+
+    def row(self, run_id: str) -> dict[str, Any] | None:
+        with self._db() as db:
+            r = db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            return dict(r) if r else None
+
+    # --- run directories --------------------------------------------------------------------
+    def run_path(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def has(self, run_id: str) -> bool:
+        return (self.run_path(run_id) / "meta.json").exists()
+
+    def load(self, run_id: str) -> Result:
+        """Load a complete run by id or unique id prefix."""
+        path = self.run_path(self.resolve(run_id))
+        return Result.load(path)
+
+    def resolve(self, run_id: str) -> str:
+        if self.has(run_id):
+            return run_id
+        matches = sorted(p.name for p in self.runs_dir.glob(f"{run_id}*") if (p / "meta.json").exists())
+        if len(matches) == 1:
+            return matches[0]
+        from theorylab.core.config import ConfigError
+
+        if not matches:
+            raise ConfigError(f"no complete run '{run_id}' in store {self.root}")
+        raise ConfigError(f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:5])}")
+
+    def new_workdir(self, run_id: str) -> Path:
+        path = self.tmp_dir / f"{run_id}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        path.mkdir(parents=True)
+        return path
+
+    def commit(self, workdir: Path, run_id: str, replace: bool = False) -> Path:
+        """Atomically publish a finished work directory as ``runs/<run_id>``.
+
+        If another process published the same run first, its result is kept and ours dropped
+        (identical inputs give identical results), unless ``replace`` (``--force``).
+        """
+        target = self.run_path(run_id)
+        if replace and target.exists():
+            trash = self.tmp_dir / f"{run_id}.old.{uuid.uuid4().hex[:8]}"
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(target, trash)
+                shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.rename(workdir, target)
+        except OSError:
+            if not self.has(run_id):
+                raise
+            shutil.rmtree(workdir, ignore_errors=True)
+        return target
+
+    def discard(self, workdir: Path) -> None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    def write_json_atomic(self, path: Path, obj: Any) -> None:
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps(obj, indent=2, default=str))
+        os.replace(tmp, path)
+
+    def clean_tmp(self, older_than_s: float = 24 * 3600) -> int:
+        """Remove work directories of runs that died (older than ``older_than_s``)."""
+        removed = 0
+        now = time.time()
+        for path in self.tmp_dir.iterdir():
+            if now - path.stat().st_mtime > older_than_s:
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+        return removed

@@ -1,0 +1,189 @@
+"""The study contract: claims, verdicts, the Study declaration and the registry keyed by slug."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import math
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from theorylab.core.config import ConfigError, Preset, StudyConfig
+
+if TYPE_CHECKING:
+    from theorylab.core.context import RunContext
+    from theorylab.core.result import Result
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one claim on one run.
+
+    ``passed`` is True/False when the run could decide the claim, None when it could not (for
+    example "needs paper preset", or the run diverged). ``measured``/``expected``/``tolerance``
+    are numbers or short strings; ``detail`` says how they were compared.
+    """
+
+    id: str
+    statement: str
+    measured: Any
+    expected: Any
+    tolerance: Any
+    passed: bool | None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _jsonable(v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+        return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed", "detail")})
+
+    @property
+    def label(self) -> str:
+        return {True: "passed", False: "FAILED", None: "not decided"}[self.passed]
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper: an id, a plain-words statement, the reference, and its judge."""
+
+    id: str
+    statement: str
+    reference: str
+    judge: Callable[["Result"], Verdict]
+    presets: tuple[str, ...] = ("quick", "paper")
+
+    def evaluate(self, result: "Result") -> Verdict:
+        if result.status != "done":
+            return Verdict(self.id, self.statement, None, None, None, None, f"not evaluated: run {result.status}")
+        try:
+            verdict = self.judge(result)
+        except KeyError as missing:
+            # A table or scalar the claim needs was not produced by this config.
+            return Verdict(self.id, self.statement, None, None, None, None, f"not evaluated: this run has no {missing}")
+        return verdict
+
+
+@dataclass(frozen=True)
+class Study:
+    """A registered study: config class, presets, the run function and the claims."""
+
+    slug: str
+    title: str
+    paper: str
+    config: type[StudyConfig]
+    presets: Mapping[str, Preset]
+    run: Callable[[StudyConfig, "RunContext"], None]
+    claims: tuple[Claim, ...]
+    module: str = ""
+    family: str = ""
+
+    def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
+        from theorylab.core.config import build_config
+
+        return build_config(self.config, self.presets, preset, overrides)
+
+    def claim(self, claim_id: str) -> Claim:
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(claim_id)
+
+
+class Registry:
+    """An immutable-by-convention mapping slug -> Study; duplicates and bad lookups are errors."""
+
+    def __init__(self) -> None:
+        self._studies: dict[str, Study] = {}
+
+    def add(self, study: Study) -> Study:
+        existing = self._studies.get(study.slug)
+        if existing is not None and existing.module != study.module:
+            raise ValueError(f"study slug '{study.slug}' is registered twice ({existing.module}, {study.module})")
+        self._studies[study.slug] = study
+        return study
+
+    def get(self, slug: str) -> Study:
+        _load_builtin_studies()
+        if slug in self._studies:
+            return self._studies[slug]
+        valid = sorted(self._studies)
+        close = difflib.get_close_matches(slug, valid, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(f"unknown study '{slug}'{hint}; valid studies: {', '.join(valid)}")
+
+    def all(self) -> Mapping[str, Study]:
+        _load_builtin_studies()
+        return MappingProxyType(dict(sorted(self._studies.items())))
+
+
+REGISTRY = Registry()
+
+
+def _load_builtin_studies() -> None:
+    importlib.import_module("theorylab.studies")
+
+
+def study(
+    slug: str,
+    *,
+    title: str,
+    paper: str,
+    config: type[StudyConfig],
+    presets: Mapping[str, Preset],
+    claims: list[Claim] | tuple[Claim, ...],
+    family: str = "",
+) -> Callable[[Callable[[Any, "RunContext"], None]], Study]:
+    """Decorator registering ``run(cfg, ctx)`` as the study ``slug``.
+
+    Presets must include ``quick`` and ``paper`` and may only name existing config fields.
+    """
+    for required in ("quick", "paper"):
+        if required not in presets:
+            raise ValueError(f"study '{slug}' must declare a '{required}' preset")
+    for preset in presets.values():
+        for key in preset.values:
+            if key not in config.model_fields:
+                raise ValueError(f"preset '{preset.name}' of '{slug}' sets unknown field '{key}'")
+            if key not in preset.reasons or not preset.reasons[key]:
+                raise ValueError(f"preset '{preset.name}' of '{slug}' gives no reason for '{key}'")
+    ids = [c.id for c in claims]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"study '{slug}' has duplicate claim ids")
+
+    def decorate(fn: Callable[[Any, "RunContext"], None]) -> Study:
+        return REGISTRY.add(
+            Study(
+                slug=slug,
+                title=title,
+                paper=paper,
+                config=config,
+                presets=MappingProxyType(dict(presets)),
+                run=fn,
+                claims=tuple(claims),
+                module=fn.__module__,
+                family=family,
+            )
+        )
+
+    return decorate
+
+
+def get_study(slug: str) -> Study:
+    return REGISTRY.get(slug)
+
+
+def all_studies() -> Mapping[str, Study]:
+    return REGISTRY.all()

@@ -1,0 +1,1 @@
+"""Measurements on models, samples and activations; they return numbers."""

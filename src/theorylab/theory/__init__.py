@@ -1,0 +1,1 @@
+"""Predictions: closed forms, fixed points, quadratures and ODEs. Pure functions of numbers."""
