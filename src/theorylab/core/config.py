@@ -26,19 +26,22 @@ class ConfigError(ValueError):
 class StudyConfig(BaseModel):
     """Base class of every study config: frozen, no unknown keys, validated defaults.
 
-    Tuple-typed fields also accept a single scalar (``n=400`` means ``n=(400,)``) so that sweeps
-    can put one value of a list-valued field on each grid point.
+    Validation is strict (no silent "1.5" -> 1 or true -> 1): a value must have the field's type.
+    Tuple-typed fields also accept a list or a single scalar (``n=400`` means ``n=(400,)``) so
+    that sweeps can put one value of a list-valued field on each grid point; NumPy scalars are
+    taken as the Python numbers they hold.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
     @field_validator("*", mode="before")
     @classmethod
-    def _scalar_to_tuple(cls, value: Any, info: Any) -> Any:
-        annotation = cls.model_fields[info.field_name].annotation
-        if _is_sequence(annotation) and not isinstance(value, (list, tuple)):
-            return (value,)
-        return value
+    def _normalise(cls, value: Any, info: Any) -> Any:
+        annotation = _unwrap_optional(cls.model_fields[info.field_name].annotation)
+        if _is_sequence(annotation):
+            items = value if isinstance(value, (list, tuple)) else [value]
+            return tuple(_plain(v) for v in items)
+        return _plain(value)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,13 @@ class Preset:
             reasons={k: r for k, (_, r) in fields.items()},
             description=description,
         )
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars -> Python scalars (strict validation would reject np.int64 for int)."""
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
 
 
 def _is_sequence(annotation: Any) -> bool:

@@ -1,0 +1,40 @@
+"""The study contract, over every registered built-in study (scikit-learn's parametrize_with_checks idea)."""
+
+from __future__ import annotations
+
+import pytest
+
+from theorylab.core.runner import execute, judge
+from theorylab.core.store import Store
+from theorylab.core.study import all_studies
+
+BUILTIN = sorted(slug for slug, s in all_studies().items() if s.module.startswith("theorylab.studies"))
+
+
+def test_registry_has_builtin_studies():
+    assert "rmt-diffusion" in BUILTIN
+
+
+@pytest.mark.parametrize("slug", BUILTIN)
+def test_declaration(slug):
+    study = all_studies()[slug]
+    assert {"quick", "paper"} <= set(study.presets)
+    assert study.claims, "a study states at least one claim"
+    for field, info in study.config.model_fields.items():
+        assert info.description, f"{slug}.{field} has no one-line description"
+    for claim in study.claims:
+        assert claim.id.startswith(slug + "/") and claim.statement and claim.reference
+    study.make_config("paper")  # the paper preset validates
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slug", BUILTIN)
+def test_quick_preset_runs_passes_and_is_quick(slug, tmp_path, rmt_quick):
+    result = rmt_quick if slug == "rmt-diffusion" else execute(slug, "quick", 0, store=Store(tmp_path), device="cpu")
+    assert result.status == "done", result.message
+    assert len(result.verdicts) == len(all_studies()[slug].claims)
+    for v in result.verdicts:
+        assert v.passed is True, f"{v.id}: {v.label}: {v.detail}"
+    assert result.wall_s <= 60.0, f"quick preset took {result.wall_s:.1f} s"
+    # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.
+    assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(result.run_id)).verdicts] == [v.passed for v in result.verdicts]

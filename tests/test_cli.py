@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from theorylab.cli import app
+
+runner = CliRunner()
+
+
+def invoke(store: Path, *args: str):
+    return runner.invoke(app, [*args, "--store", str(store)])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def test_list_shows_studies(root):
+    res = invoke(root, "list")
+    assert res.exit_code == 0
+    assert "rmt-diffusion" in res.stdout and "toy" in res.stdout
+
+
+def test_run_json_object(root):
+    res = invoke(root, "run", "toy", "--json", "--set", "n=500", "--seed", "3")
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert set(obj) == {"study", "run_id", "preset", "status", "wall_s", "verdicts", "tables", "figures"}
+    assert obj["status"] == "done" and obj["study"] == "toy"
+    (v,) = obj["verdicts"]
+    assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail"}
+    assert Path(obj["tables"]["steps"]).exists()
+
+
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["--set", "nn=5"], r"unknown config field 'nn' \(did you mean 'n'\?\)"),
+        (["--set", "n=5"], r"invalid value for 'n': 5 .*10 <= value <= 10000000"),
+        (["--set", "n=abc"], r"invalid value for 'n': 'abc'"),
+        (["--set", "n"], r"--set expects key=value"),
+        (["--preset", "huge"], r"unknown preset 'huge'"),
+    ],
+)
+def test_bad_config_one_line_exit_2(root, args, pattern):
+    res = invoke(root, "run", "toy", *args)
+    assert res.exit_code == 2
+    message = res.stderr.strip()
+    assert len(message.splitlines()) == 1 and message.startswith("error:")
+    assert re.search(pattern, message), message
+    assert "Traceback" not in res.output
+    assert not (root / "runs").exists() or not any((root / "runs").iterdir())
+
+
+def test_unknown_study_exit_2(root):
+    res = invoke(root, "run", "tyo")
+    assert res.exit_code == 2 and "did you mean 'toy'" in res.stderr
+
+
+def test_check_json_and_exit_code(root):
+    res = invoke(root, "check", "toy", "--json")
+    assert res.exit_code == 0
+    (obj,) = json.loads(res.stdout)
+    assert obj["verdicts"][0]["passed"] is True
+    again = invoke(root, "check", "toy")
+    assert again.exit_code == 0 and "reused" in again.stdout
+
+
+def test_check_fails_when_a_claim_fails(root):
+    # Tamper with the stored table: `check` re-judges from the store and must report the failure.
+    res = invoke(root, "run", "toy", "--json")
+    run_id = json.loads(res.stdout)["run_id"]
+    import pandas as pd
+
+    path = root / "runs" / run_id / "tables" / "steps.parquet"
+    frame = pd.read_parquet(path)
+    frame["mean"] = 10.0
+    frame.to_parquet(path, index=False)
+    res = invoke(root, "check", "toy")
+    assert res.exit_code == 1 and "FAILED" in res.stdout
+
+
+def test_diverged_run_exit_1(root):
+    res = invoke(root, "run", "toy", "--set", "nan_at=0")
+    assert res.exit_code == 1 and "diverged" in res.stdout and "step 0" in res.stdout
+
+
+def test_show_and_sweep(root):
+    run_id = json.loads(invoke(root, "run", "toy", "--json").stdout)["run_id"]
+    shown = invoke(root, "show", run_id[:8], "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["config"]["n"] == 1000
+    assert invoke(root, "show", "zzzz").exit_code == 2
+    sw = invoke(root, "sweep", "toy", "--grid", "n=100,200", "--grid", "scale=1,2", "--json")
+    assert sw.exit_code == 0, sw.output
+    obj = json.loads(sw.stdout)
+    assert obj["ran"] == 4 and Path(obj["tables"]["steps"]).exists()
+    again = json.loads(invoke(root, "sweep", "toy", "--grid", "n=100,200", "--grid", "scale=1,2", "--json").stdout)
+    assert again["ran"] == 0 and again["reused"] == 4
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links = []
+
+    def handle_starttag(self, tag, attrs):
+        for key, value in attrs:
+            if key in ("href", "src"):
+                self.links.append(value)
+
+
+def test_report_pages_link_to_existing_files(root, rmt_quick):
+    # Put a real study with figures into this store, then render.
+    import shutil
+
+    from theorylab.core.store import Store
+
+    st = Store(root)
+    shutil.copytree(rmt_quick.path, st.run_path(rmt_quick.run_id))
+    st.mark_running(rmt_quick.run_id, "rmt-diffusion", "quick", "x", 0, rmt_quick.version)
+    st.mark_finished(st.load(rmt_quick.run_id))
+    invoke(root, "run", "toy")
+    res = invoke(root, "report")
+    assert res.exit_code == 0
+    index = root / "report" / "index.html"
+    pages = [index, *sorted((root / "report" / "runs").glob("*.html"))]
+    assert len(pages) == 3
+    n_images = 0
+    for page in pages:
+        parser = _Links()
+        parser.feed(page.read_text())
+        for link in parser.links:
+            assert (page.parent / link).resolve().exists(), (page, link)
+            n_images += link.endswith(".png")
+    assert n_images >= 6
+    assert "kappa-fixed-point" in (root / "report" / "runs" / f"{rmt_quick.run_id}.html").read_text()

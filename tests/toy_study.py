@@ -1,0 +1,55 @@
+"""A tiny study registered only in the tests: exercises the contract, the store and sweeps.
+
+The sample mean of n standard normals must lie within 4 standard errors of 0: an honest claim
+(Monte Carlo against an exact value) that is cheap to run many times.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+
+
+class ToyConfig(StudyConfig):
+    n: int = Field(1000, ge=10, le=10_000_000, description="normal draws per step")
+    steps: int = Field(3, ge=1, le=10_000, description="number of steps")
+    step_sleep: float = Field(0.0, ge=0.0, le=10.0, description="seconds to sleep per step (kill tests)")
+    nan_at: int = Field(-1, ge=-1, le=10_000, description="step at which the loss becomes NaN (-1: never)")
+    fail: bool = Field(False, description="raise an ordinary exception mid-run")
+    scale: float = Field(1.0, gt=0, le=100.0, description="standard deviation of the draws")
+
+
+def judge_mean(res) -> Verdict:
+    t = res.table("steps")
+    worst = float((t["mean"].abs() / (t["scale"] / np.sqrt(t["n"]))).max())
+    return Verdict("toy/mean-zero", "sample means are within 4 standard errors of 0", worst, 0.0, 4.0, worst <= 4.0, f"max |mean|/SE = {worst:.2f}")
+
+
+@study(
+    "toy",
+    title="Toy study for the platform tests",
+    paper="(tests only)",
+    config=ToyConfig,
+    presets={"quick": Preset.of("quick"), "paper": Preset.of("paper", n=(100_000, "more draws"))},
+    claims=[Claim("toy/mean-zero", "sample means are within 4 SE of 0", "exact: E = 0", judge_mean)],
+)
+def run(cfg: ToyConfig, ctx: RunContext) -> None:
+    rng = ctx.rng("draws")
+    rows = []
+    for step in ctx.progress(range(cfg.steps), "toy steps"):
+        if cfg.fail and step == 1:
+            raise RuntimeError("toy failure")
+        x = rng.normal(0.0, cfg.scale, cfg.n)
+        loss = float(x.mean()) if step != cfg.nan_at else float("nan")
+        ctx.check_finite("toy loss", loss, step)
+        rows.append({"step": step, "n": cfg.n, "scale": cfg.scale, "mean": loss, "var": float(x.var())})
+        ctx.log(f"step {step}: mean {loss:.4f}")
+        if cfg.step_sleep:
+            time.sleep(cfg.step_sleep)
+    ctx.table("steps", pd.DataFrame(rows))
+    ctx.scalar("total_draws", cfg.n * cfg.steps)
