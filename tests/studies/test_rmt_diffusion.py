@@ -71,7 +71,7 @@ def test_sampling_map_claim_fails_on_naive_map(rmt_quick):
 def test_digits_claim_fails_when_cross_split_does_not_fall(rmt_quick):
     flat = _mutated(rmt_quick, "cross_split", cross_mse=lambda f: f["cross_mse"].median() + 0 * f["n"])
     assert study.judge_digits(flat).passed is False
-    memorising = _mutated(rmt_quick, "cross_split", cross_mse=lambda f: f["nearest_mse_1"] * 0.6 / f["n"] * 100)
+    memorising = _mutated(rmt_quick, "cross_split", cross_mse=lambda f: f["nearest_mse_1"] * (0.6 + 30 / f["n"]))
     assert study.judge_digits(memorising).passed is False
 
 
