@@ -151,7 +151,7 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
         map_mean_acc = {s: _Moments() for s in cfg.map_sigma}
         map_out: dict[float, list[np.ndarray]] = {s: [] for s in cfg.map_sigma}
         for size in ctx.progress(_chunks(cfg.n_draws, cfg.chunk), f"n={n}: spectra of data-set draws"):
-            cov = wishart_sample_covariance(lam, n, size, spec_rng).to(ctx.device)
+            cov = wishart_sample_covariance(lam, n, size, spec_rng, ctx.device)
             w, q = torch.linalg.eigh(cov)  # (B, d), (B, d, d)
             ctx.check_finite(f"Monte Carlo spectra (n={n})", w)
             w = w.clamp_min(0)
@@ -168,7 +168,7 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
         var_rng = ctx.rng(f"wishart-var/{n}")
         bilinear = []
         for size in ctx.progress(_chunks(cfg.var_draws, cfg.chunk), f"n={n}: variance draws"):
-            cov = wishart_sample_covariance(lam, n, size, var_rng).to(ctx.device)
+            cov = wishart_sample_covariance(lam, n, size, var_rng, ctx.device)
             chol = torch.linalg.cholesky(cov + cfg.var_sigma2 * torch.eye(cfg.d, dtype=cov.dtype, device=cov.device))
             solved = torch.cholesky_solve(x_t.T.expand(size, -1, -1).contiguous(), chol)  # (B, d, q)
             bilinear.append((v_t @ x_t.T - cfg.var_sigma2 * v_t @ solved).cpu().numpy())  # (B, p, q)
