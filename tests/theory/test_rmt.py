@@ -147,6 +147,9 @@ def test_sqrt_equivalent_vs_monte_carlo(spectra):
     theory = rmt.sqrt_equiv(LAM_S, N)
     assert np.abs(sim.mean(0) - theory).max() < 0.005
     assert np.abs(rmt.sqrt_equiv(LAM_S, N, 100) - rmt.sqrt_equiv(LAM_S, N, 200)).max() < 1e-8
+    for sigma in (0.0, 0.5):
+        coarse, fine = rmt.sampling_map_mean_equiv(LAM_S, N, sigma, 80.0, 400), rmt.sampling_map_mean_equiv(LAM_S, N, sigma, 80.0, 800)
+        assert np.abs(coarse / fine - 1).max() < 1e-8
     # Population sqrt is a different (wrong) answer at this n/d.
     assert np.abs(sim.mean(0) - np.sqrt(LAM_S)).max() > 0.02
 

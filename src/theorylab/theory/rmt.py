@@ -19,11 +19,13 @@ Notation (everything is in the population eigenbasis, where Sigma is diagonal):
   fourth-moment pairing), matters only when v and x are aligned (it doubles the variance at v = x).
 - Fractional power: E[Sigma_hat^(1/2)] ~ (2/pi) int_0^inf Sigma (Sigma + kappa(u^2))^-1 du.
 - PF-ODE sampling map F = (Sigma_hat + sigma^2)^(1/2) (Sigma_hat + sigma_T^2)^(-1/2): with
-  s(theta) = sigma^2 cos^2 theta + sigma_T^2 sin^2 theta, the identity
-  sqrt(y) = (2/pi) int_0^inf y / (y + u^2) du with u = tan theta gives
-  E[F] ~ (2/pi) int_0^(pi/2) [I - (1 - sigma^2 / s) kappa(s) (Sigma + kappa(s))^-1] dtheta,
+  u = e^t, w(t) = 1/(2 cosh t) and s(t) = (sigma^2 + e^(2t) sigma_T^2)/(1 + e^(2t)), the identity
+  sqrt(y) = (2/pi) int_0^inf y / (y + u^2) du gives
+  E[F] ~ (2/pi) int_R w(t) [I - (1 - sigma^2 / s) kappa(s) (Sigma + kappa(s))^-1] dt,
   and its fluctuations follow from the two-level resolvent covariance (our extension of the
-  variance equivalent, checked against Monte Carlo in the tests).
+  variance equivalent, checked against Monte Carlo in the tests). The integral is taken on a
+  uniform grid in log u: Gauss-Legendre in theta (u = tan theta) misses the transition at
+  u ~ sqrt(lambda)/sigma_T for small eigenvalues (0.6% error at d = 200, 2.5% at d = 1024).
 
 All functions are pure NumPy in float64 and vectorised over noise levels.
 """
@@ -166,30 +168,45 @@ def sqrt_equiv(eigenvalues: ArrayLike, n: float, nodes: int = 100) -> Array:
 
 
 def _map_levels(eigenvalues: Array, n: float, sigma: float, sigma_T: float, nodes: int) -> tuple[Array, Array, Array]:
-    """Quadrature levels s(theta), kappa(s) and weights (2/pi) w (1 - sigma^2/s) for the sampling map."""
-    theta, weight = _gauss_legendre_quarter(nodes)
-    s = sigma**2 * np.cos(theta) ** 2 + sigma_T**2 * np.sin(theta) ** 2
+    """Quadrature levels s, kappa(s) and weights c for the sampling map.
+
+    sqrt(y) = (2/pi) int_R y e^t / (y + e^(2t)) dt (u = e^t). For y = (a + sigma^2)/(a + sigma_T^2)
+    this is (2/pi) int_R w(t) (a + sigma^2)/(a + s(t)) dt with w(t) = 1/(2 cosh t) and
+    s(t) = (sigma^2 + e^(2t) sigma_T^2)/(1 + e^(2t)). The integrand changes where s(t) ~ a, i.e.
+    at u ~ sqrt(lambda)/sigma_T, which is tiny for small eigenvalues and large sigma_T: a grid in
+    log u resolves every scale at once, and the trapezoid rule on it converges exponentially
+    (the integrand is analytic in a strip). The grid spans 40 e-folds beyond the smallest and the
+    largest scales, where the integrand is below e^-40 of its peak. Returns c(t) = (2/pi) h w(t) (1 - sigma^2/s).
+    """
+    positive = eigenvalues[eigenvalues > 0]
+    smallest = np.sqrt(((positive.min() if positive.size else 1.0) + sigma**2)) / sigma_T
+    lo, hi = np.log(smallest) - 40.0, 40.0
+    t = np.linspace(lo, hi, nodes)
+    h = t[1] - t[0]
+    e2t = np.exp(2.0 * t)
+    s = (sigma**2 + e2t * sigma_T**2) / (1.0 + e2t)
     k = solve_kappa(s, eigenvalues, n)
-    c = (2.0 / np.pi) * weight * (1.0 - sigma**2 / s)
+    c = (2.0 / np.pi) * h * (0.5 / np.cosh(t)) * (1.0 - sigma**2 / s)
     return s, k, c
 
 
-def sampling_map_mean_equiv(eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0, nodes: int = 100) -> Array:
+def sampling_map_mean_equiv(eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0, nodes: int = 400) -> Array:
     """Diagonal of E[(Sigma_hat + sigma^2)^(1/2) (Sigma_hat + sigma_T^2)^(-1/2)], the mean linear PF-ODE map.
 
-    E[F] ~ (2/pi) int_0^(pi/2) [I - (1 - sigma^2/s) kappa(s) (Sigma + kappa(s))^-1] dtheta.
+    E[F] ~ (2/pi) int_R w(t) [I - (1 - sigma^2/s) kappa(s) (Sigma + kappa(s))^-1] dt (see ``_map_levels``).
     """
     lam = _eig(eigenvalues)
     if not 0 <= sigma < sigma_T:
         raise ValueError("need 0 <= sigma < sigma_T")
     _, k, c = _map_levels(lam, n, sigma, sigma_T, nodes)
+    # (2/pi) int_R w(t) dt = 1 exactly; the rest is the renormalised resolvent term.
     return 1.0 - (c[:, None] * k[:, None] / (lam + k[:, None])).sum(0)
 
 
-def sampling_map_var(inputs: ArrayLike, eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0, nodes: int = 100) -> Array:
+def sampling_map_var(inputs: ArrayLike, eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0, nodes: int = 200) -> Array:
     """Per-coordinate variance over data sets of F u for each input u (rows of ``inputs``, eigenbasis).
 
-    F = I - int c(theta) R(s(theta)) with R(s) = s (Sigma_hat + s)^-1, and for two levels
+    F = I - int c(t) R(s(t)) dt with R(s) = s (Sigma_hat + s)^-1, and for two levels
     Cov[e^T R1 u, e^T R2 u] ~ k1 k2 / (n - df2(k1, k2)) * (M_ee (u^T M u) + (M_ee u_e)^2),
     M = (Sigma + k1)^-1 Sigma (Sigma + k2)^-1. Returns shape (m, d); sum over d for the trace.
     """
@@ -199,9 +216,9 @@ def sampling_map_var(inputs: ArrayLike, eigenvalues: ArrayLike, n: float, sigma:
     a = 1.0 / (lam[None, :] + k[:, None])  # (q, d)
     m = a[:, None, :] * lam * a[None, :, :]  # (q, q, d): M for each pair of levels
     pair = (c * k)[:, None] * (c * k)[None, :] / (n - df2(k[:, None], lam, k[None, :]))  # (q, q)
-    quad = np.einsum("md,pqd->mpq", u * u, m)  # u^T M u
-    first = np.einsum("pq,pqd,mpq->md", pair, m, quad)
-    second = np.einsum("pq,pqd,md->md", pair, m * m, u * u)
+    quad = np.einsum("md,pqd->mpq", u * u, m, optimize=True)  # u^T M u
+    first = np.einsum("pq,pqd,mpq->md", pair, m, quad, optimize=True)
+    second = np.einsum("pq,pqd,md->md", pair, m * m, u * u, optimize=True)
     return first + second
 
 
@@ -211,7 +228,7 @@ def seed_disagreement(
     n: float,
     mu: ArrayLike | None = None,
     sigma_T: float = 80.0,
-    nodes: int = 60,
+    nodes: int = 160,
 ) -> Array:
     """Predicted per-seed disagreement Delta(z) = E||x1*(z) - x2*(z)||^2 / d of two linear maps.
 
