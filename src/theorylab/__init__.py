@@ -54,19 +54,11 @@ def check(
     device: str = "auto",
 ) -> list[Result]:
     """Run (or reuse) each study and re-judge every claim from the stored results."""
-    from theorylab.core.runner import execute, rejudge
-    from theorylab.core.study import get_study
+    from theorylab.core.runner import check as check_one
 
     st = _store(store)
     names = [slugs] if isinstance(slugs, str) else list(slugs or studies())
-    results = []
-    for slug in names:
-        result = execute(slug, preset, seed, store=st, force=force, device=device)
-        if result.reused:
-            result = rejudge(get_study(slug), st, result.run_id)
-            result.reused = True
-        results.append(result)
-    return results
+    return [check_one(slug, preset, seed, store=st, force=force, device=device) for slug in names]
 
 
 def sweep(slug: str, grid: Mapping[str, Any], *, preset: str = "quick", seed: int = 0, executor: str = "inline", address: str | None = None, store: str | Store | None = None, **overrides: Any):

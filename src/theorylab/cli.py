@@ -156,7 +156,7 @@ def check(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Run (or reuse) each study and judge every claim; exit 1 if any claim fails. The main job."""
-    from theorylab.core.runner import execute, rejudge
+    from theorylab.core.runner import check as check_one
 
     st = Store(store)
     names = list(slugs or all_studies())
@@ -168,11 +168,7 @@ def check(
         for slug in names:
             if not as_json:
                 err.print(f"checking [bold]{slug}[/] ({preset}) ...", highlight=False)
-            res = execute(slug, preset, seed, store=st, force=force, device=device, show_progress=not as_json)
-            if res.reused:
-                res = rejudge(get_study(slug), st, res.run_id)
-                res.reused = True
-            results.append(res)
+            results.append(check_one(slug, preset, seed, store=st, force=force, device=device, show_progress=not as_json))
     except ConfigError as e:
         _fail(str(e))
     if as_json:

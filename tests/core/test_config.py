@@ -54,7 +54,9 @@ def test_preset_must_give_reasons_and_known_fields():
 
 def test_config_is_frozen():
     cfg = build_config(ToyConfig, PRESETS, "quick")
-    with pytest.raises(Exception):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):
         cfg.n = 5  # type: ignore[misc]
 
 

@@ -14,7 +14,6 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-import annotated_types as at
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 

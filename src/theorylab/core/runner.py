@@ -134,3 +134,13 @@ def rejudge(study: Study, store: Store, run_id: str) -> Result:
     store.write_json_atomic(result.path / "verdicts.json", [v.to_dict() for v in result.verdicts])
     store.mark_finished(result)
     return result
+
+
+def check(slug: str, preset: str = "quick", seed: int = 0, *, store: Store | None = None, force: bool = False, device: str = "auto", show_progress: bool = False) -> Result:
+    """Run (or reuse) one study and judge its claims afresh from the stored results."""
+    store = store or Store()
+    result = execute(slug, preset, seed, store=store, force=force, device=device, show_progress=show_progress)
+    if result.reused:
+        result = rejudge(get_study(slug), store, result.run_id)
+        result.reused = True
+    return result

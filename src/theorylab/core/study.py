@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 

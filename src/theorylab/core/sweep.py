@@ -121,12 +121,10 @@ def run_sweep(
     module = study.module if not study.module.startswith("theorylab.") else ""
     args = [(module, slug, preset, seed, {**overrides, **point}, str(store.root), device, threads) for point, _ in todo]
 
-    statuses: dict[str, str] = {}
     if todo:
         if executor == "inline":
             for (point, _), a in zip(todo, args):
                 run_id, status = _run_point(*a)
-                statuses[run_id] = status
                 if on_point:
                     on_point(point, run_id, status)
         elif executor == "process":
@@ -135,12 +133,10 @@ def run_sweep(
                 futures = {pool.submit(_run_point, *a): point for (point, _), a in zip(todo, args)}
                 for fut in cf.as_completed(futures):
                     run_id, status = fut.result()
-                    statuses[run_id] = status
                     if on_point:
                         on_point(futures[fut], run_id, status)
         else:
             for point, run_id, status in _ray_map(args, [p for p, _ in todo], address, workers):
-                statuses[run_id] = status
                 if on_point:
                     on_point(point, run_id, status)
 
@@ -150,8 +146,7 @@ def run_sweep(
         rows.append({**point, "run_id": run_id, "ran": run_id in ran})
     points_frame = pd.DataFrame(rows)
     sweep_id = hashlib.sha256(canonical_json([slug, preset, seed, overrides, {k: list(v) for k, v in grid.items()}, version]).encode()).hexdigest()[:12]
-    result = collect(study, store, plan, points_frame, sweep_id)
-    return result
+    return collect(study, store, plan, points_frame, sweep_id)
 
 
 def collect(study: Study, store: Store, plan: list[tuple[dict[str, Any], str, bool]], points: pd.DataFrame, sweep_id: str) -> SweepResult:
