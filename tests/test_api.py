@@ -7,6 +7,14 @@ import theorylab as tl
 from theorylab.core.config import ConfigError
 
 
+def test_studies_function_survives_importing_study_modules():
+    import theorylab.studies.rmt_diffusion  # noqa: F401
+    from theorylab.studies import rmt_diffusion
+
+    assert callable(tl.studies) and "rmt-diffusion" in tl.studies()
+    assert rmt_diffusion.CLAIMS
+
+
 def test_python_api_round_trip(tmp_path):
     store = str(tmp_path / "store")
     assert "rmt-diffusion" in tl.studies()

@@ -20,6 +20,10 @@ from theorylab.core.result import Result  # noqa: E402
 from theorylab.core.store import Store  # noqa: E402
 from theorylab.core.study import Study  # noqa: E402
 
+# Register the built-in studies now: importing the subpackage `theorylab.studies` binds that name
+# on this package, so it must happen before the `studies()` function below takes the name over.
+import theorylab.studies  # noqa: E402,F401
+
 
 def studies() -> Mapping[str, Study]:
     """Every registered study, by slug."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
@@ -143,13 +142,3 @@ class RunContext:
             ok = bool(np.isfinite(np.asarray(value)).all())
         if not ok:
             raise Diverged(what, step)
-
-    @contextmanager
-    def torch_threads(self, n: int) -> Iterator[None]:
-        """Pin intra-op threads for small-tensor work, restoring the previous value after."""
-        before = torch.get_num_threads()
-        torch.set_num_threads(n)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)

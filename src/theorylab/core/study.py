@@ -63,7 +63,6 @@ class Claim:
     statement: str
     reference: str
     judge: Callable[["Result"], Verdict]
-    presets: tuple[str, ...] = ("quick", "paper")
 
     def evaluate(self, result: "Result") -> Verdict:
         if result.status != "done":
@@ -94,12 +93,6 @@ class Study:
         from theorylab.core.config import build_config
 
         return build_config(self.config, self.presets, preset, overrides)
-
-    def claim(self, claim_id: str) -> Claim:
-        for c in self.claims:
-            if c.id == claim_id:
-                return c
-        raise KeyError(claim_id)
 
 
 class Registry:
