@@ -93,8 +93,9 @@ def list_cmd(
     st = Store(store)
     rows = []
     for slug, study in all_studies().items():
-        latest = next((r for r in st.rows(slug) if r["status"] != "running"), None)
-        quick = next((r for r in st.rows(slug) if r["preset"] == "quick" and r["status"] == "done"), None)
+        history = st.rows(slug)  # newest first
+        latest = next((r for r in history if r["status"] != "running"), None)
+        quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"), None)
         rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims), "latest": latest, "quick": quick})
     if as_json:
         print(json.dumps([{k: v for k, v in r.items()} for r in rows], default=str))

@@ -263,6 +263,16 @@ def _fit(x: np.ndarray) -> LinearDenoiser:
     return LinearDenoiser.fit(torch.as_tensor(x, dtype=torch.float64))
 
 
+def _samples(train: np.ndarray, x_T: torch.Tensor, sigma_T: float) -> torch.Tensor:
+    """Clean samples from the seeds x_T by the linear PF-ODE map of a model fitted on ``train``."""
+    return linear_sampling_map(_fit(train), x_T, sigma_T)
+
+
+def _disagreement(train_a: np.ndarray, train_b: np.ndarray, x_T: torch.Tensor, sigma_T: float) -> torch.Tensor:
+    """Per-seed ||x_a(z) - x_b(z)||^2 / d between the maps fitted on two training sets."""
+    return paired_mse(_samples(train_a, x_T, sigma_T), _samples(train_b, x_T, sigma_T))
+
+
 def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> None:
     total, d = images.x.shape
     z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.n_seeds, d)))
@@ -270,8 +280,7 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> 
     rows, samples = [], {}
     for n in cfg.split_n:
         a, b = disjoint_splits(images, n)
-        out_a = linear_sampling_map(_fit(a), x_T, cfg.sigma_T)
-        out_b = linear_sampling_map(_fit(b), x_T, cfg.sigma_T)
+        out_a, out_b = _samples(a, x_T, cfg.sigma_T), _samples(b, x_T, cfg.sigma_T)
         ctx.check_finite(f"linear samples (n={n})", out_a)
         rows.append(pd.DataFrame({
             "n": n, "seed": np.arange(cfg.n_seeds), "cross_mse": paired_mse(out_a, out_b).numpy(),
@@ -284,8 +293,8 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> 
     # Moment mismatch: PC2-top vs PC2-bottom groups against i.i.d. disjoint splits of the same size.
     top, bottom = stratify_by_pc(images, k=2, size=cfg.pc_group)
     iid_a, iid_b = disjoint_splits(images, cfg.pc_group)
-    mismatch = paired_mse(linear_sampling_map(_fit(top), x_T, cfg.sigma_T), linear_sampling_map(_fit(bottom), x_T, cfg.sigma_T))
-    iid = paired_mse(linear_sampling_map(_fit(iid_a), x_T, cfg.sigma_T), linear_sampling_map(_fit(iid_b), x_T, cfg.sigma_T))
+    mismatch = _disagreement(top, bottom, x_T, cfg.sigma_T)
+    iid = _disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
     ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.n_seeds), "iid_mse": iid.numpy(), "mismatch_mse": mismatch.numpy()}))
 
     # Seed-level: RMT-predicted disagreement from the population (mu, Sigma) and n alone, against
@@ -296,7 +305,7 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> 
     lam = np.clip(lam, 0, None)
     predicted = rmt.seed_disagreement(z[:m].numpy() @ vecs, lam, cfg.seed_level_n, mu @ vecs, cfg.sigma_T)
     a, b = disjoint_splits(images, cfg.seed_level_n)
-    realized = paired_mse(linear_sampling_map(_fit(a), x_T[:m], cfg.sigma_T), linear_sampling_map(_fit(b), x_T[:m], cfg.sigma_T)).numpy()
+    realized = _disagreement(a, b, x_T[:m], cfg.sigma_T).numpy()
     ctx.table("seed_level", pd.DataFrame({"seed": np.arange(m), "predicted": predicted, "realized": realized}))
     _figure_cross_split(ctx, cross, samples, images.image_shape)
     rho, _ = spearman(predicted, realized)
