@@ -21,9 +21,26 @@ def store(tmp_path: Path) -> Store:
 
 
 @pytest.fixture(scope="session")
-def rmt_quick(tmp_path_factory: pytest.TempPathFactory):
-    """One quick run of rmt-diffusion shared by the contract and claim tests."""
+def quick_run(tmp_path_factory: pytest.TempPathFactory):
+    """``quick_run(slug)``: one quick run per study per session, shared by the contract and claim tests."""
     from theorylab.core.runner import execute
 
-    st = Store(tmp_path_factory.mktemp("rmt") / "store")
-    return execute("rmt-diffusion", "quick", 0, store=st, device="cpu")
+    st = Store(tmp_path_factory.mktemp("quick") / "store")
+    done: dict = {}
+
+    def get(slug: str):
+        if slug not in done:
+            done[slug] = execute(slug, "quick", 0, store=st, device="cpu")
+        return done[slug]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def rmt_quick(quick_run):
+    return quick_run("rmt-diffusion")
+
+
+@pytest.fixture(scope="session")
+def attention_rank_quick(quick_run):
+    return quick_run("attention-rank")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from theorylab.core.runner import execute, judge
+from theorylab.core.runner import judge
 from theorylab.core.store import Store
 from theorylab.core.study import all_studies
 
@@ -29,12 +29,14 @@ def test_declaration(slug):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", BUILTIN)
-def test_quick_preset_runs_passes_and_is_quick(slug, tmp_path, rmt_quick):
-    result = rmt_quick if slug == "rmt-diffusion" else execute(slug, "quick", 0, store=Store(tmp_path), device="cpu")
+def test_quick_preset_runs_passes_and_is_quick(slug, quick_run):
+    result = quick_run(slug)
     assert result.status == "done", result.message
     assert len(result.verdicts) == len(all_studies()[slug].claims)
     for v in result.verdicts:
-        assert v.passed is True, f"{v.id}: {v.label}: {v.detail}"
+        # A claim the quick preset is too small for says so; it never fails and never fakes a pass.
+        assert v.passed is True or (v.passed is None and "needs paper preset" in v.detail), f"{v.id}: {v.label}: {v.detail}"
+    assert any(v.passed for v in result.verdicts), "the quick preset decides at least one claim"
     assert result.wall_s <= 60.0, f"quick preset took {result.wall_s:.1f} s"
     # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.
     assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(result.run_id)).verdicts] == [v.passed for v in result.verdicts]

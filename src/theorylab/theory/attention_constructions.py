@@ -29,7 +29,7 @@ def full_rank_head(d: int, beta: float = math.inf, *, dtype: torch.dtype = torch
     model = attention_only(d, 1, d, attention="hard" if hard else "softmax", qk_scale=1.0).to(dtype)
     eye = torch.eye(d, dtype=dtype)
     model.set_head(0, 0, q=-(1.0 if hard else beta) * eye, k=eye, v=eye, o=eye)
-    return model
+    return model.requires_grad_(False)  # a construction, not a starting point for training
 
 
 def random_rank1_heads(d: int, n_heads: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float32) -> ToyTransformer:
@@ -43,7 +43,7 @@ def random_rank1_heads(d: int, n_heads: int, generator: torch.Generator, *, dtyp
     eye = torch.eye(d, dtype=dtype)
     for h in range(n_heads):
         model.set_head(0, h, q=theta[h : h + 1], v=eye, o=eye)
-    return model
+    return model.requires_grad_(False)
 
 
 @torch.no_grad()

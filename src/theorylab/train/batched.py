@@ -221,7 +221,7 @@ def _clip_per_member(params: list[Tensor], max_norm: float) -> None:
     if not grads:
         return
     norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(1) for g in grads))  # (S,)
-    factor = (max_norm / (norms + 1e-12)).clamp(max=1.0)
+    factor = (max_norm / (norms + 1e-6)).clamp(max=1.0)  # as torch.nn.utils.clip_grad_norm_
     for g in grads:
         g.mul_(factor.view(-1, *([1] * (g.dim() - 1))))
 

@@ -1,0 +1,177 @@
+"""attention-rank: the quick run, claims that can fail, paper-scale judges, config errors, encoder and divergence paths."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from theorylab.core.config import ConfigError
+from theorylab.core.result import Result
+from theorylab.core.runner import execute
+from theorylab.core.store import Store
+from theorylab.core.study import get_study
+from theorylab.studies import attention_rank as study
+
+
+def _mutated(result: Result, table: str, where, column: str, value) -> Result:
+    res = copy.copy(result)
+    res.tables = dict(result.tables)
+    frame = result.tables[table].copy()
+    frame.loc[where(frame), column] = value
+    res.tables[table] = frame
+    return res
+
+
+def test_quick_run_decides_the_quick_claims(attention_rank_quick):
+    res = attention_rank_quick
+    assert res.status == "done", res.message
+    verdicts = {v.id.split("/")[1]: v for v in res.verdicts}
+    for name in ("hardmax-exact", "softmax-limit", "rank1-floor", "trained-heads-hurt", "length-hurts-low-rank"):
+        assert verdicts[name].passed is True, verdicts[name].detail
+    for name in ("fig1-one-layer", "params-do-not-help", "depth-helps-short"):
+        assert verdicts[name].passed is None and "needs paper preset" in verdicts[name].detail
+    assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {p.name for p in map(_path, res.figures)}
+    trained = res.table("trained")
+    assert set(trained["rank"]) == {16, 4, 1} and set(trained["n_points"]) == {4, 8, 16}
+    full = trained[(trained["rank"] == 16) & (trained["n_points"] == 8)]
+    assert float(full["argmax_hit"].iloc[0]) > 0.8  # the trained full-rank head attends to the farthest point
+
+
+def _path(p):
+    from pathlib import Path
+
+    return Path(p)
+
+
+def test_hardmax_claim_fails_on_any_error(attention_rank_quick):
+    wrong = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (f["n_points"] == 64), "dmse", 1e-9)
+    assert study.judge_hardmax(wrong).passed is False
+
+
+def test_softmax_claim_fails_if_not_decreasing_or_too_high(attention_rank_quick):
+    soft = lambda f: (f["kind"] == "full_rank_softmax") & (f["param"] == 100)  # noqa: E731
+    assert study.judge_softmax(_mutated(attention_rank_quick, "constructions", soft, "dmse", 0.001)).passed is False
+    top = lambda f: (f["kind"] == "full_rank_softmax") & (f["param"] == 300)  # noqa: E731
+    assert study.judge_softmax(_mutated(attention_rank_quick, "constructions", top, "dmse", 0.06)).passed is False
+
+
+def test_rank1_claim_fails_if_rank1_heads_leak_full_rank_information(attention_rank_quick):
+    leak = lambda f: (f["kind"] == "random_rank1") & (f["split"] == "test") & (f["param"] == 256)  # noqa: E731
+    assert study.judge_rank1(_mutated(attention_rank_quick, "constructions", leak, "dmse", 0.3)).passed is False
+
+
+def test_heads_claim_fails_when_low_rank_matches_full_rank(attention_rank_quick):
+    low = lambda f: (f["rank"] == 4) & (f["n_points"] == 8)  # noqa: E731
+    assert study.judge_heads(_mutated(attention_rank_quick, "trained", low, "dmse", 0.15)).passed is False
+    full = lambda f: (f["rank"] == 16) & (f["n_points"] == 8)  # noqa: E731
+    assert study.judge_heads(_mutated(attention_rank_quick, "trained", full, "dmse", 0.25)).passed is False
+
+
+def test_length_claim_fails_when_low_rank_does_not_grow(attention_rank_quick):
+    flat = lambda f: (f["rank"] == 1) & (f["n_points"] == 16)  # noqa: E731
+    value = float(attention_rank_quick.table("trained").query("rank == 1 and n_points == 4")["dmse"].iloc[0])
+    assert study.judge_length(_mutated(attention_rank_quick, "trained", flat, "dmse", value + 0.05)).passed is False
+
+
+# --- paper-scale judges, fed the paper's reported values (read off Fig. 1 and Fig. N) ------------
+
+
+def _paper_result(overrides: dict | None = None) -> Result:
+    fig1 = {(64, 1): 0.015, (64, 8): 0.007, (64, 64): 0.002, (32, 1): 0.70, (32, 8): 0.43, (32, 64): 0.31}
+    rows = []
+    for (rank, width), err in fig1.items():
+        rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16, dmse=err))
+    for rank in (1, 2, 4, 8, 16):
+        for width in (1, 8, 64):
+            rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16, dmse=0.5 + 0.01 * rank))
+    rows.append(dict(grids="heads", depth=3, heads=4, rank=16, width=1, n_points=16, dmse=0.12))
+    fig_n = {1: (0.63, 1.16), 8: (0.42, 0.81), 16: (0.33, 0.72), 32: (0.23, 0.54), 64: (0.0, 0.04)}
+    for rank, (short, long) in fig_n.items():
+        for n, err in ((4, short * 0.9), (16, short), (64, (short + long) / 2), (256, long)):
+            rows.append(dict(grids="length", depth=2, heads=64 // rank, rank=rank, width=64, n_points=n, dmse=err))
+    table = pd.DataFrame(rows).assign(seed=0)
+    table["total_heads"] = table["heads"] * table["width"]
+    for key, value in (overrides or {}).items():
+        grids, depth, rank, width, n = key
+        sel = (table["grids"] == grids) & (table["depth"] == depth) & (table["rank"] == rank) & (table["width"] == width) & (table["n_points"] == n)
+        assert sel.any()
+        table.loc[sel, "dmse"] = value
+    cfg = get_study("attention-rank").make_config("paper").model_dump()
+    return Result("attention-rank", "x", "paper", 0, "done", cfg, tables={"trained": table})
+
+
+def test_paper_judges_pass_on_the_papers_numbers():
+    res = _paper_result()
+    for judge in (study.judge_fig1, study.judge_params, study.judge_length, study.judge_depth):
+        verdict = judge(res)
+        assert verdict.passed is True, verdict.detail
+    assert "paper thresholds" in study.judge_length(res).detail
+
+
+@pytest.mark.parametrize(
+    "judge, override",
+    [
+        (study.judge_fig1, {("heads", 1, 64, 8, 16): 0.08}),  # full rank not reached at w = 8
+        (study.judge_fig1, {("heads", 1, 32, 64, 16): 0.1}),  # rank 32 solves it when widened
+        (study.judge_params, {("heads", 1, 8, 64, 16): 0.2}),  # 64x parameters rescue rank 8
+        (study.judge_length, {("length", 2, 64, 64, 256): 0.2}),  # full rank degrades with length
+        (study.judge_length, {("length", 2, 16, 64, 256): 0.4}),  # rank 16 barely grows
+        (study.judge_depth, {("heads", 3, 16, 1, 16): 0.55}),  # depth barely helps (one layer: 0.66)
+    ],
+)
+def test_paper_judges_fail_when_the_numbers_contradict_the_paper(judge, override):
+    assert judge(_paper_result(override)).passed is False
+
+
+# --- config, encoder path, divergence ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(heads=(3,)), "heads"),
+        (dict(depths=(2,)), "depths"),
+        (dict(length_ranks=(5,)), "length_ranks"),
+        (dict(steps=0), "steps"),
+        (dict(norm="batch"), "norm"),
+    ],
+)
+def test_bad_config_fails_before_any_work(overrides, field):
+    with pytest.raises(ConfigError, match=field):
+        get_study("attention-rank").make_config("quick", **overrides)
+
+
+TINY = dict(
+    construction_sets=100, hardmax_lengths=(2, 8), betas=(10.0, 30.0), rank1_heads=(1, 2), eval_sets=64, probe_sets=16,
+    steps=3, batch=4, seeds=2,
+)
+
+
+def test_encoder_architecture_trains_every_depth(tmp_path):
+    res = execute(
+        "attention-rank", "quick", 0, store=Store(tmp_path), device="cpu",
+        overrides=dict(TINY, architecture="encoder", depths=(1, 2), heads=(1, 4), lengths=(), ff_width=8, norm="layer"),
+    )
+    assert res.status == "done", res.message
+    trained = res.table("trained")
+    assert set(trained["depth"]) == {1, 2} and set(trained["seed"]) == {0, 1} and trained["dmse"].notna().all()
+    assert study.judge_length(res).passed is None  # no length grid: undecided, never passed
+
+
+def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
+    real = study.nearest_point_sets
+
+    def poisoned(d, n, batch, generator, **kw):
+        sets = real(d, n, batch, generator, **kw)
+        if batch == TINY["batch"]:  # training batches only
+            return dataclasses.replace(sets, points=sets.points * float("nan"))
+        return sets
+
+    monkeypatch.setattr(study, "nearest_point_sets", poisoned)
+    res = execute("attention-rank", "quick", 0, store=Store(tmp_path), device="cpu", overrides=dict(TINY, lengths=()))
+    assert res.status == "diverged"
+    assert "step 0" in res.message
+    assert all(v.passed is None for v in res.verdicts)
