@@ -29,3 +29,12 @@ def test_studies_table_matches_registry():
     rows = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\| `([^`]+)` \| [^|]+ \| (\d+) \|", table, re.M)}
     builtin = {slug: len(s.claims) for slug, s in all_studies().items() if s.module.startswith("theorylab.studies")}
     assert rows == builtin
+
+
+def test_toy_transformer_kit_example_runs():
+    section = README[README.index("## Toy-transformer kit") :]
+    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(code.replace("steps=300", "steps=5"), namespace)  # noqa: S102 - the README's own example
+    assert (namespace["log"].diverged_at == -1).all()
+    assert namespace["cache"]["blocks.0.attn.hook_pattern"].shape == (4, 16, 10, 10)
