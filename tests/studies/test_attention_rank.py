@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import dataclasses
 
 import pandas as pd
@@ -37,7 +38,9 @@ def test_quick_run_decides_the_quick_claims(attention_rank_quick):
     trained = res.table("trained")
     assert set(trained["rank"]) == {16, 4, 1} and set(trained["n_points"]) == {4, 8, 16}
     full = trained[(trained["rank"] == 16) & (trained["n_points"] == 8)]
-    assert float(full["argmax_hit"].iloc[0]) > 0.8  # the trained full-rank head attends to the farthest point
+    assert float(full["argmax_hit_best_head"].iloc[0]) > 0.8  # the trained full-rank head attends to the farthest point
+    heads = res.table("attention_heads")
+    assert len(heads) == sum(trained["total_heads"]) and heads["entropy"].between(0, math.log(16)).all()  # 0 <= entropy <= log N
 
 
 def _path(p):

@@ -218,7 +218,7 @@ def build_model(cfg: AttentionRankConfig, job: Job, seed: int) -> ToyTransformer
     )
 
 
-def _train_job(cfg: AttentionRankConfig, ctx: RunContext, job: Job, eval_x: torch.Tensor, eval_y: torch.Tensor, probe) -> tuple[list[dict], pd.DataFrame]:
+def _train_job(cfg: AttentionRankConfig, ctx: RunContext, job: Job, eval_x: torch.Tensor, eval_y: torch.Tensor, probe) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
     device = ctx.device
     seeds = range(cfg.seeds)
     init = [int(ctx.rng(f"init/{job.name}/seed{s}").integers(2**62)) for s in seeds]
@@ -241,26 +241,30 @@ def _train_job(cfg: AttentionRankConfig, ctx: RunContext, job: Job, eval_x: torc
     s_count = models.size
     preds = evaluate_stacked(models, eval_x[None].expand(s_count, *eval_x.shape), chunk=cfg.eval_chunk)
     errors = (preds - eval_y).pow(2).sum(-1).mean(dim=(1, 2)).double().cpu().numpy()
-    rows = []
+    rows, heads = [], []
     for s in seeds:
         hit, entropy = (float("nan"), float("nan"))
         if diverged[s] < 0:
+            # First layer: where each head of each query looks (card: entropy and arg-max accuracy).
             patterns = attention_patterns(models.member(s), probe.sequence)[0]
-            hit = float(argmax_hit_rate(patterns, probe.index.to(patterns.device)).max())
-            entropy = float(attention_entropy(patterns).mean())
+            hits = argmax_hit_rate(patterns, probe.index.to(patterns.device)).cpu().numpy()
+            entropies = attention_entropy(patterns).double().cpu().numpy()
+            hit, entropy = float(hits.max()), float(entropies.mean())
+            heads.append(pd.DataFrame({"job": job.name, "seed": s, "layer": 0, "head": np.arange(len(hits)), "argmax_hit": hits, "entropy": entropies}))
         rows.append(
             dict(
                 job=job.name, depth=job.depth, heads=job.heads, rank=job.rank, width=job.width, total_heads=job.heads * job.width,
                 n_points=job.n_points, seed=s, dmse=float(errors[s]) if diverged[s] < 0 else float("nan"),
-                argmax_hit=hit, entropy=entropy, diverged_step=int(diverged[s]),
+                argmax_hit_best_head=hit, entropy_mean=entropy, diverged_step=int(diverged[s]),
             )
         )
-    return rows, curve
+    head_table = pd.concat(heads, ignore_index=True) if heads else pd.DataFrame(columns=["job", "seed", "layer", "head", "argmax_hit", "entropy"])
+    return rows, curve, head_table
 
 
 def _trained(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
     jobs, grids = _jobs(cfg)
-    rows, curves = [], []
+    rows, curves, heads = [], [], []
     evals: dict[int, tuple] = {}
     for job in ctx.progress(jobs, "configurations"):
         if job.n_points not in evals:
@@ -268,14 +272,16 @@ def _trained(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
             sets = nearest_point_sets(cfg.d, job.n_points, cfg.eval_sets, gen, device=ctx.device)
             probe = nearest_point_sets(cfg.d, job.n_points, cfg.probe_sets, gen, device=ctx.device)
             evals[job.n_points] = (sets.sequence, sets.targets, probe)
-        job_rows, curve = _train_job(cfg, ctx, job, *evals[job.n_points])
+        job_rows, curve, head_table = _train_job(cfg, ctx, job, *evals[job.n_points])
         for row in job_rows:
             row["grids"] = ",".join(sorted(grids[job]))
         rows += job_rows
         curves.append(curve)
+        heads.append(head_table)
     table = pd.DataFrame(rows).assign(d=cfg.d, architecture=cfg.architecture, steps=cfg.steps)
     ctx.table("trained", table)
     ctx.table("loss_curves", pd.concat(curves, ignore_index=True))
+    ctx.table("attention_heads", pd.concat(heads, ignore_index=True))
     return table
 
 
