@@ -522,7 +522,7 @@ def judge_depth(res) -> Verdict:
     s = s[(s["width"] == 1) & (s["n_points"] == 16) & (s["rank"] == d // 4) & s["grids"].str.contains("heads")]
     by_depth = s.set_index("depth")["dmse_min"]
     if not _paper_scale(res) or 1 not in by_depth or 3 not in by_depth:
-        return _verdict("depth-helps-short", S_DEPTH, None, None, None, None, "needs paper preset (d = 64, N = 16, depths 1 and 3)")
+        return _verdict("depth-helps-short", S_DEPTH, None, None, None, None, f"needs paper preset (d = 64, N = 16, w = 1, depths 1 and 3 at r = d/4 = {d // 4})")
     gain = float(by_depth[1] - by_depth[3])
     detail = f"r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
     return _verdict("depth-helps-short", S_DEPTH, gain, ">= 0.2", 0.2, gain >= 0.2, detail)
