@@ -1,0 +1,175 @@
+"""Probabilists' Hermite polynomials and tensors, Hermite coefficients and the exponents of a link.
+
+Conventions: ``He_k`` are the probabilists' Hermite polynomials (``He_0 = 1``, ``He_1 = z``,
+``He_{k+1} = z He_k - k He_{k-1}``), orthogonal under N(0, 1) with ``E[He_j He_k] = k! delta_jk``.
+A link ``g`` expands as ``g = sum_k c_k He_k`` with ``c_k = E[g(Z) He_k(Z)] / k!``.
+
+- information exponent (Ben Arous, Gheissari, Jagannath 2021): the smallest ``k >= 1`` with ``c_k != 0``;
+- generative exponent (Damian, Pillaud-Vivien, Lee, Bruna 2024, arXiv 2403.05529, Def. 2.3): the
+  smallest ``k >= 1`` with ``E[zeta_k(Y)^2] > 0`` where ``zeta_k(y) = E[He_k(Z) | Y = y]``: the
+  information exponent after the best label transformation;
+- first-stage generative leap of a multi-index link (Damian, Lee, Bruna 2025, arXiv 2506.05500):
+  the smallest ``k`` with ``E |E[He_k(z) | y]|^2 > 0`` for the Hermite tensor of ``z in R^r``
+  (reconstructed; the paper's full definition is sequential, conditioning on recovered directions).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Callable
+
+import numpy as np
+from scipy.special import roots_hermitenorm
+
+
+def hermite_all(kmax: int, z: np.ndarray) -> np.ndarray:
+    """``He_0(z), ..., He_kmax(z)`` stacked on a new first axis: (kmax + 1, *z.shape)."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty((kmax + 1, *z.shape))
+    out[0] = 1.0
+    if kmax >= 1:
+        out[1] = z
+    for k in range(1, kmax):
+        out[k + 1] = z * out[k] - k * out[k - 1]
+    return out
+
+
+def hermite(k: int, z: np.ndarray) -> np.ndarray:
+    """``He_k(z)``."""
+    return hermite_all(k, z)[k]
+
+
+def gauss_hermite(nodes: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights with ``sum w f(z) = E f(Z)``, Z ~ N(0, 1) (exact for polynomials of degree < 2*nodes)."""
+    z, w = roots_hermitenorm(nodes)  # SciPy's is stable for many nodes (NumPy's overflows past ~300)
+    return z, w / math.sqrt(2 * math.pi)
+
+
+def hermite_coefficients(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, nodes: int = 200) -> np.ndarray:
+    """``c_k = E[g(Z) He_k(Z)] / k!`` for ``k = 0..kmax`` by Gauss-Hermite quadrature.
+
+    Exact for polynomial links; for non-smooth links (sign, ReLU) the error falls like
+    ``nodes^(-1/2)`` or faster, so use a few hundred nodes.
+    """
+    z, w = gauss_hermite(nodes)
+    values = np.asarray(g(z), dtype=np.float64)
+    h = hermite_all(kmax, z)
+    return (h * values * w).sum(axis=1) / np.array([math.factorial(k) for k in range(kmax + 1)])
+
+
+def information_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, tol: float = 1e-8, nodes: int = 200) -> int | None:
+    """Smallest ``k >= 1`` with ``|c_k| > tol`` (None if none up to ``kmax``)."""
+    c = hermite_coefficients(g, kmax, nodes)
+    scale = max(1.0, float(np.sqrt((c**2 * [math.factorial(k) for k in range(kmax + 1)]).sum())))
+    for k in range(1, kmax + 1):
+        if abs(c[k]) > tol * scale:
+            return k
+    return None
+
+
+def generative_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, tol: float = 1e-8, nodes: int = 400, bins: int = 400) -> int | None:
+    """Smallest ``k >= 1`` with ``E[E[He_k(Z) | g(Z)]^2] > tol`` (None if none up to ``kmax``).
+
+    Computed on Gauss-Hermite nodes: nodes with equal ``y`` (to 1e-9) form exact groups (so
+    symmetric links cancel exactly); when ``y`` takes more than ``bins`` values, nodes are grouped
+    in ``bins`` weighted quantile bins of ``y``, which approximates the conditional expectation
+    of a continuous label. Exact for links whose level sets are finite unions of node pairs.
+    """
+    z, w = gauss_hermite(nodes)
+    y = np.asarray(g(z), dtype=np.float64)
+    keys = np.round(y, 9)
+    uniq, groups = np.unique(keys, return_inverse=True)
+    if len(uniq) > bins:
+        order = np.argsort(y)
+        cum = np.cumsum(w[order])
+        groups = np.empty(len(y), dtype=int)
+        groups[order] = np.minimum((cum / cum[-1] * bins).astype(int), bins - 1)
+    h = hermite_all(kmax, z)
+    mass = np.bincount(groups, weights=w)
+    for k in range(1, kmax + 1):
+        cond = np.bincount(groups, weights=w * h[k]) / np.maximum(mass, 1e-300)
+        if float((mass * cond**2).sum()) > tol * math.factorial(k):
+            return k
+    return None
+
+
+# --- Hermite tensors ----------------------------------------------------------------------------
+
+
+def hermite_tensor(k: int, x: np.ndarray) -> np.ndarray:
+    """The order-``k`` Hermite tensor of ``x in R^d`` (``k <= 4``): (d,)*k, e.g. ``He_2 = x x^T - I``.
+
+    ``He_3 = x⊗x⊗x - sym(x⊗I)`` (3 terms), ``He_4 = x^⊗4 - sym(x⊗x⊗I)`` (6 terms) ``+ sym(I⊗I)`` (3 terms).
+    With ``x`` a batch (n, d) the result is (n, d, ..., d). Explicit, so only for small d (tests, oracles).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[-1]
+    eye = np.eye(d)
+    if k == 0:
+        return np.ones(x.shape[:-1])
+    if k == 1:
+        return x.copy()
+    if k == 2:
+        return np.einsum("...a,...b->...ab", x, x) - eye
+    if k == 3:
+        xxx = np.einsum("...a,...b,...c->...abc", x, x, x)
+        sym = np.einsum("...a,bc->...abc", x, eye) + np.einsum("...b,ac->...abc", x, eye) + np.einsum("...c,ab->...abc", x, eye)
+        return xxx - sym
+    if k == 4:
+        x4 = np.einsum("...a,...b,...c,...e->...abce", x, x, x, x)
+        pairs = 0
+        for (i, j), (p, q) in _pairings():
+            idx = "abce"
+            spec = f"...{idx[i]},...{idx[j]},{idx[p]}{idx[q]}->...abce"
+            pairs = pairs + np.einsum(spec, x, x, eye)
+        ii = np.einsum("ab,ce->abce", eye, eye) + np.einsum("ac,be->abce", eye, eye) + np.einsum("ae,bc->abce", eye, eye)
+        return x4 - pairs + ii
+    raise ValueError(f"hermite_tensor supports k <= 4, got {k}")
+
+
+def _pairings() -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The 6 ways to split 4 indices into an x-pair and an identity-pair."""
+    out = []
+    for pair in itertools.combinations(range(4), 2):
+        rest = tuple(i for i in range(4) if i not in pair)
+        out.append((pair, rest))
+    return out
+
+
+def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20, z_threshold: float = 6.0) -> tuple[int | None, dict[int, float]]:
+    """First-stage generative leap of a multi-index link from samples (reconstructed; see module doc).
+
+    ``z``: (n, r) latent coordinates, ``y``: (n,) labels. For each ``k``, ``S_k = E |E[He_k(z) | y]|_F^2``
+    is estimated from ``bins`` equal-count slices of ``y`` (discrete labels: one slice per value),
+    minus its null bias ``(slices - 1) E|He_k|^2 / n`` (``E|He_k(z)|_F^2 = (r + ...)`` estimated from the
+    data). Returns the smallest ``k`` whose bias-corrected ``S_k`` exceeds ``z_threshold`` standard
+    errors, and every ``k``'s z-score.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n, r = z.shape
+    values = np.unique(y)
+    if len(values) <= bins:
+        slices = np.searchsorted(values, y)
+    else:
+        slices = np.empty(n, dtype=int)
+        slices[np.argsort(y, kind="stable")] = np.arange(n) * bins // n
+    count = np.bincount(slices)
+    m = len(count)
+    scores: dict[int, float] = {}
+    found = None
+    for k in range(1, kmax + 1):
+        h = hermite_tensor(k, z).reshape(n, -1)  # (n, r^k)
+        sums = np.zeros((m, h.shape[1]))
+        np.add.at(sums, slices, h)
+        means = sums / count[:, None]
+        between = float((count[:, None] * means**2).sum() / n)
+        total = float((h**2).sum() / n)
+        bias = (m - 1) * total / n
+        # Null fluctuation of the between-slice sum: ~ sqrt(2 (m-1) (r^k)) * (per-component variance) / n.
+        se = math.sqrt(2 * (m - 1) * h.shape[1]) * total / h.shape[1] / n + 1e-300
+        scores[k] = (between - bias) / se
+        if found is None and scores[k] > z_threshold:
+            found = k
+    return found, scores
