@@ -1,0 +1,109 @@
+"""SDR estimators against statsmodels and against the population predictions, and the U-statistic against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from theorylab.data.index_models import IndexModel
+from theorylab.probes.subspace import captures, overlap, principal_angles, projector_distance
+from theorylab.theory.generative import SpectralU3, TransformedPHD, k3_kernel, ustat_k3_matrix
+from theorylab.theory.hermite import hermite_tensor
+from theorylab.theory.sdr import ADE, OPG, PHD, SAVE, SIR
+
+
+def _data(link, d=20, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    model = IndexModel.make(d, link, rng)
+    X, y, _ = model.sample(n, rng)
+    return model, X, y
+
+
+def test_sir_save_phd_agree_with_statsmodels():
+    dimred = pytest.importorskip("statsmodels.regression.dimred")
+    _, X, y = _data("z1+z1z2")
+    pairs = [
+        (SIR(2, 10).fit(X, y), dimred.SlicedInverseReg(y, X).fit(slice_n=200).params[:, :2]),
+        (SAVE(2, 10).fit(X, y), dimred.SAVE(y, X).fit(slice_n=200).params[:, :2]),
+        (PHD(2, whiten=True).fit(X, y), np.real(dimred.PrincipalHessianDirections(y, X).fit().params[:, :2])),
+    ]
+    for ours, theirs in pairs:
+        assert principal_angles(ours.components_.T, theirs).max() < 1e-6
+
+
+@pytest.mark.parametrize(
+    "link, est, sees",
+    [("he1", ADE(1), True), ("he2", ADE(1), False), ("he2", PHD(1), True), ("he2", SIR(1), False), ("he3", SIR(1), True), ("he3", ADE(1), False)],
+)
+def test_estimators_see_what_stein_predicts(link, est, sees):
+    model, X, y = _data(link, d=30, n=30_000)
+    c = captures(est.fit(X, y).components_.T, model.W)[0]
+    assert (c > 0.9) if sees else (c < 0.3)
+
+
+def test_opg_recovers_a_product_link_that_ade_misses():
+    model, X, y = _data("z1z2", d=4, n=3000)
+    assert overlap(OPG(2, n_anchors=150, bandwidth=1.0).fit(X, y).components_.T, model.W) > 0.9
+    assert overlap(ADE(1).fit(X, y).components_.T, model.W) < 0.5
+
+
+def test_components_are_orthonormal_and_transform_projects():
+    _, X, y = _data("z1z2")
+    est = SAVE(2).fit(X, y)
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-12)
+    assert est.transform(X).shape == (len(X), 2)
+
+
+def test_input_validation():
+    with pytest.raises(ValueError, match="n_components"):
+        PHD(50).fit(np.zeros((10, 5)), np.zeros(10))
+    with pytest.raises(ValueError, match="shape"):
+        SIR(1).fit(np.zeros((10, 5)), np.zeros(9))
+    with pytest.raises(ValueError, match="finite"):
+        SIR(1).fit(np.full((10, 5), np.nan), np.zeros(10))
+    with pytest.raises(ValueError, match="one direction"):
+        ADE(2)
+
+
+def test_k3_closed_form_equals_explicit_tensor_contraction():
+    rng = np.random.default_rng(1)
+    for d in (2, 4, 6):
+        x, xp = rng.standard_normal(d), rng.standard_normal(d)
+        explicit = np.einsum("ace,bce->ab", hermite_tensor(3, x), hermite_tensor(3, xp))
+        np.testing.assert_allclose(k3_kernel(x, xp), explicit, atol=1e-10)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_blocked_ustatistic_equals_the_pair_sum(diagonal):
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((9, 4)), rng.standard_normal(9)
+    pairs = [(i, j) for i in range(9) for j in range(9) if diagonal or i != j]
+    ref = sum(y[i] * y[j] * k3_kernel(X[i], X[j]) for i, j in pairs) / len(pairs)
+    np.testing.assert_allclose(ustat_k3_matrix(X, y, diagonal=diagonal, block=4), (ref + ref.T) / 2, atol=1e-10)
+
+
+def test_parity_population_matrix_is_two_times_two_over_pi_cubed_projector():
+    rng = np.random.default_rng(3)
+    model = IndexModel.make(5, "parity3", rng, W=np.eye(5)[:, :3])
+    X, y, _ = model.sample(6000, rng)
+    m = ustat_k3_matrix(X, y)
+    expected = np.diag([1, 1, 1, 0, 0]) * 2 * (2 / np.pi) ** 3
+    assert np.abs(m - expected).max() < 0.25  # U-statistic noise at n = 6000, d = 5
+    assert overlap(SpectralU3(3).fit(X, y).components_.T, model.W) > 0.9
+
+
+def test_transformed_phd_sees_the_monomial_but_not_the_parity():
+    model, X, y = _data("z1z2z3", d=16, n=16 * 60)
+    assert overlap(TransformedPHD(3).fit(X, y).components_.T, model.W) > 0.8
+    model, X, y = _data("parity3", d=16, n=16 * 60)
+    assert overlap(TransformedPHD(3, transform=lambda t: t).fit(X, y).components_.T, model.W) < 0.5
+
+
+def test_subspace_measures():
+    u = np.eye(4)[:, :2]
+    b = np.eye(4)[:, [0, 2]]
+    np.testing.assert_allclose(captures(b, u), [1, 0])
+    assert overlap(b, u) == pytest.approx(0.5)
+    np.testing.assert_allclose(principal_angles(b, u), [0, np.pi / 2], atol=1e-12)
+    assert projector_distance(u, u) == pytest.approx(0, abs=1e-12)
+    assert projector_distance(b, u) == pytest.approx(np.sqrt(2))
