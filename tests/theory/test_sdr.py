@@ -36,7 +36,7 @@ def test_sir_save_phd_agree_with_statsmodels():
     [("he1", ADE(1), True), ("he2", ADE(1), False), ("he2", PHD(1), True), ("he2", SIR(1), False), ("he3", SIR(1), True), ("he3", ADE(1), False)],
 )
 def test_estimators_see_what_stein_predicts(link, est, sees):
-    model, X, y = _data(link, d=30, n=30_000)
+    model, X, y = _data(link, d=100, n=20_000)  # blind estimators still pick up anisotropic noise at small d
     c = captures(est.fit(X, y).components_.T, model.W)[0]
     assert (c > 0.9) if sees else (c < 0.3)
 
