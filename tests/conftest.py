@@ -44,3 +44,13 @@ def rmt_quick(quick_run):
 @pytest.fixture(scope="session")
 def attention_rank_quick(quick_run):
     return quick_run("attention-rank")
+
+
+@pytest.fixture(scope="session")
+def mie_quick(quick_run):
+    return quick_run("multi-index-estimators")
+
+
+@pytest.fixture(scope="session")
+def leap_quick(quick_run):
+    return quick_run("generative-leap")

@@ -38,3 +38,11 @@ def test_toy_transformer_kit_example_runs():
     exec(code.replace("steps=300", "steps=5"), namespace)  # noqa: S102 - the README's own example
     assert (namespace["log"].diverged_at == -1).all()
     assert namespace["cache"]["blocks.0.attn.hook_pattern"].shape == (4, 16, 10, 10)
+
+
+def test_index_model_kit_example_runs():
+    section = README[README.index("## Gaussian index-model kit") :]
+    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(code, namespace)  # noqa: S102 - the README's own example
+    assert namespace["X"].shape == (5000, 100)

@@ -11,6 +11,7 @@ from typing import Any, List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from theorylab.core.config import ConfigError, parse_assignments
@@ -34,14 +35,14 @@ ForceOpt = typer.Option(False, "--force", help="Run again even if the store has 
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
-    return "" if value is None else str(value)
+    return "" if value is None else escape(str(value))
 
 
 def _verdict_cell(v: Verdict) -> str:
@@ -64,9 +65,9 @@ def _print_claims(results: list[Result], title: str) -> None:
     out.print(_claims_table(results, title))
     for res in results:
         if res.message:
-            out.print(f"[red]{res.study}: {res.message}[/]")
+            out.print(f"[red]{res.study}: {escape(res.message)}[/]")
         for v in res.verdicts:
-            out.print(f"  {_verdict_cell(v)} [bold]{v.id}[/]: {v.detail}", highlight=False)
+            out.print(f"  {_verdict_cell(v)} [bold]{v.id}[/]: {escape(v.detail)}", highlight=False)
 
 
 def _run_summary(res: Result) -> None:
@@ -115,7 +116,7 @@ def list_cmd(
     for r in rows:
         lt = r["latest"]
         verdict = (f"{lt['status']}: {lt['n_passed']} passed, {lt['n_failed']} failed, {lt['n_undecided']} undecided ({lt['preset']})" if lt else "not run")
-        table.add_row(r["slug"], r["family"], r["paper"], str(r["claims"]), verdict)
+        table.add_row(r["slug"], escape(r["family"]), escape(r["paper"]), str(r["claims"]), verdict)
     out.print(table)
 
 
@@ -263,16 +264,16 @@ def show(
         print(json.dumps({**res.to_json(), "config": res.config, "scalars": res.scalars}, default=str))
         return
     _run_summary(res)
-    out.print("config: " + json.dumps(res.config))
+    out.print("config: " + escape(json.dumps(res.config)))
     if res.scalars:
-        out.print("scalars: " + json.dumps(res.scalars, default=str))
+        out.print("scalars: " + escape(json.dumps(res.scalars, default=str)))
 
 
 def main() -> None:
     try:
         app()
     except ConfigError as e:  # pragma: no cover - commands catch their own
-        err.print(f"error: {e}")
+        err.print(f"error: {escape(str(e))}")
         sys.exit(2)
 
 

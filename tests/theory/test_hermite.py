@@ -73,7 +73,7 @@ def test_hermite_tensors_are_orthogonal_with_the_right_norm(k):
 def test_multi_index_leap_on_parity_and_monomial():
     rng = np.random.default_rng(0)
     z = rng.standard_normal((200_000, 3))
-    k_parity, scores = multi_index_leap(z, np.sign(z.prod(1)), kmax=3)
+    k_parity, scores = multi_index_leap(z, np.sign(z.prod(1)), kmax=4, chunk=30_000)
     assert k_parity == 3 and scores[1] < 4 and scores[2] < 4
     k_mono, _ = multi_index_leap(z, z.prod(1), kmax=3)
     assert k_mono == 2

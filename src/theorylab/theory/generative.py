@@ -37,37 +37,58 @@ def k3_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, diagonal: bool = False, block: int = 2048, device: str | torch.device | None = None) -> np.ndarray:
-    """``sum_{i,j} y_i y_j K_3(x_i, x_j)`` normalised, symmetrised: U-statistic (``diagonal=False``) or V-statistic.
+def k3_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, block: int = 2048, device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum_{i != j} y_i y_j K_3(x_i, x_j), sum_i y_i^2 K_3(x_i, x_i))``, both (d, d).
 
-    Terms of the closed form summed over pairs with weights ``A_ij = y_i y_j`` (diagonal zeroed for U):
-    ``X^T [A o (G^2 - s 1^T - 1 s^T + d + 4)] X - 4 X^T diag(y o (A' G 1)) X + 2 X^T A^T X + 2 I sum(A o G)``,
-    with ``G = X X^T`` and ``s = diag G``, accumulated over row blocks.
+    Summing the closed form over all pairs (``m = X^T y``, ``p = X^T (y o s)``, ``s_i = |x_i|^2``):
+    ``sum_ij y_i y_j G_ij^2 x_i x_j^T + (d + 4) m m^T - p m^T - m p^T - 4 X^T diag(y o X m) X + 2 m m^T + 2 |m|^2 I``.
+    Only the first term needs the n x n Gram matrix ``G``; it is accumulated over row blocks (two
+    matmuls and one in-place square per block, memory O(block * n)), so the cost is O(n^2 d).
+    The diagonal is ``K_3(x, x) = (s^2 - 6 s + d + 6) x x^T + 2 s I``; the U-sum is the total minus it.
     """
     xt = torch.as_tensor(X, dtype=torch.float64, device=device)
     yt = torch.as_tensor(y, dtype=torch.float64, device=xt.device)
     n, d = xt.shape
+    eye = torch.eye(d, dtype=torch.float64, device=xt.device)
     s = (xt * xt).sum(1)  # (n,)
+    m = xt.T @ yt  # (d,)
+    p = xt.T @ (yt * s)
     total = torch.zeros(d, d, dtype=torch.float64, device=xt.device)
-    trace_term = torch.zeros((), dtype=torch.float64, device=xt.device)
     for start in range(0, n, block):
-        rows = slice(start, min(start + block, n))
-        xi, yi, si = xt[rows], yt[rows], s[rows]
+        xi, yi = xt[start : start + block], yt[start : start + block]
         g = xi @ xt.T  # (b, n)
-        a = yi[:, None] * yt[None, :]  # (b, n)
-        if not diagonal:
-            idx = torch.arange(rows.start, rows.stop, device=xt.device)
-            a[idx - rows.start, idx] = 0.0
-        w = a * (g * g - si[:, None] - s[None, :] + d + 4)
-        total += xi.T @ (w @ xt)  # sum_ij w_ij x_i x_j^T
-        q = (a * g).sum(1)  # (b,): sum_j A_ij G_ij
-        total -= 4 * (xi * q[:, None]).T @ xi  # -2 G (x_i x_i^T + x_j x_j^T), both halves
-        total += 2 * (a @ xt).T @ xi  # 2 sum_ij A_ij x_j x_i^T
-        trace_term += 2 * q.sum()
-    total += trace_term * torch.eye(d, dtype=torch.float64, device=xt.device)
-    pairs = n * (n - 1) if not diagonal else n * n
-    m = (total / pairs).cpu().numpy()
+        g.square_().mul_(yt)  # y_j G_ij^2
+        total += (xi * yi[:, None]).T @ (g @ xt)
+        del g
+    total += (d + 6) * torch.outer(m, m) - torch.outer(p, m) - torch.outer(m, p)
+    total -= 4 * (xt * (yt * (xt @ m))[:, None]).T @ xt
+    total += 2 * (m @ m) * eye
+    wd = yt * yt * (s * s - 6 * s + d + 6)
+    diag = (xt * wd[:, None]).T @ xt + 2 * (yt * yt * s).sum() * eye
+    return (total - diag).cpu().numpy(), diag.cpu().numpy()
+
+
+def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, diagonal: bool = False, block: int = 2048, device: str | torch.device | None = None) -> np.ndarray:
+    """The U-statistic ``(1/(n(n-1))) sum_{i != j} y_i y_j K_3(x_i, x_j)`` (``diagonal=False``) or the
+    V-statistic ``(1/n^2) sum_{i,j}`` (``diagonal=True``), symmetrised."""
+    n = len(y)
+    off, diag = k3_pair_sums(X, y, block=block, device=device)
+    m = (off + diag) / (n * n) if diagonal else off / (n * (n - 1))
     return (m + m.T) / 2
+
+
+def u_and_v_k3_matrices(X: np.ndarray, y: np.ndarray, *, block: int = 2048, device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Both statistics from one pass over the pairs."""
+    n = len(y)
+    off, diag = k3_pair_sums(X, y, block=block, device=device)
+    u, v = off / (n * (n - 1)), (off + diag) / (n * n)
+    return (u + u.T) / 2, (v + v.T) / 2
+
+
+def top_subspace(matrix: np.ndarray, k: int) -> np.ndarray:
+    """The top-``k`` eigenvectors of a symmetric matrix: (d, k)."""
+    vals, vecs = np.linalg.eigh(matrix)
+    return vecs[:, np.argsort(-vals)[:k]]
 
 
 class SpectralU3(SubspaceEstimator):

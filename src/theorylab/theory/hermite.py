@@ -137,14 +137,15 @@ def _pairings() -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return out
 
 
-def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20, z_threshold: float = 6.0) -> tuple[int | None, dict[int, float]]:
+def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20, z_threshold: float = 6.0, chunk: int = 50_000) -> tuple[int | None, dict[int, float]]:
     """First-stage generative leap of a multi-index link from samples (reconstructed; see module doc).
 
     ``z``: (n, r) latent coordinates, ``y``: (n,) labels. For each ``k``, ``S_k = E |E[He_k(z) | y]|_F^2``
-    is estimated from ``bins`` equal-count slices of ``y`` (discrete labels: one slice per value),
-    minus its null bias ``(slices - 1) E|He_k|^2 / n`` (``E|He_k(z)|_F^2 = (r + ...)`` estimated from the
-    data). Returns the smallest ``k`` whose bias-corrected ``S_k`` exceeds ``z_threshold`` standard
-    errors, and every ``k``'s z-score.
+    is estimated from ``bins`` equal-count slices of ``y`` (discrete labels: one slice per value) as
+    the between-slice sum of squares, minus its null bias ``(slices - 1) E|He_k|^2 / n``; its null
+    standard error is ``sqrt(2 (slices - 1) r^k) (E|He_k|^2 / r^k) / n``. Returns the smallest ``k``
+    whose corrected ``S_k`` exceeds ``z_threshold`` standard errors (the search stops there), and the
+    z-score of every ``k`` examined. Tensors are built ``chunk`` rows at a time.
     """
     z = np.asarray(z, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -158,18 +159,20 @@ def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20
     count = np.bincount(slices)
     m = len(count)
     scores: dict[int, float] = {}
-    found = None
     for k in range(1, kmax + 1):
-        h = hermite_tensor(k, z).reshape(n, -1)  # (n, r^k)
-        sums = np.zeros((m, h.shape[1]))
-        np.add.at(sums, slices, h)
+        comps = r**k
+        sums = np.zeros((m, comps))
+        total = 0.0
+        for start in range(0, n, chunk):
+            h = hermite_tensor(k, z[start : start + chunk]).reshape(-1, comps)
+            np.add.at(sums, slices[start : start + chunk], h)
+            total += float((h**2).sum())
+        total /= n
         means = sums / count[:, None]
         between = float((count[:, None] * means**2).sum() / n)
-        total = float((h**2).sum() / n)
         bias = (m - 1) * total / n
-        # Null fluctuation of the between-slice sum: ~ sqrt(2 (m-1) (r^k)) * (per-component variance) / n.
-        se = math.sqrt(2 * (m - 1) * h.shape[1]) * total / h.shape[1] / n + 1e-300
+        se = math.sqrt(2 * (m - 1) * comps) * total / comps / n
         scores[k] = (between - bias) / se
-        if found is None and scores[k] > z_threshold:
-            found = k
-    return found, scores
+        if scores[k] > z_threshold:
+            return k, scores
+    return None, scores

@@ -1,0 +1,366 @@
+"""generative-leap: sample complexity n = Θ(d^{max(1, k*/2)}) for Gaussian multi-index models.
+
+Paper: A. Damian, J. D. Lee, J. Bruna, "The Generative Leap: Sharp Sample Complexity for
+Efficiently Learning Gaussian Multi-Index Models", arXiv 2506.05500 (2025).
+
+The Gaussian 3-parity ``y = sign(z1 z2 z3)`` has generative leap k* = 3: every order-1 and order-2
+moment of any label transform vanishes, so an order-3 spectral U-statistic is needed, and it
+succeeds at ``n ∝ d^{3/2}``. The monomial ``y = z1 z2 z3`` has information exponent 3 but k* = 2:
+an order-2 estimator on ``log|y|`` succeeds at ``n ∝ d``. The study checks the exact moments by
+Monte Carlo, computes the first-stage leap of each link from samples, and measures the collapse
+of the estimators' overlaps in ``n/d^{3/2}`` and ``n/d``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.plotting import color, log_ticks, new_figure
+from theorylab.data.index_models import IndexModel, get_link
+from theorylab.probes.subspace import overlap
+from theorylab.theory.generative import TransformedPHD, top_subspace, u_and_v_k3_matrices
+from theorylab.theory.hermite import multi_index_leap
+
+PAPER = "Damian, Lee, Bruna, arXiv 2506.05500 (2025)"
+REF = "arXiv 2506.05500"
+P3_TRIPLE = (2 / math.pi) ** 1.5  # E[sign(z1 z2 z3) z1 z2 z3] = (E|g|)^3
+
+Dim = Annotated[int, Field(ge=4, le=100_000)]
+Scale = Annotated[float, Field(gt=0, le=1e6)]
+
+
+class GenerativeLeapConfig(StudyConfig):
+    moment_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the exact-moment checks (card: 1e6)")
+    leap_n: int = Field(200_000, ge=10_000, le=10_000_000, description="samples for the first-stage leap of each link")
+    leap_links: tuple[str, ...] = Field(("parity3", "z1z2z3"), min_length=1, description="links whose leap is computed (paper adds parity4)")
+    p3_dims: tuple[Dim, ...] = Field((16, 24, 32), min_length=2, description="dimensions of the 3-parity U/V-statistic runs")
+    p3_c: tuple[Scale, ...] = Field((2.0, 8.0, 16.0), min_length=1, description="c = n / d^1.5 for the 3-parity (card: 2, 8, 16)")
+    m3_dims: tuple[Dim, ...] = Field((32, 64, 128), min_length=2, description="dimensions of the monomial order-2 runs")
+    m3_alphas: tuple[Scale, ...] = Field((10.0, 20.0, 40.0), min_length=1, description="alpha = n/d for the monomial (card: 10, 20, 40)")
+    order2_p3_d: int = Field(32, ge=4, le=100_000, description="dimension of the order-2 estimator on the 3-parity")
+    order2_p3_c: float = Field(16.0, gt=0, le=1e6, description="c = n / d^1.5 of that run")
+    seeds: int = Field(3, ge=1, le=1000, description="seeds per 3-parity point (card: 3; paper 10)")
+    m3_seeds: int = Field(12, ge=1, le=1000, description="seeds per monomial point (card: 3; near the transition an overlap is 1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean)")
+    block: int = Field(2048, ge=16, le=1_000_000, description="rows per block of the n^2 kernel sums (memory vs speed)")
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's moment checks, P3 at d <= 32, M3 at d <= 128, 3 seeds"),
+    "paper": Preset.of(
+        "paper",
+        "GPU for the n^2 kernels: larger d, a fine c grid and 10 seeds, for the fitted exponents",
+        p3_dims=((32, 64, 128, 256), "card's dimensions"),
+        p3_c=((1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0), "fine c grid for the crossing points"),
+        seeds=(10, "card: 10 seeds"),
+        leap_links=(("parity3", "z1z2z3", "parity4"), "the leap of the 4-parity too"),
+        leap_n=(1_000_000, "order-4 tensors need more samples"),
+    ),
+}
+
+
+def _moments(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
+    rng = ctx.rng("moments")
+    rows = []
+
+    def add(link: str, name: str, samples: np.ndarray, expected: float) -> None:
+        rows.append(dict(link=link, moment=name, measured=float(samples.mean()), se=float(samples.std(ddof=1) / math.sqrt(len(samples))), expected=expected))
+
+    z = rng.standard_normal((cfg.moment_n, 3))
+    y = np.sign(z.prod(1))
+    for i in range(3):
+        add("parity3", f"E[y z{i + 1}]", y * z[:, i], 0.0)
+        add("parity3", f"E[y (z{i + 1}^2 - 1)]", y * (z[:, i] ** 2 - 1), 0.0)
+        for j in range(i + 1, 3):
+            add("parity3", f"E[y z{i + 1} z{j + 1}]", y * z[:, i] * z[:, j], 0.0)
+    add("parity3", "E[y z1 z2 z3]", y * z.prod(1), P3_TRIPLE)
+    z = rng.standard_normal((cfg.moment_n, 3))
+    y = z.prod(1)
+    add("z1z2z3", "E[(y^2 - 1)(z1^2 - 1)]", (y**2 - 1) * (z[:, 0] ** 2 - 1), 2.0)
+    table = pd.DataFrame(rows)
+    ctx.table("moments", table)
+    return table
+
+
+def _leaps(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
+    rows = []
+    for name in cfg.leap_links:
+        link = get_link(name)
+        z = ctx.rng(f"leap/{name}").standard_normal((cfg.leap_n, link.r))
+        found, scores = multi_index_leap(z, link(z), kmax=max(4, (link.generative_exponent or 0)))
+        for k, score in scores.items():
+            rows.append(dict(link=name, k=k, z_score=score, leap=found if found is not None else -1, known=link.generative_exponent))
+    table = pd.DataFrame(rows)
+    ctx.table("leaps", table)
+    return table
+
+
+def _parity(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
+    rows = []
+    for d in ctx.progress(cfg.p3_dims, "3-parity U/V statistics"):
+        for c in cfg.p3_c:
+            n = max(int(round(c * d**1.5)), 8)
+            for seed in range(cfg.seeds):
+                rng = ctx.rng(f"p3/{d}/{c}/{seed}")
+                model = IndexModel.make(d, "parity3", rng)
+                X, y, _ = model.sample(n, rng)
+                u, v = u_and_v_k3_matrices(X, y - y.mean(), block=cfg.block, device=str(ctx.device))
+                for stat, m in (("U", u), ("V", v)):
+                    rows.append(dict(d=d, c=c, n=n, seed=seed, statistic=stat, overlap=overlap(top_subspace(m, 3), model.W)))
+    table = pd.DataFrame(rows)
+    ctx.table("parity", table)
+    return table
+
+
+def _monomial(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
+    rows = []
+    for d in cfg.m3_dims:
+        for alpha in cfg.m3_alphas:
+            for seed in range(cfg.m3_seeds):
+                rng = ctx.rng(f"m3/{d}/{alpha}/{seed}")
+                model = IndexModel.make(d, "z1z2z3", rng)
+                X, y, _ = model.sample(int(round(alpha * d)), rng)
+                rows.append(dict(link="z1z2z3", d=d, alpha=alpha, seed=seed, overlap=overlap(TransformedPHD(3).fit(X, y).components_.T, model.W)))
+    d = cfg.order2_p3_d
+    for seed in range(cfg.seeds):
+        rng = ctx.rng(f"order2-p3/{seed}")
+        model = IndexModel.make(d, "parity3", rng)
+        n = int(round(cfg.order2_p3_c * d**1.5))
+        X, y, _ = model.sample(n, rng)
+        # Any transform of a +-1 label is affine in it: the identity is every transform.
+        est = TransformedPHD(3, transform=lambda t: t).fit(X, y)
+        rows.append(dict(link="parity3", d=d, alpha=n / d, seed=seed, overlap=overlap(est.components_.T, model.W)))
+    table = pd.DataFrame(rows)
+    ctx.table("order2", table)
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------------
+
+
+def _figure_overlap_vs_c(ctx: RunContext, parity: pd.DataFrame) -> None:
+    fig, ax = new_figure()
+    means = parity.groupby(["statistic", "d", "c"])["overlap"].mean().reset_index()
+    for i, d in enumerate(sorted(means["d"].unique())):
+        for stat, style in (("U", "o-"), ("V", "s--")):
+            g = means[(means["d"] == d) & (means["statistic"] == stat)]
+            ax.plot(g["c"], g["overlap"], style, color=color(i), ms=4, label=f"d = {d}, {stat}-statistic")
+    ax.axhline(3 / min(means["d"]), color="grey", ls=":", lw=1, label="chance 3/d (smallest d)")
+    ax.set_xscale("log")
+    log_ticks(ax, sorted(means["c"].unique()))
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("c = n / d^1.5")
+    ax.set_ylabel("overlap |P̂P|²/3 (seed mean)")
+    ax.set_title("3-parity (k* = 3): curves collapse in n/d^{k*/2}", fontsize=8)
+    ax.legend(fontsize=6)
+    ctx.figure("overlap_vs_c", fig)
+
+
+def _figure_m3_vs_p3(ctx: RunContext, order2: pd.DataFrame) -> None:
+    fig, ax = new_figure()
+    m3 = order2[order2["link"] == "z1z2z3"].groupby(["d", "alpha"])["overlap"].mean().reset_index()
+    for i, (d, g) in enumerate(m3.groupby("d")):
+        ax.plot(g["alpha"], g["overlap"], "o-", color=color(i), ms=4, label=f"M3 = z1 z2 z3, d = {d}")
+    p3 = order2[order2["link"] == "parity3"]
+    ax.plot(p3["alpha"], p3["overlap"], "kx", ms=7, label=f"P3 = sign(z1 z2 z3), d = {int(p3['d'].iloc[0])}")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("n/d")
+    ax.set_ylabel("order-2 overlap (T(y) = log|y|; P3: any T)")
+    ax.set_title("the sign hides the order-2 signal: M3 has k* = 2, P3 has k* = 3", fontsize=8)
+    ax.legend(fontsize=7)
+    ctx.figure("m3_vs_p3", fig)
+
+
+def _figure_crossing(ctx: RunContext, parity: pd.DataFrame) -> None:
+    fig, ax = new_figure()
+    for i, stat in enumerate(("U", "V")):
+        cross = _crossings(parity[parity["statistic"] == stat])
+        if len(cross) >= 2:
+            ds, ns = zip(*sorted(cross.items()))
+            ax.plot(ds, ns, "o-", color=color(i), label=f"{stat}-statistic")
+    ds = np.array(sorted(parity["d"].unique()), dtype=float)
+    for slope, style in ((1.0, ":"), (1.5, "--"), (2.0, "-.")):
+        ax.plot(ds, 5 * ds**slope, style, color="grey", lw=0.8, label=f"∝ d^{slope:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("n where the seed-mean overlap crosses 0.5")
+    ax.set_title("crossing points of the 3-parity estimators", fontsize=8)
+    ax.legend(fontsize=7)
+    ctx.figure("crossing_scaling", fig)
+
+
+def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
+    out = {}
+    for d, g in table.groupby("d"):
+        m = g.groupby("n")["overlap"].mean().sort_index()
+        above = np.flatnonzero(m.to_numpy() >= level)
+        if len(above) == 0 or above[0] == 0:
+            continue
+        k = above[0]
+        n0, n1, o0, o1 = m.index[k - 1], m.index[k], m.iloc[k - 1], m.iloc[k]
+        out[int(d)] = float(np.exp(np.log(n0) + (level - o0) / (o1 - o0) * (np.log(n1) - np.log(n0))))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------
+
+
+def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
+    return Verdict(f"generative-leap/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+
+
+S_P3 = "For the 3-parity every order-1 and order-2 moment of y vanishes, and E[y z1 z2 z3] = (2/pi)^{3/2} ≈ 0.5079 (Monte Carlo, 1e6 samples, within 4 SE)."
+
+
+def judge_p3_moments(res) -> Verdict:
+    t = res.table("moments")
+    t = t[t["link"] == "parity3"].assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
+    worst = t.loc[t["z"].idxmax()]
+    triple = t[t["moment"] == "E[y z1 z2 z3]"].iloc[0]
+    detail = f"{len(t)} moments; largest deviation {worst['z']:.2f} SE ({worst['moment']}); E[y z1 z2 z3] = {triple['measured']:.4f} ± {triple['se']:.4f} vs {P3_TRIPLE:.4f}"
+    return _verdict("p3-moments", S_P3, float(worst["z"]), 0, "4 SE", bool(t["z"].max() <= 4), detail)
+
+
+S_M3 = "For the monomial y = z1 z2 z3, E[(y^2 - 1)(z1^2 - 1)] = 2: a label transform exposes an order-2 signal (Monte Carlo, within 4 SE)."
+
+
+def judge_m3_moment(res) -> Verdict:
+    row = res.table("moments").query("link == 'z1z2z3'").iloc[0]
+    z = abs(row["measured"] - 2.0) / row["se"]
+    detail = f"{row['measured']:.4f} ± {row['se']:.4f} vs 2 ({z:.2f} SE)"
+    return _verdict("m3-moment", S_M3, float(row["measured"]), 2.0, "4 SE", bool(z <= 4), detail)
+
+
+S_LEAP = "Computed from samples, the first-stage generative leap is 3 for the 3-parity and 2 for z1 z2 z3 (4 for the 4-parity at the paper preset): the smallest k whose conditional Hermite tensor E[He_k(z) | y] is nonzero."
+
+
+def judge_leaps(res) -> Verdict:
+    t = res.table("leaps")
+    found = t.groupby("link")[["leap", "known"]].first()
+    bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
+    detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (f"; wrong: {', '.join(bad)}" if bad else "")
+    zs = t.pivot(index="link", columns="k", values="z_score").round(1).to_dict("index")
+    return _verdict("leap-values", S_LEAP, len(bad), 0, 0, not bad, detail + f"; z-scores by k: {zs}")
+
+
+S_COLLAPSE = "3-parity (k* = 3): the order-3 U-statistic's seed-mean overlap collapses in c = n/d^{3/2}: >= 0.85 at c = 16 for every d, spread <= 0.15 across d at c = 8, and <= 0.5 at c = 2."
+
+
+def judge_u_collapse(res) -> Verdict:
+    t = res.table("parity")
+    u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
+    cs = set(u.index.get_level_values(0))
+    if not {2.0, 8.0, 16.0} <= cs:
+        return _verdict("u-stat-collapse", S_COLLAPSE, None, None, None, None, "needs c in {2, 8, 16} in 'p3_c'")
+    high, mid, low = u[16.0], u[8.0], u[2.0]
+    spread = float(mid.max() - mid.min())
+    ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
+    detail = f"c=16: min {high.min():.3f} (need >= 0.85); c=8: {', '.join(f'd={d}: {v:.3f}' for d, v in mid.items())}, spread {spread:.3f} (need <= 0.15); c=2: max {low.max():.3f} (need <= 0.5)"
+    return _verdict("u-stat-collapse", S_COLLAPSE, spread, "<= 0.15", 0.15, ok, detail)
+
+
+S_BLIND = "Order-2 methods are blind to the 3-parity: at d = 32, n = 16 d^{3/2}, the order-2 estimator's overlap stays <= 0.3 (chance 3/32), whatever the label transform."
+
+
+def judge_order2_blind(res) -> Verdict:
+    t = res.table("order2").query("link == 'parity3'")
+    worst = float(t["overlap"].max())
+    detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t["overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
+    return _verdict("order2-blind", S_BLIND, worst, "<= 0.3", 0.3, worst <= 0.3, detail)
+
+
+S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean overlap >= 0.85 at n/d = 40 for every d, "
+               "and its curves collapse in n/d: spread <= 0.1 across d at every n/d above the spectral transition (every d already past overlap 0.5).")
+
+
+def judge_m3_linear(res) -> Verdict:
+    t = res.table("order2").query("link == 'z1z2z3'")
+    means = t.groupby(["alpha", "d"])["overlap"].mean()
+    alphas = sorted(set(means.index.get_level_values(0)))
+    if 40.0 not in alphas:
+        return _verdict("m3-linear", S_M3_LINEAR, None, None, None, None, "needs alpha = 40 in 'm3_alphas'")
+    top = means[40.0]
+    spreads = {a: float(means[a].max() - means[a].min()) for a in alphas}
+    # Inside the transition the finite-d curves are still converging (e.g. 0.46, 0.41, 0.35 at
+    # d = 32, 64, 128 for n/d = 10 over 32 seeds): their spread measures finite-size effects, not
+    # the n ∝ d law, so it is reported and not judged.
+    above = [a for a in alphas if means[a].min() >= 0.5]
+    worst = max(spreads[a] for a in above) if above else float("inf")
+    ok = top.min() >= 0.85 and bool(above) and worst <= 0.1
+    detail = (f"n/d = 40: min over d {top.min():.3f} (need >= 0.85); spread across d by n/d: "
+              + ", ".join(f"{a:g}: {s:.3f}{'' if a in above else ' (in the transition: reported, not judged)'}" for a, s in spreads.items())
+              + f" (need <= 0.1 above the transition; {t['seed'].nunique()} seeds per point)")
+    return _verdict("m3-linear", S_M3_LINEAR, worst, "<= 0.1", 0.1, ok, detail)
+
+
+S_U_BEATS_V = "Removing the diagonal does not hurt: at c = 8 the U-statistic's seed-mean overlap is >= the V-statistic's for every d."
+
+
+def judge_u_beats_v(res) -> Verdict:
+    t = res.table("parity")
+    at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
+    if at.empty:
+        return _verdict("u-beats-v", S_U_BEATS_V, None, None, None, None, "needs c = 8 in 'p3_c'")
+    margin = float((at["U"] - at["V"]).min())
+    detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
+    return _verdict("u-beats-v", S_U_BEATS_V, margin, ">= 0", 0, margin >= 0, detail)
+
+
+S_EXPONENTS = "Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ d^{k*/2}) and >= 1.75 for the V-statistic."
+
+
+def judge_exponents(res) -> Verdict:
+    t = res.table("parity")
+    exps = {}
+    for stat in ("U", "V"):
+        cross = _crossings(t[t["statistic"] == stat])
+        if len(cross) >= 3 and max(cross) >= 128:
+            ds, ns = zip(*sorted(cross.items()))
+            exps[stat] = float(np.polyfit(np.log(ds), np.log(ns), 1)[0])
+    if len(exps) < 2:
+        return _verdict("exponents", S_EXPONENTS, None, None, None, None, "needs paper preset (crossings at >= 3 dimensions up to d >= 128)")
+    ok = abs(exps["U"] - 1.5) <= 0.2 and exps["V"] >= 1.75
+    detail = f"U: {exps['U']:.2f} (need 1.5 ± 0.2); V: {exps['V']:.2f} (need >= 1.75); the card's 4-parity exponent needs an order-4 kernel we have not built"
+    return _verdict("exponents", S_EXPONENTS, exps["U"], 1.5, 0.2, ok, detail)
+
+
+CLAIMS = [
+    Claim("generative-leap/p3-moments", S_P3, REF + ", the 3-parity's moments", judge_p3_moments),
+    Claim("generative-leap/m3-moment", S_M3, REF + ", label transforms lower the exponent", judge_m3_moment),
+    Claim("generative-leap/leap-values", S_LEAP, REF + ", definition of the generative leap (first stage; reconstructed)", judge_leaps),
+    Claim("generative-leap/u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic", judge_u_collapse),
+    Claim("generative-leap/order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)", judge_order2_blind),
+    Claim("generative-leap/m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d", judge_m3_linear),
+    Claim("generative-leap/u-beats-v", S_U_BEATS_V, REF + ", U- vs V-statistic", judge_u_beats_v),
+    Claim("generative-leap/exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})", judge_exponents),
+]
+
+
+@study(
+    "generative-leap",
+    title="Sharp sample complexity n = Θ(d^{max(1, k*/2)}) for Gaussian multi-index models",
+    paper=PAPER,
+    config=GenerativeLeapConfig,
+    presets=PRESETS,
+    family="index models",
+    claims=CLAIMS,
+)
+def run(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
+    _moments(cfg, ctx)
+    _leaps(cfg, ctx)
+    parity = _parity(cfg, ctx)
+    _figure_overlap_vs_c(ctx, parity)
+    _figure_crossing(ctx, parity)
+    order2 = _monomial(cfg, ctx)
+    _figure_m3_vs_p3(ctx, order2)

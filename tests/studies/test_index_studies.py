@@ -1,0 +1,150 @@
+"""multi-index-estimators and generative-leap: quick runs, and every judge fed a wrong result fails."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from theorylab.core.result import Result
+from theorylab.core.study import get_study
+from theorylab.studies import generative_leap as leap
+from theorylab.studies import multi_index_estimators as mie
+
+
+def _edit(result: Result, table: str, fn) -> Result:
+    res = copy.copy(result)
+    res.tables = dict(result.tables)
+    res.tables[table] = fn(result.tables[table].copy())
+    return res
+
+
+def _set(frame: pd.DataFrame, where, column: str, value) -> pd.DataFrame:
+    frame.loc[where(frame), column] = value
+    return frame
+
+
+# --- multi-index-estimators -------------------------------------------------------------------
+
+
+def test_mie_quick_decides_its_quick_claims(mie_quick):
+    verdicts = {v.id.split("/")[1]: v for v in mie_quick.verdicts}
+    for name in ("battery", "failures-do-not-improve", "proportional-collapse", "population-matrices", "statsmodels-agreement"):
+        assert verdicts[name].passed is True, verdicts[name].detail
+    for name in ("information-gap", "nn-gd-row"):
+        assert verdicts[name].passed is None and "needs paper preset" in verdicts[name].detail
+
+
+def test_battery_fails_if_sir_sees_an_even_link(mie_quick):
+    bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "he2") & (g.estimator == "SIR"), "capture", 0.9))
+    assert mie.judge_battery(bad).passed is False
+
+
+def test_battery_fails_if_ade_sees_the_second_direction(mie_quick):
+    bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "z1+z1z2") & (g.estimator == "ADE") & (g.direction == 2), "capture", 0.5))
+    assert mie.judge_battery(bad).passed is False
+
+
+def test_failures_claim_fails_when_a_zero_cell_improves(mie_quick):
+    bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "z1z2") & (g.estimator == "SIR") & (g.alpha == 50), "capture", 0.4))
+    assert mie.judge_failures(bad).passed is False
+
+
+def test_collapse_fails_without_proportional_scaling(mie_quick):
+    # Pretend capture depends on n/d^1.5 instead: shift the largest d's curve down.
+    bad = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: g.d == g.d.max(), "capture", 0.3))
+    assert mie.judge_collapse(bad).passed is False
+
+
+def test_population_claim_fails_on_a_wrong_hessian_or_a_leaking_sir(mie_quick):
+    bad = _edit(mie_quick, "population", lambda f: _set(f, lambda g: (g.method == "pHd") & (g.link == "he2") & (g.entry == "0,0"), "measured", 1.0))
+    assert mie.judge_population(bad).passed is False
+    leak = _edit(mie_quick, "population", lambda f: _set(f, lambda g: (g.method == "SIR") & (g.link == "z1z2"), "measured", 0.05))
+    assert mie.judge_population(leak).passed is False
+
+
+def test_statsmodels_claim_fails_on_a_different_subspace(mie_quick):
+    bad = _edit(mie_quick, "statsmodels", lambda f: _set(f, lambda g: g.method == "SAVE", "max_angle", 1e-3))
+    assert mie.judge_statsmodels(bad).passed is False
+
+
+def test_paper_judges_on_synthetic_tables():
+    cfg = get_study("multi-index-estimators").make_config("paper").model_dump()
+    rows = []
+    for d in (50, 100, 200, 400):
+        for alpha in (1, 2, 5, 10, 20, 50, 100):
+            n = alpha * d
+            rows += [dict(d=d, alpha=alpha, seed=0, estimator="ADE", capture=0.05), dict(d=d, alpha=alpha, seed=0, estimator="pHd", capture=0.2)]
+            rows.append(dict(d=d, alpha=alpha, seed=0, estimator="SIR", capture=1 / (1 + (5 * d / n) ** 2)))  # crosses at n = 5 d
+            rows.append(dict(d=d, alpha=alpha, seed=0, estimator="order-3 V-stat", capture=1 / (1 + (0.5 * d**1.6 / n) ** 2)))  # n ∝ d^1.6
+    gap = pd.DataFrame(rows)
+    nn = pd.DataFrame(dict(alpha=[25, 50, 100, 200], n=[0, 0, 0, 0], capture=[0.0, 0.1, 0.85, 0.95], loss=[1.0] * 4))
+    res = Result("multi-index-estimators", "x", "paper", 0, "done", cfg, tables={"gap": gap, "nn_row": nn})
+    assert mie.judge_gap(res).passed is True, mie.judge_gap(res).detail
+    assert mie.judge_nn(res).passed is True
+    blind = _edit(res, "gap", lambda f: _set(f, lambda g: (g.estimator == "pHd") & (g.alpha == 100), "capture", 0.7))
+    assert mie.judge_gap(blind).passed is False
+    slow = _edit(res, "nn_row", lambda f: f.assign(capture=0.3))
+    assert mie.judge_nn(slow).passed is False
+
+
+# --- generative-leap ------------------------------------------------------------------------------
+
+
+def test_leap_quick_decides_its_quick_claims(leap_quick):
+    verdicts = {v.id.split("/")[1]: v for v in leap_quick.verdicts}
+    for name in ("p3-moments", "m3-moment", "leap-values", "u-stat-collapse", "order2-blind", "m3-linear", "u-beats-v"):
+        assert verdicts[name].passed is True, verdicts[name].detail
+    assert verdicts["exponents"].passed is None and "needs paper preset" in verdicts["exponents"].detail
+
+
+def test_moment_claims_fail_on_wrong_values(leap_quick):
+    bad = _edit(leap_quick, "moments", lambda f: _set(f, lambda g: g.moment == "E[y z1 z2]", "measured", 0.01))
+    assert leap.judge_p3_moments(bad).passed is False
+    bad = _edit(leap_quick, "moments", lambda f: _set(f, lambda g: g.link == "z1z2z3", "measured", 1.0))
+    assert leap.judge_m3_moment(bad).passed is False
+
+
+def test_leap_claim_fails_if_the_parity_leaks_at_order_two(leap_quick):
+    bad = _edit(leap_quick, "leaps", lambda f: _set(f, lambda g: g.link == "parity3", "leap", 2))
+    assert leap.judge_leaps(bad).passed is False
+
+
+def test_collapse_and_u_beats_v_fail_on_wrong_curves(leap_quick):
+    bad = _edit(leap_quick, "parity", lambda f: _set(f, lambda g: (g.statistic == "U") & (g.c == 8) & (g.d == g.d.max()), "overlap", 0.2))
+    assert leap.judge_u_collapse(bad).passed is False
+    assert leap.judge_u_beats_v(bad).passed is False
+    easy = _edit(leap_quick, "parity", lambda f: _set(f, lambda g: (g.statistic == "U") & (g.c == 2), "overlap", 0.9))
+    assert leap.judge_u_collapse(easy).passed is False
+
+
+def test_order2_claims_fail_on_wrong_overlaps(leap_quick):
+    seen = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: g.link == "parity3", "overlap", 0.6))
+    assert leap.judge_order2_blind(seen).passed is False
+    slow = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 40) & (g.d == g.d.max()), "overlap", 0.6))
+    assert leap.judge_m3_linear(slow).passed is False
+
+
+def test_exponent_judge_on_synthetic_crossings():
+    cfg = get_study("generative-leap").make_config("paper").model_dump()
+    rows = []
+    for d in (32, 64, 128, 256):
+        for c in (1, 2, 4, 6, 8, 12, 16, 24, 32, 64):
+            n = int(c * d**1.5)
+            rows.append(dict(d=d, c=c, n=n, seed=0, statistic="U", overlap=float(np.clip(np.log(c / 2) / np.log(8), 0, 1))))
+            rows.append(dict(d=d, c=c, n=n, seed=0, statistic="V", overlap=float(np.clip(np.log(n / (0.2 * d**2)) / np.log(8), 0, 1))))
+    res = Result("generative-leap", "x", "paper", 0, "done", cfg, tables={"parity": pd.DataFrame(rows)})
+    verdict = leap.judge_exponents(res)
+    assert verdict.passed is True, verdict.detail
+    flat = _edit(res, "parity", lambda f: f.assign(overlap=np.where(f.statistic == "V", f.overlap, np.clip(np.log(f.n / (0.1 * f.d**2)) / np.log(8), 0, 1))))
+    assert leap.judge_exponents(flat).passed is False
+
+
+@pytest.mark.parametrize("slug, overrides, field", [("generative-leap", dict(p3_dims=(2,)), "p3_dims"), ("multi-index-estimators", dict(alphas=(20.0,)), "alphas")])
+def test_bad_configs(slug, overrides, field):
+    from theorylab.core.config import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        get_study(slug).make_config("quick", **overrides)
