@@ -77,3 +77,13 @@ def test_multi_index_leap_on_parity_and_monomial():
     assert k_parity == 3 and scores[1] < 4 and scores[2] < 4
     k_mono, _ = multi_index_leap(z, z.prod(1), kmax=3)
     assert k_mono == 2
+
+
+def test_monte_carlo_tensor_coefficients_of_a_product_link():
+    from theorylab.theory.hermite import hermite_tensor_coefficients
+
+    c2, se = hermite_tensor_coefficients(lambda z: z[:, 0] * z[:, 1], 2, 2, 400_000, np.random.default_rng(0))
+    expected = np.array([[0.0, 0.5], [0.5, 0.0]])  # z1 z2 = (He_2(z)_12 + He_2(z)_21) / 2
+    assert np.all(np.abs(c2 - expected) <= 5 * se + 1e-12)
+    c1, se1 = hermite_tensor_coefficients(lambda z: z[:, 0] * z[:, 1], 2, 1, 400_000, np.random.default_rng(1))
+    assert np.all(np.abs(c1) <= 5 * se1)

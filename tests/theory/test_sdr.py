@@ -107,3 +107,14 @@ def test_subspace_measures():
     np.testing.assert_allclose(principal_angles(b, u), [0, np.pi / 2], atol=1e-12)
     assert projector_distance(u, u) == pytest.approx(0, abs=1e-12)
     assert projector_distance(b, u) == pytest.approx(np.sqrt(2))
+
+
+@pytest.mark.parametrize("link, n, leap", [("z1+z1z2", 4000, 1), ("z1z2z3", 8000, 2), ("he2", 4000, 2), ("parity3", 12000, 3)])
+def test_sequential_leap_finds_the_index_space_at_the_right_order(link, n, leap):
+    from theorylab.theory.generative import SequentialLeap
+
+    model, X, y = _data(link, d=12, n=n)
+    est = SequentialLeap(r_max=model.link.r + 1, n_null=2).fit(X, y)
+    assert est.leap_ == leap == model.link.generative_exponent
+    assert est.components_.shape[0] == model.link.r  # no spurious extra direction
+    assert overlap(est.components_.T, model.W) > 0.95

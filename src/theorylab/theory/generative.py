@@ -120,3 +120,96 @@ class TransformedPHD(PHD):
     def fit(self, X: np.ndarray, y: np.ndarray) -> "TransformedPHD":
         X, y = self._check(X, y)
         return super().fit(X, np.asarray(self.transform(y), dtype=np.float64))
+
+
+class SequentialLeap:
+    """An agnostic sequential spectral estimator in the spirit of Damian, Lee, Bruna (Sec. 4; reconstructed).
+
+    Stage by stage, with ``S`` the directions found so far, ``x_perp = (I - S S^T) x`` and joint
+    slices of ``(y, sign(x^T s) for s in S)``, try orders k = 1, 2, 3 in turn:
+
+    - k = 1: ``sum_h p_h m_h m_h^T`` with ``m_h`` the slice mean of ``x_perp`` (``E[He_1 | y, x_S]``);
+    - k = 2: ``sum_h p_h (C_h - P_perp)^2`` with ``C_h`` the slice second moment (``E[He_2 | y, x_S]``);
+    - k = 3: the order-3 U-statistic on ``x_perp`` with labels ``y`` centred within the ``x_S`` slices.
+
+    An eigenvalue counts as signal when it exceeds ``null_factor`` times the largest top eigenvalue
+    of ``n_null`` permutation nulls (slices or labels shuffled); the corresponding eigenvectors join
+    ``S`` and the next stage starts at k = 1. ``leap_`` is the largest order any stage needed,
+    ``stages_`` lists ``(k, directions found)``, ``components_`` spans everything found.
+
+    Limitation (ours, not the paper's): conditioning on *estimated* directions leaks their
+    estimation error into ``x_perp`` (the part of ``u`` missed by ``S`` is correlated with the
+    slices), at a level comparable to the permutation null (about ``d / (3 * slices)`` of it). The
+    acceptance factor 3 keeps such leaks out in our tests (He_2 at d = 12, n = 4000: leak 2.3x the
+    null); at larger d / n, raise ``null_factor`` or use more samples.
+    """
+
+    def __init__(self, max_order: int = 3, r_max: int = 4, bins: int = 10, n_null: int = 3, null_factor: float = 3.0, seed: int = 0, block: int = 2048):
+        if max_order not in (1, 2, 3):
+            raise ValueError(f"max_order must be 1, 2 or 3; got {max_order}")
+        self.max_order, self.r_max, self.bins, self.n_null, self.null_factor, self.seed, self.block = max_order, r_max, bins, n_null, null_factor, seed, block
+
+    def _slices(self, y: np.ndarray, z_s: np.ndarray) -> np.ndarray:
+        values = np.unique(y)
+        if len(values) <= self.bins:
+            label = np.searchsorted(values, y)
+        else:
+            label = np.empty(len(y), dtype=np.int64)
+            label[np.argsort(y, kind="stable")] = np.arange(len(y)) * self.bins // len(y)
+        for col in z_s.T:
+            label = label * 2 + (col > 0)
+        return np.unique(label, return_inverse=True)[1]
+
+    def _matrix(self, k: int, xp: np.ndarray, proj: np.ndarray, slices: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        n = len(xp)
+        if k == 3:
+            return ustat_k3_matrix(xp, labels, block=self.block)
+        count = np.bincount(slices).astype(np.float64)
+        if k == 1:
+            sums = np.zeros((len(count), xp.shape[1]))
+            np.add.at(sums, slices, xp)
+            means = sums / count[:, None]
+            return means.T @ (count[:, None] * means) / n
+        m = np.zeros_like(proj)
+        for h in range(len(count)):
+            part = xp[slices == h]
+            c = part.T @ part / len(part) - proj
+            m += len(part) / n * c @ c
+        return m
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> "SequentialLeap":
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        n, d = X.shape
+        rng = np.random.default_rng(self.seed)
+        basis = np.zeros((d, 0))
+        self.stages_: list[tuple[int, int]] = []
+        while basis.shape[1] < min(self.r_max, d):
+            proj = np.eye(d) - basis @ basis.T
+            xp = X @ proj
+            z_s = X @ basis
+            slices = self._slices(y, z_s)
+            cond = self._slices(np.zeros(n), z_s)  # x_S slices alone, for centring the k = 3 labels
+            labels = y - (np.bincount(cond, weights=y) / np.bincount(cond))[cond]
+            found = None
+            for k in range(1, self.max_order + 1):
+                vals, vecs = np.linalg.eigh(proj @ self._matrix(k, xp, proj, slices, labels) @ proj)
+                nulls = []
+                for _ in range(self.n_null):
+                    perm = rng.permutation(n)
+                    null = self._matrix(k, xp, proj, slices[perm], labels[perm])
+                    nulls.append(np.linalg.eigvalsh(proj @ null @ proj).max())
+                threshold = self.null_factor * max(max(nulls), 0.0)
+                keep = vals > threshold
+                if keep.any():
+                    new = vecs[:, keep][:, np.argsort(-vals[keep])][:, : self.r_max - basis.shape[1]]
+                    found = (k, new)
+                    break
+            if found is None:
+                break
+            k, new = found
+            basis, _ = np.linalg.qr(np.hstack([basis, new]))
+            self.stages_.append((k, new.shape[1]))
+        self.components_ = basis.T
+        self.leap_ = max((k for k, _ in self.stages_), default=None)
+        return self

@@ -97,6 +97,26 @@ def generative_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, to
 # --- Hermite tensors ----------------------------------------------------------------------------
 
 
+def hermite_tensor_coefficients(g: Callable[[np.ndarray], np.ndarray], r: int, k: int, n: int, rng: np.random.Generator, chunk: int = 100_000) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo Hermite coefficient tensor of a multi-index link ``g: R^r -> R``:
+    ``C_k = E[g(z) He_k(z)] / k!`` (r,)*k, so that ``g = sum_k <C_k, He_k(z)>``; returns ``(C_k, standard errors)``."""
+    total = np.zeros((r,) * k)
+    squares = np.zeros((r,) * k)
+    done = 0
+    while done < n:
+        size = min(chunk, n - done)
+        z = rng.standard_normal((size, r))
+        prod = np.asarray(g(z), dtype=np.float64).reshape((size,) + (1,) * k) * hermite_tensor(k, z)
+        total += prod.sum(0)
+        squares += (prod**2).sum(0)
+        done += size
+    mean = total / n
+    se = np.sqrt(np.maximum(squares / n - mean**2, 0) / n)
+    return mean / math.factorial(k), se / math.factorial(k)
+
+
+
+
 def hermite_tensor(k: int, x: np.ndarray) -> np.ndarray:
     """The order-``k`` Hermite tensor of ``x in R^d`` (``k <= 4``): (d,)*k, e.g. ``He_2 = x x^T - I``.
 
