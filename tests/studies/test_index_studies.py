@@ -148,3 +148,11 @@ def test_bad_configs(slug, overrides, field):
 
     with pytest.raises(ConfigError, match=field):
         get_study(slug).make_config("quick", **overrides)
+
+
+def test_sequential_claim_fails_on_a_wrong_order_or_a_missed_direction(leap_quick):
+    assert leap.judge_sequential(leap_quick).passed is True
+    wrong = _edit(leap_quick, "sequential", lambda f: _set(f, lambda g: (g.link == "parity3") & (g.seed == 0), "leap", 2))
+    assert leap.judge_sequential(wrong).passed is False
+    missed = _edit(leap_quick, "sequential", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.seed == 1), "found", 2))
+    assert leap.judge_sequential(missed).passed is False
