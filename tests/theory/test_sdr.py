@@ -118,3 +118,10 @@ def test_sequential_leap_finds_the_index_space_at_the_right_order(link, n, leap)
     assert est.leap_ == leap == model.link.generative_exponent
     assert est.components_.shape[0] == model.link.r  # no spurious extra direction
     assert overlap(est.components_.T, model.W) > 0.95
+
+
+def test_sliced_estimators_without_whitening_work_below_n_equals_d():
+    model, X, y = _data("he3", d=50, n=40)
+    with pytest.raises(ValueError, match="whiten"):
+        SIR(1).fit(X, y)
+    assert SIR(1, 5, whiten=False).fit(X, y).components_.shape == (1, 50)

@@ -100,19 +100,29 @@ class PHD(SubspaceEstimator):
 
 
 class _Sliced(SubspaceEstimator):
-    """Equal-count slices of the y-sorted sample on whitened x (``np.array_split``, as statsmodels)."""
+    """Equal-count slices of the y-sorted sample (``np.array_split``, as statsmodels).
 
-    def __init__(self, n_components: int = 1, n_slices: int = 10):
+    ``whiten=True`` (Li 1991; statsmodels) standardises x by its empirical covariance, which needs
+    n > d; ``whiten=False`` uses the centred x as is, right for isotropic Gaussian inputs and any n.
+    """
+
+    def __init__(self, n_components: int = 1, n_slices: int = 10, whiten: bool = True):
         super().__init__(n_components)
         if n_slices < 2:
             raise ValueError(f"n_slices must be >= 2; got {n_slices}")
         self.n_slices = n_slices
+        self.whiten = whiten
 
     def _slices(self, X: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
         if self.n_slices > len(y):
             raise ValueError(f"n_slices ({self.n_slices}) exceeds the sample size ({len(y)})")
         x = X[np.argsort(y)]
         x = x - x.mean(0)
+        if not self.whiten:
+            self._chol = np.eye(x.shape[1])
+            return np.array_split(x, self.n_slices)
+        if len(x) <= x.shape[1]:
+            raise ValueError(f"whitening needs more samples than dimensions (n = {len(x)}, d = {x.shape[1]}); pass whiten=False for isotropic x")
         cov = x.T @ x / len(x)
         self._chol = np.linalg.cholesky(cov)
         white = np.linalg.solve(self._chol, x.T).T
