@@ -54,3 +54,13 @@ def mie_quick(quick_run):
 @pytest.fixture(scope="session")
 def leap_quick(quick_run):
     return quick_run("generative-leap")
+
+
+@pytest.fixture(scope="session")
+def mfw_quick(quick_run):
+    return quick_run("mean-field-width")
+
+
+@pytest.fixture(scope="session")
+def poc_quick(quick_run):
+    return quick_run("propagation-of-chaos")

@@ -46,3 +46,11 @@ def test_index_model_kit_example_runs():
     namespace: dict = {}
     exec(code, namespace)  # noqa: S102 - the README's own example
     assert namespace["X"].shape == (5000, 100)
+
+
+def test_mean_field_kit_example_runs():
+    section = README[README.index("## Mean-field kit") :]
+    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(code, namespace)  # noqa: S102 - the README's own example
+    assert namespace["sweep"].history.ref_loss[-1] < namespace["sweep"].history.ref_loss[0]

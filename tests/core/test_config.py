@@ -89,3 +89,11 @@ def test_wrongly_typed_always_rejected_naming_field(text):
 @given(st.integers(min_value=10, max_value=10_000_000))
 def test_in_range_accepted(value):
     assert build_config(ToyConfig, PRESETS, "quick", {"n": value}).n == value
+
+
+def test_optional_fields_take_none_from_the_command_line():
+    from theorylab.core.config import parse_value
+    from theorylab.studies.propagation_of_chaos import PropagationOfChaosConfig
+
+    assert parse_value(PropagationOfChaosConfig, "slow_k", "none") is None
+    assert parse_value(PropagationOfChaosConfig, "slow_k", "3") == 3

@@ -35,7 +35,8 @@ def test_quick_preset_runs_passes_and_is_quick(slug, quick_run):
     assert len(result.verdicts) == len(all_studies()[slug].claims)
     for v in result.verdicts:
         # A claim the quick preset is too small for says so; it never fails and never fakes a pass.
-        assert v.passed is True or (v.passed is None and "needs paper preset" in v.detail), f"{v.id}: {v.label}: {v.detail}"
+        undecided_ok = v.passed is None and ("needs paper preset" in v.detail or v.detail.startswith("report only"))
+        assert v.passed is True or undecided_ok, f"{v.id}: {v.label}: {v.detail}"
     assert any(v.passed for v in result.verdicts), "the quick preset decides at least one claim"
     assert result.wall_s <= 60.0, f"quick preset took {result.wall_s:.1f} s"
     # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.

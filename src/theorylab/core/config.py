@@ -152,6 +152,8 @@ def parse_value(cls: type[StudyConfig], name: str, text: str) -> Any:
     if name not in cls.model_fields:
         raise ConfigError(unknown_field_message(cls, name))
     annotation = _unwrap_optional(cls.model_fields[name].annotation)
+    if text.strip().lower() in ("none", "null") and annotation is not cls.model_fields[name].annotation:
+        return None  # an optional field switched off: --set slow_k=none
     if _is_sequence(annotation) and not text.strip().startswith("["):
         return [_parse_scalar(part) for part in text.split(",") if part.strip() != ""]
     return _parse_scalar(text)

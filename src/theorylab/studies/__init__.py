@@ -1,3 +1,10 @@
 """One module per paper. Importing this package registers every built-in study."""
 
-from theorylab.studies import attention_rank, generative_leap, multi_index_estimators, rmt_diffusion  # noqa: F401
+from theorylab.studies import (  # noqa: F401
+    attention_rank,
+    generative_leap,
+    mean_field_width,
+    multi_index_estimators,
+    propagation_of_chaos,
+    rmt_diffusion,
+)

@@ -1,0 +1,155 @@
+"""Mean-field two-layer networks on the sphere in closed form (population loss, velocity, local Hessian).
+
+Network ``f_rho(x) = int sigma(<w, x>) d rho(w)``, particles ``w`` on ``S^{d-1}``, a finite network
+being ``rho = sum_i c_i delta_{w_i}`` (``c_i = 1/m``). With ``x ~ N(0, I_d)`` and
+``sigma = sum_j a_j He_j / sqrt(j!)``, ``E[sigma(<w, x>) sigma(<w', x>)] = K(<w, w'>)`` with
+``K(t) = sum_j a_j^2 t^j`` (Mehler), so everything is a function of overlaps, without sampling
+(Glasgow, Wu, Bruna, arXiv 2504.13110, Sec. 2):
+
+- loss ``L(rho) = 1/2 [ int int K(<w, w'>) - 2 int K(<w, w*>) + K(1) ]`` against ``f* = sigma(<w*, x>)``;
+- particle velocity ``v(w) = (I - w w^T) [K'(<w, w*>) w* - int K'(<w, w'>) w' d rho(w')]``;
+- function gap ``|f_rho - f_rho'|^2 = int int K d(rho - rho')^{x2}``;
+- at initialisation (i.i.d. uniform particles) ``E |f_m - f_MF|^2 = (K(1) - E K(<w, w'>)) / m``.
+
+All tensors may carry leading batch axes (networks): particles ``(..., m, d)``, weights ``(..., m)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from theorylab.theory.hermite import hermite_all
+
+
+@dataclass(frozen=True)
+class HermiteActivation:
+    """``sigma = sum_j a_j He_j / sqrt(j!)`` (orthonormal Hermite basis), kernel ``K(t) = sum_j a_j^2 t^j``."""
+
+    coeffs: tuple[float, ...]
+
+    @classmethod
+    def he(cls, k: int) -> "HermiteActivation":
+        """``He_k / sqrt(k!)``: information exponent k, ``K(t) = t^k``."""
+        return cls(tuple(1.0 if j == k else 0.0 for j in range(k + 1)))
+
+    @classmethod
+    def mix(cls, weights: dict[int, float]) -> "HermiteActivation":
+        """``sum_j w_j He_j / sqrt(j!)`` normalised so that ``K(1) = 1``."""
+        top = max(weights)
+        norm = math.sqrt(sum(w * w for w in weights.values()))
+        return cls(tuple(weights.get(j, 0.0) / norm for j in range(top + 1)))
+
+    @property
+    def information_exponent(self) -> int:
+        return next(j for j, a in enumerate(self.coeffs) if j >= 1 and a != 0)
+
+    def kernel(self, t: Tensor) -> Tensor:
+        """``K(t) = sum_j a_j^2 t^j`` (only the nonzero terms: most links are one or two monomials)."""
+        terms = [(j, a * a) for j, a in enumerate(self.coeffs) if a]
+        out = terms[0][1] * t.pow(terms[0][0])
+        for j, w in terms[1:]:
+            out = out + w * t.pow(j)
+        return out
+
+    def kernel_prime(self, t: Tensor) -> Tensor:
+        """``K'(t) = sum_j j a_j^2 t^(j-1)``."""
+        terms = [(j, j * a * a) for j, a in enumerate(self.coeffs) if a and j >= 1]
+        out = terms[0][1] * t.pow(terms[0][0] - 1)
+        for j, w in terms[1:]:
+            out = out + w * t.pow(j - 1)
+        return out
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        h = hermite_all(len(self.coeffs) - 1, z)
+        return sum(a * h[j] / math.sqrt(math.factorial(j)) for j, a in enumerate(self.coeffs) if a)
+
+    def derivative(self, z: np.ndarray) -> np.ndarray:
+        """``sigma'`` via ``He_j' = j He_{j-1}``."""
+        h = hermite_all(max(len(self.coeffs) - 2, 0), z)
+        return sum(a * j * h[j - 1] / math.sqrt(math.factorial(j)) for j, a in enumerate(self.coeffs) if a and j >= 1)
+
+
+def sphere_moment(j: int, d: int) -> float:
+    """``E[t^j]`` for ``t = <w, w'>``, w, w' independent uniform on ``S^{d-1}``: 0 for odd j,
+    ``(j-1)!! / (d (d+2) ... (d+j-2))`` for even j."""
+    if j % 2:
+        return 0.0
+    out = 1.0
+    for i in range(j // 2):
+        out *= (2 * i + 1) / (d + 2 * i)
+    return out
+
+
+def init_gap_per_width(act: HermiteActivation, d: int) -> float:
+    """``m * E |f_m - f_MF|^2`` at initialisation: ``K(1) - E K(<w, w'>)``."""
+    return sum(a * a for a in act.coeffs) - sum(a * a * sphere_moment(j, d) for j, a in enumerate(act.coeffs))
+
+
+def uniform_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> Tensor:
+    """i.i.d. uniform points on ``S^{d-1}``: ``(*shape, d)``."""
+    z = torch.randn(*shape, d, generator=generator, dtype=dtype, device=device)
+    return z / z.norm(dim=-1, keepdim=True)
+
+
+def kernel_mean(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, block: int = 4096) -> Tensor:
+    """``sum_ij ca_i cb_j K(<a_i, b_j>)`` per batch: ``a (..., m, d)``, ``b (..., n, d)`` -> ``(...)``, in row blocks."""
+    total = torch.zeros(a.shape[:-2], dtype=a.dtype, device=a.device)
+    for start in range(0, a.shape[-2], block):
+        rows = slice(start, start + block)
+        g = a[..., rows, :] @ b.transpose(-1, -2)  # (..., block, n)
+        total = total + ((act.kernel(g) * cb[..., None, :]).sum(-1) * ca[..., rows]).sum(-1)
+    return total
+
+
+def population_loss(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor) -> Tensor:
+    """``L(rho) = 1/2 [sum c c K(G) - 2 sum c K(<w, w*>) + K(1)]`` per network: ``(...)``."""
+    self_term = kernel_mean(act, w, c, w, c)
+    cross = (c * act.kernel(w @ w_star)).sum(-1)
+    return 0.5 * (self_term - 2 * cross + act.kernel(torch.ones((), dtype=w.dtype, device=w.device)))
+
+
+def velocity(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor) -> Tensor:
+    """``v(w_i) = P_{w_i} [K'(<w_i, w*>) w* - sum_j c_j K'(<w_i, w_j>) w_j]``: ``(..., m, d)``."""
+    drive = act.kernel_prime(w @ w_star)[..., None] * w_star  # (..., m, d)
+    interaction = (act.kernel_prime(w @ w.transpose(-1, -2)) * c[..., None, :]) @ w  # (..., m, d)
+    raw = drive - interaction
+    return raw - (raw * w).sum(-1, keepdim=True) * w
+
+
+def projected_step(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, eta: float) -> Tensor:
+    """One projected gradient step in mean-field time: ``w <- normalise(w + eta v(w))``."""
+    w = w + eta * velocity(act, w, c, w_star)
+    return w / w.norm(dim=-1, keepdim=True)
+
+
+def function_gap(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor) -> Tensor:
+    """``|f_a - f_b|^2_{L^2(gamma)} = sum K over (a - b) x (a - b)``, per batch."""
+    return kernel_mean(act, a, ca, a, ca) - 2 * kernel_mean(act, a, ca, b, cb) + kernel_mean(act, b, cb, b, cb)
+
+
+def local_hessian_ratio(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, particles: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Self-concordance diagnostic: ``|H(w_i)|_op / |v(w_i)|`` with ``H = P dv/dw P`` (the particle's
+    local Hessian on the tangent space, the measure held fixed), for the chosen ``particles`` (indices).
+
+    ``w`` (m, d), ``c`` (m,). Returns ``(ratio, |H|_op)`` per chosen particle.
+    """
+    idx = torch.arange(w.shape[0], device=w.device) if particles is None else particles
+
+    def v_at(point: Tensor) -> Tensor:
+        drive = act.kernel_prime(point @ w_star) * w_star
+        inter = (act.kernel_prime(w @ point) * c) @ w
+        raw = drive - inter
+        return raw - (raw @ point) * point
+
+    points = w[idx]
+    jac = torch.func.vmap(torch.func.jacrev(v_at))(points)  # (k, d, d)
+    proj = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device) - points[:, :, None] * points[:, None, :]
+    hess = proj @ jac @ proj
+    op = torch.linalg.matrix_norm(hess, ord=2)
+    speed = torch.func.vmap(v_at)(points).norm(dim=-1)
+    return op / speed.clamp_min(1e-300), op

@@ -1,0 +1,40 @@
+"""Rates read off curves: power-law exponents with bootstrap confidence intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def fit_power_law(t: np.ndarray, y: np.ndarray, window: tuple[float, float] | None = None, *, relative_to_first: bool = True,
+                  n_boot: int = 200, seed: int = 0) -> tuple[float, tuple[float, float], np.ndarray]:
+    """Fit ``y ~ C t^{-c}`` by least squares in log-log on the points with ``y / y_0`` in ``window``.
+
+    Returns ``(c, (low, high) 95% bootstrap interval, mask of points used)``. With fewer than 3
+    points in the window, ``c`` is NaN.
+    """
+    t, y = np.asarray(t, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ref = y[0] if relative_to_first else 1.0
+    mask = (t > 0) & (y > 0)
+    if window is not None:
+        mask &= (y >= window[0] * ref) & (y <= window[1] * ref)
+    if mask.sum() < 3:
+        return float("nan"), (float("nan"), float("nan")), mask
+    lt, ly = np.log(t[mask]), np.log(y[mask])
+    slope = np.polyfit(lt, ly, 1)[0]
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, len(lt), len(lt))
+        if np.ptp(lt[idx]) > 0:
+            boots.append(np.polyfit(lt[idx], ly[idx], 1)[0])
+    low, high = np.percentile(-np.array(boots), [2.5, 97.5]) if boots else (np.nan, np.nan)
+    return float(-slope), (float(low), float(high)), mask
+
+
+def fit_inverse_width(widths: np.ndarray, gaps: np.ndarray) -> float:
+    """Exponent beta in ``gap ~ m^{-beta}`` (least squares in log-log; non-positive gaps dropped)."""
+    widths, gaps = np.asarray(widths, dtype=np.float64), np.asarray(gaps, dtype=np.float64)
+    keep = gaps > 0
+    if keep.sum() < 2 or len(np.unique(widths[keep])) < 2:
+        return float("nan")
+    return float(-np.polyfit(np.log(widths[keep]), np.log(gaps[keep]), 1)[0])

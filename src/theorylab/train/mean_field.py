@@ -1,0 +1,140 @@
+"""Projected gradient descent of many mean-field networks at once, next to a wide reference.
+
+All networks of a sweep (every width and seed) are padded to the largest width and stepped as
+one batched computation: particles ``(B, M, d)`` with weights ``1/m`` on the real particles and 0
+on the padding, so padded particles never act on anything (see :mod:`theorylab.theory.mean_field`).
+The reference system (``m_ref`` particles) steps on the same time grid; its loss is recorded at
+every step (the mean-field loss curve L_MF(t)), the networks are snapshotted at checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from theorylab.theory.mean_field import HermiteActivation, population_loss, projected_step, uniform_sphere
+
+
+@dataclass
+class NetworkBatch:
+    """Padded networks: ``w (B, M, d)``, ``c (B, M)``, and for each network its width and seed."""
+
+    w: Tensor
+    c: Tensor
+    widths: list[int]
+    seeds: list[int]
+
+    @classmethod
+    def uniform(cls, widths: Sequence[int], seeds: int, d: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> "NetworkBatch":
+        top = max(widths)
+        w = torch.zeros(len(widths) * seeds, top, d, dtype=dtype, device=device)
+        c = torch.zeros(len(widths) * seeds, top, dtype=dtype, device=device)
+        ws, ss = [], []
+        b = 0
+        for m in widths:
+            for s in range(seeds):
+                w[b, :m] = uniform_sphere((m,), d, generator, dtype=dtype, device=device)
+                w[b, m:] = w[b, :1]  # padding sits on a real particle (any unit vector works; weight 0)
+                c[b, :m] = 1.0 / m
+                ws.append(m)
+                ss.append(s)
+                b += 1
+        return cls(w, c, ws, ss)
+
+    def split(self) -> list["NetworkBatch"]:
+        """One unpadded batch per network (for the looped comparison)."""
+        return [NetworkBatch(self.w[b : b + 1, : m], self.c[b : b + 1, : m], [m], [s]) for b, (m, s) in enumerate(zip(self.widths, self.seeds))]
+
+
+@dataclass
+class ParticleHistory:
+    """What :func:`run_projected_gd` keeps: reference loss per step, snapshots at checkpoint steps."""
+
+    times: np.ndarray  # (steps + 1,) mean-field time eta * step
+    ref_loss: np.ndarray  # (steps + 1,)
+    snapshots: dict[int, tuple[Tensor, Tensor]]  # step -> (networks (B, M, d), reference (m_ref, d))
+    net_loss: dict[int, np.ndarray]  # step -> (B,) population loss of each network
+
+
+def run_projected_gd(
+    act: HermiteActivation,
+    w_star: Tensor,
+    nets: NetworkBatch,
+    ref: Tensor,
+    *,
+    eta: float,
+    steps: int,
+    checkpoints: Iterable[int],
+    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+    on_step: Callable[[int, Tensor, Tensor], None] | None = None,
+) -> ParticleHistory:
+    """Step every network and the reference ``steps`` times with ``w <- normalise(w + eta v(w))``."""
+    marks = sorted(set(int(k) for k in checkpoints if 0 <= k <= steps))
+    ref_c = torch.full((ref.shape[0],), 1.0 / ref.shape[0], dtype=ref.dtype, device=ref.device)
+    w, r = nets.w.clone(), ref.clone()
+    losses = np.empty(steps + 1)
+    snaps: dict[int, tuple[Tensor, Tensor]] = {}
+    net_loss: dict[int, np.ndarray] = {}
+    it: Iterable[int] = range(steps + 1)
+    if progress is not None:
+        it = progress(it, "projected GD")
+    for step in it:
+        losses[step] = float(population_loss(act, r, ref_c, w_star))
+        if not np.isfinite(losses[step]):
+            from theorylab.core.context import Diverged
+
+            raise Diverged("mean-field reference loss", step)
+        if step in marks:
+            snaps[step] = (w.clone(), r.clone())
+            net_loss[step] = population_loss(act, w, nets.c, w_star).cpu().numpy()
+        if on_step is not None:
+            on_step(step, w, r)
+        if step == steps:
+            break
+        w = projected_step(act, w, nets.c, w_star, eta)
+        r = projected_step(act, r, ref_c, w_star, eta)
+    return ParticleHistory(eta * np.arange(steps + 1), losses, snaps, net_loss)
+
+
+@dataclass
+class WidthSweep:
+    """A width sweep's results: the reference loss curve and corrected gaps at every checkpoint."""
+
+    history: ParticleHistory
+    nets: NetworkBatch
+    gaps: dict[int, np.ndarray]  # step -> (B,) corrected gap of each network to the reference
+    ref_error: dict[int, float]  # step -> split-half estimate of the reference's own error
+
+
+def width_sweep(
+    act: HermiteActivation,
+    d: int,
+    widths: Sequence[int],
+    seeds: int,
+    m_ref: int,
+    *,
+    eta: float,
+    steps: int,
+    checkpoints: Iterable[int],
+    generator: torch.Generator,
+    device: str | torch.device = "cpu",
+    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+) -> WidthSweep:
+    """Networks of every width and seed plus a reference of ``m_ref`` particles, all from i.i.d. uniform
+    particles, trained together; ``w* = e_1`` (the losses are rotation invariant)."""
+    from theorylab.probes.function_gap import gap_to_reference
+
+    w_star = torch.zeros(d, dtype=torch.float64, device=device)
+    w_star[0] = 1.0
+    nets = NetworkBatch.uniform(widths, seeds, d, generator, device=device)
+    ref = uniform_sphere((m_ref,), d, generator, device=device)
+    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress)
+    gaps, own = {}, {}
+    for step, (w, r) in hist.snapshots.items():
+        g, e = gap_to_reference(act, w, nets.c, r)
+        gaps[step], own[step] = g.cpu().numpy(), e
+    return WidthSweep(hist, nets, gaps, own)

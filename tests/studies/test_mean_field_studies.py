@@ -1,0 +1,106 @@
+"""mean-field-width and propagation-of-chaos: quick runs, judges that fail on wrong results, paper judges on synthetic tables."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+
+from theorylab.core.result import Result
+from theorylab.core.study import get_study
+from theorylab.studies import mean_field_width as mfw
+from theorylab.studies import propagation_of_chaos as poc
+
+
+def _edit(result: Result, table: str, fn) -> Result:
+    res = copy.copy(result)
+    res.tables = dict(result.tables)
+    res.tables[table] = fn(result.tables[table].copy())
+    return res
+
+
+def test_mfw_quick(mfw_quick):
+    v = {x.id.split("/")[1]: x for x in mfw_quick.verdicts}
+    for name in ("init-gap", "inverse-width", "no-blowup", "mf-converges"):
+        assert v[name].passed is True, v[name].detail
+    for name in ("poly-width-over-d", "self-concordance"):
+        assert v[name].passed is None and "needs paper preset" in v[name].detail
+
+
+def test_init_claim_fails_on_a_mis_normalised_kernel(mfw_quick):
+    bad = _edit(mfw_quick, "gaps", lambda f: f.assign(init_theory=f["init_theory"] * 2))
+    assert mfw.judge_init(bad).passed is False
+
+
+def test_inverse_width_fails_when_the_gap_does_not_scale(mfw_quick):
+    flat = _edit(mfw_quick, "gaps", lambda f: f.assign(gap=0.01 + 0 * f["gap"]))
+    assert mfw.judge_inverse(flat).passed is False
+
+
+def test_blowup_claim_fails_on_late_growth(mfw_quick):
+    grow = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=np.where(f["step"] == f["step"].max(), 3 * f["m_gap"].max(), f["m_gap"])))
+    assert mfw.judge_blowup(grow).passed is False
+
+
+def test_convergence_claim_fails_on_a_loss_increase(mfw_quick):
+    bump = _edit(mfw_quick, "loss", lambda f: f.assign(L_mf=np.where(f["step"] == 150, f["L_mf"] + 0.01, f["L_mf"])))
+    assert mfw.judge_converges(bump).passed is False
+
+
+def test_mfw_paper_judges_on_synthetic_tables():
+    cfg = get_study("mean-field-width").make_config("paper").model_dump()
+    gaps, loss, sc = [], [], []
+    for d in (16, 32, 64, 128):
+        horizon = 2.0 * d  # T(d) ∝ d^1 = d^{(k-2)/2} for k = 4
+        for t in (0.0, horizon / 2, horizon):
+            for m in (64, 128, 256):
+                gaps.append(dict(d=d, k=4, step=int(t * 10), t=t, width=m, seed=0, gap=d / m * 1e-2, m_gap=d * 1e-2, init_theory=1.0))
+            sc.append(dict(d=d, k=4, step=int(t * 10), t=t, L_mf=0.5 if t == 0 else 0.3 if t < horizon else 0.005, ratio_p95=5.0, ratio_median=1.0, ratio_max=9.0, hessian_op_max=1.0))
+        loss.append(pd.DataFrame(dict(d=d, k=4, step=np.arange(3), t=[0, horizon / 2, horizon], L_mf=[0.5, 0.2, 0.005])))
+    res = Result("mean-field-width", "x", "paper", 0, "done", cfg, tables={"gaps": pd.DataFrame(gaps), "loss": pd.concat(loss), "self_concordance": pd.DataFrame(sc)})
+    assert mfw.judge_poly(res).passed is True, mfw.judge_poly(res).detail
+    assert mfw.judge_sc(res).passed is True, mfw.judge_sc(res).detail
+    steep = _edit(res, "gaps", lambda f: f.assign(gap=f["gap"] * (f["d"] / 16.0) ** 4))
+    assert mfw.judge_poly(steep).passed is False
+    growing = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95=f["d"] / 4.0))
+    assert mfw.judge_sc(growing).passed is False
+
+
+def test_poc_quick(poc_quick):
+    v = {x.id.split("/")[1]: x for x in poc_quick.verdicts}
+    for name in ("fast-rate", "integral-finite", "uniform-exponent", "no-late-growth"):
+        assert v[name].passed is True, v[name].detail
+    for name in ("poly-d", "discretisation"):
+        assert v[name].passed is None and "needs paper preset" in v[name].detail
+    assert v["slow-contrast"].passed is None and v["slow-contrast"].detail.startswith("report only: d=16")
+
+
+def test_poc_judges_fail_on_wrong_results(poc_quick):
+    slow = _edit(poc_quick, "rates", lambda f: f.assign(c=np.where(f["setting"] == "fast", 1.0, f["c"])))
+    assert poc.judge_rate(slow).passed is False
+    diverging = _edit(poc_quick, "rates", lambda f: f.assign(I_T=f["I_half"] * 2))
+    assert poc.judge_integral(diverging).passed is False
+    flat = _edit(poc_quick, "sup_gap", lambda f: f.assign(sup_gap=0.01))
+    assert poc.judge_uniform(flat).passed is False
+    late = _edit(poc_quick, "sup_gap", lambda f: f.assign(late_m_gap=f["early_m_gap"] * 1.2))
+    assert poc.judge_late(late).passed is False
+
+
+def test_poc_paper_judges_on_synthetic_tables():
+    cfg = get_study("propagation-of-chaos").make_config("paper").model_dump()
+    rates, sup, disc = [], [], []
+    for d in (16, 32, 64, 128):
+        for eta in (0.2, 0.1, 0.05, 0.025):
+            rates.append(dict(setting="fast", d=d, eta=eta, c=2.3, c_low=2.2, c_high=2.4, window_points=50, L0=0.5, LT=1e-5, I_T=2 * np.log(d) / np.log(16), I_half=1.9, beta_pred=0.38))
+            for m in (64, 256, 1024, 4096):
+                sup.append(dict(setting="fast", d=d, eta=eta, width=m, sup_gap=d / m, early_m_gap=1.0, late_m_gap=0.1))
+        # squared distances falling 4x per halving = distances falling 2x: first order
+        disc += [dict(d=d, eta=0.2, eta_half=0.1, ref_gap_at_T=4e-4), dict(d=d, eta=0.1, eta_half=0.05, ref_gap_at_T=1e-4), dict(d=d, eta=0.05, eta_half=0.025, ref_gap_at_T=2.5e-5)]
+    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"rates": pd.DataFrame(rates), "sup_gap": pd.DataFrame(sup), "discretisation": pd.DataFrame(disc)})
+    assert poc.judge_poly(res).passed is True, poc.judge_poly(res).detail
+    assert poc.judge_disc(res).passed is True, poc.judge_disc(res).detail
+    second_order = _edit(res, "discretisation", lambda f: f.assign(ref_gap_at_T=[4e-4, 2.5e-5, 1.5625e-6] * 4))
+    assert poc.judge_disc(second_order).passed is False
+    explosive = _edit(res, "sup_gap", lambda f: f.assign(sup_gap=f["sup_gap"] * f["d"] ** 3))
+    assert poc.judge_poly(explosive).passed is False

@@ -1,0 +1,139 @@
+"""Mean-field closed forms against Monte Carlo and autograd; batching and padding change nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from theorylab.theory.mean_field import (
+    HermiteActivation,
+    function_gap,
+    init_gap_per_width,
+    local_hessian_ratio,
+    population_loss,
+    projected_step,
+    sphere_moment,
+    uniform_sphere,
+    velocity,
+)
+from theorylab.theory.rates import fit_inverse_width, fit_power_law
+from theorylab.train.mean_field import NetworkBatch, run_projected_gd
+
+ACT = HermiteActivation.mix({3: 1.0, 4: 1.0})
+
+
+def _net(m, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    return uniform_sphere((m,), d, g), torch.full((m,), 1.0 / m, dtype=torch.float64)
+
+
+def test_kernel_is_mehler_expectation():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((400_000, 2))
+    rho = 0.6
+    u, v = x[:, 0], rho * x[:, 0] + np.sqrt(1 - rho**2) * x[:, 1]
+    samples = ACT(u) * ACT(v)
+    assert abs(samples.mean() - float(ACT.kernel(torch.tensor(rho)))) < 4 * samples.std() / np.sqrt(len(samples))
+    assert float(ACT.kernel(torch.tensor(1.0))) == pytest.approx(1.0)
+    t = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+    ACT.kernel(t).backward()
+    assert float(t.grad) == pytest.approx(float(ACT.kernel_prime(torch.tensor(0.3, dtype=torch.float64))))
+
+
+def test_population_loss_matches_monte_carlo():
+    d, m = 6, 5
+    w, c = _net(m, d, 1)
+    w_star = torch.zeros(d, dtype=torch.float64)
+    w_star[0] = 1
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((300_000, d))
+    f = (ACT(x @ w.numpy().T) * c.numpy()).sum(1)
+    err = 0.5 * (f - ACT(x[:, 0])) ** 2
+    assert abs(err.mean() - float(population_loss(ACT, w, c, w_star))) < 4 * err.std() / np.sqrt(len(err))
+
+
+def test_velocity_is_minus_m_times_the_projected_loss_gradient():
+    d, m = 7, 4
+    w, c = _net(m, d, 3)
+    w_star = torch.zeros(d, dtype=torch.float64)
+    w_star[1] = 1
+    w_var = w.clone().requires_grad_()
+    population_loss(ACT, w_var, c, w_star).backward()
+    grad = w_var.grad * m
+    proj = grad - (grad * w).sum(-1, keepdim=True) * w
+    torch.testing.assert_close(velocity(ACT, w, c, w_star), -proj)
+
+
+def test_sphere_moments_and_initial_gap():
+    g = torch.Generator().manual_seed(4)
+    a, b = uniform_sphere((200_000,), 5, g), uniform_sphere((200_000,), 5, g)
+    t = (a * b).sum(-1).numpy()
+    for j in (2, 4, 6):
+        assert (t**j).mean() == pytest.approx(sphere_moment(j, 5), rel=0.03)
+    assert sphere_moment(3, 5) == 0
+    assert init_gap_per_width(HermiteActivation.he(4), 16) == pytest.approx(1 - 3 / (16 * 18))
+
+
+def test_initial_gap_of_random_networks_is_the_formula_over_m():
+    from theorylab.probes.function_gap import gap_to_reference
+
+    d, m, reps = 8, 20, 300
+    g = torch.Generator().manual_seed(5)
+    act = HermiteActivation.he(4)
+    nets = uniform_sphere((reps, m), d, g)
+    big = uniform_sphere((8000,), d, g)  # the mean-field measure at t = 0 (uniform), finely sampled
+    c = torch.full((reps, m), 1.0 / m, dtype=torch.float64)
+    gaps, own = gap_to_reference(act, nets, c, big)
+    assert own == pytest.approx(init_gap_per_width(act, d) / 8000, rel=0.5)  # the split-half estimate of C / m_ref
+    assert (m * gaps.numpy()).mean() == pytest.approx(init_gap_per_width(act, d), rel=0.08)
+
+
+def test_projected_step_stays_on_the_sphere_and_gap_is_a_distance():
+    w, c = _net(10, 5, 6)
+    w_star = torch.eye(5, dtype=torch.float64)[0]
+    w2 = projected_step(ACT, w, c, w_star, 0.3)
+    torch.testing.assert_close(w2.norm(dim=-1), torch.ones(10, dtype=torch.float64))
+    assert float(function_gap(ACT, w, c, w, c)) == pytest.approx(0, abs=1e-12)
+    assert float(function_gap(ACT, w, c, w2, c)) == pytest.approx(float(function_gap(ACT, w2, c, w, c)))
+
+
+def test_padded_batch_trains_exactly_like_separate_networks():
+    d = 6
+    g = torch.Generator().manual_seed(7)
+    nets = NetworkBatch.uniform((3, 8), 2, d, g)
+    ref = uniform_sphere((16,), d, g)
+    w_star = torch.eye(d, dtype=torch.float64)[0]
+    together = run_projected_gd(ACT, w_star, nets, ref, eta=0.2, steps=15, checkpoints=[15])
+    for b, alone in enumerate(nets.split()):
+        hist = run_projected_gd(ACT, w_star, alone, ref, eta=0.2, steps=15, checkpoints=[15])
+        m = nets.widths[b]
+        torch.testing.assert_close(together.snapshots[15][0][b, :m], hist.snapshots[15][0][0], atol=1e-12, rtol=1e-12)
+        assert together.net_loss[15][b] == pytest.approx(hist.net_loss[15][0], abs=1e-14)
+
+
+def test_local_hessian_matches_finite_differences():
+    d, m = 5, 6
+    w, c = _net(m, d, 8)
+    w_star = torch.eye(d, dtype=torch.float64)[2]
+    ratio, op = local_hessian_ratio(ACT, w, c, w_star, torch.tensor([1]))
+    point = w[1]
+    eps = 1e-6
+
+    def v_at(p):
+        raw = ACT.kernel_prime(p @ w_star) * w_star - (ACT.kernel_prime(w @ p) * c) @ w
+        return raw - (raw @ p) * p
+
+    jac = torch.stack([(v_at(point + eps * e) - v_at(point - eps * e)) / (2 * eps) for e in torch.eye(d, dtype=torch.float64)], dim=1)
+    proj = torch.eye(d, dtype=torch.float64) - torch.outer(point, point)
+    expected = torch.linalg.matrix_norm(proj @ jac @ proj, ord=2)
+    assert float(op[0]) == pytest.approx(float(expected), rel=1e-5)
+    assert float(ratio[0]) == pytest.approx(float(expected / v_at(point).norm()), rel=1e-5)
+
+
+def test_rate_fits_recover_exponents():
+    t = np.linspace(0.1, 100, 2000)
+    c, (lo, hi), used = fit_power_law(t, 3 * t**-2.3, (1e-4, 1.0))
+    assert c == pytest.approx(2.3, abs=1e-9) and lo <= 2.3 + 1e-9 and hi >= 2.3 - 1e-9 and used.any()
+    assert fit_inverse_width(np.array([32, 64, 128]), 5 / np.array([32, 64, 128]) ** 0.8) == pytest.approx(0.8)
+    assert np.isnan(fit_power_law(t[:2], t[:2], None)[0])
