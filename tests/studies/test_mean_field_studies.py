@@ -22,7 +22,7 @@ def _edit(result: Result, table: str, fn) -> Result:
 
 def test_mfw_quick(mfw_quick):
     v = {x.id.split("/")[1]: x for x in mfw_quick.verdicts}
-    for name in ("init-gap", "inverse-width", "no-blowup", "mf-converges"):
+    for name in ("init-gap", "inverse-width", "no-blowup", "mf-converges", "reduced-dynamics"):
         assert v[name].passed is True, v[name].detail
     for name in ("poly-width-over-d", "self-concordance"):
         assert v[name].passed is None and "needs paper preset" in v[name].detail
@@ -104,3 +104,10 @@ def test_poc_paper_judges_on_synthetic_tables():
     assert poc.judge_disc(second_order).passed is False
     explosive = _edit(res, "sup_gap", lambda f: f.assign(sup_gap=f["sup_gap"] * f["d"] ** 3))
     assert poc.judge_poly(explosive).passed is False
+
+
+def test_reduction_claim_fails_when_the_reduced_dynamics_is_wrong(mfw_quick):
+    assert mfw.judge_reduction(mfw_quick).passed is True
+    wrong = _edit(mfw_quick, "reduction", lambda f: f.assign(L_reduced=f["L_reduced"] * 1.5, L_reduced_coarse=f["L_reduced_coarse"] * 1.5))  # a wrong drift moves both
+    assert mfw.judge_reduction(wrong).passed is False
+    assert {"escape", "escape_times", "overlaps"} <= set(mfw_quick.tables)

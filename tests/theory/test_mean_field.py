@@ -137,3 +137,53 @@ def test_rate_fits_recover_exponents():
     assert c == pytest.approx(2.3, abs=1e-9) and lo <= 2.3 + 1e-9 and hi >= 2.3 - 1e-9 and used.any()
     assert fit_inverse_width(np.array([32, 64, 128]), 5 / np.array([32, 64, 128]) ** 0.8) == pytest.approx(0.8)
     assert np.isnan(fit_power_law(t[:2], t[:2], None)[0])
+
+
+def test_overlap_reduction_starts_at_the_exact_uniform_loss_and_follows_the_particles():
+    from theorylab.theory.mean_field import OverlapDynamics
+
+    act, d = HermiteActivation.he(4), 16
+    red = OverlapDynamics(act, d, n=256, nodes=12)
+    exact = 0.5 * (1 - sphere_moment(4, d))  # L(uniform) = (K(1) - E K(s)) / 2, E K(s) = E s^4
+    assert red.loss(red.s0) == pytest.approx(exact, rel=2e-3)
+    losses, _ = red.run(0.1, 50)
+    ref = uniform_sphere((2048,), d, torch.Generator().manual_seed(9))
+    nets = NetworkBatch(ref[None, :1], torch.ones(1, 1, dtype=torch.float64), [1], [0])
+    particles = run_projected_gd(act, torch.eye(d, dtype=torch.float64)[0], nets, ref, eta=0.1, steps=50, checkpoints=[0]).ref_loss
+    assert np.abs(losses - particles).max() < 0.03  # finite-width reference (~1/sqrt(2048)) and O(eta) differences
+
+
+def test_mean_field_net_and_spherical_sgd_match_the_closed_forms():
+    from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD, hermite_activation_torch
+
+    z = np.linspace(-2.5, 2.5, 11)
+    np.testing.assert_allclose(hermite_activation_torch(ACT, torch.tensor(z)).numpy(), ACT(z), atol=1e-12)
+    net = MeanFieldNet(8, 5, ACT, generator=torch.Generator().manual_seed(0))
+    w_star = torch.eye(5, dtype=torch.float64)[0]
+    w0 = net.weight.detach().clone()
+    opt = SphericalSGD([net.weight], lr=0.1 * 8)  # lr = eta * m: one mean-field step
+    opt.zero_grad()
+    net.population_loss(w_star).backward()
+    opt.step()
+    torch.testing.assert_close(net.weight.detach(), projected_step(ACT, w0, torch.full((8,), 1 / 8, dtype=torch.float64), w_star, 0.1))
+    x = torch.randn(200_000, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    y = hermite_activation_torch(ACT, x[:, 0])
+    with torch.no_grad():
+        per_sample = 0.5 * (net(x) - y) ** 2  # heavy-tailed (degree-8 polynomial): compare within 4 SE
+        se = float(per_sample.std() / np.sqrt(len(per_sample)))
+        assert abs(float(net.empirical_loss(x, y)) - float(net.population_loss(w_star))) < 4 * se
+    free = MeanFieldNet(4, 5, ACT, sphere=False, train_second_layer=True)
+    with pytest.raises(ValueError, match="sphere"):
+        free.population_loss(w_star)
+
+
+def test_escape_tracking():
+    act, d = HermiteActivation.he(4), 12
+    g = torch.Generator().manual_seed(3)
+    nets = NetworkBatch.uniform((16,), 2, d, g)
+    ref = uniform_sphere((256,), d, g)
+    hist = run_projected_gd(act, torch.eye(d, dtype=torch.float64)[0], nets, ref, eta=0.1, steps=150, checkpoints=[150], escape_threshold=0.5)
+    assert hist.ref_escaped[0] < 0.2 and hist.ref_escaped[-1] > hist.ref_escaped[0] + 0.3
+    assert hist.net_escaped.shape == (151, 2)
+    times = hist.ref_escape_time
+    assert np.nanmin(times) >= 0 and np.nanmax(times) <= 15.0 and np.isfinite(times).mean() == pytest.approx(hist.ref_escaped.max(), abs=0.2)

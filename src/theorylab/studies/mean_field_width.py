@@ -22,9 +22,9 @@ from pydantic import Field
 
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, log_ticks, new_figure
-from theorylab.theory.mean_field import HermiteActivation, init_gap_per_width, local_hessian_ratio, population_loss, projected_step, uniform_sphere
+from theorylab.theory.mean_field import HermiteActivation, OverlapDynamics, init_gap_per_width, local_hessian_ratio, population_loss, projected_step, uniform_sphere
 from theorylab.theory.rates import fit_inverse_width
-from theorylab.train.mean_field import width_sweep
+from theorylab.train.mean_field import NetworkBatch, run_projected_gd, width_sweep
 
 PAPER = "Glasgow, Wu, Bruna, arXiv 2504.13110 (2025)"
 REF = "arXiv 2504.13110"
@@ -52,6 +52,9 @@ class MeanFieldWidthConfig(StudyConfig):
     max_steps: int = Field(10_000, ge=1, le=10_000_000, description="cap on the adaptive number of steps")
     checkpoints: tuple[Annotated[float, Field(ge=0, le=1)], ...] = Field((0.0, 0.125, 0.25, 0.5, 0.75, 1.0), min_length=2, description="checkpoint times as fractions of T")
     sc_particles: int = Field(64, ge=1, le=100_000, description="reference particles on which the self-concordance ratio is measured")
+    escape_threshold: float = Field(0.5, gt=0, lt=1, description="a particle has escaped the equator once |<w, w*>| >= this")
+    reduction_n: int = Field(128, ge=0, le=100_000, description="particles of the 1-D overlap reduction (0: skip; checked against the reference at n/2 and eta/2)")
+    reduction_nodes: int = Field(12, ge=2, le=200, description="Gauss-Jacobi nodes of the reduction's angular integral")
 
 
 PRESETS = {
@@ -85,14 +88,48 @@ def _steps_to(act: HermiteActivation, d: int, cfg: MeanFieldWidthConfig, gen: to
     return cfg.max_steps
 
 
-def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _reduction(cfg: MeanFieldWidthConfig, ctx: RunContext, act: HermiteActivation, d: int, k: int, steps: int, marks: list[int], sweep) -> pd.DataFrame:
+    """The 1-D overlap reduction next to the particle reference, with the three error estimates that
+    bound their difference: the reference's finite width (split halves), its time step (a rerun at
+    eta/2 from the same particles) and the reduction's own discretisation (n vs n/2 particles)."""
+    fine, _ = OverlapDynamics(act, d, cfg.reduction_n, cfg.reduction_nodes, device=ctx.device).run(cfg.eta, steps)
+    coarse, _ = OverlapDynamics(act, d, max(cfg.reduction_n // 2, 2), cfg.reduction_nodes, device=ctx.device).run(cfg.eta, steps)
+    w_star = torch.zeros(d, dtype=torch.float64, device=ctx.device)
+    w_star[0] = 1.0
+    ref0 = sweep.history.snapshots[0][1]
+    dummy = NetworkBatch(ref0[None, :1], torch.ones(1, 1, dtype=torch.float64, device=ctx.device), [1], [0])
+    half = run_projected_gd(act, w_star, dummy, ref0, eta=cfg.eta / 2, steps=2 * steps, checkpoints=[0]).ref_loss[::2]
+    rows = []
+    for step in marks:
+        rows.append(dict(d=d, k=k, step=step, t=step * cfg.eta, L_ref=sweep.history.ref_loss[step], L_ref_half_eta=half[step],
+                         L_reduced=fine[step], L_reduced_coarse=coarse[step], ref_error=sweep.ref_error[step]))
+    return pd.DataFrame(rows)
+
+
+def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> tuple[pd.DataFrame, ...]:
     act = activation(k)
     steps = _steps_to(act, d, cfg, ctx.generator(f"horizon/{d}/{k}", device=ctx.device), ctx.device)
     marks = sorted({int(round(f * steps)) for f in cfg.checkpoints})
     sweep = width_sweep(act, d, cfg.widths, cfg.seeds, cfg.m_ref, eta=cfg.eta, steps=steps, checkpoints=marks,
-                        generator=ctx.generator(f"particles/{d}/{k}", device=ctx.device), device=ctx.device, progress=ctx.progress)
+                        generator=ctx.generator(f"particles/{d}/{k}", device=ctx.device), device=ctx.device, progress=ctx.progress,
+                        escape_threshold=cfg.escape_threshold)
     hist = sweep.history
-    loss = pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times, "L_mf": hist.ref_loss})
+    loss = pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times, "L_mf": hist.ref_loss, "escaped_fraction": hist.ref_escaped})
+    escape_rows = [dict(d=d, k=k, step=step, t=step * cfg.eta, width=m, seed=sd, escaped_fraction=float(hist.net_escaped[step, b]))
+                   for step in marks for b, (m, sd) in enumerate(zip(sweep.nets.widths, sweep.nets.seeds))]
+    escape_rows += [dict(d=d, k=k, step=step, t=step * cfg.eta, width=cfg.m_ref, seed=-1, escaped_fraction=float(hist.ref_escaped[step])) for step in marks]
+    times = hist.ref_escape_time
+    escape_summary = dict(d=d, k=k, threshold=cfg.escape_threshold, escaped=float(np.isfinite(times).mean()),
+                          median_escape_time=float(np.nanmedian(times)) if np.isfinite(times).any() else float("nan"),
+                          q10_escape_time=float(np.nanpercentile(times, 10)) if np.isfinite(times).any() else float("nan"))
+    overlaps = []
+    for step in marks:
+        nets_w, ref_w = hist.snapshots[step]
+        first = 0  # one network of the smallest width, against the reference
+        m = sweep.nets.widths[first]
+        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"m = {m}", "s": (nets_w[first, :m] @ ref_w.new_tensor(np.eye(d)[0])).cpu().numpy()}))
+        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"reference (m = {cfg.m_ref})", "s": (ref_w @ ref_w.new_tensor(np.eye(d)[0])).cpu().numpy()}))
+    reduction = _reduction(cfg, ctx, act, d, k, steps, marks, sweep) if cfg.reduction_n > 0 else pd.DataFrame()
     rows, sc_rows = [], []
     w_star = torch.zeros(d, dtype=torch.float64, device=ctx.device)
     w_star[0] = 1.0
@@ -107,7 +144,7 @@ def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> 
         sc_rows.append(dict(d=d, k=k, step=step, t=step * cfg.eta, L_mf=hist.ref_loss[step], ratio_p95=float(np.percentile(ratio, 95)),
                             ratio_median=float(np.median(ratio)), ratio_max=float(ratio.max()), hessian_op_max=float(op.max())))
     gaps = pd.DataFrame(rows).assign(m_gap=lambda f: f["width"] * f["gap"], init_theory=init_gap_per_width(act, d))
-    return loss, gaps, pd.DataFrame(sc_rows)
+    return loss, gaps, pd.DataFrame(sc_rows), pd.DataFrame(escape_rows), pd.DataFrame([escape_summary]), pd.concat(overlaps, ignore_index=True), reduction
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,6 +189,36 @@ def _figure_gap_vs_width(ctx: RunContext, gaps: pd.DataFrame) -> None:
     ax.set_title(f"pooled exponent β = {_pooled_beta(g)[0]:.2f}", fontsize=8)
     ax.legend(fontsize=6)
     ctx.figure("gap_vs_width", fig)
+
+
+def _figure_overlaps(ctx: RunContext, overlaps: pd.DataFrame) -> None:
+    d, k = overlaps["d"].iloc[0], overlaps["k"].iloc[0]
+    o = overlaps[(overlaps["d"] == d) & (overlaps["k"] == k)]
+    times = sorted(o["t"].unique())
+    fig, axes = new_figure(ncols=len(times), width=2.0 * len(times), height=2.4)
+    bins = np.linspace(-1, 1, 41)
+    for ax, t in zip(np.atleast_1d(axes), times):
+        for i, (system, grp) in enumerate(o[o["t"] == t].groupby("system")):
+            ax.hist(grp["s"], bins=bins, density=True, alpha=0.5, color=color(i), label=system)
+        ax.set_title(f"t = {t:g}", fontsize=8)
+        ax.set_xlabel("s = <w, w*>", fontsize=7)
+    np.atleast_1d(axes)[0].legend(fontsize=6)
+    ctx.figure("overlap_histograms", fig)
+
+
+def _figure_reduction(ctx: RunContext, reduction: pd.DataFrame, loss: pd.DataFrame) -> None:
+    d, k = reduction["d"].iloc[0], reduction["k"].iloc[0]
+    r = reduction[(reduction["d"] == d) & (reduction["k"] == k)]
+    lg = loss[(loss["d"] == d) & (loss["k"] == k)]
+    fig, ax = new_figure()
+    ax.plot(lg["t"], lg["L_mf"], color="black", lw=1, label="particle reference")
+    ax.plot(r["t"], r["L_reduced"], "o", color=color(1), label="1-D overlap reduction")
+    ax.set_yscale("log")
+    ax.set_xlabel("mean-field time t")
+    ax.set_ylabel("L_MF(t)")
+    ax.legend(fontsize=7)
+    ax.set_title(f"d = {d}, k = {k}: the reduction reproduces the particle system", fontsize=8)
+    ctx.figure("reduction_vs_particles", fig)
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,12 +363,34 @@ def judge_sc(res) -> Verdict:
     return _verdict("self-concordance", S_SC, None, None, None, ok, "; ".join(parts))
 
 
+S_REDUCTION = ("The rotationally symmetric 1-D overlap dynamics reproduces the particle reference's loss at every checkpoint, within the sum of "
+               "three estimated errors: the reference's finite width, its time step, and the reduction's discretisation (ours: the check the card asks for before using the reduction).")
+
+
+def judge_reduction(res) -> Verdict:
+    if "reduction" not in res.tables:
+        return _verdict("reduced-dynamics", S_REDUCTION, None, None, None, None, "needs reduction_n > 0")
+    r = res.table("reduction")
+    # |L(rho) - L(rho')| <= |f_rho - f_rho'| (|f_rho - f*| + |f_rho' - f*|) / 2, and |f - f*| = sqrt(2 L).
+    width_err = np.sqrt(r["ref_error"].clip(lower=0)) * (np.sqrt(2 * r["L_ref"]) + np.sqrt(2 * r["L_reduced"])) / 2
+    step_err = 2 * (r["L_ref"] - r["L_ref_half_eta"]).abs()  # first order: the error at eta is ~ twice the eta vs eta/2 difference
+    disc_err = 2 * (r["L_reduced"] - r["L_reduced_coarse"]).abs()
+    budget = width_err + step_err + disc_err
+    diff = (r["L_reduced"] - r["L_ref"]).abs()
+    excess = float((diff - budget).max())
+    worst = r.loc[(diff / budget).idxmax()]
+    detail = (f"largest |L_reduced - L_ref| / budget = {float((diff / budget).max()):.2f} at t = {worst['t']:g} "
+              f"({abs(worst['L_reduced'] - worst['L_ref']):.2e} vs width {width_err[worst.name]:.1e} + step {step_err[worst.name]:.1e} + discretisation {disc_err[worst.name]:.1e})")
+    return _verdict("reduced-dynamics", S_REDUCTION, excess, "<= 0", "error budget", excess <= 0, detail)
+
+
 CLAIMS = [
     Claim("mean-field-width/init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)", judge_init),
     Claim("mean-field-width/inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)", judge_inverse),
     Claim("mean-field-width/no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width", judge_blowup),
     Claim("mean-field-width/mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics", judge_converges),
     Claim("mean-field-width/poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)", judge_poly),
+    Claim("mean-field-width/reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics", judge_reduction),
     Claim("mean-field-width/self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)", judge_sc),
 ]
 
@@ -316,16 +405,18 @@ CLAIMS = [
     claims=CLAIMS,
 )
 def run(cfg: MeanFieldWidthConfig, ctx: RunContext) -> None:
-    losses, gaps, scs = [], [], []
+    parts: list[list[pd.DataFrame]] = [[] for _ in range(7)]
     for d in cfg.dims:
         for k in cfg.ks:
-            loss, gap, sc = _one_setting(cfg, ctx, d, k)
-            losses.append(loss)
-            gaps.append(gap)
-            scs.append(sc)
-    loss, gap = pd.concat(losses, ignore_index=True), pd.concat(gaps, ignore_index=True)
-    ctx.table("loss", loss)
-    ctx.table("gaps", gap)
-    ctx.table("self_concordance", pd.concat(scs, ignore_index=True))
-    _figure_gap_vs_time(ctx, gap, loss)
-    _figure_gap_vs_width(ctx, gap)
+            for store, frame in zip(parts, _one_setting(cfg, ctx, d, k)):
+                store.append(frame)
+    names = ("loss", "gaps", "self_concordance", "escape", "escape_times", "overlaps", "reduction")
+    tables = {name: pd.concat(frames, ignore_index=True) for name, frames in zip(names, parts)}
+    for name, table in tables.items():
+        if not table.empty:
+            ctx.table(name, table)
+    _figure_gap_vs_time(ctx, tables["gaps"], tables["loss"])
+    _figure_gap_vs_width(ctx, tables["gaps"])
+    _figure_overlaps(ctx, tables["overlaps"])
+    if not tables["reduction"].empty:
+        _figure_reduction(ctx, tables["reduction"], tables["loss"])

@@ -153,3 +153,56 @@ def local_hessian_ratio(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Te
     op = torch.linalg.matrix_norm(hess, ord=2)
     speed = torch.func.vmap(v_at)(points).norm(dim=-1)
     return op / speed.clamp_min(1e-300), op
+
+
+class OverlapDynamics:
+    """The rotationally symmetric reduction: the law of ``s = <w, w*>`` carries the whole state.
+
+    For ``rho`` invariant under rotations fixing ``w*``, write ``w = s w* + sqrt(1 - s^2) xi`` with
+    ``xi`` uniform on the sphere orthogonal to ``w*``; two particles overlap by
+    ``c = s s' + r r' u`` with ``u`` distributed as a coordinate of a uniform point of ``S^{d-2}``
+    (density ``∝ (1 - u^2)^{(d-4)/2}``, integrated by Gauss-Jacobi quadrature). Then
+    ``ds/dt = K'(s)(1 - s^2) - E[K'(c) s'] + s E[K'(c) c]`` (expectations over ``s' ~ rho`` and ``u``),
+    and ``L = 1/2 [E K(c) - 2 E K(s) + K(1)]``. The law is carried by ``n`` particles started at the
+    quantiles of ``s`` under the uniform law (``(s + 1)/2 ~ Beta((d-1)/2, (d-1)/2)``) and stepped by
+    Euler with the particle system's step size.
+    """
+
+    def __init__(self, act: HermiteActivation, d: int, n: int = 512, nodes: int = 16, device: str | torch.device = "cpu"):
+        from scipy.special import roots_jacobi
+        from scipy.stats import beta
+
+        if d < 4:
+            raise ValueError(f"the reduction needs d >= 4; got {d}")
+        u, w = roots_jacobi(nodes, (d - 4) / 2, (d - 4) / 2)
+        self.u = torch.tensor(u, dtype=torch.float64, device=device)
+        self.uw = torch.tensor(w / w.sum(), dtype=torch.float64, device=device)
+        q = (np.arange(n) + 0.5) / n
+        self.s0 = torch.tensor(2 * beta.ppf(q, (d - 1) / 2, (d - 1) / 2) - 1, dtype=torch.float64, device=device)
+        self.act, self.d, self.n = act, d, n
+
+    def _pairs(self, s: Tensor) -> Tensor:
+        r = torch.sqrt(torch.clamp(1 - s * s, min=0))
+        return (s[:, None] * s[None, :])[..., None] + (r[:, None] * r[None, :])[..., None] * self.u  # (n, n, q)
+
+    def drift(self, s: Tensor) -> Tensor:
+        c = self._pairs(s)
+        kp = self.act.kernel_prime(c)
+        e1 = (kp * self.uw).sum(-1)  # E_u K'(c)
+        e2 = (kp * c * self.uw).sum(-1)  # E_u K'(c) c
+        return self.act.kernel_prime(s) * (1 - s * s) - e1 @ s / self.n + s * e2.mean(1)
+
+    def loss(self, s: Tensor) -> float:
+        self_term = (self.act.kernel(self._pairs(s)) * self.uw).sum(-1).mean()
+        one = torch.ones((), dtype=s.dtype, device=s.device)
+        return float(0.5 * (self_term - 2 * self.act.kernel(s).mean() + self.act.kernel(one)))
+
+    def run(self, eta: float, steps: int) -> tuple[np.ndarray, Tensor]:
+        """Loss at every step and the final particles."""
+        s = self.s0.clone()
+        losses = np.empty(steps + 1)
+        for k in range(steps + 1):
+            losses[k] = self.loss(s)
+            if k < steps:
+                s = torch.clamp(s + eta * self.drift(s), -1.0, 1.0)
+        return losses, s

@@ -58,6 +58,9 @@ class ParticleHistory:
     ref_loss: np.ndarray  # (steps + 1,)
     snapshots: dict[int, tuple[Tensor, Tensor]]  # step -> (networks (B, M, d), reference (m_ref, d))
     net_loss: dict[int, np.ndarray]  # step -> (B,) population loss of each network
+    ref_escaped: np.ndarray | None = None  # (steps + 1,) fraction of reference particles with |<w, w*>| >= threshold
+    ref_escape_time: np.ndarray | None = None  # (m_ref,) first time each reference particle escaped (nan: never)
+    net_escaped: np.ndarray | None = None  # (steps + 1, B) the same fraction for each network
 
 
 def run_projected_gd(
@@ -71,18 +74,31 @@ def run_projected_gd(
     checkpoints: Iterable[int],
     progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
     on_step: Callable[[int, Tensor, Tensor], None] | None = None,
+    escape_threshold: float | None = None,
 ) -> ParticleHistory:
-    """Step every network and the reference ``steps`` times with ``w <- normalise(w + eta v(w))``."""
+    """Step every network and the reference ``steps`` times with ``w <- normalise(w + eta v(w))``.
+
+    With ``escape_threshold``, also track escape from the equator: the fraction of particles with
+    ``|<w, w*>| >= threshold`` at every step, and each reference particle's first escape time.
+    """
     marks = sorted(set(int(k) for k in checkpoints if 0 <= k <= steps))
     ref_c = torch.full((ref.shape[0],), 1.0 / ref.shape[0], dtype=ref.dtype, device=ref.device)
     w, r = nets.w.clone(), ref.clone()
     losses = np.empty(steps + 1)
     snaps: dict[int, tuple[Tensor, Tensor]] = {}
     net_loss: dict[int, np.ndarray] = {}
+    ref_escaped = np.zeros(steps + 1) if escape_threshold is not None else None
+    net_escaped = np.zeros((steps + 1, w.shape[0])) if escape_threshold is not None else None
+    first_escape = torch.full((r.shape[0],), -1, dtype=torch.long, device=r.device)
     it: Iterable[int] = range(steps + 1)
     if progress is not None:
         it = progress(it, "projected GD")
     for step in it:
+        if escape_threshold is not None:
+            out_ref = (r @ w_star).abs() >= escape_threshold
+            ref_escaped[step] = float(out_ref.double().mean())
+            first_escape = torch.where(out_ref & (first_escape < 0), torch.full_like(first_escape, step), first_escape)
+            net_escaped[step] = (((w @ w_star).abs() >= escape_threshold).double() * nets.c).sum(-1).cpu().numpy()
         losses[step] = float(population_loss(act, r, ref_c, w_star))
         if not np.isfinite(losses[step]):
             from theorylab.core.context import Diverged
@@ -97,7 +113,11 @@ def run_projected_gd(
             break
         w = projected_step(act, w, nets.c, w_star, eta)
         r = projected_step(act, r, ref_c, w_star, eta)
-    return ParticleHistory(eta * np.arange(steps + 1), losses, snaps, net_loss)
+    escape_time = None
+    if escape_threshold is not None:
+        first = first_escape.cpu().numpy().astype(float)
+        escape_time = np.where(first >= 0, first * eta, np.nan)
+    return ParticleHistory(eta * np.arange(steps + 1), losses, snaps, net_loss, ref_escaped, escape_time, net_escaped)
 
 
 @dataclass
@@ -123,6 +143,7 @@ def width_sweep(
     generator: torch.Generator,
     device: str | torch.device = "cpu",
     progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+    escape_threshold: float | None = None,
 ) -> WidthSweep:
     """Networks of every width and seed plus a reference of ``m_ref`` particles, all from i.i.d. uniform
     particles, trained together; ``w* = e_1`` (the losses are rotation invariant)."""
@@ -132,7 +153,7 @@ def width_sweep(
     w_star[0] = 1.0
     nets = NetworkBatch.uniform(widths, seeds, d, generator, device=device)
     ref = uniform_sphere((m_ref,), d, generator, device=device)
-    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress)
+    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress, escape_threshold=escape_threshold)
     gaps, own = {}, {}
     for step, (w, r) in hist.snapshots.items():
         g, e = gap_to_reference(act, w, nets.c, r)
