@@ -71,7 +71,7 @@ def test_poc_quick(poc_quick):
     v = {x.id.split("/")[1]: x for x in poc_quick.verdicts}
     for name in ("fast-rate", "integral-finite", "uniform-exponent", "no-late-growth"):
         assert v[name].passed is True, v[name].detail
-    for name in ("poly-d", "discretisation"):
+    for name in ("poly-d", "discretisation", "finite-samples"):
         assert v[name].passed is None and "needs paper preset" in v[name].detail
     assert v["slow-contrast"].passed is None and v["slow-contrast"].detail.startswith("report only: d=16")
 
@@ -111,3 +111,15 @@ def test_reduction_claim_fails_when_the_reduced_dynamics_is_wrong(mfw_quick):
     wrong = _edit(mfw_quick, "reduction", lambda f: f.assign(L_reduced=f["L_reduced"] * 1.5, L_reduced_coarse=f["L_reduced_coarse"] * 1.5))  # a wrong drift moves both
     assert mfw.judge_reduction(wrong).passed is False
     assert {"escape", "escape_times", "overlaps"} <= set(mfw_quick.tables)
+
+
+def test_finite_sample_judge_on_synthetic_tables():
+    cfg = get_study("propagation-of-chaos").make_config("paper").model_dump()
+    pure = 1.0 / 4096
+    rows = [dict(setting="samples", d=16, k=2, eta=0.1, n=n, step=s, t=s / 10, width=4096, seed=0, gap=pure + (0.05 * n**-0.75 if s else 0), ref_error=0.0)
+            for n in (4096, 16384, 65536, 262144) for s in (0, 10, 20)]
+    sup = pd.DataFrame([dict(setting="fast", d=16, eta=0.1, width=4096, sup_gap=pure, early_m_gap=1.0, late_m_gap=0.5)])
+    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"finite_samples": pd.DataFrame(rows), "sup_gap": sup})
+    assert poc.judge_samples(res).passed is True, poc.judge_samples(res).detail
+    stuck = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["step"] > 0, 10 * pure, f["gap"])))
+    assert poc.judge_samples(stuck).passed is False

@@ -187,3 +187,19 @@ def test_escape_tracking():
     assert hist.net_escaped.shape == (151, 2)
     times = hist.ref_escape_time
     assert np.nanmin(times) >= 0 and np.nanmax(times) <= 15.0 and np.isfinite(times).mean() == pytest.approx(hist.ref_escaped.max(), abs=0.2)
+
+
+def test_empirical_velocity_converges_to_the_population_velocity():
+    from theorylab.nn.mean_field import hermite_activation_torch
+    from theorylab.theory.mean_field import empirical_velocity
+
+    act = HermiteActivation.he(2)
+    g = torch.Generator().manual_seed(0)
+    w, c = _net(6, 5, 10)
+    w_star = torch.eye(5, dtype=torch.float64)[0]
+    errors = []
+    for n in (20_000, 320_000):
+        x = torch.randn(n, 5, generator=g, dtype=torch.float64)
+        y = hermite_activation_torch(act, x[:, 0])
+        errors.append(float((empirical_velocity(act, w, c, x, y, block=4096) - velocity(act, w, c, w_star)).abs().max()))
+    assert errors[1] < errors[0] / 2.5  # ~ n^-1/2: 16x the samples, ~4x smaller

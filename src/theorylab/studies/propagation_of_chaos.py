@@ -24,7 +24,7 @@ from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, stud
 from theorylab.core.plotting import color, log_ticks, new_figure
 from theorylab.theory.mean_field import HermiteActivation, function_gap
 from theorylab.theory.rates import fit_inverse_width, fit_power_law
-from theorylab.train.mean_field import width_sweep
+from theorylab.train.mean_field import sample_sweep, width_sweep
 
 PAPER = "Glasgow, Bruna, arXiv 2605.22010 (2026)"
 REF = "arXiv 2605.22010"
@@ -49,6 +49,9 @@ class PropagationOfChaosConfig(StudyConfig):
     slow_seeds: int = Field(3, ge=1, le=1000, description="networks per width, slow setting")
     slow_steps: int = Field(200, ge=2, le=10_000_000, description="steps of the slow setting")
     etas: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((), description="discretisation check: step sizes at equal T (paper: 0.2, 0.1, 0.05, 0.025; empty: skip)")
+    sample_sizes: tuple[Annotated[int, Field(ge=16, le=1 << 24)], ...] = Field((), description="finite-sample check: n fixed samples per network (paper: 2^12 .. 2^18; empty: skip)")
+    sample_width: int = Field(256, ge=2, le=1 << 20, description="width of the finite-sample networks (paper: 2^12; must be one of 'widths')")
+    sample_seeds: int = Field(4, ge=1, le=1000, description="networks per sample size")
 
 
 PRESETS = {
@@ -62,6 +65,8 @@ PRESETS = {
         m_ref=(131072, "2^17"),
         steps=(2000, "T = 200 time units, far into the t^-c tail"),
         etas=((0.2, 0.1, 0.05, 0.025), "the card's step sizes"),
+        sample_sizes=((4096, 16384, 65536, 262144), "n = 2^12 .. 2^18"),
+        sample_width=(4096, "m = 2^12"),
     ),
 }
 
@@ -285,6 +290,29 @@ def judge_disc(res) -> Verdict:
     return _verdict("discretisation", S_DISC, spread, "<= 0.15", 0.15, ok, detail)
 
 
+S_SAMPLES = ("Finite samples: at fixed width, the sup-over-time gap of networks trained on n fixed samples to the population mean-field reference falls with n "
+             "(fitted exponent >= 0.5 on the excess over the population-trained gap), and at the largest n is <= 2x that pure-width gap (rate reconstructed).")
+
+
+def judge_samples(res) -> Verdict:
+    if "finite_samples" not in res.tables:
+        return _verdict("finite-samples", S_SAMPLES, None, None, None, None, "needs paper preset (sample_sizes)")
+    fs, sup = res.table("finite_samples"), res.table("sup_gap")
+    width = int(fs["width"].iloc[0])
+    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["eta"]) & (sup["d"] == fs["d"].iloc[0])]
+    if pure.empty:
+        return _verdict("finite-samples", S_SAMPLES, None, None, None, None, f"needs the population sweep to include width {width}")
+    pure_gap = float(pure["sup_gap"].iloc[0])
+    by_n = fs.groupby(["n", "t"])["gap"].mean().groupby("n").max()
+    excess = by_n - pure_gap
+    keep = excess > 0
+    exponent = float(-np.polyfit(np.log(by_n.index[keep]), np.log(excess[keep]), 1)[0]) if keep.sum() >= 2 else float("inf")
+    final_ratio = float(by_n.iloc[-1] / pure_gap)
+    detail = (", ".join(f"n={n}: {g:.2e}" for n, g in by_n.items()) + f"; population-trained gap {pure_gap:.2e}; "
+              f"excess exponent {exponent:.2f} (need >= 0.5); largest n / pure = {final_ratio:.2f} (need <= 2)")
+    return _verdict("finite-samples", S_SAMPLES, exponent, ">= 0.5", 0.5, exponent >= 0.5 and final_ratio <= 2, detail)
+
+
 S_SLOW = "Report only: in the slow He_4 setting, the decay exponent c, the growth of I(T), and beta_sup (if beta_sup stays near 1 while c < 2, the integral condition is sufficient rather than necessary)."
 
 
@@ -309,6 +337,7 @@ CLAIMS = [
     Claim("propagation-of-chaos/no-late-growth", S_LATE, REF + ", uniform in time", judge_late),
     Claim("propagation-of-chaos/poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)", judge_poly),
     Claim("propagation-of-chaos/discretisation", S_DISC, REF + ", discrete time", judge_disc),
+    Claim("propagation-of-chaos/finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)", judge_samples),
     Claim("propagation-of-chaos/slow-contrast", S_SLOW, REF + ", contrast (report only)", judge_slow),
 ]
 
@@ -338,6 +367,15 @@ def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
             loss, gap, _ = _sweep(cfg, ctx, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.eta)
             losses.append(loss)
             gaps.append(gap)
+    if cfg.sample_sizes:
+        d = cfg.dims[0]
+        marks = sorted({int(round(f * cfg.steps)) for f in cfg.checkpoints})
+        sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds, cfg.m_ref, eta=cfg.eta,
+                              steps=cfg.steps, checkpoints=marks, generator=ctx.generator(f"samples/{d}", device=ctx.device), device=ctx.device)
+        rows = [dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.eta, n=n, step=step, t=step * cfg.eta, width=cfg.sample_width, seed=s,
+                     gap=float(sw.gaps[step][b]), ref_error=sw.ref_error[step])
+                for n, sw in sweeps.items() for step in marks for b, s in enumerate(sw.nets.seeds)]
+        ctx.table("finite_samples", pd.DataFrame(rows))
     loss, gap = pd.concat(losses, ignore_index=True), pd.concat(gaps, ignore_index=True)
     rates, sup = _rates(cfg, loss), _sup_table(gap)
     ctx.table("loss", loss)

@@ -206,3 +206,24 @@ class OverlapDynamics:
             if k < steps:
                 s = torch.clamp(s + eta * self.drift(s), -1.0, 1.0)
         return losses, s
+
+
+def empirical_velocity(act: HermiteActivation, w: Tensor, c: Tensor, x: Tensor, y: Tensor, block: int = 16384) -> Tensor:
+    """Velocity under the empirical loss ``1/(2n) sum (f(x) - y)^2`` on fixed samples, in mean-field time:
+    ``v_i = P_{w_i} (1/n) sum_x (y(x) - f(x)) sigma'(<w_i, x>) x``.
+
+    ``w (..., m, d)``, ``c (..., m)``, ``x (..., n, d)``, ``y (..., n)``; the samples are processed in
+    blocks of ``block`` so memory stays O(m * block).
+    """
+    from theorylab.nn.mean_field import hermite_activation_torch
+
+    deriv = HermiteActivation(tuple(a * (j ** 0.5) for j, a in enumerate(act.coeffs))[1:])  # sigma' = sum a_j sqrt(j) He_{j-1}/sqrt((j-1)!)
+    n = x.shape[-2]
+    raw = torch.zeros_like(w)
+    for start in range(0, n, block):
+        xb, yb = x[..., start : start + block, :], y[..., start : start + block]
+        z = w @ xb.transpose(-1, -2)  # (..., m, b)
+        f = (hermite_activation_torch(act, z) * c[..., None]).sum(-2)  # (..., b)
+        raw = raw + ((yb - f)[..., None, :] * hermite_activation_torch(deriv, z)) @ xb
+    raw = raw / n
+    return raw - (raw * w).sum(-1, keepdim=True) * w

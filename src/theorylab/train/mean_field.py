@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from theorylab.theory.mean_field import HermiteActivation, population_loss, projected_step, uniform_sphere
+from theorylab.theory.mean_field import HermiteActivation, empirical_velocity, population_loss, projected_step, uniform_sphere
 
 
 @dataclass
@@ -75,8 +75,13 @@ def run_projected_gd(
     progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
     on_step: Callable[[int, Tensor, Tensor], None] | None = None,
     escape_threshold: float | None = None,
+    samples: tuple[Tensor, Tensor] | None = None,
 ) -> ParticleHistory:
     """Step every network and the reference ``steps`` times with ``w <- normalise(w + eta v(w))``.
+
+    With ``samples = (x (B, n, d), y (B, n))`` the networks follow the empirical loss on their own
+    fixed samples (:func:`~theorylab.theory.mean_field.empirical_velocity`); the reference always
+    follows the population loss.
 
     With ``escape_threshold``, also track escape from the equator: the fraction of particles with
     ``|<w, w*>| >= threshold`` at every step, and each reference particle's first escape time.
@@ -111,7 +116,11 @@ def run_projected_gd(
             on_step(step, w, r)
         if step == steps:
             break
-        w = projected_step(act, w, nets.c, w_star, eta)
+        if samples is None:
+            w = projected_step(act, w, nets.c, w_star, eta)
+        else:
+            w = w + eta * empirical_velocity(act, w, nets.c, samples[0], samples[1])
+            w = w / w.norm(dim=-1, keepdim=True)
         r = projected_step(act, r, ref_c, w_star, eta)
     escape_time = None
     if escape_threshold is not None:
@@ -159,3 +168,39 @@ def width_sweep(
         g, e = gap_to_reference(act, w, nets.c, r)
         gaps[step], own[step] = g.cpu().numpy(), e
     return WidthSweep(hist, nets, gaps, own)
+
+
+def sample_sweep(
+    act: HermiteActivation,
+    d: int,
+    width: int,
+    sizes: Sequence[int],
+    seeds: int,
+    m_ref: int,
+    *,
+    eta: float,
+    steps: int,
+    checkpoints: Iterable[int],
+    generator: torch.Generator,
+    device: str | torch.device = "cpu",
+) -> dict[int, WidthSweep]:
+    """Networks of one width trained on ``n`` fixed samples (each its own), for every ``n`` in
+    ``sizes``, against the population mean-field reference; returns one :class:`WidthSweep` per n."""
+    from theorylab.nn.mean_field import hermite_activation_torch
+    from theorylab.probes.function_gap import gap_to_reference
+
+    w_star = torch.zeros(d, dtype=torch.float64, device=device)
+    w_star[0] = 1.0
+    out = {}
+    for n in sizes:
+        nets = NetworkBatch.uniform((width,), seeds, d, generator, device=device)
+        ref = uniform_sphere((m_ref,), d, generator, device=device)
+        x = torch.randn(seeds, n, d, generator=generator, dtype=torch.float64, device=device)
+        y = hermite_activation_torch(act, x @ w_star)
+        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y))
+        gaps, own = {}, {}
+        for step, (w, r) in hist.snapshots.items():
+            g, e = gap_to_reference(act, w, nets.c, r)
+            gaps[step], own[step] = g.cpu().numpy(), e
+        out[n] = WidthSweep(hist, nets, gaps, own)
+    return out
