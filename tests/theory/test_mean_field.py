@@ -154,7 +154,8 @@ def test_overlap_reduction_starts_at_the_exact_uniform_loss_and_follows_the_part
 
 
 def test_mean_field_net_and_spherical_sgd_match_the_closed_forms():
-    from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD, hermite_activation_torch
+    from theorylab.nn.activations import hermite_activation_torch
+    from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD
 
     z = np.linspace(-2.5, 2.5, 11)
     np.testing.assert_allclose(hermite_activation_torch(ACT, torch.tensor(z)).numpy(), ACT(z), atol=1e-12)
@@ -190,7 +191,7 @@ def test_escape_tracking():
 
 
 def test_empirical_velocity_converges_to_the_population_velocity():
-    from theorylab.nn.mean_field import hermite_activation_torch
+    from theorylab.nn.activations import hermite_activation_torch
     from theorylab.theory.mean_field import empirical_velocity
 
     act = HermiteActivation.he(2)

@@ -1,6 +1,11 @@
 """Models (torch.nn.Module and model maps)."""
 
+from theorylab.nn.activations import HermiteActivation
 from theorylab.nn.denoisers import LinearDenoiser, linear_sampling_map
+from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD
 from theorylab.nn.toy_transformer import HookPoint, MultiHeadAttention, ToyTransformer, ToyTransformerConfig, attention_only
 
-__all__ = ["HookPoint", "LinearDenoiser", "MultiHeadAttention", "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map"]
+__all__ = [
+    "HermiteActivation", "HookPoint", "LinearDenoiser", "MeanFieldNet", "MultiHeadAttention", "SphericalSGD",
+    "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map",
+]

@@ -15,18 +15,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from theorylab.theory.mean_field import HermiteActivation, population_loss
-
-
-def hermite_activation_torch(act: HermiteActivation, z: Tensor) -> Tensor:
-    """``sigma(z)`` in torch (differentiable), by the Hermite recurrence."""
-    out = act.coeffs[0] * torch.ones_like(z)
-    prev, cur = torch.ones_like(z), z
-    for j in range(1, len(act.coeffs)):
-        if act.coeffs[j]:
-            out = out + act.coeffs[j] * cur / math.sqrt(math.factorial(j))
-        prev, cur = cur, z * cur - j * prev
-    return out
+from theorylab.nn.activations import HermiteActivation, hermite_activation_torch
 
 
 class MeanFieldNet(nn.Module):
@@ -60,7 +49,10 @@ class MeanFieldNet(nn.Module):
         if not self.sphere or isinstance(self.a, nn.Parameter):
             raise ValueError("the closed-form loss needs neurons on the sphere and a fixed second layer; use empirical_loss")
         c = self.a / self.m
-        return population_loss(self.act, self.weight, c, w_star)
+        w = self.weight
+        one = torch.ones((), dtype=w.dtype, device=w.device)
+        self_term = c @ self.act.kernel(w @ w.T) @ c
+        return 0.5 * (self_term - 2 * c @ self.act.kernel(w @ w_star) + self.act.kernel(one))
 
 
 class SphericalSGD(torch.optim.Optimizer):

@@ -16,62 +16,11 @@ All tensors may carry leading batch axes (networks): particles ``(..., m, d)``, 
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 from torch import Tensor
 
-from theorylab.theory.hermite import hermite_all
-
-
-@dataclass(frozen=True)
-class HermiteActivation:
-    """``sigma = sum_j a_j He_j / sqrt(j!)`` (orthonormal Hermite basis), kernel ``K(t) = sum_j a_j^2 t^j``."""
-
-    coeffs: tuple[float, ...]
-
-    @classmethod
-    def he(cls, k: int) -> "HermiteActivation":
-        """``He_k / sqrt(k!)``: information exponent k, ``K(t) = t^k``."""
-        return cls(tuple(1.0 if j == k else 0.0 for j in range(k + 1)))
-
-    @classmethod
-    def mix(cls, weights: dict[int, float]) -> "HermiteActivation":
-        """``sum_j w_j He_j / sqrt(j!)`` normalised so that ``K(1) = 1``."""
-        top = max(weights)
-        norm = math.sqrt(sum(w * w for w in weights.values()))
-        return cls(tuple(weights.get(j, 0.0) / norm for j in range(top + 1)))
-
-    @property
-    def information_exponent(self) -> int:
-        return next(j for j, a in enumerate(self.coeffs) if j >= 1 and a != 0)
-
-    def kernel(self, t: Tensor) -> Tensor:
-        """``K(t) = sum_j a_j^2 t^j`` (only the nonzero terms: most links are one or two monomials)."""
-        terms = [(j, a * a) for j, a in enumerate(self.coeffs) if a]
-        out = terms[0][1] * t.pow(terms[0][0])
-        for j, w in terms[1:]:
-            out = out + w * t.pow(j)
-        return out
-
-    def kernel_prime(self, t: Tensor) -> Tensor:
-        """``K'(t) = sum_j j a_j^2 t^(j-1)``."""
-        terms = [(j, j * a * a) for j, a in enumerate(self.coeffs) if a and j >= 1]
-        out = terms[0][1] * t.pow(terms[0][0] - 1)
-        for j, w in terms[1:]:
-            out = out + w * t.pow(j - 1)
-        return out
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        h = hermite_all(len(self.coeffs) - 1, z)
-        return sum(a * h[j] / math.sqrt(math.factorial(j)) for j, a in enumerate(self.coeffs) if a)
-
-    def derivative(self, z: np.ndarray) -> np.ndarray:
-        """``sigma'`` via ``He_j' = j He_{j-1}``."""
-        h = hermite_all(max(len(self.coeffs) - 2, 0), z)
-        return sum(a * j * h[j - 1] / math.sqrt(math.factorial(j)) for j, a in enumerate(self.coeffs) if a and j >= 1)
+from theorylab.nn.activations import HermiteActivation, hermite_activation_torch
 
 
 def sphere_moment(j: int, d: int) -> float:
@@ -215,9 +164,7 @@ def empirical_velocity(act: HermiteActivation, w: Tensor, c: Tensor, x: Tensor, 
     ``w (..., m, d)``, ``c (..., m)``, ``x (..., n, d)``, ``y (..., n)``; the samples are processed in
     blocks of ``block`` so memory stays O(m * block).
     """
-    from theorylab.nn.mean_field import hermite_activation_torch
-
-    deriv = HermiteActivation(tuple(a * (j ** 0.5) for j, a in enumerate(act.coeffs))[1:])  # sigma' = sum a_j sqrt(j) He_{j-1}/sqrt((j-1)!)
+    deriv = act.derivative
     n = x.shape[-2]
     raw = torch.zeros_like(w)
     for start in range(0, n, block):

@@ -186,7 +186,7 @@ def sample_sweep(
 ) -> dict[int, WidthSweep]:
     """Networks of one width trained on ``n`` fixed samples (each its own), for every ``n`` in
     ``sizes``, against the population mean-field reference; returns one :class:`WidthSweep` per n."""
-    from theorylab.nn.mean_field import hermite_activation_torch
+    from theorylab.nn.activations import hermite_activation_torch
     from theorylab.probes.function_gap import gap_to_reference
 
     w_star = torch.zeros(d, dtype=torch.float64, device=device)
