@@ -141,8 +141,11 @@ def _figure_loss(ctx: RunContext, loss: pd.DataFrame, rates: pd.DataFrame, cfg: 
         ax.plot(grp["t"], grp["L_mf"], color=color(i), lw=1.2, label=f"{setting}, d = {d}")
         r = rates[(rates["setting"] == setting) & (rates["d"] == d) & (rates["eta"] == cfg.eta)].iloc[0]
         if np.isfinite(r["c"]):
-            tt = grp["t"].to_numpy()
-            ax.plot(tt, r["L0"] * 0.05 * (tt / tt[len(tt) // 4]) ** (-r["c"]), "--", color=color(i), lw=0.8, label=f"t^-{r['c']:.2f}")
+            lo, hi = cfg.rate_window[0] * r["L0"], cfg.rate_window[1] * r["L0"]
+            inside = grp[(grp["L_mf"] >= lo) & (grp["L_mf"] <= hi)]
+            anchor = inside.iloc[len(inside) // 2]  # the fitted line passes through the middle of the window
+            tt = inside["t"].to_numpy()
+            ax.plot(tt, anchor["L_mf"] * (tt / anchor["t"]) ** (-r["c"]), "--", color="black", lw=0.8, label=f"fit t^-{r['c']:.2f}")
         twin.plot(grp["t"], _integral(grp["t"].to_numpy(), grp["L_mf"].to_numpy()), ":", color=color(i), lw=1)
     ax.axhspan(cfg.rate_window[0] * loss["L_mf"].iloc[0], cfg.rate_window[1] * loss["L_mf"].iloc[0], color="grey", alpha=0.1)
     ax.set_xscale("log")
