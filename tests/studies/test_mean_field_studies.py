@@ -56,14 +56,14 @@ def test_mfw_paper_judges_on_synthetic_tables():
         for t in (0.0, horizon / 2, horizon):
             for m in (64, 128, 256):
                 gaps.append(dict(d=d, k=4, step=int(t * 10), t=t, width=m, seed=0, gap=d / m * 1e-2, m_gap=d * 1e-2, init_theory=1.0))
-            sc.append(dict(d=d, k=4, step=int(t * 10), t=t, L_mf=0.5 if t == 0 else 0.3 if t < horizon else 0.005, ratio_p95=5.0, ratio_median=1.0, ratio_max=9.0, hessian_op_max=1.0))
+            sc.append(dict(d=d, k=4, step=int(t * 10), t=t, L_mf=0.5 if t == 0 else 0.3 if t < horizon else 0.005, ratio_p95=5.0, ratio_median=1.0, ratio_max=9.0, hessian_op_max=1.0, escaping=20, ratio_p95_escaping=5.0))
         loss.append(pd.DataFrame(dict(d=d, k=4, step=np.arange(3), t=[0, horizon / 2, horizon], L_mf=[0.5, 0.2, 0.005])))
     res = Result("mean-field-width", "x", "paper", 0, "done", cfg, tables={"gaps": pd.DataFrame(gaps), "loss": pd.concat(loss), "self_concordance": pd.DataFrame(sc)})
     assert mfw.judge_poly(res).passed is True, mfw.judge_poly(res).detail
     assert mfw.judge_sc(res).passed is True, mfw.judge_sc(res).detail
     steep = _edit(res, "gaps", lambda f: f.assign(gap=f["gap"] * (f["d"] / 16.0) ** 4))
     assert mfw.judge_poly(steep).passed is False
-    growing = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95=f["d"] / 4.0))
+    growing = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95_escaping=f["d"] / 4.0))
     assert mfw.judge_sc(growing).passed is False
 
 
