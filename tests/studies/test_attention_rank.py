@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import dataclasses
 
 import pandas as pd
 import pytest
+
+from result_edits import edit_table, set_where
 
 from theorylab.core.config import ConfigError
 from theorylab.core.result import Result
@@ -18,12 +19,7 @@ from theorylab.studies import attention_rank as study
 
 
 def _mutated(result: Result, table: str, where, column: str, value) -> Result:
-    res = copy.copy(result)
-    res.tables = dict(result.tables)
-    frame = result.tables[table].copy()
-    frame.loc[where(frame), column] = value
-    res.tables[table] = frame
-    return res
+    return edit_table(result, table, lambda frame: set_where(frame, where, column, value))
 
 
 def test_quick_run_decides_the_quick_claims(attention_rank_quick):

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pandas as pd
 import pytest
+
+from result_edits import edit_table as _edit
+from result_edits import set_where as _set
 
 from theorylab.core.result import Result
 from theorylab.core.study import get_study
 from theorylab.studies import generative_leap as leap
 from theorylab.studies import multi_index_estimators as mie
-
-
-def _edit(result: Result, table: str, fn) -> Result:
-    res = copy.copy(result)
-    res.tables = dict(result.tables)
-    res.tables[table] = fn(result.tables[table].copy())
-    return res
-
-
-def _set(frame: pd.DataFrame, where, column: str, value) -> pd.DataFrame:
-    frame.loc[where(frame), column] = value
-    return frame
 
 
 # --- multi-index-estimators -------------------------------------------------------------------

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pandas as pd
+
+from result_edits import edit_table as _edit
 
 from theorylab.core.result import Result
 from theorylab.core.study import get_study
 from theorylab.studies import mean_field_width as mfw
 from theorylab.studies import propagation_of_chaos as poc
-
-
-def _edit(result: Result, table: str, fn) -> Result:
-    res = copy.copy(result)
-    res.tables = dict(result.tables)
-    res.tables[table] = fn(result.tables[table].copy())
-    return res
 
 
 def test_mfw_quick(mfw_quick):

@@ -26,6 +26,7 @@ from theorylab.data.index_models import IndexModel, get_link
 from theorylab.probes.subspace import overlap
 from theorylab.theory.generative import SequentialLeap, TransformedPHD, top_subspace, u_and_v_k3_matrices
 from theorylab.theory.hermite import multi_index_leap
+from theorylab.theory.rates import first_crossing
 
 PAPER = "Damian, Lee, Bruna, arXiv 2506.05500 (2025)"
 REF = "arXiv 2506.05500"
@@ -219,15 +220,15 @@ def _figure_crossing(ctx: RunContext, parity: pd.DataFrame) -> None:
 
 
 def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
+    """Per d, the n at which the seed-mean overlap first reaches ``level``; d whose smallest n is already there are left out."""
     out = {}
     for d, g in table.groupby("d"):
         m = g.groupby("n")["overlap"].mean().sort_index()
-        above = np.flatnonzero(m.to_numpy() >= level)
-        if len(above) == 0 or above[0] == 0:
+        if m.iloc[0] >= level:
             continue
-        k = above[0]
-        n0, n1, o0, o1 = m.index[k - 1], m.index[k], m.iloc[k - 1], m.iloc[k]
-        out[int(d)] = float(np.exp(np.log(n0) + (level - o0) / (o1 - o0) * (np.log(n1) - np.log(n0))))
+        n = first_crossing(m.index.to_numpy(), m.to_numpy(), level)
+        if n is not None:
+            out[int(d)] = n
     return out
 
 

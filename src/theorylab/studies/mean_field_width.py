@@ -24,7 +24,7 @@ from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, stud
 from theorylab.core.plotting import color, log_ticks, new_figure
 from theorylab.theory.mean_field import HermiteActivation, OverlapDynamics, init_gap_per_width, local_hessian_ratio, population_loss, projected_step, uniform_sphere
 from theorylab.theory.rates import fit_inverse_width
-from theorylab.train.mean_field import NetworkBatch, run_projected_gd, width_sweep
+from theorylab.train.mean_field import NetworkBatch, planted_direction, run_projected_gd, width_sweep
 
 PAPER = "Glasgow, Wu, Bruna, arXiv 2504.13110 (2025)"
 REF = "arXiv 2504.13110"
@@ -76,8 +76,7 @@ def _steps_to(act: HermiteActivation, d: int, cfg: MeanFieldWidthConfig, gen: to
     """Steps until a reference-sized system reaches ``stop_ratio`` of its initial loss (capped)."""
     if cfg.stop_ratio is None:
         return cfg.steps
-    w_star = torch.zeros(d, dtype=torch.float64, device=device)
-    w_star[0] = 1.0
+    w_star = planted_direction(d, device)
     r = uniform_sphere((cfg.m_ref,), d, gen, device=device)
     c = torch.full((cfg.m_ref,), 1.0 / cfg.m_ref, dtype=torch.float64, device=device)
     start = float(population_loss(act, r, c, w_star))
@@ -94,8 +93,7 @@ def _reduction(cfg: MeanFieldWidthConfig, ctx: RunContext, act: HermiteActivatio
     eta/2 from the same particles) and the reduction's own discretisation (n vs n/2 particles)."""
     fine, _ = OverlapDynamics(act, d, cfg.reduction_n, cfg.reduction_nodes, device=ctx.device).run(cfg.eta, steps)
     coarse, _ = OverlapDynamics(act, d, max(cfg.reduction_n // 2, 2), cfg.reduction_nodes, device=ctx.device).run(cfg.eta, steps)
-    w_star = torch.zeros(d, dtype=torch.float64, device=ctx.device)
-    w_star[0] = 1.0
+    w_star = planted_direction(d, ctx.device)
     ref0 = sweep.history.snapshots[0][1]
     dummy = NetworkBatch(ref0[None, :1], torch.ones(1, 1, dtype=torch.float64, device=ctx.device), [1], [0])
     half = run_projected_gd(act, w_star, dummy, ref0, eta=cfg.eta / 2, steps=2 * steps, checkpoints=[0]).ref_loss[::2]
@@ -127,12 +125,11 @@ def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> 
         nets_w, ref_w = hist.snapshots[step]
         first = 0  # one network of the smallest width, against the reference
         m = sweep.nets.widths[first]
-        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"m = {m}", "s": (nets_w[first, :m] @ ref_w.new_tensor(np.eye(d)[0])).cpu().numpy()}))
-        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"reference (m = {cfg.m_ref})", "s": (ref_w @ ref_w.new_tensor(np.eye(d)[0])).cpu().numpy()}))
+        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"m = {m}", "s": nets_w[first, :m, 0].cpu().numpy()}))  # s = <w, e_1>
+        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"reference (m = {cfg.m_ref})", "s": ref_w[:, 0].cpu().numpy()}))
     reduction = _reduction(cfg, ctx, act, d, k, steps, marks, sweep) if cfg.reduction_n > 0 else pd.DataFrame()
     rows, sc_rows = [], []
-    w_star = torch.zeros(d, dtype=torch.float64, device=ctx.device)
-    w_star[0] = 1.0
+    w_star = planted_direction(d, ctx.device)
     pick = torch.randperm(cfg.m_ref, generator=torch.Generator().manual_seed(0))[: cfg.sc_particles].to(ctx.device)
     for step in marks:
         for b, (m, s) in enumerate(zip(sweep.nets.widths, sweep.nets.seeds)):

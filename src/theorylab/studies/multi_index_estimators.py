@@ -24,6 +24,7 @@ from theorylab.core.plotting import color, log_ticks, new_figure
 from theorylab.data.index_models import IndexModel, get_link
 from theorylab.probes.subspace import captures, principal_angles
 from theorylab.theory.generative import SpectralU3
+from theorylab.theory.rates import first_crossing
 from theorylab.theory.sdr import ADE, PHD, SAVE, SIR
 
 PAPER = "Bruna, Hsu, arXiv 2504.05426 (2025)"
@@ -312,20 +313,13 @@ def _figure_gap(ctx: RunContext, gap: pd.DataFrame) -> None:
 
 
 def _crossings(grp: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
-    """Per d, the n at which the seed-mean capture first exceeds ``level`` (log-linear interpolation)."""
+    """Per d, the n at which the seed-mean capture first reaches ``level`` (log-linear interpolation)."""
     out = {}
     for d, g in grp.groupby("d"):
         m = g.groupby("alpha")["capture"].mean().sort_index()
-        above = np.flatnonzero(m.to_numpy() >= level)
-        if len(above) == 0:
-            continue
-        k = above[0]
-        if k == 0:
-            out[int(d)] = float(m.index[0] * d)
-            continue
-        a0, a1, c0, c1 = m.index[k - 1], m.index[k], m.iloc[k - 1], m.iloc[k]
-        t = (level - c0) / (c1 - c0)
-        out[int(d)] = float(np.exp(np.log(a0) + t * (np.log(a1) - np.log(a0))) * d)
+        alpha = first_crossing(m.index.to_numpy(), m.to_numpy(), level)
+        if alpha is not None:
+            out[int(d)] = alpha * d
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from theorylab.theory.sdr import PHD, SubspaceEstimator
+from theorylab.theory.sdr import PHD, SubspaceEstimator, label_slices
 
 
 def k3_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
@@ -150,12 +150,7 @@ class SequentialLeap:
         self.max_order, self.r_max, self.bins, self.n_null, self.null_factor, self.seed, self.block = max_order, r_max, bins, n_null, null_factor, seed, block
 
     def _slices(self, y: np.ndarray, z_s: np.ndarray) -> np.ndarray:
-        values = np.unique(y)
-        if len(values) <= self.bins:
-            label = np.searchsorted(values, y)
-        else:
-            label = np.empty(len(y), dtype=np.int64)
-            label[np.argsort(y, kind="stable")] = np.arange(len(y)) * self.bins // len(y)
+        label = label_slices(y, self.bins)
         for col in z_s.T:
             label = label * 2 + (col > 0)
         return np.unique(label, return_inverse=True)[1]

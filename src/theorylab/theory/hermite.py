@@ -22,6 +22,8 @@ from typing import Callable
 import numpy as np
 from scipy.special import roots_hermitenorm
 
+from theorylab.theory.sdr import label_slices
+
 
 def hermite_all(kmax: int, z: np.ndarray) -> np.ndarray:
     """``He_0(z), ..., He_kmax(z)`` stacked on a new first axis: (kmax + 1, *z.shape)."""
@@ -170,12 +172,7 @@ def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20
     z = np.asarray(z, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     n, r = z.shape
-    values = np.unique(y)
-    if len(values) <= bins:
-        slices = np.searchsorted(values, y)
-    else:
-        slices = np.empty(n, dtype=int)
-        slices[np.argsort(y, kind="stable")] = np.arange(n) * bins // n
+    slices = label_slices(y, bins)
     count = np.bincount(slices)
     m = len(count)
     scores: dict[int, float] = {}

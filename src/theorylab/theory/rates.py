@@ -38,3 +38,18 @@ def fit_inverse_width(widths: np.ndarray, gaps: np.ndarray) -> float:
     if keep.sum() < 2 or len(np.unique(widths[keep])) < 2:
         return float("nan")
     return float(-np.polyfit(np.log(widths[keep]), np.log(gaps[keep]), 1)[0])
+
+
+def first_crossing(x: np.ndarray, y: np.ndarray, level: float) -> float | None:
+    """The first ``x`` (ascending grid) at which ``y`` reaches ``level``, interpolated linearly in
+    ``log x`` between the grid points around it; ``x[0]`` if ``y`` starts at or above ``level``;
+    None if it never gets there."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    above = np.flatnonzero(y >= level)
+    if len(above) == 0:
+        return None
+    k = above[0]
+    if k == 0:
+        return float(x[0])
+    t = (level - y[k - 1]) / (y[k] - y[k - 1])
+    return float(np.exp(np.log(x[k - 1]) + t * (np.log(x[k]) - np.log(x[k - 1]))))

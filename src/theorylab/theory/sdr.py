@@ -20,6 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 
+def label_slices(y: np.ndarray, bins: int) -> np.ndarray:
+    """Slice index of each label: one slice per value when ``y`` takes at most ``bins`` values,
+    else ``bins`` equal-count slices of the sorted labels (ties broken by position)."""
+    y = np.asarray(y)
+    values = np.unique(y)
+    if len(values) <= bins:
+        return np.searchsorted(values, y)
+    slices = np.empty(len(y), dtype=np.int64)
+    slices[np.argsort(y, kind="stable")] = np.arange(len(y)) * bins // len(y)
+    return slices
+
+
 class SubspaceEstimator:
     """Shared validation and outputs; subclasses implement ``_matrix(X, y)`` (and may re-map directions)."""
 

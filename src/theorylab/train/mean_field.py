@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from theorylab.nn.activations import hermite_activation_torch
+from theorylab.probes.function_gap import gap_to_reference
 from theorylab.theory.mean_field import HermiteActivation, empirical_velocity, population_loss, projected_step, uniform_sphere
 
 
@@ -138,6 +140,22 @@ class WidthSweep:
     gaps: dict[int, np.ndarray]  # step -> (B,) corrected gap of each network to the reference
     ref_error: dict[int, float]  # step -> split-half estimate of the reference's own error
 
+    @classmethod
+    def measure(cls, act: HermiteActivation, history: ParticleHistory, nets: NetworkBatch) -> "WidthSweep":
+        """Reference-corrected gaps of every network at every snapshot of ``history``."""
+        gaps, own = {}, {}
+        for step, (w, r) in history.snapshots.items():
+            g, e = gap_to_reference(act, w, nets.c, r)
+            gaps[step], own[step] = g.cpu().numpy(), e
+        return cls(history, nets, gaps, own)
+
+
+def planted_direction(d: int, device: str | torch.device = "cpu") -> Tensor:
+    """``w* = e_1``: every loss here is rotation invariant, so the first axis loses nothing."""
+    w_star = torch.zeros(d, dtype=torch.float64, device=device)
+    w_star[0] = 1.0
+    return w_star
+
 
 def width_sweep(
     act: HermiteActivation,
@@ -156,18 +174,11 @@ def width_sweep(
 ) -> WidthSweep:
     """Networks of every width and seed plus a reference of ``m_ref`` particles, all from i.i.d. uniform
     particles, trained together; ``w* = e_1`` (the losses are rotation invariant)."""
-    from theorylab.probes.function_gap import gap_to_reference
-
-    w_star = torch.zeros(d, dtype=torch.float64, device=device)
-    w_star[0] = 1.0
+    w_star = planted_direction(d, device)
     nets = NetworkBatch.uniform(widths, seeds, d, generator, device=device)
     ref = uniform_sphere((m_ref,), d, generator, device=device)
     hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress, escape_threshold=escape_threshold)
-    gaps, own = {}, {}
-    for step, (w, r) in hist.snapshots.items():
-        g, e = gap_to_reference(act, w, nets.c, r)
-        gaps[step], own[step] = g.cpu().numpy(), e
-    return WidthSweep(hist, nets, gaps, own)
+    return WidthSweep.measure(act, hist, nets)
 
 
 def sample_sweep(
@@ -186,11 +197,7 @@ def sample_sweep(
 ) -> dict[int, WidthSweep]:
     """Networks of one width trained on ``n`` fixed samples (each its own), for every ``n`` in
     ``sizes``, against the population mean-field reference; returns one :class:`WidthSweep` per n."""
-    from theorylab.nn.activations import hermite_activation_torch
-    from theorylab.probes.function_gap import gap_to_reference
-
-    w_star = torch.zeros(d, dtype=torch.float64, device=device)
-    w_star[0] = 1.0
+    w_star = planted_direction(d, device)
     out = {}
     for n in sizes:
         nets = NetworkBatch.uniform((width,), seeds, d, generator, device=device)
@@ -198,9 +205,5 @@ def sample_sweep(
         x = torch.randn(seeds, n, d, generator=generator, dtype=torch.float64, device=device)
         y = hermite_activation_torch(act, x @ w_star)
         hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y))
-        gaps, own = {}, {}
-        for step, (w, r) in hist.snapshots.items():
-            g, e = gap_to_reference(act, w, nets.c, r)
-            gaps[step], own[step] = g.cpu().numpy(), e
-        out[n] = WidthSweep(hist, nets, gaps, own)
+        out[n] = WidthSweep.measure(act, hist, nets)
     return out

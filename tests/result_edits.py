@@ -1,0 +1,24 @@
+"""Helpers for claim tests: a stored Result with one table edited, the original left untouched."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import pandas as pd
+
+from theorylab.core.result import Result
+
+
+def edit_table(result: Result, table: str, fn: Callable[[pd.DataFrame], pd.DataFrame]) -> Result:
+    """A shallow copy of ``result`` whose ``table`` is ``fn(copy of the table)``."""
+    res = copy.copy(result)
+    res.tables = dict(result.tables)
+    res.tables[table] = fn(result.tables[table].copy())
+    return res
+
+
+def set_where(frame: pd.DataFrame, where: Callable[[pd.DataFrame], Any], column: str, value: Any) -> pd.DataFrame:
+    """``frame`` with ``column`` set to ``value`` on the rows ``where(frame)`` selects."""
+    frame.loc[where(frame), column] = value
+    return frame
