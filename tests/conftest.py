@@ -64,3 +64,8 @@ def mfw_quick(quick_run):
 @pytest.fixture(scope="session")
 def poc_quick(quick_run):
     return quick_run("propagation-of-chaos")
+
+
+@pytest.fixture(scope="session")
+def ffa_quick(quick_run):
+    return quick_run("ff-vs-attention")

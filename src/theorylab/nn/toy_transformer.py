@@ -44,6 +44,7 @@ class ToyTransformerConfig(BaseModel):
     attention: Literal["softmax", "hard"] = Field("softmax", description="'hard': one-hot on the arg-max key (not trainable through the pattern)")
     qk_scale: float | None = Field(None, gt=0, description="score scale (None: 1/sqrt(head_rank))")
     mlp_width: int = Field(0, ge=0, le=1_000_000, description="hidden width of the MLP; 0 means no MLP")
+    mlp_layers: tuple[int, ...] | None = Field(None, description="0-based layers that have an MLP (None: every layer, when mlp_width > 0)")
     activation: Literal["gelu", "relu"] = Field("gelu", description="MLP non-linearity")
     norm: Literal["layer", "rms", "sphere", "none"] = Field("layer", description="'sphere': x/|x| times a learned scale")
     norm_position: Literal["pre", "post"] = Field("pre", description="norm before each sub-block (pre) or after the residual sum (post)")
@@ -56,6 +57,10 @@ class ToyTransformerConfig(BaseModel):
     d_input: int | None = Field(None, ge=1, le=65536, description="vector-input size when != d_model (a linear embedding); None: d_model")
     d_output: int | None = Field(None, ge=1, le=10_000_000, description="linear readout size (None: vocab_size for tokens, the residual stream otherwise)")
     freeze_embedding: bool = Field(False, description="keep the token embedding at its initial value")
+    freeze_readout: bool = Field(False, description="keep the readout (unembedding) at its initial value")
+    embedding_std: float | None = Field(
+        None, gt=0, description="init std of the token embedding and readout weights, e.g. d**-0.5 for the N(0, 1/d) random embeddings of Bietti et al. (None: torch's defaults)"
+    )
     bias: bool = Field(True, description="biases in attention, MLP and embeddings")
 
     @model_validator(mode="after")
@@ -72,6 +77,14 @@ class ToyTransformerConfig(BaseModel):
             raise ValueError("'d_input' is for vector inputs; leave it unset when 'vocab_size' is given")
         if self.freeze_embedding and self.vocab_size is None and self.d_input is None:
             raise ValueError("'freeze_embedding' needs an embedding: set 'vocab_size' or 'd_input'")
+        if self.mlp_layers is not None:
+            bad = [i for i in self.mlp_layers if not 0 <= i < self.n_layers]
+            if bad:
+                raise ValueError(f"'mlp_layers' entries must lie in [0, {self.n_layers - 1}]; got {bad}")
+            if self.mlp_width == 0 and self.mlp_layers:
+                raise ValueError("'mlp_layers' lists layers but 'mlp_width' is 0")
+        if self.freeze_readout and self.d_output is None and self.vocab_size is None:
+            raise ValueError("'freeze_readout' needs a readout: set 'vocab_size' or 'd_output'")
         return self
 
     @property
@@ -81,6 +94,9 @@ class ToyTransformerConfig(BaseModel):
     @property
     def v_dim(self) -> int:
         return self.value_dim if self.value_dim is not None else self.d_model // self.n_heads
+
+    def has_mlp(self, layer: int) -> bool:
+        return self.mlp_width > 0 and (self.mlp_layers is None or layer in self.mlp_layers)
 
     @property
     def scale(self) -> float:
@@ -277,12 +293,12 @@ class Block(nn.Module):
     ``hook_mlp_in``, ``hook_mlp_out``, ``hook_resid_post``.
     """
 
-    def __init__(self, cfg: ToyTransformerConfig):
+    def __init__(self, cfg: ToyTransformerConfig, layer: int = 0):
         super().__init__()
         self.cfg = cfg
         self.attn = MultiHeadAttention(cfg)
         self.norm_attn = make_norm(cfg.norm, cfg.d_model)
-        self.mlp = MLP(cfg) if cfg.mlp_width > 0 else None
+        self.mlp = MLP(cfg) if cfg.has_mlp(layer) else None
         self.norm_mlp = make_norm(cfg.norm, cfg.d_model) if self.mlp is not None else None
         for name in ("resid_pre", "attn_out", "resid_mid", "mlp_in", "mlp_out", "resid_post"):
             setattr(self, f"hook_{name}", HookPoint())
@@ -341,6 +357,8 @@ class ToyTransformer(nn.Module):
             self.embed = nn.Linear(cfg.d_input, d, bias=cfg.bias)
         else:
             self.embed = nn.Identity()
+        if cfg.embedding_std is not None and cfg.vocab_size is not None:
+            nn.init.normal_(self.embed.weight, std=cfg.embedding_std)
         if cfg.freeze_embedding:
             for p in self.embed.parameters():
                 p.requires_grad_(False)
@@ -350,10 +368,17 @@ class ToyTransformer(nn.Module):
             self.register_buffer("pos", sinusoidal_positions(cfg.max_len, d), persistent=False)
         else:
             self.pos = None
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
         self.norm_final = make_norm(cfg.norm, d) if cfg.final_norm else nn.Identity()
         out = cfg.d_output if cfg.d_output is not None else cfg.vocab_size
         self.readout = nn.Linear(d, out, bias=cfg.bias) if out is not None else nn.Identity()
+        if out is not None and cfg.embedding_std is not None:
+            nn.init.normal_(self.readout.weight, std=cfg.embedding_std)
+            if self.readout.bias is not None:
+                nn.init.zeros_(self.readout.bias)
+        if cfg.freeze_readout:
+            for p in self.readout.parameters():
+                p.requires_grad_(False)
         self.hook_embed = HookPoint()
         self.hook_final = HookPoint()
 

@@ -2,6 +2,7 @@
 
 from theorylab.studies import (  # noqa: F401
     attention_rank,
+    ff_vs_attention,
     generative_leap,
     mean_field_width,
     multi_index_estimators,

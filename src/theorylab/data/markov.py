@@ -1,0 +1,161 @@
+"""Markov-chain token data: Dirichlet bigram chains and the noisy in-context recall task.
+
+The task is the one of Chen, Bruna, Bietti, "Distributional Associations vs In-Context
+Reasoning" (arXiv 2406.03068, Sec. 3), itself built on the induction-head task of Bietti et al.,
+"Birth of a Transformer: A Memory Viewpoint" (arXiv 2306.00802): sequences follow a background
+bigram chain, except that after every occurrence of a *trigger* token ``q`` the next token is the
+sequence's own output token ``o`` with probability ``1 - p`` and a fixed generic *noise* token
+``tau`` with probability ``p``. Predicting ``o`` needs the context (an induction head); predicting
+``tau`` needs only the global statistic (a bigram association).
+
+Every sampler takes an explicit ``torch.Generator``; nothing touches the global RNG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+def dirichlet_bigram(vocab: int, alpha: float, seed: int) -> np.ndarray:
+    """A random transition matrix on ``vocab`` states, rows i.i.d. ``Dirichlet(alpha * 1)``: (V, V)."""
+    if vocab < 2:
+        raise ValueError(f"vocab must be >= 2, got {vocab}")
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    rng = np.random.default_rng(seed)
+    rows = rng.dirichlet(np.full(vocab, alpha), size=vocab)
+    return rows / rows.sum(axis=1, keepdims=True)
+
+
+def stationary_distribution(transition: np.ndarray) -> np.ndarray:
+    """The stationary law ``pi = pi P`` of a row-stochastic matrix (left Perron eigenvector)."""
+    p = np.asarray(transition, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] != p.shape[1]:
+        raise ValueError(f"transition must be square, got shape {p.shape}")
+    values, vectors = np.linalg.eig(p.T)
+    k = int(np.argmin(np.abs(values - 1.0)))
+    pi = np.abs(np.real(vectors[:, k]))
+    return pi / pi.sum()
+
+
+def bigram_counts(tokens: np.ndarray, vocab: int, smoothing: float = 0.0) -> np.ndarray:
+    """Row-normalised bigram transition estimate from a token stream, with additive ``smoothing``: (V, V)."""
+    t = np.asarray(tokens, dtype=np.int64)
+    counts = np.zeros((vocab, vocab), dtype=np.float64)
+    np.add.at(counts, (t[:-1], t[1:]), 1.0)
+    counts += smoothing
+    rows = counts.sum(axis=1, keepdims=True)
+    empty = rows[:, 0] == 0
+    counts[empty] = 1.0  # a state never seen leaves uniformly
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class TriggerBatch:
+    """Sampled sequences and where the trigger task acts.
+
+    ``tokens``: (n, T) int64. ``outputs``: (n,) each sequence's output token ``o``.
+    ``after_trigger``: (n, T) bool, position ``t`` holds ``q`` (so ``t + 1`` is the trigger's
+    next token; the last position is never marked). ``seen``: (n, T) bool, an ``after_trigger``
+    position with an earlier trigger occurrence in the same sequence (so ``o`` has been shown,
+    unless the earlier draw was noise).
+    """
+
+    tokens: Tensor
+    outputs: Tensor
+    after_trigger: Tensor
+    seen: Tensor
+
+    def targets(self, ignore: int = -100) -> Tensor:
+        """Next-token targets at trigger positions, ``ignore`` elsewhere: (n, T)."""
+        nxt = torch.full_like(self.tokens, ignore)
+        nxt[:, :-1] = self.tokens[:, 1:]
+        return torch.where(self.after_trigger, nxt, torch.full_like(nxt, ignore))
+
+
+@dataclass(frozen=True)
+class TriggerNoiseTask:
+    """The noisy in-context recall task (arXiv 2406.03068, Sec. 3).
+
+    ``transition``: background bigram chain (V, V). The noise token ``noise`` and the trigger
+    ``trigger`` are fixed; ``trigger_boost`` f_q mixes every row with a jump to the trigger,
+    ``pi <- (1 - f_q) pi + f_q delta_q``, so short sequences hold enough triggers (a quick-preset
+    device of ours; the paper's T = 256 needs none). The background chain never emits the noise
+    token (its column is zeroed and rows renormalised), so ``tau`` marks the task alone. Outputs are drawn uniformly from the tokens
+    other than the trigger and the noise token.
+    """
+
+    transition: np.ndarray
+    trigger: int
+    noise: int
+    trigger_boost: float = 0.0
+
+    @classmethod
+    def dirichlet(cls, vocab: int, alpha: float = 0.2, trigger_boost: float = 0.0, seed: int = 0) -> "TriggerNoiseTask":
+        """The card's chain: Dirichlet(alpha) rows on ``vocab`` tokens, noise = ``vocab - 1``,
+        trigger = the most frequent other token under the stationary law."""
+        return cls.from_transition(dirichlet_bigram(vocab, alpha, seed), noise=vocab - 1, trigger_boost=trigger_boost)
+
+    @classmethod
+    def from_transition(cls, transition: np.ndarray, noise: int, trigger: int | None = None, trigger_boost: float = 0.0) -> "TriggerNoiseTask":
+        p = np.asarray(transition, dtype=np.float64)
+        vocab = p.shape[0]
+        if not 0 <= noise < vocab:
+            raise ValueError(f"noise token {noise} outside the vocabulary [0, {vocab - 1}]")
+        if not 0 <= trigger_boost < 1:
+            raise ValueError(f"trigger_boost must lie in [0, 1), got {trigger_boost}")
+        # The noise token is emitted only by the task, never by the background chain.
+        p = p.copy()
+        p[:, noise] = 0.0
+        p /= p.sum(axis=1, keepdims=True)
+        if trigger is None:
+            pi = stationary_distribution(p)
+            pi[noise] = -1.0
+            trigger = int(np.argmax(pi))
+        if trigger == noise:
+            raise ValueError("the trigger and the noise token must differ")
+        if trigger_boost > 0:
+            p = (1 - trigger_boost) * p
+            p[:, trigger] += trigger_boost
+        return cls(transition=p, trigger=int(trigger), noise=int(noise), trigger_boost=trigger_boost)
+
+    @property
+    def vocab(self) -> int:
+        return int(self.transition.shape[0])
+
+    def output_candidates(self) -> Tensor:
+        return torch.tensor([v for v in range(self.vocab) if v not in (self.trigger, self.noise)])
+
+    def sample(self, n: int, length: int, p_noise: float, generator: torch.Generator) -> TriggerBatch:
+        """``n`` sequences of ``length`` tokens; after each trigger, noise with prob. ``p_noise``, else ``o``.
+
+        The first token is drawn from the stationary law of the (boosted) chain. Vectorised over
+        sequences; one loop over positions.
+        """
+        if n < 1 or length < 2:
+            raise ValueError(f"need n >= 1 and length >= 2, got n={n}, length={length}")
+        if not 0 <= p_noise <= 1:
+            raise ValueError(f"p_noise must lie in [0, 1], got {p_noise}")
+        cum = torch.from_numpy(np.cumsum(self.transition, axis=1))
+        cum[:, -1] = 1.0
+        pi = torch.from_numpy(np.cumsum(stationary_distribution(self.transition)))
+        pi[-1] = 1.0
+        candidates = self.output_candidates()
+        outputs = candidates[torch.randint(len(candidates), (n,), generator=generator)]
+        u = torch.rand(length, n, 1, generator=generator, dtype=torch.float64)  # u[t]: contiguous (n, 1)
+        noisy = torch.rand(n, length, generator=generator) < p_noise
+        tokens = torch.empty(n, length, dtype=torch.long)
+        tokens[:, 0] = torch.searchsorted(pi, u[0]).squeeze(1).clamp(max=self.vocab - 1)
+        for t in range(1, length):
+            prev = tokens[:, t - 1]
+            background = torch.searchsorted(cum[prev], u[t]).squeeze(1).clamp(max=self.vocab - 1)
+            forced = torch.where(noisy[:, t], torch.full_like(prev, self.noise), outputs)
+            tokens[:, t] = torch.where(prev == self.trigger, forced, background)
+        after = tokens == self.trigger
+        after[:, -1] = False
+        earlier = torch.cumsum(after.long(), dim=1) - after.long()  # triggers strictly before t
+        return TriggerBatch(tokens=tokens, outputs=outputs, after_trigger=after, seen=after & (earlier > 0))

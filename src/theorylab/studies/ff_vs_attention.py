@@ -1,0 +1,631 @@
+"""ff-vs-attention: feed-forward layers store distributional associations, attention reasons in context.
+
+Paper: L. Chen, J. Bruna, A. Bietti, "Distributional Associations vs In-Context Reasoning: A
+Study of Feed-forward and Attention Layers", arXiv 2406.03068 (2024; v1 "How Truncating Weights
+Improves Reasoning in Language Models"), ICLR 2025.
+
+Synthetic part (paper Sec. 3-4): sequences from a bigram chain where, after each trigger token
+q, the next token is the sequence's own output o (probability 1 - p, learnable only in context)
+or a generic noise token tau (probability p, a global association). A two-layer transformer with
+frozen random embeddings is trained with the loss on the trigger's next token only. The
+measurements read the model at test (p = 0): its noise probability (Bayes: p), the same with the
+second feed-forward layer (FF2) removed, FF2's direct logit margin for tau, and the layer-2
+attention mass on the token after the previous trigger (the induction head), over training.
+
+Real-text part (replacing the paper's Pythia ablations, whose weights we do not download): a
+small language model trained on a real corpus (the King James Bible from Debian's
+``bible-kjv``, or any local text file) into which the trigger task is written with real words
+(:mod:`theorylab.studies.ff_vs_attention_lm`), then LASER-style truncation of its last MLP.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from pydantic import Field, model_validator
+
+from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.plotting import color, new_figure
+from theorylab.data.markov import TriggerBatch, TriggerNoiseTask
+from theorylab.data.text import TriggerWordTask, WordVocab, random_windows, resolve_corpus
+from theorylab.nn.toy_transformer import ToyTransformer
+from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
+from theorylab.theory.rates import first_crossing
+from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
+
+PAPER = "Chen, Bruna, Bietti, arXiv 2406.03068 (2024); ICLR 2025"
+REF = "arXiv 2406.03068"
+IGNORE = -100
+
+Prob = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class FFvsAttentionConfig(StudyConfig):
+    # --- task -----------------------------------------------------------------------------------
+    vocab: int = Field(64, ge=4, le=100_000, description="tokens V of the bigram chain (quick 64, paper 65); the noise token is V - 1")
+    seq_len: int = Field(64, ge=8, le=8192, description="sequence length T (quick 64, paper 256)")
+    p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="training probability p of the noise token after a trigger")
+    dirichlet_alpha: float = Field(0.2, gt=0, le=100, description="Dirichlet concentration of the bigram rows")
+    trigger_boost: float = Field(0.1, ge=0.0, lt=1.0, description="f_q: every row jumps to the trigger with this probability (0 = plain chain)")
+    data_seed: int = Field(0, ge=0, description="seed of the bigram chain (fixed across training seeds)")
+    train_bank: int = Field(6400, ge=0, le=10_000_000, description="training sequences drawn once and resampled (0: fresh sequences every step)")
+    test_sequences: int = Field(256, ge=16, le=1_000_000, description="test sequences at p = 0")
+    # --- model ----------------------------------------------------------------------------------
+    d_model: int = Field(64, ge=4, le=8192, description="width d (quick 64, paper 256)")
+    ff_mult: int = Field(4, ge=1, le=64, description="FF hidden width = ff_mult * d")
+    # --- optimisation ---------------------------------------------------------------------------
+    optimizer: str = Field("adam", pattern="^(adam|sgd)$", description="'adam' (quick) or 'sgd' with momentum (paper, as the authors' code)")
+    lr: float = Field(3e-3, gt=0, le=10.0, description="learning rate (quick Adam 3e-3; paper SGD 0.03)")
+    momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum (paper 0.9)")
+    schedule: str = Field("cosine", pattern="^(cosine|constant)$", description="learning-rate schedule: cosine decay to 0 (quick) or constant (paper, as the authors' code)")
+    weight_decay: float = Field(0.0, ge=0, le=1.0, description="weight decay (paper 1e-4)")
+    batch: int = Field(64, ge=1, le=65536, description="sequences per step (quick 64, paper 512)")
+    steps: int = Field(800, ge=1, le=10_000_000, description="training steps (quick 800, paper 5000)")
+    eval_every: int = Field(50, ge=1, le=1_000_000, description="steps between test evaluations")
+    seeds: int = Field(1, ge=1, le=64, description="training seeds, trained as one batch (paper 5)")
+    # --- variants (paper) -----------------------------------------------------------------------
+    no_ff_variant: bool = Field(False, description="also train the model without any FF layer (claim no-ff-variant)")
+    p_sweep: tuple[Prob, ...] = Field((), description="extra training noise levels p (claim p-sweep); empty: none")
+    # --- real-text part -------------------------------------------------------------------------
+    lm: bool = Field(True, description="run the real-text language-model part")
+    lm_corpus: str = Field("kjv", min_length=1, description="'kjv' (Debian's bible-kjv) or a path to a local plain-text file")
+    lm_vocab: int = Field(2000, ge=16, le=200_000, description="word vocabulary of the language model (most frequent words + <unk>)")
+    lm_seq_len: int = Field(64, ge=8, le=4096, description="training window length of the language model")
+    lm_d_model: int = Field(128, ge=8, le=8192, description="width of the language model")
+    lm_layers: int = Field(4, ge=2, le=64, description="layers of the language model (card: 4)")
+    lm_heads: int = Field(4, ge=1, le=128, description="heads per layer of the language model")
+    lm_batch: int = Field(32, ge=1, le=65536, description="windows per step of the language model")
+    lm_steps: int = Field(1500, ge=1, le=10_000_000, description="training steps of the language model")
+    lm_lr: float = Field(3e-3, gt=0, le=1.0, description="AdamW learning rate of the language model")
+    lm_task_rate: float = Field(0.5, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in trigger task")
+    lm_p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="probability of the generic word after the trigger word in training windows")
+    lm_ranks: tuple[Annotated[int, Field(ge=0, le=65536)], ...] = Field((1, 4, 16), min_length=1, description="LASER ranks kept in the last MLP")
+    lm_probes: int = Field(512, ge=16, le=1_000_000, description="held-out probe windows")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "FFvsAttentionConfig":
+        if self.train_bank and self.train_bank < self.batch:
+            raise ValueError(f"'train_bank' ({self.train_bank}) must be 0 or >= 'batch' ({self.batch})")
+        if self.lm_d_model % self.lm_heads:
+            raise ValueError(f"'lm_heads' ({self.lm_heads}) must divide 'lm_d_model' ({self.lm_d_model})")
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic part: model, data, measurements
+# --------------------------------------------------------------------------------------------
+
+FF2 = "blocks.1.mlp"
+ATTN1 = "blocks.0.attn"
+ATTN2 = "blocks.1.attn"
+
+
+def build_model(cfg: FFvsAttentionConfig, seed: int, ff: bool = True) -> ToyTransformer:
+    """The paper's two-layer model (Sec. 3; Bietti et al. 2023): one head per layer, learned
+    absolute positions, no norm, ReLU FF of width 4d after each attention, token embedding and
+    unembedding frozen at N(0, 1/d), no biases. ``ff=False`` removes both FF layers."""
+    return ToyTransformer(
+        d_model=cfg.d_model, n_layers=2, n_heads=1, mlp_width=cfg.ff_mult * cfg.d_model if ff else 0, activation="relu",
+        norm="none", causal=True, positional="learned", max_len=cfg.seq_len, vocab_size=cfg.vocab, freeze_embedding=True,
+        freeze_readout=True, embedding_std=cfg.d_model**-0.5, bias=False, seed=seed,
+    )
+
+
+def make_task(cfg: FFvsAttentionConfig) -> TriggerNoiseTask:
+    return TriggerNoiseTask.dirichlet(cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, seed=cfg.data_seed)
+
+
+def trigger_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy at the trigger positions only (targets = IGNORE elsewhere); vmap-safe."""
+    mask = targets != IGNORE
+    logp = logits.log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)
+    return -(logp * mask).sum() / mask.sum().clamp(min=1)
+
+
+def previous_trigger_next(batch: TriggerBatch) -> torch.Tensor:
+    """For each position t holding the trigger, the position right after the previous trigger
+    occurrence (where o, or noise, was written): the key an induction head attends to. -1 if none."""
+    n, t = batch.tokens.shape
+    pos = torch.arange(t).expand(n, t)
+    is_trig = batch.after_trigger
+    marked = torch.where(is_trig, pos, torch.full_like(pos, -1))
+    last = torch.cummax(marked, dim=1).values  # latest trigger at or before t
+    prev = torch.full_like(pos, -1)
+    prev[:, 1:] = last[:, :-1]  # latest trigger strictly before t
+    return torch.where(is_trig & (prev >= 0), prev + 1, torch.full_like(prev, -1))
+
+
+@torch.no_grad()
+def measure(model: ToyTransformer, test: TriggerBatch, noise: int) -> dict[str, float]:
+    """The card's test measurements at trigger positions with an earlier trigger (p = 0 data)."""
+    device = next(model.parameters()).device
+    tokens = test.tokens.to(device)
+    where = test.seen.to(device)
+    answer = test.outputs.to(device)[:, None].expand_as(tokens)[where]
+    names = ["blocks.1.attn.hook_pattern"] + (["blocks.1.hook_mlp_out"] if model.blocks[1].mlp is not None else [])
+    logits, cache = model.run_with_cache(tokens, names)
+    probs = logits[where].softmax(-1)
+    out = dict(
+        acc_full=float((probs.argmax(-1) == answer).double().mean()),
+        P_noise_full=float(probs[:, noise].double().mean()),
+        P_answer_full=float(probs.gather(-1, answer[:, None]).double().mean()),
+    )
+    key = previous_trigger_next(test).to(device)
+    out["induction_mass"] = float(attention_to(cache["blocks.1.attn.hook_pattern"][:, 0], key)[where].double().nanmean())
+    if model.blocks[1].mlp is not None:
+        ff2 = direct_logit(cache["blocks.1.hook_mlp_out"][where], model.readout.weight)
+        margin = logit_margin(ff2, noise).double()
+        out["ff2_margin"] = float(margin.mean())
+        out["ff2_margin_positive"] = float((margin > 0).double().mean())
+        with ablate(model, FF2):
+            p2 = model(tokens)[where].softmax(-1)
+        out.update(
+            acc_noFF2=float((p2.argmax(-1) == answer).double().mean()),
+            P_noise_noFF2=float(p2[:, noise].double().mean()),
+            P_answer_noFF2=float(p2.gather(-1, answer[:, None]).double().mean()),
+        )
+    for layer, name in ((1, ATTN1), (2, ATTN2)):
+        with ablate(model, name):
+            p3 = model(tokens)[where].softmax(-1)
+        out[f"P_noise_noAttn{layer}"] = float(p3[:, noise].double().mean())
+        out[f"P_answer_noAttn{layer}"] = float(p3.gather(-1, answer[:, None]).double().mean())
+    return out
+
+
+def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float, ff: bool, name: str) -> pd.DataFrame:
+    """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and seed)."""
+    device = ctx.device
+    seeds = range(cfg.seeds)
+    init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in seeds]
+    models = StackedModels([build_model(cfg, seed, ff=ff) for seed in init]).to(device)
+    gen = ctx.generator(f"data/{name}")
+    bank = task.sample(cfg.train_bank, cfg.seq_len, p_noise, gen) if cfg.train_bank else None
+
+    def batches(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if bank is not None:
+            idx = torch.randint(cfg.train_bank, (cfg.seeds, cfg.batch), generator=gen)
+            x, y = bank.tokens[idx], bank.targets(IGNORE)[idx]
+        else:
+            b = task.sample(cfg.seeds * cfg.batch, cfg.seq_len, p_noise, gen)
+            x, y = b.tokens.view(cfg.seeds, cfg.batch, -1), b.targets(IGNORE).view(cfg.seeds, cfg.batch, -1)
+        return x.to(device), y.to(device)
+
+    rows: list[dict] = []
+
+    def evaluate(n_updates: int) -> None:
+        for s in seeds:
+            rows.append(dict(variant=name, p_noise=p_noise, ff=ff, seed=s, step=n_updates, **measure(models.member(s), test, task.noise)))
+
+    optim = AdamWSchedule(
+        lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum, weight_decay=cfg.weight_decay, schedule=cfg.schedule,
+    )
+    log = train_stacked(
+        models, batches, trigger_loss, steps=cfg.steps, optim=optim, progress=ctx.progress, description=f"train {name}",
+        evaluate=evaluate, evaluate_every=cfg.eval_every,
+    )
+    if log.diverged_at.min() >= 0:
+        raise Diverged(f"training loss of every seed of {name}", int(log.diverged_at.min()))
+    curve = pd.DataFrame(rows)
+    bad = {s: int(log.diverged_at[s]) for s in seeds if log.diverged_at[s] >= 0}
+    for s, step in bad.items():
+        ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
+    return curve[~curve["seed"].isin(list(bad))]
+
+
+# --------------------------------------------------------------------------------------------
+# Real-text part: a small language model on a real corpus, then LASER on its last MLP
+# --------------------------------------------------------------------------------------------
+
+TRIGGER_WORD = "of"
+
+
+def lm_corpus(cfg: FFvsAttentionConfig) -> tuple[WordVocab, np.ndarray, np.ndarray, TriggerWordTask]:
+    """Vocabulary, train/held-out token streams (first 90% / last 10% of the text) and the task."""
+    text = resolve_corpus(cfg.lm_corpus)
+    vocab = WordVocab.from_text(text, cfg.lm_vocab)
+    stream = vocab.encode(text)
+    cut = int(0.9 * len(stream))
+    if cut <= cfg.lm_seq_len or len(stream) - cut <= cfg.lm_seq_len:
+        raise ConfigError(f"lm_corpus: {len(stream)} words is too short for windows of lm_seq_len = {cfg.lm_seq_len}")
+    task = TriggerWordTask.from_corpus(vocab, stream[:cut], TRIGGER_WORD)
+    return vocab, stream[:cut], stream[cut:], task
+
+
+def build_lm(cfg: FFvsAttentionConfig, vocab_size: int, seed: int) -> ToyTransformer:
+    """A small GPT-style model: pre-LayerNorm, GELU MLP of width 4d, learned positions, causal."""
+    return ToyTransformer(
+        d_model=cfg.lm_d_model, n_layers=cfg.lm_layers, n_heads=cfg.lm_heads, mlp_width=4 * cfg.lm_d_model, activation="gelu",
+        norm="layer", final_norm=True, causal=True, positional="learned", max_len=cfg.lm_seq_len, vocab_size=vocab_size, seed=seed,
+    )
+
+
+def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy over every position; vmap-safe."""
+    logp = logits[:, :-1].log_softmax(-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
+    return -logp.mean()
+
+
+@torch.no_grad()
+def lm_measure(model: ToyTransformer, probes: TriggerBatch, natural: torch.Tensor, task: TriggerWordTask, chunk: int = 256) -> dict[str, float]:
+    """In-context recall at held-out trigger positions (p = 0) and natural-text perplexity."""
+    device = next(model.parameters()).device
+    correct = p_answer = p_generic = 0.0
+    count = 0
+    for i in range(0, len(probes.tokens), chunk):
+        tokens = probes.tokens[i : i + chunk].to(device)
+        where = probes.seen[i : i + chunk].to(device)
+        answer = probes.outputs[i : i + chunk].to(device)[:, None].expand_as(tokens)[where]
+        probs = model(tokens)[where].softmax(-1).double()
+        correct += float((probs.argmax(-1) == answer).sum())
+        p_answer += float(probs.gather(-1, answer[:, None]).sum())
+        p_generic += float(probs[:, task.generic].sum())
+        count += int(where.sum())
+    nll = [float(next_token_loss(model(natural[i : i + chunk].to(device)), natural[i : i + chunk].to(device))) for i in range(0, len(natural), chunk)]
+    count = max(count, 1)
+    return dict(icl_acc=correct / count, P_answer=p_answer / count, P_generic=p_generic / count, perplexity=float(np.exp(np.mean(nll))), positions=count)
+
+
+def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
+    """Train the language model, then measure it whole and with its last MLP truncated to each rank."""
+    vocab, train_stream, test_stream, task = lm_corpus(cfg)
+    device = ctx.device
+    gen = ctx.generator("lm/data")
+    train_t = torch.from_numpy(train_stream)
+
+    def batches(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        windows = random_windows(train_t, cfg.lm_batch, cfg.lm_seq_len, gen)
+        written = task.write(windows, cfg.lm_p_noise, gen).tokens
+        carry = torch.rand(cfg.lm_batch, 1, generator=gen) < cfg.lm_task_rate
+        x = torch.where(carry, written, windows)[None].to(device)
+        return x, x
+
+    model_seed = int(ctx.rng("lm/init").integers(2**62))
+    models = StackedModels([build_lm(cfg, len(vocab), model_seed)]).to(device)
+    optim = AdamWSchedule(lr=cfg.lm_lr, betas=(0.9, 0.95), weight_decay=0.1, warmup_frac=0.05)
+    log = train_stacked(models, batches, next_token_loss, steps=cfg.lm_steps, optim=optim, progress=ctx.progress, description="train language model")
+    if log.diverged_at[0] >= 0:
+        raise Diverged("language-model training loss", int(log.diverged_at[0]))
+    ctx.table("lm_loss", log.table().drop(columns="member"))
+    model = models.member(0)
+    test_gen = ctx.generator("lm/test")
+    test_t = torch.from_numpy(test_stream)
+    probes = task.write(random_windows(test_t, cfg.lm_probes, cfg.lm_seq_len, test_gen), 0.0, test_gen)
+    natural = random_windows(test_t, cfg.lm_probes, cfg.lm_seq_len, test_gen)
+    last = f"blocks.{cfg.lm_layers - 1}.mlp.up.weight"
+    full_rank = min(model.get_parameter(last).shape)
+    rows = [dict(rank=full_rank, truncated=False, **lm_measure(model, probes, natural, task))]
+    for k in cfg.lm_ranks:
+        with low_rank(model, {last: k}):
+            rows.append(dict(rank=k, truncated=True, **lm_measure(model, probes, natural, task)))
+    ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, {len(task.answers)} names as answers")
+    return pd.DataFrame(rows).assign(layer=cfg.lm_layers - 1, matrix="up", trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
+
+
+# --------------------------------------------------------------------------------------------
+# Presets
+# --------------------------------------------------------------------------------------------
+
+PRESETS = {
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, < 60 s: the card's quick sizes (V = T = d = 64, f_q = 0.1, batch 64, 800 Adam steps, one seed); "
+        "the real-text part needs more than a minute and is off (preset 'lm' runs it on CPU)",
+        lm=(False, "a language model that learns in-context recall on real text takes minutes"),
+    ),
+    "lm": Preset.of(
+        "lm",
+        "CPU, minutes: the quick synthetic part plus the real-text language model (King James Bible, 2 layers, d = 64)",
+        lm_layers=(2, "the smallest depth with an induction path"),
+        lm_d_model=(64, "CPU budget"),
+        lm_vocab=(1000, "CPU budget: the readout dominates the step"),
+        lm_steps=(2000, "enough for the in-context path to form on CPU"),
+    ),
+    "paper": Preset.of(
+        "paper",
+        "GPU: the authors' k = 1, p = 0.5 configuration (V = 65, T = 256, d = 256, SGD lr 0.03 + momentum 0.9, wd 1e-4, batch 512, "
+        "5000 steps, 5 seeds), the no-FF variant, the p sweep and a 4-layer language model on the King James Bible",
+        vocab=(65, "the repo's tiny-Shakespeare character vocabulary size (we draw a Dirichlet chain)"),
+        seq_len=(256, "paper T = 256"),
+        trigger_boost=(0.0, "T = 256 holds enough triggers without a boost"),
+        train_bank=(0, "fresh sequences every step, as the authors' generator"),
+        d_model=(256, "paper d = 256"),
+        optimizer=("sgd", "the authors' script: SGD with momentum"),
+        lr=(0.03, "the authors' script"),
+        schedule=("constant", "the authors' script"),
+        weight_decay=(1e-4, "the authors' script"),
+        batch=(512, "the authors' script"),
+        steps=(5000, "the authors' script"),
+        seeds=(5, "card: 5 seeds"),
+        no_ff_variant=(True, "claim no-ff-variant"),
+        p_sweep=((0.1, 0.3, 0.5, 0.7), "claim p-sweep"),
+        lm_d_model=(256, "a 4-layer, 256-wide model"),
+        lm_heads=(8, "head size 32"),
+        lm_vocab=(4000, "most frequent words of the corpus"),
+        lm_seq_len=(128, "longer context, more trigger repeats"),
+        lm_batch=(128, "GPU batch"),
+        lm_steps=(10_000, "GPU minutes"),
+        lm_probes=(2048, "held-out probe windows"),
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Run, figures
+# --------------------------------------------------------------------------------------------
+
+
+def final(curve: pd.DataFrame) -> pd.DataFrame:
+    """The last evaluation of every (variant, seed)."""
+    last = curve.groupby(["variant", "seed"])["step"].transform("max")
+    return curve[curve["step"] == last]
+
+
+def crossing_steps(curve: pd.DataFrame) -> tuple[int | None, int | None]:
+    """t_FF: first evaluation where the mean FF2 margin is > 0; t_ICL: first where mean acc_noFF2 >= 0.5."""
+    mean = curve.groupby("step")[["ff2_margin", "acc_noFF2"]].mean().sort_index()
+    ff = mean.index[mean["ff2_margin"] > 0]
+    icl = mean.index[mean["acc_noFF2"] >= 0.5]
+    return (int(ff[0]) if len(ff) else None, int(icl[0]) if len(icl) else None)
+
+
+def _figure_dynamics(ctx: RunContext, curve: pd.DataFrame) -> None:
+    fig, ax = new_figure(width=7.5, height=4.2)
+    g = curve.groupby("step")
+    lines = [("acc_full", "accuracy (full)"), ("acc_noFF2", "accuracy (FF2 dropped)"), ("P_noise_full", "P(noise) (full)"), ("induction_mass", "layer-2 attention on o")]
+    for i, (col, label) in enumerate(lines):
+        mean, lo, hi = g[col].mean(), g[col].min(), g[col].max()
+        ax.plot(mean.index, mean.values, color=color(i), label=label)
+        if curve["seed"].nunique() > 1:
+            ax.fill_between(mean.index, lo.values, hi.values, color=color(i), alpha=0.2, lw=0)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("probability / accuracy at test triggers (p = 0)")
+    ax.set_ylim(-0.02, 1.02)
+    right = ax.twinx()
+    margin = g["ff2_margin"].mean()
+    right.plot(margin.index, margin.values, color=color(4), ls="--", label="FF2 margin for noise (right)")
+    right.axhline(0, color="0.6", lw=0.8)
+    right.set_ylabel("FF2 direct-logit margin of the noise token")
+    t_ff, t_icl = crossing_steps(curve)
+    for t, name in ((t_ff, "t_FF"), (t_icl, "t_ICL")):
+        if t is not None:
+            ax.axvline(t, color="0.3", ls=":", lw=1)
+            ax.text(t, 1.0, f" {name}", va="top", fontsize=8)
+    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, fontsize=8, loc="center right")
+    ax.set_title("FF2 learns the noise association before attention learns in-context recall")
+    ctx.figure("training_dynamics", fig)
+
+
+def _figure_ablation(ctx: RunContext, end: pd.DataFrame) -> None:
+    fig, ax = new_figure(width=6.0, height=3.8)
+    settings = [("full", "P_answer_full", "P_noise_full"), ("FF2 dropped", "P_answer_noFF2", "P_noise_noFF2"), ("attention 2 dropped", "P_answer_noAttn2", "P_noise_noAttn2")]
+    x = np.arange(len(settings))
+    p_o = np.array([end[a].mean() for _, a, _ in settings])
+    p_tau = np.array([end[b].mean() for _, _, b in settings])
+    ax.bar(x, p_o, color=color(0), label="P(o): in-context answer")
+    ax.bar(x, p_tau, bottom=p_o, color=color(1), label="P(noise)")
+    ax.bar(x, 1 - p_o - p_tau, bottom=p_o + p_tau, color="0.8", label="P(other)")
+    ax.set_xticks(x, [s for s, _, _ in settings])
+    ax.set_ylabel("mean probability at test triggers")
+    ax.legend(fontsize=8)
+    ax.set_title("Where the two answers live")
+    ctx.figure("ablation_bars", fig)
+
+
+def _figure_p_sweep(ctx: RunContext, end: pd.DataFrame) -> None:
+    sweep = end[end["ff"]].groupby("p_noise")["P_noise_full"].agg(["mean", "min", "max"])
+    if len(sweep) < 2:
+        return
+    fig, ax = new_figure(width=4.8, height=4.0)
+    ax.plot([0, 1], [0, 1], color="0.5", ls="--", label="Bayes: P(noise) = p")
+    ax.errorbar(sweep.index, sweep["mean"], yerr=[sweep["mean"] - sweep["min"], sweep["max"] - sweep["mean"]], fmt="o", color=color(0), label="trained (seed range)")
+    ax.set_xlabel("training noise probability p")
+    ax.set_ylabel("P(noise) at test triggers")
+    ax.legend(fontsize=8)
+    ctx.figure("p_sweep", fig)
+
+
+def _figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
+    fig, ax = new_figure(width=6.0, height=4.0)
+    t = lm.sort_values("rank")
+    ranks = t["rank"].astype(str).where(t["truncated"], t["rank"].astype(str) + " (full)")
+    x = np.arange(len(t))
+    ax.plot(x, t["P_answer"], "o-", color=color(0), label="P(in-context name)")
+    ax.plot(x, t["P_generic"], "s-", color=color(1), label=f"P('{t['generic'].iloc[0]}'): generic")
+    ax.plot(x, t["icl_acc"], "^-", color=color(2), label="in-context accuracy")
+    ax.set_xticks(x, ranks)
+    ax.set_xlabel(f"rank kept in the last MLP's input matrix (layer {int(t['layer'].iloc[0])})")
+    ax.set_ylabel("at held-out trigger positions")
+    right = ax.twinx()
+    right.plot(x, t["perplexity"], "x--", color=color(3), label="natural-text perplexity (right)")
+    right.set_ylabel("perplexity")
+    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, fontsize=8)
+    ax.set_title("Low-rank truncation of a late MLP (LASER) on a real-text model")
+    ctx.figure("lm_truncation", fig)
+
+
+# --------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------
+
+
+def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
+    return Verdict(f"ff-vs-attention/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+
+
+def _paper_scale(cfg: dict) -> bool:
+    return cfg["d_model"] >= 256 and cfg["seq_len"] >= 256 and cfg["steps"] >= 5000
+
+
+def _main_end(res) -> pd.DataFrame:
+    end = final(res.table("curves"))
+    return end[end["variant"] == "full"]
+
+
+S_BAYES = "The full model predicts the noise token at its training rate: mean P(noise) at test triggers lies in [p - 0.15, p + 0.2] (Bayes: p)."
+
+
+def judge_bayes(res) -> Verdict:
+    p = res.config["p_noise"]
+    end = _main_end(res)
+    value = float(end["P_noise_full"].mean())
+    lo, hi = p - 0.15, p + 0.2
+    detail = f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed {', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
+    return _verdict("bayes-noise-rate", S_BAYES, value, p, f"[-0.15, +0.2]", lo <= value <= hi, detail)
+
+
+S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) / 0.9 (paper), "
+            "P(noise) without FF2 <= 0.15, and accuracy gains >= 0.25 over the full model.")
+
+
+def judge_ablate(res) -> Verdict:
+    end = _main_end(res)
+    bar = 0.9 if _paper_scale(res.config) else 0.8
+    acc, acc_full, p_noise = float(end["acc_noFF2"].mean()), float(end["acc_full"].mean()), float(end["P_noise_noFF2"].mean())
+    gain = acc - acc_full
+    ok = acc >= bar and p_noise <= 0.15 and gain >= 0.25
+    detail = f"acc without FF2 {acc:.3f} (need >= {bar}); P(noise) without FF2 {p_noise:.3f} (need <= 0.15); full-model acc {acc_full:.3f}, gain {gain:+.3f} (need >= 0.25)"
+    return _verdict("ablate-ff2", S_ABLATE, acc, f">= {bar}", bar, ok, detail)
+
+
+S_FF2 = "FF2 stores the noise association: its direct-logit margin for the noise token is > 0 at >= 90% of test trigger positions at the end of training."
+
+
+def judge_ff2(res) -> Verdict:
+    end = _main_end(res)
+    frac = float(end["ff2_margin_positive"].mean())
+    detail = f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
+    return _verdict("ff2-stores-noise", S_FF2, frac, ">= 0.9", 0.9, frac >= 0.9, detail)
+
+
+S_FIRST = "The association is learned first: t_FF (first evaluation with mean FF2 margin > 0) <= t_ICL / 2 (t_ICL: first evaluation with accuracy without FF2 >= 0.5)."
+
+
+def judge_first(res) -> Verdict:
+    curve = res.table("curves")
+    t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
+    every = res.config["eval_every"]
+    if t_icl is None:
+        return _verdict("ff-first", S_FIRST, None, None, None, False, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did not form")
+    if t_ff is None:
+        return _verdict("ff-first", S_FIRST, None, None, None, False, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
+    detail = f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution); need t_FF <= t_ICL / 2 = {t_icl / 2:g}"
+    return _verdict("ff-first", S_FIRST, t_ff / t_icl, "<= 0.5", 0.5, t_ff <= t_icl / 2, detail)
+
+
+S_INDUCTION = "The in-context answer comes from an induction head: mean layer-2 attention on the token after the previous trigger >= 0.2 (quick) / 0.4 (paper) (uniform causal attention: ~1/t)."
+
+
+def judge_induction(res) -> Verdict:
+    end = _main_end(res)
+    bar = 0.4 if _paper_scale(res.config) else 0.2
+    mass = float(end["induction_mass"].mean())
+    uniform = 2.0 / res.config["seq_len"]
+    detail = f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
+    return _verdict("induction-head", S_INDUCTION, mass, f">= {bar}", bar, mass >= bar, detail)
+
+
+S_NOFF = ("Without FF layers the association moves into attention: the no-FF model's P(noise) still lies in [p - 0.15, p + 0.2], and dropping one of its "
+          "attention layers brings P(noise) below 0.15 (second half reconstructed from the abstract).")
+
+
+def judge_no_ff(res) -> Verdict:
+    end = final(res.table("curves"))
+    noff = end[end["variant"] == "no-ff"]
+    if noff.empty:
+        return _verdict("no-ff-variant", S_NOFF, None, None, None, None, "needs paper preset (or --set no_ff_variant=true)")
+    p = res.config["p_noise"]
+    value = float(noff["P_noise_full"].mean())
+    dropped = {"attention 1": float(noff["P_noise_noAttn1"].mean()), "attention 2": float(noff["P_noise_noAttn2"].mean())}
+    where, low = min(dropped.items(), key=lambda kv: kv[1])
+    ok = p - 0.15 <= value <= p + 0.2 and low < 0.15
+    detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); with {where} dropped {low:.3f} (need < 0.15); "
+              + ", ".join(f"{k} dropped: {v:.3f}" for k, v in dropped.items()))
+    return _verdict("no-ff-variant", S_NOFF, value, p, "[-0.15, +0.2]", ok, detail)
+
+
+S_SWEEP = "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| <= 0.12 and accuracy without FF2 >= 0.85 at every p."
+
+
+def judge_sweep(res) -> Verdict:
+    end = final(res.table("curves"))
+    full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
+    if len(full) < 2:
+        return _verdict("p-sweep", S_SWEEP, None, None, None, None, "needs paper preset (or --set p_sweep=0.1,0.3,0.5,0.7)")
+    errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
+    ok = bool((errors <= 0.12).all() and (full["acc_noFF2"] >= 0.85).all())
+    detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows())
+    return _verdict("p-sweep", S_SWEEP, float(errors.max()), 0.0, 0.12, ok, detail)
+
+
+S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: truncating the last MLP to one of the chosen ranks raises "
+           "in-context accuracy at held-out trigger prompts by >= 0.1 while natural-text perplexity changes by <= 10%.")
+
+
+def judge_laser(res) -> Verdict:
+    if "lm" not in res.tables:
+        return _verdict("truncation-helps", S_LASER, None, None, None, None, "needs paper preset (or preset 'lm', or --set lm=true)")
+    lm = res.table("lm")
+    base = lm[~lm["truncated"]].iloc[0]
+    trunc = lm[lm["truncated"]].assign(gain=lambda t: t["icl_acc"] - base["icl_acc"], ppl_change=lambda t: t["perplexity"] / base["perplexity"] - 1)
+    fair = trunc[trunc["ppl_change"].abs() <= 0.10]
+    best = fair.sort_values("gain").iloc[-1] if not fair.empty else None
+    detail = (f"full model: in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}; "
+              + "; ".join(f"rank {int(r['rank'])}: acc {r['icl_acc']:.3f} ({r['gain']:+.3f}), perplexity {r['ppl_change']:+.1%}" for _, r in trunc.iterrows()))
+    if best is None:
+        return _verdict("truncation-helps", S_LASER, None, ">= 0.1", 0.1, False, detail + " — no rank keeps perplexity within 10%")
+    return _verdict("truncation-helps", S_LASER, float(best["gain"]), ">= 0.1", 0.1, best["gain"] >= 0.1, detail)
+
+
+CLAIMS = [
+    Claim("ff-vs-attention/bayes-noise-rate", S_BAYES, REF + ", Sec. 3 (Bayes-optimal noise rate)", judge_bayes),
+    Claim("ff-vs-attention/ablate-ff2", S_ABLATE, REF + ", Sec. 3, Fig. 2 (FF2 ablation)", judge_ablate),
+    Claim("ff-vs-attention/ff2-stores-noise", S_FF2, REF + ", Sec. 3 (FF stores the bigram)", judge_ff2),
+    Claim("ff-vs-attention/ff-first", S_FIRST, REF + ", Sec. 4 (gradient noise: FF learns first)", judge_first),
+    Claim("ff-vs-attention/induction-head", S_INDUCTION, REF + ", Sec. 3 (induction head)", judge_induction),
+    Claim("ff-vs-attention/no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)", judge_no_ff),
+    Claim("ff-vs-attention/p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)", judge_sweep),
+    Claim("ff-vs-attention/truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)", judge_laser),
+]
+
+
+@study(
+    "ff-vs-attention",
+    title="Feed-forward layers store associations, attention reasons in context",
+    paper=PAPER,
+    config=FFvsAttentionConfig,
+    presets=PRESETS,
+    family="transformers",
+    claims=CLAIMS,
+)
+def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
+    task = make_task(cfg)
+    test = task.sample(cfg.test_sequences, cfg.seq_len, 0.0, ctx.generator("test"))
+    if int(test.seen.sum()) < 50:
+        raise ConfigError(f"seq_len/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier trigger; raise seq_len or trigger_boost")
+    ctx.log(f"trigger token {task.trigger}, noise token {task.noise}, {int(test.seen.sum())} test positions")
+    variants = [(cfg.p_noise, True, "full")]
+    if cfg.no_ff_variant:
+        variants.append((cfg.p_noise, False, "no-ff"))
+    variants += [(p, True, f"p={p:g}") for p in cfg.p_sweep if p != cfg.p_noise]
+    curves = pd.concat([train_variant(cfg, ctx, task, test, p, ff, name) for p, ff, name in variants], ignore_index=True)
+    ctx.table("curves", curves)
+    main = curves[curves["variant"] == "full"]
+    end = final(curves)
+    _figure_dynamics(ctx, main)
+    _figure_ablation(ctx, end[end["variant"] == "full"])
+    _figure_p_sweep(ctx, end)
+    t_ff, t_icl = crossing_steps(main)
+    ctx.scalar("t_FF", t_ff)
+    ctx.scalar("t_ICL", t_icl)
+    for col in ("acc_full", "acc_noFF2", "P_noise_full", "P_noise_noFF2", "induction_mass", "ff2_margin_positive"):
+        ctx.scalar(col, float(end.loc[end["variant"] == "full", col].mean()))
+    if cfg.lm:
+        lm = run_lm(cfg, ctx)
+        ctx.table("lm", lm)
+        _figure_lm(ctx, lm)

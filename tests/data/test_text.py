@@ -1,0 +1,85 @@
+"""Text corpora, vocabularies and the trigger task written into text."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from theorylab.data.text import (
+    CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, kjv_text, load_text, proper_names, random_windows, resolve_corpus, split_words,
+)
+
+TEXT = "And Moses said unto Aaron, Take the rod of Moses. And Aaron took the rod of the LORD; and the rod of Aaron budded.\n"
+
+
+def test_local_text_and_errors(tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_text(TEXT)
+    assert load_text(f) == TEXT == resolve_corpus(str(f))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_text(tmp_path / "missing.txt")
+    (tmp_path / "empty.txt").write_text("  \n")
+    with pytest.raises(ValueError, match="empty"):
+        load_text(tmp_path / "empty.txt")
+
+
+def test_vocabularies_round_trip():
+    chars = CharVocab.from_text(TEXT)
+    assert chars.decode(chars.encode(TEXT)) == TEXT
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        chars.encode("Z")
+    words = WordVocab.from_text(TEXT, 6)
+    assert words.words[0] == "<unk>" and len(words) == 6
+    assert words.words[1] == "the" and set(words.words[2:]) <= {"Aaron", "rod", "of", ",", ".", "And"}
+    ids = words.encode(TEXT)
+    assert len(ids) == len(split_words(TEXT)) and (ids == 0).sum() == words.counts[0]
+    assert split_words("Lord's house, 12 men.") == ["Lord's", "house", ",", "12", "men", "."]
+
+
+def test_proper_names_and_trigger_word_task():
+    vocab = WordVocab.from_text(TEXT * 3, 40)
+    names = {vocab.words[i] for i in proper_names(vocab)}
+    assert {"Moses", "Aaron", "LORD", "Take"} <= names and "And" not in names and "the" not in [n.lower() for n in names]
+    stream = vocab.encode(TEXT * 3)
+    task = TriggerWordTask.from_corpus(vocab, stream, "of")
+    assert vocab.words[task.generic] == "Moses" or vocab.words[task.generic] == "the"
+    windows = random_windows(torch.from_numpy(stream), 50, 12, torch.Generator().manual_seed(0))
+    batch = task.write(windows, 0.0, torch.Generator().manual_seed(1))
+    for i in range(50):
+        for t in range(11):
+            if windows[i, t] == task.trigger:
+                assert batch.tokens[i, t + 1] == batch.outputs[i]
+            elif t == 0 or windows[i, t - 1] != task.trigger:
+                assert batch.tokens[i, t] == windows[i, t]
+    noisy = task.write(windows, 1.0, torch.Generator().manual_seed(1))
+    assert (noisy.tokens[:, 1:][noisy.after_trigger[:, :-1]] == task.generic).all()
+
+
+def test_random_windows_are_slices():
+    stream = torch.arange(100)
+    w = random_windows(stream, 20, 7, torch.Generator().manual_seed(0))
+    assert w.shape == (20, 7) and ((w[:, 1:] - w[:, :-1]) == 1).all()
+    with pytest.raises(ValueError, match="shorter"):
+        random_windows(stream, 1, 100, torch.Generator())
+
+
+def test_kjv_corpus(tmp_path, monkeypatch):
+    if shutil.which("bible") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's bible-kjv (see .ci/run)")
+        with pytest.raises(CorpusUnavailable, match="apt-get install bible-kjv"):
+            kjv_text(tmp_path)
+        pytest.skip("Debian's bible-kjv is not installed here")
+    text = kjv_text(tmp_path)
+    lines = text.splitlines()
+    assert len(lines) == 31102
+    assert lines[0] == "In the beginning God created the heaven and the earth."
+    assert lines[-1] == "The grace of our Lord Jesus Christ be with you all. Amen."
+    assert (tmp_path / "kjv.txt").is_file() and kjv_text(tmp_path) == text  # cached
+    vocab = WordVocab.from_text(text, 1000)
+    task = TriggerWordTask.from_corpus(vocab, vocab.encode(text), "of")
+    assert vocab.words[task.generic] == "the"
