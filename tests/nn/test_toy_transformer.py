@@ -229,3 +229,15 @@ def test_pattern_rows_sum_to_one_and_match_softmax_of_scores():
     for layer in (0, 1):
         scores, pattern = cache[f"blocks.{layer}.attn.hook_scores"], cache[f"blocks.{layer}.attn.hook_pattern"]
         torch.testing.assert_close(pattern, F.softmax(scores, dim=-1))
+
+
+def test_per_layer_mlp_frozen_readout_and_embedding_scale():
+    m = ToyTransformer(d_model=32, n_layers=3, mlp_width=64, mlp_layers=(0, 2), vocab_size=50, freeze_embedding=True, freeze_readout=True,
+                       embedding_std=32**-0.5, bias=False, seed=0)
+    assert m.blocks[0].mlp is not None and m.blocks[1].mlp is None and m.blocks[2].mlp is not None
+    assert not m.embed.weight.requires_grad and not m.readout.weight.requires_grad
+    assert abs(float(m.embed.weight.std()) - 32**-0.5) < 0.01 and abs(float(m.readout.weight.std()) - 32**-0.5) < 0.01
+    with pytest.raises(ValueError, match="mlp_layers"):
+        ToyTransformer(d_model=8, n_layers=2, mlp_width=8, mlp_layers=(2,))
+    with pytest.raises(ValueError, match="mlp_width"):
+        ToyTransformer(d_model=8, n_layers=2, mlp_width=0, mlp_layers=(0,))

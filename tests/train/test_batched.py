@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -128,3 +129,37 @@ def test_warmup_then_cosine_schedule():
     assert factor(55) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.5)))
     assert factor(99) < 0.01
     assert AdamWSchedule(schedule="constant").lr_factor(10)(7) == 1.0
+
+
+def test_single_member_fast_path_matches_the_vmapped_stack():
+    """With S = 1 the stack is indexed, not vmapped; training must match member 0 of an S = 2 stack of copies."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3)).double()
+    x, y = torch.randn(16, 5, dtype=torch.float64), torch.randn(16, 3, dtype=torch.float64)
+    one = StackedModels([copy.deepcopy(model)])
+    two = StackedModels([copy.deepcopy(model), copy.deepcopy(model)])
+    mse = lambda p, t: ((p - t) ** 2).mean()  # noqa: E731
+    opt = AdamWSchedule(lr=1e-2, weight_decay=0.1, warmup_frac=0.1)
+    seen: list[int] = []
+    train_stacked(one, lambda s: (x[None], y[None]), mse, steps=25, optim=opt, evaluate=seen.append, evaluate_every=10)
+    train_stacked(two, lambda s: (x[None].expand(2, -1, -1), y[None].expand(2, -1, -1)), mse, steps=25, optim=opt)
+    for a, b in zip(one.member(0).parameters(), two.member(0).parameters()):
+        assert torch.allclose(a, b, atol=1e-12)
+    assert seen == [0, 10, 20, 25]
+
+
+def test_sgd_schedule_matches_torch_sgd():
+    torch.manual_seed(1)
+    model = torch.nn.Linear(4, 2).double()
+    x, y = torch.randn(8, 4, dtype=torch.float64), torch.randn(8, 2, dtype=torch.float64)
+    ref = copy.deepcopy(model)
+    stack = StackedModels([copy.deepcopy(model)])
+    mse = lambda p, t: ((p - t) ** 2).mean()  # noqa: E731
+    train_stacked(stack, lambda s: (x[None], y[None]), mse, steps=20, optim=AdamWSchedule(lr=0.05, kind="sgd", momentum=0.9, weight_decay=1e-3, schedule="constant"))
+    opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-3)
+    for _ in range(20):
+        opt.zero_grad()
+        mse(ref(x), y).backward()
+        opt.step()
+    for a, b in zip(stack.member(0).parameters(), ref.parameters()):
+        assert torch.allclose(a, b, atol=1e-12)

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from theorylab.data.markov import TriggerBatch
+
 KJV_INSTALL = "apt-get install bible-kjv  (Debian's King James Bible; or give a local text file instead)"
 
 
@@ -216,8 +218,6 @@ class TriggerWordTask:
     def write(self, windows: Tensor, p_noise: float, generator: torch.Generator) -> "TriggerBatch":
         """Write the task into ``windows`` (n, T) (a copy): per window one answer; after each
         trigger (not in the last position) the answer w.p. ``1 - p_noise``, else the generic word."""
-        from theorylab.data.markov import TriggerBatch
-
         tokens = windows.clone()
         n, t = tokens.shape
         outputs = self.answers[torch.randint(len(self.answers), (n,), generator=generator)]

@@ -25,7 +25,6 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from pydantic import Field, model_validator
 
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
@@ -34,7 +33,6 @@ from theorylab.data.markov import TriggerBatch, TriggerNoiseTask
 from theorylab.data.text import TriggerWordTask, WordVocab, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
-from theorylab.theory.rates import first_crossing
 from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
 
 PAPER = "Chen, Bruna, Bietti, arXiv 2406.03068 (2024); ICLR 2025"
@@ -74,14 +72,14 @@ class FFvsAttentionConfig(StudyConfig):
     lm: bool = Field(True, description="run the real-text language-model part")
     lm_corpus: str = Field("kjv", min_length=1, description="'kjv' (Debian's bible-kjv) or a path to a local plain-text file")
     lm_vocab: int = Field(2000, ge=16, le=200_000, description="word vocabulary of the language model (most frequent words + <unk>)")
-    lm_seq_len: int = Field(64, ge=8, le=4096, description="training window length of the language model")
+    lm_seq_len: int = Field(128, ge=8, le=4096, description="training window length of the language model")
     lm_d_model: int = Field(128, ge=8, le=8192, description="width of the language model")
     lm_layers: int = Field(4, ge=2, le=64, description="layers of the language model (card: 4)")
     lm_heads: int = Field(4, ge=1, le=128, description="heads per layer of the language model")
     lm_batch: int = Field(32, ge=1, le=65536, description="windows per step of the language model")
     lm_steps: int = Field(1500, ge=1, le=10_000_000, description="training steps of the language model")
     lm_lr: float = Field(3e-3, gt=0, le=1.0, description="AdamW learning rate of the language model")
-    lm_task_rate: float = Field(0.5, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in trigger task")
+    lm_task_rate: float = Field(1.0, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in trigger task")
     lm_p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="probability of the generic word after the trigger word in training windows")
     lm_ranks: tuple[Annotated[int, Field(ge=0, le=65536)], ...] = Field((1, 4, 16), min_length=1, description="LASER ranks kept in the last MLP")
     lm_probes: int = Field(512, ge=16, le=1_000_000, description="held-out probe windows")
@@ -322,7 +320,7 @@ PRESETS = {
         lm_layers=(2, "the smallest depth with an induction path"),
         lm_d_model=(64, "CPU budget"),
         lm_vocab=(1000, "CPU budget: the readout dominates the step"),
-        lm_steps=(2000, "enough for the in-context path to form on CPU"),
+        lm_steps=(3000, "the in-context path forms after ~2000 steps on this corpus"),
     ),
     "paper": Preset.of(
         "paper",
@@ -345,7 +343,6 @@ PRESETS = {
         lm_d_model=(256, "a 4-layer, 256-wide model"),
         lm_heads=(8, "head size 32"),
         lm_vocab=(4000, "most frequent words of the corpus"),
-        lm_seq_len=(128, "longer context, more trigger repeats"),
         lm_batch=(128, "GPU batch"),
         lm_steps=(10_000, "GPU minutes"),
         lm_probes=(2048, "held-out probe windows"),
@@ -476,7 +473,7 @@ def judge_bayes(res) -> Verdict:
     value = float(end["P_noise_full"].mean())
     lo, hi = p - 0.15, p + 0.2
     detail = f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed {', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
-    return _verdict("bayes-noise-rate", S_BAYES, value, p, f"[-0.15, +0.2]", lo <= value <= hi, detail)
+    return _verdict("bayes-noise-rate", S_BAYES, value, p, "[-0.15, +0.2]", lo <= value <= hi, detail)
 
 
 S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) / 0.9 (paper), "

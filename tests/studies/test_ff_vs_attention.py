@@ -1,0 +1,138 @@
+"""ff-vs-attention: the quick run, judges that fail on wrong results, pieces against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from result_edits import edit_table as _edit
+
+from theorylab.core.context import RunContext
+from theorylab.studies import ff_vs_attention as ffa
+
+
+def test_quick_claims(ffa_quick):
+    v = {x.id.split("/")[1]: x for x in ffa_quick.verdicts}
+    for name in ("bayes-noise-rate", "ablate-ff2", "ff2-stores-noise", "ff-first", "induction-head"):
+        assert v[name].passed is True, v[name].detail
+    for name in ("no-ff-variant", "p-sweep", "truncation-helps"):
+        assert v[name].passed is None and "needs paper preset" in v[name].detail
+    assert {"training_dynamics", "ablation_bars"} <= set(ffa_quick.figures)
+
+
+def _last(f: pd.DataFrame) -> pd.Series:
+    return f["step"] == f["step"].max()
+
+
+def test_bayes_claim_fails_when_noise_is_ignored(ffa_quick):
+    bad = _edit(ffa_quick, "curves", lambda f: f.assign(P_noise_full=np.where(_last(f), 0.05, f["P_noise_full"])))
+    assert ffa.judge_bayes(bad).passed is False
+
+
+def test_ablation_claim_fails_when_ff2_is_not_the_store(ffa_quick):
+    # Dropping FF2 leaves the noise prediction in place: the association is elsewhere.
+    bad = _edit(ffa_quick, "curves", lambda f: f.assign(P_noise_noFF2=np.where(_last(f), 0.45, f["P_noise_noFF2"])))
+    assert ffa.judge_ablate(bad).passed is False
+    weak = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=np.where(_last(f), f["acc_full"] + 0.1, f["acc_noFF2"])))
+    assert ffa.judge_ablate(weak).passed is False
+
+
+def test_ff2_claim_fails_on_negative_margins(ffa_quick):
+    bad = _edit(ffa_quick, "curves", lambda f: f.assign(ff2_margin_positive=np.where(_last(f), 0.6, f["ff2_margin_positive"])))
+    assert ffa.judge_ff2(bad).passed is False
+
+
+def test_ff_first_fails_when_icl_comes_first(ffa_quick):
+    # In-context accuracy above 0.5 from the first evaluation on: t_ICL = t_FF, not twice it.
+    early = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=np.where(f["step"] > 0, 0.9, f["acc_noFF2"])))
+    assert ffa.judge_first(early).passed is False
+    never = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=0.1))
+    assert ffa.judge_first(never).passed is False
+
+
+def test_induction_claim_fails_on_uniform_attention(ffa_quick):
+    bad = _edit(ffa_quick, "curves", lambda f: f.assign(induction_mass=np.where(_last(f), 0.04, f["induction_mass"])))
+    assert ffa.judge_induction(bad).passed is False
+
+
+def _synthetic_result(ffa_quick, rows: list[dict]):
+    curves = pd.DataFrame(rows)
+    return _edit(ffa_quick, "curves", lambda f: pd.concat([f, curves], ignore_index=True))
+
+
+def test_paper_judges_on_synthetic_tables(ffa_quick):
+    base = dict(seed=0, step=800, acc_full=0.5, acc_noFF2=0.95, ff2_margin=1.0, ff2_margin_positive=1.0, induction_mass=0.5, P_noise_noFF2=0.02)
+    sweep_ok = [dict(base, variant=f"p={p}", p_noise=p, ff=True, P_noise_full=p + 0.05) for p in (0.1, 0.3, 0.7)]
+    assert ffa.judge_sweep(_synthetic_result(ffa_quick, sweep_ok)).passed is True
+    sweep_bad = [dict(r, P_noise_full=0.5) for r in sweep_ok]
+    assert ffa.judge_sweep(_synthetic_result(ffa_quick, sweep_bad)).passed is False
+    noff = dict(variant="no-ff", p_noise=0.5, ff=False, seed=0, step=800, P_noise_full=0.5, P_noise_noAttn1=0.4, P_noise_noAttn2=0.05)
+    assert ffa.judge_no_ff(_synthetic_result(ffa_quick, [noff])).passed is True
+    assert ffa.judge_no_ff(_synthetic_result(ffa_quick, [dict(noff, P_noise_noAttn2=0.3)])).passed is False
+    assert ffa.judge_no_ff(_synthetic_result(ffa_quick, [dict(noff, P_noise_full=0.1)])).passed is False
+
+
+def test_laser_judge(ffa_quick):
+    def with_lm(rows):
+        res = _edit(ffa_quick, "curves", lambda f: f)
+        res.tables["lm"] = pd.DataFrame(rows)
+        return res
+
+    full = dict(rank=256, truncated=False, icl_acc=0.30, perplexity=50.0)
+    helps = [full, dict(rank=1, truncated=True, icl_acc=0.45, perplexity=53.0), dict(rank=16, truncated=True, icl_acc=0.33, perplexity=50.5)]
+    assert ffa.judge_laser(with_lm(helps)).passed is True
+    costly = [full, dict(rank=1, truncated=True, icl_acc=0.45, perplexity=70.0), dict(rank=16, truncated=True, icl_acc=0.33, perplexity=50.5)]
+    assert ffa.judge_laser(with_lm(costly)).passed is False
+
+
+def test_previous_trigger_next_against_a_loop():
+    cfg = ffa.FFvsAttentionConfig(lm=False)
+    task = ffa.make_task(cfg)
+    batch = task.sample(20, 64, 0.5, torch.Generator().manual_seed(0))
+    key = ffa.previous_trigger_next(batch)
+    for i in range(20):
+        last = -1
+        for t in range(64):
+            if batch.after_trigger[i, t]:
+                assert int(key[i, t]) == (last + 1 if last >= 0 else -1)
+                last = t
+            else:
+                assert int(key[i, t]) == -1
+
+
+def test_trigger_loss_is_cross_entropy_at_triggers():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 6, 5, generator=g)
+    targets = torch.full((3, 6), ffa.IGNORE)
+    targets[0, 2], targets[2, 4], targets[2, 5] = 1, 3, 0
+    expect = torch.nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1), ignore_index=ffa.IGNORE)
+    assert torch.allclose(ffa.trigger_loss(logits, targets), expect)
+
+
+def test_measure_reads_a_hand_built_model():
+    """FF2 dropped must equal a model whose FF2 down-projection is zero; P(noise) must be a probability."""
+    cfg = ffa.FFvsAttentionConfig(lm=False, d_model=16, vocab=12, seq_len=32, trigger_boost=0.2)
+    task = ffa.make_task(cfg)
+    test = task.sample(32, 32, 0.0, torch.Generator().manual_seed(0))
+    model = ffa.build_model(cfg, seed=0).double()
+    m = ffa.measure(model, test, task.noise)
+    with torch.no_grad():
+        model.blocks[1].mlp.down.weight.zero_()
+    m0 = ffa.measure(model, test, task.noise)
+    assert abs(m["P_noise_noFF2"] - m0["P_noise_full"]) < 1e-12 and abs(m["acc_noFF2"] - m0["acc_full"]) < 1e-12
+    assert 0 <= m["P_noise_full"] <= 1 and 0 <= m["induction_mass"] <= 1
+    assert m0["ff2_margin"] == 0.0 and m0["ff2_margin_positive"] == 0.0  # a zero FF2 writes no logit
+
+
+def test_language_model_part_runs_on_a_local_text(tmp_path):
+    """The real-text pipeline end to end on a small local file (a smoke run: sizes far too small for the claim)."""
+    text = " ".join(f"the son of {name} went unto the house of the LORD ." for name in ["Moses", "Aaron", "David", "Saul", "Jacob"] * 60)
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text(text)
+    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab=30, lm_seq_len=16, lm_d_model=16, lm_layers=2, lm_heads=2, lm_batch=4, lm_steps=3, lm_ranks=(1, 4), lm_probes=16)
+    ctx = RunContext(seed=0)
+    table = ffa.run_lm(cfg, ctx)
+    assert list(table["rank"]) == [16, 1, 4] and list(table["truncated"]) == [False, True, True]
+    assert (table["generic"] == "the").all() and table["perplexity"].gt(1).all()
+    assert "lm_loss" in ctx.tables
