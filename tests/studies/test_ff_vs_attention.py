@@ -74,16 +74,21 @@ def test_paper_judges_on_synthetic_tables(ffa_quick):
 
 
 def test_laser_judge(ffa_quick):
-    def with_lm(rows):
+    def with_lm(val_rows, test_rows):
         res = _edit(ffa_quick, "curves", lambda f: f)
-        res.tables["lm"] = pd.DataFrame(rows)
+        rows = [dict(r, split="validation") for r in val_rows] + [dict(r, split="test") for r in test_rows]
+        res.tables["lm"] = pd.DataFrame(rows).assign(n_layers=4, generic="the")
         return res
 
-    full = dict(rank=256, truncated=False, icl_acc=0.30, perplexity=50.0)
-    helps = [full, dict(rank=1, truncated=True, icl_acc=0.45, perplexity=53.0), dict(rank=16, truncated=True, icl_acc=0.33, perplexity=50.5)]
-    assert ffa.judge_laser(with_lm(helps)).passed is True
-    costly = [full, dict(rank=1, truncated=True, icl_acc=0.45, perplexity=70.0), dict(rank=16, truncated=True, icl_acc=0.33, perplexity=50.5)]
-    assert ffa.judge_laser(with_lm(costly)).passed is False
+    full = dict(layer=-1, rank=-1, truncated=False, icl_acc=0.30, perplexity=50.0)
+    grid = [dict(layer=3, rank=1, truncated=True, icl_acc=0.45, perplexity=53.0), dict(layer=3, rank=16, truncated=True, icl_acc=0.33, perplexity=50.5),
+            dict(layer=0, rank=1, truncated=True, icl_acc=0.9, perplexity=50.0)]  # an early layer never counts
+    assert ffa.judge_laser(with_lm([full, *grid], [full, *grid])).passed is True
+    # Chosen on validation, judged on test: a gain that does not carry over fails.
+    flat_test = [dict(r, icl_acc=0.31) for r in grid]
+    assert ffa.judge_laser(with_lm([full, *grid], [full, *flat_test])).passed is False
+    costly = [dict(r, perplexity=70.0) if r["layer"] == 3 else r for r in grid]
+    assert ffa.judge_laser(with_lm([full, *costly], [full, *costly])).passed is False
 
 
 def test_previous_trigger_next_against_a_loop():
@@ -133,6 +138,35 @@ def test_language_model_part_runs_on_a_local_text(tmp_path):
     cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab=30, lm_seq_len=16, lm_d_model=16, lm_layers=2, lm_heads=2, lm_batch=4, lm_steps=3, lm_ranks=(1, 4), lm_probes=16)
     ctx = RunContext(seed=0)
     table = ffa.run_lm(cfg, ctx)
-    assert list(table["rank"]) == [16, 1, 4] and list(table["truncated"]) == [False, True, True]
+    assert len(table) == 2 * (1 + 2 * 2) and set(table["split"]) == {"validation", "test"}
+    assert set(table.loc[table["truncated"], "rank"]) == {1, 4} and set(table.loc[table["truncated"], "layer"]) == {0, 1}
     assert (table["generic"] == "the").all() and table["perplexity"].gt(1).all()
     assert "lm_loss" in ctx.tables
+
+
+def test_paper_path_runs_at_tiny_sizes(tmp_path):
+    """The paper preset's code path (SGD + momentum, constant rate, fresh data, 2 seeds, no-FF variant,
+    p sweep) on CPU at tiny sizes: every variant trains and every paper judge reads its tables."""
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    tiny = dict(vocab=16, seq_len=32, d_model=16, seeds=2, steps=12, batch=8, eval_every=6, test_sequences=64, trigger_boost=0.2, p_sweep=(0.3,), lm=False)
+    res = execute("ff-vs-attention", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
+    curves = res.table("curves")
+    assert set(curves["variant"]) == {"full", "no-ff", "p=0.3"}
+    assert set(curves["seed"]) == {0, 1} and sorted(curves["step"].unique()) == [0, 6, 12]
+    v = {x.id.split("/")[1]: x for x in res.verdicts}
+    assert v["no-ff-variant"].passed is not None and v["p-sweep"].passed is not None  # judged (tiny sizes: may fail)
+    assert "needs paper preset" in v["truncation-helps"].detail
+
+
+def test_bad_values_fail_before_work():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="train_bank"):
+        ffa.FFvsAttentionConfig(train_bank=10, batch=64)
+    with pytest.raises(ValidationError, match="lm_heads"):
+        ffa.FFvsAttentionConfig(lm_d_model=30, lm_heads=4)
+    with pytest.raises(ValidationError, match="optimizer"):
+        ffa.FFvsAttentionConfig(optimizer="rmsprop")

@@ -289,18 +289,40 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
         raise Diverged("language-model training loss", int(log.diverged_at[0]))
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)
-    test_gen = ctx.generator("lm/test")
-    test_t = torch.from_numpy(test_stream)
-    probes = task.write(random_windows(test_t, cfg.lm_probes, cfg.lm_seq_len, test_gen), 0.0, test_gen)
-    natural = random_windows(test_t, cfg.lm_probes, cfg.lm_seq_len, test_gen)
-    last = f"blocks.{cfg.lm_layers - 1}.mlp.up.weight"
-    full_rank = min(model.get_parameter(last).shape)
-    rows = [dict(rank=full_rank, truncated=False, **lm_measure(model, probes, natural, task))]
-    for k in cfg.lm_ranks:
-        with low_rank(model, {last: k}):
-            rows.append(dict(rank=k, truncated=True, **lm_measure(model, probes, natural, task)))
+    # Two disjoint held-out halves: one picks the (layer, rank) to truncate, the other judges it.
+    half = len(test_stream) // 2
+    splits = {}
+    for split, stream in (("validation", test_stream[:half]), ("test", test_stream[half:])):
+        g = ctx.generator(f"lm/{split}")
+        t = torch.from_numpy(stream)
+        splits[split] = (task.write(random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g), 0.0, g), random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g))
+    rows = []
+    for split, (probes, natural) in splits.items():
+        rows.append(dict(split=split, layer=-1, rank=-1, truncated=False, **lm_measure(model, probes, natural, task)))
+        for layer in range(cfg.lm_layers):
+            name = f"blocks.{layer}.mlp.up.weight"
+            for k in cfg.lm_ranks:
+                with low_rank(model, {name: k}):
+                    rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **lm_measure(model, probes, natural, task)))
     ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, {len(task.answers)} names as answers")
-    return pd.DataFrame(rows).assign(layer=cfg.lm_layers - 1, matrix="up", trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
+    return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
+
+
+def laser_selection(lm: pd.DataFrame, max_ppl_change: float = 0.10) -> tuple[pd.Series | None, pd.DataFrame]:
+    """LASER's protocol on our model: among late layers (second half) and the chosen ranks, pick the
+    truncation with the largest validation gain in in-context accuracy whose validation perplexity
+    changes by at most ``max_ppl_change``; return its *test* row (with gains) and the test table."""
+    def with_gains(split: str) -> pd.DataFrame:
+        t = lm[lm["split"] == split]
+        base = t[~t["truncated"]].iloc[0]
+        return t[t["truncated"]].assign(gain=lambda f: f["icl_acc"] - base["icl_acc"], ppl_change=lambda f: f["perplexity"] / base["perplexity"] - 1)
+
+    val, test = with_gains("validation"), with_gains("test")
+    late = val[(val["layer"] >= val["n_layers"] / 2) & (val["ppl_change"].abs() <= max_ppl_change)]
+    if late.empty:
+        return None, test
+    pick = late.sort_values("gain").iloc[-1]
+    return test[(test["layer"] == pick["layer"]) & (test["rank"] == pick["rank"])].iloc[0], test
 
 
 # --------------------------------------------------------------------------------------------
@@ -427,22 +449,25 @@ def _figure_p_sweep(ctx: RunContext, end: pd.DataFrame) -> None:
 
 
 def _figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
-    fig, ax = new_figure(width=6.0, height=4.0)
-    t = lm.sort_values("rank")
-    ranks = t["rank"].astype(str).where(t["truncated"], t["rank"].astype(str) + " (full)")
-    x = np.arange(len(t))
-    ax.plot(x, t["P_answer"], "o-", color=color(0), label="P(in-context name)")
-    ax.plot(x, t["P_generic"], "s-", color=color(1), label=f"P('{t['generic'].iloc[0]}'): generic")
-    ax.plot(x, t["icl_acc"], "^-", color=color(2), label="in-context accuracy")
-    ax.set_xticks(x, ranks)
-    ax.set_xlabel(f"rank kept in the last MLP's input matrix (layer {int(t['layer'].iloc[0])})")
-    ax.set_ylabel("at held-out trigger positions")
-    right = ax.twinx()
-    right.plot(x, t["perplexity"], "x--", color=color(3), label="natural-text perplexity (right)")
-    right.set_ylabel("perplexity")
-    handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=8)
-    ax.set_title("Low-rank truncation of a late MLP (LASER) on a real-text model")
+    _, test = laser_selection(lm)
+    base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
+    fig, (left, mid, right) = new_figure(ncols=3, width=13.0, height=3.9)
+    for i, (layer, t) in enumerate(test.groupby("layer")):
+        t = t.sort_values("rank")
+        kw = dict(color=color(i), marker="o", label=f"MLP {int(layer)}")
+        left.plot(t["rank"], t["icl_acc"], **kw)
+        mid.plot(t["rank"], t["P_generic"], **kw)
+        right.plot(t["rank"], 100 * t["ppl_change"], **kw)
+    left.axhline(base["icl_acc"], color="0.4", ls="--", label="no truncation")
+    mid.axhline(base["P_generic"], color="0.4", ls="--", label="no truncation")
+    right.axhline(10, color="0.6", ls=":", label="+10%")
+    generic = lm["generic"].iloc[0]
+    for ax, ylabel in ((left, "in-context accuracy (test)"), (mid, f"P('{generic}') at trigger (test)"), (right, "natural-text perplexity change (%)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("rank kept in the MLP input matrix")
+        ax.set_ylabel(ylabel)
+    left.legend(fontsize=8)
+    fig.suptitle(f"LASER on a {int(lm['n_layers'].iloc[0])}-layer model trained on real text: in-context name vs generic '{generic}'")
     ctx.figure("lm_truncation", fig)
 
 
@@ -560,23 +585,26 @@ def judge_sweep(res) -> Verdict:
     return _verdict("p-sweep", S_SWEEP, float(errors.max()), 0.0, 0.12, ok, detail)
 
 
-S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: truncating the last MLP to one of the chosen ranks raises "
-           "in-context accuracy at held-out trigger prompts by >= 0.1 while natural-text perplexity changes by <= 10%.")
+S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a late MLP (second half of the layers; "
+           "layer and rank picked on a validation split, as LASER does) raises in-context accuracy at held-out trigger prompts by >= 0.1 "
+           "while natural-text perplexity changes by <= 10%.")
 
 
 def judge_laser(res) -> Verdict:
     if "lm" not in res.tables:
         return _verdict("truncation-helps", S_LASER, None, None, None, None, "needs paper preset (or preset 'lm', or --set lm=true)")
     lm = res.table("lm")
-    base = lm[~lm["truncated"]].iloc[0]
-    trunc = lm[lm["truncated"]].assign(gain=lambda t: t["icl_acc"] - base["icl_acc"], ppl_change=lambda t: t["perplexity"] / base["perplexity"] - 1)
-    fair = trunc[trunc["ppl_change"].abs() <= 0.10]
-    best = fair.sort_values("gain").iloc[-1] if not fair.empty else None
-    detail = (f"full model: in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}; "
-              + "; ".join(f"rank {int(r['rank'])}: acc {r['icl_acc']:.3f} ({r['gain']:+.3f}), perplexity {r['ppl_change']:+.1%}" for _, r in trunc.iterrows()))
-    if best is None:
-        return _verdict("truncation-helps", S_LASER, None, ">= 0.1", 0.1, False, detail + " — no rank keeps perplexity within 10%")
-    return _verdict("truncation-helps", S_LASER, float(best["gain"]), ">= 0.1", 0.1, best["gain"] >= 0.1, detail)
+    pick, test = laser_selection(lm)
+    base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
+    late = test[test["layer"] >= test["n_layers"] / 2]
+    grid = "; ".join(f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples())
+    head = f"test split: full model in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}"
+    if pick is None:
+        return _verdict("truncation-helps", S_LASER, None, ">= 0.1", 0.1, False, f"{head}; no late-layer truncation keeps validation perplexity within 10% (test grid, gain (perplexity change): {grid})")
+    ok = pick["gain"] >= 0.1 and abs(pick["ppl_change"]) <= 0.10
+    detail = (f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test gain {pick['gain']:+.3f} (need >= 0.1), "
+              f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}")
+    return _verdict("truncation-helps", S_LASER, float(pick["gain"]), ">= 0.1", 0.1, ok, detail)
 
 
 CLAIMS = [
