@@ -170,3 +170,17 @@ def test_bad_values_fail_before_work():
         ffa.FFvsAttentionConfig(lm_d_model=30, lm_heads=4)
     with pytest.raises(ValidationError, match="optimizer"):
         ffa.FFvsAttentionConfig(optimizer="rmsprop")
+
+
+def test_repeated_names_and_top_successor_against_loops():
+    g = torch.Generator().manual_seed(0)
+    w = torch.randint(6, (8, 12), generator=g)
+    is_name = torch.tensor([False, True, False, True, True, False])
+    mask = ffa.repeated_names(w, is_name)
+    for i in range(8):
+        for t in range(12):
+            expect = t < 11 and bool(is_name[w[i, t + 1]]) and bool((w[i, : t + 1] == w[i, t + 1]).any())
+            assert bool(mask[i, t]) == expect
+    stream = np.array([0, 1, 0, 1, 0, 2, 2, 2, 1, 3])
+    top = ffa.top_successor(stream, 5)
+    assert top.tolist()[:3] == [1, 0, 2] and top[3] == 3 and top[4] == 4  # unseen tokens map to themselves

@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask
-from theorylab.data.text import TriggerWordTask, WordVocab, random_windows, resolve_corpus
+from theorylab.data.text import TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
 from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
@@ -247,28 +247,67 @@ def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return -logp.mean()
 
 
+def repeated_names(windows: torch.Tensor, is_name: torch.Tensor) -> torch.Tensor:
+    """Natural repeated-name completions: position t of a window where the next token is a proper
+    name that already occurred at or before t. (n, T) bool (the last position is never marked)."""
+    nxt = windows[:, 1:]  # (n, T-1)
+    earlier = (windows[:, None, :] == nxt[:, :, None]) & torch.ones(nxt.shape[1], windows.shape[1], dtype=torch.bool).tril()  # key j <= t
+    mask = torch.zeros_like(windows, dtype=torch.bool)
+    mask[:, :-1] = is_name[nxt] & earlier.any(-1)
+    return mask
+
+
+def top_successor(stream: np.ndarray, vocab_size: int) -> torch.Tensor:
+    """The corpus's most frequent next token after each token (its bigram arg-max): (V,)."""
+    pairs, counts = np.unique(stream[:-1] * vocab_size + stream[1:], return_counts=True)
+    prev, nxt = pairs // vocab_size, pairs % vocab_size
+    order = np.lexsort((counts, prev))  # by prev, then count ascending: the last of each prev wins
+    top = np.arange(vocab_size)
+    top[prev[order]] = nxt[order]
+    return torch.from_numpy(top)
+
+
 @torch.no_grad()
-def lm_measure(model: ToyTransformer, probes: TriggerBatch, natural: torch.Tensor, task: TriggerWordTask, chunk: int = 256) -> dict[str, float]:
-    """In-context recall at held-out trigger positions (p = 0) and natural-text perplexity."""
+def lm_measure(model: ToyTransformer, probes: TriggerBatch, natural: torch.Tensor, task: TriggerWordTask, is_name: torch.Tensor,
+               successor: torch.Tensor, chunk: int = 256) -> dict[str, float]:
+    """In-context recall at held-out trigger positions (p = 0); on untouched held-out text, the
+    perplexity and the natural repeated-name completions (probability of the name vs of the
+    corpus's most frequent successor of the current word)."""
     device = next(model.parameters()).device
-    correct = p_answer = p_generic = 0.0
-    count = 0
+    sums = dict.fromkeys(("correct", "p_answer", "p_generic", "count", "nat_correct", "nat_p_name", "nat_p_generic", "nat_count"), 0.0)
     for i in range(0, len(probes.tokens), chunk):
         tokens = probes.tokens[i : i + chunk].to(device)
         where = probes.seen[i : i + chunk].to(device)
         answer = probes.outputs[i : i + chunk].to(device)[:, None].expand_as(tokens)[where]
         probs = model(tokens)[where].softmax(-1).double()
-        correct += float((probs.argmax(-1) == answer).sum())
-        p_answer += float(probs.gather(-1, answer[:, None]).sum())
-        p_generic += float(probs[:, task.generic].sum())
-        count += int(where.sum())
-    nll = [float(next_token_loss(model(natural[i : i + chunk].to(device)), natural[i : i + chunk].to(device))) for i in range(0, len(natural), chunk)]
-    count = max(count, 1)
-    return dict(icl_acc=correct / count, P_answer=p_answer / count, P_generic=p_generic / count, perplexity=float(np.exp(np.mean(nll))), positions=count)
+        sums["correct"] += float((probs.argmax(-1) == answer).sum())
+        sums["p_answer"] += float(probs.gather(-1, answer[:, None]).sum())
+        sums["p_generic"] += float(probs[:, task.generic].sum())
+        sums["count"] += int(where.sum())
+    nll = []
+    for i in range(0, len(natural), chunk):
+        w = natural[i : i + chunk]
+        logits = model(w.to(device))
+        nll.append(float(next_token_loss(logits, w.to(device))))
+        where = repeated_names(w, is_name)
+        nxt = torch.zeros_like(w)
+        nxt[:, :-1] = w[:, 1:]
+        probs = logits[where.to(device)].softmax(-1).double()
+        name, generic = nxt[where].to(device), successor[w[where]].to(device)
+        sums["nat_correct"] += float((probs.argmax(-1) == name).sum())
+        sums["nat_p_name"] += float(probs.gather(-1, name[:, None]).sum())
+        sums["nat_p_generic"] += float(probs.gather(-1, generic[:, None]).sum())
+        sums["nat_count"] += int(where.sum())
+    n, m = max(sums["count"], 1), max(sums["nat_count"], 1)
+    return dict(
+        icl_acc=sums["correct"] / n, P_answer=sums["p_answer"] / n, P_generic=sums["p_generic"] / n, positions=int(sums["count"]),
+        perplexity=float(np.exp(np.mean(nll))), natural_name_acc=sums["nat_correct"] / m, natural_P_name=sums["nat_p_name"] / m,
+        natural_P_generic=sums["nat_p_generic"] / m, natural_positions=int(sums["nat_count"]),
+    )
 
 
 def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
-    """Train the language model, then measure it whole and with its last MLP truncated to each rank."""
+    """Train the language model, then measure it whole and with each layer's MLP input matrix truncated to each rank."""
     vocab, train_stream, test_stream, task = lm_corpus(cfg)
     device = ctx.device
     gen = ctx.generator("lm/data")
@@ -296,14 +335,18 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
         g = ctx.generator(f"lm/{split}")
         t = torch.from_numpy(stream)
         splits[split] = (task.write(random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g), 0.0, g), random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g))
+    is_name = torch.zeros(len(vocab), dtype=torch.bool)
+    is_name[proper_names(vocab)] = True
+    successor = top_successor(train_stream, len(vocab))
+    measure_all = lambda probes, natural: lm_measure(model, probes, natural, task, is_name, successor)  # noqa: E731
     rows = []
     for split, (probes, natural) in splits.items():
-        rows.append(dict(split=split, layer=-1, rank=-1, truncated=False, **lm_measure(model, probes, natural, task)))
+        rows.append(dict(split=split, layer=-1, rank=-1, truncated=False, **measure_all(probes, natural)))
         for layer in range(cfg.lm_layers):
             name = f"blocks.{layer}.mlp.up.weight"
             for k in cfg.lm_ranks:
                 with low_rank(model, {name: k}):
-                    rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **lm_measure(model, probes, natural, task)))
+                    rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **measure_all(probes, natural)))
     ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, {len(task.answers)} names as answers")
     return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
 
@@ -368,6 +411,7 @@ PRESETS = {
         lm_batch=(128, "GPU batch"),
         lm_steps=(10_000, "GPU minutes"),
         lm_probes=(2048, "held-out probe windows"),
+        lm_ranks=((1, 4, 16, 64), "up to a quarter of the 256 dimensions"),
     ),
 }
 
