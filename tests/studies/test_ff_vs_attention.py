@@ -184,3 +184,32 @@ def test_repeated_names_and_top_successor_against_loops():
     stream = np.array([0, 1, 0, 1, 0, 2, 2, 2, 1, 3])
     top = ffa.top_successor(stream, 5)
     assert top.tolist()[:3] == [1, 0, 2] and top[3] == 3 and top[4] == 4  # unseen tokens map to themselves
+
+
+def test_local_pretrained_model_path(tmp_path):
+    """The Pythia path on a random-init GPT-NeoX saved locally with a word-level tokenizer (no download)."""
+    import pytest
+
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from theorylab.nn.hf import load_local_causal_lm, mlp_input_weights
+
+    names = ["Moses", "Aaron", "David", "Saul", "Jacob"]
+    text = " ".join(f"the son of {n} went unto the house of the LORD ." for n in names * 60)
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text(text)
+    words = sorted(set(text.split())) + ["<eos>"]
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<eos>"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", unk_token="<eos>")
+    config = transformers.GPTNeoXConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model_dir = tmp_path / "neox"
+    transformers.GPTNeoXForCausalLM(config).save_pretrained(model_dir)
+    fast.save_pretrained(model_dir)
+    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab=30, lm_seq_len=16, lm_ranks=(1, 4), lm_probes=16, lm_pretrained=str(model_dir))
+    table = ffa.run_lm(cfg, RunContext(seed=0))
+    assert len(table) == 2 * (1 + 2 * 2) and set(table.loc[table["truncated"], "layer"]) == {0, 1}
+    assert table["P_answer"].between(0, 1).all() and table["perplexity"].gt(1).all() and table["positions"].gt(0).all()
+    model, _ = load_local_causal_lm(model_dir)
+    assert mlp_input_weights(model) == [f"gpt_neox.layers.{i}.mlp.dense_h_to_4h.weight" for i in range(2)]

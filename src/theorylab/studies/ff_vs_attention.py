@@ -25,6 +25,7 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 from pydantic import Field, model_validator
 
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
@@ -82,6 +83,9 @@ class FFvsAttentionConfig(StudyConfig):
     lm_task_rate: float = Field(1.0, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in trigger task")
     lm_p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="probability of the generic word after the trigger word in training windows")
     lm_ranks: tuple[Annotated[int, Field(ge=0, le=65536)], ...] = Field((1, 4, 16), min_length=1, description="LASER ranks kept in the last MLP")
+    lm_pretrained: str | None = Field(
+        None, description="a local Hugging Face causal-LM directory (e.g. Pythia weights you own): probed instead of training our own model"
+    )
     lm_probes: int = Field(512, ge=16, le=1_000_000, description="held-out probe windows")
 
     @model_validator(mode="after")
@@ -309,6 +313,8 @@ def lm_measure(model: ToyTransformer, probes: TriggerBatch, natural: torch.Tenso
 def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
     """Train the language model, then measure it whole and with each layer's MLP input matrix truncated to each rank."""
     vocab, train_stream, test_stream, task = lm_corpus(cfg)
+    if cfg.lm_pretrained is not None:
+        return run_pretrained(cfg, ctx, vocab, test_stream, task)
     device = ctx.device
     gen = ctx.generator("lm/data")
     train_t = torch.from_numpy(train_stream)
@@ -329,12 +335,7 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)
     # Two disjoint held-out halves: one picks the (layer, rank) to truncate, the other judges it.
-    half = len(test_stream) // 2
-    splits = {}
-    for split, stream in (("validation", test_stream[:half]), ("test", test_stream[half:])):
-        g = ctx.generator(f"lm/{split}")
-        t = torch.from_numpy(stream)
-        splits[split] = (task.write(random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g), 0.0, g), random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g))
+    splits = _held_out_splits(cfg, ctx, test_stream, task)
     is_name = torch.zeros(len(vocab), dtype=torch.bool)
     is_name[proper_names(vocab)] = True
     successor = top_successor(train_stream, len(vocab))
@@ -349,6 +350,86 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
                     rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **measure_all(probes, natural)))
     ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, {len(task.answers)} names as answers")
     return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
+
+
+def _held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[str, tuple[TriggerBatch, torch.Tensor]]:
+    """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows."""
+    half = len(test_stream) // 2
+    splits = {}
+    for split, stream in (("validation", test_stream[:half]), ("test", test_stream[half:])):
+        g = ctx.generator(f"lm/{split}")
+        t = torch.from_numpy(stream)
+        splits[split] = (task.write(random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g), 0.0, g), random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g))
+    return splits
+
+
+def trigger_prompts(probes: TriggerBatch, vocab: WordVocab) -> tuple[list[str], list[str]]:
+    """Text prompts that end at the last trigger with an earlier occurrence, and their answers."""
+    prompts, answers = [], []
+    for i in range(len(probes.tokens)):
+        seen = torch.nonzero(probes.seen[i]).flatten()
+        if len(seen):
+            prompts.append(vocab.decode(probes.tokens[i, : int(seen[-1]) + 1]))
+            answers.append(vocab.words[int(probes.outputs[i])])
+    return prompts, answers
+
+
+@torch.no_grad()
+def hf_measure(model: torch.nn.Module, tokenizer, prompts: list[str], answers: list[str], generic: str, natural: list[str], batch: int = 16) -> dict[str, float]:
+    """:func:`lm_measure` for a Hugging Face causal LM on text: next-token probabilities of the first
+    sub-token of `` name`` and of `` generic`` after each prompt, and the perplexity of ``natural``."""
+    device = next(model.parameters()).device
+
+    def forward(texts: list[str], side: str):
+        tokenizer.padding_side = side
+        enc = tokenizer(texts, return_tensors="pt", padding=True).to(device)
+        position = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)  # left padding keeps positions
+        return enc, model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], position_ids=position).logits
+
+    answer_ids = torch.tensor([tokenizer(" " + a)["input_ids"][0] for a in answers])
+    generic_id = tokenizer(" " + generic)["input_ids"][0]
+    correct = p_answer = p_generic = 0.0
+    for i in range(0, len(prompts), batch):
+        _, logits = forward(prompts[i : i + batch], "left")
+        probs = logits[:, -1].softmax(-1).double().cpu()
+        a = answer_ids[i : i + batch]
+        correct += float((probs.argmax(-1) == a).sum())
+        p_answer += float(probs.gather(-1, a[:, None]).sum())
+        p_generic += float(probs[:, generic_id].sum())
+    nll = tokens = 0.0
+    for i in range(0, len(natural), batch):
+        enc, logits = forward(natural[i : i + batch], "right")
+        mask = enc["attention_mask"][:, 1:].bool()
+        loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), enc["input_ids"][:, 1:], reduction="none")
+        nll += float(loss[mask].sum())
+        tokens += int(mask.sum())
+    n = max(len(prompts), 1)
+    nan = float("nan")
+    return dict(
+        icl_acc=correct / n, P_answer=p_answer / n, P_generic=p_generic / n, positions=len(prompts), perplexity=float(np.exp(nll / max(tokens, 1))),
+        natural_name_acc=nan, natural_P_name=nan, natural_P_generic=nan, natural_positions=0,
+    )
+
+
+def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, test_stream: np.ndarray, task: TriggerWordTask) -> pd.DataFrame:
+    """The same probes and LASER grid on a local Hugging Face model (the paper's Pythia setting)."""
+    from theorylab.nn.hf import load_local_causal_lm, mlp_input_weights
+
+    model, tokenizer = load_local_causal_lm(cfg.lm_pretrained, ctx.device)
+    names = mlp_input_weights(model)
+    generic = vocab.words[task.generic]
+    rows = []
+    for split, (probes, natural) in _held_out_splits(cfg, ctx, test_stream, task).items():
+        prompts, answers = trigger_prompts(probes, vocab)
+        texts = [vocab.decode(w) for w in natural]
+        measure_all = lambda p=prompts, a=answers, t=texts: hf_measure(model, tokenizer, p, a, generic, t)  # noqa: E731
+        rows.append(dict(split=split, layer=-1, rank=-1, truncated=False, **measure_all()))
+        for layer, name in enumerate(ctx.progress(names, f"LASER grid ({split})")):
+            for k in cfg.lm_ranks:
+                with low_rank(model, {name: k}):
+                    rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **measure_all()))
+    ctx.log(f"pretrained model {cfg.lm_pretrained}: {len(names)} layers, trigger {TRIGGER_WORD!r}, generic {generic!r}")
+    return pd.DataFrame(rows).assign(matrix="mlp input", n_layers=len(names), trigger=TRIGGER_WORD, generic=generic)
 
 
 def laser_selection(lm: pd.DataFrame, max_ppl_change: float = 0.10) -> tuple[pd.Series | None, pd.DataFrame]:
