@@ -18,7 +18,7 @@ def test_quick_claims(ffa_quick):
         assert v[name].passed is True, v[name].detail
     for name in ("no-ff-variant", "p-sweep", "truncation-helps"):
         assert v[name].passed is None and "needs paper preset" in v[name].detail
-    assert {"training_dynamics", "ablation_bars"} <= set(ffa_quick.figures)
+    assert {"training_dynamics", "ablation_bars"} <= {p.stem for p in ffa_quick.figures}
 
 
 def _last(f: pd.DataFrame) -> pd.Series:
@@ -63,10 +63,11 @@ def _synthetic_result(ffa_quick, rows: list[dict]):
 
 def test_paper_judges_on_synthetic_tables(ffa_quick):
     base = dict(seed=0, step=800, acc_full=0.5, acc_noFF2=0.95, ff2_margin=1.0, ff2_margin_positive=1.0, induction_mass=0.5, P_noise_noFF2=0.02)
-    sweep_ok = [dict(base, variant=f"p={p}", p_noise=p, ff=True, P_noise_full=p + 0.05) for p in (0.1, 0.3, 0.7)]
-    assert ffa.judge_sweep(_synthetic_result(ffa_quick, sweep_ok)).passed is True
-    sweep_bad = [dict(r, P_noise_full=0.5) for r in sweep_ok]
-    assert ffa.judge_sweep(_synthetic_result(ffa_quick, sweep_bad)).passed is False
+    sweep_ok = [dict(base, variant=f"p={p}", p_noise=p, ff=True, P_noise_full=p + 0.05) for p in (0.1, 0.3, 0.5, 0.7)]
+    only = lambda rows: _edit(ffa_quick, "curves", lambda f: pd.DataFrame(rows))  # noqa: E731
+    assert ffa.judge_sweep(only(sweep_ok)).passed is True
+    assert ffa.judge_sweep(only([dict(r, P_noise_full=0.5) for r in sweep_ok])).passed is False
+    assert ffa.judge_sweep(only([dict(r, acc_noFF2=0.8) if r["p_noise"] == 0.7 else r for r in sweep_ok])).passed is False
     noff = dict(variant="no-ff", p_noise=0.5, ff=False, seed=0, step=800, P_noise_full=0.5, P_noise_noAttn1=0.4, P_noise_noAttn2=0.05)
     assert ffa.judge_no_ff(_synthetic_result(ffa_quick, [noff])).passed is True
     assert ffa.judge_no_ff(_synthetic_result(ffa_quick, [dict(noff, P_noise_noAttn2=0.3)])).passed is False
