@@ -581,13 +581,15 @@ def _figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
         t = t.sort_values("rank")
         kw = dict(color=color(i), marker="o", label=f"MLP {int(layer)}")
         left.plot(t["rank"], t["icl_acc"], **kw)
-        mid.plot(t["rank"], t["P_generic"], **kw)
+        mid.plot(t["rank"], t["P_answer"], **kw)
+        mid.plot(t["rank"], t["P_generic"], **{**kw, "ls": "--", "marker": "s", "label": None})
         right.plot(t["rank"], 100 * t["ppl_change"], **kw)
     left.axhline(base["icl_acc"], color="0.4", ls="--", label="no truncation")
-    mid.axhline(base["P_generic"], color="0.4", ls="--", label="no truncation")
+    mid.axhline(base["P_answer"], color="0.4", lw=0.8)
+    mid.axhline(base["P_generic"], color="0.4", lw=0.8, ls="--")
     right.axhline(10, color="0.6", ls=":", label="+10%")
     generic = lm["generic"].iloc[0]
-    for ax, ylabel in ((left, "in-context accuracy (test)"), (mid, f"P('{generic}') at trigger (test)"), (right, "natural-text perplexity change (%)")):
+    for ax, ylabel in ((left, "in-context accuracy (test)"), (mid, f"P(name) solid, P('{generic}') dashed (test)"), (right, "natural-text perplexity change (%)")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("rank kept in the MLP input matrix")
         ax.set_ylabel(ylabel)
