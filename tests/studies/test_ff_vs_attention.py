@@ -171,6 +171,24 @@ def test_bad_values_fail_before_work():
         ffa.FFvsAttentionConfig(lm_d_model=30, lm_heads=4)
     with pytest.raises(ValidationError, match="optimizer"):
         ffa.FFvsAttentionConfig(optimizer="rmsprop")
+    with pytest.raises(ValidationError, match="lm_corpus"):
+        ffa.FFvsAttentionConfig(lm=True, lm_corpus="/no/such/file.txt")
+    ffa.FFvsAttentionConfig(lm=False, lm_corpus="/no/such/file.txt")  # not used: fine
+
+
+def test_missing_corpus_fails_before_training(tmp_path, monkeypatch):
+    import pytest
+
+    from theorylab.core import ConfigError
+    from theorylab.data import text
+
+    monkeypatch.setenv("THEORYLAB_CORPORA", str(tmp_path))
+    monkeypatch.setattr(text.shutil, "which", lambda name: None)
+    trained = []
+    monkeypatch.setattr(ffa, "train_variant", lambda *a, **k: trained.append(1))
+    with pytest.raises(ConfigError, match="apt-get install bible-kjv"):
+        ffa.run.run(ffa.FFvsAttentionConfig(lm=True), RunContext(seed=0))
+    assert not trained
 
 
 def test_repeated_names_and_top_successor_against_loops():

@@ -20,6 +20,7 @@ small language model trained on a real corpus (the King James Bible from Debian'
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -31,7 +32,7 @@ from pydantic import Field, model_validator
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask
-from theorylab.data.text import TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
+from theorylab.data.text import CORPORA, CorpusUnavailable, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
 from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
@@ -92,6 +93,10 @@ class FFvsAttentionConfig(StudyConfig):
     def _consistent(self) -> "FFvsAttentionConfig":
         if self.train_bank and self.train_bank < self.batch:
             raise ValueError(f"'train_bank' ({self.train_bank}) must be 0 or >= 'batch' ({self.batch})")
+        if self.lm and self.lm_corpus not in CORPORA and not Path(self.lm_corpus).expanduser().is_file():
+            raise ValueError(f"'lm_corpus' must be one of {sorted(CORPORA)} or an existing text file; {self.lm_corpus!r} is neither")
+        if self.lm_pretrained is not None and self.lm and not Path(self.lm_pretrained).expanduser().is_dir():
+            raise ValueError(f"'lm_pretrained' must be a local model directory; {self.lm_pretrained!r} does not exist")
         if self.lm_d_model % self.lm_heads:
             raise ValueError(f"'lm_heads' ({self.lm_heads}) must divide 'lm_d_model' ({self.lm_d_model})")
         return self
@@ -756,6 +761,11 @@ CLAIMS = [
     claims=CLAIMS,
 )
 def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
+    if cfg.lm:
+        try:  # before any training: a missing corpus fails in one line, not after minutes of work
+            resolve_corpus(cfg.lm_corpus)
+        except CorpusUnavailable as err:
+            raise ConfigError(f"lm_corpus: {err}") from None
     task = make_task(cfg)
     test = task.sample(cfg.test_sequences, cfg.seq_len, 0.0, ctx.generator("test"))
     if int(test.seen.sum()) < 50:
