@@ -39,3 +39,40 @@ def spearman(x: ArrayLike, y: ArrayLike, permutations: int = 0, rng: np.random.G
     rx_c = rx - rx.mean()
     null = (ry_c[perms] @ rx_c) / (np.linalg.norm(rx_c) * np.linalg.norm(ry_c))
     return rho, float((1 + np.sum(null >= rho)) / (1 + permutations))
+
+
+def sliced_w2(a: torch.Tensor, b: torch.Tensor, directions: int = 200, generator: torch.Generator | None = None) -> float:
+    """Sliced Wasserstein-2 between two samples (n, d) and (m, d): the root mean over ``directions``
+    random unit vectors of the 1-D W2^2 of the projections (exact 1-D optimal transport by sorting;
+    with n != m the quantile functions are compared on a common grid of max(n, m) levels)."""
+    a, b = a.reshape(len(a), -1).double(), b.reshape(len(b), -1).double()
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"samples live in different dimensions: {a.shape[1]} vs {b.shape[1]}")
+    theta = torch.randn(a.shape[1], directions, generator=generator, dtype=torch.float64)
+    theta = theta / theta.norm(dim=0, keepdim=True)
+    pa, pb = (a @ theta).sort(dim=0).values, (b @ theta).sort(dim=0).values
+    if len(pa) != len(pb):
+        levels = torch.linspace(0, 1, max(len(pa), len(pb)), dtype=torch.float64)
+        pa = torch.quantile(pa, levels, dim=0)
+        pb = torch.quantile(pb, levels, dim=0)
+    return float(((pa - pb) ** 2).mean().sqrt())
+
+
+def mmd_rbf(a: torch.Tensor, b: torch.Tensor, bandwidth: float | None = None) -> float:
+    """Unbiased squared MMD with a Gaussian kernel ``exp(-|x - y|^2 / (2 h^2))`` between samples
+    (n, ...) and (m, ...); ``h`` defaults to the median pairwise distance of the pooled sample."""
+    a, b = a.reshape(len(a), -1).double(), b.reshape(len(b), -1).double()
+    pooled = torch.cat([a, b])
+    d2 = torch.cdist(pooled, pooled).pow(2)
+    if bandwidth is None:
+        bandwidth = float(d2[d2 > 0].median().sqrt()) if (d2 > 0).any() else 1.0
+    k = torch.exp(-d2 / (2 * bandwidth**2))
+    n, m = len(a), len(b)
+    kaa, kbb, kab = k[:n, :n], k[n:, n:], k[:n, n:]
+    return float((kaa.sum() - kaa.diagonal().sum()) / (n * (n - 1)) + (kbb.sum() - kbb.diagonal().sum()) / (m * (m - 1)) - 2 * kab.mean())
+
+
+def psnr(estimate: torch.Tensor, reference: torch.Tensor, data_range: float = 2.0) -> torch.Tensor:
+    """Per-sample peak signal-to-noise ratio in dB, ``10 log10(range^2 / MSE)`` (range 2 for [-1, 1] images)."""
+    mse = (estimate - reference).reshape(len(estimate), -1).double().pow(2).mean(1)
+    return 10 * torch.log10(data_range**2 / mse.clamp(min=1e-20))
