@@ -69,3 +69,8 @@ def poc_quick(quick_run):
 @pytest.fixture(scope="session")
 def ffa_quick(quick_run):
     return quick_run("ff-vs-attention")
+
+
+@pytest.fixture(scope="session")
+def scsi_quick(quick_run):
+    return quick_run("self-consistent-interpolants")

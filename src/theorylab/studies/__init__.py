@@ -8,4 +8,5 @@ from theorylab.studies import (  # noqa: F401
     multi_index_estimators,
     propagation_of_chaos,
     rmt_diffusion,
+    self_consistent_interpolants,
 )

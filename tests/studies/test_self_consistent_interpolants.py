@@ -1,0 +1,59 @@
+"""self-consistent-interpolants: the quick run, judges that fail on wrong results, the paper path at tiny sizes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from result_edits import edit_table as _edit
+
+from theorylab.studies import self_consistent_interpolants as scsi
+
+
+def test_quick_claims(scsi_quick):
+    v = {x.id.split("/")[1]: x for x in scsi_quick.verdicts}
+    for name in ("oracle-fixed-point", "gauss-moments", "gauss-self-consistent", "moons-sw2"):
+        assert v[name].passed is True, v[name].detail
+    for name in ("mask-2d", "digits-restoration", "channel-consistency"):
+        assert v[name].passed is None and "needs paper preset" in v[name].detail
+    assert {"gauss_ellipses", "moons_panels"} <= {p.stem for p in scsi_quick.figures}
+
+
+def test_judges_fail_on_wrong_results(scsi_quick):
+    # A transport that does nothing: observed covariance, residual of the identity.
+    lazy = _edit(scsi_quick, "gauss", lambda f: f.assign(cov_error=0.38, residual=0.3))
+    assert scsi.judge_moments(lazy).passed is False and scsi.judge_self(lazy).passed is False
+    wrong_oracle = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.1))
+    assert scsi.judge_oracle(wrong_oracle).passed is False
+    blind = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.01))  # a residual that cannot tell the identity apart
+    assert scsi.judge_oracle(blind).passed is False
+    no_gain = _edit(scsi_quick, "moons", lambda f: f.assign(ratio=0.9))
+    assert scsi.judge_moons(no_gain).passed is False
+
+
+def test_paper_judges_on_synthetic_tables(scsi_quick):
+    res = _edit(scsi_quick, "gauss", lambda f: f)
+    res.tables["mask2d"] = pd.DataFrame([dict(step=10, weights="raw", mean_error=0.05, cov_error=0.1)])
+    assert scsi.judge_mask2d(res).passed is True
+    res.tables["mask2d"] = pd.DataFrame([dict(step=10, weights="raw", mean_error=0.05, cov_error=0.3)])
+    assert scsi.judge_mask2d(res).passed is False
+    good = dict(weights="raw", psnr_restored=14.0, psnr_observed=8.0, acc_restored=0.8, acc_observed=0.4, acc_clean=0.95, mmd_recorrupted=0.002, mmd_halves=0.002)
+    res.tables["digits"] = pd.DataFrame([good])
+    assert scsi.judge_digits(res).passed is True and scsi.judge_channel(res).passed is True
+    res.tables["digits"] = pd.DataFrame([dict(good, psnr_restored=9.0, mmd_recorrupted=0.01)])
+    assert scsi.judge_digits(res).passed is False and scsi.judge_channel(res).passed is False
+
+
+def test_paper_path_runs_at_tiny_sizes(tmp_path):
+    """Every paper part (moons under noise and masking, 2-D masking, masked digits with the U-Net) runs end to end."""
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    tiny = dict(width=16, batch=32, gauss_steps=4, moons_steps=4, mask2d_steps=4, digits_steps=3, digits_batch=8, digits_width=8,
+                digits_transport_steps=2, transport_steps=2, eval_every=2, eval_samples=200, gauss_n=400, moons_n=400, oracle_samples=2000)
+    res = execute("self-consistent-interpolants", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
+    assert res.status == "done", res.message
+    assert set(res.table("moons")["channel"]) == {"noise", "mask"}
+    assert set(res.table("digits")["weights"]) == {"raw", "ema"}
+    assert "digits_grid" in {p.stem for p in res.figures}
+    v = {x.id.split("/")[1]: x for x in res.verdicts}
+    assert all(v[k].passed is not None for k in ("mask-2d", "digits-restoration", "channel-consistency"))
