@@ -28,3 +28,20 @@ def test_mmd_and_psnr():
     x = torch.zeros(3, 1, 8, 8)
     y = x + 0.1
     assert torch.allclose(psnr(y, x), torch.full((3,), 10 * math.log10(4 / 0.01), dtype=torch.float64))
+
+
+def test_ssim_properties_and_a_closed_form():
+    from theorylab.probes.distances import ssim
+
+    g = torch.Generator().manual_seed(0)
+    u = torch.linspace(0, 3.14, 32)
+    x = torch.stack([torch.sin(k * u)[:, None] * torch.cos(u)[None, :] for k in (1.0, 2.0, 3.0, 4.0)])[:, None]  # smooth (4, 1, 32, 32)
+    assert torch.allclose(ssim(x, x), torch.ones(4, dtype=torch.float64))
+    noisy = x + 0.3 * torch.randn(x.shape, generator=g)
+    noisier = x + 0.8 * torch.randn(x.shape, generator=g)
+    assert (ssim(noisier, x) < ssim(noisy, x)).all() and (ssim(noisy, x) < 1).all()
+    assert torch.allclose(ssim(noisy, x), ssim(x, noisy))
+    # Constant images a and b: no variance, SSIM = (2ab + C1) / (a^2 + b^2 + C1).
+    a, b, c1 = 0.5, -0.2, (0.01 * 2) ** 2
+    got = ssim(torch.full((1, 8, 8), a), torch.full((1, 8, 8), b))
+    assert abs(float(got) - (2 * a * b + c1) / (a * a + b * b + c1)) < 1e-6

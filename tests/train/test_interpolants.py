@@ -72,3 +72,16 @@ def test_velocity_nets_shapes_and_latents():
     y, keep = RandomMask(0.5)(x, torch.Generator().manual_seed(0))
     unet = UNet8(1, 16, 16, latent_channels=1)
     assert unet(y, torch.rand(3), keep).shape == (3, 1, 8, 8)
+
+
+def test_stochastic_interpolant_velocity_is_the_time_derivative():
+    g = torch.Generator().manual_seed(0)
+    x0, x1, z = (torch.randn(5, 3, generator=g, dtype=torch.float64) for _ in range(3))
+    t = torch.rand(5, generator=g, dtype=torch.float64)
+    h = 1e-6
+    plus, _ = interpolate(x0, x1, t + h, 0.7, z)
+    minus, _ = interpolate(x0, x1, t - h, 0.7, z)
+    _, v = interpolate(x0, x1, t, 0.7, z)
+    assert torch.allclose((plus - minus) / (2 * h), v, atol=1e-8)
+    with pytest.raises(ValueError, match="latent noise"):
+        interpolate(x0, x1, t, 0.7)

@@ -76,3 +76,23 @@ def psnr(estimate: torch.Tensor, reference: torch.Tensor, data_range: float = 2.
     """Per-sample peak signal-to-noise ratio in dB, ``10 log10(range^2 / MSE)`` (range 2 for [-1, 1] images)."""
     mse = (estimate - reference).reshape(len(estimate), -1).double().pow(2).mean(1)
     return 10 * torch.log10(data_range**2 / mse.clamp(min=1e-20))
+
+
+def ssim(estimate: torch.Tensor, reference: torch.Tensor, data_range: float = 2.0, window: int = 7) -> torch.Tensor:
+    """Per-image structural similarity (Wang et al. 2004) with a uniform ``window`` x ``window``
+    window, sample covariances and K1 = 0.01, K2 = 0.03 (scikit-image's defaults), averaged over
+    the valid windows and channels. Images (n, C, H, W) or (n, H, W); ``window`` <= min(H, W)."""
+    x, y = estimate.double(), reference.double()
+    if x.dim() == 3:
+        x, y = x[:, None], y[:, None]
+    n, c = x.shape[:2]
+    if window > min(x.shape[-2:]):
+        raise ValueError(f"SSIM window {window} exceeds the image size {tuple(x.shape[-2:])}")
+    pool = lambda z: torch.nn.functional.avg_pool2d(z.reshape(n * c, 1, *z.shape[-2:]), window, stride=1)  # noqa: E731
+    cov_norm = window * window / (window * window - 1)
+    mx, my = pool(x), pool(y)
+    vx, vy = cov_norm * (pool(x * x) - mx * mx), cov_norm * (pool(y * y) - my * my)
+    vxy = cov_norm * (pool(x * y) - mx * my)
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    s = ((2 * mx * my + c1) * (2 * vxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return s.reshape(n, -1).mean(1)

@@ -27,15 +27,26 @@ from theorylab.data.corruptions import Channel
 from theorylab.theory.ode import integrate
 
 
-def interpolate(x0: Tensor, x1: Tensor, t: Tensor) -> tuple[Tensor, Tensor]:
-    """``(I_t, dI_t/dt) = ((1 - t) x0 + t x1, x1 - x0)``, ``t`` of shape (n,)."""
+def interpolate(x0: Tensor, x1: Tensor, t: Tensor, gamma: float = 0.0, z: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """``(I_t, dI_t/dt)`` for ``I_t = (1 - t) x0 + t x1 + gamma t (1 - t) z`` (``t`` of shape (n,)).
+
+    ``gamma = 0`` is the linear interpolant; ``gamma > 0`` the stochastic one (Albergo et al.,
+    Eq. 2.1, with gamma(t) = gamma t (1 - t)). The ODE with the drift b = E[dI_t/dt | I_t] alone
+    transports the marginals in both cases (the SDE would also need the score)."""
     tt = t.reshape(-1, *([1] * (x0.dim() - 1))).to(x0.dtype)
-    return (1 - tt) * x0 + tt * x1, x1 - x0
+    point, velocity = (1 - tt) * x0 + tt * x1, x1 - x0
+    if gamma:
+        if z is None:
+            raise ValueError("a stochastic interpolant (gamma > 0) needs the latent noise z")
+        point = point + gamma * tt * (1 - tt) * z
+        velocity = velocity + gamma * (1 - 2 * tt) * z
+    return point, velocity
 
 
-def interpolant_loss(model: nn.Module, x0: Tensor, x1: Tensor, t: Tensor, latent: Tensor | None = None) -> Tensor:
-    """``mean |b(I_t, t, latent) - (x1 - x0)|^2`` (sum over coordinates, mean over samples)."""
-    point, target = interpolate(x0, x1, t)
+def interpolant_loss(model: nn.Module, x0: Tensor, x1: Tensor, t: Tensor, latent: Tensor | None = None, gamma: float = 0.0,
+                     z: Tensor | None = None) -> Tensor:
+    """``mean |b(I_t, t, latent) - dI_t/dt|^2`` (sum over coordinates, mean over samples)."""
+    point, target = interpolate(x0, x1, t, gamma, z)
     return (model(point, t, latent) - target).pow(2).reshape(len(x0), -1).sum(1).mean()
 
 
@@ -85,6 +96,7 @@ def train_self_consistent(
     transport_steps: int = 20,
     method: Literal["euler", "heun"] = "euler",
     resamples: int = 1,
+    gamma: float = 0.0,
     grad_clip: float | None = 1.0,
     schedule: Literal["constant", "cosine"] = "constant",
     ema: EMA | None = None,
@@ -126,7 +138,8 @@ def train_self_consistent(
             if lat1 is not None and lat_y is not None:
                 lat1 = torch.where(keep_y.view(shape), lat_y, lat1)
             t = torch.rand(batch, generator=generator, dtype=y.dtype).to(device)
-            loss = interpolant_loss(model, x0, x1, t, lat1) / resamples
+            z = torch.randn(x0.shape, generator=generator, dtype=x0.dtype).to(device) if gamma else None
+            loss = interpolant_loss(model, x0, x1, t, lat1, gamma, z) / resamples
             loss.backward()
             total += float(loss.detach())
         if not np.isfinite(total):
