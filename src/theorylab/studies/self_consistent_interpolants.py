@@ -77,7 +77,7 @@ class SCSIConfig(StudyConfig):
     digits_width: int = Field(64, ge=8, le=1024, description="U-Net width, digits")
     digits_channel: Literal["mask", "blur"] = Field("mask", description="digits channel: random mask (noise fill) or Gaussian blur (sigma 1) + noise 0.1")
     image_path: str | None = Field(None, description="local images (.npz or a folder of PNG/JPEG) instead of the 8x8 digits: MNIST/CIFAR-size, never downloaded")
-    digits_held_out: int = Field(297, ge=50, le=1000, description="digits held out for evaluation (the rest is observed, masked once)")
+    digits_held_out: int = Field(297, ge=10, le=100_000, description="digits held out for evaluation (the rest is observed, masked once)")
 
 
 PRESETS = {
