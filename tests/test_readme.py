@@ -54,3 +54,23 @@ def test_mean_field_kit_example_runs():
     namespace: dict = {}
     exec(code, namespace)  # noqa: S102 - the README's own example
     assert namespace["sweep"].history.ref_loss[-1] < namespace["sweep"].history.ref_loss[0]
+
+
+def _run_example(heading: str, **replace: str) -> dict:
+    section = README[README.index(heading) :]
+    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
+    for old, new in replace.items():
+        code = code.replace(old, new)
+    namespace: dict = {}
+    exec(code, namespace)  # noqa: S102 - the README's own example
+    return namespace
+
+
+def test_ablation_kit_example_runs():
+    ns = _run_example("### Ablations, truncation and token data")
+    assert ns["logits"].shape == (256, 64, 64)
+
+
+def test_corrupted_data_kit_example_runs():
+    ns = _run_example("## Corrupted-data kit", **{"steps=300": "steps=3", "4000": "400"})
+    assert ns["cleaned"].shape == (400, 2)

@@ -45,3 +45,14 @@ def test_ssim_properties_and_a_closed_form():
     a, b, c1 = 0.5, -0.2, (0.01 * 2) ** 2
     got = ssim(torch.full((1, 8, 8), a), torch.full((1, 8, 8), b))
     assert abs(float(got) - (2 * a * b + c1) / (a * a + b * b + c1)) < 1e-6
+
+
+def test_biased_mmd_is_nonnegative_and_equal_law_pairs_agree():
+    from theorylab.probes.distances import median_bandwidth
+
+    g = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randn(300, 4, generator=g) for _ in range(3))
+    h = median_bandwidth(torch.cat([a, b]))
+    same1, same2 = mmd_rbf(a, b, h, biased=True), mmd_rbf(a, c, h, biased=True)
+    assert same1 > 0 and same2 > 0 and 0.5 < same1 / same2 < 2
+    assert mmd_rbf(a, b + 0.5, h, biased=True) > 3 * same1

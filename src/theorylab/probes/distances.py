@@ -58,9 +58,18 @@ def sliced_w2(a: torch.Tensor, b: torch.Tensor, directions: int = 200, generator
     return float(((pa - pb) ** 2).mean().sqrt())
 
 
-def mmd_rbf(a: torch.Tensor, b: torch.Tensor, bandwidth: float | None = None) -> float:
-    """Unbiased squared MMD with a Gaussian kernel ``exp(-|x - y|^2 / (2 h^2))`` between samples
-    (n, ...) and (m, ...); ``h`` defaults to the median pairwise distance of the pooled sample."""
+def median_bandwidth(x: torch.Tensor) -> float:
+    """The median pairwise distance of a sample (the usual RBF bandwidth heuristic)."""
+    d = torch.pdist(x.reshape(len(x), -1).double())
+    return float(d[d > 0].median()) if (d > 0).any() else 1.0
+
+
+def mmd_rbf(a: torch.Tensor, b: torch.Tensor, bandwidth: float | None = None, biased: bool = False) -> float:
+    """Squared MMD with a Gaussian kernel ``exp(-|x - y|^2 / (2 h^2))`` between samples (n, ...) and
+    (m, ...); ``h`` defaults to the median pairwise distance of the pooled sample. Unbiased by
+    default (can be slightly negative when the laws agree); ``biased=True`` gives the V-statistic
+    (always >= 0, biased upwards by the same amount for equal sizes from equal laws), the form to
+    use when comparing two MMDs as a ratio."""
     a, b = a.reshape(len(a), -1).double(), b.reshape(len(b), -1).double()
     pooled = torch.cat([a, b])
     d2 = torch.cdist(pooled, pooled).pow(2)
@@ -69,6 +78,8 @@ def mmd_rbf(a: torch.Tensor, b: torch.Tensor, bandwidth: float | None = None) ->
     k = torch.exp(-d2 / (2 * bandwidth**2))
     n, m = len(a), len(b)
     kaa, kbb, kab = k[:n, :n], k[n:, n:], k[:n, n:]
+    if biased:
+        return float(kaa.mean() + kbb.mean() - 2 * kab.mean())
     return float((kaa.sum() - kaa.diagonal().sum()) / (n * (n - 1)) + (kbb.sum() - kbb.diagonal().sum()) / (m * (m - 1)) - 2 * kab.mean())
 
 
