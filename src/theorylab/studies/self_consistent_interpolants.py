@@ -85,6 +85,17 @@ PRESETS = {
         "quick",
         "2 CPU cores, < 60 s: linear-Gaussian (n = 4000, 800 steps) and two moons under noise (1000 steps); oracle checks on 2e4 samples",
     ),
+    "digits-cpu": Preset.of(
+        "digits-cpu",
+        "CPU, ~80 s: the quick Gaussian checks plus masked digits at reduced sizes (800 steps, K = 8, U-Net width 32)",
+        moons_channels=((), "digits only"),
+        digits=(True, "claims digits-restoration and channel-consistency"),
+        digits_steps=(800, "CPU budget"),
+        digits_batch=(64, "CPU budget"),
+        digits_transport_steps=(8, "CPU budget: each step transports the batch"),
+        digits_width=(32, "CPU budget"),
+        digits_lr=(2e-3, "fewer steps, larger rate"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: 2-D settings of the authors' README (width 256, t-embedding 32, batch 2000, 5000 steps, K = 40), moons under noise and masking, "
