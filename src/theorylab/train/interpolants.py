@@ -158,3 +158,15 @@ def train_self_consistent(
     if evaluate is not None and log.diverged_at < 0:
         evaluate(steps)
     return log
+
+
+@torch.no_grad()
+def generate(model: nn.Module, observed: Tensor, channel: Channel, n: int, generator: torch.Generator, observed_latents: Tensor | None = None,
+             steps: int = 20, method: Literal["euler", "heun"] = "euler") -> Tensor:
+    """New clean samples (not cleaned copies of the data): clean ``n`` observed samples, corrupt them
+    again with fresh channel noise (a new draw from the observed law at the fixed point), and
+    transport those back. Uses only the black-box channel and the trained velocity."""
+    idx = torch.randint(len(observed), (n,), generator=generator).to(observed.device)
+    lat = observed_latents[idx] if observed_latents is not None else None
+    fresh, fresh_lat = channel(transport(model, observed[idx], lat, steps, method), generator)
+    return transport(model, fresh, fresh_lat if fresh_lat is not None else lat, steps, method)
