@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 import math
 import sys
 from pathlib import Path
@@ -142,3 +143,13 @@ class RunContext:
             ok = bool(np.isfinite(np.asarray(value)).all())
         if not ok:
             raise Diverged(what, step)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block (typically a module's initialisation) with torch's CPU RNG seeded to ``seed``,
+    restoring the caller's RNG state on exit: reproducible init that neither reads nor moves the
+    global stream."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield

@@ -44,6 +44,18 @@ class Verdict:
     def label(self) -> str:
         return {True: "passed", False: "FAILED", None: "not decided"}[self.passed]
 
+    @classmethod
+    def maker(cls, slug: str | None) -> Callable[..., "Verdict"]:
+        """A study's verdict constructor: ``make(claim_id, statement, measured, expected, tolerance,
+        passed, detail)`` with ids prefixed ``"slug/"`` (``slug=None``: ids are given whole) and
+        ``passed`` coerced to bool, or None when undecided (numpy booleans included)."""
+
+        def make(claim_id: str, statement: str, measured: Any, expected: Any, tolerance: Any, passed: Any, detail: str) -> "Verdict":
+            full = claim_id if slug is None else f"{slug}/{claim_id}"
+            return cls(full, statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+
+        return make
+
 
 def _jsonable(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:

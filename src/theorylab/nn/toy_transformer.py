@@ -29,6 +29,8 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
+from theorylab.core.context import seeded
+
 
 class ToyTransformerConfig(BaseModel):
     """Every architectural choice of :class:`ToyTransformer`, validated on construction."""
@@ -344,8 +346,7 @@ class ToyTransformer(nn.Module):
             self._build()
         else:
             # Initialise from ``seed`` without touching (or depending on) the global RNG.
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
+            with seeded(seed):
                 self._build()
 
     def _build(self) -> None:

@@ -380,8 +380,7 @@ def _figure_loss(ctx: RunContext, curves: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(f"attention-rank/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker("attention-rank")
 
 
 S_HARDMAX = "One full-rank hard-max head (Q^T K = -I, V = I) computes the farthest-point target exactly at every sequence length."

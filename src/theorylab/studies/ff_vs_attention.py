@@ -230,7 +230,10 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
 TRIGGER_WORD = "of"
 
 
-def lm_corpus(cfg: FFvsAttentionConfig) -> tuple[WordVocab, np.ndarray, np.ndarray, TriggerWordTask]:
+Corpus = tuple[WordVocab, np.ndarray, np.ndarray, TriggerWordTask]
+
+
+def lm_corpus(cfg: FFvsAttentionConfig) -> Corpus:
     """Vocabulary, train/held-out token streams (first 90% / last 10% of the text) and the task."""
     text = resolve_corpus(cfg.lm_corpus)
     vocab = WordVocab.from_text(text, cfg.lm_vocab)
@@ -315,9 +318,10 @@ def lm_measure(model: ToyTransformer, probes: TriggerBatch, natural: torch.Tenso
     )
 
 
-def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext) -> pd.DataFrame:
-    """Train the language model, then measure it whole and with each layer's MLP input matrix truncated to each rank."""
-    vocab, train_stream, test_stream, task = lm_corpus(cfg)
+def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: Corpus | None = None) -> pd.DataFrame:
+    """Train the language model, then measure it whole and with each layer's MLP input matrix truncated to each rank.
+    ``corpus``: the output of :func:`lm_corpus` when the caller has already loaded it."""
+    vocab, train_stream, test_stream, task = corpus if corpus is not None else lm_corpus(cfg)
     if cfg.lm_pretrained is not None:
         return run_pretrained(cfg, ctx, vocab, test_stream, task)
     device = ctx.device
@@ -608,8 +612,7 @@ def _figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(f"ff-vs-attention/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker("ff-vs-attention")
 
 
 def _paper_scale(cfg: dict) -> bool:
@@ -761,9 +764,10 @@ CLAIMS = [
     claims=CLAIMS,
 )
 def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
+    corpus = None
     if cfg.lm:
         try:  # before any training: a missing corpus fails in one line, not after minutes of work
-            resolve_corpus(cfg.lm_corpus)
+            corpus = lm_corpus(cfg)
         except CorpusUnavailable as err:
             raise ConfigError(f"lm_corpus: {err}") from None
     task = make_task(cfg)
@@ -788,6 +792,6 @@ def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     for col in ("acc_full", "acc_noFF2", "P_noise_full", "P_noise_noFF2", "induction_mass", "ff2_margin_positive"):
         ctx.scalar(col, float(end.loc[end["variant"] == "full", col].mean()))
     if cfg.lm:
-        lm = run_lm(cfg, ctx)
+        lm = run_lm(cfg, ctx, corpus)
         ctx.table("lm", lm)
         _figure_lm(ctx, lm)

@@ -237,8 +237,7 @@ def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
 # --------------------------------------------------------------------------------------------
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(f"generative-leap/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker("generative-leap")
 
 
 S_P3 = "For the 3-parity every order-1 and order-2 moment of y vanishes, and E[y z1 z2 z3] = (2/pi)^{3/2} ≈ 0.5079 (Monte Carlo, 1e6 samples, within 4 SE)."

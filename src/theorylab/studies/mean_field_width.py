@@ -244,8 +244,7 @@ def _pooled_beta(g: pd.DataFrame) -> tuple[float, dict[float, float]]:
     return float(-(x @ y) / (x @ x)), per
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(f"mean-field-width/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker("mean-field-width")
 
 
 S_INIT = "At initialisation m·gap_m(0), averaged over seeds and widths, equals K(1) - E K(<w, w'>) (= 1 - 3/(d(d+2)) for K(t) = t^4) within 0.15."

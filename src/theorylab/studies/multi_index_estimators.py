@@ -328,8 +328,7 @@ def _crossings(grp: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
 # --------------------------------------------------------------------------------------------
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(f"multi-index-estimators/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker("multi-index-estimators")
 
 
 # (link, estimator, direction) -> (bound kind, threshold): the card's 14 cells at alpha = 50.

@@ -197,8 +197,7 @@ def _figure_long_time(ctx: RunContext, gaps: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(f"propagation-of-chaos/{claim_id}", statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker("propagation-of-chaos")
 
 
 def _fast(res) -> pd.DataFrame:

@@ -425,8 +425,7 @@ def _figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, sha
 REF = "arXiv 2602.02908"
 
 
-def _verdict(claim_id: str, statement: str, measured, expected, tolerance, passed, detail: str) -> Verdict:
-    return Verdict(claim_id, statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
+_verdict = Verdict.maker(None)
 
 
 S_KAPPA = "Finite data renormalises the noise level: kappa(sigma^2) >= sigma^2, kappa/sigma^2 falls with sigma^2 and grows with gamma = d/n, with the limits 1/(1-gamma) (gamma<1) and kappa0 (gamma>1)."

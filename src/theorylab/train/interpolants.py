@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from theorylab.data.corruptions import Channel
 from theorylab.theory.ode import integrate
+from theorylab.train.batched import AdamWSchedule
 
 
 def interpolate(x0: Tensor, x1: Tensor, t: Tensor, gamma: float = 0.0, z: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -113,8 +114,7 @@ def train_self_consistent(
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, (lambda s: 0.5 * (1 + np.cos(np.pi * min(1.0, s / steps)))) if schedule == "cosine" else (lambda s: 1.0))
+    opt, sched = AdamWSchedule(lr=lr, schedule=schedule).build(params, steps)  # weight decay 0: Adam
     log = SelfConsistentLog()
     n = len(observed)
     device = observed.device
