@@ -232,3 +232,25 @@ def test_local_pretrained_model_path(tmp_path):
     assert table["P_answer"].between(0, 1).all() and table["perplexity"].gt(1).all() and table["positions"].gt(0).all()
     model, _ = load_local_causal_lm(model_dir)
     assert mlp_input_weights(model) == [f"gpt_neox.layers.{i}.mlp.dense_h_to_4h.weight" for i in range(2)]
+
+
+def test_text_background_uses_character_bigrams(tmp_path):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+    from theorylab.data.text import CharVocab
+
+    text = "the quick brown fox jumps over the lazy dog; the end. " * 40
+    corpus = tmp_path / "bg.txt"
+    corpus.write_text(text)
+    cfg = ffa.FFvsAttentionConfig(background=str(corpus), lm=False)
+    task = ffa.make_task(cfg)
+    chars = CharVocab.from_text(text)
+    assert task.vocab == len(chars) + 1 and task.noise == len(chars)
+    assert task.trigger == chars.index[" "]  # the most frequent character
+    t_idx, h_idx = chars.index["t"], chars.index["h"]
+    # "t" is always followed by "h" in this text: the background row is that bigram (before the trigger jump).
+    assert abs(task.transition[t_idx, h_idx] - (1 - cfg.trigger_boost)) < 1e-12
+    res = execute("ff-vs-attention", "quick", 0, dict(background=str(corpus), lm=False, steps=4, eval_every=2, d_model=16, test_sequences=32),
+                  store=Store(tmp_path / "store"), device="cpu")
+    assert res.status == "done", res.message
+    assert len(res.table("curves")) == 3  # evaluations at steps 0, 2, 4

@@ -31,8 +31,8 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.markov import TriggerBatch, TriggerNoiseTask
-from theorylab.data.text import CORPORA, CorpusUnavailable, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
+from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, bigram_counts
+from theorylab.data.text import CORPORA, CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
 from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
@@ -51,6 +51,10 @@ class FFvsAttentionConfig(StudyConfig):
     p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="training probability p of the noise token after a trigger")
     dirichlet_alpha: float = Field(0.2, gt=0, le=100, description="Dirichlet concentration of the bigram rows")
     trigger_boost: float = Field(0.1, ge=0.0, lt=1.0, description="f_q: every row jumps to the trigger with this probability (0 = plain chain)")
+    background: str = Field(
+        "dirichlet", min_length=1,
+        description="background chain: 'dirichlet', or a corpus ('kjv' or a text file) whose character bigrams are used (V = characters + 1 noise token; the authors use tiny Shakespeare)",
+    )
     data_seed: int = Field(0, ge=0, description="seed of the bigram chain (fixed across training seeds)")
     train_bank: int = Field(6400, ge=0, le=10_000_000, description="training sequences drawn once and resampled (0: fresh sequences every step)")
     test_sequences: int = Field(256, ge=16, le=1_000_000, description="test sequences at p = 0")
@@ -93,6 +97,8 @@ class FFvsAttentionConfig(StudyConfig):
     def _consistent(self) -> "FFvsAttentionConfig":
         if self.train_bank and self.train_bank < self.batch:
             raise ValueError(f"'train_bank' ({self.train_bank}) must be 0 or >= 'batch' ({self.batch})")
+        if self.background != "dirichlet" and self.background not in CORPORA and not Path(self.background).expanduser().is_file():
+            raise ValueError(f"'background' must be 'dirichlet', one of {sorted(CORPORA)} or an existing text file; {self.background!r} is neither")
         if self.lm and self.lm_corpus not in CORPORA and not Path(self.lm_corpus).expanduser().is_file():
             raise ValueError(f"'lm_corpus' must be one of {sorted(CORPORA)} or an existing text file; {self.lm_corpus!r} is neither")
         if self.lm_pretrained is not None and self.lm and not Path(self.lm_pretrained).expanduser().is_dir():
@@ -111,19 +117,27 @@ ATTN1 = "blocks.0.attn"
 ATTN2 = "blocks.1.attn"
 
 
-def build_model(cfg: FFvsAttentionConfig, seed: int, ff: bool = True) -> ToyTransformer:
+def build_model(cfg: FFvsAttentionConfig, seed: int, ff: bool = True, vocab: int | None = None) -> ToyTransformer:
     """The paper's two-layer model (Sec. 3; Bietti et al. 2023): one head per layer, learned
     absolute positions, no norm, ReLU FF of width 4d after each attention, token embedding and
-    unembedding frozen at N(0, 1/d), no biases. ``ff=False`` removes both FF layers."""
+    unembedding frozen at N(0, 1/d), no biases. ``ff=False`` removes both FF layers; ``vocab``
+    overrides ``cfg.vocab`` (a text background fixes its own)."""
     return ToyTransformer(
         d_model=cfg.d_model, n_layers=2, n_heads=1, mlp_width=cfg.ff_mult * cfg.d_model if ff else 0, activation="relu",
-        norm="none", causal=True, positional="learned", max_len=cfg.seq_len, vocab_size=cfg.vocab, freeze_embedding=True,
+        norm="none", causal=True, positional="learned", max_len=cfg.seq_len, vocab_size=vocab or cfg.vocab, freeze_embedding=True,
         freeze_readout=True, embedding_std=cfg.d_model**-0.5, bias=False, seed=seed,
     )
 
 
 def make_task(cfg: FFvsAttentionConfig) -> TriggerNoiseTask:
-    return TriggerNoiseTask.dirichlet(cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, seed=cfg.data_seed)
+    """The card's Dirichlet chain on ``cfg.vocab`` tokens, or the character-bigram chain of a text
+    (as the authors' tiny-Shakespeare background) with one extra token as the noise token."""
+    if cfg.background == "dirichlet":
+        return TriggerNoiseTask.dirichlet(cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, seed=cfg.data_seed)
+    text = resolve_corpus(cfg.background)
+    chars = CharVocab.from_text(text)
+    vocab = len(chars) + 1  # the last id is the noise token, never emitted by the text
+    return TriggerNoiseTask.from_transition(bigram_counts(chars.encode(text), vocab), noise=vocab - 1, trigger_boost=cfg.trigger_boost)
 
 
 def trigger_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -188,7 +202,7 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
     device = ctx.device
     seeds = range(cfg.seeds)
     init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in seeds]
-    models = StackedModels([build_model(cfg, seed, ff=ff) for seed in init]).to(device)
+    models = StackedModels([build_model(cfg, seed, ff=ff, vocab=task.vocab) for seed in init]).to(device)
     gen = ctx.generator(f"data/{name}")
     bank = task.sample(cfg.train_bank, cfg.seq_len, p_noise, gen) if cfg.train_bank else None
 
@@ -770,7 +784,10 @@ def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
             corpus = lm_corpus(cfg)
         except CorpusUnavailable as err:
             raise ConfigError(f"lm_corpus: {err}") from None
-    task = make_task(cfg)
+    try:
+        task = make_task(cfg)
+    except CorpusUnavailable as err:
+        raise ConfigError(f"background: {err}") from None
     test = task.sample(cfg.test_sequences, cfg.seq_len, 0.0, ctx.generator("test"))
     if int(test.seen.sum()) < 50:
         raise ConfigError(f"seq_len/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier trigger; raise seq_len or trigger_boost")
