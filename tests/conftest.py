@@ -74,3 +74,8 @@ def ffa_quick(quick_run):
 @pytest.fixture(scope="session")
 def scsi_quick(quick_run):
     return quick_run("self-consistent-interpolants")
+
+
+@pytest.fixture(scope="session")
+def patches_quick(quick_run):
+    return quick_run("implicit-patches")

@@ -1,15 +1,26 @@
-"""Hugging Face causal language models from a local directory (weights a user owns; never downloaded).
+"""Hugging Face causal language models: random-init from small configs, or local weights a user owns.
 
-Needs the ``hf`` extra (``pip install "theorylab[hf]"``). :func:`load_local_causal_lm` reads a
-directory written by ``save_pretrained`` (model and tokenizer) with ``local_files_only=True``;
-:func:`mlp_input_weights` names each layer's MLP input matrix, the matrix LASER truncates
-(Sharma et al., arXiv 2312.13558), for the families whose layout we know.
+Needs the ``hf`` extra (``pip install "theorylab[hf]"``). Nothing is ever downloaded.
+
+- :func:`random_init`: a ``transformers`` causal LM of a known family (Gemma 3 text, Llama,
+  Mistral, Qwen2, Mixtral) built from a small config with seeded random weights; norm scales get
+  random offsets so that ``(1 + w) != 1`` is exercised.
+- :func:`load_local_causal_lm` (alias :func:`load_local`): model and tokenizer from a directory
+  written by ``save_pretrained``, with ``local_files_only=True``.
+- :func:`full_precision_norms`: HF RMSNorms compute in float32, an *up*cast meant for bf16/fp16
+  models; for a float64 model it is a *down*cast. Inside this context they run at the input's
+  precision (same formula), which float64 exactness checks need.
+- :func:`mlp_input_weights`: each layer's MLP input matrix, the matrix LASER truncates (Sharma et
+  al., arXiv 2312.13558), for the families whose layout we know.
 """
 
 from __future__ import annotations
 
 import re
+import types
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -53,3 +64,79 @@ def mlp_input_weights(model: nn.Module) -> list[str]:
     if not found:
         raise ValueError(f"model_type {kind!r}: no parameter matches {MLP_INPUT[kind]!r}")
     return [name for _, name in found]
+
+
+load_local = load_local_causal_lm
+
+# arch name -> transformers model_type
+ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral"}
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError('Hugging Face models need the hf extra: pip install "theorylab[hf]"') from err
+    return transformers
+
+
+def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64, init_std: float | None = None, norm_std: float = 0.1,
+                attn_implementation: str = "eager", **config: Any) -> nn.Module:
+    """A random-weight ``transformers`` causal LM of family ``arch`` built from ``config`` (small sizes).
+
+    ``init_std`` (default ``1/sqrt(hidden_size)``) is the Gaussian std of every matrix, so the
+    context changes the query's state by O(1) (HF's default 0.02 makes attention nearly uniform at
+    small widths). Every RMSNorm scale is perturbed by ``N(0, norm_std²)``: Gemma stores ``w`` with
+    scale ``1 + w`` (so ``w ~ N(0, norm_std²)``), the others store the scale itself (``1 + N``).
+    Example: ``random_init("gemma3", hidden_size=64, intermediate_size=256, num_hidden_layers=4,
+    num_attention_heads=4, num_key_value_heads=1, head_dim=16, vocab_size=512, sliding_window=8)``.
+    """
+    tf = _transformers()
+    if arch not in ARCHS:
+        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(sorted(ARCHS))}")
+    model_type = ARCHS[arch]
+    hidden = int(config.get("hidden_size", 64))
+    cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5, **config)
+    cfg._attn_implementation = attn_implementation
+    # Fused grouped-matmul experts (the default for MoE families) take no float64; the loop does.
+    cfg._experts_implementation = "eager"
+    from theorylab.core.context import seeded
+
+    with seeded(seed):
+        model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation=attn_implementation)
+        with torch.no_grad():
+            for module in model.modules():
+                if type(module).__name__.endswith("RMSNorm") and isinstance(getattr(module, "weight", None), torch.Tensor):
+                    offset = 0.0 if "Gemma" in type(module).__name__ else 1.0
+                    module.weight.copy_(offset + norm_std * torch.randn_like(module.weight))
+    return model.to(dtype).eval()
+
+
+def _norm_forward(module: nn.Module, offset: float, eps: float):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + self.weight.to(x.dtype))
+
+    return types.MethodType(forward, module)
+
+
+@contextmanager
+def full_precision_norms(model: nn.Module) -> Iterator[int]:
+    """Run the model's RMSNorms at the input's precision inside the block (yields how many were swapped).
+
+    Same formula as HF's (``x / sqrt(mean x² + eps) * scale``, Gemma's scale ``1 + w``), without the
+    cast to float32 and back. Restored on exit.
+    """
+    swapped = []
+    for module in model.modules():
+        name = type(module).__name__
+        if name.endswith("RMSNorm") and isinstance(getattr(module, "weight", None), torch.Tensor):
+            eps = getattr(module, "eps", getattr(module, "variance_epsilon", None))
+            if eps is None:
+                continue
+            module.forward = _norm_forward(module, 1.0 if "Gemma" in name else 0.0, float(eps))
+            swapped.append(module)
+    try:
+        yield len(swapped)
+    finally:
+        for module in swapped:
+            del module.forward

@@ -4,6 +4,7 @@ from theorylab.studies import (  # noqa: F401
     attention_rank,
     ff_vs_attention,
     generative_leap,
+    implicit_patches,
     mean_field_width,
     multi_index_estimators,
     propagation_of_chaos,

@@ -1,0 +1,396 @@
+"""Context as weight patches, measured: compute, apply (reversibly) and check the implicit patches.
+
+Given a model, a prompt whose last token is the query and whose earlier tokens are the context,
+this module computes per layer the token-dependent rank-1 patches of the MLP matrices (and the
+norm-scale patch of a Gemma block) that make the model run on the query *alone* produce the output
+it produces *with* the context (Dherin et al., arXiv 2507.16003, Thm 2.2; Goldwaser et al., arXiv
+2511.17864, Thms 3.1-5.x), and measures how exact that is.
+
+- :func:`patched`: add parameter deltas inside a ``with`` block; the original tensors come back on
+  exit, bit for bit, even after an error.
+- :func:`chain_patches`: the constructive multi-layer algorithm on our block stacks
+  (:mod:`theorylab.nn.blocks`): patch layer ℓ against the with-context state at the query, feed the
+  patched output to layer ℓ+1's query-only run, repeat. ``independent=True`` is the wrong
+  algorithm (every layer patched against the *unpatched* query-only run), kept as a control.
+- :func:`hf_chain_patches`: the same on Hugging Face causal LMs (Gemma 3, Llama/Mistral/Qwen2,
+  Mixtral), through their own module code, with forward hooks that compute each layer's patch
+  during the query-only pass, just before its MLP runs.
+- :func:`patched_greedy`: greedy generation with the context vs patched without it, the patches
+  recomputed at every generated token (the patch is token dependent; no global one exists).
+- :func:`numerical_rank`, :func:`spectrum`: the rank claim (singular values above ``tol·σ₁``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+import torch
+from torch import Tensor, nn
+
+from theorylab.theory.patches import (
+    GatedMLP,
+    NotControllable,
+    Patch,
+    implicit_patch,
+    input_patch,
+    moe_patch,
+    norm_scale_patch,
+    post_norm_target,
+    rank1_to_target,
+)
+
+
+@contextmanager
+def patched(module: nn.Module, deltas: Mapping[str, Tensor]) -> Iterator[None]:
+    """Add ``deltas`` (parameter name -> ΔW, names as in ``module.named_parameters()``) inside the block."""
+    params = dict(module.named_parameters())
+    unknown = [k for k in deltas if k not in params]
+    if unknown:
+        raise KeyError(f"no parameter named {unknown} in {type(module).__name__}")
+    saved = {k: params[k].detach().clone() for k in deltas}
+    try:
+        with torch.no_grad():
+            for k, dw in deltas.items():
+                params[k].add_(dw.to(params[k].dtype))
+        yield
+    finally:
+        with torch.no_grad():
+            for k, w in saved.items():
+                params[k].copy_(w)
+
+
+def _prefixed(prefix: str, deltas: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    return {f"{prefix}.{k}": v for k, v in deltas.items()}
+
+
+def spectrum(matrix: Tensor) -> Tensor:
+    """Singular values in float64, largest first."""
+    return torch.linalg.svdvals(matrix.detach().double())
+
+
+def numerical_rank(matrix: Tensor, tol: float = 1e-8) -> int:
+    """Number of singular values above ``tol · σ₁`` (0 for the zero matrix)."""
+    s = spectrum(matrix)
+    if s.numel() == 0 or float(s[0]) == 0.0:
+        return 0
+    return int((s > tol * s[0]).sum())
+
+
+def max_abs(a: Tensor, b: Tensor) -> float:
+    return float((a.detach().double() - b.detach().double()).abs().max())
+
+
+# --------------------------------------------------------------------------------------------
+# Our block stacks
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ChainResult:
+    """Per-layer patches and, at the query, with-context vs patched query-only outputs."""
+
+    patches: list[Patch]
+    with_context: list[Tensor]
+    patched: list[Tensor]
+    errors: list[float] = field(default_factory=list)
+    scales: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.errors = [max_abs(a, b) for a, b in zip(self.with_context, self.patched)]
+        self.scales = [float(a.detach().abs().max()) for a in self.with_context]
+
+
+def with_context_states(stack, X: Tensor) -> list[dict[str, Tensor]]:
+    """Each layer's query state in the run on the whole prompt ``X`` (context rows, then the query)."""
+    states = []
+    H = X
+    with torch.no_grad():
+        for block in stack.blocks:
+            states.append(block.query_state(H))
+            H = block(H)
+    return states
+
+
+def apply_patches(stack, x: Tensor, patches: list[Patch]) -> list[Tensor]:
+    """Run the query-only input ``x`` (shape ``(1, d)``) through the stack with each layer's patch."""
+    outs = []
+    with torch.no_grad():
+        for i, (block, patch) in enumerate(zip(stack.blocks, patches)):
+            with patched(stack, _prefixed(f"blocks.{i}", patch.deltas)):
+                x = block(x)
+            outs.append(x[-1])
+    return outs
+
+
+def chain_patches(stack, X: Tensor, mode: str = "output", *, independent: bool = False) -> ChainResult:
+    """The multi-layer algorithm (Goldwaser et al., Sec. 4) on a stack: context ``X[:-1]``, query ``X[-1]``.
+
+    ``independent=True`` computes every layer's patch from the *unpatched* query-only run (the wrong
+    algorithm, as a control): exact for layer 1, off from layer 2 on.
+    """
+    ctx = with_context_states(stack, X)
+    x = X[-1:]
+    patches = []
+    with torch.no_grad():
+        for i, block in enumerate(stack.blocks):
+            patch = implicit_patch(block, ctx[i], block.query_state(x), mode)
+            patches.append(patch)
+            if independent:
+                x = block(x)
+            else:
+                with patched(stack, _prefixed(f"blocks.{i}", patch.deltas)):
+                    x = block(x)
+    outs = apply_patches(stack, X[-1:], patches)
+    return ChainResult(patches, [s["out"] for s in ctx], outs)
+
+
+# --------------------------------------------------------------------------------------------
+# Hugging Face causal LMs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HFLayout:
+    """Where a family keeps the pieces of a decoder layer (attribute paths under the layer)."""
+
+    attn_out: str  # module whose output is the attention branch added to the residual
+    mlp: str
+    gate: str | None = None  # gated MLP: module paths under the layer
+    up: str | None = None
+    down: str | None = None
+    post_norm: str | None = None  # post-MLP RMSNorm whose scale is 1 + weight (Gemma)
+    moe: bool = False
+
+
+HF_LAYOUTS = {
+    "gemma3_text": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "post_feedforward_layernorm"),
+    "gemma2": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "post_feedforward_layernorm"),
+    "llama": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
+    "mistral": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
+    "qwen2": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
+    "mixtral": HFLayout("self_attn", "mlp", moe=True),
+}
+
+
+def hf_layout(model: nn.Module) -> HFLayout:
+    kind = getattr(getattr(model, "config", None), "model_type", None)
+    if kind == "gemma3":  # the multimodal wrapper's text config
+        kind = "gemma3_text"
+    if kind not in HF_LAYOUTS:
+        raise ValueError(f"no patch layout for model_type {kind!r}; known: {sorted(HF_LAYOUTS)}")
+    return HF_LAYOUTS[kind]
+
+
+def hf_layers(model: nn.Module) -> list[nn.Module]:
+    inner = getattr(model, "model", model)
+    inner = getattr(inner, "language_model", inner)
+    return list(inner.layers)
+
+
+def _first(output):
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _hidden_arg(args, kwargs):
+    return args[0] if args else kwargs["hidden_states"]
+
+
+@dataclass
+class HFChainResult:
+    """Per-layer patches, the layers' query outputs and the logits at the query, with vs without context."""
+
+    patches: list[Patch]
+    with_context: list[Tensor]
+    patched: list[Tensor]
+    logits_context: Tensor
+    logits_patched: Tensor
+    errors: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.errors = [max_abs(a, b) for a, b in zip(self.with_context, self.patched)]
+
+    @property
+    def logit_error(self) -> float:
+        return max_abs(self.logits_context, self.logits_patched)
+
+
+def _capture_context(model, layers, layout, input_ids) -> tuple[list[dict[str, Tensor]], Tensor]:
+    """One pass on the whole prompt: each layer's output and MLP input at the last position."""
+    states: list[dict[str, Tensor]] = [{} for _ in layers]
+    handles = []
+    for i, layer in enumerate(layers):
+        handles.append(layer.register_forward_hook(lambda _m, _a, out, i=i: states[i].__setitem__("out", _first(out)[0, -1].detach().clone())))
+        handles.append(layer.get_submodule(layout.mlp).register_forward_pre_hook(lambda _m, args, i=i: states[i].__setitem__("n", args[0][0, -1].detach().clone())))
+    try:
+        with torch.no_grad():
+            logits = model(input_ids=input_ids).logits[0, -1]
+    finally:
+        for h in handles:
+            h.remove()
+    return states, logits
+
+
+def _moe_parts(moe: nn.Module) -> tuple[list[GatedMLP], nn.Module]:
+    experts = moe.experts
+    gate_up, down = experts.gate_up_proj.detach(), experts.down_proj.detach()
+    inter = down.shape[-1]
+    parts = [GatedMLP(gate_up[e, :inter], gate_up[e, inter:], down[e], experts.act_fn) for e in range(down.shape[0])]
+    return parts, experts
+
+
+def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") -> HFChainResult:
+    """Patch every layer of a Hugging Face causal LM so its query-only run reproduces the with-context one.
+
+    ``input_ids``: shape ``(1, T)``; the last token is the query, the earlier ones the context.
+    The query-only pass runs the model's own forward on the last token with hooks: at each layer,
+    once the attention branch is known, a pre-hook on the MLP (on ``down_proj`` for the output
+    patch, so the inner activation is the one the module really computed) sets the patched weights;
+    they are restored when the pass ends. ``mode="full"`` adds the input patches on gate/up.
+    """
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1 or input_ids.shape[1] < 2:
+        raise ValueError(f"input_ids must have shape (1, T) with T >= 2 (context + query), got {tuple(input_ids.shape)}")
+    layout = hf_layout(model)
+    layers = hf_layers(model)
+    ctx, logits_ctx = _capture_context(model, layers, layout, input_ids)
+    patches: list[Patch] = [Patch() for _ in layers]
+    outs: list[Tensor] = [None] * len(layers)  # type: ignore[list-item]
+    query: list[dict[str, Tensor]] = [{} for _ in layers]
+    saved: list[tuple[Tensor, Tensor]] = []  # (parameter, original) to restore
+    handles = []
+
+    def add(param: Tensor, delta: Tensor) -> None:
+        saved.append((param, param.detach().clone()))
+        param.add_(delta.to(param.dtype))
+
+    def name_of(layer_idx: int, path: str) -> str:
+        return f"layers.{layer_idx}.{path}"
+
+    def target(i: int) -> Tensor:
+        """What layer i's MLP branch must add at the query: with-context output minus the query-only residual."""
+        return ctx[i]["out"] - (query[i]["x"] + query[i]["a"])
+
+    for i, layer in enumerate(layers):
+        q = query[i]
+
+        def on_layer_in(_m, args, kwargs, q=q):
+            q["x"] = _hidden_arg(args, kwargs)[0, -1].detach().clone()
+
+        def on_attn(_m, _a, out, q=q):
+            q["a"] = _first(out)[0, -1].detach().clone()
+
+        def on_layer_out(_m, _a, out, i=i):
+            outs[i] = _first(out)[0, -1].detach().clone()
+
+        handles.append(layer.register_forward_pre_hook(on_layer_in, with_kwargs=True))
+        handles.append(layer.get_submodule(layout.attn_out).register_forward_hook(on_attn))
+        handles.append(layer.register_forward_hook(on_layer_out))
+
+        if layout.moe:
+            moe = layer.get_submodule(layout.mlp)
+
+            def on_router(_m, _a, out, i=i):
+                _, scores, selected = out
+                query[i]["weights"], query[i]["selected"] = scores[-1].detach(), selected[-1].detach()
+
+            def on_experts(_m, args, i=i, moe=moe):
+                n_x = args[0][-1].detach()
+                experts, module = _moe_parts(moe)
+                e, dW, _ = moe_patch(experts, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x, target(i))
+                full = torch.zeros_like(module.down_proj)
+                full[e] = dW
+                patches[i].add(name_of(i, f"{layout.mlp}.experts.down_proj"), full, dW)
+                patches[i].info.update(mode="output", expert=e)
+                add(module.down_proj, full)
+
+            handles.append(moe.gate.register_forward_hook(on_router))
+            handles.append(moe.experts.register_forward_pre_hook(on_experts))
+            continue
+
+        gate, up, down = (layer.get_submodule(p) for p in (layout.gate, layout.up, layout.down))
+
+        def on_mlp(_m, args, i=i, gate=gate, up=up):
+            n_x = args[0][0, -1].detach()
+            query[i]["n"] = n_x
+            if mode == "full":
+                for mod, path in ((gate, layout.gate), (up, layout.up)):
+                    dW = input_patch(mod.weight.detach(), n_x, ctx[i]["n"].to(n_x.dtype), what=path)
+                    patches[i].add(name_of(i, f"{path}.weight"), dW)
+                    add(mod.weight, dW)
+            patches[i].info["mode"] = mode
+
+        def on_down(_m, args, i=i, layer=layer, down=down):
+            z = args[0][0, -1].detach()
+            t = target(i)
+            if layout.post_norm is None:
+                dW = rank1_to_target(down.weight.detach(), z, t, what=layout.down)
+            else:
+                norm = layer.get_submodule(layout.post_norm)
+                scale = 1 + norm.weight.detach().to(t.dtype)
+                m_star = post_norm_target(t, scale, what=layout.post_norm)
+                dW = rank1_to_target(down.weight.detach(), z, m_star, what=layout.down)
+                new_scale = norm_scale_patch(scale, m_star, norm.eps)
+                patches[i].deltas[name_of(i, f"{layout.post_norm}.weight")] = new_scale - scale
+                patches[i].scales[name_of(i, f"{layout.post_norm}.weight")] = (scale, new_scale)
+                add(norm.weight, new_scale - scale)
+            patches[i].add(name_of(i, f"{layout.down}.weight"), dW)
+            add(down.weight, dW)
+
+        handles.append(layer.get_submodule(layout.mlp).register_forward_pre_hook(on_mlp))
+        handles.append(down.register_forward_pre_hook(on_down))
+
+    try:
+        with torch.no_grad():
+            logits_q = model(input_ids=input_ids[:, -1:]).logits[0, -1]
+    finally:
+        for h in handles:
+            h.remove()
+        with torch.no_grad():
+            for param, original in reversed(saved):
+                param.copy_(original)
+    return HFChainResult(patches, [s["out"] for s in ctx], outs, logits_ctx, logits_q)
+
+
+@dataclass
+class GenerationTrace:
+    """Greedy tokens with the context and patched without it, and per-step logit gaps."""
+
+    tokens_context: list[int]
+    tokens_patched: list[int]
+    logit_errors: list[float]
+    logit_scales: list[float]
+
+    @property
+    def identical(self) -> bool:
+        return self.tokens_context == self.tokens_patched
+
+
+def patched_greedy(model: nn.Module, prompt_ids: Tensor, steps: int, mode: str = "output") -> GenerationTrace:
+    """Greedy generation two ways: the model on the growing prompt, and the patched query-only model.
+
+    At step s the query is the last token so far and the context all earlier ones; the patched run
+    sees only the query, with patches recomputed from the with-context pass at that step. Each
+    stream continues from its *own* argmax, so a single wrong token would show.
+    """
+    ids_c = prompt_ids.clone()
+    ids_p = prompt_ids.clone()
+    tok_c, tok_p, errs, scales = [], [], [], []
+    for _ in range(steps):
+        with torch.no_grad():
+            logits_c = model(input_ids=ids_c).logits[0, -1]
+        res = hf_chain_patches(model, ids_p, mode)
+        errs.append(max_abs(res.logits_context, res.logits_patched))
+        scales.append(float(res.logits_context.abs().max()))
+        nc, np_ = int(torch.argmax(logits_c)), int(torch.argmax(res.logits_patched))
+        tok_c.append(nc)
+        tok_p.append(np_)
+        ids_c = torch.cat([ids_c, ids_c.new_tensor([[nc]])], dim=1)
+        ids_p = torch.cat([ids_p, ids_p.new_tensor([[np_]])], dim=1)
+    return GenerationTrace(tok_c, tok_p, errs, scales)
+
+
+__all__ = [
+    "ChainResult", "GenerationTrace", "HFChainResult", "HFLayout", "HF_LAYOUTS", "NotControllable", "apply_patches", "chain_patches",
+    "hf_chain_patches", "hf_layers", "hf_layout", "max_abs", "numerical_rank", "patched", "patched_greedy", "spectrum", "with_context_states",
+]

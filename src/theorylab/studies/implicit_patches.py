@@ -1,0 +1,765 @@
+"""implicit-patches: a context is an exact, token-dependent rank-1 patch of the MLP weights.
+
+Papers: A. Goldwaser, M. Munn, J. Gonzalvo, B. Dherin, "Equivalence of Context and Parameter
+Updates in Modern Transformer Blocks", arXiv 2511.17864 (2025), after B. Dherin, M. Munn, H.
+Mazzawi, M. Wunder, J. Gonzalvo, "Learning without training: the implicit dynamics of in-context
+learning", arXiv 2507.16003 (2025).
+
+For six block families (vanilla, Llama, Gemma, post-norm, parallel, top-k MoE) and stacks of
+them, the study computes the patches that make the query-only run reproduce the with-context run
+(:mod:`theorylab.theory.patches`, :mod:`theorylab.probes.weight_patches`) and measures the gap in
+float64 and float32; checks rank 1, the Gemma norm-scale patch, the controllability failure, token
+dependence; patches real Hugging Face modules (Gemma 3, Llama, Mixtral; random-init, optionally
+self-trained, or local weights) through greedy generation; and repeats Dherin et al.'s in-context
+linear-regression experiment (implicit patch vs explicit fine-tuning, patch norms vs context length).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import Field, model_validator
+
+from theorylab.core import Claim, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.context import seeded
+from theorylab.core.plotting import color, new_figure
+from theorylab.data.tasks import in_context_linear_regression
+from theorylab.nn.blocks import FAMILIES, BlockStack, VanillaBlock, make_stack
+from theorylab.probes.weight_patches import (
+    apply_patches,
+    chain_patches,
+    hf_chain_patches,
+    max_abs,
+    numerical_rank,
+    patched_greedy,
+    spectrum,
+    with_context_states,
+)
+from theorylab.theory.patches import NotControllable, implicit_patch
+
+PAPER = "Goldwaser, Munn, Gonzalvo, Dherin, arXiv 2511.17864 (2025); Dherin et al., arXiv 2507.16003 (2025)"
+REF = "arXiv 2511.17864"
+DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16}
+BOUND = {"float64": 1e-10, "float32": 1e-4}  # max |Δ| <= BOUND · (1 + max |out|): float precision, not the paper
+FULL_MODE = ("llama", "gemma", "postnorm")  # families whose MLP input sees the context (input patches meaningful)
+CONTROL = 1e-3  # a control "differs" when its gap is at least this
+
+Family = Literal["vanilla", "llama", "gemma", "postnorm", "parallel", "moe"]
+Arch = Literal["gemma3", "llama", "mistral", "qwen2", "mixtral"]
+
+
+class ImplicitPatchesConfig(StudyConfig):
+    family: tuple[Family, ...] = Field(FAMILIES, min_length=1, description="block families of the sweep")
+    depth: tuple[Annotated[int, Field(ge=1, le=128)], ...] = Field((1, 2, 4, 8), min_length=1, description="depths reported (one stack of the largest depth; layer k is the depth-k stack)")
+    d: tuple[Annotated[int, Field(ge=2, le=8192)], ...] = Field((16, 64), min_length=1, description="widths of the sweep (divisible by n_heads)")
+    context: tuple[Annotated[int, Field(ge=1, le=100_000)], ...] = Field((1, 5, 32), min_length=1, description="context lengths (tokens before the query)")
+    seeds: int = Field(3, ge=1, le=1000, description="random stacks and prompts per (family, d, context)")
+    dtypes: tuple[Literal["float64", "float32"], ...] = Field(("float64", "float32"), min_length=1, description="precisions of the sweep")
+    modes: tuple[Literal["output", "full"], ...] = Field(("output", "full"), min_length=1, description="'output': patch the outer map only; 'full': input patches too (Llama, Gemma, post-norm)")
+    vocab: int = Field(64, ge=2, le=1_000_000, description="vocabulary of the random prompts (embeddings N(0, 1))")
+    n_heads: int = Field(2, ge=1, le=64, description="attention heads of our blocks")
+    hidden_mult: int = Field(4, ge=1, le=64, description="MLP hidden width = hidden_mult · d")
+    g_std: float = Field(0.1, ge=0.0, le=10.0, description="std of the norm-scale offsets g (scale 1 + g) and biases")
+    n_experts: int = Field(4, ge=1, le=256, description="MoE experts")
+    top_k: int = Field(2, ge=1, le=256, description="MoE experts routed per token")
+
+    hf: bool = Field(True, description="run the Hugging Face part (needs the hf extra)")
+    hf_archs: tuple[Arch, ...] = Field(("gemma3", "llama", "mixtral"), description="random-init Hugging Face families patched through their own module code")
+    hf_hidden: int = Field(64, ge=8, le=65536, description="HF hidden size (paper 1152)")
+    hf_intermediate: int = Field(256, ge=8, le=262144, description="HF MLP intermediate size (paper 6912)")
+    hf_layers: int = Field(4, ge=1, le=256, description="HF decoder layers (paper 26)")
+    hf_heads: int = Field(4, ge=1, le=256, description="HF query heads")
+    hf_kv_heads: int = Field(1, ge=1, le=256, description="HF key/value heads (grouped-query attention)")
+    hf_head_dim: int = Field(16, ge=2, le=1024, description="HF head dimension (paper 256)")
+    hf_vocab: int = Field(512, ge=16, le=1_000_000, description="HF vocabulary (paper 262144)")
+    hf_window: int = Field(8, ge=1, le=1_000_000, description="Gemma 3 sliding-window length of local layers (paper 512)")
+    hf_global_every: int = Field(4, ge=1, le=256, description="every k-th Gemma 3 layer is global (Gemma 3: 6, i.e. local:global 5:1)")
+    hf_experts: int = Field(4, ge=2, le=256, description="Mixtral experts")
+    hf_prompt: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field((16,), min_length=1, description="prompt lengths of the generation check (paper 128, 1024)")
+    hf_generate: int = Field(20, ge=1, le=10_000, description="greedy tokens generated (paper 64)")
+    hf_dtypes: tuple[Literal["float64", "float32", "bfloat16"], ...] = Field(("float64",), min_length=1, description="precisions of the HF exactness runs (claims on float64; others reported)")
+    hf_train_steps: int = Field(0, ge=0, le=1_000_000, description="also train the Gemma 3 model on a text for this many steps and check it too (0: random init only)")
+    hf_corpus: str = Field("kjv", min_length=1, description="text for hf_train_steps: 'kjv' (Debian bible-kjv) or a path")
+    hf_local: str = Field("", description="directory of a local Hugging Face causal LM (e.g. Gemma-3-1B weights you own); '' for none")
+
+    icl_tasks: int = Field(128, ge=1, le=1_000_000, description="in-context regression: prompts per training step")
+    icl_length: int = Field(50, ge=3, le=100_000, description="tokens per prompt (examples + the query)")
+    icl_dim: int = Field(2, ge=1, le=1024, description="dimension of x (token width d = icl_dim + 1)")
+    icl_depth: int = Field(1, ge=1, le=64, description="blocks of the in-context regression transformer (Dherin: one)")
+    icl_hidden_mult: int = Field(4, ge=1, le=64, description="its MLP hidden width = mult · d")
+    icl_steps: int = Field(100, ge=0, le=10_000_000, description="Adam steps")
+    icl_lr: float = Field(1e-2, gt=0, le=10.0, description="Adam learning rate")
+    icl_test: int = Field(32, ge=1, le=100_000, description="test prompts for the patch measurements")
+    icl_ft_lr: float = Field(0.05, gt=0, le=100.0, description="learning rate of the explicit online fine-tuning compared with the implicit patch")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ImplicitPatchesConfig":
+        bad = [d for d in self.d if d % self.n_heads]
+        if bad:
+            raise ConfigError(f"invalid value for 'd': {bad} not divisible by n_heads={self.n_heads}")
+        if self.top_k > self.n_experts:
+            raise ConfigError(f"invalid value for 'top_k': {self.top_k}; allowed: 1 <= value <= n_experts ({self.n_experts})")
+        if self.hf_heads % self.hf_kv_heads:
+            raise ConfigError(f"invalid value for 'hf_kv_heads': {self.hf_kv_heads}; allowed: a divisor of hf_heads ({self.hf_heads})")
+        return self
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, < 20 s: 6 families x depth 1-8 x d {16, 64} x context {1, 5, 32} x 3 seeds x {float64, float32}; random-init HF Gemma 3 / Llama / Mixtral; in-context regression"),
+    "paper": Preset.of(
+        "paper",
+        "GPU: a Gemma-3-1B-shaped random-init model (26 layers, width 1152) and a self-trained small Gemma 3; prompts 128 and 1024 tokens, 64 generated; float32/bfloat16 error growth",
+        hf_archs=(("gemma3", "llama"), "the 1B shape in Gemma 3 and Llama layouts (a 26-layer Mixtral at this width is left to --set)"),
+        hf_hidden=(1152, "Gemma 3 1B"),
+        hf_intermediate=(6912, "Gemma 3 1B"),
+        hf_layers=(26, "Gemma 3 1B"),
+        hf_heads=(4, "Gemma 3 1B"),
+        hf_kv_heads=(1, "Gemma 3 1B"),
+        hf_head_dim=(256, "Gemma 3 1B"),
+        hf_vocab=(262144, "Gemma 3 1B"),
+        hf_window=(512, "Gemma 3 1B"),
+        hf_global_every=(6, "Gemma 3: local:global 5:1"),
+        hf_prompt=((128, 1024), "card: prompts of 128-1024 tokens"),
+        hf_generate=(64, "card: 64 generated tokens"),
+        hf_dtypes=(("float64", "float32", "bfloat16"), "card: error growth in float32 and bfloat16"),
+        hf_train_steps=(300, "card: the small config trained for a few hundred steps on a local text"),
+        seeds=(10, "more random stacks"),
+        d=((16, 64, 256), "a wider block too"),
+        icl_steps=(2000, "a trained regression model"),
+        icl_test=(128, "more test prompts"),
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Sweep over our block families
+# --------------------------------------------------------------------------------------------
+
+
+def _modes(cfg: ImplicitPatchesConfig, family: str) -> list[str]:
+    # "full" differs from "output" only where the MLP input sees the context.
+    return [m for m in cfg.modes if m == "output" or family in FULL_MODE] or ["output"]
+
+
+def _stack(cfg: ImplicitPatchesConfig, family: str, d: int, seed: int, depth: int) -> BlockStack:
+    extra = dict(n_experts=cfg.n_experts, top_k=cfg.top_k) if family == "moe" else {}
+    return make_stack(family, depth, d, seed=seed, hidden_mult=cfg.hidden_mult, n_heads=cfg.n_heads, g_std=cfg.g_std, **extra)
+
+
+def _prompt(cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Embedded prompt (context + query) and an alternative query token's embedding (same context)."""
+    g = ctx.generator(f"prompt/{d}/{c}/{seed}")
+    table = torch.randn(cfg.vocab, d, generator=g, dtype=torch.float64)
+    ids = torch.randint(0, cfg.vocab, (c + 1,), generator=g)
+    other = (ids[-1] + 1 + torch.randint(0, cfg.vocab - 1, (1,), generator=g)[0]) % cfg.vocab
+    return table[ids], table[other]
+
+
+def _layer_ranks(patch) -> tuple[int, int, float, float]:
+    """One layer's min and max numerical rank (float64, tol 1e-8), max σ₂/σ₁, and the spread of new/old norm scale."""
+    ranks, ratios, spread = [], [], 0.0
+    for f in patch.factors.values():
+        s = spectrum(f)
+        ranks.append(int((s > 1e-8 * s[0]).sum()) if s[0] > 0 else 0)
+        ratios.append(float(s[1] / s[0]) if s.numel() > 1 and s[0] > 0 else 0.0)
+    for old, new in patch.scales.values():
+        r = (new / old).double()
+        spread = max(spread, float((r.max() - r.min()) / r.abs().mean()))
+    return min(ranks), max(ranks), max(ratios), spread
+
+
+def _sweep(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
+    depth = max(cfg.depth)
+    rows = []
+    combos = [(f, d, c, s) for f in cfg.family for d in cfg.d for c in cfg.context for s in range(cfg.seeds)]
+    for family, d, c, seed in ctx.progress(combos, "patch sweep"):
+        init = int(ctx.rng(f"stack/{family}/{d}/{seed}").integers(2**62))
+        base = _stack(cfg, family, d, init, depth)
+        X64, other64 = _prompt(cfg, ctx, d, c, seed)
+        for dtype in cfg.dtypes:
+            stack = base if dtype == "float64" else copy.deepcopy(base).to(DTYPES[dtype])
+            X, other = X64.to(DTYPES[dtype]), other64.to(DTYPES[dtype])
+            with torch.no_grad():
+                plain, x = [], X[-1:]
+                for block in stack.blocks:
+                    x = block(x)
+                    plain.append(x[-1])
+            for mode in _modes(cfg, family):
+                try:
+                    res = chain_patches(stack, X, mode)
+                except NotControllable as err:
+                    ctx.log(f"{family} d={d} c={c} seed={seed} {dtype} {mode}: {err}")
+                    rows.append(dict(family=family, mode=mode, d=d, context=c, seed=seed, dtype=dtype, depth=depth, error=math.inf, scale=0.0, feasible=False))
+                    continue
+                indep = tokdep = None
+                stats = [(np.nan, np.nan, np.nan, np.nan)] * depth
+                if dtype == "float64":  # rank and controls in float64 only (float32 singular values sit at 1e-7 noise)
+                    stats = [_layer_ranks(p) for p in res.patches]
+                    indep = chain_patches(stack, X, mode, independent=True).errors
+                    X2 = torch.cat([X[:-1], other[None]])
+                    ctx2 = [s["out"] for s in with_context_states(stack, X2)]
+                    tokdep = [max_abs(a, b) for a, b in zip(ctx2, apply_patches(stack, X2[-1:], res.patches))]
+                for k in cfg.depth:
+                    lo, hi, ratio, spread = (np.min([st[0] for st in stats[:k]]), np.max([st[1] for st in stats[:k]]),
+                                             np.max([st[2] for st in stats[:k]]), np.max([st[3] for st in stats[:k]]))
+                    rows.append(dict(
+                        family=family, mode=mode, d=d, context=c, seed=seed, dtype=dtype, depth=k, feasible=True,
+                        error=res.errors[k - 1], scale=res.scales[k - 1], no_patch=max_abs(res.with_context[k - 1], plain[k - 1]),
+                        independent=indep[k - 1] if indep else np.nan, other_query=tokdep[k - 1] if tokdep else np.nan,
+                        rank_min=lo, rank_max=hi, sigma2_over_sigma1=ratio, scale_ratio_spread=spread,
+                        patch_norm=float(sum(v**2 for v in res.patches[k - 1].frobenius().values()) ** 0.5),
+                    ))
+    table = pd.DataFrame(rows)
+    table["bound"] = table["dtype"].map(BOUND) * (1 + table["scale"])
+    ctx.table("sweep", table)
+    return table
+
+
+def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
+    """Gemma blocks with one entry of (1 + g₄) set to 0: the construction must refuse."""
+    rows = []
+    for d in cfg.d:
+        for c in cfg.context:
+            for seed in range(cfg.seeds):
+                init = int(ctx.rng(f"stack/gemma/{d}/{seed}").integers(2**62))
+                stack = _stack(cfg, "gemma", d, init, 1)
+                block = stack.blocks[0]
+                j = int(ctx.rng(f"dead/{d}/{c}/{seed}").integers(d))
+                with torch.no_grad():
+                    block.g4[j] = -1.0
+                X, _ = _prompt(cfg, ctx, d, c, seed)
+                with_ctx, query = block.query_state(X), block.query_state(X[-1:])
+                target_j = float((with_ctx["out"] - query["h"])[j].abs())
+                for mode in _modes(cfg, "gemma"):
+                    try:
+                        implicit_patch(block, with_ctx, query, mode)
+                        flagged, message = False, "returned a patch"
+                    except NotControllable as err:
+                        flagged, message = "not output-controllable" in str(err), str(err)
+                    rows.append(dict(source="GemmaBlock", d=d, context=c, seed=seed, mode=mode, coordinate=j, unreachable=target_j, flagged=flagged, message=message))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Hugging Face models
+# --------------------------------------------------------------------------------------------
+
+
+def _hf_config(cfg: ImplicitPatchesConfig, arch: str) -> dict:
+    common = dict(hidden_size=cfg.hf_hidden, intermediate_size=cfg.hf_intermediate, num_hidden_layers=cfg.hf_layers, num_attention_heads=cfg.hf_heads,
+                  num_key_value_heads=cfg.hf_kv_heads, head_dim=cfg.hf_head_dim, vocab_size=cfg.hf_vocab, max_position_embeddings=max(4096, max(cfg.hf_prompt) + cfg.hf_generate + 8))
+    if arch == "gemma3":
+        types = ["full_attention" if (i + 1) % cfg.hf_global_every == 0 else "sliding_attention" for i in range(cfg.hf_layers)]
+        return dict(common, sliding_window=cfg.hf_window, layer_types=types)
+    if arch == "mixtral":
+        return dict(common, num_local_experts=cfg.hf_experts, num_experts_per_tok=2)
+    return common
+
+
+def _text_tokens(cfg: ImplicitPatchesConfig, vocab_size: int) -> tuple[torch.Tensor, object]:
+    from theorylab.data.text import WordVocab, resolve_corpus
+
+    text = resolve_corpus(cfg.hf_corpus)
+    vocab = WordVocab.from_text(text, vocab_size)
+    return torch.as_tensor(vocab.encode(text)), vocab
+
+
+def _train_lm(model, stream: torch.Tensor, steps: int, ctx: RunContext, seq: int = 64, batch: int = 16, lr: float = 3e-3) -> list[float]:
+    """A few hundred AdamW steps of next-token prediction on random windows (so the weights are not Gaussian)."""
+    from theorylab.data.text import random_windows
+
+    g = ctx.generator("hf/train")
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    losses = []
+    model.train()
+    for step in ctx.progress(range(steps), "train Gemma 3 on text"):
+        w = random_windows(stream, batch, seq + 1, g).to(ctx.device)
+        out = model(input_ids=w[:, :-1], labels=w[:, :-1].clone())
+        # HF shifts the labels itself: predicting w[t+1] from w[<=t].
+        loss = out.loss
+        ctx.check_finite("language-model loss", loss, step)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
+    """(name, arch, float64 model, prompt source) for every model the HF part checks."""
+    from theorylab.nn.hf import load_local_causal_lm, random_init
+
+    for arch in cfg.hf_archs:
+        seed = int(ctx.rng(f"hf/init/{arch}").integers(2**31))
+        yield f"{arch} (random init)", arch, random_init(arch, seed=seed, **_hf_config(cfg, arch)).to(ctx.device), None
+    if cfg.hf_train_steps:
+        stream, vocab = _text_tokens(cfg, cfg.hf_vocab)
+        seed = int(ctx.rng("hf/init/trained").integers(2**31))
+        model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(ctx.device)
+        losses = _train_lm(model, stream, cfg.hf_train_steps, ctx)
+        ctx.table("hf_training", pd.DataFrame(dict(step=np.arange(len(losses)), loss=losses)))
+        yield "gemma3 (self-trained)", "gemma3", model.double(), stream
+    if cfg.hf_local:
+        path = Path(cfg.hf_local).expanduser()
+        model, _ = load_local_causal_lm(path, ctx.device)
+        yield f"local: {path.name}", getattr(model.config, "model_type", "?"), model.double(), None
+
+
+def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    from theorylab.nn.hf import full_precision_norms
+
+    exact, gen, control = [], [], []
+    for name, arch, model, stream in _hf_models(cfg, ctx):
+        vocab = model.config.vocab_size
+        for length in cfg.hf_prompt:
+            g = ctx.generator(f"hf/prompt/{name}/{length}")
+            if stream is not None:
+                start = int(torch.randint(0, len(stream) - length, (1,), generator=g))
+                ids = stream[start:start + length][None].to(ctx.device)
+            else:
+                ids = torch.randint(0, vocab, (1, length), generator=g).to(ctx.device)
+            for dtype in cfg.hf_dtypes:
+                m = model if dtype == "float64" else copy.deepcopy(model).to(DTYPES[dtype])
+                for norms in (("float64", "native") if dtype == "float64" else ("native",)):
+                    for mode in ("output", "full"):
+                        if norms == "float64":
+                            with full_precision_norms(m):
+                                res = hf_chain_patches(m, ids, mode)
+                        else:
+                            res = hf_chain_patches(m, ids, mode)
+                        ranks = [numerical_rank(f, 1e-8 if dtype == "float64" else 1e-3) for p in res.patches for f in p.factors.values()]
+                        for layer, err in enumerate(res.errors):
+                            exact.append(dict(model=name, arch=arch, prompt=length, dtype=dtype, norms=norms, mode=mode, layer=layer + 1, error=err,
+                                              scale=float(res.with_context[layer].abs().max()), logit_error=res.logit_error,
+                                              logit_scale=float(res.logits_context.abs().max()), rank_max=max(ranks), rank_min=min(ranks)))
+                if dtype != "float64":
+                    del m
+            with full_precision_norms(model):
+                trace = patched_greedy(model, ids, cfg.hf_generate)
+            for step, (tc, tp, err, sc) in enumerate(zip(trace.tokens_context, trace.tokens_patched, trace.logit_errors, trace.logit_scales)):
+                gen.append(dict(model=name, arch=arch, prompt=length, step=step + 1, token_context=tc, token_patched=tp, logit_error=err, logit_scale=sc, norms="float64"))
+            ctx.log(f"{name}, prompt {length}: {len(trace.tokens_context)} greedy tokens identical: {trace.identical}")
+        if arch == "gemma3" and "random init" in name:
+            control.extend(_hf_dead_scale(model, ctx, cfg.hf_prompt[0]))
+        del model
+    return pd.DataFrame(exact), pd.DataFrame(gen), pd.DataFrame(control)
+
+
+def _hf_dead_scale(model, ctx: RunContext, length: int) -> list[dict]:
+    """Gemma 3: one entry of a post-feedforward norm's scale 1 + w set to 0 -> the HF patcher must refuse."""
+    from theorylab.nn.hf import full_precision_norms
+    from theorylab.probes.weight_patches import hf_layers
+
+    norm = hf_layers(model)[0].post_feedforward_layernorm
+    j = int(ctx.rng("hf/dead").integers(norm.weight.numel()))
+    ids = torch.randint(0, model.config.vocab_size, (1, length), generator=ctx.generator("hf/dead")).to(next(model.parameters()).device)
+    saved = norm.weight.detach().clone()
+    rows = []
+    try:
+        with torch.no_grad():
+            norm.weight[j] = -1.0
+        for mode in ("output", "full"):
+            try:
+                with full_precision_norms(model):
+                    hf_chain_patches(model, ids, mode)
+                flagged, message = False, "returned a patch"
+            except NotControllable as err:
+                flagged, message = "not output-controllable" in str(err), str(err)
+            rows.append(dict(source="HF Gemma 3 layer 0", d=model.config.hidden_size, context=length - 1, seed=0, mode=mode, coordinate=j, unreachable=np.nan, flagged=flagged, message=message))
+    finally:
+        with torch.no_grad():
+            norm.weight.copy_(saved)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# In-context linear regression (Dherin et al., Sec. 4)
+# --------------------------------------------------------------------------------------------
+
+
+def _icl_model(cfg: ImplicitPatchesConfig, seed: int) -> BlockStack:
+    d = cfg.icl_dim + 1
+    with seeded(seed):
+        blocks = [VanillaBlock(d, cfg.icl_hidden_mult * d, n_heads=1, g_std=cfg.g_std, layer_norm=False) for _ in range(cfg.icl_depth)]
+    return BlockStack(blocks)
+
+
+def _icl(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    model = _icl_model(cfg, int(ctx.rng("icl/init").integers(2**62)))
+    g = ctx.generator("icl/train")
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.icl_lr)
+    log = []
+    for step in ctx.progress(range(cfg.icl_steps), "train in-context regression"):
+        batch = in_context_linear_regression(cfg.icl_tasks, cfg.icl_length, cfg.icl_dim, generator=g)
+        loss = (model(batch.tokens)[:, -1, -1] - batch.y_query).pow(2).mean()
+        ctx.check_finite("in-context regression loss", loss, step)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        log.append(dict(step=step, loss=loss.item()))
+    model.requires_grad_(False)
+    test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_dim, generator=ctx.generator("icl/test"))
+    m32 = copy.deepcopy(model).float()
+    rows, ft_rows = [], []
+    for t in ctx.progress(range(cfg.icl_test), "implicit patches per context length"):
+        tokens = test.tokens[t]
+        prev = None
+        for i in range(1, cfg.icl_length):
+            X = torch.cat([tokens[:i], tokens[-1:]])
+            res = chain_patches(model, X, "output")
+            res32 = chain_patches(m32, X.float(), "output")
+            pred, implicit = float(res.with_context[-1][-1]), float(res.patched[-1][-1])
+            pred32, implicit32 = float(res32.with_context[-1][-1]), float(res32.patched[-1][-1])
+            flat = torch.cat([p.deltas["W1"].flatten() for p in res.patches])
+            inc = flat if prev is None else flat - prev
+            prev = flat
+            rows.append(dict(task=t, i=i, prediction=pred, implicit=implicit, rel_error=abs(pred - implicit) / (1 + abs(pred)),
+                             rel_error32=abs(pred32 - implicit32) / (1 + abs(pred32)), patch_norm=float(flat.norm()), increment_norm=float(inc.norm()),
+                             sq_error=(pred - float(test.y_query[t])) ** 2))
+        ft_rows.extend(_explicit_finetune(model, tokens, float(test.y_query[t]), cfg, t))
+    no_ctx = model(test.tokens[:, -1:])[:, -1, -1]
+    ctx.scalar("icl_no_context_mse", float((no_ctx - test.y_query).pow(2).mean()))
+    return pd.DataFrame(log), pd.DataFrame(rows), pd.DataFrame(ft_rows)
+
+
+def _explicit_finetune(model: BlockStack, tokens: torch.Tensor, y_query: float, cfg: ImplicitPatchesConfig, task: int) -> list[dict]:
+    """Online gradient descent on the first MLP matrix over the context examples, each seen alone.
+
+    Dherin et al. compare the implicit patch with explicit fine-tuning of the same matrix: here one
+    SGD step per example ``(x_j, y_j)`` on the query-only model (input ``[x_j, 0]``), then the query.
+    """
+    block = copy.deepcopy(model)
+    W1 = block.blocks[0].W1
+    W1.requires_grad_(True)
+    opt = torch.optim.SGD([W1], lr=cfg.icl_ft_lr)
+    rows = []
+    query = tokens[-1:]
+    for i in range(1, cfg.icl_length):
+        x = tokens[i - 1:i].clone()
+        y = float(x[0, -1])
+        x[0, -1] = 0.0
+        loss = 0.5 * (block(x)[-1, -1] - y) ** 2
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            rows.append(dict(task=task, i=i, finetuned_sq_error=(float(block(query)[-1, -1]) - y_query) ** 2))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------------
+
+
+def _figure_error_vs_depth(ctx: RunContext, sweep: pd.DataFrame) -> None:
+    ok = sweep[sweep["feasible"]]
+    dtypes = list(ok["dtype"].unique())
+    fig, axes = new_figure(ncols=len(dtypes), width=4.2 * len(dtypes))
+    axes = np.atleast_1d(axes)
+    for ax, dtype in zip(axes, dtypes):
+        t = ok[ok["dtype"] == dtype].assign(rel=lambda f: f["error"] / (1 + f["scale"]))
+        fams = list(t["family"].unique())
+        for i, fam in enumerate(fams):
+            g = t[t["family"] == fam].groupby("depth")["rel"]
+            shift = 1 + 0.04 * (i - len(fams) / 2)
+            ax.plot(g.median().index * shift, g.median().values, "o", color=color(i), ms=4, label=f"{fam} (median)")
+            ax.plot(g.max().index * shift, g.max().values, "v", color=color(i), ms=4, mfc="none", label=f"{fam} (max)")
+        ax.axhline(float(torch.finfo(DTYPES[dtype]).eps), color="grey", ls=":", lw=1, label="machine epsilon")
+        ax.axhline(BOUND[dtype], color="k", ls="--", lw=0.8, label="claim bound")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("depth (layer of the stack)")
+        ax.set_ylabel("max |Δ| / (1 + max |out|)")
+        ax.set_title(f"patched without context vs with context, {dtype}", fontsize=8)
+    axes[0].legend(fontsize=5, ncol=2)
+    ctx.figure("patch_error_vs_depth", fig)
+
+
+def _figure_spectrum(ctx: RunContext, cfg: ImplicitPatchesConfig) -> None:
+    d = cfg.d[0]
+    stack = _stack(cfg, "gemma", d, int(ctx.rng(f"stack/gemma/{d}/0").integers(2**62)), 1)
+    X, _ = _prompt(cfg, ctx, d, cfg.context[-1], 0)
+    res = chain_patches(stack, X, "full")
+    fig, ax = new_figure()
+    for i, (name, f) in enumerate(res.patches[0].factors.items()):
+        s = spectrum(f).numpy()
+        s = np.maximum(s[:8], 1e-300)
+        ax.bar(np.arange(len(s)) + 0.27 * (i - 1), s, width=0.27, color=color(i), label=f"ΔW_{name[2:]}")
+    ax.set_yscale("log")
+    ax.set_xlabel("singular value index")
+    ax.set_ylabel("singular value (float64)")
+    ax.set_title(f"Gemma block, d = {d}, context {cfg.context[-1]}: one non-zero singular value per patch", fontsize=8)
+    ax.legend(fontsize=7)
+    ctx.figure("patch_spectrum", fig)
+
+
+def _figure_generation(ctx: RunContext, gen: pd.DataFrame) -> None:
+    if gen.empty:
+        return
+    fig, ax = new_figure()
+    for i, ((name, length), g) in enumerate(gen.groupby(["model", "prompt"])):
+        same = bool((g["token_context"] == g["token_patched"]).all())
+        ax.plot(g["step"], g["logit_error"].clip(lower=1e-18), "o-", ms=3, color=color(i), label=f"{name}, prompt {length}: tokens identical = {same}")
+    ax.axhline(1e-8, color="k", ls="--", lw=0.8, label="1e-8 (claim bound / (1 + max|logit|))")
+    ax.set_yscale("log")
+    ax.set_xlabel("generated token")
+    ax.set_ylabel("max |Δ logit| at that step (float64)")
+    ax.set_title("greedy generation: with context vs patched without, patches recomputed per token", fontsize=8)
+    ax.legend(fontsize=6)
+    ctx.figure("generation_trace", fig)
+
+
+def _figure_icl(ctx: RunContext, icl: pd.DataFrame, ft: pd.DataFrame) -> None:
+    fig, (ax, bx) = new_figure(ncols=2, width=8.4)
+    g = icl.groupby("i")["increment_norm"]
+    m, s = g.mean(), g.std().fillna(0)
+    ax.plot(m.index, m.values, color=color(0), label="‖ΔW_i‖_F (C≤i vs C≤i−1)")
+    ax.fill_between(m.index, (m - s).values, (m + s).values, color=color(0), alpha=0.25)
+    ax.plot(icl.groupby("i")["patch_norm"].mean(), color=color(1), label="‖ΔW(C≤i)‖_F")
+    ax.set_yscale("log")
+    ax.set_xlabel("context examples i")
+    ax.set_ylabel("Frobenius norm (mean ± SD over prompts)")
+    ax.set_title("implicit patches converge as the context grows", fontsize=8)
+    ax.legend(fontsize=7)
+    bx.plot(icl.groupby("i")["sq_error"].mean(), color=color(0), label="implicit (= model with context)")
+    bx.plot(ft.groupby("i")["finetuned_sq_error"].mean(), color=color(2), label="explicit online fine-tuning of W₁")
+    bx.set_yscale("log")
+    bx.set_xlabel("context examples i")
+    bx.set_ylabel("query squared error (mean over prompts)")
+    bx.set_title("in-context regression: implicit vs explicit update", fontsize=8)
+    bx.legend(fontsize=7)
+    ctx.figure("icl_patch_norms", fig)
+
+
+# --------------------------------------------------------------------------------------------
+# Claims
+# --------------------------------------------------------------------------------------------
+
+
+_verdict = Verdict.maker("implicit-patches")
+
+
+def _exact_detail(t: pd.DataFrame) -> tuple[bool, float, str]:
+    parts, ok, worst = [], True, 0.0
+    for dtype, g in t.groupby("dtype"):
+        rel = g["error"] / (1 + g["scale"])
+        bad = g[(g["error"] > g["bound"]) | ~g["feasible"]]
+        ok &= bad.empty
+        worst = max(worst, float(rel.max() / BOUND[dtype]))
+        parts.append(f"{dtype}: max |Δ|/(1+max|out|) = {rel.max():.2e} (bound {BOUND[dtype]:g}) over {len(g)} cases" + (f"; {len(bad)} over the bound, e.g. {bad.iloc[0][['family', 'mode', 'd', 'context', 'seed']].to_dict()}" if not bad.empty else ""))
+    return ok, worst, "; ".join(parts)
+
+
+S_SINGLE = "For every block family (vanilla, Llama, Gemma, post-norm, parallel, MoE), width, context length and seed, one block patched without the context gives its with-context output at the query: max |Δ| <= 1e-10·(1 + max|out|) in float64 and <= 1e-4·(1 + max|out|) in float32."
+
+
+def judge_single(res) -> Verdict:
+    t = res.table("sweep")
+    t = t[t["depth"] == 1]
+    if t.empty:
+        return _verdict("exact-single-block", S_SINGLE, None, None, None, None, "needs depth 1 in 'depth'")
+    ok, worst, detail = _exact_detail(t)
+    fams = ", ".join(sorted(t["family"].unique()))
+    return _verdict("exact-single-block", S_SINGLE, worst, "<= 1 (error / bound)", 1, ok, f"families {fams}; {detail}")
+
+
+S_MULTI = ("With the multi-layer algorithm (patch layer l against the with-context state, feed the patched output to layer l+1), the deepest stack's output obeys the same bounds; "
+           "patching every layer against its own unpatched query-only input instead misses (gap >= 1e-3) at depth >= 2 in >= 95% of cases.")
+
+
+def judge_multi(res) -> Verdict:
+    t = res.table("sweep")
+    deep = t[t["depth"] == t["depth"].max()]
+    if deep["depth"].max() < 2:
+        return _verdict("exact-multi-layer", S_MULTI, None, None, None, None, "needs a depth >= 2 in 'depth'")
+    ok, worst, detail = _exact_detail(deep)
+    ind = t[(t["depth"] >= 2) & t["independent"].notna()]
+    frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
+    ok = ok and len(ind) > 0 and frac >= 0.95
+    detail += f"; depth {int(deep['depth'].max())}. Control (independent patches): gap >= 1e-3 in {frac:.1%} of {len(ind)} cases at depth >= 2 (median {ind['independent'].median():.2g})"
+    return _verdict("exact-multi-layer", S_MULTI, worst, "<= 1 (error / bound)", 1, ok, detail)
+
+
+S_RANK = ("Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma norm-scale patch is a scalar multiple of (1 + g₄) "
+          "(spread of the ratio new/old scale <= 1e-10).")
+
+
+def judge_rank(res) -> Verdict:
+    t = res.table("sweep")
+    t = t[(t["dtype"] == "float64") & t["feasible"]]
+    if t.empty:
+        return _verdict("rank-one", S_RANK, None, None, None, None, "needs float64 in 'dtypes'")
+    deep = t[t["depth"] == t["depth"].max()]
+    ratio = float(deep["sigma2_over_sigma1"].max())
+    spread = float(deep["scale_ratio_spread"].max())
+    ok = bool((deep["rank_min"] == 1).all() and (deep["rank_max"] == 1).all()) and ratio <= 1e-8 and spread <= 1e-10
+    detail = (f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; max σ₂/σ₁ = {ratio:.1e}; "
+              f"max spread of the Gemma scale ratio = {spread:.1e}")
+    return _verdict("rank-one", S_RANK, ratio, "<= 1e-8", 1e-8, ok, detail)
+
+
+S_CONTEXT = "Control: removing the context without patching changes the query's output by >= 1e-3 in every case, so the exactness claims are not vacuous."
+
+
+def judge_context_effect(res) -> Verdict:
+    t = res.table("sweep")
+    t = t[t["feasible"]]
+    low = float(t["no_patch"].min())
+    detail = f"min gap without patch {low:.3g} over {len(t)} (case, depth) rows; median {t['no_patch'].median():.3g}"
+    return _verdict("needs-context-effect", S_CONTEXT, low, ">= 1e-3", CONTROL, low >= CONTROL, detail)
+
+
+S_TOKEN = "Token dependence: the patches computed for query x, applied to another query x' with the same context, miss x''s with-context output (gap >= 1e-3) in >= 95% of cases: no global patch."
+
+
+def judge_token(res) -> Verdict:
+    t = res.table("sweep")
+    t = t[t["other_query"].notna()]
+    if t.empty:
+        return _verdict("token-dependence", S_TOKEN, None, None, None, None, "needs float64 in 'dtypes'")
+    frac = float((t["other_query"] >= CONTROL).mean())
+    detail = f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median {t['other_query'].median():.3g}"
+    return _verdict("token-dependence", S_TOKEN, frac, ">= 0.95", 0.95, frac >= 0.95, detail)
+
+
+S_CONTROL = ("With one entry of the post-MLP norm scale (1 + g₄) set to 0, the Gemma construction (ours and on HF Gemma 3) reports 'not output-controllable' "
+             "instead of returning a patch, in every trial; the unreachable target entry is >= 1e-3, so any returned patch would be off.")
+
+
+def judge_controllability(res) -> Verdict:
+    t = res.table("controllability")
+    if t.empty:
+        return _verdict("controllability-failure", S_CONTROL, None, None, None, None, "no trials")
+    flagged = float(t["flagged"].mean())
+    unreachable = t["unreachable"].dropna()
+    ok = bool(t["flagged"].all()) and (unreachable.empty or float(unreachable.min()) >= CONTROL)
+    detail = f"{int(t['flagged'].sum())}/{len(t)} trials refused ({', '.join(sorted(t['source'].unique()))}); smallest unreachable target entry {unreachable.min():.3g}; e.g. \"{t['message'].iloc[0][:140]}\""
+    return _verdict("controllability-failure", S_CONTROL, flagged, 1.0, 0, ok, detail)
+
+
+S_HF_GEN = ("Hugging Face Gemma 3 (random init from the card's config; also self-trained or local weights where run): 20 greedy tokens from the patched query-only runs equal those of the "
+            "full-context runs, and the logits agree to 1e-8·(1 + max|logit|) in float64 at every step.")
+
+
+def _hf_tables(res):
+    try:
+        return res.table("hf_exact"), res.table("generation")
+    except KeyError:
+        return None, None
+
+
+def judge_hf_generation(res) -> Verdict:
+    exact, gen = _hf_tables(res)
+    if gen is None or gen.empty or not (gen["arch"] == "gemma3").any():
+        return _verdict("hf-greedy-identical", S_HF_GEN, None, None, None, None, "no Hugging Face Gemma 3 run (hf=false, gemma3 not in hf_archs, or transformers missing: pip install \"theorylab[hf]\")")
+    g = gen[gen["arch"] == "gemma3"]
+    rel = float((g["logit_error"] / (1 + g["logit_scale"])).max())
+    same = bool((g["token_context"] == g["token_patched"]).all())
+    e = exact[(exact["arch"] == "gemma3") & (exact["dtype"] == "float64")]
+    native = e[e["norms"] == "native"]
+    detail = (f"{', '.join(sorted(g['model'].unique()))}: {g.groupby(['model', 'prompt']).ngroups} prompt(s) x {int(g['step'].max())} steps; tokens identical: {same}; "
+              f"max |Δlogit|/(1+max|logit|) = {rel:.2e} (norms in float64). With HF's own float32 RMSNorms in a float64 model the gap is "
+              f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): reported, not judged")
+    return _verdict("hf-greedy-identical", S_HF_GEN, rel, "<= 1e-8", 1e-8, same and rel <= 1e-8, detail)
+
+
+S_HF_FAMILIES = "Every Hugging Face family run (Gemma 3, Llama, Mixtral MoE; random init, small configs) is patched exactly through its own module code: logits at the query agree to 1e-8·(1 + max|logit|) in float64, in both patch modes, and every patch has rank 1."
+
+
+def judge_hf_families(res) -> Verdict:
+    exact, _ = _hf_tables(res)
+    if exact is None or exact.empty:
+        return _verdict("hf-families-exact", S_HF_FAMILIES, None, None, None, None, "no Hugging Face run (hf=false or transformers missing)")
+    e = exact[(exact["dtype"] == "float64") & (exact["norms"] == "float64")]
+    per = e.assign(rel=e["logit_error"] / (1 + e["logit_scale"])).groupby("model").agg(rel=("rel", "max"), rmin=("rank_min", "min"), rmax=("rank_max", "max"))
+    worst = float(per["rel"].max())
+    ok = worst <= 1e-8 and bool((per["rmin"] == 1).all() and (per["rmax"] == 1).all())
+    detail = "; ".join(f"{m}: {r.rel:.1e}, ranks {int(r.rmin)}..{int(r.rmax)}" for m, r in per.iterrows())
+    other = exact[exact["dtype"] != "float64"]
+    if not other.empty:
+        detail += "; reported: " + ", ".join(f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}" for (m, dt), g in other.groupby(["model", "dtype"]))
+    return _verdict("hf-families-exact", S_HF_FAMILIES, worst, "<= 1e-8", 1e-8, ok, detail)
+
+
+S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the implicit (patched, query-only) prediction equals the model's prediction "
+         "(|Δ|/(1+|pred|) <= 1e-10 in float64, <= 1e-4 in float32), and the incremental patches shrink: mean ‖ΔW_i‖_F over i in [40, 49] <= 0.5 x the mean over i in [1, 10].")
+
+
+def judge_icl(res) -> Verdict:
+    t = res.table("icl_patches")
+    if t["i"].max() < 49:
+        return _verdict("icl-norm-shrinks", S_ICL, None, None, None, None, "needs icl_length >= 50 (i up to 49)")
+    early = float(t[t["i"].between(1, 10)]["increment_norm"].mean())
+    late = float(t[t["i"].between(40, 49)]["increment_norm"].mean())
+    ratio = late / early
+    e64, e32 = float(t["rel_error"].max()), float(t["rel_error32"].max())
+    ok = e64 <= 1e-10 and e32 <= 1e-4 and ratio <= 0.5
+    detail = f"implicit vs model: {e64:.1e} (float64), {e32:.1e} (float32); mean ‖ΔW_i‖: i 1-10 {early:.3g}, i 40-49 {late:.3g}, ratio {ratio:.3f} (need <= 0.5)"
+    return _verdict("icl-norm-shrinks", S_ICL, ratio, "<= 0.5", 0.5, ok, detail)
+
+
+CLAIMS = [
+    Claim("implicit-patches/exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et al. Thm 2.2", judge_single),
+    Claim("implicit-patches/exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm", judge_multi),
+    Claim("implicit-patches/rank-one", S_RANK, REF + ", rank-1 MLP patches and the RMSNorm-scale patch", judge_rank),
+    Claim("implicit-patches/needs-context-effect", S_CONTEXT, "ours: control that makes the exactness claims non-vacuous", judge_context_effect),
+    Claim("implicit-patches/token-dependence", S_TOKEN, REF + ", limitation: patches are token dependent", judge_token),
+    Claim("implicit-patches/controllability-failure", S_CONTROL, REF + ", output controllability", judge_controllability),
+    Claim("implicit-patches/hf-greedy-identical", S_HF_GEN, REF + ", Gemma 3 experiment (identical greedy generation)", judge_hf_generation),
+    Claim("implicit-patches/hf-families-exact", S_HF_FAMILIES, REF + ", gating, MoE, pre/post-norm on real module code (ours: random-init small configs)", judge_hf_families),
+    Claim("implicit-patches/icl-norm-shrinks", S_ICL, "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)", judge_icl),
+]
+
+
+@study(
+    "implicit-patches",
+    title="Context as exact token-dependent rank-1 weight patches in modern transformer blocks",
+    paper=PAPER,
+    config=ImplicitPatchesConfig,
+    presets=PRESETS,
+    family="transformers",
+    claims=CLAIMS,
+)
+def run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
+    threads = torch.get_num_threads()
+    if ctx.device.type == "cpu":
+        # Every op here is tiny (one query row, d <= 64): intra-op threading costs more than it
+        # gives (HF part on 2 cores: 3.5 s with 2 threads, 1.0 s with 1).
+        torch.set_num_threads(1)
+    try:
+        _run(cfg, ctx)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
+    sweep = _sweep(cfg, ctx)
+    _figure_error_vs_depth(ctx, sweep)
+    if "gemma" in cfg.family:
+        _figure_spectrum(ctx, cfg)
+    control = _controllability(cfg, ctx)
+    exact = gen = pd.DataFrame()
+    if cfg.hf:
+        try:
+            exact, gen, hf_control = _hf(cfg, ctx)
+        except ImportError as err:
+            ctx.log(f"Hugging Face part skipped: {err}")
+        else:
+            control = pd.concat([control, hf_control], ignore_index=True)
+            ctx.table("hf_exact", exact)
+            ctx.table("generation", gen)
+            _figure_generation(ctx, gen)
+    ctx.table("controllability", control)
+    log, icl, ft = _icl(cfg, ctx)
+    ctx.table("icl_training", log)
+    ctx.table("icl_patches", icl)
+    ctx.table("icl_finetune", ft)
+    _figure_icl(ctx, icl, ft)
