@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from theorylab.core.study import all_studies
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,3 +76,9 @@ def test_ablation_kit_example_runs():
 def test_corrupted_data_kit_example_runs():
     ns = _run_example("## Corrupted-data kit", **{"steps=300": "steps=3", "4000": "400"})
     assert ns["cleaned"].shape == (400, 2)
+
+
+def test_weight_patch_kit_example_runs():
+    pytest.importorskip("transformers")
+    ns = _run_example("## Weight-patch kit")
+    assert max(ns["res"].errors) < 1e-12 and ns["hf"].logit_error < 1e-12 and ns["trace"].identical

@@ -61,10 +61,6 @@ def patched(module: nn.Module, deltas: Mapping[str, Tensor]) -> Iterator[None]:
                 params[k].copy_(w)
 
 
-def _prefixed(prefix: str, deltas: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    return {f"{prefix}.{k}": v for k, v in deltas.items()}
-
-
 def spectrum(matrix: Tensor) -> Tensor:
     """Singular values in float64, largest first."""
     return torch.linalg.svdvals(matrix.detach().double())
@@ -117,8 +113,8 @@ def apply_patches(stack, x: Tensor, patches: list[Patch]) -> list[Tensor]:
     """Run the query-only input ``x`` (shape ``(1, d)``) through the stack with each layer's patch."""
     outs = []
     with torch.no_grad():
-        for i, (block, patch) in enumerate(zip(stack.blocks, patches)):
-            with patched(stack, _prefixed(f"blocks.{i}", patch.deltas)):
+        for block, patch in zip(stack.blocks, patches):
+            with patched(block, patch.deltas):
                 x = block(x)
             outs.append(x[-1])
     return outs
@@ -132,7 +128,7 @@ def chain_patches(stack, X: Tensor, mode: str = "output", *, independent: bool =
     """
     ctx = with_context_states(stack, X)
     x = X[-1:]
-    patches = []
+    patches, outs = [], []
     with torch.no_grad():
         for i, block in enumerate(stack.blocks):
             patch = implicit_patch(block, ctx[i], block.query_state(x), mode)
@@ -140,9 +136,11 @@ def chain_patches(stack, X: Tensor, mode: str = "output", *, independent: bool =
             if independent:
                 x = block(x)
             else:
-                with patched(stack, _prefixed(f"blocks.{i}", patch.deltas)):
+                with patched(block, patch.deltas):
                     x = block(x)
-    outs = apply_patches(stack, X[-1:], patches)
+                outs.append(x[-1])
+    if independent:  # now run the query through every patched layer
+        outs = apply_patches(stack, X[-1:], patches)
     return ChainResult(patches, [s["out"] for s in ctx], outs)
 
 
