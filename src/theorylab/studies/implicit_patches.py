@@ -279,10 +279,8 @@ def _train_lm(model, stream: torch.Tensor, steps: int, ctx: RunContext, seq: int
     losses = []
     model.train()
     for step in ctx.progress(range(steps), "train Gemma 3 on text"):
-        w = random_windows(stream, batch, seq + 1, g).to(ctx.device)
-        out = model(input_ids=w[:, :-1], labels=w[:, :-1].clone())
-        # HF shifts the labels itself: predicting w[t+1] from w[<=t].
-        loss = out.loss
+        w = random_windows(stream, batch, seq, g).to(ctx.device)
+        loss = model(input_ids=w, labels=w).loss  # HF shifts the labels: w[t+1] predicted from w[<=t]
         ctx.check_finite("language-model loss", loss, step)
         opt.zero_grad()
         loss.backward()
@@ -520,20 +518,20 @@ def _figure_generation(ctx: RunContext, gen: pd.DataFrame) -> None:
 def _figure_icl(ctx: RunContext, icl: pd.DataFrame, ft: pd.DataFrame) -> None:
     fig, (ax, bx) = new_figure(ncols=2, width=8.4)
     g = icl.groupby("i")["increment_norm"]
-    m, s = g.mean(), g.std().fillna(0)
-    ax.plot(m.index, m.values, color=color(0), label="‖ΔW_i‖_F (C≤i vs C≤i−1)")
-    ax.fill_between(m.index, (m - s).values, (m + s).values, color=color(0), alpha=0.25)
+    m, lo, hi = g.mean(), g.quantile(0.25), g.quantile(0.75)
+    ax.plot(m.index, m.values, color=color(0), label="‖ΔW_i‖_F (C≤i vs C≤i−1), mean")
+    ax.fill_between(m.index, lo.values, hi.values, color=color(0), alpha=0.25, label="25-75% over prompts")
     ax.plot(icl.groupby("i")["patch_norm"].mean(), color=color(1), label="‖ΔW(C≤i)‖_F")
     ax.set_yscale("log")
     ax.set_xlabel("context examples i")
-    ax.set_ylabel("Frobenius norm (mean ± SD over prompts)")
+    ax.set_ylabel("Frobenius norm")
     ax.set_title("implicit patches converge as the context grows", fontsize=8)
     ax.legend(fontsize=7)
     bx.plot(icl.groupby("i")["sq_error"].mean(), color=color(0), label="implicit (= model with context)")
     bx.plot(ft.groupby("i")["finetuned_sq_error"].mean(), color=color(2), label="explicit online fine-tuning of W₁")
     bx.set_yscale("log")
     bx.set_xlabel("context examples i")
-    bx.set_ylabel("query squared error (mean over prompts)")
+    bx.set_ylabel("query squared error (mean)")
     bx.set_title("in-context regression: implicit vs explicit update", fontsize=8)
     bx.legend(fontsize=7)
     ctx.figure("icl_patch_norms", fig)
