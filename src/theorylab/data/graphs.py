@@ -1,0 +1,166 @@
+"""Weighted graphs for algorithm-learning studies, as plain tensors (PyTorch Geometric ``Data`` on request).
+
+Wittig et al., "Which Algorithms Can Graph Neural Networks Learn?", arXiv 2602.13106 (2026), and
+Nerem et al., arXiv 2503.19173: train an MPNN on a handful of tiny graphs, test it on graphs 10x-100x
+larger. Every generator returns a :class:`WeightedGraph` (directed edges ``u -> v`` with weights and
+a source); :func:`batch` joins many into one disconnected graph with node offsets, so an algorithm
+or a model runs over all of them in one pass.
+
+- :func:`bf_tiny_training_set`: the three Bellman–Ford motifs (one edge; a two-edge path; a node with
+  two competing in-edges, both outcomes) with weights from a small grid (reconstructed).
+- :func:`erdos_renyi_weighted`: G(n, p = c/n), weights U[1, 10], restricted to the part reachable
+  from a random source.
+- :func:`knapsack_graph`: a 0-1 knapsack instance as a layered DAG over (item i, capacity c) whose
+  longest (max-plus) path from layer 0 to (n, C) is the DP optimum.
+- :func:`wl_indistinguishable_pair`: the 6-cycle and two disjoint triangles (1-WL cannot tell them apart).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+@dataclass
+class WeightedGraph:
+    """Directed weighted graph: ``edge_index`` ``(2, E)`` (long), ``weight`` ``(E,)`` (float64), ``num_nodes``, ``source``."""
+
+    edge_index: Tensor
+    weight: Tensor
+    num_nodes: int
+    source: int | Tensor = 0
+
+    def undirected(self) -> "WeightedGraph":
+        """Both directions of every edge."""
+        ei = torch.cat([self.edge_index, self.edge_index.flip(0)], dim=1)
+        return WeightedGraph(ei, torch.cat([self.weight, self.weight]), self.num_nodes, self.source)
+
+    def to_pyg(self):
+        """A PyTorch Geometric ``Data`` (``edge_attr`` = weights as a column, ``source`` kept); needs the graphs extra."""
+        try:
+            from torch_geometric.data import Data
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise ImportError('PyTorch Geometric is needed here: pip install "theorylab[graphs]"') from err
+        return Data(edge_index=self.edge_index, edge_attr=self.weight[:, None], num_nodes=self.num_nodes, source=torch.as_tensor(self.source))
+
+
+def batch(graphs: list[WeightedGraph]) -> tuple[WeightedGraph, Tensor]:
+    """One disjoint union (sources: a tensor of the graphs' sources) and ``ptr`` (node offsets, length G + 1)."""
+    sizes = torch.tensor([g.num_nodes for g in graphs])
+    ptr = torch.cat([torch.zeros(1, dtype=torch.long), sizes.cumsum(0)])
+    ei = torch.cat([g.edge_index + ptr[i] for i, g in enumerate(graphs)], dim=1)
+    w = torch.cat([g.weight for g in graphs])
+    sources = torch.cat([torch.as_tensor(g.source).reshape(-1) + ptr[i] for i, g in enumerate(graphs)])
+    return WeightedGraph(ei, w, int(ptr[-1]), sources), ptr
+
+
+def _graph(edges: list[tuple[int, int]], weights: list[float], n: int, source: int = 0) -> WeightedGraph:
+    ei = torch.tensor(edges, dtype=torch.long).t().reshape(2, -1)
+    return WeightedGraph(ei, torch.tensor(weights, dtype=torch.float64), n, source)
+
+
+def bf_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
+    """At most 10 tiny directed graphs with source 0 covering the Bellman–Ford motifs (reconstructed).
+
+    (a) s -> v; (b) s -> u -> v; (c) s -> v and s -> u -> v, once with the direct edge winning and
+    once with the path winning. Weights come from ``grid`` (its ends and middle).
+    """
+    g = sorted(set(int(x) for x in grid))
+    if len(g) < 2 or g[0] < 0:
+        raise ValueError("grid needs at least two non-negative weights")
+    lo, hi, mid = g[0], g[-1], g[len(g) // 2]
+    graphs = [_graph([(0, 1)], [w], 2) for w in (lo, mid, hi)]
+    graphs += [_graph([(0, 1), (1, 2)], ws, 3) for ws in ((lo, hi), (mid, lo), (hi, mid))]
+    graphs += [_graph([(0, 2), (0, 1), (1, 2)], [lo, mid, mid], 3),  # direct edge wins
+               _graph([(0, 2), (0, 1), (1, 2)], [hi, lo, lo], 3),  # path wins
+               _graph([(0, 2), (0, 1), (1, 2)], [mid, lo, hi], 3),
+               _graph([(0, 2), (0, 1), (1, 2)], [hi, mid, lo], 3)]
+    return graphs[:10]
+
+
+def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
+    """Directed G(n, p = c/n), weights U[w_low, w_high], kept to the nodes reachable from a random source (relabelled, source 0)."""
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+    p = min(1.0, c / n)
+    # Sample edges by rejection-free pairs: for sparse p draw E ~ Bin(n(n-1), p) endpoints, drop loops and repeats.
+    e = int(torch.binomial(torch.tensor(float(n * (n - 1))), torch.tensor(p), generator=generator).item())
+    u = torch.randint(0, n, (e,), generator=generator)
+    v = torch.randint(0, n - 1, (e,), generator=generator)
+    v = v + (v >= u).long()  # no self-loops
+    key = torch.unique(u * n + v)
+    u, v = key // n, key % n
+    w = w_low + (w_high - w_low) * torch.rand(len(u), generator=generator, dtype=torch.float64)
+    source = int(torch.randint(0, n, (1,), generator=generator))
+    # reachable set by BFS over the sparse adjacency
+    order = torch.argsort(u)
+    u, v, w = u[order], v[order], w[order]
+    starts = torch.searchsorted(u, torch.arange(n + 1))
+    seen = torch.zeros(n, dtype=torch.bool)
+    seen[source] = True
+    frontier = [source]
+    while frontier:
+        nxt = []
+        for a in frontier:
+            for b in v[starts[a]:starts[a + 1]].tolist():
+                if not seen[b]:
+                    seen[b] = True
+                    nxt.append(b)
+        frontier = nxt
+    keep = seen[u] & seen[v]
+    relabel = torch.full((n,), -1, dtype=torch.long)
+    nodes = torch.nonzero(seen).flatten()
+    relabel[nodes] = torch.arange(len(nodes))
+    ei = torch.stack([relabel[u[keep]], relabel[v[keep]]])
+    return WeightedGraph(ei, w[keep], len(nodes), int(relabel[source]))
+
+
+@dataclass
+class KnapsackInstance:
+    weights: np.ndarray
+    values: np.ndarray
+    capacity: int
+
+    def node(self, item: int, cap: int) -> int:
+        return item * (self.capacity + 1) + cap
+
+
+def knapsack_instance(items: int, capacity: int, generator: torch.Generator, max_weight: int = 10, max_value: float = 10.0) -> KnapsackInstance:
+    """Integer weights in 1..max_weight, values U[1, max_value]."""
+    w = torch.randint(1, max_weight + 1, (items,), generator=generator).numpy()
+    v = (1 + (max_value - 1) * torch.rand(items, generator=generator, dtype=torch.float64)).numpy()
+    return KnapsackInstance(w, v, capacity)
+
+
+def knapsack_graph(inst: KnapsackInstance) -> WeightedGraph:
+    """Layered DAG: node (i, c) gets ``(i−1, c) -> (i, c)`` (weight 0) and ``(i−1, c−w_i) -> (i, c)`` (weight v_i).
+
+    Sources: every layer-0 node (value 0 at every capacity). The max-plus distance of node (i, c)
+    from the sources is the DP entry T[i, c]; the optimum sits at (n, C).
+    """
+    n, C = len(inst.weights), inst.capacity
+    caps = torch.arange(C + 1)
+    src, dst, wts = [], [], []
+    for i in range(1, n + 1):
+        src.append((i - 1) * (C + 1) + caps)
+        dst.append(i * (C + 1) + caps)
+        wts.append(torch.zeros(C + 1, dtype=torch.float64))
+        wi = int(inst.weights[i - 1])
+        if wi <= C:
+            c = caps[wi:]
+            src.append((i - 1) * (C + 1) + c - wi)
+            dst.append(i * (C + 1) + c)
+            wts.append(torch.full((len(c),), float(inst.values[i - 1]), dtype=torch.float64))
+    ei = torch.stack([torch.cat(src), torch.cat(dst)]) if src else torch.zeros(2, 0, dtype=torch.long)
+    w = torch.cat(wts) if wts else torch.zeros(0, dtype=torch.float64)
+    return WeightedGraph(ei, w, (n + 1) * (C + 1), caps.clone())
+
+
+def wl_indistinguishable_pair() -> tuple[WeightedGraph, WeightedGraph]:
+    """(C6, two disjoint C3), undirected, unit weights: every node has degree 2, so 1-WL colours never split."""
+    c6 = [(i, (i + 1) % 6) for i in range(6)]
+    two_c3 = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)]
+    return (_graph(c6, [1.0] * 6, 6).undirected(), _graph(two_c3, [1.0] * 6, 6).undirected())

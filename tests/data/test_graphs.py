@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from theorylab.data.graphs import bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance
+from theorylab.theory.algorithms import bellman_ford
+
+
+def test_tiny_training_set_covers_the_motifs():
+    gs = bf_tiny_training_set()
+    assert 3 <= len(gs) <= 10 and all(g.num_nodes <= 3 for g in gs)
+    competing = [g for g in gs if g.edge_index.shape[1] == 3]
+    direct_wins = [bool(g.weight[0] < g.weight[1] + g.weight[2]) for g in competing]
+    assert any(direct_wins) and not all(direct_wins)  # both outcomes of the two in-edges
+    assert all(torch.isfinite(bellman_ford(g.edge_index, g.weight, g.num_nodes, g.source)).all() for g in gs)
+
+
+def test_erdos_renyi_is_simple_weighted_and_reachable():
+    g = erdos_renyi_weighted(500, torch.Generator().manual_seed(0))
+    u, v = g.edge_index
+    assert (u != v).all() and len(torch.unique(u * g.num_nodes + v)) == len(u)
+    assert g.weight.min() >= 1 and g.weight.max() <= 10
+    assert g.num_nodes > 400  # c = 4: a giant out-component
+    assert 3 < g.edge_index.shape[1] / g.num_nodes < 5
+    with pytest.raises(ValueError):
+        erdos_renyi_weighted(1, torch.Generator())
+
+
+def test_knapsack_graph_shape():
+    inst = knapsack_instance(3, 5, torch.Generator().manual_seed(0))
+    g = knapsack_graph(inst)
+    assert g.num_nodes == 4 * 6 and len(g.source) == 6
+    assert (g.edge_index[1] // 6 == g.edge_index[0] // 6 + 1).all()  # edges go one item layer forward
+
+
+def test_to_pyg_when_installed():
+    pytest.importorskip("torch_geometric")
+    data = bf_tiny_training_set()[0].to_pyg()
+    assert data.num_nodes == 2 and data.edge_attr.shape == (1, 1)
