@@ -164,3 +164,50 @@ def wl_indistinguishable_pair() -> tuple[WeightedGraph, WeightedGraph]:
     c6 = [(i, (i + 1) % 6) for i in range(6)]
     two_c3 = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)]
     return (_graph(c6, [1.0] * 6, 6).undirected(), _graph(two_c3, [1.0] * 6, 6).undirected())
+
+
+def grid_weighted(rows: int, cols: int, generator: torch.Generator, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
+    """A rows x cols grid, both directions of every edge with one weight U[w_low, w_high], a random source."""
+    if rows < 1 or cols < 1 or rows * cols < 2:
+        raise ValueError(f"grid needs at least 2 nodes, got {rows} x {cols}")
+    idx = torch.arange(rows * cols).reshape(rows, cols)
+    u = torch.cat([idx[:, :-1].flatten(), idx[:-1, :].flatten()])
+    v = torch.cat([idx[:, 1:].flatten(), idx[1:, :].flatten()])
+    w = w_low + (w_high - w_low) * torch.rand(len(u), generator=generator, dtype=torch.float64)
+    source = int(torch.randint(0, rows * cols, (1,), generator=generator))
+    return WeightedGraph(torch.stack([u, v]), w, rows * cols, source).undirected()
+
+
+def random_tree(n: int, generator: torch.Generator, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
+    """A uniform random recursive tree (node i attaches to a uniform earlier node), both directions, weights U[w_low, w_high]."""
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+    parent = (torch.rand(n - 1, generator=generator) * torch.arange(1, n)).long()
+    w = w_low + (w_high - w_low) * torch.rand(n - 1, generator=generator, dtype=torch.float64)
+    source = int(torch.randint(0, n, (1,), generator=generator))
+    return WeightedGraph(torch.stack([parent, torch.arange(1, n)]), w, n, source).undirected()
+
+
+def minimax_distances(graph: WeightedGraph, sources) -> Tensor:
+    """Bottleneck distances ``min over paths of the largest edge weight`` (Bellman–Ford in the (min, max) semiring)."""
+    dist = torch.full((graph.num_nodes,), float("inf"), dtype=torch.float64)
+    dist[torch.as_tensor(sources)] = 0.0
+    src, dst = graph.edge_index
+    for _ in range(graph.num_nodes):
+        new = dist.scatter_reduce(0, dst, torch.maximum(dist[src], graph.weight), reduce="amin", include_self=True)
+        if torch.equal(new, dist):
+            break
+        dist = new
+    return dist
+
+
+def symmetrize(graph: WeightedGraph) -> WeightedGraph:
+    """Undirected version: one weight per unordered pair (the smallest of the directed ones), both directions."""
+    u, v = graph.edge_index
+    a, b = torch.minimum(u, v), torch.maximum(u, v)
+    keep = a != b
+    key = a[keep] * graph.num_nodes + b[keep]
+    uniq, inverse = torch.unique(key, return_inverse=True)
+    w = torch.full((len(uniq),), float("inf"), dtype=torch.float64).scatter_reduce(0, inverse, graph.weight[keep], reduce="amin")
+    pairs = torch.stack([uniq // graph.num_nodes, uniq % graph.num_nodes])
+    return WeightedGraph(pairs, w, graph.num_nodes, graph.source).undirected()
