@@ -82,3 +82,9 @@ def test_weight_patch_kit_example_runs():
     pytest.importorskip("transformers")
     ns = _run_example("## Weight-patch kit")
     assert max(ns["res"].errors) < 1e-12 and ns["hf"].logit_error < 1e-12 and ns["trace"].identical
+
+
+def test_graph_kit_example_runs():
+    pytest.importorskip("torch_geometric")
+    ns = _run_example("## Graph kit", **{"steps=300": "steps=5", "erdos_renyi_weighted(1000": "erdos_renyi_weighted(50"})
+    assert ns["out"].shape == (ns["test"].num_nodes, 2) and ns["rounds"] >= 1
