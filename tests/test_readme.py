@@ -88,3 +88,8 @@ def test_graph_kit_example_runs():
     pytest.importorskip("torch_geometric")
     ns = _run_example("## Graph kit", **{"steps=300": "steps=5", "erdos_renyi_weighted(1000": "erdos_renyi_weighted(50"})
     assert ns["out"].shape == (ns["test"].num_nodes, 2) and ns["rounds"] >= 1
+
+
+def test_attention_geometry_kit_example_runs():
+    ns = _run_example("## Attention-geometry kit")
+    assert abs(ns["entropy_production"](ns["P"])) < 1e-10 and ns["coords"].shape == (300, 2)

@@ -1,0 +1,157 @@
+"""The query-key bilinear operator of attention heads: extraction and its geometry.
+
+Convention (stated in every output): tokens are row vectors entering as ``x`` (the residual stream
+after the layer's pre-attention norm), and a head's pre-softmax score is
+
+    s_ij = x_i M x_jᵀ   (equivalently x_iᵀ M x_j for column vectors),
+
+*including* the 1/√d_head scale. With ``nn.Linear`` weights stored (out, in), ``q = x W_qᵀ`` and
+``M = W_qᵀ W_k / √d_h``; with GPT-2's Conv1D weights stored (in, out), ``M = W_q W_kᵀ / √d_h``.
+Grouped-query attention: one M per *query* head, with the key head it shares. RoPE makes M depend on
+the relative position; :func:`head_operators` then returns M at zero offset and flags ``rope``.
+Query/key biases add terms outside M (row-constant for a key bias) and are ignored here.
+
+Measurements (arXiv 2607.06621, bilinear-attention-operator; query-key asymmetry): the symmetric /
+skew split ``S = (M + Mᵀ)/2``, ``A = (M − Mᵀ)/2`` (‖M‖² = ‖S‖² + ‖A‖²), the symmetry score
+``‖S‖²/‖M‖²``, the directionality score of the anchor code, the inertia of S, the rotation content
+of M's eigenvalues, and the balanced factorisation (the canonical gauge of W_Q, W_K).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class HeadOperator:
+    layer: int
+    head: int
+    M: Tensor  # (d, d): s_ij = x_i M x_jᵀ, scale included
+    key_head: int
+    rope: bool = False
+    convention: str = "s_ij = x_i M x_j^T (row vectors), 1/sqrt(d_head) included"
+
+
+def split_sym_skew(M: Tensor) -> tuple[Tensor, Tensor]:
+    """``(S, A)`` with ``M = S + A``, ``S = Sᵀ``, ``A = −Aᵀ`` (over the last two axes)."""
+    Mt = M.transpose(-1, -2)
+    return (M + Mt) / 2, (M - Mt) / 2
+
+
+def symmetry_score(M: Tensor) -> Tensor:
+    """``‖S‖_F² / ‖M‖_F²`` in [0, 1] (1: symmetric, 0: skew); invariant under M -> Qᵀ M Q for orthogonal Q."""
+    S, _ = split_sym_skew(M)
+    return S.pow(2).sum((-1, -2)) / M.pow(2).sum((-1, -2))
+
+
+def directionality_score(M: Tensor, k: float = 2.0) -> Tensor:
+    """The anchor code's score: excess of column norms vs row norms above mean + k·std, in [−1, 1].
+
+    ``(excess_cols − excess_rows)/(excess_cols + excess_rows)``, 0 when neither has an excess.
+    Transposing M (swapping queries and keys) flips its sign.
+    """
+    r, c = M.norm(dim=-1), M.norm(dim=-2)
+
+    def excess(v: Tensor) -> Tensor:
+        thr = v.mean(-1, keepdim=True) + k * v.std(-1, keepdim=True)
+        return (v - thr).clamp(min=0).sum(-1)
+
+    er, ec = excess(r), excess(c)
+    total = er + ec
+    return torch.where(total > 0, (ec - er) / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(total))
+
+
+def inertia(M: Tensor, rel_tol: float = 1e-10) -> tuple[int, int, int]:
+    """(positive, negative, zero) eigenvalue counts of the symmetric part (zero: |λ| <= rel_tol·max|λ|)."""
+    S, _ = split_sym_skew(M.double())
+    lam = torch.linalg.eigvalsh(S)
+    tol = rel_tol * float(lam.abs().max()) if lam.numel() else 0.0
+    return int((lam > tol).sum()), int((lam < -tol).sum()), int((lam.abs() <= tol).sum())
+
+
+def rotation_content(M: Tensor) -> float:
+    """Share of ``Σ|λ|`` carried by eigenvalues of M with ``|Im λ| > |Re λ|`` (rotation-like modes)."""
+    lam = torch.linalg.eigvals(M.double())
+    total = float(lam.abs().sum())
+    return float(lam[lam.imag.abs() > lam.real.abs()].abs().sum()) / total if total > 0 else 0.0
+
+
+def balanced_factorization(M: Tensor, rank: int | None = None) -> tuple[Tensor, Tensor]:
+    """``(W_Q, W_K) = (U √Σ, V √Σ)`` with ``M = W_Q W_Kᵀ``: the canonical gauge (any (W_Q G, W_K G⁻ᵀ) gives the same M)."""
+    U, s, Vh = torch.linalg.svd(M, full_matrices=False)
+    r = s.numel() if rank is None else rank
+    root = s[:r].sqrt()
+    return U[:, :r] * root, Vh[:r].T * root
+
+
+# --------------------------------------------------------------------------------------------
+# Extraction
+# --------------------------------------------------------------------------------------------
+
+
+def head_operators(model: nn.Module) -> list[HeadOperator]:
+    """Every head's M, from a :class:`~theorylab.nn.ToyTransformer` or a Hugging Face GPT-2, BERT or Llama-family model."""
+    from theorylab.nn.toy_transformer import ToyTransformer
+
+    if isinstance(model, ToyTransformer):
+        rope = model.cfg.positional == "rotary"
+        return [HeadOperator(i, h, block.attn.bilinear(h).detach(), h, rope) for i, block in enumerate(model.blocks) for h in range(model.cfg.n_heads)]
+    kind = getattr(getattr(model, "config", None), "model_type", None)
+    if kind == "gpt2":
+        return _gpt2(model)
+    if kind in ("bert", "roberta"):
+        return _bert(model)
+    if kind in ("llama", "mistral", "qwen2", "gemma", "gemma2", "gemma3_text", "mixtral"):
+        return _llama_like(model)
+    raise ValueError(f"no query/key layout known for model_type {kind!r}")
+
+
+def _gpt2(model) -> list[HeadOperator]:
+    cfg = model.config
+    d, H = cfg.n_embd, cfg.n_head
+    dh = d // H
+    out = []
+    blocks = model.transformer.h if hasattr(model, "transformer") else model.h
+    for i, block in enumerate(blocks):
+        W = block.attn.c_attn.weight.detach()  # Conv1D (in, 3 d): q = x W[:, :d]
+        Wq, Wk = W[:, :d], W[:, d:2 * d]
+        for h in range(H):
+            q, k = Wq[:, h * dh:(h + 1) * dh], Wk[:, h * dh:(h + 1) * dh]
+            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h))
+    return out
+
+
+def _bert(model) -> list[HeadOperator]:
+    cfg = model.config
+    H = cfg.num_attention_heads
+    dh = cfg.hidden_size // H
+    encoder = model.bert.encoder if hasattr(model, "bert") else model.encoder
+    out = []
+    for i, layer in enumerate(encoder.layer):
+        Wq, Wk = layer.attention.self.query.weight.detach(), layer.attention.self.key.weight.detach()  # (out, in)
+        for h in range(H):
+            q, k = Wq[h * dh:(h + 1) * dh], Wk[h * dh:(h + 1) * dh]
+            out.append(HeadOperator(i, h, q.T @ k / math.sqrt(dh), h))
+    return out
+
+
+def _llama_like(model) -> list[HeadOperator]:
+    cfg = model.config
+    H = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", H) or H
+    dh = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
+    scale = getattr(cfg, "query_pre_attn_scalar", None)
+    scale = (scale ** -0.5) if scale else dh ** -0.5
+    inner = getattr(model, "model", model)
+    out = []
+    for i, layer in enumerate(inner.layers):
+        Wq, Wk = layer.self_attn.q_proj.weight.detach(), layer.self_attn.k_proj.weight.detach()  # (out, in)
+        for h in range(H):
+            g = h // (H // kv)  # the key head this query head shares
+            q, k = Wq[h * dh:(h + 1) * dh], Wk[g * dh:(g + 1) * dh]
+            out.append(HeadOperator(i, h, scale * q.T @ k, g, rope=True))
+    return out

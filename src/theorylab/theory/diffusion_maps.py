@@ -1,0 +1,92 @@
+"""Attention as a diffusion operator (Candanedo, arXiv 2604.09560; Coifman and Lafon 2006). Float64.
+
+Scores ``s_ij = x_iᵀ M x_j / √d`` with ``M = S + A``; attention ``P = D⁻¹ K``, ``K = exp(s)``,
+``D = diag(K 1)``: the random-walk normalisation of a kernel.
+
+- Tied queries and keys (``M = βI``): ``exp(β x_iᵀx_j/√d) = w_i^{½} w_j^{½} exp(−β|x_i − x_j|²/(2√d))``
+  with ``w_j = exp(β|x_j|²/√d)``, so ``P = rownorm(K_gauss diag(w))`` — the diffusion-map random walk
+  with bandwidth ``ε = 2√d/β`` up to a diagonal reweighting (exactly it when all |x_i| are equal).
+  P is then similar to the symmetric ``D^{-½} K D^{-½}``: real spectrum, detailed balance.
+- Skew part A: the chain loses detailed balance; :func:`entropy_production`
+  ``σ = ½ Σ_ij (π_i P_ij − π_j P_ji) ln(π_i P_ij / (π_j P_ji))`` is 0 iff detailed balance holds.
+- :func:`poe_symmetrize` (``P ⊙ Pᵀ``), :func:`magnetic_laplacian` (Hermitian, gauge-invariant),
+  :func:`diffusion_coordinates`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def scores(X: Tensor, M: Tensor) -> Tensor:
+    """``s_ij = x_iᵀ M x_j / √d`` for rows ``X`` ``(n, d)``."""
+    return X @ M @ X.T / math.sqrt(X.shape[-1])
+
+
+def attention_operator(X: Tensor, M: Tensor) -> Tensor:
+    """``P = D⁻¹ exp(s)`` (row-stochastic; computed with a row-max shift)."""
+    return torch.softmax(scores(X, M), dim=-1)
+
+
+def gaussian_kernel(X: Tensor, eps: float) -> Tensor:
+    """``exp(−|x_i − x_j|² / ε)``."""
+    return torch.exp(-torch.cdist(X, X).pow(2) / eps)
+
+
+def random_walk(K: Tensor) -> Tensor:
+    """``D⁻¹ K``."""
+    return K / K.sum(-1, keepdim=True)
+
+
+def symmetric_normalized(K: Tensor) -> Tensor:
+    """``D^{-½} K D^{-½}`` (similar to ``D⁻¹ K`` when K is symmetric)."""
+    d = K.sum(-1).rsqrt()
+    return d[:, None] * K * d[None, :]
+
+
+def stationary(P: Tensor, iters: int = 10_000, tol: float = 1e-14) -> Tensor:
+    """The stationary law π (``π P = π``) by the left eigenvector of the largest eigenvalue."""
+    lam, vecs = torch.linalg.eig(P.T.to(torch.complex128))
+    v = vecs[:, torch.argmax(lam.real)].real
+    v = v / v.sum()
+    return v.clamp(min=0) / v.clamp(min=0).sum()
+
+
+def entropy_production(P: Tensor, pi: Tensor | None = None) -> float:
+    """``½ Σ_ij (π_i P_ij − π_j P_ji) ln(π_i P_ij / (π_j P_ji))`` over pairs with both fluxes positive (>= 0)."""
+    pi = stationary(P) if pi is None else pi
+    flux = pi[:, None] * P
+    back = flux.T
+    ok = (flux > 0) & (back > 0)
+    terms = torch.where(ok, (flux - back) * torch.log(torch.where(ok, flux / torch.where(ok, back, torch.ones_like(back)), torch.ones_like(flux))), torch.zeros_like(flux))
+    return float(0.5 * terms.sum())
+
+
+def poe_symmetrize(P: Tensor) -> Tensor:
+    """``P ⊙ Pᵀ``: symmetric; for attention it equals ``exp(2 x_iᵀ S x_j/√d)/(Z_i Z_j)`` — the skew part drops out."""
+    return P * P.T
+
+
+def diffusion_coordinates(K: Tensor, k: int = 2, t: int = 1) -> tuple[Tensor, Tensor]:
+    """``(eigenvalues, coordinates)`` of the top ``k`` non-trivial modes of ``D⁻¹K`` via ``D^{-½}KD^{-½}`` (K symmetric).
+
+    Coordinates are ``λ^t · D^{-½} v`` (Coifman-Lafon), shape ``(n, k)``.
+    """
+    A = symmetric_normalized(K)
+    lam, V = torch.linalg.eigh((A + A.T) / 2)
+    order = torch.argsort(lam, descending=True)
+    lam, V = lam[order], V[:, order]
+    psi = K.sum(-1).rsqrt()[:, None] * V
+    return lam[1:k + 1], psi[:, 1:k + 1] * lam[1:k + 1].pow(t)
+
+
+def magnetic_laplacian(X: Tensor, S: Tensor, A0: Tensor, eta: float) -> Tensor:
+    """``L = D_s − K_s ⊙ e^{iΘ}`` with ``K_s = exp(x_iᵀ S x_j/√d)`` (zero diagonal), ``Θ_ij = 2η x_iᵀ A₀ x_j``: Hermitian, PSD."""
+    Ks = torch.exp(scores(X, S))
+    Ks = Ks - torch.diag(torch.diag(Ks))
+    theta = 2 * eta * (X @ A0 @ X.T)
+    Ds = torch.diag(Ks.sum(-1)).to(torch.complex128)
+    return Ds - Ks.to(torch.complex128) * torch.exp(1j * theta.to(torch.complex128))

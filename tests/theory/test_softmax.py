@@ -1,0 +1,54 @@
+"""θ(p): the balanced-mass factor against the definition (brute force over sign vectors) and its closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theorylab.theory.softmax import block_inf_rms_norm, inf_to_one_norm_bruteforce, jacobian, theta_dp, theta_exact, theta_greedy
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 10), conc=st.sampled_from([0.1, 1.0, 10.0]))
+def test_theta_is_the_jacobians_inf_to_one_norm(seed, n, conc):
+    p = np.random.default_rng(seed).dirichlet(np.full(n, conc))
+    tau = 0.7
+    brute = inf_to_one_norm_bruteforce(jacobian(torch.tensor(p), tau))
+    assert theta_exact(p) / tau == pytest.approx(brute, rel=1e-12, abs=1e-12)
+    lo = float(theta_greedy(torch.tensor(p)))
+    value, bound = theta_dp(p)
+    assert lo <= theta_exact(p) + 1e-12 and value <= theta_exact(p) + 1e-12 <= bound + 1e-9
+    assert 1 - p.max() ** 2 - 1e-12 <= theta_exact(p) <= 1 + 1e-12
+
+
+def test_closed_forms():
+    assert theta_exact([1.0, 0.0, 0.0]) == 0.0
+    assert theta_exact(np.full(6, 1 / 6)) == pytest.approx(1.0)
+    assert theta_exact(np.full(7, 1 / 7)) == pytest.approx(1 - 1 / 49)
+    p = np.array([0.7, 0.1, 0.1, 0.1])
+    assert theta_exact(p) == pytest.approx(4 * 0.7 * 0.3)
+
+
+def test_meet_in_the_middle_and_dp_on_long_rows():
+    rng = np.random.default_rng(1)
+    for n in (21, 30):
+        p = rng.dirichlet(np.full(n, 0.3))
+        exact = theta_exact(p)
+        value, bound = theta_dp(p, step=1e-5)
+        assert value <= exact + 1e-12 <= bound + 1e-9 and exact - value < 1e-3
+        # meet-in-the-middle agrees with the DP optimum found over the same masses
+        assert exact >= float(theta_greedy(torch.tensor(p))) - 1e-12
+    with pytest.raises(ValueError):
+        theta_exact(np.full(50, 0.02))
+
+
+def test_greedy_is_vectorised_and_norm():
+    P = torch.softmax(torch.randn(5, 3, 12, dtype=torch.float64), -1)
+    g = theta_greedy(P)
+    assert g.shape == (5, 3)
+    assert all(float(g[i, j]) <= theta_exact(P[i, j].numpy()) + 1e-12 for i in range(5) for j in range(3))
+    X = torch.ones(2, 4, 9)
+    assert torch.allclose(block_inf_rms_norm(X), torch.ones(2))
