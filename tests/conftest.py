@@ -79,3 +79,8 @@ def scsi_quick(quick_run):
 @pytest.fixture(scope="session")
 def patches_quick(quick_run):
     return quick_run("implicit-patches")
+
+
+@pytest.fixture(scope="session")
+def adm_quick(quick_run):
+    return quick_run("attention-diffusion-map")

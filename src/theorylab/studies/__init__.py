@@ -1,6 +1,7 @@
 """One module per paper. Importing this package registers every built-in study."""
 
 from theorylab.studies import (  # noqa: F401
+    attention_diffusion_map,
     attention_rank,
     ff_vs_attention,
     generative_leap,

@@ -83,10 +83,24 @@ def diffusion_coordinates(K: Tensor, k: int = 2, t: int = 1) -> tuple[Tensor, Te
     return lam[1:k + 1], psi[:, 1:k + 1] * lam[1:k + 1].pow(t)
 
 
-def magnetic_laplacian(X: Tensor, S: Tensor, A0: Tensor, eta: float) -> Tensor:
-    """``L = D_s − K_s ⊙ e^{iΘ}`` with ``K_s = exp(x_iᵀ S x_j/√d)`` (zero diagonal), ``Θ_ij = 2η x_iᵀ A₀ x_j``: Hermitian, PSD."""
-    Ks = torch.exp(scores(X, S))
+def connection_laplacian(Ks: Tensor, theta: Tensor) -> Tensor:
+    """``D_s − K_s ⊙ e^{iΘ}`` for a symmetric kernel ``K_s`` (its diagonal dropped) and antisymmetric phases ``Θ``."""
     Ks = Ks - torch.diag(torch.diag(Ks))
-    theta = 2 * eta * (X @ A0 @ X.T)
     Ds = torch.diag(Ks.sum(-1)).to(torch.complex128)
     return Ds - Ks.to(torch.complex128) * torch.exp(1j * theta.to(torch.complex128))
+
+
+def magnetic_laplacian(X: Tensor, S: Tensor, A0: Tensor, eta: float) -> Tensor:
+    """``L = D_s − K_s ⊙ e^{iΘ}`` with ``K_s = exp(x_iᵀ S x_j/√d)`` (zero diagonal), ``Θ_ij = 2η x_iᵀ A₀ x_j``: Hermitian, PSD.
+
+    Pure-gauge phases ``Θ_ij = φ_i − φ_j`` give ``U L₀ U*`` (same spectrum); generic skew phases frustrate
+    the cycles and lift the bottom of the spectrum above 0.
+    """
+    return connection_laplacian(torch.exp(scores(X, S)), 2 * eta * (X @ A0 @ X.T))
+
+
+def canonical_correlations(U: Tensor, V: Tensor) -> Tensor:
+    """Canonical correlations between the column spaces of centred ``U`` (n, p) and ``V`` (n, q), largest first."""
+    qu, _ = torch.linalg.qr(U - U.mean(0))
+    qv, _ = torch.linalg.qr(V - V.mean(0))
+    return torch.linalg.svdvals(qu.T @ qv).clamp(max=1.0)
