@@ -133,3 +133,15 @@ def test_llama_gqa_maps_each_query_head_to_its_key_head():
     k = (x @ attn.k_proj.weight.T).view(3, 2, 8)
     for op in ops:  # at zero relative offset RoPE cancels: s = q_h · k_g / sqrt(d_h)
         assert torch.allclose(x @ op.M @ x.T, q[:, op.head] @ k[:, op.key_head].T / math.sqrt(8), atol=1e-10)
+
+
+def test_random_init_gpt2_and_bert_operators():
+    from theorylab.nn.hf import random_init
+
+    gpt2 = random_init("gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=16, vocab_size=50)
+    bert = random_init("bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=50)
+    assert type(bert).__name__ == "BertForMaskedLM"
+    for model in (gpt2, bert):
+        ops = head_operators(model)
+        assert len(ops) == 8 and all(op.M.shape == (32, 32) and not op.rope for op in ops)
+        assert 0.3 < float(sum(symmetry_score(op.M) for op in ops) / 8) < 0.7  # random init: about 1/2

@@ -3,8 +3,8 @@
 Needs the ``hf`` extra (``pip install "theorylab[hf]"``). Nothing is ever downloaded.
 
 - :func:`random_init`: a ``transformers`` causal LM of a known family (Gemma 3 text, Llama,
-  Mistral, Qwen2, Mixtral) built from a small config with seeded random weights; norm scales get
-  random offsets so that ``(1 + w) != 1`` is exercised.
+  Mistral, Qwen2, Mixtral, GPT-2; BERT as a masked LM) built from a small config with seeded random
+  weights; RMSNorm scales get random offsets so that ``(1 + w) != 1`` is exercised.
 - :func:`load_local_causal_lm` (alias :func:`load_local`): model and tokenizer from a directory
   written by ``save_pretrained``, with ``local_files_only=True``.
 - :func:`full_precision_norms`: HF RMSNorms compute in float32, an *up*cast meant for bf16/fp16
@@ -69,7 +69,9 @@ def mlp_input_weights(model: nn.Module) -> list[str]:
 load_local = load_local_causal_lm
 
 # arch name -> transformers model_type
-ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral"}
+ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral",
+         "gpt2": "gpt2", "bert": "bert"}
+MASKED_LM = {"bert"}  # encoders get a masked-LM head; the rest are causal LMs
 
 
 def _transformers():
@@ -95,7 +97,7 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
     if arch not in ARCHS:
         raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(sorted(ARCHS))}")
     model_type = ARCHS[arch]
-    hidden = int(config.get("hidden_size", 64))
+    hidden = int(config.get("hidden_size", config.get("n_embd", 64)))
     cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5, **config)
     cfg._attn_implementation = attn_implementation
     # Fused grouped-matmul experts (the default for MoE families) take no float64; the loop does.
@@ -103,7 +105,8 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
     from theorylab.core.context import seeded
 
     with seeded(seed):
-        model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation=attn_implementation)
+        auto = tf.AutoModelForMaskedLM if model_type in MASKED_LM else tf.AutoModelForCausalLM
+        model = auto.from_config(cfg, attn_implementation=attn_implementation)
         with torch.no_grad():
             for module in model.modules():
                 if type(module).__name__.endswith("RMSNorm") and isinstance(getattr(module, "weight", None), torch.Tensor):
