@@ -6,6 +6,7 @@ Patterns are ``(B, H, T_q, T_k)`` tensors of attention weights (rows sum to one)
 
 from __future__ import annotations
 
+import pandas as pd
 import torch
 from torch import Tensor, nn
 
@@ -31,3 +32,30 @@ def attention_patterns(model: nn.Module, x: Tensor) -> dict[int, Tensor]:
     """Every layer's pattern for input ``x``: ``{layer: (B, H, T, T)}`` (through ``run_with_cache``)."""
     _, cache = model.run_with_cache(x, names=lambda name: name.endswith("attn.hook_pattern"))
     return {int(name.split(".")[1]): t for name, t in cache.items()}
+
+
+def row_theta(pattern: Tensor, min_keys: int = 16, exact_up_to: int = 20) -> pd.DataFrame:
+    """θ(p) of every attention row with at least ``min_keys`` non-zero keys, per (batch, head, row).
+
+    θ(p) = max_S 4 p(S)(1 − p(S)) is the softmax Jacobian's ∞→1 norm times the temperature
+    (:mod:`theorylab.theory.softmax`). Rows with at most ``exact_up_to`` keys are solved exactly;
+    longer rows get the subset-sum DP's attained value (a lower bound) and its rigorous upper bound,
+    and the vectorised greedy lower bound. Columns: ``batch, head, row, keys, theta_lo, theta_hi,
+    greedy, exact`` (``theta_lo == theta_hi`` where exact). Causal rows with few keys are trivially
+    unbalanced (the first row is one-hot), hence ``min_keys``.
+    """
+    from theorylab.theory.softmax import theta_dp, theta_exact, theta_greedy
+
+    P = pattern.detach().to(torch.float64)
+    greedy = theta_greedy(P)
+    keys = (P > 0).sum(-1)
+    rows = []
+    for b, h, r in torch.nonzero(keys >= min_keys).tolist():
+        p = P[b, h, r]
+        p = p[p > 0].numpy()
+        if len(p) <= exact_up_to:
+            lo = hi = theta_exact(p)
+        else:
+            lo, hi = theta_dp(p)
+        rows.append(dict(batch=b, head=h, row=r, keys=len(p), theta_lo=lo, theta_hi=hi, greedy=float(greedy[b, h, r]), exact=len(p) <= exact_up_to))
+    return pd.DataFrame(rows, columns=["batch", "head", "row", "keys", "theta_lo", "theta_hi", "greedy", "exact"])
