@@ -13,23 +13,13 @@ import argparse
 import json
 import os
 import platform
-import time
 from pathlib import Path
 
 import torch
+from _timing import best_time
 
 from theorylab.theory.mean_field import HermiteActivation, projected_step, uniform_sphere
 from theorylab.train.mean_field import NetworkBatch
-
-
-def _time(fn, repeats: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> int:
@@ -53,7 +43,7 @@ def main() -> int:
             for _ in range(steps):
                 w = projected_step(act, w, one.c, w_star, 0.1)
 
-    t_batched, t_loop = _time(batched, args.repeats), _time(looped, args.repeats)
+    t_batched, t_loop = best_time(batched, args.repeats), best_time(looped, args.repeats)
     m, dd, n_steps = 4096, 32, 20
     w = uniform_sphere((m,), dd, torch.Generator().manual_seed(1))
     c = torch.full((m,), 1.0 / m, dtype=torch.float64)
@@ -64,7 +54,7 @@ def main() -> int:
         for _ in range(n_steps):
             x = projected_step(act, x, c, star, 0.1)
 
-    t_big = _time(big, args.repeats)
+    t_big = best_time(big, args.repeats)
     summary = {
         "sweep": {"d": d, "widths": [32, 64, 128], "seeds": 3, "steps": steps, "batched_s": round(t_batched, 3), "loop_s": round(t_loop, 3), "speedup": round(t_loop / t_batched, 2)},
         "throughput": {"m": m, "d": dd, "steps": n_steps, "seconds": round(t_big, 3), "particle_steps_per_s": round(m * n_steps / t_big)},

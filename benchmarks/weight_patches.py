@@ -16,23 +16,13 @@ import argparse
 import json
 import os
 import platform
-import time
 from pathlib import Path
 
 import torch
+from _timing import best_time
 
 from theorylab.nn.blocks import FAMILIES, make_stack
 from theorylab.probes.weight_patches import chain_patches, hf_chain_patches, patched_greedy
-
-
-def _time(fn, repeats: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> int:
@@ -51,8 +41,8 @@ def main() -> int:
             with torch.no_grad():
                 stack(X)
 
-        t_fwd = _time(forward, args.repeats)
-        t_patch = _time(lambda stack=stack: chain_patches(stack, X, "full"), args.repeats)
+        t_fwd = best_time(forward, args.repeats)
+        t_patch = best_time(lambda stack=stack: chain_patches(stack, X, "full"), args.repeats)
         blocks[family] = {"forward_ms": round(1e3 * t_fwd, 2), "chain_ms": round(1e3 * t_patch, 2), "ratio": round(t_patch / t_fwd, 2)}
         print(f"{family:9s} depth 8, d 64, context 32: forward {1e3 * t_fwd:6.2f} ms, patches {1e3 * t_patch:6.2f} ms -> {t_patch / t_fwd:.1f}x")
     summary = {"blocks": blocks}
@@ -78,10 +68,10 @@ def main() -> int:
                         nxt = model(input_ids=seq).logits[0, -1].argmax()
                     seq = torch.cat([seq, nxt.view(1, 1)], dim=1)
 
-            t_fwd = _time(plain_forward, args.repeats)
-            t_chain = _time(lambda: hf_chain_patches(model, ids), args.repeats)
-            t_greedy = _time(plain_greedy, 1)
-            t_patched = _time(lambda: patched_greedy(model, ids, steps), 1)
+            t_fwd = best_time(plain_forward, args.repeats)
+            t_chain = best_time(lambda: hf_chain_patches(model, ids), args.repeats)
+            t_greedy = best_time(plain_greedy, 1)
+            t_patched = best_time(lambda: patched_greedy(model, ids, steps), 1)
         summary["hf_gemma3"] = {"forward_ms": round(1e3 * t_fwd, 2), "chain_ms": round(1e3 * t_chain, 2), "chain_ratio": round(t_chain / t_fwd, 2),
                                 "greedy_steps": steps, "greedy_s": round(t_greedy, 3), "patched_greedy_s": round(t_patched, 3),
                                 "greedy_ratio": round(t_patched / t_greedy, 2)}

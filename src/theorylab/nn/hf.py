@@ -25,6 +25,8 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from theorylab.core.context import seeded
+
 # Parameter name of the MLP input (up-projection) matrix of layer {i}, per architecture family.
 MLP_INPUT = {
     "gpt_neox": "gpt_neox.layers.{i}.mlp.dense_h_to_4h.weight",  # Pythia
@@ -102,8 +104,6 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
     cfg._attn_implementation = attn_implementation
     # Fused grouped-matmul experts (the default for MoE families) take no float64; the loop does.
     cfg._experts_implementation = "eager"
-    from theorylab.core.context import seeded
-
     with seeded(seed):
         auto = tf.AutoModelForMaskedLM if model_type in MASKED_LM else tf.AutoModelForCausalLM
         model = auto.from_config(cfg, attn_implementation=attn_implementation)

@@ -36,8 +36,7 @@ from theorylab.theory.patches import (
     implicit_patch,
     input_patch,
     moe_patch,
-    norm_scale_patch,
-    post_norm_target,
+    post_norm_output_patch,
     rank1_to_target,
 )
 
@@ -326,9 +325,7 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
             else:
                 norm = layer.get_submodule(layout.post_norm)
                 scale = 1 + norm.weight.detach().to(t.dtype)
-                m_star = post_norm_target(t, scale, what=layout.post_norm)
-                dW = rank1_to_target(down.weight.detach(), z, m_star, what=layout.down)
-                new_scale = norm_scale_patch(scale, m_star, norm.eps)
+                dW, new_scale = post_norm_output_patch(down.weight.detach(), z, t, scale, norm.eps, what=layout.down, norm=layout.post_norm)
                 patches[i].deltas[name_of(i, f"{layout.post_norm}.weight")] = new_scale - scale
                 patches[i].scales[name_of(i, f"{layout.post_norm}.weight")] = (scale, new_scale)
                 add(norm.weight, new_scale - scale)

@@ -27,6 +27,7 @@ from pydantic import Field
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.manifolds import circle, sphere, swiss_roll
+from theorylab.probes.distances import spearman
 from theorylab.theory.bilinear import split_sym_skew
 from theorylab.theory.diffusion_maps import (
     attention_operator,
@@ -82,12 +83,18 @@ def _random_sa(cfg, g) -> tuple[torch.Tensor, torch.Tensor]:
     return S, A * S.norm() / A.norm()
 
 
+def _draw(cfg, ctx: RunContext, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator]:
+    """Draw k of the random-operator checks: points X, S, A₀ and the generator (for further draws)."""
+    g = ctx.generator(f"operators/{k}")
+    X = _points(cfg, g)
+    S, A0 = _random_sa(cfg, g)
+    return X, S, A0, g
+
+
 def _operators(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
     for k in range(cfg.draws):
-        g = ctx.generator(f"operators/{k}")
-        X = _points(cfg, g)
-        S, A0 = _random_sa(cfg, g)
+        X, S, A0, g = _draw(cfg, ctx, k)
         s = scores(X, S + A0)
         P = attention_operator(X, S + A0)
         pi = stationary(P)
@@ -145,9 +152,7 @@ def _tied(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
 def _entropy(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
     for k in range(cfg.draws):
-        g = ctx.generator(f"operators/{k}")
-        X = _points(cfg, g)
-        S, A0 = _random_sa(cfg, g)
+        X, S, A0, _ = _draw(cfg, ctx, k)
         for eta in cfg.etas:
             rows.append(dict(draw=k, eta=eta, sigma=entropy_production(attention_operator(X, S + eta * A0))))
     table = pd.DataFrame(rows)
@@ -171,8 +176,7 @@ def _tied_attention_with_correction(X: torch.Tensor, eps: float) -> torch.Tensor
 
 
 def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
-    ra, rb = a.argsort().argsort().double(), b.argsort().argsort().double()
-    return float(torch.corrcoef(torch.stack([ra, rb]))[0, 1])
+    return spearman(a.numpy(), b.numpy())[0]
 
 
 def _manifolds(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict]:
@@ -261,9 +265,7 @@ def _figure_entropy(ctx: RunContext, ent: pd.DataFrame, cfg: AttentionDiffusionM
     ax.set_ylabel("entropy production σ")
     ax.set_title("non-equilibrium steady state: σ ∝ η²", fontsize=8)
     ax.legend(fontsize=6)
-    g = ctx.generator("operators/0")
-    X = _points(cfg, g)
-    S, A0 = _random_sa(cfg, g)
+    X, S, A0, _ = _draw(cfg, ctx, 0)
     for eta, marker in ((0.0, "o"), (1.0, "x")):
         lam = torch.linalg.eigvals(attention_operator(X, S + eta * A0))
         bx.plot(lam.real.numpy(), lam.imag.numpy(), marker, ms=3, label=f"η = {eta:g}")

@@ -80,6 +80,16 @@ def post_norm_target(target: Tensor, scale: Tensor, *, what: str = "the post-MLP
     return torch.where(scale == 0, torch.zeros_like(target), target / torch.where(scale == 0, torch.ones_like(scale), scale))
 
 
+def post_norm_output_patch(W_d: Tensor, z: Tensor, target: Tensor, scale: Tensor, eps: float, *, what: str = "W_d",
+                           norm: str = "the post-MLP RMSNorm") -> tuple[Tensor, Tensor]:
+    """Output patch through a post-norm (Gemma's N₄): ``(ΔW_d, new scale)`` with ``N₄'((W_d + ΔW_d) z) = target``.
+
+    ``W_d + ΔW_d`` maps z to m* = target ⊘ scale, and the scale becomes rms_ε(m*)·scale.
+    """
+    m_star = post_norm_target(target, scale, what=norm)
+    return rank1_to_target(W_d, z, m_star, what=what), norm_scale_patch(scale, m_star, eps)
+
+
 @dataclass
 class Patch:
     """One block's patch: parameter deltas (full parameter shapes) and the matrices whose rank is claimed.
@@ -153,9 +163,8 @@ def gated_mlp_patch(
     if post_scale is None:
         patch.add(d, rank1_to_target(mlp.W_d, z, target, what=d))
         return patch
-    m_star = post_norm_target(target, post_scale)
-    patch.add(d, rank1_to_target(mlp.W_d, z, m_star, what=d))
-    new_scale = norm_scale_patch(post_scale, m_star, eps)
+    dW_d, new_scale = post_norm_output_patch(mlp.W_d, z, target, post_scale, eps, what=d)
+    patch.add(d, dW_d)
     name = post_scale_name or "post_norm"
     patch.deltas[name] = new_scale - post_scale
     patch.scales[name] = (post_scale, new_scale)
