@@ -84,3 +84,9 @@ def patches_quick(quick_run):
 @pytest.fixture(scope="session")
 def adm_quick(quick_run):
     return quick_run("attention-diffusion-map")
+
+
+@pytest.fixture(scope="session")
+def mpnn_quick(quick_run):
+    pytest.importorskip("torch_geometric")
+    return quick_run("mpnn-algorithms")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from theorylab.data.graphs import bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance
+from theorylab.data.graphs import batch, bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance, minimax_distances, minimax_tiny_training_set
 from theorylab.theory.algorithms import bellman_ford
 
 
@@ -14,6 +14,16 @@ def test_tiny_training_set_covers_the_motifs():
     direct_wins = [bool(g.weight[0] < g.weight[1] + g.weight[2]) for g in competing]
     assert any(direct_wins) and not all(direct_wins)  # both outcomes of the two in-edges
     assert all(torch.isfinite(bellman_ford(g.edge_index, g.weight, g.num_nodes, g.source)).all() for g in gs)
+
+
+def test_minimax_set_covers_both_sides_of_the_kink():
+    gs = minimax_tiny_training_set((1, 4, 10))
+    assert len(gs) == 3 + 6 and all(g.num_nodes <= 3 for g in gs)
+    graph, ptr = batch(gs)
+    d = minimax_distances(graph, graph.source)
+    paths = [(float(g.weight[0]), float(g.weight[1]), float(d[ptr[i] + 2])) for i, g in enumerate(gs) if g.num_nodes == 3]
+    assert all(t == max(a, b) for a, b, t in paths)
+    assert any(a < b for a, b, _ in paths) and any(a > b for a, b, _ in paths)
 
 
 def test_erdos_renyi_is_simple_weighted_and_reachable():

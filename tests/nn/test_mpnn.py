@@ -149,3 +149,24 @@ def test_losses_and_grid_probe():
     assert mse(pred, target).tolist() == pytest.approx([4 / 3, (1 + 0 + 1) / 3])
     mesh, values = function_grid(lambda p: p.sum(-1), (torch.arange(3.0), torch.arange(2.0)))
     assert values.shape == (3, 2) and torch.equal(values, mesh[0] + mesh[1])
+
+
+def test_smooth_l1_tends_to_l1_and_unknown_regulariser_fails_early():
+    model = AlignedMPNN("min", seeds=[0, 1], hidden=8)
+    l1 = model.f.l1()
+    assert torch.equal(model.f.penalty("l1"), l1)
+    coarse, fine = model.f.penalty("smooth-l1", 1e-1), model.f.penalty("smooth-l1", 1e-6)
+    assert (coarse < l1).all() and torch.allclose(fine, l1, rtol=1e-4)
+    tiny, _ = batch(bf_tiny_training_set())
+    h0 = torch.zeros(tiny.num_nodes, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="regulariser"):
+        train_members(model, tiny.edge_index, tiny.weight, h0, h0, eta=torch.zeros(2), losses=["mse"] * 2, steps=1, lr=1e-3, rounds=1, regulariser="l2")
+
+
+def test_chunked_inference_equals_one_block():
+    mlp = AlignedMPNN("min", seeds=[3, 4], hidden=16).f
+    z = torch.randn(3 * mlp.chunk + 17, 2, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        chunked = mlp(z)
+    whole = mlp(z)  # with gradients: one block
+    assert torch.allclose(chunked, whole.detach(), rtol=0, atol=1e-12)

@@ -55,16 +55,37 @@ class StackedMLP(nn.Module):
         lead = z.shape[:-2]
         s, d = z.shape[-2:]
         z = z.reshape(-1, s, d).transpose(0, 1)  # (S, M, in): one batched matmul per layer
+        if not torch.is_grad_enabled() and z.shape[1] > self.chunk:
+            # inference on big graphs: hidden activations of a few thousand rows stay in cache; the whole
+            # (S, M, hidden) block would be hundreds of MB per layer, memory-bound and page-faulting
+            out = torch.cat([self._layers(part) for part in z.split(self.chunk, dim=1)], dim=1)
+        else:
+            out = self._layers(z)
+        return out.transpose(0, 1).reshape(*lead, s, -1)
+
+    chunk = 4096
+
+    def _layers(self, z: Tensor) -> Tensor:
         last = len(self.weights) - 1
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
             z = torch.baddbmm(b[:, None, :], z, w)
             if i < last:
-                z = torch.relu(z)
-        return z.transpose(0, 1).reshape(*lead, s, -1)
+                z = torch.relu_(z) if not torch.is_grad_enabled() else torch.relu(z)
+        return z
 
     def l1(self) -> Tensor:
         """‖θ‖₁ per member, shape ``(S,)``."""
         return sum(p.abs().flatten(1).sum(1) for p in self.parameters())
+
+    def penalty(self, kind: str = "l1", delta: float = 1e-3) -> Tensor:
+        """The sparsity regulariser per member: ``"l1"`` (Nerem et al.) or ``"smooth-l1"``,
+        Σ (√(θ² + δ²) − δ), a differentiable surrogate (our stand-in for the differentiable
+        regulariser of Wittig et al., whose exact form we could not read); it tends to ‖θ‖₁ as δ -> 0."""
+        if kind == "l1":
+            return self.l1()
+        if kind == "smooth-l1":
+            return sum(((p.square() + delta**2).sqrt() - delta).flatten(1).sum(1) for p in self.parameters())
+        raise ValueError(f"regulariser must be 'l1' or 'smooth-l1', got {kind!r}")
 
 
 def _message_passing_base():

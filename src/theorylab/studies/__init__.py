@@ -7,6 +7,7 @@ from theorylab.studies import (  # noqa: F401
     generative_leap,
     implicit_patches,
     mean_field_width,
+    mpnn_algorithms,
     multi_index_estimators,
     propagation_of_chaos,
     rmt_diffusion,
