@@ -90,3 +90,8 @@ def adm_quick(quick_run):
 def mpnn_quick(quick_run):
     pytest.importorskip("torch_geometric")
     return quick_run("mpnn-algorithms")
+
+
+@pytest.fixture(scope="session")
+def sensitivity_quick(quick_run):
+    return quick_run("attention-sensitivity")

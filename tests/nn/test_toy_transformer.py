@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from theorylab.nn.toy_transformer import ToyTransformer, ToyTransformerConfig, apply_rotary, attention_only, sinusoidal_positions
+from theorylab.nn.toy_transformer import ToyTransformer, ToyTransformerConfig, apply_rotary, attention_only, deepnorm, sinusoidal_positions
 
 
 
@@ -216,6 +216,8 @@ def test_seed_fixes_the_weights_and_leaves_the_global_rng_alone():
         (dict(d_model=8, n_heads=0), "n_heads"),
         (dict(d_model=8, norm="batch"), "norm"),
         (dict(d_model=8, vocab_size=5, d_input=3), "d_input"),
+        (dict(d_model=8, residual_scale=2.0), "residual_scale"),
+        (dict(d_model=8, init_gain=0.5), "init_gain"),
     ],
 )
 def test_bad_configs_fail_naming_the_field(kwargs, message):
@@ -241,3 +243,20 @@ def test_per_layer_mlp_frozen_readout_and_embedding_scale():
         ToyTransformer(d_model=8, n_layers=2, mlp_width=8, mlp_layers=(2,))
     with pytest.raises(ValueError, match="mlp_width"):
         ToyTransformer(d_model=8, n_layers=2, mlp_width=0, mlp_layers=(0,))
+
+
+def test_deepnorm_residual_weight_and_xavier_gains():
+    N = 6
+    model = ToyTransformer(d_model=32, n_heads=4, mlp_width=64, seed=0, **deepnorm(N))
+    alpha, beta = (2 * N) ** 0.25, (8 * N) ** -0.25
+    model.requires_grad_(False)
+    a = model.blocks[0].attn
+    assert model.cfg.residual_scale == pytest.approx(alpha) and model.cfg.init_gain == pytest.approx(beta)
+    assert float(a.W_Q.std()) == pytest.approx(math.sqrt(2 / 64), rel=0.1)  # xavier, gain 1 on Q and K
+    assert float(a.W_V.std()) == pytest.approx(beta * math.sqrt(2 / 64), rel=0.1)  # gain β on V, O, MLP
+    assert float(model.blocks[0].mlp.up.weight.std()) == pytest.approx(beta * math.sqrt(2 / 96), rel=0.1)
+    assert all(float(b.abs().max()) == 0 for b in (a.b_Q, a.b_O, model.blocks[0].mlp.up.bias))
+    x = torch.randn(2, 5, 32)
+    block = model.blocks[0]
+    mid = block.norm_attn(alpha * x + block.attn(x))  # x_{l+1} = LN(α x + G(x))
+    assert torch.allclose(block(x), block.norm_mlp(alpha * mid + block.mlp(mid)), atol=1e-12)

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorylab.theory.softmax import block_inf_rms_norm, inf_to_one_norm_bruteforce, jacobian, theta_dp, theta_exact, theta_greedy
+from theorylab.theory.softmax import attention_gain_bound, block_inf_rms_norm, inf_to_one_norm_bruteforce, jacobian, theta_dp, theta_exact, theta_greedy, theta_upper
 
 
 @settings(max_examples=25, deadline=None)
@@ -52,3 +52,37 @@ def test_greedy_is_vectorised_and_norm():
     assert all(float(g[i, j]) <= theta_exact(P[i, j].numpy()) + 1e-12 for i in range(5) for j in range(3))
     X = torch.ones(2, 4, 9)
     assert torch.allclose(block_inf_rms_norm(X), torch.ones(2))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 12), conc=st.sampled_from([0.05, 1.0, 10.0]))
+def test_theta_upper_is_an_upper_bound_and_exact_above_one_half(seed, n, conc):
+    p = np.random.default_rng(seed).dirichlet(np.full(n, conc))
+    up = float(theta_upper(torch.tensor(p)))
+    assert theta_exact(p) <= up + 1e-12
+    if p.max() >= 0.5:
+        assert up == pytest.approx(theta_exact(p), abs=1e-12)
+
+
+def test_attention_gain_bound_holds_for_a_random_layer():
+    """The measured gain of a random attention layer never exceeds the first-order bound."""
+    import math
+
+    from theorylab.nn.toy_transformer import MultiHeadAttention, ToyTransformerConfig
+    from theorylab.probes.jacobian import local_gain
+
+    cfg = ToyTransformerConfig(d_model=8, n_heads=2, bias=False)
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(cfg).double()
+    with torch.no_grad():
+        attn.W_Q.mul_(3.0)  # sharper attention, so the softmax term matters
+    for p in attn.parameters():
+        p.requires_grad_(False)
+    value = torch.linalg.matrix_norm(attn.W_O @ attn.W_V, ord=2)
+    score = torch.linalg.matrix_norm(cfg.scale * attn.W_Q.transpose(1, 2) @ attn.W_K, ord=2)
+    for T in (4, 32):
+        X = torch.randn(T, 8, dtype=torch.float64)
+        X = X / X.pow(2).mean(-1, keepdim=True).sqrt()
+        gain, _ = local_gain(attn, X, restarts=3, steps=30, generator=torch.Generator().manual_seed(T))
+        bound = float(attention_gain_bound(value, score, math.sqrt(8), 1.0))
+        assert float(value.sum()) * 0.1 < gain <= bound

@@ -52,6 +52,9 @@ class ToyTransformerConfig(BaseModel):
     norm_position: Literal["pre", "post"] = Field("pre", description="norm before each sub-block (pre) or after the residual sum (post)")
     final_norm: bool = Field(False, description="a norm after the last block (usual with pre-norm)")
     residual: bool = Field(True, description="residual connections around attention and MLP")
+    residual_scale: float = Field(1.0, gt=0, le=1e6, description="α in norm(α·x + G(x)) (post-norm; DeepNorm: (2N)^(1/4)); pre-norm needs 1")
+    init: Literal["default", "xavier"] = Field("default", description="'xavier': xavier-normal Q, K (gain 1) and V, O, MLP (gain init_gain), zero biases (DeepNet)")
+    init_gain: float = Field(1.0, gt=0, le=1e6, description="xavier gain β of V, O and the MLP weights (DeepNorm: (8N)^(-1/4))")
     causal: bool = Field(False, description="mask future positions")
     positional: Literal["none", "learned", "sinusoidal", "rotary"] = Field("none", description="positional encoding")
     max_len: int = Field(1024, ge=1, le=1_000_000, description="longest sequence for learned/sinusoidal positions")
@@ -85,6 +88,10 @@ class ToyTransformerConfig(BaseModel):
                 raise ValueError(f"'mlp_layers' entries must lie in [0, {self.n_layers - 1}]; got {bad}")
             if self.mlp_width == 0 and self.mlp_layers:
                 raise ValueError("'mlp_layers' lists layers but 'mlp_width' is 0")
+        if self.residual_scale != 1.0 and self.norm_position != "post":
+            raise ValueError(f"'residual_scale' (α = {self.residual_scale}) is DeepNorm's post-norm residual weight; set norm_position='post'")
+        if self.init_gain != 1.0 and self.init != "xavier":
+            raise ValueError("'init_gain' scales the xavier init: set init='xavier'")
         if self.freeze_readout and self.d_output is None and self.vocab_size is None:
             raise ValueError("'freeze_readout' needs a readout: set 'vocab_size' or 'd_output'")
         return self
@@ -313,7 +320,7 @@ class Block(nn.Module):
             return x + out if self.cfg.residual else out
         inner = hook_in(x) if hook_in is not None else x
         out = hook_out(layer(inner))
-        return norm(x + out if self.cfg.residual else out)
+        return norm(self.cfg.residual_scale * x + out if self.cfg.residual else out)
 
     def forward(self, x: Tensor) -> Tensor:
         x = self.hook_resid_pre(x)
@@ -382,6 +389,35 @@ class ToyTransformer(nn.Module):
                 p.requires_grad_(False)
         self.hook_embed = HookPoint()
         self.hook_final = HookPoint()
+        if cfg.init == "xavier":
+            self._xavier()
+
+    @torch.no_grad()
+    def _xavier(self) -> None:
+        """DeepNet's init (Wang et al. 2022): xavier-normal, gain 1 on Q and K and ``init_gain`` (β) on
+        V, O and both MLP layers; every bias 0. A head's (H, r, d) block counts as one (H·r) x d matrix."""
+        beta = self.cfg.init_gain
+
+        def xavier(w: Tensor, fan_in: int, fan_out: int, gain: float) -> None:
+            w.normal_(0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+        for block in self.blocks:
+            a = block.attn
+            h, r, d = a.W_Q.shape
+            v = a.W_V.shape[1]
+            xavier(a.W_Q, d, h * r, 1.0)
+            if a.W_K is not None:
+                xavier(a.W_K, d, h * r, 1.0)
+            xavier(a.W_V, d, h * v, beta)
+            xavier(a.W_O, h * v, d, beta)
+            for b in (a.b_Q, a.b_K, a.b_V, a.b_O):
+                if b is not None:
+                    b.zero_()
+            if block.mlp is not None:
+                for lin in (block.mlp.up, block.mlp.down):
+                    xavier(lin.weight, lin.in_features, lin.out_features, beta)
+                    if lin.bias is not None:
+                        lin.bias.zero_()
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.embed(x)  # (B, T, d)
@@ -435,6 +471,12 @@ class ToyTransformer(nn.Module):
         with self.hooks({name: keeper(name) for name in chosen}):
             out = self(x)
         return out, cache
+
+
+def deepnorm(n_layers: int, exponent: float = 0.25) -> dict:
+    """DeepNorm for an N-layer decoder (Wang et al., "DeepNet", 2022): post-norm with residual weight
+    α = (2N)^(1/4) and xavier gain β = (8N)^(−exponent) on V, O and the MLP (exponent 1/4 is DeepNet's)."""
+    return dict(n_layers=n_layers, norm_position="post", residual_scale=(2 * n_layers) ** 0.25, init="xavier", init_gain=(8 * n_layers) ** (-exponent))
 
 
 def attention_only(

@@ -3,6 +3,7 @@
 from theorylab.studies import (  # noqa: F401
     attention_diffusion_map,
     attention_rank,
+    attention_sensitivity,
     ff_vs_attention,
     generative_leap,
     implicit_patches,

@@ -123,3 +123,23 @@ def theta_greedy(p: Tensor) -> Tensor:
 def block_inf_rms_norm(X: Tensor) -> Tensor:
     """``max_t ‖x_t‖₂ / √d`` over the token axis (-2) of ``(..., T, d)``."""
     return X.norm(dim=-1).amax(-1) / math.sqrt(X.shape[-1])
+
+
+def theta_upper(p: Tensor) -> Tensor:
+    """A cheap rigorous upper bound on θ per row: ``4 p_max (1 − p_max)`` (exact) when p_max >= ½, else 1."""
+    pmax = p.amax(-1)
+    return torch.where(pmax >= 0.5, 4 * pmax * (1 - pmax), torch.ones_like(pmax))
+
+
+def attention_gain_bound(value_norms: Tensor, score_norms: Tensor, radius: float, theta_max: Tensor | float) -> Tensor:
+    """First-order local gain bound of multi-head attention in the block-∞/RMS geometry (ours, after
+    Emadi, arXiv 2602.18849; the paper's own constants may differ):
+
+        Σ_h ‖W_h‖₂ (1 + 2 θ_max,h R² ‖M_h‖₂),
+
+    with W_h = W_V,h W_O,h the value-output map, M_h the score operator (s_ij = x_i M_h x_jᵀ, the
+    1/τ scale included) and R the largest token ℓ2 norm. Why: a perturbation of per-token size ε
+    moves the value path by ‖W_h‖ε and the scores by ≤ 2R‖M_h‖ε (∞-norm), which the softmax turns
+    into ≤ θ·2R‖M_h‖ε of ℓ1 mass on values of norm ≤ R‖W_h‖. No T appears.
+    """
+    return (value_norms * (1 + 2 * torch.as_tensor(theta_max, dtype=value_norms.dtype) * radius**2 * score_norms)).sum()
