@@ -95,3 +95,8 @@ def mpnn_quick(quick_run):
 @pytest.fixture(scope="session")
 def sensitivity_quick(quick_run):
     return quick_run("attention-sensitivity")
+
+
+@pytest.fixture(scope="session")
+def bilinear_quick(quick_run):
+    return quick_run("bilinear-attention-operator")

@@ -4,6 +4,7 @@ from theorylab.studies import (  # noqa: F401
     attention_diffusion_map,
     attention_rank,
     attention_sensitivity,
+    bilinear_attention_operator,
     ff_vs_attention,
     generative_leap,
     implicit_patches,

@@ -9,7 +9,8 @@ after the layer's pre-attention norm), and a head's pre-softmax score is
 ``M = W_qᵀ W_k / √d_h``; with GPT-2's Conv1D weights stored (in, out), ``M = W_q W_kᵀ / √d_h``.
 Grouped-query attention: one M per *query* head, with the key head it shares. RoPE makes M depend on
 the relative position; :func:`head_operators` then returns M at zero offset and flags ``rope``.
-Query/key biases add terms outside M (row-constant for a key bias) and are ignored here.
+Query/key biases add terms outside M: a key bias only a row constant (invisible to softmax), a query
+bias ``b_q`` the key-side term ``(W_kᵀ b_q/√d_h) · x_j``, kept as ``HeadOperator.key_term``.
 
 Measurements (arXiv 2607.06621, bilinear-attention-operator; query-key asymmetry): the symmetric /
 skew split ``S = (M + Mᵀ)/2``, ``A = (M − Mᵀ)/2`` (‖M‖² = ‖S‖² + ‖A‖²), the symmetry score
@@ -34,6 +35,13 @@ class HeadOperator:
     key_head: int
     rope: bool = False
     convention: str = "s_ij = x_i M x_j^T (row vectors), 1/sqrt(d_head) included"
+    key_term: Tensor | None = None  # (d,): the query bias seen through the keys, s_ij += key_term · x_j (None: no query bias)
+
+    def scores(self, x: Tensor) -> Tensor:
+        """``x M xᵀ + 1 (key_term · x)ᵀ`` for tokens ``x: (..., T, d)``: the module's logits up to a
+        per-row constant (the key bias only adds ``q_i · b_k``, constant in j, which softmax ignores)."""
+        s = x @ self.M @ x.transpose(-1, -2)
+        return s if self.key_term is None else s + (x @ self.key_term)[..., None, :]
 
 
 def split_sym_skew(M: Tensor) -> tuple[Tensor, Tensor]:
@@ -99,7 +107,14 @@ def head_operators(model: nn.Module) -> list[HeadOperator]:
 
     if isinstance(model, ToyTransformer):
         rope = model.cfg.positional == "rotary"
-        return [HeadOperator(i, h, block.attn.bilinear(h).detach(), h, rope) for i, block in enumerate(model.blocks) for h in range(model.cfg.n_heads)]
+        ops = []
+        for i, block in enumerate(model.blocks):
+            a = block.attn
+            w_k = a.W_Q if a.W_K is None else a.W_K
+            for h in range(model.cfg.n_heads):
+                term = None if a.b_Q is None else (model.cfg.scale * w_k[h].T @ a.b_Q[h]).detach()
+                ops.append(HeadOperator(i, h, a.bilinear(h).detach(), h, rope, key_term=term))
+        return ops
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind == "gpt2":
         return _gpt2(model)
@@ -117,11 +132,12 @@ def _gpt2(model) -> list[HeadOperator]:
     out = []
     blocks = model.transformer.h if hasattr(model, "transformer") else model.h
     for i, block in enumerate(blocks):
-        W = block.attn.c_attn.weight.detach()  # Conv1D (in, 3 d): q = x W[:, :d]
+        W = block.attn.c_attn.weight.detach()  # Conv1D (in, 3 d): q = x W[:, :d] + b[:d]
+        b = block.attn.c_attn.bias.detach()
         Wq, Wk = W[:, :d], W[:, d:2 * d]
         for h in range(H):
             q, k = Wq[:, h * dh:(h + 1) * dh], Wk[:, h * dh:(h + 1) * dh]
-            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h))
+            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h, key_term=k @ b[h * dh:(h + 1) * dh] / math.sqrt(dh)))
     return out
 
 
@@ -132,10 +148,13 @@ def _bert(model) -> list[HeadOperator]:
     encoder = model.bert.encoder if hasattr(model, "bert") else model.encoder
     out = []
     for i, layer in enumerate(encoder.layer):
-        Wq, Wk = layer.attention.self.query.weight.detach(), layer.attention.self.key.weight.detach()  # (out, in)
+        sa = layer.attention.self
+        Wq, Wk = sa.query.weight.detach(), sa.key.weight.detach()  # (out, in)
+        bq = None if sa.query.bias is None else sa.query.bias.detach()
         for h in range(H):
             q, k = Wq[h * dh:(h + 1) * dh], Wk[h * dh:(h + 1) * dh]
-            out.append(HeadOperator(i, h, q.T @ k / math.sqrt(dh), h))
+            term = None if bq is None else k.T @ bq[h * dh:(h + 1) * dh] / math.sqrt(dh)
+            out.append(HeadOperator(i, h, q.T @ k / math.sqrt(dh), h, key_term=term))
     return out
 
 
@@ -149,9 +168,12 @@ def _llama_like(model) -> list[HeadOperator]:
     inner = getattr(model, "model", model)
     out = []
     for i, layer in enumerate(inner.layers):
-        Wq, Wk = layer.self_attn.q_proj.weight.detach(), layer.self_attn.k_proj.weight.detach()  # (out, in)
+        sa = layer.self_attn
+        Wq, Wk = sa.q_proj.weight.detach(), sa.k_proj.weight.detach()  # (out, in)
+        bq = None if sa.q_proj.bias is None else sa.q_proj.bias.detach()  # Qwen2 has one
         for h in range(H):
             g = h // (H // kv)  # the key head this query head shares
             q, k = Wq[h * dh:(h + 1) * dh], Wk[g * dh:(g + 1) * dh]
-            out.append(HeadOperator(i, h, scale * q.T @ k, g, rope=True))
+            term = None if bq is None else scale * k.T @ bq[h * dh:(h + 1) * dh]
+            out.append(HeadOperator(i, h, scale * q.T @ k, g, rope=True, key_term=term))
     return out
