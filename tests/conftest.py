@@ -100,3 +100,8 @@ def sensitivity_quick(quick_run):
 @pytest.fixture(scope="session")
 def bilinear_quick(quick_run):
     return quick_run("bilinear-attention-operator")
+
+
+@pytest.fixture(scope="session")
+def qk_quick(quick_run):
+    return quick_run("query-key-asymmetry")

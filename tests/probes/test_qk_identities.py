@@ -44,3 +44,17 @@ def test_gauge_transform_leaves_the_function_unchanged():
         gauge_transform(model.blocks[0].attn, 1, G)
         assert torch.allclose(model.blocks[0].attn.bilinear(1), M_before, atol=1e-12)
         assert torch.allclose(model(ids), before, atol=1e-10)
+
+
+def test_qk_gradients_key_sums_vanish_query_sums_do_not():
+    from theorylab.nn.toy_transformer import ToyTransformer
+    from theorylab.probes.qk_identities import qk_gradients
+
+    model = ToyTransformer(d_model=16, n_heads=2, n_layers=2, vocab_size=9, causal=True, positional="rotary", seed=0).double()
+    tokens = torch.randint(0, 9, (2, 7), generator=torch.Generator().manual_seed(0))
+    saved = qk_gradients(model, lambda m: m(tokens).pow(2).mean())
+    assert len(saved) == 2 and {"q", "k", "S", "dq", "dk", "dS"} <= set(saved[0])
+    for rec in saved:
+        assert float(rec["dS"].sum(-1).abs().max()) < 1e-14 * float(rec["dS"].abs().max()) + 1e-300
+        assert float(rec["dk"].sum(2).norm()) < 1e-12 * float(rec["dk"].norm())
+        assert float(rec["dq"].sum(2).norm()) > 1e-3 * float(rec["dq"].norm())

@@ -184,7 +184,8 @@ class MultiHeadAttention(nn.Module):
 
     Parameters are kept per head: ``W_Q, W_K: (H, r, d)``, ``W_V: (H, v, d)``, ``W_O: (H, d, v)``,
     so ``head_rank`` (r) and ``value_dim`` (v) are free of ``d / H``. Usable on its own.
-    Hook points: ``hook_scores`` and ``hook_pattern`` (B, H, T, T), ``hook_z`` (B, H, T, v).
+    Hook points: ``hook_scores`` and ``hook_pattern`` (B, H, T, T), ``hook_z`` (B, H, T, v),
+    ``hook_q`` and ``hook_k`` (B, H, T, r): the queries and keys that meet in the scores (after RoPE).
     """
 
     def __init__(self, cfg: ToyTransformerConfig):
@@ -205,6 +206,8 @@ class MultiHeadAttention(nn.Module):
         self.hook_scores = HookPoint()
         self.hook_pattern = HookPoint()
         self.hook_z = HookPoint()
+        self.hook_q = HookPoint()
+        self.hook_k = HookPoint()
 
     def _project(self, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         out = torch.einsum("btd,hrd->bhtr", x, weight)  # (B, H, T, r)
@@ -218,6 +221,7 @@ class MultiHeadAttention(nn.Module):
         v = self._project(x, self.W_V, self.b_V)  # (B, H, T, v)
         if cfg.positional == "rotary":
             q, k = apply_rotary(q), apply_rotary(k)
+        q, k = self.hook_q(q), self.hook_k(k)
         probing = self.hook_scores.active or self.hook_pattern.active
         if cfg.attention == "softmax" and not probing and q.is_cuda and not _is_vmapped(q):
             # Fused kernel on GPU when nobody reads the pattern; same numbers as the explicit path.

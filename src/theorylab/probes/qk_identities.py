@@ -48,3 +48,27 @@ def gauge_transform(attn: nn.Module, head: int, G: Tensor) -> None:
     if attn.b_Q is not None:
         attn.b_Q[head] = G @ attn.b_Q[head]
         attn.b_K[head] = Ginv_T @ attn.b_K[head]
+
+
+def qk_gradients(model: nn.Module, loss_fn: Callable[[nn.Module], Tensor]) -> list[dict[str, Tensor]]:
+    """Per layer of a :class:`ToyTransformer`: the queries and keys that meet in the scores (after RoPE),
+    the scores, and the gradients of ``loss_fn(model)`` with respect to each: ``{q, k, dq, dk, dS}``
+    with q, k ``(B, H, T, r)`` and dS ``(B, H, T, T)`` (the gradient of the pre-mask scores)."""
+    saved: list[dict[str, Tensor]] = [dict() for _ in model.blocks]
+    handles = []
+    for i, block in enumerate(model.blocks):
+        for name, point in (("q", block.attn.hook_q), ("k", block.attn.hook_k), ("S", block.attn.hook_scores)):
+            def keep(_m, _a, out, i=i, name=name):
+                saved[i][name] = out.detach()
+                if out.requires_grad:
+                    out.register_hook(lambda g, i=i, name=name: saved[i].__setitem__("d" + name, g.detach()))
+
+            handles.append(point.register_forward_hook(keep))
+    try:
+        for p in model.parameters():
+            p.grad = None
+        loss_fn(model).backward()
+    finally:
+        for h in handles:
+            h.remove()
+    return saved

@@ -12,6 +12,7 @@ from theorylab.studies import (  # noqa: F401
     mpnn_algorithms,
     multi_index_estimators,
     propagation_of_chaos,
+    query_key_asymmetry,
     rmt_diffusion,
     self_consistent_interpolants,
 )
