@@ -14,7 +14,7 @@ def test_quick_claims(bilinear_quick):
             assert v.passed is None and "needs paper preset" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
-    assert {"scores_scatter", "scores_over_training", "spectra", "inertia"} <= {p.stem for p in bilinear_quick.figures}
+    assert {"scores_scatter", "scores_over_training", "spectra", "inertia", "scores_per_layer"} <= {p.stem for p in bilinear_quick.figures}
 
 
 def test_judges_fail_on_wrong_results(bilinear_quick):

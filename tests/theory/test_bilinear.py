@@ -145,3 +145,23 @@ def test_random_init_gpt2_and_bert_operators():
         ops = head_operators(model)
         assert len(ops) == 8 and all(op.M.shape == (32, 32) and not op.rope for op in ops)
         assert 0.3 < float(sum(symmetry_score(op.M) for op in ops) / 8) < 0.7  # random init: about 1/2
+
+
+def test_head_geometry_from_factors_matches_the_full_matrices():
+    from theorylab.theory.bilinear import head_geometry
+
+    model = ToyTransformer(d_model=32, n_heads=4, n_layers=2, vocab_size=11, seed=3).double()
+    with torch.no_grad():
+        model.blocks[1].attn.W_K[0] = model.blocks[1].attn.W_Q[0]  # one symmetric (tied) head
+        model.blocks[0].attn.W_K[:, :, 5] *= 6  # a key direction dominates: directional heads
+    ops = head_operators(model)
+    geo = head_geometry(ops)
+    for op, row in zip(ops, geo.itertuples()):
+        M = op.M.double()
+        assert row.symmetry == pytest.approx(float(symmetry_score(M)), abs=1e-12)
+        assert row.directionality == pytest.approx(float(directionality_score(M)), abs=1e-10)
+        assert (row.inertia_pos, row.inertia_neg, row.inertia_zero) == inertia(M, rel_tol=1e-8)
+        assert row.rotation == pytest.approx(rotation_content(M), abs=1e-8)
+        assert row.stable_rank == pytest.approx(float(stable_rank(M)), rel=1e-10)
+        assert row.effective_rank == pytest.approx(float(effective_rank(M)), rel=1e-8)
+    assert geo.loc[4, "symmetry"] == pytest.approx(1.0) and (geo["directionality"].abs() > 0).any()

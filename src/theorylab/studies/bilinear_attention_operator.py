@@ -269,6 +269,22 @@ def _figure_inertia(ctx: RunContext, heads: pd.DataFrame) -> None:
     ctx.figure("inertia", fig)
 
 
+def _figure_layers(ctx: RunContext, heads: pd.DataFrame) -> None:
+    """Symmetry and directionality per layer, encoder vs decoder (mean and spread over heads and seeds)."""
+    fig, (ax, bx) = new_figure(ncols=2, width=8.4)
+    trained = heads[heads["family"].isin(["encoder", "decoder"])]
+    null = heads[heads["family"] == "random init"]
+    for a, col in ((ax, "symmetry"), (bx, "directionality")):
+        for i, (kind, g) in enumerate(trained.groupby("family")):
+            by = g.groupby("layer")[col].agg(["mean", "min", "max"])
+            a.errorbar(by.index + 0.1 * i, by["mean"], yerr=[by["mean"] - by["min"], by["max"] - by["mean"]], fmt="o-", capsize=2, color=color(i), label=kind)
+        a.axhspan(*null[col].quantile([0.025, 0.975]), color="0.85", zorder=0, label="random init, 95%")
+        a.set_xlabel("layer")
+        a.set_ylabel(f"{col} score")
+        a.legend(fontsize=7)
+    ctx.figure("scores_per_layer", fig)
+
+
 # --------------------------------------------------------------------------------------------
 # Claims
 # --------------------------------------------------------------------------------------------
@@ -412,3 +428,4 @@ def run(cfg: BilinearOperatorConfig, ctx: RunContext) -> None:
     _figure_tracking(ctx, track)
     _figure_spectra(ctx, cfg)
     _figure_inertia(ctx, heads)
+    _figure_layers(ctx, heads)

@@ -36,6 +36,8 @@ class HeadOperator:
     rope: bool = False
     convention: str = "s_ij = x_i M x_j^T (row vectors), 1/sqrt(d_head) included"
     key_term: Tensor | None = None  # (d,): the query bias seen through the keys, s_ij += key_term · x_j (None: no query bias)
+    query: Tensor | None = None  # (d_h, d): with ``key``, M = queryᵀ key (the 1/√d_h scale folded into ``query``)
+    key: Tensor | None = None  # (d_h, d)
 
     def scores(self, x: Tensor) -> Tensor:
         """``x M xᵀ + 1 (key_term · x)ᵀ`` for tokens ``x: (..., T, d)``: the module's logits up to a
@@ -62,8 +64,10 @@ def directionality_score(M: Tensor, k: float = 2.0) -> Tensor:
     ``(excess_cols − excess_rows)/(excess_cols + excess_rows)``, 0 when neither has an excess.
     Transposing M (swapping queries and keys) flips its sign.
     """
-    r, c = M.norm(dim=-1), M.norm(dim=-2)
+    return _directionality_from_norms(M.norm(dim=-1), M.norm(dim=-2), k)
 
+
+def _directionality_from_norms(r: Tensor, c: Tensor, k: float = 2.0) -> Tensor:
     def excess(v: Tensor) -> Tensor:
         thr = v.mean(-1, keepdim=True) + k * v.std(-1, keepdim=True)
         return (v - thr).clamp(min=0).sum(-1)
@@ -113,7 +117,7 @@ def head_operators(model: nn.Module) -> list[HeadOperator]:
             w_k = a.W_Q if a.W_K is None else a.W_K
             for h in range(model.cfg.n_heads):
                 term = None if a.b_Q is None else (model.cfg.scale * w_k[h].T @ a.b_Q[h]).detach()
-                ops.append(HeadOperator(i, h, a.bilinear(h).detach(), h, rope, key_term=term))
+                ops.append(HeadOperator(i, h, a.bilinear(h).detach(), h, rope, key_term=term, query=(model.cfg.scale * a.W_Q[h]).detach(), key=w_k[h].detach()))
         return ops
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind == "gpt2":
@@ -137,7 +141,7 @@ def _gpt2(model) -> list[HeadOperator]:
         Wq, Wk = W[:, :d], W[:, d:2 * d]
         for h in range(H):
             q, k = Wq[:, h * dh:(h + 1) * dh], Wk[:, h * dh:(h + 1) * dh]
-            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h, key_term=k @ b[h * dh:(h + 1) * dh] / math.sqrt(dh)))
+            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h, key_term=k @ b[h * dh:(h + 1) * dh] / math.sqrt(dh), query=q.T / math.sqrt(dh), key=k.T))
     return out
 
 
@@ -154,7 +158,7 @@ def _bert(model) -> list[HeadOperator]:
         for h in range(H):
             q, k = Wq[h * dh:(h + 1) * dh], Wk[h * dh:(h + 1) * dh]
             term = None if bq is None else k.T @ bq[h * dh:(h + 1) * dh] / math.sqrt(dh)
-            out.append(HeadOperator(i, h, q.T @ k / math.sqrt(dh), h, key_term=term))
+            out.append(HeadOperator(i, h, q.T @ k / math.sqrt(dh), h, key_term=term, query=q / math.sqrt(dh), key=k))
     return out
 
 
@@ -175,5 +179,59 @@ def _llama_like(model) -> list[HeadOperator]:
             g = h // (H // kv)  # the key head this query head shares
             q, k = Wq[h * dh:(h + 1) * dh], Wk[g * dh:(g + 1) * dh]
             term = None if bq is None else scale * k.T @ bq[h * dh:(h + 1) * dh]
-            out.append(HeadOperator(i, h, scale * q.T @ k, g, rope=True, key_term=term))
+            out.append(HeadOperator(i, h, scale * q.T @ k, g, rope=True, key_term=term, query=scale * q, key=k))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Geometry from the factors, vectorised over heads
+# --------------------------------------------------------------------------------------------
+
+
+def _sqrt_psd(G: Tensor) -> Tensor:
+    lam, U = torch.linalg.eigh(G)
+    return (U * lam.clamp(min=0).sqrt()[..., None, :]) @ U.mT
+
+
+def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
+    """Every head's symmetry, directionality, inertia of S, rotation content, stable and effective
+    rank, computed from the factors M = Aᵀ B (A, B: d_h x d) in O(d·d_h²) per head and batched over
+    heads, never forming the d x d matrix: ‖M‖² = ⟨AAᵀ, BBᵀ⟩, tr M² = tr (BAᵀ)², row norms
+    ‖M_i·‖² = a_iᵀ (BBᵀ) a_i, the non-zero eigenvalues of M are those of BAᵀ, those of S = ½FᵀJF
+    (F = [A; B], J = [[0, I], [I, 0]]) those of ½ G^{1/2} J G^{1/2} with G = FFᵀ, and the singular
+    values of M the roots of the eigenvalues of (AAᵀ)^{1/2} BBᵀ (AAᵀ)^{1/2}. Same numbers as the
+    per-matrix functions (tested); a 12-layer, 768-wide model takes well under a second.
+    Returns a DataFrame with one row per head.
+    """
+    import pandas as pd
+
+    if any(op.query is None or op.key is None for op in ops):
+        raise ValueError("head_geometry needs the factors (query, key) of every operator; use the per-matrix functions otherwise")
+    A = torch.stack([op.query for op in ops]).double()
+    B = torch.stack([op.key for op in ops]).double()
+    d, dh = A.shape[-1], A.shape[-2]
+    GA, GB, C = A @ A.mT, B @ B.mT, B @ A.mT
+    norm2 = (GA * GB).sum((-1, -2))
+    trace_m2 = (C * C.mT).sum((-1, -2))
+    symmetry = 0.5 * (norm2 + trace_m2) / norm2
+    rows = (A * (GB @ A)).sum(-2).clamp(min=0).sqrt()  # ‖M_i·‖ for every i
+    cols = (B * (GA @ B)).sum(-2).clamp(min=0).sqrt()
+    direction = _directionality_from_norms(rows, cols)
+    lam = torch.linalg.eigvals(C)  # the non-zero eigenvalues of M (plus d − d_h zeros)
+    mag = lam.abs()
+    rotation = torch.where(lam.imag.abs() > lam.real.abs(), mag, torch.zeros_like(mag)).sum(-1) / mag.sum(-1).clamp(min=1e-300)
+    F = torch.cat([A, B], dim=-2)
+    root = _sqrt_psd(F @ F.mT)
+    J = torch.zeros(2 * dh, 2 * dh, dtype=A.dtype)
+    J[:dh, dh:] = torch.eye(dh, dtype=A.dtype)
+    J[dh:, :dh] = torch.eye(dh, dtype=A.dtype)
+    s_eig = torch.linalg.eigvalsh(0.5 * root @ J @ root)
+    tol = rel_tol * s_eig.abs().amax(-1, keepdim=True)
+    pos, neg = (s_eig > tol).sum(-1), (s_eig < -tol).sum(-1)
+    ra = _sqrt_psd(GA)
+    sv = torch.linalg.eigvalsh(ra @ GB @ ra).clamp(min=0).sqrt().flip(-1)  # descending
+    p = sv / sv.sum(-1, keepdim=True)
+    effective = torch.exp(-(p * torch.log(p.clamp(min=1e-300))).sum(-1))
+    return pd.DataFrame(dict(layer=[op.layer for op in ops], head=[op.head for op in ops], symmetry=symmetry.numpy(), directionality=direction.numpy(),
+                             inertia_pos=pos.numpy(), inertia_neg=neg.numpy(), inertia_zero=(d - pos - neg).numpy(), rotation=rotation.numpy(),
+                             stable_rank=(norm2 / sv[..., 0] ** 2).numpy(), effective_rank=effective.numpy(), sigma1=sv[..., 0].numpy()))
