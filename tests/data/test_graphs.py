@@ -18,7 +18,7 @@ def test_tiny_training_set_covers_the_motifs():
 
 def test_minimax_set_covers_both_sides_of_the_kink():
     gs = minimax_tiny_training_set((1, 4, 10))
-    assert len(gs) == 3 + 6 and all(g.num_nodes <= 3 for g in gs)
+    assert len(gs) == 3 + 9 and all(g.num_nodes <= 3 for g in gs)
     graph, ptr = batch(gs)
     d = minimax_distances(graph, graph.source)
     paths = [(float(g.weight[0]), float(g.weight[1]), float(d[ptr[i] + 2])) for i, g in enumerate(gs) if g.num_nodes == 3]

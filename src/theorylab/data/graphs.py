@@ -81,15 +81,16 @@ def bf_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
     return graphs[:10]
 
 
-def minimax_tiny_training_set(grid=(1, 3, 5, 7, 10)) -> list[WeightedGraph]:
+def minimax_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
     """Tiny directed graphs for bottleneck (minimax) distances, f*(x, w) = max(x, w): one edge s -> v per
-    weight, and the path s -> u -> v for every ordered pair of distinct weights, so both sides of the
-    kink x = w are covered (the BF motifs meet only three such pairs)."""
+    weight, and the path s -> u -> v for every ordered pair of weights, equal ones included, so both
+    sides of the kink x = w are covered and the kink itself is pinned (the BF motifs meet only three
+    such pairs, and a grid without x = w leaves the kink anywhere between its points)."""
     g = sorted(set(int(x) for x in grid))
     if len(g) < 2 or g[0] < 0:
         raise ValueError("grid needs at least two non-negative weights")
     graphs = [_graph([(0, 1)], [w], 2) for w in g]
-    return graphs + [_graph([(0, 1), (1, 2)], [a, b], 3) for a in g for b in g if a != b]
+    return graphs + [_graph([(0, 1), (1, 2)], [a, b], 3) for a in g for b in g]
 
 
 def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
