@@ -93,3 +93,15 @@ def test_graph_kit_example_runs():
 def test_attention_geometry_kit_example_runs():
     ns = _run_example("## Attention-geometry kit")
     assert abs(ns["entropy_production"](ns["P"])) < 1e-10 and ns["coords"].shape == (300, 2)
+
+
+def test_pde_kit_example_runs():
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        ns = _run_example("## PDE kit")  # it pins one thread, as the kit advises
+    finally:
+        torch.set_num_threads(threads)
+    assert ns["u"].shape == (64, 1, 64) and ns["coarse"].shape == (4, 1, 32, 32)
+    assert 0.02 < ns["lam"] < 0.08 and bool(ns["drifting"].isfinite().all())

@@ -1,0 +1,297 @@
+"""Periodic pseudo-spectral PDE solvers in PyTorch, batched over trajectories (the PDE kit).
+
+Conventions (``_pde-kit`` card): tensors are batch first, ``[B, C, *spatial]`` with ``C = 1`` here;
+periodic domains; real FFTs on the last axes; integration in float64 (stored data may be float32);
+the k = 0 mode is conserved, so initial conditions have zero mean. Small FFT loops are
+overhead-bound: run them with one intra-op thread (``torch.set_num_threads(1)``) on a small CPU.
+
+- :func:`etdrk4_coefficients`: Kassam & Trefethen's (SIAM J. Sci. Comput. 26, 2005) exponential
+  time-differencing RK4 for ``v_t = L v + N(v)`` with a diagonal L, the φ-functions evaluated by a
+  contour average over ``M`` points of radius 1 (no cancellation near L = 0).
+- :class:`KS1D`: Kuramoto–Sivashinsky ``u_t + u u_x + u_xx + u_xxxx = 0`` on [0, L);
+  in Fourier space ``û_t = (k² − k⁴) û − (ik/2) F[u²]``.
+- :class:`NS2D`: 2-D incompressible Navier–Stokes in vorticity form on [0, 2π)²,
+  ``ω_t + u·∇ω = ν∇²ω − αω + f_ω`` with ``−∇²ψ = ω``, ``u = ∂_yψ``, ``v = −∂_xψ``, 2/3 dealiasing of
+  the advection term, Kolmogorov forcing ``f_ω = −n cos(n y)`` (from f_u = sin(n y)).
+  Arrays are ``[..., y, x]``.
+- :func:`resample_spectral`: truncate or zero-pad Fourier modes (values, not amplitudes, preserved).
+- :func:`lyapunov_benettin`: the largest Lyapunov exponent from B perturbed copies.
+- :class:`KSLeaky`: the card's drifting emulator ``x -> Φ_Δt(x) + (1 + η) P_{m >= m_c} x + σ ξ``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+DTYPE = torch.float64
+
+
+def etdrk4_coefficients(linear: Tensor, dt: float, contour_points: int = 32) -> dict[str, Tensor]:
+    """``E = e^{hL}``, ``E2 = e^{hL/2}`` and the ETDRK4 weights ``Q, f1, f2, f3`` for a real diagonal ``L``
+    (any shape), by the contour average of Kassam & Trefethen (2005), eq. (2.5) and Fig. 3."""
+    h = float(dt)
+    L = linear.to(DTYPE)
+    r = torch.exp(1j * math.pi * (torch.arange(1, contour_points + 1, dtype=DTYPE) - 0.5) / contour_points)
+    LR = h * L[..., None].to(torch.complex128) + r
+    eLR = torch.exp(LR)
+    Q = h * ((torch.exp(LR / 2) - 1) / LR).mean(-1).real
+    f1 = h * ((-4 - LR + eLR * (4 - 3 * LR + LR**2)) / LR**3).mean(-1).real
+    f2 = h * ((2 + LR + eLR * (-2 + LR)) / LR**3).mean(-1).real
+    f3 = h * ((-4 - 3 * LR - LR**2 + eLR * (4 - LR)) / LR**3).mean(-1).real
+    return dict(E=torch.exp(h * L), E2=torch.exp(h * L / 2), Q=Q, f1=f1, f2=f2, f3=f3)
+
+
+def etdrk4_step(v: Tensor, c: dict[str, Tensor], nonlinear: Callable[[Tensor], Tensor]) -> Tensor:
+    """One ETDRK4 step of ``v_t = L v + N(v)`` in Fourier space (Cox & Matthews 2002; Kassam & Trefethen 2005)."""
+    Nv = nonlinear(v)
+    a = c["E2"] * v + c["Q"] * Nv
+    Na = nonlinear(a)
+    b = c["E2"] * v + c["Q"] * Na
+    Nb = nonlinear(b)
+    cc = c["E2"] * a + c["Q"] * (2 * Nb - Nv)
+    Nc = nonlinear(cc)
+    return c["E"] * v + Nv * c["f1"] + 2 * (Na + Nb) * c["f2"] + Nc * c["f3"]
+
+
+def resample_spectral(x: Tensor, n_out: int, dims: int = 1) -> Tensor:
+    """``x [..., n, (n)]`` on a periodic grid resampled to ``n_out`` points per axis over its last ``dims``
+    axes by truncating or zero-padding Fourier modes (the Nyquist mode of an even grid is dropped when
+    truncating); grid values of band-limited fields are preserved."""
+    if dims not in (1, 2):
+        raise ValueError(f"dims must be 1 or 2, got {dims}")
+    n_in = x.shape[-1]
+    if dims == 1:
+        xh = torch.fft.rfft(x, dim=-1)
+        keep = min(n_in, n_out) // 2 + (0 if min(n_in, n_out) % 2 == 0 else 1)
+        out = torch.zeros(*x.shape[:-1], n_out // 2 + 1, dtype=xh.dtype, device=x.device)
+        out[..., :keep] = xh[..., :keep]
+        return torch.fft.irfft(out, n=n_out, dim=-1) * (n_out / n_in)
+    xh = torch.fft.rfft2(x, dim=(-2, -1))
+    m = min(n_in, n_out)
+    half = m // 2 if m % 2 == 0 else m // 2 + 1
+    out = torch.zeros(*x.shape[:-2], n_out, n_out // 2 + 1, dtype=xh.dtype, device=x.device)
+    out[..., :half, :half] = xh[..., :half, :half]
+    neg = m // 2 - (1 if m % 2 == 0 else 0)  # negative y wavenumbers kept
+    if neg:
+        out[..., -neg:, :half] = xh[..., -neg:, :half]
+    return torch.fft.irfft2(out, s=(n_out, n_out), dim=(-2, -1)) * (n_out / n_in) ** 2
+
+
+# --------------------------------------------------------------------------------------------
+# Kuramoto–Sivashinsky
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class KS1D:
+    """Kuramoto–Sivashinsky on [0, L) with N points, ETDRK4 step ``dt``; states ``[B, 1, N]`` (float64).
+
+    Presets (card): ``KS1D.preset("ks22")`` (L = 22, N = 64, dt = 0.25), ``"ks22_fine"`` (N = 128,
+    dt = 0.01), ``"ks64"`` (L = 64, N = 128), ``"ks32pi"`` (L = 32π, N = 256, dt = 0.05).
+    """
+
+    L: float = 22.0
+    N: int = 64
+    dt: float = 0.25
+    dealias: bool = False
+    device: str | torch.device = "cpu"
+    _c: dict = field(init=False, repr=False)
+
+    PRESETS = {"ks22": dict(L=22.0, N=64, dt=0.25), "ks22_fine": dict(L=22.0, N=128, dt=0.01), "ks64": dict(L=64.0, N=128, dt=0.25),
+               "ks32pi": dict(L=32 * math.pi, N=256, dt=0.05)}
+
+    def __post_init__(self) -> None:
+        if self.L <= 0 or self.N < 4 or self.N % 2 or self.dt <= 0:
+            raise ValueError(f"KS1D needs L > 0, an even N >= 4 and dt > 0; got L={self.L}, N={self.N}, dt={self.dt}")
+        self.k = (2 * math.pi / self.L) * torch.arange(self.N // 2 + 1, dtype=DTYPE, device=self.device)
+        self.linear = self.k**2 - self.k**4
+        self._c = {name: t.to(self.device) for name, t in etdrk4_coefficients(self.linear.cpu(), self.dt).items()}
+        deriv = self.k.clone()
+        deriv[-1] = 0.0  # the Nyquist mode has no odd derivative
+        self._g = -0.5j * deriv
+        self._mask = (torch.arange(self.N // 2 + 1, device=self.device) < self.N / 3) if self.dealias else None
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "KS1D":
+        if name not in cls.PRESETS:
+            raise ValueError(f"unknown KS preset {name!r}; known: {', '.join(cls.PRESETS)}")
+        return cls(**{**cls.PRESETS[name], **overrides})
+
+    @property
+    def x(self) -> Tensor:
+        return torch.arange(self.N, dtype=DTYPE) * (self.L / self.N)
+
+    def nonlinear(self, v: Tensor) -> Tensor:
+        u = torch.fft.irfft(v, n=self.N, dim=-1)
+        out = self._g * torch.fft.rfft(u * u, dim=-1)
+        return out if self._mask is None else out * self._mask
+
+    def step_hat(self, v: Tensor) -> Tensor:
+        return etdrk4_step(v, self._c, self.nonlinear)
+
+    def step(self, u: Tensor, n: int = 1) -> Tensor:
+        """``n`` solver steps from ``u [..., N]`` (physical space)."""
+        v = torch.fft.rfft(u.to(DTYPE), dim=-1)
+        for _ in range(n):
+            v = self.step_hat(v)
+        return torch.fft.irfft(v, n=self.N, dim=-1)
+
+    def random_state(self, batch: int, generator: torch.Generator, amplitude: float = 0.1) -> Tensor:
+        """``amplitude · N(0, 1)`` noise with its mean removed, ``[batch, 1, N]``."""
+        u = amplitude * torch.randn(batch, 1, self.N, generator=generator, dtype=DTYPE)
+        return (u - u.mean(-1, keepdim=True)).to(self.device)
+
+    def spun_up(self, batch: int, generator: torch.Generator, time: float = 250.0) -> Tensor:
+        """States on the attractor: random noise integrated for ``time`` (card: 250 time units)."""
+        return self.step(self.random_state(batch, generator), int(round(time / self.dt)))
+
+
+# --------------------------------------------------------------------------------------------
+# 2-D Navier–Stokes (vorticity form)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NS2D:
+    """Vorticity ``ω [B, 1, N, N]`` (axes y, x) on [0, 2π)², ETDRK4 step ``dt``.
+
+    ``nu`` viscosity, ``drag`` linear drag α, ``forcing_mode`` n of the Kolmogorov forcing
+    f_ω = −n cos(n y) scaled by ``forcing_amplitude`` (0: unforced). Presets: ``"kolmo_re1k"``
+    (ν = 1e-3, α = 0.1, n = 4, dt = 5e-3 at 64²) and ``"kolmo_re10k"`` (ν = 1e-4, dt = 1e-3).
+    """
+
+    N: int = 64
+    nu: float = 1e-3
+    drag: float = 0.1
+    forcing_mode: int = 4
+    forcing_amplitude: float = 1.0
+    dt: float = 5e-3
+    device: str | torch.device = "cpu"
+
+    PRESETS = {"kolmo_re1k": dict(nu=1e-3, drag=0.1, forcing_mode=4, dt=5e-3), "kolmo_re10k": dict(nu=1e-4, drag=0.1, forcing_mode=4, dt=1e-3)}
+
+    def __post_init__(self) -> None:
+        if self.N < 8 or self.N % 2 or self.dt <= 0 or self.nu < 0 or self.drag < 0:
+            raise ValueError(f"NS2D needs an even N >= 8, dt > 0, nu >= 0, drag >= 0; got N={self.N}, dt={self.dt}, nu={self.nu}, drag={self.drag}")
+        N = self.N
+        self.kx = torch.arange(N // 2 + 1, dtype=DTYPE, device=self.device)[None, :]
+        self.ky = torch.fft.fftfreq(N, 1.0 / N, dtype=DTYPE, device=self.device)[:, None]
+        self.k2 = self.kx**2 + self.ky**2
+        self._inv_k2 = torch.where(self.k2 > 0, 1.0 / torch.where(self.k2 > 0, self.k2, 1.0), 0.0)
+        self.linear = -self.nu * self.k2 - self.drag
+        self._c = {name: t.to(self.device) for name, t in etdrk4_coefficients(self.linear.cpu(), self.dt).items()}
+        cut = N / 3  # 2/3 rule: keep |k_x|, |k_y| < N/3
+        self._mask = (self.kx.abs() < cut) & (self.ky.abs() < cut)
+        y = torch.arange(N, dtype=DTYPE, device=self.device) * (2 * math.pi / N)
+        f = -self.forcing_mode * torch.cos(self.forcing_mode * y)[:, None].expand(N, N) * self.forcing_amplitude
+        self._forcing_hat = torch.fft.rfft2(f)
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "NS2D":
+        if name not in cls.PRESETS:
+            raise ValueError(f"unknown NS2D preset {name!r}; known: {', '.join(cls.PRESETS)}")
+        return cls(**{**cls.PRESETS[name], **overrides})
+
+    @property
+    def grid(self) -> tuple[Tensor, Tensor]:
+        """``(x, y)`` coordinates, each ``[N, N]`` in the (y, x) layout."""
+        c = torch.arange(self.N, dtype=DTYPE) * (2 * math.pi / self.N)
+        y, x = torch.meshgrid(c, c, indexing="ij")
+        return x, y
+
+    def velocity_hat(self, w_hat: Tensor) -> tuple[Tensor, Tensor]:
+        """``(û, v̂)`` from ω̂: ψ̂ = ω̂/|k|², u = ∂_yψ, v = −∂_xψ."""
+        psi = w_hat * self._inv_k2
+        return 1j * self.ky * psi, -1j * self.kx * psi
+
+    def advection(self, w_hat: Tensor) -> Tensor:
+        """``−F[u·∇ω]``, dealiased (2/3 rule)."""
+        u_hat, v_hat = self.velocity_hat(w_hat)
+        s = (self.N, self.N)
+        u, v = torch.fft.irfft2(u_hat, s=s), torch.fft.irfft2(v_hat, s=s)
+        wx, wy = torch.fft.irfft2(1j * self.kx * w_hat, s=s), torch.fft.irfft2(1j * self.ky * w_hat, s=s)
+        return -torch.fft.rfft2(u * wx + v * wy) * self._mask
+
+    def nonlinear(self, w_hat: Tensor) -> Tensor:
+        return self.advection(w_hat) + self._forcing_hat
+
+    def step(self, w: Tensor, n: int = 1) -> Tensor:
+        v = torch.fft.rfft2(w.to(DTYPE))
+        for _ in range(n):
+            v = etdrk4_step(v, self._c, self.nonlinear)
+        return torch.fft.irfft2(v, s=(self.N, self.N))
+
+    def energy_enstrophy(self, w: Tensor) -> tuple[Tensor, Tensor]:
+        """Domain means ``E = ½⟨|u|²⟩`` and ``Z = ½⟨ω²⟩`` per state."""
+        w_hat = torch.fft.rfft2(w.to(DTYPE))
+        u_hat, v_hat = self.velocity_hat(w_hat)
+        s = (self.N, self.N)
+        u, v = torch.fft.irfft2(u_hat, s=s), torch.fft.irfft2(v_hat, s=s)
+        return 0.5 * (u**2 + v**2).mean((-1, -2)), 0.5 * (w.to(DTYPE) ** 2).mean((-1, -2))
+
+    def random_state(self, batch: int, generator: torch.Generator, peak: int = 4, rms: float = 5.0) -> Tensor:
+        """Random vorticity ``[batch, 1, N, N]`` with a spectrum peaked at |k| = ``peak``, zero mean, rms ``rms``."""
+        shape = (batch, 1, self.N, self.N // 2 + 1)
+        phase = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(shape, generator=generator, dtype=DTYPE)
+        k = self.k2.sqrt()
+        amp = k * torch.exp(-((k - peak) ** 2) / 2) * self._mask
+        w = torch.fft.irfft2(phase * amp, s=(self.N, self.N))
+        w = w - w.mean((-1, -2), keepdim=True)
+        return (w * (rms / w.pow(2).mean((-1, -2), keepdim=True).sqrt())).to(self.device)
+
+
+# --------------------------------------------------------------------------------------------
+# Lyapunov exponent; the drifting emulator
+# --------------------------------------------------------------------------------------------
+
+
+def lyapunov_benettin(step: Callable[[Tensor], Tensor], states: Tensor, time: float, dt: float, renorm_every: float = 1.0, eps: float = 1e-7,
+                      generator: torch.Generator | None = None) -> tuple[float, Tensor]:
+    """``(mean λ₁, λ₁ per copy)``: each state runs beside a copy perturbed by ``eps`` (relative to its norm);
+    every ``renorm_every`` time units the log growth of the gap is recorded and the gap reset to ``eps``
+    (Benettin et al. 1980). ``step`` advances a batch by ``dt``."""
+    per = max(1, int(round(renorm_every / dt)))
+    rounds = max(1, int(round(time / (per * dt))))
+    x = states.to(DTYPE)
+    scale = x.flatten(1).norm(dim=-1).view(-1, *[1] * (x.ndim - 1))
+    d = torch.randn(x.shape, generator=generator, dtype=DTYPE)
+    d = d - d.mean(-1, keepdim=True)
+    y = x + eps * scale * d / d.flatten(1).norm(dim=-1).view_as(scale)
+    total = torch.zeros(x.shape[0], dtype=DTYPE)
+    for _ in range(rounds):
+        both = step(torch.cat([x, y]))
+        for _ in range(per - 1):
+            both = step(both)
+        x, y = both[: len(x)], both[len(x):]
+        gap = (y - x).flatten(1).norm(dim=-1)
+        total += torch.log(gap / (eps * scale.flatten()))
+        y = x + (eps * scale.flatten() / gap).view_as(scale) * (y - x)
+    lam = total / (rounds * per * dt)
+    return float(lam.mean()), lam
+
+
+@dataclass
+class KSLeaky:
+    """The card's drifting emulator for KS: one emulator step is ``Φ_Δt(x) + (1 + η) P_{m >= m_c} x + σ ξ``.
+
+    ``Φ_Δt`` is ``substeps`` exact solver steps, ``P_{m >= m_c}`` the Fourier high-pass, ξ standard
+    normal. It mimics a residual network that passes unresolved scales through the identity.
+    """
+
+    system: KS1D
+    substeps: int = 4
+    eta: float = 0.1
+    m_cut: int = 8
+    sigma: float = 1e-4
+
+    def __call__(self, u: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        high = torch.fft.rfft(u.to(DTYPE), dim=-1)
+        high[..., : self.m_cut] = 0
+        leak = torch.fft.irfft(high, n=self.system.N, dim=-1)
+        noise = torch.randn(u.shape, generator=generator, dtype=DTYPE).to(u.device)
+        return self.system.step(u, self.substeps) + (1 + self.eta) * leak + self.sigma * noise

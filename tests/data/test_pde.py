@@ -1,0 +1,140 @@
+"""The PDE kit's solvers against answers known in closed form (the _pde-kit card's reference checks)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from theorylab.data.pde import KS1D, NS2D, KSLeaky, etdrk4_coefficients, lyapunov_benettin, resample_spectral
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Small FFT loops: one intra-op thread (the card's measured 90x slowdown with two on a loaded box)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_etdrk4_weights_have_the_right_limits():
+    c = etdrk4_coefficients(torch.tensor([0.0, -1e-12, -2.0]), 0.1)
+    assert torch.allclose(c["Q"][:2], torch.full((2,), 0.05, dtype=torch.float64), rtol=1e-12)  # h/2 at L = 0
+    for name in ("f1", "f3"):
+        assert c[name][0] == pytest.approx(0.1 / 6, rel=1e-12)
+    assert c["f2"][0] == pytest.approx(0.1 / 6, rel=1e-12)
+    assert c["E"][2] == pytest.approx(math.exp(-0.2))
+
+
+def test_ks_conserves_the_mean_and_grows_a_linear_mode_exactly():
+    ks = KS1D.preset("ks22")
+    u = ks.spun_up(4, torch.Generator().manual_seed(0), time=50) + 0.3
+    after = ks.step(u, 4000)
+    assert float((after.mean(-1) - u.mean(-1)).abs().max()) <= 1e-12  # K-KS-mean
+    m = 2
+    u0 = 1e-8 * torch.cos(2 * math.pi * m * ks.x / ks.L)[None, None]
+    steps = int(round(10 / ks.dt))
+    growth = torch.fft.rfft(ks.step(u0, steps), dim=-1)[..., m].real / torch.fft.rfft(u0, dim=-1)[..., m].real
+    q = 2 * math.pi * m / ks.L
+    assert float(growth) == pytest.approx(math.exp((q**2 - q**4) * 10), rel=1e-9)  # K-KS-linear: rate 0.219817
+    assert q**2 - q**4 == pytest.approx(0.219817, abs=1e-6)
+
+
+def test_ks_etdrk4_is_fourth_order():
+    g = torch.Generator().manual_seed(1)
+    u0 = KS1D(L=22.0, N=64, dt=0.25).spun_up(2, g, time=100)
+    ref = KS1D(L=22.0, N=64, dt=0.0625 / 64).step(u0, 64 * 160)
+    errors = [float((KS1D(L=22.0, N=64, dt=dt).step(u0, int(round(10 / dt))) - ref).abs().max()) for dt in (0.125, 0.0625)]
+    assert errors[0] / errors[1] >= 8  # K-KS-order: order >= 3
+
+
+def test_ks22_largest_lyapunov_exponent():
+    ks = KS1D.preset("ks22")
+    g = torch.Generator().manual_seed(2)
+    lam, per = lyapunov_benettin(lambda x: ks.step(x), ks.spun_up(32, g), time=2000, dt=ks.dt, generator=g)
+    assert 0.040 <= lam <= 0.055, lam  # K-KS-lyap: literature 0.043-0.048
+    assert per.shape == (32,)
+
+
+def test_ks_determinism_and_bad_parameters():
+    ks = KS1D.preset("ks22")
+    a = ks.spun_up(2, torch.Generator().manual_seed(5), time=20)
+    b = ks.spun_up(2, torch.Generator().manual_seed(5), time=20)
+    c = ks.spun_up(2, torch.Generator().manual_seed(6), time=20)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    with pytest.raises(ValueError, match="even N"):
+        KS1D(N=63)
+    with pytest.raises(ValueError, match="unknown KS preset"):
+        KS1D.preset("ks23")
+
+
+def test_taylor_green_decays_exactly():
+    ns = NS2D(N=64, nu=0.01, drag=0.0, forcing_amplitude=0.0, dt=0.01)
+    x, y = ns.grid
+    kappa = 2
+    w0 = (2 * kappa * torch.cos(kappa * x) * torch.cos(kappa * y))[None, None]
+    w = ns.step(w0, 100)
+    exact = w0 * math.exp(-2 * ns.nu * kappa**2 * 1.0)
+    assert float((w - exact).norm() / exact.norm()) <= 1e-10  # K-NS-TG
+
+
+def test_advection_sign_conventions():
+    ns = NS2D(N=32, forcing_amplitude=0.0)
+    x, y = ns.grid
+    w = torch.cos(x) + torch.cos(2 * y)
+    adv = torch.fft.irfft2(ns.advection(torch.fft.rfft2(w)), s=(32, 32))
+    assert float((adv - 1.5 * torch.sin(x) * torch.sin(2 * y)).abs().max()) <= 1e-12  # K-NS-jacobian: −u·∇ω
+
+
+def test_inviscid_flow_conserves_energy_and_enstrophy_at_fourth_order():
+    g = torch.Generator().manual_seed(3)
+    drifts = []
+    for dt in (5e-3, 2.5e-3):
+        ns = NS2D(N=64, nu=0.0, drag=0.0, forcing_amplitude=0.0, dt=dt)
+        w0 = ns.random_state(1, torch.Generator().manual_seed(3), peak=4, rms=5.0)
+        E0, Z0 = ns.energy_enstrophy(w0)
+        E1, Z1 = ns.energy_enstrophy(ns.step(w0, int(round(5 / dt))))
+        drifts.append((abs(float(E1 / E0) - 1), abs(float(Z1 / Z0) - 1)))
+    (dE, dZ), (dE2, dZ2) = drifts
+    assert dE <= 1e-6 and dZ <= 5e-5  # K-NS-inviscid
+    assert dE / dE2 >= 12 and dZ / dZ2 >= 12
+    del g
+
+
+def test_kolmogorov_laminar_state_is_a_fixed_point():
+    ns = NS2D.preset("kolmo_re1k", N=32)
+    x, y = ns.grid
+    n = ns.forcing_mode
+    w = (-n * torch.cos(n * y) / (ns.nu * n**2 + ns.drag))[None, None]
+    assert float((ns.step(w, 100) - w).norm() / w.norm()) <= 1e-10  # K-NS-laminar
+
+
+def test_resample_round_trip_and_band_limited_values():
+    g = torch.Generator().manual_seed(4)
+    x = resample_spectral(torch.randn(3, 1, 32, generator=g, dtype=torch.float64), 16)  # band-limited to 16 points
+    assert torch.allclose(resample_spectral(resample_spectral(x, 64), 16), x, atol=1e-14)
+    w = NS2D(N=16, forcing_amplitude=0.0).random_state(2, g, peak=2, rms=1.0)
+    assert torch.allclose(resample_spectral(resample_spectral(w, 32, dims=2), 16, dims=2), w, atol=1e-14)
+    c = torch.arange(32, dtype=torch.float64) * (2 * math.pi / 32)
+    fine = torch.cos(3 * c)
+    assert torch.allclose(resample_spectral(fine, 16), torch.cos(3 * c[::2]), atol=1e-14)
+
+
+def test_leaky_emulator_drifts_where_the_solver_does_not():
+    ks = KS1D.preset("ks22")
+    g = torch.Generator().manual_seed(7)
+    u = ks.spun_up(4, g)
+    emulator = KSLeaky(ks)
+    high = lambda z: torch.fft.rfft(z, dim=-1)[..., 8:].abs().pow(2).sum(-1).mean()  # noqa: E731
+    x, y, left = u, u, None
+    for step in range(1, 101):
+        x = emulator(x, g)
+        y = ks.step(y, 4)
+        if left is None and not float(high(x)) <= 100 * float(high(y)):  # NaN counts as gone
+            left = step
+    assert left is not None and left < 100  # the (1 + η) leak pumps the small scales off the attractor
+    assert torch.isfinite(y).all() and 0.8 < float(y.std()) < 1.6  # the solver stays on it (std ~1.19)
+    no_leak = KSLeaky(ks, eta=-1.0, sigma=0.0)  # (1 + η) = 0: exactly the solver
+    assert torch.equal(no_leak(u), ks.step(u, 4))
