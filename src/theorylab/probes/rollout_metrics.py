@@ -1,0 +1,85 @@
+"""Metrics of emulator rollouts against the truth (the _pde-kit card's conventions).
+
+Trajectories are ``[B, T, C, *spatial]``; every metric is per trajectory (and per time where it says
+so), to be summarised as median and IQR over trajectories.
+
+- :func:`pearson_t`: ρ_t = corr(pred_t, true_t) over all spatial points and channels.
+- :func:`corr_time`: the first time with ρ_t < c (PDE-Refiner's convention); trajectories that never
+  cross are censored at the horizon and flagged.
+- :func:`nrmse_t`: ‖p_t − y_t‖/‖y_t‖ (PDEBench).
+- :func:`spectrum_1d` (E(m) = mean |x̂_m|²), :func:`ke_spectrum_2d` (isotropic kinetic-energy spectrum
+  from vorticity, E(k) = ½ Σ_{k−½ <= |k'| < k+½} |û|² + |v̂|²), :func:`spectral_similarity`
+  (mean_k |E_p − E_t|/E_t, the Thermalizer paper's), :func:`log_spectral_distance`.
+- :func:`time_to_blowup`: first step with a non-finite value or rms > ``limit``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def pearson_t(pred: Tensor, true: Tensor) -> Tensor:
+    """``[B, T]`` correlation over every non-batch, non-time axis."""
+    p = pred.flatten(2).double()
+    y = true.flatten(2).double()
+    p = p - p.mean(-1, keepdim=True)
+    y = y - y.mean(-1, keepdim=True)
+    return (p * y).sum(-1) / (p.norm(dim=-1) * y.norm(dim=-1)).clamp_min(1e-300)
+
+
+def corr_time(rho: Tensor, threshold: float, dt: float = 1.0) -> tuple[Tensor, Tensor]:
+    """``(time, censored)`` per trajectory: the first t with ρ_t < threshold (NaN counts as below), else
+    the horizon with ``censored = True``."""
+    below = ~(rho >= threshold)
+    T = rho.shape[-1]
+    first = torch.where(below.any(-1), below.float().argmax(-1), torch.full(rho.shape[:-1], T - 1))
+    return first.double() * dt, ~below.any(-1)
+
+
+def nrmse_t(pred: Tensor, true: Tensor) -> Tensor:
+    p, y = pred.flatten(2).double(), true.flatten(2).double()
+    return (p - y).norm(dim=-1) / y.norm(dim=-1).clamp_min(1e-300)
+
+
+def spectrum_1d(x: Tensor) -> Tensor:
+    """``E(m) = mean |x̂_m|²`` over every axis but the last (Fourier modes m = 0 .. N/2)."""
+    xh = torch.fft.rfft(x.double(), dim=-1) / x.shape[-1]
+    return xh.abs().pow(2).reshape(-1, xh.shape[-1]).mean(0)
+
+
+def ke_spectrum_2d(w: Tensor) -> Tensor:
+    """Isotropic kinetic-energy spectrum of vorticity fields ``[..., N, N]`` on [0, 2π)² (shells k = 0 .. N/2)."""
+    N = w.shape[-1]
+    wh = torch.fft.fft2(w.double()) / N**2
+    k1 = torch.fft.fftfreq(N, 1.0 / N, dtype=torch.float64)
+    ky, kx = torch.meshgrid(k1, k1, indexing="ij")
+    k2 = kx**2 + ky**2
+    energy = 0.5 * wh.abs().pow(2) * torch.where(k2 > 0, 1.0 / torch.where(k2 > 0, k2, 1.0), 0.0)  # |û|² + |v̂|² = |ω̂|²/|k|²
+    shell = torch.round(k2.sqrt()).long()
+    E = torch.zeros(N // 2 + 1, dtype=torch.float64)
+    mean_energy = energy.reshape(-1, N, N).mean(0)
+    keep = shell <= N // 2
+    E.index_add_(0, shell[keep], mean_energy[keep])
+    return E
+
+
+def spectral_similarity(pred_spectrum: Tensor, true_spectrum: Tensor, skip_zero: bool = True) -> float:
+    s = 1 if skip_zero else 0
+    return float(((pred_spectrum[s:] - true_spectrum[s:]).abs() / true_spectrum[s:]).mean())
+
+
+def log_spectral_distance(pred_spectrum: Tensor, true_spectrum: Tensor, skip_zero: bool = True) -> float:
+    s = 1 if skip_zero else 0
+    return float((torch.log10(pred_spectrum[s:]) - torch.log10(true_spectrum[s:])).abs().mean())
+
+
+def time_to_blowup(traj: Tensor, limit: float = 1e3, dt: float = 1.0) -> Tensor:
+    """``[B]`` first time with a non-finite value or rms > ``limit``; ``inf`` when none."""
+    x = traj.flatten(2).double()
+    rms = x.pow(2).mean(-1).sqrt()
+    bad = ~(rms <= limit)
+    first = bad.float().argmax(-1).double() * dt
+    return torch.where(bad.any(-1), first, torch.full_like(first, math.inf))

@@ -1,0 +1,94 @@
+"""The rollout harness and its metrics (the _pde-kit card's K-metrics checks)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from theorylab.data.pde import KS1D, NS2D, KSLeaky
+from theorylab.probes.rollout_metrics import (
+    corr_time,
+    ke_spectrum_2d,
+    log_spectral_distance,
+    nrmse_t,
+    pearson_t,
+    spectral_similarity,
+    spectrum_1d,
+    time_to_blowup,
+)
+from theorylab.train.rollout import rollout
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def truth():
+    ks = KS1D.preset("ks22")
+    with torch.no_grad():
+        torch.set_num_threads(1)
+        u0 = ks.spun_up(32, torch.Generator().manual_seed(0))
+        run = rollout(lambda x: ks.step(x, 4), u0, 500)
+    return ks, run
+
+
+def test_truth_against_itself_and_independent_samples(truth):
+    ks, run = truth
+    traj = run.states
+    rho = pearson_t(traj, traj)
+    t, censored = corr_time(rho, 0.9)
+    assert bool(censored.all()) and torch.all(t == traj.shape[1] - 1)
+    assert float(nrmse_t(traj, traj).abs().max()) == 0.0
+    shuffled = traj.roll(1, dims=0)  # another trajectory: an independent attractor sample
+    late = pearson_t(shuffled[:, 300:], traj[:, 300:])
+    assert float(late.abs().mean()) <= 4 / math.sqrt(ks.N)
+
+
+def test_spectrum_noise_floor_between_independent_truths(truth):
+    ks, run = truth
+    other = rollout(lambda x: ks.step(x, 4), ks.spun_up(32, torch.Generator().manual_seed(1)), 500).states
+    E_a, E_b = spectrum_1d(run.states[:, -500:]), spectrum_1d(other[:, -500:])
+    assert spectral_similarity(E_a, E_b) <= 0.03  # K-metrics: the noise floor every spectrum claim must sit above (measured 0.024)
+    assert log_spectral_distance(E_a, E_b) <= 0.03
+    assert float(run.states[:, -500:].std()) == pytest.approx(1.19, rel=0.05)  # K-KS-stats
+    assert int(E_a[1:].argmax()) + 1 in (2, 3)  # K-KS-stats: the spectrum peaks at m in {2, 3}
+
+
+def test_rollout_records_logs_and_stops_at_blowup(truth):
+    ks, run = truth
+    assert run.states.shape == (32, 501, 1, 64) and bool((run.blowup_step == -1).all())
+    g = torch.Generator().manual_seed(2)
+    leaky = KSLeaky(ks)
+    calls = []
+
+    def corrector(x, t):
+        calls.append(t)
+        return x, {"level": torch.full((x.shape[0],), float(t))}
+
+    out = rollout(lambda x: leaky(x, g), run.states[:4, -1], 200, corrector=corrector, record_every=10)
+    assert out.states.shape[1] == 21 and out.times.tolist() == list(range(0, 201, 10))
+    assert out.logs["level"].shape == (200, 4) and calls == list(range(1, 201))
+    blow = out.blowup_step
+    assert bool((blow > 0).all())  # the leaky emulator diverges, and the harness says when
+    first = int(blow.min())
+    assert torch.isnan(out.states[blow.argmin(), -1]).all()
+    assert float(time_to_blowup(out.states, dt=10.0).min()) <= first + 10
+    with pytest.raises(ValueError):
+        rollout(lambda x: x, run.states[:1, 0], -1)
+
+
+def test_spectra_against_parseval_and_a_cosine():
+    x = torch.cos(3 * torch.arange(64, dtype=torch.float64) * 2 * math.pi / 64)
+    E = spectrum_1d(x[None, None])
+    assert float(E[3]) == pytest.approx(0.25) and float(E.sum()) == pytest.approx(0.25)
+    ns = NS2D(N=32, forcing_amplitude=0.0)
+    w = ns.random_state(3, torch.Generator().manual_seed(0), peak=3, rms=2.0)  # band-limited: every mode inside the shells
+    energy, _ = ns.energy_enstrophy(w)
+    assert float(ke_spectrum_2d(w).sum()) == pytest.approx(float(energy.mean()), rel=1e-12)
