@@ -1,0 +1,52 @@
+"""Periodic U-Nets: shapes, exact shift equivariance, residual form, classifier head; noise schedules."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from theorylab.nn.unet import UNet, noise_schedule
+
+
+@pytest.mark.parametrize("dims, shape", [(1, (3, 1, 64)), (2, (2, 1, 16, 16))])
+def test_shapes_and_periodic_shift_equivariance(dims, shape):
+    torch.manual_seed(0)
+    net = UNet(dims, width=8, levels=2, classes=5).double().eval()
+    x = torch.randn(*shape, dtype=torch.float64)
+    y, logits = net(x, return_logits=True)
+    assert y.shape == x.shape and logits.shape == (shape[0], 5)
+    axes = tuple(range(2, x.ndim))
+    shifted = net(torch.roll(x, shifts=(4,) * len(axes), dims=axes))
+    assert torch.allclose(shifted, torch.roll(y, shifts=(4,) * len(axes), dims=axes), atol=1e-12)  # shifts by multiples of 2^levels
+    _, shifted_logits = net(torch.roll(x, shifts=(4,) * len(axes), dims=axes), return_logits=True)
+    assert torch.allclose(shifted_logits, logits, atol=1e-12)  # the classifier is shift invariant
+
+
+def test_residual_form_and_bad_inputs():
+    net = UNet(1, width=4, levels=1, residual=True)
+    with torch.no_grad():
+        net.out.weight.zero_()
+        net.out.bias.zero_()
+    x = torch.randn(2, 1, 8)
+    assert torch.equal(net(x), x)  # x + 0
+    with pytest.raises(ValueError, match="divisible"):
+        net(torch.randn(1, 1, 7))
+    with pytest.raises(ValueError, match="classifier"):
+        net(x, return_logits=True)
+    with pytest.raises(ValueError, match="residual"):
+        UNet(2, in_channels=2, out_channels=1, residual=True)
+
+
+def test_noise_schedules():
+    betas, abar = noise_schedule(1000, "linear")
+    assert betas[0] == pytest.approx(1e-4) and betas[-1] == pytest.approx(0.02)
+    assert float(abar[-1]) == pytest.approx(float(torch.prod(1 - betas)))
+    betas, abar = noise_schedule(1000, "cosine")
+    t = 500
+    f = lambda u: math.cos((u + 0.008) / 1.008 * math.pi / 2) ** 2  # noqa: E731
+    assert float(abar[t - 1]) == pytest.approx(f(t / 1000) / f(0), rel=1e-10)
+    assert bool((abar[1:] < abar[:-1]).all()) and float(betas.max()) <= 0.999
+    with pytest.raises(ValueError):
+        noise_schedule(0)
