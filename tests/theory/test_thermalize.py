@@ -1,0 +1,81 @@
+"""The Gaussian model of thermalization against Monte Carlo of Algorithm 1 with the optimal denoiser (thermalizer card, claims 1-2)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from theorylab.nn.unet import noise_schedule
+from theorylab.theory.thermalize import gain_limits, optimal_eps, reverse_step, thermalize_gain, thermalize_noise
+from theorylab.train.rollout import Thermalize
+
+BETAS, ABARS = noise_schedule(1000, "cosine")
+VARIANCES = torch.tensor([1.0, 1e-3, 1e-5], dtype=torch.float64)
+
+
+class GaussianOracle:
+    """ε* for N(0, diag σ²) at the level the corrector asks for; its classifier always says ``level``."""
+
+    def __init__(self, variances, level):
+        self.variances, self.level = variances, level
+
+    def __call__(self, x, s):
+        logits = torch.zeros(x.shape[0], 200, dtype=x.dtype)
+        logits[:, self.level] = 1.0
+        if s is None:
+            return torch.zeros_like(x), logits
+        return optimal_eps(x, self.variances, ABARS[s]), logits
+
+
+def test_closed_form_gain_and_its_limits():
+    M = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, BETAS, ABARS)
+    top, floor = gain_limits(10, 4, ABARS)
+    assert float(M[0]) == pytest.approx(top, abs=1e-4) and float(M[1]) == pytest.approx(floor, abs=1e-4)
+    assert floor == pytest.approx(0.3535, abs=1e-4) and top == pytest.approx(1 / 0.99977, abs=1e-5)
+    assert [round(float(v), 4) for v in thermalize_gain(VARIANCES[1:], 10, 4, BETAS, ABARS)] == [0.7292, 0.3623]
+
+
+def test_algorithm_1_with_the_optimal_denoiser_matches_the_gain_and_noise():
+    g = torch.Generator().manual_seed(0)
+    n = 200_000
+    x0 = torch.randn(n, 3, generator=g, dtype=torch.float64) * VARIANCES.sqrt()
+    corrector = Thermalize(GaussianOracle(VARIANCES, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g)
+    x1, info = corrector(x0, 1)
+    assert bool((info["level"] == 10).all()) and bool((info["calls"] == 7).all()) and not bool(info["aborted"].any())
+    gain = (x1 * x0).mean(0) / x0.pow(2).mean(0)
+    M = thermalize_gain(VARIANCES, 10, 4, BETAS, ABARS)
+    assert torch.allclose(gain, M, atol=0.01)  # claim 1: Monte Carlo vs closed form
+    resid = (x1 - gain * x0).var(0)
+    w = thermalize_noise(VARIANCES, 10, 4, BETAS, ABARS)
+    assert torch.allclose(resid, w, rtol=0.03)
+    # the same through the plain reverse_step
+    x = x0.clone()
+    for s in range(10, 4, -1):
+        x = reverse_step(x, optimal_eps(x, VARIANCES, ABARS[s]), s, BETAS, ABARS)
+    assert torch.allclose((x * x0).mean(0) / x0.pow(2).mean(0), M, atol=1e-12)
+
+
+def test_thermalized_linear_emulator_is_stable_with_the_predicted_variance():
+    """Claim 2: a_k = 1.2 below σ² = 1e-5, 0.9 elsewhere; thermalized every step at ŝ = 10 -> s_stop = 4."""
+    var = torch.tensor([1.0, 0.3, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7], dtype=torch.float64)
+    a = torch.where(var < 1e-5, 1.2, 0.9).double()
+    M = thermalize_gain(var, 10, 4, BETAS, ABARS)
+    assert float((M * a).abs().max()) == pytest.approx(0.9, abs=1e-3)
+    g = torch.Generator().manual_seed(1)
+    corrector = Thermalize(GaussianOracle(var, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g)
+    x = torch.randn(20_000, len(var), generator=g, dtype=torch.float64) * var.sqrt()
+    plain = x.clone()
+    late = []
+    for step in range(300):
+        x, _ = corrector(a * x, step)
+        if step >= 100:
+            late.append(x.pow(2).mean(0))
+        if step < 50:
+            plain = a * plain
+            if step == 39:
+                n40 = plain.norm(dim=1).mean()
+    n50 = plain.norm(dim=1).mean()
+    stationary = torch.stack(late).mean(0)
+    w = thermalize_noise(var, 10, 4, BETAS, ABARS)
+    assert torch.allclose(stationary, w / (1 - (M * a) ** 2), rtol=0.03)
+    assert 1.19 <= float((n50 / n40) ** 0.1) <= 1.21  # without thermalization the leak band grows 1.2x per step
