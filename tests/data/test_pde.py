@@ -138,3 +138,55 @@ def test_leaky_emulator_drifts_where_the_solver_does_not():
     assert torch.isfinite(y).all() and 0.8 < float(y.std()) < 1.6  # the solver stays on it (std ~1.19)
     no_leak = KSLeaky(ks, eta=-1.0, sigma=0.0)  # (1 + η) = 0: exactly the solver
     assert torch.equal(no_leak(u), ks.step(u, 4))
+
+
+def test_coarsening_is_a_projection_and_closure_vanishes_where_it_must():
+    from theorylab.data.pde import SpectralCoarsen, closure_target
+
+    g = torch.Generator().manual_seed(8)
+    fine = NS2D.preset("kolmo_re1k", N=128)
+    coarse = NS2D.preset("kolmo_re1k", N=32)
+    C = SpectralCoarsen(32, dims=2)
+    w = fine.random_state(2, g, peak=8, rms=3.0)
+    assert torch.allclose(C(C(w)), C(w), atol=1e-14)  # C∘C = C (sharp)
+    inside = SpectralCoarsen(128, dims=2)(resample_spectral(C(w), 128, dims=2))  # supported inside the coarse band
+    S = closure_target(fine, coarse, C, inside)
+    ref = closure_target(fine, coarse, C, w)
+    assert float(S.norm()) <= 1e-10 * float(ref.norm())
+
+    class Linear(NS2D):
+        def advection(self, w_hat):
+            return torch.zeros_like(w_hat)
+
+    lin_f, lin_c = Linear.preset("kolmo_re1k", N=128), Linear.preset("kolmo_re1k", N=32)
+    assert float(closure_target(lin_f, lin_c, C, w).abs().max()) <= 1e-10  # no nonlinear term: nothing to close
+    gauss = SpectralCoarsen(32, op="gauss", dims=2)(w)
+    assert gauss.shape == (2, 1, 32, 32) and float(gauss.norm()) < float(C(w).norm())
+    ks_c = SpectralCoarsen(16, length=22.0)(KS1D.preset("ks22").spun_up(2, g, time=10))
+    assert ks_c.shape == (2, 1, 16)
+    with pytest.raises(ValueError):
+        SpectralCoarsen(32, op="box")
+
+
+def test_trajectory_files_round_trip_deterministic_and_cached(tmp_path):
+    pytest.importorskip("h5py")
+    from theorylab.data.pde import cache_key, generate, load_trajectories
+
+    ks = KS1D.preset("ks22")
+    a, cfg = generate(ks, 3, 40, 4, spinup=10, seed=1)
+    b, _ = generate(ks, 3, 40, 4, spinup=10, seed=1)
+    c, _ = generate(ks, 3, 40, 4, spinup=10, seed=2)
+    assert a.shape == (3, 11, 1, 64) and a.dtype == torch.float64
+    assert a.numpy().tobytes() == b.numpy().tobytes() and not torch.equal(a, c)  # K-determinism
+    path = tmp_path / "ks22.h5"
+    fresh, _ = generate(ks, 3, 40, 4, spinup=10, seed=1, out=str(path))
+    fields, meta = load_trajectories(str(path))
+    assert torch.equal(fields, fresh.float()) and meta["cache_key"] == cache_key(cfg) and meta["config"]["seed"] == 1
+    assert torch.allclose(meta["t"], torch.arange(11, dtype=torch.float64) * 1.0)
+    again, _ = generate(ks, 3, 40, 4, spinup=10, seed=1, out=str(path))  # same key: read back, not regenerated
+    assert again.dtype == torch.float32 and torch.equal(again, fields)
+    other, _ = generate(ks, 3, 40, 4, spinup=10, seed=3, out=str(path))  # different key: regenerated and rewritten
+    assert other.dtype == torch.float64 and load_trajectories(str(path))[1]["config"]["seed"] == 3
+    assert not list(tmp_path.glob("*.part"))
+    with pytest.raises(ValueError):
+        generate(ks, 0, 10, 1, spinup=0, seed=0)

@@ -295,3 +295,146 @@ class KSLeaky:
         leak = torch.fft.irfft(high, n=self.system.N, dim=-1)
         noise = torch.randn(u.shape, generator=generator, dtype=DTYPE).to(u.device)
         return self.system.step(u, self.substeps) + (1 + self.eta) * leak + self.sigma * noise
+
+
+# --------------------------------------------------------------------------------------------
+# Coarse graining and closure targets
+# --------------------------------------------------------------------------------------------
+
+
+class SpectralCoarsen:
+    """The coarse-graining operator C of the PDE kit: fine ``[..., N(, N)]`` fields to ``n_coarse`` points
+    per axis. ``op="sharp"`` truncates at the coarse grid's 2/3-dealiased band (|k| < n_coarse/3 per
+    axis); ``op="gauss"`` first multiplies by exp(−k²(2Δx_c)²/24) (the Gaussian filter of width 2Δx_c),
+    then truncates. C∘C = C for ``sharp``."""
+
+    def __init__(self, n_coarse: int, op: str = "sharp", dims: int = 1, length: float = 2 * math.pi):
+        if op not in ("sharp", "gauss") or dims not in (1, 2) or n_coarse < 4:
+            raise ValueError(f"SpectralCoarsen needs op 'sharp' or 'gauss', dims 1 or 2 and n_coarse >= 4; got {op!r}, {dims}, {n_coarse}")
+        self.n, self.op, self.dims, self.length = n_coarse, op, dims, length
+
+    def __call__(self, x: Tensor) -> Tensor:
+        n_in = x.shape[-1]
+        if self.dims == 1:
+            xh = torch.fft.rfft(x.to(DTYPE), dim=-1)
+            m = torch.arange(xh.shape[-1], device=x.device)
+            keep = m < self.n / 3
+            if self.op == "gauss":
+                k = 2 * math.pi * m / self.length
+                xh = xh * torch.exp(-(k**2) * (2 * self.length / self.n) ** 2 / 24)
+            return resample_spectral(torch.fft.irfft(xh * keep, n=n_in, dim=-1), self.n)
+        xh = torch.fft.rfft2(x.to(DTYPE))
+        kx = torch.arange(n_in // 2 + 1, device=x.device, dtype=DTYPE)[None, :]
+        ky = torch.fft.fftfreq(n_in, 1.0 / n_in, device=x.device, dtype=DTYPE)[:, None]
+        keep = (kx.abs() < self.n / 3) & (ky.abs() < self.n / 3)
+        if self.op == "gauss":
+            scale = 2 * math.pi / self.length
+            xh = xh * torch.exp(-((kx**2 + ky**2) * scale**2) * (2 * self.length / self.n) ** 2 / 24)
+        return resample_spectral(torch.fft.irfft2(xh * keep, s=(n_in, n_in)), self.n, dims=2)
+
+
+def closure_target(fine: NS2D, coarse: NS2D, coarsen: SpectralCoarsen, w: Tensor) -> Tensor:
+    """``S(ω) = C(F_fine(ω)) − F_coarse(C ω)``: what a coarse model must add to its right-hand side so
+    that the coarse-grained fine dynamics is reproduced (F the full right-hand side, linear part included)."""
+
+    def rhs(system: NS2D, field: Tensor) -> Tensor:
+        v = torch.fft.rfft2(field.to(DTYPE))
+        return torch.fft.irfft2(system.linear * v + system.nonlinear(v), s=(system.N, system.N))
+
+    return coarsen(rhs(fine, w)) - rhs(coarse, coarsen(w))
+
+
+# --------------------------------------------------------------------------------------------
+# Trajectory sets on disk (HDF5)
+# --------------------------------------------------------------------------------------------
+
+KIT_VERSION = "1"
+
+
+def cache_key(config: dict) -> str:
+    """sha256 of the canonical JSON of a generation config (sorted keys, no spaces)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def generate(system: KS1D | NS2D, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int, out: str | None = None) -> tuple[Tensor, dict]:
+    """``(fields [n_traj, n_t, 1, *spatial] float64, config)``: ``n_traj`` trajectories from random states
+    integrated ``spinup`` time units, then ``n_steps`` solver steps with every ``save_every``-th kept
+    (the first saved state is the spun-up one). With ``out`` the set is also written as HDF5 (see
+    :func:`save_trajectories`); an existing file with the same cache key is read instead of regenerated.
+    The same seed and config give bitwise-identical trajectories on CPU."""
+    if n_traj < 1 or n_steps < 0 or save_every < 1 or spinup < 0:
+        raise ValueError(f"generate needs n_traj >= 1, n_steps >= 0, save_every >= 1, spinup >= 0; got {n_traj}, {n_steps}, {save_every}, {spinup}")
+    kind = type(system).__name__
+    params = {k: getattr(system, k) for k in ("L", "N", "dt", "dealias", "nu", "drag", "forcing_mode", "forcing_amplitude") if hasattr(system, k)}
+    config = dict(system=kind, params=params, n_traj=n_traj, n_steps=n_steps, save_every=save_every, spinup=spinup, seed=seed, scheme="etdrk4", kit_version=KIT_VERSION)
+    if out is not None:
+        from pathlib import Path
+
+        if Path(out).is_file():
+            fields, meta = load_trajectories(out)
+            if meta.get("cache_key") == cache_key(config):
+                return fields, config
+    g = torch.Generator().manual_seed(seed)
+    x = system.random_state(n_traj, g)
+    x = system.step(x, int(round(spinup / system.dt)))
+    frames = [x]
+    for _ in range(n_steps // save_every):
+        x = system.step(x, save_every)
+        frames.append(x)
+    fields = torch.stack(frames, 1)
+    if out is not None:
+        save_trajectories(out, fields, config, dt=system.dt * save_every)
+    return fields, config
+
+
+def save_trajectories(path: str, fields: Tensor, config: dict, dt: float) -> None:
+    """HDF5 (the kit's only disk format): dataset ``fields`` (float32, chunks (1, min(n_t, 64), C, *spatial),
+    gzip 4), dataset ``t`` (float64), attributes ``config`` (JSON), ``solver``, ``scheme``, ``kit_version``
+    and ``cache_key``. Written to a temporary file and renamed: a killed write leaves no half file."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    h5py = _h5py()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".part", dir=target.parent)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            n_t = fields.shape[1]
+            f.create_dataset("fields", data=fields.float().numpy(), chunks=(1, min(n_t, 64), *fields.shape[2:]), compression="gzip", compression_opts=4)
+            f.create_dataset("t", data=(torch.arange(n_t, dtype=DTYPE) * dt).numpy())
+            f.attrs["config"] = json.dumps(config, sort_keys=True, default=str)
+            f.attrs["solver"] = config.get("system", "")
+            f.attrs["scheme"] = config.get("scheme", "")
+            f.attrs["kit_version"] = KIT_VERSION
+            f.attrs["cache_key"] = cache_key(config)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load_trajectories(path: str) -> tuple[Tensor, dict]:
+    """``(fields float32 tensor, metadata dict: config, t, solver, scheme, kit_version, cache_key)``."""
+    import json
+
+    h5py = _h5py()
+    with h5py.File(path, "r") as f:
+        fields = torch.from_numpy(f["fields"][...])
+        meta = dict(config=json.loads(f.attrs["config"]), t=torch.from_numpy(f["t"][...]), solver=str(f.attrs["solver"]), scheme=str(f.attrs["scheme"]),
+                    kit_version=str(f.attrs["kit_version"]), cache_key=str(f.attrs["cache_key"]))
+    return fields, meta
+
+
+def _h5py():
+    try:
+        import h5py
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError('trajectory files need h5py: pip install "theorylab[pde]"') from err
+    return h5py
