@@ -50,3 +50,14 @@ def test_noise_schedules():
     assert bool((abar[1:] < abar[:-1]).all()) and float(betas.max()) <= 0.999
     with pytest.raises(ValueError):
         noise_schedule(0)
+
+
+def test_denoiser_mlp_shapes_and_noise_blindness():
+    from theorylab.nn.unet import DenoiserMLP
+
+    net = DenoiserMLP(16, width=32, blocks=2, levels=7)
+    x = torch.randn(5, 1, 16)
+    eps, logits = net(x)
+    assert eps.shape == x.shape and logits.shape == (5, 7)
+    eps3, _ = net(x, 3)
+    assert torch.equal(eps, eps3)  # no time embedding: the level argument is ignored

@@ -39,7 +39,7 @@ def test_algorithm_1_with_the_optimal_denoiser_matches_the_gain_and_noise():
     g = torch.Generator().manual_seed(0)
     n = 200_000
     x0 = torch.randn(n, 3, generator=g, dtype=torch.float64) * VARIANCES.sqrt()
-    corrector = Thermalize(GaussianOracle(VARIANCES, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g)
+    corrector = Thermalize(GaussianOracle(VARIANCES, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g, noise_blind=False)
     x1, info = corrector(x0, 1)
     assert bool((info["level"] == 10).all()) and bool((info["calls"] == 7).all()) and not bool(info["aborted"].any())
     gain = (x1 * x0).mean(0) / x0.pow(2).mean(0)
@@ -62,7 +62,7 @@ def test_thermalized_linear_emulator_is_stable_with_the_predicted_variance():
     M = thermalize_gain(var, 10, 4, BETAS, ABARS)
     assert float((M * a).abs().max()) == pytest.approx(0.9, abs=1e-3)
     g = torch.Generator().manual_seed(1)
-    corrector = Thermalize(GaussianOracle(var, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g)
+    corrector = Thermalize(GaussianOracle(var, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g, noise_blind=False)
     x = torch.randn(20_000, len(var), generator=g, dtype=torch.float64) * var.sqrt()
     plain = x.clone()
     late = []

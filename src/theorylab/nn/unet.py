@@ -94,3 +94,25 @@ def noise_schedule(steps: int, kind: Literal["linear", "cosine"] = "cosine", bet
         betas = (1 - alpha_bar[1:] / alpha_bar[:-1]).clamp(max=0.999)
         return betas, torch.cumprod(1 - betas, 0)
     raise ValueError(f"kind must be 'linear' or 'cosine', got {kind!r}")
+
+
+class DenoiserMLP(nn.Module):
+    """A noise-blind ε-predictor with a noise-level classifier head, for small 1-D fields (thermalizer
+    card, quick preset): a residual MLP (``blocks`` x [LayerNorm, Linear, GELU, Linear], width ``width``)
+    on the flattened field; no time embedding. ``forward(x, s=None)`` returns ``(ε̂ [same shape as x],
+    level logits [B, levels])``; ``s`` is accepted and ignored (noise-blind)."""
+
+    def __init__(self, n: int, width: int = 256, blocks: int = 3, levels: int = 200):
+        super().__init__()
+        self.inp = nn.Linear(n, width)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU(), nn.Linear(width, width)) for _ in range(blocks))
+        self.norm = nn.LayerNorm(width)
+        self.eps = nn.Linear(width, n)
+        self.level = nn.Linear(width, levels)
+
+    def forward(self, x: Tensor, s: int | None = None) -> tuple[Tensor, Tensor]:
+        h = self.inp(x.flatten(1))
+        for block in self.blocks:
+            h = h + block(h)
+        h = self.norm(h)
+        return self.eps(h).view_as(x), self.level(h)

@@ -66,36 +66,41 @@ class Thermalize:
     alone. No forward re-noising to ŝ first (the card's default; reconstructed).
 
     ``denoiser(x, s)`` returns ``(ε̂, level logits)``; a noise-blind network ignores ``s`` (the level
-    the corrector believes it is at), an oracle may use it. Logs per step and trajectory: ``level``
+    the corrector believes it is at), an oracle may use it (then pass ``noise_blind=False``, so the
+    classification call's ε̂ is not reused). Logs per step and trajectory: ``level``
     (ŝ), ``calls`` (denoiser evaluations), ``aborted``.
     """
 
     def __init__(self, denoiser, betas: Tensor, alpha_bars: Tensor, s_init: int = 10, s_stop: int = 4, s_abort: int = 100,
-                 generator: torch.Generator | None = None, noise: bool = True):
+                 generator: torch.Generator | None = None, noise: bool = True, noise_blind: bool = True):
         if not 0 <= s_stop <= s_init <= s_abort:
             raise ValueError(f"Thermalize needs 0 <= s_stop <= s_init <= s_abort; got {s_stop}, {s_init}, {s_abort}")
         self.denoiser, self.s_init, self.s_stop, self.s_abort = denoiser, s_init, s_stop, s_abort
         self.betas, self.alpha_bars = betas.double(), alpha_bars.double()
-        self.generator, self.noise = generator, noise
+        self.generator, self.noise, self.noise_blind = generator, noise, noise_blind
 
     def __call__(self, x: Tensor, t: int) -> tuple[Tensor, dict[str, Tensor]]:
         B = x.shape[0]
         shape = (B,) + (1,) * (x.ndim - 1)
-        _, logits = self.denoiser(x, None)
+        eps0, logits = self.denoiser(x, None)
         s_hat = logits.argmax(-1).cpu()
         aborted = s_hat > self.s_abort
         active = (s_hat > self.s_init) & ~aborted
         calls = torch.ones(B, dtype=torch.long)
         if bool(active.any()):
             abar_prev = torch.cat([torch.ones(1, dtype=torch.float64), self.alpha_bars])  # abar_prev[s] = ᾱ_{s−1}
-            for s in range(int(s_hat[active].max()), self.s_stop, -1):
+            top = int(s_hat[active].max())
+            for s in range(top, self.s_stop, -1):
                 do = active & (s_hat >= s)
-                eps, _ = self.denoiser(x, s)
+                # at the first level every stepping trajectory is still the classified state: a noise-blind
+                # denoiser's ε̂ from the classification call is the one needed (one call saved per correction)
+                eps = eps0 if (s == top and self.noise_blind) else self.denoiser(x, s)[0]
                 beta, abar = float(self.betas[s]), float(self.alpha_bars[s])
                 mean = (x - beta / (1 - abar) ** 0.5 * eps) / (1 - beta) ** 0.5
                 if self.noise and s > 0:
                     sigma = (beta * float(1 - abar_prev[s]) / (1 - abar)) ** 0.5
                     mean = mean + sigma * torch.randn(x.shape, generator=self.generator, dtype=x.dtype).to(x.device)
                 x = torch.where(do.to(x.device).view(shape), mean, x)
-                calls += do.long()
+                if not (s == top and self.noise_blind):
+                    calls += do.long()
         return x, {"level": s_hat, "calls": calls, "aborted": aborted}
