@@ -105,3 +105,8 @@ def bilinear_quick(quick_run):
 @pytest.fixture(scope="session")
 def qk_quick(quick_run):
     return quick_run("query-key-asymmetry")
+
+
+@pytest.fixture(scope="session")
+def thermalizer_quick(quick_run):
+    return quick_run("thermalizer")

@@ -15,4 +15,5 @@ from theorylab.studies import (  # noqa: F401
     query_key_asymmetry,
     rmt_diffusion,
     self_consistent_interpolants,
+    thermalizer,
 )

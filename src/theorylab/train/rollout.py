@@ -68,7 +68,7 @@ class Thermalize:
     ``denoiser(x, s)`` returns ``(ε̂, level logits)``; a noise-blind network ignores ``s`` (the level
     the corrector believes it is at), an oracle may use it (then pass ``noise_blind=False``, so the
     classification call's ε̂ is not reused). Logs per step and trajectory: ``level``
-    (ŝ), ``calls`` (denoiser evaluations), ``aborted``.
+    (ŝ), ``calls`` (denoiser evaluations), ``thermalized`` (denoised this step), ``aborted``.
     """
 
     def __init__(self, denoiser, betas: Tensor, alpha_bars: Tensor, s_init: int = 10, s_stop: int = 4, s_abort: int = 100,
@@ -103,4 +103,4 @@ class Thermalize:
                 x = torch.where(do.to(x.device).view(shape), mean, x)
                 if not (s == top and self.noise_blind):
                     calls += do.long()
-        return x, {"level": s_hat, "calls": calls, "aborted": aborted}
+        return x, {"level": s_hat, "calls": calls, "thermalized": active, "aborted": aborted}
