@@ -61,3 +61,16 @@ def test_denoiser_mlp_shapes_and_noise_blindness():
     assert eps.shape == x.shape and logits.shape == (5, 7)
     eps3, _ = net(x, 3)
     assert torch.equal(eps, eps3)  # no time embedding: the level argument is ignored
+
+
+def test_periodic_cnn_is_residual_and_shift_equivariant():
+    from theorylab.nn.unet import PeriodicCNN
+
+    torch.manual_seed(0)
+    net = PeriodicCNN(1, 1, 8, 3).double()
+    x = torch.randn(2, 1, 32, dtype=torch.float64)
+    assert torch.allclose(net(torch.roll(x, 5, -1)), torch.roll(net(x), 5, -1), atol=1e-12)  # any shift: no pooling
+    with torch.no_grad():
+        for p in net.parameters():
+            p.zero_()
+    assert torch.equal(net(x), x)

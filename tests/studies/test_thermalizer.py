@@ -16,7 +16,11 @@ def test_quick_claims(thermalizer_quick):
             assert v.passed is None and "needs paper preset" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
-    assert {"gain_curve", "rms_trace", "spectrum", "confusion"} <= {p.stem for p in thermalizer_quick.figures}
+    assert {"gain_curve", "rms_trace", "spectrum", "confusion", "space_time", "correlation_and_calls"} <= {p.stem for p in thermalizer_quick.figures}
+    learned = thermalizer_quick.table("learned_emulator")  # reported, not claimed
+    assert set(learned["rollout"]) == {"plain", "thermalized"} and len(learned) == 32
+    times = thermalizer_quick.table("rollouts")
+    assert (times["corr_time_0.9_thermalized"] >= times["corr_time_0.9_plain"]).mean() >= 0.5
 
 
 def test_judges_fail_on_wrong_results(thermalizer_quick):

@@ -14,6 +14,7 @@ from theorylab.probes.rollout_metrics import (
     log_spectral_distance,
     nrmse_t,
     pearson_t,
+    pointwise_w1,
     spectral_similarity,
     spectrum_1d,
     time_to_blowup,
@@ -92,3 +93,10 @@ def test_spectra_against_parseval_and_a_cosine():
     w = ns.random_state(3, torch.Generator().manual_seed(0), peak=3, rms=2.0)  # band-limited: every mode inside the shells
     energy, _ = ns.energy_enstrophy(w)
     assert float(ke_spectrum_2d(w).sum()) == pytest.approx(float(energy.mean()), rel=1e-12)
+
+
+def test_pointwise_w1_is_zero_for_equal_laws_and_a_shift_for_shifted_ones(truth):
+    _, run = truth
+    window = run.states[:, -200:]
+    assert float(pointwise_w1(window, window).abs().max()) == 0.0
+    assert torch.allclose(pointwise_w1(window + 0.5, window), torch.full((32,), 0.5, dtype=torch.float64), atol=1e-12)

@@ -116,3 +116,23 @@ class DenoiserMLP(nn.Module):
             h = h + block(h)
         h = self.norm(h)
         return self.eps(h).view_as(x), self.level(h)
+
+
+class PeriodicCNN(nn.Module):
+    """A small residual emulator ``x + net(x)`` of circular convolutions (thermalizer card, quick scale:
+    3 layers of 32 channels), for fields ``[B, C, N]`` (``dims=1``) or ``[B, C, N, N]`` (``dims=2``)."""
+
+    def __init__(self, dims: Literal[1, 2] = 1, channels: int = 1, width: int = 32, layers: int = 3):
+        super().__init__()
+        if layers < 1:
+            raise ValueError(f"layers must be >= 1, got {layers}")
+        sizes = [channels] + [width] * (layers - 1) + [channels]
+        mods: list[nn.Module] = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            mods.append(_conv(dims, a, b))
+            if i < layers - 1:
+                mods.append(nn.GELU())
+        self.net = nn.Sequential(*mods)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.net(x)

@@ -27,8 +27,8 @@ from pydantic import Field
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.pde import KS1D, KSLeaky
-from theorylab.nn.unet import DenoiserMLP, noise_schedule
-from theorylab.probes.rollout_metrics import spectrum_1d
+from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, noise_schedule
+from theorylab.probes.rollout_metrics import corr_time, pearson_t, spectrum_1d
 from theorylab.theory.thermalize import gain_limits, optimal_eps, thermalize_gain, thermalize_noise
 from theorylab.train.rollout import Thermalize, rollout
 
@@ -51,6 +51,8 @@ class ThermalizerConfig(StudyConfig):
     s_abort: int = Field(100, ge=0, le=999, description="flag the trajectory diverged above this level")
     eta: float = Field(0.1, ge=0, le=10, description="leak η of the drifting emulator KSLeaky")
     gauss_samples: int = Field(200_000, ge=1000, le=10_000_000, description="Monte Carlo samples of the Gaussian gain check (card: 2e5)")
+    learned_steps: int = Field(300, ge=0, le=10_000_000, description="Adam steps of the small learned CNN emulator (reported, not claimed; 0 skips it)")
+    learned_horizon: int = Field(60, ge=2, le=10_000_000, description="rollout steps of the learned CNN emulator, plain and thermalized")
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claims 8-9)")
     kf_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver (paper: 512; ours 256 by default)")
     kf_store_n: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at")
@@ -198,8 +200,11 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
     rows = []
     off = {name: _off_attractor(r.states, std) for name, r in runs.items()}
     calls = runs["thermalized"].logs["calls"].double()
+    rho = {name: pearson_t(r.states, truth) for name, r in runs.items()}
+    ctimes = {(name, c): corr_time(rho[name], c)[0] for name in runs for c in (0.8, 0.9, 0.95)}
     for i in range(cfg.test_trajectories):
         rows.append(dict(trajectory=i, off_plain=float(off["plain"][i]), off_thermalized=float(off["thermalized"][i]), off_truth=float(_off_attractor(truth, std)[i]),
+                         **{f"corr_time_{c}_{name}": float(ctimes[(name, c)][i]) for name in runs for c in (0.8, 0.9, 0.95)},
                          calls_per_step=float(calls[:, i].mean()), thermalized_share=float(runs["thermalized"].logs["thermalized"][:, i].double().mean()),
                          aborted=bool(runs["thermalized"].logs["aborted"][:, i].any())))
     table = pd.DataFrame(rows)
@@ -213,7 +218,45 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
     ctx.table("spectrum", spec)
     rms = {name: r.states.flatten(2).double().pow(2).mean(-1).sqrt() for name, r in runs.items()}
     rms["truth"] = truth.flatten(2).double().pow(2).mean(-1).sqrt()
-    return table, spec, rms
+    extra = dict(space_time={"truth": truth[0, :200, 0], "plain": runs["plain"].states[0, :200, 0], "thermalized": runs["thermalized"].states[0, :200, 0]},
+                 rho=rho, calls=calls, correct=correct)
+    return table, spec, rms, extra
+
+
+def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Tensor, std: float, test0: torch.Tensor, truth: torch.Tensor, correct) -> pd.DataFrame:
+    """A 3-layer periodic CNN residual emulator trained on one-step pairs (the card's quick-scale learned
+    emulator), rolled out plain and thermalized: reported, not claimed."""
+    torch.manual_seed(int(ctx.rng("learned/init").integers(2**31)))
+    net = PeriodicCNN(1, 1, 32, 3)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    x_all = (train / std).float()
+    g = ctx.generator("learned/data")
+    B, T = x_all.shape[:2]
+    for step in range(cfg.learned_steps):
+        b = torch.randint(0, B, (64,), generator=g)
+        t = torch.randint(0, T - 1, (64,), generator=g)
+        loss = F.mse_loss(net(x_all[b, t]), x_all[b, t + 1])
+        ctx.check_finite("learned emulator loss", loss, step)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    net.eval()
+    gn = ctx.generator("learned/noise")
+
+    def emulate(x):
+        return net((x / std).float()).double() * std + 1e-4 * torch.randn(x.shape, generator=gn, dtype=torch.float64)
+
+    rows = []
+    for name, corrector in (("plain", None), ("thermalized", correct)):
+        gn.manual_seed(int(ctx.rng("learned/noise/seed").integers(2**31)))
+        with torch.no_grad():
+            run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
+        off = _off_attractor(run.states, std)
+        ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
+        rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]), corr_time_0_9=float(ct[i])) for i in range(len(test0))]
+    table = pd.DataFrame(rows).assign(train_loss=loss.item() if cfg.learned_steps else math.nan, horizon=cfg.learned_horizon)
+    ctx.table("learned_emulator", table)
+    return table
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,6 +400,37 @@ def _figure_spectrum(ctx, spec: pd.DataFrame, abar, cfg: ThermalizerConfig, std:
     ax.set_ylabel("E(m)")
     ax.legend(fontsize=6)
     ctx.figure("spectrum", fig)
+
+
+def _figure_space_time(ctx, extra: dict, std: float) -> None:
+    fields = extra["space_time"]
+    fig, axes = new_figure(ncols=3, width=10)
+    lim = 3 * std
+    for ax, (name, u) in zip(np.atleast_1d(axes), fields.items()):
+        ax.imshow(np.nan_to_num(u.numpy().T, nan=0.0), aspect="auto", origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim)
+        ax.set_title(name, fontsize=8)
+        ax.set_xlabel("emulator step")
+        ax.set_ylabel("x (grid index)")
+    ctx.figure("space_time", fig)
+
+
+def _figure_correlation(ctx, extra: dict, table: pd.DataFrame) -> None:
+    fig, (ax, bx) = new_figure(ncols=2, width=8.4)
+    for i, (name, rho) in enumerate(extra["rho"].items()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ax.plot(np.nanmedian(rho.numpy(), 0), color=color(i + 1), label=name)
+    for c in (0.8, 0.9, 0.95):
+        ax.axhline(c, color="k", ls=":", lw=0.6)
+    ax.set_xlim(0, 150)
+    ax.set_xlabel("emulator step")
+    ax.set_ylabel("Pearson ρ with the truth (median)")
+    ax.legend(fontsize=7)
+    calls = extra["calls"].numpy()
+    bx.plot(np.median(calls, 1), color=color(0), lw=0.8)
+    bx.set_xlabel("emulator step")
+    bx.set_ylabel("denoiser calls per step (median over trajectories)")
+    ctx.figure("correlation_and_calls", fig)
 
 
 def _figure_confusion(ctx, calib: pd.DataFrame, levels: int) -> None:
@@ -526,11 +600,15 @@ def run(cfg: ThermalizerConfig, ctx: RunContext) -> None:
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
         held = (truth[:, 1:].reshape(-1, ks.N) / std).float()
         calib = _calibration(cfg, ctx, net, held[torch.randperm(len(held), generator=ctx.generator("held"))[:4000]], abar)
-        table, spec, rms = _rollouts(cfg, ctx, ks, net, std, test0, truth, betas, abar)
+        table, spec, rms, extra = _rollouts(cfg, ctx, ks, net, std, test0, truth, betas, abar)
         _figure_gain(ctx, betas, abar, gains, spec, std)
         _figure_rms(ctx, rms, table)
         _figure_spectrum(ctx, spec, abar, cfg, std)
         _figure_confusion(ctx, calib, cfg.levels)
+        _figure_space_time(ctx, extra, std)
+        _figure_correlation(ctx, extra, table)
+        if cfg.learned_steps:
+            _learned(cfg, ctx, ks, train, std, test0, truth, extra["correct"])
         if cfg.kolmogorov:
             torch.set_num_threads(threads)
             _kolmogorov(cfg, ctx, betas, abar)
