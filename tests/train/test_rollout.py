@@ -100,3 +100,13 @@ def test_pointwise_w1_is_zero_for_equal_laws_and_a_shift_for_shifted_ones(truth)
     window = run.states[:, -200:]
     assert float(pointwise_w1(window, window).abs().max()) == 0.0
     assert torch.allclose(pointwise_w1(window + 0.5, window), torch.full((32,), 0.5, dtype=torch.float64), atol=1e-12)
+
+
+def test_off_attractor_time():
+    from theorylab.probes.rollout_metrics import off_attractor_time
+
+    traj = torch.ones(3, 5, 1, 4)
+    traj[1, 3] = 5.0  # rms 5 leaves [0.3, 2]
+    traj[2, 2] = float("nan")
+    t = off_attractor_time(traj, std=1.0)
+    assert t[0] == math.inf and t[1] == 3 and t[2] == 2

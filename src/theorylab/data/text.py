@@ -86,6 +86,13 @@ def kjv_text(cache: Path | None = None) -> str:
 CORPORA = {"kjv": kjv_text}
 
 
+def check_corpus(field: str, name_or_path: str) -> None:
+    """Config validation: ``name_or_path`` must name a corpus in :data:`CORPORA` or an existing file
+    (one clear line naming the field otherwise)."""
+    if name_or_path not in CORPORA and not Path(name_or_path).expanduser().is_file():
+        raise ValueError(f"'{field}' must be one of {sorted(CORPORA)} or an existing text file; {name_or_path!r} is neither")
+
+
 def resolve_corpus(name_or_path: str) -> str:
     """``"kjv"`` (or another name in :data:`CORPORA`) or a path to a local plain-text file."""
     if name_or_path in CORPORA:
@@ -130,6 +137,15 @@ class CharVocab:
 
     def decode(self, ids) -> str:
         return "".join(self.chars[int(i)] for i in ids)
+
+
+def char_stream(name_or_path: str) -> tuple[CharVocab, "torch.Tensor"]:
+    """``(vocabulary, token stream)`` of a corpus at character level (a ``torch.long`` tensor)."""
+    import torch
+
+    text = resolve_corpus(name_or_path)
+    vocab = CharVocab.from_text(text)
+    return vocab, torch.as_tensor(vocab.encode(text))
 
 
 @dataclass

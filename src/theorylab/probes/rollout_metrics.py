@@ -10,7 +10,8 @@ so), to be summarised as median and IQR over trajectories.
 - :func:`spectrum_1d` (E(m) = mean |x̂_m|²), :func:`ke_spectrum_2d` (isotropic kinetic-energy spectrum
   from vorticity, E(k) = ½ Σ_{k−½ <= |k'| < k+½} |û|² + |v̂|²), :func:`spectral_similarity`
   (mean_k |E_p − E_t|/E_t, the Thermalizer paper's), :func:`log_spectral_distance`.
-- :func:`time_to_blowup`: first step with a non-finite value or rms > ``limit``.
+- :func:`time_to_blowup`: first step with a non-finite value or rms > ``limit``;
+  :func:`off_attractor_time`: first step whose rms leaves [0.3, 2] data std.
 """
 
 from __future__ import annotations
@@ -92,3 +93,11 @@ def pointwise_w1(pred: Tensor, true: Tensor) -> Tensor:
 
     return torch.tensor([wasserstein_distance(p.flatten().double().numpy(), y.flatten().double().numpy()) for p, y in zip(pred.cpu(), true.cpu())],
                         dtype=torch.float64)
+
+
+def off_attractor_time(traj: Tensor, std: float, band: tuple[float, float] = (0.3, 2.0)) -> Tensor:
+    """``[B]`` first step whose rms, in units of the data std, leaves ``band`` (the kit's
+    off-attractor time; truth KS22 never leaves [0.3, 2]); ``inf`` when none. Non-finite counts as left."""
+    rms = traj.flatten(2).double().pow(2).mean(-1).sqrt() / std
+    bad = ~((rms >= band[0]) & (rms <= band[1]))
+    return torch.where(bad.any(-1), bad.float().argmax(-1).double(), torch.tensor(math.inf, dtype=torch.float64))

@@ -31,7 +31,7 @@ from pydantic import Field, model_validator
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.context import seeded
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.text import CORPORA, CharVocab, random_windows, resolve_corpus
+from theorylab.data.text import char_stream, check_corpus, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import MultiHeadAttention, ToyTransformer, ToyTransformerConfig, deepnorm
 from theorylab.probes.jacobian import local_gain
 from theorylab.theory.softmax import (
@@ -93,11 +93,7 @@ class AttentionSensitivityConfig(StudyConfig):
 
     @model_validator(mode="after")
     def _checks(self) -> "AttentionSensitivityConfig":
-        if self.lm_corpus not in CORPORA:
-            from pathlib import Path
-
-            if not Path(self.lm_corpus).expanduser().is_file():
-                raise ValueError(f"'lm_corpus' must be one of {sorted(CORPORA)} or an existing text file; {self.lm_corpus!r} is neither")
+        check_corpus("lm_corpus", self.lm_corpus)
         if self.gain_d % self.gain_heads or self.dn_width % self.dn_heads or self.lm_width % self.lm_heads or self.warmup_width % self.warmup_heads:
             raise ValueError("every width (gain_d, dn_width, lm_width, warmup_width) must be a multiple of its head count")
         if self.warmup_ramp >= self.warmup_steps:
@@ -318,9 +314,7 @@ def _theta_of(model, batch: torch.Tensor, min_keys: int) -> pd.DataFrame:
 def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
     from theorylab.nn.hf import random_init
 
-    text = resolve_corpus(cfg.lm_corpus)
-    vocab = CharVocab.from_text(text)
-    stream = torch.as_tensor(vocab.encode(text))
+    vocab, stream = char_stream(cfg.lm_corpus)
     seed = int(ctx.rng("lm/init").integers(2**31))
     model = random_init("gpt2", seed=seed, dtype=torch.float32, init_std=0.02, n_layer=cfg.lm_layers, n_embd=cfg.lm_width, n_head=cfg.lm_heads,
                         n_positions=cfg.lm_context, vocab_size=len(vocab), resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0).to(ctx.device).train()
@@ -351,7 +345,7 @@ def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.Data
 
         local = AutoModelForCausalLM.from_pretrained(cfg.lm_local, local_files_only=True, attn_implementation="eager").to(ctx.device).eval()
         tok = AutoTokenizer.from_pretrained(cfg.lm_local, local_files_only=True)
-        ids = tok(text[:200_000], return_tensors="pt").input_ids[0]
+        ids = tok(resolve_corpus(cfg.lm_corpus)[:200_000], return_tensors="pt").input_ids[0]
         batch = random_windows(ids, 8, min(256, local.config.n_positions), ctx.generator("lm/local")).to(ctx.device)
         table = pd.concat([table, _theta_of(local, batch, cfg.min_keys).assign(step=-1, model=f"local: {cfg.lm_local}")], ignore_index=True)
     ctx.table("theta_training", table)
@@ -364,9 +358,7 @@ def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.Data
 
 
 def _warmup(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    text = resolve_corpus(cfg.lm_corpus)
-    vocab = CharVocab.from_text(text)
-    stream = torch.as_tensor(vocab.encode(text))
+    vocab, stream = char_stream(cfg.lm_corpus)
     rows = []
     seed = int(ctx.rng("warmup/init").integers(2**31))
     for ramp in (0, cfg.warmup_ramp):

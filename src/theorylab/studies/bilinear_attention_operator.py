@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.text import CORPORA, CharVocab, resolve_corpus
+from theorylab.data.text import char_stream, check_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.qk_scores import operator_logit_errors
 from theorylab.probes.spectra import effective_rank, stable_rank
@@ -57,10 +57,7 @@ class BilinearOperatorConfig(StudyConfig):
 
     @model_validator(mode="after")
     def _checks(self) -> "BilinearOperatorConfig":
-        from pathlib import Path
-
-        if self.corpus not in CORPORA and not Path(self.corpus).expanduser().is_file():
-            raise ValueError(f"'corpus' must be one of {sorted(CORPORA)} or an existing text file; {self.corpus!r} is neither")
+        check_corpus("corpus", self.corpus)
         for width, heads, name in ((self.d, self.heads, "d"), (self.hf_width, 4, "hf_width"), (self.pair_width, self.pair_heads, "pair_width")):
             if width % heads:
                 raise ValueError(f"'{name}' ({width}) must be a multiple of its head count ({heads})")
@@ -170,9 +167,7 @@ def _perturb_biases(model: torch.nn.Module, g: torch.Generator) -> None:
 
 def _pair(cfg: BilinearOperatorConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     """An encoder (masked LM, bidirectional) and a decoder (causal LM) of the same size on the same text."""
-    text = resolve_corpus(cfg.corpus)
-    vocab = CharVocab.from_text(text)
-    stream = torch.as_tensor(vocab.encode(text))
+    vocab, stream = char_stream(cfg.corpus)
     mask_id = len(vocab)
     tracks, finals = [], []
     for seed in range(cfg.pair_seeds):

@@ -32,7 +32,7 @@ from pydantic import Field, model_validator
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, bigram_counts
-from theorylab.data.text import CORPORA, CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
+from theorylab.data.text import CORPORA, CharVocab, check_corpus, CorpusUnavailable, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
 from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
@@ -99,8 +99,8 @@ class FFvsAttentionConfig(StudyConfig):
             raise ValueError(f"'train_bank' ({self.train_bank}) must be 0 or >= 'batch' ({self.batch})")
         if self.background != "dirichlet" and self.background not in CORPORA and not Path(self.background).expanduser().is_file():
             raise ValueError(f"'background' must be 'dirichlet', one of {sorted(CORPORA)} or an existing text file; {self.background!r} is neither")
-        if self.lm and self.lm_corpus not in CORPORA and not Path(self.lm_corpus).expanduser().is_file():
-            raise ValueError(f"'lm_corpus' must be one of {sorted(CORPORA)} or an existing text file; {self.lm_corpus!r} is neither")
+        if self.lm:
+            check_corpus("lm_corpus", self.lm_corpus)
         if self.lm_pretrained is not None and self.lm and not Path(self.lm_pretrained).expanduser().is_dir():
             raise ValueError(f"'lm_pretrained' must be a local model directory; {self.lm_pretrained!r} does not exist")
         if self.lm_d_model % self.lm_heads:

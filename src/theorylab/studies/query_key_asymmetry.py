@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.text import CORPORA, CharVocab, random_windows, resolve_corpus
+from theorylab.data.text import char_stream, check_corpus, random_windows
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.lowrank import delta_loss
 from theorylab.probes.qk_identities import gauge_transform, qk_gradients
@@ -69,10 +69,7 @@ class QueryKeyAsymmetryConfig(StudyConfig):
 
     @model_validator(mode="after")
     def _checks(self) -> "QueryKeyAsymmetryConfig":
-        from pathlib import Path
-
-        if self.corpus not in CORPORA and not Path(self.corpus).expanduser().is_file():
-            raise ValueError(f"'corpus' must be one of {sorted(CORPORA)} or an existing text file; {self.corpus!r} is neither")
+        check_corpus("corpus", self.corpus)
         if self.id_width % self.id_heads or self.lm_width % self.lm_heads:
             raise ValueError("'id_width' and 'lm_width' must be multiples of their head counts")
         if (self.id_width // self.id_heads) % 2:
@@ -217,9 +214,7 @@ def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
 
 
 def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    text = resolve_corpus(cfg.corpus)
-    vocab = CharVocab.from_text(text)
-    stream = torch.as_tensor(vocab.encode(text))
+    vocab, stream = char_stream(cfg.corpus)
     cut = int(0.95 * len(stream))
     train, held = stream[:cut], stream[cut:]
     g_eval = ctx.generator("lm/eval")

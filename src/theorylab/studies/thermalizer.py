@@ -28,7 +28,7 @@ from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, stud
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.pde import KS1D, KSLeaky
 from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, noise_schedule
-from theorylab.probes.rollout_metrics import corr_time, pearson_t, spectrum_1d
+from theorylab.probes.rollout_metrics import corr_time, off_attractor_time, pearson_t, spectrum_1d
 from theorylab.theory.thermalize import gain_limits, optimal_eps, thermalize_gain, thermalize_noise
 from theorylab.train.rollout import Thermalize, rollout
 
@@ -170,13 +170,6 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     return gains, stab
 
 
-def _off_attractor(traj: torch.Tensor, std: float) -> torch.Tensor:
-    """First step whose rms, in units of the data std, leaves [0.3, 2.0]; inf when none (card)."""
-    rms = traj.flatten(2).double().pow(2).mean(-1).sqrt() / std
-    bad = ~((rms >= 0.3) & (rms <= 2.0))
-    return torch.where(bad.any(-1), bad.float().argmax(-1).double(), torch.tensor(math.inf, dtype=torch.float64))
-
-
 def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserMLP, std: float, test0: torch.Tensor, truth: torch.Tensor, betas, abar):
     emulator = KSLeaky(ks, eta=cfg.eta)
 
@@ -198,12 +191,12 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
             runs[name] = rollout(lambda x, g=g: emulator(x, g), test0, cfg.horizon, corrector=corrector)
         ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
     rows = []
-    off = {name: _off_attractor(r.states, std) for name, r in runs.items()}
+    off = {name: off_attractor_time(r.states, std) for name, r in runs.items()}
     calls = runs["thermalized"].logs["calls"].double()
     rho = {name: pearson_t(r.states, truth) for name, r in runs.items()}
     ctimes = {(name, c): corr_time(rho[name], c)[0] for name in runs for c in (0.8, 0.9, 0.95)}
     for i in range(cfg.test_trajectories):
-        rows.append(dict(trajectory=i, off_plain=float(off["plain"][i]), off_thermalized=float(off["thermalized"][i]), off_truth=float(_off_attractor(truth, std)[i]),
+        rows.append(dict(trajectory=i, off_plain=float(off["plain"][i]), off_thermalized=float(off["thermalized"][i]), off_truth=float(off_attractor_time(truth, std)[i]),
                          **{f"corr_time_{c}_{name}": float(ctimes[(name, c)][i]) for name in runs for c in (0.8, 0.9, 0.95)},
                          calls_per_step=float(calls[:, i].mean()), thermalized_share=float(runs["thermalized"].logs["thermalized"][:, i].double().mean()),
                          aborted=bool(runs["thermalized"].logs["aborted"][:, i].any())))
@@ -251,7 +244,7 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
         gn.manual_seed(int(ctx.rng("learned/noise/seed").integers(2**31)))
         with torch.no_grad():
             run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
-        off = _off_attractor(run.states, std)
+        off = off_attractor_time(run.states, std)
         ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
         rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]), corr_time_0_9=float(ct[i])) for i in range(len(test0))]
     table = pd.DataFrame(rows).assign(train_loss=loss.item() if cfg.learned_steps else math.nan, horizon=cfg.learned_horizon)
@@ -336,7 +329,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         plain = rollout(emulate, x0, cfg.kf_horizon, record_every=record)
         gn.manual_seed(int(ctx.rng("kf/noise2").integers(2**31)))
         thermal = rollout(emulate, x0, cfg.kf_horizon, corrector=therm, record_every=record)
-    off_p, off_t = _off_attractor(plain.states, 1.0) * record, _off_attractor(thermal.states, 1.0) * record
+    off_p, off_t = off_attractor_time(plain.states, 1.0) * record, off_attractor_time(thermal.states, 1.0) * record
     window = max(1, thermal.states.shape[1] // 10)
     E_true = ke_spectrum_2d(data[: B // 2, -window:].double())
     E_true2 = ke_spectrum_2d(data[B // 2:, -window:].double())
