@@ -32,10 +32,10 @@ def test_run_json_object(root):
     res = invoke(root, "run", "toy", "--json", "--set", "n=500", "--seed", "3")
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
-    assert set(obj) == {"study", "run_id", "preset", "status", "wall_s", "verdicts", "tables", "figures"}
+    assert set(obj) == {"study", "run_id", "preset", "status", "message", "counts", "wall_s", "verdicts", "tables", "figures"}
     assert obj["status"] == "done" and obj["study"] == "toy"
     (v,) = obj["verdicts"]
-    assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail"}
+    assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error"}
     assert Path(obj["tables"]["steps"]).exists()
 
 
@@ -85,6 +85,68 @@ def test_check_fails_when_a_claim_fails(root):
     frame.to_parquet(path, index=False)
     res = invoke(root, "check", "toy")
     assert res.exit_code == 1 and "FAILED" in res.stdout
+
+
+def test_run_exits_1_when_a_claim_fails(root):
+    res = invoke(root, "run", "toy", "--set", "bias=1")
+    assert res.exit_code == 1 and "FAILED" in res.stdout
+
+
+def test_judge_that_raises_is_an_error_and_fails(root):
+    res = invoke(root, "run", "toy", "--set", "judge_bug=true", "--json")
+    assert res.exit_code == 1
+    (v,) = json.loads(res.stdout)["verdicts"]
+    assert v["passed"] is False and v["error"] is True and v["detail"].startswith("judge raised KeyError")
+    assert json.loads(res.stdout)["counts"] == {"passed": 0, "failed": 0, "undecided": 0, "error": 1}
+    table = invoke(root, "run", "toy", "--set", "judge_bug=true")
+    assert table.exit_code == 1 and "ERROR" in table.stdout
+
+
+def test_check_goes_on_past_a_study_that_raises(root):
+    res = invoke(root, "check", "toy-broken", "toy")
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output
+    assert "toy-broken: error: RuntimeError: toy-broken always raises" in res.stderr
+    assert "1 of 2 studies judged" in res.stdout and "1 study errors (toy-broken)" in res.stdout
+    assert "passed" in res.stdout  # toy itself was judged
+    as_json = invoke(root, "check", "toy-broken", "toy", "--json")
+    assert as_json.exit_code == 1
+    broken, toy = json.loads(as_json.stdout)  # stdout is pure JSON; progress went to stderr
+    assert broken["status"] == "error" and "always raises" in broken["message"] and toy["status"] == "done"
+
+
+def test_missing_resource_is_one_line_exit_2(root):
+    res = invoke(root, "run", "toy-missing")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "corpus 'toy' is not available here; install it with `pip install toy-corpus`" in res.stderr
+    checked = invoke(root, "check", "toy-missing", "toy")
+    assert checked.exit_code == 2 and "missing resource: corpus 'toy'" in checked.stderr
+    swept = invoke(root, "sweep", "toy-broken", "--grid", "missing=true")
+    assert swept.exit_code == 2 and "pip install toy-corpus" in swept.stderr
+
+
+def test_unexpected_error_is_one_line_unless_debug(root):
+    res = invoke(root, "run", "toy", "--set", "fail=true")
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "RuntimeError: toy failure (run again with --debug for the traceback)" in res.stderr
+    debug = runner.invoke(app, ["--debug", "run", "toy", "--set", "fail=true", "--store", str(root)])
+    assert isinstance(debug.exception, RuntimeError)
+
+
+def test_set_value_the_preset_never_reads_is_a_warning(root):
+    res = invoke(root, "run", "toy", "--set", "big_chunk=10", "--set", "steps=2")
+    assert res.exit_code == 0
+    assert "warning: --set big_chunk=10 had no effect" in res.stderr and "--set steps" not in res.stderr
+    reused = invoke(root, "run", "toy", "--set", "big_chunk=10", "--set", "steps=2")
+    assert "reused" in reused.stdout and "big_chunk=10 had no effect" in reused.stderr
+    read = invoke(root, "run", "toy", "--set", "n=100000", "--set", "big_chunk=50000", "--set", "steps=1")
+    assert read.exit_code == 0 and "warning" not in read.stderr
+
+
+def test_progress_goes_to_stderr_also_under_json(root):
+    res = invoke(root, "run", "toy", "--json", "--set", "steps=2")
+    json.loads(res.stdout)
+    assert "[toy] toy steps: started (2 steps)" in res.stderr and "[toy] toy steps: done 2/2" in res.stderr
 
 
 def test_diverged_run_exit_1(root):

@@ -13,6 +13,7 @@ import pandas as pd
 from pydantic import Field
 
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.errors import MissingResource
 
 
 class ToyConfig(StudyConfig):
@@ -22,10 +23,15 @@ class ToyConfig(StudyConfig):
     nan_at: int = Field(-1, ge=-1, le=10_000, description="step at which the loss becomes NaN (-1: never)")
     fail: bool = Field(False, description="raise an ordinary exception mid-run")
     scale: float = Field(1.0, gt=0, le=100.0, description="standard deviation of the draws")
+    bias: float = Field(0.0, ge=-10.0, le=10.0, description="shift of the draws' mean (non-zero: the claim fails)")
+    judge_bug: bool = Field(False, description="the judge reads a misspelt column (it must count as an error)")
+    big_chunk: int = Field(1000, ge=1, le=10**7, description="draws per chunk, read only when n >= 100000 (paper)")
 
 
 def judge_mean(res) -> Verdict:
     t = res.table("steps")
+    if res.config["judge_bug"]:
+        t = t.rename(columns={"mean": "maen"})
     worst = float((t["mean"].abs() / (t["scale"] / np.sqrt(t["n"]))).max())
     return Verdict("toy/mean-zero", "sample means are within 4 standard errors of 0", worst, 0.0, 4.0, worst <= 4.0, f"max |mean|/SE = {worst:.2f}")
 
@@ -44,7 +50,10 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
     for step in ctx.progress(range(cfg.steps), "toy steps"):
         if cfg.fail and step == 1:
             raise RuntimeError("toy failure")
-        x = rng.normal(0.0, cfg.scale, cfg.n)
+        if cfg.n >= 100_000:
+            x = np.concatenate([rng.normal(cfg.bias, cfg.scale, min(cfg.big_chunk, cfg.n - i)) for i in range(0, cfg.n, cfg.big_chunk)])
+        else:
+            x = rng.normal(cfg.bias, cfg.scale, cfg.n)
         loss = float(x.mean()) if step != cfg.nan_at else float("nan")
         ctx.check_finite("toy loss", loss, step)
         rows.append({"step": step, "n": cfg.n, "scale": cfg.scale, "mean": loss, "var": float(x.var())})
@@ -53,3 +62,37 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
             time.sleep(cfg.step_sleep)
     ctx.table("steps", pd.DataFrame(rows))
     ctx.scalar("total_draws", cfg.n * cfg.steps)
+
+
+class ToyBrokenConfig(StudyConfig):
+    missing: bool = Field(False, description="raise MissingResource instead of a plain error")
+
+
+@study(
+    "toy-broken",
+    title="A study that always raises (tests that check goes on past it)",
+    paper="(tests only)",
+    config=ToyBrokenConfig,
+    presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
+    claims=[Claim("toy-broken/never", "never judged", "none", judge_mean)],
+)
+def run_broken(cfg: ToyBrokenConfig, ctx: RunContext) -> None:
+    if cfg.missing:
+        raise MissingResource("corpus 'toy'", "install it with `pip install toy-corpus`")
+    raise RuntimeError("toy-broken always raises")
+
+
+class ToyMissingConfig(StudyConfig):
+    pass
+
+
+@study(
+    "toy-missing",
+    title="A study whose resource is missing",
+    paper="(tests only)",
+    config=ToyMissingConfig,
+    presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
+    claims=[Claim("toy-missing/never", "never judged", "none", judge_mean)],
+)
+def run_missing(cfg: ToyMissingConfig, ctx: RunContext) -> None:
+    raise MissingResource("corpus 'toy'", "install it with `pip install toy-corpus`")

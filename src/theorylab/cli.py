@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -15,6 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from theorylab.core.config import ConfigError, parse_assignments
+from theorylab.core.context import resolve_device
+from theorylab.core.errors import MissingResource
 from theorylab.core.result import Result
 from theorylab.core.store import Store
 from theorylab.core.study import Verdict, all_studies, get_study
@@ -34,9 +37,61 @@ SetOpt = typer.Option(None, "--set", "-s", help="Override a config field: key=va
 ForceOpt = typer.Option(False, "--force", help="Run again even if the store has this exact run.")
 
 
+_DEBUG = {"on": False}
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an unexpected error.")) -> None:
+    """Deep-learning theory papers as executable, checked studies."""
+    _DEBUG["on"] = debug
+
+
 def _fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _missing(error: BaseException) -> MissingResource | None:
+    """The MissingResource behind ``error`` (also when a process pool or Ray wrapped it)."""
+    seen = 0
+    while error is not None and seen < 5:
+        if isinstance(error, MissingResource):
+            return error
+        error = getattr(error, "cause", None) or error.__cause__  # RayTaskError keeps it in .cause
+        seen += 1
+    return None
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+@contextlib.contextmanager
+def _user_errors():
+    """Config mistakes and missing resources: one line, exit 2. Anything else: one line and exit 1,
+    the traceback only with ``--debug``."""
+    try:
+        yield
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except ConfigError as e:
+        _fail(str(e))
+    except Exception as e:  # noqa: BLE001 - the face of the tool: never a traceback unless asked
+        if _DEBUG["on"]:
+            raise
+        missing = _missing(e)
+        if missing is not None:
+            _fail(str(missing))
+        _fail(f"{_one_line(e)} (run again with --debug for the traceback)", code=1)
+
+
+def _warn_unread(res: Result, overrides: dict[str, Any]) -> None:
+    from theorylab.core.runner import unread_overrides
+
+    for key in unread_overrides(res, overrides):
+        err.print(f"[yellow]warning:[/] --set {escape(key)}={escape(str(overrides[key]))} had no effect: "
+                  f"the {res.preset} preset of {res.study} never reads '{escape(key)}'", highlight=False, soft_wrap=True)
 
 
 def _fmt(value: Any) -> str:
@@ -46,6 +101,8 @@ def _fmt(value: Any) -> str:
 
 
 def _verdict_cell(v: Verdict) -> str:
+    if v.error:
+        return "[bold red]ERROR[/]"
     return {True: "[green]passed[/]", False: "[bold red]FAILED[/]", None: "[yellow]not decided[/]"}[v.passed]
 
 
@@ -57,7 +114,8 @@ def _claims_table(results: list[Result], title: str) -> Table:
         for v in res.verdicts:
             table.add_row(res.study, v.id.split("/", 1)[-1], _verdict_cell(v), _fmt(v.measured), _fmt(v.expected), _fmt(v.tolerance))
         if not res.verdicts:
-            table.add_row(res.study, "-", res.status, "", "", "")
+            status = "[bold red]error[/]" if res.status == "error" else escape(res.status)
+            table.add_row(res.study, "-", status, "", "", "")
     return table
 
 
@@ -65,7 +123,7 @@ def _print_claims(results: list[Result], title: str) -> None:
     out.print(_claims_table(results, title))
     for res in results:
         if res.message:
-            out.print(f"[red]{res.study}: {escape(res.message)}[/]")
+            out.print(f"[red]{res.study}: {escape(res.message)}[/]", highlight=False, soft_wrap=True)
         for v in res.verdicts:
             out.print(f"  {_verdict_cell(v)} [bold]{v.id}[/]: {escape(v.detail)}", highlight=False)
 
@@ -106,7 +164,7 @@ def list_cmd(
         print("|---|---|---|---|---|")
         for r in rows:
             q = r["quick"]
-            verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" if q else "not run"
+            verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" + (f", {q['n_error']} errors" if q.get('n_error') else "") if q else "not run"
             wall = f"{q['wall_s']:.1f} s" if q else ""
             print(f"| `{r['slug']}` | {r['paper']} | {r['claims']} | {verdict} | {wall} |")
         return
@@ -134,16 +192,15 @@ def run(
     """Run one study and judge its claims."""
     from theorylab.core.runner import execute
 
-    try:
+    with _user_errors():
         overrides = _overrides(slug, set_)
-        res = execute(slug, preset, seed, overrides, store=Store(store), force=force, device=device, show_progress=not as_json)
-    except ConfigError as e:
-        _fail(str(e))
+        res = execute(slug, preset, seed, overrides, store=Store(store), force=force, device=device, show_progress=True)
     if as_json:
         print(json.dumps(res.to_json()))
     else:
         _run_summary(res)
-    if res.status != "done":
+    _warn_unread(res, overrides)
+    if not res.passed:  # a failed claim, a judge that raised, or a diverged run
         raise typer.Exit(1)
 
 
@@ -157,31 +214,51 @@ def check(
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Run (or reuse) each study and judge every claim; exit 1 if any claim fails. The main job."""
+    """Run (or reuse) each study and judge every claim; exit 1 if any claim fails. The main job.
+
+    A study that raises is recorded as an error (one line) and the others go on; exit 1 when a
+    claim failed or a study errored, 2 when the only problem is a missing optional resource."""
     from theorylab.core.runner import check as check_one
 
-    st = Store(store)
     names = list(slugs or all_studies())
-    results = []
-    started = time.perf_counter()
-    try:
+    with _user_errors():
+        st = Store(store)
         for slug in names:
             get_study(slug)  # unknown slugs fail before any work
-        for slug in names:
-            if not as_json:
-                err.print(f"checking [bold]{slug}[/] ({preset}) ...", highlight=False)
-            results.append(check_one(slug, preset, seed, store=st, force=force, device=device, show_progress=not as_json))
-    except ConfigError as e:
-        _fail(str(e))
+        resolve_device(device)
+    results: list[Result] = []
+    missing: list[str] = []
+    started = time.perf_counter()
+    for i, slug in enumerate(names, 1):
+        err.print(f"checking {slug} ({preset}, {i}/{len(names)}) ...", highlight=False)
+        try:
+            results.append(check_one(slug, preset, seed, store=st, force=force, device=device, show_progress=True))
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 - one study's error never stops the others
+            if _DEBUG["on"]:
+                raise
+            gap = _missing(e)
+            line = f"missing resource: {gap}" if gap is not None else _one_line(e)
+            if gap is not None:
+                missing.append(slug)
+            err.print(f"[bold red]{slug}: error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+            results.append(Result.error(slug, preset, seed, line))
     if as_json:
         print(json.dumps([r.to_json() for r in results]))
     else:
         _print_claims(results, f"theorylab check --preset {preset}")
-        counts = {k: sum(r.counts()[k] for r in results) for k in ("passed", "failed", "undecided")}
-        walls = ", ".join(f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results)
-        out.print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['undecided']} not decided · {walls} · total {time.perf_counter() - started:.1f} s")
-    if any(not r.passed for r in results):
+        counts = {k: sum(r.counts()[k] for r in results) for k in ("passed", "failed", "undecided", "error")}
+        errored = [r.study for r in results if r.status == "error"]
+        walls = ", ".join(f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error")
+        out.print(f"{len(results) - len(errored)} of {len(results)} studies judged · {counts['passed']} passed, {counts['failed']} failed, "
+                  f"{counts['undecided']} not decided, {counts['error']} judge errors, {len(errored)} study errors"
+                  f"{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total {time.perf_counter() - started:.1f} s", highlight=False)
+    broken = [r for r in results if not r.passed and r.study not in missing]
+    if broken:
         raise typer.Exit(1)
+    if missing:
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -201,19 +278,16 @@ def sweep(
     """Run a grid of configs; finished points are skipped; one tidy table per study table."""
     from theorylab.core.sweep import parse_grid, run_sweep
 
-    st = Store(store)
-    try:
+    with _user_errors():
+        st = Store(store)
         study = get_study(slug)
         parsed = parse_grid(study, grid)
         overrides = _overrides(slug, set_)
 
         def report_point(point: dict[str, Any], run_id: str, status: str) -> None:
-            if not as_json:
-                err.print(f"  {point} -> {run_id} {status}", highlight=False)
+            err.print(f"  {point} -> {run_id} {status}", highlight=False)
 
         res = run_sweep(slug, parsed, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address, workers=workers, store=st, device=device, on_point=report_point)
-    except ConfigError as e:
-        _fail(str(e))
     if as_json:
         print(json.dumps({"sweep_id": res.sweep_id, "study": slug, "ran": res.n_ran, "reused": res.n_reused, "path": str(res.path),
                           "tables": {k: str(res.path / f"{k}.parquet") for k in res.tables}, "points": json.loads(res.points.to_json(orient="records"))}))
@@ -256,10 +330,8 @@ def show(
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Show a stored run: config, scalars, verdicts, tables, figures."""
-    try:
+    with _user_errors():
         res = Store(store).load(run_id)
-    except ConfigError as e:
-        _fail(str(e))
     if as_json:
         print(json.dumps({**res.to_json(), "config": res.config, "scalars": res.scalars}, default=str))
         return

@@ -110,11 +110,33 @@ def test_sigkill_mid_run_leaves_no_complete_run_and_rerun_completes(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     assert [p for p in store.runs_dir.iterdir()] == []  # nothing that looks complete
     (row,) = store.rows()
-    assert row["status"] != "done"
-    res = execute("toy", overrides={"steps": 40, "step_sleep": 0.05}, store=store)
+    assert row["status"] == "running"  # the killed process could not say otherwise
+    debris = [p.name for p in store.tmp_dir.iterdir()]
+    assert len(debris) == 1 and debris[0].split(".")[2] == str(proc.pid)
+    reopened = Store(root)  # opening a store removes the dead process's work folder
+    assert list(reopened.tmp_dir.iterdir()) == []
+    row = reopened.row(row["run_id"])
+    assert row["status"] == "failed" and f"process {proc.pid}" in row["message"]
+    res = execute("toy", overrides={"steps": 40, "step_sleep": 0.05}, store=reopened)
     assert res.status == "done" and not res.reused and res.run_id == row["run_id"]
     assert store.row(res.run_id)["status"] == "done"
-    assert store.clean_tmp(older_than_s=0) == 1  # the killed run's debris is only in tmp/
+
+
+def test_opening_a_store_never_removes_a_live_run(tmp_path):
+    root = tmp_path / "store"
+    store = Store(root)
+    proc = _run_in_subprocess(root, "{'steps': 40, 'step_sleep': 0.05}")
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(store.tmp_dir.iterdir()):
+            time.sleep(0.05)
+        live = [p.name for p in store.tmp_dir.iterdir()]
+        assert len(live) == 1
+        assert Store(root).clean_stale_workdirs() == []
+        assert [p.name for p in store.tmp_dir.iterdir()] == live
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0 and list(store.tmp_dir.iterdir()) == [] and len(list(store.runs_dir.iterdir())) == 1
 
 
 def _worker(args):

@@ -7,19 +7,21 @@ line that names the field and the allowed range (:class:`ConfigError`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Iterator, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
+from theorylab.core.errors import ConfigError
 
-class ConfigError(ValueError):
-    """A user-facing configuration mistake: one line, naming the field and what is allowed."""
+__all__ = ["ConfigError", "Preset", "StudyConfig", "build_config", "parse_assignments"]
 
 
 class StudyConfig(BaseModel):
@@ -33,6 +35,12 @@ class StudyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
 
+    def __getattribute__(self, name: str) -> Any:
+        reads = _FIELD_READS.get()
+        if reads is not None and name in type(self).model_fields:
+            reads.add(name)
+        return super().__getattribute__(name)
+
     @field_validator("*", mode="before")
     @classmethod
     def _normalise(cls, value: Any, info: Any) -> Any:
@@ -41,6 +49,38 @@ class StudyConfig(BaseModel):
             items = value if isinstance(value, (list, tuple)) else [value]
             return tuple(_plain(v) for v in items)
         return _plain(value)
+
+
+_FIELD_READS: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("theorylab_field_reads", default=None)
+
+
+@contextlib.contextmanager
+def recording_field_reads() -> Iterator[set[str]]:
+    """Collect the names of the config fields read (as ``cfg.<field>``, or through a config dict
+    wrapped by :class:`ReadRecordingDict`) while the block runs: the runner uses it to warn about a
+    ``--set`` value that the chosen preset never reads."""
+    reads: set[str] = set()
+    token = _FIELD_READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _FIELD_READS.reset(token)
+
+
+class ReadRecordingDict(dict):
+    """A config as a plain dict (``result.config``) that records the keys judges read."""
+
+    def __getitem__(self, key: Any) -> Any:
+        reads = _FIELD_READS.get()
+        if reads is not None:
+            reads.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        reads = _FIELD_READS.get()
+        if reads is not None:
+            reads.add(key)
+        return super().get(key, default)
 
 
 @dataclass(frozen=True)

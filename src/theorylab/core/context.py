@@ -6,6 +6,7 @@ import hashlib
 from contextlib import contextmanager
 import math
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
@@ -13,17 +14,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from theorylab.core.errors import ConfigError, Diverged
+
+__all__ = ["Diverged", "RunContext", "resolve_device", "seeded"]
+
 T = TypeVar("T")
 
-
-class Diverged(RuntimeError):
-    """Raised inside a run when a watched quantity becomes NaN or infinite."""
-
-    def __init__(self, what: str, step: int | None):
-        self.what = what
-        self.step = step
-        at = f" at step {step}" if step is not None else ""
-        super().__init__(f"{what} is not finite{at}")
+PROGRESS_EVERY_S = 30.0  # a line this often on a long stage when stderr is not a terminal
 
 
 def resolve_device(device: str) -> torch.device:
@@ -31,12 +28,8 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        from theorylab.core.config import ConfigError
-
         raise ConfigError("device 'cuda' requested but no CUDA device is available; use --device cpu or auto")
     if device not in ("cpu", "cuda"):
-        from theorylab.core.config import ConfigError
-
         raise ConfigError(f"unknown device '{device}'; allowed: auto, cpu, cuda")
     return torch.device(device)
 
@@ -56,8 +49,9 @@ class RunContext:
     - ``check_finite``: marks the run diverged, naming the step, when a value is NaN/inf.
     """
 
-    def __init__(self, seed: int, device: str | torch.device = "cpu", workdir: Path | None = None, show_progress: bool = False):
+    def __init__(self, seed: int, device: str | torch.device = "cpu", workdir: Path | None = None, show_progress: bool = False, label: str = ""):
         self.seed = int(seed)
+        self.label = f"[{label}] " if label else ""
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.workdir = Path(workdir) if workdir is not None else None
         self.show_progress = show_progress
@@ -119,19 +113,43 @@ class RunContext:
 
     # --- progress and health ----------------------------------------------------------------
     def progress(self, items: Iterable[T], description: str = "", total: int | None = None) -> Iterator[T]:
-        if not self.show_progress or not sys.stderr.isatty():
+        """Iterate ``items`` while saying where the run is, on stderr (stdout stays the command's
+        output, pure JSON under ``--json``): a bar on a terminal; otherwise a line when the stage
+        starts, one every ``PROGRESS_EVERY_S`` seconds, and one when it ends."""
+        if not self.show_progress:
             yield from items
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         if total is None and hasattr(items, "__len__"):
             total = len(items)  # type: ignore[arg-type]
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, transient=True) as bar:
-            task = bar.add_task(description, total=total)
-            for item in items:
-                yield item
-                bar.advance(task)
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, transient=True, console=Console(stderr=True)) as bar:
+                task = bar.add_task(f"{self.label}{description}", total=total)
+                for item in items:
+                    yield item
+                    bar.advance(task)
+            return
+        of = f"/{total}" if total is not None else ""
+        started = last = time.perf_counter()
+        self.say(f"{description}: started ({total} steps)" if total is not None else f"{description}: started")
+        done = 0
+        for item in items:
+            yield item
+            done += 1
+            now = time.perf_counter()
+            if now - last >= PROGRESS_EVERY_S:
+                last = now
+                self.say(f"{description}: {done}{of} after {now - started:.0f} s")
+        self.say(f"{description}: done {done}{of} in {time.perf_counter() - started:.1f} s")
+
+    def say(self, message: str) -> None:
+        """One progress line on stderr (when this run shows progress) and in the run's log."""
+        self.log_lines.append(message)
+        if self.show_progress:
+            print(f"  {self.label}{message}", file=sys.stderr, flush=True)
 
     def check_finite(self, what: str, value: Any, step: int | None = None) -> None:
         """Raise :class:`Diverged` when ``value`` (number, array or tensor) holds NaN or inf."""

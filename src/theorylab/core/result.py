@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from theorylab.core.errors import Undecided
 from theorylab.core.study import Verdict
 
 
@@ -34,14 +35,23 @@ class Result:
     message: str = ""
     version: str = ""
     reused: bool = False
+    fields_read: list[str] | None = None  # config fields the run and its judges read (None: not recorded)
 
-    def table(self, name: str) -> pd.DataFrame:
+    def table(self, name: str, *, unless: str | None = None) -> pd.DataFrame:
+        """The table ``name``. A judge passes ``unless="<why this config has none>"`` where the
+        config may legitimately skip the part that makes it: its absence is then "not decided"
+        with that reason. Without ``unless`` a missing table is an error (the judge fails)."""
         if name not in self.tables:
+            if unless is not None:
+                raise Undecided(unless)
             raise KeyError(f"table '{name}'")
         return self.tables[name]
 
-    def scalar(self, name: str) -> Any:
+    def scalar(self, name: str, *, unless: str | None = None) -> Any:
+        """The scalar ``name``; ``unless`` as for :meth:`table`."""
         if name not in self.scalars:
+            if unless is not None:
+                raise Undecided(unless)
             raise KeyError(f"scalar '{name}'")
         return self.scalars[name]
 
@@ -53,15 +63,21 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        """True when no claim failed (undecided claims do not fail a run)."""
+        """True when the run completed and no claim failed or errored (undecided claims do not fail
+        a run; a diverged run fails)."""
         return self.status == "done" and all(v.passed is not False for v in self.verdicts)
 
+    @classmethod
+    def error(cls, study: str, preset: str, seed: int, message: str) -> "Result":
+        """The stand-in result of a study that raised before it could be stored (``check`` goes on)."""
+        return cls(study=study, run_id="", preset=preset, seed=seed, status="error", config={}, message=message)
+
     def counts(self) -> dict[str, int]:
-        return {
-            "passed": sum(v.passed is True for v in self.verdicts),
-            "failed": sum(v.passed is False for v in self.verdicts),
-            "undecided": sum(v.passed is None for v in self.verdicts),
-        }
+        """Verdicts by outcome; a judge that raised counts under ``error`` (and fails the run)."""
+        buckets = {"passed": 0, "failed": 0, "undecided": 0, "error": 0}
+        for v in self.verdicts:
+            buckets[v.outcome] += 1
+        return buckets
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object of a run."""
@@ -71,6 +87,8 @@ class Result:
             "run_id": self.run_id,
             "preset": self.preset,
             "status": self.status,
+            "message": self.message,
+            "counts": self.counts(),
             "wall_s": round(self.wall_s, 3),
             "verdicts": [v.to_dict() for v in self.verdicts],
             "tables": {name: str(base / "tables" / f"{name}.parquet") if base else None for name in self.tables},
@@ -103,4 +121,5 @@ class Result:
             path=path,
             message=meta.get("message", ""),
             version=meta.get("version", ""),
+            fields_read=meta.get("fields_read"),
         )

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from theorylab.core.config import ConfigError, StudyConfig
+from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
 from theorylab.core.result import Result
 from theorylab.core.store import Store, run_identity
@@ -23,8 +23,22 @@ def library_version() -> str:
 
 def judge(study: Study, result: Result) -> Result:
     """Evaluate every claim of ``study`` on ``result`` (which came from stored data)."""
-    result.verdicts = [claim.evaluate(result) for claim in study.claims]
+    config = result.config
+    result.config = ReadRecordingDict(config)  # judges' reads of the config count as reads
+    try:
+        result.verdicts = [claim.evaluate(result) for claim in study.claims]
+    finally:
+        result.config = config
     return result
+
+
+def unread_overrides(result: Result, overrides: Mapping[str, Any]) -> list[str]:
+    """The overridden fields that neither the run nor its judges read: a ``--set`` that had no
+    effect with this preset (e.g. a paper-only part's size at quick). Empty for runs stored
+    before reads were recorded."""
+    if result.fields_read is None:
+        return []
+    return [key for key in overrides if key not in result.fields_read]
 
 
 def _write_run(store: Store, workdir: Path, ctx: RunContext, meta: dict[str, Any], config: dict[str, Any]) -> None:
@@ -85,11 +99,12 @@ def execute_config(
 
     store.mark_running(run_id, study.slug, preset, config_hash, seed, version)
     workdir = store.new_workdir(run_id)
-    ctx = RunContext(seed, torch_device, workdir, show_progress=show_progress)
+    ctx = RunContext(seed, torch_device, workdir, show_progress=show_progress, label=study.slug)
     started = time.perf_counter()
     status, message = "done", ""
     try:
-        study.run(cfg, ctx)
+        with recording_field_reads() as reads:
+            study.run(cfg, ctx)
     except Diverged as err:
         status, message = "diverged", str(err)
     except BaseException as err:
@@ -114,8 +129,11 @@ def execute_config(
     try:
         _write_run(store, workdir, ctx, meta, config)
         # Claims are judged from what was written, exactly as a later `check` will see it.
-        result = judge(study, Result.load(workdir))
+        with recording_field_reads() as judged:
+            result = judge(study, Result.load(workdir))
         (workdir / "verdicts.json").write_text(json.dumps([v.to_dict() for v in result.verdicts], indent=2))
+        meta["fields_read"] = sorted(reads | judged)
+        (workdir / "meta.json").write_text(json.dumps(meta, indent=2))
         final = store.commit(workdir, run_id, replace=force)
     except BaseException:
         store.discard(workdir)

@@ -6,7 +6,8 @@ Layout under the root (``./runs``, ``--store`` or ``THEORYLAB_STORE``)::
     runs/<run_id>/             complete runs only (written in tmp/, then renamed)
         config.json  meta.json  scalars.json  verdicts.json  log.txt
         tables/<name>.parquet  figures/<name>.png|pdf
-    tmp/                       runs in progress; a killed run leaves its debris here, never in runs/
+    tmp/                       runs in progress (<run_id>.<host>.<pid>.<rand>); a killed run's folder is
+                               removed the next time a store opens, never one of a live process
     sweeps/<sweep_id>/         one tidy Parquet table per study table, grid values as columns
 
 A run directory exists under ``runs/`` if and only if the run completed: the rename from
@@ -20,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import time
 import uuid
@@ -45,6 +47,7 @@ CREATE TABLE IF NOT EXISTS runs (
     n_passed INTEGER DEFAULT 0,
     n_failed INTEGER DEFAULT 0,
     n_undecided INTEGER DEFAULT 0,
+    n_error INTEGER DEFAULT 0,
     message TEXT DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS runs_by_study ON runs (study, finished);
@@ -76,6 +79,10 @@ class Store:
             folder.mkdir(parents=True, exist_ok=True)
         with self._db() as db:
             db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+            if "n_error" not in columns:  # a store written before judge errors were counted apart
+                db.execute("ALTER TABLE runs ADD COLUMN n_error INTEGER DEFAULT 0")
+        self.clean_stale_workdirs()
 
     # --- index ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -103,14 +110,14 @@ class Store:
         with self._db() as db:
             db.execute(
                 "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, finished, wall_s, version, "
-                "n_passed, n_failed, n_undecided, message) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "n_passed, n_failed, n_undecided, n_error, message) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, finished=excluded.finished, "
                 "wall_s=excluded.wall_s, n_passed=excluded.n_passed, n_failed=excluded.n_failed, "
-                "n_undecided=excluded.n_undecided, message=excluded.message",
+                "n_undecided=excluded.n_undecided, n_error=excluded.n_error, message=excluded.message",
                 (
                     result.run_id, result.study, result.preset, result.seed, result.status,
                     time.time() - result.wall_s, time.time(), result.wall_s, result.version,
-                    counts["passed"], counts["failed"], counts["undecided"], result.message,
+                    counts["passed"], counts["failed"], counts["undecided"], counts["error"], result.message,
                 ),
             )
 
@@ -157,7 +164,9 @@ class Store:
         raise ConfigError(f"run id prefix '{run_id}' is ambiguous: {', '.join(matches[:5])}")
 
     def new_workdir(self, run_id: str) -> Path:
-        path = self.tmp_dir / f"{run_id}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        """A fresh work folder ``tmp/<run_id>.<host>.<pid>.<rand>``: the host and pid let a later
+        :meth:`clean_stale_workdirs` tell a dead run's debris from a live run's work."""
+        path = self.tmp_dir / f"{run_id}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         path.mkdir(parents=True)
         return path
 
@@ -189,12 +198,38 @@ class Store:
         tmp.write_text(json.dumps(obj, indent=2, default=str))
         os.replace(tmp, path)
 
-    def clean_tmp(self, older_than_s: float = 24 * 3600) -> int:
-        """Remove work directories of runs that died (older than ``older_than_s``)."""
-        removed = 0
-        now = time.time()
+    def clean_stale_workdirs(self) -> list[str]:
+        """Remove the work folders of runs whose process is gone (killed, crashed), on this host
+        only: a folder of a live process, or of another host sharing the store (a Ray cluster on
+        a network file system), is never touched. The index row of such a run, still
+        ``running``, becomes ``failed`` with the reason. Called whenever a store opens; returns
+        the names removed."""
+        removed = []
         for path in self.tmp_dir.iterdir():
-            if now - path.stat().st_mtime > older_than_s:
-                shutil.rmtree(path, ignore_errors=True)
-                removed += 1
+            parts = path.name.split(".")
+            if len(parts) != 4 or parts[1] != _HOST or not parts[2].isdigit() or _pid_alive(int(parts[2])):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+            with self._db() as db:
+                db.execute("UPDATE runs SET status='failed', finished=?, message=? WHERE run_id=? AND status='running'",
+                           (time.time(), f"killed: process {parts[2]} ended before the run completed", parts[0]))
         return removed
+
+
+_HOST = socket.gethostname().replace(".", "-") or "host"
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists here (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    try:  # Linux: a killed child not yet reaped by its parent is a zombie, not a live run
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from theorylab.core.config import ConfigError, Preset, StudyConfig
+from theorylab.core.errors import Undecided
 
 if TYPE_CHECKING:
     from theorylab.core.context import RunContext
@@ -22,7 +23,9 @@ class Verdict:
 
     ``passed`` is True/False when the run could decide the claim, None when it could not (for
     example "needs paper preset", or the run diverged). ``measured``/``expected``/``tolerance``
-    are numbers or short strings; ``detail`` says how they were compared.
+    are numbers or short strings; ``detail`` says how they were compared. ``error`` marks a judge
+    that raised: such a verdict counts as failed (``passed`` is False) and ``detail`` holds the
+    exception, so a misspelt column can never pass for an undecided claim.
     """
 
     id: str
@@ -32,17 +35,27 @@ class Verdict:
     tolerance: Any
     passed: bool | None
     detail: str = ""
+    error: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: _jsonable(v) for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
-        return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed", "detail")})
+        return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed", "detail")}, error=bool(data.get("error", False)))
 
     @property
     def label(self) -> str:
+        if self.error:
+            return "ERROR"
         return {True: "passed", False: "FAILED", None: "not decided"}[self.passed]
+
+    @property
+    def outcome(self) -> str:
+        """``passed``, ``failed``, ``undecided`` or ``error``: the bucket this verdict is counted in."""
+        if self.error:
+            return "error"
+        return {True: "passed", False: "failed", None: "undecided"}[self.passed]
 
     @classmethod
     def maker(cls, slug: str | None) -> Callable[..., "Verdict"]:
@@ -81,9 +94,16 @@ class Claim:
             return Verdict(self.id, self.statement, None, None, None, None, f"not evaluated: run {result.status}")
         try:
             verdict = self.judge(result)
-        except KeyError as missing:
-            # A table or scalar the claim needs was not produced by this config.
-            return Verdict(self.id, self.statement, None, None, None, None, f"not evaluated: this run has no {missing}")
+        except Undecided as why:
+            # The judge says, in words, that this config does not run the part the claim needs.
+            return Verdict(self.id, self.statement, None, None, None, None, f"not decided: {why}")
+        except Exception as err:  # noqa: BLE001 - a judge that raises is a failure, reported whole
+            return Verdict(self.id, self.statement, None, None, None, False, f"judge raised {type(err).__name__}: {err}", error=True)
+        if not isinstance(verdict, Verdict):
+            return Verdict(self.id, self.statement, None, None, None, False, f"judge returned {type(verdict).__name__}, not a Verdict", error=True)
+        if verdict.id != self.id:
+            return Verdict(self.id, self.statement, verdict.measured, verdict.expected, verdict.tolerance, False,
+                           f"judge returned the verdict of '{verdict.id}' for claim '{self.id}'", error=True)
         return verdict
 
 

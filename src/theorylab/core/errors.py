@@ -1,0 +1,39 @@
+"""The exceptions the faces turn into one line and an exit code; this module imports nothing heavy,
+so ``data``, ``nn`` and ``train`` may raise them without pulling in the run machinery.
+
+- :class:`ConfigError` (exit 2): a user mistake in a config, a slug, a preset or a run id.
+- :class:`MissingResource` (exit 2): an optional resource (a corpus, an extra, a local model or
+  data folder) is not on this machine; the message names it and the command that provides it.
+- :class:`Diverged`: a watched quantity became NaN/inf; the run is stored with status ``diverged``.
+- :class:`Undecided`: raised inside a judge when the run cannot decide the claim (the config skips
+  the part the claim needs); the verdict is "not decided" with the reason, never an error.
+"""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A user-facing configuration mistake: one line, naming the field and what is allowed."""
+
+
+class MissingResource(RuntimeError):
+    """An optional resource is missing here. ``what`` names it, ``fix`` is the command that provides it."""
+
+    def __init__(self, what: str, fix: str):
+        self.what = what
+        self.fix = fix
+        super().__init__(f"{what} is not available here; {fix}")
+
+
+class Diverged(RuntimeError):
+    """Raised inside a run when a watched quantity becomes NaN or infinite."""
+
+    def __init__(self, what: str, step: int | None):
+        self.what = what
+        self.step = step
+        at = f" at step {step}" if step is not None else ""
+        super().__init__(f"{what} is not finite{at}")
+
+
+class Undecided(Exception):
+    """A judge cannot decide its claim on this run; the message is the reason (one line)."""
