@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from theorylab.data.text import (
-    CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, kjv_text, load_text, proper_names, random_windows, resolve_corpus, split_words,
+    CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, kjv_text, load_text, stdlib_paragraphs, stdlib_text, proper_names, random_windows, resolve_corpus, split_words,
 )
 
 TEXT = "And Moses said unto Aaron, Take the rod of Moses. And Aaron took the rod of the LORD; and the rod of Aaron budded.\n"
@@ -66,13 +66,18 @@ def test_random_windows_are_slices():
         random_windows(stream, 1, 100, torch.Generator())
 
 
+def test_kjv_missing_is_one_line_naming_the_install(tmp_path, monkeypatch):
+    from theorylab.core.errors import MissingResource
+    from theorylab.data import text as text_mod
+
+    monkeypatch.setattr(text_mod.shutil, "which", lambda name: None)
+    with pytest.raises(MissingResource, match="apt-get install bible-kjv") as err:
+        kjv_text(tmp_path)
+    assert "\n" not in str(err.value) and "stdlib" in str(err.value)
+
+
+@pytest.mark.skipif(shutil.which("bible") is None, reason="Debian's bible-kjv is not installed here (apt-get install bible-kjv); the 'stdlib' corpus needs nothing")
 def test_kjv_corpus(tmp_path, monkeypatch):
-    if shutil.which("bible") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must install Debian's bible-kjv (see .ci/run)")
-        with pytest.raises(CorpusUnavailable, match="apt-get install bible-kjv"):
-            kjv_text(tmp_path)
-        pytest.skip("Debian's bible-kjv is not installed here")
     text = kjv_text(tmp_path)
     lines = text.splitlines()
     assert len(lines) == 31102
@@ -82,3 +87,34 @@ def test_kjv_corpus(tmp_path, monkeypatch):
     vocab = WordVocab.from_text(text, 1000)
     task = TriggerWordTask.from_corpus(vocab, vocab.encode(text), "of")
     assert vocab.words[task.generic] == "the"
+
+
+def test_stdlib_corpus_is_prose_from_this_python(tmp_path):
+    text = stdlib_text(tmp_path)
+    paragraphs = text.splitlines()
+    assert len(paragraphs) > 3000 and len(text) > 500_000 and text.isascii()
+    assert not any(p.lstrip().startswith(">>>") for p in paragraphs)
+    assert stdlib_text(tmp_path) == text and len(list(tmp_path.glob("stdlib-docs-py*.txt"))) == 1  # cached per minor version
+    assert resolve_corpus("stdlib") is not None
+    words = WordVocab.from_text(text, 1000)
+    task = TriggerWordTask.from_corpus(words, words.encode(text), "of")  # the word-level task finds its answers here too
+    assert words.words[task.generic] == "the" and len(task.answers) >= 2
+    assert 60 <= len(CharVocab.from_text(text)) <= 100  # printable ASCII: a character vocabulary like the KJV's
+
+
+def test_stdlib_paragraphs_are_deterministic_and_keep_only_prose(tmp_path):
+    lib = tmp_path / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    (lib / "test").mkdir()
+    (lib / "b.py").write_text('"""Second module with a docstring that is long enough to be prose here."""\n')
+    (lib / "pkg" / "a.py").write_text(
+        '"""First module docstring that holds a paragraph of plain English words.\n\n    indented code example line\n\n>>> 1 + 1\n\n'
+        'Short.\n"""\n\ndef f():\n    """A function docstring, also a plain sentence in English words."""\n')
+    (lib / "test" / "t.py").write_text('"""A test module docstring that must be skipped entirely by the reader."""\n')
+    (lib / "broken.py").write_text("def (:\n")
+    got = stdlib_paragraphs(lib)
+    assert got == [
+        "Second module with a docstring that is long enough to be prose here.",
+        "First module docstring that holds a paragraph of plain English words.",
+        "A function docstring, also a plain sentence in English words.",
+    ]

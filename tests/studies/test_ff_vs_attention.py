@@ -179,15 +179,15 @@ def test_bad_values_fail_before_work():
 def test_missing_corpus_fails_before_training(tmp_path, monkeypatch):
     import pytest
 
-    from theorylab.core import ConfigError
+    from theorylab.core.errors import MissingResource
     from theorylab.data import text
 
     monkeypatch.setenv("THEORYLAB_CORPORA", str(tmp_path))
     monkeypatch.setattr(text.shutil, "which", lambda name: None)
     trained = []
     monkeypatch.setattr(ffa, "train_variant", lambda *a, **k: trained.append(1))
-    with pytest.raises(ConfigError, match="apt-get install bible-kjv"):
-        ffa.run.run(ffa.FFvsAttentionConfig(lm=True), RunContext(seed=0))
+    with pytest.raises(MissingResource, match="apt-get install bible-kjv"):
+        ffa.run.run(ffa.FFvsAttentionConfig(lm=True, lm_corpus="kjv"), RunContext(seed=0))
     assert not trained
 
 

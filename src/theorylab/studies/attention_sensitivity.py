@@ -78,7 +78,7 @@ class AttentionSensitivityConfig(StudyConfig):
     lm_steps: int = Field(200, ge=1, le=1_000_000, description="AdamW steps")
     lm_lr: float = Field(1e-3, gt=0, le=1, description="AdamW learning rate")
     lm_log_every: int = Field(25, ge=1, le=100_000, description="θ is logged every this many steps (and at 0)")
-    lm_corpus: str = Field("kjv", min_length=1, description="'kjv' (Debian's bible-kjv) or a path to a local plain-text file (character level)")
+    lm_corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
     lm_local: str | None = Field(None, description="a local GPT-2 checkpoint directory you own: θ is also measured on it (never downloaded)")
     min_keys: int = Field(16, ge=1, le=4096, description="θ only on rows with at least this many keys")
     warmup: bool = Field(False, description="run the warmup experiment (paper preset: a deep post-LN model with and without warmup)")
@@ -107,6 +107,7 @@ PRESETS = {
         "paper",
         "GPU: GPT-2-large shape (36 layers, 1280 wide, 20 heads) trained 300 steps, local gain to T = 4096, 5 seeds, the warmup experiment",
         gain_T=((16, 64, 256, 1024, 4096), "longer sequences"),
+        lm_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set lm_corpus=stdlib or a local text file)"),
         dn_seeds=(5, "more seeds"),
         gain_steps=(50, "card"),
         lm_layers=(36, "card: GPT-2-large shape"),

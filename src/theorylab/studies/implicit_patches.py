@@ -85,7 +85,7 @@ class ImplicitPatchesConfig(StudyConfig):
     hf_generate: int = Field(20, ge=1, le=10_000, description="greedy tokens generated (paper 64)")
     hf_dtypes: tuple[Literal["float64", "float32", "bfloat16"], ...] = Field(("float64",), min_length=1, description="precisions of the HF exactness runs (claims on float64; others reported)")
     hf_train_steps: int = Field(0, ge=0, le=1_000_000, description="also train the Gemma 3 model on a text for this many steps and check it too (0: random init only)")
-    hf_corpus: str = Field("kjv", min_length=1, description="text for hf_train_steps: 'kjv' (Debian bible-kjv) or a path")
+    hf_corpus: str = Field("stdlib", min_length=1, description="text for hf_train_steps: 'stdlib' (prose of Python's docstrings), 'kjv' (Debian's bible-kjv) or a path")
     hf_local: str = Field("", description="directory of a local Hugging Face causal LM (e.g. Gemma-3-1B weights you own); '' for none")
 
     icl_tasks: int = Field(128, ge=1, le=1_000_000, description="in-context regression: prompts per training step")
@@ -116,6 +116,7 @@ PRESETS = {
         "paper",
         "GPU: a Gemma-3-1B-shaped random-init model (26 layers, width 1152) and a self-trained small Gemma 3; prompts 128 and 1024 tokens, 64 generated; float32/bfloat16 error growth",
         hf_archs=(("gemma3", "llama"), "the 1B shape in Gemma 3 and Llama layouts (a 26-layer Mixtral at this width is left to --set)"),
+        hf_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set hf_corpus=stdlib or a local text file)"),
         hf_hidden=(1152, "Gemma 3 1B"),
         hf_intermediate=(6912, "Gemma 3 1B"),
         hf_layers=(26, "Gemma 3 1B"),

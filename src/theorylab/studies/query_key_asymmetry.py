@@ -65,7 +65,7 @@ class QueryKeyAsymmetryConfig(StudyConfig):
     eval_batches: int = Field(4, ge=1, le=10_000, description="held-out batches for ΔLoss and perplexity")
     thin_keys: bool = Field(False, description="also train a decoder with d_select = d_h x thin_fraction (claim 6; paper preset)")
     thin_fraction: float = Field(0.25, gt=0, le=1, description="query/key width of the thin decoder as a fraction of d_h")
-    corpus: str = Field("kjv", min_length=1, description="'kjv' (Debian's bible-kjv) or a path to a local plain-text file (character level)")
+    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
 
     @model_validator(mode="after")
     def _checks(self) -> "QueryKeyAsymmetryConfig":
@@ -83,6 +83,7 @@ PRESETS = {
         "paper",
         "GPU: a GPT-2-small-shaped decoder (12 layers, 768 wide, 12 heads) trained 5000 steps, truncation, and a thin-key decoder (d_select = d_h/4)",
         lm_width=(768, "card: 125M-scale decoder"),
+        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib or a local text file)"),
         lm_layers=(12, "card"),
         lm_heads=(12, "card"),
         lm_context=(256, "longer windows"),
