@@ -37,3 +37,11 @@ class Diverged(RuntimeError):
 
 class Undecided(Exception):
     """A judge cannot decide its claim on this run; the message is the reason (one line)."""
+
+
+class MissingExtra(MissingResource, ImportError):
+    """An optional dependency (a pip extra) is not installed; still an ImportError for callers that
+    fall back without it."""
+
+    def __init__(self, what: str, extra: str):
+        MissingResource.__init__(self, what, f'install it with `pip install "theorylab[{extra}]"`')

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import torch
+
+from theorylab.core.errors import MissingExtra
 from torch import nn
 
 from theorylab.core.context import seeded
@@ -45,7 +47,7 @@ def load_local_causal_lm(path: str | Path, device: str | torch.device = "cpu") -
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError('a local Hugging Face model needs the hf extra: pip install "theorylab[hf]"') from err
+        raise MissingExtra("Hugging Face transformers (a local model)", "hf") from err
     p = Path(path).expanduser()
     if not p.is_dir():
         raise FileNotFoundError(f"model directory {str(p)!r} does not exist")
@@ -80,7 +82,7 @@ def _transformers():
     try:
         import transformers
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError('Hugging Face models need the hf extra: pip install "theorylab[hf]"') from err
+        raise MissingExtra("Hugging Face transformers", "hf") from err
     return transformers
 
 

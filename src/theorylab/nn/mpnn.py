@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 
 import torch
+
+from theorylab.core.errors import MissingExtra
 from torch import Tensor, nn
 
 AGGREGATIONS = ("min", "max", "sum", "mean")
@@ -92,7 +94,7 @@ def _message_passing_base():
     try:
         from torch_geometric.nn import MessagePassing
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError('message passing needs PyTorch Geometric: pip install "theorylab[graphs]"') from err
+        raise MissingExtra("PyTorch Geometric (message passing)", "graphs") from err
     return MessagePassing
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 from pydantic import Field
 
+from theorylab.core.errors import MissingExtra
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.graphs import (
@@ -618,7 +619,7 @@ def run(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> None:
         import networkx  # noqa: F401
         import torch_geometric  # noqa: F401
     except ImportError as err:
-        raise ImportError(f'mpnn-algorithms needs the graphs extra (PyTorch Geometric, networkx): pip install "theorylab[graphs]" ({err})') from err
+        raise MissingExtra(f"the graphs extra (PyTorch Geometric, networkx; {err})", "graphs") from err
     threads = torch.get_num_threads()
     if ctx.device.type == "cpu":
         torch.set_num_threads(1)  # training on tiny graphs is overhead-bound; one thread is faster on 2 cores
