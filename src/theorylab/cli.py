@@ -155,18 +155,20 @@ def list_cmd(
         history = st.rows(slug)  # newest first
         latest = next((r for r in history if r["status"] != "running"), None)
         quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"), None)
-        rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims), "latest": latest, "quick": quick})
+        rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims), "latest": latest, "quick": quick,
+                     "not_built": dict(study.not_built)})
     if as_json:
         print(json.dumps([{k: v for k, v in r.items()} for r in rows], default=str))
         return
     if markdown:
-        print("| slug | paper | claims | quick verdict | quick time |")
-        print("|---|---|---|---|---|")
+        print("| slug | paper | claims | quick verdict | quick time | card claims not built |")
+        print("|---|---|---|---|---|---|")
         for r in rows:
             q = r["quick"]
             verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" + (f", {q['n_error']} errors" if q.get('n_error') else "") if q else "not run"
             wall = f"{q['wall_s']:.1f} s" if q else ""
-            print(f"| `{r['slug']}` | {r['paper']} | {r['claims']} | {verdict} | {wall} |")
+            missing = "; ".join(f"`{cid}` ({why})" for cid, why in r["not_built"].items()) or "none"
+            print(f"| `{r['slug']}` | {r['paper']} | {r['claims']} | {verdict} | {wall} | {missing} |")
         return
     table = Table(title="theorylab studies")
     for col in ("slug", "family", "paper", "claims", "latest verdict"):
@@ -174,7 +176,8 @@ def list_cmd(
     for r in rows:
         lt = r["latest"]
         verdict = (f"{lt['status']}: {lt['n_passed']} passed, {lt['n_failed']} failed, {lt['n_undecided']} undecided ({lt['preset']})" if lt else "not run")
-        table.add_row(r["slug"], escape(r["family"]), escape(r["paper"]), str(r["claims"]), verdict)
+        claims = str(r["claims"]) + (f" (+{len(r['not_built'])} not built)" if r["not_built"] else "")
+        table.add_row(r["slug"], escape(r["family"]), escape(r["paper"]), claims, verdict)
     out.print(table)
 
 

@@ -52,6 +52,7 @@ class RunContext:
     def __init__(self, seed: int, device: str | torch.device = "cpu", workdir: Path | None = None, show_progress: bool = False, label: str = ""):
         self.seed = int(seed)
         self.label = f"[{label}] " if label else ""
+        self._started = time.perf_counter()
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.workdir = Path(workdir) if workdir is not None else None
         self.show_progress = show_progress
@@ -83,6 +84,7 @@ class RunContext:
         if name in self.tables:
             frame = pd.concat([self.tables[name], frame], ignore_index=True)
         self.tables[name] = frame
+        self._stage(f"table {name} ({len(frame)} rows)")
         return frame
 
     def scalar(self, name: str, value: Any) -> None:
@@ -109,6 +111,7 @@ class RunContext:
         rel = f"figures/{name}.png"
         if rel not in self.figures:
             self.figures.append(rel)
+        self._stage(f"figure {name}")
         return str(png)
 
     # --- progress and health ----------------------------------------------------------------
@@ -144,6 +147,11 @@ class RunContext:
                 last = now
                 self.say(f"{description}: {done}{of} after {now - started:.0f} s")
         self.say(f"{description}: done {done}{of} in {time.perf_counter() - started:.1f} s")
+
+    def _stage(self, what: str) -> None:
+        """A stage finished (a table or figure recorded): a trail on stderr between progress loops."""
+        if self.show_progress and not sys.stderr.isatty():
+            print(f"  {self.label}recorded {what} at {time.perf_counter() - self._started:.1f} s", file=sys.stderr, flush=True)
 
     def say(self, message: str) -> None:
         """One progress line on stderr (when this run shows progress) and in the run's log."""

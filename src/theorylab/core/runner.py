@@ -102,6 +102,8 @@ def execute_config(
     ctx = RunContext(seed, torch_device, workdir, show_progress=show_progress, label=study.slug)
     started = time.perf_counter()
     status, message = "done", ""
+    if show_progress:
+        ctx.say(f"run {run_id}: preset {preset}, seed {seed}, device {torch_device}")
     try:
         with recording_field_reads() as reads:
             study.run(cfg, ctx)

@@ -120,6 +120,7 @@ class Study:
     claims: tuple[Claim, ...]
     module: str = ""
     family: str = ""
+    not_built: Mapping[str, str] = MappingProxyType({})  # card claims not implemented yet: id -> why/when
 
     def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
         from theorylab.core.config import build_config
@@ -170,10 +171,13 @@ def study(
     presets: Mapping[str, Preset],
     claims: list[Claim] | tuple[Claim, ...],
     family: str = "",
+    not_built: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[[Any, "RunContext"], None]], Study]:
     """Decorator registering ``run(cfg, ctx)`` as the study ``slug``.
 
     Presets must include ``quick`` and ``paper`` and may only name existing config fields.
+    ``not_built`` lists the card's claims that are not implemented yet (id -> a short reason), so
+    ``theorylab list`` and the README table say what is missing instead of counting only what is.
     """
     for required in ("quick", "paper"):
         if required not in presets:
@@ -200,6 +204,7 @@ def study(
                 claims=tuple(claims),
                 module=fn.__module__,
                 family=family,
+                not_built=MappingProxyType(dict(not_built or {})),
             )
         )
 
