@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -120,7 +120,7 @@ class Study:
     claims: tuple[Claim, ...]
     module: str = ""
     family: str = ""
-    not_built: Mapping[str, str] = MappingProxyType({})  # card claims not implemented yet: id -> why/when
+    not_built: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # card claims not implemented yet: id -> why
 
     def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
         from theorylab.core.config import build_config
