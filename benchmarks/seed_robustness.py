@@ -53,6 +53,29 @@ def _run(slug: str, seed: int, store_root: str, threads: int) -> dict:
             "verdicts": [{"id": v.id, "outcome": v.outcome, "detail": v.detail} for v in res.verdicts]}
 
 
+def collect(stores: list[str], slugs: set[str], seeds: set[int]) -> list[dict]:
+    """The finished quick runs of ``slugs`` at ``seeds`` in existing stores (the newest per study and
+    seed), as rows like :func:`_run` returns; claims are re-judged with the current code."""
+    from theorylab.core.runner import rejudge
+    from theorylab.core.store import Store
+    from theorylab.core.study import get_study
+
+    newest: dict[tuple[str, int], tuple[float, Store, str]] = {}
+    for root in stores:
+        store = Store(root)
+        for r in store.rows():
+            key = (r["study"], r["seed"])
+            if r["preset"] == "quick" and r["status"] in ("done", "diverged") and key[0] in slugs and key[1] in seeds and store.has(r["run_id"]):
+                if key not in newest or (r["finished"] or 0) > newest[key][0]:
+                    newest[key] = (r["finished"] or 0, store, r["run_id"])
+    rows = []
+    for (slug, seed), (_, store, run_id) in sorted(newest.items()):
+        res = rejudge(get_study(slug), store, run_id)
+        rows.append({"study": slug, "seed": seed, "status": res.status, "message": res.message, "wall_s": res.wall_s,
+                     "verdicts": [{"id": v.id, "outcome": v.outcome, "detail": v.detail} for v in res.verdicts]})
+    return rows
+
+
 def pass_rates(rows: list[dict]) -> list[dict]:
     """One row per claim: counts per outcome over the seeds, failing seeds, first failing detail."""
     table: dict[str, dict] = {}
@@ -97,6 +120,7 @@ def main() -> int:
     parser.add_argument("--store", default=str(ROOT / "benchmarks" / "results" / "seed_store"))
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "seed_robustness.json"))
     parser.add_argument("--readme", action="store_true", help="write the table into README.md between the seed-table markers")
+    parser.add_argument("--collect", nargs="+", metavar="STORE", help="run nothing: build the table from the quick runs already in these stores")
     args = parser.parse_args()
 
     from theorylab.core.study import all_studies
@@ -114,7 +138,9 @@ def main() -> int:
         state = row["status"] if row["status"] != "done" else ("ok" if not bad else "FAILED " + ", ".join(bad))
         print(f"[{len(rows)}/{len(jobs)} {time.perf_counter() - started:6.0f} s] {row['study']} seed {row['seed']}: {state} ({row['wall_s']:.1f} s)", flush=True)
 
-    if args.executor == "ray":
+    if args.collect:
+        rows = collect(args.collect, set(slugs), set(seeds))
+    elif args.executor == "ray":
         import ray
 
         ray.init(address=args.address, include_dashboard=False, log_to_driver=False,
