@@ -30,3 +30,23 @@ def test_judges_fail_on_wrong_results(adm_quick):
     assert adm.judge_manifolds(blind).passed is False
     assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(frustration=1e-6))).passed is False
     assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(gauge_error=1e-3))).passed is False
+    assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(lam_min=-1e-9 * f["lam_max"]))).passed is False  # not PSD
+
+
+def test_identity_tolerances_scale_with_size_not_with_the_residual(adm_quick):
+    """The identity tolerances are rounding bounds from n, d and the input norms: an error 1000x above
+    float64 rounding fails, and the bound grows with n (two n-term sums), not with the residual."""
+    r = adm_quick
+    ops = r.table("operators")
+    assert (ops["tol_rows"] == 2 * r.config["n"] * adm.EPS).all()
+    assert ops["tol_poe"].max() < 1e-10  # a rounding bound: orders of magnitude below any algebra error
+    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_formula_error=1e-10))).passed is False
+    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_asymmetry=1e-17))).passed is False  # products commute: exactly 0
+    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(pi_fixed_error=1e3 * f["tol_pi"]))).passed is False
+    assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(eig_imag_symmetric=1e-9))).passed is False
+    assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(detailed_balance=1e-14))).passed is False
+    assert adm.judge_tied(_edit(r, "tied", lambda f: f.assign(error=1e-11))).passed is False
+    # the bound grows like n: the same residuals at n = 2000 are judged against a 2000/300 larger sum tolerance
+    big = _edit(r, "operators", lambda f: f.assign(tol_rows=2 * 2000 * adm.EPS, row_sum_error=2 * 1000 * adm.EPS))
+    assert adm.judge_row(big).passed is True
+    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=2 * 1000 * adm.EPS))).passed is False

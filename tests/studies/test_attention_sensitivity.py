@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from result_edits import edit_table as _edit
 from result_edits import set_where
@@ -36,6 +37,55 @@ def test_judges_fail_on_wrong_results(sensitivity_quick):
     flat = _edit(r, "deepnorm", lambda f: set_where(f, lambda t: t["variant"] == "post-LN", "update_sgd", 1e-2))
     assert sens.judge_deepnorm(flat).passed is False
     assert sens.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t["step"] == 100, "mean", 0.5))).passed is False
+    # θ ≈ 1 is what an untrained model has: a run whose loss did not fall is not evidence, and fails
+    untrained = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0])))
+    assert sens.judge_theta_training(untrained).passed is False
+    barely = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0]) - 0.5 * sens.LOSS_DROP))
+    assert sens.judge_theta_training(barely).passed is False
+    # a model that only learned character frequencies (ends just above the unigram entropy): attention was not used, failed
+    unigram_only = _edit(r, "lm_loss", lambda f: f.assign(loss=np.where(f["step"] < 10, f["loss"], f["unigram_entropy"] + 0.01)))
+    assert sens.judge_theta_training(unigram_only).passed is False
+
+
+def test_theta_claim_compares_with_the_untrained_model(sensitivity_quick):
+    r = sensitivity_quick
+    v = sens.judge_theta_training(r)
+    assert "untrained" in v.detail and v.passed is True
+    loss = r.table("lm_loss")
+    assert loss["step"].min() == 0 and loss["loss"].iloc[0] - loss["loss"].tail(20).mean() >= sens.LOSS_DROP
+    assert loss["loss"].tail(20).mean() < loss["unigram_entropy"].iloc[0] < loss["loss"].iloc[0]
+    # attention that sharpens during training (θ falls from its untrained value to 0.85) fails
+    sharp = _edit(r, "theta_training", lambda f: f.assign(mean=np.where(f["step"] == f["step"].max(), 0.85, f["mean"])))
+    assert sens.judge_theta_training(sharp).passed is False
+
+
+class _Res:
+    """A stand-in result holding one table (the judge reads only ``table``)."""
+
+    def __init__(self, frame):
+        self.frame = frame
+
+    def table(self, name, unless=None):
+        return self.frame
+
+
+def _warmup_table(final_cold: float, final_warm: float, cold_status: str = "ok", warm_status: str = "ok") -> pd.DataFrame:
+    """A warmup table as ``_warmup`` writes it: 20 loss rows per run (falling to ``final``) and a status row."""
+    rows = []
+    for ramp, final, status in ((0, final_cold, cold_status), (100, final_warm, warm_status)):
+        rows += [dict(warmup=ramp, step=k, loss=final + 2.0 * (19 - k) / 19, status=None) for k in range(20)]
+        rows.append(dict(warmup=ramp, step=-1, loss=np.nan, status=status))
+    return pd.DataFrame(rows)
+
+
+def test_warmup_judge_fails_without_a_warmup_effect():
+    # warmup helps by 0.5 nats: passed; by 0.02 nats (no effect) or with the warmed run the worse one: failed
+    assert sens.judge_warmup(_Res(_warmup_table(3.0, 2.5))).passed is True
+    assert sens.judge_warmup(_Res(_warmup_table(2.52, 2.5))).passed is False
+    assert sens.judge_warmup(_Res(_warmup_table(2.5, 3.0))).passed is False
+    # the warmed run diverging does not make the claim: only the cold run's divergence does
+    assert sens.judge_warmup(_Res(_warmup_table(2.5, 2.5, warm_status="diverged (NaN at step 3)"))).passed is False
+    assert sens.judge_warmup(_Res(_warmup_table(2.5, 2.5, cold_status="diverged (NaN at step 3)"))).passed is True
 
 
 def test_warmup_path_runs_and_is_judged(tmp_path):
@@ -44,23 +94,19 @@ def test_warmup_path_runs_and_is_judged(tmp_path):
     ctx = RunContext(0)
     runs = sens._warmup(cfg, ctx)
     assert set(runs["warmup"]) == {0, 3} and (runs["step"] < 0).sum() == 2
+    verdict = sens.judge_warmup(_Res(runs))
+    assert verdict.id == "attention-sensitivity/warmup-needed" and "final loss" in verdict.detail and verdict.passed is not None
 
-    class Res:
-        def __init__(self, frame):
-            self.frame = frame
 
-        def table(self, name):
-            return self.frame
-
-    verdict = sens.judge_warmup(Res(runs))
-    assert verdict.passed in (True, False) and "final loss" in verdict.detail
-    diverged = runs.copy()
-    diverged.loc[(diverged["step"] < 0) & (diverged["warmup"] == 0), "status"] = "diverged (NaN at step 3)"
-    assert sens.judge_warmup(Res(diverged)).passed is True
+def test_warmup_claim_is_undecided_when_not_run(sensitivity_quick):
+    v = [v for v in sensitivity_quick.verdicts if v.id.endswith("warmup-needed")][0]
+    assert v.passed is None and not v.error and v.detail.startswith("not decided:") and "needs paper preset" in v.detail
 
 
 def test_bad_config_fails_before_work():
     with pytest.raises(ValueError, match="lm_corpus"):
         sens.AttentionSensitivityConfig(lm_corpus="/no/such/file.txt")
+    with pytest.raises(ValueError, match="min_keys"):
+        sens.AttentionSensitivityConfig(lm_context=17, min_keys=17)
     with pytest.raises(ValueError, match="warmup_ramp"):
         sens.AttentionSensitivityConfig(warmup_steps=10, warmup_ramp=10)

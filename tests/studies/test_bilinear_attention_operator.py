@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from result_edits import edit_table as _edit
 from result_edits import set_where
 
@@ -28,6 +29,28 @@ def test_judges_fail_on_wrong_results(bilinear_quick):
     assert bao.judge_null(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "random init", "directionality", 0.3))).passed is False
     assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "tied QK", "inertia_neg", 1))).passed is False
     assert bao.judge_rank(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 0, "small_singular", 3))).passed is False
+    assert bao.judge_rank(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 0, "conjugate_gap", 1e-6))).passed is False
+
+
+def test_identity_tolerances_are_rounding_bounds(bilinear_quick):
+    """Identity tolerances are d²ε per head (3.6e-12 at d = 128), not absolute: 1000x that fails."""
+    r = bilinear_quick
+    heads = r.table("heads")
+    assert (heads["tolerance"] == heads["d"] ** 2 * bao.EPS).all()
+    assert bao.judge_split(_edit(r, "heads", lambda f: f.assign(split_error=1e3 * f["tolerance"]))).passed is False
+    assert bao.judge_split(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 3, "quad_form", 1e-9))).passed is False
+    tied = lambda t: t["family"] == "tied QK"  # noqa: E731
+    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "symmetry", 1 - 1e-9))).passed is False
+    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "rotation", 1e-6))).passed is False
+    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "directionality", 0.2))).passed is False
+
+
+def test_tied_claim_is_undecided_without_tied_models(bilinear_quick):
+    from theorylab.core.errors import Undecided
+
+    none = _edit(bilinear_quick, "heads", lambda f: f[f["family"] != "tied QK"])
+    with pytest.raises(Undecided, match="tied_models"):
+        bao.judge_tied(none)
 
 
 def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
@@ -45,3 +68,17 @@ def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
     same.config = long.config
     assert bao.judge_pair(same).passed is False
     assert bao.judge_drift(directional).passed is True
+    # a decoder still at its random-init signature (mean s at the null's mean, mean d = 0): no drift, failed
+    null = bilinear_quick.table("heads").query("family == 'random init'")
+    at_null = _edit(long, "heads", lambda f: set_where(set_where(f, lambda t: t["family"] == "decoder", "symmetry", float(null["symmetry"].mean())),
+                                                      lambda t: t["family"] == "decoder", "directionality", 0.0))
+    at_null.config = long.config
+    v = bao.judge_drift(at_null)
+    assert v.passed is False and v.measured < 1e-9
+    # a decoder two null standard errors away (z = 2 < 3): failed
+    n_dec = int((bilinear_quick.table("heads")["family"] == "decoder").sum())
+    near = _edit(long, "heads", lambda f: set_where(set_where(f, lambda t: t["family"] == "decoder", "symmetry",
+                                                              float(null["symmetry"].mean() + 2 * null["symmetry"].std() / n_dec**0.5)),
+                                                    lambda t: t["family"] == "decoder", "directionality", 0.0))
+    near.config = long.config
+    assert bao.judge_drift(near).passed is False

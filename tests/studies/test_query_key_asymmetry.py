@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from result_edits import edit_table as _edit
 from result_edits import set_where
 
@@ -27,6 +28,11 @@ def test_judges_fail_on_wrong_results(qk_quick):
     assert qka.judge_bias(_edit(r, "gradient_sums", lambda f: f.assign(key_bias_grad=f["query_bias_grad"] * 1e-6))).passed is False
     assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: set_where(f, lambda t: t["dtype"] == "float64", "key_ratio", 1e-9))).passed is False
     assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(query_ratio=f["key_ratio"]))).passed is False  # queries centred too: the check is blind
+    # the tolerance is the rounding bound 2Tε·κ of the dtype: 100x it fails in either precision
+    for dtype in ("float32", "float64"):
+        off = _edit(r, "gradient_sums", lambda f, dtype=dtype: f.assign(key_ratio=f["key_ratio"].where(f["dtype"] != dtype, 100 * f["key_tolerance"])))
+        assert qka.judge_gradients(off).passed is False
+    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(dS_row_sum=10 * f["row_sum_tolerance"]))).passed is False
     assert qka.judge_causal(_edit(r, "causal_support", lambda f: set_where(f, lambda t: t.index == 0, "before_norm", 1e-3))).passed is False
     assert qka.judge_gauge(_edit(r, "gauge", lambda f: f.assign(logit_change=1e-3))).passed is False
     assert qka.judge_gauge(_edit(r, "gauge", lambda f: f.assign(q_rank_change=0.0, k_rank_change=0.0))).passed is False
@@ -34,9 +40,23 @@ def test_judges_fail_on_wrong_results(qk_quick):
 
 def test_paper_claims_are_judged_after_enough_steps(qk_quick):
     r = qk_quick
-    long = _edit(r, "truncation", lambda f: set_where(f, lambda t: t["which"] == "k", "delta_loss", 0.01))
-    long.config = {**r.config, "lm_steps": 5000}
-    assert qka.judge_truncation(long).passed is (float(r.table("truncation").query("which == 'q' and fraction == 0.25")["delta_loss"].iloc[0]) >= 0.02)
+    long_config = {**r.config, "lm_steps": 5000}
+
+    def truncated(dk: float, dq: float):
+        """The run's table with ΔLoss at r = d_h/4 set to stated values (the expected verdict follows from them alone)."""
+        res = _edit(r, "truncation", lambda f: set_where(set_where(f, lambda t: t["which"] == "k", "delta_loss", dk), lambda t: t["which"] == "q", "delta_loss", dq))
+        res.config = long_config
+        return res
+
+    assert qka.judge_truncation(truncated(0.01, 0.10)).passed is True  # keys 10x cheaper to truncate
+    assert qka.judge_truncation(truncated(0.05, 0.10)).passed is True  # exactly the threshold 0.5
+    assert qka.judge_truncation(truncated(0.08, 0.10)).passed is False  # keys barely cheaper
+    assert qka.judge_truncation(truncated(0.10, 0.05)).passed is False  # queries cheaper: the anchor's finding reversed
+    assert qka.judge_truncation(truncated(0.01, 0.0)).passed is False  # truncating queries costs nothing: no asymmetry to claim
+    short = truncated(0.01, 0.10)
+    short.config = r.config
+    assert qka.judge_truncation(short).passed is None and "needs paper preset" in qka.judge_truncation(short).detail
+    long = truncated(0.01, 0.10)
     thin = pd.DataFrame([dict(variant="full", perplexity=3.0, qk_params=100), dict(variant="thin keys", perplexity=3.2, qk_params=25)])
     long = _edit(long, "decoders", lambda f: thin)
     long.config = {**r.config, "lm_steps": 5000}
@@ -44,6 +64,16 @@ def test_paper_claims_are_judged_after_enough_steps(qk_quick):
     worse = _edit(long, "decoders", lambda f: thin.assign(perplexity=[3.0, 3.6]))
     worse.config = long.config
     assert qka.judge_thin(worse).passed is False
+
+
+def test_rope_only_config_leaves_the_bias_claim_undecided(qk_quick):
+    from theorylab.core.errors import Undecided
+
+    rope = _edit(qk_quick, "bias_invariance", lambda f: f[f["pos"] == "rope"])
+    rope = _edit(rope, "gradient_sums", lambda f: f[f["pos"] == "rope"])
+    with pytest.raises(Undecided, match="rotary"):
+        qka.judge_bias(rope)
+    assert qka.judge_gradients(rope).passed is True  # centred key gradients hold with RoPE too
 
 
 def test_thin_key_decoder_trains_at_toy_size():
