@@ -125,3 +125,35 @@ def test_sliced_estimators_without_whitening_work_below_n_equals_d():
     with pytest.raises(ValueError, match="whiten"):
         SIR(1).fit(X, y)
     assert SIR(1, 5, whiten=False).fit(X, y).components_.shape == (1, 50)
+
+
+def test_phd_noise_moments_of_he3_by_quadrature():
+    from theorylab.data.index_models import get_link
+    from theorylab.theory.sdr import phd_noise_moments
+
+    m = phd_noise_moments(get_link("he3"))
+    # E[He3^2 (z^2-1)^2] = 372, E[He3^2 z^2] = 42, 2 E[He3^2] = 12, E[He3^2] = 6 (Gaussian moments by hand).
+    assert m == pytest.approx({"u1u1": 372.0, "u1k": 42.0, "kk": 12.0, "kl": 6.0}, rel=1e-9)
+
+
+def test_phd_noise_floor_isotropic_is_chance_and_anisotropic_is_high():
+    from theorylab.theory.sdr import phd_noise_floor
+
+    rng = np.random.default_rng(0)
+    iso = phd_noise_floor(50, {"u1u1": 2.0, "u1k": 1.0, "kk": 2.0, "kl": 1.0}, 200, rng)
+    assert iso.mean() == pytest.approx(1 / 50, abs=0.01)  # a GOE eigenvector: uniform direction
+    he3 = phd_noise_floor(100, {"u1u1": 372.0, "u1k": 42.0, "kk": 12.0, "kl": 6.0}, 100, rng)
+    assert 0.4 <= he3.mean() <= 0.6
+
+
+def test_phd_noise_floor_matches_blind_phd_at_large_n():
+    # pHd on He3 at d = 20 with n = 400 d: the capture is near the n -> infinity floor (same law).
+    from theorylab.theory.sdr import phd_noise_floor
+
+    rng = np.random.default_rng(1)
+    caps = []
+    for seed in range(60):
+        model, X, y = _data("he3", d=20, n=8000, seed=100 + seed)
+        caps.append(captures(PHD(1).fit(X, y).components_.T, model.W)[0])
+    floor = phd_noise_floor(20, {"u1u1": 372.0, "u1k": 42.0, "kk": 12.0, "kl": 6.0}, 400, rng)
+    assert abs(np.mean(caps) - floor.mean()) <= 4 * np.sqrt(np.var(caps) / 60 + floor.var() / 400) + 0.05
