@@ -29,7 +29,7 @@ def test_quick_run_decides_the_quick_claims(attention_rank_quick):
     for name in ("hardmax-exact", "softmax-limit", "rank1-floor", "trained-heads-hurt", "length-hurts-low-rank"):
         assert verdicts[name].passed is True, verdicts[name].detail
     for name in ("fig1-one-layer", "params-do-not-help", "depth-helps-short"):
-        assert verdicts[name].passed is None and "needs paper preset" in verdicts[name].detail
+        assert verdicts[name].passed is None and not verdicts[name].error and verdicts[name].detail.startswith("not decided: needs paper preset"), verdicts[name].detail
     assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {p.name for p in map(_path, res.figures)}
     trained = res.table("trained")
     assert set(trained["rank"]) == {16, 4, 1} and set(trained["n_points"]) == {4, 8, 16}
@@ -125,6 +125,23 @@ def test_paper_judges_fail_when_the_numbers_contradict_the_paper(judge, override
     assert judge(_paper_result(override)).passed is False
 
 
+def test_config_dependent_judges_say_why_they_are_undecided(attention_rank_quick):
+    # a grid that lacks what a claim needs is "not decided" with the reason, never an error or a pass
+    claims = {c.id.split("/")[1]: c for c in study.CLAIMS}
+    no_full = edit_table(attention_rank_quick, "trained", lambda f: f[f["rank"] < 16])
+    short_betas = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (f["param"] == 300))])
+    few_heads = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "random_rank1") & (f["param"] == 256))])
+    for name, res in (("trained-heads-hurt", no_full), ("length-hurts-low-rank", no_full), ("softmax-limit", short_betas), ("rank1-floor", few_heads)):
+        v = claims[name].evaluate(res)
+        assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (name, v.detail)
+
+
+def test_fig1_on_a_partial_grid_says_so():
+    res = _paper_result()
+    res.tables = {"trained": res.tables["trained"].query("width == 1")}
+    assert "partial grid" in study.judge_fig1(res).detail
+
+
 # --- config, encoder path, divergence ------------------------------------------------------------
 
 
@@ -157,7 +174,8 @@ def test_encoder_architecture_trains_every_depth(tmp_path):
     assert res.status == "done", res.message
     trained = res.table("trained")
     assert set(trained["depth"]) == {1, 2} and set(trained["seed"]) == {0, 1} and trained["dmse"].notna().all()
-    assert study.judge_length(res).passed is None  # no length grid: undecided, never passed
+    length = res.verdict("attention-rank/length-hurts-low-rank")  # no length grid: undecided, never passed
+    assert length.passed is None and not length.error and length.detail.startswith("not decided: this config's length grid"), length.detail
 
 
 def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):

@@ -30,9 +30,38 @@ def test_mean_claim_fails_if_sigma2_replaces_kappa(rmt_quick):
     assert study.judge_mean(wrong).passed is False
 
 
+def _claim(claim_id):
+    return next(c for c in study.CLAIMS if c.id == f"rmt-diffusion/{claim_id}")
+
+
 def test_mean_claim_undecided_with_too_few_draws(rmt_quick):
     noisy = _mutated(rmt_quick, "mean_equiv", sim_se=lambda f: f["sim_se"] * 10)
-    assert study.judge_mean(noisy).passed is None
+    v = _claim("mean-equivalent").evaluate(noisy)
+    assert v.passed is None and not v.error and v.detail.startswith("not decided: needs more draws"), v.detail
+
+
+def test_undecided_parts_say_why(rmt_quick):
+    noisy_sqrt = _mutated(rmt_quick, "sqrt_equiv", sim_se=lambda f: f["sim_se"] * 10)
+    noisy_var = _mutated(rmt_quick, "variance", ratio_se=lambda f: f["ratio_se"] * 10)
+    noisy_map = _mutated(rmt_quick, "sampling_map", var_ratio_se=lambda f: f["var_ratio_se"] * 10)
+    small = copy.copy(rmt_quick)
+    small.tables = {**rmt_quick.tables, "cross_split": rmt_quick.tables["cross_split"].query("n < 300")}
+    for cid, res in (("sqrt-equivalent", noisy_sqrt), ("variance-factorization", noisy_var), ("sampling-map-equivalent", noisy_map), ("digits-linear-consistency", small)):
+        v = _claim(cid).evaluate(res)
+        assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (cid, v.detail)
+
+
+def test_nothing_claims_the_deep_denoisers():
+    # The card's deep-follows-linear (trained MLP/UNet/DiT denoisers) is not built: no claim may pretend it is.
+    ids = {c.id for c in study.CLAIMS}
+    assert "rmt-diffusion/deep-follows-linear" not in ids
+    from theorylab.core.study import get_study
+
+    assert "rmt-diffusion/deep-follows-linear" in get_study("rmt-diffusion").not_built  # listed as missing, not counted
+    assert "not built" in study.__doc__.lower() and "deep-follows-linear" in study.__doc__
+    for c in study.CLAIMS:
+        if c.id.endswith(("moment-mismatch", "seed-level-prediction")):
+            assert "linear maps only" in c.statement and "not built" in c.statement
 
 
 def test_kappa_claim_fails_on_wrong_limit(rmt_quick):

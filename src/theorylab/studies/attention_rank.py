@@ -23,6 +23,7 @@ import torch
 from pydantic import Field, model_validator
 
 from theorylab.core import Claim, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points
 from theorylab.data.nearest_points import d_mse, nearest_point_sets
 from theorylab.nn.toy_transformer import ToyTransformer, attention_only
@@ -405,7 +406,7 @@ def judge_softmax(res) -> Verdict:
     top_beta, last = float(soft["param"].iloc[-1]), float(errs[-1])
     detail = ", ".join(f"β={b:g}: {e:.4f}" for b, e in zip(soft["param"], errs)) + f"; strictly decreasing: {falls}"
     if top_beta < 300:
-        return _verdict("softmax-limit", S_SOFTMAX, last, 0.0, 0.05, None, f"needs beta >= 300 in 'betas': {detail}")
+        raise Undecided(f"this config's betas stop at {top_beta:g}; the claim needs beta >= 300 in 'betas': {detail}")
     return _verdict("softmax-limit", S_SOFTMAX, last, 0.0, 0.05, falls and last <= 0.05, detail + f" (at β={top_beta:g}: need <= 0.05)")
 
 
@@ -421,7 +422,7 @@ def judge_rank1(res) -> Verdict:
     drop = at_one - at_max
     detail = f"held-out d·MSE: H={int(test['param'].iloc[0])}: {at_one:.4f}, H={int(h_max)}: {at_max:.4f} (need >= 0.5); drop {drop:.4f} (need < 0.5)"
     if h_max < d * d:
-        return _verdict("rank1-floor", S_RANK1, at_max, ">= 0.5", 0.5, None, f"needs H >= d^2 = {d * d} in 'rank1_heads': {detail}")
+        raise Undecided(f"this config's rank1_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: {detail}")
     return _verdict("rank1-floor", S_RANK1, at_max, ">= 0.5", 0.5, at_max >= 0.5 and drop < 0.5, detail)
 
 
@@ -440,7 +441,7 @@ def judge_heads(res) -> Verdict:
     full = s[s["rank"] == d]
     low = s[s["rank"] <= d // 4]
     if full.empty or low.empty:
-        return _verdict("trained-heads-hurt", S_HEADS, None, None, None, None, "needs H = 1 and some H >= 4 at depth 1, w = 1 in the heads grid")
+        raise Undecided(f"this config's heads grid {sorted(s['heads'].unique().tolist())} at depth 1, w = 1 lacks H = 1 or any H >= 4 (both are needed)")
     full_err = float(full["dmse_min"].iloc[0])
     low_min = float(low["dmse_min"].min())
     ratio = low_min / full_err
@@ -462,10 +463,12 @@ def judge_fig1(res) -> Verdict:
     s = summarise(res.table("trained"))
     s = s[(s["depth"] == 1) & (s["n_points"] == 16) & s["grids"].str.contains("heads")]
     if not _paper_scale(res) or s[s["rank"] == 64].empty or s[s["rank"] < 64].empty:
-        return _verdict("fig1-one-layer", S_FIG1, None, None, None, None, "needs paper preset (d = 64, N = 16, one layer, ranks 64 and below)")
+        raise Undecided(f"needs paper preset: the claim is about one layer at d = 64, N = 16 with rank 64 and lower ranks; this config trains d = {res.config['d']}, N = {res.config['n_points']}")
     full, r32, low = s[s["rank"] == 64], s[s["rank"] == 32], s[s["rank"] <= 16]
     ok = bool((full["dmse_min"] <= 0.05).all() and (r32["dmse_min"] >= 0.25).all() and (low["dmse_min"] >= 0.4).all())
-    detail = "; ".join(f"r={int(r.rank)}, w={int(r.width)}: {r.dmse_min:.4f}" for r in s.sort_values(["rank", "width"]).itertuples())
+    widths = sorted(int(w) for w in s["width"].unique())
+    partial = "" if {1, 8, 64} <= set(widths) else f" (partial grid: widths {widths} of the card's 1, 8, 64; ranks {sorted(int(r) for r in s['rank'].unique())})"
+    detail = "; ".join(f"r={int(r.rank)}, w={int(r.width)}: {r.dmse_min:.4f}" for r in s.sort_values(["rank", "width"]).itertuples()) + partial
     return _verdict("fig1-one-layer", S_FIG1, float(full["dmse_min"].max()), "<= 0.05", 0.05, ok, detail)
 
 
@@ -478,7 +481,8 @@ def judge_params(res) -> Verdict:
     wide = s[(s["width"] == 64) & (s["rank"] <= 32)]
     full = s[(s["width"] == 1) & (s["rank"] == 64)]
     if not _paper_scale(res) or wide.empty or full.empty:
-        return _verdict("params-do-not-help", S_PARAMS, None, None, None, None, "needs paper preset (d = 64, N = 16, w in {1, 64})")
+        raise Undecided(f"needs paper preset: the claim compares w = 1 and w = 64 at d = 64, N = 16; this config trains d = {res.config['d']}, N = {res.config['n_points']}, "
+                        f"w in {list(res.config['width_multipliers'])}")
     low = float(wide["dmse_min"].min())
     full_err = float(full["dmse_min"].iloc[0])
     detail = f"min over r <= 32 at w = 64: {low:.4f} (need >= 0.25); r = 64 at w = 1: {full_err:.4f} (need <= 0.05)"
@@ -495,7 +499,7 @@ def judge_length(res) -> Verdict:
     d = res.config["d"]
     lengths = sorted(s["n_points"].unique())
     if len(lengths) < 2 or s[s["rank"] == d].empty or s[s["rank"] < d].empty:
-        return _verdict("length-hurts-low-rank", S_LENGTH, None, None, None, None, "needs a length grid with >= 2 lengths, full rank and some r < d")
+        raise Undecided(f"this config's length grid (lengths {list(res.config['lengths'])}, ranks {list(res.config['length_ranks'])}) needs >= 2 lengths, full rank and some r < d")
     paper = d == 64 and 16 in lengths and 256 in lengths
     n_ref, n_max = (16, 256) if paper else (lengths[0], lengths[-1])
     full_tol, growth_tol = (0.1, 0.2) if paper else (0.2, 0.1)
@@ -521,7 +525,8 @@ def judge_depth(res) -> Verdict:
     s = s[(s["width"] == 1) & (s["n_points"] == 16) & (s["rank"] == d // 4) & s["grids"].str.contains("heads")]
     by_depth = s.set_index("depth")["dmse_min"]
     if not _paper_scale(res) or 1 not in by_depth or 3 not in by_depth:
-        return _verdict("depth-helps-short", S_DEPTH, None, None, None, None, f"needs paper preset (d = 64, N = 16, w = 1, depths 1 and 3 at r = d/4 = {d // 4})")
+        raise Undecided(f"needs paper preset: the claim compares depths 1 and 3 at d = 64, N = 16, w = 1, r = d/4; this config trains d = {d}, N = {res.config['n_points']}, "
+                        f"depths {list(res.config['depths'])}")
     gain = float(by_depth[1] - by_depth[3])
     detail = f"r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
     return _verdict("depth-helps-short", S_DEPTH, gain, ">= 0.2", 0.2, gain >= 0.2, detail)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.pde import KS1D, KSLeaky
 from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, noise_schedule
@@ -141,12 +142,17 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
 
     g = ctx.generator("gauss")
     var = torch.tensor([1.0, 1e-3, 1e-5], dtype=torch.float64)
-    x0 = torch.randn(cfg.gauss_samples, 3, generator=g, dtype=torch.float64) * var.sqrt()
+    # Algorithm 1 with ε* for N(0, σ²) is a linear map plus independent noise, so its mean gain is the
+    # regression slope of x1 on x0 for any probe inputs. Probes at unit scale keep the injected noise
+    # (variance w ≈ 2e-4) from swamping the slope at σ² = 1e-5: at the mode's own scale its SE with
+    # 2e5 samples is ≈ 0.01, the whole tolerance (seed 1 missed by 0.011); at unit scale ≈ 3e-5.
+    x0 = torch.randn(cfg.gauss_samples, 3, generator=g, dtype=torch.float64)
     x1, _ = Thermalize(Oracle(var), betas, abar, s_init=4, s_stop=4, generator=g, noise_blind=False)(x0, 1)
-    mc = (x1 * x0).mean(0) / x0.pow(2).mean(0)
+    mc = (x1 * x0).sum(0) / x0.pow(2).sum(0)
+    mc_se = ((x1 - mc * x0).pow(2).mean(0) / x0.pow(2).sum(0)).sqrt()
     top, floor = gain_limits(10, 4, abar)
     extremes = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, betas, abar)
-    gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy()))
+    gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), monte_carlo_se=mc_se.numpy(), closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy()))
     gains = pd.concat([gains, pd.DataFrame(dict(variance=[1e6, 0.0], monte_carlo=np.nan, closed_form=extremes.numpy(), limit=[top, floor]))], ignore_index=True)
     ctx.table("gauss_gain", gains)
     grid = torch.tensor([1.0, 0.3, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7], dtype=torch.float64)
@@ -154,18 +160,31 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     M = thermalize_gain(grid, 10, 4, betas, abar)
     w = thermalize_noise(grid, 10, 4, betas, abar)
     corr = Thermalize(Oracle(grid), betas, abar, s_init=4, s_stop=4, generator=g, noise_blind=False)
-    x = torch.randn(cfg.gauss_chains, len(grid), generator=g, dtype=torch.float64) * grid.sqrt()
-    plain = x.clone()
-    acc, norms = torch.zeros(len(grid), dtype=torch.float64), []
-    for step in range(300):
-        x, _ = corr(a * x, step)
-        if step >= 100:
-            acc += x.pow(2).mean(0) / 200
-        if step < 50:
-            plain = a * plain
-            norms.append(float(plain.norm(dim=1).mean()))
-    stab = pd.DataFrame(dict(variance=grid.numpy(), a=a.numpy(), gain=M.numpy(), stationary_mc=acc.numpy(), stationary_theory=(w / (1 - (M * a) ** 2)).numpy(),
-                             plain_growth=(norms[49] / norms[39]) ** 0.1))
+    x0 = torch.randn(cfg.gauss_chains, len(grid), generator=g, dtype=torch.float64) * grid.sqrt()
+    # The same linear emulator rolled out twice through the rollout kit: thermalized every step, and plain.
+    therm = rollout(lambda x: a * x, x0, 300, corrector=corr, stop_on="never").states  # (chains, 301, modes)
+    plain = rollout(lambda x: a * x, x0, 50, stop_on="never").states  # (chains, 51, modes)
+    # Per-step factor of each mode, measured from the thermalized trajectory: the lag-1 regression
+    # slope of x_{t+1} on x_t over the stationary phase (t >= 100). The reverse-step noise is
+    # independent of x_t, so the model predicts exactly M a; the slope's SE is ~sqrt((1 - (Ma)^2)/pairs).
+    prev, nxt = therm[:, 100:-1], therm[:, 101:]
+    slope = (prev * nxt).sum((0, 1)) / prev.pow(2).sum((0, 1))
+    resid = nxt - slope * prev
+    slope_se = (resid.pow(2).mean((0, 1)) / prev.pow(2).sum((0, 1))).sqrt()
+    stationary = therm[:, 101:].pow(2).mean((0, 1))
+    # Growth of the plain rollout: the per-step factor of its rms ‖x‖ over steps 40-50, fitted
+    # (least squares on log E‖x_t‖²) from the trajectory, next to the same fit of the model's
+    # E‖x_t‖² = Σ_k a_k^{2t} σ_k².
+    steps = torch.arange(40, 51, dtype=torch.float64)
+    measured_ms = plain[:, 40:51].pow(2).sum(-1).mean(0)
+    theory_ms = (a[None, :] ** (2 * steps[:, None]) * grid[None, :]).sum(-1)
+
+    def per_step(ms: torch.Tensor) -> float:
+        return float(torch.exp(0.5 * torch.linalg.lstsq(torch.stack([steps, torch.ones_like(steps)], 1), ms.log()[:, None]).solution[0, 0]))
+
+    stab = pd.DataFrame(dict(variance=grid.numpy(), a=a.numpy(), gain=M.numpy(), factor_theory=(M * a).numpy(), factor_thermalized=slope.numpy(),
+                             factor_thermalized_se=slope_se.numpy(), stationary_mc=stationary.numpy(), stationary_theory=(w / (1 - (M * a) ** 2)).numpy(),
+                             plain_growth=per_step(measured_ms), plain_growth_theory=per_step(theory_ms)))
     ctx.table("gauss_stability", stab)
     return gains, stab
 
@@ -443,7 +462,7 @@ def _figure_confusion(ctx, calib: pd.DataFrame, levels: int) -> None:
 _verdict = Verdict.maker("thermalizer")
 
 S_GAIN = ("Exact Gaussian model: the Monte Carlo mean gain of Algorithm 1 with the optimal denoiser (ŝ = 10 -> s_stop = 4, cosine T = 1000) matches the closed form M "
-          "within 0.01 at σ² in {1, 1e-3, 1e-5}, and M at σ² = 1e6 and 0 equals its limits √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ) to 1e-4.")
+          "within 1e-3 at σ² in {1, 1e-3, 1e-5} (probes at unit scale: Monte Carlo SE ≈ 4e-5), and M at σ² = 1e6 and 0 equals its limits √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ) to 1e-4.")
 
 
 def judge_gain(res) -> Verdict:
@@ -452,21 +471,39 @@ def judge_gain(res) -> Verdict:
     worst = float((mc["monte_carlo"] - mc["closed_form"]).abs().max())
     lim = t.dropna(subset=["limit"])
     lim_err = float((lim["closed_form"] - lim["limit"]).abs().max())
-    return _verdict("gauss-gain", S_GAIN, worst, "<= 0.01", 0.01, worst <= 0.01 and lim_err <= 1e-4,
-                    "MC vs M: " + ", ".join(f"σ² {r.variance:g}: {r.monte_carlo:.4f} vs {r.closed_form:.4f}" for r in mc.itertuples()) + f"; limits {lim_err:.1e}")
+    se = float(mc["monte_carlo_se"].max())
+    detail = ("MC vs M: " + ", ".join(f"σ² {r.variance:g}: {r.monte_carlo:.4f} vs {r.closed_form:.4f}" for r in mc.itertuples())
+              + f" (largest MC SE {se:.1e}); limits {lim_err:.1e}")
+    if 4 * se > 1e-3:
+        raise Undecided(f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds the 1e-3 tolerance; {detail}")
+    # 1e-3: ~20 SE at 2e5 samples (SE ~4e-5), so only a real mismatch between Algorithm 1 and the
+    # closed form fails (the card's 0.01 was sized for probes at the mode's own scale, SE ~0.01 at σ² = 1e-5).
+    return _verdict("gauss-gain", S_GAIN, worst, "<= 1e-3", 1e-3, worst <= 1e-3 and lim_err <= 1e-4, detail)
 
 
-S_STAB = ("A linear emulator with a = 1.2 on modes below σ² = 1e-5 (0.9 elsewhere), thermalized every step at ŝ = 10: max |M a| = 0.900 ± 0.001, the Monte Carlo stationary "
-          "variance matches w/(1 − (Ma)²) within 3%, and without thermalization ‖x‖ grows by a factor in [1.19, 1.21] per step (steps 40-50).")
+S_STAB = ("A linear emulator with a = 1.2 on modes below σ² = 1e-5 (0.9 elsewhere) grows without thermalization (the plain rollout's rms grows by a per-step factor "
+          "within 0.01 of the model's Σ a^(2t) σ², > 1); thermalized every step at ŝ = 10 it is stable: each mode's per-step factor, measured from the rollout "
+          "(lag-1 regression), matches the Gaussian model's M a within 0.01, max |M a| = 0.900 ± 0.001 < 1, and the stationary variance matches w/(1 − (Ma)²) within 3%.")
 
 
 def judge_stability(res) -> Verdict:
     t = res.table("gauss_stability")
     peak = float((t["gain"] * t["a"]).abs().max())
+    factor_err = (t["factor_thermalized"] - t["factor_theory"]).abs()
+    worst_factor = float(factor_err.max())
+    measured_peak = float(t["factor_thermalized"].abs().max())
     err = float(((t["stationary_mc"] - t["stationary_theory"]).abs() / t["stationary_theory"]).max())
-    growth = float(t["plain_growth"].iloc[0])
-    ok = abs(peak - 0.9) <= 1e-3 and err <= 0.03 and 1.19 <= growth <= 1.21
-    return _verdict("gauss-stability", S_STAB, err, "<= 0.03", 0.03, ok, f"max |Ma| {peak:.4f}; stationary variance error max {err:.2%}; plain growth {growth:.3f} per step")
+    growth, growth_theory = float(t["plain_growth"].iloc[0]), float(t["plain_growth_theory"].iloc[0])
+    # 0.01 on a factor: > 6 standard errors of the lag-1 slope at the quick 2000 chains x 200 steps
+    # (SE <= 0.0015), while a denoiser that does not damp the leak band (M = 1) misses by 0.78 there.
+    ok = (abs(peak - 0.9) <= 1e-3 and worst_factor <= 0.01 and measured_peak < 1 and err <= 0.03
+          and abs(growth - growth_theory) <= 0.01 and growth > 1)
+    leak = t[t["a"] > 1]
+    detail = ("thermalized per-step factor (measured vs M a): " + ", ".join(f"σ² {r.variance:g}: {r.factor_thermalized:.4f} vs {r.factor_theory:.4f}" for r in t.itertuples())
+              + f"; worst {worst_factor:.4f} (need <= 0.01; largest SE {t['factor_thermalized_se'].max():.4f}); measured max {measured_peak:.4f} (need < 1), "
+              f"model max |Ma| {peak:.4f} (need 0.900 ± 0.001); leak band factor {leak['factor_thermalized'].max():.4f} vs a = {leak['a'].max():g} unthermalized; "
+              f"stationary variance error max {err:.2%} (need <= 3%); plain rollout growth {growth:.4f} per step vs model {growth_theory:.4f} (need within 0.01, > 1)")
+    return _verdict("gauss-stability", S_STAB, worst_factor, "<= 0.01", 0.01, ok, detail)
 
 
 S_CAL = "On held-out KS snapshots diffused to s ~ U{0..199}: corr(ŝ, s) >= 0.95, MAE <= 5 levels for s <= 30, and >= 95% of clean snapshots classified at ŝ <= s_init."
@@ -525,15 +562,14 @@ def judge_floor(res) -> Verdict:
     return _verdict("noise-floor", S_FLOOR, r, "in [1.5, 10]", None, 1.5 <= r <= 10, f"ratio at m = 8: {r:.2f}; m = 9, 10: {t.loc[9, 'ratio']:.2f}, {t.loc[10, 'ratio']:.2f}")
 
 
+KF_SKIPPED = "needs paper preset: this config does not run the Kolmogorov-flow part (kolmogorov=false; --set kolmogorov=true runs it)"
+
 S_KF = ("On Kolmogorov flow (Re = 10k), the thermalized learned emulator's median off-attractor time is >= 100x the plain emulator's, >= 35/40 of its trajectories stay "
         "for the 1e5-step horizon, and its KE spectral similarity to the truth is within 2x the truth-vs-independent-truth floor (thresholds ours; the paper: > 1e5 steps, ~100x).")
 
 
 def judge_kf_horizon(res) -> Verdict:
-    try:
-        t = res.table("kolmogorov")
-    except KeyError:
-        return _verdict("kf-horizon", S_KF, None, None, None, None, "needs paper preset (or --set kolmogorov=true)")
+    t = res.table("kolmogorov", unless=KF_SKIPPED)
     horizon = int(t["horizon"].iloc[0])
     stay = float(np.isinf(t["off_thermalized"]).mean())
     med_t = float(np.median(np.where(np.isinf(t["off_thermalized"]), horizon, t["off_thermalized"])))
@@ -549,10 +585,7 @@ S_COST = "Averaged over the Kolmogorov rollout, thermalization fires on < 50% of
 
 
 def judge_kf_cost(res) -> Verdict:
-    try:
-        t = res.table("kolmogorov")
-    except KeyError:
-        return _verdict("kf-cost", S_COST, None, None, None, None, "needs paper preset (or --set kolmogorov=true)")
+    t = res.table("kolmogorov", unless=KF_SKIPPED)
     share, calls = float(t["thermalized_share"].mean()), float(t["calls_per_step"].mean())
     return _verdict("kf-cost", S_COST, share, "< 0.5", 0.5, share < 0.5 and calls <= 10, f"thermalized on {share:.0%} of steps; {calls:.2f} denoiser calls per step")
 
