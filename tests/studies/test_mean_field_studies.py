@@ -13,17 +13,47 @@ from theorylab.studies import mean_field_width as mfw
 from theorylab.studies import propagation_of_chaos as poc
 
 
+def _claim(slug: str, name: str):
+    return next(c for c in get_study(slug).claims if c.id == f"{slug}/{name}")
+
+
 def test_mfw_quick(mfw_quick):
     v = {x.id.split("/")[1]: x for x in mfw_quick.verdicts}
     for name in ("init-gap", "inverse-width", "no-blowup", "mf-converges", "reduced-dynamics"):
         assert v[name].passed is True, v[name].detail
-    for name in ("poly-width-over-d", "self-concordance"):
-        assert v[name].passed is None and "needs paper preset" in v[name].detail
+    assert v["poly-width-over-d"].passed is None and v["poly-width-over-d"].detail.startswith("not decided:") and "needs paper preset" in v["poly-width-over-d"].detail
+    sc = v["self-concordance"]
+    assert sc.passed is None and not sc.error and sc.detail.startswith("not decided: at quick size") and "judged at paper size" in sc.detail
+    check = mfw_quick.tables["kernel_check"].iloc[0]
+    assert check["init_mc_se"] < 0.01 and abs(check["init_mc"] - check["init_theory"]) < 4 * check["init_mc_se"]
 
 
 def test_init_claim_fails_on_a_mis_normalised_kernel(mfw_quick):
-    bad = _edit(mfw_quick, "gaps", lambda f: f.assign(init_theory=f["init_theory"] * 2))
-    assert mfw.judge_init(bad).passed is False
+    closed_form = _edit(mfw_quick, "kernel_check", lambda f: f.assign(init_theory=f["init_theory"] * 1.1))
+    assert mfw.judge_init(closed_form).passed is False
+    measured = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=f["m_gap"] * 1.3))
+    assert mfw.judge_init(measured).passed is False
+
+
+def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeypatch):
+    """End to end: a K that is not E[sigma sigma] (here sum_j a_j^2 j! t^j, the basis without its 1/sqrt(j!)) drives the
+    whole run; the Monte Carlo, which evaluates sigma itself, disagrees with the measured gap and the claim fails."""
+    from math import factorial
+
+    from theorylab.core.runner import execute
+    from theorylab.nn.activations import HermiteActivation
+
+    tiny = dict(dims=(8,), widths=(8, 16), seeds=2, m_ref=128, steps=2, checkpoints=(0.0, 1.0), reduction_n=0, sc_particles=8, init_mc_samples=1 << 14)
+    fine = execute("mean-field-width", "quick", 0, tiny, store=store, device="cpu")
+    assert _claim("mean-field-width", "init-gap").evaluate(fine).passed is True, fine.verdicts[0].detail
+
+    def wrong(self, t):
+        return sum(a * a * factorial(j) * t**j for j, a in enumerate(self.coeffs) if a)
+
+    monkeypatch.setattr(HermiteActivation, "kernel", wrong)
+    bad = execute("mean-field-width", "quick", 0, tiny, store=store, device="cpu", force=True)
+    v = _claim("mean-field-width", "init-gap").evaluate(bad)
+    assert v.passed is False and not v.error, v.detail
 
 
 def test_inverse_width_fails_when_the_gap_does_not_scale(mfw_quick):
@@ -62,11 +92,21 @@ def test_mfw_paper_judges_on_synthetic_tables():
 
 def test_poc_quick(poc_quick):
     v = {x.id.split("/")[1]: x for x in poc_quick.verdicts}
-    for name in ("fast-rate", "integral-finite", "uniform-exponent", "no-late-growth"):
+    for name in ("fast-rate", "integral-finite", "uniform-exponent", "no-late-growth", "discretisation"):
         assert v[name].passed is True, v[name].detail
-    for name in ("poly-d", "discretisation", "finite-samples"):
-        assert v[name].passed is None and "needs paper preset" in v[name].detail
+    for name in ("poly-d", "finite-samples"):
+        assert v[name].passed is None and not v[name].error and v[name].detail.startswith("not decided:") and "needs paper preset" in v[name].detail
     assert v["slow-contrast"].passed is None and v["slow-contrast"].detail.startswith("report only: d=16")
+    assert sorted(poc_quick.tables["discretisation"]["eta"]) == [0.1, 0.2]
+
+
+def test_poc_discretisation_fails_on_a_second_order_or_stalled_error(poc_quick):
+    fast = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"] * [1.0, 1 / 4][: len(f)]))  # 4x in distance per halving
+    assert poc.judge_disc(fast).passed is False
+    stalled = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"].iloc[0]))  # no shrink at all
+    assert poc.judge_disc(stalled).passed is False
+    drift = _edit(poc_quick, "gaps", lambda f: f.assign(gap=np.where(f["eta"] == 0.2, f["gap"] * (f["width"] / 32.0) ** 0.3, f["gap"])))
+    assert poc.judge_disc(drift).passed is False
 
 
 def test_poc_judges_fail_on_wrong_results(poc_quick):
@@ -90,7 +130,10 @@ def test_poc_paper_judges_on_synthetic_tables():
                 sup.append(dict(setting="fast", d=d, eta=eta, width=m, sup_gap=d / m, early_m_gap=1.0, late_m_gap=0.1))
         # squared distances falling 4x per halving = distances falling 2x: first order
         disc += [dict(d=d, eta=0.2, eta_half=0.1, ref_gap_at_T=4e-4), dict(d=d, eta=0.1, eta_half=0.05, ref_gap_at_T=1e-4), dict(d=d, eta=0.05, eta_half=0.025, ref_gap_at_T=2.5e-5)]
-    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"rates": pd.DataFrame(rates), "sup_gap": pd.DataFrame(sup), "discretisation": pd.DataFrame(disc)})
+    gaps = pd.DataFrame([dict(setting="fast", d=d, eta=eta, t=t, width=m, seed=0, gap=d / m / (1 + t)) for d in (16, 32, 64, 128) for eta in (0.2, 0.1, 0.05, 0.025)
+                         for t in (0.0, 1.0, 2.0) for m in (64, 256, 1024, 4096)])
+    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg,
+                 tables={"rates": pd.DataFrame(rates), "sup_gap": pd.DataFrame(sup), "discretisation": pd.DataFrame(disc), "gaps": gaps})
     assert poc.judge_poly(res).passed is True, poc.judge_poly(res).detail
     assert poc.judge_disc(res).passed is True, poc.judge_disc(res).detail
     second_order = _edit(res, "discretisation", lambda f: f.assign(ref_gap_at_T=[4e-4, 2.5e-5, 1.5625e-6] * 4))
@@ -116,3 +159,10 @@ def test_finite_sample_judge_on_synthetic_tables():
     assert poc.judge_samples(res).passed is True, poc.judge_samples(res).detail
     stuck = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["step"] > 0, 10 * pure, f["gap"])))
     assert poc.judge_samples(stuck).passed is False
+    # Fewer than two sample sizes above the pure-width gap: the rate cannot be fitted -> not decided, never a pass.
+    below = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["n"] > 4096, 0.5 * pure, f["gap"])))
+    v = _claim("propagation-of-chaos", "finite-samples").evaluate(below)
+    assert v.passed is None and not v.error and v.detail.startswith("not decided:") and "cannot be fitted" in v.detail
+    no_width = _edit(res, "sup_gap", lambda f: f.assign(width=64))
+    v = _claim("propagation-of-chaos", "finite-samples").evaluate(no_width)
+    assert v.passed is None and not v.error and "no width 4096" in v.detail

@@ -204,3 +204,63 @@ def test_empirical_velocity_converges_to_the_population_velocity():
         y = hermite_activation_torch(act, x[:, 0])
         errors.append(float((empirical_velocity(act, w, c, x, y, block=4096) - velocity(act, w, c, w_star)).abs().max()))
     assert errors[1] < errors[0] / 2.5  # ~ n^-1/2: 16x the samples, ~4x smaller
+
+
+def test_chunked_pairwise_computations_equal_the_unchunked_ones():
+    """Every blocked computation (rows only, rows and columns, batched) gives the one-block result to float64 rounding."""
+    from theorylab.nn.activations import hermite_activation_torch
+    from theorylab.theory.mean_field import empirical_velocity, kernel_mean, pair_blocks
+
+    d, g = 5, torch.Generator().manual_seed(11)
+    nets = NetworkBatch.uniform((3, 7, 12), 2, d, g)  # batch of 6 networks padded to 12
+    ref = uniform_sphere((40,), d, g)
+    rc = torch.full((40,), 1 / 40, dtype=torch.float64)
+    w_star = torch.eye(d, dtype=torch.float64)[0]
+    assert len(pair_blocks(6, 12, 12, 10)) > 1 and len(pair_blocks(1, 40, 40, 7)) > len(pair_blocks(1, 40, 40, 80)) > 1  # columns split, rows split
+    for limit in (1, 7, 50, 500):
+        close = dict(rtol=1e-12, atol=1e-14)
+        torch.testing.assert_close(kernel_mean(ACT, ref, rc, ref, rc, limit), kernel_mean(ACT, ref, rc, ref, rc, 1 << 30), **close)
+        torch.testing.assert_close(velocity(ACT, nets.w, nets.c, w_star, limit), velocity(ACT, nets.w, nets.c, w_star, 1 << 30), **close)
+        torch.testing.assert_close(velocity(ACT, ref, rc, w_star, limit), velocity(ACT, ref, rc, w_star, 1 << 30), **close)
+        torch.testing.assert_close(population_loss(ACT, nets.w, nets.c, w_star, limit), population_loss(ACT, nets.w, nets.c, w_star, 1 << 30), **close)
+        torch.testing.assert_close(function_gap(ACT, nets.w, nets.c, ref, rc, limit), function_gap(ACT, nets.w, nets.c, ref, rc, 1 << 30), **close)
+        r1, o1 = local_hessian_ratio(ACT, ref, rc, w_star, torch.arange(9), max_elements=limit)
+        r2, o2 = local_hessian_ratio(ACT, ref, rc, w_star, torch.arange(9), max_elements=1 << 30)
+        torch.testing.assert_close(r1, r2, **close)
+        torch.testing.assert_close(o1, o2, **close)
+        x = torch.randn(2, 30, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+        y = hermite_activation_torch(ACT, x @ w_star)
+        w2, c2 = nets.w[:2], nets.c[:2]
+        torch.testing.assert_close(empirical_velocity(ACT, w2, c2, x, y, max_elements=limit), empirical_velocity(ACT, w2, c2, x, y, block=30), **close)
+    small = run_projected_gd(ACT, w_star, nets, ref, eta=0.2, steps=6, checkpoints=[6], max_elements=13)
+    whole = run_projected_gd(ACT, w_star, nets, ref, eta=0.2, steps=6, checkpoints=[6], max_elements=1 << 30)
+    np.testing.assert_allclose(small.ref_loss, whole.ref_loss, rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(small.snapshots[6][0], whole.snapshots[6][0], rtol=1e-12, atol=1e-13)
+
+
+def test_an_allocation_failure_is_one_line_naming_the_size_and_the_field():
+    from theorylab.core.errors import MissingResource
+    from theorylab.train.mean_field import bounded_memory
+
+    cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you tried to allocate 34359738368 bytes. Error code 12")
+    with pytest.raises(MissingResource) as hit:
+        with bounded_memory("block_mib", 16.0, "m_ref"):
+            raise cpu
+    text = str(hit.value)
+    assert "32.0 GiB" in text and "--set block_mib" in text and "\n" not in text
+    with pytest.raises(MissingResource, match=r"32\.0 GiB"):
+        with bounded_memory("block_mib", 16.0, "m_ref"):
+            raise RuntimeError("CUDA out of memory. Tried to allocate 32.00 GiB (GPU 0; 23.6 GiB total capacity)")
+    with pytest.raises(ValueError, match="unrelated"):
+        with bounded_memory("block_mib", 16.0, "m_ref"):
+            raise ValueError("unrelated")
+
+
+def test_init_gap_monte_carlo_is_independent_of_the_kernel(monkeypatch):
+    from theorylab.theory.mean_field import init_gap_monte_carlo
+
+    act, d = HermiteActivation.he(4), 10
+    est, se, square, _ = init_gap_monte_carlo(act, d, 1 << 15, torch.Generator().manual_seed(0))
+    assert square == pytest.approx(1.0, abs=1e-12) and abs(est - init_gap_per_width(act, d)) < 4 * se
+    monkeypatch.setattr(HermiteActivation, "kernel", lambda self, t: 2 * t**4)  # a wrong K cannot move the Monte Carlo
+    assert init_gap_monte_carlo(act, d, 1 << 15, torch.Generator().manual_seed(0))[0] == est

@@ -21,10 +21,11 @@ import torch
 from pydantic import Field
 
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure
-from theorylab.theory.mean_field import HermiteActivation, function_gap
+from theorylab.theory.mean_field import HermiteActivation, function_gap, max_elements_for
 from theorylab.theory.rates import fit_inverse_width, fit_power_law
-from theorylab.train.mean_field import sample_sweep, width_sweep
+from theorylab.train.mean_field import bounded_memory, sample_sweep, width_sweep
 
 PAPER = "Glasgow, Bruna, arXiv 2605.22010 (2026)"
 REF = "arXiv 2605.22010"
@@ -48,14 +49,19 @@ class PropagationOfChaosConfig(StudyConfig):
     slow_widths: tuple[Width, ...] = Field((32, 64, 128), min_length=2, description="widths of the slow setting")
     slow_seeds: int = Field(3, ge=1, le=1000, description="networks per width, slow setting")
     slow_steps: int = Field(200, ge=2, le=10_000_000, description="steps of the slow setting")
-    etas: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((), description="discretisation check: step sizes at equal T (paper: 0.2, 0.1, 0.05, 0.025; empty: skip)")
+    etas: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((), description="discretisation check: step sizes at equal T, eta always added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)")
     sample_sizes: tuple[Annotated[int, Field(ge=16, le=1 << 24)], ...] = Field((), description="finite-sample check: n fixed samples per network (paper: 2^12 .. 2^18; empty: skip)")
     sample_width: int = Field(256, ge=2, le=1 << 20, description="width of the finite-sample networks (paper: 2^12; must be one of 'widths')")
     sample_seeds: int = Field(4, ge=1, le=1000, description="networks per sample size")
+    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: peak memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, < 60 s: fast He_2 at d = 16 (m up to 256, 4 seeds, T = 40) and the slow He_4 contrast"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, < 60 s: fast He_2 at d = 16 (m up to 256, 4 seeds, T = 40) at eta = 0.2, 0.1, 0.05, and the slow He_4 contrast",
+        etas=((0.2, 0.1, 0.05), "the discretisation check costs seconds at d = 16: the same T at three step sizes"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: d in {16, ..., 128}, m up to 2^14, m_ref = 2^17, 8 seeds, and the discretisation check",
@@ -75,7 +81,8 @@ def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, setting: str, d: int,
     act = HermiteActivation.he(k)
     marks = sorted({int(round(f * steps)) for f in cfg.checkpoints})
     sw = width_sweep(act, d, widths, seeds, cfg.m_ref, eta=eta, steps=steps, checkpoints=marks,
-                     generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device), device=ctx.device, progress=ctx.progress)
+                     generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device), device=ctx.device, progress=ctx.progress,
+                     max_elements=max_elements_for(cfg.block_mib))
     loss = pd.DataFrame({"setting": setting, "d": d, "k": k, "eta": eta, "step": np.arange(steps + 1), "t": sw.history.times, "L_mf": sw.history.ref_loss})
     rows = []
     for step in marks:
@@ -115,16 +122,16 @@ def _sup_table(gaps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _discretisation(cfg: PropagationOfChaosConfig, ctx: RunContext, d: int, sweeps: dict[float, object]) -> pd.DataFrame:
-    """Gap at T between reference runs whose step sizes differ by one halving (same initial particles)."""
+def _discretisation(cfg: PropagationOfChaosConfig, d: int, finals: dict[float, torch.Tensor]) -> pd.DataFrame:
+    """Gap at T between reference runs whose step sizes differ by one halving (same initial particles);
+    ``finals`` maps each step size to its reference's particles at T."""
     act = HermiteActivation.he(cfg.fast_k)
-    etas = sorted(sweeps, reverse=True)
+    etas = sorted(finals, reverse=True)
     rows = []
     for big, small in zip(etas, etas[1:]):
-        a = sweeps[big].history.snapshots[max(sweeps[big].history.snapshots)][1]
-        b = sweeps[small].history.snapshots[max(sweeps[small].history.snapshots)][1]
+        a, b = finals[big], finals[small]
         w = torch.full((a.shape[0],), 1.0 / a.shape[0], dtype=a.dtype, device=a.device)
-        rows.append(dict(d=d, eta=big, eta_half=small, ref_gap_at_T=float(function_gap(act, a, w, b, w))))
+        rows.append(dict(d=d, eta=big, eta_half=small, ref_gap_at_T=float(function_gap(act, a, w, b, w, max_elements_for(cfg.block_mib)))))
     return pd.DataFrame(rows)
 
 
@@ -261,7 +268,7 @@ def judge_poly(res) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
     if len(dims) < 3:
-        return _verdict("poly-d", S_POLY, None, None, None, None, "needs paper preset (>= 3 dimensions)")
+        raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the fit needs >= 3; needs paper preset")
     top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["eta"])]
     top = top[top["width"] == top["width"].max()].set_index("d")
     mg = (top["sup_gap"] * top["width"]).loc[dims]
@@ -273,22 +280,29 @@ def judge_poly(res) -> Verdict:
     return _verdict("poly-d", S_POLY, exponent, "<= 3", 3, exponent <= 3 and ratio <= bound, detail)
 
 
-S_DISC = "First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 shrinks by a factor in [1.5, 3] per halving, and beta_sup changes by at most 0.15 across eta."
+S_DISC = ("First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 (same initial particles) shrinks by a factor in [1.5, 3] "
+          "per halving, and beta_sup (sup over checkpoints t > 0) changes by at most 0.15 across eta.")
 
 
 def judge_disc(res) -> Verdict:
-    if "discretisation" not in res.tables:
-        return _verdict("discretisation", S_DISC, None, None, None, None, "needs paper preset (several step sizes)")
+    disc = res.table("discretisation", unless="this config runs one step size (etas empty)")
     factors = []
-    for _, grp in res.table("discretisation").groupby("d"):
+    for _, grp in disc.groupby("d"):
         # The gap is a squared L2 distance; a first-order scheme's error is O(eta) in the distance itself.
         dist = np.sqrt(grp.sort_values("eta", ascending=False)["ref_gap_at_T"].to_numpy())
         factors += (dist[:-1] / dist[1:]).tolist()
-    sup = res.table("sup_gap")
-    betas = [fit_inverse_width(g["width"], g["sup_gap"]) for _, g in sup[sup["setting"] == "fast"].groupby(["d", "eta"])]
-    spread = float(np.nanmax(betas) - np.nanmin(betas))
+    # The sup over t > 0: at t = 0 every step size starts from the same particles, so a sup attained there could not differ.
+    gaps = res.table("gaps")
+    later = gaps[(gaps["setting"] == "fast") & (gaps["t"] > 0)]
+    betas = {}
+    for (d, eta), grp in later.groupby(["d", "eta"]):
+        sup = grp.groupby(["width", "t"])["gap"].mean().groupby("width").max()
+        betas[(int(d), float(eta))] = fit_inverse_width(sup.index.to_numpy(), sup.to_numpy())
+    spread = max(float(np.nanmax([b for (dd, _), b in betas.items() if dd == d]) - np.nanmin([b for (dd, _), b in betas.items() if dd == d]))
+                 for d in {dd for dd, _ in betas})
     ok = bool(factors) and all(1.5 <= f <= 3 for f in factors) and spread <= 0.15
-    detail = f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup spread across eta {spread:.3f} (need <= 0.15)"
+    detail = (f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
+              + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items())) + f"; spread across eta {spread:.3f} (need <= 0.15)")
     return _verdict("discretisation", S_DISC, spread, "<= 0.15", 0.15, ok, detail)
 
 
@@ -297,21 +311,23 @@ S_SAMPLES = ("Finite samples: at fixed width, the sup-over-time gap of networks 
 
 
 def judge_samples(res) -> Verdict:
-    if "finite_samples" not in res.tables:
-        return _verdict("finite-samples", S_SAMPLES, None, None, None, None, "needs paper preset (sample_sizes)")
-    fs, sup = res.table("finite_samples"), res.table("sup_gap")
+    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); needs paper preset")
+    sup = res.table("sup_gap")
     width = int(fs["width"].iloc[0])
     pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["eta"]) & (sup["d"] == fs["d"].iloc[0])]
     if pure.empty:
-        return _verdict("finite-samples", S_SAMPLES, None, None, None, None, f"needs the population sweep to include width {width}")
+        raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is no pure-width gap to compare with")
     pure_gap = float(pure["sup_gap"].iloc[0])
     by_n = fs.groupby(["n", "t"])["gap"].mean().groupby("n").max()
     excess = by_n - pure_gap
     keep = excess > 0
-    exponent = float(-np.polyfit(np.log(by_n.index[keep]), np.log(excess[keep]), 1)[0]) if keep.sum() >= 2 else float("inf")
     final_ratio = float(by_n.iloc[-1] / pure_gap)
-    detail = (", ".join(f"n={n}: {g:.2e}" for n, g in by_n.items()) + f"; population-trained gap {pure_gap:.2e}; "
-              f"excess exponent {exponent:.2f} (need >= 0.5); largest n / pure = {final_ratio:.2f} (need <= 2)")
+    gaps_text = ", ".join(f"n={n}: {g:.2e}" for n, g in by_n.items()) + f"; population-trained gap {pure_gap:.2e}"
+    if keep.sum() < 2:
+        raise Undecided(f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the population-trained gap ({gaps_text}), "
+                        f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes below the width's own error are needed")
+    exponent = float(-np.polyfit(np.log(by_n.index[keep]), np.log(excess[keep]), 1)[0])
+    detail = f"{gaps_text}; excess exponent {exponent:.2f} over {int(keep.sum())} sizes (need >= 0.5); largest n / pure = {final_ratio:.2f} (need <= 2)"
     return _verdict("finite-samples", S_SAMPLES, exponent, ">= 0.5", 0.5, exponent >= 0.5 and final_ratio <= 2, detail)
 
 
@@ -354,31 +370,8 @@ CLAIMS = [
     claims=CLAIMS,
 )
 def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
-    losses, gaps, discs = [], [], []
-    for d in cfg.dims:
-        per_eta = {}
-        for eta in (cfg.etas or (cfg.eta,)):
-            steps = int(round(cfg.steps * cfg.eta / eta))  # the same horizon T for every step size
-            loss, gap, sweep = _sweep(cfg, ctx, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds, steps, eta)
-            losses.append(loss)
-            gaps.append(gap)
-            per_eta[eta] = sweep
-        if len(per_eta) > 1:
-            discs.append(_discretisation(cfg, ctx, d, per_eta))
-        if cfg.slow_k is not None and d == cfg.dims[0]:
-            loss, gap, _ = _sweep(cfg, ctx, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.eta)
-            losses.append(loss)
-            gaps.append(gap)
-    if cfg.sample_sizes:
-        d = cfg.dims[0]
-        marks = sorted({int(round(f * cfg.steps)) for f in cfg.checkpoints})
-        sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds, cfg.m_ref, eta=cfg.eta,
-                              steps=cfg.steps, checkpoints=marks, generator=ctx.generator(f"samples/{d}", device=ctx.device), device=ctx.device)
-        rows = [dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.eta, n=n, step=step, t=step * cfg.eta, width=cfg.sample_width, seed=s,
-                     gap=float(sw.gaps[step][b]), ref_error=sw.ref_error[step])
-                for n, sw in sweeps.items() for step in marks for b, s in enumerate(sw.nets.seeds)]
-        ctx.table("finite_samples", pd.DataFrame(rows))
-    loss, gap = pd.concat(losses, ignore_index=True), pd.concat(gaps, ignore_index=True)
+    with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths, seeds, sample_width or sample_sizes"):
+        loss, gap, discs = _run(cfg, ctx)
     rates, sup = _rates(cfg, loss), _sup_table(gap)
     ctx.table("loss", loss)
     ctx.table("gaps", gap)
@@ -389,3 +382,34 @@ def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
     _figure_loss(ctx, loss, rates, cfg)
     _figure_sup_gap(ctx, sup, rates)
     _figure_long_time(ctx, gap)
+
+
+def _run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, list[pd.DataFrame]]:
+    losses, gaps, discs = [], [], []
+    etas = sorted(set(cfg.etas) | {cfg.eta}, reverse=True)
+    for d in cfg.dims:
+        finals = {}
+        for eta in etas:
+            steps = int(round(cfg.steps * cfg.eta / eta))  # the same horizon T for every step size
+            loss, gap, sweep = _sweep(cfg, ctx, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds, steps, eta)
+            losses.append(loss)
+            gaps.append(gap)
+            finals[eta] = sweep.history.snapshots[max(sweep.history.snapshots)][1]  # only the reference at T is kept
+            del sweep
+        if len(finals) > 1:
+            discs.append(_discretisation(cfg, d, finals))
+        if cfg.slow_k is not None and d == cfg.dims[0]:
+            loss, gap, _ = _sweep(cfg, ctx, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.eta)
+            losses.append(loss)
+            gaps.append(gap)
+    if cfg.sample_sizes:
+        d = cfg.dims[0]
+        marks = sorted({int(round(f * cfg.steps)) for f in cfg.checkpoints})
+        sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds, cfg.m_ref, eta=cfg.eta,
+                              steps=cfg.steps, checkpoints=marks, generator=ctx.generator(f"samples/{d}", device=ctx.device), device=ctx.device,
+                              progress=ctx.progress, max_elements=max_elements_for(cfg.block_mib))
+        rows = [dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.eta, n=n, step=step, t=step * cfg.eta, width=cfg.sample_width, seed=s,
+                     gap=float(sw.gaps[step][b]), ref_error=sw.ref_error[step])
+                for n, sw in sweeps.items() for step in marks for b, s in enumerate(sw.nets.seeds)]
+        ctx.table("finite_samples", pd.DataFrame(rows))
+    return pd.concat(losses, ignore_index=True), pd.concat(gaps, ignore_index=True), discs

@@ -45,47 +45,89 @@ def uniform_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator, *
     return z / z.norm(dim=-1, keepdim=True)
 
 
-def kernel_mean(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, block: int = 4096) -> Tensor:
-    """``sum_ij ca_i cb_j K(<a_i, b_j>)`` per batch: ``a (..., m, d)``, ``b (..., n, d)`` -> ``(...)``, in row blocks."""
-    total = torch.zeros(a.shape[:-2], dtype=a.dtype, device=a.device)
-    for start in range(0, a.shape[-2], block):
-        rows = slice(start, start + block)
-        g = a[..., rows, :] @ b.transpose(-1, -2)  # (..., block, n)
-        total = total + ((act.kernel(g) * cb[..., None, :]).sum(-1) * ca[..., rows]).sum(-1)
-    return total
+DEFAULT_MAX_ELEMENTS = 1 << 21
+"""Largest pairwise block (entries) a chunked computation forms at once: 2^21 float64 entries = 16 MiB.
+Peak memory then no longer grows with m^2, and blocks this small are reused by the CPU allocator instead
+of being mapped and faulted in afresh (1 GiB blocks spent most of their time in page faults on CPU);
+a large GPU may raise it (fewer kernel launches)."""
 
 
-def population_loss(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor) -> Tensor:
+def max_elements_for(mib: float, dtype: torch.dtype = torch.float64) -> int:
+    """The block size, in entries, of ``mib`` MiB of ``dtype``."""
+    return max(1, int(mib * (1 << 20)) // torch.empty((), dtype=dtype).element_size())
+
+
+def pair_blocks(batch: int, m: int, n: int, max_elements: int | None = None) -> list[tuple[slice, slice]]:
+    """Row and column slices covering an ``(batch, m, n)`` pairwise array so that each block holds at
+    most ``max_elements`` entries (at least one row and one column at a time). Columns are split only
+    when a single row of the batch is already too large."""
+    limit = DEFAULT_MAX_ELEMENTS if max_elements is None else max_elements
+    cols = max(1, min(n, limit // max(batch, 1)))
+    rows = max(1, min(m, limit // max(batch * cols, 1)))
+    return [(slice(i, i + rows), slice(j, j + cols)) for i in range(0, m, rows) for j in range(0, n, cols)]
+
+
+def kernel_mean(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
+    """``sum_ij ca_i cb_j K(<a_i, b_j>)`` per batch: ``a (..., m, d)``, ``b (..., n, d)`` -> ``(...)``.
+
+    Formed in blocks of at most ``max_elements`` pairs (:func:`pair_blocks`), so memory stays bounded
+    whatever m and n; the per-row sums are collected before one final reduction."""
+    lead = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2], ca.shape[:-1], cb.shape[:-1])
+    batch = int(np.prod(lead)) if len(lead) else 1
+    m, n = a.shape[-2], b.shape[-2]
+    per_row = torch.zeros(*lead, m, dtype=a.dtype, device=a.device)
+    for rows, cols in pair_blocks(batch, m, n, max_elements):
+        g = a[..., rows, :] @ b[..., cols, :].transpose(-1, -2)  # (..., rows, cols)
+        per_row[..., rows] += (act.kernel(g) * cb[..., None, cols]).sum(-1)
+        del g
+    return (per_row * ca).sum(-1)
+
+
+def population_loss(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
     """``L(rho) = 1/2 [sum c c K(G) - 2 sum c K(<w, w*>) + K(1)]`` per network: ``(...)``."""
-    self_term = kernel_mean(act, w, c, w, c)
+    self_term = kernel_mean(act, w, c, w, c, max_elements)
     cross = (c * act.kernel(w @ w_star)).sum(-1)
     return 0.5 * (self_term - 2 * cross + act.kernel(torch.ones((), dtype=w.dtype, device=w.device)))
 
 
-def velocity(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor) -> Tensor:
-    """``v(w_i) = P_{w_i} [K'(<w_i, w*>) w* - sum_j c_j K'(<w_i, w_j>) w_j]``: ``(..., m, d)``."""
+def velocity(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
+    """``v(w_i) = P_{w_i} [K'(<w_i, w*>) w* - sum_j c_j K'(<w_i, w_j>) w_j]``: ``(..., m, d)``.
+
+    The ``(..., m, m)`` interaction is formed in blocks of at most ``max_elements`` pairs."""
     drive = act.kernel_prime(w @ w_star)[..., None] * w_star  # (..., m, d)
-    interaction = (act.kernel_prime(w @ w.transpose(-1, -2)) * c[..., None, :]) @ w  # (..., m, d)
+    m = w.shape[-2]
+    batch = int(np.prod(w.shape[:-2])) if w.dim() > 2 else 1
+    blocks = pair_blocks(batch, m, m, max_elements)
+    if len(blocks) == 1:
+        interaction = (act.kernel_prime(w @ w.transpose(-1, -2)) * c[..., None, :]) @ w  # (..., m, d)
+    else:
+        interaction = torch.zeros_like(w)
+        for rows, cols in blocks:
+            wc = w[..., cols, :]
+            interaction[..., rows, :] += (act.kernel_prime(w[..., rows, :] @ wc.transpose(-1, -2)) * c[..., None, cols]) @ wc
     raw = drive - interaction
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def projected_step(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, eta: float) -> Tensor:
+def projected_step(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, eta: float, max_elements: int | None = None) -> Tensor:
     """One projected gradient step in mean-field time: ``w <- normalise(w + eta v(w))``."""
-    w = w + eta * velocity(act, w, c, w_star)
+    w = w + eta * velocity(act, w, c, w_star, max_elements)
     return w / w.norm(dim=-1, keepdim=True)
 
 
-def function_gap(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor) -> Tensor:
+def function_gap(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
     """``|f_a - f_b|^2_{L^2(gamma)} = sum K over (a - b) x (a - b)``, per batch."""
-    return kernel_mean(act, a, ca, a, ca) - 2 * kernel_mean(act, a, ca, b, cb) + kernel_mean(act, b, cb, b, cb)
+    return (kernel_mean(act, a, ca, a, ca, max_elements) - 2 * kernel_mean(act, a, ca, b, cb, max_elements)
+            + kernel_mean(act, b, cb, b, cb, max_elements))
 
 
-def local_hessian_ratio(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, particles: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def local_hessian_ratio(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, particles: Tensor | None = None,
+                        max_elements: int | None = None) -> tuple[Tensor, Tensor]:
     """Self-concordance diagnostic: ``|H(w_i)|_op / |v(w_i)|`` with ``H = P dv/dw P`` (the particle's
     local Hessian on the tangent space, the measure held fixed), for the chosen ``particles`` (indices).
 
-    ``w`` (m, d), ``c`` (m,). Returns ``(ratio, |H|_op)`` per chosen particle.
+    ``w`` (m, d), ``c`` (m,). Returns ``(ratio, |H|_op)`` per chosen particle. The Jacobians of a group
+    of particles form a ``(group, d, m)`` intermediate; groups are sized to ``max_elements``.
     """
     idx = torch.arange(w.shape[0], device=w.device) if particles is None else particles
 
@@ -95,12 +137,16 @@ def local_hessian_ratio(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Te
         raw = drive - inter
         return raw - (raw @ point) * point
 
-    points = w[idx]
-    jac = torch.func.vmap(torch.func.jacrev(v_at))(points)  # (k, d, d)
-    proj = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device) - points[:, :, None] * points[:, None, :]
-    hess = proj @ jac @ proj
-    op = torch.linalg.matrix_norm(hess, ord=2)
-    speed = torch.func.vmap(v_at)(points).norm(dim=-1)
+    limit = DEFAULT_MAX_ELEMENTS if max_elements is None else max_elements
+    group = max(1, limit // (w.shape[0] * (w.shape[1] + 1)))
+    ops, speeds = [], []
+    for start in range(0, len(idx), group):
+        points = w[idx[start : start + group]]
+        jac = torch.func.vmap(torch.func.jacrev(v_at))(points)  # (group, d, d)
+        proj = torch.eye(w.shape[-1], dtype=w.dtype, device=w.device) - points[:, :, None] * points[:, None, :]
+        ops.append(torch.linalg.matrix_norm(proj @ jac @ proj, ord=2))
+        speeds.append(torch.func.vmap(v_at)(points).norm(dim=-1))
+    op, speed = torch.cat(ops), torch.cat(speeds)
     return op / speed.clamp_min(1e-300), op
 
 
@@ -157,20 +203,57 @@ class OverlapDynamics:
         return losses, s
 
 
-def empirical_velocity(act: HermiteActivation, w: Tensor, c: Tensor, x: Tensor, y: Tensor, block: int = 16384) -> Tensor:
+def empirical_velocity(act: HermiteActivation, w: Tensor, c: Tensor, x: Tensor, y: Tensor, block: int | None = None,
+                       max_elements: int | None = None) -> Tensor:
     """Velocity under the empirical loss ``1/(2n) sum (f(x) - y)^2`` on fixed samples, in mean-field time:
     ``v_i = P_{w_i} (1/n) sum_x (y(x) - f(x)) sigma'(<w_i, x>) x``.
 
     ``w (..., m, d)``, ``c (..., m)``, ``x (..., n, d)``, ``y (..., n)``; the samples are processed in
-    blocks of ``block`` so memory stays O(m * block).
+    blocks of ``block`` (default: as many as keep the ``(..., m, block)`` preactivations within
+    ``max_elements``), so memory stays bounded.
     """
     deriv = act.derivative
     n = x.shape[-2]
+    if block is None:
+        batch = int(np.prod(w.shape[:-2])) if w.dim() > 2 else 1
+        limit = DEFAULT_MAX_ELEMENTS if max_elements is None else max_elements
+        block = max(1, limit // (batch * w.shape[-2]))
     raw = torch.zeros_like(w)
     for start in range(0, n, block):
         xb, yb = x[..., start : start + block, :], y[..., start : start + block]
         z = w @ xb.transpose(-1, -2)  # (..., m, b)
         f = (hermite_activation_torch(act, z) * c[..., None]).sum(-2)  # (..., b)
         raw = raw + ((yb - f)[..., None, :] * hermite_activation_torch(deriv, z)) @ xb
+        del z
     raw = raw / n
     return raw - (raw * w).sum(-1, keepdim=True) * w
+
+
+def init_gap_monte_carlo(act: HermiteActivation, d: int, samples: int, generator: torch.Generator, *, chunk: int = 1 << 16,
+                         device: str | torch.device = "cpu") -> tuple[float, float, float, float]:
+    """``m E|f_m - f_MF|^2`` at initialisation, ``E[sigma(g)^2] - E[sigma(<w, x>) sigma(<w', x>)]``, from the
+    activation itself (``sigma`` evaluated pointwise by the Hermite recurrence), never from
+    :meth:`HermiteActivation.kernel`, so a ``K`` that is not ``E[sigma sigma]`` disagrees with it:
+
+    - ``E[sigma(g)^2]``, ``g ~ N(0, 1)``, by Gauss-Hermite quadrature (exact for a polynomial ``sigma``);
+    - ``E[sigma(<w, x>) sigma(<w', x>)]`` by Monte Carlo over ``w, w'`` independent uniform on ``S^{d-1}``
+      and ``x ~ N(0, I_d)`` (``samples`` draws; ``w = e_1`` by rotation invariance of x).
+
+    Returns ``(estimate, standard error, E sigma^2, E sigma sigma')``.
+    """
+    from numpy.polynomial.hermite_e import hermegauss
+
+    nodes, weights = hermegauss(max(2 * len(act.coeffs), 16))  # exact for polynomials of degree < 2 * nodes
+    square = float((act(nodes) ** 2 * weights).sum() / np.sqrt(2 * np.pi))
+    total, total_sq, done = 0.0, 0.0, 0
+    while done < samples:
+        b = min(chunk, samples - done)
+        w2 = uniform_sphere((b,), d, generator, device=device)
+        x = torch.randn(b, d, generator=generator, dtype=torch.float64, device=device)
+        est = hermite_activation_torch(act, x[:, 0]) * hermite_activation_torch(act, (w2 * x).sum(-1))
+        total += float(est.sum())
+        total_sq += float((est * est).sum())
+        done += b
+    cross = total / samples
+    se = float(np.sqrt(max(total_sq / samples - cross * cross, 0.0) / samples))
+    return square - cross, se, square, cross

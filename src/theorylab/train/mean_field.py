@@ -9,6 +9,8 @@ every step (the mean-field loss curve L_MF(t)), the networks are snapshotted at 
 
 from __future__ import annotations
 
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -16,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from theorylab.core.errors import MissingResource
 from theorylab.nn.activations import hermite_activation_torch
 from theorylab.probes.function_gap import gap_to_reference
 from theorylab.theory.mean_field import HermiteActivation, empirical_velocity, population_loss, projected_step, uniform_sphere
@@ -78,6 +81,7 @@ def run_projected_gd(
     on_step: Callable[[int, Tensor, Tensor], None] | None = None,
     escape_threshold: float | None = None,
     samples: tuple[Tensor, Tensor] | None = None,
+    max_elements: int | None = None,
 ) -> ParticleHistory:
     """Step every network and the reference ``steps`` times with ``w <- normalise(w + eta v(w))``.
 
@@ -87,6 +91,9 @@ def run_projected_gd(
 
     With ``escape_threshold``, also track escape from the equator: the fraction of particles with
     ``|<w, w*>| >= threshold`` at every step, and each reference particle's first escape time.
+
+    Pairwise interactions are formed in blocks of at most ``max_elements`` entries
+    (:func:`~theorylab.theory.mean_field.pair_blocks`), so peak memory is bounded whatever the widths.
     """
     marks = sorted(set(int(k) for k in checkpoints if 0 <= k <= steps))
     ref_c = torch.full((ref.shape[0],), 1.0 / ref.shape[0], dtype=ref.dtype, device=ref.device)
@@ -106,24 +113,24 @@ def run_projected_gd(
             ref_escaped[step] = float(out_ref.double().mean())
             first_escape = torch.where(out_ref & (first_escape < 0), torch.full_like(first_escape, step), first_escape)
             net_escaped[step] = (((w @ w_star).abs() >= escape_threshold).double() * nets.c).sum(-1).cpu().numpy()
-        losses[step] = float(population_loss(act, r, ref_c, w_star))
+        losses[step] = float(population_loss(act, r, ref_c, w_star, max_elements))
         if not np.isfinite(losses[step]):
             from theorylab.core.context import Diverged
 
             raise Diverged("mean-field reference loss", step)
         if step in marks:
             snaps[step] = (w.clone(), r.clone())
-            net_loss[step] = population_loss(act, w, nets.c, w_star).cpu().numpy()
+            net_loss[step] = population_loss(act, w, nets.c, w_star, max_elements).cpu().numpy()
         if on_step is not None:
             on_step(step, w, r)
         if step == steps:
             break
         if samples is None:
-            w = projected_step(act, w, nets.c, w_star, eta)
+            w = projected_step(act, w, nets.c, w_star, eta, max_elements)
         else:
-            w = w + eta * empirical_velocity(act, w, nets.c, samples[0], samples[1])
+            w = w + eta * empirical_velocity(act, w, nets.c, samples[0], samples[1], max_elements=max_elements)
             w = w / w.norm(dim=-1, keepdim=True)
-        r = projected_step(act, r, ref_c, w_star, eta)
+        r = projected_step(act, r, ref_c, w_star, eta, max_elements)
     escape_time = None
     if escape_threshold is not None:
         first = first_escape.cpu().numpy().astype(float)
@@ -171,13 +178,15 @@ def width_sweep(
     device: str | torch.device = "cpu",
     progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
     escape_threshold: float | None = None,
+    max_elements: int | None = None,
 ) -> WidthSweep:
     """Networks of every width and seed plus a reference of ``m_ref`` particles, all from i.i.d. uniform
     particles, trained together; ``w* = e_1`` (the losses are rotation invariant)."""
     w_star = planted_direction(d, device)
     nets = NetworkBatch.uniform(widths, seeds, d, generator, device=device)
     ref = uniform_sphere((m_ref,), d, generator, device=device)
-    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress, escape_threshold=escape_threshold)
+    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress, escape_threshold=escape_threshold,
+                            max_elements=max_elements)
     return WidthSweep.measure(act, hist, nets)
 
 
@@ -194,6 +203,8 @@ def sample_sweep(
     checkpoints: Iterable[int],
     generator: torch.Generator,
     device: str | torch.device = "cpu",
+    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+    max_elements: int | None = None,
 ) -> dict[int, WidthSweep]:
     """Networks of one width trained on ``n`` fixed samples (each its own), for every ``n`` in
     ``sizes``, against the population mean-field reference; returns one :class:`WidthSweep` per n."""
@@ -204,6 +215,43 @@ def sample_sweep(
         ref = uniform_sphere((m_ref,), d, generator, device=device)
         x = torch.randn(seeds, n, d, generator=generator, dtype=torch.float64, device=device)
         y = hermite_activation_torch(act, x @ w_star)
-        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y))
+        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y), progress=progress,
+                                max_elements=max_elements)
         out[n] = WidthSweep.measure(act, hist, nets)
     return out
+
+
+_ASKED = re.compile(r"(?:tried to allocate|Tried to allocate)\s+([0-9.]+)\s*(bytes|[KMGT]i?B)?")
+
+
+def _asked_gib(message: str) -> str:
+    """The allocation size named in a CPU or CUDA out-of-memory message, in GiB (or "?")."""
+    hit = _ASKED.search(message)
+    if hit is None:
+        return "?"
+    value, unit = float(hit.group(1)), (hit.group(2) or "bytes")
+    scale = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}.get(unit, 1)
+    return f"{value * scale / (1 << 30):.1f} GiB"
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """True for torch's CPU/CUDA allocation failures and Python's MemoryError."""
+    if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
+        return True
+    text = str(err)
+    return isinstance(err, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text.lower())
+
+
+@contextmanager
+def bounded_memory(field: str, value: float, sizes: str):
+    """Turn an allocation failure inside the block into one line (a :class:`MissingResource`, exit 2)
+    naming the size asked for and the config field to lower (``field``, now ``value``) or the
+    ``sizes`` that set the stored arrays."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - only allocation failures are translated
+        if not is_out_of_memory(err):
+            raise
+        first = " ".join(str(err).split())[:160]
+        raise MissingResource(f"memory for one allocation of {_asked_gib(str(err))} ({first})",
+                              f"lower --set {field}=... (now {value:g}; pairwise blocks are at most that many MiB) or reduce {sizes}") from err
