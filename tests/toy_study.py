@@ -68,31 +68,19 @@ class ToyBrokenConfig(StudyConfig):
     missing: bool = Field(False, description="raise MissingResource instead of a plain error")
 
 
-@study(
-    "toy-broken",
-    title="A study that always raises (tests that check goes on past it)",
-    paper="(tests only)",
-    config=ToyBrokenConfig,
-    presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
-    claims=[Claim("toy-broken/never", "never judged", "none", judge_mean)],
-)
+class ToyMissingConfig(ToyBrokenConfig):
+    missing: bool = Field(True, description="raise MissingResource (the default here) instead of a plain error")
+
+
 def run_broken(cfg: ToyBrokenConfig, ctx: RunContext) -> None:
     if cfg.missing:
         raise MissingResource("corpus 'toy'", "install it with `pip install toy-corpus`")
     raise RuntimeError("toy-broken always raises")
 
 
-class ToyMissingConfig(StudyConfig):
-    pass
-
-
-@study(
-    "toy-missing",
-    title="A study whose resource is missing",
-    paper="(tests only)",
-    config=ToyMissingConfig,
-    presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
-    claims=[Claim("toy-missing/never", "never judged", "none", judge_mean)],
-)
-def run_missing(cfg: ToyMissingConfig, ctx: RunContext) -> None:
-    raise MissingResource("corpus 'toy'", "install it with `pip install toy-corpus`")
+# Two studies that never finish (tests that check goes on past them): one raises, one lacks a resource.
+for _slug, _config, _title in (("toy-broken", ToyBrokenConfig, "A study that always raises"),
+                               ("toy-missing", ToyMissingConfig, "A study whose resource is missing")):
+    study(_slug, title=_title, paper="(tests only)", config=_config,
+          presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
+          claims=[Claim(f"{_slug}/never", "never judged", "none", judge_mean)])(run_broken)
