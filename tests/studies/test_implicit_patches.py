@@ -48,10 +48,38 @@ def test_judges_fail_on_wrong_results(patches_quick):
     assert ip.judge_icl(inexact).passed is False
 
 
+def _claim(slug: str):
+    return next(c for c in ip.CLAIMS if c.id == f"implicit-patches/{slug}")
+
+
 def test_hf_claims_undecided_without_hf_tables(patches_quick):
     res = _edit(patches_quick, "sweep", lambda f: f)
     del res.tables["hf_exact"], res.tables["generation"]
-    assert ip.judge_hf_generation(res).passed is None and ip.judge_hf_families(res).passed is None
+    res.tables["controllability"] = res.tables["controllability"][~res.tables["controllability"]["source"].str.startswith(ip.HF_SOURCE)]
+    for slug in ("hf-greedy-identical", "hf-families-exact", "controllability-failure"):
+        v = _claim(slug).evaluate(res)
+        assert v.passed is None and not v.error and v.detail.startswith("not decided:"), (slug, v.detail)
+    # Our blocks alone returning a wrong patch still fail the claim, HF or not.
+    silent = _edit(res, "controllability", lambda f: set_where(f, lambda t: t.index == t.index[0], "flagged", False))
+    assert _claim("controllability-failure").evaluate(silent).passed is False
+
+
+def test_without_transformers_the_hf_half_is_not_decided(store, monkeypatch):
+    """transformers missing (simulated): the controllability claim, whose statement names HF Gemma 3,
+    is "not decided" rather than passed on our blocks alone; the HF claims say why they are not decided."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
+    res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
+        family=("gemma",), depth=(1, 2), d=(8,), context=(2,), seeds=1, icl_steps=2, icl_test=2, icl_length=12))
+    assert res.status == "done", res.message
+    assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(ip.HF_SOURCE).any()
+    v = {x.id.split("/")[1]: x for x in res.verdicts}
+    control = v["controllability-failure"]
+    assert control.passed is None and not control.error and control.detail.startswith("not decided:"), control.detail
+    assert "HF Gemma 3 half is not tested" in control.detail and "theorylab[hf]" in control.detail
+    for slug in ("hf-greedy-identical", "hf-families-exact"):
+        assert v[slug].passed is None and not v[slug].error and "theorylab[hf]" in v[slug].detail, v[slug].detail
 
 
 def test_config_is_checked_before_any_work():
@@ -79,7 +107,7 @@ def test_one_family_small_sizes_and_the_paper_path(store, tmp_path):
     assert v["exact-single-block"].passed is True and v["exact-multi-layer"].passed is True
     assert v["hf-greedy-identical"].passed is True, v["hf-greedy-identical"].detail
     assert "self-trained" in v["hf-greedy-identical"].detail
-    assert v["icl-norm-shrinks"].passed is None  # icl_length 12 < 50
+    assert v["icl-norm-shrinks"].passed is None and v["icl-norm-shrinks"].detail.startswith("not decided:")  # icl_length 12 < 50
     exact = res.table("hf_exact")
     assert set(exact["dtype"]) == {"float64", "float32"} and np.isfinite(exact["error"]).all()
     assert len(res.table("hf_training")) == 3

@@ -28,6 +28,7 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claim, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.context import seeded
+from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.tasks import in_context_linear_regression
 from theorylab.nn.blocks import FAMILIES, BlockStack, VanillaBlock, make_stack
@@ -371,7 +372,7 @@ def _hf_dead_scale(model, ctx: RunContext, length: int) -> list[dict]:
                 flagged, message = False, "returned a patch"
             except NotControllable as err:
                 flagged, message = "not output-controllable" in str(err), str(err)
-            rows.append(dict(source="HF Gemma 3 layer 0", d=model.config.hidden_size, context=length - 1, seed=0, mode=mode, coordinate=j, unreachable=np.nan, flagged=flagged, message=message))
+            rows.append(dict(source=f"{HF_SOURCE} layer 0", d=model.config.hidden_size, context=length - 1, seed=0, mode=mode, coordinate=j, unreachable=np.nan, flagged=flagged, message=message))
     finally:
         with torch.no_grad():
             norm.weight.copy_(saved)
@@ -564,7 +565,7 @@ def judge_single(res) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
     if t.empty:
-        return _verdict("exact-single-block", S_SINGLE, None, None, None, None, "needs depth 1 in 'depth'")
+        raise Undecided("this config has no depth-1 stack (needs 1 in 'depth')")
     ok, worst, detail = _exact_detail(t)
     fams = ", ".join(sorted(t["family"].unique()))
     return _verdict("exact-single-block", S_SINGLE, worst, "<= 1 (error / bound)", 1, ok, f"families {fams}; {detail}")
@@ -578,7 +579,7 @@ def judge_multi(res) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
-        return _verdict("exact-multi-layer", S_MULTI, None, None, None, None, "needs a depth >= 2 in 'depth'")
+        raise Undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'depth')")
     ok, worst, detail = _exact_detail(deep)
     ind = t[(t["depth"] >= 2) & t["independent"].notna()]
     frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
@@ -595,7 +596,7 @@ def judge_rank(res) -> Verdict:
     t = res.table("sweep")
     t = t[(t["dtype"] == "float64") & t["feasible"]]
     if t.empty:
-        return _verdict("rank-one", S_RANK, None, None, None, None, "needs float64 in 'dtypes'")
+        raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where rank is measured")
     deep = t[t["depth"] == t["depth"].max()]
     ratio = float(deep["sigma2_over_sigma1"].max())
     spread = float(deep["scale_ratio_spread"].max())
@@ -623,7 +624,7 @@ def judge_token(res) -> Verdict:
     t = res.table("sweep")
     t = t[t["other_query"].notna()]
     if t.empty:
-        return _verdict("token-dependence", S_TOKEN, None, None, None, None, "needs float64 in 'dtypes'")
+        raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control is measured")
     frac = float((t["other_query"] >= CONTROL).mean())
     detail = f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median {t['other_query'].median():.3g}"
     return _verdict("token-dependence", S_TOKEN, frac, ">= 0.95", 0.95, frac >= 0.95, detail)
@@ -633,14 +634,29 @@ S_CONTROL = ("With one entry of the post-MLP norm scale (1 + g₄) set to 0, the
              "instead of returning a patch, in every trial; the unreachable target entry is >= 1e-3, so any returned patch would be off.")
 
 
+HF_SOURCE = "HF Gemma 3"
+
+
+def _hf_missing(res) -> str:
+    """Why this run has no Hugging Face tables (for ``unless=``)."""
+    if not res.config.get("hf", True):
+        return "this config does not run the Hugging Face part (hf=false)"
+    return f"the Hugging Face part did not run here ({res.scalars.get('hf_skipped', 'transformers is not installed')}; pip install \"theorylab[hf]\")"
+
+
 def judge_controllability(res) -> Verdict:
     t = res.table("controllability")
     if t.empty:
-        return _verdict("controllability-failure", S_CONTROL, None, None, None, None, "no trials")
+        raise Undecided("no controllability trials were run")
     flagged = float(t["flagged"].mean())
     unreachable = t["unreachable"].dropna()
     ok = bool(t["flagged"].all()) and (unreachable.empty or float(unreachable.min()) >= CONTROL)
     detail = f"{int(t['flagged'].sum())}/{len(t)} trials refused ({', '.join(sorted(t['source'].unique()))}); smallest unreachable target entry {unreachable.min():.3g}; e.g. \"{t['message'].iloc[0][:140]}\""
+    hf = t["source"].str.startswith(HF_SOURCE)
+    if ok and not hf.any():
+        # The statement names HF Gemma 3: our blocks alone cannot pass it (a silent wrong patch on them still fails it, above).
+        why = _hf_missing(res) if "generation" not in res.tables else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)"
+        raise Undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
     return _verdict("controllability-failure", S_CONTROL, flagged, 1.0, 0, ok, detail)
 
 
@@ -649,16 +665,14 @@ S_HF_GEN = ("Hugging Face Gemma 3 (random init from the card's config; also self
 
 
 def _hf_tables(res):
-    try:
-        return res.table("hf_exact"), res.table("generation")
-    except KeyError:
-        return None, None
+    why = _hf_missing(res)
+    return res.table("hf_exact", unless=why), res.table("generation", unless=why)
 
 
 def judge_hf_generation(res) -> Verdict:
     exact, gen = _hf_tables(res)
-    if gen is None or gen.empty or not (gen["arch"] == "gemma3").any():
-        return _verdict("hf-greedy-identical", S_HF_GEN, None, None, None, None, "no Hugging Face Gemma 3 run (hf=false, gemma3 not in hf_archs, or transformers missing: pip install \"theorylab[hf]\")")
+    if gen.empty or not (gen["arch"] == "gemma3").any():
+        raise Undecided("this config runs no Hugging Face Gemma 3 (gemma3 not in hf_archs)")
     g = gen[gen["arch"] == "gemma3"]
     rel = float((g["logit_error"] / (1 + g["logit_scale"])).max())
     same = bool((g["token_context"] == g["token_patched"]).all())
@@ -675,8 +689,8 @@ S_HF_FAMILIES = "Every Hugging Face family run (Gemma 3, Llama, Mixtral MoE; ran
 
 def judge_hf_families(res) -> Verdict:
     exact, _ = _hf_tables(res)
-    if exact is None or exact.empty:
-        return _verdict("hf-families-exact", S_HF_FAMILIES, None, None, None, None, "no Hugging Face run (hf=false or transformers missing)")
+    if exact.empty:
+        raise Undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
     e = exact[(exact["dtype"] == "float64") & (exact["norms"] == "float64")]
     per = e.assign(rel=e["logit_error"] / (1 + e["logit_scale"])).groupby("model").agg(rel=("rel", "max"), rmin=("rank_min", "min"), rmax=("rank_max", "max"))
     worst = float(per["rel"].max())
@@ -695,7 +709,7 @@ S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the
 def judge_icl(res) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
-        return _verdict("icl-norm-shrinks", S_ICL, None, None, None, None, "needs icl_length >= 50 (i up to 49)")
+        raise Undecided("this config's in-context sequences are too short for the claim's windows (needs icl_length >= 50: i up to 49)")
     early = float(t[t["i"].between(1, 10)]["increment_norm"].mean())
     late = float(t[t["i"].between(40, 49)]["increment_norm"].mean())
     ratio = late / early
@@ -751,6 +765,7 @@ def _run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
             exact, gen, hf_control = _hf(cfg, ctx)
         except ImportError as err:
             ctx.log(f"Hugging Face part skipped: {err}")
+            ctx.scalar("hf_skipped", str(err))
         else:
             control = pd.concat([control, hf_control], ignore_index=True)
             ctx.table("hf_exact", exact)
