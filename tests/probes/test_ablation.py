@@ -51,6 +51,19 @@ def test_low_rank_truncates_and_restores_exactly():
     assert torch.equal(model.get_parameter(name), w)  # restored after an error too
 
 
+def test_low_rank_truncates_per_head_weights_head_by_head():
+    model = _model()
+    name = "blocks.1.attn.W_V"  # (H, v, d): two heads
+    w = model.get_parameter(name).detach().clone()
+    with low_rank(model, {name: 2}):
+        inside = model.get_parameter(name).detach().clone()
+    assert torch.equal(model.get_parameter(name), w)
+    for h in range(w.shape[0]):
+        u, s, vh = torch.linalg.svd(w[h])
+        assert torch.allclose(inside[h], (u[:, :2] * s[:2]) @ vh[:2], atol=1e-12)
+        assert torch.linalg.matrix_rank(inside[h]) == 2
+
+
 def test_margin_direct_logit_and_attention_to_against_loops():
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(4, 5, 7, generator=g)

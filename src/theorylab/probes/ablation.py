@@ -58,11 +58,23 @@ def best_rank_k(matrix: Tensor, rank: int) -> Tensor:
     return ((u[:, :k] * s[:k]) @ vh[:k]).to(matrix.dtype)
 
 
+def best_rank_k_stack(weight: Tensor, rank: int) -> Tensor:
+    """:func:`best_rank_k` of a matrix, or of every matrix of a stack (..., m, n) such as a
+    per-head attention weight ``W_V: (H, v, d)``, each truncated on its own."""
+    if weight.dim() == 2:
+        return best_rank_k(weight, rank)
+    if weight.dim() < 2:
+        raise ValueError(f"low-rank truncation needs a matrix or a stack of matrices, got shape {tuple(weight.shape)}")
+    flat = weight.reshape(-1, *weight.shape[-2:])
+    return torch.stack([best_rank_k(m, rank) for m in flat]).reshape(weight.shape)
+
+
 @contextmanager
 def low_rank(model: nn.Module, ranks: Mapping[str, int]) -> Iterator[None]:
     """Replace each parameter ``name`` (as in ``model.named_parameters()``) by its best rank-k
     approximation inside the block, restoring the exact weights on exit (even after an error).
-    A rank at or above the matrix's own leaves it unchanged."""
+    A rank at or above the matrix's own leaves it unchanged. A parameter with more than two axes
+    (per-head weights, e.g. ``blocks.1.attn.W_V`` of shape (H, v, d)) is truncated head by head."""
     params = dict(model.named_parameters())
     unknown = [n for n in ranks if n not in params]
     if unknown:
@@ -71,7 +83,7 @@ def low_rank(model: nn.Module, ranks: Mapping[str, int]) -> Iterator[None]:
     try:
         with torch.no_grad():
             for n, k in ranks.items():
-                params[n].copy_(best_rank_k(params[n], k))
+                params[n].copy_(best_rank_k_stack(params[n], k))
         yield
     finally:
         with torch.no_grad():

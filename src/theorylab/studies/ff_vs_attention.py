@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 
 from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, bigram_counts
 from theorylab.data.text import CORPORA, CharVocab, check_corpus, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
@@ -73,6 +74,10 @@ class FFvsAttentionConfig(StudyConfig):
     seeds: int = Field(1, ge=1, le=64, description="training seeds, trained as one batch (paper 5)")
     # --- variants (paper) -----------------------------------------------------------------------
     no_ff_variant: bool = Field(False, description="also train the model without any FF layer (claim no-ff-variant)")
+    value_ranks: tuple[Annotated[int, Field(ge=1, le=65536)], ...] = Field(
+        (1, 2, 4, 8, 16, 32), min_length=1,
+        description="ranks kept when the no-FF model's layer-2 value matrix W_V is truncated (its lower singular directions dropped); quick d = 64: up to d/2",
+    )
     p_sweep: tuple[Prob, ...] = Field((), description="extra training noise levels p (claim p-sweep); empty: none")
     # --- real-text part -------------------------------------------------------------------------
     lm: bool = Field(True, description="run the real-text language-model part")
@@ -197,8 +202,41 @@ def measure(model: ToyTransformer, test: TriggerBatch, noise: int) -> dict[str, 
     return out
 
 
-def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float, ff: bool, name: str) -> pd.DataFrame:
-    """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and seed)."""
+VALUE2 = "blocks.1.attn.W_V"
+
+
+def split_halves(test: TriggerBatch) -> dict[str, TriggerBatch]:
+    """The test sequences cut in two disjoint halves: 'validation' picks, 'test' judges."""
+    half = len(test.tokens) // 2
+    cut = lambda a, b: TriggerBatch(test.tokens[a:b], test.outputs[a:b], test.after_trigger[a:b], test.seen[a:b])  # noqa: E731
+    return {"validation": cut(0, half), "test": cut(half, len(test.tokens))}
+
+
+@torch.no_grad()
+def value_truncation(model: ToyTransformer, test: TriggerBatch, noise: int, ranks: tuple[int, ...]) -> list[dict]:
+    """The no-FF model's layer-2 attention value path (card, claim 6): the value matrix W_V of
+    layer 2 truncated to its top-``rank`` singular directions (the authors' ``wv_low_rank`` on the
+    second layer; LASER's operation), measured at test triggers on each half of ``test``. Rank -1
+    is the untouched model; rank 0 zeroes W_V, i.e. drops the whole layer-2 attention output."""
+    device = next(model.parameters()).device
+    rows = []
+    for split, half in split_halves(test).items():
+        tokens, where = half.tokens.to(device), half.seen.to(device)
+        answer = half.outputs.to(device)[:, None].expand_as(tokens)[where]
+        for rank in (-1, 0, *ranks):
+            if rank < 0:
+                probs = model(tokens)[where].softmax(-1)
+            else:
+                with low_rank(model, {VALUE2: rank}):
+                    probs = model(tokens)[where].softmax(-1)
+            rows.append(dict(split=split, rank=rank, positions=int(where.sum()), P_noise=float(probs[:, noise].double().mean()),
+                             P_answer=float(probs.gather(-1, answer[:, None]).double().mean()), acc=float((probs.argmax(-1) == answer).double().mean())))
+    return rows
+
+
+def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float, ff: bool, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and
+    seed) and, for a model without FF layers, the layer-2 value truncation at the end (else empty)."""
     device = ctx.device
     seeds = range(cfg.seeds)
     init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in seeds]
@@ -216,6 +254,7 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
         return x.to(device), y.to(device)
 
     rows: list[dict] = []
+    steps = cfg.steps
 
     def evaluate(n_updates: int) -> None:
         for s in seeds:
@@ -225,8 +264,10 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
         lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum, weight_decay=cfg.weight_decay, schedule=cfg.schedule,
     )
     log = train_stacked(
-        models, batches, trigger_loss, steps=cfg.steps, optim=optim, progress=ctx.progress, description=f"train {name}",
-        evaluate=evaluate, evaluate_every=cfg.eval_every,
+        models, batches, trigger_loss, steps=steps, optim=optim, progress=ctx.progress, description=f"train {name}",
+        # only the main model's curve is read at every step (claim association-first, figure training_dynamics);
+        # the variants are judged at their last step, so they are measured at the start and the end only
+        evaluate=evaluate, evaluate_every=cfg.eval_every if name == "full" else steps,
     )
     if log.diverged_at.min() >= 0:
         raise Diverged(f"training loss of every seed of {name}", int(log.diverged_at.min()))
@@ -234,7 +275,11 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
     bad = {s: int(log.diverged_at[s]) for s in seeds if log.diverged_at[s] >= 0}
     for s, step in bad.items():
         ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
-    return curve[~curve["seed"].isin(list(bad))]
+    truncation = pd.DataFrame()
+    if not ff:
+        truncation = pd.DataFrame([dict(variant=name, p_noise=p_noise, seed=s, **row) for s in seeds if s not in bad
+                                   for row in value_truncation(models.member(s), test, task.noise, cfg.value_ranks)])
+    return curve[~curve["seed"].isin(list(bad))], truncation
 
 
 # --------------------------------------------------------------------------------------------
@@ -479,9 +524,16 @@ def laser_selection(lm: pd.DataFrame, max_ppl_change: float = 0.10) -> tuple[pd.
 PRESETS = {
     "quick": Preset.of(
         "quick",
-        "2 CPU cores, < 60 s: the card's quick sizes (V = T = d = 64, f_q = 0.1, batch 64, 800 Adam steps, one seed); "
-        "the real-text part needs more than a minute and is off (preset 'lm' runs it on CPU)",
+        "2 CPU cores, < 60 s: the card's quick sizes (V = T = d = 64, f_q = 0.1, batch 64, 800 Adam steps, one seed); the model without FF "
+        "layers (preset no-ff-cpu), the p sweep and the real-text part (preset lm) need more than the minute and are off",
         lm=(False, "a language model that learns in-context recall on real text takes minutes"),
+    ),
+    "no-ff-cpu": Preset.of(
+        "no-ff-cpu",
+        "CPU, ~85 s on 2 cores: the quick preset plus the model without FF layers at the same sizes (claim no-ff-variant; its induction head "
+        "needs the full 800 steps: at 400 its in-context accuracy is still 0)",
+        lm=(False, "as quick"),
+        no_ff_variant=(True, "claim no-ff-variant"),
     ),
     "lm": Preset.of(
         "lm",
@@ -509,6 +561,7 @@ PRESETS = {
         steps=(5000, "the authors' script"),
         seeds=(5, "card: 5 seeds"),
         no_ff_variant=(True, "claim no-ff-variant"),
+        value_ranks=((2, 4, 8, 16, 32, 64, 128), "up to d/2 of d = 256"),
         p_sweep=((0.1, 0.3, 0.5, 0.7), "claim p-sweep"),
         lm_d_model=(256, "a 4-layer, 256-wide model"),
         lm_heads=(8, "head size 32"),
@@ -703,33 +756,62 @@ def judge_induction(res) -> Verdict:
     return _verdict("induction-head", S_INDUCTION, mass, f">= {bar}", bar, mass >= bar, detail)
 
 
-S_NOFF = ("Without FF layers the association moves into attention: the no-FF model's P(noise) still lies in [p - 0.15, p + 0.2], and dropping one of its "
-          "attention layers brings P(noise) below 0.15 (second half reconstructed from the abstract).")
+S_NOFF = ("Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) still lies in [p - 0.15, p + 0.2], "
+          "and dropping the lower singular directions of the layer-2 value matrix W_V (keeping its top-k part, k chosen on one half of the test "
+          "sequences; the authors' value truncation) brings P(noise) below 0.15 on the other half without lowering the in-context accuracy "
+          "(which must be at least 5x chance, 5/V). "
+          "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the in-context answer too.)")
+
+
+def pick_value_rank(trunc: pd.DataFrame) -> pd.DataFrame:
+    """Per seed: on the validation half, the truncation rank (>= 1) with the lowest P(noise) among
+    those whose in-context accuracy is at least the untouched model's (any rank if none is);
+    return that rank's *test*-half row, with the untouched model's test values beside it."""
+    rows = []
+    for seed, t in trunc.groupby("seed"):
+        val, test = t[t["split"] == "validation"].set_index("rank"), t[t["split"] == "test"].set_index("rank")
+        ranks = val[val.index >= 1]
+        keep = ranks[ranks["acc"] >= val.loc[-1, "acc"]]
+        rank = int((keep if len(keep) else ranks)["P_noise"].idxmin())
+        full, layer = test.loc[-1], test.loc[0]
+        rows.append(dict(seed=seed, rank=rank, **test.loc[rank][["P_noise", "P_answer", "acc"]].to_dict(), P_noise_untouched=full["P_noise"],
+                         acc_untouched=full["acc"], P_noise_no_layer=layer["P_noise"], acc_no_layer=layer["acc"], kept_accuracy_on_validation=bool(len(keep))))
+    return pd.DataFrame(rows)
 
 
 def judge_no_ff(res) -> Verdict:
     end = final(res.table("curves"))
     noff = end[end["variant"] == "no-ff"]
     if noff.empty:
-        return _verdict("no-ff-variant", S_NOFF, None, None, None, None, "needs paper preset (or --set no_ff_variant=true)")
+        raise Undecided("this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU budget: "
+                        "--preset no-ff-cpu trains it at quick sizes in ~85 s on 2 cores, the paper preset at paper size)")
     p = res.config["p_noise"]
     value = float(noff["P_noise_full"].mean())
-    dropped = {"attention 1": float(noff["P_noise_noAttn1"].mean()), "attention 2": float(noff["P_noise_noAttn2"].mean())}
-    where, low = min(dropped.items(), key=lambda kv: kv[1])
-    ok = p - 0.15 <= value <= p + 0.2 and low < 0.15
-    detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); with {where} dropped {low:.3f} (need < 0.15); "
-              + ", ".join(f"{k} dropped: {v:.3f}" for k, v in dropped.items()))
+    picked = pick_value_rank(res.table("value_truncation"))
+    p_cut, acc_cut, acc_full = float(picked["P_noise"].mean()), float(picked["acc"].mean()), float(picked["acc_untouched"].mean())
+    # the in-context path must exist for "keeps the in-context answer" to mean anything: at least 5x chance (1/V)
+    floor = 5.0 / res.config["vocab"]
+    ok = p - 0.15 <= value <= p + 0.2 and p_cut < 0.15 and acc_cut >= max(acc_full, floor)
+    detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
+              f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation half): on the test half P(noise) "
+              f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy {acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
+              f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
+              f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}")
     return _verdict("no-ff-variant", S_NOFF, value, p, "[-0.15, +0.2]", ok, detail)
 
 
 S_SWEEP = "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| <= 0.12 and accuracy without FF2 >= 0.85 at every p."
+
+# Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper preset.
+SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (three more models, minutes on 2 CPU cores); what that measured when "
+                  "we ran it, and why the card's accuracy bar needs paper size, is in the README's ff-vs-attention section; judged at paper size")
 
 
 def judge_sweep(res) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
     if len(full) < 2:
-        return _verdict("p-sweep", S_SWEEP, None, None, None, None, "needs paper preset (or --set p_sweep=0.1,0.3,0.5,0.7)")
+        raise Undecided(f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); {SWEEP_AT_QUICK}")
     errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
     ok = bool((errors <= 0.12).all() and (full["acc_noFF2"] >= 0.85).all())
     detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows())
@@ -741,10 +823,13 @@ S_LASER = ("Our analogue of the Pythia finding, on a language model trained on r
            "while natural-text perplexity changes by <= 10%.")
 
 
+# Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the paper preset.
+LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured when we ran it is in the "
+                "README's ff-vs-attention section; judged at paper size")
+
+
 def judge_laser(res) -> Verdict:
-    if "lm" not in res.tables:
-        return _verdict("truncation-helps", S_LASER, None, None, None, None, "needs paper preset (or preset 'lm', or --set lm=true)")
-    lm = res.table("lm")
+    lm = res.table("lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); {LASER_AT_CPU}")
     pick, test = laser_selection(lm)
     base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
     late = test[test["layer"] >= test["n_layers"] / 2]
@@ -791,8 +876,11 @@ def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     if cfg.no_ff_variant:
         variants.append((cfg.p_noise, False, "no-ff"))
     variants += [(p, True, f"p={p:g}") for p in cfg.p_sweep if p != cfg.p_noise]
-    curves = pd.concat([train_variant(cfg, ctx, task, test, p, ff, name) for p, ff, name in variants], ignore_index=True)
+    trained = [train_variant(cfg, ctx, task, test, p, ff, name) for p, ff, name in variants]
+    curves = pd.concat([curve for curve, _ in trained], ignore_index=True)
     ctx.table("curves", curves)
+    if cfg.no_ff_variant:
+        ctx.table("value_truncation", pd.concat([t for _, t in trained], ignore_index=True))
     main = curves[curves["variant"] == "full"]
     end = final(curves)
     _figure_dynamics(ctx, main)
