@@ -88,7 +88,6 @@ def adm_quick(quick_run):
 
 @pytest.fixture(scope="session")
 def mpnn_quick(quick_run):
-    pytest.importorskip("torch_geometric")
     return quick_run("mpnn-algorithms")
 
 

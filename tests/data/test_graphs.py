@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
-from theorylab.data.graphs import batch, bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance, minimax_distances, minimax_tiny_training_set
+from theorylab.data.graphs import batch, bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance, minimax_distances, minimax_tiny_training_set, minimax_validation_set
 from theorylab.theory.algorithms import bellman_ford
 
 
@@ -44,7 +46,26 @@ def test_knapsack_graph_shape():
     assert (g.edge_index[1] // 6 == g.edge_index[0] // 6 + 1).all()  # edges go one item layer forward
 
 
-def test_to_pyg_when_installed():
-    pytest.importorskip("torch_geometric")
+def test_to_pyg():
+    with warnings.catch_warnings():  # in the `test` extra: a missing install fails, never a silent skip
+        warnings.simplefilter("ignore", DeprecationWarning)  # PyG's import: torch.jit noise we do not control
+        import torch_geometric  # noqa: F401
+
     data = bf_tiny_training_set()[0].to_pyg()
     assert data.num_nodes == 2 and data.edge_attr.shape == (1, 1)
+
+
+def test_minimax_validation_set_is_held_out_and_exact():
+    graphs = minimax_validation_set(torch.Generator().manual_seed(0), 40)
+    assert len(graphs) == 40 and {g.num_nodes for g in graphs} == {2, 3}
+    train = {tuple(g.weight.tolist()) for g in minimax_tiny_training_set()}
+    assert not any(tuple(g.weight.tolist()) in train for g in graphs)  # weights off the integer training grid
+    assert all(((g.weight >= 1) & (g.weight <= 10)).all() for g in graphs)
+    union, ptr = batch(graphs)
+    d = minimax_distances(union, union.source)
+    for i, g in enumerate(graphs):  # bottleneck of a path = its largest weight
+        assert float(d[ptr[i + 1] - 1]) == float(g.weight.max())
+    again = minimax_validation_set(torch.Generator().manual_seed(0), 40)
+    assert all(torch.equal(a.weight, b.weight) for a, b in zip(graphs, again))
+    with pytest.raises(ValueError):
+        minimax_validation_set(torch.Generator(), 0)

@@ -93,6 +93,15 @@ def minimax_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
     return graphs + [_graph([(0, 1), (1, 2)], [a, b], 3) for a in g for b in g]
 
 
+def minimax_validation_set(generator: torch.Generator, count: int, w_low: float = 1.0, w_high: float = 10.0) -> list[WeightedGraph]:
+    """Held-out graphs with the motifs of :func:`minimax_tiny_training_set` (s -> v, s -> u -> v) and
+    weights U[w_low, w_high] (off the training grid); a quarter single edges, the rest two-edge paths."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    w = w_low + (w_high - w_low) * torch.rand(count, 2, generator=generator, dtype=torch.float64)
+    return [_graph([(0, 1)], [float(w[i, 0])], 2) if i % 4 == 0 else _graph([(0, 1), (1, 2)], w[i].tolist(), 3) for i in range(count)]
+
+
 def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
     """Directed G(n, p = c/n), weights U[w_low, w_high], kept to the nodes reachable from a random source (relabelled, source 0)."""
     if n < 2:

@@ -11,9 +11,23 @@ up to 1024 nodes (10⁴ at the paper preset): the regularised network's error st
 function is x + w far outside the training range, while sum/mean aggregation fail. The same
 architecture with max aggregation learns the 0-1 knapsack DP on a layered DAG from ≤ 4 items and
 holds at 50 items; with f* = max(x, w) it learns bottleneck distances, which decide minimum
-spanning tree edges. 1-WL-indistinguishable graphs (C6 vs two triangles) get identical node-MPNN
-outputs although their spanning forests differ; a pair-based (2-WL-style) variant separates them.
-"""
+spanning tree edges.
+
+Restarts are ours, for seed robustness: the knapsack models train 2 inits per seed in the same
+stack, and each seed keeps the one with the lowest error on held-out instances of the *training*
+distribution (never a test size). An init that stalls (run seed 5: training loss 25x its
+siblings', f_θ off by 0.3 already at x <= 40, then 1e-1 error at 50 items) shows there at 40x
+its sibling's validation error. The paper preset selects the minimax models the same way.
+
+The MST claim is judged at paper size only. Measured on 2 cores (run seeds 0-2, 1500 steps): single
+inits reach member F1 0.70-0.998, and neither η = 1e-4 (seed 0: 0.998 x 3; seed 1: 0.58-0.80), a
+coarser training grid, nor 4000 steps (seed 0: 0.44-0.85) makes it reliable. The cause is the
+encoding: above the kink, max(x, w) is the identity in x, so the min-fixpoint (up to n rounds) can
+compose f_θ around cycles, and a deficit δ = max over x > w of x − f_θ(x, w) lowers bottlenecks by
+up to ~nδ; the readout "w_uv <= D(u, v)(1 + 1e-3)" then drops true tree edges once nδ exceeds
+1e-3·w. A member with f_θ within 1.6e-3 of max(x, w) on the whole training range still scored F1
+0.70. Bellman-Ford does not suffer this: x + w grows by w >= 1 per hop, so cycles never lower a
+distance."""
 
 from __future__ import annotations
 
@@ -26,7 +40,7 @@ import pandas as pd
 import torch
 from pydantic import Field
 
-from theorylab.core.errors import MissingExtra
+from theorylab.core.errors import MissingExtra, Undecided
 from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.graphs import (
@@ -39,6 +53,7 @@ from theorylab.data.graphs import (
     knapsack_instance,
     minimax_distances,
     minimax_tiny_training_set,
+    minimax_validation_set,
     random_tree,
     symmetrize,
     wl_indistinguishable_pair,
@@ -61,8 +76,8 @@ class MPNNAlgorithmsConfig(StudyConfig):
     seeds: int = Field(3, ge=1, le=100, description="seeds per (η, loss) (paper 10)")
     controls: tuple[Literal["sum", "mean"], ...] = Field(("sum", "mean"), description="baseline aggregations trained identically (η = control_eta)")
     regulariser: Literal["l1", "smooth-l1"] = Field("l1", description="sparsity penalty: l1 (Nerem et al.) or smooth-l1, a differentiable surrogate (reconstructed)")
-    control_seeds: int = Field(2, ge=1, le=100, description="seeds per baseline aggregation (their large-graph runs dominate the test time)")
-    control_eta: float = Field(1e-3, ge=0, le=1, description="η of the sum/mean baselines and the minimax (MST) models")
+    control_seeds: int = Field(1, ge=1, le=100, description="seeds per baseline aggregation (a control; their large-graph runs dominate the test time; paper 5)")
+    control_eta: float = Field(1e-3, ge=0, le=1, description="η of the sum/mean baselines and the knapsack models")
     steps: int = Field(1500, ge=1, le=1_000_000, description="full-batch Adam steps of every model, trained as one stack (card: 5000 at lr 1e-3)")
     lr: float = Field(1e-2, gt=0, le=1, description="Adam learning rate (card: 1e-3, constant)")
     schedule: Literal["constant", "cosine"] = Field("cosine", description="learning-rate schedule: cosine decay to 0, or constant (card)")
@@ -78,19 +93,32 @@ class MPNNAlgorithmsConfig(StudyConfig):
     knap_capacity: int = Field(8, ge=1, le=1000, description="training capacities 1..knap_capacity")
     knap_instances: int = Field(16, ge=1, le=10_000, description="training knapsack instances")
     knap_loss: Loss = Field("multiplicative", description="knapsack training loss (MSE at the same budget stalls at 3-7% error at 50 items)")
-    knap_seeds: int = Field(3, ge=1, le=100, description="knapsack seeds")
+    knap_seeds: int = Field(2, ge=1, le=100, description="knapsack seeds (quick 2: each is two trained restarts; paper 10)")
+    knap_restarts: int = Field(2, ge=1, le=20, description="independent inits per knapsack seed; each seed keeps the one with the lowest error on held-out training-size instances (never the test sizes)")
+    knap_val_instances: int = Field(32, ge=1, le=10_000, description="held-out validation instances drawn like the training set (<= knap_items items, capacity <= knap_capacity)")
     knap_test_items: tuple[int, ...] = Field((5, 10, 20, 50), min_length=1, description="test item counts (capacity = 2 x items)")
-    knap_test_instances: int = Field(20, ge=1, le=10_000, description="test instances per item count")
-    mst: bool = Field(False, description="train minimax (bottleneck) models and classify MST edges (paper preset)")
+    knap_test_instances: int = Field(10, ge=1, le=10_000, description="test instances per item count (the 50-item DAGs, 5,000 nodes x 52 rounds each, dominate the test time; paper 20)")
+    mst: bool = Field(False, description="train minimax (bottleneck) models and classify minimum-spanning-tree edges with them (off at quick for the CPU budget: preset mst-cpu)")
+    mst_seeds: int = Field(2, ge=1, le=100, description="minimax (MST) seeds (quick: 2, the claim is reported there, judged at paper size)")
+    mst_restarts: int = Field(1, ge=1, le=20, description="independent inits per minimax seed; each seed keeps the one with the lowest error on held-out tiny graphs (never a test graph)")
+    mst_eta: float = Field(1e-3, ge=0, le=1, description="η of the minimax models (1e-4 is no better: see the module docstring)")
+    mst_train_weights: tuple[int, ...] = Field((1, 4, 7, 10), min_length=2, description="integer weight grid of the minimax training paths: one edge per weight, a two-edge path per ordered pair (quick: 20 graphs; paper: 1..10, 110 graphs)")
+    mst_judged_n: int = Field(256, ge=2, le=100_000, description="the MST claim is judged only when mst_n reaches this size (paper); below, the verdict reports what it measured as 'not decided'")
+    mst_steps: int = Field(1500, ge=1, le=1_000_000, description="full-batch Adam steps of the minimax models")
+    mst_val_graphs: int = Field(64, ge=1, le=10_000, description="held-out validation graphs drawn like the minimax training set (one- and two-edge paths, weights U[1, 10])")
     mst_n: tuple[int, ...] = Field((16, 64), min_length=1, description="sizes of the MST test graphs (all-pairs, so n² states)")
-    mst_graphs: int = Field(10, ge=1, le=10_000, description="MST test graphs per size")
+    mst_graphs: int = Field(3, ge=1, le=10_000, description="MST test graphs per size")
     wl_models: int = Field(5, ge=1, le=1000, description="random-init models per aggregation on the WL pair")
     wl_rounds: int = Field(6, ge=1, le=100, description="rounds K on the WL pair")
     brute_instances: int = Field(20, ge=1, le=10_000, description="knapsack instances (<= 12 items) checked by brute force")
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, under a minute: η ∈ {0, 1e-3} x 3 seeds + sum/mean + minimax models trained as one stack; ER tests up to 1024 nodes; knapsack to 50 items; WL pair"),
+    "quick": Preset.of("quick", "2 CPU cores, under a minute: η ∈ {0, 1e-3} x 3 seeds + sum/mean (1 seed each) as one stack, ER tests up to 1024 nodes; knapsack 2 seeds x 2 restarts "
+                                 "(kept on held-out training-size instances), tested to 50 items on 10 instances; WL pair; no minimax (MST) models"),
+    "mst-cpu": Preset.of("mst-cpu", "CPU, ~75 s: the quick preset plus minimax (MST) models, 2 seeds on a 4-weight training grid, tested to 64 nodes: "
+                                    "mst-minimax measured and reported, judged only at paper size",
+                         mst=(True, "claim mst-minimax at reduced size")),
     "paper": Preset.of(
         "paper",
         "η ∈ {0, 1e-4, 1e-3, 1e-2}, both losses, 10 seeds; tests up to 10,000 nodes on ER, grids and trees; MST to 256 nodes",
@@ -102,8 +130,13 @@ PRESETS = {
         test_families=(("er", "grid", "tree"), "card: SALSA-CLRS-style families"),
         steps=(5000, "card's step count"),
         knap_seeds=(10, "card"),
-        mst=(True, "card: MST via edge classification"),
+        knap_test_instances=(20, "more test instances"),
+        mst=(True, "claim mst-minimax"),
+        mst_seeds=(10, "card"),
+        mst_restarts=(2, "restart selection, as for knapsack"),
         mst_n=((16, 64, 256), "larger MST graphs"),
+        mst_graphs=(10, "more MST test graphs"),
+        mst_train_weights=(tuple(range(1, 11)), "every integer weight: 110 training paths"),
     ),
 }
 
@@ -120,9 +153,10 @@ def _members(cfg: MPNNAlgorithmsConfig) -> pd.DataFrame:
             rows += [dict(task="bf", aggr="min", eta=eta, loss=loss, seed=s) for s in range(cfg.seeds)]
     for aggr in cfg.controls:
         rows += [dict(task="bf", aggr=aggr, eta=cfg.control_eta, loss=cfg.losses[0], seed=s) for s in range(cfg.control_seeds)]
+    rows = [dict(r, restart=0) for r in rows]
     if cfg.mst:
-        rows += [dict(task="minimax", aggr="min", eta=cfg.control_eta, loss=cfg.losses[0], seed=s) for s in range(cfg.seeds)]
-    rows += [dict(task="knapsack", aggr="max", eta=cfg.control_eta, loss=cfg.knap_loss, seed=s) for s in range(cfg.knap_seeds)]
+        rows += [dict(task="minimax", aggr="min", eta=cfg.mst_eta, loss=cfg.losses[0], seed=s, restart=k) for s in range(cfg.mst_seeds) for k in range(cfg.mst_restarts)]
+    rows += [dict(task="knapsack", aggr="max", eta=cfg.control_eta, loss=cfg.knap_loss, seed=s, restart=k) for s in range(cfg.knap_seeds) for k in range(cfg.knap_restarts)]
     return pd.DataFrame(rows).rename_axis("member").reset_index()
 
 
@@ -132,17 +166,19 @@ def _init_states(n: int, sources, members: int, big: float, sign: float = 1.0) -
     return h
 
 
-def _knapsack_training_set(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> list:
-    g = ctx.generator("knapsack/train")
+def _knapsack_training_set(cfg: MPNNAlgorithmsConfig, ctx: RunContext, stream: str = "knapsack/train", count: int | None = None) -> list:
+    """Instances with 1..knap_items items and capacity 1..knap_capacity (the training distribution);
+    ``stream`` "knapsack/validation" gives held-out instances of the same distribution."""
+    g = ctx.generator(stream)
     train = []
-    for _ in range(cfg.knap_instances):
+    for _ in range(cfg.knap_instances if count is None else count):
         items = int(torch.randint(1, cfg.knap_items + 1, (1,), generator=g))
         cap = int(torch.randint(1, cfg.knap_capacity + 1, (1,), generator=g))
         train.append(knapsack_instance(items, cap, g))
     return train
 
 
-def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
+def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, steps: int | None = None) -> tuple["AlignedMPNN", pd.DataFrame]:
     """The given members as one stack on one disjoint union of their tasks' training graphs; each
     member's loss sees only its own task's graphs (a mask). Returns a network whose member j is the
     j-th row of ``members``.
@@ -158,7 +194,7 @@ def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame) ->
         bf, _ = batch(bf_tiny_training_set())
         parts["bf"] = (bf, bellman_ford(bf.edge_index, bf.weight, bf.num_nodes, bf.source), 1.0, cfg.train_rounds)
     if "minimax" in tasks:
-        mm, _ = batch(minimax_tiny_training_set())
+        mm, _ = batch(minimax_tiny_training_set(cfg.mst_train_weights))
         parts["minimax"] = (mm, minimax_distances(mm, mm.source), 1.0, cfg.train_rounds)
     if "knapsack" in tasks:
         knap = _knapsack_training_set(cfg, ctx)
@@ -176,13 +212,13 @@ def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame) ->
         h0[rows, j] = _init_states(graph.num_nodes, graph.source, 1, cfg.big, sign)[:, 0]
         targets[rows, j] = target
         mask[rows, j] = True
-    seeds = [int(ctx.rng(f"init/{r.task}/{r.aggr}/{r.seed}").integers(2**31)) for r in members.itertuples()]
+    seeds = [int(ctx.rng(f"init/{r.task}/{r.aggr}/{r.seed}" + (f"/restart{r.restart}" if r.restart else "")).integers(2**31)) for r in members.itertuples()]
     model = AlignedMPNN(list(members["aggr"]), seeds=seeds, hidden=cfg.hidden)
     log = train_members(model, union.edge_index, union.weight, h0, targets, eta=torch.tensor(members["eta"].to_numpy(), dtype=torch.float64),
-                        losses=list(members["loss"]), steps=cfg.steps, lr=cfg.lr, schedule=cfg.schedule, regulariser=cfg.regulariser, rounds=max(p[3] for p in parts.values()),
+                        losses=list(members["loss"]), steps=cfg.steps if steps is None else steps, lr=cfg.lr, schedule=cfg.schedule, regulariser=cfg.regulariser, rounds=max(p[3] for p in parts.values()),
                         mask=mask, progress=ctx.progress, check=ctx.check_finite)
     log["member"] = members["member"].to_numpy()[log["member"].to_numpy()]
-    return model, log.merge(members, on="member")
+    return model, log.rename(columns={"loss": "train_loss"}).merge(members, on="member")
 
 
 def _test_graph(family: str, n: int, g: torch.Generator, c: float) -> WeightedGraph:
@@ -230,31 +266,32 @@ def _size_generalisation(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "Ali
     return table
 
 
-def _learned_function(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN", members: pd.DataFrame) -> tuple[pd.DataFrame, tuple]:
+def _learned_function(cfg: MPNNAlgorithmsConfig, ctx: RunContext, stacks: list[tuple["AlignedMPNN", pd.DataFrame]]) -> tuple[pd.DataFrame, tuple]:
+    """f_θ of every member on the grid x in [0, grid_x_max], w in [1, 10]; ``stacks``: (network, its
+    members' rows in order). Returns the table and (X, W, {member: values})."""
     xs = torch.linspace(0, cfg.grid_x_max, 201, dtype=torch.float64)
     ws = torch.linspace(1, 10, 19, dtype=torch.float64)
-    S = model.members
-    mesh, values = function_grid(lambda p: model.f(p[:, None, :].expand(-1, S, -1)).squeeze(-1), (xs, ws))
-    X, W = mesh
-    with torch.no_grad():
-        l1 = model.f.l1()
-    rows = []
-    for r in members.itertuples():
-        truth = torch.maximum(X, W) if r.task == "minimax" else X + W  # knapsack, like Bellman-Ford, needs x + w
-        rel = (values[..., r.member] - truth).abs() / truth
-        rows.append(dict(member=r.member, max_rel_error=float(rel.max()), max_rel_error_train_range=float(rel[X <= 10].max()), l1=float(l1[r.member])))
-    table = pd.DataFrame(rows).merge(members, on="member")
+    rows, by_member = [], {}
+    for model, group in stacks:
+        S = model.members
+        (X, W), values = function_grid(lambda p: model.f(p[:, None, :].expand(-1, S, -1)).squeeze(-1), (xs, ws))
+        with torch.no_grad():
+            l1 = model.f.l1()
+        for j, r in enumerate(group.itertuples()):
+            truth = torch.maximum(X, W) if r.task == "minimax" else X + W  # knapsack, like Bellman-Ford, needs x + w
+            rel = (values[..., j] - truth).abs() / truth
+            by_member[r.member] = values[..., j]
+            rows.append(dict(member=r.member, max_rel_error=float(rel.max()), max_rel_error_train_range=float(rel[X <= 10].max()), l1=float(l1[j])))
+    table = pd.DataFrame(rows).merge(pd.concat([g for _, g in stacks]), on="member")
     ctx.table("learned_function", table)
-    return table, (X, W, values)
+    return table, (X, W, by_member)
 
 
-def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN", members: pd.DataFrame) -> pd.DataFrame:
+def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame) -> pd.DataFrame:
+    """``net``: the kept minimax members, one per row of ``group``."""
     import networkx as nx
 
-    mm = members[members["task"] == "minimax"]["member"].tolist()
-    if not mm:
-        return pd.DataFrame()
-    net = model.subset(mm)
+    mm = group["member"].tolist()
     rows = []
     for n in cfg.mst_n:
         g = ctx.generator(f"mst/{n}")
@@ -281,7 +318,7 @@ def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN", membe
                 f1 = 2 * tp / max(1, len(pred) + len(truth))
                 w_pred = sum(G[a][b]["weight"] for a, b in pred)
                 rows.append(dict(member=m, n=n, graph=i, nodes=N, f1=f1, weight_rel_error=abs(w_pred - true_weight) / true_weight, tree_edges=len(truth), predicted=len(pred)))
-    table = pd.DataFrame(rows).merge(members, on="member")
+    table = pd.DataFrame(rows).merge(group, on="member")
     ctx.table("mst", table)
     return table
 
@@ -289,6 +326,43 @@ def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN", membe
 # --------------------------------------------------------------------------------------------
 # Knapsack, reference checks, WL pair
 # --------------------------------------------------------------------------------------------
+
+
+def _select_restarts(cfg: MPNNAlgorithmsConfig, ctx: RunContext, name: str, net: "AlignedMPNN", group: pd.DataFrame, log: pd.DataFrame,
+                     graph: WeightedGraph, target: torch.Tensor, sign: float, max_rounds: int) -> tuple["AlignedMPNN", pd.DataFrame]:
+    """Keep, per seed, the restart with the lowest mean relative error on held-out graphs drawn like the
+    training set (``graph``, exact ``target``): model selection that never sees a test graph. ``net``
+    holds one member per row of ``group``; returns the kept members (a sub-network) and their rows,
+    and records every restart in the table ``name`` (validation error, final training loss, ‖θ‖₁, kept)."""
+    with torch.no_grad():
+        h, _ = net(_init_states(graph.num_nodes, graph.source, len(group), cfg.big, sign), graph.edge_index, graph.weight, max_rounds=max_rounds)
+    keep = target.abs() > 0
+    rel = torch.nan_to_num(((h[keep] - target[keep, None]).abs() / target[keep, None].abs()).mean(0), nan=float("inf"))
+    final = log[log["step"] == log["step"].max()].set_index("member")
+    table = group.reset_index(drop=True).assign(val_rel_error=rel.numpy(), train_loss=final.loc[group["member"], "train_loss"].to_numpy(),
+                                                 l1=final.loc[group["member"], "l1"].to_numpy())
+    table["chosen"] = table.index.isin(table.groupby("seed")["val_rel_error"].idxmin().to_numpy())
+    ctx.table(name, table)
+    pos = [i for i, c in enumerate(table["chosen"]) if c]
+    return net.subset(pos), group.iloc[pos]
+
+
+def _select_knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", knap: pd.DataFrame, log: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
+    """Restart selection on every DP-table entry of ``knap_val_instances`` held-out instances with
+    <= knap_items items (the training distribution; never the test sizes). An init that stalls (run
+    seed 5 at quick: training loss 5e-4 against 2e-5 for its restarts, f_θ off by 0.3 already at
+    x <= 40, then 1e-1 error at 50 items) scores ~40x its sibling restart here."""
+    val = _knapsack_training_set(cfg, ctx, "knapsack/validation", cfg.knap_val_instances)
+    graph, _ = batch([knapsack_graph(x) for x in val])
+    target = torch.cat([torch.as_tensor(knapsack_dp(x.weights, x.values, x.capacity).flatten()) for x in val])
+    return _select_restarts(cfg, ctx, "knapsack_selection", net, knap, log, graph, target, -1.0, cfg.knap_items + 2)
+
+
+def _select_minimax(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame, log: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
+    """Restart selection on ``mst_val_graphs`` held-out one- and two-edge paths with weights U[1, 10]
+    (the training motifs at weights off the training grid; never an MST test graph)."""
+    graph, _ = batch(minimax_validation_set(ctx.generator("minimax/validation"), cfg.mst_val_graphs))
+    return _select_restarts(cfg, ctx, "minimax_selection", net, group, log, graph, minimax_distances(graph, graph.source), 1.0, cfg.train_rounds + 1)
 
 
 def _knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", knap: pd.DataFrame) -> pd.DataFrame:
@@ -303,9 +377,9 @@ def _knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", kn
             h, rounds = net(_init_states(test.num_nodes, test.source, S, cfg.big, -1.0), test.edge_index, test.weight, max_rounds=items + 2)
         for i, x in enumerate(insts):
             opt = float(knapsack_dp(x.weights, x.values, x.capacity)[-1, -1])
-            for j, s in enumerate(knap["seed"]):
+            for j, (s, k) in enumerate(zip(knap["seed"], knap["restart"])):
                 pred = float(h[ptr[i + 1] - 1, j])
-                rows.append(dict(items=items, capacity=x.capacity, instance=i, seed=s, optimum=opt, predicted=pred, rel_error=abs(pred - opt) / opt, rounds=rounds))
+                rows.append(dict(items=items, capacity=x.capacity, instance=i, seed=s, restart=k, optimum=opt, predicted=pred, rel_error=abs(pred - opt) / opt, rounds=rounds))
     table = pd.DataFrame(rows)
     ctx.table("knapsack", table)
     return table
@@ -411,7 +485,7 @@ def _figure_learned_f(ctx: RunContext, grid: tuple, members: pd.DataFrame, cfg: 
     fig, axes = new_figure(ncols=len(chosen), width=4.2 * len(chosen))
     axes = np.atleast_1d(axes)
     for ax, m in zip(axes, chosen):
-        diff = (values[..., m] - (X + W)).numpy()
+        diff = (values[m] - (X + W)).numpy()
         lim = max(abs(diff).max(), 1e-6)
         im = ax.pcolormesh(X.numpy(), W.numpy(), diff, cmap="RdBu_r", vmin=-lim, vmax=lim, shading="auto")
         ax.add_patch(__import__("matplotlib").patches.Rectangle((0, 1), 10, 9, fill=False, ec="k", lw=1, ls="--"))
@@ -489,7 +563,7 @@ S_SIZE = ("Trained on <= 10 graphs of <= 3 nodes with η = 1e-3, the min-aggrega
 def judge_size(res) -> Verdict:
     t = _bf_min(res)
     if t.empty:
-        return _verdict("size-generalization", S_SIZE, None, None, None, None, "needs η = 1e-3 in 'eta'")
+        raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 (eta={tuple(res.config.get('eta', ()))})")
     worst = float(t["mean_rel_error"].max())
     flat = []
     for _, g in t.groupby(["family", "loss", "seed"]):
@@ -512,7 +586,7 @@ def judge_learned_f(res) -> Verdict:
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     reg = t[np.isclose(t["eta"], 1e-3)]
     if reg.empty:
-        return _verdict("learned-function", S_F, None, None, None, None, "needs η = 1e-3 in 'eta'")
+        raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 (eta={tuple(res.config.get('eta', ()))})")
     worst = float(reg["max_rel_error"].max())
     detail = f"η = 1e-3: max {worst:.2e} (seeds: {', '.join(f'{v:.1e}' for v in reg['max_rel_error'])}); η = 0 (reported): {', '.join(f'{v:.1e}' for v in t[t['eta'] == 0]['max_rel_error'])}"
     return _verdict("learned-function", S_F, worst, "<= 1e-2", 1e-2, worst <= 1e-2, detail)
@@ -525,7 +599,7 @@ def judge_aggregation(res) -> Verdict:
     t = res.table("size_generalization")
     t = t[t["aggr"].isin(["sum", "mean"])]
     if t.empty:
-        return _verdict("aggregation-control", S_AGG, None, None, None, None, "needs 'controls'")
+        raise Undecided("this config trains no sum/mean baseline (controls=())")
     top = t[t["n"] == t["n"].max()]
     low = float(top["mean_rel_error"].min())
     detail = ", ".join(f"{a}: min {g['mean_rel_error'].min():.3g}" for a, g in top.groupby("aggr")) + f" at n = {int(top['n'].max())}"
@@ -540,7 +614,7 @@ def judge_l1(res) -> Verdict:
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     a, b = t[np.isclose(t["eta"], 1e-3)], t[t["eta"] == 0]
     if a.empty or b.empty:
-        return _verdict("regulariser-active", S_L1, None, None, None, None, "needs η = 0 and 1e-3 in 'eta'")
+        raise Undecided(f"this config does not train both η = 0 and η = 1e-3 (eta={tuple(res.config.get('eta', ()))})")
     pairs = a.merge(b, on=["seed", "loss"], suffixes=("_reg", "_free"))
     ratio = pairs["l1_reg"] / pairs["l1_free"]
     detail = ", ".join(f"seed {r.seed}: {r.l1_reg:.0f} / {r.l1_free:.0f}" for r in pairs.itertuples())
@@ -564,32 +638,50 @@ def judge_wl(res) -> Verdict:
     return _verdict("wl-impossibility", S_WL, same, "<= 1e-6", 1e-6, ok, detail)
 
 
-S_KNAP = "The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reaches mean relative error <= 1e-2 on the optimum at 50 items / capacity 100, for every seed."
+S_KNAP = ("The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reaches mean relative error <= 1e-2 on the optimum at 50 items / capacity 100, for every seed "
+          "(each seed keeps the best of its restarts on held-out instances of the training sizes; the test sizes play no part in the choice).")
 
 
 def judge_knapsack(res) -> Verdict:
     t = res.table("knapsack")
     top = t[t["items"] == t["items"].max()]
     if int(top["items"].max()) < 50:
-        return _verdict("knapsack-extrapolation", S_KNAP, None, None, None, None, "needs 50 in 'knap_test_items'")
+        raise Undecided(f"this config tests knapsack only up to {int(top['items'].max())} items (the claim is at 50: knap_test_items)")
     per = top.groupby("seed")["rel_error"].mean()
     detail = f"{int(top['items'].max())} items: mean per seed " + ", ".join(f"{v:.2e}" for v in per) + f"; max over instances {top['rel_error'].max():.2e}"
+    if "knapsack_selection" in res.tables:
+        sel = res.tables["knapsack_selection"]
+        detail += "; kept the restart with the lowest held-out <= 4-item error per seed (" + ", ".join(
+            f"seed {s}: {g['val_rel_error'].min():.1e} of {', '.join(f'{v:.1e}' for v in g['val_rel_error'])}" for s, g in sel.groupby("seed")) + ")"
     return _verdict("knapsack-extrapolation", S_KNAP, float(per.max()), "<= 1e-2", 1e-2, bool(per.max() <= 1e-2), detail)
 
 
-S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN trained on the tiny graphs with bottleneck targets (f* = max(x, w)) classifies minimum-spanning-tree edges "
-         "(edge in tree iff w_uv <= learned bottleneck distance) with F1 >= 0.99 and spanning-forest weight within 1e-2 of networkx's, for every seed and test size.")
+S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN trained on tiny one- and two-edge paths with bottleneck targets (f* = max(x, w); per seed the best "
+         "of its restarts on held-out tiny paths) classifies minimum-spanning-tree edges (edge in tree iff w_uv <= learned bottleneck distance) with mean F1 >= 0.99 and "
+         "spanning-forest weight within 1e-2 of networkx's, for every seed and test size.")
 
 
 def judge_mst(res) -> Verdict:
-    try:
-        t = res.table("mst")
-    except KeyError:
-        return _verdict("mst-minimax", S_MST, None, None, None, None, "needs paper preset (the quick preset trains no minimax models; or --set mst=true)")
+    t = res.table("mst", unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: --preset mst-cpu measures them "
+                                "at reduced size in ~75 s on 2 cores, the paper preset judges them)")
     f1 = t.groupby(["seed", "n"])["f1"].mean()
     werr = t.groupby(["seed", "n"])["weight_rel_error"].mean()
     ok = float(f1.min()) >= 0.99 and float(werr.max()) <= 1e-2
     detail = "mean F1 by (seed, n): " + ", ".join(f"{k}: {v:.3f}" for k, v in f1.items()) + f"; worst mean weight error {werr.max():.1e}"
+    if "minimax_selection" in res.tables:
+        sel = res.tables["minimax_selection"]
+        if sel.groupby("seed").size().max() > 1:
+            detail += "; kept the restart with the lowest held-out tiny-graph error per seed (" + ", ".join(
+                f"seed {s}: {g['val_rel_error'].min():.1e} of {', '.join(f'{v:.1e}' for v in g['val_rel_error'])}" for s, g in sel.groupby("seed")) + ")"
+    judged_n = int(res.config.get("mst_judged_n", 256))
+    if int(t["n"].max()) < judged_n:
+        bad = sorted({int(k[0]) for k, v in f1.items() if v < 0.99} | {int(k[0]) for k, v in werr.items() if v > 1e-2})
+        inits = int(res.config.get("mst_restarts", 1))
+        grid = tuple(res.config.get("mst_train_weights", ()))
+        raise Undecided(f"at quick size it measures {detail} (n <= {int(t['n'].max())}, {t['seed'].nunique()} seeds, {inits} init(s) each, training weights {grid}; "
+                        f"{'passes' if ok else f'fails F1 >= 0.99 / weight error <= 1e-2 in seeds {bad}'}); judged at paper size (n up to {judged_n}, restart selection). "
+                        "Why it is fragile: above the kink max(x, w) is the identity in x, so the n-round min-fixpoint lowers a bottleneck by up to n times "
+                        "f_θ's deficit there; the fits 1500 steps reach (multiplicative loss 1e-4..1e-3) leave more than the readout's 1e-3 slack on some seeds")
     return _verdict("mst-minimax", S_MST, float(f1.min()), ">= 0.99", 0.99, ok, detail)
 
 
@@ -627,18 +719,27 @@ def run(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> None:
         members = _members(cfg)
         ctx.table("members", members)
         _references(cfg, ctx)
-        is_knap = members["task"] == "knapsack"
-        model, log = _train(cfg, ctx, members[~is_knap])  # member ids 0.. in order: the knapsack rows come last
+        is_bf, is_mm, is_knap = (members["task"] == t for t in ("bf", "minimax", "knapsack"))
+        # three stacks, each on its own training graphs (a stack pays for the union of its members' graphs)
+        model, log = _train(cfg, ctx, members[is_bf])  # member ids 0.. in order: the Bellman-Ford rows come first
+        logs, stacks = [log], [(model, members[is_bf])]
+        if cfg.mst:
+            mm_model, mm_log = _train(cfg, ctx, members[is_mm], steps=cfg.mst_steps)
+            logs.append(mm_log)
+            mm_model, mm_chosen = _select_minimax(cfg, ctx, mm_model, members[is_mm], mm_log)
+            stacks.append((mm_model, mm_chosen))
         torch.set_num_threads(threads)  # the knapsack DAGs are big enough for every core, as are the test graphs
         knap_model, knap_log = _train(cfg, ctx, members[is_knap])
-        ctx.table("training", pd.concat([log, knap_log], ignore_index=True))
+        logs.append(knap_log)
+        ctx.table("training", pd.concat(logs, ignore_index=True))
         sizes = _size_generalisation(cfg, ctx, model, members)
         _figure_error_vs_n(ctx, sizes)
-        _, grid = _learned_function(cfg, ctx, model, members[~is_knap])
-        _figure_learned_f(ctx, grid, members[~is_knap], cfg)
+        _, grid = _learned_function(cfg, ctx, stacks)
+        _figure_learned_f(ctx, grid, members[is_bf], cfg)
         if cfg.mst:
-            _mst(cfg, ctx, model, members)
-        _figure_knapsack(ctx, _knapsack(cfg, ctx, knap_model, members[is_knap]))
+            _mst(cfg, ctx, mm_model, mm_chosen)
+        knap_model, knap_chosen = _select_knapsack(cfg, ctx, knap_model, members[is_knap], knap_log)
+        _figure_knapsack(ctx, _knapsack(cfg, ctx, knap_model, knap_chosen))
         _wl(cfg, ctx)
         _figure_wl(ctx, cfg)
     finally:
