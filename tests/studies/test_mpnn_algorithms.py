@@ -85,7 +85,7 @@ def mpnn_mst(mpnn_quick):
 
 def test_mst_cpu_measures_and_reports(mpnn_mst):
     v = next(c for c in mpnn.CLAIMS if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
-    assert v.passed is None and not v.error and v.detail.startswith("not decided: at quick size it measures mean F1"), v.detail
+    assert v.passed is None and not v.error and v.detail.startswith("not decided: at reduced size it measures mean F1"), v.detail
 
 
 def _judged_at(result, n: int):
@@ -95,7 +95,7 @@ def _judged_at(result, n: int):
 
 
 def test_mst_judge_fails_on_wrong_results(mpnn_mst):
-    with pytest.raises(Undecided, match="at quick size it measures"):
+    with pytest.raises(Undecided, match="at reduced size it measures"):
         mpnn.judge_mst(mpnn_mst)
     # judged at the sizes the reduced run has: an all-correct classification passes, wrong ones fail
     right = _judged_at(_edit(mpnn_mst, "mst", lambda f: f.assign(f1=1.0, weight_rel_error=0.0)), 16)
