@@ -102,13 +102,21 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
         raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(sorted(ARCHS))}")
     model_type = ARCHS[arch]
     hidden = int(config.get("hidden_size", config.get("n_embd", 64)))
-    cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5, **config)
+    # A family's default special-token ids (GPT-2: 50256) lie outside a small vocabulary; unless the
+    # caller sets them, they mean nothing here, and transformers warns about them on every build.
+    defaults = tf.AutoConfig.for_model(model_type)
+    vocab = config.get("vocab_size", getattr(defaults, "vocab_size", None))
+    special = {name: None for name in ("bos_token_id", "eos_token_id", "pad_token_id")
+               if name not in config and isinstance(getattr(defaults, name, None), int) and vocab is not None and getattr(defaults, name) >= vocab}
+    cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5, **special, **config)
     cfg._attn_implementation = attn_implementation
     # Fused grouped-matmul experts (the default for MoE families) take no float64; the loop does.
     cfg._experts_implementation = "eager"
     with seeded(seed):
         auto = tf.AutoModelForMaskedLM if model_type in MASKED_LM else tf.AutoModelForCausalLM
         model = auto.from_config(cfg, attn_implementation=attn_implementation)
+        if getattr(model, "loss_type", None) is None:  # e.g. GPT2LMHeadModel: name the loss instead of a warning per run
+            model.loss_type = "ForMaskedLM" if model_type in MASKED_LM else "ForCausalLM"
         with torch.no_grad():
             for module in model.modules():
                 if type(module).__name__.endswith("RMSNorm") and isinstance(getattr(module, "weight", None), torch.Tensor):
