@@ -17,8 +17,7 @@ def test_quick_claims(thermalizer_quick):
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert {"gain_curve", "rms_trace", "spectrum", "confusion", "space_time", "correlation_and_calls"} <= {p.stem for p in thermalizer_quick.figures}
-    learned = thermalizer_quick.table("learned_emulator")  # reported, not claimed
-    assert set(learned["rollout"]) == {"plain", "thermalized"} and len(learned) == 32
+    assert "learned_emulator" not in thermalizer_quick.tables  # reported only, off at quick (CPU budget)
     times = thermalizer_quick.table("rollouts")
     assert (times["corr_time_0.9_thermalized"] >= times["corr_time_0.9_plain"]).mean() >= 0.5
 
@@ -81,6 +80,17 @@ def test_kolmogorov_judges_pass_right_and_fail_wrong(thermalizer_quick):
     assert th.judge_kf_horizon(_with_kolmogorov(r, off_thermalized=[5000.0] * 10 + [math.inf] * 30)).passed is False  # only 30/40 stay
     assert th.judge_kf_horizon(_with_kolmogorov(r, off_plain=5000.0)).passed is False  # < 100x the plain emulator
     assert th.judge_kf_horizon(_with_kolmogorov(r, spectral_similarity=0.1)).passed is False  # spectrum off the truth
+
+
+def test_learned_emulator_part_runs_at_toy_size(tmp_path):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    small = dict(train_trajectories=4, train_steps=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32, gauss_samples=2000,
+                 gauss_chains=100, learned_steps=5, learned_horizon=6)
+    res = execute("thermalizer", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
+    learned = res.table("learned_emulator")  # reported, not claimed
+    assert set(learned["rollout"]) == {"plain", "thermalized"} and len(learned) == 2 * small["test_trajectories"]
 
 
 def test_kolmogorov_path_runs_at_toy_size():
