@@ -254,7 +254,6 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
         return x.to(device), y.to(device)
 
     rows: list[dict] = []
-    steps = cfg.steps
 
     def evaluate(n_updates: int) -> None:
         for s in seeds:
@@ -264,10 +263,10 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
         lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum, weight_decay=cfg.weight_decay, schedule=cfg.schedule,
     )
     log = train_stacked(
-        models, batches, trigger_loss, steps=steps, optim=optim, progress=ctx.progress, description=f"train {name}",
+        models, batches, trigger_loss, steps=cfg.steps, optim=optim, progress=ctx.progress, description=f"train {name}",
         # only the main model's curve is read at every step (claim association-first, figure training_dynamics);
         # the variants are judged at their last step, so they are measured at the start and the end only
-        evaluate=evaluate, evaluate_every=cfg.eval_every if name == "full" else steps,
+        evaluate=evaluate, evaluate_every=cfg.eval_every if name == "full" else cfg.steps,
     )
     if log.diverged_at.min() >= 0:
         raise Diverged(f"training loss of every seed of {name}", int(log.diverged_at.min()))
