@@ -12,7 +12,7 @@ def test_studies_function_survives_importing_study_modules():
     from theorylab.studies import rmt_diffusion
 
     assert callable(tl.studies) and "rmt-diffusion" in tl.studies()
-    assert rmt_diffusion.CLAIMS
+    assert rmt_diffusion.claims
 
 
 def test_python_api_round_trip(tmp_path):

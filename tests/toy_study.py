@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import MissingResource
 
 
@@ -28,12 +28,16 @@ class ToyConfig(StudyConfig):
     big_chunk: int = Field(1000, ge=1, le=10**7, description="draws per chunk, read only when n >= 100000 (paper)")
 
 
-def judge_mean(res) -> Verdict:
+claims = Claims("toy", "exact: E = 0")
+
+
+@claims.add("mean-zero", "sample means are within 4 SE of 0")
+def judge_mean(res, v) -> Verdict:
     t = res.table("steps")
     if res.config["judge_bug"]:
         t = t.rename(columns={"mean": "maen"})
     worst = float((t["mean"].abs() / (t["scale"] / np.sqrt(t["n"]))).max())
-    return Verdict("toy/mean-zero", "sample means are within 4 standard errors of 0", worst, 0.0, 4.0, worst <= 4.0, f"max |mean|/SE = {worst:.2f}")
+    return v.judged(worst <= 4.0, worst, 0.0, 4.0, f"max |mean|/SE = {worst:.2f}")
 
 
 @study(
@@ -42,7 +46,7 @@ def judge_mean(res) -> Verdict:
     paper="(tests only)",
     config=ToyConfig,
     presets={"quick": Preset.of("quick"), "paper": Preset.of("paper", n=(100_000, "more draws"))},
-    claims=[Claim("toy/mean-zero", "sample means are within 4 SE of 0", "exact: E = 0", judge_mean)],
+    claims=claims,
 )
 def run(cfg: ToyConfig, ctx: RunContext) -> None:
     rng = ctx.rng("draws")
@@ -81,6 +85,7 @@ def run_broken(cfg: ToyBrokenConfig, ctx: RunContext) -> None:
 # Two studies that never finish (tests that check goes on past them): one raises, one lacks a resource.
 for _slug, _config, _title in (("toy-broken", ToyBrokenConfig, "A study that always raises"),
                                ("toy-missing", ToyMissingConfig, "A study whose resource is missing")):
+    _never = Claims(_slug, "none")
+    _never.add("never", "never judged")(lambda res, v: v.undecided("never judged"))
     study(_slug, title=_title, paper="(tests only)", config=_config,
-          presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
-          claims=[Claim(f"{_slug}/never", "never judged", "none", judge_mean)])(run_broken)
+          presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=_never)(run_broken)

@@ -127,7 +127,7 @@ def test_paper_judges_fail_when_the_numbers_contradict_the_paper(judge, override
 
 def test_config_dependent_judges_say_why_they_are_undecided(attention_rank_quick):
     # a grid that lacks what a claim needs is "not decided" with the reason, never an error or a pass
-    claims = {c.id.split("/")[1]: c for c in study.CLAIMS}
+    claims = {c.id.split("/")[1]: c for c in study.claims}
     no_full = edit_table(attention_rank_quick, "trained", lambda f: f[f["rank"] < 16])
     short_betas = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (f["param"] == 300))])
     few_heads = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "random_rank1") & (f["param"] == 256))])

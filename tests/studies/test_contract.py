@@ -32,7 +32,8 @@ def test_declaration(slug):
 def test_quick_preset_runs_and_passes(slug, quick_run):
     result = quick_run(slug)
     assert result.status == "done", result.message
-    assert len(result.verdicts) == len(all_studies()[slug].claims)
+    # every declared claim gets exactly one verdict, under its own id, in declaration order
+    assert [v.id for v in result.verdicts] == [c.id for c in all_studies()[slug].claims]
     for v in result.verdicts:
         # A claim the quick preset is too small for says so (and what it measured); it never fails,
         # never errors, and never fakes a pass.

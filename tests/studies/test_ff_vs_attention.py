@@ -75,7 +75,7 @@ def test_paper_judges_on_synthetic_tables(ffa_quick):
 
 
 def _claim(slug: str):
-    return next(c for c in ffa.CLAIMS if c.id == f"ff-vs-attention/{slug}")
+    return next(c for c in ffa.claims if c.id == f"ff-vs-attention/{slug}")
 
 
 def _truncation(rows: dict[int, tuple[float, float]]) -> pd.DataFrame:

@@ -49,7 +49,7 @@ def test_judges_fail_on_wrong_results(patches_quick):
 
 
 def _claim(slug: str):
-    return next(c for c in ip.CLAIMS if c.id == f"implicit-patches/{slug}")
+    return next(c for c in ip.claims if c.id == f"implicit-patches/{slug}")
 
 
 def test_hf_claims_undecided_without_hf_tables(patches_quick):

@@ -84,7 +84,7 @@ def mpnn_mst(mpnn_quick):
 
 
 def test_mst_cpu_measures_and_reports(mpnn_mst):
-    v = next(c for c in mpnn.CLAIMS if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
+    v = next(c for c in mpnn.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
     assert v.passed is None and not v.error and v.detail.startswith("not decided: at reduced size it measures mean F1"), v.detail
 
 

@@ -22,7 +22,7 @@ def _mutated(result, table, **columns):
 
 def test_quick_run_all_claims_pass(rmt_quick):
     assert rmt_quick.status == "done"
-    assert [v.passed for v in rmt_quick.verdicts] == [True] * len(study.CLAIMS)
+    assert [v.passed for v in rmt_quick.verdicts] == [True] * len(study.claims)
 
 
 def test_mean_claim_fails_if_sigma2_replaces_kappa(rmt_quick):
@@ -31,7 +31,7 @@ def test_mean_claim_fails_if_sigma2_replaces_kappa(rmt_quick):
 
 
 def _claim(claim_id):
-    return next(c for c in study.CLAIMS if c.id == f"rmt-diffusion/{claim_id}")
+    return next(c for c in study.claims if c.id == f"rmt-diffusion/{claim_id}")
 
 
 def test_mean_claim_undecided_with_too_few_draws(rmt_quick):
@@ -53,13 +53,13 @@ def test_undecided_parts_say_why(rmt_quick):
 
 def test_nothing_claims_the_deep_denoisers():
     # The card's deep-follows-linear (trained MLP/UNet/DiT denoisers) is not built: no claim may pretend it is.
-    ids = {c.id for c in study.CLAIMS}
+    ids = {c.id for c in study.claims}
     assert "rmt-diffusion/deep-follows-linear" not in ids
     from theorylab.core.study import get_study
 
     assert "rmt-diffusion/deep-follows-linear" in get_study("rmt-diffusion").not_built  # listed as missing, not counted
     assert "not built" in study.__doc__.lower() and "deep-follows-linear" in study.__doc__
-    for c in study.CLAIMS:
+    for c in study.claims:
         if c.id.endswith(("moment-mismatch", "seed-level-prediction")):
             assert "linear maps only" in c.statement and "not built" in c.statement
 

@@ -26,7 +26,7 @@ def test_judges_fail_on_wrong_results(thermalizer_quick):
     r = thermalizer_quick
     assert th.judge_gain(_edit(r, "gauss_gain", lambda f: set_where(f, lambda t: t["variance"] == 1e-3, "monte_carlo", 0.75))).passed is False
     assert th.judge_gain(_edit(r, "gauss_gain", lambda f: set_where(f, lambda t: t["variance"] == 0.0, "closed_form", 0.36))).passed is False  # off its limit
-    noisy = th.CLAIMS[0].evaluate(_edit(r, "gauss_gain", lambda f: f.assign(monte_carlo_se=f["monte_carlo_se"] * 1e3)))
+    noisy = th.claims[0].evaluate(_edit(r, "gauss_gain", lambda f: f.assign(monte_carlo_se=f["monte_carlo_se"] * 1e3)))
     assert noisy.passed is None and noisy.detail.startswith("not decided: needs more Monte Carlo samples")
     assert th.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(stationary_mc=f["stationary_theory"] * 1.1))).passed is False
     assert th.judge_calibration(_edit(r, "calibration", lambda f: f.assign(predicted=f["level"].sample(frac=1, random_state=0).to_numpy()))).passed is False

@@ -1,5 +1,6 @@
 """The study contract and the machinery around it; knows nothing about any paper."""
 
+from theorylab.core.claims import Claims, Judgement
 from theorylab.core.config import ConfigError, Preset, StudyConfig
 from theorylab.core.context import Diverged, RunContext
 from theorylab.core.result import Result
@@ -8,8 +9,10 @@ from theorylab.core.study import Claim, Study, Verdict, all_studies, get_study, 
 
 __all__ = [
     "Claim",
+    "Claims",
     "ConfigError",
     "Diverged",
+    "Judgement",
     "Preset",
     "Result",
     "RunContext",

@@ -7,7 +7,7 @@ import importlib
 import math
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from theorylab.core.config import ConfigError, Preset, StudyConfig
 from theorylab.core.errors import Undecided
@@ -169,7 +169,7 @@ def study(
     paper: str,
     config: type[StudyConfig],
     presets: Mapping[str, Preset],
-    claims: list[Claim] | tuple[Claim, ...],
+    claims: Iterable[Claim],
     family: str = "",
     not_built: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[[Any, "RunContext"], None]], Study]:
@@ -188,6 +188,7 @@ def study(
                 raise ValueError(f"preset '{preset.name}' of '{slug}' sets unknown field '{key}'")
             if key not in preset.reasons or not preset.reasons[key]:
                 raise ValueError(f"preset '{preset.name}' of '{slug}' gives no reason for '{key}'")
+    claims = tuple(claims)  # a Claims declaration or a list of Claim
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ValueError(f"study '{slug}' has duplicate claim ids")

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 from pydantic import Field
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.manifolds import circle, sphere, swiss_roll
 from theorylab.probes.distances import spearman
@@ -341,27 +341,29 @@ def _figure_magnetic(ctx: RunContext, spec: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("attention-diffusion-map")
+claims = Claims("attention-diffusion-map")
 
 S_ROW = (IDENTITY + "every attention operator P is row-stochastic (rows sum to 1 within 2nε, two n-term float64 sums; entries > 0); its stationary law π is >= 0, "
          "sums to 1 within 2nε and satisfies πP = π within the eigensolver's backward error nε‖P‖_F‖π‖₂ + nε·max π.")
 
 
-def judge_row(res) -> Verdict:
+@claims.add("row-stochastic", S_ROW, REF + ", attention as a Markov operator")
+def judge_row(res, v) -> Verdict:
     t = res.table("operators")
     ratios = pd.concat([t["row_sum_error"] / t["tol_rows"], t["pi_sum_error"] / t["tol_rows"], t["pi_fixed_error"] / t["tol_pi"]])
     worst = float(ratios.max())
     ok = worst <= 1 and float(t["min_entry"].min()) > 0 and float(t["pi_min"].min()) >= 0
     detail = (f"{len(t)} operators: row sums {t['row_sum_error'].max():.1e} (tolerance 2nε = {t['tol_rows'].min():.1e}), min entry {t['min_entry'].min():.1e}, "
               f"π sum {t['pi_sum_error'].max():.1e}, |πP − π| {t['pi_fixed_error'].max():.1e} (tolerance >= {t['tol_pi'].min():.1e}); worst residual/tolerance {worst:.2g}")
-    return _verdict("row-stochastic", S_ROW, worst, "residual/tolerance <= 1", 1.0, ok, detail)
+    return v.judged(ok, worst, "residual/tolerance <= 1", 1.0, detail)
 
 
 S_TIED = (IDENTITY + "tied QK (M = βI): on a sphere P equals the Gaussian random walk with ε = 2√d/β, and for unequal norms P = rownorm(K_gauss diag(w)), w_j = exp(β|x_j|²/(2√d)), "
           "to a relative 8dε·β·max‖x‖²/√d + 4nε (the exponents' and the normalisers' float64 rounding); the wrong bandwidth √d/β misses by > 1e-3.")
 
 
-def judge_tied(res) -> Verdict:
+@claims.add("tied-qk-is-dmap", S_TIED, REF + ", tied QK = diffusion map (Coifman-Lafon normalisation)")
+def judge_tied(res, v) -> Verdict:
     t = res.table("tied").set_index("case")
     worst = float((t["error"] / t["tolerance"]).max())
     sphere_plain = float(t.loc["sphere (equal norms)", "plain_random_walk_error"] / t.loc["sphere (equal norms)", "tolerance"])
@@ -369,18 +371,18 @@ def judge_tied(res) -> Verdict:
     ok = worst <= 1 and sphere_plain <= 1 and wrong > 1e-3
     detail = (f"max relative error {t['error'].max():.1e} (tolerance {t['tolerance'].min():.1e}); sphere vs plain random walk {t.loc['sphere (equal norms)', 'plain_random_walk_error']:.1e}; "
               f"wrong bandwidth {wrong:.2g}; unequal norms vs plain random walk {t['plain_random_walk_error'].max():.2g} (the weights matter)")
-    return _verdict("tied-qk-is-dmap", S_TIED, worst, "error/tolerance <= 1", 1.0, ok, detail)
+    return v.judged(ok, worst, "error/tolerance <= 1", 1.0, detail)
 
 
 S_SPLIT = (IDENTITY + "bidivergence split (our form): s_ij = −B_ij + ½s_ii + ½s_jj + a_ij with B_ij = ½(x_i − x_j)ᵀS(x_i − x_j)/√d, and its row-softmax reproduces P, "
            "both within the float64 rounding of the scores (8r and 16r + 2nε, r = d²ε·max‖x‖²·‖M‖_F/√d).")
 
 
-def judge_split(res) -> Verdict:
+@claims.add("bidivergence-split", S_SPLIT, REF + ", bidivergence decomposition (our form)")
+def judge_split(res, v) -> Verdict:
     t = res.table("operators")
     worst = float(max((t["split_error"] / t["tol_split"]).max(), (t["split_softmax_error"] / t["tol_split_softmax"]).max()))
-    return _verdict("bidivergence-split", S_SPLIT, worst, "residual/tolerance <= 1", 1.0, worst <= 1,
-                    f"identity {t['split_error'].max():.1e} (tolerance {t['tol_split'].min():.1e}), softmax {t['split_softmax_error'].max():.1e} "
+    return v.judged(worst <= 1, worst, "residual/tolerance <= 1", 1.0, f"identity {t['split_error'].max():.1e} (tolerance {t['tol_split'].min():.1e}), softmax {t['split_softmax_error'].max():.1e} "
                     f"(tolerance {t['tol_split_softmax'].min():.1e}) over {len(t)} draws")
 
 
@@ -389,7 +391,8 @@ S_EQ = (IDENTITY + "with A = 0 the chain is reversible: detailed balance max|π_
         "in [−1, 1], with the top one equal to 1, to that tolerance.")
 
 
-def judge_equilibrium(res) -> Verdict:
+@claims.add("equilibrium-when-symmetric", S_EQ, REF + ", detailed balance for symmetric M")
+def judge_equilibrium(res, v) -> Verdict:
     t = res.table("operators")
     ratios = {
         "detailed balance": (t["detailed_balance"] / t["tol_detailed_balance"]).max(),
@@ -402,39 +405,42 @@ def judge_equilibrium(res) -> Verdict:
     detail = (f"detailed balance {t['detailed_balance'].max():.1e} (tolerance >= {t['tol_detailed_balance'].min():.1e}); σ {t['sigma_symmetric'].abs().max():.1e}; "
               f"|Im λ| {t['eig_imag_symmetric'].max():.1e}; max|λ| {t['eig_max_abs'].max():.12f}; top λ − 1 {(t['eig_top'] - 1).abs().max():.1e} "
               f"(eigenvalue tolerance >= {t['tol_eig'].min():.1e}); residual/tolerance: " + ", ".join(f"{k} {v:.2g}" for k, v in ratios.items()))
-    return _verdict("equilibrium-when-symmetric", S_EQ, worst, "residual/tolerance <= 1", 1.0, worst <= 1, detail)
+    return v.judged(worst <= 1, worst, "residual/tolerance <= 1", 1.0, detail)
 
 
 S_NESS = "With M = S + ηA₀ (‖A₀‖_F = ‖S‖_F): σ(η) > 0 for η > 0, its log-log slope over η in [1e-3, 1e-1] is in [1.9, 2.1], and at η = 1 P has a non-real eigenvalue pair (|Im| >= 1e-3)."
 
 
-def judge_ness(res) -> Verdict:
+@claims.add("ness-quadratic", S_NESS, REF + ", skew part drives a NESS")
+def judge_ness(res, v) -> Verdict:
     t = res.table("entropy")
     slopes = [float(np.polyfit(np.log(g["eta"]), np.log(g["sigma"]), 1)[0]) for _, g in t.groupby("draw") if (g["sigma"] > 0).all()]
     imag = float(res.table("operators")["eig_imag_eta1"].min())
     ok = bool((t["sigma"] > 0).all()) and len(slopes) == t["draw"].nunique() and all(1.9 <= s <= 2.1 for s in slopes) and imag >= 1e-3
     detail = f"slopes {', '.join(f'{s:.3f}' for s in slopes)}; min σ {t['sigma'].min():.2e}; smallest max|Im λ| at η = 1: {imag:.2e}"
-    return _verdict("ness-quadratic", S_NESS, float(np.median(slopes)) if slopes else None, "[1.9, 2.1]", 0.1, ok, detail)
+    return v.judged(ok, float(np.median(slopes)) if slopes else None, "[1.9, 2.1]", 0.1, detail)
 
 
 S_POE = (IDENTITY + "P ⊙ Pᵀ is exactly symmetric (IEEE products commute) and equals D_Z⁻¹ exp(2XSXᵀ/√d) D_Z⁻¹ to a relative 8r + 8nε "
          "(r = d²ε·max‖x‖²·‖M‖_F/√d, the float64 rounding of one score; nε from the softmax normalisers); exp(s + sᵀ) does not change when A is replaced (within 8r).")
 
 
-def judge_poe(res) -> Verdict:
+@claims.add("poe-symmetric", S_POE, REF + ", product-of-experts symmetrisation (our form)")
+def judge_poe(res, v) -> Verdict:
     t = res.table("operators")
     worst = float(max((t["poe_formula_error"] / t["tol_poe"]).max(), (t["poe_a_blind_error"] / t["tol_poe_blind"]).max()))
     ok = t["poe_asymmetry"].max() == 0 and worst <= 1
     detail = (f"asymmetry {t['poe_asymmetry'].max():.1e}; formula {t['poe_formula_error'].max():.1e} (tolerance {t['tol_poe'].min():.1e}); "
               f"A-blindness {t['poe_a_blind_error'].max():.1e} (tolerance {t['tol_poe_blind'].min():.1e}); worst residual/tolerance {worst:.2g}")
-    return _verdict("poe-symmetric", S_POE, worst, "residual/tolerance <= 1", 1.0, bool(ok), detail)
+    return v.judged(bool(ok), worst, "residual/tolerance <= 1", 1.0, detail)
 
 
 S_MAN = ("Tied-QK attention with the per-key norm correction at the prescribed ε recovers intrinsic coordinates: both canonical correlations of (φ₁, φ₂) with (cos θ, sin θ) on the circle >= 0.98, "
          "|Spearman(φ₁, t)| >= 0.95 on the Swiss roll; at 16x that ε the Swiss-roll Spearman drops below 0.5 (the test is sensitive to the bandwidth).")
 
 
-def judge_manifolds(res) -> Verdict:
+@claims.add("manifold-coordinates", S_MAN, REF + ", diffusion coordinates from attention")
+def judge_manifolds(res, v) -> Verdict:
     t = res.table("manifolds").set_index("measure")["value"]
     cc = min(t["canonical correlation 1"], t["canonical correlation 2"])
     roll = t["|spearman(phi1, t)|"]
@@ -442,7 +448,7 @@ def judge_manifolds(res) -> Verdict:
     raw = t[[m for m in t.index if "without" in m][0]]
     ok = cc >= 0.98 and roll >= 0.95 and control < 0.5
     detail = f"circle canonical correlations >= {cc:.4f}; Swiss roll |ρ| = {roll:.3f}; control at 16ε |ρ| = {control:.3f}; without the norm correction |ρ| = {raw:.3f} (report)"
-    return _verdict("manifold-coordinates", S_MAN, float(min(cc, roll)), ">= 0.98 / 0.95", None, bool(ok), detail)
+    return v.judged(bool(ok), float(min(cc, roll)), ">= 0.98 / 0.95", None, detail)
 
 
 S_MAG = ("Partly an identity check (a code check, not evidence for the paper): the magnetic Laplacian is Hermitian to the rounding of its symmetric kernel and antisymmetric phases, "
@@ -450,7 +456,8 @@ S_MAG = ("Partly an identity check (a code check, not evidence for the paper): t
          "measured: generic skew phases (η = 0.1) give λ_min >= 1e-3·λ_max (frustration).")
 
 
-def judge_magnetic(res) -> Verdict:
+@claims.add("magnetic-gauge", S_MAG, REF + ", magnetic Laplacian (our form)")
+def judge_magnetic(res, v) -> Verdict:
     t = res.table("magnetic")
     exact = float(max((t["hermitian_error"] / t["tol_hermitian"]).max(), (t["eta0_error"] / t["tol_spectrum"]).max(), (t["gauge_error"] / t["tol_spectrum"]).max(),
                       (-t["lam_min"] / (t["tol_spectrum"] * t["lam_max"])).max()))
@@ -458,19 +465,7 @@ def judge_magnetic(res) -> Verdict:
     detail = (f"Hermitian {t['hermitian_error'].max():.1e} (tolerance >= {t['tol_hermitian'].min():.1e}); η = 0 vs graph Laplacian {t['eta0_error'].max():.1e}; "
               f"gauge {t['gauge_error'].max():.1e} (tolerance {t['tol_spectrum'].min():.1e}); identity residual/tolerance {exact:.2g}; "
               f"λ_min/λ_max at η = {res.config.get('magnetic_eta', 0.1)}: min {t['frustration'].min():.2e}")
-    return _verdict("magnetic-gauge", S_MAG, float(t["frustration"].min()), ">= 1e-3", 1e-3, bool(ok), detail)
-
-
-CLAIMS = [
-    Claim("attention-diffusion-map/row-stochastic", S_ROW, REF + ", attention as a Markov operator", judge_row),
-    Claim("attention-diffusion-map/tied-qk-is-dmap", S_TIED, REF + ", tied QK = diffusion map (Coifman-Lafon normalisation)", judge_tied),
-    Claim("attention-diffusion-map/bidivergence-split", S_SPLIT, REF + ", bidivergence decomposition (our form)", judge_split),
-    Claim("attention-diffusion-map/equilibrium-when-symmetric", S_EQ, REF + ", detailed balance for symmetric M", judge_equilibrium),
-    Claim("attention-diffusion-map/ness-quadratic", S_NESS, REF + ", skew part drives a NESS", judge_ness),
-    Claim("attention-diffusion-map/poe-symmetric", S_POE, REF + ", product-of-experts symmetrisation (our form)", judge_poe),
-    Claim("attention-diffusion-map/manifold-coordinates", S_MAN, REF + ", diffusion coordinates from attention", judge_manifolds),
-    Claim("attention-diffusion-map/magnetic-gauge", S_MAG, REF + ", magnetic Laplacian (our form)", judge_magnetic),
-]
+    return v.judged(bool(ok), float(t["frustration"].min()), ">= 1e-3", 1e-3, detail)
 
 
 @study(
@@ -480,7 +475,7 @@ CLAIMS = [
     config=AttentionDiffusionMapConfig,
     presets=PRESETS,
     family="transformers",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> None:
     _operators(cfg, ctx)

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from theorylab.core import Claim, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points
 from theorylab.data.nearest_points import d_mse, nearest_point_sets
@@ -381,24 +381,26 @@ def _figure_loss(ctx: RunContext, curves: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("attention-rank")
+claims = Claims("attention-rank")
 
 
 S_HARDMAX = "One full-rank hard-max head (Q^T K = -I, V = I) computes the farthest-point target exactly at every sequence length."
 
 
-def judge_hardmax(res) -> Verdict:
+@claims.add("hardmax-exact", S_HARDMAX, REF + ", Sec. 3 (full-rank construction)")
+def judge_hardmax(res, v) -> Verdict:
     t = res.table("constructions")
     hard = t[t["kind"] == "full_rank_hardmax"]
     worst = float(hard["dmse"].max())
     detail = "; ".join(f"N={int(r.n_points)}: {r.dmse:.1e}" for r in hard.itertuples()) + " (exact construction: 0 up to rounding, tol 1e-12)"
-    return _verdict("hardmax-exact", S_HARDMAX, worst, 0.0, 1e-12, worst <= 1e-12, detail)
+    return v.judged(worst <= 1e-12, worst, 0.0, 1e-12, detail)
 
 
 S_SOFTMAX = "The full-rank softmax head (Q^T K = -beta I) converges to the target as beta grows: d·MSE falls strictly in beta and is <= 0.05 at beta = 300 (d = 16, N = 8)."
 
 
-def judge_softmax(res) -> Verdict:
+@claims.add("softmax-limit", S_SOFTMAX, REF + ", Sec. 3 (softmax approximation)")
+def judge_softmax(res, v) -> Verdict:
     t = res.table("constructions")
     soft = t[t["kind"] == "full_rank_softmax"].sort_values("param")
     errs = soft["dmse"].to_numpy()
@@ -407,13 +409,14 @@ def judge_softmax(res) -> Verdict:
     detail = ", ".join(f"β={b:g}: {e:.4f}" for b, e in zip(soft["param"], errs)) + f"; strictly decreasing: {falls}"
     if top_beta < 300:
         raise Undecided(f"this config's betas stop at {top_beta:g}; the claim needs beta >= 300 in 'betas': {detail}")
-    return _verdict("softmax-limit", S_SOFTMAX, last, 0.0, 0.05, falls and last <= 0.05, detail + f" (at β={top_beta:g}: need <= 0.05)")
+    return v.judged(falls and last <= 0.05, last, 0.0, 0.05, detail + f" (at β={top_beta:g}: need <= 0.05)")
 
 
 S_RANK1 = "Random rank-1 hard-max heads with a least-squares readout stay far from the target: d·MSE >= 0.5 on held-out sets at H = d^2 heads, and it falls by less than 0.5 from H = 1."
 
 
-def judge_rank1(res) -> Verdict:
+@claims.add("rank1-floor", S_RANK1, REF + ", Sec. 4 (rank-1 lower bound)")
+def judge_rank1(res, v) -> Verdict:
     t = res.table("constructions")
     d = int(t["d"].iloc[0])
     test = t[(t["kind"] == "random_rank1") & (t["split"] == "test")].sort_values("param")
@@ -423,7 +426,7 @@ def judge_rank1(res) -> Verdict:
     detail = f"held-out d·MSE: H={int(test['param'].iloc[0])}: {at_one:.4f}, H={int(h_max)}: {at_max:.4f} (need >= 0.5); drop {drop:.4f} (need < 0.5)"
     if h_max < d * d:
         raise Undecided(f"this config's rank1_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: {detail}")
-    return _verdict("rank1-floor", S_RANK1, at_max, ">= 0.5", 0.5, at_max >= 0.5 and drop < 0.5, detail)
+    return v.judged(at_max >= 0.5 and drop < 0.5, at_max, ">= 0.5", 0.5, detail)
 
 
 S_HEADS = "Trained one-layer attention at fixed d: one full-rank head reaches d·MSE <= 0.2, while H >= 4 heads of rank r = d/H <= d/4 stay >= 0.35, at least 3x worse."
@@ -435,7 +438,8 @@ def _one_layer_w1(res) -> pd.DataFrame:
     return s[(s["depth"] == 1) & (s["width"] == 1) & (s["n_points"] == cfg["n_points"]) & s["grids"].str.contains("heads")]
 
 
-def judge_heads(res) -> Verdict:
+@claims.add("trained-heads-hurt", S_HEADS, REF + ", Fig. 1 (quick analogue at d = 16)")
+def judge_heads(res, v) -> Verdict:
     d = res.config["d"]
     s = _one_layer_w1(res)
     full = s[s["rank"] == d]
@@ -449,7 +453,7 @@ def judge_heads(res) -> Verdict:
               + ", ".join(f"H={int(r.heads)} (r={int(r.rank)}): {r.dmse_min:.4f}" for r in low.itertuples())
               + f" (need >= 0.35); ratio {ratio:.2f} (need >= 3)")
     ok = full_err <= 0.2 and low_min >= 0.35 and ratio >= 3
-    return _verdict("trained-heads-hurt", S_HEADS, ratio, ">= 3", 3, ok, detail)
+    return v.judged(ok, ratio, ">= 3", 3, detail)
 
 
 def _paper_scale(res) -> bool:
@@ -459,7 +463,8 @@ def _paper_scale(res) -> bool:
 S_FIG1 = "Fig. 1, one layer, d = 64, N = 16: rank 64 reaches d·MSE <= 0.05 at every width, rank 32 stays >= 0.25 and ranks 1-16 stay >= 0.4 (paper: 1.5e-2/7e-3/2e-3 vs 0.70/0.43/0.31)."
 
 
-def judge_fig1(res) -> Verdict:
+@claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1")
+def judge_fig1(res, v) -> Verdict:
     s = summarise(res.table("trained"))
     s = s[(s["depth"] == 1) & (s["n_points"] == 16) & s["grids"].str.contains("heads")]
     if not _paper_scale(res) or s[s["rank"] == 64].empty or s[s["rank"] < 64].empty:
@@ -469,13 +474,14 @@ def judge_fig1(res) -> Verdict:
     widths = sorted(int(w) for w in s["width"].unique())
     partial = "" if {1, 8, 64} <= set(widths) else f" (partial grid: widths {widths} of the card's 1, 8, 64; ranks {sorted(int(r) for r in s['rank'].unique())})"
     detail = "; ".join(f"r={int(r.rank)}, w={int(r.width)}: {r.dmse_min:.4f}" for r in s.sort_values(["rank", "width"]).itertuples()) + partial
-    return _verdict("fig1-one-layer", S_FIG1, float(full["dmse_min"].max()), "<= 0.05", 0.05, ok, detail)
+    return v.judged(ok, float(full["dmse_min"].max()), "<= 0.05", 0.05, detail)
 
 
 S_PARAMS = "More attention parameters do not help low rank: for r <= 32, going from w = 1 to w = 64 leaves d·MSE >= 0.25, while r = 64 at w = 1 is <= 0.05."
 
 
-def judge_params(res) -> Verdict:
+@claims.add("params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)")
+def judge_params(res, v) -> Verdict:
     s = summarise(res.table("trained"))
     s = s[(s["depth"] == 1) & (s["n_points"] == 16) & s["grids"].str.contains("heads")]
     wide = s[(s["width"] == 64) & (s["rank"] <= 32)]
@@ -486,14 +492,15 @@ def judge_params(res) -> Verdict:
     low = float(wide["dmse_min"].min())
     full_err = float(full["dmse_min"].iloc[0])
     detail = f"min over r <= 32 at w = 64: {low:.4f} (need >= 0.25); r = 64 at w = 1: {full_err:.4f} (need <= 0.05)"
-    return _verdict("params-do-not-help", S_PARAMS, low, ">= 0.25", 0.25, low >= 0.25 and full_err <= 0.05, detail)
+    return v.judged(low >= 0.25 and full_err <= 0.05, low, ">= 0.25", 0.25, detail)
 
 
 S_LENGTH = ("Low-rank error grows with sequence length while full rank stays near zero (paper Fig. N at d = 64: full rank <= 0.1 for N up to 256, "
             "each r < 64 grows by >= 0.2 from N = 16 to 256; on a reduced grid: full rank <= 0.2 and low rank grows by >= 0.1 from the shortest to the longest N).")
 
 
-def judge_length(res) -> Verdict:
+@claims.add("length-hurts-low-rank", S_LENGTH, REF + ", Fig. N")
+def judge_length(res, v) -> Verdict:
     s = summarise(res.table("trained"))
     s = s[s["grids"].str.contains("length")]
     d = res.config["d"]
@@ -513,13 +520,14 @@ def judge_length(res) -> Verdict:
     scale = "paper thresholds (Fig. N)" if paper else f"reduced grid at d = {d} (qualitative thresholds; the card's apply at the paper preset)"
     detail = (f"{scale}: full rank max over N = {full_worst:.4f} (need <= {full_tol}); growth N={n_ref}->{n_max}: "
               + ", ".join(f"r={r}: {g:+.4f}" for r, g in sorted(growths.items())) + f" (need >= {growth_tol})")
-    return _verdict("length-hurts-low-rank", S_LENGTH, min(growths.values()), f">= {growth_tol}", growth_tol, ok, detail)
+    return v.judged(ok, min(growths.values()), f">= {growth_tol}", growth_tol, detail)
 
 
 S_DEPTH = "Depth rescues low rank on short sequences: at N = 16, w = 1, three layers at r = d/4 reach a d·MSE at least 0.2 below one layer (paper, d = 64, r = 16: ~0.12 vs >= 0.45)."
 
 
-def judge_depth(res) -> Verdict:
+@claims.add("depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)")
+def judge_depth(res, v) -> Verdict:
     s = summarise(res.table("trained"))
     d = res.config["d"]
     s = s[(s["width"] == 1) & (s["n_points"] == 16) & (s["rank"] == d // 4) & s["grids"].str.contains("heads")]
@@ -529,19 +537,7 @@ def judge_depth(res) -> Verdict:
                         f"depths {list(res.config['depths'])}")
     gain = float(by_depth[1] - by_depth[3])
     detail = f"r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
-    return _verdict("depth-helps-short", S_DEPTH, gain, ">= 0.2", 0.2, gain >= 0.2, detail)
-
-
-CLAIMS = [
-    Claim("attention-rank/hardmax-exact", S_HARDMAX, REF + ", Sec. 3 (full-rank construction)", judge_hardmax),
-    Claim("attention-rank/softmax-limit", S_SOFTMAX, REF + ", Sec. 3 (softmax approximation)", judge_softmax),
-    Claim("attention-rank/rank1-floor", S_RANK1, REF + ", Sec. 4 (rank-1 lower bound)", judge_rank1),
-    Claim("attention-rank/trained-heads-hurt", S_HEADS, REF + ", Fig. 1 (quick analogue at d = 16)", judge_heads),
-    Claim("attention-rank/fig1-one-layer", S_FIG1, REF + ", Fig. 1", judge_fig1),
-    Claim("attention-rank/params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)", judge_params),
-    Claim("attention-rank/length-hurts-low-rank", S_LENGTH, REF + ", Fig. N", judge_length),
-    Claim("attention-rank/depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)", judge_depth),
-]
+    return v.judged(gain >= 0.2, gain, ">= 0.2", 0.2, detail)
 
 
 @study(
@@ -551,7 +547,7 @@ CLAIMS = [
     config=AttentionRankConfig,
     presets=PRESETS,
     family="transformers",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: AttentionRankConfig, ctx: RunContext) -> None:
     constructions = _constructions(cfg, ctx)

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field, model_validator
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.context import seeded
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus, random_windows, resolve_corpus
@@ -491,13 +491,14 @@ def _figure_grad(ctx: RunContext, t: pd.DataFrame) -> None:
 # Claims
 # --------------------------------------------------------------------------------------------
 
-_verdict = Verdict.maker("attention-sensitivity")
+claims = Claims("attention-sensitivity")
 
 S_EXACT = ("θ_exact(p)/τ equals the brute-force maximum over sign vectors of ‖J(u/τ)x‖₁ on every random row: to relative 1e-10 where θ >= 1e-4, absolute 1e-15 below "
            "(there J = diag p − ppᵀ itself carries float64 errors of ~1e-16: 1 − p_max cancels); θ_dp is within 1e-3 of θ_exact with a valid upper bound.")
 
 
-def judge_exact(res) -> Verdict:
+@claims.add("theta-exact", S_EXACT, REF + ", ‖J‖_{∞→1} = θ(p)/τ (our derivation)")
+def judge_exact(res, v) -> Verdict:
     t = res.table("theta_rows")
     well = t["theta_exact"] >= 1e-4
     worst = float(t.loc[well, "rel_error"].max())
@@ -506,28 +507,28 @@ def judge_exact(res) -> Verdict:
     bound_ok = bool((t["theta_dp_bound"] >= t["theta_exact"] - 1e-12).all())
     ok = worst <= 1e-10 and tiny <= 1e-15 and dp_gap <= 1e-3 and bound_ok
     taus = ", ".join(f"{x:g}" for x in sorted(t["tau"].unique()))
-    return _verdict("theta-exact", S_EXACT, worst, "<= 1e-10", 1e-10, ok,
-                    f"{len(t)} rows (n 2-{int(t['n'].max())}, τ {taus}): max relative error {worst:.1e} on {int(well.sum())} rows with θ >= 1e-4, "
+    return v.judged(ok, worst, "<= 1e-10", 1e-10, f"{len(t)} rows (n 2-{int(t['n'].max())}, τ {taus}): max relative error {worst:.1e} on {int(well.sum())} rows with θ >= 1e-4, "
                     f"max absolute error {tiny:.1e} on the other {int((~well).sum())}; |θ_dp − θ| max {dp_gap:.1e}; DP bound valid: {bound_ok}")
 
 
 S_CLOSED = "θ(one-hot) = 0, θ(uniform) = 1 (n even) and 1 − 1/n² (n odd), θ = 4p_max(1 − p_max) when p_max >= ½ (to 1e-12), and 1 − p_max² <= θ_greedy <= θ_exact <= 1 on every random row."
 
 
-def judge_closed(res) -> Verdict:
+@claims.add("theta-closed-forms", S_CLOSED, REF + ", the balanced-mass factor")
+def judge_closed(res, v) -> Verdict:
     c = res.table("closed_forms")
     t = res.table("theta_rows")
     worst = float(c["error"].max())
     chain = bool(((1 - t["p_max"] ** 2 <= t["theta_greedy"] + 1e-12) & (t["theta_greedy"] <= t["theta_exact"] + 1e-12) & (t["theta_exact"] <= 1 + 1e-12)).all())
-    return _verdict("theta-closed-forms", S_CLOSED, worst, "<= 1e-12", 1e-12, worst <= 1e-12 and chain,
-                    f"{len(c)} closed-form cases, max error {worst:.1e}; bound chain on {len(t)} rows: {chain}")
+    return v.judged(worst <= 1e-12 and chain, worst, "<= 1e-12", 1e-12, f"{len(c)} closed-form cases, max error {worst:.1e}; bound chain on {len(t)} rows: {chain}")
 
 
 S_GAIN = ("For a random attention layer on tokens at RMS 1, the local gain in the block-∞/RMS norm at the longest T is within [0.5, 2]x that at the shortest, "
           "and under the first-order bound x (1 + 1e-3) at every T; the same measurement with the output in ℓ2 over the whole sequence (T-dependent) leaves [0.5, 2].")
 
 
-def judge_gain(res) -> Verdict:
+@claims.add("length-independent-gain", S_GAIN, REF + ", Lipschitz bounds independent of sequence length (bound ours)")
+def judge_gain(res, v) -> Verdict:
     t = res.table("gain").sort_values("T")
     ratio = float(t["gain"].iloc[-1] / t["gain"].iloc[0])
     control = float(t["gain_sequence_l2"].iloc[-1] / t["gain_sequence_l2"].iloc[0])
@@ -535,14 +536,15 @@ def judge_gain(res) -> Verdict:
     ok = 0.5 <= ratio <= 2 and under and not 0.5 <= control <= 2
     detail = ("gain by T: " + ", ".join(f"{int(r.T)}: {r.gain:.3f} (bound {r.bound:.1f})" for r in t.itertuples())
               + f"; ratio {ratio:.3f}; control (sequence ℓ2) ratio {control:.2f}")
-    return _verdict("length-independent-gain", S_GAIN, ratio, "in [0.5, 2]", None, ok, detail)
+    return v.judged(ok, ratio, "in [0.5, 2]", None, detail)
 
 
 S_DN = ("Post-LN with α = (2N)^(1/4) and β = (8N)^(−p): the log-log slope in N of the relative output change after one gradient step crosses zero at p* in [0.18, 0.32] "
         "(DeepNet's N^(−1/4)); at p = ¼ its max/min over N is <= 1.5; plain post-LN changes >= 2x more at the deepest N than at the shallowest.")
 
 
-def judge_deepnorm(res) -> Verdict:
+@claims.add("deepnorm-exponent", S_DN, REF + "; Wang et al. (DeepNet) 2022, α = (2N)^(1/4), β = (8N)^(−1/4)")
+def judge_deepnorm(res, v) -> Verdict:
     t = res.table("deepnorm")
     update = res.config["dn_update"]
     col = f"update_{update}"
@@ -557,9 +559,9 @@ def judge_deepnorm(res) -> Verdict:
               f"max/min at p = ¼: {spread if spread is None else round(spread, 3)}; plain post-LN growth N {int(plain.index[0])} -> {int(plain.index[-1])}: "
               f"{growth if growth is None else round(growth, 2)}x; the other update (reported): slopes " + ", ".join(f"{r.p:g}: {r.slope:+.3f}" for r in other.itertuples()))
     if spread is None or growth is None:
-        return _verdict("deepnorm-exponent", S_DN, p_star, "in [0.18, 0.32]", None, None, "needs p = 0.25 in 'dn_exponents' and the plain post-LN runs: " + detail)
+        return v.undecided("needs p = 0.25 in 'dn_exponents' and the plain post-LN runs: " + detail, p_star, "in [0.18, 0.32]")
     ok = p_star is not None and 0.18 <= p_star <= 0.32 and spread <= 1.5 and growth >= 2
-    return _verdict("deepnorm-exponent", S_DN, p_star, "in [0.18, 0.32]", None, ok, detail)
+    return v.judged(ok, p_star, "in [0.18, 0.32]", None, detail)
 
 
 LOSS_DROP = 1.0  # nats: the training loss must fall this far below the untrained one (≈ ln V for characters)
@@ -571,7 +573,8 @@ S_THETA = (f"A GPT-2-style model trained by us learns, and learns through attent
            "(the paper: θ ≈ 1 throughout training at 774M).")
 
 
-def judge_theta_training(res) -> Verdict:
+@claims.add("theta-stays-near-one", S_THETA, REF + ", θ ≈ 1 throughout training")
+def judge_theta_training(res, v) -> Verdict:
     t = res.table("theta_training")
     ours = t[t["step"] >= 0]
     per_step = ours.groupby("step").apply(lambda g: float(np.average(g["mean"], weights=g["rows"])), include_groups=False)
@@ -588,14 +591,15 @@ def judge_theta_training(res) -> Verdict:
     if len(local):
         detail += f"; local checkpoint (reported): mean θ {np.average(local['mean'], weights=local['rows']):.3f}"
     ok = fell >= LOSS_DROP and trained_loss < unigram and low >= 0.9
-    return _verdict("theta-stays-near-one", S_THETA, low, f">= 0.9 after a loss fall >= {LOSS_DROP:g} nat to below the unigram entropy", 0.9, ok, detail)
+    return v.judged(ok, low, f">= 0.9 after a loss fall >= {LOSS_DROP:g} nat to below the unigram entropy", 0.9, detail)
 
 
 S_WARM = ("A deep post-LN model (36 layers at the paper preset) trained at lr 5e-4 without warmup diverges (a NaN, or a loss > 2x its running minimum) "
           "or ends >= 0.1 nats above the same run with 100-step linear warmup (protocol reconstructed).")
 
 
-def judge_warmup(res) -> Verdict:
+@claims.add("warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)")
+def judge_warmup(res, v) -> Verdict:
     t = res.table("warmup", unless="needs paper preset: this config does not run the warmup experiment (warmup=false; the paper preset, or --set warmup=true)")
     status = t[t["step"] < 0].set_index("warmup")["status"]
     cold, warm = status.index.min(), status.index.max()
@@ -609,17 +613,7 @@ def judge_warmup(res) -> Verdict:
     gap = final(cold) - final(warm)
     ok = diverged or gap >= 0.1
     detail = f"no warmup: {status[cold]}, final loss {final(cold):.3f}; warmup {warm}: {status[warm]}, final loss {final(warm):.3f}; gap {gap:.3f} nats"
-    return _verdict("warmup-needed", S_WARM, None if diverged else gap, ">= 0.1 nats or divergence", 0.1, ok, detail)
-
-
-CLAIMS = [
-    Claim("attention-sensitivity/theta-exact", S_EXACT, REF + ", ‖J‖_{∞→1} = θ(p)/τ (our derivation)", judge_exact),
-    Claim("attention-sensitivity/theta-closed-forms", S_CLOSED, REF + ", the balanced-mass factor", judge_closed),
-    Claim("attention-sensitivity/length-independent-gain", S_GAIN, REF + ", Lipschitz bounds independent of sequence length (bound ours)", judge_gain),
-    Claim("attention-sensitivity/deepnorm-exponent", S_DN, REF + "; Wang et al. (DeepNet) 2022, α = (2N)^(1/4), β = (8N)^(−1/4)", judge_deepnorm),
-    Claim("attention-sensitivity/theta-stays-near-one", S_THETA, REF + ", θ ≈ 1 throughout training", judge_theta_training),
-    Claim("attention-sensitivity/warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)", judge_warmup),
-]
+    return v.judged(ok, None if diverged else gap, ">= 0.1 nats or divergence", 0.1, detail)
 
 
 @study(
@@ -629,7 +623,7 @@ CLAIMS = [
     config=AttentionSensitivityConfig,
     presets=PRESETS,
     family="attention",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: AttentionSensitivityConfig, ctx: RunContext) -> None:
     threads = torch.get_num_threads()

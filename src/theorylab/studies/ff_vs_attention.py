@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field, model_validator
 
-from theorylab.core import Claim, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, bigram_counts
@@ -680,7 +680,7 @@ def _figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("ff-vs-attention")
+claims = Claims("ff-vs-attention")
 
 
 def _paper_scale(cfg: dict) -> bool:
@@ -695,64 +695,69 @@ def _main_end(res) -> pd.DataFrame:
 S_BAYES = "The full model predicts the noise token at its training rate: mean P(noise) at test triggers lies in [p - 0.15, p + 0.2] (Bayes: p)."
 
 
-def judge_bayes(res) -> Verdict:
+@claims.add("bayes-noise-rate", S_BAYES, REF + ", Sec. 3 (Bayes-optimal noise rate)")
+def judge_bayes(res, v) -> Verdict:
     p = res.config["p_noise"]
     end = _main_end(res)
     value = float(end["P_noise_full"].mean())
     lo, hi = p - 0.15, p + 0.2
     detail = f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed {', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
-    return _verdict("bayes-noise-rate", S_BAYES, value, p, "[-0.15, +0.2]", lo <= value <= hi, detail)
+    return v.judged(lo <= value <= hi, value, p, "[-0.15, +0.2]", detail)
 
 
 S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) / 0.9 (paper), "
             "P(noise) without FF2 <= 0.15, and accuracy gains >= 0.25 over the full model.")
 
 
-def judge_ablate(res) -> Verdict:
+@claims.add("ablate-ff2", S_ABLATE, REF + ", Sec. 3, Fig. 2 (FF2 ablation)")
+def judge_ablate(res, v) -> Verdict:
     end = _main_end(res)
     bar = 0.9 if _paper_scale(res.config) else 0.8
     acc, acc_full, p_noise = float(end["acc_noFF2"].mean()), float(end["acc_full"].mean()), float(end["P_noise_noFF2"].mean())
     gain = acc - acc_full
     ok = acc >= bar and p_noise <= 0.15 and gain >= 0.25
     detail = f"acc without FF2 {acc:.3f} (need >= {bar}); P(noise) without FF2 {p_noise:.3f} (need <= 0.15); full-model acc {acc_full:.3f}, gain {gain:+.3f} (need >= 0.25)"
-    return _verdict("ablate-ff2", S_ABLATE, acc, f">= {bar}", bar, ok, detail)
+    return v.judged(ok, acc, f">= {bar}", bar, detail)
 
 
 S_FF2 = "FF2 stores the noise association: its direct-logit margin for the noise token is > 0 at >= 90% of test trigger positions at the end of training."
 
 
-def judge_ff2(res) -> Verdict:
+@claims.add("ff2-stores-noise", S_FF2, REF + ", Sec. 3 (FF stores the bigram)")
+def judge_ff2(res, v) -> Verdict:
     end = _main_end(res)
     frac = float(end["ff2_margin_positive"].mean())
     detail = f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
-    return _verdict("ff2-stores-noise", S_FF2, frac, ">= 0.9", 0.9, frac >= 0.9, detail)
+    return v.judged(frac >= 0.9, frac, ">= 0.9", 0.9, detail)
 
 
 S_FIRST = "The association is learned first: t_FF (first evaluation with mean FF2 margin > 0) <= t_ICL / 2 (t_ICL: first evaluation with accuracy without FF2 >= 0.5)."
 
 
-def judge_first(res) -> Verdict:
+@claims.add("ff-first", S_FIRST, REF + ", Sec. 4 (gradient noise: FF learns first)")
+def judge_first(res, v) -> Verdict:
     curve = res.table("curves")
     t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
     every = res.config["eval_every"]
     if t_icl is None:
-        return _verdict("ff-first", S_FIRST, None, None, None, False, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did not form")
+        return v.judged(False, None, None, None, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did not form")
     if t_ff is None:
-        return _verdict("ff-first", S_FIRST, None, None, None, False, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
+        return v.judged(False, None, None, None, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
     detail = f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution); need t_FF <= t_ICL / 2 = {t_icl / 2:g}"
-    return _verdict("ff-first", S_FIRST, t_ff / t_icl, "<= 0.5", 0.5, t_ff <= t_icl / 2, detail)
+    return v.judged(t_ff <= t_icl / 2, t_ff / t_icl, "<= 0.5", 0.5, detail)
 
 
 S_INDUCTION = "The in-context answer comes from an induction head: mean layer-2 attention on the token after the previous trigger >= 0.2 (quick) / 0.4 (paper) (uniform causal attention: ~1/t)."
 
 
-def judge_induction(res) -> Verdict:
+@claims.add("induction-head", S_INDUCTION, REF + ", Sec. 3 (induction head)")
+def judge_induction(res, v) -> Verdict:
     end = _main_end(res)
     bar = 0.4 if _paper_scale(res.config) else 0.2
     mass = float(end["induction_mass"].mean())
     uniform = 2.0 / res.config["seq_len"]
     detail = f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
-    return _verdict("induction-head", S_INDUCTION, mass, f">= {bar}", bar, mass >= bar, detail)
+    return v.judged(mass >= bar, mass, f">= {bar}", bar, detail)
 
 
 S_NOFF = ("Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) still lies in [p - 0.15, p + 0.2], "
@@ -778,7 +783,8 @@ def pick_value_rank(trunc: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def judge_no_ff(res) -> Verdict:
+@claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)")
+def judge_no_ff(res, v) -> Verdict:
     end = final(res.table("curves"))
     noff = end[end["variant"] == "no-ff"]
     if noff.empty:
@@ -796,7 +802,7 @@ def judge_no_ff(res) -> Verdict:
               f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy {acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
               f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
               f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}")
-    return _verdict("no-ff-variant", S_NOFF, value, p, "[-0.15, +0.2]", ok, detail)
+    return v.judged(ok, value, p, "[-0.15, +0.2]", detail)
 
 
 S_SWEEP = "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| <= 0.12 and accuracy without FF2 >= 0.85 at every p."
@@ -806,7 +812,8 @@ SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (th
                   "we ran it, and why the card's accuracy bar needs paper size, is in the README's ff-vs-attention section; judged at paper size")
 
 
-def judge_sweep(res) -> Verdict:
+@claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)")
+def judge_sweep(res, v) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
     if len(full) < 2:
@@ -814,7 +821,7 @@ def judge_sweep(res) -> Verdict:
     errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
     ok = bool((errors <= 0.12).all() and (full["acc_noFF2"] >= 0.85).all())
     detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows())
-    return _verdict("p-sweep", S_SWEEP, float(errors.max()), 0.0, 0.12, ok, detail)
+    return v.judged(ok, float(errors.max()), 0.0, 0.12, detail)
 
 
 S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a late MLP (second half of the layers; "
@@ -827,7 +834,8 @@ LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on
                 "README's ff-vs-attention section; judged at paper size")
 
 
-def judge_laser(res) -> Verdict:
+@claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)")
+def judge_laser(res, v) -> Verdict:
     lm = res.table("lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); {LASER_AT_CPU}")
     pick, test = laser_selection(lm)
     base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
@@ -835,23 +843,11 @@ def judge_laser(res) -> Verdict:
     grid = "; ".join(f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples())
     head = f"test split: full model in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}"
     if pick is None:
-        return _verdict("truncation-helps", S_LASER, None, ">= 0.1", 0.1, False, f"{head}; no late-layer truncation keeps validation perplexity within 10% (test grid, gain (perplexity change): {grid})")
+        return v.judged(False, None, ">= 0.1", 0.1, f"{head}; no late-layer truncation keeps validation perplexity within 10% (test grid, gain (perplexity change): {grid})")
     ok = pick["gain"] >= 0.1 and abs(pick["ppl_change"]) <= 0.10
     detail = (f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test gain {pick['gain']:+.3f} (need >= 0.1), "
               f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}")
-    return _verdict("truncation-helps", S_LASER, float(pick["gain"]), ">= 0.1", 0.1, ok, detail)
-
-
-CLAIMS = [
-    Claim("ff-vs-attention/bayes-noise-rate", S_BAYES, REF + ", Sec. 3 (Bayes-optimal noise rate)", judge_bayes),
-    Claim("ff-vs-attention/ablate-ff2", S_ABLATE, REF + ", Sec. 3, Fig. 2 (FF2 ablation)", judge_ablate),
-    Claim("ff-vs-attention/ff2-stores-noise", S_FF2, REF + ", Sec. 3 (FF stores the bigram)", judge_ff2),
-    Claim("ff-vs-attention/ff-first", S_FIRST, REF + ", Sec. 4 (gradient noise: FF learns first)", judge_first),
-    Claim("ff-vs-attention/induction-head", S_INDUCTION, REF + ", Sec. 3 (induction head)", judge_induction),
-    Claim("ff-vs-attention/no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)", judge_no_ff),
-    Claim("ff-vs-attention/p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)", judge_sweep),
-    Claim("ff-vs-attention/truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)", judge_laser),
-]
+    return v.judged(ok, float(pick["gain"]), ">= 0.1", 0.1, detail)
 
 
 @study(
@@ -861,7 +857,7 @@ CLAIMS = [
     config=FFvsAttentionConfig,
     presets=PRESETS,
     family="transformers",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     # A missing corpus (CorpusUnavailable: one line naming the install command) fails here, before any training.

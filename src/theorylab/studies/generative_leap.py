@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure
 from theorylab.data.index_models import IndexModel, get_link
@@ -238,41 +238,44 @@ def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("generative-leap")
+claims = Claims("generative-leap")
 
 
 S_P3 = "For the 3-parity every order-1 and order-2 moment of y vanishes, and E[y z1 z2 z3] = (2/pi)^{3/2} ≈ 0.5079 (Monte Carlo, 1e6 samples, within 4 SE)."
 
 
-def judge_p3_moments(res) -> Verdict:
+@claims.add("p3-moments", S_P3, REF + ", the 3-parity's moments")
+def judge_p3_moments(res, v) -> Verdict:
     t = res.table("moments")
     t = t[t["link"] == "parity3"].assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
     worst = t.loc[t["z"].idxmax()]
     triple = t[t["moment"] == "E[y z1 z2 z3]"].iloc[0]
     detail = f"{len(t)} moments; largest deviation {worst['z']:.2f} SE ({worst['moment']}); E[y z1 z2 z3] = {triple['measured']:.4f} ± {triple['se']:.4f} vs {P3_TRIPLE:.4f}"
-    return _verdict("p3-moments", S_P3, float(worst["z"]), 0, "4 SE", bool(t["z"].max() <= 4), detail)
+    return v.judged(bool(t["z"].max() <= 4), float(worst["z"]), 0, "4 SE", detail)
 
 
 S_M3 = "For the monomial y = z1 z2 z3, E[(y^2 - 1)(z1^2 - 1)] = 2: a label transform exposes an order-2 signal (Monte Carlo, within 4 SE)."
 
 
-def judge_m3_moment(res) -> Verdict:
+@claims.add("m3-moment", S_M3, REF + ", label transforms lower the exponent")
+def judge_m3_moment(res, v) -> Verdict:
     row = res.table("moments").query("link == 'z1z2z3'").iloc[0]
     z = abs(row["measured"] - 2.0) / row["se"]
     detail = f"{row['measured']:.4f} ± {row['se']:.4f} vs 2 ({z:.2f} SE)"
-    return _verdict("m3-moment", S_M3, float(row["measured"]), 2.0, "4 SE", bool(z <= 4), detail)
+    return v.judged(bool(z <= 4), float(row["measured"]), 2.0, "4 SE", detail)
 
 
 S_LEAP = "Computed from samples, the first-stage generative leap is 3 for the 3-parity and 2 for z1 z2 z3 (4 for the 4-parity at the paper preset): the smallest k whose conditional Hermite tensor E[He_k(z) | y] is nonzero."
 
 
-def judge_leaps(res) -> Verdict:
+@claims.add("leap-values", S_LEAP, REF + ", definition of the generative leap (first stage; reconstructed)")
+def judge_leaps(res, v) -> Verdict:
     t = res.table("leaps")
     found = t.groupby("link")[["leap", "known"]].first()
     bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
     detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (f"; wrong: {', '.join(bad)}" if bad else "")
     zs = t.pivot(index="link", columns="k", values="z_score").round(1).to_dict("index")
-    return _verdict("leap-values", S_LEAP, len(bad), 0, 0, not bad, detail + f"; z-scores by k: {zs}")
+    return v.judged(not bad, len(bad), 0, 0, detail + f"; z-scores by k: {zs}")
 
 
 S_SEQ = ("The agnostic sequential spectral estimator (orders 1-3, no knowledge of the link) needs exactly order k* and recovers the whole index space "
@@ -280,7 +283,8 @@ S_SEQ = ("The agnostic sequential spectral estimator (orders 1-3, no knowledge o
          "not the card's sequential-leap claim, which needs a multi-stage link and is not built).")
 
 
-def judge_sequential(res) -> Verdict:
+@claims.add("sequential-estimator", S_SEQ, REF + ", agnostic sequential estimation (our reconstruction)")
+def judge_sequential(res, v) -> Verdict:
     t = res.table("sequential")
     known = t["known"].astype(int)
     testable = t[known <= 3]  # our estimator stops at order 3
@@ -288,13 +292,14 @@ def judge_sequential(res) -> Verdict:
         raise Undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
     bad = testable[(testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable["overlap"] < 0.9)]
     detail = "; ".join(f"{r.link} seed {r.seed}: {r.stages} (overlap {r.overlap:.3f})" for r in testable.itertuples())
-    return _verdict("sequential-estimator", S_SEQ, len(bad), 0, 0, bad.empty, detail)
+    return v.judged(bad.empty, len(bad), 0, 0, detail)
 
 
 S_COLLAPSE = "3-parity (k* = 3): the order-3 U-statistic's seed-mean overlap collapses in c = n/d^{3/2}: >= 0.85 at c = 16 for every d, spread <= 0.15 across d at c = 8, and <= 0.5 at c = 2."
 
 
-def judge_u_collapse(res) -> Verdict:
+@claims.add("u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic")
+def judge_u_collapse(res, v) -> Verdict:
     t = res.table("parity")
     u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
     cs = set(u.index.get_level_values(0))
@@ -304,17 +309,18 @@ def judge_u_collapse(res) -> Verdict:
     spread = float(mid.max() - mid.min())
     ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
     detail = f"c=16: min {high.min():.3f} (need >= 0.85); c=8: {', '.join(f'd={d}: {v:.3f}' for d, v in mid.items())}, spread {spread:.3f} (need <= 0.15); c=2: max {low.max():.3f} (need <= 0.5)"
-    return _verdict("u-stat-collapse", S_COLLAPSE, spread, "<= 0.15", 0.15, ok, detail)
+    return v.judged(ok, spread, "<= 0.15", 0.15, detail)
 
 
 S_BLIND = "Order-2 methods are blind to the 3-parity: at d = 32, n = 16 d^{3/2}, the order-2 estimator's overlap stays <= 0.3 (chance 3/32), whatever the label transform."
 
 
-def judge_order2_blind(res) -> Verdict:
+@claims.add("order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)")
+def judge_order2_blind(res, v) -> Verdict:
     t = res.table("order2").query("link == 'parity3'")
     worst = float(t["overlap"].max())
     detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t["overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
-    return _verdict("order2-blind", S_BLIND, worst, "<= 0.3", 0.3, worst <= 0.3, detail)
+    return v.judged(worst <= 0.3, worst, "<= 0.3", 0.3, detail)
 
 
 S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean overlap >= 0.85 at n/d = 40 for every d, "
@@ -325,7 +331,8 @@ S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 
 M3_JUDGED = (20.0, 40.0)  # above the spectral threshold (fixed from the d-trend above, not from this run)
 
 
-def judge_m3_linear(res) -> Verdict:
+@claims.add("m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d")
+def judge_m3_linear(res, v) -> Verdict:
     t = res.table("order2").query("link == 'z1z2z3'")
     means = t.groupby(["alpha", "d"])["overlap"].mean()
     alphas = sorted(set(means.index.get_level_values(0)))
@@ -341,27 +348,29 @@ def judge_m3_linear(res) -> Verdict:
               + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in M3_JUDGED) + " (need <= 0.1)"
               + "".join(f"; reported, n/d = {a:g} (below the threshold): " + ", ".join(f"d={d}: {v:.3f}" for d, v in means[a].items()) for a in below)
               + f"; {t['seed'].nunique()} seeds per point")
-    return _verdict("m3-linear", S_M3_LINEAR, worst, "<= 0.1", 0.1, ok, detail)
+    return v.judged(ok, worst, "<= 0.1", 0.1, detail)
 
 
 S_U_BEATS_V = "Removing the diagonal does not hurt: at c = 8 the U-statistic's seed-mean overlap is >= the V-statistic's for every d."
 
 
-def judge_u_beats_v(res) -> Verdict:
+@claims.add("u-beats-v", S_U_BEATS_V, REF + ", U- vs V-statistic")
+def judge_u_beats_v(res, v) -> Verdict:
     t = res.table("parity")
     at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
     if at.empty:
         raise Undecided("this config has no c = 8 in 'p3_c'")
     margin = float((at["U"] - at["V"]).min())
     detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
-    return _verdict("u-beats-v", S_U_BEATS_V, margin, ">= 0", 0, margin >= 0, detail)
+    return v.judged(margin >= 0, margin, ">= 0", 0, detail)
 
 
 S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ d^{k*/2}) and >= 1.75 for the V-statistic. "
                "The card's third part, 2.0 ± 0.25 for the 4-parity, is not built (no order-4 kernel): this claim does not cover it.")
 
 
-def judge_exponents(res) -> Verdict:
+@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})")
+def judge_exponents(res, v) -> Verdict:
     t = res.table("parity")
     exps = {}
     for stat in ("U", "V"):
@@ -373,20 +382,7 @@ def judge_exponents(res) -> Verdict:
         raise Undecided("needs paper preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part is not built")
     ok = abs(exps["U"] - 1.5) <= 0.2 and exps["V"] >= 1.75
     detail = f"U: {exps['U']:.2f} (need 1.5 ± 0.2); V: {exps['V']:.2f} (need >= 1.75); the card's 4-parity exponent needs an order-4 kernel we have not built"
-    return _verdict("exponents", S_EXPONENTS, exps["U"], 1.5, 0.2, ok, detail)
-
-
-CLAIMS = [
-    Claim("generative-leap/p3-moments", S_P3, REF + ", the 3-parity's moments", judge_p3_moments),
-    Claim("generative-leap/m3-moment", S_M3, REF + ", label transforms lower the exponent", judge_m3_moment),
-    Claim("generative-leap/leap-values", S_LEAP, REF + ", definition of the generative leap (first stage; reconstructed)", judge_leaps),
-    Claim("generative-leap/sequential-estimator", S_SEQ, REF + ", agnostic sequential estimation (our reconstruction)", judge_sequential),
-    Claim("generative-leap/u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic", judge_u_collapse),
-    Claim("generative-leap/order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)", judge_order2_blind),
-    Claim("generative-leap/m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d", judge_m3_linear),
-    Claim("generative-leap/u-beats-v", S_U_BEATS_V, REF + ", U- vs V-statistic", judge_u_beats_v),
-    Claim("generative-leap/exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})", judge_exponents),
-]
+    return v.judged(ok, exps["U"], 1.5, 0.2, detail)
 
 
 @study(
@@ -396,7 +392,7 @@ CLAIMS = [
     config=GenerativeLeapConfig,
     presets=PRESETS,
     family="index models",
-    claims=CLAIMS,
+    claims=claims,
     not_built={
         "generative-leap/sequential-leap": "the card's multi-stage link (a degree-1 stage unlocking a degree-2 stage given x_S) is not built; "
         "sequential-estimator checks our estimator on one-stage links only",

@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from pydantic import Field, model_validator
 
-from theorylab.core import Claim, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.context import seeded
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
@@ -544,7 +544,7 @@ def _figure_icl(ctx: RunContext, icl: pd.DataFrame, ft: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("implicit-patches")
+claims = Claims("implicit-patches")
 
 
 def _exact_detail(t: pd.DataFrame) -> tuple[bool, float, str]:
@@ -561,21 +561,23 @@ def _exact_detail(t: pd.DataFrame) -> tuple[bool, float, str]:
 S_SINGLE = "For every block family (vanilla, Llama, Gemma, post-norm, parallel, MoE), width, context length and seed, one block patched without the context gives its with-context output at the query: max |Δ| <= 1e-10·(1 + max|out|) in float64 and <= 1e-4·(1 + max|out|) in float32."
 
 
-def judge_single(res) -> Verdict:
+@claims.add("exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et al. Thm 2.2")
+def judge_single(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
     if t.empty:
         raise Undecided("this config has no depth-1 stack (needs 1 in 'depth')")
     ok, worst, detail = _exact_detail(t)
     fams = ", ".join(sorted(t["family"].unique()))
-    return _verdict("exact-single-block", S_SINGLE, worst, "<= 1 (error / bound)", 1, ok, f"families {fams}; {detail}")
+    return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
 
 
 S_MULTI = ("With the multi-layer algorithm (patch layer l against the with-context state, feed the patched output to layer l+1), the deepest stack's output obeys the same bounds; "
            "patching every layer against its own unpatched query-only input instead misses (gap >= 1e-3) at depth >= 2 in >= 95% of cases.")
 
 
-def judge_multi(res) -> Verdict:
+@claims.add("exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm")
+def judge_multi(res, v) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
@@ -585,14 +587,15 @@ def judge_multi(res) -> Verdict:
     frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
     ok = ok and len(ind) > 0 and frac >= 0.95
     detail += f"; depth {int(deep['depth'].max())}. Control (independent patches): gap >= 1e-3 in {frac:.1%} of {len(ind)} cases at depth >= 2 (median {ind['independent'].median():.2g})"
-    return _verdict("exact-multi-layer", S_MULTI, worst, "<= 1 (error / bound)", 1, ok, detail)
+    return v.judged(ok, worst, "<= 1 (error / bound)", 1, detail)
 
 
 S_RANK = ("Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma norm-scale patch is a scalar multiple of (1 + g₄) "
           "(spread of the ratio new/old scale <= 1e-10).")
 
 
-def judge_rank(res) -> Verdict:
+@claims.add("rank-one", S_RANK, REF + ", rank-1 MLP patches and the RMSNorm-scale patch")
+def judge_rank(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[(t["dtype"] == "float64") & t["feasible"]]
     if t.empty:
@@ -603,31 +606,33 @@ def judge_rank(res) -> Verdict:
     ok = bool((deep["rank_min"] == 1).all() and (deep["rank_max"] == 1).all()) and ratio <= 1e-8 and spread <= 1e-10
     detail = (f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; max σ₂/σ₁ = {ratio:.1e}; "
               f"max spread of the Gemma scale ratio = {spread:.1e}")
-    return _verdict("rank-one", S_RANK, ratio, "<= 1e-8", 1e-8, ok, detail)
+    return v.judged(ok, ratio, "<= 1e-8", 1e-8, detail)
 
 
 S_CONTEXT = "Control: removing the context without patching changes the query's output by >= 1e-3 in every case, so the exactness claims are not vacuous."
 
 
-def judge_context_effect(res) -> Verdict:
+@claims.add("needs-context-effect", S_CONTEXT, "ours: control that makes the exactness claims non-vacuous")
+def judge_context_effect(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["feasible"]]
     low = float(t["no_patch"].min())
     detail = f"min gap without patch {low:.3g} over {len(t)} (case, depth) rows; median {t['no_patch'].median():.3g}"
-    return _verdict("needs-context-effect", S_CONTEXT, low, ">= 1e-3", CONTROL, low >= CONTROL, detail)
+    return v.judged(low >= CONTROL, low, ">= 1e-3", CONTROL, detail)
 
 
 S_TOKEN = "Token dependence: the patches computed for query x, applied to another query x' with the same context, miss x''s with-context output (gap >= 1e-3) in >= 95% of cases: no global patch."
 
 
-def judge_token(res) -> Verdict:
+@claims.add("token-dependence", S_TOKEN, REF + ", limitation: patches are token dependent")
+def judge_token(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["other_query"].notna()]
     if t.empty:
         raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control is measured")
     frac = float((t["other_query"] >= CONTROL).mean())
     detail = f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median {t['other_query'].median():.3g}"
-    return _verdict("token-dependence", S_TOKEN, frac, ">= 0.95", 0.95, frac >= 0.95, detail)
+    return v.judged(frac >= 0.95, frac, ">= 0.95", 0.95, detail)
 
 
 S_CONTROL = ("With one entry of the post-MLP norm scale (1 + g₄) set to 0, the Gemma construction (ours and on HF Gemma 3) reports 'not output-controllable' "
@@ -644,7 +649,8 @@ def _hf_missing(res) -> str:
     return f"the Hugging Face part did not run here ({res.scalars.get('hf_skipped', 'transformers is not installed')}; pip install \"theorylab[hf]\")"
 
 
-def judge_controllability(res) -> Verdict:
+@claims.add("controllability-failure", S_CONTROL, REF + ", output controllability")
+def judge_controllability(res, v) -> Verdict:
     t = res.table("controllability")
     if t.empty:
         raise Undecided("no controllability trials were run")
@@ -657,7 +663,7 @@ def judge_controllability(res) -> Verdict:
         # The statement names HF Gemma 3: our blocks alone cannot pass it (a silent wrong patch on them still fails it, above).
         why = _hf_missing(res) if "generation" not in res.tables else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)"
         raise Undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
-    return _verdict("controllability-failure", S_CONTROL, flagged, 1.0, 0, ok, detail)
+    return v.judged(ok, flagged, 1.0, 0, detail)
 
 
 S_HF_GEN = ("Hugging Face Gemma 3 (random init from the card's config; also self-trained or local weights where run): 20 greedy tokens from the patched query-only runs equal those of the "
@@ -669,7 +675,8 @@ def _hf_tables(res):
     return res.table("hf_exact", unless=why), res.table("generation", unless=why)
 
 
-def judge_hf_generation(res) -> Verdict:
+@claims.add("hf-greedy-identical", S_HF_GEN, REF + ", Gemma 3 experiment (identical greedy generation)")
+def judge_hf_generation(res, v) -> Verdict:
     exact, gen = _hf_tables(res)
     if gen.empty or not (gen["arch"] == "gemma3").any():
         raise Undecided("this config runs no Hugging Face Gemma 3 (gemma3 not in hf_archs)")
@@ -681,13 +688,14 @@ def judge_hf_generation(res) -> Verdict:
     detail = (f"{', '.join(sorted(g['model'].unique()))}: {g.groupby(['model', 'prompt']).ngroups} prompt(s) x {int(g['step'].max())} steps; tokens identical: {same}; "
               f"max |Δlogit|/(1+max|logit|) = {rel:.2e} (norms in float64). With HF's own float32 RMSNorms in a float64 model the gap is "
               f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): reported, not judged")
-    return _verdict("hf-greedy-identical", S_HF_GEN, rel, "<= 1e-8", 1e-8, same and rel <= 1e-8, detail)
+    return v.judged(same and rel <= 1e-8, rel, "<= 1e-8", 1e-8, detail)
 
 
 S_HF_FAMILIES = "Every Hugging Face family run (Gemma 3, Llama, Mixtral MoE; random init, small configs) is patched exactly through its own module code: logits at the query agree to 1e-8·(1 + max|logit|) in float64, in both patch modes, and every patch has rank 1."
 
 
-def judge_hf_families(res) -> Verdict:
+@claims.add("hf-families-exact", S_HF_FAMILIES, REF + ", gating, MoE, pre/post-norm on real module code (ours: random-init small configs)")
+def judge_hf_families(res, v) -> Verdict:
     exact, _ = _hf_tables(res)
     if exact.empty:
         raise Undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
@@ -699,14 +707,15 @@ def judge_hf_families(res) -> Verdict:
     other = exact[exact["dtype"] != "float64"]
     if not other.empty:
         detail += "; reported: " + ", ".join(f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}" for (m, dt), g in other.groupby(["model", "dtype"]))
-    return _verdict("hf-families-exact", S_HF_FAMILIES, worst, "<= 1e-8", 1e-8, ok, detail)
+    return v.judged(ok, worst, "<= 1e-8", 1e-8, detail)
 
 
 S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the implicit (patched, query-only) prediction equals the model's prediction "
          "(|Δ|/(1+|pred|) <= 1e-10 in float64, <= 1e-4 in float32), and the incremental patches shrink: mean ‖ΔW_i‖_F over i in [40, 49] <= 0.5 x the mean over i in [1, 10].")
 
 
-def judge_icl(res) -> Verdict:
+@claims.add("icl-norm-shrinks", S_ICL, "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)")
+def judge_icl(res, v) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
         raise Undecided("this config's in-context sequences are too short for the claim's windows (needs icl_length >= 50: i up to 49)")
@@ -716,20 +725,7 @@ def judge_icl(res) -> Verdict:
     e64, e32 = float(t["rel_error"].max()), float(t["rel_error32"].max())
     ok = e64 <= 1e-10 and e32 <= 1e-4 and ratio <= 0.5
     detail = f"implicit vs model: {e64:.1e} (float64), {e32:.1e} (float32); mean ‖ΔW_i‖: i 1-10 {early:.3g}, i 40-49 {late:.3g}, ratio {ratio:.3f} (need <= 0.5)"
-    return _verdict("icl-norm-shrinks", S_ICL, ratio, "<= 0.5", 0.5, ok, detail)
-
-
-CLAIMS = [
-    Claim("implicit-patches/exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et al. Thm 2.2", judge_single),
-    Claim("implicit-patches/exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm", judge_multi),
-    Claim("implicit-patches/rank-one", S_RANK, REF + ", rank-1 MLP patches and the RMSNorm-scale patch", judge_rank),
-    Claim("implicit-patches/needs-context-effect", S_CONTEXT, "ours: control that makes the exactness claims non-vacuous", judge_context_effect),
-    Claim("implicit-patches/token-dependence", S_TOKEN, REF + ", limitation: patches are token dependent", judge_token),
-    Claim("implicit-patches/controllability-failure", S_CONTROL, REF + ", output controllability", judge_controllability),
-    Claim("implicit-patches/hf-greedy-identical", S_HF_GEN, REF + ", Gemma 3 experiment (identical greedy generation)", judge_hf_generation),
-    Claim("implicit-patches/hf-families-exact", S_HF_FAMILIES, REF + ", gating, MoE, pre/post-norm on real module code (ours: random-init small configs)", judge_hf_families),
-    Claim("implicit-patches/icl-norm-shrinks", S_ICL, "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)", judge_icl),
-]
+    return v.judged(ok, ratio, "<= 0.5", 0.5, detail)
 
 
 @study(
@@ -739,7 +735,7 @@ CLAIMS = [
     config=ImplicitPatchesConfig,
     presets=PRESETS,
     family="transformers",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
     threads = torch.get_num_threads()

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from pydantic import Field
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure
 from theorylab.theory.mean_field import (HermiteActivation, OverlapDynamics, init_gap_monte_carlo, init_gap_per_width, local_hessian_ratio, max_elements_for,
@@ -264,7 +264,7 @@ def _pooled_beta(g: pd.DataFrame) -> tuple[float, dict[float, float]]:
     return float(-(x @ y) / (x @ x)), per
 
 
-_verdict = Verdict.maker("mean-field-width")
+claims = Claims("mean-field-width")
 
 
 S_INIT = ("At initialisation m·gap_m(0), averaged over seeds and widths, equals K(1) - E K(<w, w'>) = E[σ(g)²] - E[σ(<w, x>) σ(<w', x>)] within 0.15, "
@@ -272,7 +272,8 @@ S_INIT = ("At initialisation m·gap_m(0), averaged over seeds and widths, equals
           "the closed form (1 - 3/(d(d+2)) for K(t) = t^4) agrees with that Monte Carlo within 4 standard errors.")
 
 
-def judge_init(res) -> Verdict:
+@claims.add("init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)")
+def judge_init(res, v) -> Verdict:
     g, mc = res.table("gaps"), res.table("kernel_check")
     g0 = g[g["step"] == 0]
     worst, parts, ok = 0.0, [], True
@@ -283,13 +284,14 @@ def judge_init(res) -> Verdict:
         ok &= abs(measured - expected) <= 0.15 and abs(theory - expected) <= 4 * se
         parts.append(f"d={d}, k={k}: measured {measured:.3f} vs Monte Carlo {expected:.3f} ± {se:.3f} (need |difference| <= 0.15); "
                      f"closed form {theory:.3f} (need within 4 SE = {4 * se:.3f} of the Monte Carlo)")
-    return _verdict("init-gap", S_INIT, worst, "Monte Carlo", 0.15, ok, "; ".join(parts))
+    return v.judged(ok, worst, "Monte Carlo", 0.15, "; ".join(parts))
 
 
 S_INVERSE = "The gap stays O(1/m) over the whole run, escape phase included: the exponent beta of gap ∝ m^-beta pooled over checkpoints lies in [0.7, 1.4], every checkpoint's own slope in [0.5, 1.6]."
 
 
-def judge_inverse(res) -> Verdict:
+@claims.add("inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)")
+def judge_inverse(res, v) -> Verdict:
     g = res.table("gaps")
     bad, parts, pooled_all = [], [], []
     for (d, k), grp in g.groupby(["d", "k"]):
@@ -299,14 +301,15 @@ def judge_inverse(res) -> Verdict:
         if not 0.7 <= pooled <= 1.4:
             bad.append(f"pooled {pooled:.2f} at d={d}, k={k}")
         bad += [f"t={t:g}: {b:.2f}" for t, b in per.items() if not 0.5 <= b <= 1.6]
-    return _verdict("inverse-width", S_INVERSE, float(np.nanmin(pooled_all)), "[0.7, 1.4]", "per checkpoint [0.5, 1.6]", not bad, "; ".join(parts))
+    return v.judged(not bad, float(np.nanmin(pooled_all)), "[0.7, 1.4]", "per checkpoint [0.5, 1.6]", "; ".join(parts))
 
 
 S_BLOWUP = ("No exponential blow-up: max over checkpoints of m·gap_m(t) is <= 1.5 x m·gap_m(0) for every m at a single d (across d: the ratio grows "
             "with a fitted exponent <= 2 in d); the Grönwall factor exp(Lip·T) with the measured Lipschitz constant is reported beside it.")
 
 
-def judge_blowup(res) -> Verdict:
+@claims.add("no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width")
+def judge_blowup(res, v) -> Verdict:
     g, sc = res.table("gaps"), res.table("self_concordance")
     ratios, parts = {}, []
     for (d, k), grp in g.groupby(["d", "k"]):
@@ -319,20 +322,21 @@ def judge_blowup(res) -> Verdict:
     dims = sorted({d for d, _ in ratios})
     if len(dims) == 1:
         worst = max(ratios.values())
-        return _verdict("no-blowup", S_BLOWUP, worst, "<= 1.5", 1.5, worst <= 1.5, "; ".join(parts))
+        return v.judged(worst <= 1.5, worst, "<= 1.5", 1.5, "; ".join(parts))
     slopes = []
     for k in sorted({k for _, k in ratios}):
         pts = [(d, ratios[(d, k)]) for d in dims if (d, k) in ratios]
         if len(pts) >= 2:
             slopes.append(float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0]))
     worst = max(slopes) if slopes else float("nan")
-    return _verdict("no-blowup", S_BLOWUP, worst, "<= 2", 2, bool(slopes) and worst <= 2, "; ".join(parts) + f"; exponent in d per k: {[round(s, 2) for s in slopes]}")
+    return v.judged(bool(slopes) and worst <= 2, worst, "<= 2", 2, "; ".join(parts) + f"; exponent in d per k: {[round(s, 2) for s in slopes]}")
 
 
 S_CONVERGES = "The mean-field reference converges: L_MF decreases monotonically (violations <= 1e-9) and L_MF(T) <= 0.1 and <= L_MF(0)/5."
 
 
-def judge_converges(res) -> Verdict:
+@claims.add("mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics")
+def judge_converges(res, v) -> Verdict:
     loss = res.table("loss")
     worst_violation, parts, ok = 0.0, [], True
     for (d, k), grp in loss.groupby(["d", "k"]):
@@ -342,13 +346,14 @@ def judge_converges(res) -> Verdict:
         end, start = values[-1], values[0]
         ok &= violation <= 1e-9 and end <= 0.1 and end <= start / 5
         parts.append(f"d={d}, k={k}: L_MF {start:.3f} -> {end:.4f}, largest increase {violation:.1e}")
-    return _verdict("mf-converges", S_CONVERGES, worst_violation, "<= 1e-9", 1e-9, ok, "; ".join(parts))
+    return v.judged(ok, worst_violation, "<= 1e-9", 1e-9, "; ".join(parts))
 
 
 S_POLY = "Width needed to keep sup_t gap <= 1e-3 until T(d) grows polynomially in d (fitted exponent <= 3), and T(d) grows like d^{(k-2)/2} (exponent within [-0.3, +0.5] of it)."
 
 
-def judge_poly(res) -> Verdict:
+@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)")
+def judge_poly(res, v) -> Verdict:
     g, loss = res.table("gaps"), res.table("loss")
     dims = sorted(g["d"].unique())
     if len(dims) < 3:
@@ -366,14 +371,15 @@ def judge_poly(res) -> Verdict:
         target = (k - 2) / 2
         ok &= e_need <= 3 and target - 0.3 <= e_t <= target + 0.5
         parts.append(f"k={k}: width exponent {e_need:.2f} (need <= 3); T(d) exponent {e_t:.2f} (need in [{target - 0.3:.2f}, {target + 0.5:.2f}])")
-    return _verdict("poly-width-over-d", S_POLY, None, None, None, ok, "; ".join(parts))
+    return v.judged(ok, None, None, None, "; ".join(parts))
 
 
 S_SC = ("Self-concordance during the escape: over particles still on the equator band (|<w, w*>| < 0.5), at every checkpoint, the 95th percentile of "
         "|H(w)|_op/|v(w)| is <= 10·k and does not grow with d (fitted exponent <= 0.25). (Reconstructed: converged particles, v -> 0, are excluded.)")
 
 
-def judge_sc(res) -> Verdict:
+@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)")
+def judge_sc(res, v) -> Verdict:
     sc = res.table("self_concordance")
     dims = sorted(sc["d"].unique())
     valid = sc[sc["ratio_p95_escaping"].notna()]
@@ -394,14 +400,15 @@ def judge_sc(res) -> Verdict:
         ok &= bool((per_d <= 10 * k).all()) and slope <= 0.25
         parts.append(f"k={k}: " + ", ".join(f"d={d}: {v:.2f}" for d, v in per_d.items()) + f"; exponent {slope:.2f} (need <= 0.25; bound {10 * k})"
                      + ("; |s|·|H|/|v| (95th pct): " + ", ".join(f"d={d}: {v:.2f}" for d, v in scaled.items()) if scaled is not None else ""))
-    return _verdict("self-concordance", S_SC, None, None, None, ok, "; ".join(parts))
+    return v.judged(ok, None, None, None, "; ".join(parts))
 
 
 S_REDUCTION = ("The rotationally symmetric 1-D overlap dynamics reproduces the particle reference's loss at every checkpoint, within the sum of "
                "three estimated errors: the reference's finite width, its time step, and the reduction's discretisation (ours: the check the card asks for before using the reduction).")
 
 
-def judge_reduction(res) -> Verdict:
+@claims.add("reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics")
+def judge_reduction(res, v) -> Verdict:
     r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_n = 0)")
     # |L(rho) - L(rho')| <= |f_rho - f_rho'| (|f_rho - f*| + |f_rho' - f*|) / 2, and |f - f*| = sqrt(2 L).
     width_err = np.sqrt(r["ref_error"].clip(lower=0)) * (np.sqrt(2 * r["L_ref"]) + np.sqrt(2 * r["L_reduced"])) / 2
@@ -413,18 +420,7 @@ def judge_reduction(res) -> Verdict:
     worst = r.loc[(diff / budget).idxmax()]
     detail = (f"largest |L_reduced - L_ref| / budget = {float((diff / budget).max()):.2f} at t = {worst['t']:g} "
               f"({abs(worst['L_reduced'] - worst['L_ref']):.2e} vs width {width_err[worst.name]:.1e} + step {step_err[worst.name]:.1e} + discretisation {disc_err[worst.name]:.1e})")
-    return _verdict("reduced-dynamics", S_REDUCTION, excess, "<= 0", "error budget", excess <= 0, detail)
-
-
-CLAIMS = [
-    Claim("mean-field-width/init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)", judge_init),
-    Claim("mean-field-width/inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)", judge_inverse),
-    Claim("mean-field-width/no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width", judge_blowup),
-    Claim("mean-field-width/mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics", judge_converges),
-    Claim("mean-field-width/poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)", judge_poly),
-    Claim("mean-field-width/reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics", judge_reduction),
-    Claim("mean-field-width/self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)", judge_sc),
-]
+    return v.judged(excess <= 0, excess, "<= 0", "error budget", detail)
 
 
 @study(
@@ -434,7 +430,7 @@ CLAIMS = [
     config=MeanFieldWidthConfig,
     presets=PRESETS,
     family="mean field",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: MeanFieldWidthConfig, ctx: RunContext) -> None:
     names = ("loss", "gaps", "self_concordance", "escape", "escape_times", "overlaps", "reduction", "kernel_check")

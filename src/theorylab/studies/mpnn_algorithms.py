@@ -41,7 +41,7 @@ import torch
 from pydantic import Field
 
 from theorylab.core.errors import MissingExtra, Undecided
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.graphs import (
     WeightedGraph,
@@ -539,16 +539,17 @@ def _figure_wl(ctx: RunContext, cfg: MPNNAlgorithmsConfig) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("mpnn-algorithms")
+claims = Claims("mpnn-algorithms")
 
 S_REF = "The reference Bellman-Ford agrees with scipy.sparse.csgraph.shortest_path to 1e-9 on every test graph, and the knapsack DP with brute force on every instance of <= 12 items."
 
 
-def judge_reference(res) -> Verdict:
+@claims.add("reference-bf", S_REF, "oracles (ours)")
+def judge_reference(res, v) -> Verdict:
     t = res.table("references")
     worst = t.groupby("check")["error"].max()
     ok = bool((worst <= 1e-9).all())
-    return _verdict("reference-bf", S_REF, float(worst.max()), "<= 1e-9", 1e-9, ok, "; ".join(f"{k}: max error {v:.1e} over {int((t['check'] == k).sum())} cases" for k, v in worst.items()))
+    return v.judged(ok, float(worst.max()), "<= 1e-9", 1e-9, "; ".join(f"{k}: max error {v:.1e} over {int((t['check'] == k).sum())} cases" for k, v in worst.items()))
 
 
 def _bf_min(res, eta: float = 1e-3) -> pd.DataFrame:
@@ -560,7 +561,8 @@ S_SIZE = ("Trained on <= 10 graphs of <= 3 nodes with η = 1e-3, the min-aggrega
           "and flat: err(n_max) <= 2·err(16) + 1e-3 (thresholds ours; the paper states O(ε)).")
 
 
-def judge_size(res) -> Verdict:
+@claims.add("size-generalization", S_SIZE, REF + "; Nerem et al. arXiv 2503.19173 (extrapolation guarantee)")
+def judge_size(res, v) -> Verdict:
     t = _bf_min(res)
     if t.empty:
         raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 (eta={tuple(res.config.get('eta', ()))})")
@@ -575,13 +577,14 @@ def judge_size(res) -> Verdict:
     un = _bf_min(res, 0.0)
     if not un.empty:
         detail += "; η = 0 (reported): " + ", ".join(f"{n}: {v:.2e}" for n, v in un.groupby("n")["mean_rel_error"].max().items())
-    return _verdict("size-generalization", S_SIZE, worst, "<= 1e-2", 1e-2, ok, detail)
+    return v.judged(ok, worst, "<= 1e-2", 1e-2, detail)
 
 
 S_F = "With η = 1e-3 the learned message function is x + w: max over x in [0, 200], w in [1, 10] of |f_θ(x, w) − (x + w)|/(x + w) <= 1e-2 for every seed (training inputs stay at x <= ~20 besides the sentinel)."
 
 
-def judge_learned_f(res) -> Verdict:
+@claims.add("learned-function", S_F, REF + ", the aligned target x + w")
+def judge_learned_f(res, v) -> Verdict:
     t = res.table("learned_function")
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     reg = t[np.isclose(t["eta"], 1e-3)]
@@ -589,13 +592,14 @@ def judge_learned_f(res) -> Verdict:
         raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 (eta={tuple(res.config.get('eta', ()))})")
     worst = float(reg["max_rel_error"].max())
     detail = f"η = 1e-3: max {worst:.2e} (seeds: {', '.join(f'{v:.1e}' for v in reg['max_rel_error'])}); η = 0 (reported): {', '.join(f'{v:.1e}' for v in t[t['eta'] == 0]['max_rel_error'])}"
-    return _verdict("learned-function", S_F, worst, "<= 1e-2", 1e-2, worst <= 1e-2, detail)
+    return v.judged(worst <= 1e-2, worst, "<= 1e-2", 1e-2, detail)
 
 
 S_AGG = "Sum- and mean-aggregation MPNNs trained identically have mean relative error >= 0.2 at the largest test size, for every seed."
 
 
-def judge_aggregation(res) -> Verdict:
+@claims.add("aggregation-control", S_AGG, REF + ", algorithmic alignment of the aggregation")
+def judge_aggregation(res, v) -> Verdict:
     t = res.table("size_generalization")
     t = t[t["aggr"].isin(["sum", "mean"])]
     if t.empty:
@@ -603,13 +607,14 @@ def judge_aggregation(res) -> Verdict:
     top = t[t["n"] == t["n"].max()]
     low = float(top["mean_rel_error"].min())
     detail = ", ".join(f"{a}: min {g['mean_rel_error'].min():.3g}" for a, g in top.groupby("aggr")) + f" at n = {int(top['n'].max())}"
-    return _verdict("aggregation-control", S_AGG, low, ">= 0.2", 0.2, low >= 0.2, detail)
+    return v.judged(low >= 0.2, low, ">= 0.2", 0.2, detail)
 
 
 S_L1 = "The regulariser is active: ‖θ‖₁ at η = 1e-3 is <= 0.5 x ‖θ‖₁ at η = 0 for every seed (same initialisation, end of training)."
 
 
-def judge_l1(res) -> Verdict:
+@claims.add("regulariser-active", S_L1, REF + ", the sparsity regulariser")
+def judge_l1(res, v) -> Verdict:
     t = res.table("learned_function")
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     a, b = t[np.isclose(t["eta"], 1e-3)], t[t["eta"] == 0]
@@ -618,14 +623,15 @@ def judge_l1(res) -> Verdict:
     pairs = a.merge(b, on=["seed", "loss"], suffixes=("_reg", "_free"))
     ratio = pairs["l1_reg"] / pairs["l1_free"]
     detail = ", ".join(f"seed {r.seed}: {r.l1_reg:.0f} / {r.l1_free:.0f}" for r in pairs.itertuples())
-    return _verdict("regulariser-active", S_L1, float(ratio.max()), "<= 0.5", 0.5, bool((ratio <= 0.5).all()), detail)
+    return v.judged(bool((ratio <= 0.5).all()), float(ratio.max()), "<= 0.5", 0.5, detail)
 
 
 S_WL = ("C6 and two disjoint triangles are 1-WL-indistinguishable: for every random-init node MPNN (min, max, sum, mean) the sorted node embeddings and the summed readouts "
         "agree to 1e-6 after K = 6 rounds, although msf_weight gives 5 vs 4; node-id features (a leak) break the tie (gap >= 1e-3), and the pair-based variant separates the graphs in every model.")
 
 
-def judge_wl(res) -> Verdict:
+@claims.add("wl-impossibility", S_WL, REF + ", tasks standard MPNNs cannot do; 1-WL")
+def judge_wl(res, v) -> Verdict:
     t = res.table("wl_pair")
     node = t[t["variant"] == "node MPNN"]
     leak = t[t["variant"].str.contains("leak")]
@@ -635,14 +641,15 @@ def judge_wl(res) -> Verdict:
           and float(leak["embedding_gap"].min()) >= 1e-3 and float(pair["embedding_gap"].min()) >= 1e-3)
     detail = (f"node MPNN max gap {same:.1e} over {len(node)} models; 1-WL colours equal: {bool(t['wl_colours_equal'].iloc[0])}; MSF {t['msf_c6'].iloc[0]:g} vs {t['msf_two_c3'].iloc[0]:g}; "
               f"leak control min gap {leak['embedding_gap'].min():.3g}; pair MPNN min gap {pair['embedding_gap'].min():.3g}")
-    return _verdict("wl-impossibility", S_WL, same, "<= 1e-6", 1e-6, ok, detail)
+    return v.judged(ok, same, "<= 1e-6", 1e-6, detail)
 
 
 S_KNAP = ("The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reaches mean relative error <= 1e-2 on the optimum at 50 items / capacity 100, for every seed "
           "(each seed keeps the best of its restarts on held-out instances of the training sizes; the test sizes play no part in the choice).")
 
 
-def judge_knapsack(res) -> Verdict:
+@claims.add("knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)")
+def judge_knapsack(res, v) -> Verdict:
     t = res.table("knapsack")
     top = t[t["items"] == t["items"].max()]
     if int(top["items"].max()) < 50:
@@ -653,7 +660,7 @@ def judge_knapsack(res) -> Verdict:
         sel = res.tables["knapsack_selection"]
         detail += "; kept the restart with the lowest held-out <= 4-item error per seed (" + ", ".join(
             f"seed {s}: {g['val_rel_error'].min():.1e} of {', '.join(f'{v:.1e}' for v in g['val_rel_error'])}" for s, g in sel.groupby("seed")) + ")"
-    return _verdict("knapsack-extrapolation", S_KNAP, float(per.max()), "<= 1e-2", 1e-2, bool(per.max() <= 1e-2), detail)
+    return v.judged(bool(per.max() <= 1e-2), float(per.max()), "<= 1e-2", 1e-2, detail)
 
 
 S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN trained on tiny one- and two-edge paths with bottleneck targets (f* = max(x, w); per seed the best "
@@ -661,7 +668,8 @@ S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN 
          "spanning-forest weight within 1e-2 of networkx's, for every seed and test size.")
 
 
-def judge_mst(res) -> Verdict:
+@claims.add("mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)")
+def judge_mst(res, v) -> Verdict:
     t = res.table("mst", unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: --preset mst-cpu measures them "
                                 "at reduced size in ~75 s on 2 cores, the paper preset judges them)")
     f1 = t.groupby(["seed", "n"])["f1"].mean()
@@ -686,19 +694,7 @@ def judge_mst(res) -> Verdict:
                         f"{'passes' if ok else f'fails F1 >= 0.99 / weight error <= 1e-2 in seeds {bad}'}); judged at paper size (n up to {judged_n}, restart selection). "
                         "Why it is fragile: above the kink max(x, w) is the identity in x, so the n-round min-fixpoint lowers a bottleneck by up to n times "
                         f"f_θ's deficit there, and the fits{fits} can leave more than the readout's 1e-3 slack")
-    return _verdict("mst-minimax", S_MST, float(f1.min()), ">= 0.99", 0.99, ok, detail)
-
-
-CLAIMS = [
-    Claim("mpnn-algorithms/reference-bf", S_REF, "oracles (ours)", judge_reference),
-    Claim("mpnn-algorithms/size-generalization", S_SIZE, REF + "; Nerem et al. arXiv 2503.19173 (extrapolation guarantee)", judge_size),
-    Claim("mpnn-algorithms/learned-function", S_F, REF + ", the aligned target x + w", judge_learned_f),
-    Claim("mpnn-algorithms/aggregation-control", S_AGG, REF + ", algorithmic alignment of the aggregation", judge_aggregation),
-    Claim("mpnn-algorithms/regulariser-active", S_L1, REF + ", the sparsity regulariser", judge_l1),
-    Claim("mpnn-algorithms/wl-impossibility", S_WL, REF + ", tasks standard MPNNs cannot do; 1-WL", judge_wl),
-    Claim("mpnn-algorithms/knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)", judge_knapsack),
-    Claim("mpnn-algorithms/mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)", judge_mst),
-]
+    return v.judged(ok, float(f1.min()), ">= 0.99", 0.99, detail)
 
 
 @study(
@@ -708,7 +704,7 @@ CLAIMS = [
     config=MPNNAlgorithmsConfig,
     presets=PRESETS,
     family="graphs",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> None:
     try:

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from pydantic import Field
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure
 from theorylab.data.index_models import IndexModel, get_link
@@ -360,7 +360,7 @@ def _crossings(grp: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
 # --------------------------------------------------------------------------------------------
 
 
-_verdict = Verdict.maker("multi-index-estimators")
+claims = Claims("multi-index-estimators")
 
 
 # (link, estimator, direction) -> (bound kind, threshold): the card's 14 cells at alpha = 50.
@@ -381,7 +381,8 @@ def _cell_means(battery: pd.DataFrame, alpha: float) -> pd.Series:
     return battery[battery["alpha"] == alpha].groupby(["link", "estimator", "direction"])["capture"].mean()
 
 
-def judge_battery(res) -> Verdict:
+@claims.add("battery", S_BATTERY, REF + ", Sec. 3 (first- and second-order methods)")
+def judge_battery(res, v) -> Verdict:
     battery = res.table("battery")
     alpha = max(res.config["alphas"])
     means = _cell_means(battery, alpha)
@@ -393,16 +394,17 @@ def judge_battery(res) -> Verdict:
             bad.append(f"{link}/{est}/u{i} = {value:.3f} (need {kind} {thr})")
     if res.config["d"] != 100 or alpha != 50:
         detail = f"thresholds are the card's for d = 100, n/d = 50; this run has d = {res.config['d']}, n/d = {alpha:g}"
-        return _verdict("battery", S_BATTERY, len(bad), 0, 0, None, detail)
+        return v.undecided(detail, len(bad), 0, 0)
     detail = f"{len(BATTERY_THRESHOLDS) - len(bad)}/{len(BATTERY_THRESHOLDS)} cells as predicted (means over {res.config['battery_seeds']} seeds)" + ("; failing: " + "; ".join(bad) if bad else "")
-    return _verdict("battery", S_BATTERY, len(bad), 0, 0, not bad, detail)
+    return v.judged(not bad, len(bad), 0, 0, detail)
 
 
 S_FAILURES = ("Population zeros stay zeros: in every predicted-zero cell the seed-mean capture gains at most 0.15 from the smaller n/d to the larger (card), "
               "and pHd on D, whose anisotropic noise gives it a capture floor far above chance, stays below that floor's n -> infinity value at this d (Gaussian-limit theory).")
 
 
-def judge_failures(res) -> Verdict:
+@claims.add("failures-do-not-improve", S_FAILURES, REF + ", population zeros")
+def judge_failures(res, v) -> Verdict:
     battery = res.table("battery")
     lo, hi = min(res.config["alphas"]), max(res.config["alphas"])
     zero = battery[~battery["predicted"].astype(bool)]
@@ -421,7 +423,7 @@ def judge_failures(res) -> Verdict:
               f"{floor['floor']:.3f} ± {floor['se']:.3f} (n -> infinity at d = {int(floor['d'])}; need below). pHd on D drifts up towards that floor "
               "(+0.09 per seed from 20 to 50 over 200 seeds at d = 100; the u1 row of its noise has variance "
               f"{floor['u1k']:.0f} against {floor['kl']:.0f} in the bulk), which is why the card's slack is judged on many seeds")
-    return _verdict("failures-do-not-improve", S_FAILURES, worst, "<= 0.15", 0.15, ok, detail)
+    return v.judged(ok, worst, "<= 0.15", 0.15, detail)
 
 
 S_COLLAPSE = ("Sample complexity n ∝ d when the generative exponent is <= 2: for pHd on B (label clipped at 3, the bounded preprocessing the proportional-limit "
@@ -432,7 +434,8 @@ S_COLLAPSE = ("Sample complexity n ∝ d when the generative exponent is <= 2: f
 JUDGED_COLLAPSE = (("he2", "pHd-clip"), ("he3", "SIR"))
 
 
-def judge_collapse(res) -> Verdict:
+@claims.add("proportional-collapse", S_COLLAPSE, REF + ", sample complexity n ∝ d")
+def judge_collapse(res, v) -> Verdict:
     col = res.table("collapse")
     missing = {5.0, 10.0, 20.0} - set(col["alpha"])
     if missing:
@@ -452,13 +455,14 @@ def judge_collapse(res) -> Verdict:
         r5 = means[("he2", "pHd", 5.0)]
         raw = "; reported, raw pHd on B at n/d = 5: " + ", ".join(f"d={d}: {v:.3f}" for d, v in r5.items())
     detail = f"largest spread across d: {spread:.3f} ({where}; need <= 0.12); lowest capture at n/d = 20: {floor:.3f} ({fwhere}; need >= 0.75){raw}"
-    return _verdict("proportional-collapse", S_COLLAPSE, spread, "<= 0.12", 0.12, ok, detail)
+    return v.judged(ok, spread, "<= 0.12", 0.12, detail)
 
 
 S_POPULATION = "Monte Carlo population matrices (n = 1e6, d = 5) match Stein's predictions: pHd equals E[hess g] entry by entry, and SIR/SAVE are zero exactly in the directions the table says they miss (within 4 standard errors)."
 
 
-def judge_population(res) -> Verdict:
+@claims.add("population-matrices", S_POPULATION, REF + ", Stein's identity")
+def judge_population(res, v) -> Verdict:
     pop = res.table("population")
     bad = []
     phd = pop[pop["method"] == "pHd"]
@@ -474,17 +478,18 @@ def judge_population(res) -> Verdict:
         if not r.predicted_nonzero and abs(z) > 4:
             bad.append(f"{r.method} {r.link} {r.entry}: {r.measured:.2e} is not within 4 SE ({r.se:.1e}) of 0")
     detail = f"pHd: largest |measured - E[hess g]| / SE = {z_phd:.2f}; {len(sliced)} SIR/SAVE diagonal checks" + ("; failing: " + "; ".join(bad[:6]) if bad else "; all as predicted")
-    return _verdict("population-matrices", S_POPULATION, len(bad), 0, "4 SE", not bad, detail)
+    return v.judged(not bad, len(bad), 0, "4 SE", detail)
 
 
 S_STATSMODELS = "Our SIR and SAVE span the same subspaces as statsmodels' SlicedInverseReg and SAVE with the same slicing (link A, d = 20, n = 2000): largest principal angle <= 1e-6 rad."
 
 
-def judge_statsmodels(res) -> Verdict:
+@claims.add("statsmodels-agreement", S_STATSMODELS, "statsmodels.regression.dimred (reference implementation)")
+def judge_statsmodels(res, v) -> Verdict:
     t = res.table("statsmodels", unless='statsmodels is not installed here (pip install "theorylab[stats]")')
     worst = float(t["max_angle"].max())
     detail = ", ".join(f"{r.method}: {r.max_angle:.1e} rad" for r in t.itertuples()) + " (need <= 1e-6)"
-    return _verdict("statsmodels-agreement", S_STATSMODELS, worst, 0.0, 1e-6, worst <= 1e-6, detail)
+    return v.judged(worst <= 1e-6, worst, 0.0, 1e-6, detail)
 
 
 S_GAP = "Label transformations change the exponent: on D = He3(z1) ADE and pHd stay <= 0.5 up to n/d = 100, SIR crosses 0.5 at n ∝ d (fitted exponent <= 1.25), while the naive order-3 tensor method needs n ∝ d^{1.5-2} (exponent >= 1.4)."
@@ -497,7 +502,8 @@ def _exponent(crossings: dict[int, float]) -> float | None:
     return float(np.polyfit(np.log(ds), np.log(ns), 1)[0])
 
 
-def judge_gap(res) -> Verdict:
+@claims.add("information-gap", S_GAP, REF + ", label transformations and the generative exponent")
+def judge_gap(res, v) -> Verdict:
     gap = res.table("gap", unless="needs paper preset (this config skips the information-gap sweep on D: gap_dims/gap_alphas empty)")
     blind = gap[gap["estimator"].isin(["ADE", "pHd"])].groupby(["estimator", "d", "alpha"])["capture"].mean()
     worst_blind = float(blind.max())
@@ -507,14 +513,15 @@ def judge_gap(res) -> Verdict:
         raise Undecided(f"needs crossings of 0.5 at >= 2 dimensions for SIR and the tensor method (exponents: {e_sir}, {e_tensor})")
     ok = worst_blind <= 0.5 and e_sir <= 1.25 and e_tensor >= 1.4
     detail = f"ADE/pHd max seed-mean capture {worst_blind:.3f} (need <= 0.5); SIR exponent {e_sir:.2f} (need <= 1.25); order-3 V-stat exponent {e_tensor:.2f} (need >= 1.4)"
-    return _verdict("information-gap", S_GAP, e_tensor, ">= 1.4", 1.4, ok, detail)
+    return v.judged(ok, e_tensor, ">= 1.4", 1.4, detail)
 
 
 S_NN = ("A two-layer ReLU net (width 64) trained by online SGD on B = He2(z1) at d = 100 recovers u1 in its first-layer top singular vector "
         "(capture >= 0.8, from about 1/d at initialisation) by n/d = 200 (threshold ours).")
 
 
-def judge_nn(res) -> Verdict:
+@claims.add("nn-gd-row", S_NN, REF + ", neural networks trained by gradient descent")
+def judge_nn(res, v) -> Verdict:
     t = res.table("nn_row", unless="this config does not train the two-layer net (nn_alphas empty)")
     init = t[t["alpha"] == 0]
     trained = t[(t["alpha"] > 0) & (t["alpha"] <= 200)]
@@ -526,18 +533,7 @@ def judge_nn(res) -> Verdict:
     ok = best >= 0.8 and not start >= 0.5
     detail = (f"at initialisation {start:.3f}; " + ", ".join(f"n/d={r.alpha:g}: {r.capture:.3f}" for r in trained.itertuples())
               + f" (need >= 0.8 by n/d = 200, from < 0.5 at initialisation; d = {res.config['d']}, width {res.config['nn_width']})")
-    return _verdict("nn-gd-row", S_NN, best, ">= 0.8", 0.8, ok, detail)
-
-
-CLAIMS = [
-    Claim("multi-index-estimators/battery", S_BATTERY, REF + ", Sec. 3 (first- and second-order methods)", judge_battery),
-    Claim("multi-index-estimators/failures-do-not-improve", S_FAILURES, REF + ", population zeros", judge_failures),
-    Claim("multi-index-estimators/proportional-collapse", S_COLLAPSE, REF + ", sample complexity n ∝ d", judge_collapse),
-    Claim("multi-index-estimators/population-matrices", S_POPULATION, REF + ", Stein's identity", judge_population),
-    Claim("multi-index-estimators/statsmodels-agreement", S_STATSMODELS, "statsmodels.regression.dimred (reference implementation)", judge_statsmodels),
-    Claim("multi-index-estimators/information-gap", S_GAP, REF + ", label transformations and the generative exponent", judge_gap),
-    Claim("multi-index-estimators/nn-gd-row", S_NN, REF + ", neural networks trained by gradient descent", judge_nn),
-]
+    return v.judged(ok, best, ">= 0.8", 0.8, detail)
 
 
 @study(
@@ -547,7 +543,7 @@ CLAIMS = [
     config=MultiIndexEstimatorsConfig,
     presets=PRESETS,
     family="index models",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: MultiIndexEstimatorsConfig, ctx: RunContext) -> None:
     battery = _battery(cfg, ctx)

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field, model_validator
 
-from theorylab.core import Claim, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus, random_windows
@@ -326,13 +326,14 @@ def _figure_ranks(ctx: RunContext, t: pd.DataFrame) -> None:
 # Claims
 # --------------------------------------------------------------------------------------------
 
-_verdict = Verdict.maker("query-key-asymmetry")
+claims = Claims("query-key-asymmetry")
 
 S_BIAS = ("Identity check (derived from softmax over keys; a code check, not evidence for the paper): without rotary positions a random key bias of norm 10 changes the output logits by <= 1e-5 relative (float32) / 1e-12 (float64) and gets gradient "
           "<= 1e-10 x the query bias's (float64); the controls (RoPE, or the bias on the query side) change the logits by >= 1e-3.")
 
 
-def judge_bias(res) -> Verdict:
+@claims.add("key-bias-invisible", S_BIAS, REF + ": softmax over keys ignores row constants (derived)")
+def judge_bias(res, v) -> Verdict:
     b = res.table("bias_invariance")
     g = res.table("gradient_sums")
     inv = b[(b["side"] == "key") & (b["pos"] != "rope")]
@@ -347,7 +348,7 @@ def judge_bias(res) -> Verdict:
     ok = worst <= 1 and grad_ratio <= 1e-10 and ctrl >= 1e-3
     detail = (f"key bias, no RoPE: max change {inv[inv['dtype'] == 'float32']['rel_change'].max():.1e} (float32), {inv[inv['dtype'] == 'float64']['rel_change'].max():.1e} (float64); "
               f"|∂L/∂b_K| / |∂L/∂b_Q| max {grad_ratio:.1e}; controls min change {ctrl:.2e} ({len(controls)} cases)")
-    return _verdict("key-bias-invisible", S_BIAS, float(inv["rel_change"].max()), "<= 1e-5 (f32) / 1e-12 (f64)", None, ok, detail)
+    return v.judged(ok, float(inv["rel_change"].max()), "<= 1e-5 (f32) / 1e-12 (f64)", None, detail)
 
 
 S_GRAD = ("Identity check (softmax over keys has zero-sum score gradients; a code check, not evidence for the paper): per head and sequence, "
@@ -355,7 +356,8 @@ S_GRAD = ("Identity check (softmax over keys has zero-sum score gradients; a cod
           "and the dS row sums within 2Tε of Σ_j|dS_ij| (ε of the dtype, float32 and float64), while for queries the ratio is >= 1e-3 on >= 95% of heads.")
 
 
-def judge_gradients(res) -> Verdict:
+@claims.add("key-gradients-centred", S_GRAD, REF + ": dS has zero row sums (derived)")
+def judge_gradients(res, v) -> Verdict:
     g = res.table("gradient_sums")
     worst = float((g["key_ratio"] / g["key_tolerance"]).max())
     q_share = float((g["query_ratio"] >= 1e-3).mean())
@@ -364,37 +366,38 @@ def judge_gradients(res) -> Verdict:
     detail = (f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32), {g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64) over {len(g)} head-sequences "
               f"(every position encoding), worst ratio/tolerance {worst:.2g} (κ up to {(g['key_tolerance'] / g['row_sum_tolerance']).max():.3g}); "
               f"queries >= 1e-3 on {100 * q_share:.1f}% (median {g['query_ratio'].median():.2f}); dS row sums / tolerance {rows:.2g}")
-    return _verdict("key-gradients-centred", S_GRAD, worst, "ratio/(2Tε·κ) <= 1", 1.0, ok, detail)
+    return v.judged(ok, worst, "ratio/(2Tε·κ) <= 1", 1.0, detail)
 
 
 S_CAUSAL = ("Identity check (the causal mask; a code check, not evidence for the paper): in a causal model, ∂L/∂k_j from the losses at positions < j is 0 (<= 1e-12 relative, float64), and from the losses at positions >= j it equals the full gradient to 1e-12.")
 
 
-def judge_causal(res) -> Verdict:
+@claims.add("causal-key-support", S_CAUSAL, REF + ": the causal mask (derived)")
+def judge_causal(res, v) -> Verdict:
     t = res.table("causal_support")
     worst = float(max(t["before_norm"].max(), t["after_gap"].max()))
-    return _verdict("causal-key-support", S_CAUSAL, worst, "<= 1e-12", 1e-12, worst <= 1e-12,
-                    f"{len(t)} (position encoding, j, layer) cases: before-j share {t['before_norm'].max():.1e}, after-j gap {t['after_gap'].max():.1e}")
+    return v.judged(worst <= 1e-12, worst, "<= 1e-12", 1e-12, f"{len(t)} (position encoding, j, layer) cases: before-j share {t['before_norm'].max():.1e}, after-j gap {t['after_gap'].max():.1e}")
 
 
 S_GAUGE = ("Identity check (scores depend on W_Q, W_K only through M; a code check, not evidence for the paper): a random per-head gauge (W_Q, W_K) -> (G W_Q, G⁻ᵀ W_K) with condition number 10 leaves the output logits unchanged to 1e-5 relative (float32) while the stable rank "
            "of W_Q or W_K moves by >= 10% on >= 90% of heads; the balanced-gauge ranks stay within 1e-6.")
 
 
-def judge_gauge(res) -> Verdict:
+@claims.add("gauge-freedom", S_GAUGE, REF + ": scores depend on W_Q, W_K only through M (derived)")
+def judge_gauge(res, v) -> Verdict:
     t = res.table("gauge")
     change = float(t["logit_change"].max())
     moved = float(((t["q_rank_change"] >= 0.1) | (t["k_rank_change"] >= 0.1)).mean())
     balanced = float(t["balanced_rank_change"].max())
     ok = change <= 1e-5 and moved >= 0.9 and balanced <= 1e-6
-    return _verdict("gauge-freedom", S_GAUGE, change, "<= 1e-5", 1e-5, ok,
-                    f"logit change {change:.1e}; raw ranks moved >= 10% on {100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}")
+    return v.judged(ok, change, "<= 1e-5", 1e-5, f"logit change {change:.1e}; raw ranks moved >= 10% on {100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}")
 
 
 S_TRUNC = "On a self-trained decoder (>= 5000 steps), at r = d_h/4 over all heads at once: ΔLoss(truncate W_K) <= 0.5 x ΔLoss(truncate W_Q) (the anchor: keys are far more compressible)."
 
 
-def judge_truncation(res) -> Verdict:
+@claims.add("keys-more-compressible", S_TRUNC, "arXiv 2603.04427 (anchor); threshold ours")
+def judge_truncation(res, v) -> Verdict:
     t = res.table("truncation")
     at = t[np.isclose(t["fraction"], 0.25)].set_index("which")["delta_loss"]
     if at.empty:
@@ -402,33 +405,24 @@ def judge_truncation(res) -> Verdict:
     ratio = float(at["k"] / at["q"]) if at["q"] > 0 else math.inf
     detail = f"r = d_h/4: ΔLoss W_K {at['k']:.3f}, W_Q {at['q']:.3f}, M {at['qk']:.3f} nats; ratio {ratio:.2f}"
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
-        return _verdict("keys-more-compressible", S_TRUNC, None, None, None, None, f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: {detail}")
-    return _verdict("keys-more-compressible", S_TRUNC, ratio, "<= 0.5", 0.5, ratio <= 0.5, detail)
+        return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: {detail}")
+    return v.judged(ratio <= 0.5, ratio, "<= 0.5", 0.5, detail)
 
 
 S_THIN = "A decoder with d_select = d_h/4 (75% fewer query/key parameters) reaches held-out perplexity <= 1.10 x the full model's at equal steps (the anchor: +4.3% on WikiText)."
 
 
-def judge_thin(res) -> Verdict:
+@claims.add("thin-keys", S_THIN, "arXiv 2603.04427 (anchor); threshold ours")
+def judge_thin(res, v) -> Verdict:
     t = res.table("decoders").set_index("variant")
     if "thin keys" not in t.index:
-        return _verdict("thin-keys", S_THIN, None, None, None, None, "needs paper preset (or --set thin_keys=true)")
+        return v.undecided("needs paper preset (or --set thin_keys=true)")
     ratio = float(t.loc["thin keys", "perplexity"] / t.loc["full", "perplexity"])
     detail = (f"perplexity thin {t.loc['thin keys', 'perplexity']:.3f} (QK params {int(t.loc['thin keys', 'qk_params'])}) vs full {t.loc['full', 'perplexity']:.3f} "
               f"({int(t.loc['full', 'qk_params'])}): ratio {ratio:.3f}")
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
-        return _verdict("thin-keys", S_THIN, None, None, None, None, f"needs paper preset ({res.config['lm_steps']} steps); reported: {detail}")
-    return _verdict("thin-keys", S_THIN, ratio, "<= 1.10", 1.10, ratio <= 1.10, detail)
-
-
-CLAIMS = [
-    Claim("query-key-asymmetry/key-bias-invisible", S_BIAS, REF + ": softmax over keys ignores row constants (derived)", judge_bias),
-    Claim("query-key-asymmetry/key-gradients-centred", S_GRAD, REF + ": dS has zero row sums (derived)", judge_gradients),
-    Claim("query-key-asymmetry/causal-key-support", S_CAUSAL, REF + ": the causal mask (derived)", judge_causal),
-    Claim("query-key-asymmetry/gauge-freedom", S_GAUGE, REF + ": scores depend on W_Q, W_K only through M (derived)", judge_gauge),
-    Claim("query-key-asymmetry/keys-more-compressible", S_TRUNC, "arXiv 2603.04427 (anchor); threshold ours", judge_truncation),
-    Claim("query-key-asymmetry/thin-keys", S_THIN, "arXiv 2603.04427 (anchor); threshold ours", judge_thin),
-]
+        return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps); reported: {detail}")
+    return v.judged(ratio <= 1.10, ratio, "<= 1.10", 1.10, detail)
 
 
 @study(
@@ -438,7 +432,7 @@ CLAIMS = [
     config=QueryKeyAsymmetryConfig,
     presets=PRESETS,
     family="attention",
-    claims=CLAIMS,
+    claims=claims,
 )
 def run(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> None:
     bias, grads = _identities(cfg, ctx)

@@ -24,7 +24,7 @@ import torch
 from pydantic import Field, model_validator
 from scipy.optimize import brentq
 
-from theorylab.core import Claim, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points, theory_line
 from theorylab.data.digits import ImageSet, digits, disjoint_splits, stratify_by_pc
@@ -430,13 +430,14 @@ def _figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, sha
 REF = "arXiv 2602.02908"
 
 
-_verdict = Verdict.maker(None)
+claims = Claims("rmt-diffusion")
 
 
 S_KAPPA = "Finite data renormalises the noise level: kappa(sigma^2) >= sigma^2, kappa/sigma^2 falls with sigma^2 and grows with gamma = d/n, with the limits 1/(1-gamma) (gamma<1) and kappa0 (gamma>1)."
 
 
-def judge_kappa(res) -> Verdict:
+@claims.add("kappa-fixed-point", S_KAPPA, REF + ", fixed-point equation for kappa")
+def judge_kappa(res, v) -> Verdict:
     k = res.table("kappa")
     above = bool((k["kappa"] >= k["sigma2"] * (1 - 1e-12)).all())
     falls = all(np.all(np.diff(g.sort_values("sigma2")["ratio"].to_numpy()) <= 1e-12 * g["ratio"].max()) for _, g in k.groupby("n"))
@@ -448,13 +449,14 @@ def judge_kappa(res) -> Verdict:
     detail = (f"kappa>=sigma2: {above}; ratio falls in sigma2: {falls}; grows in gamma: {grows}; "
               f"gamma=1/2, sigma2={res.scalar('tiny_sigma2'):.3g}: kappa/sigma2={ratio:.6f} vs 1/(1-gamma)={asym:g}; "
               f"gamma=2: kappa(1e-10)={k_tiny:.6g} vs kappa0={k0:.6g} (brentq on df1=n), rel. err {rel0:.1e} (tol 1e-3)")
-    return _verdict("rmt-diffusion/kappa-fixed-point", S_KAPPA, abs(ratio - asym), 0.0, 1e-3, ok, detail)
+    return v.judged(ok, abs(ratio - asym), 0.0, 1e-3, detail)
 
 
 S_MEAN = "The mean linear denoiser over data sets equals the population denoiser with sigma^2 replaced by kappa(sigma^2); the naive lambda/(lambda+sigma^2) over-estimates low-variance modes."
 
 
-def judge_mean(res) -> Verdict:
+@claims.add("mean-equivalent", S_MEAN, REF + ", deterministic equivalent of the linear denoiser")
+def judge_mean(res, v) -> Verdict:
     t = res.table("mean_equiv").assign(err=lambda f: (f["sim_mean"] - f["rmt"]).abs())
     worst = float(t["err"].max())
     noise = 4 * float(t["sim_se"].max())
@@ -468,13 +470,14 @@ def judge_mean(res) -> Verdict:
               f"20 smallest modes at n={int(n0)}, sigma2={s0:g}: naive error {naive_err:.4f} = {factor:.1f} x RMT error {rmt_err:.4f} (need >= 5)")
     if noise > 0.01:
         raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 tolerance; {detail}")
-    return _verdict("rmt-diffusion/mean-equivalent", S_MEAN, worst, 0.0, 0.01, worst <= 0.01 and factor >= 5, detail)
+    return v.judged(worst <= 0.01 and factor >= 5, worst, 0.0, 0.01, detail)
 
 
 S_SQRT = "E[Sigma_hat^(1/2)] equals (2/pi) int Sigma (Sigma + kappa(u^2))^-1 du, computed by Gauss-Legendre quadrature in u = tan(theta)."
 
 
-def judge_sqrt(res) -> Verdict:
+@claims.add("sqrt-equivalent", S_SQRT, REF + ", fractional matrix powers")
+def judge_sqrt(res, v) -> Verdict:
     t = res.table("sqrt_equiv")
     worst = float((t["sim_mean"] - t["quad"]).abs().max())
     nodes = float((t["quad"] - t["quad_2x"]).abs().max())
@@ -482,13 +485,14 @@ def judge_sqrt(res) -> Verdict:
     detail = f"max |sim - quadrature| = {worst:.4f} (tol 0.01; Monte Carlo 4 SE = {noise:.4f}); doubling the nodes moves it by {nodes:.1e} (tol 1e-6)"
     if noise > 0.01:
         raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 tolerance; {detail}")
-    return _verdict("rmt-diffusion/sqrt-equivalent", S_SQRT, worst, 0.0, 0.01, worst <= 0.01 and nodes <= 1e-6, detail)
+    return v.judged(worst <= 0.01 and nodes <= 1e-6, worst, 0.0, 0.01, detail)
 
 
 S_VAR = "Across data sets, Var[v^T D(x)] = kappa^2/(n - df2) x anisotropy(v) x inhomogeneity(x): an overall scaling times factors of the readout and of the input."
 
 
-def judge_variance(res) -> Verdict:
+@claims.add("variance-factorization", S_VAR, REF + ", variance: scaling x anisotropy x inhomogeneity")
+def judge_variance(res, v) -> Verdict:
     t = res.table("variance")
     dev = float((t["ratio"] - 1).abs().max())
     se = float(t["ratio_se"].max())
@@ -502,13 +506,14 @@ def judge_variance(res) -> Verdict:
               f"Monte Carlo SE of a ratio {se:.3f}); RMS residual of log Var = a(v) + b(x): {worst_resid:.3f} (need <= 0.1)")
     if 3.5 * se > 0.15:
         raise Undecided(f"needs more draws (var_draws = {res.config['var_draws']}; >= 1500 brings 3.5 SE under 0.15): {detail}")
-    return _verdict("rmt-diffusion/variance-factorization", S_VAR, dev, 0.0, 0.15, dev <= 0.15 and worst_resid <= 0.1, detail)
+    return v.judged(dev <= 0.15 and worst_resid <= 0.1, dev, 0.0, 0.15, detail)
 
 
 S_MAP = "The PF-ODE sampling map of the linear model has deterministic equivalents for its mean and its variance over data sets (ours: the resolvent integral and its two-level covariance)."
 
 
-def judge_sampling_map(res) -> Verdict:
+@claims.add("sampling-map-equivalent", S_MAP, REF + ", PF-ODE sampling map (our extension)")
+def judge_sampling_map(res, v) -> Verdict:
     means = res.table("sampling_map_mean")
     rel = ((means["sim_mean"] - means["equiv"]).abs() / means["equiv"]).max()
     rel_se = (means["sim_se"] / means["equiv"]).max()
@@ -523,13 +528,14 @@ def judge_sampling_map(res) -> Verdict:
               f"simulated/theory variance of F u in [{t['var_ratio'].min():.3f}, {t['var_ratio'].max():.3f}] (need within 1 +- 0.15; largest SE {se:.3f})")
     if 3.5 * se > 0.15 or 4 * rel_se > 0.03:
         raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the tolerances; {detail}")
-    return _verdict("rmt-diffusion/sampling-map-equivalent", S_MAP, dev, 0.0, 0.15, rel <= 0.03 and dev <= 0.15 and nodes <= 1e-6, detail)
+    return v.judged(rel <= 0.03 and dev <= 0.15 and nodes <= 1e-6, dev, 0.0, 0.15, detail)
 
 
 S_DIGITS = "Linear diffusion maps fitted on disjoint splits turn the same seed into nearly the same image: cross-split MSE is well below the distance to the nearest training image and falls with n."
 
 
-def judge_digits(res) -> Verdict:
+@claims.add("digits-linear-consistency", S_DIGITS, REF + ", cross-split consistency (digits stand-in)")
+def judge_digits(res, v) -> Verdict:
     t = res.table("cross_split")
     med = t.groupby("n").agg(cross=("cross_mse", "median"), near=("nearest_mse_1", "median")).sort_index()
     big = med[med.index >= 300]
@@ -540,41 +546,31 @@ def judge_digits(res) -> Verdict:
               f"median cross-split MSE by n: {', '.join(f'{n}: {c:.4f}' for n, c in med['cross'].items())} (need strictly falling)")
     if worst is None or falls is None:
         raise Undecided(f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: {detail}")
-    return _verdict("rmt-diffusion/digits-linear-consistency", S_DIGITS, worst, 0.5, "ratio <= 0.5", worst <= 0.5 and falls, detail)
+    return v.judged(worst <= 0.5 and falls, worst, 0.5, "ratio <= 0.5", detail)
 
 
 S_MISMATCH = ("Linear diffusion maps fitted on sets with mismatched moments (PC2-top vs PC2-bottom) disagree far more than maps fitted on i.i.d. splits of the same size "
               "(linear maps only: the paper's deep-net version is not built).")
 
 
-def judge_mismatch(res) -> Verdict:
+@claims.add("moment-mismatch", S_MISMATCH, REF + ", stratified counterfactual splits")
+def judge_mismatch(res, v) -> Verdict:
     t = res.table("moment_mismatch")
     ratio = float(t["mismatch_mse"].median() / t["iid_mse"].median())
     detail = f"median MSE: mismatched groups {t['mismatch_mse'].median():.4f}, i.i.d. splits {t['iid_mse'].median():.4f}; ratio {ratio:.2f} (need >= 3; the paper reports 0.15-0.48 vs 0.042 for deep nets)"
-    return _verdict("rmt-diffusion/moment-mismatch", S_MISMATCH, ratio, 3.0, ">= 3", ratio >= 3.0, detail)
+    return v.judged(ratio >= 3.0, ratio, 3.0, ">= 3", detail)
 
 
 S_SEED = ("The RMT seed-level predictor, from the population moments and n alone, ranks noise seeds by how much the linear maps of two splits will disagree "
           "(linear maps only: the paper's deep-net version is not built).")
 
 
-def judge_seed_level(res) -> Verdict:
+@claims.add("seed-level-prediction", S_SEED, REF + ", seed-level predictor")
+def judge_seed_level(res, v) -> Verdict:
     t = res.table("seed_level")
     rho, p = spearman(t["predicted"], t["realized"], permutations=2000)
     detail = f"Spearman rho = {rho:.3f} over {len(t)} seeds (one-sided permutation p = {p:.4f}); need >= 0.3 (linear maps; the paper reports 0.33 for deep nets on FFHQ)"
-    return _verdict("rmt-diffusion/seed-level-prediction", S_SEED, rho, 0.3, ">= 0.3", rho >= 0.3, detail)
-
-
-CLAIMS = [
-    Claim("rmt-diffusion/kappa-fixed-point", S_KAPPA, REF + ", fixed-point equation for kappa", judge_kappa),
-    Claim("rmt-diffusion/mean-equivalent", S_MEAN, REF + ", deterministic equivalent of the linear denoiser", judge_mean),
-    Claim("rmt-diffusion/sqrt-equivalent", S_SQRT, REF + ", fractional matrix powers", judge_sqrt),
-    Claim("rmt-diffusion/variance-factorization", S_VAR, REF + ", variance: scaling x anisotropy x inhomogeneity", judge_variance),
-    Claim("rmt-diffusion/sampling-map-equivalent", S_MAP, REF + ", PF-ODE sampling map (our extension)", judge_sampling_map),
-    Claim("rmt-diffusion/digits-linear-consistency", S_DIGITS, REF + ", cross-split consistency (digits stand-in)", judge_digits),
-    Claim("rmt-diffusion/moment-mismatch", S_MISMATCH, REF + ", stratified counterfactual splits", judge_mismatch),
-    Claim("rmt-diffusion/seed-level-prediction", S_SEED, REF + ", seed-level predictor", judge_seed_level),
-]
+    return v.judged(rho >= 0.3, rho, 0.3, ">= 0.3", detail)
 
 
 @study(
@@ -584,7 +580,7 @@ CLAIMS = [
     config=RMTDiffusionConfig,
     presets=PRESETS,
     family="generative",
-    claims=CLAIMS,
+    claims=claims,
     not_built={"rmt-diffusion/deep-follows-linear": "needs trained deep denoisers (MLP at quick, UNet/DiT at paper), not built yet; a later issue builds them"},
 )
 def run(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
