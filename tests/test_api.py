@@ -7,17 +7,17 @@ import theorylab as tl
 from theorylab.core.config import ConfigError
 
 
-def test_studies_function_survives_importing_study_modules():
+def test_all_studies_survives_importing_study_modules():
     import theorylab.studies.rmt_diffusion  # noqa: F401
     from theorylab.studies import rmt_diffusion
 
-    assert callable(tl.studies) and "rmt-diffusion" in tl.studies()
+    assert callable(tl.all_studies) and "rmt-diffusion" in tl.all_studies()
     assert rmt_diffusion.claims
 
 
 def test_python_api_round_trip(tmp_path):
     store = str(tmp_path / "store")
-    assert "rmt-diffusion" in tl.studies()
+    assert "rmt-diffusion" in tl.all_studies()
     res = tl.run("toy", preset="quick", seed=2, store=store, n=400)
     assert res.config["n"] == 400 and res.tables["steps"].shape[0] == 3 and res.scalars["total_draws"] == 1200
     assert res.verdicts[0].passed is True

@@ -7,29 +7,40 @@ Python API::
     res.tables["mean_equiv"], res.scalars, res.verdicts, res.figures
     tl.check()              # run (or reuse) every study's quick preset and judge its claims
     tl.load(res.run_id)     # a stored run
-    tl.studies()            # slug -> Study
+    tl.all_studies()        # slug -> Study
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from typing import Any, Iterable, Mapping  # noqa: E402
+from theorylab.core.version import package_version
 
-from theorylab.core.result import Result  # noqa: E402
-from theorylab.core.store import Store  # noqa: E402
-from theorylab.core.study import Study  # noqa: E402
+if TYPE_CHECKING:
+    from theorylab.core.result import Result
+    from theorylab.core.store import Store
+    from theorylab.core.study import Study
 
-# Register the built-in studies now: importing the subpackage `theorylab.studies` binds that name
-# on this package, so it must happen before the `studies()` function below takes the name over.
-import theorylab.studies  # noqa: E402,F401
+__version__ = package_version()
+
+# `import theorylab.nn` (or `.theory`, `.data`) runs this file first: it stays light (no pandas, no
+# study, no matplotlib); the run machinery loads on first use.
+_LAZY = {"Result": "theorylab.core.result", "Store": "theorylab.core.store", "Study": "theorylab.core.study"}
 
 
-def studies() -> Mapping[str, Study]:
-    """Every registered study, by slug."""
-    from theorylab.core.study import all_studies
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
 
-    return all_studies()
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'theorylab' has no attribute '{name}'")
+
+
+def all_studies() -> Mapping[str, Study]:
+    """Every registered study, by slug (built-in and plugins; loaded on first use)."""
+    from theorylab.core.study import all_studies as registered
+
+    return registered()
 
 
 def run(
@@ -61,7 +72,7 @@ def check(
     from theorylab.core.runner import check as check_one
 
     st = _store(store)
-    names = [slugs] if isinstance(slugs, str) else list(slugs or studies())
+    names = [slugs] if isinstance(slugs, str) else list(slugs or all_studies())
     return [check_one(slug, preset, seed, store=st, force=force, device=device) for slug in names]
 
 
@@ -78,8 +89,10 @@ def load(run_id: str, store: str | Store | None = None) -> Result:
     return _store(store).load(run_id)
 
 
-def _store(store: str | Store | None) -> Store:
+def _store(store: "str | Store | None") -> "Store":
+    from theorylab.core.store import Store
+
     return store if isinstance(store, Store) else Store(store)
 
 
-__all__ = ["Result", "Store", "Study", "__version__", "check", "load", "run", "studies", "sweep"]
+__all__ = ["Result", "Store", "Study", "__version__", "all_studies", "check", "load", "run", "sweep"]

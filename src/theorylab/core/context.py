@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager
 import math
 import sys
 import time
@@ -15,6 +14,7 @@ import pandas as pd
 import torch
 
 from theorylab.core.errors import ConfigError, Diverged
+from theorylab.core.rng import seeded
 
 __all__ = ["Diverged", "RunContext", "resolve_device", "seeded"]
 
@@ -50,7 +50,7 @@ class RunContext:
     """
 
     def __init__(self, seed: int, device: str | torch.device = "cpu", workdir: Path | None = None, show_progress: bool = False, label: str = ""):
-        self.seed = int(seed)
+        self.run_seed = int(seed)
         self.label = f"[{label}] " if label else ""
         self._started = time.perf_counter()
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
@@ -63,11 +63,15 @@ class RunContext:
 
     # --- randomness -------------------------------------------------------------------------
     def seed_sequence(self, name: str) -> np.random.SeedSequence:
-        return np.random.SeedSequence(self.seed, spawn_key=(_stream_key(name),))
+        return np.random.SeedSequence(self.run_seed, spawn_key=(_stream_key(name),))
 
     def rng(self, name: str) -> np.random.Generator:
         """A NumPy generator for the named stream."""
         return np.random.default_rng(self.seed_sequence(name))
+
+    def seed(self, name: str) -> int:
+        """An integer seed (0 <= seed < 2**31) for the named stream: for APIs that take a seed, not a generator."""
+        return int(self.rng(name).integers(2**31))
 
     def generator(self, name: str, device: torch.device | str | None = None) -> torch.Generator:
         """A torch generator for the named stream (on ``device``, CPU by default)."""
@@ -97,17 +101,15 @@ class RunContext:
 
     def figure(self, name: str, fig: Any) -> str | None:
         """Save a matplotlib figure as ``figures/<name>.png`` and ``.pdf``; returns the png path."""
-        import matplotlib.pyplot as plt
-
         if self.workdir is None:
-            plt.close(fig)
+            _release(fig)
             return None
         folder = self.workdir / "figures"
         folder.mkdir(parents=True, exist_ok=True)
         png = folder / f"{name}.png"
         fig.savefig(png, dpi=120, bbox_inches="tight")
         fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
-        plt.close(fig)
+        _release(fig)
         rel = f"figures/{name}.png"
         if rel not in self.figures:
             self.figures.append(rel)
@@ -171,11 +173,9 @@ class RunContext:
             raise Diverged(what, step)
 
 
-@contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Run a block (typically a module's initialisation) with torch's CPU RNG seeded to ``seed``,
-    restoring the caller's RNG state on exit: reproducible init that neither reads nor moves the
-    global stream."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
+def _release(fig: Any) -> None:
+    """Drop a figure that pyplot may be tracking (a user's own ``plt.figure()``); figures from
+    :func:`theorylab.core.plotting.new_figure` are plain and need nothing."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close(fig)

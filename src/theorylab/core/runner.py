@@ -16,9 +16,9 @@ from theorylab.core.study import Study, get_study
 
 
 def library_version() -> str:
-    from theorylab import __version__
+    from theorylab.core.version import package_version
 
-    return __version__
+    return package_version()
 
 
 def judge(study: Study, result: Result) -> Result:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
@@ -142,7 +143,7 @@ class Registry:
         return study
 
     def get(self, slug: str) -> Study:
-        _load_builtin_studies()
+        load_studies()
         if slug in self._studies:
             return self._studies[slug]
         valid = sorted(self._studies)
@@ -151,15 +152,49 @@ class Registry:
         raise ConfigError(f"unknown study '{slug}'{hint}; valid studies: {', '.join(valid)}")
 
     def all(self) -> Mapping[str, Study]:
-        _load_builtin_studies()
+        load_studies()
         return MappingProxyType(dict(sorted(self._studies.items())))
 
 
 REGISTRY = Registry()
 
 
-def _load_builtin_studies() -> None:
-    importlib.import_module("theorylab.studies")
+ENTRY_POINT_GROUP = "theorylab.studies"
+_loaded = False
+
+
+def load_studies() -> None:
+    """Import every module registered in the ``theorylab.studies`` entry-point group (once).
+
+    Built-in studies register there in ``pyproject.toml``, and so does a user's own package::
+
+        [project.entry-points."theorylab.studies"]
+        my-study = "my_package.my_study"
+
+    Importing a module runs its ``@study`` decorator. A source tree that was never installed has no
+    entry points: then the built-in package is imported directly. A plugin that fails to import is
+    a warning naming it; the other studies still load.
+    """
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=ENTRY_POINT_GROUP))
+    if not any(ep.value.startswith("theorylab.studies.") for ep in found):
+        import pkgutil
+
+        package = importlib.import_module("theorylab.studies")
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"theorylab.studies.{module.name}")
+    for ep in found:
+        try:
+            ep.load()
+        except Exception as err:  # noqa: BLE001 - one broken plugin must not hide every other study
+            if ep.value.startswith("theorylab."):
+                raise
+            warnings.warn(f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}", RuntimeWarning, stacklevel=2)
 
 
 def study(

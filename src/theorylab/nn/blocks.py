@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from theorylab.core.context import seeded
+from theorylab.core.rng import seeded
 from theorylab.theory.patches import GatedMLP
 
 FAMILIES = ("vanilla", "llama", "gemma", "postnorm", "parallel", "moe")

@@ -27,7 +27,7 @@ import torch
 from theorylab.core.errors import MissingExtra
 from torch import nn
 
-from theorylab.core.context import seeded
+from theorylab.core.rng import seeded
 
 # Parameter name of the MLP input (up-projection) matrix of layer {i}, per architecture family.
 MLP_INPUT = {

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
-from theorylab.core.context import seeded
+from theorylab.core.rng import seeded
 
 
 class ToyTransformerConfig(BaseModel):

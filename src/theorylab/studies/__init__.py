@@ -1,19 +1,3 @@
-"""One module per paper. Importing this package registers every built-in study."""
-
-from theorylab.studies import (  # noqa: F401
-    attention_diffusion_map,
-    attention_rank,
-    attention_sensitivity,
-    bilinear_attention_operator,
-    ff_vs_attention,
-    generative_leap,
-    implicit_patches,
-    mean_field_width,
-    mpnn_algorithms,
-    multi_index_estimators,
-    propagation_of_chaos,
-    query_key_asymmetry,
-    rmt_diffusion,
-    self_consistent_interpolants,
-    thermalizer,
-)
+"""One module per paper. Each registers itself when imported; the registry imports them through
+the ``theorylab.studies`` entry points listed in ``pyproject.toml`` (see
+:func:`theorylab.core.study.load_studies`)."""

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.context import seeded
+from theorylab.core.rng import seeded
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus, random_windows, resolve_corpus
 from theorylab.nn.toy_transformer import MultiHeadAttention, ToyTransformer, ToyTransformerConfig, deepnorm
@@ -171,7 +171,7 @@ def _closed_forms(ctx: RunContext) -> pd.DataFrame:
 
 
 def _gain(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    torch_seed = int(ctx.rng("gain/init").integers(2**31))
+    torch_seed = ctx.seed("gain/init")
     layer_cfg = ToyTransformerConfig(d_model=cfg.gain_d, n_heads=cfg.gain_heads, bias=False)
     gen = torch.Generator().manual_seed(torch_seed)
     with seeded(torch_seed):
@@ -251,7 +251,7 @@ def _deepnorm(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
     jobs = [(v, N, s) for v in variants for N in cfg.dn_depths for s in range(cfg.dn_seeds)]
     for (kind, p), N, s in ctx.progress(jobs, "DeepNorm sweep"):
         arch = deepnorm(N, p) if kind == "deepnorm" else dict(n_layers=N, norm_position="post")
-        seed = int(ctx.rng(f"dn/init/{N}/{s}").integers(2**31))  # the same draw for every p: only β changes
+        seed = ctx.seed(f"dn/init/{N}/{s}")  # the same draw for every p: only β changes
         tokens = torch.randint(0, VOCAB, (cfg.dn_batch, cfg.dn_length + 1), generator=ctx.generator(f"dn/data/{s}"))
         updates = _relative_updates(_lm_model(cfg, seed, **arch), tokens, cfg.dn_lr)
         rows.append(dict(variant=kind, p=p if p is not None else np.nan, N=N, seed=s, **{f"update_{k}": v for k, v in updates.items()}))
@@ -283,7 +283,7 @@ def _grad_profile(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFr
     tokens = torch.randint(0, VOCAB, (cfg.dn_batch, cfg.dn_length + 1), generator=ctx.generator("grad/data"))
     for position in ("pre", "post"):
         for N in cfg.grad_depths:
-            model = _lm_model(cfg, int(ctx.rng(f"grad/init/{N}").integers(2**31)), n_layers=N, norm_position=position, final_norm=position == "pre")
+            model = _lm_model(cfg, ctx.seed(f"grad/init/{N}"), n_layers=N, norm_position=position, final_norm=position == "pre")
             logits = model(tokens[:, :-1])
             F.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1)).backward()
             for i, block in enumerate(model.blocks):
@@ -318,7 +318,7 @@ def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.Data
     from theorylab.nn.hf import random_init
 
     vocab, stream = char_stream(cfg.lm_corpus)
-    seed = int(ctx.rng("lm/init").integers(2**31))
+    seed = ctx.seed("lm/init")
     model = random_init("gpt2", seed=seed, dtype=torch.float32, init_std=0.02, n_layer=cfg.lm_layers, n_embd=cfg.lm_width, n_head=cfg.lm_heads,
                         n_positions=cfg.lm_context, vocab_size=len(vocab), resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0).to(ctx.device).train()
     # no dropout: it would randomise the attention rows θ is measured on (and cost a third of each step on CPU)
@@ -367,7 +367,7 @@ def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.Data
 def _warmup(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
     vocab, stream = char_stream(cfg.lm_corpus)
     rows = []
-    seed = int(ctx.rng("warmup/init").integers(2**31))
+    seed = ctx.seed("warmup/init")
     for ramp in (0, cfg.warmup_ramp):
         model = ToyTransformer(d_model=cfg.warmup_width, n_heads=cfg.warmup_heads, n_layers=cfg.warmup_layers, mlp_width=4 * cfg.warmup_width, vocab_size=len(vocab),
                                causal=True, positional="learned", max_len=cfg.warmup_context, norm_position="post", seed=seed).to(ctx.device)

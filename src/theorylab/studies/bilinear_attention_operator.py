@@ -137,10 +137,10 @@ def _conjugate_gap(lam: torch.Tensor, scale: float) -> float:
 def _random_models(cfg: BilinearOperatorConfig, ctx: RunContext) -> list[dict]:
     rows = []
     for i in ctx.progress(range(cfg.random_models), "random-init heads"):
-        model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, bias=False, seed=int(ctx.rng(f"random/{i}").integers(2**31))).double()
+        model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, bias=False, seed=ctx.seed(f"random/{i}")).double()
         rows += _head_rows(model, "random init", model_index=i)
     for i in range(cfg.tied_models):
-        model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, qk="tied", bias=False, seed=int(ctx.rng(f"tied/{i}").integers(2**31))).double()
+        model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, qk="tied", bias=False, seed=ctx.seed(f"tied/{i}")).double()
         rows += _head_rows(model, "tied QK", model_index=i)
     return rows
 
@@ -152,7 +152,7 @@ def _convention(cfg: BilinearOperatorConfig, ctx: RunContext) -> pd.DataFrame:
     tokens = torch.randint(0, 50, (2, 12), generator=g)
     for causal in (False, True):
         model = ToyTransformer(d_model=cfg.hf_width, n_heads=4, n_layers=cfg.hf_layers, vocab_size=50, causal=causal, positional="learned", max_len=16, mlp_width=2 * cfg.hf_width,
-                               seed=int(ctx.rng(f"convention/toy/{causal}").integers(2**31)))
+                               seed=ctx.seed(f"convention/toy/{causal}"))
         _perturb_biases(model, ctx.generator(f"convention/bias/toy/{causal}"))
         name = f"ToyTransformer ({'causal' if causal else 'bidirectional'}, biases)"
         frames.append(operator_logit_errors(model, tokens).assign(model=name, control=False))
@@ -167,7 +167,7 @@ def _convention(cfg: BilinearOperatorConfig, ctx: RunContext) -> pd.DataFrame:
             "bert": dict(hidden_size=cfg.hf_width, num_hidden_layers=cfg.hf_layers, num_attention_heads=4, intermediate_size=2 * cfg.hf_width, vocab_size=50),
         }
         for arch, small in hf.items():
-            model = random_init(arch, seed=int(ctx.rng(f"convention/{arch}").integers(2**31)), dtype=torch.float32, **small)
+            model = random_init(arch, seed=ctx.seed(f"convention/{arch}"), dtype=torch.float32, **small)
             _perturb_biases(model, ctx.generator(f"convention/bias/{arch}"))
             frames.append(operator_logit_errors(model, tokens).assign(model=f"HF {arch} (random init, biases)", control=False))
             frames.append(operator_logit_errors(model, tokens, transform=lambda M: M.T).assign(model=f"HF {arch} (random init, biases)", control=True))
@@ -190,7 +190,7 @@ def _pair(cfg: BilinearOperatorConfig, ctx: RunContext) -> tuple[pd.DataFrame, p
     mask_id = len(vocab)
     tracks, finals = [], []
     for seed in range(cfg.pair_seeds):
-        init = int(ctx.rng(f"pair/init/{seed}").integers(2**31))
+        init = ctx.seed(f"pair/init/{seed}")
         for kind, causal, objective in (("encoder", False, "mlm"), ("decoder", True, "clm")):
             model = ToyTransformer(d_model=cfg.pair_width, n_heads=cfg.pair_heads, n_layers=cfg.pair_layers, mlp_width=4 * cfg.pair_width, vocab_size=len(vocab) + 1,
                                    causal=causal, positional="learned", max_len=cfg.pair_context, final_norm=True, seed=init).to(ctx.device)
@@ -250,7 +250,7 @@ def _figure_tracking(ctx: RunContext, track: pd.DataFrame) -> None:
 
 def _figure_spectra(ctx: RunContext, cfg: BilinearOperatorConfig) -> None:
     fig, (ax, bx) = new_figure(ncols=2, width=8.4)
-    model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, bias=False, seed=int(ctx.rng("random/0").integers(2**31))).double()
+    model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, bias=False, seed=ctx.seed("random/0")).double()
     dh = cfg.d // cfg.heads
     for h, op in enumerate(head_operators(model)[:2]):
         sv = torch.linalg.svdvals(op.M)

@@ -27,7 +27,7 @@ import torch
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.context import seeded
+from theorylab.core.rng import seeded
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.tasks import in_context_linear_regression
@@ -297,11 +297,11 @@ def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
     from theorylab.nn.hf import load_local_causal_lm, random_init
 
     for arch in cfg.hf_archs:
-        seed = int(ctx.rng(f"hf/init/{arch}").integers(2**31))
+        seed = ctx.seed(f"hf/init/{arch}")
         yield f"{arch} (random init)", arch, random_init(arch, seed=seed, **_hf_config(cfg, arch)).to(ctx.device), None
     if cfg.hf_train_steps:
         stream, vocab = _text_tokens(cfg, cfg.hf_vocab)
-        seed = int(ctx.rng("hf/init/trained").integers(2**31))
+        seed = ctx.seed("hf/init/trained")
         model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(ctx.device)
         losses = _train_lm(model, stream, cfg.hf_train_steps, ctx)
         ctx.table("hf_training", pd.DataFrame(dict(step=np.arange(len(losses)), loss=losses)))

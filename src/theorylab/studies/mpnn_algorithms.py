@@ -212,7 +212,7 @@ def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, st
         h0[rows, j] = _init_states(graph.num_nodes, graph.source, 1, cfg.big, sign)[:, 0]
         targets[rows, j] = target
         mask[rows, j] = True
-    seeds = [int(ctx.rng(f"init/{r.task}/{r.aggr}/{r.seed}" + (f"/restart{r.restart}" if r.restart else "")).integers(2**31)) for r in members.itertuples()]
+    seeds = [ctx.seed(f"init/{r.task}/{r.aggr}/{r.seed}" + (f"/restart{r.restart}" if r.restart else "")) for r in members.itertuples()]
     model = AlignedMPNN(list(members["aggr"]), seeds=seeds, hidden=cfg.hidden)
     log = train_members(model, union.edge_index, union.weight, h0, targets, eta=torch.tensor(members["eta"].to_numpy(), dtype=torch.float64),
                         losses=list(members["loss"]), steps=cfg.steps if steps is None else steps, lr=cfg.lr, schedule=cfg.schedule, regulariser=cfg.regulariser, rounds=max(p[3] for p in parts.values()),
@@ -416,7 +416,7 @@ def _wl(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
 
     c6, tri = wl_indistinguishable_pair()
     rows = []
-    seeds = [int(ctx.rng(f"wl/{i}").integers(2**31)) for i in range(cfg.wl_models)]
+    seeds = [ctx.seed(f"wl/{i}") for i in range(cfg.wl_models)]
     wl_same = all(sorted(a) == sorted(b) for a, b in zip(wl_colors(c6.edge_index, 6, cfg.wl_rounds), wl_colors(tri.edge_index, 6, cfg.wl_rounds)))
     msf = (msf_weight(c6.edge_index, c6.weight, 6), msf_weight(tri.edge_index, tri.weight, 6))
 
@@ -515,7 +515,7 @@ def _figure_wl(ctx: RunContext, cfg: MPNNAlgorithmsConfig) -> None:
     from theorylab.nn.mpnn import AlignedMPNN, PairMPNN, pair_init
 
     c6, tri = wl_indistinguishable_pair()
-    seeds = [int(ctx.rng(f"wl/{i}").integers(2**31)) for i in range(cfg.wl_models)]
+    seeds = [ctx.seed(f"wl/{i}") for i in range(cfg.wl_models)]
     fig, (ax, bx) = new_figure(ncols=2, width=8.4)
     net = AlignedMPNN("min", seeds=seeds[:1], hidden=cfg.hidden)
     pair = PairMPNN("min", seeds=seeds[:1], hidden=cfg.hidden)

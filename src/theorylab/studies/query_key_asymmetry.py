@@ -129,7 +129,7 @@ def _identities(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataF
     bias_rows, grad_rows = [], []
     combos = list(itertools.product(cfg.positions, (False, True), (torch.float32, torch.float64)))
     for pos, causal, dtype in ctx.progress(combos, "query/key identities"):
-        seed = int(ctx.rng(f"id/{pos}/{causal}").integers(2**31))
+        seed = ctx.seed(f"id/{pos}/{causal}")
         model = _model(cfg, pos, causal, seed, dtype)
         g = ctx.generator(f"id/data/{pos}/{causal}/{dtype}")
         tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=g)
@@ -165,7 +165,7 @@ def _causal_support(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFra
     """∂L/∂k_j from the losses at positions < j (must be 0) and >= j (must be all of it), float64."""
     rows = []
     for pos in cfg.positions:
-        model = _model(cfg, pos, True, int(ctx.rng(f"causal/{pos}").integers(2**31)), torch.float64)
+        model = _model(cfg, pos, True, ctx.seed(f"causal/{pos}"), torch.float64)
         tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=ctx.generator(f"causal/data/{pos}"))
         full = qk_gradients(model, lambda m, x=tokens: _per_position_loss(m, x).sum())
         for j in (1, cfg.id_length // 2, cfg.id_length - 1):
@@ -194,8 +194,8 @@ def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
     g = ctx.generator("gauge")
     for pos in [p for p in cfg.positions if p != "rope"] or ["none"]:
-        model = _model(cfg, pos, False, int(ctx.rng(f"gauge/{pos}").integers(2**31)), torch.float32)
-        exact = _model(cfg, pos, False, int(ctx.rng(f"gauge/{pos}").integers(2**31)), torch.float64)
+        model = _model(cfg, pos, False, ctx.seed(f"gauge/{pos}"), torch.float32)
+        exact = _model(cfg, pos, False, ctx.seed(f"gauge/{pos}"), torch.float64)
         tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length), generator=g)
         ops_before = head_operators(exact)
         before = [(a.W_Q.detach().clone(), a.W_K.detach().clone()) for a in (b.attn for b in exact.blocks)]
@@ -235,7 +235,7 @@ def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFra
 
     dh = cfg.lm_width // cfg.lm_heads
     variants = [("full", dh)] + ([("thin keys", max(1, int(round(cfg.thin_fraction * dh))))] if cfg.thin_keys else [])
-    seed = int(ctx.rng("lm/init").integers(2**31))
+    seed = ctx.seed("lm/init")
     trunc_rows, rank_rows, lm_rows = [], [], []
     for name, select in variants:
         model = ToyTransformer(d_model=cfg.lm_width, n_heads=cfg.lm_heads, head_rank=select, value_dim=dh, n_layers=cfg.lm_layers, mlp_width=4 * cfg.lm_width,

@@ -388,9 +388,9 @@ def _figure_sampling_map(ctx: RunContext, smap: pd.DataFrame) -> None:
 
 
 def _figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shape: tuple[int, ...]) -> None:
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    fig = plt.figure(figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1)
     stats = cross.groupby("n").agg(
         cross_med=("cross_mse", "median"), cross_lo=("cross_mse", lambda s: s.quantile(0.25)), cross_hi=("cross_mse", lambda s: s.quantile(0.75)),

@@ -22,7 +22,7 @@ import torch
 from pydantic import Field
 
 from theorylab.core import Claims, Diverged, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.context import seeded
+from theorylab.core.rng import seeded
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.corruptions import Channel, GaussianBlur, GaussianNoise, Quantise, RandomMask, Saturate
@@ -218,14 +218,14 @@ def gauss_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
             rows.append(dict(step=step, weights=weights, mean_error=float(np.linalg.norm(c.mean(0) - MEAN)), cov_error=covariance_error(c, COV),
                              residual=self_consistency_residual(again, probe.numpy()), c11=cov[0, 0], c12=cov[0, 1], c22=cov[1, 1]))
 
-    _train(cfg, ctx, "gauss", _velocity(cfg, int(ctx.rng("gauss/init").integers(2**31))), observed, channel, None, cfg.gauss_steps, evaluate)
+    _train(cfg, ctx, "gauss", _velocity(cfg, ctx.seed("gauss/init")), observed, channel, None, cfg.gauss_steps, evaluate)
     cov_y = np.cov(observed.numpy(), rowvar=False)
     ctx.table("gauss_observed", pd.DataFrame([dict(c11=cov_y[0, 0], c12=cov_y[0, 1], c22=cov_y[1, 1])]))
     return pd.DataFrame(rows)
 
 
 def moons_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    seed = int(ctx.rng("moons/data").integers(2**31))
+    seed = ctx.seed("moons/data")
     clean = toy_samples(cfg, cfg.moons_n, seed)
     held_out, floor_ref = toy_samples(cfg, cfg.moons_n, seed + 1), toy_samples(cfg, cfg.moons_n, seed + 2)
     sw = lambda a, b, k: sliced_w2(a, b, 200, ctx.generator(f"moons/sw{k}"))  # noqa: E731
@@ -253,7 +253,7 @@ def moons_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[str
                                  sw2_generated=generated))
 
         scatter[f"observed/{kind}"] = probe.numpy()
-        _train(cfg, ctx, f"moons_{kind}", _velocity(cfg, int(ctx.rng(f"moons/{kind}/init").integers(2**31)), latent_dim), observed, channel,
+        _train(cfg, ctx, f"moons_{kind}", _velocity(cfg, ctx.seed(f"moons/{kind}/init"), latent_dim), observed, channel,
                latents, cfg.moons_steps, evaluate)
     return pd.DataFrame(rows), scatter
 
@@ -270,7 +270,7 @@ def mask2d_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
             c = transport(model, probe, probe_lat, cfg.transport_steps, cfg.method).double().numpy()
             rows.append(dict(step=step, weights=weights, mean_error=float(np.linalg.norm(c.mean(0) - MEAN)), cov_error=covariance_error(c, COV)))
 
-    _train(cfg, ctx, "mask2d", _velocity(cfg, int(ctx.rng("mask2d/init").integers(2**31)), 2), observed, channel, latents, cfg.mask2d_steps, evaluate,
+    _train(cfg, ctx, "mask2d", _velocity(cfg, ctx.seed("mask2d/init"), 2), observed, channel, latents, cfg.mask2d_steps, evaluate,
            batch=cfg.mask2d_batch)
     return pd.DataFrame(rows)
 
@@ -310,7 +310,7 @@ def digits_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[st
     observed, latents = channel(train_x, gen)
     test_obs, test_lat = channel(test_x, gen)
     device = ctx.device
-    with seeded(int(ctx.rng("digits/init").integers(2**31))):
+    with seeded(ctx.seed("digits/init")):
         model = UNet8(images.shape[1], cfg.digits_width, 64, latent_channels=images.shape[1] if latents is not None else 0).to(device)
     classifier = None
     if labels is not None:

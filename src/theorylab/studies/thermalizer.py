@@ -26,6 +26,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.rng import seeded
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.pde import KS1D, KSLeaky
 from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, noise_schedule
@@ -97,8 +98,8 @@ def _data(cfg: ThermalizerConfig, ctx: RunContext):
 
 def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Tensor, abar: torch.Tensor) -> DenoiserMLP:
     g = ctx.generator("denoiser")
-    torch.manual_seed(int(ctx.rng("denoiser/init").integers(2**31)))
-    net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.levels)
+    with seeded(ctx.seed("denoiser/init")):
+        net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.levels)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
     ab = abar.float()
@@ -250,8 +251,8 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
 def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Tensor, std: float, test0: torch.Tensor, truth: torch.Tensor, correct) -> pd.DataFrame:
     """A 3-layer periodic CNN residual emulator trained on one-step pairs (the card's quick-scale learned
     emulator), rolled out plain and thermalized: reported, not claimed."""
-    torch.manual_seed(int(ctx.rng("learned/init").integers(2**31)))
-    net = PeriodicCNN(1, 1, 32, 3)
+    with seeded(ctx.seed("learned/init")):
+        net = PeriodicCNN(1, 1, 32, 3)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     x_all = (train / std).float()
     g = ctx.generator("learned/data")
@@ -272,7 +273,7 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
 
     rows = []
     for name, corrector in (("plain", None), ("thermalized", correct)):
-        gn.manual_seed(int(ctx.rng("learned/noise/seed").integers(2**31)))
+        gn.manual_seed(ctx.seed("learned/noise/seed"))
         with torch.no_grad():
             run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
         off = off_attractor_time(run.states, std)
@@ -310,8 +311,8 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     std = float(data.std())
     data = data / std
     g = ctx.generator("kf/train")
-    torch.manual_seed(int(ctx.rng("kf/init/nets").integers(2**31)))
-    emulator = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, residual=True).to(dev)
+    with seeded(ctx.seed("kf/init/emulator")):
+        emulator = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, residual=True).to(dev)
     opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
     B, T = data.shape[:2]
     for step in ctx.progress(range(cfg.kf_emulator_steps), "train the emulator"):
@@ -327,7 +328,8 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         opt.zero_grad()
         loss.backward()
         opt.step()
-    denoiser = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, classes=cfg.levels).to(dev)
+    with seeded(ctx.seed("kf/init/denoiser")):
+        denoiser = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, classes=cfg.levels).to(dev)
     opt = torch.optim.AdamW(denoiser.parameters(), lr=2e-4, weight_decay=0.05)
     ab = abar.float().to(dev)
     snaps = data.flatten(0, 1)
@@ -358,7 +360,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     record = max(1, cfg.kf_horizon // 1000)
     with torch.no_grad():
         plain = rollout(emulate, x0, cfg.kf_horizon, record_every=record)
-        gn.manual_seed(int(ctx.rng("kf/noise2").integers(2**31)))
+        gn.manual_seed(ctx.seed("kf/noise2"))
         thermal = rollout(emulate, x0, cfg.kf_horizon, corrector=therm, record_every=record)
     off_p, off_t = off_attractor_time(plain.states, 1.0) * record, off_attractor_time(thermal.states, 1.0) * record
     window = max(1, thermal.states.shape[1] // 10)

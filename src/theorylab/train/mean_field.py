@@ -115,7 +115,7 @@ def run_projected_gd(
             net_escaped[step] = (((w @ w_star).abs() >= escape_threshold).double() * nets.c).sum(-1).cpu().numpy()
         losses[step] = float(population_loss(act, r, ref_c, w_star, max_elements))
         if not np.isfinite(losses[step]):
-            from theorylab.core.context import Diverged
+            from theorylab.core.errors import Diverged
 
             raise Diverged("mean-field reference loss", step)
         if step in marks:
