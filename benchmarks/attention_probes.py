@@ -23,9 +23,10 @@ import torch
 from _timing import best_time
 
 from theorylab.nn.hf import random_init
+from theorylab.probes.bilinear_operators import head_operators
 from theorylab.probes.qk_scores import operator_logit_errors
 from theorylab.probes.spectra import effective_rank, stable_rank
-from theorylab.theory.bilinear import directionality_score, head_geometry, head_operators, inertia, rotation_content, symmetry_score
+from theorylab.theory.bilinear import directionality_score, head_geometry, inertia, rotation_content, symmetry_score
 from theorylab.theory.softmax import theta_exact, theta_greedy
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 from _timing import best_time
 
-from theorylab.theory.mean_field import HermiteActivation, projected_step, uniform_sphere
+from theorylab.nn.activations import HermiteActivation
+from theorylab.theory.mean_field import projected_step, uniform_sphere
 from theorylab.train.mean_field import NetworkBatch
 
 

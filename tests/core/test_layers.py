@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -110,3 +111,94 @@ def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
                              capture_output=True, text=True, env={**__import__("os").environ, **env}, timeout=300)
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
     assert "1 passed" in checked.stdout or "passed" in checked.stdout
+
+
+# Layers, bottom to top (DESIGN.md, "Layers (imports point down only)"): an import never points to a
+# higher rank. The faces are the CLI, a top-level report and the package ``__init__``.
+LAYER_RANK = {"core": 0, "nn": 1, "data": 1, "probes": 2, "theory": 2, "train": 3, "studies": 4, "cli": 5, "report": 5, "__init__": 5}
+# Beyond the ranks: theory is numbers in, numbers out (no models, no measurements, no loops); core is ML-free.
+FORBIDDEN = {"theory": {"nn", "train", "probes"}}
+ONLY = {"core": {"core"}}
+
+
+def _module_name(path: Path) -> str:
+    parts = ("theorylab",) + path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(dotted: str) -> bool:
+    base = SRC.joinpath(*dotted.split(".")[1:])
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every ``theorylab`` module imported anywhere in ``path`` (function bodies too), relative imports
+    resolved; ``from pkg import name`` counts as ``pkg.name`` when that is a module, else as ``pkg``."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                found.append((node.lineno, f"{source}.{alias.name}" if _is_module(f"{source}.{alias.name}") else source))
+    return [(line, name) for line, name in dict.fromkeys(found) if name == "theorylab" or name.startswith("theorylab.")]
+
+
+def _layer(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_imports_point_down():
+    """Every import inside ``src/theorylab`` points to the same or a lower rank; theory imports no model,
+    probe or loop; core imports only core (core.study loads studies by name through importlib, which is
+    not an import statement); no study imports another study."""
+    offences = []
+    for path in sorted(SRC.rglob("*.py")):
+        here = _module_name(path)
+        src_layer = _layer(here)
+        where = path.relative_to(ROOT)
+        if src_layer not in LAYER_RANK:
+            offences.append(f"{where}: layer {src_layer!r} has no rank (add it to LAYER_RANK and DESIGN.md)")
+            continue
+        for line, target in _imported_modules(path):
+            dst_layer = _layer(target)
+            arrow = f"{where}:{line}: {src_layer} -> {dst_layer} ({target})"
+            if dst_layer not in LAYER_RANK:
+                offences.append(f"{arrow}: layer {dst_layer!r} has no rank")
+            elif LAYER_RANK[dst_layer] > LAYER_RANK[src_layer]:
+                offences.append(f"{arrow}: points up (rank {LAYER_RANK[src_layer]} -> {LAYER_RANK[dst_layer]})")
+            elif dst_layer in FORBIDDEN.get(src_layer, ()):
+                offences.append(f"{arrow}: {src_layer} must not import {dst_layer}")
+            elif src_layer in ONLY and dst_layer not in ONLY[src_layer]:
+                offences.append(f"{arrow}: {src_layer} imports only {sorted(ONLY[src_layer])}")
+            if src_layer == "studies" and path.name != "__init__.py" and target.startswith("theorylab.studies.") and target != here:
+                offences.append(f"{arrow}: a study never imports another study (move what they share down a layer)")
+    assert not offences, "imports that break the layers:\n" + "\n".join(offences)
+
+
+def test_the_layer_check_sees_every_kind_of_import(tmp_path, monkeypatch):
+    """The walk catches top-level, function-level, ``from pkg import module`` and relative imports."""
+    fake = tmp_path / "theorylab"
+    (fake / "nn").mkdir(parents=True)
+    (fake / "theory").mkdir()
+    for p in (fake / "__init__.py", fake / "nn" / "__init__.py", fake / "theory" / "__init__.py", fake / "theory" / "patches.py"):
+        p.write_text("")
+    (fake / "nn" / "blocks.py").write_text(textwrap.dedent("""
+        import theorylab.core
+        from theorylab.theory.patches import x
+        from theorylab import theory
+        from ..theory import patches
+        def f():
+            from theorylab.train import loop
+    """))
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    got = [(line, _layer(t)) for line, t in _imported_modules(fake / "nn" / "blocks.py")]
+    assert got == [(2, "core"), (3, "theory"), (4, "theory"), (5, "theory"), (7, "train")]

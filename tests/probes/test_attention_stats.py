@@ -7,9 +7,9 @@ import math
 import torch
 
 from theorylab.data.nearest_points import nearest_point_sets
+from theorylab.nn.attention_constructions import full_rank_head
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.probes.attention_stats import argmax_hit_rate, attention_entropy, attention_patterns
-from theorylab.theory.attention_constructions import full_rank_head
 
 
 def test_entropy_of_uniform_and_one_hot_rows():

@@ -12,12 +12,13 @@ from theorylab.probes.weight_patches import (
     apply_patches,
     chain_patches,
     hf_chain_patches,
+    implicit_patch,
     numerical_rank,
     patched,
     patched_greedy,
     with_context_states,
 )
-from theorylab.theory.patches import NotControllable, implicit_patch
+from theorylab.theory.patches import NotControllable
 
 
 def _prompt(d, c, seed=0, dtype=torch.float64):

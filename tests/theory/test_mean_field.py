@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from theorylab.nn.activations import HermiteActivation
 from theorylab.theory.mean_field import (
-    HermiteActivation,
     function_gap,
     init_gap_per_width,
     local_hessian_ratio,

@@ -68,6 +68,10 @@ class HermiteActivation:
         """``sigma(z)`` on NumPy arrays."""
         return hermite_activation_torch(self, torch.as_tensor(np.asarray(z, dtype=np.float64))).numpy()
 
+    def evaluate(self, z: Tensor) -> Tensor:
+        """``sigma(z)`` on torch tensors (differentiable): :func:`hermite_activation_torch`."""
+        return hermite_activation_torch(self, z)
+
     @property
     def derivative(self) -> "HermiteActivation":
         """``sigma'`` as an activation: ``He_j' = j He_{j-1}``, so its coefficients are ``a_{j+1} sqrt(j+1)``."""

@@ -23,13 +23,14 @@ Norm scales are ``1 + g`` (Gemma's parametrisation) with ``g ~ N(0, g_std²)`` s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from theorylab.core.rng import seeded
-from theorylab.theory.patches import GatedMLP
 
 FAMILIES = ("vanilla", "llama", "gemma", "postnorm", "parallel", "moe")
 
@@ -41,6 +42,26 @@ def rms_norm(x: Tensor, g: Tensor, eps: float) -> Tensor:
 
 def gelu_tanh(x: Tensor) -> Tensor:
     return F.gelu(x, approximate="tanh")
+
+
+@dataclass
+class GatedMLP:
+    """``W_d (act(W_g n) ⊙ W_u n)`` with names for its three matrices (the HF / Llama layout).
+
+    A detached view of a block's gated MLP (:meth:`_GatedBlock.mlp_parts`, :meth:`MoEBlock.experts_parts`);
+    the patch formulas (:mod:`theorylab.theory.patches`) take its tensors.
+    """
+
+    W_g: Tensor
+    W_u: Tensor
+    W_d: Tensor
+    act: Callable[[Tensor], Tensor]
+    names: tuple[str, str, str] = ("gate", "up", "down")
+
+    def inner(self, n: Tensor, dW_g: Tensor | None = None, dW_u: Tensor | None = None) -> Tensor:
+        W_g = self.W_g if dW_g is None else self.W_g + dW_g
+        W_u = self.W_u if dW_u is None else self.W_u + dW_u
+        return self.act(W_g @ n) * (W_u @ n)
 
 
 class PatchableBlock(nn.Module):

@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from theorylab.theory.mean_field import HermiteActivation, function_gap, kernel_mean
+from theorylab.nn.activations import HermiteActivation
+from theorylab.theory.mean_field import function_gap, kernel_mean
 
 
 def split_half_error(act: HermiteActivation, ref: Tensor) -> float:

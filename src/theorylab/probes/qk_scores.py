@@ -2,7 +2,7 @@
 
 :func:`attention_io` runs a model once and records, per layer, the attention module's input ``x``
 (after the layer's norm) and its attention probabilities. :func:`operator_logit_errors` rebuilds
-every head's logits from :func:`theorylab.theory.bilinear.head_operators` as ``x M xᵀ`` plus the
+every head's logits from :func:`theorylab.probes.bilinear_operators.head_operators` as ``x M xᵀ`` plus the
 query bias's key-side term and compares log-softmaxes (logits are defined up to a per-row constant,
 which is all the key bias adds): a transposed M, a wrong head slice or a Conv1D/Linear mix-up shows
 up as an O(1) error. Works for :class:`~theorylab.nn.ToyTransformer` and Hugging Face GPT-2 and BERT
@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from theorylab.theory.bilinear import head_operators
+from theorylab.probes.bilinear_operators import head_operators
 
 
 def _attention_modules(model: nn.Module) -> list[nn.Module]:

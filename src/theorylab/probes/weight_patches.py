@@ -8,6 +8,8 @@ it produces *with* the context (Dherin et al., arXiv 2507.16003, Thm 2.2; Goldwa
 
 - :func:`patched`: add parameter deltas inside a ``with`` block; the original tensors come back on
   exit, bit for bit, even after an error.
+- :func:`implicit_patch`: the exact patch of one of our blocks from its query states, through the
+  formulas of :mod:`theorylab.theory.patches` on the block's weights.
 - :func:`chain_patches`: the constructive multi-layer algorithm on our block stacks
   (:mod:`theorylab.nn.blocks`): patch layer ℓ against the with-context state at the query, feed the
   patched output to layer ℓ+1's query-only run, repeat. ``independent=True`` is the wrong
@@ -24,16 +26,15 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import torch
 from torch import Tensor, nn
 
 from theorylab.theory.patches import (
-    GatedMLP,
     NotControllable,
     Patch,
-    implicit_patch,
+    gated_mlp_patch,
     input_patch,
     moe_patch,
     post_norm_output_patch,
@@ -80,6 +81,54 @@ def max_abs(a: Tensor, b: Tensor) -> float:
 # --------------------------------------------------------------------------------------------
 # Our block stacks
 # --------------------------------------------------------------------------------------------
+
+
+def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[str, Tensor], mode: str = "output") -> Patch:
+    """The exact patch of one of our blocks (:mod:`theorylab.nn.blocks`), given its query states.
+
+    ``with_ctx`` / ``query_only``: the block's :meth:`~theorylab.nn.blocks.PatchableBlock.query_state`
+    at the query with and without the context (the latter at the input the patched block will see).
+    ``mode``: "output" (patch the outer map only) or "full" (input patches too, where the inner map
+    sees the context: Llama, Gemma, post-norm). The vanilla block always takes Dherin's input patch.
+    """
+    if mode not in ("output", "full"):
+        raise ValueError(f"mode must be 'output' or 'full', got {mode!r}")
+    family = block.family
+    full = mode == "full" and family in ("llama", "gemma", "postnorm")
+    n_c = with_ctx["n"] if full else None
+    if family == "vanilla":
+        patch = Patch(info={"mode": "input"})
+        patch.add("W1", input_patch(block.W1.detach(), query_only["n"], with_ctx["n"], what="W1"))
+        return patch
+    if family in ("llama", "parallel"):
+        mlp = block.mlp_parts()
+        return gated_mlp_patch(mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"], names=mlp.names, n_c=n_c)
+    if family == "gemma":
+        mlp = block.mlp_parts()
+        return gated_mlp_patch(
+            mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"], names=mlp.names, n_c=n_c,
+            post_scale=(1 + block.g4).detach(), post_scale_name="g4", eps=block.eps,
+        )
+    if family == "postnorm":
+        # out = LN₂(h + W₂ gelu(W₁ h + b₁) + b₂): match the pre-norm sum, the norm then agrees.
+        W1, b1, W2, b2 = (p.detach() for p in (block.W1, block.b1, block.W2, block.b2))
+        patch = Patch(info={"mode": "full" if full else "output"})
+        dW1 = None
+        if full:
+            dW1 = input_patch(W1, query_only["n"], n_c, what="W1")
+            patch.add("W1", dW1)
+        z = block.act((W1 if dW1 is None else W1 + dW1) @ query_only["n"] + b1)
+        patch.add("W2", rank1_to_target(W2, z, with_ctx["pre"] - query_only["h"] - b2, what="W2"))
+        return patch
+    if family == "moe":
+        W_g, W_u, W_d = (w.detach() for w in (block.W_g, block.W_u, block.W_d))
+        e, dW, _ = moe_patch(W_g, W_u, W_d, block.act, query_only["selected"], query_only["weights"], query_only["n"], with_ctx["out"] - query_only["h"])
+        patch = Patch(info={"mode": "output", "expert": e})
+        full_delta = torch.zeros_like(block.W_d)
+        full_delta[e] = dW
+        patch.add("W_d", full_delta, dW)
+        return patch
+    raise ValueError(f"no patch construction for block family {family!r}")
 
 
 @dataclass
@@ -229,12 +278,13 @@ def _capture_context(model, layers, layout, input_ids) -> tuple[list[dict[str, T
     return states, logits
 
 
-def _moe_parts(moe: nn.Module) -> tuple[list[GatedMLP], nn.Module]:
+def _moe_parts(moe: nn.Module) -> tuple[Tensor, Tensor, Tensor, Callable[[Tensor], Tensor], nn.Module]:
+    """The experts' ``W_g, W_u`` (E, inter, d) and ``W_d`` (E, d, inter) (detached views of the fused
+    ``gate_up_proj``/``down_proj``), their activation, and the experts module."""
     experts = moe.experts
     gate_up, down = experts.gate_up_proj.detach(), experts.down_proj.detach()
     inter = down.shape[-1]
-    parts = [GatedMLP(gate_up[e, :inter], gate_up[e, inter:], down[e], experts.act_fn) for e in range(down.shape[0])]
-    return parts, experts
+    return gate_up[:, :inter], gate_up[:, inter:], down, experts.act_fn, experts
 
 
 def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") -> HFChainResult:
@@ -293,8 +343,8 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
 
             def on_experts(_m, args, i=i, moe=moe):
                 n_x = args[0][-1].detach()
-                experts, module = _moe_parts(moe)
-                e, dW, _ = moe_patch(experts, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x, target(i))
+                W_g, W_u, W_d, act, module = _moe_parts(moe)
+                e, dW, _ = moe_patch(W_g, W_u, W_d, act, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x, target(i))
                 full = torch.zeros_like(module.down_proj)
                 full[e] = dW
                 patches[i].add(name_of(i, f"{layout.mlp}.experts.down_proj"), full, dW)
@@ -387,5 +437,5 @@ def patched_greedy(model: nn.Module, prompt_ids: Tensor, steps: int, mode: str =
 
 __all__ = [
     "ChainResult", "GenerationTrace", "HFChainResult", "HFLayout", "HF_LAYOUTS", "NotControllable", "apply_patches", "chain_patches",
-    "hf_chain_patches", "hf_layers", "hf_layout", "max_abs", "numerical_rank", "patched", "patched_greedy", "spectrum", "with_context_states",
+    "hf_chain_patches", "hf_layers", "hf_layout", "implicit_patch", "max_abs", "numerical_rank", "patched", "patched_greedy", "spectrum", "with_context_states",
 ]

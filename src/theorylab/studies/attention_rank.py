@@ -26,9 +26,9 @@ from theorylab.core import Claims, Diverged, Preset, RunContext, StudyConfig, Ve
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points
 from theorylab.data.nearest_points import d_mse, nearest_point_sets
+from theorylab.nn.attention_constructions import fit_head_weights, full_rank_head, random_rank1_heads
 from theorylab.nn.toy_transformer import ToyTransformer, attention_only
 from theorylab.probes.attention_stats import argmax_hit_rate, attention_entropy, attention_patterns
-from theorylab.theory.attention_constructions import fit_head_weights, full_rank_head, random_rank1_heads
 from theorylab.train.batched import AdamWSchedule, StackedModels, evaluate_stacked, train_stacked
 
 PAPER = "Amsel, Yehudai, Bruna, arXiv 2407.16153 (2024); ICLR 2025"

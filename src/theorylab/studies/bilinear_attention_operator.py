@@ -28,9 +28,10 @@ from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
+from theorylab.probes.bilinear_operators import head_operators
 from theorylab.probes.qk_scores import operator_logit_errors
 from theorylab.probes.spectra import effective_rank, stable_rank
-from theorylab.theory.bilinear import directionality_score, head_operators, inertia, rotation_content, split_sym_skew, symmetry_score
+from theorylab.theory.bilinear import directionality_score, inertia, rotation_content, split_sym_skew, symmetry_score
 from theorylab.train.language import train_language_model
 
 PAPER = "Li, arXiv 2607.06621 (2026); anchor: Saponati et al., arXiv 2502.10927 (ICML 2025)"

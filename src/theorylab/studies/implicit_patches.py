@@ -36,13 +36,14 @@ from theorylab.probes.weight_patches import (
     apply_patches,
     chain_patches,
     hf_chain_patches,
+    implicit_patch,
     max_abs,
     numerical_rank,
     patched_greedy,
     spectrum,
     with_context_states,
 )
-from theorylab.theory.patches import NotControllable, implicit_patch
+from theorylab.theory.patches import NotControllable
 
 PAPER = "Goldwaser, Munn, Gonzalvo, Dherin, arXiv 2511.17864 (2025); Dherin et al., arXiv 2507.16003 (2025)"
 REF = "arXiv 2511.17864"

@@ -23,7 +23,8 @@ from pydantic import Field
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure
-from theorylab.theory.mean_field import (HermiteActivation, OverlapDynamics, init_gap_monte_carlo, init_gap_per_width, local_hessian_ratio, max_elements_for,
+from theorylab.nn.activations import HermiteActivation
+from theorylab.theory.mean_field import (OverlapDynamics, init_gap_monte_carlo, init_gap_per_width, local_hessian_ratio, max_elements_for,
                                          population_loss, projected_step, uniform_sphere)
 from theorylab.theory.rates import fit_inverse_width
 from theorylab.train.mean_field import NetworkBatch, bounded_memory, planted_direction, run_projected_gd, width_sweep

@@ -23,7 +23,8 @@ from pydantic import Field
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure
-from theorylab.theory.mean_field import HermiteActivation, function_gap, max_elements_for
+from theorylab.nn.activations import HermiteActivation
+from theorylab.theory.mean_field import function_gap, max_elements_for
 from theorylab.theory.rates import fit_inverse_width, fit_power_law
 from theorylab.train.mean_field import bounded_memory, sample_sweep, width_sweep
 

@@ -33,10 +33,11 @@ from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus, random_windows
 from theorylab.nn.toy_transformer import ToyTransformer
+from theorylab.probes.bilinear_operators import head_operators
 from theorylab.probes.lowrank import delta_loss
 from theorylab.probes.qk_identities import gauge_transform, qk_gradients
 from theorylab.probes.spectra import stable_rank
-from theorylab.theory.bilinear import balanced_factorization, directionality_score, head_operators
+from theorylab.theory.bilinear import balanced_factorization, directionality_score
 from theorylab.train.language import train_language_model
 
 PAPER = "query-key asymmetry (paper unidentified; anchors: arXiv 2603.04427, Saponati et al. arXiv 2502.10927)"

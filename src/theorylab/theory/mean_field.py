@@ -12,15 +12,37 @@ being ``rho = sum_i c_i delta_{w_i}`` (``c_i = 1/m``). With ``x ~ N(0, I_d)`` an
 - at initialisation (i.i.d. uniform particles) ``E |f_m - f_MF|^2 = (K(1) - E K(<w, w'>)) / m``.
 
 All tensors may carry leading batch axes (networks): particles ``(..., m, d)``, weights ``(..., m)``.
+The activation ``act`` is anything with the :class:`HermiteActivationLike` interface, e.g.
+:class:`theorylab.nn.activations.HermiteActivation`; the closed forms only call its methods (theory does
+not import ``nn``).
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from theorylab.nn.activations import HermiteActivation, hermite_activation_torch
+
+class HermiteActivationLike(Protocol):
+    """What the closed forms need from ``sigma = sum_j a_j He_j / sqrt(j!)``: its coefficients ``a_j``, its
+    kernel ``K(t) = sum_j a_j^2 t^j`` and ``K'``, ``sigma'`` as such an activation, and ``sigma`` evaluated
+    pointwise (NumPy: ``act(z)``; torch: ``act.evaluate(z)``)."""
+
+    coeffs: tuple[float, ...]
+
+    def kernel(self, t: Tensor) -> Tensor: ...
+
+    def kernel_prime(self, t: Tensor) -> Tensor: ...
+
+    @property
+    def derivative(self) -> "HermiteActivationLike": ...
+
+    def __call__(self, z: np.ndarray) -> np.ndarray: ...
+
+    def evaluate(self, z: Tensor) -> Tensor: ...
 
 
 def sphere_moment(j: int, d: int) -> float:
@@ -34,7 +56,7 @@ def sphere_moment(j: int, d: int) -> float:
     return out
 
 
-def init_gap_per_width(act: HermiteActivation, d: int) -> float:
+def init_gap_per_width(act: HermiteActivationLike, d: int) -> float:
     """``m * E |f_m - f_MF|^2`` at initialisation: ``K(1) - E K(<w, w'>)``."""
     return sum(a * a for a in act.coeffs) - sum(a * a * sphere_moment(j, d) for j, a in enumerate(act.coeffs))
 
@@ -67,7 +89,7 @@ def pair_blocks(batch: int, m: int, n: int, max_elements: int | None = None) -> 
     return [(slice(i, i + rows), slice(j, j + cols)) for i in range(0, m, rows) for j in range(0, n, cols)]
 
 
-def kernel_mean(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
+def kernel_mean(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
     """``sum_ij ca_i cb_j K(<a_i, b_j>)`` per batch: ``a (..., m, d)``, ``b (..., n, d)`` -> ``(...)``.
 
     Formed in blocks of at most ``max_elements`` pairs (:func:`pair_blocks`), so memory stays bounded
@@ -83,14 +105,14 @@ def kernel_mean(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Te
     return (per_row * ca).sum(-1)
 
 
-def population_loss(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
+def population_loss(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
     """``L(rho) = 1/2 [sum c c K(G) - 2 sum c K(<w, w*>) + K(1)]`` per network: ``(...)``."""
     self_term = kernel_mean(act, w, c, w, c, max_elements)
     cross = (c * act.kernel(w @ w_star)).sum(-1)
     return 0.5 * (self_term - 2 * cross + act.kernel(torch.ones((), dtype=w.dtype, device=w.device)))
 
 
-def velocity(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
+def velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
     """``v(w_i) = P_{w_i} [K'(<w_i, w*>) w* - sum_j c_j K'(<w_i, w_j>) w_j]``: ``(..., m, d)``.
 
     The ``(..., m, m)`` interaction is formed in blocks of at most ``max_elements`` pairs."""
@@ -109,19 +131,19 @@ def velocity(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, max_e
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def projected_step(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, eta: float, max_elements: int | None = None) -> Tensor:
+def projected_step(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, eta: float, max_elements: int | None = None) -> Tensor:
     """One projected gradient step in mean-field time: ``w <- normalise(w + eta v(w))``."""
     w = w + eta * velocity(act, w, c, w_star, max_elements)
     return w / w.norm(dim=-1, keepdim=True)
 
 
-def function_gap(act: HermiteActivation, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
+def function_gap(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
     """``|f_a - f_b|^2_{L^2(gamma)} = sum K over (a - b) x (a - b)``, per batch."""
     return (kernel_mean(act, a, ca, a, ca, max_elements) - 2 * kernel_mean(act, a, ca, b, cb, max_elements)
             + kernel_mean(act, b, cb, b, cb, max_elements))
 
 
-def local_hessian_ratio(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, particles: Tensor | None = None,
+def local_hessian_ratio(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, particles: Tensor | None = None,
                         max_elements: int | None = None) -> tuple[Tensor, Tensor]:
     """Self-concordance diagnostic: ``|H(w_i)|_op / |v(w_i)|`` with ``H = P dv/dw P`` (the particle's
     local Hessian on the tangent space, the measure held fixed), for the chosen ``particles`` (indices).
@@ -163,7 +185,7 @@ class OverlapDynamics:
     Euler with the particle system's step size.
     """
 
-    def __init__(self, act: HermiteActivation, d: int, n: int = 512, nodes: int = 16, device: str | torch.device = "cpu"):
+    def __init__(self, act: HermiteActivationLike, d: int, n: int = 512, nodes: int = 16, device: str | torch.device = "cpu"):
         from scipy.special import roots_jacobi
         from scipy.stats import beta
 
@@ -203,7 +225,7 @@ class OverlapDynamics:
         return losses, s
 
 
-def empirical_velocity(act: HermiteActivation, w: Tensor, c: Tensor, x: Tensor, y: Tensor, block: int | None = None,
+def empirical_velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, x: Tensor, y: Tensor, block: int | None = None,
                        max_elements: int | None = None) -> Tensor:
     """Velocity under the empirical loss ``1/(2n) sum (f(x) - y)^2`` on fixed samples, in mean-field time:
     ``v_i = P_{w_i} (1/n) sum_x (y(x) - f(x)) sigma'(<w_i, x>) x``.
@@ -222,18 +244,18 @@ def empirical_velocity(act: HermiteActivation, w: Tensor, c: Tensor, x: Tensor, 
     for start in range(0, n, block):
         xb, yb = x[..., start : start + block, :], y[..., start : start + block]
         z = w @ xb.transpose(-1, -2)  # (..., m, b)
-        f = (hermite_activation_torch(act, z) * c[..., None]).sum(-2)  # (..., b)
-        raw = raw + ((yb - f)[..., None, :] * hermite_activation_torch(deriv, z)) @ xb
+        f = (act.evaluate(z) * c[..., None]).sum(-2)  # (..., b)
+        raw = raw + ((yb - f)[..., None, :] * deriv.evaluate(z)) @ xb
         del z
     raw = raw / n
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def init_gap_monte_carlo(act: HermiteActivation, d: int, samples: int, generator: torch.Generator, *, chunk: int = 1 << 16,
+def init_gap_monte_carlo(act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *, chunk: int = 1 << 16,
                          device: str | torch.device = "cpu") -> tuple[float, float, float, float]:
     """``m E|f_m - f_MF|^2`` at initialisation, ``E[sigma(g)^2] - E[sigma(<w, x>) sigma(<w', x>)]``, from the
     activation itself (``sigma`` evaluated pointwise by the Hermite recurrence), never from
-    :meth:`HermiteActivation.kernel`, so a ``K`` that is not ``E[sigma sigma]`` disagrees with it:
+    ``act.kernel``, so a ``K`` that is not ``E[sigma sigma]`` disagrees with it:
 
     - ``E[sigma(g)^2]``, ``g ~ N(0, 1)``, by Gauss-Hermite quadrature (exact for a polynomial ``sigma``);
     - ``E[sigma(<w, x>) sigma(<w', x>)]`` by Monte Carlo over ``w, w'`` independent uniform on ``S^{d-1}``
@@ -250,7 +272,7 @@ def init_gap_monte_carlo(act: HermiteActivation, d: int, samples: int, generator
         b = min(chunk, samples - done)
         w2 = uniform_sphere((b,), d, generator, device=device)
         x = torch.randn(b, d, generator=generator, dtype=torch.float64, device=device)
-        est = hermite_activation_torch(act, x[:, 0]) * hermite_activation_torch(act, (w2 * x).sum(-1))
+        est = act.evaluate(x[:, 0]) * act.evaluate((w2 * x).sum(-1))
         total += float(est.sum())
         total_sq += float((est * est).sum())
         done += b

@@ -1,4 +1,4 @@
-"""Context as exact rank-1 weight patches: the lemmas and the per-block constructions.
+"""Context as exact rank-1 weight patches: the lemmas and the gated-MLP / MoE constructions.
 
 Dherin, Munn, Mazzawi, Wunder, Gonzalvo, "Learning without training: the implicit dynamics of
 in-context learning", arXiv 2507.16003 (2025), Thm 2.2: for a block ``f(W A(C, x) + b)``,
@@ -14,10 +14,12 @@ reaches any target output).
 
 Everything here rests on one identity (:func:`rank1_to_target`): for ``z ≠ 0``,
 ``(W + (t − W z) zᵀ/‖z‖²) z = t``; the update is rank 1 and the smallest (Frobenius) that does it.
-The block constructions (:func:`implicit_patch`) are compositions of it; where a condition fails
-they raise :class:`NotControllable` with the condition's name instead of returning a wrong patch.
+The constructions (:func:`gated_mlp_patch`, :func:`moe_patch`; per block of a model:
+:func:`theorylab.probes.weight_patches.implicit_patch`) are compositions of it; where a condition
+fails they raise :class:`NotControllable` with the condition's name instead of returning a wrong patch.
 
-Vectors are 1-D (one query position); matrices follow ``nn.Linear``'s ``(out, in)`` layout.
+Everything takes weights as tensors, never a module. Vectors are 1-D (one query position); matrices
+follow ``nn.Linear``'s ``(out, in)`` layout.
 The Gemma construction (input patches, then an output patch, then the RMSNorm-scale patch) is our
 reconstruction of the paper's; the "output" mode (no input patches) is exact as well.
 """
@@ -25,7 +27,7 @@ reconstruction of the paper's; the "output" mode (no input patches) is exact as 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -117,33 +119,30 @@ class Patch:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class GatedMLP:
-    """``W_d (act(W_g n) ⊙ W_u n)`` with names for its three matrices (the HF / Llama layout)."""
-
-    W_g: Tensor
-    W_u: Tensor
-    W_d: Tensor
-    act: Callable[[Tensor], Tensor]
-    names: tuple[str, str, str] = ("gate", "up", "down")
-
-    def inner(self, n: Tensor, dW_g: Tensor | None = None, dW_u: Tensor | None = None) -> Tensor:
-        W_g = self.W_g if dW_g is None else self.W_g + dW_g
-        W_u = self.W_u if dW_u is None else self.W_u + dW_u
-        return self.act(W_g @ n) * (W_u @ n)
+def gated_inner(W_g: Tensor, W_u: Tensor, act: Callable[[Tensor], Tensor], n: Tensor,
+                dW_g: Tensor | None = None, dW_u: Tensor | None = None) -> Tensor:
+    """The inner map of a gated MLP ``W_d (act(W_g n) ⊙ W_u n)`` (the HF / Llama layout), with optional patches on W_g, W_u."""
+    W_g = W_g if dW_g is None else W_g + dW_g
+    W_u = W_u if dW_u is None else W_u + dW_u
+    return act(W_g @ n) * (W_u @ n)
 
 
 def gated_mlp_patch(
-    mlp: GatedMLP,
+    W_g: Tensor,
+    W_u: Tensor,
+    W_d: Tensor,
+    act: Callable[[Tensor], Tensor],
     n_x: Tensor,
     target: Tensor,
     *,
+    names: tuple[str, str, str] = ("gate", "up", "down"),
     n_c: Tensor | None = None,
     post_scale: Tensor | None = None,
     post_scale_name: str | None = None,
     eps: float = 0.0,
 ) -> Patch:
-    """Patch a gated MLP so that, at its query-only input ``n_x``, its branch output equals ``target``.
+    """Patch the gated MLP ``W_d (act(W_g n) ⊙ W_u n)`` so that, at its query-only input ``n_x``, its branch
+    output equals ``target``; ``names`` name the three matrices in the returned :class:`Patch`.
 
     - ``n_c`` given ("full" mode): input patches on W_g and W_u first (Dherin's ΔW on each), so the
       inner activation at ``n_x`` becomes the with-context one; then the output patch.
@@ -151,19 +150,19 @@ def gated_mlp_patch(
       scale ``post_scale`` (Gemma's N₄), to m* = target ⊘ scale, plus the scale patch
       s' = rms_ε(m*)·s so that N₄'(m*) = target (Goldwaser et al., Gemma block).
     """
-    g, u, d = mlp.names
+    g, u, d = names
     patch = Patch(info={"mode": "full" if n_c is not None else "output"})
     dW_g = dW_u = None
     if n_c is not None:
-        dW_g = input_patch(mlp.W_g, n_x, n_c, what=g)
-        dW_u = input_patch(mlp.W_u, n_x, n_c, what=u)
+        dW_g = input_patch(W_g, n_x, n_c, what=g)
+        dW_u = input_patch(W_u, n_x, n_c, what=u)
         patch.add(g, dW_g)
         patch.add(u, dW_u)
-    z = mlp.inner(n_x, dW_g, dW_u)
+    z = gated_inner(W_g, W_u, act, n_x, dW_g, dW_u)
     if post_scale is None:
-        patch.add(d, rank1_to_target(mlp.W_d, z, target, what=d))
+        patch.add(d, rank1_to_target(W_d, z, target, what=d))
         return patch
-    dW_d, new_scale = post_norm_output_patch(mlp.W_d, z, target, post_scale, eps, what=d)
+    dW_d, new_scale = post_norm_output_patch(W_d, z, target, post_scale, eps, what=d)
     patch.add(d, dW_d)
     name = post_scale_name or "post_norm"
     patch.deltas[name] = new_scale - post_scale
@@ -172,7 +171,10 @@ def gated_mlp_patch(
 
 
 def moe_patch(
-    experts: list[GatedMLP],
+    W_g: Tensor | Sequence[Tensor],
+    W_u: Tensor | Sequence[Tensor],
+    W_d: Tensor | Sequence[Tensor],
+    act: Callable[[Tensor], Tensor],
     selected: Tensor,
     weights: Tensor,
     n_x: Tensor,
@@ -180,6 +182,8 @@ def moe_patch(
 ) -> tuple[int, Tensor, Tensor]:
     """MoE output patch: patch the highest-weight expert routed at ``n_x`` so the mixture hits ``target``.
 
+    ``W_g``, ``W_u``, ``W_d``: the experts' gated-MLP matrices, indexed by expert first (``(E, hidden, d)``,
+    ``(E, hidden, d)``, ``(E, d, hidden)`` tensors or sequences of E matrices); ``act``: their activation.
     ``selected``/``weights``: the top-k experts and their gate weights at ``n_x`` (the query-only
     routing, which may differ from the with-context one; the patch does not touch the router).
     Returns ``(expert, ΔW_d of that expert, its inner activation)``. Raises
@@ -189,52 +193,7 @@ def moe_patch(
     e, w = int(selected[k]), weights[k]
     if not bool(w > 0):
         raise NotControllable(f"not output-controllable: the gate weight of the selected expert {e} is 0")
-    rest = sum((weights[j] * experts[int(selected[j])].W_d @ experts[int(selected[j])].inner(n_x) for j in range(len(selected)) if j != k), torch.zeros_like(target))
-    z = experts[e].inner(n_x)
-    return e, rank1_to_target(experts[e].W_d, z, (target - rest) / w, what=f"expert {e} down"), z
-
-
-def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[str, Tensor], mode: str = "output") -> Patch:
-    """The exact patch of one of our blocks (:mod:`theorylab.nn.blocks`), given its query states.
-
-    ``with_ctx`` / ``query_only``: the block's :meth:`~theorylab.nn.blocks.PatchableBlock.query_state`
-    at the query with and without the context (the latter at the input the patched block will see).
-    ``mode``: "output" (patch the outer map only) or "full" (input patches too, where the inner map
-    sees the context: Llama, Gemma, post-norm). The vanilla block always takes Dherin's input patch.
-    """
-    if mode not in ("output", "full"):
-        raise ValueError(f"mode must be 'output' or 'full', got {mode!r}")
-    family = block.family
-    full = mode == "full" and family in ("llama", "gemma", "postnorm")
-    n_c = with_ctx["n"] if full else None
-    if family == "vanilla":
-        patch = Patch(info={"mode": "input"})
-        patch.add("W1", input_patch(block.W1.detach(), query_only["n"], with_ctx["n"], what="W1"))
-        return patch
-    if family in ("llama", "parallel"):
-        return gated_mlp_patch(block.mlp_parts(), query_only["n"], with_ctx["out"] - query_only["h"], n_c=n_c)
-    if family == "gemma":
-        return gated_mlp_patch(
-            block.mlp_parts(), query_only["n"], with_ctx["out"] - query_only["h"], n_c=n_c,
-            post_scale=(1 + block.g4).detach(), post_scale_name="g4", eps=block.eps,
-        )
-    if family == "postnorm":
-        # out = LN₂(h + W₂ gelu(W₁ h + b₁) + b₂): match the pre-norm sum, the norm then agrees.
-        W1, b1, W2, b2 = (p.detach() for p in (block.W1, block.b1, block.W2, block.b2))
-        patch = Patch(info={"mode": "full" if full else "output"})
-        dW1 = None
-        if full:
-            dW1 = input_patch(W1, query_only["n"], n_c, what="W1")
-            patch.add("W1", dW1)
-        z = block.act((W1 if dW1 is None else W1 + dW1) @ query_only["n"] + b1)
-        patch.add("W2", rank1_to_target(W2, z, with_ctx["pre"] - query_only["h"] - b2, what="W2"))
-        return patch
-    if family == "moe":
-        experts = block.experts_parts()
-        e, dW, _ = moe_patch(experts, query_only["selected"], query_only["weights"], query_only["n"], with_ctx["out"] - query_only["h"])
-        patch = Patch(info={"mode": "output", "expert": e})
-        full_delta = torch.zeros_like(block.W_d)
-        full_delta[e] = dW
-        patch.add("W_d", full_delta, dW)
-        return patch
-    raise ValueError(f"no patch construction for block family {family!r}")
+    rest = sum((weights[j] * W_d[int(selected[j])] @ gated_inner(W_g[int(selected[j])], W_u[int(selected[j])], act, n_x)
+                for j in range(len(selected)) if j != k), torch.zeros_like(target))
+    z = gated_inner(W_g[e], W_u[e], act, n_x)
+    return e, rank1_to_target(W_d[e], z, (target - rest) / w, what=f"expert {e} down"), z

@@ -19,9 +19,9 @@ import torch
 from torch import Tensor
 
 from theorylab.core.errors import MissingResource
-from theorylab.nn.activations import hermite_activation_torch
+from theorylab.nn.activations import HermiteActivation, hermite_activation_torch
 from theorylab.probes.function_gap import gap_to_reference
-from theorylab.theory.mean_field import HermiteActivation, empirical_velocity, population_loss, projected_step, uniform_sphere
+from theorylab.theory.mean_field import empirical_velocity, population_loss, projected_step, uniform_sphere
 
 
 @dataclass

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorylab.data.nearest_points import d_mse, nearest_point_sets
-from theorylab.theory.attention_constructions import fit_head_weights, full_rank_head, head_outputs, random_rank1_heads
+from theorylab.nn.attention_constructions import fit_head_weights, full_rank_head, head_outputs, random_rank1_heads
 
 
 @settings(max_examples=20, deadline=None)
