@@ -1,21 +1,35 @@
-"""Static HTML report of the store: an index of studies with verdicts, a page per run."""
+"""Static HTML report of the store.
+
+``index.html`` opens with totals (claims passed / failed / not decided / error, over all studies
+and per study family, counted on each study's latest complete run), then one row per study: its
+latest run (preset, seed, when), a verdict badge coloured by the worst outcome and a thumbnail of
+the run's first figure. ``runs/<run_id>.html`` is a page per complete run (claims, figures,
+config, scalars, tables), laid out to fit a 1400-px window without horizontal scrolling.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from theorylab.core.result import Result
 from theorylab.core.store import Store
 from theorylab.core.study import all_studies
+
+OUTCOMES = ("passed", "failed", "undecided", "error")
+NO_FAMILY = "other"
 
 
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("theorylab.core", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["fmt"] = _fmt
+    env.filters["when"] = _when
+    env.filters["secs"] = _secs
     return env
 
 
@@ -27,40 +41,177 @@ def _fmt(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _compact(value: Any) -> str:
+    """A config or scalar value on one (wrappable) line: numbers as ``fmt``, the rest as compact JSON."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _fmt(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(", ", ": "), default=str)
+
+
+def _when(stamp: Any) -> str:
+    if not stamp:
+        return ""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(stamp)))
+
+
+def _secs(seconds: Any) -> str:
+    """A wall time in words: ``"12 ms"``, ``"4.2 s"``, ``"3 min 7 s"``, ``"1 h 02 min"``."""
+    if seconds is None:
+        return ""
+    s = float(seconds)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.3g} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60)} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
+    """The verdict badge of a run: ``text`` ("8/9 passed"), ``tone`` (the worst outcome: ``bad``
+    for a failed or errored claim or a run that did not finish, ``undecided`` for a claim not
+    decided, ``good`` when every claim passed, ``none`` without claims) and ``detail`` in words."""
+    total = sum(counts.get(k, 0) for k in OUTCOMES)
+    parts = [f"{counts[k]} {name}" for k, name in (("failed", "failed"), ("error", "error" if counts.get("error") == 1 else "errors"),
+                                                   ("undecided", "not decided")) if counts.get(k)]
+    text = f"{counts.get('passed', 0)}/{total} passed" if total else "no claims"
+    if status != "done":
+        tone, text = "bad", f"{status} · {text}"
+    elif counts.get("failed") or counts.get("error"):
+        tone = "bad"
+    elif counts.get("undecided"):
+        tone = "undecided"
+    elif total:
+        tone = "good"
+    else:
+        tone = "none"
+    return {"text": text, "tone": tone, "detail": ", ".join(parts) if parts else ("all passed" if tone == "good" else "")}
+
+
 def write_report(store: Store, out: Path | None = None) -> Path:
-    """Write ``index.html`` and ``runs/<run_id>.html`` under ``out`` (default ``<store>/report``)."""
+    """Write ``index.html``, ``style.css`` and ``runs/<run_id>.html`` under ``out`` (default ``<store>/report``)."""
     out = Path(out) if out is not None else store.root / "report"
     (out / "runs").mkdir(parents=True, exist_ok=True)
     env = _env()
     studies = all_studies()
-    complete = [row for row in store.rows() if store.has(row["run_id"])]
-    by_study: dict[str, list[dict[str, Any]]] = {}
-    for row in complete:
-        by_study.setdefault(row["study"], []).append(row)
+    rows = store.rows()  # newest first
+    complete = [row for row in rows if store.has(row["run_id"])]
 
+    results: dict[str, Result] = {}
     for row in complete:
         result = store.load(row["run_id"])
-        study = studies.get(result.study)
-        claims_ref = {c.id: c.reference for c in study.claims} if study else {}
-        figures = [os.path.relpath(p, out / "runs") for p in result.figures if p.suffix == ".png"]
-        tables = {name: frame.head(50).to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0, classes="data") for name, frame in result.tables.items()}
-        page = env.get_template("run.html").render(
-            result=result,
-            title=study.title if study else result.study,
-            paper=study.paper if study else "",
-            references=claims_ref,
-            figures=figures,
-            tables=tables,
-            table_rows={name: len(frame) for name, frame in result.tables.items()},
-            config_json=json.dumps(result.config, indent=2),
-            scalars_json=json.dumps(result.scalars, indent=2, default=str),
-        )
-        (out / "runs" / f"{result.run_id}.html").write_text(page)
+        results[row["run_id"]] = result
+        _write_run_page(env, out, result, studies.get(result.study))
 
-    index_rows = []
-    for slug, study in studies.items():
-        runs = by_study.get(slug, [])
-        index_rows.append({"slug": slug, "title": study.title, "paper": study.paper, "claims": len(study.claims), "runs": runs})
-    (out / "index.html").write_text(env.get_template("index.html").render(studies=index_rows, root=str(store.root)))
+    # One row per study: every registered study, and any study of the store no longer registered.
+    slugs = list(studies) + sorted({r["study"] for r in rows} - set(studies))
+    entries = [_index_entry(slug, studies.get(slug), rows, complete, results, out) for slug in slugs]
+    entries.sort(key=lambda e: (e["latest"] is None, e["slug"]))
+    (out / "index.html").write_text(env.get_template("index.html").render(
+        studies=entries,
+        totals=_totals(entries),
+        families=_family_totals(entries),
+        root=str(store.root),
+        generated=_when(time.time()),
+        n_runs=len(complete),
+    ))
     (out / "style.css").write_text(env.get_template("style.css").render())
     return out / "index.html"
+
+
+def _write_run_page(env: Environment, out: Path, result: Result, study: Any) -> None:
+    claims_ref = {c.id: c.reference for c in study.claims} if study else {}
+    figures = [{"src": os.path.relpath(p, out / "runs"), "name": p.stem} for p in result.figures if p.suffix == ".png"]
+    tables = {
+        name: frame.head(50).to_html(index=False, float_format=lambda x: f"{x:.4g}", border=0, classes="data")
+        for name, frame in result.tables.items()
+    }
+    page = env.get_template("run.html").render(
+        result=result,
+        title=study.title if study else result.study,
+        paper=study.paper if study else "",
+        family=(study.family if study else "") or NO_FAMILY,
+        references=claims_ref,
+        badge=badge(result.status, result.counts()),
+        counts=result.counts(),
+        figures=figures,
+        tables=tables,
+        table_rows={name: len(frame) for name, frame in result.tables.items()},
+        config_items=[(key, _compact(value)) for key, value in result.config.items()],
+        scalar_items=[(key, _compact(value)) for key, value in result.scalars.items()],
+        config_json=json.dumps(result.config, indent=2),
+        scalars_json=json.dumps(result.scalars, indent=2, default=str),
+    )
+    (out / "runs" / f"{result.run_id}.html").write_text(page)
+
+
+def _index_entry(slug: str, study: Any, rows: list[dict[str, Any]], complete: list[dict[str, Any]],
+                 results: dict[str, Result], out: Path) -> dict[str, Any]:
+    runs = [r for r in complete if r["study"] == slug]  # newest first
+    latest_row = runs[0] if runs else None
+    # A newer attempt that never completed (it raised, or was killed) is said next to the latest run.
+    attempts = [r for r in rows if r["study"] == slug and r["status"] != "running"]
+    failed_after = attempts[0] if attempts and attempts[0]["run_id"] not in {r["run_id"] for r in runs} else None
+    entry: dict[str, Any] = {
+        "slug": slug,
+        "title": study.title if study else slug,
+        "paper": study.paper if study else "(study not registered)",
+        "family": (study.family if study else "") or NO_FAMILY,
+        "claims": len(study.claims) if study else None,
+        "latest": None,
+        "earlier": runs[1:],
+        "failed_after": failed_after,
+    }
+    if latest_row is not None:
+        result = results[latest_row["run_id"]]
+        counts = result.counts()
+        pngs = [p for p in result.figures if p.suffix == ".png"]
+        entry["latest"] = {
+            "run_id": result.run_id,
+            "preset": result.preset,
+            "seed": result.seed,
+            "status": result.status,
+            "wall_s": result.wall_s,
+            "finished": latest_row.get("finished"),
+            "counts": counts,
+            "badge": badge(result.status, counts),
+            "thumb": os.path.relpath(pngs[0], out) if pngs else None,
+            "n_figures": len(pngs),
+        }
+    return entry
+
+
+def _blank() -> dict[str, Any]:
+    return {"studies": 0, "run": 0, **{k: 0 for k in OUTCOMES}}
+
+
+def _add(total: dict[str, Any], entry: dict[str, Any]) -> None:
+    total["studies"] += 1
+    if entry["latest"] is not None:
+        total["run"] += 1
+        for k in OUTCOMES:
+            total[k] += entry["latest"]["counts"][k]
+
+
+def _totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    total = _blank()
+    for entry in entries:
+        _add(total, entry)
+    total["claims"] = sum(total[k] for k in OUTCOMES)
+    total["runs_failed"] = sum(1 for e in entries if e["failed_after"] is not None and e["latest"] is None)
+    return total
+
+
+def _family_totals(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Totals per family (families with a run first, then by name), with each outcome's share in %."""
+    by_family: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        _add(by_family.setdefault(entry["family"], {"family": entry["family"], **_blank()}), entry)
+    families = sorted(by_family.values(), key=lambda f: (f["run"] == 0, f["family"] == NO_FAMILY, f["family"]))
+    for fam in families:
+        fam["claims"] = sum(fam[k] for k in OUTCOMES)
+        fam["share"] = {k: (100.0 * fam[k] / fam["claims"] if fam["claims"] else 0.0) for k in OUTCOMES}
+    return families
