@@ -46,8 +46,9 @@ class Judgement:
         return self.judged(False, measured, expected, tolerance, detail)
 
     def undecided(self, reason: str, measured: Any = None, expected: Any = None, tolerance: Any = None) -> Verdict:
-        """Not decided on this run; ``reason`` says why and what would decide it (e.g. the preset)."""
-        detail = reason if reason.startswith(("not decided", "needs ")) else f"not decided: {reason}"
+        """Not decided on this run; ``reason`` says why and what would decide it (e.g. the preset).
+        A reason that already starts with "not decided", "needs " or "report only" is kept as is."""
+        detail = reason if reason.startswith(("not decided", "needs ", "report only")) else f"not decided: {reason}"
         return Verdict(self.id, self.statement, measured, expected, tolerance, None, detail)
 
 
