@@ -382,3 +382,18 @@ def test_report_renders_in_chromium_without_horizontal_scrolling(report, chromiu
         assert size["scroll"] <= size["client"], f"{name} scrolls horizontally at 1400 px: {size}"
         assert size["right"] <= size["client"], f"{name}: an element sticks out at 1400 px: {size}"
         assert size["images"] and size["n_images"] >= 1, f"{name}: an image did not load: {size}"
+
+
+def test_prediction_vs_simulation_draws_one_line_and_marker_set_per_group():
+    import pandas as pd
+
+    from theorylab.core.plotting import new_figure, prediction_vs_simulation
+
+    t = pd.DataFrame({"n": [4, 1, 2, 1, 2, 4], "th": [0.25, 1, 0.5, 2, 1, 0.5], "m": [0.3, 1.1, 0.4, 2.1, 0.9, 0.6],
+                      "e": [0.1] * 6, "g": [0, 0, 0, 1, 1, 1]})
+    fig, ax = new_figure()
+    prediction_vs_simulation(ax, t, "n", "th", "m", "e", group="g", label="g={group}", logx=True)
+    assert len(ax.lines) >= 2 and list(ax.lines[0].get_xdata()) == [1, 2, 4]  # sorted by x
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels.count("theory") == 1 and "g=0" in labels and "g=1" in labels
+    assert ax.get_xscale() == "log"

@@ -63,3 +63,42 @@ def log_ticks(ax: Any, values: Sequence[float]) -> None:
     ax.set_xticks(list(values))
     ax.set_xticklabels([f"{v:g}" for v in values])
     ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def prediction_vs_simulation(
+    ax: Any,
+    table: Any,
+    x: str,
+    theory: str | None,
+    measured: str,
+    err: str | None = None,
+    group: str | None = None,
+    label: str = "{group}",
+    theory_label: str | None = "theory",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+) -> None:
+    """The figure most studies draw: the theory as a line and the measurement as markers.
+
+    ``table`` is a DataFrame with one row per point; ``x``, ``theory``, ``measured`` and ``err``
+    (error-bar half-widths, e.g. two standard errors over seeds) name its columns. With ``group``,
+    one colour per value of that column (``label`` is formatted with ``group=value``); the theory
+    line is labelled once, by ``theory_label``. ``theory=None`` draws markers only."""
+    groups = [(None, table)] if group is None else list(table.groupby(group, sort=True))
+    for i, (value, part) in enumerate(groups):
+        part = part.sort_values(x)
+        c = color(i)
+        if theory is not None:
+            theory_line(ax, part[x], part[theory], color=c, label=theory_label if i == 0 else None)
+        name = None if group is None else label.format(group=value)
+        sim_points(ax, part[x], part[measured], None if err is None else part[err], color=c,
+                   label=name if group is not None else "simulation")
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel or x)
+    ax.set_ylabel(ylabel or measured)
+    ax.legend(fontsize=7)
