@@ -11,7 +11,7 @@ Two modes:
   the first mode.
 
 Run both sides with the same torch thread count (``benchmarks/seed_robustness.py`` uses one
-per worker): float reductions sum in a thread-dependent order, which moves measured values at
+thread per run by default): float reductions sum in a thread-dependent order, which moves measured values at
 ~1e-4 relative through training. ``--studies`` and ``--seeds`` narrow the comparison. Prints one line per difference and a
 summary; exits 1 when anything differs, so it can gate a refactor.
 """

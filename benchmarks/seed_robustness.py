@@ -3,13 +3,17 @@
     python benchmarks/seed_robustness.py                       # every built-in study, seeds 0-9
     python benchmarks/seed_robustness.py mpnn-algorithms --seeds 0-19 --workers 2
     python benchmarks/seed_robustness.py --executor ray        # a local Ray (or --address ray://head:10001)
-    python benchmarks/seed_robustness.py --readme              # also rewrite the README's seed table
+    python benchmarks/seed_robustness.py --write-docs          # also rewrite docs/seed-robustness.md's table
 
 Each (study, seed) is an ordinary run in a persistent store (``--store``, default
 ``benchmarks/results/seed_store``), so an interrupted sweep resumes where it stopped. Prints and
 writes (``benchmarks/results/seed_robustness.json``) a pass-rate table per claim: passed / failed /
 errors / not decided out of the seeds, with the failing seeds and the first failing detail. The
 target is every decided claim at 10/10; each exception is explained in its claim's detail.
+
+Every run uses one torch thread (``--threads``), whatever the worker count: float reductions sum in
+a thread-dependent order, so measured values are comparable across stores only at one thread count
+(``benchmarks/compare_verdicts.py`` relies on it).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README_START, README_END = "<!-- seed-table:start -->", "<!-- seed-table:end -->"
+TABLE_START, TABLE_END = "<!-- seed-table:start -->", "<!-- seed-table:end -->"
+DOCS_PAGE = ROOT / "docs" / "seed-robustness.md"
 
 
 def _seeds(text: str) -> list[int]:
@@ -119,7 +124,8 @@ def main() -> int:
     parser.add_argument("--address", default=None, help="Ray cluster address (default: a local Ray)")
     parser.add_argument("--store", default=str(ROOT / "benchmarks" / "results" / "seed_store"))
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "seed_robustness.json"))
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md between the seed-table markers")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run (1: comparable across stores)")
+    parser.add_argument("--write-docs", action="store_true", help="write the table into docs/seed-robustness.md between its markers")
     parser.add_argument("--collect", nargs="+", metavar="STORE", help="run nothing: build the table from the quick runs already in these stores")
     args = parser.parse_args()
 
@@ -128,7 +134,7 @@ def main() -> int:
     slugs = args.studies or [s for s, st in all_studies().items() if st.module.startswith("theorylab.studies")]
     seeds = _seeds(args.seeds)
     jobs = [(slug, seed) for slug in slugs for seed in seeds]
-    threads = max(1, (os.cpu_count() or 1) // max(1, args.workers))
+    threads = args.threads
     rows: list[dict] = []
     started = time.perf_counter()
 
@@ -161,13 +167,12 @@ def main() -> int:
     print(text)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"seeds": seeds, "workers": args.workers, "threads": threads, "rates": rates, "runs": rows}, indent=2, default=str))
-    if args.readme:
-        readme = ROOT / "README.md"
-        body = readme.read_text()
-        if README_START not in body:
-            raise SystemExit(f"README.md has no {README_START} marker")
-        body = re.sub(re.escape(README_START) + ".*?" + re.escape(README_END), README_START + "\n" + text + "\n" + README_END, body, flags=re.S)
-        readme.write_text(body)
+    if args.write_docs:
+        body = DOCS_PAGE.read_text()
+        if TABLE_START not in body:
+            raise SystemExit(f"{DOCS_PAGE} has no {TABLE_START} marker")
+        body = re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), TABLE_START + "\n" + text + "\n" + TABLE_END, body, flags=re.S)
+        DOCS_PAGE.write_text(body)
     return 0 if all(r["failed"] == 0 and r["error"] == 0 for r in rates) else 1
 
 
