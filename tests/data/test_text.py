@@ -11,6 +11,7 @@ import torch
 from theorylab.data.text import (
     CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, kjv_text, load_text, stdlib_paragraphs, stdlib_text, proper_names, random_windows, resolve_corpus, split_words,
 )
+from theorylab.data.text import random_span, word_stream
 
 TEXT = "And Moses said unto Aaron, Take the rod of Moses. And Aaron took the rod of the LORD; and the rod of Aaron budded.\n"
 
@@ -118,3 +119,26 @@ def test_stdlib_paragraphs_are_deterministic_and_keep_only_prose(tmp_path):
         "First module docstring that holds a paragraph of plain English words.",
         "A function docstring, also a plain sentence in English words.",
     ]
+
+
+def test_word_stream_round_trips_the_corpus(tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_text(TEXT)
+    vocab, stream = word_stream(str(f), 1000)
+    assert stream.dtype == torch.long and vocab.decode(stream) == " ".join(split_words(TEXT))
+    small, s2 = word_stream(str(f), 3)  # <unk> + the 2 most frequent words
+    assert len(small) == 3 and set(s2.tolist()) == {0, 1, 2} and small.words[1:] == ["the", "Aaron"]  # ties: first seen
+
+
+def test_random_span_is_a_slice_with_every_offset_but_the_last():
+    stream = torch.arange(10)
+    starts = set()
+    for seed in range(300):
+        span = random_span(stream, 4, torch.Generator().manual_seed(seed))
+        assert torch.equal(span, torch.arange(int(span[0]), int(span[0]) + 4))
+        starts.add(int(span[0]))
+    assert starts == set(range(6))  # offsets 0..5: 6 = len - length is excluded
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert int(random_span(stream, 4, g1)[0]) == int(torch.randint(0, 6, (1,), generator=g2))
+    with pytest.raises(ValueError, match="shorter"):
+        random_span(stream, 10, torch.Generator())

@@ -215,6 +215,14 @@ def char_stream(name_or_path: str) -> tuple[CharVocab, "torch.Tensor"]:
     return vocab, torch.as_tensor(vocab.encode(text))
 
 
+def word_stream(name_or_path: str, size: int) -> tuple["WordVocab", Tensor]:
+    """``(vocabulary, token stream)`` of a corpus at word level: the ``size - 1`` most frequent words
+    and ``<unk>`` (:class:`WordVocab`), the stream a ``torch.long`` tensor."""
+    text = resolve_corpus(name_or_path)
+    vocab = WordVocab.from_text(text, size)
+    return vocab, torch.as_tensor(vocab.encode(text))
+
+
 @dataclass
 class WordVocab:
     """The ``size - 1`` most frequent words of the text plus ``<unk>`` (id 0) for the rest."""
@@ -253,6 +261,16 @@ def random_windows(stream: np.ndarray | Tensor, n: int, length: int, generator: 
         raise ValueError(f"the token stream ({len(s)} tokens) is shorter than one window of {length}")
     start = torch.randint(len(s) - length + 1, (n,), generator=generator)
     return s[start[:, None] + torch.arange(length)]
+
+
+def random_span(stream: np.ndarray | Tensor, length: int, generator: torch.Generator) -> Tensor:
+    """One span of ``length`` consecutive tokens at a uniform offset in ``[0, len - length)`` (the last
+    possible offset excluded): ``(length,)``; one draw of ``generator``."""
+    s = torch.as_tensor(stream)
+    if len(s) <= length:
+        raise ValueError(f"the token stream ({len(s)} tokens) is shorter than one span of {length} + 1")
+    start = int(torch.randint(0, len(s) - length, (1,), generator=generator))
+    return s[start:start + length]
 
 
 # --------------------------------------------------------------------------------------------

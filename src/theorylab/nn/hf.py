@@ -10,6 +10,8 @@ Needs the ``hf`` extra (``pip install "theorylab[hf]"``). Nothing is ever downlo
 - :func:`full_precision_norms`: HF RMSNorms compute in float32, an *up*cast meant for bf16/fp16
   models; for a float64 model it is a *down*cast. Inside this context they run at the input's
   precision (same formula), which float64 exactness checks need.
+- :func:`small_config`: the keyword arguments of :func:`random_init` for a family at given sizes
+  (Gemma 3's local/global layer pattern, Mixtral's experts), from the card's names of the sizes.
 - :func:`mlp_input_weights`: each layer's MLP input matrix, the matrix LASER truncates (Sharma et
   al., arXiv 2312.13558), for the families whose layout we know.
 """
@@ -123,6 +125,34 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
                     offset = 0.0 if "Gemma" in type(module).__name__ else 1.0
                     module.weight.copy_(offset + norm_std * torch.randn_like(module.weight))
     return model.to(dtype).eval()
+
+
+def gemma3_layer_types(n_layers: int, global_every: int) -> list[str]:
+    """Gemma 3's attention pattern: every ``global_every``-th layer global (``"full_attention"``), the
+    others local (``"sliding_attention"``); Gemma 3 uses 6 (local:global 5:1)."""
+    return ["full_attention" if (i + 1) % global_every == 0 else "sliding_attention" for i in range(n_layers)]
+
+
+def small_config(arch: str, *, hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int, head_dim: int,
+                 vocab: int, max_positions: int = 4096, window: int = 8, global_every: int = 4, experts: int = 4,
+                 experts_per_token: int = 2) -> dict:
+    """The ``transformers`` config keywords of a family at these sizes, for :func:`random_init`.
+
+    Common: width ``hidden``, MLP ``intermediate``, ``layers`` decoder layers, ``heads`` query and
+    ``kv_heads`` key/value heads (grouped-query attention) of ``head_dim``, ``vocab`` tokens and
+    ``max_positions`` positions. ``"gemma3"`` adds the sliding ``window`` and
+    :func:`gemma3_layer_types`; ``"mixtral"`` adds ``experts`` experts, ``experts_per_token`` routed.
+    Gemma 3 1B: hidden 1152, intermediate 6912, 26 layers, 4 heads, 1 KV head, head_dim 256,
+    vocab 262144, window 512, global_every 6.
+    """
+    common = dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
+                  num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab,
+                  max_position_embeddings=max_positions)
+    if arch in ("gemma3", "gemma3_text"):
+        return dict(common, sliding_window=window, layer_types=gemma3_layer_types(layers, global_every))
+    if arch == "mixtral":
+        return dict(common, num_local_experts=experts, num_experts_per_tok=experts_per_token)
+    return common
 
 
 def _norm_forward(module: nn.Module, offset: float, eps: float):

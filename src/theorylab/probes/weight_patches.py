@@ -19,15 +19,25 @@ it produces *with* the context (Dherin et al., arXiv 2507.16003, Thm 2.2; Goldwa
   during the query-only pass, just before its MLP runs.
 - :func:`patched_greedy`: greedy generation with the context vs patched without it, the patches
   recomputed at every generated token (the patch is token dependent; no global one exists).
-- :func:`numerical_rank`, :func:`spectrum`: the rank claim (singular values above ``tol·σ₁``).
+- :func:`numerical_rank`, :func:`spectrum`, :func:`layer_rank_stats`: the rank claim (singular values
+  above ``tol·σ₁``) and the Gemma scale patch being a multiple of the old scale.
+- :func:`depth_report`: per depth of a stack, the multi-layer algorithm's gap, the controls (no
+  patch, independent patches, another query) and the rank statistics: one row per depth.
+- :func:`context_growth_patches`: Dherin et al.'s Sec. 4 measurement: the implicit patch of a stack
+  as the context grows one example at a time (its norm, the increment, the prediction).
+- :func:`refusal`, :func:`dead_scale_refusals`, :func:`hf_dead_scale_refusals`: the controllability
+  failure: a post-norm scale entry set to 0 must make the construction refuse, not return a patch.
+- :func:`hf_patch_exactness`: :func:`hf_chain_patches` across precisions and patch modes, as rows.
 """
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -76,6 +86,32 @@ def numerical_rank(matrix: Tensor, tol: float = 1e-8) -> int:
 
 def max_abs(a: Tensor, b: Tensor) -> float:
     return float((a.detach().double() - b.detach().double()).abs().max())
+
+
+def layer_rank_stats(patch: Patch, tol: float = 1e-8) -> tuple[int, int, float, float]:
+    """One layer's patch: min and max numerical rank of its factors (singular values above ``tol·σ₁``,
+    float64), the largest σ₂/σ₁, and the spread ``(max − min) / mean|·|`` of new/old norm scale
+    (0 when the scale patch is a scalar multiple of the old scale, as Goldwaser et al.'s Gemma
+    construction says; 0 when there is no scale patch)."""
+    ranks, ratios, spread = [], [], 0.0
+    for f in patch.factors.values():
+        s = spectrum(f)
+        ranks.append(int((s > tol * s[0]).sum()) if s[0] > 0 else 0)
+        ratios.append(float(s[1] / s[0]) if s.numel() > 1 and s[0] > 0 else 0.0)
+    for old, new in patch.scales.values():
+        r = (new / old).double()
+        spread = max(spread, float((r.max() - r.min()) / r.abs().mean()))
+    return min(ranks), max(ranks), max(ratios), spread
+
+
+def refusal(attempt: Callable[[], object]) -> tuple[bool, str]:
+    """Run a patch construction that should fail: ``(flagged, message)``, flagged when it raised
+    :class:`NotControllable` naming output controllability; ``(False, "returned a patch")`` when it did not raise."""
+    try:
+        attempt()
+    except NotControllable as err:
+        return "not output-controllable" in str(err), str(err)
+    return False, "returned a patch"
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,6 +226,101 @@ def chain_patches(stack, X: Tensor, mode: str = "output", *, independent: bool =
     if independent:  # now run the query through every patched layer
         outs = apply_patches(stack, X[-1:], patches)
     return ChainResult(patches, [s["out"] for s in ctx], outs)
+
+
+def query_only_outputs(stack, x: Tensor) -> list[Tensor]:
+    """Each layer's output at the last row of the unpatched run on ``x`` alone (the "no patch" control)."""
+    outs = []
+    with torch.no_grad():
+        for block in stack.blocks:
+            x = block(x)
+            outs.append(x[-1])
+    return outs
+
+
+def depth_report(stack, X: Tensor, mode: str = "output", *, other: Tensor | None = None) -> list[dict]:
+    """One row per layer k (the output of the depth-k stack) of the multi-layer algorithm on ``X``.
+
+    Columns: ``depth``, ``feasible`` (True), ``error`` (max |with context − patched|) and ``scale``
+    (max |with context|), ``no_patch`` (gap of the query-only run without patches: the control that
+    makes exactness non-vacuous), ``independent`` (gap with every layer patched against the unpatched
+    run, Goldwaser et al.'s wrong algorithm), ``other_query`` (the patches applied to the query
+    ``other`` with the same context vs its own with-context output: token dependence),
+    ``rank_min``/``rank_max``/``sigma2_over_sigma1``/``scale_ratio_spread`` (:func:`layer_rank_stats`
+    over layers 1..k) and ``patch_norm`` (Frobenius norm of layer k's patch). With ``other=None``
+    the controls and ranks are NaN (e.g. in float32, where σ₂ sits at rounding noise). Raises
+    :class:`NotControllable` when a layer has no exact patch.
+    """
+    depth = len(stack.blocks)
+    plain = query_only_outputs(stack, X[-1:])
+    res = chain_patches(stack, X, mode)
+    indep = tokdep = None
+    stats = [(np.nan, np.nan, np.nan, np.nan)] * depth
+    if other is not None:
+        stats = [layer_rank_stats(p) for p in res.patches]
+        indep = chain_patches(stack, X, mode, independent=True).errors
+        X2 = torch.cat([X[:-1], other[None]])
+        ctx2 = [s["out"] for s in with_context_states(stack, X2)]
+        tokdep = [max_abs(a, b) for a, b in zip(ctx2, apply_patches(stack, X2[-1:], res.patches))]
+    rows = []
+    for k in range(1, depth + 1):
+        lo, hi, ratio, spread = (np.min([st[0] for st in stats[:k]]), np.max([st[1] for st in stats[:k]]),
+                                 np.max([st[2] for st in stats[:k]]), np.max([st[3] for st in stats[:k]]))
+        rows.append(dict(
+            depth=k, feasible=True, error=res.errors[k - 1], scale=res.scales[k - 1],
+            no_patch=max_abs(res.with_context[k - 1], plain[k - 1]),
+            independent=indep[k - 1] if indep else np.nan, other_query=tokdep[k - 1] if tokdep else np.nan,
+            rank_min=lo, rank_max=hi, sigma2_over_sigma1=ratio, scale_ratio_spread=spread,
+            patch_norm=float(sum(v**2 for v in res.patches[k - 1].frobenius().values()) ** 0.5),
+        ))
+    return rows
+
+
+def dead_scale_refusals(block, X: Tensor, coordinate: int,
+                        modes: Sequence[str] = ("output",)) -> tuple[float, list[tuple[str, bool, str]]]:
+    """The output-controllability failure on one of our Gemma blocks: set entry ``coordinate`` of the
+    post-MLP scale ``1 + g₄`` to 0 (g₄ = −1; left so: the block is changed) and try to patch.
+
+    Returns ``|target|`` at that coordinate (what no patch can reach; the refusal matters when it is
+    not ~0) and ``(mode, flagged, message)`` per mode (:func:`refusal`).
+    """
+    with torch.no_grad():
+        block.g4[coordinate] = -1.0
+    with_ctx, query = block.query_state(X), block.query_state(X[-1:])
+    unreachable = float((with_ctx["out"] - query["h"])[coordinate].abs())
+    tries = [(mode, *refusal(lambda mode=mode: implicit_patch(block, with_ctx, query, mode))) for mode in modes]
+    return unreachable, tries
+
+
+def context_growth_patches(stack, tokens: Tensor, y_query: float, stack32=None, name: str = "W1") -> list[dict]:
+    """Dherin et al. (arXiv 2507.16003, Sec. 4): the implicit patch as the context grows.
+
+    ``tokens``: one in-context regression prompt ``(T, d)`` (examples ``[x_j, y_j]``, then the query
+    ``[x_q, 0]``); ``stack``: a stack of vanilla blocks reading the prediction from the query's last
+    coordinate. For i = 1..T−1, the prompt of the first i examples and the query is patched
+    (:func:`chain_patches`, output mode: the vanilla input patch on ``name``). Rows: ``i``,
+    ``prediction`` (the model with context), ``implicit`` (patched without it), their ``rel_error``
+    ``|Δ|/(1+|pred|)`` (and ``rel_error32`` in ``stack32``, a float32 copy, NaN without it),
+    ``patch_norm`` ‖ΔW(C≤i)‖_F (all layers), ``increment_norm`` ‖ΔW(C≤i) − ΔW(C≤i−1)‖_F and
+    ``sq_error`` of the prediction against ``y_query``.
+    """
+    rows, prev = [], None
+    for i in range(1, len(tokens)):
+        X = torch.cat([tokens[:i], tokens[-1:]])
+        res = chain_patches(stack, X, "output")
+        pred, implicit = float(res.with_context[-1][-1]), float(res.patched[-1][-1])
+        rel32 = np.nan
+        if stack32 is not None:
+            res32 = chain_patches(stack32, X.float(), "output")
+            pred32, implicit32 = float(res32.with_context[-1][-1]), float(res32.patched[-1][-1])
+            rel32 = abs(pred32 - implicit32) / (1 + abs(pred32))
+        flat = torch.cat([p.deltas[name].flatten() for p in res.patches])
+        inc = flat if prev is None else flat - prev
+        prev = flat
+        rows.append(dict(i=i, prediction=pred, implicit=implicit, rel_error=abs(pred - implicit) / (1 + abs(pred)),
+                         rel_error32=rel32, patch_norm=float(flat.norm()), increment_norm=float(inc.norm()),
+                         sq_error=(pred - y_query) ** 2))
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,6 +541,12 @@ class GenerationTrace:
     def identical(self) -> bool:
         return self.tokens_context == self.tokens_patched
 
+    def rows(self) -> list[dict]:
+        """One row per generated token: ``step`` (from 1), both tokens, the logit gap and scale."""
+        steps = zip(self.tokens_context, self.tokens_patched, self.logit_errors, self.logit_scales)
+        return [dict(step=step + 1, token_context=tc, token_patched=tp, logit_error=err, logit_scale=sc)
+                for step, (tc, tp, err, sc) in enumerate(steps)]
+
 
 def patched_greedy(model: nn.Module, prompt_ids: Tensor, steps: int, mode: str = "output") -> GenerationTrace:
     """Greedy generation two ways: the model on the growing prompt, and the patched query-only model.
@@ -435,7 +572,71 @@ def patched_greedy(model: nn.Module, prompt_ids: Tensor, steps: int, mode: str =
     return GenerationTrace(tok_c, tok_p, errs, scales)
 
 
+def hf_patch_exactness(model: nn.Module, input_ids: Tensor, dtypes: Sequence[torch.dtype] = (torch.float64,),
+                       modes: Sequence[str] = ("output", "full")) -> list[dict]:
+    """:func:`hf_chain_patches` on ``model`` cast to each of ``dtypes``, in each of ``modes``: one row per layer.
+
+    In float64 it runs twice, ``norms="float64"`` (RMSNorms at the input's precision,
+    :func:`theorylab.nn.hf.full_precision_norms`) and ``norms="native"`` (HF's own float32 norms);
+    other precisions run natively on a copy. Rows: ``dtype``, ``norms``, ``mode``, ``layer`` (from 1),
+    ``error``/``scale`` at the layer's query output, ``logit_error``/``logit_scale`` at the logits,
+    ``rank_max``/``rank_min`` over all patches (tolerance 1e-8 in float64, 1e-3 otherwise).
+    """
+    from theorylab.nn.hf import full_precision_norms
+
+    rows = []
+    for dtype in dtypes:
+        name = str(dtype).removeprefix("torch.")
+        m = model if dtype == torch.float64 else copy.deepcopy(model).to(dtype)
+        for norms in (("float64", "native") if dtype == torch.float64 else ("native",)):
+            for mode in modes:
+                if norms == "float64":
+                    with full_precision_norms(m):
+                        res = hf_chain_patches(m, input_ids, mode)
+                else:
+                    res = hf_chain_patches(m, input_ids, mode)
+                tol = 1e-8 if dtype == torch.float64 else 1e-3
+                ranks = [numerical_rank(f, tol) for p in res.patches for f in p.factors.values()]
+                for layer, err in enumerate(res.errors):
+                    rows.append(dict(dtype=name, norms=norms, mode=mode, layer=layer + 1, error=err,
+                                     scale=float(res.with_context[layer].abs().max()), logit_error=res.logit_error,
+                                     logit_scale=float(res.logits_context.abs().max()), rank_max=max(ranks),
+                                     rank_min=min(ranks)))
+        del m
+    return rows
+
+
+def hf_dead_scale_refusals(model: nn.Module, input_ids: Tensor, coordinate: int, layer: int = 0,
+                           modes: Sequence[str] = ("output", "full")) -> list[tuple[str, bool, str]]:
+    """The output-controllability failure on a Hugging Face model with a post-MLP norm (Gemma 2/3):
+    entry ``coordinate`` of layer ``layer``'s post-feedforward scale ``1 + w`` set to 0 (w = −1),
+    :func:`hf_chain_patches` tried in each mode (norms in full precision); ``(mode, flagged, message)``
+    per mode (:func:`refusal`). The weight is restored on exit, bit for bit, even after an error."""
+    from theorylab.nn.hf import full_precision_norms
+
+    layout = hf_layout(model)
+    if layout.post_norm is None:
+        raise ValueError(f"{type(model).__name__} has no post-MLP norm whose scale could be set to 0")
+    norm = hf_layers(model)[layer].get_submodule(layout.post_norm)
+    saved = norm.weight.detach().clone()
+
+    def attempt(mode: str) -> None:
+        with full_precision_norms(model):
+            hf_chain_patches(model, input_ids, mode)
+
+    try:
+        with torch.no_grad():
+            norm.weight[coordinate] = -1.0
+        return [(mode, *refusal(lambda mode=mode: attempt(mode))) for mode in modes]
+    finally:
+        with torch.no_grad():
+            norm.weight.copy_(saved)
+
+
 __all__ = [
-    "ChainResult", "GenerationTrace", "HFChainResult", "HFLayout", "HF_LAYOUTS", "NotControllable", "apply_patches", "chain_patches",
-    "hf_chain_patches", "hf_layers", "hf_layout", "implicit_patch", "max_abs", "numerical_rank", "patched", "patched_greedy", "spectrum", "with_context_states",
+    "ChainResult", "GenerationTrace", "HFChainResult", "HFLayout", "HF_LAYOUTS", "NotControllable", "apply_patches",
+    "chain_patches", "context_growth_patches", "dead_scale_refusals", "depth_report", "hf_chain_patches",
+    "hf_dead_scale_refusals", "hf_layers", "hf_layout", "hf_patch_exactness", "implicit_patch", "layer_rank_stats",
+    "max_abs", "numerical_rank", "patched", "patched_greedy", "query_only_outputs", "refusal", "spectrum",
+    "with_context_states",
 ]

@@ -27,23 +27,26 @@ import torch
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.rng import seeded
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
+from theorylab.data.random_prompts import embedded_prompt_pair
 from theorylab.data.tasks import in_context_linear_regression
-from theorylab.nn.blocks import FAMILIES, BlockStack, VanillaBlock, make_stack
+from theorylab.data.text import random_span, word_stream
+from theorylab.nn.blocks import FAMILIES, BlockStack, make_stack
+from theorylab.nn.hf import small_config
+from theorylab.nn.regression_stack import in_context_regression_stack
 from theorylab.probes.weight_patches import (
-    apply_patches,
     chain_patches,
-    hf_chain_patches,
-    implicit_patch,
-    max_abs,
-    numerical_rank,
+    dead_scale_refusals,
+    depth_report,
+    hf_dead_scale_refusals,
+    hf_patch_exactness,
     patched_greedy,
     spectrum,
-    with_context_states,
 )
 from theorylab.theory.patches import NotControllable
+from theorylab.train.causal_lm import train_hf_causal_lm
+from theorylab.train.in_context_regression import implicit_vs_explicit, train_in_context_regression
 
 PAPER = "Goldwaser, Munn, Gonzalvo, Dherin, arXiv 2511.17864 (2025); Dherin et al., arXiv 2507.16003 (2025)"
 REF = "arXiv 2511.17864"
@@ -150,31 +153,16 @@ def _modes(cfg: ImplicitPatchesConfig, family: str) -> list[str]:
     return [m for m in cfg.modes if m == "output" or family in FULL_MODE] or ["output"]
 
 
-def _stack(cfg: ImplicitPatchesConfig, family: str, d: int, seed: int, depth: int) -> BlockStack:
+def _stack(cfg: ImplicitPatchesConfig, ctx: RunContext, family: str, d: int, seed: int, depth: int) -> BlockStack:
     extra = dict(n_experts=cfg.n_experts, top_k=cfg.top_k) if family == "moe" else {}
-    return make_stack(family, depth, d, seed=seed, hidden_mult=cfg.hidden_mult, n_heads=cfg.n_heads, g_std=cfg.g_std, **extra)
+    init = int(ctx.rng(f"stack/{family}/{d}/{seed}").integers(2**62))
+    return make_stack(family, depth, d, seed=init, hidden_mult=cfg.hidden_mult, n_heads=cfg.n_heads, g_std=cfg.g_std,
+                      **extra)
 
 
 def _prompt(cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Embedded prompt (context + query) and an alternative query token's embedding (same context)."""
-    g = ctx.generator(f"prompt/{d}/{c}/{seed}")
-    table = torch.randn(cfg.vocab, d, generator=g, dtype=torch.float64)
-    ids = torch.randint(0, cfg.vocab, (c + 1,), generator=g)
-    other = (ids[-1] + 1 + torch.randint(0, cfg.vocab - 1, (1,), generator=g)[0]) % cfg.vocab
-    return table[ids], table[other]
-
-
-def _layer_ranks(patch) -> tuple[int, int, float, float]:
-    """One layer's min and max numerical rank (float64, tol 1e-8), max σ₂/σ₁, and the spread of new/old norm scale."""
-    ranks, ratios, spread = [], [], 0.0
-    for f in patch.factors.values():
-        s = spectrum(f)
-        ranks.append(int((s > 1e-8 * s[0]).sum()) if s[0] > 0 else 0)
-        ratios.append(float(s[1] / s[0]) if s.numel() > 1 and s[0] > 0 else 0.0)
-    for old, new in patch.scales.values():
-        r = (new / old).double()
-        spread = max(spread, float((r.max() - r.min()) / r.abs().mean()))
-    return min(ranks), max(ranks), max(ratios), spread
+    return embedded_prompt_pair(cfg.vocab, d, c, ctx.generator(f"prompt/{d}/{c}/{seed}"))
 
 
 def _sweep(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
@@ -182,42 +170,20 @@ def _sweep(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
     combos = [(f, d, c, s) for f in cfg.family for d in cfg.d for c in cfg.context for s in range(cfg.seeds)]
     for family, d, c, seed in ctx.progress(combos, "patch sweep"):
-        init = int(ctx.rng(f"stack/{family}/{d}/{seed}").integers(2**62))
-        base = _stack(cfg, family, d, init, depth)
+        base = _stack(cfg, ctx, family, d, seed, depth)
         X64, other64 = _prompt(cfg, ctx, d, c, seed)
         for dtype in cfg.dtypes:
             stack = base if dtype == "float64" else copy.deepcopy(base).to(DTYPES[dtype])
             X, other = X64.to(DTYPES[dtype]), other64.to(DTYPES[dtype])
-            with torch.no_grad():
-                plain, x = [], X[-1:]
-                for block in stack.blocks:
-                    x = block(x)
-                    plain.append(x[-1])
             for mode in _modes(cfg, family):
-                try:
-                    res = chain_patches(stack, X, mode)
+                case = dict(family=family, mode=mode, d=d, context=c, seed=seed, dtype=dtype)
+                try:  # rank and controls in float64 only (float32 singular values sit at 1e-7 noise)
+                    report = depth_report(stack, X, mode, other=other if dtype == "float64" else None)
                 except NotControllable as err:
                     ctx.log(f"{family} d={d} c={c} seed={seed} {dtype} {mode}: {err}")
-                    rows.append(dict(family=family, mode=mode, d=d, context=c, seed=seed, dtype=dtype, depth=depth, error=math.inf, scale=0.0, feasible=False))
+                    rows.append(dict(case, depth=depth, error=math.inf, scale=0.0, feasible=False))
                     continue
-                indep = tokdep = None
-                stats = [(np.nan, np.nan, np.nan, np.nan)] * depth
-                if dtype == "float64":  # rank and controls in float64 only (float32 singular values sit at 1e-7 noise)
-                    stats = [_layer_ranks(p) for p in res.patches]
-                    indep = chain_patches(stack, X, mode, independent=True).errors
-                    X2 = torch.cat([X[:-1], other[None]])
-                    ctx2 = [s["out"] for s in with_context_states(stack, X2)]
-                    tokdep = [max_abs(a, b) for a, b in zip(ctx2, apply_patches(stack, X2[-1:], res.patches))]
-                for k in cfg.depth:
-                    lo, hi, ratio, spread = (np.min([st[0] for st in stats[:k]]), np.max([st[1] for st in stats[:k]]),
-                                             np.max([st[2] for st in stats[:k]]), np.max([st[3] for st in stats[:k]]))
-                    rows.append(dict(
-                        family=family, mode=mode, d=d, context=c, seed=seed, dtype=dtype, depth=k, feasible=True,
-                        error=res.errors[k - 1], scale=res.scales[k - 1], no_patch=max_abs(res.with_context[k - 1], plain[k - 1]),
-                        independent=indep[k - 1] if indep else np.nan, other_query=tokdep[k - 1] if tokdep else np.nan,
-                        rank_min=lo, rank_max=hi, sigma2_over_sigma1=ratio, scale_ratio_spread=spread,
-                        patch_norm=float(sum(v**2 for v in res.patches[k - 1].frobenius().values()) ** 0.5),
-                    ))
+                rows.extend(dict(case, **report[k - 1]) for k in cfg.depth)
     table = pd.DataFrame(rows)
     table["bound"] = table["dtype"].map(BOUND) * (1 + table["scale"])
     ctx.table("sweep", table)
@@ -230,22 +196,12 @@ def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFram
     for d in cfg.d:
         for c in cfg.context:
             for seed in range(cfg.seeds):
-                init = int(ctx.rng(f"stack/gemma/{d}/{seed}").integers(2**62))
-                stack = _stack(cfg, "gemma", d, init, 1)
-                block = stack.blocks[0]
+                block = _stack(cfg, ctx, "gemma", d, seed, 1).blocks[0]
                 j = int(ctx.rng(f"dead/{d}/{c}/{seed}").integers(d))
-                with torch.no_grad():
-                    block.g4[j] = -1.0
                 X, _ = _prompt(cfg, ctx, d, c, seed)
-                with_ctx, query = block.query_state(X), block.query_state(X[-1:])
-                target_j = float((with_ctx["out"] - query["h"])[j].abs())
-                for mode in _modes(cfg, "gemma"):
-                    try:
-                        implicit_patch(block, with_ctx, query, mode)
-                        flagged, message = False, "returned a patch"
-                    except NotControllable as err:
-                        flagged, message = "not output-controllable" in str(err), str(err)
-                    rows.append(dict(source="GemmaBlock", d=d, context=c, seed=seed, mode=mode, coordinate=j, unreachable=target_j, flagged=flagged, message=message))
+                target_j, tries = dead_scale_refusals(block, X, j, _modes(cfg, "gemma"))
+                rows += [dict(source="GemmaBlock", d=d, context=c, seed=seed, mode=mode, coordinate=j, unreachable=target_j,
+                              flagged=flagged, message=message) for mode, flagged, message in tries]
     return pd.DataFrame(rows)
 
 
@@ -255,42 +211,10 @@ def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFram
 
 
 def _hf_config(cfg: ImplicitPatchesConfig, arch: str) -> dict:
-    common = dict(hidden_size=cfg.hf_hidden, intermediate_size=cfg.hf_intermediate, num_hidden_layers=cfg.hf_layers, num_attention_heads=cfg.hf_heads,
-                  num_key_value_heads=cfg.hf_kv_heads, head_dim=cfg.hf_head_dim, vocab_size=cfg.hf_vocab, max_position_embeddings=max(4096, max(cfg.hf_prompt) + cfg.hf_generate + 8))
-    if arch == "gemma3":
-        types = ["full_attention" if (i + 1) % cfg.hf_global_every == 0 else "sliding_attention" for i in range(cfg.hf_layers)]
-        return dict(common, sliding_window=cfg.hf_window, layer_types=types)
-    if arch == "mixtral":
-        return dict(common, num_local_experts=cfg.hf_experts, num_experts_per_tok=2)
-    return common
-
-
-def _text_tokens(cfg: ImplicitPatchesConfig, vocab_size: int) -> tuple[torch.Tensor, object]:
-    from theorylab.data.text import WordVocab, resolve_corpus
-
-    text = resolve_corpus(cfg.hf_corpus)
-    vocab = WordVocab.from_text(text, vocab_size)
-    return torch.as_tensor(vocab.encode(text)), vocab
-
-
-def _train_lm(model, stream: torch.Tensor, steps: int, ctx: RunContext, seq: int = 64, batch: int = 16, lr: float = 3e-3) -> list[float]:
-    """A few hundred AdamW steps of next-token prediction on random windows (so the weights are not Gaussian)."""
-    from theorylab.data.text import random_windows
-
-    g = ctx.generator("hf/train")
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    losses = []
-    model.train()
-    for step in ctx.progress(range(steps), "train Gemma 3 on text"):
-        w = random_windows(stream, batch, seq, g).to(ctx.device)
-        loss = model(input_ids=w, labels=w).loss  # HF shifts the labels: w[t+1] predicted from w[<=t]
-        ctx.check_finite("language-model loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+    return small_config(arch, hidden=cfg.hf_hidden, intermediate=cfg.hf_intermediate, layers=cfg.hf_layers,
+                        heads=cfg.hf_heads, kv_heads=cfg.hf_kv_heads, head_dim=cfg.hf_head_dim, vocab=cfg.hf_vocab,
+                        window=cfg.hf_window, global_every=cfg.hf_global_every, experts=cfg.hf_experts,
+                        max_positions=max(4096, max(cfg.hf_prompt) + cfg.hf_generate + 8))
 
 
 def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
@@ -300,11 +224,12 @@ def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
     for arch in cfg.hf_archs:
         seed = ctx.seed(f"hf/init/{arch}")
         yield f"{arch} (random init)", arch, random_init(arch, seed=seed, **_hf_config(cfg, arch)).to(ctx.device), None
-    if cfg.hf_train_steps:
-        stream, vocab = _text_tokens(cfg, cfg.hf_vocab)
+    if cfg.hf_train_steps:  # weights moved away from Gaussian by a few hundred steps on a real text
+        _, stream = word_stream(cfg.hf_corpus, cfg.hf_vocab)
         seed = ctx.seed("hf/init/trained")
         model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(ctx.device)
-        losses = _train_lm(model, stream, cfg.hf_train_steps, ctx)
+        losses = train_hf_causal_lm(model, stream, cfg.hf_train_steps, generator=ctx.generator("hf/train"),
+                                    progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
         ctx.table("hf_training", pd.DataFrame(dict(step=np.arange(len(losses)), loss=losses)))
         yield "gemma3 (self-trained)", "gemma3", model.double(), stream
     if cfg.hf_local:
@@ -318,66 +243,28 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
 
     exact, gen, control = [], [], []
     for name, arch, model, stream in _hf_models(cfg, ctx):
-        vocab = model.config.vocab_size
         for length in cfg.hf_prompt:
             g = ctx.generator(f"hf/prompt/{name}/{length}")
             if stream is not None:
-                start = int(torch.randint(0, len(stream) - length, (1,), generator=g))
-                ids = stream[start:start + length][None].to(ctx.device)
+                ids = random_span(stream, length, g)[None].to(ctx.device)
             else:
-                ids = torch.randint(0, vocab, (1, length), generator=g).to(ctx.device)
-            for dtype in cfg.hf_dtypes:
-                m = model if dtype == "float64" else copy.deepcopy(model).to(DTYPES[dtype])
-                for norms in (("float64", "native") if dtype == "float64" else ("native",)):
-                    for mode in ("output", "full"):
-                        if norms == "float64":
-                            with full_precision_norms(m):
-                                res = hf_chain_patches(m, ids, mode)
-                        else:
-                            res = hf_chain_patches(m, ids, mode)
-                        ranks = [numerical_rank(f, 1e-8 if dtype == "float64" else 1e-3) for p in res.patches for f in p.factors.values()]
-                        for layer, err in enumerate(res.errors):
-                            exact.append(dict(model=name, arch=arch, prompt=length, dtype=dtype, norms=norms, mode=mode, layer=layer + 1, error=err,
-                                              scale=float(res.with_context[layer].abs().max()), logit_error=res.logit_error,
-                                              logit_scale=float(res.logits_context.abs().max()), rank_max=max(ranks), rank_min=min(ranks)))
-                if dtype != "float64":
-                    del m
+                ids = torch.randint(0, model.config.vocab_size, (1, length), generator=g).to(ctx.device)
+            key = dict(model=name, arch=arch, prompt=length)
+            exact += [dict(key, **r) for r in hf_patch_exactness(model, ids, [DTYPES[dt] for dt in cfg.hf_dtypes])]
             with full_precision_norms(model):
                 trace = patched_greedy(model, ids, cfg.hf_generate)
-            for step, (tc, tp, err, sc) in enumerate(zip(trace.tokens_context, trace.tokens_patched, trace.logit_errors, trace.logit_scales)):
-                gen.append(dict(model=name, arch=arch, prompt=length, step=step + 1, token_context=tc, token_patched=tp, logit_error=err, logit_scale=sc, norms="float64"))
+            gen += [dict(key, **r, norms="float64") for r in trace.rows()]
             ctx.log(f"{name}, prompt {length}: {len(trace.tokens_context)} greedy tokens identical: {trace.identical}")
-        if arch == "gemma3" and "random init" in name:
-            control.extend(_hf_dead_scale(model, ctx, cfg.hf_prompt[0]))
+        if arch == "gemma3" and "random init" in name:  # one entry of layer 0's post-feedforward scale 1 + w set to 0
+            length = cfg.hf_prompt[0]
+            j = int(ctx.rng("hf/dead").integers(model.config.hidden_size))
+            g = ctx.generator("hf/dead")
+            ids = torch.randint(0, model.config.vocab_size, (1, length), generator=g).to(ctx.device)
+            control += [dict(source=f"{HF_SOURCE} layer 0", d=model.config.hidden_size, context=length - 1, seed=0,
+                             mode=mode, coordinate=j, unreachable=np.nan, flagged=flagged, message=message)
+                        for mode, flagged, message in hf_dead_scale_refusals(model, ids, j)]
         del model
     return pd.DataFrame(exact), pd.DataFrame(gen), pd.DataFrame(control)
-
-
-def _hf_dead_scale(model, ctx: RunContext, length: int) -> list[dict]:
-    """Gemma 3: one entry of a post-feedforward norm's scale 1 + w set to 0 -> the HF patcher must refuse."""
-    from theorylab.nn.hf import full_precision_norms
-    from theorylab.probes.weight_patches import hf_layers
-
-    norm = hf_layers(model)[0].post_feedforward_layernorm
-    j = int(ctx.rng("hf/dead").integers(norm.weight.numel()))
-    ids = torch.randint(0, model.config.vocab_size, (1, length), generator=ctx.generator("hf/dead")).to(next(model.parameters()).device)
-    saved = norm.weight.detach().clone()
-    rows = []
-    try:
-        with torch.no_grad():
-            norm.weight[j] = -1.0
-        for mode in ("output", "full"):
-            try:
-                with full_precision_norms(model):
-                    hf_chain_patches(model, ids, mode)
-                flagged, message = False, "returned a patch"
-            except NotControllable as err:
-                flagged, message = "not output-controllable" in str(err), str(err)
-            rows.append(dict(source=f"{HF_SOURCE} layer 0", d=model.config.hidden_size, context=length - 1, seed=0, mode=mode, coordinate=j, unreachable=np.nan, flagged=flagged, message=message))
-    finally:
-        with torch.no_grad():
-            norm.weight.copy_(saved)
-    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,74 +272,18 @@ def _hf_dead_scale(model, ctx: RunContext, length: int) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 
 
-def _icl_model(cfg: ImplicitPatchesConfig, seed: int) -> BlockStack:
-    d = cfg.icl_dim + 1
-    with seeded(seed):
-        blocks = [VanillaBlock(d, cfg.icl_hidden_mult * d, n_heads=1, g_std=cfg.g_std, layer_norm=False) for _ in range(cfg.icl_depth)]
-    return BlockStack(blocks)
-
-
 def _icl(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    model = _icl_model(cfg, int(ctx.rng("icl/init").integers(2**62)))
-    g = ctx.generator("icl/train")
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.icl_lr)
-    log = []
-    for step in ctx.progress(range(cfg.icl_steps), "train in-context regression"):
-        batch = in_context_linear_regression(cfg.icl_tasks, cfg.icl_length, cfg.icl_dim, generator=g)
-        loss = (model(batch.tokens)[:, -1, -1] - batch.y_query).pow(2).mean()
-        ctx.check_finite("in-context regression loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        log.append(dict(step=step, loss=loss.item()))
+    seed = int(ctx.rng("icl/init").integers(2**62))
+    model = in_context_regression_stack(cfg.icl_dim, cfg.icl_depth, cfg.icl_hidden_mult, cfg.g_std, seed=seed)
+    log = train_in_context_regression(model, steps=cfg.icl_steps, tasks=cfg.icl_tasks, length=cfg.icl_length,
+                                      dim=cfg.icl_dim, lr=cfg.icl_lr, generator=ctx.generator("icl/train"),
+                                      progress=ctx.progress, check=ctx.check_finite)
     model.requires_grad_(False)
     test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_dim, generator=ctx.generator("icl/test"))
-    m32 = copy.deepcopy(model).float()
-    rows, ft_rows = [], []
-    for t in ctx.progress(range(cfg.icl_test), "implicit patches per context length"):
-        tokens = test.tokens[t]
-        prev = None
-        for i in range(1, cfg.icl_length):
-            X = torch.cat([tokens[:i], tokens[-1:]])
-            res = chain_patches(model, X, "output")
-            res32 = chain_patches(m32, X.float(), "output")
-            pred, implicit = float(res.with_context[-1][-1]), float(res.patched[-1][-1])
-            pred32, implicit32 = float(res32.with_context[-1][-1]), float(res32.patched[-1][-1])
-            flat = torch.cat([p.deltas["W1"].flatten() for p in res.patches])
-            inc = flat if prev is None else flat - prev
-            prev = flat
-            rows.append(dict(task=t, i=i, prediction=pred, implicit=implicit, rel_error=abs(pred - implicit) / (1 + abs(pred)),
-                             rel_error32=abs(pred32 - implicit32) / (1 + abs(pred32)), patch_norm=float(flat.norm()), increment_norm=float(inc.norm()),
-                             sq_error=(pred - float(test.y_query[t])) ** 2))
-        ft_rows.extend(_explicit_finetune(model, tokens, float(test.y_query[t]), cfg, t))
+    rows, ft_rows = implicit_vs_explicit(model, test.tokens, test.y_query, cfg.icl_ft_lr, progress=ctx.progress)
     no_ctx = model(test.tokens[:, -1:])[:, -1, -1]
     ctx.scalar("icl_no_context_mse", float((no_ctx - test.y_query).pow(2).mean()))
     return pd.DataFrame(log), pd.DataFrame(rows), pd.DataFrame(ft_rows)
-
-
-def _explicit_finetune(model: BlockStack, tokens: torch.Tensor, y_query: float, cfg: ImplicitPatchesConfig, task: int) -> list[dict]:
-    """Online gradient descent on the first MLP matrix over the context examples, each seen alone.
-
-    Dherin et al. compare the implicit patch with explicit fine-tuning of the same matrix: here one
-    SGD step per example ``(x_j, y_j)`` on the query-only model (input ``[x_j, 0]``), then the query.
-    """
-    block = copy.deepcopy(model)
-    W1 = block.blocks[0].W1
-    W1.requires_grad_(True)
-    opt = torch.optim.SGD([W1], lr=cfg.icl_ft_lr)
-    rows = []
-    query = tokens[-1:]
-    for i in range(1, cfg.icl_length):
-        x = tokens[i - 1:i].clone()
-        y = float(x[0, -1])
-        x[0, -1] = 0.0
-        loss = 0.5 * (block(x)[-1, -1] - y) ** 2
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            rows.append(dict(task=task, i=i, finetuned_sq_error=(float(block(query)[-1, -1]) - y_query) ** 2))
-    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,7 +317,7 @@ def _figure_error_vs_depth(ctx: RunContext, sweep: pd.DataFrame) -> None:
 
 def _figure_spectrum(ctx: RunContext, cfg: ImplicitPatchesConfig) -> None:
     d = cfg.d[0]
-    stack = _stack(cfg, "gemma", d, int(ctx.rng(f"stack/gemma/{d}/0").integers(2**62)), 1)
+    stack = _stack(cfg, ctx, "gemma", d, 0, 1)
     X, _ = _prompt(cfg, ctx, d, cfg.context[-1], 0)
     res = chain_patches(stack, X, "full")
     fig, ax = new_figure()
