@@ -90,3 +90,11 @@ def wishart_sample_covariance(
     lower.diagonal(dim1=1, dim2=2).copy_(chi)
     w = lower @ lower.transpose(1, 2)  # (draws, d, d) ~ Wishart(n, I)
     return root[:, None] * w * root[None, :] / n
+
+
+def correlated_gaussian(n: int, mean: NDArray[np.float64], cov: NDArray[np.float64],
+                        rng: np.random.Generator) -> torch.Tensor:
+    """``n`` draws of N(mean, cov) as a float32 tensor (n, d): ``mean + z L^T`` with ``L`` the Cholesky factor
+    of ``cov`` and ``z`` standard normals from ``rng`` (computed in float64, then cast)."""
+    mean = np.asarray(mean, dtype=np.float64)
+    return torch.from_numpy(mean + rng.standard_normal((n, len(mean))) @ np.linalg.cholesky(cov).T).float()

@@ -13,7 +13,6 @@ of the estimators' overlaps in ``n/d^{3/2}`` and ``n/d``.
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import numpy as np
@@ -22,16 +21,15 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
-from theorylab.core.plotting import color, log_ticks, new_figure
+from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
 from theorylab.data.index_models import IndexModel, get_link
-from theorylab.probes.subspace import overlap
-from theorylab.theory.generative import SequentialLeap, TransformedPHD, top_subspace, u_and_v_k3_matrices
-from theorylab.theory.hermite import multi_index_leap
-from theorylab.theory.rates import first_crossing
+from theorylab.probes.index_recovery import k3_overlaps, order2_overlap, sequential_recovery
+from theorylab.theory.generative import P3_TRIPLE, leap_moment_checks
+from theorylab.theory.hermite import leap_scores
+from theorylab.theory.sample_complexity import crossings_from_table, fitted_exponent
 
 PAPER = "Damian, Lee, Bruna, arXiv 2506.05500 (2025)"
 REF = "arXiv 2506.05500"
-P3_TRIPLE = (2 / math.pi) ** 1.5  # E[sign(z1 z2 z3) z1 z2 z3] = (E|g|)^3
 
 Dim = Annotated[int, Field(ge=4, le=100_000)]
 Scale = Annotated[float, Field(gt=0, le=1e6)]
@@ -68,58 +66,22 @@ PRESETS = {
 }
 
 
-def _moments(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
-    rng = ctx.rng("moments")
-    rows = []
-
-    def add(link: str, name: str, samples: np.ndarray, expected: float) -> None:
-        rows.append(dict(link=link, moment=name, measured=float(samples.mean()), se=float(samples.std(ddof=1) / math.sqrt(len(samples))), expected=expected))
-
-    z = rng.standard_normal((cfg.moment_n, 3))
-    y = np.sign(z.prod(1))
-    for i in range(3):
-        add("parity3", f"E[y z{i + 1}]", y * z[:, i], 0.0)
-        add("parity3", f"E[y (z{i + 1}^2 - 1)]", y * (z[:, i] ** 2 - 1), 0.0)
-        for j in range(i + 1, 3):
-            add("parity3", f"E[y z{i + 1} z{j + 1}]", y * z[:, i] * z[:, j], 0.0)
-    add("parity3", "E[y z1 z2 z3]", y * z.prod(1), P3_TRIPLE)
-    z = rng.standard_normal((cfg.moment_n, 3))
-    y = z.prod(1)
-    add("z1z2z3", "E[(y^2 - 1)(z1^2 - 1)]", (y**2 - 1) * (z[:, 0] ** 2 - 1), 2.0)
-    table = pd.DataFrame(rows)
-    ctx.table("moments", table)
-    return table
+def _sample(ctx: RunContext, stream: str, d: int, link: str, n: int) -> tuple[IndexModel, np.ndarray, np.ndarray]:
+    """A model with a random W and n samples, both from the named stream."""
+    rng = ctx.rng(stream)
+    model = IndexModel.make(d, link, rng)
+    X, y, _ = model.sample(n, rng)
+    return model, X, y
 
 
-def _leaps(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
-    rows = []
-    for name in cfg.leap_links:
-        link = get_link(name)
-        z = ctx.rng(f"leap/{name}").standard_normal((cfg.leap_n, link.r))
-        found, scores = multi_index_leap(z, link(z), kmax=max(4, (link.generative_exponent or 0)))
-        for k, score in scores.items():
-            rows.append(dict(link=name, k=k, z_score=score, leap=found if found is not None else -1, known=link.generative_exponent))
-    table = pd.DataFrame(rows)
-    ctx.table("leaps", table)
-    return table
-
-
-def _sequential(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
+def _sequential(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
     """The agnostic sequential estimator on every leap link: which orders it needed, what it found."""
     rows = []
     for name in cfg.leap_links:
-        link = get_link(name)
         for seed in range(cfg.seeds):
-            rng = ctx.rng(f"sequential/{name}/{seed}")
-            model = IndexModel.make(cfg.seq_d, link, rng)
-            X, y, _ = model.sample(cfg.seq_n, rng)
-            est = SequentialLeap(max_order=3, r_max=link.r + 1, n_null=2, seed=seed, block=cfg.block).fit(X, y)
-            rows.append(dict(link=name, seed=seed, leap=est.leap_ if est.leap_ is not None else -1, found=est.components_.shape[0], r=link.r,
-                             overlap=overlap(est.components_.T, model.W) if est.components_.shape[0] else 0.0, known=link.generative_exponent,
-                             stages=";".join(f"k={k}:{m}" for k, m in est.stages_)))
-    table = pd.DataFrame(rows).assign(d=cfg.seq_d, n=cfg.seq_n)
-    ctx.table("sequential", table)
-    return table
+            model, X, y = _sample(ctx, f"sequential/{name}/{seed}", cfg.seq_d, name, cfg.seq_n)
+            rows.append(dict(link=name, seed=seed, **sequential_recovery(model, X, y, seed, cfg.block)))
+    ctx.table("sequential", pd.DataFrame(rows).assign(d=cfg.seq_d, n=cfg.seq_n))
 
 
 def _parity(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
@@ -128,15 +90,10 @@ def _parity(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
         for c in cfg.p3_c:
             n = max(int(round(c * d**1.5)), 8)
             for seed in range(cfg.seeds):
-                rng = ctx.rng(f"p3/{d}/{c}/{seed}")
-                model = IndexModel.make(d, "parity3", rng)
-                X, y, _ = model.sample(n, rng)
-                u, v = u_and_v_k3_matrices(X, y - y.mean(), block=cfg.block, device=str(ctx.device))
-                for stat, m in (("U", u), ("V", v)):
-                    rows.append(dict(d=d, c=c, n=n, seed=seed, statistic=stat, overlap=overlap(top_subspace(m, 3), model.W)))
-    table = pd.DataFrame(rows)
-    ctx.table("parity", table)
-    return table
+                model, X, y = _sample(ctx, f"p3/{d}/{c}/{seed}", d, "parity3", n)
+                for stat, ov in k3_overlaps(model, X, y, cfg.block, str(ctx.device)).items():
+                    rows.append(dict(d=d, c=c, n=n, seed=seed, statistic=stat, overlap=ov))
+    return ctx.table("parity", pd.DataFrame(rows))
 
 
 def _monomial(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
@@ -144,22 +101,14 @@ def _monomial(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
     for d in cfg.m3_dims:
         for alpha in cfg.m3_alphas:
             for seed in range(cfg.m3_seeds):
-                rng = ctx.rng(f"m3/{d}/{alpha}/{seed}")
-                model = IndexModel.make(d, "z1z2z3", rng)
-                X, y, _ = model.sample(int(round(alpha * d)), rng)
-                rows.append(dict(link="z1z2z3", d=d, alpha=alpha, seed=seed, overlap=overlap(TransformedPHD(3).fit(X, y).components_.T, model.W)))
-    d = cfg.order2_p3_d
+                model, X, y = _sample(ctx, f"m3/{d}/{alpha}/{seed}", d, "z1z2z3", int(round(alpha * d)))
+                rows.append(dict(link="z1z2z3", d=d, alpha=alpha, seed=seed, overlap=order2_overlap(model, X, y)))
+    d, n = cfg.order2_p3_d, int(round(cfg.order2_p3_c * cfg.order2_p3_d**1.5))
     for seed in range(cfg.seeds):
-        rng = ctx.rng(f"order2-p3/{seed}")
-        model = IndexModel.make(d, "parity3", rng)
-        n = int(round(cfg.order2_p3_c * d**1.5))
-        X, y, _ = model.sample(n, rng)
+        model, X, y = _sample(ctx, f"order2-p3/{seed}", d, "parity3", n)
         # Any transform of a +-1 label is affine in it: the identity is every transform.
-        est = TransformedPHD(3, transform=lambda t: t).fit(X, y)
-        rows.append(dict(link="parity3", d=d, alpha=n / d, seed=seed, overlap=overlap(est.components_.T, model.W)))
-    table = pd.DataFrame(rows)
-    ctx.table("order2", table)
-    return table
+        rows.append(dict(link="parity3", d=d, alpha=n / d, seed=seed, overlap=order2_overlap(model, X, y, lambda t: t)))
+    return ctx.table("order2", pd.DataFrame(rows))
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,14 +137,11 @@ def _figure_overlap_vs_c(ctx: RunContext, parity: pd.DataFrame) -> None:
 def _figure_m3_vs_p3(ctx: RunContext, order2: pd.DataFrame) -> None:
     fig, ax = new_figure()
     m3 = order2[order2["link"] == "z1z2z3"].groupby(["d", "alpha"])["overlap"].mean().reset_index()
-    for i, (d, g) in enumerate(m3.groupby("d")):
-        ax.plot(g["alpha"], g["overlap"], "o-", color=color(i), ms=4, label=f"M3 = z1 z2 z3, d = {d}")
+    prediction_vs_simulation(ax, m3, "alpha", None, "overlap", group="d", label="M3 = z1 z2 z3, d = {group}",
+                             xlabel="n/d", ylabel="order-2 overlap (T(y) = log|y|; P3: any T)", logx=True)
     p3 = order2[order2["link"] == "parity3"]
     ax.plot(p3["alpha"], p3["overlap"], "kx", ms=7, label=f"P3 = sign(z1 z2 z3), d = {int(p3['d'].iloc[0])}")
-    ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("n/d")
-    ax.set_ylabel("order-2 overlap (T(y) = log|y|; P3: any T)")
     ax.set_title("the sign hides the order-2 signal: M3 has k* = 2, P3 has k* = 3", fontsize=8)
     ax.legend(fontsize=7)
     ctx.figure("m3_vs_p3", fig)
@@ -203,34 +149,23 @@ def _figure_m3_vs_p3(ctx: RunContext, order2: pd.DataFrame) -> None:
 
 def _figure_crossing(ctx: RunContext, parity: pd.DataFrame) -> None:
     fig, ax = new_figure()
-    for i, stat in enumerate(("U", "V")):
-        cross = _crossings(parity[parity["statistic"] == stat])
-        if len(cross) >= 2:
-            ds, ns = zip(*sorted(cross.items()))
-            ax.plot(ds, ns, "o-", color=color(i), label=f"{stat}-statistic")
     ds = np.array(sorted(parity["d"].unique()), dtype=float)
     for slope, style in ((1.0, ":"), (1.5, "--"), (2.0, "-.")):
         ax.plot(ds, 5 * ds**slope, style, color="grey", lw=0.8, label=f"∝ d^{slope:g}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("d")
-    ax.set_ylabel("n where the seed-mean overlap crosses 0.5")
+    rows = []
+    for stat in ("U", "V"):
+        cross = _crossings(parity[parity["statistic"] == stat])
+        rows += [dict(statistic=f"{stat}-statistic", d=d, n=n) for d, n in cross.items()] if len(cross) >= 2 else []
+    cross = pd.DataFrame(rows, columns=["statistic", "d", "n"])
+    prediction_vs_simulation(ax, cross, "d", None, "n", group="statistic", xlabel="d",
+                             ylabel="n where the seed-mean overlap crosses 0.5", logx=True, logy=True)
     ax.set_title("crossing points of the 3-parity estimators", fontsize=8)
-    ax.legend(fontsize=7)
     ctx.figure("crossing_scaling", fig)
 
 
 def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
     """Per d, the n at which the seed-mean overlap first reaches ``level``; d whose smallest n is already there are left out."""
-    out = {}
-    for d, g in table.groupby("d"):
-        m = g.groupby("n")["overlap"].mean().sort_index()
-        if m.iloc[0] >= level:
-            continue
-        n = first_crossing(m.index.to_numpy(), m.to_numpy(), level)
-        if n is not None:
-            out[int(d)] = n
-    return out
+    return crossings_from_table(table, "n", "overlap", level, skip_started=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,8 +311,7 @@ def judge_exponents(res, v) -> Verdict:
     for stat in ("U", "V"):
         cross = _crossings(t[t["statistic"] == stat])
         if len(cross) >= 3 and max(cross) >= 128:
-            ds, ns = zip(*sorted(cross.items()))
-            exps[stat] = float(np.polyfit(np.log(ds), np.log(ns), 1)[0])
+            exps[stat] = fitted_exponent(cross)
     if len(exps) < 2:
         raise Undecided("needs paper preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part is not built")
     ok = abs(exps["U"] - 1.5) <= 0.2 and exps["V"] >= 1.75
@@ -401,8 +335,10 @@ def judge_exponents(res, v) -> Verdict:
     },
 )
 def run(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
-    _moments(cfg, ctx)
-    _leaps(cfg, ctx)
+    ctx.table("moments", pd.DataFrame(leap_moment_checks(cfg.moment_n, ctx.rng("moments"))))
+    leaps = [dict(link=name, **row) for name in cfg.leap_links
+             for row in leap_scores(get_link(name), cfg.leap_n, ctx.rng(f"leap/{name}"))]
+    ctx.table("leaps", pd.DataFrame(leaps))
     _sequential(cfg, ctx)
     parity = _parity(cfg, ctx)
     _figure_overlap_vs_c(ctx, parity)

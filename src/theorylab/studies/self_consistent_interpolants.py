@@ -21,23 +21,30 @@ import pandas as pd
 import torch
 from pydantic import Field
 
-from theorylab.core import Claims, Diverged, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.rng import seeded
+from theorylab.core import Claims, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.corruptions import Channel, GaussianBlur, GaussianNoise, Quantise, RandomMask, Saturate
-from theorylab.data.digits import digits
+from theorylab.core.rng import seeded
+from theorylab.data.corruptions import Channel, GaussianBlur, GaussianNoise, RandomMask
+from theorylab.data.gaussian import correlated_gaussian
+from theorylab.data.images import display_image, image_tensors
+from theorylab.data.toy2d import ToyChannel as MoonsChannel
+from theorylab.data.toy2d import toy_channel, toy_samples
 from theorylab.nn.velocity import TimeMLP, UNet8
-from theorylab.probes.distances import median_bandwidth, mmd_rbf, psnr, sliced_w2, ssim
-from theorylab.theory.scsi_gaussian import covariance_error, deconvolved_moments, oracle_transport, self_consistency_residual
-from theorylab.train.interpolants import EMA, generate, train_self_consistent, transport
+from theorylab.probes.distances import median_bandwidth, sliced_w2
+from theorylab.theory.scsi_gaussian import covariance_ellipse, oracle_fixed_point_checks
+from theorylab.train.interpolant_checks import (
+    clean_classifier_accuracy,
+    gaussian_moment_errors,
+    image_restoration_scores,
+)
+from theorylab.train.interpolants import generate, train_and_measure, transport
 
 PAPER = "Modi, Han, Vanden-Eijnden, Bruna, arXiv 2512.10857 (2025); ICLR 2026"
 REF = "arXiv 2512.10857"
 
 MEAN = np.array([1.0, -0.5])
 COV = np.array([[1.0, 0.5], [0.5, 0.5]])
-MoonsChannel = Literal["noise", "mask", "saturate", "quantise"]
 
 
 class SCSIConfig(StudyConfig):
@@ -127,40 +134,11 @@ PRESETS = {
 
 
 # --------------------------------------------------------------------------------------------
-# Data and channels
+# Parts
 # --------------------------------------------------------------------------------------------
 
 
-def gaussian_clean(n: int, rng: np.random.Generator) -> torch.Tensor:
-    return torch.from_numpy(MEAN + rng.standard_normal((n, 2)) @ np.linalg.cholesky(COV).T).float()
-
-
-def two_moons(n: int, seed: int) -> torch.Tensor:
-    from sklearn.datasets import make_moons
-
-    x, _ = make_moons(n, noise=0.1, random_state=seed)
-    return torch.from_numpy(x).float()  # sklearn's coordinates, as the card (channel sigma is in these units)
-
-
-def gaussian_mixture(n: int, seed: int, modes: int = 8, radius: float = 2.0, std: float = 0.15) -> torch.Tensor:
-    """``modes`` equal Gaussians of std ``std`` on a circle of ``radius``."""
-    rng = np.random.default_rng(seed)
-    k = rng.integers(modes, size=n)
-    centres = radius * np.stack([np.cos(2 * np.pi * k / modes), np.sin(2 * np.pi * k / modes)], axis=1)
-    return torch.from_numpy(centres + std * rng.standard_normal((n, 2))).float()
-
-
-def toy_samples(cfg: SCSIConfig, n: int, seed: int) -> torch.Tensor:
-    return two_moons(n, seed) if cfg.toy_data == "moons" else gaussian_mixture(n, seed)
-
-
-def moons_channel(cfg: SCSIConfig, kind: str) -> Channel:
-    return {
-        "noise": GaussianNoise(cfg.moons_sigma),
-        "mask": RandomMask(cfg.mask_ratio),
-        "saturate": Saturate(scale=0.8, sigma=0.1),
-        "quantise": Quantise(step=0.5, sigma=0.05),
-    }[kind]
+SHARED_TRAINING = {"batch", "lr", "alpha", "transport_steps", "method", "resamples", "gamma", "schedule", "ema_decay"}
 
 
 def _velocity(cfg: SCSIConfig, seed: int, latent_dim: int = 0) -> TimeMLP:
@@ -168,141 +146,98 @@ def _velocity(cfg: SCSIConfig, seed: int, latent_dim: int = 0) -> TimeMLP:
         return TimeMLP(2, cfg.width, cfg.depth, cfg.time_dim, latent_dim)
 
 
-def _train(cfg: SCSIConfig, ctx: RunContext, name: str, model, observed, channel, latents, steps, evaluate, **kw):
-    ema = EMA(model, cfg.ema_decay)
-    log = train_self_consistent(
-        model, observed, channel, observed_latents=latents, steps=steps, batch=kw.pop("batch", cfg.batch), lr=kw.pop("lr", cfg.lr),
-        generator=ctx.generator(f"{name}/train"), alpha=cfg.alpha, transport_steps=kw.pop("transport_steps", cfg.transport_steps), method=cfg.method,
-        resamples=cfg.resamples, gamma=cfg.gamma, schedule=kw.pop("schedule", cfg.schedule), ema=ema, evaluate=lambda s: evaluate(s, model, ema.shadow), evaluate_every=cfg.eval_every, progress=ctx.progress, **kw,
-    )
+def _train(cfg: SCSIConfig, ctx: RunContext, name: str, model, observed, channel, latents, steps, measure,
+           **kw) -> pd.DataFrame:
+    """Self-consistent training with the shared settings (``kw`` overrides them); ``measure`` rows as a table."""
+    opts = cfg.model_dump(include=SHARED_TRAINING) | dict(evaluate_every=cfg.eval_every, progress=ctx.progress) | kw
+    rows, log = train_and_measure(model, observed, channel, measure, observed_latents=latents, steps=steps,
+                                  generator=ctx.generator(f"{name}/train"), **opts)
     if log.diverged_at >= 0:
         raise Diverged(f"{name} training loss", log.diverged_at)
     ctx.table(f"{name}_loss", pd.DataFrame({"step": log.steps, "loss": log.losses}))
-    return ema
-
-
-# --------------------------------------------------------------------------------------------
-# Parts
-# --------------------------------------------------------------------------------------------
+    return pd.DataFrame(rows)
 
 
 def oracle_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     """Training-free: the exact transport T* and the do-nothing map, on fresh samples."""
-    rng = ctx.rng("oracle")
-    channel = GaussianNoise(cfg.gauss_sigma)
-    gen = ctx.generator("oracle/channel")
-    y = channel(gaussian_clean(cfg.oracle_samples, rng).double(), gen)[0].numpy()
-    m_hat, s_hat = deconvolved_moments(y, cfg.gauss_sigma)
-    mat, shift = oracle_transport(m_hat, s_hat, cfg.gauss_sigma)
-    rows = []
-    for name, mapped in (("oracle", y @ mat.T + shift), ("identity", y)):
-        again = channel(torch.from_numpy(mapped), gen)[0].numpy()
-        rows.append(dict(map=name, mean_error=float(np.linalg.norm(mapped.mean(0) - MEAN)), cov_error=covariance_error(mapped, COV),
-                         residual=self_consistency_residual(again, y), samples=cfg.oracle_samples))
-    return pd.DataFrame(rows)
+    channel, gen = GaussianNoise(cfg.gauss_sigma), ctx.generator("oracle/channel")
+    y = channel(correlated_gaussian(cfg.oracle_samples, MEAN, COV, ctx.rng("oracle")).double(), gen)[0].numpy()
+    recorrupt = lambda a: channel(torch.from_numpy(a), gen)[0].numpy()  # noqa: E731
+    return pd.DataFrame(oracle_fixed_point_checks(y, cfg.gauss_sigma, recorrupt, MEAN, COV))
 
 
 def gauss_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     channel = GaussianNoise(cfg.gauss_sigma)
-    observed = channel(gaussian_clean(cfg.gauss_n, ctx.rng("gauss/clean")), ctx.generator("gauss/observe"))[0]
+    clean = correlated_gaussian(cfg.gauss_n, MEAN, COV, ctx.rng("gauss/clean"))
+    observed = channel(clean, ctx.generator("gauss/observe"))[0]
     probe = observed[: cfg.eval_samples]
-    rows = []
 
-    def evaluate(step: int, raw, shadow) -> None:
-        for weights, model in (("raw", raw), ("ema", shadow)):
-            model.eval()
-            cleaned = transport(model, probe, None, cfg.transport_steps, cfg.method).double()
-            again = channel(cleaned, ctx.generator(f"gauss/eval{step}"))[0].numpy()
-            c = cleaned.numpy()
-            cov = np.cov(c, rowvar=False)
-            rows.append(dict(step=step, weights=weights, mean_error=float(np.linalg.norm(c.mean(0) - MEAN)), cov_error=covariance_error(c, COV),
-                             residual=self_consistency_residual(again, probe.numpy()), c11=cov[0, 0], c12=cov[0, 1], c22=cov[1, 1]))
+    def measure(step: int, weights: str, net) -> dict:
+        gen = ctx.generator(f"gauss/eval{step}")
+        errors = gaussian_moment_errors(net, probe, None, MEAN, COV, cfg.transport_steps, cfg.method, channel, gen)
+        return dict(step=step, weights=weights, **errors)
 
-    _train(cfg, ctx, "gauss", _velocity(cfg, ctx.seed("gauss/init")), observed, channel, None, cfg.gauss_steps, evaluate)
+    model = _velocity(cfg, ctx.seed("gauss/init"))
+    table = _train(cfg, ctx, "gauss", model, observed, channel, None, cfg.gauss_steps, measure)
     cov_y = np.cov(observed.numpy(), rowvar=False)
     ctx.table("gauss_observed", pd.DataFrame([dict(c11=cov_y[0, 0], c12=cov_y[0, 1], c22=cov_y[1, 1])]))
-    return pd.DataFrame(rows)
+    _figure_gauss(ctx, ctx.table("gauss", table), ctx.tables["gauss_observed"], cfg.gauss_sigma)
+    return table
 
 
-def moons_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+def moons_part(cfg: SCSIConfig, ctx: RunContext) -> None:
     seed = ctx.seed("moons/data")
-    clean = toy_samples(cfg, cfg.moons_n, seed)
-    held_out, floor_ref = toy_samples(cfg, cfg.moons_n, seed + 1), toy_samples(cfg, cfg.moons_n, seed + 2)
+    clean = toy_samples(cfg.toy_data, cfg.moons_n, seed)
+    held_out = toy_samples(cfg.toy_data, cfg.moons_n, seed + 1)
+    floor_ref = toy_samples(cfg.toy_data, cfg.moons_n, seed + 2)
     sw = lambda a, b, k: sliced_w2(a, b, 200, ctx.generator(f"moons/sw{k}"))  # noqa: E731
-    rows, scatter = [], {"clean": held_out.numpy()}
+    tables, scatter = [], {"clean": held_out.numpy()}
     floor = sw(held_out, floor_ref, "floor")
     for kind in cfg.moons_channels:
-        channel = moons_channel(cfg, kind)
+        channel = toy_channel(kind, cfg.moons_sigma, cfg.mask_ratio)
         observed, latents = channel(clean, ctx.generator(f"moons/{kind}/observe"))
-        latent_dim = 2 if latents is not None else 0
         probe, probe_lat = observed[: cfg.eval_samples], (latents[: cfg.eval_samples] if latents is not None else None)
         corrupted_sw = sw(probe, held_out, f"{kind}/observed")
 
-        def evaluate(step: int, raw, shadow, kind=kind, probe=probe, probe_lat=probe_lat, corrupted_sw=corrupted_sw, observed=observed,
-                     latents=latents, channel=channel) -> None:
-            for weights, model in (("raw", raw), ("ema", shadow)):
-                model.eval()
-                cleaned = transport(model, probe, probe_lat, cfg.transport_steps, cfg.method)
-                d = sw(cleaned, held_out, f"{kind}/{step}")
-                generated = float("nan")
-                if weights == "raw" and step == cfg.moons_steps:
-                    scatter[f"restored/{kind}"] = cleaned.numpy()
-                    new = generate(model, observed, channel, cfg.eval_samples, ctx.generator(f"moons/{kind}/generate"), latents, cfg.transport_steps, cfg.method)
-                    generated = sw(new, held_out, f"{kind}/generated")
-                rows.append(dict(channel=kind, step=step, weights=weights, sw2=d, sw2_observed=corrupted_sw, ratio=d / corrupted_sw, sw2_floor=floor,
-                                 sw2_generated=generated))
+        def measure(step: int, weights: str, net, kind=kind, probe=probe, probe_lat=probe_lat,
+                    corrupted_sw=corrupted_sw, observed=observed, latents=latents, channel=channel) -> dict:
+            cleaned = transport(net, probe, probe_lat, cfg.transport_steps, cfg.method)
+            d, generated = sw(cleaned, held_out, f"{kind}/{step}"), float("nan")
+            if weights == "raw" and step == cfg.moons_steps:  # newly generated samples, not cleaned copies of the data
+                scatter[f"restored/{kind}"] = cleaned.numpy()
+                gen = ctx.generator(f"moons/{kind}/generate")
+                new = generate(net, observed, channel, cfg.eval_samples, gen, latents, cfg.transport_steps, cfg.method)
+                generated = sw(new, held_out, f"{kind}/generated")
+            return dict(channel=kind, step=step, weights=weights, sw2=d, sw2_observed=corrupted_sw,
+                        ratio=d / corrupted_sw, sw2_floor=floor, sw2_generated=generated)
 
         scatter[f"observed/{kind}"] = probe.numpy()
-        _train(cfg, ctx, f"moons_{kind}", _velocity(cfg, ctx.seed(f"moons/{kind}/init"), latent_dim), observed, channel,
-               latents, cfg.moons_steps, evaluate)
-    return pd.DataFrame(rows), scatter
+        model = _velocity(cfg, ctx.seed(f"moons/{kind}/init"), 2 if latents is not None else 0)
+        tables.append(_train(cfg, ctx, f"moons_{kind}", model, observed, channel, latents, cfg.moons_steps, measure))
+    moons = ctx.table("moons", pd.concat(tables, ignore_index=True))
+    _figure_moons(ctx, moons, scatter)
+    _figure_moons_convergence(ctx, moons)
 
 
 def mask2d_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     channel = RandomMask(cfg.mask_ratio)
-    observed, latents = channel(gaussian_clean(cfg.gauss_n, ctx.rng("mask2d/clean")), ctx.generator("mask2d/observe"))
+    clean = correlated_gaussian(cfg.gauss_n, MEAN, COV, ctx.rng("mask2d/clean"))
+    observed, latents = channel(clean, ctx.generator("mask2d/observe"))
     probe, probe_lat = observed[: cfg.eval_samples], latents[: cfg.eval_samples]
-    rows = []
-
-    def evaluate(step: int, raw, shadow) -> None:
-        for weights, model in (("raw", raw), ("ema", shadow)):
-            model.eval()
-            c = transport(model, probe, probe_lat, cfg.transport_steps, cfg.method).double().numpy()
-            rows.append(dict(step=step, weights=weights, mean_error=float(np.linalg.norm(c.mean(0) - MEAN)), cov_error=covariance_error(c, COV)))
-
-    _train(cfg, ctx, "mask2d", _velocity(cfg, ctx.seed("mask2d/init"), 2), observed, channel, latents, cfg.mask2d_steps, evaluate,
-           batch=cfg.mask2d_batch)
-    return pd.DataFrame(rows)
+    measure = lambda step, weights, net: dict(  # noqa: E731
+        step=step, weights=weights,
+        **gaussian_moment_errors(net, probe, probe_lat, MEAN, COV, cfg.transport_steps, cfg.method))
+    model = _velocity(cfg, ctx.seed("mask2d/init"), 2)
+    return _train(cfg, ctx, "mask2d", model, observed, channel, latents, cfg.mask2d_steps, measure,
+                  batch=cfg.mask2d_batch)
 
 
-def image_data(cfg: SCSIConfig) -> tuple[torch.Tensor, np.ndarray | None]:
-    """Images (n, C, H, W) in [-1, 1] and labels (None for a local set): sklearn's digits or ``image_path``."""
-    if cfg.image_path is None:
-        from sklearn.datasets import load_digits
-
-        data = digits()
-        labels = load_digits().target[np.random.default_rng(0).permutation(len(data.x))]  # digits() uses this order
-        return torch.from_numpy(data.x).float().view(-1, 1, 8, 8), labels
-    from theorylab.data.images import ImageFolderArray
-
-    data = ImageFolderArray(cfg.image_path).load()
-    shape = data.image_shape
-    x = torch.from_numpy(data.x).float().view(-1, *shape)
-    if len(shape) == 2:
-        x = x[:, None]
-    elif shape[-1] in (1, 3, 4) and shape[0] not in (1, 3, 4):
-        x = x.permute(0, 3, 1, 2)  # (n, H, W, C) -> (n, C, H, W)
-    return x, None
-
-
-def digits_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+def digits_part(cfg: SCSIConfig, ctx: RunContext) -> None:
     """Masked (or blurred) images: the observed set is the non-held-out images, corrupted once; the
     held-out images judge the result (PSNR, SSIM, a clean-trained classifier when labels exist)."""
-    images, labels = image_data(cfg)
+    images, labels = image_tensors(cfg.image_path)
     h = cfg.digits_held_out
     if len(images) < 2 * h + 2:
-        from theorylab.core import ConfigError
-
         raise ConfigError(f"digits_held_out: {h} leaves too few of the {len(images)} images to observe")
     train_x, test_x = images[h:], images[:h]
     channel: Channel = RandomMask(cfg.mask_ratio) if cfg.digits_channel == "mask" else GaussianBlur(1.0, 0.1)
@@ -311,39 +246,29 @@ def digits_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[st
     test_obs, test_lat = channel(test_x, gen)
     device = ctx.device
     with seeded(ctx.seed("digits/init")):
-        model = UNet8(images.shape[1], cfg.digits_width, 64, latent_channels=images.shape[1] if latents is not None else 0).to(device)
-    classifier = None
-    if labels is not None:
-        from sklearn.linear_model import LogisticRegression
-
-        classifier = LogisticRegression(max_iter=2000).fit(train_x.reshape(len(train_x), -1).numpy(), labels[h:])  # trained on clean images
-    accuracy = lambda z: float(classifier.score(z.reshape(len(z), -1).numpy(), labels[:h])) if classifier is not None else float("nan")  # noqa: E731
-    to = lambda z: None if z is None else z.to(device)  # noqa: E731
-    rows, grid = [], {}
+        model = UNet8(images.shape[1], cfg.digits_width, 64, latent_channels=0 if latents is None else images.shape[1])
+    model = model.to(device)
+    accuracy = clean_classifier_accuracy(train_x, *((labels[h:], labels[:h]) if labels is not None else (None, None)))
     bandwidth = median_bandwidth(observed[: 2 * h])  # one kernel for both MMDs of the ratio
+    grid = {}
 
-    def evaluate(step: int, raw, shadow) -> None:
+    def measure(step: int, weights: str, net) -> dict | None:
         if step != cfg.digits_steps:
-            return
-        for weights, net in (("raw", raw), ("ema", shadow)):
-            net.eval()
-            restored = transport(net, test_obs.to(device), to(test_lat), cfg.digits_transport_steps, cfg.method).cpu().clamp(-1, 1)
-            cleaned = transport(net, observed[:h].to(device), to(latents[:h] if latents is not None else None), cfg.digits_transport_steps, cfg.method).cpu()
-            again = channel(cleaned, gen)[0]
-            rows.append(dict(
-                weights=weights, psnr_restored=float(psnr(restored, test_x).mean()), psnr_observed=float(psnr(test_obs, test_x).mean()),
-                ssim_restored=float(ssim(restored, test_x, window=min(7, images.shape[-1])).mean()),
-                ssim_observed=float(ssim(test_obs, test_x, window=min(7, images.shape[-1])).mean()),
-                acc_restored=accuracy(restored), acc_observed=accuracy(test_obs), acc_clean=accuracy(test_x),
-                mmd_recorrupted=mmd_rbf(again, test_obs, bandwidth, biased=True), mmd_halves=mmd_rbf(observed[:h], observed[h : 2 * h], bandwidth, biased=True),
-                mmd_identity=mmd_rbf(channel(observed[:h], gen)[0], test_obs, bandwidth, biased=True), held_out=h,
-            ))
-            if weights == "raw":
-                grid.update(clean=test_x[:10].numpy(), observed=test_obs[:10].numpy(), restored=restored[:10].numpy())
+            return None
+        scores, restored = image_restoration_scores(
+            net, test_obs, test_lat, test_x, observed, latents, channel, gen, steps=cfg.digits_transport_steps,
+            method=cfg.method, bandwidth=bandwidth, accuracy=accuracy, device=device)
+        if weights == "raw":
+            grid.update(clean=test_x[:10].numpy(), observed=test_obs[:10].numpy(), restored=restored[:10].numpy())
+        return dict(weights=weights, **scores)
 
-    _train(cfg, ctx, "digits", model, observed.to(device), channel, to(latents), cfg.digits_steps, evaluate,
-           batch=cfg.digits_batch, lr=cfg.digits_lr, transport_steps=cfg.digits_transport_steps, schedule="cosine")
-    return pd.DataFrame(rows), grid
+    on_device = None if latents is None else latents.to(device)
+    table = _train(cfg, ctx, "digits", model, observed.to(device), channel, on_device, cfg.digits_steps, measure,
+                   batch=cfg.digits_batch, lr=cfg.digits_lr, transport_steps=cfg.digits_transport_steps,
+                   schedule="cosine")
+    ctx.table("digits", table)
+    if grid:
+        _figure_digits(ctx, grid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,24 +276,19 @@ def digits_part(cfg: SCSIConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict[st
 # --------------------------------------------------------------------------------------------
 
 
-def _ellipse(ax, cov: np.ndarray, mean: np.ndarray, **kw) -> None:
-    vals, vecs = np.linalg.eigh(cov)
-    angle = np.linspace(0, 2 * np.pi, 200)
-    circle = np.stack([np.cos(angle), np.sin(angle)])
-    pts = mean[:, None] + vecs @ (2 * np.sqrt(np.maximum(vals, 0))[:, None] * circle)
-    ax.plot(pts[0], pts[1], **kw)
-
-
 def _figure_gauss(ctx: RunContext, curve: pd.DataFrame, observed: pd.DataFrame, sigma: float) -> None:
     fig, (left, right) = new_figure(ncols=2, width=10.5, height=4.2)
-    _ellipse(left, COV, MEAN, color="k", lw=2, label="truth S (theory)")
+    left.plot(*covariance_ellipse(COV, MEAN), color="k", lw=2, label="truth S (theory)")
     o = observed.iloc[0]
-    _ellipse(left, np.array([[o.c11, o.c12], [o.c12, o.c22]]), MEAN, color="0.6", ls="--", label=f"observed Cov(y) (σ = {sigma})")
+    left.plot(*covariance_ellipse(np.array([[o.c11, o.c12], [o.c12, o.c22]]), MEAN), color="0.6", ls="--",
+              label=f"observed Cov(y) (σ = {sigma})")
     raw = curve[curve["weights"] == "raw"]
     picks = raw["step"].unique()[[len(raw["step"].unique()) // 4, len(raw["step"].unique()) // 2, -1]]
     for i, step in enumerate(picks):
         r = raw[raw["step"] == step].iloc[0]
-        _ellipse(left, np.array([[r.c11, r.c12], [r.c12, r.c22]]), MEAN, color=color(i), ls=":", marker="", label=f"Cov(T(y)) at step {int(step)}")
+        left.plot(*covariance_ellipse(np.array([[r.c11, r.c12], [r.c12, r.c22]]), MEAN), color=color(i), ls=":",
+                  marker="",
+                  label=f"Cov(T(y)) at step {int(step)}")
     left.set_aspect("equal")
     left.legend(fontsize=7)
     left.set_title("2-σ ellipses")
@@ -423,11 +343,8 @@ def _figure_digits(ctx: RunContext, grid: dict[str, np.ndarray]) -> None:
     for r, key in enumerate(("clean", "observed", "restored")):
         for c in range(10):
             ax = axes[r, c]
-            img = grid[key][c]
-            if img.shape[0] == 1:
-                ax.imshow(img[0], cmap="gray_r", vmin=-1, vmax=1)
-            else:
-                ax.imshow(np.clip((np.moveaxis(img[:3], 0, -1) + 1) / 2, 0, 1))
+            img, kw = display_image(grid[key][c])
+            ax.imshow(img, **kw)
             ax.set_xticks([])
             ax.set_yticks([])
             ax.grid(False)
@@ -553,20 +470,12 @@ def judge_channel(res, v) -> Verdict:
 def run(cfg: SCSIConfig, ctx: RunContext) -> None:
     ctx.table("oracle", oracle_part(cfg, ctx))
     gauss = gauss_part(cfg, ctx)
-    ctx.table("gauss", gauss)
-    _figure_gauss(ctx, gauss, ctx.tables["gauss_observed"], cfg.gauss_sigma)
     if cfg.moons_channels:
-        moons, scatter = moons_part(cfg, ctx)
-        ctx.table("moons", moons)
-        _figure_moons(ctx, moons, scatter)
-        _figure_moons_convergence(ctx, moons)
+        moons_part(cfg, ctx)
     if cfg.mask2d:
         ctx.table("mask2d", mask2d_part(cfg, ctx))
     if cfg.digits:
-        table, grid = digits_part(cfg, ctx)
-        ctx.table("digits", table)
-        if grid:
-            _figure_digits(ctx, grid)
+        digits_part(cfg, ctx)
     end = gauss[(gauss["weights"] == "raw") & (gauss["step"] == gauss["step"].max())].iloc[0]
     ctx.scalar("gauss_cov_error", float(end.cov_error))
     ctx.scalar("gauss_residual", float(end.residual))

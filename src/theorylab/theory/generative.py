@@ -8,17 +8,23 @@
   3-parity its population value is ``2 (2/pi)^3 P_span(e1,e2,e3)``;
 - :class:`SpectralU3`: the top eigenvectors of that matrix, scikit-learn style;
 - :class:`TransformedPHD`: the order-2 estimator ``M_2 = (1/n) sum T(y_i)(x_i x_i^T - I)`` with a label
-  transform ``T`` (``log|y|`` by default: ``y^2`` has too heavy tails).
+  transform ``T`` (``log|y|`` by default: ``y^2`` has too heavy tails);
+- :func:`index_space`: any of these (and the estimators of :mod:`theorylab.theory.sdr`) by name;
+- :func:`leap_moment_checks`: Monte Carlo checks of the moments that give the 3-parity leap 3 and
+  the monomial ``z1 z2 z3`` leap 2.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 import torch
 
-from theorylab.theory.sdr import PHD, SubspaceEstimator, label_slices
+from theorylab.theory.sdr import ADE, PHD, SAVE, SIR, SubspaceEstimator, label_slices
+
+P3_TRIPLE = (2 / math.pi) ** 1.5  # E[sign(z1 z2 z3) z1 z2 z3] = (E|g|)^3
 
 
 def k3_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
@@ -208,3 +214,46 @@ class SequentialLeap:
         self.components_ = basis.T
         self.leap_ = max((k for k, _ in self.stages_), default=None)
         return self
+
+
+def index_space(name: str, r: int, X: np.ndarray, y: np.ndarray, n_slices: int = 10, clip: float = 3.0,
+                device: str | None = None) -> np.ndarray:
+    """Fit the estimator called ``name`` and return its ``r`` directions as columns (d, r).
+
+    ``ADE`` (one direction), ``pHd``, ``SIR`` and ``SAVE`` (``n_slices`` slices of the centred,
+    unwhitened x: right for x ~ N(0, I) at any n), ``pHd-clip`` (pHd on the label ``min(y, clip)``,
+    a bounded preprocessing) and ``order-3 V-stat`` (:class:`SpectralU3` with the diagonal kept,
+    the naive order-3 tensor method; on ``device``). Bruna & Hsu, arXiv 2504.05426, Sec. 3.
+    """
+    make = {"ADE": lambda: ADE(1), "pHd": lambda: PHD(r), "SIR": lambda: SIR(r, n_slices, whiten=False),
+            "SAVE": lambda: SAVE(r, n_slices, whiten=False),
+            "pHd-clip": lambda: TransformedPHD(r, transform=lambda t: np.minimum(t, clip)),
+            "order-3 V-stat": lambda: SpectralU3(r, diagonal=True, device=device)}
+    if name not in make:
+        raise KeyError(f"unknown estimator '{name}'; known: {', '.join(make)}")
+    return make[name]().fit(X, y).components_.T
+
+
+def leap_moment_checks(n: int, rng: np.random.Generator) -> list[dict]:
+    """Monte Carlo checks (``n`` samples each) of the moments behind the leaps of Damian, Lee, Bruna:
+    for the 3-parity ``y = sign(z1 z2 z3)`` every order-1 and order-2 moment ``E[y He(z)]`` is 0 and
+    ``E[y z1 z2 z3] = (2/pi)^{3/2}``; for the monomial ``y = z1 z2 z3``, ``E[(y^2 - 1)(z1^2 - 1)] = 2``
+    (a label transform exposes an order-2 signal). Rows: link, moment, measured, se, expected."""
+    rows = []
+
+    def add(link: str, name: str, samples: np.ndarray, expected: float) -> None:
+        rows.append(dict(link=link, moment=name, measured=float(samples.mean()),
+                         se=float(samples.std(ddof=1) / math.sqrt(len(samples))), expected=expected))
+
+    z = rng.standard_normal((n, 3))
+    y = np.sign(z.prod(1))
+    for i in range(3):
+        add("parity3", f"E[y z{i + 1}]", y * z[:, i], 0.0)
+        add("parity3", f"E[y (z{i + 1}^2 - 1)]", y * (z[:, i] ** 2 - 1), 0.0)
+        for j in range(i + 1, 3):
+            add("parity3", f"E[y z{i + 1} z{j + 1}]", y * z[:, i] * z[:, j], 0.0)
+    add("parity3", "E[y z1 z2 z3]", y * z.prod(1), P3_TRIPLE)
+    z = rng.standard_normal((n, 3))
+    y = z.prod(1)
+    add("z1z2z3", "E[(y^2 - 1)(z1^2 - 1)]", (y**2 - 1) * (z[:, 0] ** 2 - 1), 2.0)
+    return rows

@@ -193,3 +193,13 @@ def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20
         if scores[k] > z_threshold:
             return k, scores
     return None, scores
+
+
+def leap_scores(link, n: int, rng: np.random.Generator) -> list[dict]:
+    """:func:`multi_index_leap` of a registered multi-index ``link`` (a :class:`theorylab.data.index_models.Link`)
+    on ``n`` latent samples ``z ~ N(0, I_r)`` from ``rng``, searching up to ``max(4, known leap)``.
+    One row per order examined: k, z_score, leap (-1: none found), known (the link's generative exponent)."""
+    z = rng.standard_normal((n, link.r))
+    found, scores = multi_index_leap(z, link(z), kmax=max(4, (link.generative_exponent or 0)))
+    return [dict(k=k, z_score=score, leap=found if found is not None else -1, known=link.generative_exponent)
+            for k, score in scores.items()]

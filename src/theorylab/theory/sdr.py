@@ -17,6 +17,8 @@ with unbiased slice covariances), so the subspaces agree with it exactly on the 
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 import numpy as np
 
 
@@ -239,3 +241,86 @@ def phd_noise_floor(d: int, moments: dict[str, float], draws: int, rng: np.rando
         vals, vecs = np.linalg.eigh(g)
         out[i] = vecs[0, np.argmax(np.abs(vals))] ** 2
     return out
+
+
+# Population predictions for the survey's links A-D (Bruna & Hsu, arXiv 2504.05426, Sec. 3): by Stein's
+# identity ADE sees E[grad g] and pHd E[hess g]; SIR sees E[x | y], which vanishes for links even in
+# z -> -z; SAVE sees Cov(x | y). (link, estimator) -> whether each index direction u_i is seen.
+SURVEY_SEES: dict[tuple[str, str], tuple[bool, ...]] = {
+    ("z1+z1z2", "ADE"): (True, False), ("z1+z1z2", "pHd"): (True, True), ("z1+z1z2", "SIR"): (True, True),
+    ("z1+z1z2", "SAVE"): (True, True),
+    ("he2", "ADE"): (False,), ("he2", "pHd"): (True,), ("he2", "SIR"): (False,), ("he2", "SAVE"): (True,),
+    ("z1z2", "ADE"): (False, False), ("z1z2", "pHd"): (True, True), ("z1z2", "SIR"): (False, False),
+    ("z1z2", "SAVE"): (True, True),
+    ("he3", "ADE"): (False,), ("he3", "pHd"): (False,), ("he3", "SIR"): (True,), ("he3", "SAVE"): (True,),
+}
+# E[hess g] restricted to span(U) for the same links: pHd's exact population matrix (Stein).
+SURVEY_HESSIANS: dict[str, np.ndarray] = {
+    "z1+z1z2": np.array([[0.0, 1.0], [1.0, 0.0]]),
+    "he2": np.array([[2.0]]),
+    "z1z2": np.array([[0.0, 1.0], [1.0, 0.0]]),
+    "he3": np.array([[0.0]]),
+}
+
+
+def phd_blind_floor(link, d: int, draws: int, rng: np.random.Generator) -> dict[str, float]:
+    """pHd's capture floor for a blind single-index ``link`` at dimension ``d`` (n -> infinity):
+    mean and standard error over ``draws`` samples of :func:`phd_noise_floor`, with the noise
+    moments of :func:`phd_noise_moments` (keys floor, se, draws, u1u1, u1k, kk, kl)."""
+    moments = phd_noise_moments(link)
+    out = phd_noise_floor(d, moments, draws, rng)
+    return dict(floor=float(out.mean()), se=float(out.std(ddof=1) / np.sqrt(len(out))), draws=len(out), **moments)
+
+
+def stein_population_checks(model, rng: np.random.Generator, batches: int, per_batch: int, n_slices: int,
+                            hessian: np.ndarray, sees: Mapping[str, Sequence[bool]]) -> list[dict]:
+    """Monte Carlo population matrices of pHd, SIR and SAVE against Stein's predictions (Bruna & Hsu, Sec. 3).
+
+    ``model``: an index model (:class:`theorylab.data.index_models.IndexModel`) whose ``W`` is the
+    first ``r`` coordinate axes; ``batches`` samples of ``per_batch`` rows give means and standard
+    errors. pHd's matrix is compared entry by entry (upper triangle) with ``hessian`` = E[hess g] on
+    span(U), zero elsewhere. SIR and SAVE carry a finite-sample bias on the diagonal that is the same
+    in every direction they do not see, so their diagonal in u_i is reported after subtracting the
+    mean diagonal over the non-index axes; ``sees[method][i]`` says whether it should be nonzero.
+    Returns one row per check: method, entry, measured, expected, se, predicted_nonzero.
+    """
+    d, r = model.d, model.link.r
+    mats: dict[str, list] = {"pHd": [], "SIR": [], "SAVE": []}
+    for _ in range(batches):
+        X, y, _ = model.sample(per_batch, rng)
+        mats["pHd"].append(PHD(1).fit(X, y).matrix_)
+        mats["SIR"].append(SIR(1, n_slices, whiten=False).fit(X, y).matrix_)
+        mats["SAVE"].append(SAVE(1, n_slices, whiten=False).fit(X, y).matrix_)
+    expected = np.zeros((d, d))
+    expected[:r, :r] = hessian
+    phd = np.array(mats["pHd"])  # (batches, d, d)
+    mean, se = phd.mean(0), phd.std(0, ddof=1) / np.sqrt(batches)
+    rows = []
+    for a in range(d):
+        for b in range(a, d):
+            rows.append(dict(method="pHd", entry=f"{a},{b}", measured=mean[a, b], expected=expected[a, b], se=se[a, b],
+                             predicted_nonzero=bool(expected[a, b] != 0)))
+    for method in ("SIR", "SAVE"):
+        diag = np.diagonal(np.array(mats[method]), axis1=1, axis2=2)  # (batches, d)
+        corrected = diag[:, :r] - diag[:, r:].mean(1, keepdims=True)
+        for i in range(r):
+            rows.append(dict(method=method, entry=f"u{i + 1}", measured=corrected[:, i].mean(), expected=np.nan,
+                             se=corrected[:, i].std(ddof=1) / np.sqrt(batches), predicted_nonzero=sees[method][i]))
+    return rows
+
+
+def survey_population_checks(d: int, batches: int, per_batch: int, n_slices: int, rng_for,
+                             links: Sequence[str] = ("z1+z1z2", "he2", "z1z2", "he3")) -> list[dict]:
+    """:func:`stein_population_checks` for each of the survey's links with ``W`` = the first ``r`` axes
+    of R^d and the predictions :data:`SURVEY_HESSIANS` / :data:`SURVEY_SEES`; ``rng_for(link)`` gives
+    each link's generator. Rows: link, then the check's columns."""
+    from theorylab.data.index_models import IndexModel, get_link
+
+    rows = []
+    for link in links:
+        rng = rng_for(link)
+        model = IndexModel.make(d, link, rng, W=np.eye(d)[:, : get_link(link).r])
+        sees = {m: SURVEY_SEES[(link, m)] for m in ("SIR", "SAVE")}
+        checks = stein_population_checks(model, rng, batches, per_batch, n_slices, SURVEY_HESSIANS[link], sees)
+        rows += [dict(link=link, **row) for row in checks]
+    return rows

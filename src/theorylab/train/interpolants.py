@@ -170,3 +170,33 @@ def generate(model: nn.Module, observed: Tensor, channel: Channel, n: int, gener
     lat = observed_latents[idx] if observed_latents is not None else None
     fresh, fresh_lat = channel(transport(model, observed[idx], lat, steps, method), generator)
     return transport(model, fresh, fresh_lat if fresh_lat is not None else lat, steps, method)
+
+
+def train_and_measure(
+    model: nn.Module,
+    observed: Tensor,
+    channel: Channel,
+    measure: Callable[[int, str, nn.Module], dict | None],
+    *,
+    ema_decay: float = 0.995,
+    **kwargs,
+) -> tuple[list[dict], SelfConsistentLog]:
+    """:func:`train_self_consistent` with an :class:`EMA` of the weights, measuring both weight sets.
+
+    At every evaluation step (``evaluate_every`` steps, step 0 and the end) ``measure(step, weights, net)``
+    is called for ``("raw", model)`` then ``("ema", shadow)`` with the net in eval mode; the rows it
+    returns (None: nothing at this step) are collected in order. ``kwargs`` go to
+    :func:`train_self_consistent`. Returns the rows and the training log.
+    """
+    ema = EMA(model, ema_decay)
+    rows: list[dict] = []
+
+    def evaluate(step: int) -> None:
+        for weights, net in (("raw", model), ("ema", ema.shadow)):
+            net.eval()
+            row = measure(step, weights, net)
+            if row is not None:
+                rows.append(row)
+
+    log = train_self_consistent(model, observed, channel, ema=ema, evaluate=evaluate, **kwargs)
+    return rows, log
