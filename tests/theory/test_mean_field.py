@@ -264,3 +264,83 @@ def test_init_gap_monte_carlo_is_independent_of_the_kernel(monkeypatch):
     assert square == pytest.approx(1.0, abs=1e-12) and abs(est - init_gap_per_width(act, d)) < 4 * se
     monkeypatch.setattr(HermiteActivation, "kernel", lambda self, t: 2 * t**4)  # a wrong K cannot move the Monte Carlo
     assert init_gap_monte_carlo(act, d, 1 << 15, torch.Generator().manual_seed(0))[0] == est
+
+
+def test_self_concordance_summary_matches_local_hessian_ratio_and_the_drive_at_initialisation():
+    from theorylab.theory.mean_field import self_concordance_summary
+
+    act, d, m = HermiteActivation.he(4), 24, 512
+    w, c = _net(m, d, 11)
+    w_star = torch.eye(d, dtype=torch.float64)[0]
+    pick = torch.arange(0, m, 8)
+    s = self_concordance_summary(act, w, w_star, pick, 0.5)
+    ratio, op = local_hessian_ratio(act, w, c, w_star, pick)
+    overlap = (w[pick] @ w_star).abs().numpy()
+    escaping = overlap < 0.5
+    assert s["ratio_p95"] == pytest.approx(float(np.percentile(ratio.numpy(), 95)))
+    assert s["hessian_op_max"] == pytest.approx(float(op.max())) and s["escaping"] == int(escaping.sum())
+    assert s["ratio_p95_escaping"] == pytest.approx(float(np.percentile(ratio.numpy()[escaping], 95)))
+    # at uniform initialisation the drive dominates: |s| |H| / |v| ~ k - 1 on the equator band
+    assert s["scaled_median_escaping"] == pytest.approx(3.0, rel=0.3)
+    assert np.isnan(self_concordance_summary(act, w, w_star, pick, 1e-6)["ratio_p95_escaping"])  # < 5 escaping: NaN
+
+
+def test_escape_time_summary():
+    from theorylab.theory.mean_field import escape_time_summary
+
+    times = np.array([np.nan, 1.0, 2.0, 3.0, np.nan, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
+    s = escape_time_summary(times)
+    assert s == dict(escaped=10 / 12, median_escape_time=5.5, q10_escape_time=pytest.approx(1.9))
+    none = escape_time_summary(np.full(4, np.nan))
+    assert none["escaped"] == 0.0 and np.isnan(none["median_escape_time"]) and np.isnan(none["q10_escape_time"])
+
+
+def test_step_halving_gaps_are_function_gaps_between_successive_step_sizes():
+    from theorylab.theory.mean_field import step_halving_gaps
+
+    act, d = HermiteActivation.he(2), 8
+    finals = {eta: _net(64, d, seed)[0] for eta, seed in ((0.05, 1), (0.2, 2), (0.1, 3))}
+    out = step_halving_gaps(act, finals)
+    c = torch.full((64,), 1 / 64, dtype=torch.float64)
+    assert [(a, b) for a, b, _ in out] == [(0.2, 0.1), (0.1, 0.05)]
+    assert out[0][2] == pytest.approx(float(function_gap(act, finals[0.2], c, finals[0.1], c)))
+    same = step_halving_gaps(act, {0.2: finals[0.2], 0.1: finals[0.2]})
+    assert abs(same[0][2]) < 1e-14
+
+
+def test_reduction_error_budget_bounds_a_loss_difference_by_the_function_gap():
+    """|L(rho) - L(rho')| <= |f - f'| (|f - f*| + |f' - f*|) / 2 (Cauchy-Schwarz), checked on random networks."""
+    from theorylab.theory.mean_field import reduction_error_budget
+
+    act, d = HermiteActivation.mix({3: 1.0, 4: 1.0}), 10
+    w_star = torch.eye(d, dtype=torch.float64)[0]
+    for seed in range(5):
+        (a, ca), (b, cb) = _net(16, d, 2 * seed), _net(32, d, 2 * seed + 1)
+        la, lb = float(population_loss(act, a, ca, w_star)), float(population_loss(act, b, cb, w_star))
+        gap = float(function_gap(act, a, ca, b, cb))
+        la_, lb_ = np.array([la]), np.array([lb])
+        width, step, disc = reduction_error_budget(la_, la_, lb_, lb_, np.array([gap]))
+        assert abs(la - lb) <= width[0] + 1e-12 and step[0] == 0 and disc[0] == 0
+    width, step, disc = reduction_error_budget(*(np.array([x]) for x in (0.5, 0.4, 0.3, 0.35, -1.0)))
+    assert width[0] == 0 and step[0] == pytest.approx(0.2) and disc[0] == pytest.approx(0.1)
+
+
+def test_init_gap_check_puts_the_closed_form_beside_the_monte_carlo():
+    from theorylab.theory.mean_field import init_gap_check, init_gap_monte_carlo
+
+    act, d = HermiteActivation.he(4), 12
+    check = init_gap_check(act, d, 1 << 15, torch.Generator().manual_seed(4))
+    est, se, square, cross = init_gap_monte_carlo(act, d, 1 << 15, torch.Generator().manual_seed(4))
+    assert check == dict(init_theory=init_gap_per_width(act, d), init_mc=est, init_mc_se=se, sigma_square=square,
+                         sigma_cross_mc=cross, mc_samples=1 << 15)
+    assert abs(check["init_mc"] - check["init_theory"]) < 4 * check["init_mc_se"]
+
+
+def test_single_index_link():
+    from theorylab.nn.activations import single_index_link
+
+    assert single_index_link(4) == HermiteActivation.he(4) and single_index_link(4).information_exponent == 4
+    mixed = single_index_link(3)
+    assert mixed.information_exponent == 3 and float(mixed.kernel(torch.tensor(1.0))) == pytest.approx(1.0)
+    t = torch.tensor(0.3, dtype=torch.float64)
+    assert float(mixed.kernel(t)) == pytest.approx((0.3**3 + 0.3**4) / 2)  # K = (t^3 + t^4) / 2

@@ -76,3 +76,10 @@ class HermiteActivation:
     def derivative(self) -> "HermiteActivation":
         """``sigma'`` as an activation: ``He_j' = j He_{j-1}``, so its coefficients are ``a_{j+1} sqrt(j+1)``."""
         return HermiteActivation(tuple(a * math.sqrt(j) for j, a in enumerate(self.coeffs))[1:] or (0.0,))
+
+
+def single_index_link(k: int) -> HermiteActivation:
+    """The link of Glasgow, Wu, Bruna (arXiv 2504.13110)'s experiments with information exponent ``k``:
+    ``He_k / sqrt(k!)``, except ``k = 3``: ``(He_3/sqrt(6) + He_4/sqrt(24)) / sqrt(2)``, so that the escape
+    from the equator is driven at order 3 while particles of negative overlap still converge."""
+    return HermiteActivation.mix({3: 1.0, 4: 1.0}) if k == 3 else HermiteActivation.he(k)

@@ -22,12 +22,14 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
-from theorylab.core.plotting import color, log_ticks, new_figure
-from theorylab.nn.activations import HermiteActivation
-from theorylab.theory.mean_field import (OverlapDynamics, init_gap_monte_carlo, init_gap_per_width, local_hessian_ratio, max_elements_for,
-                                         population_loss, projected_step, uniform_sphere)
-from theorylab.theory.rates import fit_inverse_width
-from theorylab.train.mean_field import NetworkBatch, bounded_memory, planted_direction, run_projected_gd, width_sweep
+from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
+from theorylab.nn.activations import single_index_link
+from theorylab.theory.mean_field import (escape_time_summary, init_gap_check, init_gap_per_width, max_elements_for,
+                                         reduction_error_budget, self_concordance_summary)
+from theorylab.theory.mean_field_rates import (exponents_in_dimension, growth_over_start, pooled_inverse_width,
+                                               width_for_sup_gap)
+from theorylab.train.mean_field import (bounded_memory, checkpoint_steps, planted_direction,
+                                        reduction_against_reference, steps_to_loss_fraction, width_sweep)
 
 PAPER = "Glasgow, Wu, Bruna, arXiv 2504.13110 (2025)"
 REF = "arXiv 2504.13110"
@@ -35,12 +37,6 @@ REF = "arXiv 2504.13110"
 Width = Annotated[int, Field(ge=2, le=1 << 20)]
 Dim = Annotated[int, Field(ge=3, le=4096)]
 Exponent = Annotated[int, Field(ge=2, le=8)]
-
-
-def activation(k: int) -> HermiteActivation:
-    """The card's links: He_k / sqrt(k!), except k = 3: (He_3/sqrt(6) + He_4/sqrt(24)) / sqrt(2),
-    so that the escape is driven at order 3 while negative-overlap particles still converge."""
-    return HermiteActivation.mix({3: 1.0, 4: 1.0}) if k == 3 else HermiteActivation.he(k)
 
 
 class MeanFieldWidthConfig(StudyConfig):
@@ -79,96 +75,42 @@ PRESETS = {
 }
 
 
-def _steps_to(act: HermiteActivation, d: int, cfg: MeanFieldWidthConfig, ctx: RunContext, gen: torch.Generator) -> int:
-    """Steps until a reference-sized system reaches ``stop_ratio`` of its initial loss (capped)."""
-    if cfg.stop_ratio is None:
-        return cfg.steps
-    device, limit = ctx.device, max_elements_for(cfg.block_mib)
-    w_star = planted_direction(d, device)
-    r = uniform_sphere((cfg.m_ref,), d, gen, device=device)
-    c = torch.full((cfg.m_ref,), 1.0 / cfg.m_ref, dtype=torch.float64, device=device)
-    start = float(population_loss(act, r, c, w_star, limit))
-    for step in ctx.progress(range(1, cfg.max_steps + 1), f"horizon d={d}, k={act.information_exponent}"):
-        r = projected_step(act, r, c, w_star, cfg.eta, limit)
-        if float(population_loss(act, r, c, w_star, limit)) <= cfg.stop_ratio * start:
-            return step
-    return cfg.max_steps
-
-
-def _reduction(cfg: MeanFieldWidthConfig, ctx: RunContext, act: HermiteActivation, d: int, k: int, steps: int, marks: list[int], sweep) -> pd.DataFrame:
-    """The 1-D overlap reduction next to the particle reference, with the three error estimates that
-    bound their difference: the reference's finite width (split halves), its time step (a rerun at
-    eta/2 from the same particles) and the reduction's own discretisation (n vs n/2 particles)."""
-    fine, _ = OverlapDynamics(act, d, cfg.reduction_n, cfg.reduction_nodes, device=ctx.device).run(cfg.eta, steps)
-    coarse, _ = OverlapDynamics(act, d, max(cfg.reduction_n // 2, 2), cfg.reduction_nodes, device=ctx.device).run(cfg.eta, steps)
-    w_star = planted_direction(d, ctx.device)
-    ref0 = sweep.history.snapshots[0][1]
-    dummy = NetworkBatch(ref0[None, :1], torch.ones(1, 1, dtype=torch.float64, device=ctx.device), [1], [0])
-    half = run_projected_gd(act, w_star, dummy, ref0, eta=cfg.eta / 2, steps=2 * steps, checkpoints=[0], max_elements=max_elements_for(cfg.block_mib)).ref_loss[::2]
-    rows = []
-    for step in marks:
-        rows.append(dict(d=d, k=k, step=step, t=step * cfg.eta, L_ref=sweep.history.ref_loss[step], L_ref_half_eta=half[step],
-                         L_reduced=fine[step], L_reduced_coarse=coarse[step], ref_error=sweep.ref_error[step]))
-    return pd.DataFrame(rows)
-
-
-def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> tuple[pd.DataFrame, ...]:
-    act = activation(k)
-    limit = max_elements_for(cfg.block_mib)
-    steps = _steps_to(act, d, cfg, ctx, ctx.generator(f"horizon/{d}/{k}", device=ctx.device))
-    marks = sorted({int(round(f * steps)) for f in cfg.checkpoints})
+def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> None:
+    act, limit, w_star = single_index_link(k), max_elements_for(cfg.block_mib), planted_direction(d, ctx.device)
+    steps = cfg.steps if cfg.stop_ratio is None else steps_to_loss_fraction(
+        act, d, cfg.m_ref, eta=cfg.eta, stop_ratio=cfg.stop_ratio, max_steps=cfg.max_steps, max_elements=limit,
+        generator=ctx.generator(f"horizon/{d}/{k}", device=ctx.device), device=ctx.device, progress=ctx.progress,
+        label=f"horizon d={d}, k={k}")
+    marks = checkpoint_steps(cfg.checkpoints, steps)
     sweep = width_sweep(act, d, cfg.widths, cfg.seeds, cfg.m_ref, eta=cfg.eta, steps=steps, checkpoints=marks,
                         generator=ctx.generator(f"particles/{d}/{k}", device=ctx.device), device=ctx.device, progress=ctx.progress,
                         escape_threshold=cfg.escape_threshold, max_elements=limit)
-    # The independent check of the kernel: E[sigma(g)^2] (quadrature) - E[sigma(<w, x>) sigma(<w', x>)] (Monte Carlo, x ~ N(0, I_d)),
-    # from the activation itself, never through K.
-    mc, mc_se, square, cross = init_gap_monte_carlo(act, d, cfg.init_mc_samples, ctx.generator(f"kernel-mc/{d}/{k}", device=ctx.device), device=ctx.device)
-    kernel_check = pd.DataFrame([dict(d=d, k=k, init_theory=init_gap_per_width(act, d), init_mc=mc, init_mc_se=mc_se, sigma_square=square, sigma_cross_mc=cross,
-                                      mc_samples=cfg.init_mc_samples)])
-    hist = sweep.history
-    loss = pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times, "L_mf": hist.ref_loss, "escaped_fraction": hist.ref_escaped})
-    escape_rows = [dict(d=d, k=k, step=step, t=step * cfg.eta, width=m, seed=sd, escaped_fraction=float(hist.net_escaped[step, b]))
-                   for step in marks for b, (m, sd) in enumerate(zip(sweep.nets.widths, sweep.nets.seeds))]
-    escape_rows += [dict(d=d, k=k, step=step, t=step * cfg.eta, width=cfg.m_ref, seed=-1, escaped_fraction=float(hist.ref_escaped[step])) for step in marks]
-    times = hist.ref_escape_time
-    escape_summary = dict(d=d, k=k, threshold=cfg.escape_threshold, escaped=float(np.isfinite(times).mean()),
-                          median_escape_time=float(np.nanmedian(times)) if np.isfinite(times).any() else float("nan"),
-                          q10_escape_time=float(np.nanpercentile(times, 10)) if np.isfinite(times).any() else float("nan"))
-    overlaps = []
-    for step in marks:
-        nets_w, ref_w = hist.snapshots[step]
-        first = 0  # one network of the smallest width, against the reference
-        m = sweep.nets.widths[first]
-        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"m = {m}", "s": nets_w[first, :m, 0].cpu().numpy()}))  # s = <w, e_1>
-        overlaps.append(pd.DataFrame({"d": d, "k": k, "step": step, "t": step * cfg.eta, "system": f"reference (m = {cfg.m_ref})", "s": ref_w[:, 0].cpu().numpy()}))
-    reduction = _reduction(cfg, ctx, act, d, k, steps, marks, sweep) if cfg.reduction_n > 0 else pd.DataFrame()
-    rows, sc_rows = [], []
-    w_star = planted_direction(d, ctx.device)
+    hist, eta = sweep.history, cfg.eta
+    ctx.table("loss", pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times,
+                                    "L_mf": hist.ref_loss, "escaped_fraction": hist.ref_escaped}))
+    ctx.table("gaps", pd.DataFrame(sweep.gap_rows(marks, eta, d=d, k=k)).assign(m_gap=lambda f: f["width"] * f["gap"],
+                                                                               init_theory=init_gap_per_width(act, d)))
     pick = torch.randperm(cfg.m_ref, generator=torch.Generator().manual_seed(0))[: cfg.sc_particles].to(ctx.device)
-    for step in marks:
-        for b, (m, s) in enumerate(zip(sweep.nets.widths, sweep.nets.seeds)):
-            rows.append(dict(d=d, k=k, step=step, t=step * cfg.eta, width=m, seed=s, gap=float(sweep.gaps[step][b]), ref_error=sweep.ref_error[step]))
-        ref = hist.snapshots[step][1]
-        c = torch.full((ref.shape[0],), 1.0 / ref.shape[0], dtype=torch.float64, device=ctx.device)
-        ratio, op = local_hessian_ratio(act, ref, c, w_star, pick, max_elements=limit)
-        ratio, op = ratio.cpu().numpy(), op.cpu().numpy()
-        # Particles still on the equator band are the ones escaping; converged ones have v -> 0 with H
-        # finite, so their ratio diverges without saying anything about the escape.
-        overlap = (ref[pick] @ w_star).abs().cpu().numpy()
-        escaping = overlap < cfg.escape_threshold
-        enough = escaping.sum() >= 5
-        # |s| |H| / |v|: at initialisation the drive alone gives exactly (k - 1) (1 + O(s^2)) (|H| ~ k(k-1)|s|^(k-2), |v| ~ k|s|^(k-1)),
-        # so the raw ratio is ~ (k - 1)/|s| ~ (k - 1) sqrt(d) on the equator band.
-        scaled = overlap * ratio
-        sc_rows.append(dict(d=d, k=k, step=step, t=step * cfg.eta, L_mf=hist.ref_loss[step], ratio_p95=float(np.percentile(ratio, 95)),
-                            ratio_median=float(np.median(ratio)), ratio_max=float(ratio.max()), hessian_op_max=float(op.max()),
-                            escaping=int(escaping.sum()), ratio_p95_escaping=float(np.percentile(ratio[escaping], 95)) if enough else float("nan"),
-                            scaled_median_escaping=float(np.median(scaled[escaping])) if enough else float("nan"),
-                            scaled_p95_escaping=float(np.percentile(scaled[escaping], 95)) if enough else float("nan"),
-                            overlap_median_escaping=float(np.median(overlap[escaping])) if enough else float("nan")))
-    gaps = pd.DataFrame(rows).assign(m_gap=lambda f: f["width"] * f["gap"], init_theory=init_gap_per_width(act, d))
-    return (loss, gaps, pd.DataFrame(sc_rows), pd.DataFrame(escape_rows), pd.DataFrame([escape_summary]), pd.concat(overlaps, ignore_index=True), reduction,
-            kernel_check)
+    ctx.table("self_concordance", pd.DataFrame([
+        dict(d=d, k=k, step=s, t=s * eta, L_mf=hist.ref_loss[s],
+             **self_concordance_summary(act, hist.snapshots[s][1], w_star, pick, cfg.escape_threshold, limit))
+        for s in marks]))
+    ctx.table("escape", pd.DataFrame(sweep.escape_rows(marks, eta, d=d, k=k)))
+    ctx.table("escape_times", pd.DataFrame([dict(d=d, k=k, threshold=cfg.escape_threshold,
+                                                 **escape_time_summary(hist.ref_escape_time))]))
+    ctx.table("overlaps", pd.concat([pd.DataFrame({"d": d, "k": k, "step": i, "t": i * eta, "system": name, "s": s})
+                                     for i, name, s in sweep.overlap_samples(marks, w_star)], ignore_index=True))
+    if cfg.reduction_n > 0:  # the 1-D reduction beside the reference, and what bounds their gap (judge_reduction)
+        red = reduction_against_reference(act, d, hist.snapshots[0][1], n=cfg.reduction_n, nodes=cfg.reduction_nodes,
+                                          eta=eta, steps=steps, max_elements=limit)
+        ctx.table("reduction", pd.DataFrame([dict(d=d, k=k, step=s, t=s * eta, L_ref=hist.ref_loss[s],
+                                                  **{c: v[s] for c, v in red.items()}, ref_error=sweep.ref_error[s])
+                                             for s in marks]))
+    # The independent check of the kernel: E[sigma(g)^2] (quadrature) - E[sigma(<w, x>) sigma(<w', x>)] (Monte Carlo,
+    # x ~ N(0, I_d)), from the activation itself, never through K.
+    mc_gen = ctx.generator(f"kernel-mc/{d}/{k}", device=ctx.device)
+    check = init_gap_check(act, d, cfg.init_mc_samples, mc_gen, device=ctx.device)
+    ctx.table("kernel_check", pd.DataFrame([dict(d=d, k=k, **check)]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,12 +122,10 @@ def _figure_gap_vs_time(ctx: RunContext, gaps: pd.DataFrame, loss: pd.DataFrame)
     d, k = gaps["d"].iloc[0], gaps["k"].iloc[0]
     g = gaps[(gaps["d"] == d) & (gaps["k"] == k)]
     fig, ax = new_figure()
-    for i, (m, grp) in enumerate(g.groupby("width")):
-        mean = grp.groupby("t")["m_gap"].mean()
-        ax.plot(mean.index, mean.to_numpy(), "o-", color=color(i), ms=4, label=f"m = {m}")
     ax.axhline(g["init_theory"].iloc[0], color="grey", ls=":", lw=1, label="theory at t = 0: K(1) - E K")
-    ax.set_xlabel("mean-field time t")
-    ax.set_ylabel("m · gap_m(t) (seed mean)")
+    means = g.groupby(["width", "t"])["m_gap"].mean().reset_index()
+    prediction_vs_simulation(ax, means, "t", None, "m_gap", group="width", label="m = {group}",
+                             xlabel="mean-field time t", ylabel="m · gap_m(t) (seed mean)")
     twin = ax.twinx()
     lg = loss[(loss["d"] == d) & (loss["k"] == k)]
     twin.plot(lg["t"], lg["L_mf"], color="black", lw=1, alpha=0.6, label="L_MF(t)")
@@ -200,17 +140,13 @@ def _figure_gap_vs_width(ctx: RunContext, gaps: pd.DataFrame) -> None:
     d, k = gaps["d"].iloc[0], gaps["k"].iloc[0]
     g = gaps[(gaps["d"] == d) & (gaps["k"] == k)]
     fig, ax = new_figure()
-    for i, (t, grp) in enumerate(g.groupby("t")):
-        mean = grp.groupby("width")["gap"].mean()
-        ax.plot(mean.index, mean.clip(lower=1e-12).to_numpy(), "o-", color=color(i), ms=4, label=f"t = {t:g}")
     ms = np.array(sorted(g["width"].unique()), dtype=float)
     ax.plot(ms, g["init_theory"].iloc[0] / ms, "k--", lw=1, label="slope -1 (initial theory)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    means = g.groupby(["t", "width"])["gap"].mean().clip(lower=1e-12).reset_index()
+    prediction_vs_simulation(ax, means, "width", None, "gap", group="t", label="t = {group:g}", xlabel="width m",
+                             ylabel="gap_m(t) (seed mean, reference-corrected)", logx=True, logy=True)
     log_ticks(ax, ms)
-    ax.set_xlabel("width m")
-    ax.set_ylabel("gap_m(t) (seed mean, reference-corrected)")
-    ax.set_title(f"pooled exponent β = {_pooled_beta(g)[0]:.2f}", fontsize=8)
+    ax.set_title(f"pooled exponent β = {pooled_inverse_width(g['t'], g['width'], g['gap'])[0]:.2f}", fontsize=8)
     ax.legend(fontsize=6)
     ctx.figure("gap_vs_width", fig)
 
@@ -230,17 +166,12 @@ def _figure_overlaps(ctx: RunContext, overlaps: pd.DataFrame) -> None:
     ctx.figure("overlap_histograms", fig)
 
 
-def _figure_reduction(ctx: RunContext, reduction: pd.DataFrame, loss: pd.DataFrame) -> None:
+def _figure_reduction(ctx: RunContext, reduction: pd.DataFrame) -> None:
     d, k = reduction["d"].iloc[0], reduction["k"].iloc[0]
-    r = reduction[(reduction["d"] == d) & (reduction["k"] == k)]
-    lg = loss[(loss["d"] == d) & (loss["k"] == k)]
     fig, ax = new_figure()
-    ax.plot(lg["t"], lg["L_mf"], color="black", lw=1, label="particle reference")
-    ax.plot(r["t"], r["L_reduced"], "o", color=color(1), label="1-D overlap reduction")
-    ax.set_yscale("log")
-    ax.set_xlabel("mean-field time t")
-    ax.set_ylabel("L_MF(t)")
-    ax.legend(fontsize=7)
+    prediction_vs_simulation(ax, reduction[(reduction["d"] == d) & (reduction["k"] == k)], "t", "L_reduced", "L_ref",
+                             theory_label="1-D overlap reduction", xlabel="mean-field time t",
+                             ylabel="L_MF(t) (markers: particle reference)", logy=True)
     ax.set_title(f"d = {d}, k = {k}: the reduction reproduces the particle system", fontsize=8)
     ctx.figure("reduction_vs_particles", fig)
 
@@ -248,23 +179,6 @@ def _figure_reduction(ctx: RunContext, reduction: pd.DataFrame, loss: pd.DataFra
 # --------------------------------------------------------------------------------------------
 # Claims
 # --------------------------------------------------------------------------------------------
-
-
-def _pooled_beta(g: pd.DataFrame) -> tuple[float, dict[float, float]]:
-    """Pooled beta over checkpoints with per-checkpoint intercepts, and each checkpoint's own slope."""
-    means = g.groupby(["t", "width"])["gap"].mean().reset_index()
-    xs, ys, per = [], [], {}
-    for t, grp in means.groupby("t"):
-        if (grp["gap"] <= 0).any():
-            continue
-        x, y = np.log(grp["width"].to_numpy(float)), np.log(grp["gap"].to_numpy())
-        per[float(t)] = fit_inverse_width(grp["width"].to_numpy(), grp["gap"].to_numpy())
-        xs.append(x - x.mean())
-        ys.append(y - y.mean())
-    if not xs:
-        return float("nan"), per
-    x, y = np.concatenate(xs), np.concatenate(ys)
-    return float(-(x @ y) / (x @ x)), per
 
 
 claims = Claims("mean-field-width")
@@ -298,7 +212,7 @@ def judge_inverse(res, v) -> Verdict:
     g = res.table("gaps")
     bad, parts, pooled_all = [], [], []
     for (d, k), grp in g.groupby(["d", "k"]):
-        pooled, per = _pooled_beta(grp)
+        pooled, per = pooled_inverse_width(grp["t"], grp["width"], grp["gap"])
         pooled_all.append(pooled)
         parts.append(f"d={d}, k={k}: pooled {pooled:.2f}; per checkpoint " + ", ".join(f"t={t:g}: {b:.2f}" for t, b in per.items()))
         if not 0.7 <= pooled <= 1.4:
@@ -316,8 +230,7 @@ def judge_blowup(res, v) -> Verdict:
     g, sc = res.table("gaps"), res.table("self_concordance")
     ratios, parts = {}, []
     for (d, k), grp in g.groupby(["d", "k"]):
-        by = grp.groupby(["width", "t"])["m_gap"].mean().unstack()
-        r = float((by.max(axis=1) / by[by.columns.min()]).max())
+        r = growth_over_start(grp["t"], grp["width"], grp["m_gap"])
         lip = float(sc[(sc["d"] == d) & (sc["k"] == k)]["hessian_op_max"].max())
         horizon = float(grp["t"].max())
         ratios[(d, k)] = r
@@ -326,11 +239,7 @@ def judge_blowup(res, v) -> Verdict:
     if len(dims) == 1:
         worst = max(ratios.values())
         return v.judged(worst <= 1.5, worst, "<= 1.5", 1.5, "; ".join(parts))
-    slopes = []
-    for k in sorted({k for _, k in ratios}):
-        pts = [(d, ratios[(d, k)]) for d in dims if (d, k) in ratios]
-        if len(pts) >= 2:
-            slopes.append(float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0]))
+    slopes = exponents_in_dimension(ratios)
     worst = max(slopes) if slopes else float("nan")
     return v.judged(bool(slopes) and worst <= 2, worst, "<= 2", 2, "; ".join(parts) + f"; exponent in d per k: {[round(s, 2) for s in slopes]}")
 
@@ -363,12 +272,8 @@ def judge_poly(res, v) -> Verdict:
         raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(map(str, dims))}) and the fit needs >= 3; needs paper preset")
     parts, ok = [], True
     for k, grp in g.groupby("k"):
-        need, horizon = [], []
-        for d in dims:
-            sub = grp[grp["d"] == d]
-            sup = sub.groupby(["width", "t"])["gap"].mean().groupby("width").max()
-            need.append(float((sup * sup.index).mean() / 1e-3))  # m_eps = C / eps with gap = C / m
-            horizon.append(float(loss[(loss["d"] == d) & (loss["k"] == k)]["t"].max()))
+        need = [width_for_sup_gap(s["t"], s["width"], s["gap"], 1e-3) for s in (grp[grp["d"] == d] for d in dims)]
+        horizon = [float(loss[(loss["d"] == d) & (loss["k"] == k)]["t"].max()) for d in dims]
         e_need = float(np.polyfit(np.log(dims), np.log(need), 1)[0])
         e_t = float(np.polyfit(np.log(dims), np.log(horizon), 1)[0])
         target = (k - 2) / 2
@@ -384,10 +289,8 @@ S_REDUCTION = ("The rotationally symmetric 1-D overlap dynamics reproduces the p
 @claims.add("reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics")
 def judge_reduction(res, v) -> Verdict:
     r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_n = 0)")
-    # |L(rho) - L(rho')| <= |f_rho - f_rho'| (|f_rho - f*| + |f_rho' - f*|) / 2, and |f - f*| = sqrt(2 L).
-    width_err = np.sqrt(r["ref_error"].clip(lower=0)) * (np.sqrt(2 * r["L_ref"]) + np.sqrt(2 * r["L_reduced"])) / 2
-    step_err = 2 * (r["L_ref"] - r["L_ref_half_eta"]).abs()  # first order: the error at eta is ~ twice the eta vs eta/2 difference
-    disc_err = 2 * (r["L_reduced"] - r["L_reduced_coarse"]).abs()
+    width_err, step_err, disc_err = reduction_error_budget(r["L_ref"], r["L_ref_half_eta"], r["L_reduced"],
+                                                           r["L_reduced_coarse"], r["ref_error"])
     budget = width_err + step_err + disc_err
     diff = (r["L_reduced"] - r["L_ref"]).abs()
     excess = float((diff - budget).max())
@@ -436,19 +339,12 @@ def judge_sc(res, v) -> Verdict:
     claims=claims,
 )
 def run(cfg: MeanFieldWidthConfig, ctx: RunContext) -> None:
-    names = ("loss", "gaps", "self_concordance", "escape", "escape_times", "overlaps", "reduction", "kernel_check")
-    parts: list[list[pd.DataFrame]] = [[] for _ in names]
     with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths or seeds"):
         for d in cfg.dims:
             for k in cfg.ks:
-                for store, frame in zip(parts, _one_setting(cfg, ctx, d, k)):
-                    store.append(frame)
-    tables = {name: pd.concat(frames, ignore_index=True) for name, frames in zip(names, parts)}
-    for name, table in tables.items():
-        if not table.empty:
-            ctx.table(name, table)
-    _figure_gap_vs_time(ctx, tables["gaps"], tables["loss"])
-    _figure_gap_vs_width(ctx, tables["gaps"])
-    _figure_overlaps(ctx, tables["overlaps"])
-    if not tables["reduction"].empty:
-        _figure_reduction(ctx, tables["reduction"], tables["loss"])
+                _one_setting(cfg, ctx, d, k)  # records this setting's rows of every table
+    _figure_gap_vs_time(ctx, ctx.tables["gaps"], ctx.tables["loss"])
+    _figure_gap_vs_width(ctx, ctx.tables["gaps"])
+    _figure_overlaps(ctx, ctx.tables["overlaps"])
+    if "reduction" in ctx.tables:
+        _figure_reduction(ctx, ctx.tables["reduction"])

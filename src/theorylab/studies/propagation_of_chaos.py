@@ -22,11 +22,13 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
-from theorylab.core.plotting import color, log_ticks, new_figure
+from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
 from theorylab.nn.activations import HermiteActivation
-from theorylab.theory.mean_field import function_gap, max_elements_for
-from theorylab.theory.rates import fit_inverse_width, fit_power_law
-from theorylab.train.mean_field import bounded_memory, sample_sweep, width_sweep
+from theorylab.theory.mean_field import max_elements_for, step_halving_gaps
+from theorylab.theory.mean_field_rates import (halving_shrink_factors, loss_decay_summary, power_law_through_window,
+                                               root_loss_integral, spread_across, sup_of_seed_mean, sup_over_time)
+from theorylab.theory.rates import fit_inverse_width
+from theorylab.train.mean_field import bounded_memory, checkpoint_steps, sample_sweep, width_sweep
 
 PAPER = "Glasgow, Bruna, arXiv 2605.22010 (2026)"
 REF = "arXiv 2605.22010"
@@ -78,62 +80,18 @@ PRESETS = {
 }
 
 
-def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, setting: str, d: int, k: int, widths, seeds: int, steps: int, eta: float) -> tuple[pd.DataFrame, pd.DataFrame, object]:
-    act = HermiteActivation.he(k)
-    marks = sorted({int(round(f * steps)) for f in cfg.checkpoints})
-    sw = width_sweep(act, d, widths, seeds, cfg.m_ref, eta=eta, steps=steps, checkpoints=marks,
-                     generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device), device=ctx.device, progress=ctx.progress,
-                     max_elements=max_elements_for(cfg.block_mib))
-    loss = pd.DataFrame({"setting": setting, "d": d, "k": k, "eta": eta, "step": np.arange(steps + 1), "t": sw.history.times, "L_mf": sw.history.ref_loss})
-    rows = []
-    for step in marks:
-        for b, (m, s) in enumerate(zip(sw.nets.widths, sw.nets.seeds)):
-            rows.append(dict(setting=setting, d=d, k=k, eta=eta, step=step, t=step * eta, width=m, seed=s, gap=float(sw.gaps[step][b]), ref_error=sw.ref_error[step]))
-    gaps = pd.DataFrame(rows).assign(m_gap=lambda f: f["width"] * f["gap"])
-    return loss, gaps, sw
-
-
-def _integral(t: np.ndarray, loss: np.ndarray) -> np.ndarray:
-    """``I(t) = int_0^t L^{1/2}`` by the trapezoid rule on the step grid."""
-    root = np.sqrt(np.maximum(loss, 0))
-    return np.concatenate([[0.0], np.cumsum(0.5 * (root[1:] + root[:-1]) * np.diff(t))])
-
-
-def _rates(cfg: PropagationOfChaosConfig, loss: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for (setting, d, eta), grp in loss.groupby(["setting", "d", "eta"]):
-        grp = grp.sort_values("t")
-        t, l_mf = grp["t"].to_numpy(), grp["L_mf"].to_numpy()
-        c, (lo, hi), used = fit_power_law(t, l_mf, cfg.rate_window)
-        integral = _integral(t, l_mf)
-        half = integral[np.searchsorted(t, t[-1] / 2)]
-        rows.append(dict(setting=setting, d=d, eta=eta, c=c, c_low=lo, c_high=hi, window_points=int(used.sum()), L0=l_mf[0], LT=l_mf[-1],
-                         I_T=integral[-1], I_half=half, beta_pred=min(1.0, c / 6) if np.isfinite(c) else np.nan))
-    return pd.DataFrame(rows)
-
-
-def _sup_table(gaps: pd.DataFrame) -> pd.DataFrame:
-    """Per setting, d, eta and width: the sup over checkpoints of the seed-mean gap, early and late halves."""
-    rows = []
-    for (setting, d, eta, m), grp in gaps.groupby(["setting", "d", "eta", "width"]):
-        mean = grp.groupby("t")["gap"].mean()
-        horizon = mean.index.max()
-        rows.append(dict(setting=setting, d=d, eta=eta, width=m, sup_gap=float(mean.max()),
-                         early_m_gap=float(m * mean[mean.index <= horizon / 2].max()), late_m_gap=float(m * mean[mean.index >= horizon / 2].max())))
-    return pd.DataFrame(rows)
-
-
-def _discretisation(cfg: PropagationOfChaosConfig, d: int, finals: dict[float, torch.Tensor]) -> pd.DataFrame:
-    """Gap at T between reference runs whose step sizes differ by one halving (same initial particles);
-    ``finals`` maps each step size to its reference's particles at T."""
-    act = HermiteActivation.he(cfg.fast_k)
-    etas = sorted(finals, reverse=True)
-    rows = []
-    for big, small in zip(etas, etas[1:]):
-        a, b = finals[big], finals[small]
-        w = torch.full((a.shape[0],), 1.0 / a.shape[0], dtype=a.dtype, device=a.device)
-        rows.append(dict(d=d, eta=big, eta_half=small, ref_gap_at_T=float(function_gap(act, a, w, b, w, max_elements_for(cfg.block_mib)))))
-    return pd.DataFrame(rows)
+def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, out: tuple[list, list], setting: str, d: int, k: int, widths,
+           seeds: int, steps: int, eta: float) -> torch.Tensor:
+    """One width sweep: appends its loss curve and its gaps to ``out``; returns the reference's particles at T."""
+    marks = checkpoint_steps(cfg.checkpoints, steps)
+    sw = width_sweep(HermiteActivation.he(k), d, widths, seeds, cfg.m_ref, eta=eta, steps=steps, checkpoints=marks,
+                     generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device), device=ctx.device,
+                     progress=ctx.progress, max_elements=max_elements_for(cfg.block_mib))
+    out[0].append(pd.DataFrame({"setting": setting, "d": d, "k": k, "eta": eta, "step": np.arange(steps + 1),
+                                "t": sw.history.times, "L_mf": sw.history.ref_loss}))
+    gaps = pd.DataFrame(sw.gap_rows(marks, eta, setting=setting, d=d, k=k, eta=eta))
+    out[1].append(gaps.assign(m_gap=lambda f: f["width"] * f["gap"]))
+    return sw.history.snapshots[max(sw.history.snapshots)][1]  # only the reference at T is kept
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,17 +102,13 @@ def _discretisation(cfg: PropagationOfChaosConfig, d: int, finals: dict[float, t
 def _figure_loss(ctx: RunContext, loss: pd.DataFrame, rates: pd.DataFrame, cfg: PropagationOfChaosConfig) -> None:
     fig, ax = new_figure()
     twin = ax.twinx()
-    for i, ((setting, d), grp) in enumerate(loss[loss["eta"] == cfg.eta].groupby(["setting", "d"])):
-        grp = grp[grp["t"] > 0]
+    for i, ((setting, d), grp) in enumerate(loss[(loss["eta"] == cfg.eta) & (loss["t"] > 0)].groupby(["setting", "d"])):
         ax.plot(grp["t"], grp["L_mf"], color=color(i), lw=1.2, label=f"{setting}, d = {d}")
         r = rates[(rates["setting"] == setting) & (rates["d"] == d) & (rates["eta"] == cfg.eta)].iloc[0]
         if np.isfinite(r["c"]):
-            lo, hi = cfg.rate_window[0] * r["L0"], cfg.rate_window[1] * r["L0"]
-            inside = grp[(grp["L_mf"] >= lo) & (grp["L_mf"] <= hi)]
-            anchor = inside.iloc[len(inside) // 2]  # the fitted line passes through the middle of the window
-            tt = inside["t"].to_numpy()
-            ax.plot(tt, anchor["L_mf"] * (tt / anchor["t"]) ** (-r["c"]), "--", color="black", lw=0.8, label=f"fit t^-{r['c']:.2f}")
-        twin.plot(grp["t"], _integral(grp["t"].to_numpy(), grp["L_mf"].to_numpy()), ":", color=color(i), lw=1)
+            tt, line = power_law_through_window(grp["t"], grp["L_mf"], r["c"], cfg.rate_window, r["L0"])
+            ax.plot(tt, line, "--", color="black", lw=0.8, label=f"fit t^-{r['c']:.2f}")
+        twin.plot(grp["t"], root_loss_integral(grp["t"], grp["L_mf"]), ":", color=color(i), lw=1)
     ax.axhspan(cfg.rate_window[0] * loss["L_mf"].iloc[0], cfg.rate_window[1] * loss["L_mf"].iloc[0], color="grey", alpha=0.1)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -166,37 +120,28 @@ def _figure_loss(ctx: RunContext, loss: pd.DataFrame, rates: pd.DataFrame, cfg: 
 
 
 def _figure_sup_gap(ctx: RunContext, sup: pd.DataFrame, rates: pd.DataFrame) -> None:
-    fig, ax = new_figure()
-    for i, ((setting, d), grp) in enumerate(sup.groupby(["setting", "d"])):
+    parts = []
+    for (setting, d), grp in sup.groupby(["setting", "d"]):
         grp = grp[grp["eta"] == grp["eta"].max()].sort_values("width")
-        ax.plot(grp["width"], grp["sup_gap"], "o-", color=color(i), ms=4, label=f"{setting}, d = {d}: β = {fit_inverse_width(grp['width'], grp['sup_gap']):.2f}")
-        ms = grp["width"].to_numpy(float)
-        ax.plot(ms, grp["sup_gap"].iloc[0] * (ms / ms[0]) ** -1, "k:", lw=0.8)
         pred = rates[(rates["setting"] == setting) & (rates["d"] == d)]["beta_pred"].iloc[0]
-        if np.isfinite(pred):
-            ax.plot(ms, grp["sup_gap"].iloc[0] * (ms / ms[0]) ** -pred, "--", color=color(i), lw=0.8, label=f"theorem's slope -{pred:.2f}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+        curve = f"{setting}, d = {d}: β = {fit_inverse_width(grp['width'], grp['sup_gap']):.2f} (theorem {pred:.2f})"
+        theorem = grp["sup_gap"].iloc[0] * (grp["width"] / grp["width"].iloc[0]) ** -pred  # the theorem's slope
+        parts.append(grp.assign(curve=curve, theorem=theorem))
+    fig, ax = new_figure()
+    prediction_vs_simulation(ax, pd.concat(parts), "width", "theorem", "sup_gap", group="curve", xlabel="width m",
+                             theory_label="theorem's slope -min(1, c/6)", ylabel="sup_t gap_m(t)", logx=True, logy=True)
     log_ticks(ax, sorted(sup["width"].unique()))
-    ax.set_xlabel("width m")
-    ax.set_ylabel("sup_t gap_m(t) (dotted: slope -1)")
     ax.legend(fontsize=6)
     ctx.figure("sup_gap_vs_m", fig)
 
 
 def _figure_long_time(ctx: RunContext, gaps: pd.DataFrame) -> None:
     fast = gaps[(gaps["setting"] == "fast") & (gaps["d"] == gaps["d"].min()) & (gaps["eta"] == gaps["eta"].max())]
+    means = fast[fast["t"] > 0].groupby(["width", "t"])["m_gap"].mean().reset_index()
     fig, ax = new_figure()
-    for i, (m, grp) in enumerate(fast.groupby("width")):
-        mean = grp.groupby("t")["m_gap"].mean()
-        mean = mean[mean.index > 0]
-        ax.plot(mean.index, mean.to_numpy(), "o-", color=color(i), ms=4, label=f"m = {m}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("mean-field time t")
-    ax.set_ylabel("m · gap_m(t) (seed mean)")
+    prediction_vs_simulation(ax, means, "t", None, "m_gap", group="width", label="m = {group}", logx=True, logy=True,
+                             xlabel="mean-field time t", ylabel="m · gap_m(t) (seed mean)")
     ax.set_title("no late growth of the fluctuation (fast setting)", fontsize=8)
-    ax.legend(fontsize=7)
     ctx.figure("gap_over_long_time", fig)
 
 
@@ -293,20 +238,15 @@ S_DISC = ("First-order discretisation: the L2 distance at T between reference ru
 @claims.add("discretisation", S_DISC, REF + ", discrete time")
 def judge_disc(res, v) -> Verdict:
     disc = res.table("discretisation", unless="this config runs one step size (etas empty)")
-    factors = []
-    for _, grp in disc.groupby("d"):
-        # The gap is a squared L2 distance; a first-order scheme's error is O(eta) in the distance itself.
-        dist = np.sqrt(grp.sort_values("eta", ascending=False)["ref_gap_at_T"].to_numpy())
-        factors += (dist[:-1] / dist[1:]).tolist()
+    # The gap is a squared L2 distance; a first-order scheme's error is O(eta) in the distance itself.
+    factors = [f for _, grp in disc.groupby("d") for f in halving_shrink_factors(grp["eta"], grp["ref_gap_at_T"])]
     # The sup over t > 0: at t = 0 every step size starts from the same particles, so a sup attained there could not differ.
     gaps = res.table("gaps")
     later = gaps[(gaps["setting"] == "fast") & (gaps["t"] > 0)]
-    betas = {}
-    for (d, eta), grp in later.groupby(["d", "eta"]):
-        sup = grp.groupby(["width", "t"])["gap"].mean().groupby("width").max()
-        betas[(int(d), float(eta))] = fit_inverse_width(sup.index.to_numpy(), sup.to_numpy())
-    spread = max(float(np.nanmax([b for (dd, _), b in betas.items() if dd == d]) - np.nanmin([b for (dd, _), b in betas.items() if dd == d]))
-                 for d in {dd for dd, _ in betas})
+    sups = {(int(d), float(eta)): sup_of_seed_mean(g["width"], g["t"], g["gap"])
+            for (d, eta), g in later.groupby(["d", "eta"])}
+    betas = {key: fit_inverse_width(sup.index.to_numpy(), sup.to_numpy()) for key, sup in sups.items()}
+    spread = spread_across(betas)
     ok = bool(factors) and all(1.5 <= f <= 3 for f in factors) and spread <= 0.15
     detail = (f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
               + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items())) + f"; spread across eta {spread:.3f} (need <= 0.15)")
@@ -326,7 +266,7 @@ def judge_samples(res, v) -> Verdict:
     if pure.empty:
         raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is no pure-width gap to compare with")
     pure_gap = float(pure["sup_gap"].iloc[0])
-    by_n = fs.groupby(["n", "t"])["gap"].mean().groupby("n").max()
+    by_n = sup_of_seed_mean(fs["n"], fs["t"], fs["gap"])
     excess = by_n - pure_gap
     keep = excess > 0
     final_ratio = float(by_n.iloc[-1] / pure_gap)
@@ -369,11 +309,14 @@ def judge_slow(res, v) -> Verdict:
 def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
     with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths, seeds, sample_width or sample_sizes"):
         loss, gap, discs = _run(cfg, ctx)
-    rates, sup = _rates(cfg, loss), _sup_table(gap)
-    ctx.table("loss", loss)
-    ctx.table("gaps", gap)
-    ctx.table("rates", rates)
-    ctx.table("sup_gap", sup)
+    # Per setting, d and eta: the decay exponent c, the loss integral and the predicted width exponent; and per
+    # width the sup over checkpoints of the seed-mean gap, early and late halves.
+    rates = pd.DataFrame([dict(setting=s, d=d, eta=eta, **loss_decay_summary(g["t"], g["L_mf"], cfg.rate_window))
+                          for (s, d, eta), g in loss.sort_values("t", kind="stable").groupby(["setting", "d", "eta"])])
+    sup = pd.DataFrame([dict(setting=s, d=d, eta=eta, width=m, **sup_over_time(g["t"], g["gap"], m))
+                        for (s, d, eta, m), g in gap.groupby(["setting", "d", "eta", "width"])])
+    for name, table in (("loss", loss), ("gaps", gap), ("rates", rates), ("sup_gap", sup)):
+        ctx.table(name, table)
     if discs:
         ctx.table("discretisation", pd.concat(discs, ignore_index=True))
     _figure_loss(ctx, loss, rates, cfg)
@@ -382,31 +325,25 @@ def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
 
 
 def _run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, list[pd.DataFrame]]:
-    losses, gaps, discs = [], [], []
+    out, discs = ([], []), []
     etas = sorted(set(cfg.etas) | {cfg.eta}, reverse=True)
     for d in cfg.dims:
-        finals = {}
-        for eta in etas:
-            steps = int(round(cfg.steps * cfg.eta / eta))  # the same horizon T for every step size
-            loss, gap, sweep = _sweep(cfg, ctx, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds, steps, eta)
-            losses.append(loss)
-            gaps.append(gap)
-            finals[eta] = sweep.history.snapshots[max(sweep.history.snapshots)][1]  # only the reference at T is kept
-            del sweep
+        finals = {eta: _sweep(cfg, ctx, out, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds,
+                              int(round(cfg.steps * cfg.eta / eta)), eta)  # the same horizon T for every step size
+                  for eta in etas}
         if len(finals) > 1:
-            discs.append(_discretisation(cfg, d, finals))
+            gaps_at_t = step_halving_gaps(HermiteActivation.he(cfg.fast_k), finals, max_elements_for(cfg.block_mib))
+            discs.append(pd.DataFrame([(d, *g) for g in gaps_at_t], columns=["d", "eta", "eta_half", "ref_gap_at_T"]))
         if cfg.slow_k is not None and d == cfg.dims[0]:
-            loss, gap, _ = _sweep(cfg, ctx, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.eta)
-            losses.append(loss)
-            gaps.append(gap)
+            _sweep(cfg, ctx, out, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.eta)
     if cfg.sample_sizes:
         d = cfg.dims[0]
-        marks = sorted({int(round(f * cfg.steps)) for f in cfg.checkpoints})
-        sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds, cfg.m_ref, eta=cfg.eta,
-                              steps=cfg.steps, checkpoints=marks, generator=ctx.generator(f"samples/{d}", device=ctx.device), device=ctx.device,
-                              progress=ctx.progress, max_elements=max_elements_for(cfg.block_mib))
-        rows = [dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.eta, n=n, step=step, t=step * cfg.eta, width=cfg.sample_width, seed=s,
-                     gap=float(sw.gaps[step][b]), ref_error=sw.ref_error[step])
-                for n, sw in sweeps.items() for step in marks for b, s in enumerate(sw.nets.seeds)]
+        marks = checkpoint_steps(cfg.checkpoints, cfg.steps)
+        sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds,
+                              cfg.m_ref, eta=cfg.eta, steps=cfg.steps, checkpoints=marks, device=ctx.device,
+                              generator=ctx.generator(f"samples/{d}", device=ctx.device), progress=ctx.progress,
+                              max_elements=max_elements_for(cfg.block_mib))
+        labels = dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.eta)
+        rows = [r for n, sw in sweeps.items() for r in sw.gap_rows(marks, cfg.eta, **labels, n=n)]
         ctx.table("finite_samples", pd.DataFrame(rows))
-    return pd.concat(losses, ignore_index=True), pd.concat(gaps, ignore_index=True), discs
+    return pd.concat(out[0], ignore_index=True), pd.concat(out[1], ignore_index=True), discs

@@ -279,3 +279,80 @@ def init_gap_monte_carlo(act: HermiteActivationLike, d: int, samples: int, gener
     cross = total / samples
     se = float(np.sqrt(max(total_sq / samples - cross * cross, 0.0) / samples))
     return square - cross, se, square, cross
+
+
+def self_concordance_summary(act: HermiteActivationLike, w: Tensor, w_star: Tensor, particles: Tensor,
+                             escape_threshold: float, max_elements: int | None = None) -> dict[str, float]:
+    """Self-concordance ``|H(w)|_op <~ |v(w)|`` (Glasgow, Wu, Bruna, arXiv 2504.13110) read on a system ``w (m, d)``
+    of equal weights ``1/m``, at the chosen ``particles`` (indices): percentiles of ``|H|/|v|``
+    (:func:`local_hessian_ratio`) over all of them and over those still on the equator band
+    (``|<w, w*>| < escape_threshold``; NaN when fewer than 5 are). Particles that have converged have
+    ``v -> 0`` with ``H`` finite, so their ratio diverges without saying anything about the escape.
+
+    ``scaled_*`` is ``|s| |H| / |v|`` with ``s = <w, w*>``: at initialisation the drive alone gives exactly
+    ``(k - 1)(1 + O(s^2))`` (``|H| ~ k(k-1)|s|^(k-2)``, ``|v| ~ k|s|^(k-1)``), so the raw ratio is
+    ``~ (k - 1)/|s| ~ (k - 1) sqrt(d)`` on the equator band."""
+    c = torch.full((w.shape[0],), 1.0 / w.shape[0], dtype=torch.float64, device=w.device)
+    ratio, op = local_hessian_ratio(act, w, c, w_star, particles, max_elements=max_elements)
+    ratio, op = ratio.cpu().numpy(), op.cpu().numpy()
+    overlap = (w[particles] @ w_star).abs().cpu().numpy()
+    escaping = overlap < escape_threshold
+    enough = escaping.sum() >= 5
+    scaled = overlap * ratio
+    nan = float("nan")
+    return dict(ratio_p95=float(np.percentile(ratio, 95)), ratio_median=float(np.median(ratio)),
+                ratio_max=float(ratio.max()), hessian_op_max=float(op.max()), escaping=int(escaping.sum()),
+                ratio_p95_escaping=float(np.percentile(ratio[escaping], 95)) if enough else nan,
+                scaled_median_escaping=float(np.median(scaled[escaping])) if enough else nan,
+                scaled_p95_escaping=float(np.percentile(scaled[escaping], 95)) if enough else nan,
+                overlap_median_escaping=float(np.median(overlap[escaping])) if enough else nan)
+
+
+def escape_time_summary(times: np.ndarray) -> dict[str, float]:
+    """First escape times of particles from the equator (NaN: never escaped): the fraction that escaped,
+    the median and the 10th percentile of the finite times (NaN when none escaped)."""
+    hit = np.isfinite(times).any()
+    return dict(escaped=float(np.isfinite(times).mean()),
+                median_escape_time=float(np.nanmedian(times)) if hit else float("nan"),
+                q10_escape_time=float(np.nanpercentile(times, 10)) if hit else float("nan"))
+
+
+def step_halving_gaps(act: HermiteActivationLike, finals: dict[float, Tensor],
+                      max_elements: int | None = None) -> list[tuple[float, float, float]]:
+    """Discretisation check: ``finals`` maps step sizes to a system's particles ``(m, d)`` (equal weights) at
+    the same time T, all runs from the same initial particles. For each step size and the next smaller
+    one, ``(eta, eta_next, |f_eta - f_eta_next|^2)``; a first-order scheme has the distance ``O(eta)``."""
+    etas = sorted(finals, reverse=True)
+    out = []
+    for big, small in zip(etas, etas[1:]):
+        a, b = finals[big], finals[small]
+        w = torch.full((a.shape[0],), 1.0 / a.shape[0], dtype=a.dtype, device=a.device)
+        out.append((big, small, float(function_gap(act, a, w, b, w, max_elements))))
+    return out
+
+
+def reduction_error_budget(loss_ref: np.ndarray, loss_ref_half_eta: np.ndarray, loss_reduced: np.ndarray,
+                           loss_reduced_coarse: np.ndarray, ref_error: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How far the 1-D overlap reduction may sit from a finite particle reference, as three error estimates:
+
+    - the reference's finite width: ``|L(rho) - L(rho')| <= |f_rho - f_rho'| (|f_rho - f*| + |f_rho' - f*|) / 2``
+      with ``|f - f*| = sqrt(2 L)`` and ``|f_rho - f_rho'|^2`` estimated by the reference's split-half error;
+    - its time step: first order, the error at eta is ~ twice the eta vs eta/2 difference;
+    - the reduction's discretisation: ~ twice the n vs n/2 particle difference.
+
+    Works elementwise on arrays (or pandas Series) of equal length; returns ``(width, step, discretisation)``."""
+    width = np.sqrt(np.maximum(ref_error, 0)) * (np.sqrt(2 * loss_ref) + np.sqrt(2 * loss_reduced)) / 2
+    step = 2 * abs(loss_ref - loss_ref_half_eta)
+    disc = 2 * abs(loss_reduced - loss_reduced_coarse)
+    return width, step, disc
+
+
+def init_gap_check(act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *,
+                   device: str | torch.device = "cpu") -> dict[str, float]:
+    """The initial fluctuation ``m E|f_m - f_MF|^2`` two ways: the closed form ``K(1) - E K(<w, w'>)``
+    (``init_theory``, :func:`init_gap_per_width`) and the Monte Carlo from the activation itself
+    (``init_mc`` with its standard error ``init_mc_se``, ``sigma_square``, ``sigma_cross_mc``,
+    :func:`init_gap_monte_carlo` with ``samples`` draws, recorded as ``mc_samples``)."""
+    mc, se, square, cross = init_gap_monte_carlo(act, d, samples, generator, device=device)
+    return dict(init_theory=init_gap_per_width(act, d), init_mc=mc, init_mc_se=se, sigma_square=square,
+                sigma_cross_mc=cross, mc_samples=samples)

@@ -21,7 +21,8 @@ from torch import Tensor
 from theorylab.core.errors import MissingResource
 from theorylab.nn.activations import HermiteActivation, hermite_activation_torch
 from theorylab.probes.function_gap import gap_to_reference
-from theorylab.theory.mean_field import empirical_velocity, population_loss, projected_step, uniform_sphere
+from theorylab.theory.mean_field import (OverlapDynamics, empirical_velocity, population_loss, projected_step,
+                                         uniform_sphere)
 
 
 @dataclass
@@ -156,12 +157,93 @@ class WidthSweep:
             gaps[step], own[step] = g.cpu().numpy(), e
         return cls(history, nets, gaps, own)
 
+    def gap_rows(self, marks: Iterable[int], eta: float, /, **labels: object) -> list[dict]:
+        """One row per checkpoint and network: ``labels``, then step, t (= step * eta), width, seed, the
+        reference-corrected gap and the reference's own error estimate."""
+        return [dict(labels, step=step, t=step * eta, width=m, seed=s, gap=float(self.gaps[step][b]),
+                     ref_error=self.ref_error[step])
+                for step in marks for b, (m, s) in enumerate(zip(self.nets.widths, self.nets.seeds))]
+
+    def overlap_samples(self, marks: Iterable[int], w_star: Tensor) -> list[tuple[int, str, np.ndarray]]:
+        """``s = <w, w*>`` of every particle at each checkpoint, for the first network (a network of the
+        first width) and the reference: ``(step, system, s)``, system "m = <width>" or "reference (m = <m_ref>)"."""
+        out = []
+        m = self.nets.widths[0]
+        for step in marks:
+            nets_w, ref_w = self.history.snapshots[step]
+            out.append((step, f"m = {m}", (nets_w[0, :m] @ w_star).cpu().numpy()))
+            out.append((step, f"reference (m = {ref_w.shape[0]})", (ref_w @ w_star).cpu().numpy()))
+        return out
+
+    def escape_rows(self, marks: Iterable[int], eta: float, /, **labels: object) -> list[dict]:
+        """Fraction of particles off the equator at each checkpoint: one row per network, then the reference
+        (width m_ref, seed -1). Needs a run with ``escape_threshold``."""
+        hist, marks = self.history, list(marks)
+        m_ref = next(iter(hist.snapshots.values()))[1].shape[0]
+        rows = [dict(labels, step=step, t=step * eta,
+                     width=m, seed=s, escaped_fraction=float(hist.net_escaped[step, b]))
+                for step in marks for b, (m, s) in enumerate(zip(self.nets.widths, self.nets.seeds))]
+        return rows + [dict(labels, step=step, t=step * eta, width=m_ref, seed=-1,
+                            escaped_fraction=float(hist.ref_escaped[step])) for step in marks]
+
 
 def planted_direction(d: int, device: str | torch.device = "cpu") -> Tensor:
     """``w* = e_1``: every loss here is rotation invariant, so the first axis loses nothing."""
     w_star = torch.zeros(d, dtype=torch.float64, device=device)
     w_star[0] = 1.0
     return w_star
+
+
+def checkpoint_steps(fractions: Iterable[float], steps: int) -> list[int]:
+    """The steps at the given fractions of a run of ``steps`` steps (rounded, without repeats, ascending)."""
+    return sorted({int(round(f * steps)) for f in fractions})
+
+
+def steps_to_loss_fraction(
+    act: HermiteActivation,
+    d: int,
+    m_ref: int,
+    *,
+    eta: float,
+    stop_ratio: float,
+    max_steps: int,
+    generator: torch.Generator,
+    device: str | torch.device = "cpu",
+    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+    label: str = "horizon",
+    max_elements: int | None = None,
+) -> int:
+    """The horizon T of Glasgow, Wu, Bruna (arXiv 2504.13110): projected GD steps until a system of ``m_ref``
+    i.i.d. uniform particles (drawn from ``generator``) reaches ``stop_ratio`` times its initial population
+    loss (the paper: 1%), capped at ``max_steps``."""
+    w_star = planted_direction(d, device)
+    r = uniform_sphere((m_ref,), d, generator, device=device)
+    c = torch.full((m_ref,), 1.0 / m_ref, dtype=torch.float64, device=device)
+    start = float(population_loss(act, r, c, w_star, max_elements))
+    it: Iterable[int] = range(1, max_steps + 1)
+    for step in it if progress is None else progress(it, label):
+        r = projected_step(act, r, c, w_star, eta, max_elements)
+        if float(population_loss(act, r, c, w_star, max_elements)) <= stop_ratio * start:
+            return step
+    return max_steps
+
+
+def reduction_against_reference(act: HermiteActivation, d: int, ref0: Tensor, *, n: int, nodes: int, eta: float,
+                                steps: int, max_elements: int | None = None) -> dict[str, np.ndarray]:
+    """What it takes to compare the 1-D overlap reduction (:class:`~theorylab.theory.mean_field.OverlapDynamics`)
+    with a particle reference started at ``ref0 (m_ref, d)``: losses at every step ``(steps + 1,)`` of
+
+    - ``L_reduced``: the reduction with ``n`` particles and ``nodes`` Gauss-Jacobi nodes, step ``eta``;
+    - ``L_reduced_coarse``: the same with ``n/2`` particles (its discretisation error);
+    - ``L_ref_half_eta``: the reference rerun from ``ref0`` at ``eta/2`` (2 x steps, read every other step;
+      its time-step error)."""
+    fine, _ = OverlapDynamics(act, d, n, nodes, device=ref0.device).run(eta, steps)
+    coarse, _ = OverlapDynamics(act, d, max(n // 2, 2), nodes, device=ref0.device).run(eta, steps)
+    w_star = planted_direction(d, ref0.device)
+    dummy = NetworkBatch(ref0[None, :1], torch.ones(1, 1, dtype=torch.float64, device=ref0.device), [1], [0])
+    half = run_projected_gd(act, w_star, dummy, ref0, eta=eta / 2, steps=2 * steps, checkpoints=[0],
+                            max_elements=max_elements).ref_loss[::2]
+    return dict(L_ref_half_eta=half, L_reduced=fine, L_reduced_coarse=coarse)
 
 
 def width_sweep(
