@@ -27,6 +27,45 @@ def test_toy_transformer_operator_gives_its_scores():
     assert torch.allclose(x @ ops[1].M @ x.T, model.cfg.scale * q @ k.T, atol=1e-5)
 
 
+def test_head_operator_rows_of_a_tied_model_are_symmetric_psd_of_rank_dh():
+    from theorylab.probes.bilinear_operators import EPS, head_operator_rows
+
+    model = ToyTransformer(d_model=16, n_heads=2, qk="tied", bias=False, seed=0).double()
+    rows = head_operator_rows(model, "tied", model_index=7)
+    keys = [(r["layer"], r["head"], r["family"], r["model_index"]) for r in rows]
+    assert keys == [(0, 0, "tied", 7), (0, 1, "tied", 7)]
+    for r in rows:
+        assert r["symmetry"] == pytest.approx(1.0, abs=r["tolerance"]) and r["tolerance"] == 256 * EPS
+        assert (r["inertia_pos"], r["inertia_neg"], r["inertia_zero"]) == (8, 0, 8) and r["small_singular"] >= 8
+        assert r["split_error"] <= r["tolerance"] and r["cross"] <= r["tolerance"] and r["conjugate_gap"] <= 1e-10
+    M = head_operators(model)[1].M.double()
+    assert rows[1]["sigma1"] == pytest.approx(float(torch.linalg.svdvals(M)[0]))
+
+
+def test_random_init_head_rows_count_and_null_symmetry():
+    from theorylab.probes.bilinear_operators import random_init_head_rows
+
+    calls = []
+    rows = random_init_head_rows(32, 4, [1, 2, 3], "random init", progress=lambda it, desc: calls.append(desc) or it)
+    assert len(rows) == 12 and [r["model_index"] for r in rows] == [0] * 4 + [1] * 4 + [2] * 4
+    assert calls == ["random-init heads"]
+    mean = sum(r["symmetry"] for r in rows) / len(rows)
+    assert abs(mean - (0.5 + 1 / 64)) < 0.1  # E s = 1/2 + 1/(2d) at random init
+    again = random_init_head_rows(32, 4, [1, 2, 3], "random init")
+    assert [r["symmetry"] for r in again] == [r["symmetry"] for r in rows]
+
+
+def test_convention_check_passes_and_its_transposed_control_fails():
+    from theorylab.probes.bilinear_operators import CONVENTION_MODELS, convention_check
+
+    tokens = torch.randint(0, 50, (2, 12), generator=torch.Generator().manual_seed(0))
+    seeds = {k: i for i, k in enumerate(CONVENTION_MODELS)}
+    t = convention_check(16, 1, tokens, seeds, {k: torch.Generator().manual_seed(5) for k in CONVENTION_MODELS})
+    real, ctrl = t[~t["control"]], t[t["control"]]
+    assert len(real) == len(ctrl) and real["model"].str.contains("ToyTransformer").sum() == 8  # 2 models x 4 heads
+    assert real["rel_error"].max() <= 1e-5 and ctrl.groupby("model")["rel_error"].max().min() >= 1e-2
+
+
 transformers = pytest.importorskip("transformers")
 
 

@@ -179,7 +179,9 @@ def test_encoder_architecture_trains_every_depth(tmp_path):
 
 
 def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
-    real = study.nearest_point_sets
+    from theorylab.train import farthest_point
+
+    real = farthest_point.nearest_point_sets
 
     def poisoned(d, n, batch, generator, **kw):
         sets = real(d, n, batch, generator, **kw)
@@ -187,7 +189,7 @@ def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
             return dataclasses.replace(sets, points=sets.points * float("nan"))
         return sets
 
-    monkeypatch.setattr(study, "nearest_point_sets", poisoned)
+    monkeypatch.setattr(farthest_point, "nearest_point_sets", poisoned)
     res = execute("attention-rank", "quick", 0, store=Store(tmp_path), device="cpu", overrides=dict(TINY, lengths=()))
     assert res.status == "diverged"
     assert "step 0" in res.message

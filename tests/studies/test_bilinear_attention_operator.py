@@ -6,6 +6,7 @@ import pytest
 from result_edits import edit_table as _edit
 from result_edits import set_where
 
+from theorylab.probes.bilinear_operators import EPS
 from theorylab.studies import bilinear_attention_operator as bao
 
 
@@ -36,7 +37,7 @@ def test_identity_tolerances_are_rounding_bounds(bilinear_quick):
     """Identity tolerances are d²ε per head (3.6e-12 at d = 128), not absolute: 1000x that fails."""
     r = bilinear_quick
     heads = r.table("heads")
-    assert (heads["tolerance"] == heads["d"] ** 2 * bao.EPS).all()
+    assert (heads["tolerance"] == heads["d"] ** 2 * EPS).all()
     assert bao.judge_split(_edit(r, "heads", lambda f: f.assign(split_error=1e3 * f["tolerance"]))).passed is False
     assert bao.judge_split(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 3, "quad_form", 1e-9))).passed is False
     tied = lambda t: t["family"] == "tied QK"  # noqa: E731

@@ -14,22 +14,18 @@ configuration train as one batched computation (:mod:`theorylab.train.batched`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
-import torch
 from pydantic import Field, model_validator
 
-from theorylab.core import Claims, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points
-from theorylab.data.nearest_points import d_mse, nearest_point_sets
-from theorylab.nn.attention_constructions import fit_head_weights, full_rank_head, random_rank1_heads
-from theorylab.nn.toy_transformer import ToyTransformer, attention_only
-from theorylab.probes.attention_stats import argmax_hit_rate, attention_entropy, attention_patterns
-from theorylab.train.batched import AdamWSchedule, StackedModels, evaluate_stacked, train_stacked
+from theorylab.probes.farthest_point_errors import construction_errors
+from theorylab.train.batched import AdamWSchedule
+from theorylab.train.farthest_point import grid_summary, job_grid, seed_summary, train_job_grid
 
 PAPER = "Amsel, Yehudai, Bruna, arXiv 2407.16153 (2024); ICLR 2025"
 REF = "arXiv 2407.16153"
@@ -130,166 +126,37 @@ PRESETS = {
 
 
 # --------------------------------------------------------------------------------------------
-# Training-free constructions
+# Training-free constructions and trained grids (kits: probes.farthest_point_errors, train.farthest_point)
 # --------------------------------------------------------------------------------------------
 
 
 def _constructions(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
-    d, n, count = cfg.construction_d, cfg.construction_points, cfg.construction_sets
-    rows = []
-    gen = ctx.generator("constructions")
-    hard = full_rank_head(d, dtype=torch.float64)
-    for length in cfg.hardmax_lengths:
-        sets = nearest_point_sets(d, length, count, gen, dtype=torch.float64)
-        err = _chunked_dmse(hard, sets.sequence, sets.targets, cfg.eval_chunk)
-        rows.append(dict(kind="full_rank_hardmax", param=float("inf"), n_points=length, split="test", dmse=err))
-    sets = nearest_point_sets(d, n, count, gen, dtype=torch.float64)
-    for beta in cfg.betas:
-        err = _chunked_dmse(full_rank_head(d, beta, dtype=torch.float64), sets.sequence, sets.targets, cfg.eval_chunk)
-        rows.append(dict(kind="full_rank_softmax", param=float(beta), n_points=n, split="test", dmse=err))
-    train = nearest_point_sets(d, n, count, gen)
-    test = nearest_point_sets(d, n, count, gen)
-    for h in ctx.progress(cfg.rank1_heads, "random rank-1 heads"):
-        model = random_rank1_heads(d, h, ctx.generator(f"rank1/H{h}"))
-        fit_head_weights(model, train.sequence, train.targets)
-        for split, sets in (("train", train), ("test", test)):
-            rows.append(dict(kind="random_rank1", param=float(h), n_points=n, split=split, dmse=_chunked_dmse(model, sets.sequence, sets.targets, cfg.eval_chunk)))
-    table = pd.DataFrame(rows).assign(d=d)
+    table = construction_errors(
+        cfg.construction_d, cfg.construction_points, cfg.construction_sets, cfg.hardmax_lengths, cfg.betas,
+        cfg.rank1_heads, ctx.generator("constructions"), [ctx.generator(f"rank1/H{h}") for h in cfg.rank1_heads],
+        chunk=cfg.eval_chunk, progress=ctx.progress,
+    )
     ctx.table("constructions", table)
     return table
 
 
-@torch.no_grad()
-def _chunked_dmse(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int) -> float:
-    heads = sum(block.attn.cfg.n_heads for block in model.blocks)
-    chunk = max(1, min(chunk, 2**22 // (heads * x.shape[1] ** 2)))  # bound the (sets, H, T, T) scores
-    total = 0.0
-    for i in range(0, x.shape[0], chunk):
-        total += float(d_mse(model(x[i : i + chunk]), y[i : i + chunk])) * len(x[i : i + chunk])
-    return total / x.shape[0]
-
-
-# --------------------------------------------------------------------------------------------
-# Trained models
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Job:
-    """One trained configuration; its seeds train together."""
-
-    depth: int
-    heads: int  # per multi-head module
-    rank: int
-    width: int
-    n_points: int
-
-    @property
-    def name(self) -> str:
-        return f"L{self.depth}-H{self.heads}-r{self.rank}-w{self.width}-N{self.n_points}"
-
-
-def _jobs(cfg: AttentionRankConfig) -> tuple[list[Job], dict[Job, set[str]]]:
-    grids: dict[Job, set[str]] = {}
-    for depth in cfg.depths:
-        for h in cfg.heads:
-            for w in cfg.width_multipliers:
-                grids.setdefault(Job(depth, h, cfg.d // h, w, cfg.n_points), set()).add("heads")
-    for n in cfg.lengths:
-        for r in cfg.length_ranks:
-            grids.setdefault(Job(cfg.length_depth, cfg.d // r, r, cfg.length_width, n), set()).add("length")
-    return list(grids), grids
-
-
-def build_model(cfg: AttentionRankConfig, job: Job, seed: int) -> ToyTransformer:
-    """The trained architecture: one attention layer (card, Eq. 1) or the paper code's post-norm encoder.
-
-    The lone attention layer follows the card: scores ``x_i^T Q_h^T K_h x_j`` with the 1/sqrt(r)
-    scale folded into Q (``qk_scale = 1``) and full-rank ``V_h``. (An explicit 1/sqrt(r) scale slows
-    the growth of the inverse temperature the full-rank head needs: at 600 steps its d·MSE is about
-    0.2 instead of 0.1.) In the encoder, as in the paper's code (w copies of
-    ``torch.nn.MultiheadAttention``), scores carry 1/sqrt(r) and each head's value/output rank is r.
-    """
-    total = job.heads * job.width
-    if cfg.architecture == "attention":
-        return attention_only(cfg.d, total, job.rank, qk_scale=1.0, seed=seed)
-    return ToyTransformer(
-        d_model=cfg.d, n_layers=job.depth, n_heads=total, head_rank=job.rank, value_dim=job.rank, mlp_width=cfg.ff_width,
-        activation="relu", norm=cfg.norm, norm_position="post", bias=True, seed=seed,
-    )
-
-
-def _train_job(cfg: AttentionRankConfig, ctx: RunContext, job: Job, eval_x: torch.Tensor, eval_y: torch.Tensor, probe) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
-    device = ctx.device
-    seeds = range(cfg.seeds)
-    init = [int(ctx.rng(f"init/{job.name}/seed{s}").integers(2**62)) for s in seeds]
-    models = StackedModels([build_model(cfg, job, seed) for seed in init]).to(device)
-    # Each seed has its own data stream, shared by every configuration (common random numbers).
-    gens = [ctx.generator(f"data/N{job.n_points}/seed{s}", device=device) for s in seeds]
-
-    def batches(step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        sets = [nearest_point_sets(cfg.d, job.n_points, cfg.batch, g, device=device) for g in gens]
-        return torch.stack([s.sequence for s in sets]), torch.stack([s.targets for s in sets])
-
-    optim = AdamWSchedule(lr=cfg.lr, betas=(0.9, cfg.beta2), weight_decay=cfg.weight_decay, warmup_frac=cfg.warmup_frac)
-    log = train_stacked(models, batches, d_mse, steps=cfg.steps, optim=optim, progress=ctx.progress, description=f"train {job.name}")
-    curve = log.table(member_labels=list(seeds)).rename(columns={"member": "seed"}).assign(job=job.name)
-    diverged = log.diverged_at
-    if diverged.min() >= 0:
-        raise Diverged(f"training loss of every seed of {job.name}", int(diverged.min()))
-    for s in np.flatnonzero(diverged >= 0):
-        ctx.log(f"{job.name}: seed {s} diverged at step {diverged[s]}; excluded from its configuration's min/median")
-    s_count = models.size
-    preds = evaluate_stacked(models, eval_x[None].expand(s_count, *eval_x.shape), chunk=cfg.eval_chunk)
-    errors = (preds - eval_y).pow(2).sum(-1).mean(dim=(1, 2)).double().cpu().numpy()
-    rows, heads = [], []
-    for s in seeds:
-        hit, entropy = (float("nan"), float("nan"))
-        if diverged[s] < 0:
-            # First layer: where each head of each query looks (card: entropy and arg-max accuracy).
-            patterns = attention_patterns(models.member(s), probe.sequence)[0]
-            hits = argmax_hit_rate(patterns, probe.index.to(patterns.device)).cpu().numpy()
-            entropies = attention_entropy(patterns).double().cpu().numpy()
-            hit, entropy = float(hits.max()), float(entropies.mean())
-            heads.append(pd.DataFrame({"job": job.name, "seed": s, "layer": 0, "head": np.arange(len(hits)), "argmax_hit": hits, "entropy": entropies}))
-        rows.append(
-            dict(
-                job=job.name, depth=job.depth, heads=job.heads, rank=job.rank, width=job.width, total_heads=job.heads * job.width,
-                n_points=job.n_points, seed=s, dmse=float(errors[s]) if diverged[s] < 0 else float("nan"),
-                argmax_hit_best_head=hit, entropy_mean=entropy, diverged_step=int(diverged[s]),
-            )
-        )
-    head_table = pd.concat(heads, ignore_index=True) if heads else pd.DataFrame(columns=["job", "seed", "layer", "head", "argmax_hit", "entropy"])
-    return rows, curve, head_table
-
-
 def _trained(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
-    jobs, grids = _jobs(cfg)
-    rows, curves, heads = [], [], []
-    evals: dict[int, tuple] = {}
-    for job in ctx.progress(jobs, "configurations"):
-        if job.n_points not in evals:
-            gen = ctx.generator(f"eval/N{job.n_points}", device=ctx.device)
-            sets = nearest_point_sets(cfg.d, job.n_points, cfg.eval_sets, gen, device=ctx.device)
-            probe = nearest_point_sets(cfg.d, job.n_points, cfg.probe_sets, gen, device=ctx.device)
-            evals[job.n_points] = (sets.sequence, sets.targets, probe)
-        job_rows, curve, head_table = _train_job(cfg, ctx, job, *evals[job.n_points])
-        for row in job_rows:
-            row["grids"] = ",".join(sorted(grids[job]))
-        rows += job_rows
-        curves.append(curve)
-        heads.append(head_table)
-    table = pd.DataFrame(rows).assign(d=cfg.d, architecture=cfg.architecture, steps=cfg.steps)
+    """Both grids; each seed has its own data stream, shared by every configuration (common random numbers)."""
+    grids = job_grid(cfg.d, cfg.n_points, cfg.depths, cfg.heads, cfg.width_multipliers, cfg.lengths, cfg.length_ranks,
+                     cfg.length_depth, cfg.length_width)
+    optim = AdamWSchedule(lr=cfg.lr, betas=(0.9, cfg.beta2), weight_decay=cfg.weight_decay, warmup_frac=cfg.warmup_frac)
+    table, curves, heads = train_job_grid(
+        grids, architecture=cfg.architecture, d=cfg.d, seeds=cfg.seeds,
+        init_seed=lambda job, s: int(ctx.rng(f"init/{job.name}/seed{s}").integers(2**62)),
+        data_generator=lambda n, s: ctx.generator(f"data/N{n}/seed{s}", device=ctx.device),
+        eval_generator=lambda n: ctx.generator(f"eval/N{n}", device=ctx.device), eval_sets=cfg.eval_sets,
+        probe_sets=cfg.probe_sets, batch=cfg.batch, steps=cfg.steps, optim=optim, eval_chunk=cfg.eval_chunk,
+        ff_width=cfg.ff_width, norm=cfg.norm, device=ctx.device, progress=ctx.progress, log=ctx.log,
+    )
     ctx.table("trained", table)
-    ctx.table("loss_curves", pd.concat(curves, ignore_index=True))
-    ctx.table("attention_heads", pd.concat(heads, ignore_index=True))
+    ctx.table("loss_curves", curves)
+    ctx.table("attention_heads", heads)
     return table
-
-
-def summarise(trained: pd.DataFrame) -> pd.DataFrame:
-    """Min and median d·MSE over seeds per configuration (diverged seeds excluded)."""
-    keys = ["grids", "depth", "heads", "rank", "width", "total_heads", "n_points"]
-    return trained.groupby(keys, as_index=False)["dmse"].agg(dmse_min="min", dmse_median="median", seeds="count")
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,10 +170,7 @@ def _figure_constructions(ctx: RunContext, table: pd.DataFrame) -> None:
     sim_points(left, soft["param"], soft["dmse"], label="full-rank softmax head", color=color(0))
     left.plot(soft["param"], soft["dmse"], color=color(0), lw=1)
     hard = table[table["kind"] == "full_rank_hardmax"]
-    left.set_xscale("log")
-    left.set_yscale("log")
-    left.set_xlabel(r"inverse temperature $\beta$")
-    left.set_ylabel("d·MSE")
+    left.set(xscale="log", yscale="log", xlabel=r"inverse temperature $\beta$", ylabel="d·MSE")
     left.set_title(f"full rank: d·MSE -> 0 as β grows (hard-max: max {hard['dmse'].max():.1e})", fontsize=8)
     left.legend(fontsize=7)
     rank1 = table[table["kind"] == "random_rank1"]
@@ -314,53 +178,33 @@ def _figure_constructions(ctx: RunContext, table: pd.DataFrame) -> None:
         grp = grp.sort_values("param")
         right.plot(grp["param"], grp["dmse"], "o-", color=color(i + 1), label=f"random rank-1 heads ({split})", ms=4)
     right.axhline(1.0, color="grey", ls=":", lw=1, label="zero predictor")
-    right.set_xscale("log")
-    right.set_ylim(0, 1.08)  # linear: the point is how little of the way to 0 they get
+    # linear y: the point is how little of the way to 0 they get
+    right.set(xscale="log", ylim=(0, 1.08), xlabel="heads H (rank 1, least-squares readout)", ylabel="d·MSE")
     log_ticks(right, sorted(rank1["param"].unique()))
-    right.set_xlabel("heads H (rank 1, least-squares readout)")
-    right.set_ylabel("d·MSE")
     right.set_title("many rank-1 heads stay near the zero predictor", fontsize=8)
     right.legend(fontsize=7)
     ctx.figure("construction_curves", fig)
 
 
-def _figure_heads(ctx: RunContext, summary: pd.DataFrame, d: int) -> None:
-    grid = summary[summary["grids"].str.contains("heads")]
-    if grid.empty:
+def _figure_grid(ctx: RunContext, summary: pd.DataFrame, grid: str, x: str, by: str | list[str], name: str, *,
+                 label: str, median_label: str | None, zero_label: str, xlabel: str, ylabel: str, title: str,
+                 legend_size: int) -> None:
+    """d·MSE (min over seeds; with ``median_label``, the median too) against ``x``, one line per ``by``, log-log."""
+    part = summary[summary["grids"].str.contains(grid)]
+    if part.empty:
         return
     fig, ax = new_figure()
-    for i, ((depth, width), grp) in enumerate(grid.groupby(["depth", "width"])):
-        grp = grp.sort_values("heads")
-        ax.plot(grp["heads"], grp["dmse_min"], "o-", color=color(i), label=f"L={depth}, w={width}: min over seeds", ms=5)
-        ax.plot(grp["heads"], grp["dmse_median"], "x--", color=color(i), lw=0.8, label=f"L={depth}, w={width}: median")
-    ax.axhline(1.0, color="grey", ls=":", lw=1, label="zero predictor (1)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    log_ticks(ax, sorted(grid["heads"].unique()))
-    ax.set_xlabel(f"heads H at fixed d = {d} (rank r = d/H)")
-    ax.set_ylabel("d·MSE")
-    ax.set_title("adding heads at fixed width lowers the rank and raises the error\n(full-rank hard-max construction: 0)", fontsize=8)
-    ax.legend(fontsize=6)
-    ctx.figure("dmse_vs_heads", fig)
-
-
-def _figure_lengths(ctx: RunContext, summary: pd.DataFrame, d: int) -> None:
-    grid = summary[summary["grids"].str.contains("length")]
-    if grid.empty:
-        return
-    fig, ax = new_figure()
-    for i, (n, grp) in enumerate(grid.groupby("n_points")):
-        grp = grp.sort_values("rank")
-        ax.plot(grp["rank"], grp["dmse_min"], "o-", color=color(i), label=f"N = {n}", ms=5)
-    ax.axhline(1.0, color="grey", ls=":", lw=1, label="zero predictor")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    log_ticks(ax, sorted(grid["rank"].unique()))
-    ax.set_xlabel(f"head rank r (d = {d}, H = d/r)")
-    ax.set_ylabel("d·MSE (min over seeds)")
-    ax.set_title("low rank gets worse with sequence length; full rank does not", fontsize=8)
-    ax.legend(fontsize=7)
-    ctx.figure("dmse_vs_rank_by_N", fig)
+    for i, (key, grp) in enumerate(part.groupby(by)):
+        grp, key = grp.sort_values(x), key if isinstance(key, tuple) else (key,)
+        ax.plot(grp[x], grp["dmse_min"], "o-", color=color(i), label=label.format(*key), ms=5)
+        if median_label is not None:
+            ax.plot(grp[x], grp["dmse_median"], "x--", color=color(i), lw=0.8, label=median_label.format(*key))
+    ax.axhline(1.0, color="grey", ls=":", lw=1, label=zero_label)
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    log_ticks(ax, sorted(part[x].unique()))
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=legend_size)
+    ctx.figure(name, fig)
 
 
 def _figure_loss(ctx: RunContext, curves: pd.DataFrame) -> None:
@@ -368,10 +212,7 @@ def _figure_loss(ctx: RunContext, curves: pd.DataFrame) -> None:
     for i, (job, grp) in enumerate(curves.groupby("job", sort=False)):
         first = grp[grp["seed"] == grp["seed"].min()]
         ax.plot(first["step"] + 1, first["loss"], color=color(i), lw=1, label=job)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_ylabel("training d·MSE (first seed)")
+    ax.set(xscale="log", yscale="log", xlabel="step", ylabel="training d·MSE (first seed)")
     ax.legend(fontsize=5, ncol=2)
     ctx.figure("training_curves", fig)
 
@@ -432,16 +273,10 @@ def judge_rank1(res, v) -> Verdict:
 S_HEADS = "Trained one-layer attention at fixed d: one full-rank head reaches d·MSE <= 0.2, while H >= 4 heads of rank r = d/H <= d/4 stay >= 0.35, at least 3x worse."
 
 
-def _one_layer_w1(res) -> pd.DataFrame:
-    s = summarise(res.table("trained"))
-    cfg = res.config
-    return s[(s["depth"] == 1) & (s["width"] == 1) & (s["n_points"] == cfg["n_points"]) & s["grids"].str.contains("heads")]
-
-
 @claims.add("trained-heads-hurt", S_HEADS, REF + ", Fig. 1 (quick analogue at d = 16)")
 def judge_heads(res, v) -> Verdict:
     d = res.config["d"]
-    s = _one_layer_w1(res)
+    s = grid_summary(res.table("trained"), "heads", depth=1, width=1, n_points=res.config["n_points"])
     full = s[s["rank"] == d]
     low = s[s["rank"] <= d // 4]
     if full.empty or low.empty:
@@ -465,8 +300,7 @@ S_FIG1 = "Fig. 1, one layer, d = 64, N = 16: rank 64 reaches d·MSE <= 0.05 at e
 
 @claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1")
 def judge_fig1(res, v) -> Verdict:
-    s = summarise(res.table("trained"))
-    s = s[(s["depth"] == 1) & (s["n_points"] == 16) & s["grids"].str.contains("heads")]
+    s = grid_summary(res.table("trained"), "heads", depth=1, n_points=16)
     if not _paper_scale(res) or s[s["rank"] == 64].empty or s[s["rank"] < 64].empty:
         raise Undecided(f"needs paper preset: the claim is about one layer at d = 64, N = 16 with rank 64 and lower ranks; this config trains d = {res.config['d']}, N = {res.config['n_points']}")
     full, r32, low = s[s["rank"] == 64], s[s["rank"] == 32], s[s["rank"] <= 16]
@@ -482,8 +316,7 @@ S_PARAMS = "More attention parameters do not help low rank: for r <= 32, going f
 
 @claims.add("params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)")
 def judge_params(res, v) -> Verdict:
-    s = summarise(res.table("trained"))
-    s = s[(s["depth"] == 1) & (s["n_points"] == 16) & s["grids"].str.contains("heads")]
+    s = grid_summary(res.table("trained"), "heads", depth=1, n_points=16)
     wide = s[(s["width"] == 64) & (s["rank"] <= 32)]
     full = s[(s["width"] == 1) & (s["rank"] == 64)]
     if not _paper_scale(res) or wide.empty or full.empty:
@@ -501,8 +334,7 @@ S_LENGTH = ("Low-rank error grows with sequence length while full rank stays nea
 
 @claims.add("length-hurts-low-rank", S_LENGTH, REF + ", Fig. N")
 def judge_length(res, v) -> Verdict:
-    s = summarise(res.table("trained"))
-    s = s[s["grids"].str.contains("length")]
+    s = grid_summary(res.table("trained"), "length")
     d = res.config["d"]
     lengths = sorted(s["n_points"].unique())
     if len(lengths) < 2 or s[s["rank"] == d].empty or s[s["rank"] < d].empty:
@@ -528,9 +360,8 @@ S_DEPTH = "Depth rescues low rank on short sequences: at N = 16, w = 1, three la
 
 @claims.add("depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)")
 def judge_depth(res, v) -> Verdict:
-    s = summarise(res.table("trained"))
     d = res.config["d"]
-    s = s[(s["width"] == 1) & (s["n_points"] == 16) & (s["rank"] == d // 4) & s["grids"].str.contains("heads")]
+    s = grid_summary(res.table("trained"), "heads", width=1, n_points=16, rank=d // 4)
     by_depth = s.set_index("depth")["dmse_min"]
     if not _paper_scale(res) or 1 not in by_depth or 3 not in by_depth:
         raise Undecided(f"needs paper preset: the claim compares depths 1 and 3 at d = 64, N = 16, w = 1, r = d/4; this config trains d = {d}, N = {res.config['n_points']}, "
@@ -553,10 +384,17 @@ def run(cfg: AttentionRankConfig, ctx: RunContext) -> None:
     constructions = _constructions(cfg, ctx)
     _figure_constructions(ctx, constructions)
     trained = _trained(cfg, ctx)
-    summary = summarise(trained)
+    summary = seed_summary(trained)
     ctx.table("summary", summary)
-    _figure_heads(ctx, summary, cfg.d)
-    _figure_lengths(ctx, summary, cfg.d)
+    _figure_grid(ctx, summary, "heads", "heads", ["depth", "width"], "dmse_vs_heads",
+                 label="L={}, w={}: min over seeds", median_label="L={}, w={}: median", zero_label="zero predictor (1)",
+                 xlabel=f"heads H at fixed d = {cfg.d} (rank r = d/H)", ylabel="d·MSE", legend_size=6,
+                 title="adding heads at fixed width lowers the rank and raises the error\n"
+                 "(full-rank hard-max construction: 0)")
+    _figure_grid(ctx, summary, "length", "rank", "n_points", "dmse_vs_rank_by_N", label="N = {}", median_label=None,
+                 zero_label="zero predictor", xlabel=f"head rank r (d = {cfg.d}, H = d/r)",
+                 ylabel="d·MSE (min over seeds)", title="low rank gets worse with sequence length; full rank does not",
+                 legend_size=7)
     _figure_loss(ctx, ctx.tables["loss_curves"])
     full = summary[summary["rank"] == cfg.d]
     if not full.empty:

@@ -28,16 +28,18 @@ from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
-from theorylab.probes.bilinear_operators import head_operators
-from theorylab.probes.qk_scores import operator_logit_errors
-from theorylab.probes.spectra import effective_rank, stable_rank
-from theorylab.theory.bilinear import directionality_score, inertia, rotation_content, split_sym_skew, symmetry_score
-from theorylab.train.language import train_language_model
+from theorylab.probes.bilinear_operators import (
+    CONVENTION_MODELS,
+    convention_check,
+    head_operators,
+    random_init_head_rows,
+)
+from theorylab.theory.bilinear import random_init_sigma1_bound
+from theorylab.train.encoder_decoder import train_encoder_decoder_pairs
 
 PAPER = "Li, arXiv 2607.06621 (2026); anchor: Saponati et al., arXiv 2502.10927 (ICML 2025)"
 REF = "arXiv 2607.06621"
 PAIR_STEPS_FOR_CLAIMS = 20_000
-EPS = torch.finfo(torch.float64).eps
 IDENTITY = "Identity check (a code check of our extraction and algebra, not evidence for the paper): "
 
 
@@ -84,132 +86,29 @@ PRESETS = {
 }
 
 
-def _head_rows(model: torch.nn.Module, family: str, **extra) -> list[dict]:
-    rows = []
-    for op in head_operators(model):
-        M = op.M.double()
-        S, A = split_sym_skew(M)
-        pos, neg, zero = inertia(M)
-        sv = torch.linalg.svdvals(M)
-        lam = torch.linalg.eigvals(M)
-        rows.append(dict(family=family, layer=op.layer, head=op.head, d=M.shape[0], symmetry=float(symmetry_score(M)), directionality=float(directionality_score(M)),
-                         skew_ratio=float(A.norm() / S.norm()), split_error=abs(float(M.pow(2).sum() - S.pow(2).sum() - A.pow(2).sum())) / float(M.pow(2).sum()),
-                         cross=abs(float((S * A).sum())) / float(M.pow(2).sum()), quad_form=_quad_form(A, M), inertia_pos=pos, inertia_neg=neg, inertia_zero=zero,
-                         rotation=rotation_content(M), stable_rank=float(stable_rank(M)), effective_rank=float(effective_rank(M)),
-                         small_singular=int((sv <= 1e-10 * sv[0]).sum()), conjugate_gap=_conjugate_gap(lam, float(sv[0])), sigma1=float(sv[0]),
-                         # float64 rounding of a d²-term sum in any order (Higham): the relative tolerance of every exact
-                         # identity on this head; the directionality score divides by the norms' excess, so its
-                         # absolute tolerance carries that condition number
-                         tolerance=M.shape[0] ** 2 * EPS, directionality_tolerance=M.shape[0] ** 2 * EPS * _directionality_condition(M), **extra))
-    return rows
-
-
-def _directionality_condition(M: torch.Tensor) -> float:
-    """d·max(row, column norm) / (row excess + column excess) of the directionality score (0 when there is no excess: the score is then exactly 0)."""
-    r, c = M.norm(dim=-1), M.norm(dim=-2)
-
-    def excess(v: torch.Tensor) -> float:
-        return float((v - (v.mean() + 2 * v.std())).clamp(min=0).sum())
-
-    total = excess(r) + excess(c)
-    return M.shape[0] * float(torch.maximum(r.max(), c.max())) / total if total > 0 else 0.0
-
-
-def _quad_form(A: torch.Tensor, M: torch.Tensor) -> float:
-    """max_i |x_iᵀ A x_i| / (‖x_i‖² ‖M‖_F) over random x: 0 for a skew A."""
-    x = torch.randn(16, A.shape[0], dtype=A.dtype, generator=torch.Generator().manual_seed(0))
-    q = ((x @ A) * x).sum(-1).abs() / (x.pow(2).sum(-1) * M.norm())
-    return float(q.max())
-
-
-def _conjugate_gap(lam: torch.Tensor, scale: float) -> float:
-    """Distance between the eigenvalues with Im > 0 and the conjugates of those with Im < 0 (sorted), relative to σ₁."""
-    tol = 1e-12 * scale
-    up = lam[lam.imag > tol]
-    down = lam[lam.imag < -tol].conj()
-    if len(up) != len(down):
-        return math.inf
-    if not len(up):
-        return 0.0
-    key = lambda z: z[torch.argsort(z.real * 1e6 + z.imag)]  # noqa: E731
-    return float((key(up) - key(down)).abs().max()) / scale
-
-
-def _random_models(cfg: BilinearOperatorConfig, ctx: RunContext) -> list[dict]:
-    rows = []
-    for i in ctx.progress(range(cfg.random_models), "random-init heads"):
-        model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, bias=False, seed=ctx.seed(f"random/{i}")).double()
-        rows += _head_rows(model, "random init", model_index=i)
-    for i in range(cfg.tied_models):
-        model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, qk="tied", bias=False, seed=ctx.seed(f"tied/{i}")).double()
-        rows += _head_rows(model, "tied QK", model_index=i)
-    return rows
-
-
 def _convention(cfg: BilinearOperatorConfig, ctx: RunContext) -> pd.DataFrame:
     """Every head's logits from M against the module itself: ours (causal or not, with biases), GPT-2, BERT."""
-    frames = []
-    g = ctx.generator("convention/tokens")
-    tokens = torch.randint(0, 50, (2, 12), generator=g)
-    for causal in (False, True):
-        model = ToyTransformer(d_model=cfg.hf_width, n_heads=4, n_layers=cfg.hf_layers, vocab_size=50, causal=causal, positional="learned", max_len=16, mlp_width=2 * cfg.hf_width,
-                               seed=ctx.seed(f"convention/toy/{causal}"))
-        _perturb_biases(model, ctx.generator(f"convention/bias/toy/{causal}"))
-        name = f"ToyTransformer ({'causal' if causal else 'bidirectional'}, biases)"
-        frames.append(operator_logit_errors(model, tokens).assign(model=name, control=False))
-        frames.append(operator_logit_errors(model, tokens, transform=lambda M: M.T).assign(model=name, control=True))
-    try:
-        from theorylab.nn.hf import random_init
-    except ImportError:  # pragma: no cover - depends on the environment
-        random_init = None
-    if random_init is not None:
-        hf = {
-            "gpt2": dict(n_embd=cfg.hf_width, n_layer=cfg.hf_layers, n_head=4, n_positions=32, vocab_size=50),
-            "bert": dict(hidden_size=cfg.hf_width, num_hidden_layers=cfg.hf_layers, num_attention_heads=4, intermediate_size=2 * cfg.hf_width, vocab_size=50),
-        }
-        for arch, small in hf.items():
-            model = random_init(arch, seed=ctx.seed(f"convention/{arch}"), dtype=torch.float32, **small)
-            _perturb_biases(model, ctx.generator(f"convention/bias/{arch}"))
-            frames.append(operator_logit_errors(model, tokens).assign(model=f"HF {arch} (random init, biases)", control=False))
-            frames.append(operator_logit_errors(model, tokens, transform=lambda M: M.T).assign(model=f"HF {arch} (random init, biases)", control=True))
-    table = pd.concat(frames, ignore_index=True)
+    tokens = torch.randint(0, 50, (2, 12), generator=ctx.generator("convention/tokens"))
+    seeds = {k: ctx.seed(f"convention/{k}") for k in CONVENTION_MODELS}
+    table = convention_check(cfg.hf_width, cfg.hf_layers, tokens, seeds,
+                             {k: ctx.generator(f"convention/bias/{k}") for k in CONVENTION_MODELS})
     ctx.table("convention", table)
     return table
-
-
-@torch.no_grad()
-def _perturb_biases(model: torch.nn.Module, g: torch.Generator) -> None:
-    """Random biases everywhere (HF and our inits start them at 0), so the bias terms are exercised."""
-    for name, p in model.named_parameters():
-        if name.endswith("bias") or ".b_" in name or name.startswith("b_"):
-            p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=p.dtype))
 
 
 def _pair(cfg: BilinearOperatorConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     """An encoder (masked LM, bidirectional) and a decoder (causal LM) of the same size on the same text."""
     vocab, stream = char_stream(cfg.corpus)
-    mask_id = len(vocab)
-    tracks, finals = [], []
-    for seed in range(cfg.pair_seeds):
-        init = ctx.seed(f"pair/init/{seed}")
-        for kind, causal, objective in (("encoder", False, "mlm"), ("decoder", True, "clm")):
-            model = ToyTransformer(d_model=cfg.pair_width, n_heads=cfg.pair_heads, n_layers=cfg.pair_layers, mlp_width=4 * cfg.pair_width, vocab_size=len(vocab) + 1,
-                                   causal=causal, positional="learned", max_len=cfg.pair_context, final_norm=True, seed=init).to(ctx.device)
-
-            def measure(step: int, loss: float, model=model, kind=kind, seed=seed) -> None:
-                ops = head_operators(model)
-                tracks.append(dict(kind=kind, seed=seed, step=step, loss=loss, symmetry=float(np.mean([float(symmetry_score(o.M.double())) for o in ops])),
-                                   directionality=float(np.mean([float(directionality_score(o.M.double())) for o in ops]))))
-
-            measure(-1, math.nan)
-            train_language_model(model, stream, objective=objective, steps=cfg.pair_steps, batch=cfg.pair_batch, length=cfg.pair_context, lr=cfg.pair_lr,
-                                 generator=ctx.generator(f"pair/data/{seed}/{kind}"), mask_id=mask_id, log_every=cfg.pair_log_every, on_log=measure,
-                                 progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
-            finals += _head_rows(model.cpu().double(), kind, seed=seed)
-    track = pd.DataFrame(tracks).assign(step=lambda t: t["step"] + 1)  # -1 (before training) -> 0; a log after step k -> k + 1 steps done
+    track, finals = train_encoder_decoder_pairs(
+        stream, len(vocab), width=cfg.pair_width, heads=cfg.pair_heads, layers=cfg.pair_layers,
+        context=cfg.pair_context, batch=cfg.pair_batch, steps=cfg.pair_steps, lr=cfg.pair_lr,
+        log_every=cfg.pair_log_every,
+        init_seeds=[ctx.seed(f"pair/init/{seed}") for seed in range(cfg.pair_seeds)],
+        data_generator=lambda seed, kind: ctx.generator(f"pair/data/{seed}/{kind}"), device=ctx.device,
+        progress=ctx.progress, check=ctx.check_finite,
+    )
     ctx.table("pair_tracking", track)
-    final = pd.DataFrame(finals)
-    return track, final
+    return track, pd.DataFrame(finals)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,8 +124,7 @@ def _figure_scatter(ctx: RunContext, heads: pd.DataFrame) -> None:
     ax.add_patch(__import__("matplotlib").patches.Rectangle((s_lo, d_lo), s_hi - s_lo, d_hi - d_lo, color="0.85", zorder=0, label="random init, 95%"))
     for i, (family, g) in enumerate(heads.groupby("family", sort=False)):
         ax.plot(g["symmetry"], g["directionality"], "o", ms=3, alpha=0.6, color=color(i), label=family)
-    ax.set_xlabel("symmetry score ‖S‖²/‖M‖²")
-    ax.set_ylabel("directionality score")
+    ax.set(xlabel="symmetry score ‖S‖²/‖M‖²", ylabel="directionality score")
     ax.legend(fontsize=6)
     ctx.figure("scores_scatter", fig)
 
@@ -241,10 +139,8 @@ def _figure_tracking(ctx: RunContext, track: pd.DataFrame) -> None:
             a.fill_between(m.index, m - s, m + s, color=color(i), alpha=0.2)
     ax.axhline(0.5, color="k", ls=":", lw=0.8)
     bx.axhline(0.0, color="k", ls=":", lw=0.8)
-    ax.set_ylabel("mean symmetry score")
-    bx.set_ylabel("mean directionality score")
-    for a in (ax, bx):
-        a.set_xlabel("training step")
+    for a, col in ((ax, "symmetry"), (bx, "directionality")):
+        a.set(xlabel="training step", ylabel=f"mean {col} score")
         a.legend(fontsize=7)
     ctx.figure("scores_over_training", fig)
 
@@ -258,16 +154,13 @@ def _figure_spectra(ctx: RunContext, cfg: BilinearOperatorConfig) -> None:
         ax.semilogy(np.arange(1, len(sv) + 1), sv.clamp_min(1e-20).numpy(), ".", color=color(h), label=f"head {h}")
         lam = torch.linalg.eigvals(op.M)
         bx.plot(lam.real.numpy(), lam.imag.numpy(), ".", color=color(h), ms=4, label=f"head {h}")
-    sigma2 = 1.0 / cfg.d  # entries of W_q, W_k ~ N(0, 1/d)
-    edge = sigma2 * (math.sqrt(cfg.d) + math.sqrt(dh)) ** 2 / math.sqrt(dh)
+    edge = random_init_sigma1_bound(cfg.d, dh)  # entries of W_q, W_k ~ N(0, 1/d)
     ax.axhline(edge, color="k", ls="--", lw=0.8, label="σ²(√d + √d_h)²/√d_h (init edge)")
     ax.axvline(dh + 0.5, color="k", ls=":", lw=0.8)
-    ax.set_xlabel("index")
-    ax.set_ylabel("singular value of M")
-    ax.legend(fontsize=6)
-    bx.set_xlabel("Re λ(M)")
-    bx.set_ylabel("Im λ(M)")
-    bx.legend(fontsize=6)
+    ax.set(xlabel="index", ylabel="singular value of M")
+    bx.set(xlabel="Re λ(M)", ylabel="Im λ(M)")
+    for a in (ax, bx):
+        a.legend(fontsize=6)
     ctx.figure("spectra", fig)
 
 
@@ -278,8 +171,7 @@ def _figure_inertia(ctx: RunContext, heads: pd.DataFrame) -> None:
         by = g.groupby("layer")[["inertia_pos", "inertia_neg"]].mean()
         ax.plot(by.index + 0.1 * i, by["inertia_pos"], "^-", color=color(i), label=f"{kind}: positive")
         ax.plot(by.index + 0.1 * i, by["inertia_neg"], "v--", color=color(i), label=f"{kind}: negative")
-    ax.set_xlabel("layer")
-    ax.set_ylabel("eigenvalues of S (mean over heads)")
+    ax.set(xlabel="layer", ylabel="eigenvalues of S (mean over heads)")
     ax.legend(fontsize=7)
     ctx.figure("inertia", fig)
 
@@ -294,8 +186,7 @@ def _figure_layers(ctx: RunContext, heads: pd.DataFrame) -> None:
             by = g.groupby("layer")[col].agg(["mean", "min", "max"])
             a.errorbar(by.index + 0.1 * i, by["mean"], yerr=[by["mean"] - by["min"], by["max"] - by["mean"]], fmt="o-", capsize=2, color=color(i), label=kind)
         a.axhspan(*null[col].quantile([0.025, 0.975]), color="0.85", zorder=0, label="random init, 95%")
-        a.set_xlabel("layer")
-        a.set_ylabel(f"{col} score")
+        a.set(xlabel="layer", ylabel=f"{col} score")
         a.legend(fontsize=7)
     ctx.figure("scores_per_layer", fig)
 
@@ -437,7 +328,10 @@ def judge_drift(res, v) -> Verdict:
 )
 def run(cfg: BilinearOperatorConfig, ctx: RunContext) -> None:
     _convention(cfg, ctx)
-    rows = _random_models(cfg, ctx)
+    random_seeds = [ctx.seed(f"random/{i}") for i in range(cfg.random_models)]
+    rows = random_init_head_rows(cfg.d, cfg.heads, random_seeds, "random init", progress=ctx.progress)
+    tied_seeds = [ctx.seed(f"tied/{i}") for i in range(cfg.tied_models)]
+    rows += random_init_head_rows(cfg.d, cfg.heads, tied_seeds, "tied QK", qk="tied")
     track, final = _pair(cfg, ctx)
     heads = pd.concat([pd.DataFrame(rows), final], ignore_index=True)
     ctx.table("heads", heads)

@@ -22,6 +22,7 @@ of M's eigenvalues, and the balanced factorisation (the canonical gauge of W_Q, 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -91,6 +92,58 @@ def rotation_content(M: Tensor) -> float:
     lam = torch.linalg.eigvals(M.double())
     total = float(lam.abs().sum())
     return float(lam[lam.imag.abs() > lam.real.abs()].abs().sum()) / total if total > 0 else 0.0
+
+
+def directionality_condition(M: Tensor, k: float = 2.0) -> float:
+    """Condition number of :func:`directionality_score`: ``d·max(row, column norm) / (row excess + column excess)``.
+
+    The score divides by the norms' excess above mean + k·std, so a rounding error of relative size
+    ``δ`` in the norms moves it by about ``δ`` times this number. 0 when there is no excess (the
+    score is then exactly 0).
+    """
+    r, c = M.norm(dim=-1), M.norm(dim=-2)
+
+    def excess(v: Tensor) -> float:
+        return float((v - (v.mean() + k * v.std())).clamp(min=0).sum())
+
+    total = excess(r) + excess(c)
+    return M.shape[0] * float(torch.maximum(r.max(), c.max())) / total if total > 0 else 0.0
+
+
+def skew_quadratic_residual(A: Tensor, M: Tensor, samples: int = 16, seed: int = 0) -> float:
+    """``max_i |x_iᵀ A x_i| / (‖x_i‖² ‖M‖_F)`` over ``samples`` Gaussian ``x_i`` (from ``seed``): 0 for a
+    skew A (a skew part adds nothing to any token's score with itself)."""
+    x = torch.randn(samples, A.shape[0], dtype=A.dtype, generator=torch.Generator().manual_seed(seed))
+    q = ((x @ A) * x).sum(-1).abs() / (x.pow(2).sum(-1) * M.norm())
+    return float(q.max())
+
+
+def conjugate_pair_gap(eigenvalues: Tensor, scale: float, rel_tol: float = 1e-12) -> float:
+    """Distance between the eigenvalues with Im > 0 and the conjugates of those with Im < 0 (both sorted),
+    relative to ``scale`` (e.g. σ₁): 0 for a real matrix up to rounding; inf when the counts differ.
+    Imaginary parts within ``rel_tol·scale`` of 0 count as real."""
+    tol = rel_tol * scale
+    up = eigenvalues[eigenvalues.imag > tol]
+    down = eigenvalues[eigenvalues.imag < -tol].conj()
+    if len(up) != len(down):
+        return math.inf
+    if not len(up):
+        return 0.0
+
+    def ordered(z: Tensor) -> Tensor:
+        return z[torch.argsort(z.real * 1e6 + z.imag)]
+
+    return float((ordered(up) - ordered(down)).abs().max()) / scale
+
+
+def random_init_sigma1_bound(d: int, d_head: int, sigma2: float | None = None) -> float:
+    """``σ²(√d + √d_h)²/√d_h``: the large-d bound on σ₁(M) for ``M = W_qᵀ W_k/√d_h`` at random init.
+
+    ``W_q, W_k`` (d_h x d) have i.i.d. N(0, σ²) entries (σ² = 1/d by default); each has largest
+    singular value ≈ σ(√d + √d_h) (Bai-Yin), and σ₁(AB) <= σ₁(A) σ₁(B).
+    """
+    sigma2 = 1.0 / d if sigma2 is None else sigma2
+    return sigma2 * (math.sqrt(d) + math.sqrt(d_head)) ** 2 / math.sqrt(d_head)
 
 
 def balanced_factorization(M: Tensor, rank: int | None = None) -> tuple[Tensor, Tensor]:
