@@ -69,3 +69,32 @@ def test_minimax_validation_set_is_held_out_and_exact():
     assert all(torch.equal(a.weight, b.weight) for a, b in zip(graphs, again))
     with pytest.raises(ValueError):
         minimax_validation_set(torch.Generator(), 0)
+
+
+def test_knapsack_instances_stay_in_their_ranges_and_follow_the_stream():
+    from theorylab.data.graphs import knapsack_instances
+
+    insts = knapsack_instances(200, 4, 8, torch.Generator().manual_seed(0))
+    items = [len(x.weights) for x in insts]
+    caps = [x.capacity for x in insts]
+    assert min(items) == 1 and max(items) == 4 and min(caps) == 1 and max(caps) == 8
+    g = torch.Generator().manual_seed(1)
+    first = knapsack_instances(3, 4, 8, torch.Generator().manual_seed(1))[0]
+    k, c = int(torch.randint(1, 5, (1,), generator=g)), int(torch.randint(1, 9, (1,), generator=g))
+    ref = knapsack_instance(k, c, g)  # item count, capacity, then the instance
+    assert first.capacity == ref.capacity
+    assert (first.weights == ref.weights).all() and (first.values == ref.values).all()
+
+
+def test_random_test_graph_families_and_initial_states():
+    from theorylab.data.graphs import initial_states, random_test_graph
+
+    g = torch.Generator().manual_seed(2)
+    er, grid, tree = (random_test_graph(f, 100, g) for f in ("er", "grid", "tree"))
+    assert er.num_nodes <= 100 and grid.num_nodes == 100 and tree.num_nodes == 100
+    assert grid.edge_index.shape[1] == 2 * 2 * 10 * 9 and tree.edge_index.shape[1] == 2 * 99
+    with pytest.raises(ValueError, match="family"):
+        random_test_graph("star", 10, g)
+    h = initial_states(5, torch.tensor([0, 3]), 2, 7.0, -1.0)
+    assert h.shape == (5, 2) and h.dtype == torch.float64
+    assert h[[0, 3]].eq(0).all() and h[[1, 2, 4]].eq(-7.0).all()

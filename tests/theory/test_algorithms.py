@@ -72,3 +72,46 @@ def test_wl_cannot_split_c6_from_two_triangles_but_msf_does():
     assert msf_weight(c6.edge_index, c6.weight, 6) == 5 and msf_weight(tri.edge_index, tri.weight, 6) == 4
     path = torch.tensor([[0, 1, 2, 3, 4], [1, 2, 3, 4, 5]])
     assert sorted(wl_colors(path, 6, 1)[1]) != sorted(wl_colors(c6.edge_index, 6, 1)[1])  # WL does split a path from a cycle
+
+
+def test_knapsack_dp_targets_are_the_max_plus_distances_of_the_dags():
+    from theorylab.data.graphs import knapsack_instances
+    from theorylab.theory.algorithms import knapsack_dp_targets
+
+    insts = knapsack_instances(6, 5, 12, torch.Generator().manual_seed(0))
+    graph, _ = batch([knapsack_graph(x) for x in insts])
+    # longest paths on a DAG = minus the shortest paths with negated weights
+    longest = -bellman_ford(graph.edge_index, -graph.weight, graph.num_nodes, graph.source)
+    assert torch.allclose(knapsack_dp_targets(insts), longest, atol=1e-12)
+
+
+def test_oracle_cross_checks_are_zero_and_see_a_parallel_edge():
+    from theorylab.data.graphs import WeightedGraph
+    from theorylab.theory.algorithms import bellman_ford_scipy_error, knapsack_brute_force_error
+
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        assert bellman_ford_scipy_error(erdos_renyi_weighted(80, g)) <= 1e-9
+        assert knapsack_brute_force_error(knapsack_instance(8, 20, g)) <= 1e-9
+    parallel = WeightedGraph(torch.tensor([[0, 0], [1, 1]]), torch.tensor([2.0, 3.0], dtype=torch.float64), 2, 0)
+    assert bellman_ford_scipy_error(parallel) == 3.0  # scipy's sparse matrix sums the parallel edges (2 + 3 vs 2)
+
+
+def test_minimum_spanning_edges_match_kruskal_and_scipy():
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    from theorylab.data.graphs import symmetrize
+    from theorylab.theory.algorithms import minimum_spanning_edges
+
+    graph = symmetrize(erdos_renyi_weighted(60, torch.Generator().manual_seed(7)))
+    edges = minimum_spanning_edges(graph)
+    u, v = graph.edge_index
+    half = u < v
+    w = {(a, b): x for a, b, x in zip(u[half].tolist(), v[half].tolist(), graph.weight[half].tolist())}
+    assert all(a < b for a, b in edges)
+    kruskal = msf_weight(graph.edge_index, graph.weight, graph.num_nodes)
+    assert sum(w[e] for e in edges) == pytest.approx(kruskal, rel=1e-12)
+    mat = coo_matrix((graph.weight[half].numpy(), (u[half].numpy(), v[half].numpy())), shape=(graph.num_nodes,) * 2)
+    tree = minimum_spanning_tree(mat).tocoo()
+    assert edges == {tuple(sorted((int(a), int(b)))) for a, b in zip(tree.row, tree.col)}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from theorylab.data.manifolds import circle, sphere, swiss_roll
+from theorylab.data.manifolds import circle, gaussian_points, sphere, swiss_roll
 from theorylab.theory.bilinear import split_sym_skew
 from theorylab.theory.diffusion_maps import (
     attention_operator,
@@ -88,3 +89,52 @@ def test_magnetic_laplacian_hermitian_psd_and_gauge_invariant():
     phi = torch.randn(40, generator=_g(9), dtype=torch.float64)
     U = torch.diag(torch.exp(1j * phi.to(torch.complex128)))
     assert torch.allclose(torch.linalg.eigvalsh(U @ L @ U.conj().T), lam, atol=1e-10)  # pure gauge
+
+
+def test_corrected_tied_attention_is_the_gaussian_random_walk():
+    from theorylab.theory.diffusion_maps import corrected_tied_attention, random_attention_draw
+
+    X, _, _ = random_attention_draw(100, 8, _g(10))  # unequal norms: the correction is what makes it exact
+    assert torch.allclose(corrected_tied_attention(X, 2.0), random_walk(gaussian_kernel(X, 2.0)), rtol=1e-10, atol=0)
+
+
+def test_right_eigenvectors_are_eigenvectors_below_the_trivial_one():
+    from theorylab.theory.diffusion_maps import right_eigenvectors
+
+    X, _ = circle(80, 4, generator=_g(11))
+    P = random_walk(gaussian_kernel(X, 2.0))
+    V = right_eigenvectors(P, 3)
+    lam = torch.linalg.eigvals(P).real.sort(descending=True).values[1:4]
+    assert V.shape == (80, 3)
+    for j in range(3):
+        assert torch.allclose(P @ V[:, j], lam[j] * V[:, j], atol=1e-10)
+    assert V.std(0).min() > 1e-6  # not the constant vector
+
+
+def test_knn_bandwidth_matches_brute_force():
+    from theorylab.theory.diffusion_maps import knn_bandwidth
+
+    X = torch.randn(60, 3, generator=_g(12), dtype=torch.float64)
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1).numpy()
+    kth = np.sort(d2, axis=1)[:, 5]
+    # 60 rows: torch's median is the lower middle value
+    assert math.isclose(knn_bandwidth(X, 5), 2 * float(np.sort(kth)[29]), rel_tol=1e-10)
+    assert knn_bandwidth(X, 5) > knn_bandwidth(X, 2)
+
+
+def test_random_draws_have_their_symmetries_and_scales():
+    from theorylab.theory.diffusion_maps import random_attention_draw, random_magnetic_draw, random_sym_skew
+
+    S, A = random_sym_skew(7, _g(13))
+    assert torch.equal(S, S.T) and torch.equal(A, -A.T)
+    assert math.isclose(float(A.norm()), float(S.norm()), rel_tol=1e-12)
+    X, S2, A2 = random_attention_draw(5, 7, _g(14))
+    g = _g(14)
+    X_ref = gaussian_points(5, 7, generator=g)  # the points first, then the matrices, from one stream
+    S_ref, A_ref = random_sym_skew(7, g)
+    assert torch.equal(X, X_ref) and torch.equal(S2, S_ref) and torch.equal(A2, A_ref)
+    big = gaussian_points(20_000, 9, radius=2.0, generator=_g(16))
+    assert abs(float(big.pow(2).sum(-1).mean()) - 4.0) < 0.05  # E|x|² = radius² (Monte Carlo, sd ~0.02)
+    Xm, Sm, Am, phi = random_magnetic_draw(9, 7, _g(15))
+    assert torch.equal(Sm, Sm.T) and torch.equal(Am, -Am.T) and Xm.shape == (9, 7)
+    assert ((phi >= 0) & (phi < 2 * math.pi)).all()

@@ -13,10 +13,13 @@ or a model runs over all of them in one pass.
 - :func:`knapsack_graph`: a 0-1 knapsack instance as a layered DAG over (item i, capacity c) whose
   longest (max-plus) path from layer 0 to (n, C) is the DP optimum.
 - :func:`wl_indistinguishable_pair`: the 6-cycle and two disjoint triangles (1-WL cannot tell them apart).
+- :func:`knapsack_instances` (random instances of bounded size), :func:`random_test_graph` (an ER graph,
+  a grid or a tree by name), :func:`initial_states` (the sentinel start of an algorithm-aligned MPNN).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,6 +159,18 @@ def knapsack_instance(items: int, capacity: int, generator: torch.Generator, max
     return KnapsackInstance(w, v, capacity)
 
 
+def knapsack_instances(count: int, max_items: int, max_capacity: int,
+                       generator: torch.Generator) -> list[KnapsackInstance]:
+    """``count`` instances, each with 1..max_items items and capacity 1..max_capacity (uniform; item count, then
+    capacity, then :func:`knapsack_instance`'s weights and values, drawn in that order per instance)."""
+    out = []
+    for _ in range(count):
+        items = int(torch.randint(1, max_items + 1, (1,), generator=generator))
+        cap = int(torch.randint(1, max_capacity + 1, (1,), generator=generator))
+        out.append(knapsack_instance(items, cap, generator))
+    return out
+
+
 def knapsack_graph(inst: KnapsackInstance) -> WeightedGraph:
     """Layered DAG: node (i, c) gets ``(i−1, c) -> (i, c)`` (weight 0) and ``(i−1, c−w_i) -> (i, c)`` (weight v_i).
 
@@ -232,3 +247,24 @@ def symmetrize(graph: WeightedGraph) -> WeightedGraph:
     w = torch.full((len(uniq),), float("inf"), dtype=torch.float64).scatter_reduce(0, inverse, graph.weight[keep], reduce="amin")
     pairs = torch.stack([uniq // graph.num_nodes, uniq % graph.num_nodes])
     return WeightedGraph(pairs, w, graph.num_nodes, graph.source).undirected()
+
+
+def random_test_graph(family: str, n: int, generator: torch.Generator, c: float = 4.0) -> WeightedGraph:
+    """A test graph of about ``n`` nodes: "er" (:func:`erdos_renyi_weighted`, mean out-degree ``c``), "grid"
+    (round(√n) x round(√n), :func:`grid_weighted`) or "tree" (:func:`random_tree`); weights U[1, 10]."""
+    if family == "er":
+        return erdos_renyi_weighted(n, generator, c=c)
+    if family == "grid":
+        side = max(2, int(round(math.sqrt(n))))
+        return grid_weighted(side, side, generator)
+    if family == "tree":
+        return random_tree(n, generator)
+    raise ValueError(f"family must be 'er', 'grid' or 'tree', got {family!r}")
+
+
+def initial_states(n: int, sources, members: int, big: float, sign: float = 1.0) -> Tensor:
+    """Node states ``(n, members)`` float64 of an algorithm-aligned MPNN before round 1: 0 at ``sources``,
+    ``sign · big`` elsewhere (the sentinel: +big for min-aggregation distances, −big for max-plus DPs)."""
+    h = torch.full((n, members), sign * big, dtype=torch.float64)
+    h[torch.as_tensor(sources)] = 0.0
+    return h

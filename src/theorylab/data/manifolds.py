@@ -39,3 +39,8 @@ def sphere(n: int, d: int, *, generator: torch.Generator) -> Tensor:
     """Uniform points on the unit sphere in R^d."""
     X = torch.randn(n, d, generator=generator, dtype=torch.float64)
     return X / X.norm(dim=-1, keepdim=True)
+
+
+def gaussian_points(n: int, d: int, radius: float = 3.0, *, generator: torch.Generator) -> Tensor:
+    """``n`` points with i.i.d. N(0, radius²/d) coordinates, so ``|x| ≈ radius`` with unequal norms."""
+    return torch.randn(n, d, generator=generator, dtype=torch.float64) * math.sqrt(radius**2 / d)

@@ -23,41 +23,21 @@ import numpy as np
 import pandas as pd
 import torch
 from pydantic import Field
+from scipy.stats import spearmanr
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.manifolds import circle, sphere, swiss_roll
-from theorylab.probes.distances import spearman
-from theorylab.theory.bilinear import split_sym_skew
-from theorylab.theory.diffusion_maps import (
-    attention_operator,
-    canonical_correlations,
-    connection_laplacian,
-    entropy_production,
-    gaussian_kernel,
-    magnetic_laplacian,
-    random_walk,
-    scores,
-    stationary,
-)
+from theorylab.data.manifolds import circle, gaussian_points, sphere, swiss_roll
+from theorylab.theory.diffusion_map_checks import EPS, magnetic_identities, operator_identities, tied_identity
+from theorylab.theory.diffusion_maps import (attention_operator, canonical_correlations, corrected_tied_attention, entropy_production,
+                                             gaussian_kernel, knn_bandwidth, magnetic_laplacian, random_attention_draw,
+                                             random_magnetic_draw, random_sym_skew, random_walk, right_eigenvectors)
 
 PAPER = "Candanedo, arXiv 2604.09560 (2026)"
 REF = "arXiv 2604.09560"
-EPS = torch.finfo(torch.float64).eps
 IDENTITY = "Identity check (a code check of our operators, not evidence for the paper): "
-
-
-# Float64 tolerances of the identity claims scale with the size and the conditioning of the problem
-# (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3-4): a sum of m terms in any order is
-# off by at most (m − 1)ε·Σ|terms|, and a backward-stable eigensolver returns the exact eigenpairs of
-# P + E with ‖E‖ <= nε‖P‖. Each bound below is computed from the inputs (sizes, norms), never from a
-# residual, and is recorded next to the residual it bounds.
-
-
-def _score_roundoff(X: torch.Tensor, M: torch.Tensor) -> float:
-    """Rounding bound of any one score s_ij = x_iᵀMx_j/√d in float64: d²ε·max‖x‖²·‖M‖_F/√d (a d²-term sum in any order)."""
-    d = X.shape[1]
-    return d * d * EPS * float(X.pow(2).sum(-1).max()) * float(M.norm()) / math.sqrt(d)
+# The identity claims' float64 tolerances are rounding bounds computed from the inputs (sizes, norms), never from a
+# residual (Higham ch. 3-4; see theorylab.theory.diffusion_map_checks), and are recorded next to the residual they bound.
 
 
 class AttentionDiffusionMapConfig(StudyConfig):
@@ -87,144 +67,44 @@ PRESETS = {
 }
 
 
-def _points(cfg, g) -> torch.Tensor:
-    return torch.randn(cfg.n, cfg.d, generator=g, dtype=torch.float64) * math.sqrt(9 / cfg.d)
-
-
-def _random_sa(cfg, g) -> tuple[torch.Tensor, torch.Tensor]:
-    """S from N(0, 1/d) entries symmetrised; A₀ antisymmetrised and rescaled to ‖A₀‖_F = ‖S‖_F."""
-    S, _ = split_sym_skew(torch.randn(cfg.d, cfg.d, generator=g, dtype=torch.float64) / math.sqrt(cfg.d))
-    _, A = split_sym_skew(torch.randn(cfg.d, cfg.d, generator=g, dtype=torch.float64))
-    return S, A * S.norm() / A.norm()
-
-
-def _draw(cfg, ctx: RunContext, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator]:
-    """Draw k of the random-operator checks: points X, S, A₀ and the generator (for further draws)."""
-    g = ctx.generator(f"operators/{k}")
-    X = _points(cfg, g)
-    S, A0 = _random_sa(cfg, g)
-    return X, S, A0, g
-
-
 def _operators(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
-    rows = []
-    n = cfg.n
+    """The identity checks of each random operator (recorded), and its entropy production along M = S + ηA₀ (returned)."""
+    rows, entropy = [], []
     for k in range(cfg.draws):
-        X, S, A0, g = _draw(cfg, ctx, k)
-        s = scores(X, S + A0)
-        P = attention_operator(X, S + A0)
-        pi = stationary(P)
-        r = _score_roundoff(X, S + A0)  # ‖A0‖ = ‖S‖, so this also bounds the scores of S + A_other and of S
-        # bidivergence split: s_ij = -B_ij + s_ii/2 + s_jj/2 + a_ij
-        diff = X[:, None, :] - X[None, :, :]
-        B = 0.5 * torch.einsum("ijk,kl,ijl->ij", diff, S, diff) / math.sqrt(cfg.d)
-        a = scores(X, A0)
-        rhs = -B + 0.5 * torch.diag(s)[:, None] + 0.5 * torch.diag(s)[None, :] + a
-        P_rhs = torch.softmax(rhs, -1)
-        # product of experts: P ⊙ Pᵀ = exp(2 x_i S x_j/√d)/(Z_i Z_j); A cancels in exp(s + sᵀ)
-        Z = torch.logsumexp(s, -1)
-        poe = P * P.T
-        poe_formula = torch.exp(2 * scores(X, S) - Z[:, None] - Z[None, :])
-        _, A_other = _random_sa(cfg, g)
-        s_other = scores(X, S + A_other)
-        # equilibrium at A = 0
-        P0 = attention_operator(X, S)
-        pi0 = stationary(P0)
-        flux = pi0[:, None] * P0
-        lam0 = torch.linalg.eigvals(P0)
-        lam1 = torch.linalg.eigvals(attention_operator(X, S + A0))  # η = 1
-        # tolerances (see _score_roundoff): two n-term sums of positive numbers (softmax's normaliser and the
-        # check's re-sum); the eigensolver's backward error nε‖P‖_F‖π‖₂ plus the n-term product πP; the split
-        # and PoE exponents sum at most 5 scores' worth of rounding; Bauer-Fike for P0 = D^(-½)(sym)D^(½),
-        # whose eigenvector matrix has condition sqrt(π_max/π_min).
-        tol_pi = n * EPS * float(P.norm()) * float(pi.norm()) + n * EPS * float(pi.max())
-        tol_db = (n * EPS * float(P0.norm()) * float(pi0.norm()) + n * EPS * float(pi0.max())) * float(P0.max()) + 2 * EPS * float(flux.max())
-        rows.append(dict(
-            draw=k,
-            row_sum_error=float((P.sum(-1) - 1).abs().max()), min_entry=float(P.min()),
-            pi_min=float(pi.min()), pi_sum_error=abs(float(pi.sum()) - 1), pi_fixed_error=float((pi @ P - pi).abs().max()),
-            split_error=float((rhs - s).abs().max()), split_softmax_error=float((P_rhs - P).abs().max()),
-            poe_asymmetry=float((poe - poe.T).abs().max()), poe_formula_error=float(((poe - poe_formula).abs() / poe_formula).max()),
-            poe_a_blind_error=float(((s + s.T) - (s_other + s_other.T)).abs().max()),
-            detailed_balance=float((flux - flux.T).abs().max()), sigma_symmetric=entropy_production(P0, pi0),
-            eig_imag_symmetric=float(lam0.imag.abs().max()), eig_max_abs=float(lam0.abs().max()), eig_top=float(lam0.real.max()),
-            eig_imag_eta1=float(lam1.imag.abs().max()),
-            tol_rows=2 * n * EPS, tol_pi=tol_pi, tol_split=8 * r, tol_split_softmax=16 * r + 2 * n * EPS, tol_poe=8 * r + 8 * n * EPS, tol_poe_blind=8 * r,
-            tol_detailed_balance=tol_db, tol_sigma=n * n * tol_db**2 / float(flux.min()),
-            tol_eig=n * EPS * float(P0.norm()) * math.sqrt(float(pi0.max() / pi0.min())),
-        ))
-    table = pd.DataFrame(rows)
-    ctx.table("operators", table)
-    return table
+        g = ctx.generator(f"operators/{k}")
+        X, S, A0 = random_attention_draw(cfg.n, cfg.d, g)
+        _, A_other = random_sym_skew(cfg.d, g)
+        rows.append(dict(draw=k, **operator_identities(X, S, A0, A_other)))
+        entropy += [dict(draw=k, eta=eta, sigma=entropy_production(attention_operator(X, S + eta * A0))) for eta in cfg.etas]
+    ctx.table("operators", pd.DataFrame(rows))
+    return pd.DataFrame(entropy)
 
 
 def _tied(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
     g = ctx.generator("tied")
-    eps = 2 * math.sqrt(cfg.d) / cfg.beta
-    rows = []
-    for case, X in (("sphere (equal norms)", 3.0 * sphere(cfg.n, cfg.d, generator=g)), ("gaussian (unequal norms)", _points(cfg, g))):
-        P = attention_operator(X, cfg.beta * torch.eye(cfg.d, dtype=torch.float64))
-        w = torch.exp(cfg.beta * X.pow(2).sum(-1) / (2 * math.sqrt(cfg.d)))
-        K = gaussian_kernel(X, eps)
-        reference = random_walk(K * w[None, :])
-        wrong = random_walk(gaussian_kernel(X, eps / 2) * w[None, :])  # √d instead of 2√d
-        # relative tolerance: the exponents (β x_iᵀx_j/√d, |x_i − x_j|²/ε from cdist's |x|² + |y|² − 2xᵀy, β|x|²/(2√d))
-        # each round to <= 2dε·β·max‖x‖²/√d, and both sides divide by an n-term sum (2nε each)
-        tol = 8 * cfg.d * EPS * cfg.beta * float(X.pow(2).sum(-1).max()) / math.sqrt(cfg.d) + 4 * cfg.n * EPS
-        rows.append(dict(case=case, error=float(((P - reference).abs() / reference).max()), wrong_bandwidth_error=float(((P - wrong).abs() / wrong).max()),
-                         plain_random_walk_error=float(((P - random_walk(K)).abs() / random_walk(K)).max()), tolerance=tol))
+    rows = [dict(case=case, **tied_identity(X, cfg.beta))
+            for case, X in (("sphere (equal norms)", 3.0 * sphere(cfg.n, cfg.d, generator=g)), ("gaussian (unequal norms)", gaussian_points(cfg.n, cfg.d, generator=g)))]
     table = pd.DataFrame(rows)
     ctx.table("tied", table)
     return table
 
 
-def _entropy(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
-    rows = []
-    for k in range(cfg.draws):
-        X, S, A0, _ = _draw(cfg, ctx, k)
-        for eta in cfg.etas:
-            rows.append(dict(draw=k, eta=eta, sigma=entropy_production(attention_operator(X, S + eta * A0))))
-    table = pd.DataFrame(rows)
-    ctx.table("entropy", table)
-    return table
-
-
-def _right_coordinates(P: torch.Tensor, k: int) -> torch.Tensor:
-    """The top ``k`` non-trivial right eigenvectors of a random-walk operator (real spectrum)."""
-    lam, V = torch.linalg.eig(P)
-    order = torch.argsort(lam.real, descending=True)
-    return V[:, order[1:k + 1]].real
-
-
-def _tied_attention_with_correction(X: torch.Tensor, eps: float) -> torch.Tensor:
-    """Tied-QK attention with β = 2√d/ε and the per-key logit correction −β|x_j|²/(2√d): exactly D⁻¹K_gauss."""
-    d = X.shape[1]
-    beta = 2 * math.sqrt(d) / eps
-    logits = beta * X @ X.T / math.sqrt(d) - beta * X.pow(2).sum(-1)[None, :] / (2 * math.sqrt(d))
-    return torch.softmax(logits, -1)
-
-
-def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
-    return spearman(a.numpy(), b.numpy())[0]
-
-
 def _manifolds(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.DataFrame, dict]:
     X, theta = circle(cfg.circle_n, cfg.d, generator=ctx.generator("circle"))
     eps_c = 3.0**2 / 5
-    phi = _right_coordinates(_tied_attention_with_correction(X, eps_c), 2)
+    phi = right_eigenvectors(corrected_tied_attention(X, eps_c), 2)
     cc = canonical_correlations(phi, torch.stack([theta.cos(), theta.sin()], -1))
     Y, uv = swiss_roll(cfg.roll_n, cfg.d, generator=ctx.generator("roll"))
-    d2 = torch.cdist(Y, Y).pow(2)
-    eps_r = 2 * float(d2.sort(dim=1).values[:, 10].median())
-    roll_phi = _right_coordinates(_tied_attention_with_correction(Y, eps_r), 2)
-    wide_phi = _right_coordinates(_tied_attention_with_correction(Y, cfg.control_factor * eps_r), 1)
-    raw_phi = _right_coordinates(attention_operator(Y, (2 * math.sqrt(cfg.d) / eps_r) * torch.eye(cfg.d, dtype=torch.float64)), 2)  # no correction
+    eps_r = knn_bandwidth(Y, 10)
+    roll_phi = right_eigenvectors(corrected_tied_attention(Y, eps_r), 2)
+    wide_phi = right_eigenvectors(corrected_tied_attention(Y, cfg.control_factor * eps_r), 1)
+    raw_phi = right_eigenvectors(attention_operator(Y, (2 * math.sqrt(cfg.d) / eps_r) * torch.eye(cfg.d, dtype=torch.float64)), 2)  # no correction
     table = pd.DataFrame([
         dict(manifold="circle", measure="canonical correlation 1", value=float(cc[0]), epsilon=eps_c),
         dict(manifold="circle", measure="canonical correlation 2", value=float(cc[1]), epsilon=eps_c),
-        dict(manifold="swiss roll", measure="|spearman(phi1, t)|", value=abs(_spearman(roll_phi[:, 0], uv[:, 0])), epsilon=eps_r),
-        dict(manifold="swiss roll", measure=f"|spearman(phi1, t)| at {cfg.control_factor:g} eps (control)", value=abs(_spearman(wide_phi[:, 0], uv[:, 0])), epsilon=cfg.control_factor * eps_r),
-        dict(manifold="swiss roll", measure="|spearman(phi1, t)| without the norm correction (report)", value=abs(_spearman(raw_phi[:, 0], uv[:, 0])), epsilon=eps_r),
+        dict(manifold="swiss roll", measure="|spearman(phi1, t)|", value=abs(spearmanr(roll_phi[:, 0], uv[:, 0]).statistic), epsilon=eps_r),
+        dict(manifold="swiss roll", measure=f"|spearman(phi1, t)| at {cfg.control_factor:g} eps (control)", value=abs(spearmanr(wide_phi[:, 0], uv[:, 0]).statistic), epsilon=cfg.control_factor * eps_r),
+        dict(manifold="swiss roll", measure="|spearman(phi1, t)| without the norm correction (report)", value=abs(spearmanr(raw_phi[:, 0], uv[:, 0]).statistic), epsilon=eps_r),
     ])
     ctx.table("manifolds", table)
     return table, dict(circle=(phi, theta), roll=(roll_phi, uv[:, 0]), raw=(raw_phi, uv[:, 0]))
@@ -233,29 +113,9 @@ def _manifolds(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.Da
 def _magnetic(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, spectra = [], []
     for k in range(cfg.draws):
-        g = ctx.generator(f"magnetic/{k}")
-        X = torch.randn(cfg.magnetic_n, cfg.d, generator=g, dtype=torch.float64) * math.sqrt(9 / cfg.d)
-        S, _ = split_sym_skew(torch.randn(cfg.d, cfg.d, generator=g, dtype=torch.float64))
-        _, A0 = split_sym_skew(torch.randn(cfg.d, cfg.d, generator=g, dtype=torch.float64))
-        S = S / math.sqrt(cfg.d)  # keeps exp(x S x/√d) in a few decades (card: N(0, 1) entries; scaled so K_s is not one-hot)
-        A0 = A0 / math.sqrt(cfg.d)
-        L = magnetic_laplacian(X, S, A0, cfg.magnetic_eta)
-        lam = torch.linalg.eigvalsh(L)
-        L0 = magnetic_laplacian(X, S, A0, 0.0)
-        Ks = torch.exp(scores(X, S))
-        Ks = Ks - torch.diag(torch.diag(Ks))
-        graph_lap = torch.diag(Ks.sum(-1)) - Ks
-        phi = 2 * math.pi * torch.rand(cfg.magnetic_n, generator=g, dtype=torch.float64)
-        gauge = connection_laplacian(torch.exp(scores(X, S)), phi[:, None] - phi[None, :])
-        lam0 = torch.linalg.eigvalsh(L0)
-        lam_g = torch.linalg.eigvalsh(gauge)
-        rows.append(dict(draw=k, hermitian_error=float((L - L.conj().T).abs().max() / L.abs().max()), lam_min=float(lam.min()), lam_max=float(lam.max()),
-                         eta0_error=float((L0 - graph_lap).abs().max() / graph_lap.abs().max()), gauge_error=float((lam_g - lam0).abs().max() / lam0.abs().max()),
-                         frustration=float(lam.min() / lam.max()),
-                         # K_s = exp(scores) is symmetric and Θ antisymmetric up to their rounding (relative, for the
-                         # Hermitian check); eigvalsh is backward stable (|δλ| <= nε‖L‖), the gauge phases add ~4πε
-                         tol_hermitian=4 * (_score_roundoff(X, S) + 2 * cfg.magnetic_eta * math.sqrt(cfg.d) * _score_roundoff(X, A0)),
-                         tol_spectrum=4 * (cfg.magnetic_n + 4) * EPS))
+        X, S, A0, phi = random_magnetic_draw(cfg.magnetic_n, cfg.d, ctx.generator(f"magnetic/{k}"))  # card: N(0, 1) entries of S, A₀; ours divided by √d
+        row, lam_g = magnetic_identities(X, S, A0, cfg.magnetic_eta, phi)
+        rows.append(dict(draw=k, **row))
         if k == 0:
             for eta in (0.0, 0.01, 0.03, 0.1, 0.3, 1.0):
                 ev = torch.linalg.eigvalsh(magnetic_laplacian(X, S, A0, eta))[:10]
@@ -276,7 +136,7 @@ def _figure_tied(ctx: RunContext, cfg: AttentionDiffusionMapConfig) -> None:
     g = ctx.generator("tied-figure")
     fig, axes = new_figure(ncols=2, width=8.4)
     eps = 2 * math.sqrt(cfg.d) / cfg.beta
-    for ax, (name, X) in zip(axes, (("sphere", 3.0 * sphere(200, cfg.d, generator=g)), ("unequal norms", _points(cfg, g)[:200]))):
+    for ax, (name, X) in zip(axes, (("sphere", 3.0 * sphere(200, cfg.d, generator=g)), ("unequal norms", gaussian_points(cfg.n, cfg.d, generator=g)[:200]))):
         P = attention_operator(X, cfg.beta * torch.eye(cfg.d, dtype=torch.float64))
         Q = random_walk(gaussian_kernel(X, eps))
         ax.loglog(Q.flatten().numpy(), P.flatten().numpy(), ".", ms=1, alpha=0.3)
@@ -298,7 +158,7 @@ def _figure_entropy(ctx: RunContext, ent: pd.DataFrame, cfg: AttentionDiffusionM
     ax.set_ylabel("entropy production σ")
     ax.set_title("non-equilibrium steady state: σ ∝ η²", fontsize=8)
     ax.legend(fontsize=6)
-    X, S, A0, _ = _draw(cfg, ctx, 0)
+    X, S, A0 = random_attention_draw(cfg.n, cfg.d, ctx.generator("operators/0"))
     for eta, marker in ((0.0, "o"), (1.0, "x")):
         lam = torch.linalg.eigvals(attention_operator(X, S + eta * A0))
         bx.plot(lam.real.numpy(), lam.imag.numpy(), marker, ms=3, label=f"η = {eta:g}")
@@ -478,10 +338,10 @@ def judge_magnetic(res, v) -> Verdict:
     claims=claims,
 )
 def run(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> None:
-    _operators(cfg, ctx)
+    ent = _operators(cfg, ctx)
     _tied(cfg, ctx)
     _figure_tied(ctx, cfg)
-    ent = _entropy(cfg, ctx)
+    ctx.table("entropy", ent)
     _figure_entropy(ctx, ent, cfg)
     _, coords = _manifolds(cfg, ctx)
     _figure_coords(ctx, coords)

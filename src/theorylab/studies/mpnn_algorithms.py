@@ -31,8 +31,6 @@ distance."""
 
 from __future__ import annotations
 
-import math
-import time
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -43,23 +41,14 @@ from pydantic import Field
 from theorylab.core.errors import MissingExtra, Undecided
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.graphs import (
-    WeightedGraph,
-    batch,
-    bf_tiny_training_set,
-    erdos_renyi_weighted,
-    grid_weighted,
-    knapsack_graph,
-    knapsack_instance,
-    minimax_distances,
-    minimax_tiny_training_set,
-    minimax_validation_set,
-    random_tree,
-    symmetrize,
-    wl_indistinguishable_pair,
-)
-from theorylab.probes.grids import function_grid
-from theorylab.theory.algorithms import bellman_ford, knapsack_brute_force, knapsack_dp, msf_weight, wl_colors
+from theorylab.data.graphs import (batch, bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance, knapsack_instances,
+                                   minimax_distances, minimax_tiny_training_set, minimax_validation_set, random_test_graph, symmetrize,
+                                   wl_indistinguishable_pair)
+from theorylab.probes.algorithm_errors import (knapsack_optima, message_function_errors, mst_classification, node_embedding_gaps,
+                                               pair_embedding_gaps, shortest_path_errors)
+from theorylab.theory.algorithms import (bellman_ford, bellman_ford_scipy_error, knapsack_brute_force_error, knapsack_dp_targets, msf_weight,
+                                         wl_colors)
+from theorylab.train.algorithms import select_restarts, train_task_stack
 
 if TYPE_CHECKING:
     from theorylab.nn.mpnn import AlignedMPNN
@@ -160,22 +149,19 @@ def _members(cfg: MPNNAlgorithmsConfig) -> pd.DataFrame:
     return pd.DataFrame(rows).rename_axis("member").reset_index()
 
 
-def _init_states(n: int, sources, members: int, big: float, sign: float = 1.0) -> torch.Tensor:
-    h = torch.full((n, members), sign * big, dtype=torch.float64)
-    h[torch.as_tensor(sources)] = 0.0
-    return h
-
-
-def _knapsack_training_set(cfg: MPNNAlgorithmsConfig, ctx: RunContext, stream: str = "knapsack/train", count: int | None = None) -> list:
-    """Instances with 1..knap_items items and capacity 1..knap_capacity (the training distribution);
-    ``stream`` "knapsack/validation" gives held-out instances of the same distribution."""
-    g = ctx.generator(stream)
-    train = []
-    for _ in range(cfg.knap_instances if count is None else count):
-        items = int(torch.randint(1, cfg.knap_items + 1, (1,), generator=g))
-        cap = int(torch.randint(1, cfg.knap_capacity + 1, (1,), generator=g))
-        train.append(knapsack_instance(items, cap, g))
-    return train
+def _training_tasks(cfg: MPNNAlgorithmsConfig, ctx: RunContext, tasks: set[str]) -> dict:
+    """Each task's training graphs (batched), node targets, sentinel sign and training rounds."""
+    parts = {}
+    if "bf" in tasks:
+        bf, _ = batch(bf_tiny_training_set())
+        parts["bf"] = (bf, bellman_ford(bf.edge_index, bf.weight, bf.num_nodes, bf.source), 1.0, cfg.train_rounds)
+    if "minimax" in tasks:
+        mm, _ = batch(minimax_tiny_training_set(cfg.mst_train_weights))
+        parts["minimax"] = (mm, minimax_distances(mm, mm.source), 1.0, cfg.train_rounds)
+    if "knapsack" in tasks:  # 1..knap_items items, capacity 1..knap_capacity
+        knap = knapsack_instances(cfg.knap_instances, cfg.knap_items, cfg.knap_capacity, ctx.generator("knapsack/train"))
+        parts["knapsack"] = (batch([knapsack_graph(x) for x in knap])[0], knapsack_dp_targets(knap), -1.0, cfg.knap_items)
+    return parts
 
 
 def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, steps: int | None = None) -> tuple["AlignedMPNN", pd.DataFrame]:
@@ -185,142 +171,53 @@ def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, st
 
     The 3-node tasks (Bellman-Ford, baselines, minimax) and the knapsack DAG train as two stacks: a
     stack with mixed min/max aggregation over the knapsack graphs costs about 4x the two apart."""
-    from theorylab.nn.mpnn import AlignedMPNN
-    from theorylab.train.algorithms import train_members
-
-    tasks = set(members["task"])
-    parts = {}
-    if "bf" in tasks:
-        bf, _ = batch(bf_tiny_training_set())
-        parts["bf"] = (bf, bellman_ford(bf.edge_index, bf.weight, bf.num_nodes, bf.source), 1.0, cfg.train_rounds)
-    if "minimax" in tasks:
-        mm, _ = batch(minimax_tiny_training_set(cfg.mst_train_weights))
-        parts["minimax"] = (mm, minimax_distances(mm, mm.source), 1.0, cfg.train_rounds)
-    if "knapsack" in tasks:
-        knap = _knapsack_training_set(cfg, ctx)
-        kg, _ = batch([knapsack_graph(x) for x in knap])
-        parts["knapsack"] = (kg, torch.cat([torch.as_tensor(knapsack_dp(x.weights, x.values, x.capacity).flatten()) for x in knap]), -1.0, cfg.knap_items)
-    union, ptr = batch([p[0] for p in parts.values()])
-    offset = dict(zip(parts, ptr.tolist()))
-    S = len(members)
-    h0 = torch.zeros(union.num_nodes, S, dtype=torch.float64)
-    targets = torch.zeros_like(h0)
-    mask = torch.zeros_like(h0, dtype=torch.bool)
-    for j, task in enumerate(members["task"]):
-        graph, target, sign, _ = parts[task]
-        rows = slice(offset[task], offset[task] + graph.num_nodes)
-        h0[rows, j] = _init_states(graph.num_nodes, graph.source, 1, cfg.big, sign)[:, 0]
-        targets[rows, j] = target
-        mask[rows, j] = True
     seeds = [ctx.seed(f"init/{r.task}/{r.aggr}/{r.seed}" + (f"/restart{r.restart}" if r.restart else "")) for r in members.itertuples()]
-    model = AlignedMPNN(list(members["aggr"]), seeds=seeds, hidden=cfg.hidden)
-    log = train_members(model, union.edge_index, union.weight, h0, targets, eta=torch.tensor(members["eta"].to_numpy(), dtype=torch.float64),
-                        losses=list(members["loss"]), steps=cfg.steps if steps is None else steps, lr=cfg.lr, schedule=cfg.schedule, regulariser=cfg.regulariser, rounds=max(p[3] for p in parts.values()),
-                        mask=mask, progress=ctx.progress, check=ctx.check_finite)
+    model, log = train_task_stack(_training_tasks(cfg, ctx, set(members["task"])), list(members["task"]), list(members["aggr"]), seeds,
+                                  torch.tensor(members["eta"].to_numpy(), dtype=torch.float64), list(members["loss"]), hidden=cfg.hidden,
+                                  big=cfg.big, steps=cfg.steps if steps is None else steps, lr=cfg.lr, schedule=cfg.schedule,
+                                  regulariser=cfg.regulariser, progress=ctx.progress, check=ctx.check_finite)
     log["member"] = members["member"].to_numpy()[log["member"].to_numpy()]
     return model, log.rename(columns={"loss": "train_loss"}).merge(members, on="member")
-
-
-def _test_graph(family: str, n: int, g: torch.Generator, c: float) -> WeightedGraph:
-    if family == "er":
-        return erdos_renyi_weighted(n, g, c=c)
-    if family == "grid":
-        side = max(2, int(round(math.sqrt(n))))
-        return grid_weighted(side, side, g)
-    return random_tree(n, g)
 
 
 def _size_generalisation(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN", members: pd.DataFrame) -> pd.DataFrame:
     bf = members[members["task"] == "bf"]
     mins = bf[bf["aggr"] == "min"]["member"].tolist()
     others = bf[bf["aggr"] != "min"]["member"].tolist()
-    net_min = model.subset(mins)
-    net_other = model.subset(others) if others else None
+    nets = [model.subset(mins)] + ([model.subset(others)] if others else [])  # sum/mean run the rounds the min network needed
     rows = []
     for family in cfg.test_families:
         for n in ctx.progress(cfg.test_n, f"test on {family} graphs"):
             g = ctx.generator(f"test/{family}/{n}")
-            graph, _ = batch([_test_graph(family, n, g, cfg.er_c) for _ in range(cfg.test_graphs)])
-            t0 = time.perf_counter()
-            exact = bellman_ford(graph.edge_index, graph.weight, graph.num_nodes, graph.source)
-            t_exact = time.perf_counter() - t0
-            keep = exact > 0
-            with torch.no_grad():
-                t0 = time.perf_counter()
-                h_min, rounds = net_min(_init_states(graph.num_nodes, graph.source, len(mins), cfg.big), graph.edge_index, graph.weight, max_rounds=n + 1)
-                t_min = time.perf_counter() - t0
-                outs = [(mins, h_min)]
-                if net_other is not None:
-                    # sum/mean have no fixed point: run the rounds the min network needed
-                    h_other, _ = net_other(_init_states(graph.num_nodes, graph.source, len(others), cfg.big), graph.edge_index, graph.weight, rounds=rounds)
-                    outs.append((others, h_other))
-            for cols, h in outs:
-                rel = ((h[keep] - exact[keep, None]).abs() / exact[keep, None])
-                rel = torch.nan_to_num(rel, nan=float("inf"))
-                for j, m in enumerate(cols):
-                    rows.append(dict(member=m, family=family, n=n, nodes=graph.num_nodes, rounds=rounds, mean_rel_error=float(rel[:, j].mean()),
-                                     max_rel_error=float(rel[:, j].max()), within_1e3=float((rel[:, j] <= 1e-3).float().mean()),
-                                     seconds_mpnn=t_min, seconds_exact=t_exact))
-    table = pd.DataFrame(rows).merge(members, on="member")
-    ctx.table("size_generalization", table)
-    return table
+            graph, _ = batch([random_test_graph(family, n, g, cfg.er_c) for _ in range(cfg.test_graphs)])
+            stats, rounds, t_min, t_exact = shortest_path_errors(nets, graph, cfg.big, max_rounds=n + 1)
+            rows += [dict(member=m, family=family, n=n, nodes=graph.num_nodes, rounds=rounds, **st, seconds_mpnn=t_min, seconds_exact=t_exact)
+                     for m, st in zip(mins + others, stats)]
+    return ctx.table("size_generalization", pd.DataFrame(rows).merge(members, on="member"))
 
 
 def _learned_function(cfg: MPNNAlgorithmsConfig, ctx: RunContext, stacks: list[tuple["AlignedMPNN", pd.DataFrame]]) -> tuple[pd.DataFrame, tuple]:
     """f_θ of every member on the grid x in [0, grid_x_max], w in [1, 10]; ``stacks``: (network, its
     members' rows in order). Returns the table and (X, W, {member: values})."""
-    xs = torch.linspace(0, cfg.grid_x_max, 201, dtype=torch.float64)
-    ws = torch.linspace(1, 10, 19, dtype=torch.float64)
     rows, by_member = [], {}
     for model, group in stacks:
-        S = model.members
-        (X, W), values = function_grid(lambda p: model.f(p[:, None, :].expand(-1, S, -1)).squeeze(-1), (xs, ws))
-        with torch.no_grad():
-            l1 = model.f.l1()
-        for j, r in enumerate(group.itertuples()):
-            truth = torch.maximum(X, W) if r.task == "minimax" else X + W  # knapsack, like Bellman-Ford, needs x + w
-            rel = (values[..., j] - truth).abs() / truth
-            by_member[r.member] = values[..., j]
-            rows.append(dict(member=r.member, max_rel_error=float(rel.max()), max_rel_error_train_range=float(rel[X <= 10].max()), l1=float(l1[j])))
+        targets = ["max(x, w)" if task == "minimax" else "x + w" for task in group["task"]]  # knapsack, like Bellman-Ford, needs x + w
+        stats, (X, W, values) = message_function_errors(model.f, targets, cfg.grid_x_max)
+        rows += [dict(member=m, **st) for m, st in zip(group["member"].tolist(), stats)]
+        by_member.update({m: values[..., j] for j, m in enumerate(group["member"].tolist())})
     table = pd.DataFrame(rows).merge(pd.concat([g for _, g in stacks]), on="member")
-    ctx.table("learned_function", table)
-    return table, (X, W, by_member)
+    return ctx.table("learned_function", table), (X, W, by_member)
 
 
 def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame) -> pd.DataFrame:
     """``net``: the kept minimax members, one per row of ``group``."""
-    import networkx as nx
-
-    mm = group["member"].tolist()
     rows = []
     for n in cfg.mst_n:
         g = ctx.generator(f"mst/{n}")
         for i in range(cfg.mst_graphs):
             graph = symmetrize(erdos_renyi_weighted(n, g, c=cfg.er_c))
-            N = graph.num_nodes
-            # all-pairs bottleneck distances: one copy of the graph per source node
-            copies, ptr = batch([WeightedGraph(graph.edge_index, graph.weight, N, s) for s in range(N)])
-            with torch.no_grad():
-                h, _ = net(_init_states(copies.num_nodes, copies.source, len(mm), cfg.big), copies.edge_index, copies.weight, max_rounds=N + 1)
-            D = h.reshape(N, N, len(mm))
-            G = nx.Graph()
-            G.add_nodes_from(range(N))
-            u, v = graph.edge_index
-            half = u < v
-            for a, b, w in zip(u[half].tolist(), v[half].tolist(), graph.weight[half].tolist()):
-                G.add_edge(a, b, weight=w)
-            truth = {tuple(sorted(e[:2])) for e in nx.minimum_spanning_edges(G, data=False)}
-            true_weight = msf_weight(graph.edge_index, graph.weight, N)
-            for j, m in enumerate(mm):
-                # (u, v, w) is a tree edge iff no other u-v path has a smaller bottleneck: w <= D(u, v)
-                pred = {(a, b) for a, b, w in zip(u[half].tolist(), v[half].tolist(), graph.weight[half].tolist()) if w <= float(D[a, b, j]) * (1 + 1e-3)}
-                tp = len(pred & truth)
-                f1 = 2 * tp / max(1, len(pred) + len(truth))
-                w_pred = sum(G[a][b]["weight"] for a, b in pred)
-                rows.append(dict(member=m, n=n, graph=i, nodes=N, f1=f1, weight_rel_error=abs(w_pred - true_weight) / true_weight, tree_edges=len(truth), predicted=len(pred)))
-    table = pd.DataFrame(rows).merge(group, on="member")
-    ctx.table("mst", table)
-    return table
+            rows += [dict(member=m, n=n, graph=i, nodes=graph.num_nodes, **st) for m, st in zip(group["member"].tolist(), mst_classification(net, graph, cfg.big))]
+    return ctx.table("mst", pd.DataFrame(rows).merge(group, on="member"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,129 +225,74 @@ def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: 
 # --------------------------------------------------------------------------------------------
 
 
-def _select_restarts(cfg: MPNNAlgorithmsConfig, ctx: RunContext, name: str, net: "AlignedMPNN", group: pd.DataFrame, log: pd.DataFrame,
-                     graph: WeightedGraph, target: torch.Tensor, sign: float, max_rounds: int) -> tuple["AlignedMPNN", pd.DataFrame]:
-    """Keep, per seed, the restart with the lowest mean relative error on held-out graphs drawn like the
-    training set (``graph``, exact ``target``): model selection that never sees a test graph. ``net``
-    holds one member per row of ``group``; returns the kept members (a sub-network) and their rows,
-    and records every restart in the table ``name`` (validation error, final training loss, ‖θ‖₁, kept)."""
-    with torch.no_grad():
-        h, _ = net(_init_states(graph.num_nodes, graph.source, len(group), cfg.big, sign), graph.edge_index, graph.weight, max_rounds=max_rounds)
-    keep = target.abs() > 0
-    rel = torch.nan_to_num(((h[keep] - target[keep, None]).abs() / target[keep, None].abs()).mean(0), nan=float("inf"))
-    final = log[log["step"] == log["step"].max()].set_index("member")
-    table = group.reset_index(drop=True).assign(val_rel_error=rel.numpy(), train_loss=final.loc[group["member"], "train_loss"].to_numpy(),
-                                                 l1=final.loc[group["member"], "l1"].to_numpy())
-    table["chosen"] = table.index.isin(table.groupby("seed")["val_rel_error"].idxmin().to_numpy())
-    ctx.table(name, table)
-    pos = [i for i, c in enumerate(table["chosen"]) if c]
-    return net.subset(pos), group.iloc[pos]
-
-
 def _select_knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", knap: pd.DataFrame, log: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
     """Restart selection on every DP-table entry of ``knap_val_instances`` held-out instances with
     <= knap_items items (the training distribution; never the test sizes). An init that stalls (run
     seed 5 at quick: training loss 5e-4 against 2e-5 for its restarts, f_θ off by 0.3 already at
     x <= 40, then 1e-1 error at 50 items) scores ~40x its sibling restart here."""
-    val = _knapsack_training_set(cfg, ctx, "knapsack/validation", cfg.knap_val_instances)
+    val = knapsack_instances(cfg.knap_val_instances, cfg.knap_items, cfg.knap_capacity, ctx.generator("knapsack/validation"))
     graph, _ = batch([knapsack_graph(x) for x in val])
-    target = torch.cat([torch.as_tensor(knapsack_dp(x.weights, x.values, x.capacity).flatten()) for x in val])
-    return _select_restarts(cfg, ctx, "knapsack_selection", net, knap, log, graph, target, -1.0, cfg.knap_items + 2)
+    table, net, kept = select_restarts(net, knap, log, graph, knapsack_dp_targets(val), big=cfg.big, sign=-1.0, max_rounds=cfg.knap_items + 2)
+    ctx.table("knapsack_selection", table)
+    return net, kept
 
 
 def _select_minimax(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame, log: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
     """Restart selection on ``mst_val_graphs`` held-out one- and two-edge paths with weights U[1, 10]
     (the training motifs at weights off the training grid; never an MST test graph)."""
     graph, _ = batch(minimax_validation_set(ctx.generator("minimax/validation"), cfg.mst_val_graphs))
-    return _select_restarts(cfg, ctx, "minimax_selection", net, group, log, graph, minimax_distances(graph, graph.source), 1.0, cfg.train_rounds + 1)
+    table, net, kept = select_restarts(net, group, log, graph, minimax_distances(graph, graph.source), big=cfg.big, sign=1.0, max_rounds=cfg.train_rounds + 1)
+    ctx.table("minimax_selection", table)
+    return net, kept
 
 
 def _knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", knap: pd.DataFrame) -> pd.DataFrame:
-    """``model``: the knapsack stack, one member per row of ``knap``."""
-    S = len(knap)
+    """``net``: the kept knapsack members, one per row of ``knap``; test capacity = 2 x items."""
     rows = []
     for items in ctx.progress(cfg.knap_test_items, "test knapsack"):
         gt = ctx.generator(f"knapsack/test/{items}")
         insts = [knapsack_instance(items, 2 * items, gt) for _ in range(cfg.knap_test_instances)]
-        test, ptr = batch([knapsack_graph(x) for x in insts])
-        with torch.no_grad():
-            h, rounds = net(_init_states(test.num_nodes, test.source, S, cfg.big, -1.0), test.edge_index, test.weight, max_rounds=items + 2)
-        for i, x in enumerate(insts):
-            opt = float(knapsack_dp(x.weights, x.values, x.capacity)[-1, -1])
-            for j, (s, k) in enumerate(zip(knap["seed"], knap["restart"])):
-                pred = float(h[ptr[i + 1] - 1, j])
-                rows.append(dict(items=items, capacity=x.capacity, instance=i, seed=s, restart=k, optimum=opt, predicted=pred, rel_error=abs(pred - opt) / opt, rounds=rounds))
-    table = pd.DataFrame(rows)
-    ctx.table("knapsack", table)
-    return table
+        optima, preds, rounds = knapsack_optima(net, insts, cfg.big, max_rounds=items + 2)
+        for i, (x, opt) in enumerate(zip(insts, optima)):
+            rows += [dict(items=items, capacity=x.capacity, instance=i, seed=s, restart=k, optimum=opt, predicted=p, rel_error=abs(p - opt) / opt, rounds=rounds)
+                     for s, k, p in zip(knap["seed"], knap["restart"], preds[i])]
+    return ctx.table("knapsack", pd.DataFrame(rows))
 
 
 def _references(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import shortest_path
-
     rows = []
     for family in cfg.test_families:
         for n in cfg.test_n:
             g = ctx.generator(f"test/{family}/{n}")  # the same graphs as the MPNN test
-            for i in range(cfg.test_graphs):
-                graph = _test_graph(family, n, g, cfg.er_c)
-                d = bellman_ford(graph.edge_index, graph.weight, graph.num_nodes, graph.source).numpy()
-                u, v = graph.edge_index.numpy()
-                mat = coo_matrix((graph.weight.numpy(), (u, v)), shape=(graph.num_nodes,) * 2).tocsr()  # duplicates summed: none here
-                ref = shortest_path(mat, directed=True, indices=graph.source)
-                rows.append(dict(check="bellman-ford vs scipy", family=family, n=n, graph=i, error=float(np.abs(d - ref).max())))
+            rows += [dict(check="bellman-ford vs scipy", family=family, n=n, graph=i, error=bellman_ford_scipy_error(random_test_graph(family, n, g, cfg.er_c)))
+                     for i in range(cfg.test_graphs)]
     g = ctx.generator("knapsack/brute")
     for i in range(cfg.brute_instances):
         items = int(torch.randint(1, 13, (1,), generator=g))
         x = knapsack_instance(items, int(torch.randint(1, 4 * items + 1, (1,), generator=g)), g)
-        rows.append(dict(check="knapsack DP vs brute force", family="knapsack", n=items, graph=i,
-                         error=abs(float(knapsack_dp(x.weights, x.values, x.capacity)[-1, -1]) - knapsack_brute_force(x.weights, x.values, x.capacity))))
-    table = pd.DataFrame(rows)
-    ctx.table("references", table)
-    return table
+        rows.append(dict(check="knapsack DP vs brute force", family="knapsack", n=items, graph=i, error=knapsack_brute_force_error(x)))
+    return ctx.table("references", pd.DataFrame(rows))
 
 
 def _wl(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
-    from theorylab.nn.mpnn import AlignedMPNN, PairMPNN, pair_init
+    from theorylab.nn.mpnn import AlignedMPNN, PairMPNN
 
-    c6, tri = wl_indistinguishable_pair()
+    pair = c6, tri = wl_indistinguishable_pair()
     rows = []
     seeds = [ctx.seed(f"wl/{i}") for i in range(cfg.wl_models)]
     wl_same = all(sorted(a) == sorted(b) for a, b in zip(wl_colors(c6.edge_index, 6, cfg.wl_rounds), wl_colors(tri.edge_index, 6, cfg.wl_rounds)))
     msf = (msf_weight(c6.edge_index, c6.weight, 6), msf_weight(tri.edge_index, tri.weight, 6))
-
-    def node_run(aggr: str, features: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        net = AlignedMPNN(aggr, seeds=seeds, hidden=cfg.hidden)
-        outs = []
-        with torch.no_grad():
-            for graph in (c6, tri):
-                h, _ = net(features[:, None].expand(-1, cfg.wl_models).clone(), graph.edge_index, graph.weight, rounds=cfg.wl_rounds, frontier=False)
-                outs.append(h)
-        return outs
-
     for aggr in ("min", "max", "sum", "mean"):
         variants = [("node MPNN", torch.ones(6, dtype=torch.float64))]
         if aggr == "sum":  # the leak control: node ids as features must be detected
             variants.append(("node MPNN + node ids (leak)", torch.arange(6, dtype=torch.float64)))
         for variant, feats in variants:
-            a, b = node_run(aggr, feats)
-            gap = (a.sort(0).values - b.sort(0).values).abs().amax(0)
-            readout = (a.sum(0) - b.sum(0)).abs()
-            for i in range(cfg.wl_models):
-                rows.append(dict(variant=variant, aggr=aggr, model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[i])))
-    for aggr in ("sum",):  # random min/max pair networks saturate to one value on both graphs; sum keeps the multiset
-        net = PairMPNN(aggr, seeds=seeds, hidden=16)
-        with torch.no_grad():
-            a, b = (net(pair_init(gr.edge_index, gr.weight, 6, cfg.wl_models, 2.0), 3) for gr in (c6, tri))
-        flat_a, flat_b = a.reshape(36, -1).sort(0).values, b.reshape(36, -1).sort(0).values
-        gap = (flat_a - flat_b).abs().amax(0)
-        readout = (a.sum((0, 1)) - b.sum((0, 1))).abs()
-        for i in range(cfg.wl_models):
-            rows.append(dict(variant="pair MPNN (2-WL style)", aggr=aggr, model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[i])))
-    table = pd.DataFrame(rows).assign(wl_colours_equal=wl_same, msf_c6=msf[0], msf_two_c3=msf[1])
-    ctx.table("wl_pair", table)
-    return table
+            gap, readout = node_embedding_gaps(AlignedMPNN(aggr, seeds=seeds, hidden=cfg.hidden), pair, feats, cfg.wl_rounds)
+            rows += [dict(variant=variant, aggr=aggr, model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[i])) for i in range(cfg.wl_models)]
+    # random min/max pair networks saturate to one value on both graphs; sum keeps the multiset
+    gap, readout = pair_embedding_gaps(PairMPNN("sum", seeds=seeds, hidden=16), pair, rounds=3, big=2.0)
+    rows += [dict(variant="pair MPNN (2-WL style)", aggr="sum", model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[i])) for i in range(cfg.wl_models)]
+    return ctx.table("wl_pair", pd.DataFrame(rows).assign(wl_colours_equal=wl_same, msf_c6=msf[0], msf_two_c3=msf[1]))
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,6 +10,9 @@ Learn?", arXiv 2602.13106 (2026); Nerem, Chen, Dasgupta, Wang, arXiv 2503.19173.
 - :func:`msf_weight`: minimum spanning forest weight (Kruskal with union-find).
 - :func:`wl_colors`: 1-WL colour refinement; equal colour histograms mean no MPNN with
   permutation-invariant aggregation can tell two graphs apart (Xu et al.; Morris et al.).
+- :func:`knapsack_dp_targets` (every DP-table entry of many instances, as one vector),
+  :func:`minimum_spanning_edges` (networkx), and the oracle cross-checks
+  :func:`bellman_ford_scipy_error` and :func:`knapsack_brute_force_error`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import math
 import numpy as np
 import torch
 from torch import Tensor
+
+from theorylab.data.graphs import KnapsackInstance, WeightedGraph
 
 UNREACHED = math.inf
 
@@ -107,3 +112,44 @@ def wl_colors(edge_index: Tensor, num_nodes: int, rounds: int, initial: list | N
         colours = [hash((colours[v], tuple(sorted(colours[u] for u in set(neighbours[v]))))) for v in range(num_nodes)]
         history.append(colours)
     return history
+
+
+def knapsack_dp_targets(instances: list[KnapsackInstance]) -> Tensor:
+    """The flattened DP tables of ``instances``, concatenated: the node targets of their batched
+    :func:`~theorylab.data.graphs.knapsack_graph` DAGs (node (i, c) of each holds ``T[i, c]``)."""
+    return torch.cat([torch.as_tensor(knapsack_dp(x.weights, x.values, x.capacity).flatten()) for x in instances])
+
+
+def bellman_ford_scipy_error(graph: WeightedGraph) -> float:
+    """Max |:func:`bellman_ford` − ``scipy.sparse.csgraph.shortest_path``| from the graph's source (inf = inf counts 0).
+
+    The graph must have no parallel edges (the sparse matrix would sum them).
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    d = bellman_ford(graph.edge_index, graph.weight, graph.num_nodes, graph.source).numpy()
+    u, v = graph.edge_index.numpy()
+    mat = coo_matrix((graph.weight.numpy(), (u, v)), shape=(graph.num_nodes,) * 2).tocsr()
+    ref = shortest_path(mat, directed=True, indices=graph.source)
+    return float(np.abs(d - ref).max())
+
+
+def knapsack_brute_force_error(inst: KnapsackInstance) -> float:
+    """|DP optimum − brute-force optimum| of one instance (use <= ~16 items)."""
+    dp = float(knapsack_dp(inst.weights, inst.values, inst.capacity)[-1, -1])
+    return abs(dp - knapsack_brute_force(inst.weights, inst.values, inst.capacity))
+
+
+def minimum_spanning_edges(graph: WeightedGraph) -> set[tuple[int, int]]:
+    """Edges ``(a, b)``, ``a < b``, of networkx's minimum spanning forest of the undirected graph whose edges
+    are the directed pairs with ``u < v`` (as :func:`~theorylab.data.graphs.symmetrize` leaves them)."""
+    import networkx as nx
+
+    G = nx.Graph()
+    G.add_nodes_from(range(graph.num_nodes))
+    u, v = graph.edge_index
+    half = u < v
+    for a, b, w in zip(u[half].tolist(), v[half].tolist(), graph.weight[half].tolist()):
+        G.add_edge(a, b, weight=w)
+    return {tuple(sorted(e[:2])) for e in nx.minimum_spanning_edges(G, data=False)}

@@ -11,6 +11,10 @@ Scores ``s_ij = x_iᵀ M x_j / √d`` with ``M = S + A``; attention ``P = D⁻¹
   ``σ = ½ Σ_ij (π_i P_ij − π_j P_ji) ln(π_i P_ij / (π_j P_ji))`` is 0 iff detailed balance holds.
 - :func:`poe_symmetrize` (``P ⊙ Pᵀ``), :func:`magnetic_laplacian` (Hermitian, gauge-invariant),
   :func:`diffusion_coordinates`.
+- :func:`corrected_tied_attention` (tied QK with the per-key norm correction: exactly ``D⁻¹K_gauss``),
+  :func:`right_eigenvectors` (diffusion coordinates of a random-walk operator), :func:`knn_bandwidth`,
+  :func:`random_sym_skew`, :func:`random_attention_draw` and :func:`random_magnetic_draw` (the random
+  operators of the checks).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import math
 
 import torch
 from torch import Tensor
+
+from theorylab.data.manifolds import gaussian_points
+from theorylab.theory.bilinear import split_sym_skew
 
 
 def scores(X: Tensor, M: Tensor) -> Tensor:
@@ -104,3 +111,58 @@ def canonical_correlations(U: Tensor, V: Tensor) -> Tensor:
     qu, _ = torch.linalg.qr(U - U.mean(0))
     qv, _ = torch.linalg.qr(V - V.mean(0))
     return torch.linalg.svdvals(qu.T @ qv).clamp(max=1.0)
+
+
+def corrected_tied_attention(X: Tensor, eps: float) -> Tensor:
+    """Tied-QK attention with ``β = 2√d/ε`` and the per-key logit correction ``−β|x_j|²/(2√d)``: exactly ``D⁻¹K_gauss``.
+
+    The correction removes the key weights ``w_j`` of the tied identity (Candanedo, arXiv 2604.09560;
+    the Coifman-Lafon random walk of a Gaussian kernel with bandwidth ε).
+    """
+    d = X.shape[1]
+    beta = 2 * math.sqrt(d) / eps
+    logits = beta * X @ X.T / math.sqrt(d) - beta * X.pow(2).sum(-1)[None, :] / (2 * math.sqrt(d))
+    return torch.softmax(logits, -1)
+
+
+def right_eigenvectors(P: Tensor, k: int) -> Tensor:
+    """The top ``k`` non-trivial right eigenvectors of a random-walk operator (real spectrum), shape ``(n, k)``.
+
+    Ordered by the real part of the eigenvalue; the trivial constant vector (eigenvalue 1) is skipped.
+    """
+    lam, V = torch.linalg.eig(P)
+    order = torch.argsort(lam.real, descending=True)
+    return V[:, order[1:k + 1]].real
+
+
+def knn_bandwidth(X: Tensor, k: int = 10) -> float:
+    """``2 · median_i |x_i − x_(k)|²``: twice the median squared distance to the k-th nearest neighbour (self = 0th)."""
+    d2 = torch.cdist(X, X).pow(2)
+    return 2 * float(d2.sort(dim=1).values[:, k].median())
+
+
+def random_sym_skew(d: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """``(S, A₀)``: S the symmetric part of an N(0, 1/d) matrix; A₀ the antisymmetric part of an N(0, 1)
+    matrix rescaled to ``‖A₀‖_F = ‖S‖_F`` (two draws from ``generator``, in that order)."""
+    S, _ = split_sym_skew(torch.randn(d, d, generator=generator, dtype=torch.float64) / math.sqrt(d))
+    _, A = split_sym_skew(torch.randn(d, d, generator=generator, dtype=torch.float64))
+    return S, A * S.norm() / A.norm()
+
+
+def random_attention_draw(n: int, d: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
+    """``(X, S, A₀)``: ``n`` Gaussian points of norm ~3 (:func:`gaussian_points`), then :func:`random_sym_skew`."""
+    X = gaussian_points(n, d, generator=generator)
+    S, A0 = random_sym_skew(d, generator)
+    return X, S, A0
+
+
+def random_magnetic_draw(n: int, d: int, generator: torch.Generator) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(X, S, A₀, φ)`` for the magnetic-Laplacian checks: :func:`gaussian_points`, S and A₀ the symmetric and
+    antisymmetric parts of two N(0, 1) matrices divided by √d, and pure-gauge phases ``φ ~ U[0, 2π)``."""
+    X = gaussian_points(n, d, generator=generator)
+    S, _ = split_sym_skew(torch.randn(d, d, generator=generator, dtype=torch.float64))
+    _, A0 = split_sym_skew(torch.randn(d, d, generator=generator, dtype=torch.float64))
+    S = S / math.sqrt(d)  # keeps exp(x S x/√d) in a few decades (N(0, 1) entries scaled so K_s is not one-hot)
+    A0 = A0 / math.sqrt(d)
+    phi = 2 * math.pi * torch.rand(n, generator=generator, dtype=torch.float64)
+    return X, S, A0, phi
