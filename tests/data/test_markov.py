@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from theorylab.data.markov import TriggerNoiseTask, bigram_counts, dirichlet_bigram, stationary_distribution
+from theorylab.data.markov import (
+    TriggerNoiseTask,
+    bigram_counts,
+    dirichlet_bigram,
+    previous_trigger_next,
+    split_halves,
+    stationary_distribution,
+    top_successor,
+)
 
 
 def test_dirichlet_rows_are_distributions_and_seeded():
@@ -79,3 +87,44 @@ def test_trigger_task_rejects_bad_values():
         TriggerNoiseTask.dirichlet(8).sample(2, 8, 1.5, torch.Generator())
     with pytest.raises(ValueError, match="trigger_boost"):
         TriggerNoiseTask.dirichlet(8, trigger_boost=1.0)
+
+
+def test_previous_trigger_next_against_a_loop():
+    task = TriggerNoiseTask.dirichlet(64, 0.2, trigger_boost=0.1, seed=0)
+    batch = task.sample(20, 64, 0.5, torch.Generator().manual_seed(0))
+    key = previous_trigger_next(batch)
+    assert (key >= 0).any()
+    for i in range(20):
+        last = -1
+        for t in range(64):
+            if batch.after_trigger[i, t]:
+                assert int(key[i, t]) == (last + 1 if last >= 0 else -1)
+                last = t
+            else:
+                assert int(key[i, t]) == -1
+
+
+def test_split_halves_are_disjoint_and_cover():
+    task = TriggerNoiseTask.dirichlet(10, 0.5, trigger_boost=0.2, seed=1)
+    batch = task.sample(9, 16, 0.3, torch.Generator().manual_seed(2))
+    halves = split_halves(batch)
+    assert list(halves) == ["validation", "test"] and len(halves["validation"].tokens) == 4
+    for field in ("tokens", "outputs", "after_trigger", "seen"):
+        joined = torch.cat([getattr(halves["validation"], field), getattr(halves["test"], field)])
+        assert torch.equal(joined, getattr(batch, field))
+
+
+def test_top_successor_against_a_count_loop():
+    stream = np.array([0, 1, 0, 1, 0, 2, 2, 2, 1, 3])
+    top = top_successor(stream, 5)
+    assert top.tolist()[:3] == [1, 0, 2] and top[3] == 3 and top[4] == 4  # unseen tokens map to themselves
+    rng = np.random.default_rng(0)
+    stream = rng.integers(0, 7, size=400)
+    top = top_successor(stream, 9)
+    for a in range(9):
+        counts = np.bincount(stream[1:][stream[:-1] == a], minlength=9)
+        if counts.sum() == 0:
+            assert int(top[a]) == a
+        else:
+            best = np.flatnonzero(counts == counts.max())
+            assert int(top[a]) == best[-1]  # ties go to the largest id

@@ -1,4 +1,7 @@
-"""ff-vs-attention: the quick run, judges that fail on wrong results, pieces against brute force."""
+"""ff-vs-attention: the quick run, judges that fail on wrong results, the pipelines at tiny sizes.
+
+The kit pieces (tests/data/test_markov.py, test_trigger_text.py, tests/nn/test_token_losses.py,
+tests/probes/test_trigger_recall.py, test_lowrank.py, tests/train/test_trigger_recall.py) are tested there."""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ import pandas as pd
 import torch
 
 from result_edits import edit_table as _edit
-
 from theorylab.core.context import RunContext
+from theorylab.data.trigger_text import trigger_noise_task
 from theorylab.studies import ff_vs_attention as ffa
 
 
@@ -140,45 +143,6 @@ def test_laser_judge(ffa_quick):
     assert ffa.judge_laser(with_lm([full, *costly], [full, *costly])).passed is False
 
 
-def test_previous_trigger_next_against_a_loop():
-    cfg = ffa.FFvsAttentionConfig(lm=False)
-    task = ffa.make_task(cfg)
-    batch = task.sample(20, 64, 0.5, torch.Generator().manual_seed(0))
-    key = ffa.previous_trigger_next(batch)
-    for i in range(20):
-        last = -1
-        for t in range(64):
-            if batch.after_trigger[i, t]:
-                assert int(key[i, t]) == (last + 1 if last >= 0 else -1)
-                last = t
-            else:
-                assert int(key[i, t]) == -1
-
-
-def test_trigger_loss_is_cross_entropy_at_triggers():
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(3, 6, 5, generator=g)
-    targets = torch.full((3, 6), ffa.IGNORE)
-    targets[0, 2], targets[2, 4], targets[2, 5] = 1, 3, 0
-    expect = torch.nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1), ignore_index=ffa.IGNORE)
-    assert torch.allclose(ffa.trigger_loss(logits, targets), expect)
-
-
-def test_measure_reads_a_hand_built_model():
-    """FF2 dropped must equal a model whose FF2 down-projection is zero; P(noise) must be a probability."""
-    cfg = ffa.FFvsAttentionConfig(lm=False, d_model=16, vocab=12, seq_len=32, trigger_boost=0.2)
-    task = ffa.make_task(cfg)
-    test = task.sample(32, 32, 0.0, torch.Generator().manual_seed(0))
-    model = ffa.build_model(cfg, seed=0).double()
-    m = ffa.measure(model, test, task.noise)
-    with torch.no_grad():
-        model.blocks[1].mlp.down.weight.zero_()
-    m0 = ffa.measure(model, test, task.noise)
-    assert abs(m["P_noise_noFF2"] - m0["P_noise_full"]) < 1e-12 and abs(m["acc_noFF2"] - m0["acc_full"]) < 1e-12
-    assert 0 <= m["P_noise_full"] <= 1 and 0 <= m["induction_mass"] <= 1
-    assert m0["ff2_margin"] == 0.0 and m0["ff2_margin_positive"] == 0.0  # a zero FF2 writes no logit
-
-
 def test_language_model_part_runs_on_a_local_text(tmp_path):
     """The real-text pipeline end to end on a small local file (a smoke run: sizes far too small for the claim)."""
     text = " ".join(f"the son of {name} went unto the house of the LORD ." for name in ["Moses", "Aaron", "David", "Saul", "Jacob"] * 60)
@@ -241,20 +205,6 @@ def test_missing_corpus_fails_before_training(tmp_path, monkeypatch):
     assert not trained
 
 
-def test_repeated_names_and_top_successor_against_loops():
-    g = torch.Generator().manual_seed(0)
-    w = torch.randint(6, (8, 12), generator=g)
-    is_name = torch.tensor([False, True, False, True, True, False])
-    mask = ffa.repeated_names(w, is_name)
-    for i in range(8):
-        for t in range(12):
-            expect = t < 11 and bool(is_name[w[i, t + 1]]) and bool((w[i, : t + 1] == w[i, t + 1]).any())
-            assert bool(mask[i, t]) == expect
-    stream = np.array([0, 1, 0, 1, 0, 2, 2, 2, 1, 3])
-    top = ffa.top_successor(stream, 5)
-    assert top.tolist()[:3] == [1, 0, 2] and top[3] == 3 and top[4] == 4  # unseen tokens map to themselves
-
-
 def test_local_pretrained_model_path(tmp_path):
     """The Pythia path on a random-init GPT-NeoX saved locally with a word-level tokenizer (no download)."""
     import pytest
@@ -293,7 +243,7 @@ def test_text_background_uses_character_bigrams(tmp_path):
     corpus = tmp_path / "bg.txt"
     corpus.write_text(text)
     cfg = ffa.FFvsAttentionConfig(background=str(corpus), lm=False)
-    task = ffa.make_task(cfg)
+    task = trigger_noise_task(cfg.background, cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
     chars = CharVocab.from_text(text)
     assert task.vocab == len(chars) + 1 and task.noise == len(chars)
     assert task.trigger == chars.index[" "]  # the most frequent character
@@ -306,21 +256,3 @@ def test_text_background_uses_character_bigrams(tmp_path):
     curves = res.table("curves")
     assert set(curves["variant"]) == {"full"}  # the quick preset trains only the main model
     assert len(curves[curves["variant"] == "full"]) == 3  # evaluations at steps 0, 2, 4
-
-
-def test_value_truncation_against_ablation_and_full_rank():
-    """Rank 0 zeroes the layer-2 value matrix: the same as dropping the layer-2 attention output;
-    a rank at or above d leaves the model untouched; the halves are disjoint and cover the test set."""
-    cfg = ffa.FFvsAttentionConfig(lm=False, d_model=16, vocab=12, seq_len=32, trigger_boost=0.2)
-    task = ffa.make_task(cfg)
-    test = task.sample(40, 32, 0.0, torch.Generator().manual_seed(1))
-    model = ffa.build_model(cfg, seed=0, ff=False).double()
-    rows = pd.DataFrame(ffa.value_truncation(model, test, task.noise, (16, 2)))
-    halves = ffa.split_halves(test)
-    assert len(halves["validation"].tokens) + len(halves["test"].tokens) == 40
-    for split, half in halves.items():
-        r = rows[rows["split"] == split].set_index("rank")
-        m = ffa.measure(model, half, task.noise)
-        assert abs(r.loc[-1, "P_noise"] - m["P_noise_full"]) < 1e-12 and abs(r.loc[16, "P_noise"] - m["P_noise_full"]) < 1e-9
-        assert abs(r.loc[0, "P_noise"] - m["P_noise_noAttn2"]) < 1e-12
-        assert abs(r.loc[2, "P_noise"] - m["P_noise_full"]) > 1e-6  # a real truncation changes the model

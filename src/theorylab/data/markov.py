@@ -54,6 +54,17 @@ def bigram_counts(tokens: np.ndarray, vocab: int, smoothing: float = 0.0) -> np.
     return counts / counts.sum(axis=1, keepdims=True)
 
 
+def top_successor(stream: np.ndarray, vocab_size: int) -> Tensor:
+    """The most frequent next token after each token of a stream (its bigram arg-max; ties go to the
+    largest id; a token never followed maps to itself): (V,)."""
+    pairs, counts = np.unique(stream[:-1] * vocab_size + stream[1:], return_counts=True)
+    prev, nxt = pairs // vocab_size, pairs % vocab_size
+    order = np.lexsort((counts, prev))  # by prev, then count ascending: the last of each prev wins
+    top = np.arange(vocab_size)
+    top[prev[order]] = nxt[order]
+    return torch.from_numpy(top)
+
+
 @dataclass(frozen=True)
 class TriggerBatch:
     """Sampled sequences and where the trigger task acts.
@@ -159,3 +170,27 @@ class TriggerNoiseTask:
         after[:, -1] = False
         earlier = torch.cumsum(after.long(), dim=1) - after.long()  # triggers strictly before t
         return TriggerBatch(tokens=tokens, outputs=outputs, after_trigger=after, seen=after & (earlier > 0))
+
+
+def previous_trigger_next(batch: TriggerBatch) -> Tensor:
+    """For each position t holding the trigger, the position right after the previous trigger
+    occurrence (where o, or noise, was written): the key an induction head attends to
+    (arXiv 2406.03068, Sec. 3; Bietti et al. 2023). -1 elsewhere and at a first trigger: (n, T)."""
+    n, t = batch.tokens.shape
+    pos = torch.arange(t).expand(n, t)
+    is_trig = batch.after_trigger
+    marked = torch.where(is_trig, pos, torch.full_like(pos, -1))
+    last = torch.cummax(marked, dim=1).values  # latest trigger at or before t
+    prev = torch.full_like(pos, -1)
+    prev[:, 1:] = last[:, :-1]  # latest trigger strictly before t
+    return torch.where(is_trig & (prev >= 0), prev + 1, torch.full_like(prev, -1))
+
+
+def split_halves(batch: TriggerBatch) -> dict[str, TriggerBatch]:
+    """The sequences cut in two disjoint halves (first ``n // 2``, the rest): 'validation' picks, 'test' judges."""
+    half = len(batch.tokens) // 2
+
+    def cut(a: int, b: int) -> TriggerBatch:
+        return TriggerBatch(batch.tokens[a:b], batch.outputs[a:b], batch.after_trigger[a:b], batch.seen[a:b])
+
+    return {"validation": cut(0, half), "test": cut(half, len(batch.tokens))}

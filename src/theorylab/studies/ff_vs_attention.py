@@ -15,32 +15,37 @@ attention mass on the token after the previous trigger (the induction head), ove
 Real-text part (replacing the paper's Pythia ablations, whose weights we do not download): a
 small language model trained on a real corpus (the King James Bible from Debian's
 ``bible-kjv``, or any local text file) into which the trigger task is written with real words
-(:mod:`theorylab.studies.ff_vs_attention_lm`), then LASER-style truncation of its last MLP.
+(:mod:`theorylab.data.trigger_text`), then LASER-style truncation of its last MLP.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from pydantic import Field, model_validator
 
-from theorylab.core import Claims, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, bigram_counts
-from theorylab.data.text import CORPORA, CharVocab, check_corpus, TriggerWordTask, WordVocab, proper_names, random_windows, resolve_corpus
-from theorylab.nn.toy_transformer import ToyTransformer
-from theorylab.probes.ablation import ablate, attention_to, direct_logit, logit_margin, low_rank
-from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
+from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, top_successor
+from theorylab.data.text import CORPORA, TriggerWordTask, WordVocab, check_corpus, resolve_corpus
+from theorylab.data.trigger_text import (CorpusTooShort, TriggerCorpus, held_out_probes, name_mask, trigger_noise_task, trigger_prompts,
+                                         word_trigger_corpus)
+from theorylab.nn.transformer_recipes import recall_transformer, small_gpt
+from theorylab.probes.lowrank import laser_grid, laser_selection, pick_value_rank
+from theorylab.probes.trigger_recall import measure_hf_recall, measure_word_recall, value_truncation
+from theorylab.theory.level_crossings import first_point_above
+from theorylab.train.batched import AdamWSchedule, StackedModels
+from theorylab.train.language import train_trigger_lm
+from theorylab.train.trigger_recall import train_trigger_recall
 
 PAPER = "Chen, Bruna, Bietti, arXiv 2406.03068 (2024); ICLR 2025"
 REF = "arXiv 2406.03068"
-IGNORE = -100
 
 Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -114,171 +119,33 @@ class FFvsAttentionConfig(StudyConfig):
 
 
 # --------------------------------------------------------------------------------------------
-# Synthetic part: model, data, measurements
+# Synthetic part: the paper's two-layer model trained on the trigger task, measured over training
 # --------------------------------------------------------------------------------------------
-
-FF2 = "blocks.1.mlp"
-ATTN1 = "blocks.0.attn"
-ATTN2 = "blocks.1.attn"
-
-
-def build_model(cfg: FFvsAttentionConfig, seed: int, ff: bool = True, vocab: int | None = None) -> ToyTransformer:
-    """The paper's two-layer model (Sec. 3; Bietti et al. 2023): one head per layer, learned
-    absolute positions, no norm, ReLU FF of width 4d after each attention, token embedding and
-    unembedding frozen at N(0, 1/d), no biases. ``ff=False`` removes both FF layers; ``vocab``
-    overrides ``cfg.vocab`` (a text background fixes its own)."""
-    return ToyTransformer(
-        d_model=cfg.d_model, n_layers=2, n_heads=1, mlp_width=cfg.ff_mult * cfg.d_model if ff else 0, activation="relu",
-        norm="none", causal=True, positional="learned", max_len=cfg.seq_len, vocab_size=vocab or cfg.vocab, freeze_embedding=True,
-        freeze_readout=True, embedding_std=cfg.d_model**-0.5, bias=False, seed=seed,
-    )
-
-
-def make_task(cfg: FFvsAttentionConfig) -> TriggerNoiseTask:
-    """The card's Dirichlet chain on ``cfg.vocab`` tokens, or the character-bigram chain of a text
-    (as the authors' tiny-Shakespeare background) with one extra token as the noise token."""
-    if cfg.background == "dirichlet":
-        return TriggerNoiseTask.dirichlet(cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, seed=cfg.data_seed)
-    text = resolve_corpus(cfg.background)
-    chars = CharVocab.from_text(text)
-    vocab = len(chars) + 1  # the last id is the noise token, never emitted by the text
-    return TriggerNoiseTask.from_transition(bigram_counts(chars.encode(text), vocab), noise=vocab - 1, trigger_boost=cfg.trigger_boost)
-
-
-def trigger_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy at the trigger positions only (targets = IGNORE elsewhere); vmap-safe."""
-    mask = targets != IGNORE
-    logp = logits.log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)
-    return -(logp * mask).sum() / mask.sum().clamp(min=1)
-
-
-def previous_trigger_next(batch: TriggerBatch) -> torch.Tensor:
-    """For each position t holding the trigger, the position right after the previous trigger
-    occurrence (where o, or noise, was written): the key an induction head attends to. -1 if none."""
-    n, t = batch.tokens.shape
-    pos = torch.arange(t).expand(n, t)
-    is_trig = batch.after_trigger
-    marked = torch.where(is_trig, pos, torch.full_like(pos, -1))
-    last = torch.cummax(marked, dim=1).values  # latest trigger at or before t
-    prev = torch.full_like(pos, -1)
-    prev[:, 1:] = last[:, :-1]  # latest trigger strictly before t
-    return torch.where(is_trig & (prev >= 0), prev + 1, torch.full_like(prev, -1))
-
-
-@torch.no_grad()
-def measure(model: ToyTransformer, test: TriggerBatch, noise: int) -> dict[str, float]:
-    """The card's test measurements at trigger positions with an earlier trigger (p = 0 data)."""
-    device = next(model.parameters()).device
-    tokens = test.tokens.to(device)
-    where = test.seen.to(device)
-    answer = test.outputs.to(device)[:, None].expand_as(tokens)[where]
-    names = ["blocks.1.attn.hook_pattern"] + (["blocks.1.hook_mlp_out"] if model.blocks[1].mlp is not None else [])
-    logits, cache = model.run_with_cache(tokens, names)
-    probs = logits[where].softmax(-1)
-    out = dict(
-        acc_full=float((probs.argmax(-1) == answer).double().mean()),
-        P_noise_full=float(probs[:, noise].double().mean()),
-        P_answer_full=float(probs.gather(-1, answer[:, None]).double().mean()),
-    )
-    key = previous_trigger_next(test).to(device)
-    out["induction_mass"] = float(attention_to(cache["blocks.1.attn.hook_pattern"][:, 0], key)[where].double().nanmean())
-    if model.blocks[1].mlp is not None:
-        ff2 = direct_logit(cache["blocks.1.hook_mlp_out"][where], model.readout.weight)
-        margin = logit_margin(ff2, noise).double()
-        out["ff2_margin"] = float(margin.mean())
-        out["ff2_margin_positive"] = float((margin > 0).double().mean())
-        with ablate(model, FF2):
-            p2 = model(tokens)[where].softmax(-1)
-        out.update(
-            acc_noFF2=float((p2.argmax(-1) == answer).double().mean()),
-            P_noise_noFF2=float(p2[:, noise].double().mean()),
-            P_answer_noFF2=float(p2.gather(-1, answer[:, None]).double().mean()),
-        )
-    for layer, name in ((1, ATTN1), (2, ATTN2)):
-        with ablate(model, name):
-            p3 = model(tokens)[where].softmax(-1)
-        out[f"P_noise_noAttn{layer}"] = float(p3[:, noise].double().mean())
-        out[f"P_answer_noAttn{layer}"] = float(p3.gather(-1, answer[:, None]).double().mean())
-    return out
-
-
-VALUE2 = "blocks.1.attn.W_V"
-
-
-def split_halves(test: TriggerBatch) -> dict[str, TriggerBatch]:
-    """The test sequences cut in two disjoint halves: 'validation' picks, 'test' judges."""
-    half = len(test.tokens) // 2
-    cut = lambda a, b: TriggerBatch(test.tokens[a:b], test.outputs[a:b], test.after_trigger[a:b], test.seen[a:b])  # noqa: E731
-    return {"validation": cut(0, half), "test": cut(half, len(test.tokens))}
-
-
-@torch.no_grad()
-def value_truncation(model: ToyTransformer, test: TriggerBatch, noise: int, ranks: tuple[int, ...]) -> list[dict]:
-    """The no-FF model's layer-2 attention value path (card, claim 6): the value matrix W_V of
-    layer 2 truncated to its top-``rank`` singular directions (the authors' ``wv_low_rank`` on the
-    second layer; LASER's operation), measured at test triggers on each half of ``test``. Rank -1
-    is the untouched model; rank 0 zeroes W_V, i.e. drops the whole layer-2 attention output."""
-    device = next(model.parameters()).device
-    rows = []
-    for split, half in split_halves(test).items():
-        tokens, where = half.tokens.to(device), half.seen.to(device)
-        answer = half.outputs.to(device)[:, None].expand_as(tokens)[where]
-        for rank in (-1, 0, *ranks):
-            if rank < 0:
-                probs = model(tokens)[where].softmax(-1)
-            else:
-                with low_rank(model, {VALUE2: rank}):
-                    probs = model(tokens)[where].softmax(-1)
-            rows.append(dict(split=split, rank=rank, positions=int(where.sum()), P_noise=float(probs[:, noise].double().mean()),
-                             P_answer=float(probs.gather(-1, answer[:, None]).double().mean()), acc=float((probs.argmax(-1) == answer).double().mean())))
-    return rows
 
 
 def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float, ff: bool, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and
     seed) and, for a model without FF layers, the layer-2 value truncation at the end (else empty)."""
-    device = ctx.device
-    seeds = range(cfg.seeds)
-    init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in seeds]
-    models = StackedModels([build_model(cfg, seed, ff=ff, vocab=task.vocab) for seed in init]).to(device)
-    gen = ctx.generator(f"data/{name}")
-    bank = task.sample(cfg.train_bank, cfg.seq_len, p_noise, gen) if cfg.train_bank else None
-
-    def batches(step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if bank is not None:
-            idx = torch.randint(cfg.train_bank, (cfg.seeds, cfg.batch), generator=gen)
-            x, y = bank.tokens[idx], bank.targets(IGNORE)[idx]
-        else:
-            b = task.sample(cfg.seeds * cfg.batch, cfg.seq_len, p_noise, gen)
-            x, y = b.tokens.view(cfg.seeds, cfg.batch, -1), b.targets(IGNORE).view(cfg.seeds, cfg.batch, -1)
-        return x.to(device), y.to(device)
-
-    rows: list[dict] = []
-
-    def evaluate(n_updates: int) -> None:
-        for s in seeds:
-            rows.append(dict(variant=name, p_noise=p_noise, ff=ff, seed=s, step=n_updates, **measure(models.member(s), test, task.noise)))
-
+    init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in range(cfg.seeds)]
+    width = cfg.ff_mult * cfg.d_model if ff else 0  # ff=False removes both FF layers
+    models = StackedModels([recall_transformer(cfg.d_model, task.vocab, cfg.seq_len, width, seed) for seed in init]).to(ctx.device)
     optim = AdamWSchedule(
         lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum, weight_decay=cfg.weight_decay, schedule=cfg.schedule,
     )
-    log = train_stacked(
-        models, batches, trigger_loss, steps=cfg.steps, optim=optim, progress=ctx.progress, description=f"train {name}",
-        # only the main model's curve is read at every step (claim association-first, figure training_dynamics);
+    curve, bad = train_trigger_recall(
+        models, task, test, p_noise=p_noise, steps=cfg.steps, batch=cfg.batch, seq_len=cfg.seq_len, train_bank=cfg.train_bank, optim=optim,
+        generator=ctx.generator(f"data/{name}"), name=name, labels=dict(variant=name, p_noise=p_noise, ff=ff), progress=ctx.progress, device=ctx.device,
+        # only the main model's curve is read at every step (claim ff-first, figure training_dynamics);
         # the variants are judged at their last step, so they are measured at the start and the end only
-        evaluate=evaluate, evaluate_every=cfg.eval_every if name == "full" else cfg.steps,
+        evaluate_every=cfg.eval_every if name == "full" else cfg.steps,
     )
-    if log.diverged_at.min() >= 0:
-        raise Diverged(f"training loss of every seed of {name}", int(log.diverged_at.min()))
-    curve = pd.DataFrame(rows)
-    bad = {s: int(log.diverged_at[s]) for s in seeds if log.diverged_at[s] >= 0}
     for s, step in bad.items():
         ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
     truncation = pd.DataFrame()
     if not ff:
-        truncation = pd.DataFrame([dict(variant=name, p_noise=p_noise, seed=s, **row) for s in seeds if s not in bad
+        truncation = pd.DataFrame([dict(variant=name, p_noise=p_noise, seed=s, **row) for s in range(cfg.seeds) if s not in bad
                                    for row in value_truncation(models.member(s), test, task.noise, cfg.value_ranks)])
-    return curve[~curve["seed"].isin(list(bad))], truncation
+    return curve, truncation
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,194 +155,40 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
 TRIGGER_WORD = "of"
 
 
-Corpus = tuple[WordVocab, np.ndarray, np.ndarray, TriggerWordTask]
-
-
-def lm_corpus(cfg: FFvsAttentionConfig) -> Corpus:
+def lm_corpus(cfg: FFvsAttentionConfig) -> TriggerCorpus:
     """Vocabulary, train/held-out token streams (first 90% / last 10% of the text) and the task."""
-    text = resolve_corpus(cfg.lm_corpus)
-    vocab = WordVocab.from_text(text, cfg.lm_vocab)
-    stream = vocab.encode(text)
-    cut = int(0.9 * len(stream))
-    if cut <= cfg.lm_seq_len or len(stream) - cut <= cfg.lm_seq_len:
-        raise ConfigError(f"lm_corpus: {len(stream)} words is too short for windows of lm_seq_len = {cfg.lm_seq_len}")
-    task = TriggerWordTask.from_corpus(vocab, stream[:cut], TRIGGER_WORD)
-    return vocab, stream[:cut], stream[cut:], task
+    try:
+        return word_trigger_corpus(resolve_corpus(cfg.lm_corpus), cfg.lm_vocab, TRIGGER_WORD, cfg.lm_seq_len)
+    except CorpusTooShort as err:
+        raise ConfigError(f"lm_corpus: {err.words} words is too short for windows of lm_seq_len = {cfg.lm_seq_len}") from None
 
 
-def build_lm(cfg: FFvsAttentionConfig, vocab_size: int, seed: int) -> ToyTransformer:
-    """A small GPT-style model: pre-LayerNorm, GELU MLP of width 4d, learned positions, causal."""
-    return ToyTransformer(
-        d_model=cfg.lm_d_model, n_layers=cfg.lm_layers, n_heads=cfg.lm_heads, mlp_width=4 * cfg.lm_d_model, activation="gelu",
-        norm="layer", final_norm=True, causal=True, positional="learned", max_len=cfg.lm_seq_len, vocab_size=vocab_size, seed=seed,
-    )
+def held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[str, tuple[TriggerBatch, torch.Tensor]]:
+    """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows: one picks the (layer, rank) to truncate, the other judges it."""
+    return held_out_probes(test_stream, task, cfg.lm_probes, cfg.lm_seq_len, {split: ctx.generator(f"lm/{split}") for split in ("validation", "test")})
 
 
-def next_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over every position; vmap-safe."""
-    logp = logits[:, :-1].log_softmax(-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
-    return -logp.mean()
-
-
-def repeated_names(windows: torch.Tensor, is_name: torch.Tensor) -> torch.Tensor:
-    """Natural repeated-name completions: position t of a window where the next token is a proper
-    name that already occurred at or before t. (n, T) bool (the last position is never marked)."""
-    nxt = windows[:, 1:]  # (n, T-1)
-    earlier = (windows[:, None, :] == nxt[:, :, None]) & torch.ones(nxt.shape[1], windows.shape[1], dtype=torch.bool).tril()  # key j <= t
-    mask = torch.zeros_like(windows, dtype=torch.bool)
-    mask[:, :-1] = is_name[nxt] & earlier.any(-1)
-    return mask
-
-
-def top_successor(stream: np.ndarray, vocab_size: int) -> torch.Tensor:
-    """The corpus's most frequent next token after each token (its bigram arg-max): (V,)."""
-    pairs, counts = np.unique(stream[:-1] * vocab_size + stream[1:], return_counts=True)
-    prev, nxt = pairs // vocab_size, pairs % vocab_size
-    order = np.lexsort((counts, prev))  # by prev, then count ascending: the last of each prev wins
-    top = np.arange(vocab_size)
-    top[prev[order]] = nxt[order]
-    return torch.from_numpy(top)
-
-
-@torch.no_grad()
-def lm_measure(model: ToyTransformer, probes: TriggerBatch, natural: torch.Tensor, task: TriggerWordTask, is_name: torch.Tensor,
-               successor: torch.Tensor, chunk: int = 256) -> dict[str, float]:
-    """In-context recall at held-out trigger positions (p = 0); on untouched held-out text, the
-    perplexity and the natural repeated-name completions (probability of the name vs of the
-    corpus's most frequent successor of the current word)."""
-    device = next(model.parameters()).device
-    sums = dict.fromkeys(("correct", "p_answer", "p_generic", "count", "nat_correct", "nat_p_name", "nat_p_generic", "nat_count"), 0.0)
-    for i in range(0, len(probes.tokens), chunk):
-        tokens = probes.tokens[i : i + chunk].to(device)
-        where = probes.seen[i : i + chunk].to(device)
-        answer = probes.outputs[i : i + chunk].to(device)[:, None].expand_as(tokens)[where]
-        probs = model(tokens)[where].softmax(-1).double()
-        sums["correct"] += float((probs.argmax(-1) == answer).sum())
-        sums["p_answer"] += float(probs.gather(-1, answer[:, None]).sum())
-        sums["p_generic"] += float(probs[:, task.generic].sum())
-        sums["count"] += int(where.sum())
-    nll = []
-    for i in range(0, len(natural), chunk):
-        w = natural[i : i + chunk]
-        logits = model(w.to(device))
-        nll.append(float(next_token_loss(logits, w.to(device))))
-        where = repeated_names(w, is_name)
-        nxt = torch.zeros_like(w)
-        nxt[:, :-1] = w[:, 1:]
-        probs = logits[where.to(device)].softmax(-1).double()
-        name, generic = nxt[where].to(device), successor[w[where]].to(device)
-        sums["nat_correct"] += float((probs.argmax(-1) == name).sum())
-        sums["nat_p_name"] += float(probs.gather(-1, name[:, None]).sum())
-        sums["nat_p_generic"] += float(probs.gather(-1, generic[:, None]).sum())
-        sums["nat_count"] += int(where.sum())
-    n, m = max(sums["count"], 1), max(sums["nat_count"], 1)
-    return dict(
-        icl_acc=sums["correct"] / n, P_answer=sums["p_answer"] / n, P_generic=sums["p_generic"] / n, positions=int(sums["count"]),
-        perplexity=float(np.exp(np.mean(nll))), natural_name_acc=sums["nat_correct"] / m, natural_P_name=sums["nat_p_name"] / m,
-        natural_P_generic=sums["nat_p_generic"] / m, natural_positions=int(sums["nat_count"]),
-    )
-
-
-def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: Corpus | None = None) -> pd.DataFrame:
+def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | None = None) -> pd.DataFrame:
     """Train the language model, then measure it whole and with each layer's MLP input matrix truncated to each rank.
     ``corpus``: the output of :func:`lm_corpus` when the caller has already loaded it."""
     vocab, train_stream, test_stream, task = corpus if corpus is not None else lm_corpus(cfg)
     if cfg.lm_pretrained is not None:
         return run_pretrained(cfg, ctx, vocab, test_stream, task)
-    device = ctx.device
-    gen = ctx.generator("lm/data")
-    train_t = torch.from_numpy(train_stream)
-
-    def batches(step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        windows = random_windows(train_t, cfg.lm_batch, cfg.lm_seq_len, gen)
-        written = task.write(windows, cfg.lm_p_noise, gen).tokens
-        carry = torch.rand(cfg.lm_batch, 1, generator=gen) < cfg.lm_task_rate
-        x = torch.where(carry, written, windows)[None].to(device)
-        return x, x
-
     model_seed = int(ctx.rng("lm/init").integers(2**62))
-    models = StackedModels([build_lm(cfg, len(vocab), model_seed)]).to(device)
+    models = StackedModels([small_gpt(cfg.lm_d_model, cfg.lm_layers, cfg.lm_heads, len(vocab), cfg.lm_seq_len, model_seed)]).to(ctx.device)
     optim = AdamWSchedule(lr=cfg.lm_lr, betas=(0.9, 0.95), weight_decay=0.1, warmup_frac=0.05)
-    log = train_stacked(models, batches, next_token_loss, steps=cfg.lm_steps, optim=optim, progress=ctx.progress, description="train language model")
-    if log.diverged_at[0] >= 0:
-        raise Diverged("language-model training loss", int(log.diverged_at[0]))
+    log = train_trigger_lm(models, train_stream, task, steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_seq_len, p_noise=cfg.lm_p_noise,
+                           task_rate=cfg.lm_task_rate, optim=optim, generator=ctx.generator("lm/data"), progress=ctx.progress, device=ctx.device)
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)
-    # Two disjoint held-out halves: one picks the (layer, rank) to truncate, the other judges it.
-    splits = _held_out_splits(cfg, ctx, test_stream, task)
-    is_name = torch.zeros(len(vocab), dtype=torch.bool)
-    is_name[proper_names(vocab)] = True
-    successor = top_successor(train_stream, len(vocab))
-    measure_all = lambda probes, natural: lm_measure(model, probes, natural, task, is_name, successor)  # noqa: E731
+    is_name, successor = name_mask(vocab), top_successor(train_stream, len(vocab))
+    weights = [f"blocks.{layer}.mlp.up.weight" for layer in range(cfg.lm_layers)]
     rows = []
-    for split, (probes, natural) in splits.items():
-        rows.append(dict(split=split, layer=-1, rank=-1, truncated=False, **measure_all(probes, natural)))
-        for layer in range(cfg.lm_layers):
-            name = f"blocks.{layer}.mlp.up.weight"
-            for k in cfg.lm_ranks:
-                with low_rank(model, {name: k}):
-                    rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **measure_all(probes, natural)))
+    for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
+        measure = partial(measure_word_recall, model, probes, natural, task.generic, is_name, successor)
+        rows += [dict(split=split, **row) for row in laser_grid(model, weights, cfg.lm_ranks, measure)]
     ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, {len(task.answers)} names as answers")
     return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
-
-
-def _held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[str, tuple[TriggerBatch, torch.Tensor]]:
-    """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows."""
-    half = len(test_stream) // 2
-    splits = {}
-    for split, stream in (("validation", test_stream[:half]), ("test", test_stream[half:])):
-        g = ctx.generator(f"lm/{split}")
-        t = torch.from_numpy(stream)
-        splits[split] = (task.write(random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g), 0.0, g), random_windows(t, cfg.lm_probes, cfg.lm_seq_len, g))
-    return splits
-
-
-def trigger_prompts(probes: TriggerBatch, vocab: WordVocab) -> tuple[list[str], list[str]]:
-    """Text prompts that end at the last trigger with an earlier occurrence, and their answers."""
-    prompts, answers = [], []
-    for i in range(len(probes.tokens)):
-        seen = torch.nonzero(probes.seen[i]).flatten()
-        if len(seen):
-            prompts.append(vocab.decode(probes.tokens[i, : int(seen[-1]) + 1]))
-            answers.append(vocab.words[int(probes.outputs[i])])
-    return prompts, answers
-
-
-@torch.no_grad()
-def hf_measure(model: torch.nn.Module, tokenizer, prompts: list[str], answers: list[str], generic: str, natural: list[str], batch: int = 16) -> dict[str, float]:
-    """:func:`lm_measure` for a Hugging Face causal LM on text: next-token probabilities of the first
-    sub-token of `` name`` and of `` generic`` after each prompt, and the perplexity of ``natural``."""
-    device = next(model.parameters()).device
-
-    def forward(texts: list[str], side: str):
-        tokenizer.padding_side = side
-        enc = tokenizer(texts, return_tensors="pt", padding=True).to(device)
-        position = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)  # left padding keeps positions
-        return enc, model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], position_ids=position).logits
-
-    answer_ids = torch.tensor([tokenizer(" " + a)["input_ids"][0] for a in answers])
-    generic_id = tokenizer(" " + generic)["input_ids"][0]
-    correct = p_answer = p_generic = 0.0
-    for i in range(0, len(prompts), batch):
-        _, logits = forward(prompts[i : i + batch], "left")
-        probs = logits[:, -1].softmax(-1).double().cpu()
-        a = answer_ids[i : i + batch]
-        correct += float((probs.argmax(-1) == a).sum())
-        p_answer += float(probs.gather(-1, a[:, None]).sum())
-        p_generic += float(probs[:, generic_id].sum())
-    nll = tokens = 0.0
-    for i in range(0, len(natural), batch):
-        enc, logits = forward(natural[i : i + batch], "right")
-        mask = enc["attention_mask"][:, 1:].bool()
-        loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), enc["input_ids"][:, 1:], reduction="none")
-        nll += float(loss[mask].sum())
-        tokens += int(mask.sum())
-    n = max(len(prompts), 1)
-    nan = float("nan")
-    return dict(
-        icl_acc=correct / n, P_answer=p_answer / n, P_generic=p_generic / n, positions=len(prompts), perplexity=float(np.exp(nll / max(tokens, 1))),
-        natural_name_acc=nan, natural_P_name=nan, natural_P_generic=nan, natural_positions=0,
-    )
 
 
 def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, test_stream: np.ndarray, task: TriggerWordTask) -> pd.DataFrame:
@@ -486,34 +199,12 @@ def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, 
     names = mlp_input_weights(model)
     generic = vocab.words[task.generic]
     rows = []
-    for split, (probes, natural) in _held_out_splits(cfg, ctx, test_stream, task).items():
+    for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
         prompts, answers = trigger_prompts(probes, vocab)
-        texts = [vocab.decode(w) for w in natural]
-        measure_all = lambda p=prompts, a=answers, t=texts: hf_measure(model, tokenizer, p, a, generic, t)  # noqa: E731
-        rows.append(dict(split=split, layer=-1, rank=-1, truncated=False, **measure_all()))
-        for layer, name in enumerate(ctx.progress(names, f"LASER grid ({split})")):
-            for k in cfg.lm_ranks:
-                with low_rank(model, {name: k}):
-                    rows.append(dict(split=split, layer=layer, rank=k, truncated=True, **measure_all()))
+        measure = partial(measure_hf_recall, model, tokenizer, prompts, answers, generic, [vocab.decode(w) for w in natural])
+        rows += [dict(split=split, **row) for row in laser_grid(model, ctx.progress(names, f"LASER grid ({split})"), cfg.lm_ranks, measure)]
     ctx.log(f"pretrained model {cfg.lm_pretrained}: {len(names)} layers, trigger {TRIGGER_WORD!r}, generic {generic!r}")
     return pd.DataFrame(rows).assign(matrix="mlp input", n_layers=len(names), trigger=TRIGGER_WORD, generic=generic)
-
-
-def laser_selection(lm: pd.DataFrame, max_ppl_change: float = 0.10) -> tuple[pd.Series | None, pd.DataFrame]:
-    """LASER's protocol on our model: among late layers (second half) and the chosen ranks, pick the
-    truncation with the largest validation gain in in-context accuracy whose validation perplexity
-    changes by at most ``max_ppl_change``; return its *test* row (with gains) and the test table."""
-    def with_gains(split: str) -> pd.DataFrame:
-        t = lm[lm["split"] == split]
-        base = t[~t["truncated"]].iloc[0]
-        return t[t["truncated"]].assign(gain=lambda f: f["icl_acc"] - base["icl_acc"], ppl_change=lambda f: f["perplexity"] / base["perplexity"] - 1)
-
-    val, test = with_gains("validation"), with_gains("test")
-    late = val[(val["layer"] >= val["n_layers"] / 2) & (val["ppl_change"].abs() <= max_ppl_change)]
-    if late.empty:
-        return None, test
-    pick = late.sort_values("gain").iloc[-1]
-    return test[(test["layer"] == pick["layer"]) & (test["rank"] == pick["rank"])].iloc[0], test
 
 
 # --------------------------------------------------------------------------------------------
@@ -588,9 +279,7 @@ def final(curve: pd.DataFrame) -> pd.DataFrame:
 def crossing_steps(curve: pd.DataFrame) -> tuple[int | None, int | None]:
     """t_FF: first evaluation where the mean FF2 margin is > 0; t_ICL: first where mean acc_noFF2 >= 0.5."""
     mean = curve.groupby("step")[["ff2_margin", "acc_noFF2"]].mean().sort_index()
-    ff = mean.index[mean["ff2_margin"] > 0]
-    icl = mean.index[mean["acc_noFF2"] >= 0.5]
-    return (int(ff[0]) if len(ff) else None, int(icl[0]) if len(icl) else None)
+    return first_point_above(mean.index, mean["ff2_margin"], 0.0), first_point_above(mean.index, mean["acc_noFF2"], 0.5, inclusive=True)
 
 
 def _figure_dynamics(ctx: RunContext, curve: pd.DataFrame) -> None:
@@ -767,22 +456,6 @@ S_NOFF = ("Without FF layers the association moves into the layer-2 attention va
           "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the in-context answer too.)")
 
 
-def pick_value_rank(trunc: pd.DataFrame) -> pd.DataFrame:
-    """Per seed: on the validation half, the truncation rank (>= 1) with the lowest P(noise) among
-    those whose in-context accuracy is at least the untouched model's (any rank if none is);
-    return that rank's *test*-half row, with the untouched model's test values beside it."""
-    rows = []
-    for seed, t in trunc.groupby("seed"):
-        val, test = t[t["split"] == "validation"].set_index("rank"), t[t["split"] == "test"].set_index("rank")
-        ranks = val[val.index >= 1]
-        keep = ranks[ranks["acc"] >= val.loc[-1, "acc"]]
-        rank = int((keep if len(keep) else ranks)["P_noise"].idxmin())
-        full, layer = test.loc[-1], test.loc[0]
-        rows.append(dict(seed=seed, rank=rank, **test.loc[rank][["P_noise", "P_answer", "acc"]].to_dict(), P_noise_untouched=full["P_noise"],
-                         acc_untouched=full["acc"], P_noise_no_layer=layer["P_noise"], acc_no_layer=layer["acc"], kept_accuracy_on_validation=bool(len(keep))))
-    return pd.DataFrame(rows)
-
-
 @claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)")
 def judge_no_ff(res, v) -> Verdict:
     end = final(res.table("curves"))
@@ -862,7 +535,7 @@ def judge_laser(res, v) -> Verdict:
 def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     # A missing corpus (CorpusUnavailable: one line naming the install command) fails here, before any training.
     corpus = lm_corpus(cfg) if cfg.lm else None
-    task = make_task(cfg)
+    task = trigger_noise_task(cfg.background, cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
     test = task.sample(cfg.test_sequences, cfg.seq_len, 0.0, ctx.generator("test"))
     if int(test.seen.sum()) < 50:
         raise ConfigError(f"seq_len/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier trigger; raise seq_len or trigger_boost")

@@ -5,17 +5,26 @@
 original tokens there (Devlin et al.; no 80/10/10 split: every chosen position gets the mask token).
 Used by the encoder/decoder comparisons (bilinear-attention-operator) and the decoders of
 query-key-asymmetry.
+
+:func:`train_trigger_lm` trains stacked causal models (:mod:`theorylab.train.batched`) on real text
+into which the noisy in-context recall task of Chen, Bruna, Bietti (arXiv 2406.03068) is written
+with real words (:class:`~theorylab.data.text.TriggerWordTask`): the real-text analogue of the
+paper's Pythia setting (Sec. 5).
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable, Literal
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from theorylab.data.text import random_windows
+from theorylab.core.errors import Diverged
+from theorylab.data.text import TriggerWordTask, random_windows
+from theorylab.nn.token_losses import next_token_loss
+from theorylab.train.batched import AdamWSchedule, StackedModels, TrainLog, train_stacked
 
 Objective = Literal["clm", "mlm"]
 
@@ -60,4 +69,32 @@ def train_language_model(model: nn.Module, stream: Tensor, *, objective: Objecti
             log.append(dict(step=step, loss=value))
             if on_log is not None:
                 on_log(step, value)
+    return log
+
+
+def train_trigger_lm(models: StackedModels, stream: np.ndarray | Tensor, task: TriggerWordTask, *, steps: int,
+                     batch: int, length: int, p_noise: float, task_rate: float, optim: AdamWSchedule,
+                     generator: torch.Generator,
+                     progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+                     device: torch.device | str = "cpu") -> TrainLog:
+    """Next-token training (:func:`~theorylab.nn.token_losses.next_token_loss`, every position) of
+    the S members of ``models`` on ``batch`` random windows of ``length`` tokens of ``stream`` per
+    member and step; a fraction ``task_rate`` of the windows (drawn per window) carries ``task``
+    written in with noise level ``p_noise``. All draws come from ``generator``, in the order
+    windows, task, carrier flags. Raises :class:`~theorylab.core.errors.Diverged` when every
+    member's loss became non-finite."""
+    s = torch.as_tensor(stream)
+    n = models.size * batch
+
+    def batches(step: int) -> tuple[Tensor, Tensor]:
+        windows = random_windows(s, n, length, generator)
+        written = task.write(windows, p_noise, generator).tokens
+        carry = torch.rand(n, 1, generator=generator) < task_rate
+        x = torch.where(carry, written, windows).view(models.size, batch, length).to(device)
+        return x, x
+
+    log = train_stacked(models, batches, next_token_loss, steps=steps, optim=optim, progress=progress,
+                        description="train language model")
+    if log.diverged_at.min() >= 0:
+        raise Diverged("language-model training loss", int(log.diverged_at.min()))
     return log
