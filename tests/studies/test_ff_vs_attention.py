@@ -24,7 +24,7 @@ def test_quick_claims(ffa_quick):
     for name in ("p-sweep", "truncation-helps"):
         # Not run at quick; the reason says how to measure the reduced version, where its finding is written, and where it is judged.
         d = v[name].detail
-        assert v[name].passed is None and d.startswith("not decided:") and "README" in d and "judged at paper size" in d and "--" in d
+        assert v[name].passed is None and d.startswith("not decided:") and "docs/studies/ff-vs-attention.md" in d and "judged at paper size" in d and "--" in d
     assert {"training_dynamics", "ablation_bars"} <= {p.stem for p in ffa_quick.figures}
 
 

@@ -482,7 +482,7 @@ S_SWEEP = "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| 
 
 # Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper preset.
 SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (three more models, minutes on 2 CPU cores); what that measured when "
-                  "we ran it, and why the card's accuracy bar needs paper size, is in the README's ff-vs-attention section; judged at paper size")
+                  "we ran it, and why the card's accuracy bar needs paper size, is in docs/studies/ff-vs-attention.md; judged at paper size")
 
 
 @claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)")
@@ -504,7 +504,7 @@ S_LASER = ("Our analogue of the Pythia finding, on a language model trained on r
 
 # Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the paper preset.
 LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured when we ran it is in the "
-                "README's ff-vs-attention section; judged at paper size")
+                "docs/studies/ff-vs-attention.md; judged at paper size")
 
 
 @claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)")

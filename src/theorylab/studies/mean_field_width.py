@@ -61,7 +61,7 @@ class MeanFieldWidthConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, < 60 s: d = 16, k = 4, m in {32, 64, 128}, 6 seeds, m_ref = 1024, 200 steps (T = 20)",
                        seeds=(6, "3 networks per width left the reference-error estimate and the late slopes too noisy (seeds 0-9: reduced-dynamics "
-                                 "failed seed 5, inverse-width seed 4); at 6 reduced-dynamics passes 10/10, inverse-width 9/10 (see README)")),
+                                 "failed seed 5, inverse-width seed 4); at 6 reduced-dynamics passes 10/10, inverse-width 9/10 (see docs/seed-robustness.md)")),
     "paper": Preset.of(
         "paper",
         "GPU: d in {16, ..., 128}, k in {3, 4, 6}, m up to 2^13, m_ref = 2^16, 8 seeds, T at L_MF <= 1% of L_MF(0)",
