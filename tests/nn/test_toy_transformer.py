@@ -260,3 +260,16 @@ def test_deepnorm_residual_weight_and_xavier_gains():
     block = model.blocks[0]
     mid = block.norm_attn(alpha * x + block.attn(x))  # x_{l+1} = LN(α x + G(x))
     assert torch.allclose(block(x), block.norm_mlp(alpha * mid + block.mlp(mid)), atol=1e-12)
+
+
+def test_frozen_attention_layer_is_seeded_frozen_and_leaves_the_global_rng_alone():
+    from theorylab.nn.toy_transformer import frozen_attention_layer
+
+    torch.manual_seed(123)
+    before = torch.rand(3)
+    torch.manual_seed(123)
+    a, b = frozen_attention_layer(8, 2, seed=5), frozen_attention_layer(8, 2, seed=5)
+    assert torch.equal(torch.rand(3), before)  # the global stream did not move
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not any(p.requires_grad for p in a.parameters()) and a.W_Q.dtype == torch.float64 and a.b_Q is None
+    assert not torch.equal(frozen_attention_layer(8, 2, seed=6).W_Q, a.W_Q)

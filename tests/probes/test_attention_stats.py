@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from theorylab.data.nearest_points import nearest_point_sets
@@ -53,3 +54,63 @@ def test_row_theta_brackets_the_exact_value():
         if r.exact:
             assert r.theta_lo == r.theta_hi == exact
     assert np.all(t["theta_hi"] <= 1 + 1e-12)
+
+
+class _FixedAttention(torch.nn.Module):
+    """A stand-in Hugging Face model: returns the given attention patterns whatever the input."""
+
+    def __init__(self, patterns):
+        super().__init__()
+        self.patterns = patterns
+
+    def forward(self, batch, output_attentions=False):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(attentions=self.patterns)
+
+
+def test_head_theta_summary_averages_the_greedy_bound_over_long_rows():
+    from theorylab.probes.attention_stats import head_theta_summary
+    from theorylab.theory.softmax import theta_greedy
+
+    T = 6
+    causal = torch.tril(torch.ones(T, T, dtype=torch.float64))
+    uniform = (causal / causal.sum(-1, keepdim=True))[None, None]  # row i: uniform over i + 1 keys
+    peaked = torch.zeros(T, T, dtype=torch.float64)
+    for i in range(1, T):  # 0.6 on the first key, 0.4 spread over the others: θ = 4·0.6·0.4 exactly
+        peaked[i, 0], peaked[i, 1 : i + 1] = 0.6, 0.4 / i
+    peaked[0, 0] = 1.0
+    patterns = (torch.cat([uniform, peaked[None, None]], 1),)
+    t = head_theta_summary(_FixedAttention(patterns), torch.zeros(1, T), min_keys=4)
+    assert list(t.columns) == ["layer", "head", "mean", "p10", "rows"] and t["rows"].tolist() == [3, 3]
+    assert t["mean"].iloc[1] == pytest.approx(0.96, rel=1e-12) and t["p10"].iloc[1] == pytest.approx(0.96, rel=1e-12)
+    expected = [float(theta_greedy(uniform[0, 0, i, : i + 1].double())) for i in (3, 4, 5)]  # rows with 4, 5, 6 keys
+    assert t["mean"].iloc[0] == pytest.approx(sum(expected) / 3, rel=1e-12)
+    assert expected == pytest.approx([1.0, 1 - 1 / 25, 1.0])  # uniform rows: θ = 1 (n even), 1 − 1/n² (n odd)
+
+
+def test_checkpoint_theta_reads_a_local_checkpoint(tmp_path):
+    pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    from transformers import PreTrainedTokenizerFast
+
+    from theorylab.data.text import random_windows
+    from theorylab.nn.hf import random_init
+    from theorylab.probes.attention_stats import checkpoint_theta, head_theta_summary
+
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    text = " ".join(words[(3 * i * i + i) % 5] for i in range(400))
+    vocab = {w: i for i, w in enumerate(words + ["[UNK]"])}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(tmp_path)
+    model = random_init("gpt2", seed=0, dtype=torch.float32, init_std=0.02, n_layer=1, n_embd=16, n_head=2,
+                        n_positions=32, vocab_size=6)
+    model.save_pretrained(tmp_path)
+    got = checkpoint_theta(str(tmp_path), text, 4, torch.Generator().manual_seed(0), max_context=16)
+    ids = PreTrainedTokenizerFast.from_pretrained(tmp_path)(text, return_tensors="pt").input_ids[0]
+    assert len(ids) == 400
+    batch = random_windows(ids, 8, 16, torch.Generator().manual_seed(0))
+    want = head_theta_summary(model.eval(), batch, 4)
+    assert got[["layer", "head", "rows"]].equals(want[["layer", "head", "rows"]]) and len(got) == 2
+    assert got["mean"].to_numpy() == pytest.approx(want["mean"].to_numpy(), rel=1e-5)

@@ -38,3 +38,21 @@ def test_norms_and_bad_arguments():
         token_norm(Y, "frobenius")
     with pytest.raises(ValueError, match="eps"):
         local_gain(lambda Z: Z, torch.ones(3, 2), eps=0)
+
+
+def test_attention_gain_vs_length_stays_under_its_bound_and_the_control_grows():
+    from theorylab.nn.toy_transformer import frozen_attention_layer
+    from theorylab.probes.jacobian import attention_gain_vs_length, attention_pattern
+
+    attn = frozen_attention_layer(16, 2, seed=0)
+    X = torch.randn(5, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    P = attention_pattern(attn, X)
+    q = torch.einsum("hrd,td->htr", attn.W_Q, X)
+    k = torch.einsum("hrd,td->htr", attn.W_K, X)
+    manual = torch.softmax(attn.cfg.scale * q @ k.transpose(1, 2), -1)  # no mask, no biases, no positions
+    assert P.shape == (2, 5, 5) and torch.allclose(P, manual, atol=1e-12)
+    t = attention_gain_vs_length(attn, (8, 128), eps=1e-4, restarts=2, steps=10, control_restarts=1,
+                                 generator=torch.Generator().manual_seed(1))
+    assert list(t["T"]) == [8, 128] and (t["gain"] <= t["bound"]).all() and (t["gain"] > 0).all()
+    assert t["gain_sequence_l2"].iloc[1] / t["gain_sequence_l2"].iloc[0] > 2  # ~ √(128/8) = 4
+    assert 0.5 <= t["gain"].iloc[1] / t["gain"].iloc[0] <= 2

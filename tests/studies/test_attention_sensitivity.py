@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from result_edits import edit_table as _edit
 from result_edits import set_where
-
 from theorylab.core import RunContext
 from theorylab.studies import attention_sensitivity as sens
 
@@ -18,32 +18,40 @@ def test_quick_claims(sensitivity_quick):
             assert v.passed is None and "needs paper preset" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
-    assert {"theta_landscape", "gain_vs_T", "deepnorm_update", "theta_training", "grad_profile"} <= {p.stem for p in sensitivity_quick.figures}
+    assert {"theta_landscape", "gain_vs_T", "deepnorm_update", "theta_training", "grad_profile"} <= {
+        p.stem for p in sensitivity_quick.figures}
 
 
 def test_judges_fail_on_wrong_results(sensitivity_quick):
     r = sensitivity_quick
     # a θ off by a factor τ (the temperature forgotten) on one row
-    assert sens.judge_exact(_edit(r, "theta_rows", lambda f: set_where(f, lambda t: t.index == 7, "rel_error", 1e-6))).passed is False
-    assert sens.judge_exact(_edit(r, "theta_rows", lambda f: f.assign(theta_dp=f["theta_exact"] - 5e-3))).passed is False
-    assert sens.judge_closed(_edit(r, "closed_forms", lambda f: set_where(f, lambda t: t["case"] == "uniform", "error", 1 / 49))).passed is False
+    assert sens.judge_exact(_edit(r, "theta_rows", lambda f: set_where(f, lambda t: t.index == 7, "rel_error",
+                                                                       1e-6))).passed is False
+    assert sens.judge_exact(_edit(r, "theta_rows", lambda f: f.assign(theta_dp=f[
+        "theta_exact"] - 5e-3))).passed is False
+    assert sens.judge_closed(_edit(r, "closed_forms", lambda f: set_where(f, lambda t: t["case"] == "uniform", "error",
+                                                                          1 / 49))).passed is False
     # a gain that grows like √T, a gain over the bound, a control that does not grow (a blind measure)
     assert sens.judge_gain(_edit(r, "gain", lambda f: f.assign(gain=f["gain"] * np.sqrt(f["T"] / 16)))).passed is False
     assert sens.judge_gain(_edit(r, "gain", lambda f: f.assign(bound=f["gain"] * 0.9))).passed is False
     assert sens.judge_gain(_edit(r, "gain", lambda f: f.assign(gain_sequence_l2=f["gain"]))).passed is False
     # β ignored: every p gives the plain-post-LN growth, so the slope never crosses zero
-    no_beta = _edit(r, "deepnorm", lambda f: f.assign(update_sgd=f["update_sgd"].where(f["variant"] != "deepnorm", 1e-3 * f["N"])))
+    no_beta = _edit(r, "deepnorm", lambda f: f.assign(update_sgd=f["update_sgd"].where(f["variant"] != "deepnorm",
+                                                                                       1e-3 * f["N"])))
     assert sens.judge_deepnorm(no_beta).passed is False
     flat = _edit(r, "deepnorm", lambda f: set_where(f, lambda t: t["variant"] == "post-LN", "update_sgd", 1e-2))
     assert sens.judge_deepnorm(flat).passed is False
-    assert sens.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t["step"] == 100, "mean", 0.5))).passed is False
+    assert sens.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t["step"] == 100,
+                                                                                    "mean", 0.5))).passed is False
     # θ ≈ 1 is what an untrained model has: a run whose loss did not fall is not evidence, and fails
     untrained = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0])))
     assert sens.judge_theta_training(untrained).passed is False
     barely = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0]) - 0.5 * sens.LOSS_DROP))
     assert sens.judge_theta_training(barely).passed is False
-    # a model that only learned character frequencies (ends just above the unigram entropy): attention was not used, failed
-    unigram_only = _edit(r, "lm_loss", lambda f: f.assign(loss=np.where(f["step"] < 10, f["loss"], f["unigram_entropy"] + 0.01)))
+    # a model that only learned character frequencies (ends just above the unigram entropy): attention was not used,
+    # failed
+    unigram_only = _edit(r, "lm_loss", lambda f: f.assign(loss=np.where(f["step"] < 10, f["loss"], f[
+        "unigram_entropy"] + 0.01)))
     assert sens.judge_theta_training(unigram_only).passed is False
 
 
@@ -69,7 +77,8 @@ class _Res:
         return self.frame
 
 
-def _warmup_table(final_cold: float, final_warm: float, cold_status: str = "ok", warm_status: str = "ok") -> pd.DataFrame:
+def _warmup_table(final_cold: float, final_warm: float, cold_status: str = "ok",
+                  warm_status: str = "ok") -> pd.DataFrame:
     """A warmup table as ``_warmup`` writes it: 20 loss rows per run (falling to ``final``) and a status row."""
     rows = []
     for ramp, final, status in ((0, final_cold, cold_status), (100, final_warm, warm_status)):
@@ -89,7 +98,8 @@ def test_warmup_judge_fails_without_a_warmup_effect():
 
 
 def test_warmup_path_runs_and_is_judged(tmp_path):
-    cfg = sens.AttentionSensitivityConfig(warmup=True, warmup_layers=2, warmup_width=16, warmup_heads=2, warmup_context=16, warmup_batch=2,
+    cfg = sens.AttentionSensitivityConfig(warmup=True, warmup_layers=2, warmup_width=16, warmup_heads=2,
+                                          warmup_context=16, warmup_batch=2,
                                           warmup_steps=6, warmup_ramp=3)
     ctx = RunContext(0)
     runs = sens._warmup(cfg, ctx)

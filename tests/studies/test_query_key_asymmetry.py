@@ -80,7 +80,9 @@ def test_thin_key_decoder_trains_at_toy_size():
     from theorylab.core import RunContext
 
     cfg = qka.QueryKeyAsymmetryConfig(lm_width=16, lm_heads=2, lm_layers=1, lm_context=16, lm_batch=4, lm_steps=3, eval_batches=1, thin_keys=True, rank_fractions=(0.5,))
-    trunc, ranks, lms = qka._decoders(cfg, RunContext(0))
+    ctx = RunContext(0)
+    trunc, ranks = qka._decoders(cfg, ctx)  # the training and measuring are train.thin_key_decoders' (tested there)
+    lms = ctx.tables["decoders"]
     assert list(lms["variant"]) == ["full", "thin keys"] and lms["d_select"].tolist() == [8, 2]
     assert lms.iloc[1]["qk_params"] * 4 == lms.iloc[0]["qk_params"]
     assert set(trunc["which"]) == {"q", "k", "qk"} and len(ranks) == 2

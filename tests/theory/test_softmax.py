@@ -86,3 +86,27 @@ def test_attention_gain_bound_holds_for_a_random_layer():
         gain, _ = local_gain(attn, X, restarts=3, steps=30, generator=torch.Generator().manual_seed(T))
         bound = float(attention_gain_bound(value, score, math.sqrt(8), 1.0))
         assert float(value.sum()) * 0.1 < gain <= bound
+
+
+def test_random_theta_rows_match_the_definition_and_cycle_alpha_and_tau():
+    from theorylab.theory.softmax import random_theta_rows
+
+    rows = random_theta_rows(np.random.default_rng(3), 24, 8, (0.1, 1.0), (0.5, 2.0))
+    assert len(rows) == 24 and rows["n"].between(2, 8).all()
+    assert list(rows["alpha"][:4]) == [0.1, 1.0, 0.1, 1.0] and list(rows["tau"][:4]) == [0.5, 0.5, 2.0, 2.0]
+    for r in rows.itertuples():  # brute force recomputed here, from the same draws
+        assert r.theta_exact / r.tau == pytest.approx(r.brute_norm, rel=1e-10, abs=1e-15)
+    assert (rows["rel_error"] <= 1e-10).all() and (rows["theta_greedy"] <= rows["theta_exact"] + 1e-12).all()
+    assert (rows["theta_dp_bound"] >= rows["theta_exact"] - 1e-12).all()
+    again = random_theta_rows(np.random.default_rng(3), 24, 8, (0.1, 1.0), (0.5, 2.0))
+    assert again.equals(rows)
+
+
+def test_theta_closed_form_cases_hold_and_would_catch_a_wrong_theta():
+    from theorylab.theory.softmax import theta_closed_form_cases
+
+    cases = theta_closed_form_cases(7)
+    assert set(cases["n"]) == set(range(2, 8)) and len(cases) == 6 * 7
+    assert cases["error"].max() <= 1e-12
+    odd = cases[(cases["case"] == "uniform") & (cases["n"] == 5)]
+    assert float(odd["expected"].iloc[0]) == pytest.approx(1 - 1 / 25)  # a wrong closed form (θ = 1): off by 1/25

@@ -494,3 +494,15 @@ def attention_only(
         d_model=d, n_layers=1, n_heads=n_heads, head_rank=head_rank, value_dim=value_dim or d, qk=qk, attention=attention,
         qk_scale=qk_scale, mlp_width=0, norm="none", residual=False, bias=False, seed=seed,
     )
+
+
+def frozen_attention_layer(d_model: int, n_heads: int, seed: int,
+                           dtype: torch.dtype = torch.float64) -> MultiHeadAttention:
+    """One :class:`MultiHeadAttention` (no biases) at its random init, drawn under :func:`seeded` (the global
+    RNG is neither read nor moved), cast to ``dtype`` and frozen: a fixed random map to probe, e.g. the
+    local gain of Emadi (arXiv 2602.18849)."""
+    with seeded(seed):
+        attn = MultiHeadAttention(ToyTransformerConfig(d_model=d_model, n_heads=n_heads, bias=False)).to(dtype)
+    for p in attn.parameters():
+        p.requires_grad_(False)
+    return attn

@@ -59,3 +59,43 @@ def row_theta(pattern: Tensor, min_keys: int = 16, exact_up_to: int = 20) -> pd.
             lo, hi = theta_dp(p)
         rows.append(dict(batch=b, head=h, row=r, keys=len(p), theta_lo=lo, theta_hi=hi, greedy=float(greedy[b, h, r]), exact=len(p) <= exact_up_to))
     return pd.DataFrame(rows, columns=["batch", "head", "row", "keys", "theta_lo", "theta_hi", "greedy", "exact"])
+
+
+def head_theta_summary(model: nn.Module, batch: Tensor, min_keys: int = 16) -> pd.DataFrame:
+    """Per (layer, head) of a Hugging Face model (``output_attentions=True``): the mean and 10th percentile
+    of the greedy lower bound on θ(p) (:func:`~theorylab.theory.softmax.theta_greedy`, float64) over the
+    attention rows with at least ``min_keys`` non-zero keys, and how many rows that is. Emadi (arXiv
+    2602.18849) reports θ ≈ 1 throughout training. Columns ``layer, head, mean, p10, rows``."""
+    from theorylab.theory.softmax import theta_greedy
+
+    with torch.no_grad():
+        attentions = model(batch, output_attentions=True).attentions
+    rows = []
+    for layer, a in enumerate(attentions):
+        a = a.double()
+        keys = (a > 0).sum(-1)  # (B, H, T)
+        th = theta_greedy(a)
+        use = keys >= min_keys
+        for h in range(a.shape[1]):
+            vals = th[:, h][use[:, h]]
+            rows.append(dict(layer=layer, head=h, mean=float(vals.mean()), p10=float(vals.quantile(0.1)),
+                             rows=int(vals.numel())))
+    return pd.DataFrame(rows)
+
+
+def checkpoint_theta(path: str, text: str, min_keys: int, generator: torch.Generator,
+                     device: torch.device | str = "cpu", max_chars: int = 200_000,
+                     max_context: int = 256) -> pd.DataFrame:
+    """:func:`head_theta_summary` of a local Hugging Face causal-LM checkpoint (never downloaded; eager
+    attention) on 8 random windows of its own tokenisation of ``text[:max_chars]``, of length
+    min(``max_context``, the model's positions)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from theorylab.data.text import random_windows
+
+    local = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, attn_implementation="eager")
+    local = local.to(device).eval()
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    ids = tok(text[:max_chars], return_tensors="pt").input_ids[0]
+    batch = random_windows(ids, 8, min(max_context, local.config.n_positions), generator).to(device)
+    return head_theta_summary(local, batch, min_keys)

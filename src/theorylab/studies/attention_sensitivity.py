@@ -25,24 +25,18 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.rng import seeded
-from theorylab.core.plotting import color, new_figure
-from theorylab.data.text import char_stream, check_corpus, random_windows, resolve_corpus
-from theorylab.nn.toy_transformer import MultiHeadAttention, ToyTransformer, ToyTransformerConfig, deepnorm
-from theorylab.probes.jacobian import local_gain
-from theorylab.theory.softmax import (
-    attention_gain_bound,
-    inf_to_one_norm_bruteforce,
-    jacobian,
-    theta_dp,
-    theta_exact,
-    theta_greedy,
-    theta_upper,
-)
+from theorylab.core.plotting import color, new_figure, prediction_vs_simulation
+from theorylab.data.text import char_stream, check_corpus, resolve_corpus
+from theorylab.nn.toy_transformer import ToyTransformer, frozen_attention_layer
+from theorylab.probes.attention_stats import checkpoint_theta
+from theorylab.probes.jacobian import attention_gain_vs_length
+from theorylab.probes.update_response import deepnorm_update_sweep, depth_gradient_profile
+from theorylab.theory.rates import loglog_slopes, zero_crossing
+from theorylab.theory.softmax import random_theta_rows, theta_closed_form_cases
+from theorylab.train.monitored_lm import theta_over_training, warmup_comparison
 
 PAPER = "Emadi, arXiv 2602.18849 (2026); DeepNorm: Wang et al., arXiv 2203.00555 (2022)"
 REF = "arXiv 2602.18849"
@@ -124,279 +118,57 @@ PRESETS = {
 }
 
 
-# --------------------------------------------------------------------------------------------
-# θ against brute force; closed forms
-# --------------------------------------------------------------------------------------------
+VOCAB = 64  # tokens of the DeepNorm sweep and the gradient profile (random data)
 
 
-def _theta_rows(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    rng = ctx.rng("theta/rows")
-    rows = []
-    for i in range(cfg.theta_rows):
-        n = int(rng.integers(2, cfg.theta_n_max + 1))
-        alpha = cfg.alphas[i % len(cfg.alphas)]
-        tau = cfg.taus[(i // len(cfg.alphas)) % len(cfg.taus)]
-        p = rng.dirichlet([alpha] * n)
-        p = np.maximum(p, 1e-300)
-        p = p / p.sum()
-        exact = theta_exact(p)
-        brute = inf_to_one_norm_bruteforce(jacobian(torch.as_tensor(p), tau))
-        dp_value, dp_bound = theta_dp(p)
-        greedy = float(theta_greedy(torch.as_tensor(p)[None])[0])
-        rows.append(dict(row=i, n=n, alpha=alpha, tau=tau, p_max=float(p.max()), theta_exact=exact, brute_norm=brute, theta_dp=dp_value, theta_dp_bound=dp_bound,
-                         theta_greedy=greedy, rel_error=abs(exact / tau - brute) / max(brute, 1e-300)))
-    table = pd.DataFrame(rows)
-    ctx.table("theta_rows", table)
-    return table
-
-
-def _closed_forms(ctx: RunContext) -> pd.DataFrame:
-    rows = []
-    for n in range(2, 13):
-        one_hot = np.zeros(n)
-        one_hot[0] = 1.0
-        rows.append(dict(case="one-hot", n=n, theta=theta_exact(one_hot), expected=0.0))
-        rows.append(dict(case="uniform", n=n, theta=theta_exact(np.full(n, 1 / n)), expected=1.0 if n % 2 == 0 else 1 - 1 / n**2))
-        for pmax in (0.5, 0.6, 0.75, 0.9, 0.99):
-            rest = np.full(n - 1, (1 - pmax) / (n - 1))
-            rows.append(dict(case=f"p_max = {pmax}", n=n, theta=theta_exact(np.concatenate([[pmax], rest])), expected=4 * pmax * (1 - pmax)))
-    table = pd.DataFrame(rows).assign(error=lambda t: (t["theta"] - t["expected"]).abs())
-    ctx.table("closed_forms", table)
-    return table
-
-
-# --------------------------------------------------------------------------------------------
-# Local gain vs T
-# --------------------------------------------------------------------------------------------
-
-
-def _gain(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    torch_seed = ctx.seed("gain/init")
-    layer_cfg = ToyTransformerConfig(d_model=cfg.gain_d, n_heads=cfg.gain_heads, bias=False)
-    gen = torch.Generator().manual_seed(torch_seed)
-    with seeded(torch_seed):
-        attn = MultiHeadAttention(layer_cfg).double()
-    for p in attn.parameters():
-        p.requires_grad_(False)
-    # per-head value-output map W_h = W_O,h W_V,h and score operator M_h = scale · W_Q,hᵀ W_K,h
-    value_norms = torch.linalg.matrix_norm(attn.W_O @ attn.W_V, ord=2)
-    score_norms = torch.linalg.matrix_norm(layer_cfg.scale * attn.W_Q.transpose(1, 2) @ attn.W_K, ord=2)
-    d = cfg.gain_d
-    rows = []
-    for T in ctx.progress(cfg.gain_T, "local gain vs T"):
-        X = torch.randn(T, d, dtype=torch.float64, generator=gen)
-        X = X / X.pow(2).mean(-1, keepdim=True).sqrt()  # every token at RMS 1
-        with torch.no_grad():
-            _, cache = _patterns(attn, X)
-        theta_max = theta_upper(cache).amax((-1, -2))  # per head, over rows
-        bound = float(attention_gain_bound(value_norms, score_norms, math.sqrt(d), theta_max))
-        g_block, _ = local_gain(attn, X, eps=cfg.gain_eps, restarts=cfg.gain_restarts, steps=cfg.gain_steps, generator=gen)
-        g_seq, _ = local_gain(attn, X, eps=cfg.gain_eps, restarts=cfg.control_restarts, steps=cfg.gain_steps, out_norm="sequence_rms", generator=gen)
-        rows.append(dict(T=T, gain=g_block, bound=bound, gain_sequence_l2=g_seq, theta_max_bound=float(theta_max.max()),
-                         value_norm_sum=float(value_norms.sum()), score_norm_max=float(score_norms.max())))
-    table = pd.DataFrame(rows)
-    ctx.table("gain", table)
-    return table
-
-
-def _patterns(attn: MultiHeadAttention, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    pattern = {}
-    handle = attn.hook_pattern.register_forward_hook(lambda m, a, out: pattern.__setitem__("p", out))
-    try:
-        out = attn(X[None])
-    finally:
-        handle.remove()
-    return out, pattern["p"][0]
-
-
-# --------------------------------------------------------------------------------------------
-# DeepNorm: relative update vs depth
-# --------------------------------------------------------------------------------------------
-
-VOCAB = 64
-
-
-def _lm_model(cfg: AttentionSensitivityConfig, seed: int, **arch) -> ToyTransformer:
-    return ToyTransformer(d_model=cfg.dn_width, n_heads=cfg.dn_heads, mlp_width=4 * cfg.dn_width, vocab_size=VOCAB, causal=True, positional="learned",
-                          max_len=cfg.dn_length, seed=seed, **arch).double()
-
-
-def _relative_updates(model: ToyTransformer, tokens: torch.Tensor, lr: float) -> dict[str, float]:
-    """‖F(θ') − F(θ)‖/‖F(θ)‖ for F the last block's output and θ' one step on every matrix (DeepNet's
-    "model update"): a gradient step (``sgd``) and a sign step (``sign``), from one backward pass."""
-    inp, target = tokens[:, :-1], tokens[:, 1:]
-    out = {}
-    handle = model.blocks[-1].register_forward_hook(lambda m, a, o: out.__setitem__("h", o))
-    matrices = [p for p in model.parameters() if p.ndim >= 2]
-    try:
-        logits = model(inp)
-        before = out["h"].detach()
-        F.cross_entropy(logits.reshape(-1, VOCAB), target.reshape(-1)).backward()
-        start = [p.detach().clone() for p in matrices]
-        result = {}
-        with torch.no_grad():
-            for update in ("sgd", "sign"):
-                for p, p0 in zip(matrices, start):
-                    p.copy_(p0 - lr * (p.grad.sign() if update == "sign" else p.grad))
-                model(inp)
-                result[update] = float((out["h"] - before).norm() / before.norm())
-    finally:
-        handle.remove()
-    return result
-
-
-def _deepnorm(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    rows = []
-    variants = [("deepnorm", p) for p in cfg.dn_exponents] + [("post-LN", None)]
-    jobs = [(v, N, s) for v in variants for N in cfg.dn_depths for s in range(cfg.dn_seeds)]
-    for (kind, p), N, s in ctx.progress(jobs, "DeepNorm sweep"):
-        arch = deepnorm(N, p) if kind == "deepnorm" else dict(n_layers=N, norm_position="post")
-        seed = ctx.seed(f"dn/init/{N}/{s}")  # the same draw for every p: only β changes
-        tokens = torch.randint(0, VOCAB, (cfg.dn_batch, cfg.dn_length + 1), generator=ctx.generator(f"dn/data/{s}"))
-        updates = _relative_updates(_lm_model(cfg, seed, **arch), tokens, cfg.dn_lr)
-        rows.append(dict(variant=kind, p=p if p is not None else np.nan, N=N, seed=s, **{f"update_{k}": v for k, v in updates.items()}))
-    table = pd.DataFrame(rows)
-    ctx.table("deepnorm", table)
-    return table
+def _deepnorm(cfg: AttentionSensitivityConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """DeepNet's one-step model update vs depth N and β = (8N)^(−p), and plain post-LN; then the per-layer
+    gradient norms at init, pre- vs post-LN."""
+    shape = dict(d_model=cfg.dn_width, n_heads=cfg.dn_heads, vocab_size=VOCAB, batch=cfg.dn_batch, length=cfg.dn_length)
+    table = deepnorm_update_sweep(**shape, depths=cfg.dn_depths, exponents=cfg.dn_exponents, n_seeds=cfg.dn_seeds,
+                                  lr=cfg.dn_lr, init_seed=lambda N, s: ctx.seed(f"dn/init/{N}/{s}"),
+                                  data_generator=lambda s: ctx.generator(f"dn/data/{s}"), progress=ctx.progress)
+    grads = depth_gradient_profile(**shape, depths=cfg.grad_depths, init_seed=lambda N: ctx.seed(f"grad/init/{N}"),
+                                   generator=ctx.generator("grad/data"))
+    return ctx.table("deepnorm", table), ctx.table("grad_profile", grads)
 
 
 def _slopes(table: pd.DataFrame, column: str) -> pd.DataFrame:
-    t = table[table["variant"] == "deepnorm"]
-    rows = []
-    for p, g in t.groupby("p"):
-        m = g.groupby("N")[column].mean()
-        slope = np.polyfit(np.log(m.index.to_numpy(float)), np.log(m.to_numpy()), 1)[0]
-        rows.append(dict(p=p, slope=slope, max_over_min=float(m.max() / m.min())))
-    return pd.DataFrame(rows)
-
-
-def _zero_crossing(slopes: pd.DataFrame) -> float | None:
-    p, s = slopes["p"].to_numpy(), slopes["slope"].to_numpy()
-    for i in range(len(p) - 1):
-        if s[i] > 0 >= s[i + 1]:
-            return float(p[i] + (p[i + 1] - p[i]) * s[i] / (s[i] - s[i + 1]))
-    return None
-
-
-def _grad_profile(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    rows = []
-    tokens = torch.randint(0, VOCAB, (cfg.dn_batch, cfg.dn_length + 1), generator=ctx.generator("grad/data"))
-    for position in ("pre", "post"):
-        for N in cfg.grad_depths:
-            model = _lm_model(cfg, ctx.seed(f"grad/init/{N}"), n_layers=N, norm_position=position, final_norm=position == "pre")
-            logits = model(tokens[:, :-1])
-            F.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1)).backward()
-            for i, block in enumerate(model.blocks):
-                norm = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in block.parameters() if p.grad is not None))
-                rows.append(dict(norm_position=position, N=N, layer=i, grad_norm=norm))
-    table = pd.DataFrame(rows)
-    ctx.table("grad_profile", table)
-    return table
-
-
-# --------------------------------------------------------------------------------------------
-# θ over training (Hugging Face GPT-2, random init, trained by us)
-# --------------------------------------------------------------------------------------------
-
-
-def _theta_of(model, batch: torch.Tensor, min_keys: int) -> pd.DataFrame:
-    with torch.no_grad():
-        attentions = model(batch, output_attentions=True).attentions
-    rows = []
-    for layer, a in enumerate(attentions):
-        a = a.double()
-        keys = (a > 0).sum(-1)  # (B, H, T)
-        th = theta_greedy(a)
-        use = keys >= min_keys
-        for h in range(a.shape[1]):
-            vals = th[:, h][use[:, h]]
-            rows.append(dict(layer=layer, head=h, mean=float(vals.mean()), p10=float(vals.quantile(0.1)), rows=int(vals.numel())))
-    return pd.DataFrame(rows)
+    """Per p of the DeepNorm runs: the log-log slope in N of ``column`` (averaged over seeds)."""
+    return loglog_slopes(table[table["variant"] == "deepnorm"], group="p", x="N", y=column)
 
 
 def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
-    from theorylab.nn.hf import random_init
-
+    """θ over training of a GPT-2 (Hugging Face, random init, trained by us), and of a local checkpoint."""
     vocab, stream = char_stream(cfg.lm_corpus)
-    seed = ctx.seed("lm/init")
-    model = random_init("gpt2", seed=seed, dtype=torch.float32, init_std=0.02, n_layer=cfg.lm_layers, n_embd=cfg.lm_width, n_head=cfg.lm_heads,
-                        n_positions=cfg.lm_context, vocab_size=len(vocab), resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0).to(ctx.device).train()
-    # no dropout: it would randomise the attention rows θ is measured on (and cost a third of each step on CPU)
-    g = ctx.generator("lm/data")
-    probe = random_windows(stream, 8, cfg.lm_context, ctx.generator("lm/probe")).to(ctx.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lm_lr)
-    frames = []
-    losses = {}
-    for step in ctx.progress(range(cfg.lm_steps + 1), "train GPT-2 (θ tracking)"):
-        if step % cfg.lm_log_every == 0 or step == cfg.lm_steps:
-            model.eval()
-            frames.append(_theta_of(model, probe, cfg.min_keys).assign(step=step))
-            model.train()
-        if step == cfg.lm_steps:
-            break
-        x = random_windows(stream, cfg.lm_batch, cfg.lm_context, g).to(ctx.device)
-        loss = model(x, labels=x).loss  # HF shifts the labels itself
-        ctx.check_finite("GPT-2 training loss", loss, step)
-        losses[step] = loss.item()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    table = pd.concat(frames, ignore_index=True).assign(model="gpt2 (ours, random init, trained)")
-    table["train_loss"] = table["step"].map(losses)
-    # the best loss without attention: a GPT-2 token sees only itself, so its ceiling is the corpus's unigram entropy
-    counts = torch.bincount(stream, minlength=len(vocab)).double()
-    freq = counts[counts > 0] / counts.sum()
-    ctx.table("lm_loss", pd.DataFrame(dict(step=list(losses), loss=list(losses.values()))).assign(unigram_entropy=float(-(freq * freq.log()).sum())))
+    table, loss = theta_over_training(
+        stream, len(vocab), layers=cfg.lm_layers, width=cfg.lm_width, heads=cfg.lm_heads, context=cfg.lm_context,
+        batch=cfg.lm_batch, steps=cfg.lm_steps, lr=cfg.lm_lr, log_every=cfg.lm_log_every, min_keys=cfg.min_keys,
+        init_seed=ctx.seed("lm/init"), probe_generator=ctx.generator("lm/probe"), generator=ctx.generator("lm/data"),
+        progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
+    ctx.table("lm_loss", loss)
     if cfg.lm_local:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        local = AutoModelForCausalLM.from_pretrained(cfg.lm_local, local_files_only=True, attn_implementation="eager").to(ctx.device).eval()
-        tok = AutoTokenizer.from_pretrained(cfg.lm_local, local_files_only=True)
-        ids = tok(resolve_corpus(cfg.lm_corpus)[:200_000], return_tensors="pt").input_ids[0]
-        batch = random_windows(ids, 8, min(256, local.config.n_positions), ctx.generator("lm/local")).to(ctx.device)
-        table = pd.concat([table, _theta_of(local, batch, cfg.min_keys).assign(step=-1, model=f"local: {cfg.lm_local}")], ignore_index=True)
-    ctx.table("theta_training", table)
-    return table
-
-
-# --------------------------------------------------------------------------------------------
-# Warmup (paper preset)
-# --------------------------------------------------------------------------------------------
+        text = resolve_corpus(cfg.lm_corpus)
+        local = checkpoint_theta(cfg.lm_local, text, cfg.min_keys, ctx.generator("lm/local"), ctx.device)
+        table = pd.concat([table, local.assign(step=-1, model=f"local: {cfg.lm_local}")], ignore_index=True)
+    return ctx.table("theta_training", table)
 
 
 def _warmup(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
+    """Paper preset: a deep post-LN model trained with and without linear warmup on the same batches."""
     vocab, stream = char_stream(cfg.lm_corpus)
-    rows = []
     seed = ctx.seed("warmup/init")
-    for ramp in (0, cfg.warmup_ramp):
-        model = ToyTransformer(d_model=cfg.warmup_width, n_heads=cfg.warmup_heads, n_layers=cfg.warmup_layers, mlp_width=4 * cfg.warmup_width, vocab_size=len(vocab),
-                               causal=True, positional="learned", max_len=cfg.warmup_context, norm_position="post", seed=seed).to(ctx.device)
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.warmup_lr)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s, r=ramp: min(1.0, (s + 1) / r) if r else 1.0)
-        g = ctx.generator("warmup/data")  # the same batches for both runs
-        best, status = math.inf, "ok"
-        for step in ctx.progress(range(cfg.warmup_steps), f"post-LN, warmup {ramp}"):
-            x = random_windows(stream, cfg.warmup_batch, cfg.warmup_context + 1, g).to(ctx.device)
-            loss = F.cross_entropy(model(x[:, :-1]).reshape(-1, len(vocab)), x[:, 1:].reshape(-1))
-            value = loss.item()
-            if not math.isfinite(value):
-                status = f"diverged (NaN at step {step})"
-                rows.append(dict(warmup=ramp, step=step, loss=value))
-                break
-            best = min(best, value)
-            rows.append(dict(warmup=ramp, step=step, loss=value))
-            if value > 2 * best and step > 10:
-                status = f"diverged (loss {value:.2f} > 2 x running minimum {best:.2f} at step {step})"
-                break
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-        ctx.log(f"warmup {ramp}: {status}")
-        rows.append(dict(warmup=ramp, step=-1, loss=np.nan, status=status))
-    table = pd.DataFrame(rows)
-    ctx.table("warmup", table)
-    return table
+
+    def model():
+        return ToyTransformer(d_model=cfg.warmup_width, n_heads=cfg.warmup_heads, n_layers=cfg.warmup_layers,
+                              mlp_width=4 * cfg.warmup_width, vocab_size=len(vocab), causal=True, positional="learned",
+                              max_len=cfg.warmup_context, norm_position="post", seed=seed)
+
+    table = warmup_comparison(model, stream, warmups=(0, cfg.warmup_ramp), steps=cfg.warmup_steps,
+                              batch=cfg.warmup_batch, length=cfg.warmup_context, lr=cfg.warmup_lr,
+                              make_generator=lambda: ctx.generator("warmup/data"), device=ctx.device,
+                              progress=ctx.progress, log=ctx.log)
+    return ctx.table("warmup", table)
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,14 +192,9 @@ def _figure_theta(ctx: RunContext, t: pd.DataFrame) -> None:
 
 def _figure_gain(ctx: RunContext, t: pd.DataFrame) -> None:
     fig, ax = new_figure()
-    ax.plot(t["T"], t["gain"], "o-", color=color(0), label="local gain (block-∞/RMS)")
-    ax.plot(t["T"], t["bound"], "s--", color=color(1), label="first-order bound (no T)")
     ax.plot(t["T"], t["gain_sequence_l2"], "v:", color=color(2), label="control: output ℓ2 over the sequence")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length T")
-    ax.set_ylabel("gain")
-    ax.legend(fontsize=7)
+    prediction_vs_simulation(ax, t.assign(what="local gain (block-∞/RMS)"), "T", "bound", "gain", group="what",
+                             theory_label="first-order bound (no T)", xlabel="sequence length T", logx=True, logy=True)
     ax.set_title("random attention layer, tokens at RMS 1", fontsize=8)
     ctx.figure("gain_vs_T", fig)
 
@@ -435,19 +202,12 @@ def _figure_gain(ctx: RunContext, t: pd.DataFrame) -> None:
 def _figure_deepnorm(ctx: RunContext, t: pd.DataFrame, update: str) -> None:
     fig, (ax, bx) = new_figure(ncols=2, width=8.4)
     col = f"update_{update}"
-    groups = list(t.groupby("variant", sort=False))
-    k = 0
-    for variant, g in groups:
-        for p, h in (g.groupby("p") if variant == "deepnorm" else [(None, g)]):
-            m = h.groupby("N")[col].mean()
-            ax.plot(m.index, m.to_numpy(), "o-" if p is not None else "^--", color=color(k) if p is not None else "k", ms=4,
-                    label=f"DeepNorm, β = (8N)^−{p:g}" if p is not None else "plain post-LN")
-            k += 1
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("depth N")
-    ax.set_ylabel(f"relative output change after one {update} step")
-    ax.legend(fontsize=6)
+    plain = t[t["variant"] == "post-LN"].groupby("N")[col].mean()
+    ax.plot(plain.index, plain.to_numpy(), "^--", color="k", ms=4, label="plain post-LN")
+    means = t[t["variant"] == "deepnorm"].groupby(["p", "N"], as_index=False)[col].mean()
+    prediction_vs_simulation(ax, means, "N", None, col, group="p", label="DeepNorm, β = (8N)^−{group:g}",
+                             xlabel="depth N", ylabel=f"relative output change after one {update} step",
+                             logx=True, logy=True)
     for i, u in enumerate(("sgd", "sign")):
         s = _slopes(t, f"update_{u}")
         bx.plot(s["p"], s["slope"], "o-", color=color(i), label=f"{u} step" + (" (judged)" if u == update else ""))
@@ -476,14 +236,10 @@ def _figure_theta_training(ctx: RunContext, t: pd.DataFrame) -> None:
 
 def _figure_grad(ctx: RunContext, t: pd.DataFrame) -> None:
     fig, axes = new_figure(ncols=2, width=8.4)
-    for ax, (position, g) in zip(np.atleast_1d(axes), t.groupby("norm_position")):
-        for i, (N, h) in enumerate(g.groupby("N")):
-            ax.plot(h["layer"] + 1, h["grad_norm"], "-", color=color(i), label=f"N = {N}")
-        ax.set_yscale("log")
-        ax.set_xlabel("layer")
-        ax.set_ylabel("gradient norm at init")
+    for ax, (position, g) in zip(np.atleast_1d(axes), t.assign(layer=t["layer"] + 1).groupby("norm_position")):
+        prediction_vs_simulation(ax, g, "layer", None, "grad_norm", group="N", label="N = {group}",
+                                 ylabel="gradient norm at init", logy=True)
         ax.set_title(f"{position}-LN", fontsize=8)
-        ax.legend(fontsize=6)
     ctx.figure("grad_profile", fig)
 
 
@@ -549,7 +305,7 @@ def judge_deepnorm(res, v) -> Verdict:
     update = res.config["dn_update"]
     col = f"update_{update}"
     s = _slopes(t, col)
-    p_star = _zero_crossing(s)
+    p_star = zero_crossing(s["p"].to_numpy(), s["slope"].to_numpy())
     quarter = s[np.isclose(s["p"], 0.25)]
     spread = float(quarter["max_over_min"].iloc[0]) if len(quarter) else None
     plain = t[t["variant"] == "post-LN"].groupby("N")[col].mean()
@@ -630,14 +386,21 @@ def run(cfg: AttentionSensitivityConfig, ctx: RunContext) -> None:
     if ctx.device.type == "cpu":
         torch.set_num_threads(1)  # the card's advice: these small ops slow down badly under thread contention
     try:
-        theta = _theta_rows(cfg, ctx)
-        _closed_forms(ctx)
+        rows = random_theta_rows(ctx.rng("theta/rows"), cfg.theta_rows, cfg.theta_n_max, cfg.alphas, cfg.taus)
+        theta = ctx.table("theta_rows", rows)
+        ctx.table("closed_forms", theta_closed_form_cases())
         _figure_theta(ctx, theta)
         torch.set_num_threads(threads)
-        _figure_gain(ctx, _gain(cfg, ctx))
+        seed = ctx.seed("gain/init")  # a random attention layer (float64, no biases): local gain vs T and its bound
+        attn = frozen_attention_layer(cfg.gain_d, cfg.gain_heads, seed)
+        gain = attention_gain_vs_length(attn, cfg.gain_T, eps=cfg.gain_eps, steps=cfg.gain_steps,
+                                        restarts=cfg.gain_restarts, control_restarts=cfg.control_restarts,
+                                        generator=torch.Generator().manual_seed(seed), progress=ctx.progress)
+        _figure_gain(ctx, ctx.table("gain", gain))
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
-        _figure_deepnorm(ctx, _deepnorm(cfg, ctx), cfg.dn_update)
-        _figure_grad(ctx, _grad_profile(cfg, ctx))
+        deepnorm_table, grads = _deepnorm(cfg, ctx)
+        _figure_deepnorm(ctx, deepnorm_table, cfg.dn_update)
+        _figure_grad(ctx, grads)
         torch.set_num_threads(threads)
         _figure_theta_training(ctx, _theta_training(cfg, ctx))
         if cfg.warmup:

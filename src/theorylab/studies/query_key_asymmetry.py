@@ -25,20 +25,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.text import char_stream, check_corpus, random_windows
+from theorylab.data.text import char_stream, check_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
-from theorylab.probes.bilinear_operators import head_operators
-from theorylab.probes.lowrank import delta_loss
-from theorylab.probes.qk_identities import gauge_transform, qk_gradients
-from theorylab.probes.spectra import stable_rank
-from theorylab.theory.bilinear import balanced_factorization, directionality_score
-from theorylab.train.language import train_language_model
+from theorylab.probes.qk_identities import bias_effect, causal_key_support, gauge_rank_changes, key_gradient_sums
+from theorylab.train.thin_key_decoders import thin_key_decoders
 
 PAPER = "query-key asymmetry (paper unidentified; anchors: arXiv 2603.04427, Saponati et al. arXiv 2502.10927)"
 REF = "query-key asymmetry (reconstructed)"
@@ -104,62 +99,20 @@ def _model(cfg: QueryKeyAsymmetryConfig, pos: str, causal: bool, seed: int, dtyp
                           positional=POSITIONAL[pos], max_len=cfg.id_length, seed=seed).to(dtype)
 
 
-def _per_position_loss(model: ToyTransformer, tokens: torch.Tensor) -> torch.Tensor:
-    logits = model(tokens[:, :-1])
-    return F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T)
-
-
-@torch.no_grad()
-def _bias_effect(model: ToyTransformer, tokens: torch.Tensor, side: str, norm: float, g: torch.Generator) -> float:
-    """Relative change of the output logits when every head gets a random ``side`` bias of norm ``norm``."""
-    base = model(tokens)
-    saved = []
-    for block in model.blocks:
-        b = block.attn.b_K if side == "key" else block.attn.b_Q
-        saved.append((b, b.clone()))
-        noise = torch.randn(b.shape, generator=g, dtype=b.dtype)
-        b.add_(norm * noise / noise.norm(dim=-1, keepdim=True))
-    try:
-        return float((model(tokens) - base).norm() / base.norm())
-    finally:
-        for b, old in saved:
-            b.copy_(old)
-
-
 def _identities(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Claims 1-2 on random-init models: every position encoding x causal/bidirectional x float32/float64."""
     bias_rows, grad_rows = [], []
     combos = list(itertools.product(cfg.positions, (False, True), (torch.float32, torch.float64)))
     for pos, causal, dtype in ctx.progress(combos, "query/key identities"):
-        seed = ctx.seed(f"id/{pos}/{causal}")
-        model = _model(cfg, pos, causal, seed, dtype)
+        model = _model(cfg, pos, causal, ctx.seed(f"id/{pos}/{causal}"), dtype)
         g = ctx.generator(f"id/data/{pos}/{causal}/{dtype}")
         tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=g)
         tag = dict(pos=pos, causal=causal, dtype=str(dtype).removeprefix("torch."))
         for side in ("key", "query"):
-            bias_rows.append(dict(**tag, side=side, rel_change=_bias_effect(model, tokens[:, :-1], side, cfg.bias_norm, g)))
-        # gradients: of the bias parameters, and of the keys/queries that meet in the scores
-        saved = qk_gradients(model, lambda m, x=tokens: _per_position_loss(m, x).mean())
-        for layer, (block, rec) in enumerate(zip(model.blocks, saved)):
-            bk, bq = block.attn.b_K.grad, block.attn.b_Q.grad
-            dk, dq, dS, q = rec["dk"], rec["dq"], rec["dS"], rec["q"]
-            k_ratio = dk.sum(2).norm(dim=-1) / dk.norm(dim=-1).sum(2)  # (B, H): ‖Σ_j ∂L/∂k_j‖ / Σ_j ‖∂L/∂k_j‖
-            q_ratio = dq.sum(2).norm(dim=-1) / dq.norm(dim=-1).sum(2)
-            row_sums = float(dS.sum(-1).abs().max() / dS.abs().sum(-1).max())  # relative to the largest Σ_j |dS_ij|
-            # Σ_j ∂L/∂k_j = scale·Σ_ij dS_ij q_i is a sum of T² terms that cancels exactly (zero row sums); its float
-            # rounding is (2T)ε·Σ_ij |dS_ij|‖q_i‖·scale at most (two nested T-term sums), so relative to Σ_j‖∂L/∂k_j‖ the
-            # tolerance carries the summation's condition number κ = Σ_ij |dS_ij|‖q_i‖ / Σ_j ‖Σ_i dS_ij q_i‖ (Higham, ch. 4)
-            terms = (dS.abs() * q.norm(dim=-1)[..., :, None]).sum((-1, -2))  # (B, H)
-            kappa = terms / torch.einsum("bhij,bhir->bhjr", dS, q).norm(dim=-1).sum(-1)
-            eps = torch.finfo(dtype).eps
-            T = dS.shape[-1]
-            for b, h in itertools.product(range(k_ratio.shape[0]), range(k_ratio.shape[1])):
-                grad_rows.append(dict(**tag, layer=layer, batch=b, head=h, key_ratio=float(k_ratio[b, h]), query_ratio=float(q_ratio[b, h]), dS_row_sum=row_sums,
-                                      key_tolerance=2 * T * eps * float(kappa[b, h]), row_sum_tolerance=2 * T * eps,
-                                      key_bias_grad=float(bk[h].norm()), query_bias_grad=float(bq[h].norm())))
-    bias, grads = pd.DataFrame(bias_rows), pd.DataFrame(grad_rows)
-    ctx.table("bias_invariance", bias)
-    ctx.table("gradient_sums", grads)
-    return bias, grads
+            change = bias_effect(model, tokens[:, :-1], side, cfg.bias_norm, g)
+            bias_rows.append(dict(**tag, side=side, rel_change=change))
+        grad_rows += [dict(**tag, **row) for row in key_gradient_sums(model, tokens)]
+    return ctx.table("bias_invariance", pd.DataFrame(bias_rows)), ctx.table("gradient_sums", pd.DataFrame(grad_rows))
 
 
 def _causal_support(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
@@ -168,25 +121,9 @@ def _causal_support(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFra
     for pos in cfg.positions:
         model = _model(cfg, pos, True, ctx.seed(f"causal/{pos}"), torch.float64)
         tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=ctx.generator(f"causal/data/{pos}"))
-        full = qk_gradients(model, lambda m, x=tokens: _per_position_loss(m, x).sum())
-        for j in (1, cfg.id_length // 2, cfg.id_length - 1):
-            before = qk_gradients(model, lambda m, j=j, x=tokens: _per_position_loss(m, x)[:, :j].sum())
-            after = qk_gradients(model, lambda m, j=j, x=tokens: _per_position_loss(m, x)[:, j:].sum())
-            for layer in range(len(model.blocks)):
-                scale = float(full[layer]["dk"][:, :, j].norm())
-                rows.append(dict(pos=pos, j=j, layer=layer, full_norm=scale, before_norm=float(before[layer]["dk"][:, :, j].norm()) / scale,
-                                 after_gap=float((after[layer]["dk"][:, :, j] - full[layer]["dk"][:, :, j]).norm()) / scale))
-    table = pd.DataFrame(rows)
-    ctx.table("causal_support", table)
-    return table
-
-
-def _random_gauge(r: int, condition: float, g: torch.Generator) -> torch.Tensor:
-    U, _ = torch.linalg.qr(torch.randn(r, r, generator=g, dtype=torch.float64))
-    V, _ = torch.linalg.qr(torch.randn(r, r, generator=g, dtype=torch.float64))
-    s = torch.exp(torch.rand(r, generator=g, dtype=torch.float64) * math.log(condition))
-    s[0], s[-1] = 1.0, condition  # exactly this condition number
-    return U @ torch.diag(s) @ V.T
+        support = causal_key_support(model, tokens, (1, cfg.id_length // 2, cfg.id_length - 1))
+        rows += [dict(pos=pos, **row) for row in support]
+    return ctx.table("causal_support", pd.DataFrame(rows))
 
 
 def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
@@ -198,75 +135,22 @@ def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
         model = _model(cfg, pos, False, ctx.seed(f"gauge/{pos}"), torch.float32)
         exact = _model(cfg, pos, False, ctx.seed(f"gauge/{pos}"), torch.float64)
         tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length), generator=g)
-        ops_before = head_operators(exact)
-        before = [(a.W_Q.detach().clone(), a.W_K.detach().clone()) for a in (b.attn for b in exact.blocks)]
-        with torch.no_grad():
-            base = model(tokens)
-            for block, block64 in zip(model.blocks, exact.blocks):
-                for h in range(cfg.id_heads):
-                    G = _random_gauge(block.attn.W_Q.shape[1], cfg.gauge_condition, g)
-                    gauge_transform(block.attn, h, G)
-                    gauge_transform(block64.attn, h, G)
-            change = float((model(tokens) - base).norm() / base.norm())
-        ops_after = head_operators(exact)
-        for layer, block in enumerate(exact.blocks):
-            for h in range(cfg.id_heads):
-                wq0, wk0 = before[layer][0][h], before[layer][1][h]
-                wq1, wk1 = block.attn.W_Q[h].detach(), block.attn.W_K[h].detach()
-                r = wq0.shape[0]
-                bq0, _ = balanced_factorization(ops_before[layer * cfg.id_heads + h].M, r)
-                bq1, _ = balanced_factorization(ops_after[layer * cfg.id_heads + h].M, r)
-                rows.append(dict(pos=pos, layer=layer, head=h, logit_change=change,
-                                 q_rank_change=abs(float(stable_rank(wq1) / stable_rank(wq0)) - 1), k_rank_change=abs(float(stable_rank(wk1) / stable_rank(wk0)) - 1),
-                                 balanced_rank_change=abs(float(stable_rank(bq1) / stable_rank(bq0)) - 1)))
-    table = pd.DataFrame(rows)
-    ctx.table("gauge", table)
-    return table
+        rows += [dict(pos=pos, **row) for row in gauge_rank_changes(model, exact, tokens, cfg.gauge_condition, g)]
+    return ctx.table("gauge", pd.DataFrame(rows))
 
 
-def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     vocab, stream = char_stream(cfg.corpus)
-    cut = int(0.95 * len(stream))
-    train, held = stream[:cut], stream[cut:]
-    g_eval = ctx.generator("lm/eval")
-    eval_tokens = torch.cat([random_windows(held, cfg.lm_batch, cfg.lm_context + 1, g_eval) for _ in range(cfg.eval_batches)]).to(ctx.device)
-
-    def loss_fn(m):
-        return _per_position_loss(m, eval_tokens).mean()
-
-    dh = cfg.lm_width // cfg.lm_heads
-    variants = [("full", dh)] + ([("thin keys", max(1, int(round(cfg.thin_fraction * dh))))] if cfg.thin_keys else [])
-    seed = ctx.seed("lm/init")
-    trunc_rows, rank_rows, lm_rows = [], [], []
-    for name, select in variants:
-        model = ToyTransformer(d_model=cfg.lm_width, n_heads=cfg.lm_heads, head_rank=select, value_dim=dh, n_layers=cfg.lm_layers, mlp_width=4 * cfg.lm_width,
-                               vocab_size=len(vocab), causal=True, positional="learned", max_len=cfg.lm_context, final_norm=True, seed=seed).to(ctx.device)
-        log = train_language_model(model, train, objective="clm", steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_context, lr=cfg.lm_lr,
-                                   generator=ctx.generator(f"lm/data/{name}"), log_every=max(1, cfg.lm_steps // 10), progress=ctx.progress,
-                                   check=ctx.check_finite, device=ctx.device)
-        model.eval()
-        with torch.no_grad():
-            held_loss = float(loss_fn(model))
-        qk_params = sum(b.attn.W_Q.numel() + b.attn.W_K.numel() for b in model.blocks)
-        lm_rows.append(dict(variant=name, d_select=select, held_out_loss=held_loss, perplexity=math.exp(held_loss), qk_params=qk_params, final_train_loss=log[-1]["loss"]))
-        if name != "full":
-            continue
-        for frac in cfg.rank_fractions:
-            r = max(1, int(round(frac * dh)))
-            for which in ("q", "k", "qk"):
-                trunc_rows.append(dict(rank=r, fraction=frac, which=which, delta_loss=delta_loss(model, loss_fn, which, r)))
-        for op in head_operators(model):
-            a = model.blocks[op.layer].attn
-            wq, wk = a.W_Q[op.head].detach().double().cpu(), a.W_K[op.head].detach().double().cpu()
-            bq, bk = balanced_factorization(op.M.double().cpu(), dh)
-            rank_rows.append(dict(layer=op.layer, head=op.head, q_stable_rank=float(stable_rank(wq)), k_stable_rank=float(stable_rank(wk)),
-                                  balanced_stable_rank=float(stable_rank(bq)), directionality=float(directionality_score(op.M.double().cpu())),
-                                  q_norm=float(wq.norm()), k_norm=float(wk.norm())))
-    trunc, ranks, lms = pd.DataFrame(trunc_rows), pd.DataFrame(rank_rows), pd.DataFrame(lm_rows)
-    ctx.table("truncation", trunc)
-    ctx.table("ranks", ranks)
+    trunc, ranks, lms = thin_key_decoders(
+        stream, len(vocab), width=cfg.lm_width, heads=cfg.lm_heads, layers=cfg.lm_layers, context=cfg.lm_context,
+        batch=cfg.lm_batch, steps=cfg.lm_steps, lr=cfg.lm_lr,
+        thin_fraction=cfg.thin_fraction if cfg.thin_keys else None, rank_fractions=cfg.rank_fractions,
+        eval_batches=cfg.eval_batches, init_seed=ctx.seed("lm/init"),
+        eval_generator=ctx.generator("lm/eval"), data_generator=lambda name: ctx.generator(f"lm/data/{name}"),
+        progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
+    trunc, ranks = ctx.table("truncation", trunc), ctx.table("ranks", ranks)
     ctx.table("decoders", lms)
-    return trunc, ranks, lms
+    return trunc, ranks
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,6 +325,6 @@ def run(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> None:
     _figure_gradients(ctx, grads)
     _causal_support(cfg, ctx)
     _gauge(cfg, ctx)
-    trunc, ranks, _ = _decoders(cfg, ctx)
+    trunc, ranks = _decoders(cfg, ctx)
     _figure_truncation(ctx, trunc)
     _figure_ranks(ctx, ranks)

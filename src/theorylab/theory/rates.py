@@ -1,8 +1,10 @@
-"""Rates read off curves: power-law exponents with bootstrap confidence intervals."""
+"""Rates read off curves: power-law exponents with bootstrap confidence intervals, log-log slopes per
+group and where such slopes change sign."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def fit_power_law(t: np.ndarray, y: np.ndarray, window: tuple[float, float] | None = None, *, relative_to_first: bool = True,
@@ -53,3 +55,28 @@ def first_crossing(x: np.ndarray, y: np.ndarray, level: float) -> float | None:
         return float(x[0])
     t = (level - y[k - 1]) / (y[k] - y[k - 1])
     return float(np.exp(np.log(x[k - 1]) + t * (np.log(x[k]) - np.log(x[k - 1]))))
+
+
+def loglog_slopes(table: pd.DataFrame, group: str, x: str, y: str) -> pd.DataFrame:
+    """Per value of ``group``: the least-squares slope of ``log mean(y)`` against ``log x`` (``y`` averaged
+    over repeats at each ``x``) and ``max_over_min`` of those means (1 for a flat curve).
+
+    Columns ``<group>, slope, max_over_min``, one row per group in sorted order. DeepNet's update law
+    (Wang et al. 2022) is read this way: the slope in depth N of the relative update, per init exponent p.
+    """
+    rows = []
+    for key, g in table.groupby(group):
+        m = g.groupby(x)[y].mean()
+        slope = np.polyfit(np.log(m.index.to_numpy(float)), np.log(m.to_numpy()), 1)[0]
+        rows.append({group: key, "slope": slope, "max_over_min": float(m.max() / m.min())})
+    return pd.DataFrame(rows)
+
+
+def zero_crossing(x: np.ndarray, y: np.ndarray) -> float | None:
+    """The first ``x`` (ascending grid) where ``y`` goes from positive to non-positive, interpolated linearly
+    between the two grid points around it; None if it never does."""
+    x, y = np.asarray(x), np.asarray(y)
+    for i in range(len(x) - 1):
+        if y[i] > 0 >= y[i + 1]:
+            return float(x[i] + (x[i + 1] - x[i]) * y[i] / (y[i] - y[i + 1]))
+    return None

@@ -12,6 +12,8 @@ a balanced-partition (subset-sum) problem: θ = 1 when the mass splits evenly, �
 - :func:`theta_dp`: subset-sum DP on masses quantised to ``step``; returns a value and a rigorous
   upper bound (the quantisation moves any subset's mass by at most n·step/2).
 - :func:`theta_greedy`: largest-first balancing, a lower bound, vectorised over rows.
+- :func:`random_theta_rows`, :func:`theta_closed_form_cases`: every method beside the definition and
+  the closed forms, as tables (the attention-sensitivity study's checks).
 - Facts used as tests: θ(uniform, n even) = 1, θ(uniform, n odd) = 1 − 1/n², θ = 4 p_max (1 − p_max)
   when p_max >= ½, and 1 − p_max² <= θ <= 1.
 """
@@ -22,6 +24,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -143,3 +146,48 @@ def attention_gain_bound(value_norms: Tensor, score_norms: Tensor, radius: float
     into ≤ θ·2R‖M_h‖ε of ℓ1 mass on values of norm ≤ R‖W_h‖. No T appears.
     """
     return (value_norms * (1 + 2 * torch.as_tensor(theta_max, dtype=value_norms.dtype) * radius**2 * score_norms)).sum()
+
+
+def random_theta_rows(rng: np.random.Generator, count: int, n_max: int, alphas: tuple[float, ...],
+                      taus: tuple[float, ...]) -> pd.DataFrame:
+    """θ(p) by every method on ``count`` random attention rows, beside the definition (Emadi, arXiv 2602.18849).
+
+    Row i has n ~ U{2..n_max} entries drawn from a symmetric Dirichlet(α) with α cycling through
+    ``alphas`` and τ through ``taus`` (every α at each τ); entries are floored at 1e-300 and renormalised.
+    Columns: ``row, n, alpha, tau, p_max, theta_exact, brute_norm`` (‖J‖_{∞→1} by enumeration of sign
+    vectors), ``theta_dp, theta_dp_bound, theta_greedy`` and ``rel_error = |θ_exact/τ − brute| / brute``.
+    """
+    rows = []
+    for i in range(count):
+        n = int(rng.integers(2, n_max + 1))
+        alpha = alphas[i % len(alphas)]
+        tau = taus[(i // len(alphas)) % len(taus)]
+        p = rng.dirichlet([alpha] * n)
+        p = np.maximum(p, 1e-300)
+        p = p / p.sum()
+        exact = theta_exact(p)
+        brute = inf_to_one_norm_bruteforce(jacobian(torch.as_tensor(p), tau))
+        dp_value, dp_bound = theta_dp(p)
+        greedy = float(theta_greedy(torch.as_tensor(p)[None])[0])
+        rows.append(dict(row=i, n=n, alpha=alpha, tau=tau, p_max=float(p.max()), theta_exact=exact, brute_norm=brute,
+                         theta_dp=dp_value, theta_dp_bound=dp_bound, theta_greedy=greedy,
+                         rel_error=abs(exact / tau - brute) / max(brute, 1e-300)))
+    return pd.DataFrame(rows)
+
+
+def theta_closed_form_cases(n_max: int = 12, p_maxes: tuple[float, ...] = (0.5, 0.6, 0.75, 0.9, 0.99)) -> pd.DataFrame:
+    """:func:`theta_exact` against its closed forms for n = 2..n_max: θ(one-hot) = 0, θ(uniform) = 1 (n even)
+    or 1 − 1/n² (n odd), and θ = 4 p_max (1 − p_max) for a row with p_max >= ½ and the rest spread evenly.
+    Columns ``case, n, theta, expected, error``."""
+    rows = []
+    for n in range(2, n_max + 1):
+        one_hot = np.zeros(n)
+        one_hot[0] = 1.0
+        rows.append(dict(case="one-hot", n=n, theta=theta_exact(one_hot), expected=0.0))
+        rows.append(dict(case="uniform", n=n, theta=theta_exact(np.full(n, 1 / n)),
+                         expected=1.0 if n % 2 == 0 else 1 - 1 / n**2))
+        for pmax in p_maxes:
+            rest = np.full(n - 1, (1 - pmax) / (n - 1))
+            rows.append(dict(case=f"p_max = {pmax}", n=n, theta=theta_exact(np.concatenate([[pmax], rest])),
+                             expected=4 * pmax * (1 - pmax)))
+    return pd.DataFrame(rows).assign(error=lambda t: (t["theta"] - t["expected"]).abs())
