@@ -1,4 +1,5 @@
-"""Shared timing helper of the benchmark scripts (run as ``python benchmarks/NAME.py``, so this imports as ``_timing``)."""
+"""Shared timing helper of the benchmark scripts (run as ``python benchmarks/NAME.py``, so this imports as
+``_timing``)."""
 
 from __future__ import annotations
 

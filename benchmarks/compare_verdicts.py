@@ -12,7 +12,8 @@ Two modes:
 
 Run both sides with the same torch thread count (``benchmarks/seed_robustness.py`` uses one
 thread per run by default): float reductions sum in a thread-dependent order, which moves measured values at
-~1e-4 relative through training. ``--studies`` and ``--seeds`` narrow the comparison. Prints one line per difference and a
+~1e-4 relative through training. ``--studies`` and ``--seeds`` narrow the comparison. Prints one line per difference and
+a
 summary; exits 1 when anything differs, so it can gate a refactor.
 """
 

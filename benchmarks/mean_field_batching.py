@@ -16,8 +16,8 @@ import platform
 from pathlib import Path
 
 import torch
-from _timing import best_time
 
+from _timing import best_time
 from theorylab.nn.activations import HermiteActivation
 from theorylab.theory.mean_field import projected_step, uniform_sphere
 from theorylab.train.mean_field import NetworkBatch
@@ -57,11 +57,14 @@ def main() -> int:
 
     t_big = best_time(big, args.repeats)
     summary = {
-        "sweep": {"d": d, "widths": [32, 64, 128], "seeds": 3, "steps": steps, "batched_s": round(t_batched, 3), "loop_s": round(t_loop, 3), "speedup": round(t_loop / t_batched, 2)},
-        "throughput": {"m": m, "d": dd, "steps": n_steps, "seconds": round(t_big, 3), "particle_steps_per_s": round(m * n_steps / t_big)},
+        "sweep": {"d": d, "widths": [32, 64, 128], "seeds": 3, "steps": steps, "batched_s": round(t_batched, 3),
+                  "loop_s": round(t_loop, 3), "speedup": round(t_loop / t_batched, 2)},
+        "throughput": {"m": m, "d": dd, "steps": n_steps, "seconds": round(t_big, 3), "particle_steps_per_s": round(
+            m * n_steps / t_big)},
         "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
     }
-    print(f"width sweep (9 networks, {steps} steps): padded batch {t_batched:.2f} s vs loop {t_loop:.2f} s -> {t_loop / t_batched:.1f}x")
+    print(f"width sweep (9 networks, {steps} steps): padded batch {t_batched:.2f} s vs loop {t_loop:.2f} s -> "
+          f"{t_loop / t_batched:.1f}x")
     print(f"projected GD at m = {m}, d = {dd}: {m * n_steps / t_big:,.0f} particle-steps/s")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))

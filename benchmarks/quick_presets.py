@@ -38,10 +38,12 @@ def main() -> int:
             res = execute(slug, "quick", 0, store=store, device="cpu")
             total = time.perf_counter() - started
             counts = res.counts()
-            rows.append({"study": slug, "run_s": round(res.wall_s, 2), "total_s": round(total, 2), **counts, "within_budget": total <= BUDGET_S})
+            rows.append({"study": slug, "run_s": round(res.wall_s, 2), "total_s": round(total, 2), **counts,
+                         "within_budget": total <= BUDGET_S})
             print(f"{slug:28s} run {res.wall_s:6.1f} s  total {total:6.1f} s  (budget {BUDGET_S:.0f} s)  "
                   f"{counts['passed']} passed, {counts['failed']} failed, {counts['undecided']} undecided")
-    summary = {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(), "studies": rows}
+    summary = {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(
+        ), "studies": rows}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     ok = all(r["within_budget"] and r["failed"] == 0 for r in rows)

@@ -53,7 +53,8 @@ def _run(slug: str, seed: int, store_root: str, threads: int) -> dict:
     try:
         res = check(slug, "quick", seed, store=Store(store_root), device="cpu")
     except Exception as err:  # noqa: BLE001 - a study that raises is a row, not the end of the sweep
-        return {"study": slug, "seed": seed, "status": "error", "message": f"{type(err).__name__}: {err}", "wall_s": time.perf_counter() - started, "verdicts": []}
+        return {"study": slug, "seed": seed, "status": "error", "message": f"{type(err).__name__}: {err}",
+                "wall_s": time.perf_counter() - started, "verdicts": []}
     return {"study": slug, "seed": seed, "status": res.status, "message": res.message, "wall_s": res.wall_s,
             "verdicts": [{"id": v.id, "outcome": v.outcome, "detail": v.detail} for v in res.verdicts]}
 
@@ -70,7 +71,8 @@ def collect(stores: list[str], slugs: set[str], seeds: set[int]) -> list[dict]:
         store = Store(root)
         for r in store.rows():
             key = (r["study"], r["seed"])
-            if r["preset"] == "quick" and r["status"] in ("done", "diverged") and key[0] in slugs and key[1] in seeds and store.has(r["run_id"]):
+            if r["preset"] == "quick" and r["status"] in ("done", "diverged") and key[0] in slugs and key[
+                1] in seeds and store.has(r["run_id"]):
                 if key not in newest or (r["finished"] or 0) > newest[key][0]:
                     newest[key] = (r["finished"] or 0, store, r["run_id"])
     rows = []
@@ -86,13 +88,15 @@ def pass_rates(rows: list[dict]) -> list[dict]:
     table: dict[str, dict] = {}
     for row in sorted(rows, key=lambda r: (r["study"], r["seed"])):
         if row["status"] != "done" and not row["verdicts"]:
-            entry = table.setdefault(f"{row['study']} (run)", {"claim": f"{row['study']} (run)", "passed": 0, "failed": 0, "error": 0, "undecided": 0, "bad_seeds": [], "first_bad": ""})
+            entry = table.setdefault(f"{row['study']} (run)", {"claim": f"{row['study']} (run)", "passed": 0,
+                "failed": 0, "error": 0, "undecided": 0, "bad_seeds": [], "first_bad": ""})
             entry["error"] += 1
             entry["bad_seeds"].append(row["seed"])
             entry["first_bad"] = entry["first_bad"] or f"{row['status']}: {row['message']}"
             continue
         for v in row["verdicts"]:
-            entry = table.setdefault(v["id"], {"claim": v["id"], "passed": 0, "failed": 0, "error": 0, "undecided": 0, "bad_seeds": [], "first_bad": ""})
+            entry = table.setdefault(v["id"], {"claim": v["id"], "passed": 0, "failed": 0, "error": 0, "undecided": 0,
+                                               "bad_seeds": [], "first_bad": ""})
             entry[v["outcome"]] += 1
             if v["outcome"] in ("failed", "error"):
                 entry["bad_seeds"].append(row["seed"])
@@ -104,7 +108,8 @@ def markdown(rates: list[dict], seeds: list[int], rows: list[dict]) -> str:
     walls = {}
     for r in rows:
         walls.setdefault(r["study"], []).append(r["wall_s"])
-    lines = [f"Quick presets at seeds {seeds[0]}–{seeds[-1]} ({len(seeds)} seeds; `python benchmarks/seed_robustness.py`). "
+    lines = [f"Quick presets at seeds {seeds[0]}–{seeds[-1]} ({len(seeds)} seeds; `python "
+             f"benchmarks/seed_robustness.py`). "
              "A claim that is not decided at quick counts in the last column.", "",
              "| claim | passed | failed | errors | not decided | failing seeds |", "|---|---|---|---|---|---|"]
     for r in rates:
@@ -125,8 +130,10 @@ def main() -> int:
     parser.add_argument("--store", default=str(ROOT / "benchmarks" / "results" / "seed_store"))
     parser.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "seed_robustness.json"))
     parser.add_argument("--threads", type=int, default=1, help="torch threads per run (1: comparable across stores)")
-    parser.add_argument("--write-docs", action="store_true", help="write the table into docs/seed-robustness.md between its markers")
-    parser.add_argument("--collect", nargs="+", metavar="STORE", help="run nothing: build the table from the quick runs already in these stores")
+    parser.add_argument("--write-docs", action="store_true", help="write the table into docs/seed-robustness.md "
+        "between its markers")
+    parser.add_argument("--collect", nargs="+", metavar="STORE", help="run nothing: build the table from the quick "
+        "runs already in these stores")
     args = parser.parse_args()
 
     from theorylab.core.study import all_studies
@@ -142,7 +149,8 @@ def main() -> int:
         rows.append(row)
         bad = [v["id"].split("/", 1)[-1] for v in row["verdicts"] if v["outcome"] in ("failed", "error")]
         state = row["status"] if row["status"] != "done" else ("ok" if not bad else "FAILED " + ", ".join(bad))
-        print(f"[{len(rows)}/{len(jobs)} {time.perf_counter() - started:6.0f} s] {row['study']} seed {row['seed']}: {state} ({row['wall_s']:.1f} s)", flush=True)
+        print(f"[{len(rows)}/{len(jobs)} {time.perf_counter() - started:6.0f} s] {row['study']} seed {row['seed']}: "
+              f"{state} ({row['wall_s']:.1f} s)", flush=True)
 
     if args.collect:
         rows = collect(args.collect, set(slugs), set(seeds))
@@ -150,7 +158,8 @@ def main() -> int:
         import ray
 
         ray.init(address=args.address, include_dashboard=False, log_to_driver=False,
-                 **({} if args.address else {"num_cpus": args.workers, "runtime_env": {"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}}}))
+                 **({} if args.address else {"num_cpus": args.workers, "runtime_env": {"env_vars": {
+                     "PYTHONPATH": os.pathsep.join(sys.path)}}}))
         remote = ray.remote(num_cpus=1, max_retries=0)(_run)
         pending = [remote.remote(slug, seed, args.store, threads) for slug, seed in jobs]
         while pending:
@@ -166,12 +175,14 @@ def main() -> int:
     text = markdown(rates, seeds, rows)
     print(text)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"seeds": seeds, "workers": args.workers, "threads": threads, "rates": rates, "runs": rows}, indent=2, default=str))
+    Path(args.json).write_text(json.dumps({"seeds": seeds, "workers": args.workers, "threads": threads, "rates": rates,
+                                           "runs": rows}, indent=2, default=str))
     if args.write_docs:
         body = DOCS_PAGE.read_text()
         if TABLE_START not in body:
             raise SystemExit(f"{DOCS_PAGE} has no {TABLE_START} marker")
-        body = re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), TABLE_START + "\n" + text + "\n" + TABLE_END, body, flags=re.S)
+        body = re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END),
+                      TABLE_START + "\n" + text + "\n" + TABLE_END, body, flags=re.S)
         DOCS_PAGE.write_text(body)
     return 0 if all(r["failed"] == 0 and r["error"] == 0 for r in rates) else 1
 

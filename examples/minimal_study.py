@@ -54,7 +54,8 @@ MAX_Z = 4.0  # |z| > 4 has probability 6e-5 per n under the CLT: false alarms ar
 MAX_REL_SE = 0.05  # beyond 5% relative SE, even a 20% error could hide inside 4 SE: too noisy to decide.
 
 
-@claims.add("risk-matches-theory", "The measured excess risk of least squares is within 4 standard errors of s^2 d/(n-d-1) at every n.")
+@claims.add("risk-matches-theory", "The measured excess risk of least squares is within 4 standard errors of s^2 "
+                                   "d/(n-d-1) at every n.")
 def judge_risk(res, v) -> Verdict:
     t = res.table("risk")
     # The expectation is recomputed here from n, d, s (not read from the run's own 'theory' column).
@@ -66,7 +67,8 @@ def judge_risk(res, v) -> Verdict:
     z = (t["risk_mean"] - expected) / t["risk_se"]
     worst = float(z.abs().max())
     rel = float(((t["risk_mean"] - expected) / expected).abs().max())
-    return v.judged(worst <= MAX_Z, worst, 0.0, MAX_Z, f"max |mean - theory|/SE = {worst:.2f} over {len(t)} n; max relative error {rel:.3f}")
+    return v.judged(worst <= MAX_Z, worst, 0.0, MAX_Z, f"max |mean - theory|/SE = {worst:.2f} over {len(t)} n; max "
+                                                       f"relative error {rel:.3f}")
 
 
 @study("example-least-squares", title="Example: exact test risk of least squares", paper=REF,
@@ -88,7 +90,8 @@ def run(cfg: LeastSquaresConfig, ctx: RunContext) -> None:
         risk = ((w_hat - w_star) ** 2).sum(-1)
         ctx.check_finite("excess risk", risk)
         rows.append(dict(n=n, d=cfg.d, reps=cfg.reps, risk_mean=risk.mean().item(),
-                         risk_se=(risk.std() / math.sqrt(cfg.reps)).item(), theory=cfg.noise**2 * cfg.d / (n - cfg.d - 1)))
+                         risk_se=(risk.std() / math.sqrt(cfg.reps)).item(), theory=cfg.noise**2 * cfg.d / (
+                             n - cfg.d - 1)))
     table = ctx.table("risk", pd.DataFrame(rows))
     _figure(ctx, table, cfg)
 
@@ -97,7 +100,8 @@ def _figure(ctx: RunContext, t: pd.DataFrame, cfg: LeastSquaresConfig) -> None:
     fig, ax = new_figure()
     grid = np.linspace(t["n"].min(), t["n"].max(), 200)
     theory_line(ax, grid, cfg.noise**2 * cfg.d / (grid - cfg.d - 1), label="theory s²d/(n-d-1)", color=color(0))
-    sim_points(ax, t["n"], t["risk_mean"], 2 * t["risk_se"], label=f"simulation ({cfg.reps} datasets, ±2 SE)", color=color(1))
+    sim_points(ax, t["n"], t["risk_mean"], 2 * t["risk_se"], label=f"simulation ({cfg.reps} datasets, ±2 SE)",
+               color=color(1))
     log_ticks(ax, t["n"].tolist())
     ax.set_yscale("log")
     ax.set_xlabel("samples n")

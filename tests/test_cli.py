@@ -32,7 +32,8 @@ def test_run_json_object(root):
     res = invoke(root, "run", "toy", "--json", "--set", "n=500", "--seed", "3")
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
-    assert set(obj) == {"study", "run_id", "preset", "status", "message", "counts", "wall_s", "verdicts", "tables", "figures"}
+    assert set(obj) == {"study", "run_id", "preset", "status", "message", "counts", "wall_s", "verdicts", "tables",
+                        "figures"}
     assert obj["status"] == "done" and obj["study"] == "toy"
     (v,) = obj["verdicts"]
     assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error"}

@@ -55,7 +55,8 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
         if cfg.fail and step == 1:
             raise RuntimeError("toy failure")
         if cfg.n >= 100_000:
-            x = np.concatenate([rng.normal(cfg.bias, cfg.scale, min(cfg.big_chunk, cfg.n - i)) for i in range(0, cfg.n, cfg.big_chunk)])
+            x = np.concatenate([rng.normal(cfg.bias, cfg.scale, min(cfg.big_chunk, cfg.n - i)) for i in range(0, cfg.n,
+                cfg.big_chunk)])
         else:
             x = rng.normal(cfg.bias, cfg.scale, cfg.n)
         loss = float(x.mean()) if step != cfg.nan_at else float("nan")

@@ -22,15 +22,18 @@ from theorylab.core.result import Result
 from theorylab.core.store import Store
 from theorylab.core.study import Verdict, all_studies, get_study
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked studies.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked "
+    "studies.")
 out = Console()
 if not out.is_terminal:
     out = Console(width=140)  # pipes and logs: wide enough for the claims table
 err = Console(stderr=True)
 
-StoreOpt = typer.Option(None, "--store", help="Store root (default ./runs or $THEORYLAB_STORE).", envvar="THEORYLAB_STORE")
+StoreOpt = typer.Option(None, "--store", help="Store root (default ./runs or $THEORYLAB_STORE).",
+                        envvar="THEORYLAB_STORE")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
-PresetOpt = typer.Option("quick", "--preset", "-p", help="quick (2 CPU cores, <= 60 s) or paper (the paper's sizes; GPU).")
+PresetOpt = typer.Option("quick", "--preset", "-p", help="quick (2 CPU cores, <= 60 s) or paper (the paper's "
+                                                         "sizes; GPU).")
 SeedOpt = typer.Option(0, "--seed", help="Run seed; every random stream derives from it.", min=0)
 DeviceOpt = typer.Option("auto", "--device", help="auto | cpu | cuda")
 SetOpt = typer.Option(None, "--set", "-s", help="Override a config field: key=value (repeatable).")
@@ -41,7 +44,8 @@ _DEBUG = {"on": False}
 
 
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an unexpected error.")) -> None:
+def _options(debug: bool = typer.Option(False, "--debug",
+                                        help="Show the full traceback of an unexpected error.")) -> None:
     """Deep-learning theory papers as executable, checked studies."""
     _DEBUG["on"] = debug
 
@@ -91,7 +95,8 @@ def _warn_unread(res: Result, overrides: dict[str, Any]) -> None:
 
     for key in unread_overrides(res, overrides):
         err.print(f"[yellow]warning:[/] --set {escape(key)}={escape(str(overrides[key]))} had no effect: "
-                  f"the {res.preset} preset of {res.study} never reads '{escape(key)}'", highlight=False, soft_wrap=True)
+                  f"the {res.preset} preset of {res.study} never reads '{escape(key)}'", highlight=False,
+                  soft_wrap=True)
 
 
 def _fmt(value: Any) -> str:
@@ -112,7 +117,8 @@ def _claims_table(results: list[Result], title: str) -> Table:
         table.add_column(col, no_wrap=col != "claim", overflow="fold")
     for res in results:
         for v in res.verdicts:
-            table.add_row(res.study, v.id.split("/", 1)[-1], _verdict_cell(v), _fmt(v.measured), _fmt(v.expected), _fmt(v.tolerance))
+            table.add_row(res.study, v.id.split("/", 1)[-1], _verdict_cell(v), _fmt(v.measured), _fmt(v.expected), _fmt(
+                v.tolerance))
         if not res.verdicts:
             status = "[bold red]error[/]" if res.status == "error" else escape(res.status)
             table.add_row(res.study, "-", status, "", "", "")
@@ -130,7 +136,8 @@ def _print_claims(results: list[Result], title: str) -> None:
 
 def _run_summary(res: Result) -> None:
     reused = " (reused from the store; --force to rerun)" if res.reused else ""
-    out.print(f"[bold]{res.study}[/] run [cyan]{res.run_id}[/] · preset {res.preset} · seed {res.seed} · {res.status} · {res.wall_s:.1f} s{reused}")
+    out.print(f"[bold]{res.study}[/] run [cyan]{res.run_id}[/] · preset {res.preset} · seed {res.seed} · {res.status} "
+              f"· {res.wall_s:.1f} s{reused}")
     _print_claims([res], "claims")
     if res.figures:
         out.print("figures: " + ", ".join(str(p) for p in res.figures))
@@ -144,7 +151,8 @@ def _overrides(slug: str, items: Optional[List[str]]) -> dict[str, Any]:
 
 @app.command("list")
 def list_cmd(
-    markdown: bool = typer.Option(False, "--markdown", help="Print the README studies table (with the latest quick verdicts)."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the README studies table (with the latest quick "
+                                                            "verdicts)."),
     store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -155,7 +163,8 @@ def list_cmd(
         history = st.rows(slug)  # newest first
         latest = next((r for r in history if r["status"] != "running"), None)
         quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"), None)
-        rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims), "latest": latest, "quick": quick,
+        rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims),
+                     "latest": latest, "quick": quick,
                      "not_built": dict(study.not_built)})
     if as_json:
         print(json.dumps([{k: v for k, v in r.items()} for r in rows], default=str))
@@ -165,7 +174,8 @@ def list_cmd(
         print("|---|---|---|---|---|---|")
         for r in rows:
             q = r["quick"]
-            verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" + (f", {q['n_error']} errors" if q.get('n_error') else "") if q else "not run"
+            verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" + (
+                f", {q['n_error']} errors" if q.get('n_error') else "") if q else "not run"
             wall = f"{q['wall_s']:.1f} s" if q else ""
             missing = "; ".join(f"`{cid}` ({why})" for cid, why in r["not_built"].items()) or "none"
             print(f"| `{r['slug']}` | {r['paper']} | {r['claims']} | {verdict} | {wall} | {missing} |")
@@ -175,7 +185,8 @@ def list_cmd(
         table.add_column(col)
     for r in rows:
         lt = r["latest"]
-        verdict = (f"{lt['status']}: {lt['n_passed']} passed, {lt['n_failed']} failed, {lt['n_undecided']} undecided ({lt['preset']})" if lt else "not run")
+        verdict = (f"{lt['status']}: {lt['n_passed']} passed, {lt['n_failed']} failed, {lt['n_undecided']} undecided "
+                   f"({lt['preset']})" if lt else "not run")
         claims = str(r["claims"]) + (f" (+{len(r['not_built'])} not built)" if r["not_built"] else "")
         table.add_row(r["slug"], escape(r["family"]), escape(r["paper"]), claims, verdict)
     out.print(table)
@@ -253,10 +264,13 @@ def check(
         _print_claims(results, f"theorylab check --preset {preset}")
         counts = {k: sum(r.counts()[k] for r in results) for k in ("passed", "failed", "undecided", "error")}
         errored = [r.study for r in results if r.status == "error"]
-        walls = ", ".join(f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error")
-        out.print(f"{len(results) - len(errored)} of {len(results)} studies judged · {counts['passed']} passed, {counts['failed']} failed, "
+        walls = ", ".join(
+            f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error")
+        out.print(f"{len(results) - len(errored)} of {len(results)} studies judged · {counts['passed']} passed, "
+                  f"{counts['failed']} failed, "
                   f"{counts['undecided']} not decided, {counts['error']} judge errors, {len(errored)} study errors"
-                  f"{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total {time.perf_counter() - started:.1f} s", highlight=False)
+                  f"{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
+                  f"{time.perf_counter() - started:.1f} s", highlight=False)
     broken = [r for r in results if not r.passed and r.study not in missing]
     if broken:
         raise typer.Exit(1)
@@ -290,12 +304,16 @@ def sweep(
         def report_point(point: dict[str, Any], run_id: str, status: str) -> None:
             err.print(f"  {point} -> {run_id} {status}", highlight=False)
 
-        res = run_sweep(slug, parsed, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address, workers=workers, store=st, device=device, on_point=report_point)
+        res = run_sweep(slug, parsed, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address,
+                        workers=workers, store=st, device=device, on_point=report_point)
     if as_json:
-        print(json.dumps({"sweep_id": res.sweep_id, "study": slug, "ran": res.n_ran, "reused": res.n_reused, "path": str(res.path),
-                          "tables": {k: str(res.path / f"{k}.parquet") for k in res.tables}, "points": json.loads(res.points.to_json(orient="records"))}))
+        print(json.dumps({"sweep_id": res.sweep_id, "study": slug, "ran": res.n_ran, "reused": res.n_reused,
+                          "path": str(res.path),
+                          "tables": {k: str(res.path / f"{k}.parquet") for k in res.tables}, "points": json.loads(
+                              res.points.to_json(orient="records"))}))
         return
-    out.print(f"sweep [cyan]{res.sweep_id}[/] of {slug}: {len(res.points)} points, ran {res.n_ran}, reused {res.n_reused}")
+    out.print(f"sweep [cyan]{res.sweep_id}[/] of {slug}: {len(res.points)} points, ran {res.n_ran}, reused "
+              f"{res.n_reused}")
     verdicts = res.tables["verdicts"]
     if len(verdicts):
         summary = verdicts.assign(passed=verdicts["passed"].map({True: "passed", False: "FAILED", None: "not decided"}))

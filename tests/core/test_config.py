@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toy_study import ToyConfig
 
 from theorylab.core.config import ConfigError, Preset, build_config, describe_allowed, parse_assignments
 from theorylab.core.study import get_study, study
+from toy_study import ToyConfig
 
 PRESETS = {"quick": Preset.of("quick"), "paper": Preset.of("paper", n=(100_000, "more draws"))}
 
@@ -47,9 +47,11 @@ def test_set_parsing_types():
 
 def test_preset_must_give_reasons_and_known_fields():
     with pytest.raises(ValueError, match="unknown field"):
-        study("bad-a", title="", paper="", config=ToyConfig, presets={"quick": Preset.of("quick", nope=(1, "x")), "paper": Preset.of("paper")}, claims=[])
+        study("bad-a", title="", paper="", config=ToyConfig, presets={"quick": Preset.of("quick", nope=(1, "x")),
+            "paper": Preset.of("paper")}, claims=[])
     with pytest.raises(ValueError, match="no reason"):
-        study("bad-b", title="", paper="", config=ToyConfig, presets={"quick": Preset("quick", {"n": 5}, {}), "paper": Preset.of("paper")}, claims=[])
+        study("bad-b", title="", paper="", config=ToyConfig, presets={"quick": Preset("quick", {"n": 5}, {}),
+            "paper": Preset.of("paper")}, claims=[])
 
 
 def test_config_is_frozen():

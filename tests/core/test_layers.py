@@ -18,7 +18,8 @@ SRC = ROOT / "src" / "theorylab"
 def _python(code: str, **env: str) -> str:
     import os
 
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env={
+        **os.environ, **env}, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
@@ -27,7 +28,8 @@ def test_kits_import_without_pandas_studies_or_a_matplotlib_backend():
     out = _python("""
         import sys
         import theorylab.nn, theorylab.theory, theorylab.data, theorylab.probes
-        heavy = [m for m in ("pandas", "matplotlib", "theorylab.core.context", "theorylab.core.store") if m in sys.modules]
+        heavy = [m for m in ("pandas", "matplotlib", "theorylab.core.context", "theorylab.core.store")
+                 if m in sys.modules]
         studies = [m for m in sys.modules if m.startswith("theorylab.studies.")]
         print(heavy, studies)
     """)
@@ -103,7 +105,8 @@ def plugin_package(tmp_path):
 
 def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
     env = {"PYTHONPATH": str(plugin_package)}
-    listing = subprocess.run([sys.executable, "-m", "theorylab.cli", "list"], capture_output=True, text=True, env={**__import__("os").environ, **env}, timeout=300)
+    listing = subprocess.run([sys.executable, "-m", "theorylab.cli", "list"], capture_output=True, text=True, env={
+        **__import__("os").environ, **env}, timeout=300)
     assert listing.returncode == 0, listing.stderr[-2000:]
     assert "tiny-plugin" in listing.stdout and "rmt-diffusion" in listing.stdout
     store = tmp_path / "store"
@@ -115,7 +118,8 @@ def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
 
 # Layers, bottom to top (DESIGN.md, "Layers (imports point down only)"): an import never points to a
 # higher rank. The faces are the CLI, a top-level report and the package ``__init__``.
-LAYER_RANK = {"core": 0, "nn": 1, "data": 1, "probes": 2, "theory": 2, "train": 3, "studies": 4, "cli": 5, "report": 5, "__init__": 5}
+LAYER_RANK = {"core": 0, "nn": 1, "data": 1, "probes": 2, "theory": 2, "train": 3, "studies": 4, "cli": 5, "report": 5,
+              "__init__": 5}
 # Beyond the ranks: theory is numbers in, numbers out (no models, no measurements, no loops); core is ML-free.
 FORBIDDEN = {"theory": {"nn", "train", "probes"}}
 ONLY = {"core": {"core"}}
@@ -147,7 +151,8 @@ def _imported_modules(path: Path) -> list[tuple[int, str]]:
             else:
                 source = node.module or ""
             for alias in node.names:
-                found.append((node.lineno, f"{source}.{alias.name}" if _is_module(f"{source}.{alias.name}") else source))
+                found.append((node.lineno, f"{source}.{alias.name}" if _is_module(
+                    f"{source}.{alias.name}") else source))
     return [(line, name) for line, name in dict.fromkeys(found) if name == "theorylab" or name.startswith("theorylab.")]
 
 
@@ -179,7 +184,8 @@ def test_imports_point_down():
                 offences.append(f"{arrow}: {src_layer} must not import {dst_layer}")
             elif src_layer in ONLY and dst_layer not in ONLY[src_layer]:
                 offences.append(f"{arrow}: {src_layer} imports only {sorted(ONLY[src_layer])}")
-            if src_layer == "studies" and path.name != "__init__.py" and target.startswith("theorylab.studies.") and target != here:
+            if src_layer == "studies" and path.name != "__init__.py" and target.startswith(
+                "theorylab.studies.") and target != here:
                 offences.append(f"{arrow}: a study never imports another study (move what they share down a layer)")
     assert not offences, "imports that break the layers:\n" + "\n".join(offences)
 
@@ -189,7 +195,8 @@ def test_the_layer_check_sees_every_kind_of_import(tmp_path, monkeypatch):
     fake = tmp_path / "theorylab"
     (fake / "nn").mkdir(parents=True)
     (fake / "theory").mkdir()
-    for p in (fake / "__init__.py", fake / "nn" / "__init__.py", fake / "theory" / "__init__.py", fake / "theory" / "patches.py"):
+    for p in (fake / "__init__.py", fake / "nn" / "__init__.py", fake / "theory" / "__init__.py",
+              fake / "theory" / "patches.py"):
         p.write_text("")
     (fake / "nn" / "blocks.py").write_text(textwrap.dedent("""
         import theorylab.core

@@ -150,8 +150,10 @@ def test_badge_tone_is_the_worst_outcome():
     assert badge("done", {**zero, "passed": 8, "undecided": 1})["tone"] == "undecided"
     assert badge("done", {**zero, "passed": 8, "undecided": 1, "failed": 1}) == {
         "text": "8/10 passed", "tone": "bad", "detail": "1 failed, 1 not decided"}
-    assert badge("done", {**zero, "passed": 8, "error": 1}) == {"text": "8/9 passed", "tone": "bad", "detail": "1 error"}
-    assert badge("diverged", {**zero, "undecided": 2}) == {"text": "diverged · 0/2 passed", "tone": "bad", "detail": "2 not decided"}
+    assert badge("done", {**zero, "passed": 8, "error": 1}) == {"text": "8/9 passed", "tone": "bad",
+                                                                "detail": "1 error"}
+    assert badge("diverged", {**zero, "undecided": 2}) == {"text": "diverged · 0/2 passed", "tone": "bad",
+                                                           "detail": "2 not decided"}
     assert badge("done", zero)["tone"] == "none"
 
 
@@ -176,14 +178,16 @@ def test_index_has_totals_and_a_row_per_study(report):
     assert "1 earlier run" in text and f"runs/{report['first']}.html" in toy["links"]
     (thumb,) = toy["imgs"]
     assert thumb["class"] == "thumb" and thumb["src"].endswith("figures/main.png")
-    assert (report["index"].parent / thumb["src"]).resolve() == (report["store"].run_path(report["latest"]) / "figures" / "main.png").resolve()
+    assert (report["index"].parent / thumb["src"]).resolve() == (report["store"].run_path(report[
+        "latest"]) / "figures" / "main.png").resolve()
     assert toy["links"][0] == f"runs/{report['latest']}.html"  # the thumbnail links to the run page
     assert re.search(r"\.thumb \{[^}]*max-width: 160px", (report["index"].parent / "style.css").read_text())
 
     broken = page.rows["toy-broken"]
     text = " ".join(" ".join(broken["text"]).split())
     assert "no complete run" in text and "toy-broken always raises" in text
-    assert "".join(broken["badge"]).strip() == "run failed" and "tone-bad" in broken["badge_class"] and not broken["imgs"]
+    assert "".join(broken["badge"]).strip() == "run failed" and "tone-bad" in broken["badge_class"] and not broken[
+        "imgs"]
     # Studies with a run come first.
     assert list(page.rows).index("toy") < list(page.rows).index("toy-broken")
 
@@ -192,7 +196,8 @@ def test_report_of_an_empty_store(tmp_path):
     index = write_report(Store(tmp_path / "store"), tmp_path / "out")
     page = _parse(index)
     assert page.cards["claims passed"] == "0" and page.cards["studies run"].startswith("0/")
-    assert "toy" in page.rows and not page.rows["toy"]["imgs"] and "".join(page.rows["toy"]["badge"]).strip() == "not run"
+    assert "toy" in page.rows and not page.rows["toy"]["imgs"] and "".join(page.rows["toy"]["badge"]).strip(
+        ) == "not run"
     assert not list((tmp_path / "out" / "runs").glob("*.html"))
 
 
@@ -215,7 +220,8 @@ def test_run_page_wraps_long_texts(report):
 
 # --- headless Chromium ------------------------------------------------------------------------
 
-_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "chrome-headless-shell", "headless_shell")
+_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "chrome-headless-shell",
+             "headless_shell")
 
 
 def _chromium() -> str | None:
@@ -247,8 +253,10 @@ class _Browser:
         self._from_browser, from_browser_w = os.pipe()
         extra = shlex.split(os.environ.get("THEORYLAB_CHROMIUM_ARGS", ""))
         cmd = [sys.executable, "-c", _EXEC_ON_FDS_3_4, str(to_browser_r), str(from_browser_w), binary,
-               "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", "--no-first-run",
-               "--mute-audio", "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1400,900", *extra, "about:blank"]
+               "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
+               "--no-first-run",
+               "--mute-audio", "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1400,900",
+               *extra, "about:blank"]
         self.log = profile / "chromium.log"  # a file, not a pipe nobody reads while the browser runs
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(cmd, pass_fds=(to_browser_r, from_browser_w), stdin=subprocess.DEVNULL,
@@ -303,14 +311,16 @@ class _Browser:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.send("Page.enable", session=session)
-        self.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
+        self.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 900, "deviceScaleFactor": 1,
+                                                         "mobile": False}, session)
         self.send("Page.navigate", {"url": url}, session)
         self.wait_event("Page.loadEventFired", session)
         self.evaluate(session, "document.fonts.ready.then(() => true)")
         return session
 
     def evaluate(self, session: str, expression: str):
-        answer = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session)
+        answer = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
+                           session)
         if "exceptionDetails" in answer:
             raise RuntimeError(f"{expression[:80]}: {answer['exceptionDetails']}")
         return answer["result"].get("value")
@@ -319,7 +329,8 @@ class _Browser:
         """The whole page, 1400 px wide (up to ``max_height`` px high)."""
         height = self.evaluate(session, "document.documentElement.scrollHeight")
         clip = {"x": 0, "y": 0, "width": 1400, "height": min(int(height), max_height), "scale": 1}
-        data = self.send("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}, session)["data"]
+        data = self.send("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True},
+                         session)["data"]
         png.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
@@ -345,7 +356,8 @@ _MEASURE = """(() => {
     if (r > right && !e.closest('.table-wrap, pre')) { right = r; widest = e.tagName + '.' + e.className; }
   }
   return {scroll: d.scrollWidth, client: d.clientWidth, right: Math.ceil(right), widest: widest,
-          images: Array.from(document.images).every(i => i.complete && i.naturalWidth > 0), n_images: document.images.length};
+          images: Array.from(document.images).every(i => i.complete && i.naturalWidth > 0),
+          n_images: document.images.length};
 })()"""
 
 
@@ -370,7 +382,8 @@ def test_report_renders_in_chromium_without_horizontal_scrolling(report, chromiu
     out = report["index"].parent
     shots = Path(os.environ.get("THEORYLAB_REPORT_SHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    pages = {"index": report["index"], "run": out / "runs" / f"{report['latest']}.html", "run-first": out / "runs" / f"{report['first']}.html"}
+    pages = {"index": report["index"], "run": out / "runs" / f"{report['latest']}.html",
+             "run-first": out / "runs" / f"{report['first']}.html"}
     for name, page in pages.items():
         session = chromium.open(page.as_uri())
         png = shots / f"report-{name}.png"

@@ -18,7 +18,8 @@ def _claim(judge) -> Claim:
 
 
 def test_judge_keyerror_is_an_error_verdict():
-    v = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, bool(r.table("steps")["maen"].max() < 1))).evaluate(_result(steps=pd.DataFrame({"mean": [0.0]})))
+    v = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, bool(r.table("steps")["maen"].max() < 1))).evaluate(_result(
+        steps=pd.DataFrame({"mean": [0.0]})))
     assert v.passed is False and v.error and v.outcome == "error" and v.label == "ERROR"
     assert v.detail.startswith("judge raised KeyError") and "maen" in v.detail
 
@@ -26,7 +27,8 @@ def test_judge_keyerror_is_an_error_verdict():
 def test_missing_table_is_an_error_unless_the_judge_says_why():
     plain = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, r.table("lm") is not None)).evaluate(_result())
     assert plain.error and "table 'lm'" in plain.detail
-    explained = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, r.table("lm", unless="this config does not train the LM (lm=false)") is not None))
+    explained = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, r.table("lm", unless="this config does not train "
+        "the LM (lm=false)") is not None))
     v = explained.evaluate(_result())
     assert v.passed is None and not v.error and v.detail == "not decided: this config does not train the LM (lm=false)"
 

@@ -6,7 +6,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorylab.data import ImageFolderArray, PowerLawGaussian, digits, disjoint_splits, stratify_by_pc, wishart_sample_covariance
+from theorylab.data import (
+    ImageFolderArray,
+    PowerLawGaussian,
+    digits,
+    disjoint_splits,
+    stratify_by_pc,
+    wishart_sample_covariance,
+)
 
 
 def test_power_law_spectrum_and_random_basis():

@@ -5,7 +5,16 @@ import warnings
 import pytest
 import torch
 
-from theorylab.data.graphs import batch, bf_tiny_training_set, erdos_renyi_weighted, knapsack_graph, knapsack_instance, minimax_distances, minimax_tiny_training_set, minimax_validation_set
+from theorylab.data.graphs import (
+    batch,
+    bf_tiny_training_set,
+    erdos_renyi_weighted,
+    knapsack_graph,
+    knapsack_instance,
+    minimax_distances,
+    minimax_tiny_training_set,
+    minimax_validation_set,
+)
 from theorylab.theory.algorithms import bellman_ford
 
 
@@ -23,7 +32,8 @@ def test_minimax_set_covers_both_sides_of_the_kink():
     assert len(gs) == 3 + 9 and all(g.num_nodes <= 3 for g in gs)
     graph, ptr = batch(gs)
     d = minimax_distances(graph, graph.source)
-    paths = [(float(g.weight[0]), float(g.weight[1]), float(d[ptr[i] + 2])) for i, g in enumerate(gs) if g.num_nodes == 3]
+    paths = [(float(g.weight[0]), float(g.weight[1]), float(d[ptr[i] + 2])) for i, g in enumerate(
+        gs) if g.num_nodes == 3]
     assert all(t == max(a, b) for a, b, t in paths)
     assert any(a < b for a, b, _ in paths) and any(a > b for a, b, _ in paths)
 

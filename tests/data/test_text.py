@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 import torch
 
 from theorylab.data.text import (
-    CharVocab, CorpusUnavailable, TriggerWordTask, WordVocab, kjv_text, load_text, stdlib_paragraphs, stdlib_text, proper_names, random_windows, resolve_corpus, split_words,
+    CharVocab,
+    TriggerWordTask,
+    WordVocab,
+    kjv_text,
+    load_text,
+    proper_names,
+    random_span,
+    random_windows,
+    resolve_corpus,
+    split_words,
+    stdlib_paragraphs,
+    stdlib_text,
+    word_stream,
 )
-from theorylab.data.text import random_span, word_stream
 
-TEXT = "And Moses said unto Aaron, Take the rod of Moses. And Aaron took the rod of the LORD; and the rod of Aaron budded.\n"
+TEXT = (
+    "And Moses said unto Aaron, Take the rod of Moses. And Aaron took the rod of the LORD; and the rod of Aaron "
+    "budded.\n"
+)
 
 
 def test_local_text_and_errors(tmp_path):
@@ -43,7 +56,8 @@ def test_vocabularies_round_trip():
 def test_proper_names_and_trigger_word_task():
     vocab = WordVocab.from_text(TEXT * 3, 40)
     names = {vocab.words[i] for i in proper_names(vocab)}
-    assert {"Moses", "Aaron", "LORD", "Take"} <= names and "And" not in names and "the" not in [n.lower() for n in names]
+    assert {"Moses", "Aaron", "LORD", "Take"} <= names and "And" not in names and "the" not in [n.lower(
+        ) for n in names]
     stream = vocab.encode(TEXT * 3)
     task = TriggerWordTask.from_corpus(vocab, stream, "of")
     assert vocab.words[task.generic] == "Moses" or vocab.words[task.generic] == "the"
@@ -77,7 +91,8 @@ def test_kjv_missing_is_one_line_naming_the_install(tmp_path, monkeypatch):
     assert "\n" not in str(err.value) and "stdlib" in str(err.value)
 
 
-@pytest.mark.skipif(shutil.which("bible") is None, reason="Debian's bible-kjv is not installed here (apt-get install bible-kjv); the 'stdlib' corpus needs nothing")
+@pytest.mark.skipif(shutil.which("bible") is None, reason="Debian's bible-kjv is not installed here (apt-get install "
+                                                          "bible-kjv); the 'stdlib' corpus needs nothing")
 def test_kjv_corpus(tmp_path, monkeypatch):
     text = kjv_text(tmp_path)
     lines = text.splitlines()
@@ -95,10 +110,12 @@ def test_stdlib_corpus_is_prose_from_this_python(tmp_path):
     paragraphs = text.splitlines()
     assert len(paragraphs) > 3000 and len(text) > 500_000 and text.isascii()
     assert not any(p.lstrip().startswith(">>>") for p in paragraphs)
-    assert stdlib_text(tmp_path) == text and len(list(tmp_path.glob("stdlib-docs-py*.txt"))) == 1  # cached per minor version
+    # cached per minor version
+    assert stdlib_text(tmp_path) == text and len(list(tmp_path.glob("stdlib-docs-py*.txt"))) == 1
     assert resolve_corpus("stdlib") is not None
     words = WordVocab.from_text(text, 1000)
-    task = TriggerWordTask.from_corpus(words, words.encode(text), "of")  # the word-level task finds its answers here too
+    # the word-level task finds its answers here too
+    task = TriggerWordTask.from_corpus(words, words.encode(text), "of")
     assert words.words[task.generic] == "the" and len(task.answers) >= 2
     assert 60 <= len(CharVocab.from_text(text)) <= 100  # printable ASCII: a character vocabulary like the KJV's
 
@@ -109,7 +126,8 @@ def test_stdlib_paragraphs_are_deterministic_and_keep_only_prose(tmp_path):
     (lib / "test").mkdir()
     (lib / "b.py").write_text('"""Second module with a docstring that is long enough to be prose here."""\n')
     (lib / "pkg" / "a.py").write_text(
-        '"""First module docstring that holds a paragraph of plain English words.\n\n    indented code example line\n\n>>> 1 + 1\n\n'
+        '"""First module docstring that holds a paragraph of plain English words.\n\n    indented code example '
+        'line\n\n>>> 1 + 1\n\n'
         'Short.\n"""\n\ndef f():\n    """A function docstring, also a plain sentence in English words."""\n')
     (lib / "test" / "t.py").write_text('"""A test module docstring that must be skipped entirely by the reader."""\n')
     (lib / "broken.py").write_text("def (:\n")

@@ -35,7 +35,8 @@ def test_ssim_properties_and_a_closed_form():
 
     g = torch.Generator().manual_seed(0)
     u = torch.linspace(0, 3.14, 32)
-    x = torch.stack([torch.sin(k * u)[:, None] * torch.cos(u)[None, :] for k in (1.0, 2.0, 3.0, 4.0)])[:, None]  # smooth (4, 1, 32, 32)
+    # smooth (4, 1, 32, 32)
+    x = torch.stack([torch.sin(k * u)[:, None] * torch.cos(u)[None, :] for k in (1.0, 2.0, 3.0, 4.0)])[:, None]
     assert torch.allclose(ssim(x, x), torch.ones(4, dtype=torch.float64))
     noisy = x + 0.3 * torch.randn(x.shape, generator=g)
     noisier = x + 0.8 * torch.randn(x.shape, generator=g)

@@ -191,7 +191,8 @@ transformers = pytest.importorskip("transformers")
 
 from theorylab.nn.hf import full_precision_norms, random_init  # noqa: E402
 
-SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1, head_dim=8, vocab_size=97)
+SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1,
+             head_dim=8, vocab_size=97)
 CONFIGS = {
     "gemma3": dict(SMALL, sliding_window=4, layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
     "llama": SMALL,
@@ -278,8 +279,10 @@ def test_hf_input_checks(hf_models):
 
 def test_gemma3_1b_shape_builds_and_runs_one_step_on_cpu():
     # The paper preset's width (1152 / 6912, head_dim 256, 4 heads, 1 KV head) at 2 layers and a small vocabulary.
-    model = random_init("gemma3", seed=0, dtype=torch.float32, hidden_size=1152, intermediate_size=6912, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=1, head_dim=256, vocab_size=1024, sliding_window=512, layer_types=["sliding_attention", "full_attention"])
+    model = random_init("gemma3", seed=0, dtype=torch.float32, hidden_size=1152, intermediate_size=6912,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=1, head_dim=256, vocab_size=1024, sliding_window=512, layer_types=[
+                            "sliding_attention", "full_attention"])
     res = hf_chain_patches(model, _ids(12) % 1024)
     assert res.logit_error <= 1e-4 * (1 + float(res.logits_context.abs().max()))
 

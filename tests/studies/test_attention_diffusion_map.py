@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from result_edits import edit_table as _edit
 from result_edits import set_where
-
 from theorylab.studies import attention_diffusion_map as adm
 
 
 def test_quick_claims(adm_quick):
     for v in adm_quick.verdicts:
         assert v.passed is True, f"{v.id}: {v.detail}"
-    assert {"tied_identity", "entropy_production", "diffusion_coords", "magnetic_spectrum"} <= {p.stem for p in adm_quick.figures}
+    assert {"tied_identity", "entropy_production", "diffusion_coords", "magnetic_spectrum"} <= {
+        p.stem for p in adm_quick.figures}
 
 
 def test_judges_fail_on_wrong_results(adm_quick):
@@ -19,7 +19,8 @@ def test_judges_fail_on_wrong_results(adm_quick):
     assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=1e-9))).passed is False
     # the wrong bandwidth factor reproduces attention just as well: the check would be blind
     assert adm.judge_tied(_edit(r, "tied", lambda f: f.assign(wrong_bandwidth_error=1e-14))).passed is False
-    assert adm.judge_tied(_edit(r, "tied", lambda f: set_where(f, lambda t: t.index == 0, "error", 1e-6))).passed is False
+    assert adm.judge_tied(_edit(r, "tied", lambda f: set_where(f, lambda t: t.index == 0, "error",
+                                                               1e-6))).passed is False
     assert adm.judge_split(_edit(r, "operators", lambda f: f.assign(split_error=1e-3))).passed is False
     assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(sigma_symmetric=1e-6))).passed is False
     linear = _edit(r, "entropy", lambda f: f.assign(sigma=f["eta"] * 1e-2))  # σ ∝ η: wrong order
@@ -30,7 +31,8 @@ def test_judges_fail_on_wrong_results(adm_quick):
     assert adm.judge_manifolds(blind).passed is False
     assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(frustration=1e-6))).passed is False
     assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(gauge_error=1e-3))).passed is False
-    assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(lam_min=-1e-9 * f["lam_max"]))).passed is False  # not PSD
+    # not PSD
+    assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(lam_min=-1e-9 * f["lam_max"]))).passed is False
 
 
 def test_identity_tolerances_scale_with_size_not_with_the_residual(adm_quick):
@@ -38,15 +40,16 @@ def test_identity_tolerances_scale_with_size_not_with_the_residual(adm_quick):
     float64 rounding fails, and the bound grows with n (two n-term sums), not with the residual."""
     r = adm_quick
     ops = r.table("operators")
-    assert (ops["tol_rows"] == 2 * r.config["n"] * adm.EPS).all()
+    assert (ops["tol_rows"] == 2 * r.config["n"] * EPS).all()
     assert ops["tol_poe"].max() < 1e-10  # a rounding bound: orders of magnitude below any algebra error
     assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_formula_error=1e-10))).passed is False
-    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_asymmetry=1e-17))).passed is False  # products commute: exactly 0
+    # products commute: exactly 0
+    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_asymmetry=1e-17))).passed is False
     assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(pi_fixed_error=1e3 * f["tol_pi"]))).passed is False
     assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(eig_imag_symmetric=1e-9))).passed is False
     assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(detailed_balance=1e-14))).passed is False
     assert adm.judge_tied(_edit(r, "tied", lambda f: f.assign(error=1e-11))).passed is False
     # the bound grows like n: the same residuals at n = 2000 are judged against a 2000/300 larger sum tolerance
-    big = _edit(r, "operators", lambda f: f.assign(tol_rows=2 * 2000 * adm.EPS, row_sum_error=2 * 1000 * adm.EPS))
+    big = _edit(r, "operators", lambda f: f.assign(tol_rows=2 * 2000 * EPS, row_sum_error=2 * 1000 * EPS))
     assert adm.judge_row(big).passed is True
-    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=2 * 1000 * adm.EPS))).passed is False
+    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=2 * 1000 * EPS))).passed is False

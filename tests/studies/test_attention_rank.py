@@ -1,15 +1,15 @@
-"""attention-rank: the quick run, claims that can fail, paper-scale judges, config errors, encoder and divergence paths."""
+"""attention-rank: the quick run, claims that can fail, paper-scale judges, config errors, encoder and divergence
+paths."""
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
 
 from result_edits import edit_table, set_where
-
 from theorylab.core.config import ConfigError
 from theorylab.core.result import Result
 from theorylab.core.runner import execute
@@ -29,14 +29,17 @@ def test_quick_run_decides_the_quick_claims(attention_rank_quick):
     for name in ("hardmax-exact", "softmax-limit", "rank1-floor", "trained-heads-hurt", "length-hurts-low-rank"):
         assert verdicts[name].passed is True, verdicts[name].detail
     for name in ("fig1-one-layer", "params-do-not-help", "depth-helps-short"):
-        assert verdicts[name].passed is None and not verdicts[name].error and verdicts[name].detail.startswith("not decided: needs paper preset"), verdicts[name].detail
-    assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {p.name for p in map(_path, res.figures)}
+        assert verdicts[name].passed is None and not verdicts[name].error and verdicts[name].detail.startswith(
+            "not decided: needs paper preset"), verdicts[name].detail
+    assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {p.name for p in map(_path,
+        res.figures)}
     trained = res.table("trained")
     assert set(trained["rank"]) == {16, 4, 1} and set(trained["n_points"]) == {4, 8, 16}
     full = trained[(trained["rank"] == 16) & (trained["n_points"] == 8)]
     assert float(full["argmax_hit_best_head"].iloc[0]) > 0.8  # the trained full-rank head attends to the farthest point
     heads = res.table("attention_heads")
-    assert len(heads) == sum(trained["total_heads"]) and heads["entropy"].between(0, math.log(16)).all()  # 0 <= entropy <= log N
+    # 0 <= entropy <= log N
+    assert len(heads) == sum(trained["total_heads"]) and heads["entropy"].between(0, math.log(16)).all()
 
 
 def _path(p):
@@ -46,7 +49,8 @@ def _path(p):
 
 
 def test_hardmax_claim_fails_on_any_error(attention_rank_quick):
-    wrong = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (f["n_points"] == 64), "dmse", 1e-9)
+    wrong = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (f[
+        "n_points"] == 64), "dmse", 1e-9)
     assert study.judge_hardmax(wrong).passed is False
 
 
@@ -85,7 +89,8 @@ def _paper_result(overrides: dict | None = None) -> Result:
         rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16, dmse=err))
     for rank in (1, 2, 4, 8, 16):
         for width in (1, 8, 64):
-            rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16, dmse=0.5 + 0.01 * rank))
+            rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16,
+                             dmse=0.5 + 0.01 * rank))
     rows.append(dict(grids="heads", depth=3, heads=4, rank=16, width=1, n_points=16, dmse=0.12))
     fig_n = {1: (0.63, 1.16), 8: (0.42, 0.81), 16: (0.33, 0.72), 32: (0.23, 0.54), 64: (0.0, 0.04)}
     for rank, (short, long) in fig_n.items():
@@ -95,7 +100,8 @@ def _paper_result(overrides: dict | None = None) -> Result:
     table["total_heads"] = table["heads"] * table["width"]
     for key, value in (overrides or {}).items():
         grids, depth, rank, width, n = key
-        sel = (table["grids"] == grids) & (table["depth"] == depth) & (table["rank"] == rank) & (table["width"] == width) & (table["n_points"] == n)
+        sel = (table["grids"] == grids) & (table["depth"] == depth) & (table["rank"] == rank) & (table[
+            "width"] == width) & (table["n_points"] == n)
         assert sel.any()
         table.loc[sel, "dmse"] = value
     cfg = get_study("attention-rank").make_config("paper").model_dump()
@@ -129,9 +135,12 @@ def test_config_dependent_judges_say_why_they_are_undecided(attention_rank_quick
     # a grid that lacks what a claim needs is "not decided" with the reason, never an error or a pass
     claims = {c.id.split("/")[1]: c for c in study.claims}
     no_full = edit_table(attention_rank_quick, "trained", lambda f: f[f["rank"] < 16])
-    short_betas = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (f["param"] == 300))])
-    few_heads = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "random_rank1") & (f["param"] == 256))])
-    for name, res in (("trained-heads-hurt", no_full), ("length-hurts-low-rank", no_full), ("softmax-limit", short_betas), ("rank1-floor", few_heads)):
+    short_betas = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (
+        f["param"] == 300))])
+    few_heads = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "random_rank1") & (f[
+        "param"] == 256))])
+    for name, res in (("trained-heads-hurt", no_full), ("length-hurts-low-rank", no_full), ("softmax-limit",
+        short_betas), ("rank1-floor", few_heads)):
         v = claims[name].evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (name, v.detail)
 
@@ -175,7 +184,8 @@ def test_encoder_architecture_trains_every_depth(tmp_path):
     trained = res.table("trained")
     assert set(trained["depth"]) == {1, 2} and set(trained["seed"]) == {0, 1} and trained["dmse"].notna().all()
     length = res.verdict("attention-rank/length-hurts-low-rank")  # no length grid: undecided, never passed
-    assert length.passed is None and not length.error and length.detail.startswith("not decided: this config's length grid"), length.detail
+    assert length.passed is None and not length.error and length.detail.startswith("not decided: this config's "
+        "length grid"), length.detail
 
 
 def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):

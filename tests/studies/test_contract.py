@@ -37,10 +37,12 @@ def test_quick_preset_runs_and_passes(slug, quick_run):
     for v in result.verdicts:
         # A claim the quick preset is too small for says so (and what it measured); it never fails,
         # never errors, and never fakes a pass.
-        undecided_ok = v.passed is None and not v.error and ("needs paper preset" in v.detail or v.detail.startswith(("report only", "not decided:")))
+        undecided_ok = v.passed is None and not v.error and ("needs paper preset" in v.detail or v.detail.startswith((
+            "report only", "not decided:")))
         assert v.passed is True or undecided_ok, f"{v.id}: {v.label}: {v.detail}"
     assert any(v.passed for v in result.verdicts), "the quick preset decides at least one claim"
     # The 60-s budget is measured by benchmarks/quick_presets.py on an idle machine, not asserted
     # here: a timed test fails on a loaded machine whatever the code does.
     # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.
-    assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(result.run_id)).verdicts] == [v.passed for v in result.verdicts]
+    assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(
+        result.run_id)).verdicts] == [v.passed for v in result.verdicts]

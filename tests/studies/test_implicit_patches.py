@@ -7,7 +7,6 @@ import pytest
 
 from result_edits import edit_table as _edit
 from result_edits import set_where
-
 from theorylab.core.config import ConfigError
 from theorylab.core.runner import execute
 from theorylab.studies import implicit_patches as ip
@@ -17,18 +16,21 @@ def test_quick_claims(patches_quick):
     v = {x.id.split("/")[1]: x for x in patches_quick.verdicts}
     for name, verdict in v.items():
         assert verdict.passed is True, f"{name}: {verdict.detail}"
-    assert {"patch_error_vs_depth", "patch_spectrum", "generation_trace", "icl_patch_norms"} <= {p.stem for p in patches_quick.figures}
+    assert {"patch_error_vs_depth", "patch_spectrum", "generation_trace", "icl_patch_norms"} <= {
+        p.stem for p in patches_quick.figures}
     sweep = patches_quick.table("sweep")
     assert set(sweep["family"]) == set(ip.FAMILIES) and set(sweep["depth"]) == {1, 2, 4, 8}
 
 
 def test_judges_fail_on_wrong_results(patches_quick):
     # a missing (1 + g) factor or an off-by-one target: O(1) errors in one Gemma case
-    off = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: (t["family"] == "gemma") & (t["seed"] == 0), "error", 0.5))
+    off = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: (t["family"] == "gemma") & (t["seed"] == 0),
+                                                            "error", 0.5))
     assert ip.judge_single(off).passed is False and ip.judge_multi(off).passed is False
     f32 = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: t["dtype"] == "float32", "error", 1e-2))
     assert ip.judge_single(f32).passed is False
-    right_anyway = _edit(patches_quick, "sweep", lambda f: f.assign(independent=1e-6))  # the wrong algorithm would be exact too
+    # the wrong algorithm would be exact too
+    right_anyway = _edit(patches_quick, "sweep", lambda f: f.assign(independent=1e-6))
     assert ip.judge_multi(right_anyway).passed is False
     rank2 = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: t["family"] == "moe", "rank_max", 2))
     assert ip.judge_rank(rank2).passed is False
@@ -38,9 +40,11 @@ def test_judges_fail_on_wrong_results(patches_quick):
     assert ip.judge_token(global_patch).passed is False
     silent = _edit(patches_quick, "controllability", lambda f: set_where(f, lambda t: t.index == 0, "flagged", False))
     assert ip.judge_controllability(silent).passed is False
-    diverged = _edit(patches_quick, "generation", lambda f: set_where(f, lambda t: t["step"] == 20, "token_patched", -1))
+    diverged = _edit(patches_quick, "generation", lambda f: set_where(f, lambda t: t["step"] == 20, "token_patched",
+        -1))
     assert ip.judge_hf_generation(diverged).passed is False
-    loose = _edit(patches_quick, "hf_exact", lambda f: set_where(f, lambda t: t["arch"] == "mixtral", "logit_error", 1e-3))
+    loose = _edit(patches_quick, "hf_exact", lambda f: set_where(f, lambda t: t["arch"] == "mixtral", "logit_error",
+        1e-3))
     assert ip.judge_hf_families(loose).passed is False
     flat = _edit(patches_quick, "icl_patches", lambda f: f.assign(increment_norm=1.0))
     assert ip.judge_icl(flat).passed is False
@@ -55,7 +59,8 @@ def _claim(slug: str):
 def test_hf_claims_undecided_without_hf_tables(patches_quick):
     res = _edit(patches_quick, "sweep", lambda f: f)
     del res.tables["hf_exact"], res.tables["generation"]
-    res.tables["controllability"] = res.tables["controllability"][~res.tables["controllability"]["source"].str.startswith(ip.HF_SOURCE)]
+    res.tables["controllability"] = res.tables["controllability"][~res.tables["controllability"][
+        "source"].str.startswith(ip.HF_SOURCE)]
     for slug in ("hf-greedy-identical", "hf-families-exact", "controllability-failure"):
         v = _claim(slug).evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided:"), (slug, v.detail)
@@ -73,7 +78,8 @@ def test_without_transformers_the_hf_half_is_not_decided(store, monkeypatch):
     res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
         family=("gemma",), depth=(1, 2), d=(8,), context=(2,), seeds=1, icl_steps=2, icl_test=2, icl_length=12))
     assert res.status == "done", res.message
-    assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(ip.HF_SOURCE).any()
+    assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(ip.HF_SOURCE).any(
+        )
     v = {x.id.split("/")[1]: x for x in res.verdicts}
     control = v["controllability-failure"]
     assert control.passed is None and not control.error and control.detail.startswith("not decided:"), control.detail
@@ -100,14 +106,17 @@ def test_one_family_small_sizes_and_the_paper_path(store, tmp_path):
     words = "the cat sat on the mat and the dog ran to the cat in the house of the king " * 40
     text.write_text(words)
     res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
-        family=("gemma",), depth=(1, 3), d=(8,), context=(2,), seeds=1, hf_archs=("gemma3",), hf_hidden=16, hf_intermediate=32,
-        hf_layers=2, hf_head_dim=8, hf_vocab=32, hf_prompt=(6,), hf_generate=3, hf_dtypes=("float64", "float32"), hf_train_steps=3,
+        family=("gemma",), depth=(1, 3), d=(8,), context=(2,), seeds=1, hf_archs=("gemma3",), hf_hidden=16,
+        hf_intermediate=32,
+        hf_layers=2, hf_head_dim=8, hf_vocab=32, hf_prompt=(6,), hf_generate=3, hf_dtypes=("float64", "float32"),
+        hf_train_steps=3,
         hf_corpus=str(text), icl_steps=2, icl_test=2, icl_length=12))
     v = {x.id.split("/")[1]: x for x in res.verdicts}
     assert v["exact-single-block"].passed is True and v["exact-multi-layer"].passed is True
     assert v["hf-greedy-identical"].passed is True, v["hf-greedy-identical"].detail
     assert "self-trained" in v["hf-greedy-identical"].detail
-    assert v["icl-norm-shrinks"].passed is None and v["icl-norm-shrinks"].detail.startswith("not decided:")  # icl_length 12 < 50
+    # icl_length 12 < 50
+    assert v["icl-norm-shrinks"].passed is None and v["icl-norm-shrinks"].detail.startswith("not decided:")
     exact = res.table("hf_exact")
     assert set(exact["dtype"]) == {"float64", "float32"} and np.isfinite(exact["error"]).all()
     assert len(res.table("hf_training")) == 3

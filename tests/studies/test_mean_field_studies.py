@@ -1,4 +1,5 @@
-"""mean-field-width and propagation-of-chaos: quick runs, judges that fail on wrong results, paper judges on synthetic tables."""
+"""mean-field-width and propagation-of-chaos: quick runs, judges that fail on wrong results, paper judges on synthetic
+tables."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import numpy as np
 import pandas as pd
 
 from result_edits import edit_table as _edit
-
 from theorylab.core.result import Result
 from theorylab.core.study import get_study
 from theorylab.studies import mean_field_width as mfw
@@ -21,9 +21,11 @@ def test_mfw_quick(mfw_quick):
     v = {x.id.split("/")[1]: x for x in mfw_quick.verdicts}
     for name in ("init-gap", "inverse-width", "no-blowup", "mf-converges", "reduced-dynamics"):
         assert v[name].passed is True, v[name].detail
-    assert v["poly-width-over-d"].passed is None and v["poly-width-over-d"].detail.startswith("not decided:") and "needs paper preset" in v["poly-width-over-d"].detail
+    assert v["poly-width-over-d"].passed is None and v["poly-width-over-d"].detail.startswith(
+        "not decided:") and "needs paper preset" in v["poly-width-over-d"].detail
     sc = v["self-concordance"]
-    assert sc.passed is None and not sc.error and sc.detail.startswith("not decided: at quick size") and "judged at paper size" in sc.detail
+    assert sc.passed is None and not sc.error and sc.detail.startswith(
+        "not decided: at quick size") and "judged at paper size" in sc.detail
     check = mfw_quick.tables["kernel_check"].iloc[0]
     assert check["init_mc_se"] < 0.01 and abs(check["init_mc"] - check["init_theory"]) < 4 * check["init_mc_se"]
 
@@ -43,7 +45,8 @@ def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeyp
     from theorylab.core.runner import execute
     from theorylab.nn.activations import HermiteActivation
 
-    tiny = dict(dims=(8,), widths=(8, 16), seeds=2, m_ref=128, steps=2, checkpoints=(0.0, 1.0), reduction_n=0, sc_particles=8, init_mc_samples=1 << 14)
+    tiny = dict(dims=(8,), widths=(8, 16), seeds=2, m_ref=128, steps=2, checkpoints=(0.0, 1.0), reduction_n=0,
+                sc_particles=8, init_mc_samples=1 << 14)
     fine = execute("mean-field-width", "quick", 0, tiny, store=store, device="cpu")
     assert _claim("mean-field-width", "init-gap").evaluate(fine).passed is True, fine.verdicts[0].detail
 
@@ -62,7 +65,8 @@ def test_inverse_width_fails_when_the_gap_does_not_scale(mfw_quick):
 
 
 def test_blowup_claim_fails_on_late_growth(mfw_quick):
-    grow = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=np.where(f["step"] == f["step"].max(), 3 * f["m_gap"].max(), f["m_gap"])))
+    grow = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=np.where(f["step"] == f["step"].max(), 3 * f["m_gap"].max(
+        ), f["m_gap"])))
     assert mfw.judge_blowup(grow).passed is False
 
 
@@ -78,10 +82,15 @@ def test_mfw_paper_judges_on_synthetic_tables():
         horizon = 2.0 * d  # T(d) ∝ d^1 = d^{(k-2)/2} for k = 4
         for t in (0.0, horizon / 2, horizon):
             for m in (64, 128, 256):
-                gaps.append(dict(d=d, k=4, step=int(t * 10), t=t, width=m, seed=0, gap=d / m * 1e-2, m_gap=d * 1e-2, init_theory=1.0))
-            sc.append(dict(d=d, k=4, step=int(t * 10), t=t, L_mf=0.5 if t == 0 else 0.3 if t < horizon else 0.005, ratio_p95=5.0, ratio_median=1.0, ratio_max=9.0, hessian_op_max=1.0, escaping=20, ratio_p95_escaping=5.0))
-        loss.append(pd.DataFrame(dict(d=d, k=4, step=np.arange(3), t=[0, horizon / 2, horizon], L_mf=[0.5, 0.2, 0.005])))
-    res = Result("mean-field-width", "x", "paper", 0, "done", cfg, tables={"gaps": pd.DataFrame(gaps), "loss": pd.concat(loss), "self_concordance": pd.DataFrame(sc)})
+                gaps.append(dict(d=d, k=4, step=int(t * 10), t=t, width=m, seed=0, gap=d / m * 1e-2, m_gap=d * 1e-2,
+                                 init_theory=1.0))
+            sc.append(dict(d=d, k=4, step=int(t * 10), t=t, L_mf=0.5 if t == 0 else 0.3 if t < horizon else 0.005,
+                ratio_p95=5.0, ratio_median=1.0, ratio_max=9.0, hessian_op_max=1.0, escaping=20,
+                ratio_p95_escaping=5.0))
+        loss.append(pd.DataFrame(dict(d=d, k=4, step=np.arange(3), t=[0, horizon / 2, horizon], L_mf=[0.5, 0.2,
+            0.005])))
+    res = Result("mean-field-width", "x", "paper", 0, "done", cfg, tables={"gaps": pd.DataFrame(gaps),
+        "loss": pd.concat(loss), "self_concordance": pd.DataFrame(sc)})
     assert mfw.judge_poly(res).passed is True, mfw.judge_poly(res).detail
     assert mfw.judge_sc(res).passed is True, mfw.judge_sc(res).detail
     steep = _edit(res, "gaps", lambda f: f.assign(gap=f["gap"] * (f["d"] / 16.0) ** 4))
@@ -95,17 +104,22 @@ def test_poc_quick(poc_quick):
     for name in ("fast-rate", "integral-finite", "uniform-exponent", "no-late-growth", "discretisation"):
         assert v[name].passed is True, v[name].detail
     for name in ("poly-d", "finite-samples"):
-        assert v[name].passed is None and not v[name].error and v[name].detail.startswith("not decided:") and "needs paper preset" in v[name].detail
+        assert v[name].passed is None and not v[name].error and v[name].detail.startswith(
+            "not decided:") and "needs paper preset" in v[name].detail
     assert v["slow-contrast"].passed is None and v["slow-contrast"].detail.startswith("report only: d=16")
     assert sorted(poc_quick.tables["discretisation"]["eta"]) == [0.1, 0.2]
 
 
 def test_poc_discretisation_fails_on_a_second_order_or_stalled_error(poc_quick):
-    fast = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"] * [1.0, 1 / 4][: len(f)]))  # 4x in distance per halving
+    # 4x in distance per halving
+    fast = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"] * [1.0, 1 / 4][: len(
+        f)]))
     assert poc.judge_disc(fast).passed is False
-    stalled = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"].iloc[0]))  # no shrink at all
+    # no shrink at all
+    stalled = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"].iloc[0]))
     assert poc.judge_disc(stalled).passed is False
-    drift = _edit(poc_quick, "gaps", lambda f: f.assign(gap=np.where(f["eta"] == 0.2, f["gap"] * (f["width"] / 32.0) ** 0.3, f["gap"])))
+    drift = _edit(poc_quick, "gaps", lambda f: f.assign(gap=np.where(f["eta"] == 0.2, f["gap"] * (f[
+        "width"] / 32.0) ** 0.3, f["gap"])))
     assert poc.judge_disc(drift).passed is False
 
 
@@ -125,15 +139,19 @@ def test_poc_paper_judges_on_synthetic_tables():
     rates, sup, disc = [], [], []
     for d in (16, 32, 64, 128):
         for eta in (0.2, 0.1, 0.05, 0.025):
-            rates.append(dict(setting="fast", d=d, eta=eta, c=2.3, c_low=2.2, c_high=2.4, window_points=50, L0=0.5, LT=1e-5, I_T=2 * np.log(d) / np.log(16), I_half=1.9, beta_pred=0.38))
+            rates.append(dict(setting="fast", d=d, eta=eta, c=2.3, c_low=2.2, c_high=2.4, window_points=50, L0=0.5,
+                              LT=1e-5, I_T=2 * np.log(d) / np.log(16), I_half=1.9, beta_pred=0.38))
             for m in (64, 256, 1024, 4096):
                 sup.append(dict(setting="fast", d=d, eta=eta, width=m, sup_gap=d / m, early_m_gap=1.0, late_m_gap=0.1))
         # squared distances falling 4x per halving = distances falling 2x: first order
-        disc += [dict(d=d, eta=0.2, eta_half=0.1, ref_gap_at_T=4e-4), dict(d=d, eta=0.1, eta_half=0.05, ref_gap_at_T=1e-4), dict(d=d, eta=0.05, eta_half=0.025, ref_gap_at_T=2.5e-5)]
-    gaps = pd.DataFrame([dict(setting="fast", d=d, eta=eta, t=t, width=m, seed=0, gap=d / m / (1 + t)) for d in (16, 32, 64, 128) for eta in (0.2, 0.1, 0.05, 0.025)
+        disc += [dict(d=d, eta=0.2, eta_half=0.1, ref_gap_at_T=4e-4), dict(d=d, eta=0.1, eta_half=0.05,
+            ref_gap_at_T=1e-4), dict(d=d, eta=0.05, eta_half=0.025, ref_gap_at_T=2.5e-5)]
+    gaps = pd.DataFrame([dict(setting="fast", d=d, eta=eta, t=t, width=m, seed=0, gap=d / m / (1 + t)) for d in (16, 32,
+        64, 128) for eta in (0.2, 0.1, 0.05, 0.025)
                          for t in (0.0, 1.0, 2.0) for m in (64, 256, 1024, 4096)])
     res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg,
-                 tables={"rates": pd.DataFrame(rates), "sup_gap": pd.DataFrame(sup), "discretisation": pd.DataFrame(disc), "gaps": gaps})
+                 tables={"rates": pd.DataFrame(rates), "sup_gap": pd.DataFrame(sup), "discretisation": pd.DataFrame(
+                     disc), "gaps": gaps})
     assert poc.judge_poly(res).passed is True, poc.judge_poly(res).detail
     assert poc.judge_disc(res).passed is True, poc.judge_disc(res).detail
     second_order = _edit(res, "discretisation", lambda f: f.assign(ref_gap_at_T=[4e-4, 2.5e-5, 1.5625e-6] * 4))
@@ -144,7 +162,9 @@ def test_poc_paper_judges_on_synthetic_tables():
 
 def test_reduction_claim_fails_when_the_reduced_dynamics_is_wrong(mfw_quick):
     assert mfw.judge_reduction(mfw_quick).passed is True
-    wrong = _edit(mfw_quick, "reduction", lambda f: f.assign(L_reduced=f["L_reduced"] * 1.5, L_reduced_coarse=f["L_reduced_coarse"] * 1.5))  # a wrong drift moves both
+    # a wrong drift moves both
+    wrong = _edit(mfw_quick, "reduction", lambda f: f.assign(L_reduced=f["L_reduced"] * 1.5, L_reduced_coarse=f[
+        "L_reduced_coarse"] * 1.5))
     assert mfw.judge_reduction(wrong).passed is False
     assert {"escape", "escape_times", "overlaps"} <= set(mfw_quick.tables)
 
@@ -152,10 +172,12 @@ def test_reduction_claim_fails_when_the_reduced_dynamics_is_wrong(mfw_quick):
 def test_finite_sample_judge_on_synthetic_tables():
     cfg = get_study("propagation-of-chaos").make_config("paper").model_dump()
     pure = 1.0 / 4096
-    rows = [dict(setting="samples", d=16, k=2, eta=0.1, n=n, step=s, t=s / 10, width=4096, seed=0, gap=pure + (0.05 * n**-0.75 if s else 0), ref_error=0.0)
+    rows = [dict(setting="samples", d=16, k=2, eta=0.1, n=n, step=s, t=s / 10, width=4096, seed=0, gap=pure + (
+        0.05 * n**-0.75 if s else 0), ref_error=0.0)
             for n in (4096, 16384, 65536, 262144) for s in (0, 10, 20)]
     sup = pd.DataFrame([dict(setting="fast", d=16, eta=0.1, width=4096, sup_gap=pure, early_m_gap=1.0, late_m_gap=0.5)])
-    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"finite_samples": pd.DataFrame(rows), "sup_gap": sup})
+    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"finite_samples": pd.DataFrame(rows),
+        "sup_gap": sup})
     assert poc.judge_samples(res).passed is True, poc.judge_samples(res).detail
     stuck = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["step"] > 0, 10 * pure, f["gap"])))
     assert poc.judge_samples(stuck).passed is False

@@ -15,7 +15,6 @@ with warnings.catch_warnings():
     import torch_geometric  # noqa: F401
 from result_edits import edit_table as _edit
 from result_edits import set_where
-
 from theorylab.core.errors import Undecided
 from theorylab.studies import mpnn_algorithms as mpnn
 
@@ -23,7 +22,8 @@ from theorylab.studies import mpnn_algorithms as mpnn
 def test_quick_claims(mpnn_quick):
     for v in mpnn_quick.verdicts:
         if v.id.endswith("mst-minimax"):  # off at quick (CPU budget): the verdict says so and where it is measured
-            assert v.passed is None and not v.error and v.detail.startswith("not decided: this config trains no minimax models"), v.detail
+            assert v.passed is None and not v.error and v.detail.startswith("not decided: this config trains no "
+                "minimax models"), v.detail
             assert "--preset mst-cpu" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
@@ -38,20 +38,29 @@ def _min_reg(t):
 
 def test_judges_fail_on_wrong_results(mpnn_quick):
     r = mpnn_quick
-    assert mpnn.judge_reference(_edit(r, "references", lambda f: set_where(f, lambda t: t.index == 3, "error", 1e-6))).passed is False
+    assert mpnn.judge_reference(_edit(r, "references", lambda f: set_where(f, lambda t: t.index == 3, "error",
+        1e-6))).passed is False
     # one seed off by 2% at n = 1024, or an error that grows tenfold with n (below 1e-2 but not flat)
-    big = _edit(r, "size_generalization", lambda f: set_where(f, lambda t: _min_reg(t) & (t["n"] == 1024) & (t["seed"] == 1), "mean_rel_error", 2e-2))
+    big = _edit(r, "size_generalization", lambda f: set_where(f, lambda t: _min_reg(t) & (t["n"] == 1024) & (t[
+        "seed"] == 1), "mean_rel_error", 2e-2))
     assert mpnn.judge_size(big).passed is False
-    growing = _edit(r, "size_generalization", lambda f: f.assign(mean_rel_error=f["mean_rel_error"].where(~_min_reg(f), 1e-4 * f["n"] / 16 * 1.5)))
+    growing = _edit(r, "size_generalization", lambda f: f.assign(mean_rel_error=f["mean_rel_error"].where(~_min_reg(f),
+        1e-4 * f["n"] / 16 * 1.5)))
     assert mpnn.judge_size(growing).passed is False
-    assert mpnn.judge_learned_f(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "max_rel_error", 0.05))).passed is False
+    assert mpnn.judge_learned_f(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3,
+        "max_rel_error", 0.05))).passed is False
     # a "sum" model that secretly takes the min would score like the min model
-    assert mpnn.judge_aggregation(_edit(r, "size_generalization", lambda f: set_where(f, lambda t: t["aggr"] == "sum", "mean_rel_error", 1e-5))).passed is False
-    assert mpnn.judge_l1(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "l1", 300.0))).passed is False
+    assert mpnn.judge_aggregation(_edit(r, "size_generalization", lambda f: set_where(f, lambda t: t["aggr"] == "sum",
+        "mean_rel_error", 1e-5))).passed is False
+    assert mpnn.judge_l1(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "l1",
+        300.0))).passed is False
     # node ids leaking in would make the node MPNN tell the graphs apart
-    assert mpnn.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN", "embedding_gap", 0.3))).passed is False
-    assert mpnn.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith("pair"), "embedding_gap", 0.0))).passed is False
-    assert mpnn.judge_knapsack(_edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error", 0.05))).passed is False
+    assert mpnn.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN",
+        "embedding_gap", 0.3))).passed is False
+    assert mpnn.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith("pair"),
+        "embedding_gap", 0.0))).passed is False
+    assert mpnn.judge_knapsack(_edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error",
+        0.05))).passed is False
 
 
 def test_bad_config_fails_before_work():
@@ -85,7 +94,8 @@ def mpnn_mst(mpnn_quick):
 
 def test_mst_cpu_measures_and_reports(mpnn_mst):
     v = next(c for c in mpnn.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
-    assert v.passed is None and not v.error and v.detail.startswith("not decided: at reduced size it measures mean F1"), v.detail
+    assert v.passed is None and not v.error and v.detail.startswith(
+        "not decided: at reduced size it measures mean F1"), v.detail
 
 
 def _judged_at(result, n: int):
@@ -102,9 +112,11 @@ def test_mst_judge_fails_on_wrong_results(mpnn_mst):
     assert mpnn.judge_mst(right).passed is True
     r = right
     # one seed misclassifies a fifth of the edges at n = 64
-    assert mpnn.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: (t["seed"] == 1) & (t["n"] == 64), "f1", 0.8))).passed is False
+    assert mpnn.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: (t["seed"] == 1) & (t["n"] == 64), "f1",
+                                                              0.8))).passed is False
     # right F1 on average but the predicted forest weighs 5% too much on one size
-    assert mpnn.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: t["n"] == 16, "weight_rel_error", 0.05))).passed is False
+    assert mpnn.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: t["n"] == 16, "weight_rel_error",
+                                                              0.05))).passed is False
     # a tiny F1 shortfall (0.985) is still a failure: the threshold is 0.99
     assert mpnn.judge_mst(_edit(r, "mst", lambda f: f.assign(f1=0.985))).passed is False
 

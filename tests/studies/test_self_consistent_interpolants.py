@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 
 from result_edits import edit_table as _edit
-
 from theorylab.studies import self_consistent_interpolants as scsi
 
 
@@ -24,7 +23,8 @@ def test_judges_fail_on_wrong_results(scsi_quick):
     assert scsi.judge_moments(lazy).passed is False and scsi.judge_self(lazy).passed is False
     wrong_oracle = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.1))
     assert scsi.judge_oracle(wrong_oracle).passed is False
-    blind = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.01))  # a residual that cannot tell the identity apart
+    # a residual that cannot tell the identity apart
+    blind = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.01))
     assert scsi.judge_oracle(blind).passed is False
     no_gain = _edit(scsi_quick, "moons", lambda f: f.assign(ratio=0.9))
     assert scsi.judge_moons(no_gain).passed is False
@@ -52,7 +52,8 @@ def test_paper_judges_on_synthetic_tables(scsi_quick):
     assert scsi.judge_mask2d(res).passed is True
     res.tables["mask2d"] = pd.DataFrame([dict(step=10, weights="raw", mean_error=0.05, cov_error=0.3)])
     assert scsi.judge_mask2d(res).passed is False
-    good = dict(weights="raw", psnr_restored=14.0, psnr_observed=8.0, acc_restored=0.8, acc_observed=0.4, acc_clean=0.95, mmd_recorrupted=0.002, mmd_halves=0.002)
+    good = dict(weights="raw", psnr_restored=14.0, psnr_observed=8.0, acc_restored=0.8, acc_observed=0.4,
+                acc_clean=0.95, mmd_recorrupted=0.002, mmd_halves=0.002)
     res.tables["digits"] = pd.DataFrame([good])
     assert scsi.judge_digits(res).passed is True and scsi.judge_channel(res).passed is True
     res.tables["digits"] = pd.DataFrame([dict(good, psnr_restored=9.0, mmd_recorrupted=0.01)])
@@ -64,8 +65,10 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    tiny = dict(width=16, batch=32, gauss_steps=4, moons_steps=4, mask2d_steps=4, digits_steps=3, digits_batch=8, digits_width=8,
-                digits_transport_steps=2, transport_steps=2, eval_every=2, eval_samples=200, gauss_n=400, moons_n=400, oracle_samples=2000)
+    tiny = dict(width=16, batch=32, gauss_steps=4, moons_steps=4, mask2d_steps=4, digits_steps=3, digits_batch=8,
+                digits_width=8,
+                digits_transport_steps=2, transport_steps=2, eval_every=2, eval_samples=200, gauss_n=400, moons_n=400,
+                oracle_samples=2000)
     res = execute("self-consistent-interpolants", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
     assert res.status == "done", res.message
     assert set(res.table("moons")["channel"]) == {"noise", "mask"}
@@ -84,12 +87,16 @@ def test_local_images_blur_mixture_and_stochastic_interpolant(tmp_path):
 
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "imgs.npz", x=rng.integers(0, 256, size=(60, 16, 16, 3)).astype(np.uint8))
-    tiny = dict(width=16, batch=16, gauss_steps=2, moons_steps=2, transport_steps=2, eval_every=2, eval_samples=100, gauss_n=200, moons_n=200,
-                oracle_samples=2000, toy_data="mixture", gamma=0.5, digits=True, image_path=str(tmp_path / "imgs.npz"), digits_channel="blur",
+    tiny = dict(width=16, batch=16, gauss_steps=2, moons_steps=2, transport_steps=2, eval_every=2, eval_samples=100,
+                gauss_n=200, moons_n=200,
+                oracle_samples=2000, toy_data="mixture", gamma=0.5, digits=True, image_path=str(tmp_path / "imgs.npz"),
+                digits_channel="blur",
                 digits_steps=2, digits_batch=8, digits_width=8, digits_transport_steps=2, digits_held_out=20)
     res = execute("self-consistent-interpolants", "quick", 0, tiny, store=Store(tmp_path / "store"), device="cpu")
     assert res.status == "done", res.message
     d = res.table("digits")
-    assert d["acc_restored"].isna().all() and d["psnr_restored"].notna().all() and d["ssim_observed"].between(-1, 1).all()
+    assert d["acc_restored"].isna().all() and d["psnr_restored"].notna().all() and d["ssim_observed"].between(-1,
+        1).all()
     v = {x.id.split("/")[1]: x for x in res.verdicts}
-    assert v["digits-restoration"].passed is None and "no labels" in v["digits-restoration"].detail and v["digits-restoration"].detail.startswith("not decided:")
+    assert v["digits-restoration"].passed is None and "no labels" in v["digits-restoration"].detail and v[
+        "digits-restoration"].detail.startswith("not decided:")

@@ -9,7 +9,13 @@ import torch
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from theorylab.data.graphs import batch, erdos_renyi_weighted, knapsack_graph, knapsack_instance, wl_indistinguishable_pair
+from theorylab.data.graphs import (
+    batch,
+    erdos_renyi_weighted,
+    knapsack_graph,
+    knapsack_instance,
+    wl_indistinguishable_pair,
+)
 from theorylab.theory.algorithms import bellman_ford, knapsack_brute_force, knapsack_dp, msf_weight, wl_colors
 
 
@@ -18,7 +24,8 @@ def test_bellman_ford_matches_scipy_and_networkx(n):
     g = erdos_renyi_weighted(n, torch.Generator().manual_seed(n))
     d = bellman_ford(g.edge_index, g.weight, g.num_nodes, g.source)
     u, v = g.edge_index.numpy()
-    ref = shortest_path(coo_matrix((g.weight.numpy(), (u, v)), shape=(g.num_nodes,) * 2).tocsr(), directed=True, indices=g.source)
+    ref = shortest_path(coo_matrix((g.weight.numpy(), (u, v)), shape=(g.num_nodes,) * 2).tocsr(), directed=True,
+                        indices=g.source)
     assert np.allclose(d.numpy(), ref, atol=1e-9, rtol=0)
     G = nx.DiGraph()
     G.add_weighted_edges_from(zip(u.tolist(), v.tolist(), g.weight.tolist()))
@@ -45,7 +52,8 @@ def test_batched_bellman_ford_equals_per_graph():
 @pytest.mark.parametrize("seed", range(6))
 def test_knapsack_dp_matches_brute_force_and_the_dag(seed):
     gen = torch.Generator().manual_seed(seed)
-    inst = knapsack_instance(int(torch.randint(1, 13, (1,), generator=gen)), int(torch.randint(1, 40, (1,), generator=gen)), gen)
+    inst = knapsack_instance(int(torch.randint(1, 13, (1,), generator=gen)), int(torch.randint(1, 40, (1,),
+        generator=gen)), gen)
     T = knapsack_dp(inst.weights, inst.values, inst.capacity)
     assert T[-1, -1] == pytest.approx(knapsack_brute_force(inst.weights, inst.values, inst.capacity), abs=1e-9)
     g = knapsack_graph(inst)
@@ -71,7 +79,8 @@ def test_wl_cannot_split_c6_from_two_triangles_but_msf_does():
         assert sorted(a) == sorted(b)
     assert msf_weight(c6.edge_index, c6.weight, 6) == 5 and msf_weight(tri.edge_index, tri.weight, 6) == 4
     path = torch.tensor([[0, 1, 2, 3, 4], [1, 2, 3, 4, 5]])
-    assert sorted(wl_colors(path, 6, 1)[1]) != sorted(wl_colors(c6.edge_index, 6, 1)[1])  # WL does split a path from a cycle
+    # WL does split a path from a cycle
+    assert sorted(wl_colors(path, 6, 1)[1]) != sorted(wl_colors(c6.edge_index, 6, 1)[1])
 
 
 def test_knapsack_dp_targets_are_the_max_plus_distances_of_the_dags():

@@ -61,7 +61,8 @@ def test_hermite_tensors_are_orthogonal_with_the_right_norm(k):
     rng = np.random.default_rng(k)
     x = rng.standard_normal((400_000, 3))
     t = hermite_tensor(k, x).reshape(len(x), -1)
-    # E He_k = 0 and E |He_k|_F^2 = k! d^k / ... : for d = 3, E|He_k(x)|^2 = k! * 3^k? No: sum over index tuples of E He_k(x)_I^2.
+    # E He_k = 0 and E |He_k|_F^2 = k! d^k / ... : for d = 3, E|He_k(x)|^2 = k! * 3^k? No: sum over index tuples of E
+    # He_k(x)_I^2.
     assert np.abs(t.mean(0)).max() < 0.05 * math.sqrt(math.factorial(k) * 10)
     lower = hermite_tensor(k - 1, x).reshape(len(x), -1)
     assert np.abs(t.T @ lower / len(x)).max() < 0.2  # orthogonal to the previous order

@@ -5,10 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from theorylab.theory.mean_field_rates import (exponents_in_dimension, growth_over_start, halving_shrink_factors,
-                                               loss_decay_summary, pooled_inverse_width, power_law_through_window,
-                                               root_loss_integral, spread_across, sup_of_seed_mean, sup_over_time,
-                                               width_for_sup_gap)
+from theorylab.theory.mean_field_rates import (
+    exponents_in_dimension,
+    growth_over_start,
+    halving_shrink_factors,
+    loss_decay_summary,
+    pooled_inverse_width,
+    power_law_through_window,
+    root_loss_integral,
+    spread_across,
+    sup_of_seed_mean,
+    sup_over_time,
+    width_for_sup_gap,
+)
 
 
 def _grid(beta_by_t: dict[float, float], widths=(32, 64, 128, 256), seeds=3):

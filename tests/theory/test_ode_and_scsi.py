@@ -8,7 +8,12 @@ import numpy as np
 import torch
 
 from theorylab.theory.ode import integrate
-from theorylab.theory.scsi_gaussian import covariance_error, deconvolved_moments, oracle_transport, self_consistency_residual
+from theorylab.theory.scsi_gaussian import (
+    covariance_error,
+    deconvolved_moments,
+    oracle_transport,
+    self_consistency_residual,
+)
 
 
 def test_integrators_converge_at_their_order():
@@ -41,4 +46,5 @@ def test_oracle_transport_maps_the_observed_law_to_the_clean_one():
     assert covariance_error(y @ mat.T + shift, s) < 0.01
     again = (y @ mat.T + shift) + sigma * rng.standard_normal(y.shape)
     assert self_consistency_residual(again, y) < 0.01
-    assert self_consistency_residual(y + sigma * rng.standard_normal(y.shape), y) > 0.15  # identity is not a fixed point
+    # identity is not a fixed point
+    assert self_consistency_residual(y + sigma * rng.standard_normal(y.shape), y) > 0.15

@@ -7,7 +7,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorylab.theory.patches import NotControllable, input_patch, norm_scale_patch, post_norm_target, rank1_to_target, rms
+from theorylab.theory.patches import (
+    NotControllable,
+    input_patch,
+    norm_scale_patch,
+    post_norm_target,
+    rank1_to_target,
+    rms,
+)
 
 
 def _rand(seed, *shape):

@@ -1,4 +1,5 @@
-"""SDR estimators against statsmodels and against the population predictions, and the U-statistic against brute force."""
+"""SDR estimators against statsmodels and against the population predictions, and the U-statistic against brute
+force."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def test_sir_save_phd_agree_with_statsmodels():
 
 @pytest.mark.parametrize(
     "link, est, sees",
-    [("he1", ADE(1), True), ("he2", ADE(1), False), ("he2", PHD(1), True), ("he2", SIR(1), False), ("he3", SIR(1), True), ("he3", ADE(1), False)],
+    [("he1", ADE(1), True), ("he2", ADE(1), False), ("he2", PHD(1), True), ("he2", SIR(1), False), ("he3", SIR(1),
+        True), ("he3", ADE(1), False)],
 )
 def test_estimators_see_what_stein_predicts(link, est, sees):
     model, X, y = _data(link, d=100, n=20_000)  # blind estimators still pick up anisotropic noise at small d
@@ -109,7 +111,8 @@ def test_subspace_measures():
     assert projector_distance(b, u) == pytest.approx(np.sqrt(2))
 
 
-@pytest.mark.parametrize("link, n, leap", [("z1+z1z2", 4000, 1), ("z1z2z3", 8000, 2), ("he2", 4000, 2), ("parity3", 12000, 3)])
+@pytest.mark.parametrize("link, n, leap", [("z1+z1z2", 4000, 1), ("z1z2z3", 8000, 2), ("he2", 4000, 2), ("parity3",
+    12000, 3)])
 def test_sequential_leap_finds_the_index_space_at_the_right_order(link, n, leap):
     from theorylab.theory.generative import SequentialLeap
 

@@ -49,7 +49,8 @@ def test_loop_calls_evaluate_and_reports_divergence():
     y = torch.randn(64, 2, generator=g)
     seen = []
     model = TimeMLP(2, 16, 2, 8)
-    train_self_consistent(model, y, GaussianNoise(0.5), steps=10, batch=16, lr=1e-3, generator=g, evaluate=seen.append, evaluate_every=4)
+    train_self_consistent(model, y, GaussianNoise(0.5), steps=10, batch=16, lr=1e-3, generator=g, evaluate=seen.append,
+                          evaluate_every=4)
     assert seen == [0, 4, 8, 10]
 
     def poisoned(x, generator):

@@ -8,8 +8,14 @@ import torch
 
 from theorylab.nn.activations import HermiteActivation
 from theorylab.theory.mean_field import OverlapDynamics, population_loss, projected_step, uniform_sphere
-from theorylab.train.mean_field import (NetworkBatch, checkpoint_steps, reduction_against_reference, run_projected_gd,
-                                        steps_to_loss_fraction, width_sweep)
+from theorylab.train.mean_field import (
+    NetworkBatch,
+    checkpoint_steps,
+    reduction_against_reference,
+    run_projected_gd,
+    steps_to_loss_fraction,
+    width_sweep,
+)
 
 ACT = HermiteActivation.he(4)
 

@@ -28,7 +28,7 @@ _WHERE = {
 
 # The decorator shares its name with the module `theorylab.core.study`: importing that module binds
 # the module here, so bind the function eagerly (core.study needs only pydantic, not pandas).
-from theorylab.core.study import study  # noqa: E402
+from theorylab.core.study import study  # noqa: E402,F401 - in __all__ below
 
 __all__ = sorted([*_WHERE, "study"])
 

@@ -60,7 +60,8 @@ class Claims:
         self.reference = reference
         self._claims: list[Claim] = []
 
-    def add(self, claim_id: str, statement: str, reference: str | None = None) -> Callable[[Callable[..., Verdict]], Callable[["Result"], Verdict]]:
+    def add(self, claim_id: str, statement: str, reference: str | None = None) -> Callable[[Callable[..., Verdict]],
+        Callable[["Result"], Verdict]]:
         """Decorator declaring the claim ``<slug>/<claim_id>`` judged by ``judge(result, v)``.
 
         ``reference`` is what the claim is checked against (the paper's section, "ours: ..."); it

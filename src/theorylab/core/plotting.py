@@ -19,7 +19,8 @@ STYLE = {
 }
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None) -> tuple[Figure, Any]:
+def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None) -> tuple[Figure,
+    Any]:
     """A figure and its axes in the house style.
 
     A plain :class:`matplotlib.figure.Figure`, not a pyplot one: runs write files and never open
@@ -43,7 +44,8 @@ def theory_line(ax: Any, x: Sequence[float], y: Sequence[float], label: str | No
     return ax.plot(x, y, "-", label=label, **kw)[0]
 
 
-def sim_points(ax: Any, x: Sequence[float], y: Sequence[float], err: Sequence[float] | Any = None, label: str | None = None, **kw: Any) -> Any:
+def sim_points(ax: Any, x: Sequence[float], y: Sequence[float], err: Sequence[float] | Any = None,
+               label: str | None = None, **kw: Any) -> Any:
     """Simulation: markers, with error bars (e.g. 2 standard errors over seeds) when given."""
     kw.setdefault("ms", 4)
     kw.setdefault("capsize", 2)

@@ -75,7 +75,8 @@ def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
     for a failed or errored claim or a run that did not finish, ``undecided`` for a claim not
     decided, ``good`` when every claim passed, ``none`` without claims) and ``detail`` in words."""
     total = sum(counts.get(k, 0) for k in OUTCOMES)
-    parts = [f"{counts[k]} {name}" for k, name in (("failed", "failed"), ("error", "error" if counts.get("error") == 1 else "errors"),
+    parts = [f"{counts[k]} {name}" for k, name in (("failed", "failed"), ("error", "error" if counts.get(
+        "error") == 1 else "errors"),
                                                    ("undecided", "not decided")) if counts.get(k)]
     text = f"{counts.get('passed', 0)}/{total} passed" if total else "no claims"
     if status != "done":
@@ -88,7 +89,8 @@ def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
         tone = "good"
     else:
         tone = "none"
-    return {"text": text, "tone": tone, "detail": ", ".join(parts) if parts else ("all passed" if tone == "good" else "")}
+    return {"text": text, "tone": tone, "detail": ", ".join(parts) if parts else (
+        "all passed" if tone == "good" else "")}
 
 
 def write_report(store: Store, out: Path | None = None) -> Path:

@@ -46,7 +46,8 @@ def _write_run(store: Store, workdir: Path, ctx: RunContext, meta: dict[str, Any
     for name, frame in ctx.tables.items():
         frame.to_parquet(workdir / "tables" / f"{name}.parquet", index=False)
     (workdir / "scalars.json").write_text(json.dumps(ctx.scalars, indent=2, default=str))
-    (workdir / "config.json").write_text(json.dumps({"study": meta["study"], "preset": meta["preset"], "seed": meta["seed"], "version": meta["version"], "config": config}, indent=2))
+    (workdir / "config.json").write_text(json.dumps({"study": meta["study"], "preset": meta["preset"], "seed": meta[
+        "seed"], "version": meta["version"], "config": config}, indent=2))
     (workdir / "log.txt").write_text("\n".join(ctx.log_lines) + ("\n" if ctx.log_lines else ""))
     (workdir / "meta.json").write_text(json.dumps(meta, indent=2))
 
@@ -70,7 +71,8 @@ def execute(
     """
     study = get_study(slug)
     cfg = study.make_config(preset, **dict(overrides or {}))
-    return execute_config(study, cfg, preset, seed, store=store, force=force, device=device, show_progress=show_progress)
+    return execute_config(study, cfg, preset, seed, store=store, force=force, device=device,
+                          show_progress=show_progress)
 
 
 def execute_config(
@@ -156,7 +158,8 @@ def rejudge(study: Study, store: Store, run_id: str) -> Result:
     return result
 
 
-def check(slug: str, preset: str = "quick", seed: int = 0, *, store: Store | None = None, force: bool = False, device: str = "auto", show_progress: bool = False) -> Result:
+def check(slug: str, preset: str = "quick", seed: int = 0, *, store: Store | None = None, force: bool = False,
+          device: str = "auto", show_progress: bool = False) -> Result:
     """Run (or reuse) one study and judge its claims afresh from the stored results."""
     store = store or Store()
     result = execute(slug, preset, seed, store=store, force=force, device=device, show_progress=show_progress)

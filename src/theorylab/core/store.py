@@ -101,7 +101,8 @@ class Store:
             db.execute(
                 "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, version) "
                 "VALUES (?, ?, ?, ?, ?, 'running', ?, ?) "
-                "ON CONFLICT(run_id) DO UPDATE SET status='running', started=excluded.started, finished=NULL, message=''",
+                "ON CONFLICT(run_id) DO UPDATE SET status='running', started=excluded.started, finished=NULL, "
+                "message=''",
                 (run_id, study, preset, config_hash, seed, time.time(), version),
             )
 
@@ -109,8 +110,10 @@ class Store:
         counts = result.counts()
         with self._db() as db:
             db.execute(
-                "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, finished, wall_s, version, "
-                "n_passed, n_failed, n_undecided, n_error, message) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, finished, wall_s, "
+                "version, "
+                "n_passed, n_failed, n_undecided, n_error, message) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?, ?) "
                 "ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, finished=excluded.finished, "
                 "wall_s=excluded.wall_s, n_passed=excluded.n_passed, n_failed=excluded.n_failed, "
                 "n_undecided=excluded.n_undecided, n_error=excluded.n_error, message=excluded.message",
@@ -123,7 +126,8 @@ class Store:
 
     def mark_failed(self, run_id: str, message: str) -> None:
         with self._db() as db:
-            db.execute("UPDATE runs SET status='failed', finished=?, message=? WHERE run_id=?", (time.time(), message, run_id))
+            db.execute("UPDATE runs SET status='failed', finished=?, message=? WHERE run_id=?", (time.time(), message,
+                run_id))
 
     def rows(self, study: str | None = None) -> list[dict[str, Any]]:
         """Index rows, newest first."""

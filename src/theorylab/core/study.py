@@ -43,7 +43,8 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
-        return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed", "detail")}, error=bool(data.get("error", False)))
+        return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed",
+                                               "detail")}, error=bool(data.get("error", False)))
 
     @property
     def label(self) -> str:
@@ -64,7 +65,8 @@ class Verdict:
         passed, detail)`` with ids prefixed ``"slug/"`` (``slug=None``: ids are given whole) and
         ``passed`` coerced to bool, or None when undecided (numpy booleans included)."""
 
-        def make(claim_id: str, statement: str, measured: Any, expected: Any, tolerance: Any, passed: Any, detail: str) -> "Verdict":
+        def make(claim_id: str, statement: str, measured: Any, expected: Any, tolerance: Any, passed: Any,
+                 detail: str) -> "Verdict":
             full = claim_id if slug is None else f"{slug}/{claim_id}"
             return cls(full, statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
 
@@ -99,9 +101,11 @@ class Claim:
             # The judge says, in words, that this config does not run the part the claim needs.
             return Verdict(self.id, self.statement, None, None, None, None, f"not decided: {why}")
         except Exception as err:  # noqa: BLE001 - a judge that raises is a failure, reported whole
-            return Verdict(self.id, self.statement, None, None, None, False, f"judge raised {type(err).__name__}: {err}", error=True)
+            return Verdict(self.id, self.statement, None, None, None, False,
+                           f"judge raised {type(err).__name__}: {err}", error=True)
         if not isinstance(verdict, Verdict):
-            return Verdict(self.id, self.statement, None, None, None, False, f"judge returned {type(verdict).__name__}, not a Verdict", error=True)
+            return Verdict(self.id, self.statement, None, None, None, False, f"judge returned "
+                f"{type(verdict).__name__}, not a Verdict", error=True)
         if verdict.id != self.id:
             return Verdict(self.id, self.statement, verdict.measured, verdict.expected, verdict.tolerance, False,
                            f"judge returned the verdict of '{verdict.id}' for claim '{self.id}'", error=True)
@@ -121,7 +125,8 @@ class Study:
     claims: tuple[Claim, ...]
     module: str = ""
     family: str = ""
-    not_built: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # card claims not implemented yet: id -> why
+    # card claims not implemented yet: id -> why
+    not_built: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
         from theorylab.core.config import build_config
@@ -194,7 +199,8 @@ def load_studies() -> None:
         except Exception as err:  # noqa: BLE001 - one broken plugin must not hide every other study
             if ep.value.startswith("theorylab."):
                 raise
-            warnings.warn(f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}", RuntimeWarning, stacklevel=2)
+            warnings.warn(f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}",
+                          RuntimeWarning, stacklevel=2)
 
 
 def study(

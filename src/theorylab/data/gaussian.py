@@ -50,7 +50,8 @@ class PowerLawGaussian:
         u = self.orthogonal_basis
         return (u * self.eigenvalues) @ u.T
 
-    def sample(self, n: int, generator: torch.Generator, batch: tuple[int, ...] = (), dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    def sample(self, n: int, generator: torch.Generator, batch: tuple[int, ...] = (),
+               dtype: torch.dtype = torch.float64) -> torch.Tensor:
         """Draw ``batch + (n, d)`` points."""
         z = torch.randn(*batch, n, self.d, generator=generator, dtype=dtype)
         root = torch.as_tensor(self.orthogonal_basis * np.sqrt(self.eigenvalues), dtype=dtype)  # U Lambda^(1/2)

@@ -29,7 +29,8 @@ from torch import Tensor
 
 @dataclass
 class WeightedGraph:
-    """Directed weighted graph: ``edge_index`` ``(2, E)`` (long), ``weight`` ``(E,)`` (float64), ``num_nodes``, ``source``."""
+    """Directed weighted graph: ``edge_index`` ``(2, E)`` (long), ``weight`` ``(E,)`` (float64), ``num_nodes``,
+    ``source``."""
 
     edge_index: Tensor
     weight: Tensor
@@ -42,12 +43,14 @@ class WeightedGraph:
         return WeightedGraph(ei, torch.cat([self.weight, self.weight]), self.num_nodes, self.source)
 
     def to_pyg(self):
-        """A PyTorch Geometric ``Data`` (``edge_attr`` = weights as a column, ``source`` kept); needs the graphs extra."""
+        """A PyTorch Geometric ``Data`` (``edge_attr`` = weights as a column, ``source`` kept); needs the graphs
+        extra."""
         try:
             from torch_geometric.data import Data
         except ImportError as err:  # pragma: no cover - depends on the environment
             raise ImportError('PyTorch Geometric is needed here: pip install "theorylab[graphs]"') from err
-        return Data(edge_index=self.edge_index, edge_attr=self.weight[:, None], num_nodes=self.num_nodes, source=torch.as_tensor(self.source))
+        return Data(edge_index=self.edge_index, edge_attr=self.weight[:, None], num_nodes=self.num_nodes,
+                    source=torch.as_tensor(self.source))
 
 
 def batch(graphs: list[WeightedGraph]) -> tuple[WeightedGraph, Tensor]:
@@ -96,17 +99,21 @@ def minimax_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
     return graphs + [_graph([(0, 1), (1, 2)], [a, b], 3) for a in g for b in g]
 
 
-def minimax_validation_set(generator: torch.Generator, count: int, w_low: float = 1.0, w_high: float = 10.0) -> list[WeightedGraph]:
+def minimax_validation_set(generator: torch.Generator, count: int, w_low: float = 1.0, w_high: float = 10.0) -> list[
+    WeightedGraph]:
     """Held-out graphs with the motifs of :func:`minimax_tiny_training_set` (s -> v, s -> u -> v) and
     weights U[w_low, w_high] (off the training grid); a quarter single edges, the rest two-edge paths."""
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     w = w_low + (w_high - w_low) * torch.rand(count, 2, generator=generator, dtype=torch.float64)
-    return [_graph([(0, 1)], [float(w[i, 0])], 2) if i % 4 == 0 else _graph([(0, 1), (1, 2)], w[i].tolist(), 3) for i in range(count)]
+    return [_graph([(0, 1)], [float(w[i, 0])], 2) if i % 4 == 0 else _graph([(0, 1), (1, 2)], w[i].tolist(),
+        3) for i in range(count)]
 
 
-def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
-    """Directed G(n, p = c/n), weights U[w_low, w_high], kept to the nodes reachable from a random source (relabelled, source 0)."""
+def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0,
+                         w_high: float = 10.0) -> WeightedGraph:
+    """Directed G(n, p = c/n), weights U[w_low, w_high], kept to the nodes reachable from a random source (relabelled,
+    source 0)."""
     if n < 2:
         raise ValueError(f"n must be >= 2, got {n}")
     p = min(1.0, c / n)
@@ -152,7 +159,8 @@ class KnapsackInstance:
         return item * (self.capacity + 1) + cap
 
 
-def knapsack_instance(items: int, capacity: int, generator: torch.Generator, max_weight: int = 10, max_value: float = 10.0) -> KnapsackInstance:
+def knapsack_instance(items: int, capacity: int, generator: torch.Generator, max_weight: int = 10,
+                      max_value: float = 10.0) -> KnapsackInstance:
     """Integer weights in 1..max_weight, values U[1, max_value]."""
     w = torch.randint(1, max_weight + 1, (items,), generator=generator).numpy()
     v = (1 + (max_value - 1) * torch.rand(items, generator=generator, dtype=torch.float64)).numpy()
@@ -202,7 +210,8 @@ def wl_indistinguishable_pair() -> tuple[WeightedGraph, WeightedGraph]:
     return (_graph(c6, [1.0] * 6, 6).undirected(), _graph(two_c3, [1.0] * 6, 6).undirected())
 
 
-def grid_weighted(rows: int, cols: int, generator: torch.Generator, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
+def grid_weighted(rows: int, cols: int, generator: torch.Generator, w_low: float = 1.0,
+                  w_high: float = 10.0) -> WeightedGraph:
     """A rows x cols grid, both directions of every edge with one weight U[w_low, w_high], a random source."""
     if rows < 1 or cols < 1 or rows * cols < 2:
         raise ValueError(f"grid needs at least 2 nodes, got {rows} x {cols}")
@@ -215,7 +224,8 @@ def grid_weighted(rows: int, cols: int, generator: torch.Generator, w_low: float
 
 
 def random_tree(n: int, generator: torch.Generator, w_low: float = 1.0, w_high: float = 10.0) -> WeightedGraph:
-    """A uniform random recursive tree (node i attaches to a uniform earlier node), both directions, weights U[w_low, w_high]."""
+    """A uniform random recursive tree (node i attaches to a uniform earlier node), both directions, weights U[w_low,
+    w_high]."""
     if n < 2:
         raise ValueError(f"n must be >= 2, got {n}")
     parent = (torch.rand(n - 1, generator=generator) * torch.arange(1, n)).long()
@@ -244,7 +254,8 @@ def symmetrize(graph: WeightedGraph) -> WeightedGraph:
     keep = a != b
     key = a[keep] * graph.num_nodes + b[keep]
     uniq, inverse = torch.unique(key, return_inverse=True)
-    w = torch.full((len(uniq),), float("inf"), dtype=torch.float64).scatter_reduce(0, inverse, graph.weight[keep], reduce="amin")
+    w = torch.full((len(uniq),), float("inf"), dtype=torch.float64).scatter_reduce(0, inverse, graph.weight[keep],
+        reduce="amin")
     pairs = torch.stack([uniq // graph.num_nodes, uniq % graph.num_nodes])
     return WeightedGraph(pairs, w, graph.num_nodes, graph.source).undirected()
 

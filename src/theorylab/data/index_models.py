@@ -51,11 +51,15 @@ LINKS: dict[str, Link] = {
         Link("relu", lambda z: _relu(z[:, 0]), 1, "ReLU(z1)", 1, 1),
         Link("z1+z1z2", lambda z: z[:, 0] + z[:, 0] * z[:, 1], 2, "z1 + z1 z2 (survey link A)", None, 1),
         Link("z1z2", lambda z: z[:, 0] * z[:, 1], 2, "z1 z2 (survey link C)", None, 2),
-        Link("z1z2z3", lambda z: z[:, 0] * z[:, 1] * z[:, 2], 3, "z1 z2 z3: information exponent 3, leap 2 (M3)", None, 2),
-        Link("parity3", lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2]), 3, "sign(z1 z2 z3): Gaussian 3-parity, leap 3 (P3)", None, 3),
-        Link("parity4", lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2] * z[:, 3]), 4, "sign(z1 z2 z3 z4): leap 4 (P4)", None, 4),
+        Link("z1z2z3", lambda z: z[:, 0] * z[:, 1] * z[:, 2], 3, "z1 z2 z3: information exponent 3, leap 2 (M3)", None,
+             2),
+        Link("parity3", lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2]), 3, "sign(z1 z2 z3): Gaussian 3-parity, "
+            "leap 3 (P3)", None, 3),
+        Link("parity4", lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2] * z[:, 3]), 4, "sign(z1 z2 z3 z4): leap 4 (P4)",
+             None, 4),
         Link("relu-diff", lambda z: _relu(z[:, 0]) - _relu(z[:, 1]), 2, "ReLU(z1) - ReLU(z2)", None, 1),
-        Link("relu-sum-abs", lambda z: _relu(z[:, 0] + z[:, 1]) + np.abs(z[:, 0] - z[:, 1]), 2, "ReLU(z1 + z2) + |z1 - z2|", None, 1),
+        Link("relu-sum-abs", lambda z: _relu(z[:, 0] + z[:, 1]) + np.abs(z[:, 0] - z[:, 1]), 2, "ReLU(z1 + z2) + "
+            "|z1 - z2|", None, 1),
     )
 }
 
@@ -93,7 +97,8 @@ class IndexModel:
     W: np.ndarray = field(default=None)  # type: ignore[assignment]
 
     @classmethod
-    def make(cls, d: int, link: str | Link | LinkFn, rng: np.random.Generator, *, r: int | None = None, noise: float = 0.0, W: np.ndarray | None = None) -> "IndexModel":
+    def make(cls, d: int, link: str | Link | LinkFn, rng: np.random.Generator, *, r: int | None = None,
+             noise: float = 0.0, W: np.ndarray | None = None) -> "IndexModel":
         lk = get_link(link, r)
         if W is None:
             W = random_stiefel(d, lk.r, rng)
@@ -115,7 +120,8 @@ class IndexModel:
             y = y + self.noise * rng.standard_normal(n)
         return x, y, z
 
-    def stream(self, batch: int, rng: np.random.Generator, total: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def stream(self, batch: int, rng: np.random.Generator, total: int | None = None) -> Iterator[tuple[np.ndarray,
+        np.ndarray, np.ndarray]]:
         """Fresh batches for online SGD (``total`` samples in all, or forever)."""
         drawn = 0
         while total is None or drawn < total:

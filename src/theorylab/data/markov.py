@@ -96,7 +96,8 @@ class TriggerNoiseTask:
     ``trigger`` are fixed; ``trigger_boost`` f_q mixes every row with a jump to the trigger,
     ``pi <- (1 - f_q) pi + f_q delta_q``, so short sequences hold enough triggers (a quick-preset
     device of ours; the paper's T = 256 needs none). The background chain never emits the noise
-    token (its column is zeroed and rows renormalised), so ``tau`` marks the task alone. Outputs are drawn uniformly from the tokens
+    token (its column is zeroed and rows renormalised), so ``tau`` marks the task alone. Outputs are drawn uniformly
+    from the tokens
     other than the trigger and the noise token.
     """
 
@@ -112,7 +113,8 @@ class TriggerNoiseTask:
         return cls.from_transition(dirichlet_bigram(vocab, alpha, seed), noise=vocab - 1, trigger_boost=trigger_boost)
 
     @classmethod
-    def from_transition(cls, transition: np.ndarray, noise: int, trigger: int | None = None, trigger_boost: float = 0.0) -> "TriggerNoiseTask":
+    def from_transition(cls, transition: np.ndarray, noise: int, trigger: int | None = None,
+                        trigger_boost: float = 0.0) -> "TriggerNoiseTask":
         p = np.asarray(transition, dtype=np.float64)
         vocab = p.shape[0]
         if not 0 <= noise < vocab:

@@ -16,7 +16,8 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class RegressionPrompts:
-    """``tokens``: ``(n, T, dim + 1)``, the last row of each the query ``[x_q, 0]``; ``y_query``: ``(n,)``; ``w``: ``(n, dim)``."""
+    """``tokens``: ``(n, T, dim + 1)``, the last row of each the query ``[x_q, 0]``; ``y_query``: ``(n,)``; ``w``: ``(n,
+    dim)``."""
 
     tokens: Tensor
     y_query: Tensor

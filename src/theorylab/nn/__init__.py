@@ -3,7 +3,13 @@
 from theorylab.nn.activations import HermiteActivation
 from theorylab.nn.denoisers import LinearDenoiser, linear_sampling_map
 from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD
-from theorylab.nn.toy_transformer import HookPoint, MultiHeadAttention, ToyTransformer, ToyTransformerConfig, attention_only
+from theorylab.nn.toy_transformer import (
+    HookPoint,
+    MultiHeadAttention,
+    ToyTransformer,
+    ToyTransformerConfig,
+    attention_only,
+)
 
 __all__ = [
     "HermiteActivation", "HookPoint", "LinearDenoiser", "MeanFieldNet", "MultiHeadAttention", "SphericalSGD",

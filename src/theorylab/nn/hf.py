@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import torch
-
-from theorylab.core.errors import MissingExtra
 from torch import nn
 
+from theorylab.core.errors import MissingExtra
 from theorylab.core.rng import seeded
 
 # Parameter name of the MLP input (up-projection) matrix of layer {i}, per architecture family.
@@ -75,7 +74,8 @@ def mlp_input_weights(model: nn.Module) -> list[str]:
 load_local = load_local_causal_lm
 
 # arch name -> transformers model_type
-ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral",
+ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral",
+         "qwen2": "qwen2", "mixtral": "mixtral",
          "gpt2": "gpt2", "bert": "bert"}
 MASKED_LM = {"bert"}  # encoders get a masked-LM head; the rest are causal LMs
 
@@ -88,7 +88,8 @@ def _transformers():
     return transformers
 
 
-def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64, init_std: float | None = None, norm_std: float = 0.1,
+def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64, init_std: float | None = None,
+                norm_std: float = 0.1,
                 attn_implementation: str = "eager", **config: Any) -> nn.Module:
     """A random-weight ``transformers`` causal LM of family ``arch`` built from ``config`` (small sizes).
 
@@ -109,19 +110,23 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
     defaults = tf.AutoConfig.for_model(model_type)
     vocab = config.get("vocab_size", getattr(defaults, "vocab_size", None))
     special = {name: None for name in ("bos_token_id", "eos_token_id", "pad_token_id")
-               if name not in config and isinstance(getattr(defaults, name, None), int) and vocab is not None and getattr(defaults, name) >= vocab}
-    cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5, **special, **config)
+               if name not in config and isinstance(getattr(defaults, name, None),
+                                                    int) and vocab is not None and getattr(defaults, name) >= vocab}
+    cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5,
+                                  **special, **config)
     cfg._attn_implementation = attn_implementation
     # Fused grouped-matmul experts (the default for MoE families) take no float64; the loop does.
     cfg._experts_implementation = "eager"
     with seeded(seed):
         auto = tf.AutoModelForMaskedLM if model_type in MASKED_LM else tf.AutoModelForCausalLM
         model = auto.from_config(cfg, attn_implementation=attn_implementation)
-        if getattr(model, "loss_type", None) is None:  # e.g. GPT2LMHeadModel: name the loss instead of a warning per run
+        # e.g. GPT2LMHeadModel: name the loss instead of a warning per run
+        if getattr(model, "loss_type", None) is None:
             model.loss_type = "ForMaskedLM" if model_type in MASKED_LM else "ForCausalLM"
         with torch.no_grad():
             for module in model.modules():
-                if type(module).__name__.endswith("RMSNorm") and isinstance(getattr(module, "weight", None), torch.Tensor):
+                if type(module).__name__.endswith("RMSNorm") and isinstance(getattr(module, "weight", None),
+                    torch.Tensor):
                     offset = 0.0 if "Gemma" in type(module).__name__ else 1.0
                     module.weight.copy_(offset + norm_std * torch.randn_like(module.weight))
     return model.to(dtype).eval()

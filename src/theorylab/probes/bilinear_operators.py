@@ -40,7 +40,8 @@ EPS = torch.finfo(torch.float64).eps
 
 
 def head_operators(model: nn.Module) -> list[HeadOperator]:
-    """Every head's M, from a :class:`~theorylab.nn.ToyTransformer` or a Hugging Face GPT-2, BERT or Llama-family model."""
+    """Every head's M, from a :class:`~theorylab.nn.ToyTransformer` or a Hugging Face GPT-2, BERT or Llama-family
+    model."""
     from theorylab.nn.toy_transformer import ToyTransformer
 
     if isinstance(model, ToyTransformer):
@@ -51,7 +52,8 @@ def head_operators(model: nn.Module) -> list[HeadOperator]:
             w_k = a.W_Q if a.W_K is None else a.W_K
             for h in range(model.cfg.n_heads):
                 term = None if a.b_Q is None else (model.cfg.scale * w_k[h].T @ a.b_Q[h]).detach()
-                ops.append(HeadOperator(i, h, a.bilinear(h).detach(), h, rope, key_term=term, query=(model.cfg.scale * a.W_Q[h]).detach(), key=w_k[h].detach()))
+                ops.append(HeadOperator(i, h, a.bilinear(h).detach(), h, rope, key_term=term, query=(
+                    model.cfg.scale * a.W_Q[h]).detach(), key=w_k[h].detach()))
         return ops
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind == "gpt2":
@@ -75,7 +77,8 @@ def _gpt2(model) -> list[HeadOperator]:
         Wq, Wk = W[:, :d], W[:, d:2 * d]
         for h in range(H):
             q, k = Wq[:, h * dh:(h + 1) * dh], Wk[:, h * dh:(h + 1) * dh]
-            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h, key_term=k @ b[h * dh:(h + 1) * dh] / math.sqrt(dh), query=q.T / math.sqrt(dh), key=k.T))
+            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h, key_term=k @ b[h * dh:(h + 1) * dh] / math.sqrt(
+                dh), query=q.T / math.sqrt(dh), key=k.T))
     return out
 
 

@@ -9,7 +9,8 @@ from torch import Tensor
 
 
 def function_grid(f: Callable[[Tensor], Tensor], ranges: Sequence[Tensor]) -> tuple[list[Tensor], Tensor]:
-    """Evaluate ``f`` on the product grid of ``ranges``: returns the meshgrid and ``f``'s values (grid shape + f's trailing shape).
+    """Evaluate ``f`` on the product grid of ``ranges``: returns the meshgrid and ``f``'s values (grid shape + f's
+    trailing shape).
 
     ``f`` takes points of shape ``(M, len(ranges))``.
     """

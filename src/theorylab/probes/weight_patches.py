@@ -119,7 +119,8 @@ def refusal(attempt: Callable[[], object]) -> tuple[bool, str]:
 # --------------------------------------------------------------------------------------------
 
 
-def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[str, Tensor], mode: str = "output") -> Patch:
+def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[str, Tensor],
+                   mode: str = "output") -> Patch:
     """The exact patch of one of our blocks (:mod:`theorylab.nn.blocks`), given its query states.
 
     ``with_ctx`` / ``query_only``: the block's :meth:`~theorylab.nn.blocks.PatchableBlock.query_state`
@@ -138,11 +139,13 @@ def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[st
         return patch
     if family in ("llama", "parallel"):
         mlp = block.mlp_parts()
-        return gated_mlp_patch(mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"], names=mlp.names, n_c=n_c)
+        return gated_mlp_patch(mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"],
+                               names=mlp.names, n_c=n_c)
     if family == "gemma":
         mlp = block.mlp_parts()
         return gated_mlp_patch(
-            mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"], names=mlp.names, n_c=n_c,
+            mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"], names=mlp.names,
+            n_c=n_c,
             post_scale=(1 + block.g4).detach(), post_scale_name="g4", eps=block.eps,
         )
     if family == "postnorm":
@@ -158,7 +161,8 @@ def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[st
         return patch
     if family == "moe":
         W_g, W_u, W_d = (w.detach() for w in (block.W_g, block.W_u, block.W_d))
-        e, dW, _ = moe_patch(W_g, W_u, W_d, block.act, query_only["selected"], query_only["weights"], query_only["n"], with_ctx["out"] - query_only["h"])
+        e, dW, _ = moe_patch(W_g, W_u, W_d, block.act, query_only["selected"], query_only["weights"], query_only["n"],
+                             with_ctx["out"] - query_only["h"])
         patch = Patch(info={"mode": "output", "expert": e})
         full_delta = torch.zeros_like(block.W_d)
         full_delta[e] = dW
@@ -342,8 +346,10 @@ class HFLayout:
 
 
 HF_LAYOUTS = {
-    "gemma3_text": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "post_feedforward_layernorm"),
-    "gemma2": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "post_feedforward_layernorm"),
+    "gemma3_text": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
+                            "post_feedforward_layernorm"),
+    "gemma2": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
+                       "post_feedforward_layernorm"),
     "llama": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
     "mistral": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
     "qwen2": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
@@ -398,8 +404,10 @@ def _capture_context(model, layers, layout, input_ids) -> tuple[list[dict[str, T
     states: list[dict[str, Tensor]] = [{} for _ in layers]
     handles = []
     for i, layer in enumerate(layers):
-        handles.append(layer.register_forward_hook(lambda _m, _a, out, i=i: states[i].__setitem__("out", _first(out)[0, -1].detach().clone())))
-        handles.append(layer.get_submodule(layout.mlp).register_forward_pre_hook(lambda _m, args, i=i: states[i].__setitem__("n", args[0][0, -1].detach().clone())))
+        handles.append(layer.register_forward_hook(lambda _m, _a, out, i=i: states[i].__setitem__("out", _first(out)[0,
+            -1].detach().clone())))
+        handles.append(layer.get_submodule(layout.mlp).register_forward_pre_hook(lambda _m, args, i=i: states[
+            i].__setitem__("n", args[0][0, -1].detach().clone())))
     try:
         with torch.no_grad():
             logits = model(input_ids=input_ids).logits[0, -1]
@@ -428,7 +436,8 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
     they are restored when the pass ends. ``mode="full"`` adds the input patches on gate/up.
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1 or input_ids.shape[1] < 2:
-        raise ValueError(f"input_ids must have shape (1, T) with T >= 2 (context + query), got {tuple(input_ids.shape)}")
+        raise ValueError(
+            f"input_ids must have shape (1, T) with T >= 2 (context + query), got {tuple(input_ids.shape)}")
     layout = hf_layout(model)
     layers = hf_layers(model)
     ctx, logits_ctx = _capture_context(model, layers, layout, input_ids)
@@ -475,7 +484,8 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
             def on_experts(_m, args, i=i, moe=moe):
                 n_x = args[0][-1].detach()
                 W_g, W_u, W_d, act, module = _moe_parts(moe)
-                e, dW, _ = moe_patch(W_g, W_u, W_d, act, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x, target(i))
+                e, dW, _ = moe_patch(W_g, W_u, W_d, act, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x,
+                                     target(i))
                 full = torch.zeros_like(module.down_proj)
                 full[e] = dW
                 patches[i].add(name_of(i, f"{layout.mlp}.experts.down_proj"), full, dW)
@@ -506,7 +516,8 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
             else:
                 norm = layer.get_submodule(layout.post_norm)
                 scale = 1 + norm.weight.detach().to(t.dtype)
-                dW, new_scale = post_norm_output_patch(down.weight.detach(), z, t, scale, norm.eps, what=layout.down, norm=layout.post_norm)
+                dW, new_scale = post_norm_output_patch(down.weight.detach(), z, t, scale, norm.eps, what=layout.down,
+                                                       norm=layout.post_norm)
                 patches[i].deltas[name_of(i, f"{layout.post_norm}.weight")] = new_scale - scale
                 patches[i].scales[name_of(i, f"{layout.post_norm}.weight")] = (scale, new_scale)
                 add(norm.weight, new_scale - scale)

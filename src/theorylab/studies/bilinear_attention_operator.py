@@ -44,39 +44,47 @@ IDENTITY = "Identity check (a code check of our extraction and algebra, not evid
 
 
 class BilinearOperatorConfig(StudyConfig):
-    random_models: int = Field(64, ge=1, le=100_000, description="random-init one-layer ToyTransformers of the null (card: 64 x 4 heads)")
+    random_models: int = Field(64, ge=1, le=100_000, description="random-init one-layer ToyTransformers of the null "
+        "(card: 64 x 4 heads)")
     d: int = Field(128, ge=4, le=8192, description="width d of the random and tied models")
     heads: int = Field(4, ge=1, le=256, description="heads per layer (d_h = d / heads)")
     tied_models: int = Field(8, ge=1, le=10_000, description="tied-QK models (W_q = W_k)")
-    hf_width: int = Field(64, ge=8, le=4096, description="hidden size of the random-init BERT and GPT-2 of the convention check")
+    hf_width: int = Field(64, ge=8, le=4096, description="hidden size of the random-init BERT and GPT-2 of the "
+                                                         "convention check")
     hf_layers: int = Field(2, ge=1, le=48, description="layers of the random-init BERT and GPT-2")
     pair_width: int = Field(64, ge=8, le=8192, description="d_model of the encoder/decoder pair")
     pair_layers: int = Field(2, ge=1, le=64, description="layers of the pair")
     pair_heads: int = Field(4, ge=1, le=256, description="heads of the pair")
     pair_context: int = Field(64, ge=4, le=8192, description="training window")
     pair_batch: int = Field(32, ge=1, le=8192, description="batch size")
-    pair_steps: int = Field(300, ge=1, le=10_000_000, description="AdamW steps of each model (claims 6-7 need >= 20,000, the card's)")
+    pair_steps: int = Field(300, ge=1, le=10_000_000, description="AdamW steps of each model (claims 6-7 need >= "
+        "20,000, the card's)")
     pair_lr: float = Field(1e-3, gt=0, le=1, description="AdamW learning rate")
     pair_seeds: int = Field(1, ge=1, le=100, description="encoder/decoder pairs (card, paper: 3)")
     pair_log_every: int = Field(50, ge=1, le=1_000_000, description="operator scores are logged every this many steps")
-    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
+    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
+                                                            "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) "
+                                                            "or a local plain-text file")
 
     @model_validator(mode="after")
     def _checks(self) -> "BilinearOperatorConfig":
         check_corpus("corpus", self.corpus)
-        for width, heads, name in ((self.d, self.heads, "d"), (self.hf_width, 4, "hf_width"), (self.pair_width, self.pair_heads, "pair_width")):
+        for width, heads, name in ((self.d, self.heads, "d"), (self.hf_width, 4, "hf_width"), (self.pair_width,
+            self.pair_heads, "pair_width")):
             if width % heads:
                 raise ValueError(f"'{name}' ({width}) must be a multiple of its head count ({heads})")
         return self
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~20 s: 256 random heads (d = 128), tied models, random-init BERT/GPT-2 convention checks, a 300-step encoder/decoder pair (descriptive)"),
+    "quick": Preset.of("quick", "2 CPU cores, ~20 s: 256 random heads (d = 128), tied models, random-init BERT/GPT-2 "
+                                "convention checks, a 300-step encoder/decoder pair (descriptive)"),
     "paper": Preset.of(
         "paper",
         "GPU: encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
         pair_width=(256, "card"),
-        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib or a local text file)"),
+        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
+                       "or a local text file)"),
         pair_layers=(4, "card"),
         pair_steps=(20_000, "card"),
         pair_seeds=(3, "card"),
@@ -121,7 +129,8 @@ def _figure_scatter(ctx: RunContext, heads: pd.DataFrame) -> None:
     null = heads[heads["family"] == "random init"]
     s_lo, s_hi = null["symmetry"].quantile([0.025, 0.975])
     d_lo, d_hi = null["directionality"].quantile([0.025, 0.975])
-    ax.add_patch(__import__("matplotlib").patches.Rectangle((s_lo, d_lo), s_hi - s_lo, d_hi - d_lo, color="0.85", zorder=0, label="random init, 95%"))
+    ax.add_patch(__import__("matplotlib").patches.Rectangle((s_lo, d_lo), s_hi - s_lo, d_hi - d_lo, color="0.85",
+                                                            zorder=0, label="random init, 95%"))
     for i, (family, g) in enumerate(heads.groupby("family", sort=False)):
         ax.plot(g["symmetry"], g["directionality"], "o", ms=3, alpha=0.6, color=color(i), label=family)
     ax.set(xlabel="symmetry score ‖S‖²/‖M‖²", ylabel="directionality score")
@@ -184,7 +193,8 @@ def _figure_layers(ctx: RunContext, heads: pd.DataFrame) -> None:
     for a, col in ((ax, "symmetry"), (bx, "directionality")):
         for i, (kind, g) in enumerate(trained.groupby("family")):
             by = g.groupby("layer")[col].agg(["mean", "min", "max"])
-            a.errorbar(by.index + 0.1 * i, by["mean"], yerr=[by["mean"] - by["min"], by["max"] - by["mean"]], fmt="o-", capsize=2, color=color(i), label=kind)
+            a.errorbar(by.index + 0.1 * i, by["mean"], yerr=[by["mean"] - by["min"], by["max"] - by["mean"]], fmt="o-",
+                       capsize=2, color=color(i), label=kind)
         a.axhspan(*null[col].quantile([0.025, 0.975]), color="0.85", zorder=0, label="random init, 95%")
         a.set(xlabel="layer", ylabel=f"{col} score")
         a.legend(fontsize=7)
@@ -197,8 +207,10 @@ def _figure_layers(ctx: RunContext, heads: pd.DataFrame) -> None:
 
 claims = Claims("bilinear-attention-operator")
 
-S_LOGITS = ("Convention check (a code check of our extraction, not evidence for the paper): for every head of random-init ToyTransformers (with biases, causal and not) "
-            "and of random-init Hugging Face GPT-2 (Conv1D) and BERT, x M xᵀ (+ the query bias's key term) reproduces the module's logits to 1e-5 relative (float32); "
+S_LOGITS = ("Convention check (a code check of our extraction, not evidence for the paper): for every head of "
+            "random-init ToyTransformers (with biases, causal and not) "
+            "and of random-init Hugging Face GPT-2 (Conv1D) and BERT, x M xᵀ (+ the query bias's key term) reproduces "
+            "the module's logits to 1e-5 relative (float32); "
             "M transposed misses by >= 1e-2.")
 
 
@@ -209,11 +221,13 @@ def judge_logits(res, v) -> Verdict:
     worst = float(real["rel_error"].max())
     ctrl_min = float(ctrl.groupby("model")["rel_error"].max().min()) if len(ctrl) else math.nan
     ok = worst <= 1e-5 and ctrl_min >= 1e-2
-    detail = "; ".join(f"{m}: {g['rel_error'].max():.1e} over {len(g)} heads" for m, g in real.groupby("model")) + f"; transposed M: >= {ctrl_min:.2f} (worst head per model)"
+    detail = "; ".join(f"{m}: {g['rel_error'].max():.1e} over {len(g)} heads" for m, g in real.groupby(
+        "model")) + f"; transposed M: >= {ctrl_min:.2f} (worst head per model)"
     return v.judged(ok, worst, "<= 1e-5", 1e-5, detail)
 
 
-S_SPLIT = (IDENTITY + "M = S + A with ‖M‖² = ‖S‖² + ‖A‖² (relative), ⟨S, A⟩ <= tol·‖M‖² and |xᵀAx| <= tol·‖x‖²‖M‖ on every head, "
+S_SPLIT = (IDENTITY + "M = S + A with ‖M‖² = ‖S‖² + ‖A‖² (relative), ⟨S, A⟩ <= tol·‖M‖² and |xᵀAx| <= tol·‖x‖²‖M‖ on "
+                      "every head, "
            "with tol = d²ε (the float64 rounding bound of a d²-term sum; 3.6e-12 at d = 128).")
 
 
@@ -222,11 +236,15 @@ def judge_split(res, v) -> Verdict:
     t = res.table("heads")
     ratio = t[["split_error", "cross", "quad_form"]].max(axis=1) / t["tolerance"]
     worst = float(ratio.max())
-    return v.judged(worst <= 1, worst, "residual/d²ε <= 1", 1.0, f"{len(t)} heads: split {t['split_error'].max():.1e}, <S, A> {t['cross'].max():.1e}, xᵀAx {t['quad_form'].max():.1e} "
+    return v.judged(worst <= 1, worst, "residual/d²ε <= 1", 1.0, f"{len(t)} heads: split {t['split_error'].max():.1e}, "
+        f"<S, A> {t['cross'].max():.1e}, xᵀAx {t['quad_form'].max():.1e} "
                     f"(tolerance d²ε >= {t['tolerance'].min():.1e}); worst residual/tolerance {worst:.2g}")
 
 
-S_NULL = "Over the random-init heads, the mean symmetry score is in [0.48, 0.53] (theory ½ + 1/(2d)) and the mean directionality |d| <= 0.15."
+S_NULL = (
+    "Over the random-init heads, the mean symmetry score is in [0.48, 0.53] (theory ½ + 1/(2d)) and the mean "
+    "directionality |d| <= 0.15."
+)
 
 
 @claims.add("random-baseline", S_NULL, "derived: E tr(M²) = d d_h σ⁴, E‖M‖² = d² d_h σ⁴")
@@ -236,11 +254,15 @@ def judge_null(res, v) -> Verdict:
     s, dmean = float(null["symmetry"].mean()), float(null["directionality"].mean())
     theory = 0.5 + 1 / (2 * int(null["d"].iloc[0]))
     ok = 0.48 <= s <= 0.53 and abs(dmean) <= 0.15
-    return v.judged(ok, s, "in [0.48, 0.53]", None, f"{len(null)} heads: mean s {s:.4f} (theory {theory:.4f}, SD {null['symmetry'].std():.4f}); mean d {dmean:+.4f} (SD {null['directionality'].std():.3f})")
+    return v.judged(ok, s, "in [0.48, 0.53]", None, f"{len(null)} heads: mean s {s:.4f} (theory {theory:.4f}, SD "
+                                                    f"{null['symmetry'].std():.4f}); mean d {dmean:+.4f} (SD "
+                                                    f"{null['directionality'].std():.3f})")
 
 
-S_TIED = (IDENTITY + "with W_q = W_k: s = 1 and the rotation content is 0 to d²ε (the null space's eigenvalues come out of the eigensolver at ~1e-17 with arbitrary phases), "
-          "d = 0 to d²ε times the score's condition number d·max norm/(norm excess), and S is PSD with exactly d_h positive and d − d_h zero eigenvalues.")
+S_TIED = (IDENTITY + "with W_q = W_k: s = 1 and the rotation content is 0 to d²ε (the null space's eigenvalues come "
+                     "out of the eigensolver at ~1e-17 with arbitrary phases), "
+          "d = 0 to d²ε times the score's condition number d·max norm/(norm excess), and S is PSD with exactly d_h "
+          "positive and d − d_h zero eigenvalues.")
 
 
 @claims.add("tied-qk", S_TIED, "derived: M = WᵀW/√d_h")
@@ -251,16 +273,23 @@ def judge_tied(res, v) -> Verdict:
         raise Undecided("this config builds no tied-QK model (tied_models = 0)")
     dh = int(tied["d"].iloc[0]) // res.config["heads"]
     d_abs, d_tol = tied["directionality"].abs(), tied["directionality_tolerance"]
-    d_ratio = np.where(d_tol > 0, d_abs / d_tol.where(d_tol > 0, 1.0), np.where(d_abs == 0, 0.0, np.inf))  # no norm excess: the score is exactly 0
-    ratio = float(max(((tied["symmetry"] - 1).abs() / tied["tolerance"]).max(), (tied["rotation"] / tied["tolerance"]).max(), d_ratio.max()))
-    shape = bool(((tied["inertia_pos"] == dh) & (tied["inertia_neg"] == 0) & (tied["inertia_zero"] == tied["d"] - dh)).all())
+    # no norm excess: the score is exactly 0
+    d_ratio = np.where(d_tol > 0, d_abs / d_tol.where(d_tol > 0, 1.0), np.where(d_abs == 0, 0.0, np.inf))
+    ratio = float(max(((tied["symmetry"] - 1).abs() / tied["tolerance"]).max(), (tied["rotation"] / tied[
+        "tolerance"]).max(), d_ratio.max()))
+    shape = bool(((tied["inertia_pos"] == dh) & (tied["inertia_neg"] == 0) & (tied["inertia_zero"] == tied[
+        "d"] - dh)).all())
     ok = ratio <= 1 and shape
-    return v.judged(ok, ratio, "residual/tolerance <= 1", 1.0, f"{len(tied)} heads: |s − 1| max {(tied['symmetry'] - 1).abs().max():.1e}, |d| max {tied['directionality'].abs().max():.1e} "
-                    f"(tolerance >= {tied['directionality_tolerance'].min():.1e}), rotation max {tied['rotation'].max():.1e} (tolerance d²ε = {tied['tolerance'].min():.1e}); "
+    return v.judged(ok, ratio, "residual/tolerance <= 1", 1.0, f"{len(tied)} heads: |s − 1| max "
+                                                               f"{(tied['symmetry'] - 1).abs().max():.1e}, |d| max "
+                                                               f"{tied['directionality'].abs().max():.1e} "
+                    f"(tolerance >= {tied['directionality_tolerance'].min():.1e}), rotation max "
+                    f"{tied['rotation'].max():.1e} (tolerance d²ε = {tied['tolerance'].min():.1e}); "
                     f"inertia (d_h, 0, d − d_h) = ({dh}, 0, {int(tied['d'].iloc[0]) - dh}) on all: {shape}")
 
 
-S_RANK = (IDENTITY + "every head (random, tied, trained) has at least d − d_h singular values <= 1e-10·σ₁ (computed null singular values are ~dε·σ₁), "
+S_RANK = (IDENTITY + "every head (random, tied, trained) has at least d − d_h singular values <= 1e-10·σ₁ (computed "
+                     "null singular values are ~dε·σ₁), "
           "and its non-real eigenvalues come in conjugate pairs to 1e-10·σ₁.")
 
 
@@ -273,7 +302,9 @@ def judge_rank(res, v) -> Verdict:
     short = int((t["small_singular"] < need).sum())
     conj = float(t["conjugate_gap"].max())
     ok = short == 0 and conj <= 1e-10
-    return v.judged(ok, float(short), "0 heads short", None, f"{len(t)} heads; heads with fewer than d − d_h tiny singular values: {short}; conjugate-pair gap max {conj:.1e}")
+    return v.judged(ok, float(short), "0 heads short", None, f"{len(t)} heads; heads with fewer than d − d_h tiny "
+                                                             f"singular values: {short}; conjugate-pair gap max "
+                                                             f"{conj:.1e}")
 
 
 def _pair_means(res) -> pd.DataFrame:
@@ -282,24 +313,30 @@ def _pair_means(res) -> pd.DataFrame:
     return t.groupby(["seed", "family"])[["symmetry", "directionality"]].mean().unstack("family")
 
 
-S_PAIR = ("After 20k steps on the same text, in every seed: mean s(encoder) − mean s(decoder) >= 0.05 and mean d(decoder) >= mean d(encoder) + 0.1 "
+S_PAIR = ("After 20k steps on the same text, in every seed: mean s(encoder) − mean s(decoder) >= 0.05 and mean "
+          "d(decoder) >= mean d(encoder) + 0.1 "
           "(the anchor's BERT/GPT split; thresholds ours).")
 
 
 @claims.add("encoder-symmetric-decoder-directional", S_PAIR, "Saponati et al., arXiv 2502.10927 (anchor)")
 def judge_pair(res, v) -> Verdict:
     m = _pair_means(res)
-    detail = "; ".join(f"seed {int(s)}: s enc {r[('symmetry', 'encoder')]:.3f} / dec {r[('symmetry', 'decoder')]:.3f}, d enc {r[('directionality', 'encoder')]:+.3f} / dec {r[('directionality', 'decoder')]:+.3f}"
+    detail = "; ".join(f"seed {int(s)}: s enc {r[('symmetry', 'encoder')]:.3f} / dec {r[('symmetry', 'decoder')]:.3f}, "
+                       f"d enc {r[('directionality', 'encoder')]:+.3f} / dec {r[('directionality', 'decoder')]:+.3f}"
                        for s, r in m.iterrows())
     if res.config["pair_steps"] < PAIR_STEPS_FOR_CLAIMS:
-        return v.undecided(f"needs paper preset ({res.config['pair_steps']} steps < {PAIR_STEPS_FOR_CLAIMS}); reported: {detail}")
+        return v.undecided(f"needs paper preset ({res.config['pair_steps']} steps < {PAIR_STEPS_FOR_CLAIMS}); "
+                           f"reported: {detail}")
     ds = m[("symmetry", "encoder")] - m[("symmetry", "decoder")]
     dd = m[("directionality", "decoder")] - m[("directionality", "encoder")]
     ok = bool((ds >= 0.05).all() and (dd >= 0.1).all())
     return v.judged(ok, float(ds.min()), ">= 0.05", 0.05, detail)
 
 
-S_DRIFT = "The trained decoder's mean s differs from the random-init mean, or its mean d from 0, by more than 3 standard errors of the random-init distribution."
+S_DRIFT = (
+    "The trained decoder's mean s differs from the random-init mean, or its mean d from 0, by more than 3 standard "
+    "errors of the random-init distribution."
+)
 
 
 @claims.add("drift-from-null", S_DRIFT, "Saponati et al., arXiv 2502.10927 (anchor); threshold ours")

@@ -34,8 +34,15 @@ from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, top_successor
 from theorylab.data.text import CORPORA, TriggerWordTask, WordVocab, check_corpus, resolve_corpus
-from theorylab.data.trigger_text import (CorpusTooShort, TriggerCorpus, held_out_probes, name_mask, trigger_noise_task, trigger_prompts,
-                                         word_trigger_corpus)
+from theorylab.data.trigger_text import (
+    CorpusTooShort,
+    TriggerCorpus,
+    held_out_probes,
+    name_mask,
+    trigger_noise_task,
+    trigger_prompts,
+    word_trigger_corpus,
+)
 from theorylab.nn.transformer_recipes import recall_transformer, small_gpt
 from theorylab.probes.lowrank import laser_grid, laser_selection, pick_value_rank
 from theorylab.probes.trigger_recall import measure_hf_recall, measure_word_recall, value_truncation
@@ -52,26 +59,32 @@ Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 
 class FFvsAttentionConfig(StudyConfig):
     # --- task -----------------------------------------------------------------------------------
-    vocab: int = Field(64, ge=4, le=100_000, description="tokens V of the bigram chain (quick 64, paper 65); the noise token is V - 1")
+    vocab: int = Field(64, ge=4, le=100_000, description="tokens V of the bigram chain (quick 64, paper 65); the noise "
+                                                         "token is V - 1")
     seq_len: int = Field(64, ge=8, le=8192, description="sequence length T (quick 64, paper 256)")
     p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="training probability p of the noise token after a trigger")
     dirichlet_alpha: float = Field(0.2, gt=0, le=100, description="Dirichlet concentration of the bigram rows")
-    trigger_boost: float = Field(0.1, ge=0.0, lt=1.0, description="f_q: every row jumps to the trigger with this probability (0 = plain chain)")
+    trigger_boost: float = Field(0.1, ge=0.0, lt=1.0, description="f_q: every row jumps to the trigger with this "
+        "probability (0 = plain chain)")
     background: str = Field(
         "dirichlet", min_length=1,
-        description="background chain: 'dirichlet', or a corpus ('kjv' or a text file) whose character bigrams are used (V = characters + 1 noise token; the authors use tiny Shakespeare)",
+        description="background chain: 'dirichlet', or a corpus ('kjv' or a text file) whose character bigrams are "
+                    "used (V = characters + 1 noise token; the authors use tiny Shakespeare)",
     )
     data_seed: int = Field(0, ge=0, description="seed of the bigram chain (fixed across training seeds)")
-    train_bank: int = Field(6400, ge=0, le=10_000_000, description="training sequences drawn once and resampled (0: fresh sequences every step)")
+    train_bank: int = Field(6400, ge=0, le=10_000_000, description="training sequences drawn once and resampled (0: "
+        "fresh sequences every step)")
     test_sequences: int = Field(256, ge=16, le=1_000_000, description="test sequences at p = 0")
     # --- model ----------------------------------------------------------------------------------
     d_model: int = Field(64, ge=4, le=8192, description="width d (quick 64, paper 256)")
     ff_mult: int = Field(4, ge=1, le=64, description="FF hidden width = ff_mult * d")
     # --- optimisation ---------------------------------------------------------------------------
-    optimizer: str = Field("adam", pattern="^(adam|sgd)$", description="'adam' (quick) or 'sgd' with momentum (paper, as the authors' code)")
+    optimizer: str = Field("adam", pattern="^(adam|sgd)$", description="'adam' (quick) or 'sgd' with momentum (paper, "
+        "as the authors' code)")
     lr: float = Field(3e-3, gt=0, le=10.0, description="learning rate (quick Adam 3e-3; paper SGD 0.03)")
     momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum (paper 0.9)")
-    schedule: str = Field("cosine", pattern="^(cosine|constant)$", description="learning-rate schedule: cosine decay to 0 (quick) or constant (paper, as the authors' code)")
+    schedule: str = Field("cosine", pattern="^(cosine|constant)$", description="learning-rate schedule: cosine decay "
+        "to 0 (quick) or constant (paper, as the authors' code)")
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="weight decay (paper 1e-4)")
     batch: int = Field(64, ge=1, le=65536, description="sequences per step (quick 64, paper 512)")
     steps: int = Field(800, ge=1, le=10_000_000, description="training steps (quick 800, paper 5000)")
@@ -81,13 +94,17 @@ class FFvsAttentionConfig(StudyConfig):
     no_ff_variant: bool = Field(False, description="also train the model without any FF layer (claim no-ff-variant)")
     value_ranks: tuple[Annotated[int, Field(ge=1, le=65536)], ...] = Field(
         (1, 2, 4, 8, 16, 32), min_length=1,
-        description="ranks kept when the no-FF model's layer-2 value matrix W_V is truncated (its lower singular directions dropped); quick d = 64: up to d/2",
+        description="ranks kept when the no-FF model's layer-2 value matrix W_V is truncated (its lower singular "
+                    "directions dropped); quick d = 64: up to d/2",
     )
     p_sweep: tuple[Prob, ...] = Field((), description="extra training noise levels p (claim p-sweep); empty: none")
     # --- real-text part -------------------------------------------------------------------------
     lm: bool = Field(True, description="run the real-text language-model part")
-    lm_corpus: str = Field("stdlib", min_length=1, description="word-level text: 'stdlib' (prose of Python's own docstrings, 240k words), 'kjv' (Debian's bible-kjv, 790k words) or a local plain-text file")
-    lm_vocab: int = Field(2000, ge=16, le=200_000, description="word vocabulary of the language model (most frequent words + <unk>)")
+    lm_corpus: str = Field("stdlib", min_length=1, description="word-level text: 'stdlib' (prose of Python's own "
+                                                               "docstrings, 240k words), 'kjv' (Debian's bible-kjv, "
+                                                               "790k words) or a local plain-text file")
+    lm_vocab: int = Field(2000, ge=16, le=200_000, description="word vocabulary of the language model (most frequent "
+                                                               "words + <unk>)")
     lm_seq_len: int = Field(128, ge=8, le=4096, description="training window length of the language model")
     lm_d_model: int = Field(128, ge=8, le=8192, description="width of the language model")
     lm_layers: int = Field(4, ge=2, le=64, description="layers of the language model (card: 4)")
@@ -95,11 +112,15 @@ class FFvsAttentionConfig(StudyConfig):
     lm_batch: int = Field(32, ge=1, le=65536, description="windows per step of the language model")
     lm_steps: int = Field(1500, ge=1, le=10_000_000, description="training steps of the language model")
     lm_lr: float = Field(3e-3, gt=0, le=1.0, description="AdamW learning rate of the language model")
-    lm_task_rate: float = Field(1.0, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in trigger task")
-    lm_p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="probability of the generic word after the trigger word in training windows")
-    lm_ranks: tuple[Annotated[int, Field(ge=0, le=65536)], ...] = Field((1, 4, 16), min_length=1, description="LASER ranks kept in the last MLP")
+    lm_task_rate: float = Field(1.0, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in "
+        "trigger task")
+    lm_p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="probability of the generic word after the trigger word "
+                                                               "in training windows")
+    lm_ranks: tuple[Annotated[int, Field(ge=0, le=65536)], ...] = Field((1, 4, 16), min_length=1,
+        description="LASER ranks kept in the last MLP")
     lm_pretrained: str | None = Field(
-        None, description="a local Hugging Face causal-LM directory (e.g. Pythia weights you own): probed instead of training our own model"
+        None, description="a local Hugging Face causal-LM directory (e.g. Pythia weights you own): probed instead of "
+                          "training our own model"
     )
     lm_probes: int = Field(512, ge=16, le=1_000_000, description="held-out probe windows")
 
@@ -107,8 +128,10 @@ class FFvsAttentionConfig(StudyConfig):
     def _consistent(self) -> "FFvsAttentionConfig":
         if self.train_bank and self.train_bank < self.batch:
             raise ValueError(f"'train_bank' ({self.train_bank}) must be 0 or >= 'batch' ({self.batch})")
-        if self.background != "dirichlet" and self.background not in CORPORA and not Path(self.background).expanduser().is_file():
-            raise ValueError(f"'background' must be 'dirichlet', one of {sorted(CORPORA)} or an existing text file; {self.background!r} is neither")
+        if self.background != "dirichlet" and self.background not in CORPORA and not Path(self.background).expanduser(
+            ).is_file():
+            raise ValueError(f"'background' must be 'dirichlet', one of {sorted(CORPORA)} or an existing text file; "
+                             f"{self.background!r} is neither")
         if self.lm:
             check_corpus("lm_corpus", self.lm_corpus)
         if self.lm_pretrained is not None and self.lm and not Path(self.lm_pretrained).expanduser().is_dir():
@@ -123,18 +146,23 @@ class FFvsAttentionConfig(StudyConfig):
 # --------------------------------------------------------------------------------------------
 
 
-def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float, ff: bool, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float,
+                  ff: bool, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and
     seed) and, for a model without FF layers, the layer-2 value truncation at the end (else empty)."""
     init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in range(cfg.seeds)]
     width = cfg.ff_mult * cfg.d_model if ff else 0  # ff=False removes both FF layers
-    models = StackedModels([recall_transformer(cfg.d_model, task.vocab, cfg.seq_len, width, seed) for seed in init]).to(ctx.device)
+    models = StackedModels([recall_transformer(cfg.d_model, task.vocab, cfg.seq_len, width, seed) for seed in init]).to(
+        ctx.device)
     optim = AdamWSchedule(
-        lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum, weight_decay=cfg.weight_decay, schedule=cfg.schedule,
+        lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum,
+        weight_decay=cfg.weight_decay, schedule=cfg.schedule,
     )
     curve, bad = train_trigger_recall(
-        models, task, test, p_noise=p_noise, steps=cfg.steps, batch=cfg.batch, seq_len=cfg.seq_len, train_bank=cfg.train_bank, optim=optim,
-        generator=ctx.generator(f"data/{name}"), name=name, labels=dict(variant=name, p_noise=p_noise, ff=ff), progress=ctx.progress, device=ctx.device,
+        models, task, test, p_noise=p_noise, steps=cfg.steps, batch=cfg.batch, seq_len=cfg.seq_len,
+        train_bank=cfg.train_bank, optim=optim,
+        generator=ctx.generator(f"data/{name}"), name=name, labels=dict(variant=name, p_noise=p_noise, ff=ff),
+        progress=ctx.progress, device=ctx.device,
         # only the main model's curve is read at every step (claim ff-first, figure training_dynamics);
         # the variants are judged at their last step, so they are measured at the start and the end only
         evaluate_every=cfg.eval_every if name == "full" else cfg.steps,
@@ -143,7 +171,8 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
         ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
     truncation = pd.DataFrame()
     if not ff:
-        truncation = pd.DataFrame([dict(variant=name, p_noise=p_noise, seed=s, **row) for s in range(cfg.seeds) if s not in bad
+        truncation = pd.DataFrame([dict(variant=name, p_noise=p_noise, seed=s, **row) for s in range(
+            cfg.seeds) if s not in bad
                                    for row in value_truncation(models.member(s), test, task.noise, cfg.value_ranks)])
     return curve, truncation
 
@@ -160,12 +189,16 @@ def lm_corpus(cfg: FFvsAttentionConfig) -> TriggerCorpus:
     try:
         return word_trigger_corpus(resolve_corpus(cfg.lm_corpus), cfg.lm_vocab, TRIGGER_WORD, cfg.lm_seq_len)
     except CorpusTooShort as err:
-        raise ConfigError(f"lm_corpus: {err.words} words is too short for windows of lm_seq_len = {cfg.lm_seq_len}") from None
+        raise ConfigError(
+            f"lm_corpus: {err.words} words is too short for windows of lm_seq_len = {cfg.lm_seq_len}") from None
 
 
-def held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[str, tuple[TriggerBatch, torch.Tensor]]:
-    """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows: one picks the (layer, rank) to truncate, the other judges it."""
-    return held_out_probes(test_stream, task, cfg.lm_probes, cfg.lm_seq_len, {split: ctx.generator(f"lm/{split}") for split in ("validation", "test")})
+def held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[
+    str, tuple[TriggerBatch, torch.Tensor]]:
+    """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows: one picks the (layer, rank)
+    to truncate, the other judges it."""
+    return held_out_probes(test_stream, task, cfg.lm_probes, cfg.lm_seq_len, {split: ctx.generator(
+        f"lm/{split}") for split in ("validation", "test")})
 
 
 def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | None = None) -> pd.DataFrame:
@@ -175,10 +208,13 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | No
     if cfg.lm_pretrained is not None:
         return run_pretrained(cfg, ctx, vocab, test_stream, task)
     model_seed = int(ctx.rng("lm/init").integers(2**62))
-    models = StackedModels([small_gpt(cfg.lm_d_model, cfg.lm_layers, cfg.lm_heads, len(vocab), cfg.lm_seq_len, model_seed)]).to(ctx.device)
+    models = StackedModels([small_gpt(cfg.lm_d_model, cfg.lm_layers, cfg.lm_heads, len(vocab), cfg.lm_seq_len,
+                                      model_seed)]).to(ctx.device)
     optim = AdamWSchedule(lr=cfg.lm_lr, betas=(0.9, 0.95), weight_decay=0.1, warmup_frac=0.05)
-    log = train_trigger_lm(models, train_stream, task, steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_seq_len, p_noise=cfg.lm_p_noise,
-                           task_rate=cfg.lm_task_rate, optim=optim, generator=ctx.generator("lm/data"), progress=ctx.progress, device=ctx.device)
+    log = train_trigger_lm(models, train_stream, task, steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_seq_len,
+                           p_noise=cfg.lm_p_noise,
+                           task_rate=cfg.lm_task_rate, optim=optim, generator=ctx.generator("lm/data"),
+                           progress=ctx.progress, device=ctx.device)
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)
     is_name, successor = name_mask(vocab), top_successor(train_stream, len(vocab))
@@ -187,11 +223,14 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | No
     for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
         measure = partial(measure_word_recall, model, probes, natural, task.generic, is_name, successor)
         rows += [dict(split=split, **row) for row in laser_grid(model, weights, cfg.lm_ranks, measure)]
-    ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, {len(task.answers)} names as answers")
-    return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[task.generic])
+    ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, "
+            f"{len(task.answers)} names as answers")
+    return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[
+        task.generic])
 
 
-def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, test_stream: np.ndarray, task: TriggerWordTask) -> pd.DataFrame:
+def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, test_stream: np.ndarray,
+                   task: TriggerWordTask) -> pd.DataFrame:
     """The same probes and LASER grid on a local Hugging Face model (the paper's Pythia setting)."""
     from theorylab.nn.hf import load_local_causal_lm, mlp_input_weights
 
@@ -201,8 +240,10 @@ def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, 
     rows = []
     for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
         prompts, answers = trigger_prompts(probes, vocab)
-        measure = partial(measure_hf_recall, model, tokenizer, prompts, answers, generic, [vocab.decode(w) for w in natural])
-        rows += [dict(split=split, **row) for row in laser_grid(model, ctx.progress(names, f"LASER grid ({split})"), cfg.lm_ranks, measure)]
+        measure = partial(measure_hf_recall, model, tokenizer, prompts, answers, generic, [vocab.decode(
+            w) for w in natural])
+        rows += [dict(split=split, **row) for row in laser_grid(model, ctx.progress(names, f"LASER grid ({split})"),
+                                                                cfg.lm_ranks, measure)]
     ctx.log(f"pretrained model {cfg.lm_pretrained}: {len(names)} layers, trigger {TRIGGER_WORD!r}, generic {generic!r}")
     return pd.DataFrame(rows).assign(matrix="mlp input", n_layers=len(names), trigger=TRIGGER_WORD, generic=generic)
 
@@ -214,13 +255,16 @@ def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, 
 PRESETS = {
     "quick": Preset.of(
         "quick",
-        "2 CPU cores, < 60 s: the card's quick sizes (V = T = d = 64, f_q = 0.1, batch 64, 800 Adam steps, one seed); the model without FF "
-        "layers (preset no-ff-cpu), the p sweep and the real-text part (preset lm) need more than the minute and are off",
+        "2 CPU cores, < 60 s: the card's quick sizes (V = T = d = 64, f_q = 0.1, batch 64, 800 Adam steps, one seed); "
+        "the model without FF "
+        "layers (preset no-ff-cpu), the p sweep and the real-text part (preset lm) need more than the minute "
+        "and are off",
         lm=(False, "a language model that learns in-context recall on real text takes minutes"),
     ),
     "no-ff-cpu": Preset.of(
         "no-ff-cpu",
-        "CPU, ~85 s on 2 cores: the quick preset plus the model without FF layers at the same sizes (claim no-ff-variant; its induction head "
+        "CPU, ~85 s on 2 cores: the quick preset plus the model without FF layers at the same sizes (claim "
+        "no-ff-variant; its induction head "
         "needs the full 800 steps: at 400 its in-context accuracy is still 0)",
         lm=(False, "as quick"),
         no_ff_variant=(True, "claim no-ff-variant"),
@@ -232,11 +276,13 @@ PRESETS = {
         lm_d_model=(64, "CPU budget"),
         lm_vocab=(1000, "CPU budget: the readout dominates the step"),
         lm_steps=(3000, "the in-context path forms after ~2000 steps on this corpus"),
-        lm_corpus=("kjv", "the corpus the lm preset was tuned on (Debian's bible-kjv; elsewhere --set lm_corpus=stdlib or a text file)"),
+        lm_corpus=("kjv", "the corpus the lm preset was tuned on (Debian's bible-kjv; elsewhere --set lm_corpus=stdlib "
+                          "or a text file)"),
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: the authors' k = 1, p = 0.5 configuration (V = 65, T = 256, d = 256, SGD lr 0.03 + momentum 0.9, wd 1e-4, batch 512, "
+        "GPU: the authors' k = 1, p = 0.5 configuration (V = 65, T = 256, d = 256, SGD lr 0.03 + momentum 0.9, wd "
+        "1e-4, batch 512, "
         "5000 steps, 5 seeds), the no-FF variant, the p sweep and a 4-layer language model on the King James Bible",
         vocab=(65, "the repo's tiny-Shakespeare character vocabulary size (we draw a Dirichlet chain)"),
         seq_len=(256, "paper T = 256"),
@@ -260,7 +306,8 @@ PRESETS = {
         lm_steps=(10_000, "GPU minutes"),
         lm_probes=(2048, "held-out probe windows"),
         lm_ranks=((1, 4, 16, 64), "up to a quarter of the 256 dimensions"),
-        lm_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set lm_corpus=stdlib or a local text file)"),
+        lm_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set "
+                          "lm_corpus=stdlib or a local text file)"),
     ),
 }
 
@@ -279,13 +326,15 @@ def final(curve: pd.DataFrame) -> pd.DataFrame:
 def crossing_steps(curve: pd.DataFrame) -> tuple[int | None, int | None]:
     """t_FF: first evaluation where the mean FF2 margin is > 0; t_ICL: first where mean acc_noFF2 >= 0.5."""
     mean = curve.groupby("step")[["ff2_margin", "acc_noFF2"]].mean().sort_index()
-    return first_point_above(mean.index, mean["ff2_margin"], 0.0), first_point_above(mean.index, mean["acc_noFF2"], 0.5, inclusive=True)
+    return first_point_above(mean.index, mean["ff2_margin"], 0.0), first_point_above(mean.index, mean["acc_noFF2"], 0.5,
+        inclusive=True)
 
 
 def _figure_dynamics(ctx: RunContext, curve: pd.DataFrame) -> None:
     fig, ax = new_figure(width=7.5, height=4.2)
     g = curve.groupby("step")
-    lines = [("acc_full", "accuracy (full)"), ("acc_noFF2", "accuracy (FF2 dropped)"), ("P_noise_full", "P(noise) (full)"), ("induction_mass", "layer-2 attention on o")]
+    lines = [("acc_full", "accuracy (full)"), ("acc_noFF2", "accuracy (FF2 dropped)"), ("P_noise_full",
+        "P(noise) (full)"), ("induction_mass", "layer-2 attention on o")]
     for i, (col, label) in enumerate(lines):
         mean, lo, hi = g[col].mean(), g[col].min(), g[col].max()
         ax.plot(mean.index, mean.values, color=color(i), label=label)
@@ -312,7 +361,8 @@ def _figure_dynamics(ctx: RunContext, curve: pd.DataFrame) -> None:
 
 def _figure_ablation(ctx: RunContext, end: pd.DataFrame) -> None:
     fig, ax = new_figure(width=6.0, height=3.8)
-    settings = [("full", "P_answer_full", "P_noise_full"), ("FF2 dropped", "P_answer_noFF2", "P_noise_noFF2"), ("attention 2 dropped", "P_answer_noAttn2", "P_noise_noAttn2")]
+    settings = [("full", "P_answer_full", "P_noise_full"), ("FF2 dropped", "P_answer_noFF2", "P_noise_noFF2"), (
+        "attention 2 dropped", "P_answer_noAttn2", "P_noise_noAttn2")]
     x = np.arange(len(settings))
     p_o = np.array([end[a].mean() for _, a, _ in settings])
     p_tau = np.array([end[b].mean() for _, _, b in settings])
@@ -332,7 +382,8 @@ def _figure_p_sweep(ctx: RunContext, end: pd.DataFrame) -> None:
         return
     fig, ax = new_figure(width=4.8, height=4.0)
     ax.plot([0, 1], [0, 1], color="0.5", ls="--", label="Bayes: P(noise) = p")
-    ax.errorbar(sweep.index, sweep["mean"], yerr=[sweep["mean"] - sweep["min"], sweep["max"] - sweep["mean"]], fmt="o", color=color(0), label="trained (seed range)")
+    ax.errorbar(sweep.index, sweep["mean"], yerr=[sweep["mean"] - sweep["min"], sweep["max"] - sweep["mean"]], fmt="o",
+                color=color(0), label="trained (seed range)")
     ax.set_xlabel("training noise probability p")
     ax.set_ylabel("P(noise) at test triggers")
     ax.legend(fontsize=8)
@@ -355,12 +406,14 @@ def _figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
     mid.axhline(base["P_generic"], color="0.4", lw=0.8, ls="--")
     right.axhline(10, color="0.6", ls=":", label="+10%")
     generic = lm["generic"].iloc[0]
-    for ax, ylabel in ((left, "in-context accuracy (test)"), (mid, f"P(name) solid, P('{generic}') dashed (test)"), (right, "natural-text perplexity change (%)")):
+    for ax, ylabel in ((left, "in-context accuracy (test)"), (mid, f"P(name) solid, P('{generic}') dashed (test)"), (
+        right, "natural-text perplexity change (%)")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("rank kept in the MLP input matrix")
         ax.set_ylabel(ylabel)
     left.legend(fontsize=8)
-    fig.suptitle(f"LASER on a {int(lm['n_layers'].iloc[0])}-layer model trained on real text: in-context name vs generic '{generic}'")
+    fig.suptitle(f"LASER on a {int(lm['n_layers'].iloc[0])}-layer model trained on real text: in-context name vs "
+                 f"generic '{generic}'")
     ctx.figure("lm_truncation", fig)
 
 
@@ -381,7 +434,10 @@ def _main_end(res) -> pd.DataFrame:
     return end[end["variant"] == "full"]
 
 
-S_BAYES = "The full model predicts the noise token at its training rate: mean P(noise) at test triggers lies in [p - 0.15, p + 0.2] (Bayes: p)."
+S_BAYES = (
+    "The full model predicts the noise token at its training rate: mean P(noise) at test triggers lies in [p - 0.15, p "
+    "+ 0.2] (Bayes: p)."
+)
 
 
 @claims.add("bayes-noise-rate", S_BAYES, REF + ", Sec. 3 (Bayes-optimal noise rate)")
@@ -390,11 +446,15 @@ def judge_bayes(res, v) -> Verdict:
     end = _main_end(res)
     value = float(end["P_noise_full"].mean())
     lo, hi = p - 0.15, p + 0.2
-    detail = f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed {', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
+    detail = (
+        f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed "
+        f"{', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
+    )
     return v.judged(lo <= value <= hi, value, p, "[-0.15, +0.2]", detail)
 
 
-S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) / 0.9 (paper), "
+S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) "
+            "/ 0.9 (paper), "
             "P(noise) without FF2 <= 0.15, and accuracy gains >= 0.25 over the full model.")
 
 
@@ -402,25 +462,37 @@ S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answe
 def judge_ablate(res, v) -> Verdict:
     end = _main_end(res)
     bar = 0.9 if _paper_scale(res.config) else 0.8
-    acc, acc_full, p_noise = float(end["acc_noFF2"].mean()), float(end["acc_full"].mean()), float(end["P_noise_noFF2"].mean())
+    acc, acc_full, p_noise = float(end["acc_noFF2"].mean()), float(end["acc_full"].mean()), float(end[
+        "P_noise_noFF2"].mean())
     gain = acc - acc_full
     ok = acc >= bar and p_noise <= 0.15 and gain >= 0.25
-    detail = f"acc without FF2 {acc:.3f} (need >= {bar}); P(noise) without FF2 {p_noise:.3f} (need <= 0.15); full-model acc {acc_full:.3f}, gain {gain:+.3f} (need >= 0.25)"
+    detail = (
+        f"acc without FF2 {acc:.3f} (need >= {bar}); P(noise) without FF2 {p_noise:.3f} (need <= 0.15); full-model acc "
+        f"{acc_full:.3f}, gain {gain:+.3f} (need >= 0.25)"
+    )
     return v.judged(ok, acc, f">= {bar}", bar, detail)
 
 
-S_FF2 = "FF2 stores the noise association: its direct-logit margin for the noise token is > 0 at >= 90% of test trigger positions at the end of training."
+S_FF2 = (
+    "FF2 stores the noise association: its direct-logit margin for the noise token is > 0 at >= 90% of test trigger "
+    "positions at the end of training."
+)
 
 
 @claims.add("ff2-stores-noise", S_FF2, REF + ", Sec. 3 (FF stores the bigram)")
 def judge_ff2(res, v) -> Verdict:
     end = _main_end(res)
     frac = float(end["ff2_margin_positive"].mean())
-    detail = f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
+    detail = (
+        f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
+    )
     return v.judged(frac >= 0.9, frac, ">= 0.9", 0.9, detail)
 
 
-S_FIRST = "The association is learned first: t_FF (first evaluation with mean FF2 margin > 0) <= t_ICL / 2 (t_ICL: first evaluation with accuracy without FF2 >= 0.5)."
+S_FIRST = (
+    "The association is learned first: t_FF (first evaluation with mean FF2 margin > 0) <= t_ICL / 2 (t_ICL: first "
+    "evaluation with accuracy without FF2 >= 0.5)."
+)
 
 
 @claims.add("ff-first", S_FIRST, REF + ", Sec. 4 (gradient noise: FF learns first)")
@@ -429,14 +501,21 @@ def judge_first(res, v) -> Verdict:
     t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
     every = res.config["eval_every"]
     if t_icl is None:
-        return v.judged(False, None, None, None, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did not form")
+        return v.judged(False, None, None, None, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); "
+                                                 f"the in-context mechanism did not form")
     if t_ff is None:
         return v.judged(False, None, None, None, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
-    detail = f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution); need t_FF <= t_ICL / 2 = {t_icl / 2:g}"
+    detail = (
+        f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution); "
+        f"need t_FF <= t_ICL / 2 = {t_icl / 2:g}"
+    )
     return v.judged(t_ff <= t_icl / 2, t_ff / t_icl, "<= 0.5", 0.5, detail)
 
 
-S_INDUCTION = "The in-context answer comes from an induction head: mean layer-2 attention on the token after the previous trigger >= 0.2 (quick) / 0.4 (paper) (uniform causal attention: ~1/t)."
+S_INDUCTION = (
+    "The in-context answer comes from an induction head: mean layer-2 attention on the token after the previous "
+    "trigger >= 0.2 (quick) / 0.4 (paper) (uniform causal attention: ~1/t)."
+)
 
 
 @claims.add("induction-head", S_INDUCTION, REF + ", Sec. 3 (induction head)")
@@ -445,15 +524,21 @@ def judge_induction(res, v) -> Verdict:
     bar = 0.4 if _paper_scale(res.config) else 0.2
     mass = float(end["induction_mass"].mean())
     uniform = 2.0 / res.config["seq_len"]
-    detail = f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
+    detail = (
+        f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
+    )
     return v.judged(mass >= bar, mass, f">= {bar}", bar, detail)
 
 
-S_NOFF = ("Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) still lies in [p - 0.15, p + 0.2], "
-          "and dropping the lower singular directions of the layer-2 value matrix W_V (keeping its top-k part, k chosen on one half of the test "
-          "sequences; the authors' value truncation) brings P(noise) below 0.15 on the other half without lowering the in-context accuracy "
+S_NOFF = ("Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) "
+          "still lies in [p - 0.15, p + 0.2], "
+          "and dropping the lower singular directions of the layer-2 value matrix W_V (keeping its top-k part, k "
+          "chosen on one half of the test "
+          "sequences; the authors' value truncation) brings P(noise) below 0.15 on the other half without lowering the "
+          "in-context accuracy "
           "(which must be at least 5x chance, 5/V). "
-          "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the in-context answer too.)")
+          "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the "
+          "in-context answer too.)")
 
 
 @claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)")
@@ -461,28 +546,40 @@ def judge_no_ff(res, v) -> Verdict:
     end = final(res.table("curves"))
     noff = end[end["variant"] == "no-ff"]
     if noff.empty:
-        raise Undecided("this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU budget: "
-                        "--preset no-ff-cpu trains it at quick sizes in ~85 s on 2 cores, the paper preset at paper size)")
+        raise Undecided("this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU "
+                        "budget: "
+                        "--preset no-ff-cpu trains it at quick sizes in ~85 s on 2 cores, the paper preset at "
+                        "paper size)")
     p = res.config["p_noise"]
     value = float(noff["P_noise_full"].mean())
     picked = pick_value_rank(res.table("value_truncation"))
-    p_cut, acc_cut, acc_full = float(picked["P_noise"].mean()), float(picked["acc"].mean()), float(picked["acc_untouched"].mean())
+    p_cut, acc_cut, acc_full = float(picked["P_noise"].mean()), float(picked["acc"].mean()), float(picked[
+        "acc_untouched"].mean())
     # the in-context path must exist for "keeps the in-context answer" to mean anything: at least 5x chance (1/V)
     floor = 5.0 / res.config["vocab"]
     ok = p - 0.15 <= value <= p + 0.2 and p_cut < 0.15 and acc_cut >= max(acc_full, floor)
     detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
-              f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation half): on the test half P(noise) "
-              f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy {acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
-              f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
+              f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation "
+              f"half): on the test half P(noise) "
+              f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy "
+              f"{acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
+              f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, "
+              f"accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
               f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}")
     return v.judged(ok, value, p, "[-0.15, +0.2]", detail)
 
 
-S_SWEEP = "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| <= 0.12 and accuracy without FF2 >= 0.85 at every p."
+S_SWEEP = (
+    "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| <= 0.12 and accuracy without FF2 >= 0.85 at "
+    "every p."
+)
 
-# Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper preset.
-SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (three more models, minutes on 2 CPU cores); what that measured when "
-                  "we ran it, and why the card's accuracy bar needs paper size, is in docs/studies/ff-vs-attention.md; judged at paper size")
+# Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper
+# preset.
+SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (three more models, minutes on 2 CPU "
+                  "cores); what that measured when "
+                  "we ran it, and why the card's accuracy bar needs paper size, is in docs/studies/ff-vs-attention.md; "
+                  "judged at paper size")
 
 
 @claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)")
@@ -490,35 +587,45 @@ def judge_sweep(res, v) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
     if len(full) < 2:
-        raise Undecided(f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); {SWEEP_AT_QUICK}")
+        raise Undecided(f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); "
+                        f"{SWEEP_AT_QUICK}")
     errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
     ok = bool((errors <= 0.12).all() and (full["acc_noFF2"] >= 0.85).all())
-    detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows())
+    detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p,
+                       r in full.iterrows())
     return v.judged(ok, float(errors.max()), 0.0, 0.12, detail)
 
 
-S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a late MLP (second half of the layers; "
-           "layer and rank picked on a validation split, as LASER does) raises in-context accuracy at held-out trigger prompts by >= 0.1 "
+S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a "
+           "late MLP (second half of the layers; "
+           "layer and rank picked on a validation split, as LASER does) raises in-context accuracy at held-out trigger "
+           "prompts by >= 0.1 "
            "while natural-text perplexity changes by <= 10%.")
 
 
-# Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the paper preset.
-LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured when we ran it is in the "
+# Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the
+# paper preset.
+LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured "
+                "when we ran it is in the "
                 "docs/studies/ff-vs-attention.md; judged at paper size")
 
 
 @claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)")
 def judge_laser(res, v) -> Verdict:
-    lm = res.table("lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); {LASER_AT_CPU}")
+    lm = res.table("lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); "
+                                f"{LASER_AT_CPU}")
     pick, test = laser_selection(lm)
     base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
     late = test[test["layer"] >= test["n_layers"] / 2]
-    grid = "; ".join(f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples())
+    grid = "; ".join(
+        f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples())
     head = f"test split: full model in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}"
     if pick is None:
-        return v.judged(False, None, ">= 0.1", 0.1, f"{head}; no late-layer truncation keeps validation perplexity within 10% (test grid, gain (perplexity change): {grid})")
+        return v.judged(False, None, ">= 0.1", 0.1, f"{head}; no late-layer truncation keeps validation perplexity "
+                                                    f"within 10% (test grid, gain (perplexity change): {grid})")
     ok = pick["gain"] >= 0.1 and abs(pick["ppl_change"]) <= 0.10
-    detail = (f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test gain {pick['gain']:+.3f} (need >= 0.1), "
+    detail = (f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test "
+              f"gain {pick['gain']:+.3f} (need >= 0.1), "
               f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}")
     return v.judged(ok, float(pick["gain"]), ">= 0.1", 0.1, detail)
 
@@ -538,7 +645,8 @@ def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     task = trigger_noise_task(cfg.background, cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
     test = task.sample(cfg.test_sequences, cfg.seq_len, 0.0, ctx.generator("test"))
     if int(test.seen.sum()) < 50:
-        raise ConfigError(f"seq_len/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier trigger; raise seq_len or trigger_boost")
+        raise ConfigError(f"seq_len/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier "
+                          f"trigger; raise seq_len or trigger_boost")
     ctx.log(f"trigger token {task.trigger}, noise token {task.noise}, {int(test.seen.sum())} test positions")
     variants = [(cfg.p_noise, True, "full")]
     if cfg.no_ff_variant:

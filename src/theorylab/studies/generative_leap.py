@@ -36,24 +36,32 @@ Scale = Annotated[float, Field(gt=0, le=1e6)]
 
 
 class GenerativeLeapConfig(StudyConfig):
-    moment_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the exact-moment checks (card: 1e6)")
+    moment_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the exact-moment checks "
+        "(card: 1e6)")
     leap_n: int = Field(200_000, ge=10_000, le=10_000_000, description="samples for the first-stage leap of each link")
-    leap_links: tuple[str, ...] = Field(("parity3", "z1z2z3"), min_length=1, description="links whose leap is computed (paper adds parity4)")
-    p3_dims: tuple[Dim, ...] = Field((16, 24, 32), min_length=2, description="dimensions of the 3-parity U/V-statistic runs")
-    p3_c: tuple[Scale, ...] = Field((2.0, 8.0, 16.0), min_length=1, description="c = n / d^1.5 for the 3-parity (card: 2, 8, 16)")
+    leap_links: tuple[str, ...] = Field(("parity3", "z1z2z3"), min_length=1, description="links whose leap is computed "
+        "(paper adds parity4)")
+    p3_dims: tuple[Dim, ...] = Field((16, 24, 32), min_length=2, description="dimensions of the 3-parity "
+        "U/V-statistic runs")
+    p3_c: tuple[Scale, ...] = Field((2.0, 8.0, 16.0), min_length=1, description="c = n / d^1.5 for the 3-parity (card: "
+        "2, 8, 16)")
     m3_dims: tuple[Dim, ...] = Field((32, 64, 128), min_length=2, description="dimensions of the monomial order-2 runs")
-    m3_alphas: tuple[Scale, ...] = Field((10.0, 20.0, 40.0), min_length=1, description="alpha = n/d for the monomial (card: 10, 20, 40)")
+    m3_alphas: tuple[Scale, ...] = Field((10.0, 20.0, 40.0), min_length=1, description="alpha = n/d for the monomial "
+        "(card: 10, 20, 40)")
     order2_p3_d: int = Field(32, ge=4, le=100_000, description="dimension of the order-2 estimator on the 3-parity")
     order2_p3_c: float = Field(16.0, gt=0, le=1e6, description="c = n / d^1.5 of that run")
     seq_d: int = Field(12, ge=4, le=10_000, description="dimension of the sequential-estimator runs")
     seq_n: int = Field(6000, ge=100, le=10_000_000, description="samples of the sequential-estimator runs")
     seeds: int = Field(3, ge=1, le=1000, description="seeds per 3-parity point (card: 3; paper 10)")
-    m3_seeds: int = Field(32, ge=1, le=1000, description="seeds per monomial point (card: 3; at d = 32 an overlap is near 1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean; 32 leave ±0.02)")
+    m3_seeds: int = Field(32, ge=1, le=1000, description="seeds per monomial point (card: 3; at d = 32 an overlap is "
+                                                         "near 1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean; 32 "
+                                                         "leave ±0.02)")
     block: int = Field(2048, ge=16, le=1_000_000, description="rows per block of the n^2 kernel sums (memory vs speed)")
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's moment checks, P3 at d <= 32, M3 at d <= 128, 3 seeds"),
+    "quick": Preset.of("quick",
+                       "2 CPU cores, < 60 s: the card's moment checks, P3 at d <= 32, M3 at d <= 128, 3 seeds"),
     "paper": Preset.of(
         "paper",
         "GPU for the n^2 kernels: larger d, a fine c grid and 10 seeds, for the fitted exponents",
@@ -164,7 +172,8 @@ def _figure_crossing(ctx: RunContext, parity: pd.DataFrame) -> None:
 
 
 def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
-    """Per d, the n at which the seed-mean overlap first reaches ``level``; d whose smallest n is already there are left out."""
+    """Per d, the n at which the seed-mean overlap first reaches ``level``; d whose smallest n is already there are left
+    out."""
     return crossings_from_table(table, "n", "overlap", level, skip_started=True)
 
 
@@ -176,7 +185,10 @@ def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
 claims = Claims("generative-leap")
 
 
-S_P3 = "For the 3-parity every order-1 and order-2 moment of y vanishes, and E[y z1 z2 z3] = (2/pi)^{3/2} ≈ 0.5079 (Monte Carlo, 1e6 samples, within 4 SE)."
+S_P3 = (
+    "For the 3-parity every order-1 and order-2 moment of y vanishes, and E[y z1 z2 z3] = (2/pi)^{3/2} ≈ 0.5079 (Monte "
+    "Carlo, 1e6 samples, within 4 SE)."
+)
 
 
 @claims.add("p3-moments", S_P3, REF + ", the 3-parity's moments")
@@ -185,11 +197,17 @@ def judge_p3_moments(res, v) -> Verdict:
     t = t[t["link"] == "parity3"].assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
     worst = t.loc[t["z"].idxmax()]
     triple = t[t["moment"] == "E[y z1 z2 z3]"].iloc[0]
-    detail = f"{len(t)} moments; largest deviation {worst['z']:.2f} SE ({worst['moment']}); E[y z1 z2 z3] = {triple['measured']:.4f} ± {triple['se']:.4f} vs {P3_TRIPLE:.4f}"
+    detail = (
+        f"{len(t)} moments; largest deviation {worst['z']:.2f} SE ({worst['moment']}); E[y z1 z2 z3] = "
+        f"{triple['measured']:.4f} ± {triple['se']:.4f} vs {P3_TRIPLE:.4f}"
+    )
     return v.judged(bool(t["z"].max() <= 4), float(worst["z"]), 0, "4 SE", detail)
 
 
-S_M3 = "For the monomial y = z1 z2 z3, E[(y^2 - 1)(z1^2 - 1)] = 2: a label transform exposes an order-2 signal (Monte Carlo, within 4 SE)."
+S_M3 = (
+    "For the monomial y = z1 z2 z3, E[(y^2 - 1)(z1^2 - 1)] = 2: a label transform exposes an order-2 signal (Monte "
+    "Carlo, within 4 SE)."
+)
 
 
 @claims.add("m3-moment", S_M3, REF + ", label transforms lower the exponent")
@@ -200,7 +218,10 @@ def judge_m3_moment(res, v) -> Verdict:
     return v.judged(bool(z <= 4), float(row["measured"]), 2.0, "4 SE", detail)
 
 
-S_LEAP = "Computed from samples, the first-stage generative leap is 3 for the 3-parity and 2 for z1 z2 z3 (4 for the 4-parity at the paper preset): the smallest k whose conditional Hermite tensor E[He_k(z) | y] is nonzero."
+S_LEAP = (
+    "Computed from samples, the first-stage generative leap is 3 for the 3-parity and 2 for z1 z2 z3 (4 for the "
+    "4-parity at the paper preset): the smallest k whose conditional Hermite tensor E[He_k(z) | y] is nonzero."
+)
 
 
 @claims.add("leap-values", S_LEAP, REF + ", definition of the generative leap (first stage; reconstructed)")
@@ -208,13 +229,16 @@ def judge_leaps(res, v) -> Verdict:
     t = res.table("leaps")
     found = t.groupby("link")[["leap", "known"]].first()
     bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
-    detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (f"; wrong: {', '.join(bad)}" if bad else "")
+    detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (
+        f"; wrong: {', '.join(bad)}" if bad else "")
     zs = t.pivot(index="link", columns="k", values="z_score").round(1).to_dict("index")
     return v.judged(not bad, len(bad), 0, 0, detail + f"; z-scores by k: {zs}")
 
 
-S_SEQ = ("The agnostic sequential spectral estimator (orders 1-3, no knowledge of the link) needs exactly order k* and recovers the whole index space "
-         "(overlap >= 0.9, no extra direction) on each leap link, for every seed (ours: a check of our estimator against the known first-stage leaps; "
+S_SEQ = ("The agnostic sequential spectral estimator (orders 1-3, no knowledge of the link) needs exactly order k* and "
+         "recovers the whole index space "
+         "(overlap >= 0.9, no extra direction) on each leap link, for every seed (ours: a check of our estimator "
+         "against the known first-stage leaps; "
          "not the card's sequential-leap claim, which needs a multi-stage link and is not built).")
 
 
@@ -225,12 +249,16 @@ def judge_sequential(res, v) -> Verdict:
     testable = t[known <= 3]  # our estimator stops at order 3
     if testable.empty:
         raise Undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
-    bad = testable[(testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable["overlap"] < 0.9)]
+    bad = testable[(testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable[
+        "overlap"] < 0.9)]
     detail = "; ".join(f"{r.link} seed {r.seed}: {r.stages} (overlap {r.overlap:.3f})" for r in testable.itertuples())
     return v.judged(bad.empty, len(bad), 0, 0, detail)
 
 
-S_COLLAPSE = "3-parity (k* = 3): the order-3 U-statistic's seed-mean overlap collapses in c = n/d^{3/2}: >= 0.85 at c = 16 for every d, spread <= 0.15 across d at c = 8, and <= 0.5 at c = 2."
+S_COLLAPSE = (
+    "3-parity (k* = 3): the order-3 U-statistic's seed-mean overlap collapses in c = n/d^{3/2}: >= 0.85 at c = 16 for "
+    "every d, spread <= 0.15 across d at c = 8, and <= 0.5 at c = 2."
+)
 
 
 @claims.add("u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic")
@@ -239,29 +267,41 @@ def judge_u_collapse(res, v) -> Verdict:
     u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
     cs = set(u.index.get_level_values(0))
     if not {2.0, 8.0, 16.0} <= cs:
-        raise Undecided(f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'p3_c'")
+        raise Undecided(
+            f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'p3_c'")
     high, mid, low = u[16.0], u[8.0], u[2.0]
     spread = float(mid.max() - mid.min())
     ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
-    detail = f"c=16: min {high.min():.3f} (need >= 0.85); c=8: {', '.join(f'd={d}: {v:.3f}' for d, v in mid.items())}, spread {spread:.3f} (need <= 0.15); c=2: max {low.max():.3f} (need <= 0.5)"
+    detail = (
+        f"c=16: min {high.min():.3f} (need >= 0.85); c=8: {', '.join(f'd={d}: {v:.3f}' for d, v in mid.items())}, "
+        f"spread {spread:.3f} (need <= 0.15); c=2: max {low.max():.3f} (need <= 0.5)"
+    )
     return v.judged(ok, spread, "<= 0.15", 0.15, detail)
 
 
-S_BLIND = "Order-2 methods are blind to the 3-parity: at d = 32, n = 16 d^{3/2}, the order-2 estimator's overlap stays <= 0.3 (chance 3/32), whatever the label transform."
+S_BLIND = (
+    "Order-2 methods are blind to the 3-parity: at d = 32, n = 16 d^{3/2}, the order-2 estimator's overlap stays <= "
+    "0.3 (chance 3/32), whatever the label transform."
+)
 
 
 @claims.add("order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)")
 def judge_order2_blind(res, v) -> Verdict:
     t = res.table("order2").query("link == 'parity3'")
     worst = float(t["overlap"].max())
-    detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t["overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
+    detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t[
+        "overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
     return v.judged(worst <= 0.3, worst, "<= 0.3", 0.3, detail)
 
 
-S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean overlap >= 0.85 at n/d = 40 for every d, "
-               "and its curves collapse in n/d: spread <= 0.1 across d at n/d = 20 and 40. The card's n/d = 10 is reported, not judged: it lies below this "
-               "estimator's spectral threshold, where the proportional-limit overlap is 0 and finite-d overlaps fall slowly with d "
-               "(0.50, 0.43, 0.35, 0.22, 0.13 at d = 32, 64, 128, 256, 512; 40 seeds each), so there is nothing to collapse at these d.")
+S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean "
+               "overlap >= 0.85 at n/d = 40 for every d, "
+               "and its curves collapse in n/d: spread <= 0.1 across d at n/d = 20 and 40. The card's n/d = 10 is "
+               "reported, not judged: it lies below this "
+               "estimator's spectral threshold, where the proportional-limit overlap is 0 and finite-d overlaps fall "
+               "slowly with d "
+               "(0.50, 0.43, 0.35, 0.22, 0.13 at d = 32, 64, 128, 256, 512; 40 seeds each), so there is nothing to "
+               "collapse at these d.")
 
 M3_JUDGED = (20.0, 40.0)  # above the spectral threshold (fixed from the d-trend above, not from this run)
 
@@ -281,12 +321,16 @@ def judge_m3_linear(res, v) -> Verdict:
     below = [a for a in alphas if a < min(M3_JUDGED)]
     detail = (f"n/d = 40: min over d {top.min():.3f} (need >= 0.85); spread across d: "
               + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in M3_JUDGED) + " (need <= 0.1)"
-              + "".join(f"; reported, n/d = {a:g} (below the threshold): " + ", ".join(f"d={d}: {v:.3f}" for d, v in means[a].items()) for a in below)
+              + "".join(f"; reported, n/d = {a:g} (below the threshold): " + ", ".join(f"d={d}: {v:.3f}" for d,
+                  v in means[a].items()) for a in below)
               + f"; {t['seed'].nunique()} seeds per point")
     return v.judged(ok, worst, "<= 0.1", 0.1, detail)
 
 
-S_U_BEATS_V = "Removing the diagonal does not hurt: at c = 8 the U-statistic's seed-mean overlap is >= the V-statistic's for every d."
+S_U_BEATS_V = (
+    "Removing the diagonal does not hurt: at c = 8 the U-statistic's seed-mean overlap is >= the V-statistic's for "
+    "every d."
+)
 
 
 @claims.add("u-beats-v", S_U_BEATS_V, REF + ", U- vs V-statistic")
@@ -300,8 +344,10 @@ def judge_u_beats_v(res, v) -> Verdict:
     return v.judged(margin >= 0, margin, ">= 0", 0, detail)
 
 
-S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ d^{k*/2}) and >= 1.75 for the V-statistic. "
-               "The card's third part, 2.0 ± 0.25 for the 4-parity, is not built (no order-4 kernel): this claim does not cover it.")
+S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ "
+               "d^{k*/2}) and >= 1.75 for the V-statistic. "
+               "The card's third part, 2.0 ± 0.25 for the 4-parity, is not built (no order-4 kernel): this claim does "
+               "not cover it.")
 
 
 @claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})")
@@ -313,9 +359,13 @@ def judge_exponents(res, v) -> Verdict:
         if len(cross) >= 3 and max(cross) >= 128:
             exps[stat] = fitted_exponent(cross)
     if len(exps) < 2:
-        raise Undecided("needs paper preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part is not built")
+        raise Undecided("needs paper preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part is "
+                        "not built")
     ok = abs(exps["U"] - 1.5) <= 0.2 and exps["V"] >= 1.75
-    detail = f"U: {exps['U']:.2f} (need 1.5 ± 0.2); V: {exps['V']:.2f} (need >= 1.75); the card's 4-parity exponent needs an order-4 kernel we have not built"
+    detail = (
+        f"U: {exps['U']:.2f} (need 1.5 ± 0.2); V: {exps['V']:.2f} (need >= 1.75); the card's 4-parity exponent needs "
+        f"an order-4 kernel we have not built"
+    )
     return v.judged(ok, exps["U"], 1.5, 0.2, detail)
 
 
@@ -328,9 +378,11 @@ def judge_exponents(res, v) -> Verdict:
     family="index models",
     claims=claims,
     not_built={
-        "generative-leap/sequential-leap": "the card's multi-stage link (a degree-1 stage unlocking a degree-2 stage given x_S) is not built; "
+        "generative-leap/sequential-leap": "the card's multi-stage link (a degree-1 stage unlocking a degree-2 stage "
+                                           "given x_S) is not built; "
         "sequential-estimator checks our estimator on one-stage links only",
-        "generative-leap/exponents (4-parity)": "the card's exponent 2.0 ± 0.25 for the 4-parity needs an order-4 U-statistic kernel, not built; "
+        "generative-leap/exponents (4-parity)": "the card's exponent 2.0 ± 0.25 for the 4-parity needs an order-4 "
+                                                "U-statistic kernel, not built; "
         "exponents judges the 3-parity only",
     },
 )

@@ -61,12 +61,17 @@ Arch = Literal["gemma3", "llama", "mistral", "qwen2", "mixtral"]
 
 class ImplicitPatchesConfig(StudyConfig):
     family: tuple[Family, ...] = Field(FAMILIES, min_length=1, description="block families of the sweep")
-    depth: tuple[Annotated[int, Field(ge=1, le=128)], ...] = Field((1, 2, 4, 8), min_length=1, description="depths reported (one stack of the largest depth; layer k is the depth-k stack)")
-    d: tuple[Annotated[int, Field(ge=2, le=8192)], ...] = Field((16, 64), min_length=1, description="widths of the sweep (divisible by n_heads)")
-    context: tuple[Annotated[int, Field(ge=1, le=100_000)], ...] = Field((1, 5, 32), min_length=1, description="context lengths (tokens before the query)")
+    depth: tuple[Annotated[int, Field(ge=1, le=128)], ...] = Field((1, 2, 4, 8), min_length=1,
+        description="depths reported (one stack of the largest depth; layer k is the depth-k stack)")
+    d: tuple[Annotated[int, Field(ge=2, le=8192)], ...] = Field((16, 64), min_length=1, description="widths of the "
+        "sweep (divisible by n_heads)")
+    context: tuple[Annotated[int, Field(ge=1, le=100_000)], ...] = Field((1, 5, 32), min_length=1,
+        description="context lengths (tokens before the query)")
     seeds: int = Field(3, ge=1, le=1000, description="random stacks and prompts per (family, d, context)")
-    dtypes: tuple[Literal["float64", "float32"], ...] = Field(("float64", "float32"), min_length=1, description="precisions of the sweep")
-    modes: tuple[Literal["output", "full"], ...] = Field(("output", "full"), min_length=1, description="'output': patch the outer map only; 'full': input patches too (Llama, Gemma, post-norm)")
+    dtypes: tuple[Literal["float64", "float32"], ...] = Field(("float64", "float32"), min_length=1,
+                                                              description="precisions of the sweep")
+    modes: tuple[Literal["output", "full"], ...] = Field(("output", "full"), min_length=1, description="'output': "
+        "patch the outer map only; 'full': input patches too (Llama, Gemma, post-norm)")
     vocab: int = Field(64, ge=2, le=1_000_000, description="vocabulary of the random prompts (embeddings N(0, 1))")
     n_heads: int = Field(2, ge=1, le=64, description="attention heads of our blocks")
     hidden_mult: int = Field(4, ge=1, le=64, description="MLP hidden width = hidden_mult · d")
@@ -75,7 +80,8 @@ class ImplicitPatchesConfig(StudyConfig):
     top_k: int = Field(2, ge=1, le=256, description="MoE experts routed per token")
 
     hf: bool = Field(True, description="run the Hugging Face part (needs the hf extra)")
-    hf_archs: tuple[Arch, ...] = Field(("gemma3", "llama", "mixtral"), description="random-init Hugging Face families patched through their own module code")
+    hf_archs: tuple[Arch, ...] = Field(("gemma3", "llama", "mixtral"), description="random-init Hugging Face families "
+        "patched through their own module code")
     hf_hidden: int = Field(64, ge=8, le=65536, description="HF hidden size (paper 1152)")
     hf_intermediate: int = Field(256, ge=8, le=262144, description="HF MLP intermediate size (paper 6912)")
     hf_layers: int = Field(4, ge=1, le=256, description="HF decoder layers (paper 26)")
@@ -83,15 +89,22 @@ class ImplicitPatchesConfig(StudyConfig):
     hf_kv_heads: int = Field(1, ge=1, le=256, description="HF key/value heads (grouped-query attention)")
     hf_head_dim: int = Field(16, ge=2, le=1024, description="HF head dimension (paper 256)")
     hf_vocab: int = Field(512, ge=16, le=1_000_000, description="HF vocabulary (paper 262144)")
-    hf_window: int = Field(8, ge=1, le=1_000_000, description="Gemma 3 sliding-window length of local layers (paper 512)")
-    hf_global_every: int = Field(4, ge=1, le=256, description="every k-th Gemma 3 layer is global (Gemma 3: 6, i.e. local:global 5:1)")
+    hf_window: int = Field(8, ge=1, le=1_000_000, description="Gemma 3 sliding-window length of local layers "
+                                                              "(paper 512)")
+    hf_global_every: int = Field(4, ge=1, le=256, description="every k-th Gemma 3 layer is global (Gemma 3: 6, i.e. "
+                                                              "local:global 5:1)")
     hf_experts: int = Field(4, ge=2, le=256, description="Mixtral experts")
-    hf_prompt: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field((16,), min_length=1, description="prompt lengths of the generation check (paper 128, 1024)")
+    hf_prompt: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field((16,), min_length=1,
+        description="prompt lengths of the generation check (paper 128, 1024)")
     hf_generate: int = Field(20, ge=1, le=10_000, description="greedy tokens generated (paper 64)")
-    hf_dtypes: tuple[Literal["float64", "float32", "bfloat16"], ...] = Field(("float64",), min_length=1, description="precisions of the HF exactness runs (claims on float64; others reported)")
-    hf_train_steps: int = Field(0, ge=0, le=1_000_000, description="also train the Gemma 3 model on a text for this many steps and check it too (0: random init only)")
-    hf_corpus: str = Field("stdlib", min_length=1, description="text for hf_train_steps: 'stdlib' (prose of Python's docstrings), 'kjv' (Debian's bible-kjv) or a path")
-    hf_local: str = Field("", description="directory of a local Hugging Face causal LM (e.g. Gemma-3-1B weights you own); '' for none")
+    hf_dtypes: tuple[Literal["float64", "float32", "bfloat16"], ...] = Field(("float64",), min_length=1,
+        description="precisions of the HF exactness runs (claims on float64; others reported)")
+    hf_train_steps: int = Field(0, ge=0, le=1_000_000, description="also train the Gemma 3 model on a text for this "
+        "many steps and check it too (0: random init only)")
+    hf_corpus: str = Field("stdlib", min_length=1, description="text for hf_train_steps: 'stdlib' (prose of Python's "
+                                                               "docstrings), 'kjv' (Debian's bible-kjv) or a path")
+    hf_local: str = Field("", description="directory of a local Hugging Face causal LM (e.g. Gemma-3-1B weights you "
+                                          "own); '' for none")
 
     icl_tasks: int = Field(128, ge=1, le=1_000_000, description="in-context regression: prompts per training step")
     icl_length: int = Field(50, ge=3, le=100_000, description="tokens per prompt (examples + the query)")
@@ -101,7 +114,8 @@ class ImplicitPatchesConfig(StudyConfig):
     icl_steps: int = Field(100, ge=0, le=10_000_000, description="Adam steps")
     icl_lr: float = Field(1e-2, gt=0, le=10.0, description="Adam learning rate")
     icl_test: int = Field(32, ge=1, le=100_000, description="test prompts for the patch measurements")
-    icl_ft_lr: float = Field(0.05, gt=0, le=100.0, description="learning rate of the explicit online fine-tuning compared with the implicit patch")
+    icl_ft_lr: float = Field(0.05, gt=0, le=100.0, description="learning rate of the explicit online fine-tuning "
+                                                               "compared with the implicit patch")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ImplicitPatchesConfig":
@@ -109,19 +123,26 @@ class ImplicitPatchesConfig(StudyConfig):
         if bad:
             raise ConfigError(f"invalid value for 'd': {bad} not divisible by n_heads={self.n_heads}")
         if self.top_k > self.n_experts:
-            raise ConfigError(f"invalid value for 'top_k': {self.top_k}; allowed: 1 <= value <= n_experts ({self.n_experts})")
+            raise ConfigError(f"invalid value for 'top_k': {self.top_k}; allowed: 1 <= value <= n_experts "
+                              f"({self.n_experts})")
         if self.hf_heads % self.hf_kv_heads:
-            raise ConfigError(f"invalid value for 'hf_kv_heads': {self.hf_kv_heads}; allowed: a divisor of hf_heads ({self.hf_heads})")
+            raise ConfigError(f"invalid value for 'hf_kv_heads': {self.hf_kv_heads}; allowed: a divisor of hf_heads "
+                              f"({self.hf_heads})")
         return self
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, < 20 s: 6 families x depth 1-8 x d {16, 64} x context {1, 5, 32} x 3 seeds x {float64, float32}; random-init HF Gemma 3 / Llama / Mixtral; in-context regression"),
+    "quick": Preset.of("quick", "2 CPU cores, < 20 s: 6 families x depth 1-8 x d {16, 64} x context {1, 5, 32} x 3 "
+                                "seeds x {float64, float32}; random-init HF Gemma 3 / Llama / Mixtral; in-context "
+                                "regression"),
     "paper": Preset.of(
         "paper",
-        "GPU: a Gemma-3-1B-shaped random-init model (26 layers, width 1152) and a self-trained small Gemma 3; prompts 128 and 1024 tokens, 64 generated; float32/bfloat16 error growth",
-        hf_archs=(("gemma3", "llama"), "the 1B shape in Gemma 3 and Llama layouts (a 26-layer Mixtral at this width is left to --set)"),
-        hf_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set hf_corpus=stdlib or a local text file)"),
+        "GPU: a Gemma-3-1B-shaped random-init model (26 layers, width 1152) and a self-trained small Gemma 3; prompts "
+        "128 and 1024 tokens, 64 generated; float32/bfloat16 error growth",
+        hf_archs=(("gemma3", "llama"), "the 1B shape in Gemma 3 and Llama layouts (a 26-layer Mixtral at this width is "
+                                       "left to --set)"),
+        hf_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set "
+                          "hf_corpus=stdlib or a local text file)"),
         hf_hidden=(1152, "Gemma 3 1B"),
         hf_intermediate=(6912, "Gemma 3 1B"),
         hf_layers=(26, "Gemma 3 1B"),
@@ -160,7 +181,8 @@ def _stack(cfg: ImplicitPatchesConfig, ctx: RunContext, family: str, d: int, see
                       **extra)
 
 
-def _prompt(cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _prompt(cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int) -> tuple[torch.Tensor,
+    torch.Tensor]:
     """Embedded prompt (context + query) and an alternative query token's embedding (same context)."""
     return embedded_prompt_pair(cfg.vocab, d, c, ctx.generator(f"prompt/{d}/{c}/{seed}"))
 
@@ -200,7 +222,8 @@ def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFram
                 j = int(ctx.rng(f"dead/{d}/{c}/{seed}").integers(d))
                 X, _ = _prompt(cfg, ctx, d, c, seed)
                 target_j, tries = dead_scale_refusals(block, X, j, _modes(cfg, "gemma"))
-                rows += [dict(source="GemmaBlock", d=d, context=c, seed=seed, mode=mode, coordinate=j, unreachable=target_j,
+                rows += [dict(source="GemmaBlock", d=d, context=c, seed=seed, mode=mode, coordinate=j,
+                              unreachable=target_j,
                               flagged=flagged, message=message) for mode, flagged, message in tries]
     return pd.DataFrame(rows)
 
@@ -227,7 +250,8 @@ def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
     if cfg.hf_train_steps:  # weights moved away from Gaussian by a few hundred steps on a real text
         _, stream = word_stream(cfg.hf_corpus, cfg.hf_vocab)
         seed = ctx.seed("hf/init/trained")
-        model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(ctx.device)
+        model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(
+            ctx.device)
         losses = train_hf_causal_lm(model, stream, cfg.hf_train_steps, generator=ctx.generator("hf/train"),
                                     progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
         ctx.table("hf_training", pd.DataFrame(dict(step=np.arange(len(losses)), loss=losses)))
@@ -339,7 +363,8 @@ def _figure_generation(ctx: RunContext, gen: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, ((name, length), g) in enumerate(gen.groupby(["model", "prompt"])):
         same = bool((g["token_context"] == g["token_patched"]).all())
-        ax.plot(g["step"], g["logit_error"].clip(lower=1e-18), "o-", ms=3, color=color(i), label=f"{name}, prompt {length}: tokens identical = {same}")
+        ax.plot(g["step"], g["logit_error"].clip(lower=1e-18), "o-", ms=3, color=color(i), label=f"{name}, prompt "
+            f"{length}: tokens identical = {same}")
     ax.axhline(1e-8, color="k", ls="--", lw=0.8, label="1e-8 (claim bound / (1 + max|logit|))")
     ax.set_yscale("log")
     ax.set_xlabel("generated token")
@@ -386,14 +411,21 @@ def _exact_detail(t: pd.DataFrame) -> tuple[bool, float, str]:
         bad = g[(g["error"] > g["bound"]) | ~g["feasible"]]
         ok &= bad.empty
         worst = max(worst, float(rel.max() / BOUND[dtype]))
-        parts.append(f"{dtype}: max |Δ|/(1+max|out|) = {rel.max():.2e} (bound {BOUND[dtype]:g}) over {len(g)} cases" + (f"; {len(bad)} over the bound, e.g. {bad.iloc[0][['family', 'mode', 'd', 'context', 'seed']].to_dict()}" if not bad.empty else ""))
+        example = "" if bad.empty else bad.iloc[0][["family", "mode", "d", "context", "seed"]].to_dict()
+        parts.append(f"{dtype}: max |Δ|/(1+max|out|) = {rel.max():.2e} (bound {BOUND[dtype]:g}) over {len(g)} cases"
+                     + (f"; {len(bad)} over the bound, e.g. {example}" if not bad.empty else ""))
     return ok, worst, "; ".join(parts)
 
 
-S_SINGLE = "For every block family (vanilla, Llama, Gemma, post-norm, parallel, MoE), width, context length and seed, one block patched without the context gives its with-context output at the query: max |Δ| <= 1e-10·(1 + max|out|) in float64 and <= 1e-4·(1 + max|out|) in float32."
+S_SINGLE = (
+    "For every block family (vanilla, Llama, Gemma, post-norm, parallel, MoE), width, context length and seed, one "
+    "block patched without the context gives its with-context output at the query: max |Δ| <= 1e-10·(1 + max|out|) in "
+    "float64 and <= 1e-4·(1 + max|out|) in float32."
+)
 
 
-@claims.add("exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et al. Thm 2.2")
+@claims.add("exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et "
+                                                  "al. Thm 2.2")
 def judge_single(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
@@ -404,8 +436,10 @@ def judge_single(res, v) -> Verdict:
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
 
 
-S_MULTI = ("With the multi-layer algorithm (patch layer l against the with-context state, feed the patched output to layer l+1), the deepest stack's output obeys the same bounds; "
-           "patching every layer against its own unpatched query-only input instead misses (gap >= 1e-3) at depth >= 2 in >= 95% of cases.")
+S_MULTI = ("With the multi-layer algorithm (patch layer l against the with-context state, feed the patched output to "
+           "layer l+1), the deepest stack's output obeys the same bounds; "
+           "patching every layer against its own unpatched query-only input instead misses (gap >= 1e-3) at depth >= 2 "
+           "in >= 95% of cases.")
 
 
 @claims.add("exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm")
@@ -418,11 +452,15 @@ def judge_multi(res, v) -> Verdict:
     ind = t[(t["depth"] >= 2) & t["independent"].notna()]
     frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
     ok = ok and len(ind) > 0 and frac >= 0.95
-    detail += f"; depth {int(deep['depth'].max())}. Control (independent patches): gap >= 1e-3 in {frac:.1%} of {len(ind)} cases at depth >= 2 (median {ind['independent'].median():.2g})"
+    detail += (
+        f"; depth {int(deep['depth'].max())}. Control (independent patches): gap >= 1e-3 in {frac:.1%} of {len(ind)} "
+        f"cases at depth >= 2 (median {ind['independent'].median():.2g})"
+    )
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, detail)
 
 
-S_RANK = ("Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma norm-scale patch is a scalar multiple of (1 + g₄) "
+S_RANK = ("Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma "
+          "norm-scale patch is a scalar multiple of (1 + g₄) "
           "(spread of the ratio new/old scale <= 1e-10).")
 
 
@@ -436,12 +474,16 @@ def judge_rank(res, v) -> Verdict:
     ratio = float(deep["sigma2_over_sigma1"].max())
     spread = float(deep["scale_ratio_spread"].max())
     ok = bool((deep["rank_min"] == 1).all() and (deep["rank_max"] == 1).all()) and ratio <= 1e-8 and spread <= 1e-10
-    detail = (f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; max σ₂/σ₁ = {ratio:.1e}; "
+    detail = (f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; "
+              f"max σ₂/σ₁ = {ratio:.1e}; "
               f"max spread of the Gemma scale ratio = {spread:.1e}")
     return v.judged(ok, ratio, "<= 1e-8", 1e-8, detail)
 
 
-S_CONTEXT = "Control: removing the context without patching changes the query's output by >= 1e-3 in every case, so the exactness claims are not vacuous."
+S_CONTEXT = (
+    "Control: removing the context without patching changes the query's output by >= 1e-3 in every case, so the "
+    "exactness claims are not vacuous."
+)
 
 
 @claims.add("needs-context-effect", S_CONTEXT, "ours: control that makes the exactness claims non-vacuous")
@@ -453,7 +495,10 @@ def judge_context_effect(res, v) -> Verdict:
     return v.judged(low >= CONTROL, low, ">= 1e-3", CONTROL, detail)
 
 
-S_TOKEN = "Token dependence: the patches computed for query x, applied to another query x' with the same context, miss x''s with-context output (gap >= 1e-3) in >= 95% of cases: no global patch."
+S_TOKEN = (
+    "Token dependence: the patches computed for query x, applied to another query x' with the same context, miss x''s "
+    "with-context output (gap >= 1e-3) in >= 95% of cases: no global patch."
+)
 
 
 @claims.add("token-dependence", S_TOKEN, REF + ", limitation: patches are token dependent")
@@ -461,14 +506,20 @@ def judge_token(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["other_query"].notna()]
     if t.empty:
-        raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control is measured")
+        raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control "
+                        "is measured")
     frac = float((t["other_query"] >= CONTROL).mean())
-    detail = f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median {t['other_query'].median():.3g}"
+    detail = (
+        f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median "
+        f"{t['other_query'].median():.3g}"
+    )
     return v.judged(frac >= 0.95, frac, ">= 0.95", 0.95, detail)
 
 
-S_CONTROL = ("With one entry of the post-MLP norm scale (1 + g₄) set to 0, the Gemma construction (ours and on HF Gemma 3) reports 'not output-controllable' "
-             "instead of returning a patch, in every trial; the unreachable target entry is >= 1e-3, so any returned patch would be off.")
+S_CONTROL = ("With one entry of the post-MLP norm scale (1 + g₄) set to 0, the Gemma construction (ours and on HF "
+             "Gemma 3) reports 'not output-controllable' "
+             "instead of returning a patch, in every trial; the unreachable target entry is >= 1e-3, so any returned "
+             "patch would be off.")
 
 
 HF_SOURCE = "HF Gemma 3"
@@ -478,7 +529,8 @@ def _hf_missing(res) -> str:
     """Why this run has no Hugging Face tables (for ``unless=``)."""
     if not res.config.get("hf", True):
         return "this config does not run the Hugging Face part (hf=false)"
-    return f"the Hugging Face part did not run here ({res.scalars.get('hf_skipped', 'transformers is not installed')}; pip install \"theorylab[hf]\")"
+    skipped = res.scalars.get("hf_skipped", "transformers is not installed")
+    return f"the Hugging Face part did not run here ({skipped}; pip install \"theorylab[hf]\")"
 
 
 @claims.add("controllability-failure", S_CONTROL, REF + ", output controllability")
@@ -489,16 +541,22 @@ def judge_controllability(res, v) -> Verdict:
     flagged = float(t["flagged"].mean())
     unreachable = t["unreachable"].dropna()
     ok = bool(t["flagged"].all()) and (unreachable.empty or float(unreachable.min()) >= CONTROL)
-    detail = f"{int(t['flagged'].sum())}/{len(t)} trials refused ({', '.join(sorted(t['source'].unique()))}); smallest unreachable target entry {unreachable.min():.3g}; e.g. \"{t['message'].iloc[0][:140]}\""
+    detail = (
+        f"{int(t['flagged'].sum())}/{len(t)} trials refused ({', '.join(sorted(t['source'].unique()))}); smallest "
+        f"unreachable target entry {unreachable.min():.3g}; e.g. \"{t['message'].iloc[0][:140]}\""
+    )
     hf = t["source"].str.startswith(HF_SOURCE)
     if ok and not hf.any():
-        # The statement names HF Gemma 3: our blocks alone cannot pass it (a silent wrong patch on them still fails it, above).
-        why = _hf_missing(res) if "generation" not in res.tables else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)"
+        # The statement names HF Gemma 3: our blocks alone cannot pass it (a silent wrong patch on them still fails it,
+        # above).
+        why = (_hf_missing(res) if "generation" not in res.tables
+               else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)")
         raise Undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
     return v.judged(ok, flagged, 1.0, 0, detail)
 
 
-S_HF_GEN = ("Hugging Face Gemma 3 (random init from the card's config; also self-trained or local weights where run): 20 greedy tokens from the patched query-only runs equal those of the "
+S_HF_GEN = ("Hugging Face Gemma 3 (random init from the card's config; also self-trained or local weights where run): "
+            "20 greedy tokens from the patched query-only runs equal those of the "
             "full-context runs, and the logits agree to 1e-8·(1 + max|logit|) in float64 at every step.")
 
 
@@ -517,46 +575,64 @@ def judge_hf_generation(res, v) -> Verdict:
     same = bool((g["token_context"] == g["token_patched"]).all())
     e = exact[(exact["arch"] == "gemma3") & (exact["dtype"] == "float64")]
     native = e[e["norms"] == "native"]
-    detail = (f"{', '.join(sorted(g['model'].unique()))}: {g.groupby(['model', 'prompt']).ngroups} prompt(s) x {int(g['step'].max())} steps; tokens identical: {same}; "
-              f"max |Δlogit|/(1+max|logit|) = {rel:.2e} (norms in float64). With HF's own float32 RMSNorms in a float64 model the gap is "
-              f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): reported, not judged")
+    detail = (f"{', '.join(sorted(g['model'].unique()))}: {g.groupby(['model', 'prompt']).ngroups} prompt(s) x "
+              f"{int(g['step'].max())} steps; tokens identical: {same}; "
+              f"max |Δlogit|/(1+max|logit|) = {rel:.2e} (norms in float64). With HF's own float32 RMSNorms in a "
+              f"float64 model the gap is "
+              f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): "
+              f"reported, not judged")
     return v.judged(same and rel <= 1e-8, rel, "<= 1e-8", 1e-8, detail)
 
 
-S_HF_FAMILIES = "Every Hugging Face family run (Gemma 3, Llama, Mixtral MoE; random init, small configs) is patched exactly through its own module code: logits at the query agree to 1e-8·(1 + max|logit|) in float64, in both patch modes, and every patch has rank 1."
+S_HF_FAMILIES = (
+    "Every Hugging Face family run (Gemma 3, Llama, Mixtral MoE; random init, small configs) is patched exactly "
+    "through its own module code: logits at the query agree to 1e-8·(1 + max|logit|) in float64, in both patch modes, "
+    "and every patch has rank 1."
+)
 
 
-@claims.add("hf-families-exact", S_HF_FAMILIES, REF + ", gating, MoE, pre/post-norm on real module code (ours: random-init small configs)")
+@claims.add("hf-families-exact", S_HF_FAMILIES, REF + ", gating, MoE, pre/post-norm on real module code (ours: "
+                                                      "random-init small configs)")
 def judge_hf_families(res, v) -> Verdict:
     exact, _ = _hf_tables(res)
     if exact.empty:
         raise Undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
     e = exact[(exact["dtype"] == "float64") & (exact["norms"] == "float64")]
-    per = e.assign(rel=e["logit_error"] / (1 + e["logit_scale"])).groupby("model").agg(rel=("rel", "max"), rmin=("rank_min", "min"), rmax=("rank_max", "max"))
+    per = e.assign(rel=e["logit_error"] / (1 + e["logit_scale"])).groupby("model").agg(rel=("rel", "max"), rmin=(
+        "rank_min", "min"), rmax=("rank_max", "max"))
     worst = float(per["rel"].max())
     ok = worst <= 1e-8 and bool((per["rmin"] == 1).all() and (per["rmax"] == 1).all())
     detail = "; ".join(f"{m}: {r.rel:.1e}, ranks {int(r.rmin)}..{int(r.rmax)}" for m, r in per.iterrows())
     other = exact[exact["dtype"] != "float64"]
     if not other.empty:
-        detail += "; reported: " + ", ".join(f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}" for (m, dt), g in other.groupby(["model", "dtype"]))
+        detail += "; reported: " + ", ".join(
+            f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}" for (m, dt), g in other.groupby([
+                "model", "dtype"]))
     return v.judged(ok, worst, "<= 1e-8", 1e-8, detail)
 
 
-S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the implicit (patched, query-only) prediction equals the model's prediction "
-         "(|Δ|/(1+|pred|) <= 1e-10 in float64, <= 1e-4 in float32), and the incremental patches shrink: mean ‖ΔW_i‖_F over i in [40, 49] <= 0.5 x the mean over i in [1, 10].")
+S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the implicit (patched, query-only) "
+         "prediction equals the model's prediction "
+         "(|Δ|/(1+|pred|) <= 1e-10 in float64, <= 1e-4 in float32), and the incremental patches shrink: mean ‖ΔW_i‖_F "
+         "over i in [40, 49] <= 0.5 x the mean over i in [1, 10].")
 
 
-@claims.add("icl-norm-shrinks", S_ICL, "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)")
+@claims.add("icl-norm-shrinks", S_ICL,
+            "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)")
 def judge_icl(res, v) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
-        raise Undecided("this config's in-context sequences are too short for the claim's windows (needs icl_length >= 50: i up to 49)")
+        raise Undecided("this config's in-context sequences are too short for the claim's windows (needs icl_length >= "
+                        "50: i up to 49)")
     early = float(t[t["i"].between(1, 10)]["increment_norm"].mean())
     late = float(t[t["i"].between(40, 49)]["increment_norm"].mean())
     ratio = late / early
     e64, e32 = float(t["rel_error"].max()), float(t["rel_error32"].max())
     ok = e64 <= 1e-10 and e32 <= 1e-4 and ratio <= 0.5
-    detail = f"implicit vs model: {e64:.1e} (float64), {e32:.1e} (float32); mean ‖ΔW_i‖: i 1-10 {early:.3g}, i 40-49 {late:.3g}, ratio {ratio:.3f} (need <= 0.5)"
+    detail = (
+        f"implicit vs model: {e64:.1e} (float64), {e32:.1e} (float32); mean ‖ΔW_i‖: i 1-10 {early:.3g}, i 40-49 "
+        f"{late:.3g}, ratio {ratio:.3f} (need <= 0.5)"
+    )
     return v.judged(ok, ratio, "<= 0.5", 0.5, detail)
 
 

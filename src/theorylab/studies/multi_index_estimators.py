@@ -51,35 +51,48 @@ ESTIMATORS = ("ADE", "pHd", "SIR", "SAVE")
 class MultiIndexEstimatorsConfig(StudyConfig):
     # --- battery ------------------------------------------------------------------------------------
     d: int = Field(100, ge=5, le=100_000, description="dimension of the battery (card: 100)")
-    alphas: tuple[Alpha, ...] = Field((20.0, 50.0), min_length=2, description="n/d of the battery; the last is the judged one (card: 20, 50)")
-    battery_seeds: int = Field(24, ge=1, le=1000, description="seeds averaged per battery cell (card: seed 0; 24 put the gain of pHd on D, +0.09 per seed ± 0.10, 3 SE under 0.15)")
-    floor_draws: int = Field(60, ge=10, le=100_000, description="Gaussian-limit draws for pHd's noise floor on D at d (n -> infinity, fixed d)")
+    alphas: tuple[Alpha, ...] = Field((20.0, 50.0), min_length=2, description="n/d of the battery; the last is the "
+        "judged one (card: 20, 50)")
+    battery_seeds: int = Field(24, ge=1, le=1000, description="seeds averaged per battery cell (card: seed 0; 24 put "
+                                                              "the gain of pHd on D, +0.09 per seed ± 0.10, 3 SE "
+                                                              "under 0.15)")
+    floor_draws: int = Field(60, ge=10, le=100_000, description="Gaussian-limit draws for pHd's noise floor on D at d "
+                                                                "(n -> infinity, fixed d)")
     n_slices: int = Field(10, ge=2, le=1000, description="equal-count slices of SIR and SAVE (card: 10)")
     noise: float = Field(0.0, ge=0, le=100, description="label noise standard deviation")
     # --- proportional collapse: pHd on B and SIR on D ----------------------------------------------
     collapse_dims: tuple[Dim, ...] = Field((50, 100, 200), min_length=2, description="dimensions of the collapse sweep")
-    collapse_alphas: tuple[Alpha, ...] = Field((2.0, 5.0, 10.0, 20.0), min_length=1, description="n/d of the collapse sweep")
-    collapse_seeds: int = Field(10, ge=1, le=1000, description="seeds per collapse point (card: 3; 3 leave ±0.05 on a mean at n/d = 5, so the spread of three means hits 0.12 on some seeds)")
-    clip: float = Field(3.0, gt=0, le=1000, description="upper clip of the label for the judged pHd on B (bounded preprocessing; 3 = the 92% quantile of z^2 - 1)")
+    collapse_alphas: tuple[Alpha, ...] = Field((2.0, 5.0, 10.0, 20.0), min_length=1, description="n/d of the "
+        "collapse sweep")
+    collapse_seeds: int = Field(10, ge=1, le=1000, description="seeds per collapse point (card: 3; 3 leave ±0.05 on a "
+                                                               "mean at n/d = 5, so the spread of three means hits "
+                                                               "0.12 on some seeds)")
+    clip: float = Field(3.0, gt=0, le=1000, description="upper clip of the label for the judged pHd on B (bounded "
+                                                        "preprocessing; 3 = the 92% quantile of z^2 - 1)")
     # --- population matrices (Monte Carlo) ---------------------------------------------------------
     pop_d: int = Field(5, ge=3, le=50, description="dimension of the population-matrix check")
-    pop_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the population-matrix check (card: 1e6)")
+    pop_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the population-matrix check "
+        "(card: 1e6)")
     pop_batches: int = Field(20, ge=5, le=1000, description="batches for the standard errors")
     # --- statsmodels cross-check ------------------------------------------------------------------
     sm_d: int = Field(20, ge=3, le=1000, description="dimension of the statsmodels cross-check")
     sm_n: int = Field(2000, ge=100, le=1_000_000, description="samples of the statsmodels cross-check")
     # --- paper: information gap on D and the neural-network row -----------------------------------
-    gap_dims: tuple[Dim, ...] = Field((), description="dimensions of the information-gap sweep on D (paper: 50..400; empty: skip)")
-    gap_alphas: tuple[Alpha, ...] = Field((), description="n/d grid of the information-gap sweep (paper: log grid 1..100)")
+    gap_dims: tuple[Dim, ...] = Field((), description="dimensions of the information-gap sweep on D (paper: 50..400; "
+                                                      "empty: skip)")
+    gap_alphas: tuple[Alpha, ...] = Field((), description="n/d grid of the information-gap sweep (paper: log "
+                                                          "grid 1..100)")
     gap_seeds: int = Field(5, ge=1, le=1000, description="seeds per information-gap point")
-    nn_alphas: tuple[Alpha, ...] = Field((25.0, 50.0, 100.0, 200.0), description="n/d checkpoints of the online-SGD two-layer net on B (card: up to 200; about 1 s on a CPU; empty: skip)")
+    nn_alphas: tuple[Alpha, ...] = Field((25.0, 50.0, 100.0, 200.0), description="n/d checkpoints of the online-SGD "
+        "two-layer net on B (card: up to 200; about 1 s on a CPU; empty: skip)")
     nn_width: int = Field(64, ge=1, le=100_000, description="hidden width of the two-layer ReLU net (card: 64)")
     nn_lr: float = Field(0.05, gt=0, le=10, description="online SGD step size of the two-layer net")
     nn_batch: int = Field(32, ge=1, le=100_000, description="online SGD batch size")
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's battery, collapse sweeps, population matrices, statsmodels check and the two-layer net"),
+    "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's battery, collapse sweeps, population matrices, "
+                                "statsmodels check and the two-layer net"),
     "paper": Preset.of(
         "paper",
         "CPU is enough: more dimensions and seeds, the information gap on D and the neural-network row",
@@ -114,10 +127,12 @@ def _figure_battery(ctx: RunContext, battery: pd.DataFrame) -> None:
     for row, (link, i) in enumerate(labels):
         for col, est in enumerate(ESTIMATORS):
             mark = "✓" if SEES[(link, est)][i - 1] else "✗"
-            ax.text(col, row, f"{grid[row, col]:.2f}\n{mark}", ha="center", va="center", fontsize=7, color="white" if grid[row, col] < 0.6 else "black")
+            ax.text(col, row, f"{grid[row, col]:.2f}\n{mark}", ha="center", va="center", fontsize=7,
+                    color="white" if grid[row, col] < 0.6 else "black")
     ax.set_xticks(range(len(ESTIMATORS)), ESTIMATORS)
     ax.set_yticks(range(len(labels)), [f"{LINK_LABEL[l]}, u{i}" for l, i in labels], fontsize=7)
-    ax.set_title(f"capture |P u_i|^2 at d = {int(top['d'].iloc[0])}, n/d = {top['alpha'].max():g} (✓/✗: population prediction)", fontsize=8)
+    ax.set_title(f"capture |P u_i|^2 at d = {int(top['d'].iloc[0])}, n/d = {top['alpha'].max():g} (✓/✗: population "
+                 f"prediction)", fontsize=8)
     fig.colorbar(im, ax=ax, fraction=0.04)
     ctx.figure("battery_heatmap", fig)
 
@@ -163,15 +178,21 @@ claims = Claims("multi-index-estimators")
 # (link, estimator, direction) -> (bound kind, threshold): the card's 14 cells at alpha = 50.
 BATTERY_THRESHOLDS = {
     ("z1+z1z2", "ADE", 1): (">=", 0.9), ("z1+z1z2", "ADE", 2): ("<=", 0.2),
-    ("z1+z1z2", "pHd", 1): (">=", 0.8), ("z1+z1z2", "pHd", 2): (">=", 0.8), ("z1+z1z2", "SIR", 1): (">=", 0.8), ("z1+z1z2", "SIR", 2): (">=", 0.8),
-    ("he2", "pHd", 1): (">=", 0.9), ("he2", "SAVE", 1): (">=", 0.9), ("he2", "ADE", 1): ("<=", 0.25), ("he2", "SIR", 1): ("<=", 0.25),
-    ("z1z2", "pHd", 1): (">=", 0.85), ("z1z2", "pHd", 2): (">=", 0.85), ("z1z2", "SAVE", 1): (">=", 0.85), ("z1z2", "SAVE", 2): (">=", 0.85),
-    ("z1z2", "ADE", 1): ("<=", 0.25), ("z1z2", "ADE", 2): ("<=", 0.25), ("z1z2", "SIR", 1): ("<=", 0.25), ("z1z2", "SIR", 2): ("<=", 0.25),
+    ("z1+z1z2", "pHd", 1): (">=", 0.8), ("z1+z1z2", "pHd", 2): (">=", 0.8), ("z1+z1z2", "SIR", 1): (">=", 0.8), (
+        "z1+z1z2", "SIR", 2): (">=", 0.8),
+    ("he2", "pHd", 1): (">=", 0.9), ("he2", "SAVE", 1): (">=", 0.9), ("he2", "ADE", 1): ("<=", 0.25), ("he2", "SIR",
+        1): ("<=", 0.25),
+    ("z1z2", "pHd", 1): (">=", 0.85), ("z1z2", "pHd", 2): (">=", 0.85), ("z1z2", "SAVE", 1): (">=", 0.85), ("z1z2",
+        "SAVE", 2): (">=", 0.85),
+    ("z1z2", "ADE", 1): ("<=", 0.25), ("z1z2", "ADE", 2): ("<=", 0.25), ("z1z2", "SIR", 1): ("<=", 0.25), ("z1z2",
+        "SIR", 2): ("<=", 0.25),
     ("he3", "SIR", 1): (">=", 0.85), ("he3", "ADE", 1): ("<=", 0.1), ("he3", "pHd", 1): ("<=", 0.5),
 }
 
-S_BATTERY = ("At d = 100, n/d = 50 each estimator captures exactly the directions Stein's identity and the link's symmetry predict "
-             "(ADE: E[grad g]; pHd: E[hess g]; SIR: E[x|y]; SAVE: Cov(x|y)); the card's 21 thresholds on seed-mean captures.")
+S_BATTERY = ("At d = 100, n/d = 50 each estimator captures exactly the directions Stein's identity and the link's "
+             "symmetry predict "
+             "(ADE: E[grad g]; pHd: E[hess g]; SIR: E[x|y]; SAVE: Cov(x|y)); the card's 21 thresholds on seed-mean "
+             "captures.")
 
 
 def _cell_means(battery: pd.DataFrame, alpha: float) -> pd.Series:
@@ -192,12 +213,15 @@ def judge_battery(res, v) -> Verdict:
     if res.config["d"] != 100 or alpha != 50:
         detail = f"thresholds are the card's for d = 100, n/d = 50; this run has d = {res.config['d']}, n/d = {alpha:g}"
         return v.undecided(detail, len(bad), 0, 0)
-    detail = f"{len(BATTERY_THRESHOLDS) - len(bad)}/{len(BATTERY_THRESHOLDS)} cells as predicted (means over {res.config['battery_seeds']} seeds)" + ("; failing: " + "; ".join(bad) if bad else "")
+    detail = (f"{len(BATTERY_THRESHOLDS) - len(bad)}/{len(BATTERY_THRESHOLDS)} cells as predicted "
+              f"(means over {res.config['battery_seeds']} seeds)" + ("; failing: " + "; ".join(bad) if bad else ""))
     return v.judged(not bad, len(bad), 0, 0, detail)
 
 
-S_FAILURES = ("Population zeros stay zeros: in every predicted-zero cell the seed-mean capture gains at most 0.15 from the smaller n/d to the larger (card), "
-              "and pHd on D, whose anisotropic noise gives it a capture floor far above chance, stays below that floor's n -> infinity value at this d (Gaussian-limit theory).")
+S_FAILURES = ("Population zeros stay zeros: in every predicted-zero cell the seed-mean capture gains at most 0.15 from "
+              "the smaller n/d to the larger (card), "
+              "and pHd on D, whose anisotropic noise gives it a capture floor far above chance, stays below that "
+              "floor's n -> infinity value at this d (Gaussian-limit theory).")
 
 
 @claims.add("failures-do-not-improve", S_FAILURES, REF + ", population zeros")
@@ -211,21 +235,30 @@ def judge_failures(res, v) -> Verdict:
     gains = per_seed.groupby(level=["link", "estimator", "direction"]).agg(["mean", "std", "count"])
     worst_key = gains["mean"].idxmax()
     worst = float(gains.loc[worst_key, "mean"])
-    se = float(gains.loc[worst_key, "std"] / np.sqrt(gains.loc[worst_key, "count"])) if gains.loc[worst_key, "count"] > 1 else float("nan")
+    se = float(gains.loc[worst_key, "std"] / np.sqrt(gains.loc[worst_key, "count"])) if gains.loc[worst_key,
+        "count"] > 1 else float("nan")
     floor = res.table("noise_floor").iloc[0]
-    phd_d = float(zero[(zero["link"] == "he3") & (zero["estimator"] == "pHd") & (zero["alpha"] == hi)]["capture"].mean())
+    phd_d = float(zero[(zero["link"] == "he3") & (zero["estimator"] == "pHd") & (zero["alpha"] == hi)]["capture"].mean(
+        ))
     ok = worst <= 0.15 and phd_d <= floor["floor"]
-    detail = (f"{len(gains)} predicted-zero cells, n/d {lo:g} -> {hi:g}; largest seed-mean gain {worst:+.3f} ± {se:.3f} (SE over {int(gains.loc[worst_key, 'count'])} paired seeds) "
-              f"at {worst_key[0]}/{worst_key[1]}/u{worst_key[2]} (need <= 0.15); pHd on D at n/d = {hi:g}: {phd_d:.3f} against its blind noise floor "
-              f"{floor['floor']:.3f} ± {floor['se']:.3f} (n -> infinity at d = {int(floor['d'])}; need below). pHd on D drifts up towards that floor "
+    detail = (f"{len(gains)} predicted-zero cells, n/d {lo:g} -> {hi:g}; largest seed-mean gain {worst:+.3f} ± "
+              f"{se:.3f} (SE over {int(gains.loc[worst_key, 'count'])} paired seeds) "
+              f"at {worst_key[0]}/{worst_key[1]}/u{worst_key[2]} (need <= 0.15); pHd on D at n/d = {hi:g}: {phd_d:.3f} "
+              f"against its blind noise floor "
+              f"{floor['floor']:.3f} ± {floor['se']:.3f} (n -> infinity at d = {int(floor['d'])}; need below). pHd on "
+              f"D drifts up towards that floor "
               "(+0.09 per seed from 20 to 50 over 200 seeds at d = 100; the u1 row of its noise has variance "
-              f"{floor['u1k']:.0f} against {floor['kl']:.0f} in the bulk), which is why the card's slack is judged on many seeds")
+              f"{floor['u1k']:.0f} against {floor['kl']:.0f} in the bulk), which is why the card's slack is judged on "
+              f"many seeds")
     return v.judged(ok, worst, "<= 0.15", 0.15, detail)
 
 
-S_COLLAPSE = ("Sample complexity n ∝ d when the generative exponent is <= 2: for pHd on B (label clipped at 3, the bounded preprocessing the proportional-limit "
-              "theory needs) and SIR on D the seed-mean capture at fixed n/d in {5, 10, 20} differs by <= 0.12 across d, and is >= 0.75 at n/d = 20. "
-              "Raw pHd on B is reported, not judged: its unbounded label makes the largest noise eigenvalue grow like max y / alpha ~ 2 log(n) / alpha, "
+S_COLLAPSE = ("Sample complexity n ∝ d when the generative exponent is <= 2: for pHd on B (label clipped at 3, the "
+              "bounded preprocessing the proportional-limit "
+              "theory needs) and SIR on D the seed-mean capture at fixed n/d in {5, 10, 20} differs by <= 0.12 across "
+              "d, and is >= 0.75 at n/d = 20. "
+              "Raw pHd on B is reported, not judged: its unbounded label makes the largest noise eigenvalue grow like "
+              "max y / alpha ~ 2 log(n) / alpha, "
               "so its capture at fixed n/d falls slowly with d (0.59, 0.54, 0.51, 0.40 at d = 50-400, n/d = 5).")
 
 JUDGED_COLLAPSE = (("he2", "pHd-clip"), ("he3", "SIR"))
@@ -251,11 +284,17 @@ def judge_collapse(res, v) -> Verdict:
     if ("he2", "pHd") in {k[:2] for k in means.index}:
         r5 = means[("he2", "pHd", 5.0)]
         raw = "; reported, raw pHd on B at n/d = 5: " + ", ".join(f"d={d}: {v:.3f}" for d, v in r5.items())
-    detail = f"largest spread across d: {spread:.3f} ({where}; need <= 0.12); lowest capture at n/d = 20: {floor:.3f} ({fwhere}; need >= 0.75){raw}"
+    detail = (
+        f"largest spread across d: {spread:.3f} ({where}; need <= 0.12); lowest capture at n/d = 20: {floor:.3f} "
+        f"({fwhere}; need >= 0.75){raw}"
+    )
     return v.judged(ok, spread, "<= 0.12", 0.12, detail)
 
 
-S_POPULATION = "Monte Carlo population matrices (n = 1e6, d = 5) match Stein's predictions: pHd equals E[hess g] entry by entry, and SIR/SAVE are zero exactly in the directions the table says they miss (within 4 standard errors)."
+S_POPULATION = (
+    "Monte Carlo population matrices (n = 1e6, d = 5) match Stein's predictions: pHd equals E[hess g] entry by entry, "
+    "and SIR/SAVE are zero exactly in the directions the table says they miss (within 4 standard errors)."
+)
 
 
 @claims.add("population-matrices", S_POPULATION, REF + ", Stein's identity")
@@ -274,11 +313,15 @@ def judge_population(res, v) -> Verdict:
             bad.append(f"{r.method} {r.link} {r.entry}: {r.measured:.2e} is not >= 4 SE ({r.se:.1e})")
         if not r.predicted_nonzero and abs(z) > 4:
             bad.append(f"{r.method} {r.link} {r.entry}: {r.measured:.2e} is not within 4 SE ({r.se:.1e}) of 0")
-    detail = f"pHd: largest |measured - E[hess g]| / SE = {z_phd:.2f}; {len(sliced)} SIR/SAVE diagonal checks" + ("; failing: " + "; ".join(bad[:6]) if bad else "; all as predicted")
+    detail = f"pHd: largest |measured - E[hess g]| / SE = {z_phd:.2f}; {len(sliced)} SIR/SAVE diagonal checks" + (
+        "; failing: " + "; ".join(bad[:6]) if bad else "; all as predicted")
     return v.judged(not bad, len(bad), 0, "4 SE", detail)
 
 
-S_STATSMODELS = "Our SIR and SAVE span the same subspaces as statsmodels' SlicedInverseReg and SAVE with the same slicing (link A, d = 20, n = 2000): largest principal angle <= 1e-6 rad."
+S_STATSMODELS = (
+    "Our SIR and SAVE span the same subspaces as statsmodels' SlicedInverseReg and SAVE with the same slicing (link A, "
+    "d = 20, n = 2000): largest principal angle <= 1e-6 rad."
+)
 
 
 @claims.add("statsmodels-agreement", S_STATSMODELS, "statsmodels.regression.dimred (reference implementation)")
@@ -289,24 +332,34 @@ def judge_statsmodels(res, v) -> Verdict:
     return v.judged(worst <= 1e-6, worst, 0.0, 1e-6, detail)
 
 
-S_GAP = "Label transformations change the exponent: on D = He3(z1) ADE and pHd stay <= 0.5 up to n/d = 100, SIR crosses 0.5 at n ∝ d (fitted exponent <= 1.25), while the naive order-3 tensor method needs n ∝ d^{1.5-2} (exponent >= 1.4)."
+S_GAP = (
+    "Label transformations change the exponent: on D = He3(z1) ADE and pHd stay <= 0.5 up to n/d = 100, SIR crosses "
+    "0.5 at n ∝ d (fitted exponent <= 1.25), while the naive order-3 tensor method needs n ∝ d^{1.5-2} (exponent "
+    ">= 1.4)."
+)
 
 
 @claims.add("information-gap", S_GAP, REF + ", label transformations and the generative exponent")
 def judge_gap(res, v) -> Verdict:
-    gap = res.table("gap", unless="needs paper preset (this config skips the information-gap sweep on D: gap_dims/gap_alphas empty)")
+    gap = res.table("gap", unless="needs paper preset (this config skips the information-gap sweep on D: "
+                                  "gap_dims/gap_alphas empty)")
     blind = gap[gap["estimator"].isin(["ADE", "pHd"])].groupby(["estimator", "d", "alpha"])["capture"].mean()
     worst_blind = float(blind.max())
     e_sir = fitted_exponent(_crossings(gap[gap["estimator"] == "SIR"]))
     e_tensor = fitted_exponent(_crossings(gap[gap["estimator"] == "order-3 V-stat"]))
     if e_sir is None or e_tensor is None:
-        raise Undecided(f"needs crossings of 0.5 at >= 2 dimensions for SIR and the tensor method (exponents: {e_sir}, {e_tensor})")
+        raise Undecided(f"needs crossings of 0.5 at >= 2 dimensions for SIR and the tensor method (exponents: {e_sir}, "
+                        f"{e_tensor})")
     ok = worst_blind <= 0.5 and e_sir <= 1.25 and e_tensor >= 1.4
-    detail = f"ADE/pHd max seed-mean capture {worst_blind:.3f} (need <= 0.5); SIR exponent {e_sir:.2f} (need <= 1.25); order-3 V-stat exponent {e_tensor:.2f} (need >= 1.4)"
+    detail = (
+        f"ADE/pHd max seed-mean capture {worst_blind:.3f} (need <= 0.5); SIR exponent {e_sir:.2f} (need <= 1.25); "
+        f"order-3 V-stat exponent {e_tensor:.2f} (need >= 1.4)"
+    )
     return v.judged(ok, e_tensor, ">= 1.4", 1.4, detail)
 
 
-S_NN = ("A two-layer ReLU net (width 64) trained by online SGD on B = He2(z1) at d = 100 recovers u1 in its first-layer top singular vector "
+S_NN = ("A two-layer ReLU net (width 64) trained by online SGD on B = He2(z1) at d = 100 recovers u1 in its "
+        "first-layer top singular vector "
         "(capture >= 0.8, from about 1/d at initialisation) by n/d = 200 (threshold ours).")
 
 
@@ -321,8 +374,10 @@ def judge_nn(res, v) -> Verdict:
     start = float(init["capture"].iloc[0]) if len(init) else float("nan")
     # Trained, not born aligned: the initial top singular vector is a random direction (capture ~ 1/d).
     ok = best >= 0.8 and not start >= 0.5
-    detail = (f"at initialisation {start:.3f}; " + ", ".join(f"n/d={r.alpha:g}: {r.capture:.3f}" for r in trained.itertuples())
-              + f" (need >= 0.8 by n/d = 200, from < 0.5 at initialisation; d = {res.config['d']}, width {res.config['nn_width']})")
+    detail = (f"at initialisation {start:.3f}; " + ", ".join(
+        f"n/d={r.alpha:g}: {r.capture:.3f}" for r in trained.itertuples())
+              + f" (need >= 0.8 by n/d = 200, from < 0.5 at initialisation; d = {res.config['d']}, width "
+                f"{res.config['nn_width']})")
     return v.judged(ok, best, ">= 0.8", 0.8, detail)
 
 

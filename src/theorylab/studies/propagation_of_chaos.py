@@ -25,8 +25,15 @@ from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
 from theorylab.nn.activations import HermiteActivation
 from theorylab.theory.mean_field import max_elements_for, step_halving_gaps
-from theorylab.theory.mean_field_rates import (halving_shrink_factors, loss_decay_summary, power_law_through_window,
-                                               root_loss_integral, spread_across, sup_of_seed_mean, sup_over_time)
+from theorylab.theory.mean_field_rates import (
+    halving_shrink_factors,
+    loss_decay_summary,
+    power_law_through_window,
+    root_loss_integral,
+    spread_across,
+    sup_of_seed_mean,
+    sup_over_time,
+)
 from theorylab.theory.rates import fit_inverse_width
 from theorylab.train.mean_field import bounded_memory, checkpoint_steps, sample_sweep, width_sweep
 
@@ -46,23 +53,30 @@ class PropagationOfChaosConfig(StudyConfig):
     steps: int = Field(400, ge=2, le=10_000_000, description="steps of the fast setting (T = eta * steps)")
     m_ref: int = Field(1024, ge=16, le=1 << 22, description="reference particles")
     eta: float = Field(0.1, gt=0, le=10, description="step size (mean-field time per step)")
-    checkpoints: tuple[Fraction, ...] = Field((0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0), min_length=3, description="checkpoint times as fractions of T")
-    rate_window: tuple[float, float] = Field((1e-3, 1e-1), description="window of L_MF/L_MF(0) where the decay exponent c is fitted")
+    checkpoints: tuple[Fraction, ...] = Field((0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0), min_length=3,
+                                              description="checkpoint times as fractions of T")
+    rate_window: tuple[float, float] = Field((1e-3, 1e-1), description="window of L_MF/L_MF(0) where the decay "
+        "exponent c is fitted")
     slow_k: int | None = Field(4, ge=1, le=8, description="slow contrast link He_k (report only; None: skip)")
     slow_widths: tuple[Width, ...] = Field((32, 64, 128), min_length=2, description="widths of the slow setting")
     slow_seeds: int = Field(3, ge=1, le=1000, description="networks per width, slow setting")
     slow_steps: int = Field(200, ge=2, le=10_000_000, description="steps of the slow setting")
-    etas: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((), description="discretisation check: step sizes at equal T, eta always added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)")
-    sample_sizes: tuple[Annotated[int, Field(ge=16, le=1 << 24)], ...] = Field((), description="finite-sample check: n fixed samples per network (paper: 2^12 .. 2^18; empty: skip)")
-    sample_width: int = Field(256, ge=2, le=1 << 20, description="width of the finite-sample networks (paper: 2^12; must be one of 'widths')")
+    etas: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((), description="discretisation check: step sizes "
+        "at equal T, eta always added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)")
+    sample_sizes: tuple[Annotated[int, Field(ge=16, le=1 << 24)], ...] = Field((), description="finite-sample check: n "
+        "fixed samples per network (paper: 2^12 .. 2^18; empty: skip)")
+    sample_width: int = Field(256, ge=2, le=1 << 20, description="width of the finite-sample networks (paper: 2^12; "
+        "must be one of 'widths')")
     sample_seeds: int = Field(4, ge=1, le=1000, description="networks per sample size")
-    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: peak memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
+    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: peak "
+        "memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
 
 
 PRESETS = {
     "quick": Preset.of(
         "quick",
-        "2 CPU cores, < 60 s: fast He_2 at d = 16 (m up to 256, 4 seeds, T = 40) at eta = 0.2, 0.1, 0.05, and the slow He_4 contrast",
+        "2 CPU cores, < 60 s: fast He_2 at d = 16 (m up to 256, 4 seeds, T = 40) at eta = 0.2, 0.1, 0.05, and the slow "
+        "He_4 contrast",
         etas=((0.2, 0.1, 0.05), "the discretisation check costs seconds at d = 16: the same T at three step sizes"),
     ),
     "paper": Preset.of(
@@ -109,7 +123,8 @@ def _figure_loss(ctx: RunContext, loss: pd.DataFrame, rates: pd.DataFrame, cfg: 
             tt, line = power_law_through_window(grp["t"], grp["L_mf"], r["c"], cfg.rate_window, r["L0"])
             ax.plot(tt, line, "--", color="black", lw=0.8, label=f"fit t^-{r['c']:.2f}")
         twin.plot(grp["t"], root_loss_integral(grp["t"], grp["L_mf"]), ":", color=color(i), lw=1)
-    ax.axhspan(cfg.rate_window[0] * loss["L_mf"].iloc[0], cfg.rate_window[1] * loss["L_mf"].iloc[0], color="grey", alpha=0.1)
+    ax.axhspan(cfg.rate_window[0] * loss["L_mf"].iloc[0], cfg.rate_window[1] * loss["L_mf"].iloc[0], color="grey",
+               alpha=0.1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("mean-field time t")
@@ -158,7 +173,10 @@ def _fast(res) -> pd.DataFrame:
     return rates[(rates["setting"] == "fast") & (rates["eta"] == res.config["eta"])]
 
 
-S_RATE = "The theorem's premise holds in the fast setting: L_MF(t) decays like t^-c with c >= 1.5 (fitted where L_MF/L_MF(0) is in [1e-3, 1e-1]) and L_MF(T) <= 1e-3 L_MF(0)."
+S_RATE = (
+    "The theorem's premise holds in the fast setting: L_MF(t) decays like t^-c with c >= 1.5 (fitted where "
+    "L_MF/L_MF(0) is in [1e-3, 1e-1]) and L_MF(T) <= 1e-3 L_MF(0)."
+)
 
 
 @claims.add("fast-rate", S_RATE, REF + ", premise L_t <~ t^-c")
@@ -167,11 +185,15 @@ def judge_rate(res, v) -> Verdict:
     worst_c = float(fast["c"].min())
     ratio = float((fast["LT"] / fast["L0"]).max())
     ok = bool(np.isfinite(worst_c)) and worst_c >= 1.5 and ratio <= 1e-3
-    detail = "; ".join(f"d={int(r.d)}: c = {r.c:.2f} [{r.c_low:.2f}, {r.c_high:.2f}] over {r.window_points} points, L(T)/L(0) = {r.LT / r.L0:.1e}" for r in fast.itertuples())
+    detail = "; ".join(f"d={int(r.d)}: c = {r.c:.2f} [{r.c_low:.2f}, {r.c_high:.2f}] over {r.window_points} points, "
+                       f"L(T)/L(0) = {r.LT / r.L0:.1e}" for r in fast.itertuples())
     return v.judged(ok, worst_c, ">= 1.5", 1.5, detail)
 
 
-S_INTEGRAL = "The integral condition is numerically satisfied: I(T) = ∫_0^T L_MF^{1/2} dt <= 5 and its last half adds <= 30% ([I(T) - I(T/2)] / I(T/2) <= 0.3)."
+S_INTEGRAL = (
+    "The integral condition is numerically satisfied: I(T) = ∫_0^T L_MF^{1/2} dt <= 5 and its last half adds <= 30% "
+    "([I(T) - I(T/2)] / I(T/2) <= 0.3)."
+)
 
 
 @claims.add("integral-finite", S_INTEGRAL, REF + ", premise ∫ L^1/2 dt = O(log d)")
@@ -183,7 +205,10 @@ def judge_integral(res, v) -> Verdict:
     return v.judged(growth <= 0.3 and total <= 5, growth, "<= 0.3", 0.3, detail)
 
 
-S_UNIFORM = "The sup-over-time gap falls with width at least as fast as the theorem's rate: beta_sup >= min(1, c/6) - 0.1, and (empirically) beta_sup in [0.7, 1.4]."
+S_UNIFORM = (
+    "The sup-over-time gap falls with width at least as fast as the theorem's rate: beta_sup >= min(1, c/6) - 0.1, and "
+    "(empirically) beta_sup in [0.7, 1.4]."
+)
 
 
 @claims.add("uniform-exponent", S_UNIFORM, REF + ", main theorem: m^{-min(1, c/6)}")
@@ -207,11 +232,15 @@ def judge_late(res, v) -> Verdict:
     sup = res.table("sup_gap")
     fast = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["eta"])]
     excess = fast["late_m_gap"] - fast["early_m_gap"]
-    detail = "; ".join(f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}" for r in fast.itertuples())
+    detail = "; ".join(f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}"
+                       for r in fast.itertuples())
     return v.judged(bool((excess <= 0).all()), float(excess.max()), "<= 0", 0, detail)
 
 
-S_POLY = "Polynomial dependence on d: m·G_m at the largest width grows with exponent <= 3 in d, and I(∞) grows no faster than log d (I(d_max)/I(d_min) <= 1.5 ln d_max / ln d_min)."
+S_POLY = (
+    "Polynomial dependence on d: m·G_m at the largest width grows with exponent <= 3 in d, and I(∞) grows no faster "
+    "than log d (I(d_max)/I(d_min) <= 1.5 ln d_max / ln d_min)."
+)
 
 
 @claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)")
@@ -219,7 +248,8 @@ def judge_poly(res, v) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
     if len(dims) < 3:
-        raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the fit needs >= 3; needs paper preset")
+        raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
+                        f"fit needs >= 3; needs paper preset")
     top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["eta"])]
     top = top[top["width"] == top["width"].max()].set_index("d")
     mg = (top["sup_gap"] * top["width"]).loc[dims]
@@ -231,7 +261,8 @@ def judge_poly(res, v) -> Verdict:
     return v.judged(exponent <= 3 and ratio <= bound, exponent, "<= 3", 3, detail)
 
 
-S_DISC = ("First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 (same initial particles) shrinks by a factor in [1.5, 3] "
+S_DISC = ("First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 (same "
+          "initial particles) shrinks by a factor in [1.5, 3] "
           "per halving, and beta_sup (sup over checkpoints t > 0) changes by at most 0.15 across eta.")
 
 
@@ -240,7 +271,8 @@ def judge_disc(res, v) -> Verdict:
     disc = res.table("discretisation", unless="this config runs one step size (etas empty)")
     # The gap is a squared L2 distance; a first-order scheme's error is O(eta) in the distance itself.
     factors = [f for _, grp in disc.groupby("d") for f in halving_shrink_factors(grp["eta"], grp["ref_gap_at_T"])]
-    # The sup over t > 0: at t = 0 every step size starts from the same particles, so a sup attained there could not differ.
+    # The sup over t > 0: at t = 0 every step size starts from the same particles, so a sup attained there could not
+    # differ.
     gaps = res.table("gaps")
     later = gaps[(gaps["setting"] == "fast") & (gaps["t"] > 0)]
     sups = {(int(d), float(eta)): sup_of_seed_mean(g["width"], g["t"], g["gap"])
@@ -249,22 +281,28 @@ def judge_disc(res, v) -> Verdict:
     spread = spread_across(betas)
     ok = bool(factors) and all(1.5 <= f <= 3 for f in factors) and spread <= 0.15
     detail = (f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
-              + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items())) + f"; spread across eta {spread:.3f} (need <= 0.15)")
+              + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items())) + f"; spread across "
+                  f"eta {spread:.3f} (need <= 0.15)")
     return v.judged(ok, spread, "<= 0.15", 0.15, detail)
 
 
-S_SAMPLES = ("Finite samples: at fixed width, the sup-over-time gap of networks trained on n fixed samples to the population mean-field reference falls with n "
-             "(fitted exponent >= 0.5 on the excess over the population-trained gap), and at the largest n is <= 2x that pure-width gap (rate reconstructed).")
+S_SAMPLES = ("Finite samples: at fixed width, the sup-over-time gap of networks trained on n fixed samples to the "
+             "population mean-field reference falls with n "
+             "(fitted exponent >= 0.5 on the excess over the population-trained gap), and at the largest n is <= 2x "
+             "that pure-width gap (rate reconstructed).")
 
 
 @claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)")
 def judge_samples(res, v) -> Verdict:
-    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); needs paper preset")
+    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); needs "
+                                            "paper preset")
     sup = res.table("sup_gap")
     width = int(fs["width"].iloc[0])
-    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["eta"]) & (sup["d"] == fs["d"].iloc[0])]
+    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["eta"]) & (sup[
+        "d"] == fs["d"].iloc[0])]
     if pure.empty:
-        raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is no pure-width gap to compare with")
+        raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is "
+                        f"no pure-width gap to compare with")
     pure_gap = float(pure["sup_gap"].iloc[0])
     by_n = sup_of_seed_mean(fs["n"], fs["t"], fs["gap"])
     excess = by_n - pure_gap
@@ -272,14 +310,22 @@ def judge_samples(res, v) -> Verdict:
     final_ratio = float(by_n.iloc[-1] / pure_gap)
     gaps_text = ", ".join(f"n={n}: {g:.2e}" for n, g in by_n.items()) + f"; population-trained gap {pure_gap:.2e}"
     if keep.sum() < 2:
-        raise Undecided(f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the population-trained gap ({gaps_text}), "
-                        f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes below the width's own error are needed")
+        raise Undecided(f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the "
+                        f"population-trained gap ({gaps_text}), "
+                        f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes "
+                        f"below the width's own error are needed")
     exponent = float(-np.polyfit(np.log(by_n.index[keep]), np.log(excess[keep]), 1)[0])
-    detail = f"{gaps_text}; excess exponent {exponent:.2f} over {int(keep.sum())} sizes (need >= 0.5); largest n / pure = {final_ratio:.2f} (need <= 2)"
+    detail = (
+        f"{gaps_text}; excess exponent {exponent:.2f} over {int(keep.sum())} sizes (need >= 0.5); largest n / pure = "
+        f"{final_ratio:.2f} (need <= 2)"
+    )
     return v.judged(exponent >= 0.5 and final_ratio <= 2, exponent, ">= 0.5", 0.5, detail)
 
 
-S_SLOW = "Report only: in the slow He_4 setting, the decay exponent c, the growth of I(T), and beta_sup (if beta_sup stays near 1 while c < 2, the integral condition is sufficient rather than necessary)."
+S_SLOW = (
+    "Report only: in the slow He_4 setting, the decay exponent c, the growth of I(T), and beta_sup (if beta_sup stays "
+    "near 1 while c < 2, the integral condition is sufficient rather than necessary)."
+)
 
 
 @claims.add("slow-contrast", S_SLOW, REF + ", contrast (report only)")
@@ -293,7 +339,8 @@ def judge_slow(res, v) -> Verdict:
     for r in slow.itertuples():
         grp = sup[(sup["setting"] == "slow") & (sup["d"] == r.d)]
         beta = fit_inverse_width(grp["width"], grp["sup_gap"])
-        parts.append(f"d={int(r.d)}: c = {r.c:.2f} ({r.window_points} points in the window), I(T) = {r.I_T:.3f} (I(T/2) = {r.I_half:.3f}), beta_sup = {beta:.2f}")
+        parts.append(f"d={int(r.d)}: c = {r.c:.2f} ({r.window_points} points in the window), I(T) = {r.I_T:.3f} "
+                     f"(I(T/2) = {r.I_half:.3f}), beta_sup = {beta:.2f}")
     return v.undecided("report only: " + "; ".join(parts))
 
 

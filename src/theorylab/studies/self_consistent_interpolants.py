@@ -51,28 +51,39 @@ class SCSIConfig(StudyConfig):
     # --- shared training --------------------------------------------------------------------------
     width: int = Field(128, ge=8, le=8192, description="hidden width of the 2-D velocity MLP (quick 128, paper 256)")
     depth: int = Field(3, ge=1, le=16, description="hidden layers of the velocity MLP")
-    time_dim: int = Field(16, ge=2, le=1024, multiple_of=2, description="sinusoidal time-embedding size (even; quick 16, paper 32)")
-    transport_steps: int = Field(20, ge=1, le=10_000, description="Euler steps K of the backward transport (quick 20, paper 40)")
+    time_dim: int = Field(16, ge=2, le=1024, multiple_of=2, description="sinusoidal time-embedding size (even; quick "
+        "16, paper 32)")
+    transport_steps: int = Field(20, ge=1, le=10_000, description="Euler steps K of the backward transport (quick 20, "
+        "paper 40)")
     method: Literal["euler", "heun"] = Field("euler", description="ODE integrator of the transport")
-    batch: int = Field(512, ge=8, le=1_000_000, description="batch of observed samples per step (quick 512, paper 2000)")
+    batch: int = Field(512, ge=8, le=1_000_000,
+                       description="batch of observed samples per step (quick 512, paper 2000)")
     lr: float = Field(3e-3, gt=0, le=1.0, description="Adam learning rate")
-    alpha: float = Field(0.9, ge=0.0, le=1.0, description="probability of re-corrupting x0 (else the observed y is kept as x1)")
+    alpha: float = Field(0.9, ge=0.0, le=1.0, description="probability of re-corrupting x0 (else the observed y is "
+                                                          "kept as x1)")
     resamples: int = Field(1, ge=1, le=64, description="channel draws per step")
-    gamma: float = Field(0.0, ge=0.0, le=10.0, description="stochastic interpolant: I_t += gamma t (1 - t) z (0: linear interpolant)")
+    gamma: float = Field(0.0, ge=0.0, le=10.0, description="stochastic interpolant: I_t += gamma t (1 - t) z (0: "
+                                                           "linear interpolant)")
     schedule: Literal["constant", "cosine"] = Field(
-        "cosine", description="learning-rate schedule of the 2-D parts (ours): cosine decay, so the judged last snapshot of the raw weights is not one draw of SGD noise")
-    ema_decay: float = Field(0.995, ge=0.0, lt=1.0, description="EMA decay, applied every 10 steps (reported; quick claims use raw weights)")
+        "cosine", description="learning-rate schedule of the 2-D parts (ours): cosine decay, so the judged last "
+                              "snapshot of the raw weights is not one draw of SGD noise")
+    ema_decay: float = Field(0.995, ge=0.0, lt=1.0, description="EMA decay, applied every 10 steps (reported; quick "
+                                                                "claims use raw weights)")
     eval_every: int = Field(100, ge=1, le=1_000_000, description="steps between evaluations")
     eval_samples: int = Field(4000, ge=100, le=1_000_000, description="observed samples transported per evaluation")
     # --- linear-Gaussian ----------------------------------------------------------------------------
     gauss_n: int = Field(4000, ge=100, le=10_000_000, description="observed samples of the linear-Gaussian case")
     gauss_sigma: float = Field(0.6, gt=0, le=10, description="channel noise sigma of the linear-Gaussian case")
-    gauss_steps: int = Field(400, ge=1, le=10_000_000, description="training steps, linear-Gaussian (converged by ~100 steps at the quick width)")
-    oracle_samples: int = Field(20_000, ge=1000, le=10_000_000, description="samples for the oracle (training-free) checks")
+    gauss_steps: int = Field(400, ge=1, le=10_000_000, description="training steps, linear-Gaussian (converged by ~100 "
+        "steps at the quick width)")
+    oracle_samples: int = Field(20_000, ge=1000, le=10_000_000, description="samples for the oracle "
+        "(training-free) checks")
     # --- two moons ----------------------------------------------------------------------------------
-    toy_data: Literal["moons", "mixture"] = Field("moons", description="2-D toy law: two moons, or 8 Gaussians on a circle")
+    toy_data: Literal["moons", "mixture"] = Field("moons", description="2-D toy law: two moons, or 8 Gaussians on "
+        "a circle")
     moons_n: int = Field(6000, ge=100, le=10_000_000, description="observed two-moons samples")
-    moons_channels: tuple[MoonsChannel, ...] = Field(("noise",), description="channels the moons are observed through (noise, mask, saturate, quantise)")
+    moons_channels: tuple[MoonsChannel, ...] = Field(("noise",), description="channels the moons are observed through "
+        "(noise, mask, saturate, quantise)")
     moons_sigma: float = Field(0.5, gt=0, le=10, description="noise sigma of the moons 'noise' channel")
     moons_steps: int = Field(1000, ge=1, le=10_000_000, description="training steps, two moons")
     # --- 2-D masking (paper) -------------------------------------------------------------------------
@@ -87,16 +98,21 @@ class SCSIConfig(StudyConfig):
     digits_lr: float = Field(5e-4, gt=0, le=1.0, description="learning rate, digits (cosine schedule)")
     digits_transport_steps: int = Field(64, ge=1, le=10_000, description="Euler steps, digits")
     digits_width: int = Field(64, ge=8, le=1024, description="U-Net width, digits")
-    digits_channel: Literal["mask", "blur"] = Field("mask", description="digits channel: random mask (noise fill) or Gaussian blur (sigma 1) + noise 0.1")
-    image_path: str | None = Field(None, description="local images (.npz or a folder of PNG/JPEG) instead of the 8x8 digits: MNIST/CIFAR-size, never downloaded")
-    digits_held_out: int = Field(297, ge=10, le=100_000, description="digits held out for evaluation (the rest is observed, masked once)")
+    digits_channel: Literal["mask", "blur"] = Field("mask", description="digits channel: random mask (noise fill) or "
+        "Gaussian blur (sigma 1) + noise 0.1")
+    image_path: str | None = Field(None, description="local images (.npz or a folder of PNG/JPEG) instead of the 8x8 "
+                                                     "digits: MNIST/CIFAR-size, never downloaded")
+    digits_held_out: int = Field(297, ge=10, le=100_000, description="digits held out for evaluation (the rest is "
+        "observed, masked once)")
 
 
 PRESETS = {
     "quick": Preset.of(
         "quick",
-        "2 CPU cores, < 60 s: linear-Gaussian (n = 4000, 400 steps), two moons under noise (1000 steps) and Gaussian data under 50% "
-        "coordinate masking (500 steps, batch 256); cosine rate decay; evaluations every 200 steps; oracle checks on 2e4 samples",
+        "2 CPU cores, < 60 s: linear-Gaussian (n = 4000, 400 steps), two moons under noise (1000 steps) and Gaussian "
+        "data under 50% "
+        "coordinate masking (500 steps, batch 256); cosine rate decay; evaluations every 200 steps; oracle checks on "
+        "2e4 samples",
         mask2d=(True, "claim mask-2d: a 2-D MLP, cheap enough at quick"),
         mask2d_steps=(500, "CPU budget: the masked law's moments settle within ~300 steps under cosine decay"),
         mask2d_batch=(256, "CPU budget"),
@@ -115,8 +131,10 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: 2-D settings of the authors' README (width 256, t-embedding 32, batch 2000, 5000 steps, K = 40), moons under noise and masking, "
-        "2-D masking, and masked digits (U-Net, K = 64, resamples 2, lr 5e-4 cosine, batch 128, 20k steps); the 2-D cosine rate decay is ours",
+        "GPU: 2-D settings of the authors' README (width 256, t-embedding 32, batch 2000, 5000 steps, K = 40), moons "
+        "under noise and masking, "
+        "2-D masking, and masked digits (U-Net, K = 64, resamples 2, lr 5e-4 cosine, batch 128, 20k steps); the 2-D "
+        "cosine rate decay is ours",
         width=(256, "paper 2-D width"),
         time_dim=(32, "paper 2-D t-embedding"),
         transport_steps=(40, "paper K = 40"),
@@ -294,8 +312,10 @@ def _figure_gauss(ctx: RunContext, curve: pd.DataFrame, observed: pd.DataFrame, 
     left.set_title("2-σ ellipses")
     for w, g in curve.groupby("weights"):
         g = g[g["step"] > 0]
-        right.semilogy(g["step"], g["cov_error"], color=color(0), ls="-" if w == "raw" else "--", label=f"covariance error ({w})")
-        right.semilogy(g["step"], g["residual"], color=color(1), ls="-" if w == "raw" else "--", label=f"self-consistency residual R ({w})")
+        right.semilogy(g["step"], g["cov_error"], color=color(0), ls="-" if w == "raw" else "--", label=f"covariance "
+            f"error ({w})")
+        right.semilogy(g["step"], g["residual"], color=color(1), ls="-" if w == "raw" else "--",
+                       label=f"self-consistency residual R ({w})")
     right.axhline(0.12, color="0.5", lw=0.8, ls=":")
     right.set_xlabel("training step")
     right.legend(fontsize=7)
@@ -361,7 +381,10 @@ def _figure_digits(ctx: RunContext, grid: dict[str, np.ndarray]) -> None:
 claims = Claims("self-consistent-interpolants")
 
 
-S_ORACLE = "The exact transport T*(y) = m + S^1/2 (S + σ²I)^-1/2 (y - m) is a fixed point: Cov(T*(y)) within 5% of S and R(T*) <= 0.05, while the identity map has R >= 0.15."
+S_ORACLE = (
+    "The exact transport T*(y) = m + S^1/2 (S + σ²I)^-1/2 (y - m) is a fixed point: Cov(T*(y)) within 5% of S and "
+    "R(T*) <= 0.05, while the identity map has R >= 0.15."
+)
 
 
 @claims.add("oracle-fixed-point", S_ORACLE, REF + ", Sec. 3 (fixed point; linear-Gaussian case)")
@@ -369,7 +392,8 @@ def judge_oracle(res, v) -> Verdict:
     t = res.table("oracle").set_index("map")
     o, i = t.loc["oracle"], t.loc["identity"]
     ok = o.cov_error <= 0.05 and o.residual <= 0.05 and i.residual >= 0.15
-    detail = (f"T*: covariance error {o.cov_error:.4f} (need <= 0.05), R {o.residual:.4f} (need <= 0.05); identity: R {i.residual:.4f} "
+    detail = (f"T*: covariance error {o.cov_error:.4f} (need <= 0.05), R {o.residual:.4f} (need <= 0.05); identity: R "
+              f"{i.residual:.4f} "
               f"(need >= 0.15), covariance error {i.cov_error:.3f}; {int(o.samples)} samples")
     return v.judged(ok, float(o.residual), 0.0, 0.05, detail)
 
@@ -380,27 +404,40 @@ def _gauss_end(res, weights: str = "raw") -> pd.Series:
     return t[t["step"] == t["step"].max()].iloc[0]
 
 
-S_MOMENTS = "Linear-Gaussian: the trained transport's clean law has mean error <= 0.1 and covariance relative error <= 0.12 (the do-nothing map scores ≈ 0.38)."
+S_MOMENTS = (
+    "Linear-Gaussian: the trained transport's clean law has mean error <= 0.1 and covariance relative error <= 0.12 "
+    "(the do-nothing map scores ≈ 0.38)."
+)
 
 
 @claims.add("gauss-moments", S_MOMENTS, REF + ", Sec. 5 (synthetic)")
 def judge_moments(res, v) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
     ok = r.mean_error <= 0.1 and r.cov_error <= 0.12
-    detail = f"raw weights: mean error {r.mean_error:.4f} (need <= 0.1), covariance error {r.cov_error:.4f} (need <= 0.12); EMA: {e.mean_error:.4f}, {e.cov_error:.4f}"
+    detail = (
+        f"raw weights: mean error {r.mean_error:.4f} (need <= 0.1), covariance error {r.cov_error:.4f} (need <= 0.12); "
+        f"EMA: {e.mean_error:.4f}, {e.cov_error:.4f}"
+    )
     return v.judged(ok, float(r.cov_error), 0.0, 0.12, detail)
 
 
-S_SELF = "Linear-Gaussian: the trained transport is self-consistent, R(T) = ||Cov(A(T(y))) - Cov(y)||_F / ||Cov(y)||_F <= 0.1."
+S_SELF = (
+    "Linear-Gaussian: the trained transport is self-consistent, R(T) = ||Cov(A(T(y))) - Cov(y)||_F / "
+    "||Cov(y)||_F <= 0.1."
+)
 
 
 @claims.add("gauss-self-consistent", S_SELF, REF + ", Sec. 3 (self-consistency)")
 def judge_self(res, v) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
-    return v.judged(r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R {e.residual:.4f}")
+    return v.judged(r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R "
+        f"{e.residual:.4f}")
 
 
-S_MOONS = "Two moons: the restored samples' sliced W2 to held-out clean samples is <= 0.5x (quick) / 0.35x (paper scale) that of the corrupted data, for every channel run."
+S_MOONS = (
+    "Two moons: the restored samples' sliced W2 to held-out clean samples is <= 0.5x (quick) / 0.35x (paper scale) "
+    "that of the corrupted data, for every channel run."
+)
 
 
 @claims.add("moons-sw2", S_MOONS, REF + ", Sec. 5 (two moons)")
@@ -412,13 +449,17 @@ def judge_moons(res, v) -> Verdict:
     ends = t[t["step"] == t.groupby("channel")["step"].transform("max")]
     worst = float(ends["ratio"].max())
     detail = "; ".join(
-        f"{r.channel}: SW2 {r.sw2:.3f} vs observed {r.sw2_observed:.3f} (ratio {r.ratio:.3f}), newly generated {r.sw2_generated:.3f}, two clean draws {r.sw2_floor:.3f}"
+        f"{r.channel}: SW2 {r.sw2:.3f} vs observed {r.sw2_observed:.3f} (ratio {r.ratio:.3f}), newly generated "
+        f"{r.sw2_generated:.3f}, two clean draws {r.sw2_floor:.3f}"
         for r in ends.itertuples()
     )
     return v.judged(worst <= bar, worst, f"<= {bar}", bar, detail + f" (need ratio <= {bar})")
 
 
-S_MASK2D = "Gaussian data under independent 50% coordinate masking: the learned law has mean error <= 0.15 and covariance relative error <= 0.2."
+S_MASK2D = (
+    "Gaussian data under independent 50% coordinate masking: the learned law has mean error <= 0.15 and covariance "
+    "relative error <= 0.2."
+)
 
 
 @claims.add("mask-2d", S_MASK2D, REF + ", Sec. 5 (masking)")
@@ -426,12 +467,19 @@ def judge_mask2d(res, v) -> Verdict:
     t = res.table("mask2d", unless="this config does not run the 2-D masking part (mask2d=false)")
     r = t[(t["weights"] == "raw") & (t["step"] == t["step"].max())].iloc[0]
     ok = r.mean_error <= 0.15 and r.cov_error <= 0.2
-    return v.judged(ok, float(r.cov_error), 0.0, 0.2, f"mean error {r.mean_error:.4f} (need <= 0.15), covariance error {r.cov_error:.4f} (need <= 0.2)")
+    return v.judged(ok, float(r.cov_error), 0.0, 0.2, f"mean error {r.mean_error:.4f} (need <= 0.15), covariance error "
+                                                      f"{r.cov_error:.4f} (need <= 0.2)")
 
 
-NO_DIGITS = "this config does not run the digits part (digits=false; judged at paper size, and on CPU by preset digits-cpu in ~80 s)"
+NO_DIGITS = (
+    "this config does not run the digits part (digits=false; judged at paper size, and on CPU by preset digits-cpu "
+    "in ~80 s)"
+)
 
-S_DIGITS = "Masked digits (50%): on held-out digits PSNR(T(y), x) - PSNR(y, x) >= 3 dB, and a clean-trained classifier is >= 0.2 more accurate on T(y) than on y (thresholds ours)."
+S_DIGITS = (
+    "Masked digits (50%): on held-out digits PSNR(T(y), x) - PSNR(y, x) >= 3 dB, and a clean-trained classifier is >= "
+    "0.2 more accurate on T(y) than on y (thresholds ours)."
+)
 
 
 @claims.add("digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)")
@@ -439,14 +487,17 @@ def judge_digits(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     gain, acc_gain = r.psnr_restored - r.psnr_observed, r.acc_restored - r.acc_observed
     has_labels = bool(np.isfinite(r.acc_restored))
-    detail = (f"PSNR {r.psnr_observed:.2f} -> {r.psnr_restored:.2f} dB (gain {gain:+.2f}, need >= 3); SSIM {r.get('ssim_observed', float('nan')):.3f} -> "
-              f"{r.get('ssim_restored', float('nan')):.3f}; classifier accuracy {r.acc_observed:.3f} -> {r.acc_restored:.3f} (gain {acc_gain:+.3f}, need >= 0.2; clean {r.acc_clean:.3f})")
+    detail = (f"PSNR {r.psnr_observed:.2f} -> {r.psnr_restored:.2f} dB (gain {gain:+.2f}, need >= 3); SSIM "
+              f"{r.get('ssim_observed', float('nan')):.3f} -> "
+              f"{r.get('ssim_restored', float('nan')):.3f}; classifier accuracy {r.acc_observed:.3f} -> "
+              f"{r.acc_restored:.3f} (gain {acc_gain:+.3f}, need >= 0.2; clean {r.acc_clean:.3f})")
     if not has_labels:
         raise Undecided(f"local images carry no labels, so the classifier half cannot be judged; measured: {detail}")
     return v.judged(gain >= 3 and acc_gain >= 0.2, float(gain), ">= 3", 3.0, detail)
 
 
-S_CHANNEL = ("Masked digits: the re-corrupted cleaned law matches the observed one: MMD²(A(T(y)), held-out y) <= 1.5x the MMD² between two disjoint halves "
+S_CHANNEL = ("Masked digits: the re-corrupted cleaned law matches the observed one: MMD²(A(T(y)), held-out y) <= 1.5x "
+             "the MMD² between two disjoint halves "
              "of the observed set (biased estimates of equal sample sizes, one median-heuristic kernel).")
 
 
@@ -454,7 +505,9 @@ S_CHANNEL = ("Masked digits: the re-corrupted cleaned law matches the observed o
 def judge_channel(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     ratio = r.mmd_recorrupted / max(r.mmd_halves, 1e-12)
-    return v.judged(ratio <= 1.5, float(ratio), "<= 1.5", 1.5, f"MMD² re-corrupted {r.mmd_recorrupted:.5f} vs observed halves {r.mmd_halves:.5f} (ratio {ratio:.2f}, need <= 1.5); "
+    return v.judged(ratio <= 1.5, float(ratio), "<= 1.5", 1.5, f"MMD² re-corrupted {r.mmd_recorrupted:.5f} vs observed "
+                                                               f"halves {r.mmd_halves:.5f} (ratio {ratio:.2f}, need "
+                                                               f"<= 1.5); "
                     f"re-corrupting y itself (no cleaning) gives {r.get('mmd_identity', float('nan')):.5f}")
 
 

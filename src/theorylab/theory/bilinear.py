@@ -37,7 +37,8 @@ class HeadOperator:
     key_head: int
     rope: bool = False
     convention: str = "s_ij = x_i M x_j^T (row vectors), 1/sqrt(d_head) included"
-    key_term: Tensor | None = None  # (d,): the query bias seen through the keys, s_ij += key_term · x_j (None: no query bias)
+    # (d,): the query bias seen through the keys, s_ij += key_term · x_j (None: no query bias)
+    key_term: Tensor | None = None
     query: Tensor | None = None  # (d_h, d): with ``key``, M = queryᵀ key (the 1/√d_h scale folded into ``query``)
     key: Tensor | None = None  # (d_h, d)
 
@@ -76,7 +77,8 @@ def _directionality_from_norms(r: Tensor, c: Tensor, k: float = 2.0) -> Tensor:
 
     er, ec = excess(r), excess(c)
     total = er + ec
-    return torch.where(total > 0, (ec - er) / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(total))
+    return torch.where(total > 0, (ec - er) / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(
+        total))
 
 
 def inertia(M: Tensor, rel_tol: float = 1e-10) -> tuple[int, int, int]:
@@ -147,7 +149,8 @@ def random_init_sigma1_bound(d: int, d_head: int, sigma2: float | None = None) -
 
 
 def balanced_factorization(M: Tensor, rank: int | None = None) -> tuple[Tensor, Tensor]:
-    """``(W_Q, W_K) = (U √Σ, V √Σ)`` with ``M = W_Q W_Kᵀ``: the canonical gauge (any (W_Q G, W_K G⁻ᵀ) gives the same M)."""
+    """``(W_Q, W_K) = (U √Σ, V √Σ)`` with ``M = W_Q W_Kᵀ``: the canonical gauge (any (W_Q G, W_K G⁻ᵀ) gives the same
+    M)."""
     U, s, Vh = torch.linalg.svd(M, full_matrices=False)
     r = s.numel() if rank is None else rank
     root = s[:r].sqrt()
@@ -177,7 +180,8 @@ def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
     import pandas as pd
 
     if any(op.query is None or op.key is None for op in ops):
-        raise ValueError("head_geometry needs the factors (query, key) of every operator; use the per-matrix functions otherwise")
+        raise ValueError("head_geometry needs the factors (query, key) of every operator; use the per-matrix functions "
+                         "otherwise")
     A = torch.stack([op.query for op in ops]).double()
     B = torch.stack([op.key for op in ops]).double()
     d, dh = A.shape[-1], A.shape[-2]
@@ -190,7 +194,8 @@ def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
     direction = _directionality_from_norms(rows, cols)
     lam = torch.linalg.eigvals(C)  # the non-zero eigenvalues of M (plus d − d_h zeros)
     mag = lam.abs()
-    rotation = torch.where(lam.imag.abs() > lam.real.abs(), mag, torch.zeros_like(mag)).sum(-1) / mag.sum(-1).clamp(min=1e-300)
+    rotation = torch.where(lam.imag.abs() > lam.real.abs(), mag, torch.zeros_like(mag)).sum(-1) / mag.sum(-1).clamp(
+        min=1e-300)
     F = torch.cat([A, B], dim=-2)
     root = _sqrt_psd(F @ F.mT)
     J = torch.zeros(2 * dh, 2 * dh, dtype=A.dtype)
@@ -203,6 +208,9 @@ def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
     sv = torch.linalg.eigvalsh(ra @ GB @ ra).clamp(min=0).sqrt().flip(-1)  # descending
     p = sv / sv.sum(-1, keepdim=True)
     effective = torch.exp(-(p * torch.log(p.clamp(min=1e-300))).sum(-1))
-    return pd.DataFrame(dict(layer=[op.layer for op in ops], head=[op.head for op in ops], symmetry=symmetry.numpy(), directionality=direction.numpy(),
-                             inertia_pos=pos.numpy(), inertia_neg=neg.numpy(), inertia_zero=(d - pos - neg).numpy(), rotation=rotation.numpy(),
-                             stable_rank=(norm2 / sv[..., 0] ** 2).numpy(), effective_rank=effective.numpy(), sigma1=sv[..., 0].numpy()))
+    return pd.DataFrame(dict(layer=[op.layer for op in ops], head=[op.head for op in ops], symmetry=symmetry.numpy(),
+                             directionality=direction.numpy(),
+                             inertia_pos=pos.numpy(), inertia_neg=neg.numpy(), inertia_zero=(d - pos - neg).numpy(),
+                             rotation=rotation.numpy(),
+                             stable_rank=(norm2 / sv[..., 0] ** 2).numpy(), effective_rank=effective.numpy(), sigma1=sv[
+                                 ..., 0].numpy()))

@@ -68,7 +68,8 @@ def entropy_production(P: Tensor, pi: Tensor | None = None) -> float:
     flux = pi[:, None] * P
     back = flux.T
     ok = (flux > 0) & (back > 0)
-    terms = torch.where(ok, (flux - back) * torch.log(torch.where(ok, flux / torch.where(ok, back, torch.ones_like(back)), torch.ones_like(flux))), torch.zeros_like(flux))
+    terms = torch.where(ok, (flux - back) * torch.log(torch.where(ok, flux / torch.where(ok, back, torch.ones_like(
+        back)), torch.ones_like(flux))), torch.zeros_like(flux))
     return float(0.5 * terms.sum())
 
 
@@ -78,7 +79,8 @@ def poe_symmetrize(P: Tensor) -> Tensor:
 
 
 def diffusion_coordinates(K: Tensor, k: int = 2, t: int = 1) -> tuple[Tensor, Tensor]:
-    """``(eigenvalues, coordinates)`` of the top ``k`` non-trivial modes of ``D⁻¹K`` via ``D^{-½}KD^{-½}`` (K symmetric).
+    """``(eigenvalues, coordinates)`` of the top ``k`` non-trivial modes of ``D⁻¹K`` via ``D^{-½}KD^{-½}`` (K
+    symmetric).
 
     Coordinates are ``λ^t · D^{-½} v`` (Coifman-Lafon), shape ``(n, k)``.
     """
@@ -98,7 +100,8 @@ def connection_laplacian(Ks: Tensor, theta: Tensor) -> Tensor:
 
 
 def magnetic_laplacian(X: Tensor, S: Tensor, A0: Tensor, eta: float) -> Tensor:
-    """``L = D_s − K_s ⊙ e^{iΘ}`` with ``K_s = exp(x_iᵀ S x_j/√d)`` (zero diagonal), ``Θ_ij = 2η x_iᵀ A₀ x_j``: Hermitian, PSD.
+    """``L = D_s − K_s ⊙ e^{iΘ}`` with ``K_s = exp(x_iᵀ S x_j/√d)`` (zero diagonal), ``Θ_ij = 2η x_iᵀ A₀ x_j``:
+    Hermitian, PSD.
 
     Pure-gauge phases ``Θ_ij = φ_i − φ_j`` give ``U L₀ U*`` (same spectrum); generic skew phases frustrate
     the cycles and lift the bottom of the spectrum above 0.

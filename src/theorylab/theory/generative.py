@@ -43,7 +43,8 @@ def k3_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def k3_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, block: int = 2048, device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+def k3_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, block: int = 2048,
+                 device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(sum_{i != j} y_i y_j K_3(x_i, x_j), sum_i y_i^2 K_3(x_i, x_i))``, both (d, d).
 
     Summing the closed form over all pairs (``m = X^T y``, ``p = X^T (y o s)``, ``s_i = |x_i|^2``):
@@ -74,7 +75,8 @@ def k3_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, 
     return (total - diag).cpu().numpy(), diag.cpu().numpy()
 
 
-def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, diagonal: bool = False, block: int = 2048, device: str | torch.device | None = None) -> np.ndarray:
+def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, diagonal: bool = False,
+                    block: int = 2048, device: str | torch.device | None = None) -> np.ndarray:
     """The U-statistic ``(1/(n(n-1))) sum_{i != j} y_i y_j K_3(x_i, x_j)`` (``diagonal=False``) or the
     V-statistic ``(1/n^2) sum_{i,j}`` (``diagonal=True``), symmetrised."""
     n = len(y)
@@ -83,7 +85,8 @@ def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, 
     return (m + m.T) / 2
 
 
-def u_and_v_k3_matrices(X: np.ndarray, y: np.ndarray, *, block: int = 2048, device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+def u_and_v_k3_matrices(X: np.ndarray, y: np.ndarray, *, block: int = 2048,
+                        device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Both statistics from one pass over the pairs."""
     n = len(y)
     off, diag = k3_pair_sums(X, y, block=block, device=device)
@@ -150,10 +153,12 @@ class SequentialLeap:
     null); at larger d / n, raise ``null_factor`` or use more samples.
     """
 
-    def __init__(self, max_order: int = 3, r_max: int = 4, bins: int = 10, n_null: int = 3, null_factor: float = 3.0, seed: int = 0, block: int = 2048):
+    def __init__(self, max_order: int = 3, r_max: int = 4, bins: int = 10, n_null: int = 3, null_factor: float = 3.0,
+                 seed: int = 0, block: int = 2048):
         if max_order not in (1, 2, 3):
             raise ValueError(f"max_order must be 1, 2 or 3; got {max_order}")
-        self.max_order, self.r_max, self.bins, self.n_null, self.null_factor, self.seed, self.block = max_order, r_max, bins, n_null, null_factor, seed, block
+        self.max_order, self.r_max, self.bins, self.n_null = max_order, r_max, bins, n_null
+        self.null_factor, self.seed, self.block = null_factor, seed, block
 
     def _slices(self, y: np.ndarray, z_s: np.ndarray) -> np.ndarray:
         label = label_slices(y, self.bins)

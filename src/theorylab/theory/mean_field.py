@@ -61,7 +61,8 @@ def init_gap_per_width(act: HermiteActivationLike, d: int) -> float:
     return sum(a * a for a in act.coeffs) - sum(a * a * sphere_moment(j, d) for j, a in enumerate(act.coeffs))
 
 
-def uniform_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> Tensor:
+def uniform_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float64,
+                   device: str | torch.device = "cpu") -> Tensor:
     """i.i.d. uniform points on ``S^{d-1}``: ``(*shape, d)``."""
     z = torch.randn(*shape, d, generator=generator, dtype=dtype, device=device)
     return z / z.norm(dim=-1, keepdim=True)
@@ -89,7 +90,8 @@ def pair_blocks(batch: int, m: int, n: int, max_elements: int | None = None) -> 
     return [(slice(i, i + rows), slice(j, j + cols)) for i in range(0, m, rows) for j in range(0, n, cols)]
 
 
-def kernel_mean(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
+def kernel_mean(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor,
+                max_elements: int | None = None) -> Tensor:
     """``sum_ij ca_i cb_j K(<a_i, b_j>)`` per batch: ``a (..., m, d)``, ``b (..., n, d)`` -> ``(...)``.
 
     Formed in blocks of at most ``max_elements`` pairs (:func:`pair_blocks`), so memory stays bounded
@@ -105,14 +107,16 @@ def kernel_mean(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb
     return (per_row * ca).sum(-1)
 
 
-def population_loss(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
+def population_loss(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
+                    max_elements: int | None = None) -> Tensor:
     """``L(rho) = 1/2 [sum c c K(G) - 2 sum c K(<w, w*>) + K(1)]`` per network: ``(...)``."""
     self_term = kernel_mean(act, w, c, w, c, max_elements)
     cross = (c * act.kernel(w @ w_star)).sum(-1)
     return 0.5 * (self_term - 2 * cross + act.kernel(torch.ones((), dtype=w.dtype, device=w.device)))
 
 
-def velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None) -> Tensor:
+def velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
+             max_elements: int | None = None) -> Tensor:
     """``v(w_i) = P_{w_i} [K'(<w_i, w*>) w* - sum_j c_j K'(<w_i, w_j>) w_j]``: ``(..., m, d)``.
 
     The ``(..., m, m)`` interaction is formed in blocks of at most ``max_elements`` pairs."""
@@ -126,24 +130,28 @@ def velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, m
         interaction = torch.zeros_like(w)
         for rows, cols in blocks:
             wc = w[..., cols, :]
-            interaction[..., rows, :] += (act.kernel_prime(w[..., rows, :] @ wc.transpose(-1, -2)) * c[..., None, cols]) @ wc
+            interaction[..., rows, :] += (act.kernel_prime(w[..., rows, :] @ wc.transpose(-1, -2)) * c[..., None,
+                cols]) @ wc
     raw = drive - interaction
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def projected_step(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, eta: float, max_elements: int | None = None) -> Tensor:
+def projected_step(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, eta: float,
+                   max_elements: int | None = None) -> Tensor:
     """One projected gradient step in mean-field time: ``w <- normalise(w + eta v(w))``."""
     w = w + eta * velocity(act, w, c, w_star, max_elements)
     return w / w.norm(dim=-1, keepdim=True)
 
 
-def function_gap(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None) -> Tensor:
+def function_gap(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor,
+                 max_elements: int | None = None) -> Tensor:
     """``|f_a - f_b|^2_{L^2(gamma)} = sum K over (a - b) x (a - b)``, per batch."""
     return (kernel_mean(act, a, ca, a, ca, max_elements) - 2 * kernel_mean(act, a, ca, b, cb, max_elements)
             + kernel_mean(act, b, cb, b, cb, max_elements))
 
 
-def local_hessian_ratio(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, particles: Tensor | None = None,
+def local_hessian_ratio(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
+                        particles: Tensor | None = None,
                         max_elements: int | None = None) -> tuple[Tensor, Tensor]:
     """Self-concordance diagnostic: ``|H(w_i)|_op / |v(w_i)|`` with ``H = P dv/dw P`` (the particle's
     local Hessian on the tangent space, the measure held fixed), for the chosen ``particles`` (indices).
@@ -185,7 +193,8 @@ class OverlapDynamics:
     Euler with the particle system's step size.
     """
 
-    def __init__(self, act: HermiteActivationLike, d: int, n: int = 512, nodes: int = 16, device: str | torch.device = "cpu"):
+    def __init__(self, act: HermiteActivationLike, d: int, n: int = 512, nodes: int = 16,
+                 device: str | torch.device = "cpu"):
         from scipy.special import roots_jacobi
         from scipy.stats import beta
 
@@ -251,7 +260,8 @@ def empirical_velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, x: Tens
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def init_gap_monte_carlo(act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *, chunk: int = 1 << 16,
+def init_gap_monte_carlo(act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *,
+                         chunk: int = 1 << 16,
                          device: str | torch.device = "cpu") -> tuple[float, float, float, float]:
     """``m E|f_m - f_MF|^2`` at initialisation, ``E[sigma(g)^2] - E[sigma(<w, x>) sigma(<w', x>)]``, from the
     activation itself (``sigma`` evaluated pointwise by the Hermite recurrence), never from

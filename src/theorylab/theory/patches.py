@@ -49,7 +49,8 @@ def rank1_to_target(W: Tensor, z: Tensor, target: Tensor, *, what: str = "W") ->
     """
     zz = torch.dot(z, z)
     if not bool(zz > 0):
-        raise NotControllable(f"not output-controllable: the input of {what} is 0, so no patch of {what} reaches the target")
+        raise NotControllable(f"not output-controllable: the input of {what} is 0, so no patch of {what} reaches "
+                              f"the target")
     return torch.outer(target - W @ z, z) / zz
 
 
@@ -79,7 +80,8 @@ def post_norm_target(target: Tensor, scale: Tensor, *, what: str = "the post-MLP
             f"not output-controllable: the scale (1 + g) of {what} is 0 at coordinate(s) {idx[:8]}, "
             "so the block's output there is 0 whatever the MLP weights, but the target is not"
         )
-    return torch.where(scale == 0, torch.zeros_like(target), target / torch.where(scale == 0, torch.ones_like(scale), scale))
+    return torch.where(scale == 0, torch.zeros_like(target), target / torch.where(scale == 0, torch.ones_like(scale),
+        scale))
 
 
 def post_norm_output_patch(W_d: Tensor, z: Tensor, target: Tensor, scale: Tensor, eps: float, *, what: str = "W_d",
@@ -121,7 +123,8 @@ class Patch:
 
 def gated_inner(W_g: Tensor, W_u: Tensor, act: Callable[[Tensor], Tensor], n: Tensor,
                 dW_g: Tensor | None = None, dW_u: Tensor | None = None) -> Tensor:
-    """The inner map of a gated MLP ``W_d (act(W_g n) ⊙ W_u n)`` (the HF / Llama layout), with optional patches on W_g, W_u."""
+    """The inner map of a gated MLP ``W_d (act(W_g n) ⊙ W_u n)`` (the HF / Llama layout), with optional patches on W_g,
+    W_u."""
     W_g = W_g if dW_g is None else W_g + dW_g
     W_u = W_u if dW_u is None else W_u + dW_u
     return act(W_g @ n) * (W_u @ n)

@@ -42,7 +42,8 @@ def covariance_error(x: np.ndarray, cov: np.ndarray) -> float:
 def self_consistency_residual(recorrupted: np.ndarray, observed: np.ndarray) -> float:
     """``R(T) = ||Cov(A(T(y))) - Cov(y)||_F / ||Cov(y)||_F`` (second moments of the re-corrupted law)."""
     c_obs = np.cov(np.asarray(observed, dtype=np.float64), rowvar=False)
-    return float(np.linalg.norm(np.cov(np.asarray(recorrupted, dtype=np.float64), rowvar=False) - c_obs) / np.linalg.norm(c_obs))
+    return float(np.linalg.norm(np.cov(np.asarray(recorrupted, dtype=np.float64),
+                                       rowvar=False) - c_obs) / np.linalg.norm(c_obs))
 
 
 def oracle_fixed_point_checks(y: np.ndarray, sigma: float, recorrupt: Callable[[np.ndarray], np.ndarray],

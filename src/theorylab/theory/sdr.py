@@ -59,7 +59,8 @@ class SubspaceEstimator:
         X, y = self._check(X, y)
         matrix = self._matrix(X, y)
         self.matrix_ = matrix
-        vals, vecs = np.linalg.eig(matrix) if not np.allclose(matrix, matrix.T, atol=1e-12 * max(1.0, np.abs(matrix).max())) else np.linalg.eigh(matrix)
+        vals, vecs = np.linalg.eig(matrix) if not np.allclose(matrix, matrix.T, atol=1e-12 * max(1.0, np.abs(
+            matrix).max())) else np.linalg.eigh(matrix)
         vals, vecs = np.real(vals), np.real(vecs)
         order = np.argsort(-(np.abs(vals) if self.by_magnitude else vals), kind="stable")
         self.eigenvalues_ = vals[order]
@@ -137,7 +138,8 @@ class _Sliced(SubspaceEstimator):
             self._chol = np.eye(x.shape[1])
             return np.array_split(x, self.n_slices)
         if len(x) <= x.shape[1]:
-            raise ValueError(f"whitening needs more samples than dimensions (n = {len(x)}, d = {x.shape[1]}); pass whiten=False for isotropic x")
+            raise ValueError(f"whitening needs more samples than dimensions (n = {len(x)}, d = {x.shape[1]}); pass "
+                             f"whiten=False for isotropic x")
         cov = x.T @ x / len(x)
         self._chol = np.linalg.cholesky(cov)
         white = np.linalg.solve(self._chol, x.T).T
@@ -177,7 +179,8 @@ class OPG(SubspaceEstimator):
     a wide kernel suited to Gaussian designs), ``M = mean_a beta_a beta_a^T``. Cost O(n_anchors n d^2).
     """
 
-    def __init__(self, n_components: int = 1, n_anchors: int = 200, bandwidth: float | None = None, ridge: float = 1e-6, seed: int = 0):
+    def __init__(self, n_components: int = 1, n_anchors: int = 200, bandwidth: float | None = None, ridge: float = 1e-6,
+                 seed: int = 0):
         super().__init__(n_components)
         self.n_anchors, self.bandwidth, self.ridge, self.seed = n_anchors, bandwidth, ridge, seed
 
@@ -215,7 +218,8 @@ def phd_noise_moments(link, order: int = 80) -> dict[str, float]:
     g = np.asarray(link(t[:, None]), dtype=np.float64)
     g = g - (w * g).sum()
     y2 = w * g * g
-    return {"u1u1": float((y2 * (t * t - 1) ** 2).sum()), "u1k": float((y2 * t * t).sum()), "kk": float(2 * y2.sum()), "kl": float(y2.sum())}
+    return {"u1u1": float((y2 * (t * t - 1) ** 2).sum()), "u1k": float((y2 * t * t).sum()), "kk": float(2 * y2.sum()),
+            "kl": float(y2.sum())}
 
 
 def phd_noise_floor(d: int, moments: dict[str, float], draws: int, rng: np.random.Generator) -> np.ndarray:

@@ -54,7 +54,8 @@ def train_members(
     weights = weights / weights.sum(0).clamp(min=1)
     model.f.penalty(regulariser)  # an unknown regulariser fails here, before any step
     if len(losses) != model.members or eta.numel() != model.members or targets.shape[1] != model.members:
-        raise ValueError(f"{model.members} members but {len(losses)} losses, {eta.numel()} etas, {targets.shape[1]} target columns")
+        raise ValueError(f"{model.members} members but {len(losses)} losses, {eta.numel()} etas, {targets.shape[1]} "
+                         f"target columns")
     # The L1 penalty drives weights towards 0 through the subnormal range, where CPU arithmetic is many
     # times slower; flushing them to 0 changes nothing above 2e-308 and keeps the steps uniform.
     flushed = torch.set_flush_denormal(True)

@@ -38,18 +38,22 @@ def lm_loss(model: nn.Module, tokens: Tensor, objective: Objective, mask_id: int
     if objective == "mlm":
         if mask_id is None:
             raise ValueError("the masked objective needs 'mask_id' (a token outside the text's vocabulary)")
-        chosen = (torch.rand(tokens.shape, generator=generator) < mask_rate).to(tokens.device)  # drawn on CPU: reproducible on any device
+        # drawn on CPU: reproducible on any device
+        chosen = (torch.rand(tokens.shape, generator=generator) < mask_rate).to(tokens.device)
         chosen[:, 0] |= ~chosen.any(1)  # at least one target per sequence
         logits = model(torch.where(chosen, torch.full_like(tokens, mask_id), tokens))
         return F.cross_entropy(logits[chosen], tokens[chosen])
     raise ValueError(f"objective must be 'clm' or 'mlm', got {objective!r}")
 
 
-def train_language_model(model: nn.Module, stream: Tensor, *, objective: Objective, steps: int, batch: int, length: int, lr: float,
-                         generator: torch.Generator, mask_id: int | None = None, mask_rate: float = 0.15, log_every: int = 50,
+def train_language_model(model: nn.Module, stream: Tensor, *, objective: Objective, steps: int, batch: int, length: int,
+                         lr: float,
+                         generator: torch.Generator, mask_id: int | None = None, mask_rate: float = 0.15,
+                         log_every: int = 50,
                          on_log: Callable[[int, float], None] | None = None,
                          progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                         check: Callable[[str, Tensor, int], None] | None = None, device: torch.device | str = "cpu") -> list[dict]:
+                         check: Callable[[str, Tensor, int], None] | None = None,
+                         device: torch.device | str = "cpu") -> list[dict]:
     """AdamW on random windows of ``stream``; returns ``[{step, loss}]`` every ``log_every`` steps and
     calls ``on_log(step, loss)`` there (and after the last step), e.g. to measure the weights."""
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)

@@ -21,8 +21,13 @@ from torch import Tensor
 from theorylab.core.errors import MissingResource
 from theorylab.nn.activations import HermiteActivation, hermite_activation_torch
 from theorylab.probes.function_gap import gap_to_reference
-from theorylab.theory.mean_field import (OverlapDynamics, empirical_velocity, population_loss, projected_step,
-                                         uniform_sphere)
+from theorylab.theory.mean_field import (
+    OverlapDynamics,
+    empirical_velocity,
+    population_loss,
+    projected_step,
+    uniform_sphere,
+)
 
 
 @dataclass
@@ -35,7 +40,8 @@ class NetworkBatch:
     seeds: list[int]
 
     @classmethod
-    def uniform(cls, widths: Sequence[int], seeds: int, d: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> "NetworkBatch":
+    def uniform(cls, widths: Sequence[int], seeds: int, d: int, generator: torch.Generator, *,
+                dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> "NetworkBatch":
         top = max(widths)
         w = torch.zeros(len(widths) * seeds, top, d, dtype=dtype, device=device)
         c = torch.zeros(len(widths) * seeds, top, dtype=dtype, device=device)
@@ -53,7 +59,8 @@ class NetworkBatch:
 
     def split(self) -> list["NetworkBatch"]:
         """One unpadded batch per network (for the looped comparison)."""
-        return [NetworkBatch(self.w[b : b + 1, : m], self.c[b : b + 1, : m], [m], [s]) for b, (m, s) in enumerate(zip(self.widths, self.seeds))]
+        return [NetworkBatch(self.w[b : b + 1, : m], self.c[b : b + 1, : m], [m], [s]) for b, (m, s) in enumerate(zip(
+            self.widths, self.seeds))]
 
 
 @dataclass
@@ -267,7 +274,8 @@ def width_sweep(
     w_star = planted_direction(d, device)
     nets = NetworkBatch.uniform(widths, seeds, d, generator, device=device)
     ref = uniform_sphere((m_ref,), d, generator, device=device)
-    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress, escape_threshold=escape_threshold,
+    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress,
+                            escape_threshold=escape_threshold,
                             max_elements=max_elements)
     return WidthSweep.measure(act, hist, nets)
 
@@ -297,7 +305,8 @@ def sample_sweep(
         ref = uniform_sphere((m_ref,), d, generator, device=device)
         x = torch.randn(seeds, n, d, generator=generator, dtype=torch.float64, device=device)
         y = hermite_activation_torch(act, x @ w_star)
-        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y), progress=progress,
+        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y),
+                                progress=progress,
                                 max_elements=max_elements)
         out[n] = WidthSweep.measure(act, hist, nets)
     return out
@@ -312,7 +321,8 @@ def _asked_gib(message: str) -> str:
     if hit is None:
         return "?"
     value, unit = float(hit.group(1)), (hit.group(2) or "bytes")
-    scale = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}.get(unit, 1)
+    scale = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 1e3, "MB": 1e6,
+             "GB": 1e9, "TB": 1e12}.get(unit, 1)
     return f"{value * scale / (1 << 30):.1f} GiB"
 
 
@@ -336,4 +346,5 @@ def bounded_memory(field: str, value: float, sizes: str):
             raise
         first = " ".join(str(err).split())[:160]
         raise MissingResource(f"memory for one allocation of {_asked_gib(str(err))} ({first})",
-                              f"lower --set {field}=... (now {value:g}; pairwise blocks are at most that many MiB) or reduce {sizes}") from err
+                              f"lower --set {field}=... (now {value:g}; pairwise blocks are at most that many MiB) or "
+                              f"reduce {sizes}") from err
