@@ -190,3 +190,23 @@ def test_trajectory_files_round_trip_deterministic_and_cached(tmp_path):
     assert not list(tmp_path.glob("*.part"))
     with pytest.raises(ValueError):
         generate(ks, 0, 10, 1, spinup=0, seed=0)
+
+
+def test_coarse_trajectories_store_resampled_fields_and_hold_out_test_states():
+    from theorylab.data.pde import coarse_trajectories
+
+    solver = NS2D(N=16, nu=1e-2, dt=5e-3)
+    w0 = solver.random_state(5, torch.Generator().manual_seed(0), peak=2, rms=1.0)
+    seen = []
+    def progress(items, what):
+        seen.append(what)
+        return items
+
+    train, test0 = coarse_trajectories(solver, w0, 3, 130, 4, 2, 8, progress=progress)
+    assert train.shape == (3, 5, 1, 8, 8) and train.dtype == torch.float32 and test0.shape == (2, 1, 8, 8)
+    assert seen == ["Kolmogorov spin-up", "Kolmogorov data"]
+    w = solver.step(solver.step(w0, 100), 30)  # the same spin-up by hand
+    assert torch.allclose(test0, resample_spectral(w[3:], 8, dims=2))
+    for t in range(5):
+        assert torch.allclose(train[:, t], resample_spectral(w[:3], 8, dims=2).float(), atol=1e-6)
+        w = solver.step(w, 2)

@@ -64,3 +64,15 @@ def test_sampling_map_closed_form_and_limits():
     xs = mean + torch.randn(200_000, 6, generator=g, dtype=torch.float64) @ chol.T
     out = linear_sampling_map(den, xs, 80.0, 0.0)
     np.testing.assert_allclose(np.cov(out.numpy(), rowvar=False), c, atol=0.03)
+
+
+def test_linear_samples_against_matrix_square_roots():
+    from theorylab.nn.denoisers import linear_samples
+
+    rng = np.random.default_rng(0)
+    train = rng.standard_normal((30, 4)) @ rng.standard_normal((4, 4)) + 1.0
+    x_T = torch.as_tensor(rng.standard_normal((5, 4)) * 80.0)
+    mu, cov = train.mean(0), np.cov(train, rowvar=False)  # estimated mean, 1/(n-1)
+    F = sqrtm(cov).real @ np.linalg.inv(sqrtm(cov + 80.0**2 * np.eye(4)).real)
+    expected = mu + (x_T.numpy() - mu) @ F.T
+    assert np.allclose(linear_samples(train, x_T, 80.0).numpy(), expected, atol=1e-8)

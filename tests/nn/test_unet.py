@@ -74,3 +74,17 @@ def test_periodic_cnn_is_residual_and_shift_equivariant():
         for p in net.parameters():
             p.zero_()
     assert torch.equal(net(x), x)
+
+
+def test_diffuse_is_the_ddpm_forward_process():
+    from theorylab.nn.unet import diffuse
+
+    x, e = torch.randn(3, 1, 4, 4), torch.randn(3, 1, 4, 4)
+    a = torch.tensor([1.0, 0.0, 0.25])
+    y = diffuse(x, a, e)
+    assert torch.equal(y[0], x[0]) and torch.equal(y[1], e[1])
+    assert torch.allclose(y[2], 0.5 * x[2] + 0.75**0.5 * e[2])
+    # unit-variance data stays at unit variance at every level
+    big = torch.randn(200_000, 2, generator=torch.Generator().manual_seed(0))
+    noise = torch.randn(200_000, 2, generator=torch.Generator().manual_seed(1))
+    assert abs(float(diffuse(big, torch.full((200_000,), 0.3), noise).var()) - 1) < 0.01

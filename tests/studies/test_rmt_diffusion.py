@@ -46,7 +46,8 @@ def test_undecided_parts_say_why(rmt_quick):
     noisy_map = _mutated(rmt_quick, "sampling_map", var_ratio_se=lambda f: f["var_ratio_se"] * 10)
     small = copy.copy(rmt_quick)
     small.tables = {**rmt_quick.tables, "cross_split": rmt_quick.tables["cross_split"].query("n < 300")}
-    for cid, res in (("sqrt-equivalent", noisy_sqrt), ("variance-factorization", noisy_var), ("sampling-map-equivalent", noisy_map), ("digits-linear-consistency", small)):
+    for cid, res in (("sqrt-equivalent", noisy_sqrt), ("variance-factorization", noisy_var), ("sampling-map-equivalent",
+        noisy_map), ("digits-linear-consistency", small)):
         v = _claim(cid).evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (cid, v.detail)
 
@@ -80,7 +81,8 @@ def test_sqrt_claim_fails_if_population_sqrt_used(rmt_quick):
 def test_variance_claim_fails_without_the_n_minus_df2_scaling(rmt_quick):
     # kappa^2/n instead of kappa^2/(n - df2) under-predicts, so simulated/theory grows.
     t = rmt_quick.tables["variance"]
-    df2 = {n: float(study.rmt.df2(study.rmt.solve_kappa(1e-2, study.PowerLawGaussian(200, 1.0).eigenvalues, n), study.PowerLawGaussian(200, 1.0).eigenvalues)) for n in t["n"].unique()}
+    df2 = {n: float(study.rmt.df2(study.rmt.solve_kappa(1e-2, study.PowerLawGaussian(200, 1.0).eigenvalues, n),
+                                  study.PowerLawGaussian(200, 1.0).eigenvalues)) for n in t["n"].unique()}
     wrong = _mutated(rmt_quick, "variance", ratio=lambda f: f["ratio"] * f["n"].map(lambda n: n / (n - df2[n])))
     assert study.judge_variance(wrong).passed is False
 
@@ -114,12 +116,14 @@ def test_mismatch_and_seed_claims_can_fail(rmt_quick):
 
 @pytest.mark.parametrize("field, value", [("n_draws", 20), ("var_draws", 100)])
 def test_small_monte_carlo_is_undecided_not_passed(field, value):
-    from theorylab.core.runner import execute
-    from theorylab.core.store import Store
     import tempfile
 
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
     with tempfile.TemporaryDirectory() as tmp:
-        res = execute("rmt-diffusion", "quick", 0, {field: value, "n": 400, "split_n": [300, 800], "n_seeds": 64, "seed_level_seeds": 64}, store=Store(tmp), device="cpu")
+        res = execute("rmt-diffusion", "quick", 0, {field: value, "n": 400, "split_n": [300, 800], "n_seeds": 64,
+                                                    "seed_level_seeds": 64}, store=Store(tmp), device="cpu")
     by_id = {v.id: v for v in res.verdicts}
     if field == "n_draws":
         assert by_id["rmt-diffusion/mean-equivalent"].passed is None

@@ -93,28 +93,19 @@ def test_learned_emulator_part_runs_at_toy_size(tmp_path):
     assert set(learned["rollout"]) == {"plain", "thermalized"} and len(learned) == 2 * small["test_trajectories"]
 
 
-def test_kolmogorov_path_runs_at_toy_size():
-    import tempfile
-    from pathlib import Path
+def test_kolmogorov_path_runs_at_toy_size(tmp_path):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
 
-    from theorylab.core import RunContext
-    from theorylab.nn.unet import noise_schedule
-
-    cfg = th.ThermalizerConfig(kolmogorov=True, kf_solve_n=32, kf_store_n=16, kf_nu=1e-2, kf_dt=5e-3, kf_spinup=50, kf_trajectories=4, kf_train_steps=12,
-                               kf_test_trajectories=3, kf_horizon=30, kf_width=8, kf_levels=1, kf_emulator_steps=5, kf_denoiser_steps=5, kf_batch=4, levels=20,
-                               s_init=3, s_stop=1, s_abort=15)
-    ctx = RunContext(0, workdir=Path(tempfile.mkdtemp()))
-    betas, abar = noise_schedule(1000, "cosine")
-    table = th._kolmogorov(cfg, ctx, betas, abar)
-    assert len(table) == 3 and {"off_plain", "off_thermalized", "calls_per_step", "thermalized_share", "spectral_similarity", "noise_floor"} <= set(table.columns)
-
-    class Res:
-        config = cfg.model_dump()
-
-        def table(self, name, unless=None):
-            return ctx.tables[name]
-
-    horizon = th.judge_kf_horizon(Res())
+    small = dict(train_trajectories=4, train_steps=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32,
+                 gauss_samples=2000, gauss_chains=100, kolmogorov=True, kf_solve_n=32, kf_store_n=16, kf_nu=1e-2, kf_dt=5e-3,
+                 kf_spinup=50, kf_trajectories=4, kf_train_steps=12, kf_test_trajectories=3, kf_horizon=30, kf_width=8,
+                 kf_levels=1, kf_emulator_steps=5, kf_denoiser_steps=5, kf_batch=4, levels=20, s_init=3, s_stop=1, s_abort=15)
+    res = execute("thermalizer", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
+    table = res.table("kolmogorov")
+    columns = {"off_plain", "off_thermalized", "calls_per_step", "thermalized_share", "spectral_similarity", "noise_floor"}
+    assert len(table) == 3 and columns <= set(table.columns)
+    horizon = th.judge_kf_horizon(res)
     assert horizon.passed is False and "horizon 30" in horizon.detail  # a 30-step toy cannot show a 1e5-step horizon
-    cost = th.judge_kf_cost(Res())  # at toy size either outcome is possible; it is judged, not skipped
+    cost = th.judge_kf_cost(res)  # at toy size either outcome is possible; it is judged, not skipped
     assert cost.passed in (True, False) and "denoiser calls per step" in cost.detail

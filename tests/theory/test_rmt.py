@@ -195,3 +195,29 @@ def test_seed_disagreement_vs_monte_carlo_with_estimated_means():
     pred = rmt.seed_disagreement(z, lam, n, mu, sigma_T)
     np.testing.assert_allclose(pred, sim, rtol=0.1)
     assert np.argsort(pred).tolist() == np.argsort(sim).tolist() or abs(np.corrcoef(pred, sim)[0, 1]) > 0.9
+
+
+def test_kappa_grid_and_limit_checks():
+    lam = np.arange(1, 51, dtype=np.float64) ** -1.0
+    grid = np.logspace(-6, 1, 5)
+    t = rmt.kappa_grid(lam, [25, 100], grid)
+    assert list(t["n"]) == [25] * 5 + [100] * 5 and np.allclose(t["gamma"], [2.0] * 5 + [0.5] * 5)
+    assert np.array_equal(t["kappa"][5:], rmt.solve_kappa(grid, lam, 100))
+    assert np.allclose(t["ratio"], t["kappa"] / t["sigma2"])
+    lim = rmt.kappa_limit_checks(lam)
+    assert lim["asymptote_gamma_half"] == 2.0 and lim["tiny_sigma2"] == pytest.approx(2e-4 / 50)
+    assert abs(lim["ratio_gamma_half_tiny"] - 2.0) < 1e-3
+    assert lim["kappa_gamma_two_tiny"] == pytest.approx(lim["kappa0_gamma_two_brentq"], rel=1e-3)
+    assert float(rmt.df1(lim["kappa0_gamma_two_brentq"], lam)) == pytest.approx(25, rel=1e-10)
+
+
+def test_seed_disagreement_from_moments_is_rotation_invariant():
+    rng = np.random.default_rng(0)
+    lam = np.arange(1, 9, dtype=np.float64) ** -1.5
+    mu, z = rng.standard_normal(8), rng.standard_normal((4, 8))
+    diag = rmt.seed_disagreement_from_moments(z, mu, np.diag(lam), 30)
+    order = np.argsort(lam)  # eigh's ascending order
+    assert np.allclose(diag, rmt.seed_disagreement(z[:, order], lam[order], 30, mu[order]), rtol=1e-12)
+    q, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    rotated = rmt.seed_disagreement_from_moments(z @ q.T, q @ mu, q @ np.diag(lam) @ q.T, 30)
+    assert np.allclose(rotated, diag, rtol=1e-8)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from theorylab.nn.unet import noise_schedule
+from theorylab.theory.thermalize import GaussianOracle as Oracle
 from theorylab.theory.thermalize import gain_limits, optimal_eps, reverse_step, thermalize_gain, thermalize_noise
 from theorylab.train.rollout import Thermalize
 
@@ -13,18 +14,17 @@ BETAS, ABARS = noise_schedule(1000, "cosine")
 VARIANCES = torch.tensor([1.0, 1e-3, 1e-5], dtype=torch.float64)
 
 
-class GaussianOracle:
+def GaussianOracle(variances, level):
     """ε* for N(0, diag σ²) at the level the corrector asks for; its classifier always says ``level``."""
+    return Oracle(variances, ABARS, 200, level)
 
-    def __init__(self, variances, level):
-        self.variances, self.level = variances, level
 
-    def __call__(self, x, s):
-        logits = torch.zeros(x.shape[0], 200, dtype=x.dtype)
-        logits[:, self.level] = 1.0
-        if s is None:
-            return torch.zeros_like(x), logits
-        return optimal_eps(x, self.variances, ABARS[s]), logits
+def test_oracle_is_the_optimal_eps_with_a_fixed_level():
+    x = torch.randn(4, 3, dtype=torch.float64)
+    eps, logits = Oracle(VARIANCES, ABARS, 200, 10)(x, 6)
+    assert torch.equal(eps, optimal_eps(x, VARIANCES, ABARS[6])) and logits.shape == (4, 200)
+    assert bool((logits.argmax(-1) == 10).all()) and float(logits.sum()) == 4.0
+    assert torch.equal(Oracle(VARIANCES, ABARS, 200, 10)(x, None)[0], torch.zeros_like(x))
 
 
 def test_closed_form_gain_and_its_limits():

@@ -113,3 +113,49 @@ def test_off_attractor_time():
     traj[2, 2] = float("nan")
     t = off_attractor_time(traj, std=1.0)
     assert t[0] == math.inf and t[1] == 3 and t[2] == 2
+
+
+def test_per_step_growth_cost_and_spectrum_se():
+    from theorylab.probes.rollout_metrics import corrector_cost, per_step_growth, spectrum_log_se
+
+    t = torch.arange(40, 51, dtype=torch.float64)
+    assert per_step_growth(t, 3.0 * 1.2 ** (2 * t)) == pytest.approx(1.2, rel=1e-10)
+    logs = {"calls": torch.tensor([[1, 3], [1, 1], [5, 1]]),
+            "thermalized": torch.tensor([[False, True], [False, False], [True, False]]),
+            "aborted": torch.tensor([[False, False], [False, True], [False, False]])}
+    cost = corrector_cost(logs)
+    assert cost["calls_per_step"].tolist() == [7 / 3, 5 / 3] and cost["thermalized_share"].tolist() == [1 / 3, 1 / 3]
+    assert cost["aborted"].tolist() == [False, True]
+    x = torch.randn(6, 20, 1, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    per = torch.stack([spectrum_1d(x[i]) for i in range(6)])
+    assert torch.allclose(spectrum_log_se(x), per.std(0) / per.mean(0) / math.sqrt(6))
+
+
+def test_thermalize_scale_and_float32_denoiser():
+    from theorylab.nn.unet import DenoiserMLP, noise_schedule
+    from theorylab.train.rollout import Thermalize, float32_denoiser
+
+    betas, abar = noise_schedule(1000, "cosine")
+    torch.manual_seed(0)
+    net = DenoiserMLP(8, 16, 1, 30)
+    den = float32_denoiser(net)
+    x = 3.0 * torch.randn(5, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    eps, logits = den(x, 7)
+    assert eps.dtype == torch.float64 and torch.equal(eps, net(x.float())[0].double()) and logits.shape == (5, 30)
+    scaled = Thermalize(den, betas, abar, 2, 1, 25, generator=torch.Generator().manual_seed(2), scale=3.0)
+    plain = Thermalize(den, betas, abar, 2, 1, 25, generator=torch.Generator().manual_seed(2))
+    y, info = scaled(x, 1)
+    y0, info0 = plain(x / 3.0, 1)  # scale = the data std: normalise, correct, restore
+    assert torch.equal(y, y0 * 3.0) and torch.equal(info["level"], info0["level"])
+
+
+def test_noisy_emulator_scales_and_adds_the_generator_noise():
+    from theorylab.train.rollout import noisy_emulator
+
+    net = torch.nn.Linear(4, 4)
+    x = torch.randn(3, 4, dtype=torch.float64)
+    step = noisy_emulator(net, 0.1, torch.Generator().manual_seed(5), scale=2.0)
+    xi = torch.randn(3, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(step(x), net((x / 2).float()).double() * 2 + 0.1 * xi)
+        assert torch.equal(noisy_emulator(net, 0.0, torch.Generator(), 1.0)(x), net(x.float()).double())

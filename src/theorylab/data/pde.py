@@ -17,6 +17,8 @@ overhead-bound: run them with one intra-op thread (``torch.set_num_threads(1)``)
 - :func:`resample_spectral`: truncate or zero-pad Fourier modes (values, not amplitudes, preserved).
 - :func:`lyapunov_benettin`: the largest Lyapunov exponent from B perturbed copies.
 - :class:`KSLeaky`: the card's drifting emulator ``x -> Φ_Δt(x) + (1 + η) P_{m >= m_c} x + σ ξ``.
+- :func:`coarse_trajectories`: spun-up solver trajectories stored on a coarser grid (train) and held-out
+  initial states (test).
 """
 
 from __future__ import annotations
@@ -342,6 +344,28 @@ def closure_target(fine: NS2D, coarse: NS2D, coarsen: SpectralCoarsen, w: Tensor
         return torch.fft.irfft2(system.linear * v + system.nonlinear(v), s=(system.N, system.N))
 
     return coarsen(rhs(fine, w)) - rhs(coarse, coarsen(w))
+
+
+def coarse_trajectories(solver: NS2D | KS1D, w0: Tensor, n_train: int, spinup: int, steps: int, substeps: int,
+                        store_n: int, dims: int = 2, progress: Callable | None = None) -> tuple[Tensor, Tensor]:
+    """``(train [n_train, steps + 1, C, *spatial] float32, test0 [B − n_train, C, *spatial] float64)``: the
+    states ``w0`` spun up ``spinup`` solver steps (in blocks of 100), then the first ``n_train`` integrated
+    ``steps`` emulator steps of ``substeps`` solver steps each; every stored field (and the held-out initial
+    states of the rest, for test rollouts) is resampled spectrally to ``store_n`` points per axis (the
+    thermalizer's Kolmogorov data: a 256² truth solver stored at 64², Pedersen, Zanna, Bruna, arXiv 2503.18731).
+    ``progress(iterable, description)`` wraps the spin-up and data loops."""
+    wrap = progress or (lambda items, description: items)
+    w = w0
+    for _ in wrap(range(spinup // 100), "Kolmogorov spin-up"):
+        w = solver.step(w, 100)
+    w = solver.step(w, spinup % 100)
+    frames = [resample_spectral(w[:n_train], store_n, dims=dims)]
+    test0 = resample_spectral(w[n_train:], store_n, dims=dims)
+    w = w[:n_train]
+    for _ in wrap(range(steps), "Kolmogorov data"):
+        w = solver.step(w, substeps)
+        frames.append(resample_spectral(w, store_n, dims=dims))
+    return torch.stack(frames, 1).float(), test0
 
 
 # --------------------------------------------------------------------------------------------

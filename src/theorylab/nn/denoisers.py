@@ -57,3 +57,9 @@ def linear_sampling_map(denoiser: LinearDenoiser, x_T: torch.Tensor, sigma_T: fl
     """
     gain = torch.sqrt((denoiser.evals + sigma**2) / (denoiser.evals + sigma_T**2))
     return denoiser.mean + denoiser.spectral(gain, x_T)
+
+
+def linear_samples(train, x_T: torch.Tensor, sigma_T: float = 80.0) -> torch.Tensor:
+    """Clean samples (sigma = 0) from the seeds ``x_T`` by the exact PF-ODE map of the linear denoiser fitted
+    (estimated mean, 1/(n-1) covariance) on the rows of ``train`` (n, d), in float64."""
+    return linear_sampling_map(LinearDenoiser.fit(torch.as_tensor(train, dtype=torch.float64)), x_T, sigma_T)

@@ -9,7 +9,7 @@ returns ``x + net(x)`` (a residual emulator; needs C_in = C_out). Spatial sizes 
 2^levels.
 
 :func:`noise_schedule`: DDPM's linear β schedule (Ho et al. 2020) or the cosine ᾱ schedule (Nichol &
-Dhariwal 2021), as ``(betas, alpha_bars)``.
+Dhariwal 2021), as ``(betas, alpha_bars)``; :func:`diffuse`: the forward process q(x_s | x_0).
 """
 
 from __future__ import annotations
@@ -94,6 +94,13 @@ def noise_schedule(steps: int, kind: Literal["linear", "cosine"] = "cosine", bet
         betas = (1 - alpha_bar[1:] / alpha_bar[:-1]).clamp(max=0.999)
         return betas, torch.cumprod(1 - betas, 0)
     raise ValueError(f"kind must be 'linear' or 'cosine', got {kind!r}")
+
+
+def diffuse(x: Tensor, alpha_bar: Tensor, noise: Tensor) -> Tensor:
+    """DDPM's forward process ``x_s = √ᾱ_s x + √(1 − ᾱ_s) ε`` (Ho et al. 2020, eq. 4): ``alpha_bar`` holds
+    one ᾱ per sample ``[B]`` (broadcast over the other axes of ``x``), ``noise`` is ε, shaped like ``x``."""
+    a = alpha_bar.view(-1, *[1] * (x.ndim - 1))
+    return a.sqrt() * x + (1 - a).sqrt() * noise
 
 
 class DenoiserMLP(nn.Module):

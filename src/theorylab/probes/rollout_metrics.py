@@ -12,6 +12,8 @@ so), to be summarised as median and IQR over trajectories.
   (mean_k |E_p − E_t|/E_t, the Thermalizer paper's), :func:`log_spectral_distance`.
 - :func:`time_to_blowup`: first step with a non-finite value or rms > ``limit``;
   :func:`off_attractor_time`: first step whose rms leaves [0.3, 2] data std.
+- :func:`per_step_growth` (geometric growth factor of an rms), :func:`corrector_cost` (denoiser calls and
+  share of thermalized steps per trajectory), :func:`spectrum_log_se` (SE of a pooled spectrum's log).
 """
 
 from __future__ import annotations
@@ -101,3 +103,24 @@ def off_attractor_time(traj: Tensor, std: float, band: tuple[float, float] = (0.
     rms = traj.flatten(2).double().pow(2).mean(-1).sqrt() / std
     bad = ~((rms >= band[0]) & (rms <= band[1]))
     return torch.where(bad.any(-1), bad.float().argmax(-1).double(), torch.tensor(math.inf, dtype=torch.float64))
+
+
+def per_step_growth(steps: Tensor, mean_square: Tensor) -> float:
+    """The per-step factor of an rms that grows geometrically: exp(½ b) for the least-squares fit
+    log E‖x_t‖² ≈ b t + c over ``steps`` (``mean_square[i]`` at ``steps[i]``)."""
+    design = torch.stack([steps, torch.ones_like(steps)], 1)
+    return float(torch.exp(0.5 * torch.linalg.lstsq(design, mean_square.log()[:, None]).solution[0, 0]))
+
+
+def corrector_cost(logs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Per trajectory, from a :class:`~theorylab.train.rollout.Thermalize` rollout's logs (``[n_steps, B]``):
+    ``calls_per_step`` (mean denoiser calls), ``thermalized_share`` (share of steps denoised), ``aborted``."""
+    return dict(calls_per_step=logs["calls"].double().mean(0), thermalized_share=logs["thermalized"].double().mean(0),
+                aborted=logs["aborted"].any(0))
+
+
+def spectrum_log_se(traj: Tensor) -> Tensor:
+    """Standard error of ln E(m) of the pooled spectrum of ``traj`` ``[B, T, ..., N]``, from the spread of the
+    B per-trajectory time-averaged spectra (:func:`spectrum_1d`; trajectories independent)."""
+    per_traj = torch.stack([spectrum_1d(traj[i]) for i in range(traj.shape[0])])
+    return per_traj.std(0) / per_traj.mean(0) / math.sqrt(traj.shape[0])

@@ -22,16 +22,17 @@ import numpy as np
 import pandas as pd
 import torch
 from pydantic import Field, model_validator
-from scipy.optimize import brentq
 
 from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points, theory_line
 from theorylab.data.digits import ImageSet, digits, disjoint_splits, stratify_by_pc
-from theorylab.data.gaussian import PowerLawGaussian, wishart_sample_covariance
+from theorylab.data.gaussian import PowerLawGaussian
 from theorylab.data.images import ImageFolderArray
-from theorylab.nn.denoisers import LinearDenoiser, linear_sampling_map
-from theorylab.probes.distances import nearest_mse, paired_mse, spearman
+from theorylab.probes.cross_split import cross_split_samples, linear_map_disagreement
+from theorylab.probes.dataset_draws import bilinear_denoiser_draws, spectral_draws
+from theorylab.probes.distances import spearman
+from theorylab.probes.estimators import variance_with_se
 from theorylab.theory import rmt
 
 PAPER = "Wang, Zavatone-Veth, Pehlevan, arXiv 2602.02908 (2026)"
@@ -100,40 +101,6 @@ PRESETS = {
 # --------------------------------------------------------------------------------------------
 
 
-class _Moments:
-    """Running sums for means and variances over draws (float64)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.total: np.ndarray | float = 0.0
-        self.squares: np.ndarray | float = 0.0
-
-    def add(self, batch: np.ndarray) -> None:
-        self.count += batch.shape[0]
-        self.total = self.total + batch.sum(0)
-        self.squares = self.squares + (batch * batch).sum(0)
-
-    @property
-    def mean(self) -> np.ndarray:
-        return np.asarray(self.total) / self.count
-
-    @property
-    def se(self) -> np.ndarray:
-        var = (np.asarray(self.squares) - self.count * self.mean**2) / (self.count - 1)
-        return np.sqrt(np.maximum(var, 0) / self.count)
-
-
-def variance_with_se(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unbiased variance over axis 0 and its standard error from the fourth central moment."""
-    dev2 = (samples - samples.mean(0)) ** 2
-    b = samples.shape[0]
-    return dev2.sum(0) / (b - 1), dev2.std(0, ddof=1) / np.sqrt(b)
-
-
-def _chunks(total: int, size: int) -> list[int]:
-    return [min(size, total - i) for i in range(0, total, size)]
-
-
 def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     # Every estimator here is rotation-equivariant, so we work in the population eigenbasis
     # (Sigma = diag(lambda)); tests check that a random basis changes nothing.
@@ -144,113 +111,67 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     probe_v /= np.linalg.norm(probe_v, axis=1, keepdims=True)
     probe_x = rng.standard_normal((cfg.n_probe, cfg.d)) * np.sqrt(lam)
     map_inputs = cfg.sigma_T * rng.standard_normal((cfg.n_probe, cfg.d))
-    to_dev = lambda a: torch.as_tensor(a, dtype=torch.float64, device=ctx.device)  # noqa: E731
-    v_t, x_t, u_t = to_dev(probe_v), to_dev(probe_x), to_dev(map_inputs)
     s2 = np.asarray(cfg.sigma2)
-    s2_t = to_dev(s2)
-
-    mean_rows, sqrt_rows, var_rows, map_rows, map_mean_rows = [], [], [], [], []
+    modes = np.arange(1, cfg.d + 1)
     for n in cfg.n:
         # (1) Spectral statistics: one eigendecomposition per data-set draw.
-        spec_rng = ctx.rng(f"wishart/{n}")
-        mean_acc, sqrt_acc = _Moments(), _Moments()
-        map_mean_acc = {s: _Moments() for s in cfg.map_sigma}
-        map_out: dict[float, list[np.ndarray]] = {s: [] for s in cfg.map_sigma}
-        for size in ctx.progress(_chunks(cfg.n_draws, cfg.chunk), f"n={n}: spectra of data-set draws"):
-            cov = wishart_sample_covariance(lam, n, size, spec_rng, ctx.device)
-            w, q = torch.linalg.eigh(cov)  # (B, d), (B, d, d)
-            ctx.check_finite(f"Monte Carlo spectra (n={n})", w)
-            w = w.clamp_min(0)
-            q2 = q * q  # diag(Q f(w) Q^T) = (Q*Q) f(w)
-            gains = w[:, None, :] / (w[:, None, :] + s2_t[None, :, None])  # (B, S, d)
-            mean_acc.add(torch.einsum("bij,bsj->bsi", q2, gains).cpu().numpy())
-            sqrt_acc.add(torch.einsum("bij,bj->bi", q2, w.sqrt()).cpu().numpy())
-            uq = u_t @ q  # (B, m, d): inputs in each draw's eigenbasis
-            for s in cfg.map_sigma:
-                f = torch.sqrt((w + s * s) / (w + cfg.sigma_T**2))
-                map_mean_acc[s].add(torch.einsum("bij,bj->bi", q2, f).cpu().numpy())
-                map_out[s].append(torch.einsum("bmd,bd,bid->bmi", uq, f, q).cpu().numpy())  # F u: (B, m, d)
+        sim = spectral_draws(lam, n, cfg.n_draws, cfg.chunk, s2, cfg.map_sigma, cfg.sigma_T, map_inputs,
+                             ctx.rng(f"wishart/{n}"), ctx.device, progress=ctx.progress, check=ctx.check_finite)
         # (2) Bilinear forms v^T D(x) = v^T x - sigma^2 v^T (Sigma_hat + sigma^2)^-1 x, by Cholesky.
-        var_rng = ctx.rng(f"wishart-var/{n}")
-        bilinear = []
-        for size in ctx.progress(_chunks(cfg.var_draws, cfg.chunk), f"n={n}: variance draws"):
-            cov = wishart_sample_covariance(lam, n, size, var_rng, ctx.device)
-            chol = torch.linalg.cholesky(cov + cfg.var_sigma2 * torch.eye(cfg.d, dtype=cov.dtype, device=cov.device))
-            solved = torch.cholesky_solve(x_t.T.expand(size, -1, -1).contiguous(), chol)  # (B, d, q)
-            bilinear.append((v_t @ x_t.T - cfg.var_sigma2 * v_t @ solved).cpu().numpy())  # (B, p, q)
-        values = np.concatenate(bilinear)
+        values = bilinear_denoiser_draws(lam, n, cfg.var_draws, cfg.chunk, cfg.var_sigma2, probe_v, probe_x,
+                                         ctx.rng(f"wishart-var/{n}"), ctx.device, progress=ctx.progress)
         ctx.check_finite(f"denoiser bilinear forms (n={n})", values)
 
         # Theory next to each measurement.
         rmt_mean = rmt.denoiser_mean_equiv(s2, lam, n)  # (S, d)
         naive = lam / (lam + s2[:, None])
         kappa = rmt.solve_kappa(s2, lam, n)
-        modes = np.arange(1, cfg.d + 1)
+        gain = sim["gain"]
         for si, sig2 in enumerate(s2):
-            mean_rows.append(pd.DataFrame({
+            ctx.table("mean_equiv", {
                 "n": n, "gamma": cfg.d / n, "sigma2": sig2, "kappa": kappa[si], "mode": modes, "lambda": lam,
-                "sim_mean": mean_acc.mean[si], "sim_se": mean_acc.se[si], "rmt": rmt_mean[si], "naive": naive[si],
-            }))
-        sqrt_rows.append(pd.DataFrame({
-            "n": n, "mode": modes, "lambda": lam, "sim_mean": sqrt_acc.mean, "sim_se": sqrt_acc.se,
+                "sim_mean": gain.mean[si], "sim_se": gain.se[si], "rmt": rmt_mean[si], "naive": naive[si],
+            })
+        ctx.table("sqrt_equiv", {
+            "n": n, "mode": modes, "lambda": lam, "sim_mean": sim["sqrt"].mean, "sim_se": sim["sqrt"].se,
             "quad": rmt.sqrt_equiv(lam, n, cfg.quad_nodes), "quad_2x": rmt.sqrt_equiv(lam, n, 2 * cfg.quad_nodes),
-        }))
+        })
         sim_var, sim_var_se = variance_with_se(values)
         theory = rmt.denoiser_var_equiv(probe_v, probe_x, cfg.var_sigma2, lam, n)
         scaling, weights = rmt.variance_factors(cfg.var_sigma2, lam, n)
         v_idx, x_idx = (a.ravel() for a in np.meshgrid(np.arange(cfg.n_probe), np.arange(cfg.n_probe), indexing="ij"))
-        var_rows.append(pd.DataFrame({
+        ctx.table("variance", {
             "n": n, "v": v_idx, "x": x_idx, "sim_var": sim_var.ravel(), "theory_var": theory.ravel(), "scaling": scaling,
             "anisotropy": (probe_v**2 * weights).sum(-1)[v_idx], "inhomogeneity": (probe_x**2 * weights).sum(-1)[x_idx],
             "ratio": (sim_var / theory).ravel(), "ratio_se": (sim_var_se / theory).ravel(),
-        }))
+        })
         for s in cfg.map_sigma:
             eq_mean = rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, cfg.map_nodes)
-            map_mean_rows.append(pd.DataFrame({
+            ctx.table("sampling_map_mean", {
                 "n": n, "sigma": s, "mode": modes, "lambda": lam,
-                "sim_mean": map_mean_acc[s].mean, "sim_se": map_mean_acc[s].se, "equiv": eq_mean,
+                "sim_mean": sim["map_mean"][s].mean, "sim_se": sim["map_mean"][s].se, "equiv": eq_mean,
                 "equiv_2x": rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, 2 * cfg.map_nodes),
-            }))
-            outputs = np.concatenate(map_out[s])  # (draws, m, d)
+            })
+            outputs = sim["map_outputs"][s]  # (draws, m, d)
             eq_var = rmt.sampling_map_var(map_inputs, lam, n, s, cfg.sigma_T, cfg.map_nodes // 2).sum(-1)
-            centered_sq = ((outputs - outputs.mean(0)) ** 2).sum(-1)  # (draws, m): ||F u - mean||^2
-            sim_var_total = centered_sq.sum(0) / (len(outputs) - 1)
-            sim_var_se = centered_sq.std(0, ddof=1) / np.sqrt(len(outputs))
+            sim_var_total, sim_var_se = variance_with_se(outputs, event_dims=1)  # of ||F u||: (m,)
             eq_out = map_inputs * eq_mean
             eq_norm = np.linalg.norm(eq_out, axis=1)
-            map_rows.append(pd.DataFrame({
+            ctx.table("sampling_map", {
                 "n": n, "sigma": s, "input": np.arange(cfg.n_probe), "sim_var": sim_var_total, "theory_var": eq_var,
                 "var_ratio": sim_var_total / eq_var, "var_ratio_se": sim_var_se / eq_var,
                 "mean_rel_err": np.linalg.norm(outputs.mean(0) - eq_out, axis=1) / eq_norm,
                 "mean_rel_se": np.sqrt(sim_var_total / len(outputs)) / eq_norm,
-            }))
-    ctx.table("mean_equiv", pd.concat(mean_rows, ignore_index=True))
-    ctx.table("sqrt_equiv", pd.concat(sqrt_rows, ignore_index=True))
-    ctx.table("variance", pd.concat(var_rows, ignore_index=True))
-    ctx.table("sampling_map_mean", pd.concat(map_mean_rows, ignore_index=True))
-    ctx.table("sampling_map", pd.concat(map_rows, ignore_index=True))
+            })
 
 
 def _kappa_grid(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
-    """kappa(sigma^2) over six decades for gamma in {1/4, 1/2, 1, 2, 4} and every configured n."""
+    """kappa(sigma^2) over ten decades for gamma in {1/4, 1/2, 1, 2, 4} and every configured n, and its two limits."""
     lam = PowerLawGaussian(cfg.d, cfg.alpha).eigenvalues
-    grid = np.logspace(-8, 2, 61)
     sizes = sorted({*cfg.n, *(round(cfg.d / g) for g in (0.25, 0.5, 1.0, 2.0, 4.0))})
-    rows = []
-    for n in sizes:
-        k = rmt.solve_kappa(grid, lam, n)
-        rows.append(pd.DataFrame({"n": n, "gamma": cfg.d / n, "sigma2": grid, "kappa": k, "ratio": k / grid}))
-    ctx.table("kappa", pd.concat(rows, ignore_index=True))
-    # Limits from the fixed-point equation, each against an independent computation (brentq).
-    n_half, n_two = round(cfg.d / 0.5), round(cfg.d / 2.0)
-    # The card's sigma^2 = 1e-6 at d = 200 is 2e-4 x the smallest eigenvalue; the same relative
-    # level keeps the first correction to the limit (~4e-4) the same at any d.
-    tiny = 2e-4 * lam.min()
-    ctx.scalar("tiny_sigma2", tiny)
-    ctx.scalar("ratio_gamma_half_tiny", float(rmt.solve_kappa(tiny, lam, n_half)) / tiny)
-    ctx.scalar("asymptote_gamma_half", 1.0 / (1.0 - cfg.d / n_half))
-    ctx.scalar("kappa_gamma_two_tiny", float(rmt.solve_kappa(1e-10, lam, n_two)))
-    ctx.scalar("kappa0_gamma_two_brentq", brentq(lambda k: float(rmt.df1(k, lam)) - n_two, 1e-12, lam.sum(), xtol=1e-300, rtol=1e-14))
+    ctx.table("kappa", rmt.kappa_grid(lam, sizes, np.logspace(-8, 2, 61)))
+    for name, value in rmt.kappa_limit_checks(lam).items():  # each limit against an independent computation (brentq)
+        ctx.scalar(name, value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,55 +185,34 @@ def _images(cfg: RMTDiffusionConfig) -> ImageSet:
     return ImageFolderArray(cfg.data_path).load()  # type: ignore[arg-type]
 
 
-def _fit(x: np.ndarray) -> LinearDenoiser:
-    return LinearDenoiser.fit(torch.as_tensor(x, dtype=torch.float64))
-
-
-def _samples(train: np.ndarray, x_T: torch.Tensor, sigma_T: float) -> torch.Tensor:
-    """Clean samples from the seeds x_T by the linear PF-ODE map of a model fitted on ``train``."""
-    return linear_sampling_map(_fit(train), x_T, sigma_T)
-
-
-def _disagreement(train_a: np.ndarray, train_b: np.ndarray, x_T: torch.Tensor, sigma_T: float) -> torch.Tensor:
-    """Per-seed ||x_a(z) - x_b(z)||^2 / d between the maps fitted on two training sets."""
-    return paired_mse(_samples(train_a, x_T, sigma_T), _samples(train_b, x_T, sigma_T))
-
-
 def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> None:
     total, d = images.x.shape
     z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.n_seeds, d)))
     x_T = cfg.sigma_T * z
-    rows, samples = [], {}
+    samples = {}
     for n in cfg.split_n:
         a, b = disjoint_splits(images, n)
-        out_a, out_b = _samples(a, x_T, cfg.sigma_T), _samples(b, x_T, cfg.sigma_T)
+        out_a, out_b, metrics = cross_split_samples(a, b, x_T, cfg.sigma_T)
         ctx.check_finite(f"linear samples (n={n})", out_a)
-        rows.append(pd.DataFrame({
-            "n": n, "seed": np.arange(cfg.n_seeds), "cross_mse": paired_mse(out_a, out_b).numpy(),
-            "nearest_mse_1": nearest_mse(out_a, torch.as_tensor(a)).numpy(), "nearest_mse_2": nearest_mse(out_b, torch.as_tensor(b)).numpy(),
-        }))
+        ctx.table("cross_split", {"n": n, "seed": np.arange(cfg.n_seeds), **{k: v.numpy() for k, v in metrics.items()}})
         samples[n] = (out_a[:6].numpy(), out_b[:6].numpy())
-    cross = pd.concat(rows, ignore_index=True)
-    ctx.table("cross_split", cross)
 
     # Moment mismatch: PC2-top vs PC2-bottom groups against i.i.d. disjoint splits of the same size.
     top, bottom = stratify_by_pc(images, k=2, size=cfg.pc_group)
     iid_a, iid_b = disjoint_splits(images, cfg.pc_group)
-    mismatch = _disagreement(top, bottom, x_T, cfg.sigma_T)
-    iid = _disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
+    mismatch = linear_map_disagreement(top, bottom, x_T, cfg.sigma_T)
+    iid = linear_map_disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
     ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.n_seeds), "iid_mse": iid.numpy(), "mismatch_mse": mismatch.numpy()}))
 
     # Seed-level: RMT-predicted disagreement from the population (mu, Sigma) and n alone, against
     # the disagreement realised by the two real splits.
     m = cfg.seed_level_seeds
     mu, cov = images.mean, images.covariance
-    lam, vecs = np.linalg.eigh(cov)
-    lam = np.clip(lam, 0, None)
-    predicted = rmt.seed_disagreement(z[:m].numpy() @ vecs, lam, cfg.seed_level_n, mu @ vecs, cfg.sigma_T)
+    predicted = rmt.seed_disagreement_from_moments(z[:m].numpy(), mu, cov, cfg.seed_level_n, cfg.sigma_T)
     a, b = disjoint_splits(images, cfg.seed_level_n)
-    realized = _disagreement(a, b, x_T[:m], cfg.sigma_T).numpy()
+    realized = linear_map_disagreement(a, b, x_T[:m], cfg.sigma_T).numpy()
     ctx.table("seed_level", pd.DataFrame({"seed": np.arange(m), "predicted": predicted, "realized": realized}))
-    _figure_cross_split(ctx, cross, samples, images.image_shape)
+    _figure_cross_split(ctx, ctx.tables["cross_split"], samples, images.image_shape)
     rho, _ = spearman(predicted, realized)
     fig, ax = new_figure()
     ax.scatter(predicted, realized, s=8, alpha=0.6)

@@ -21,18 +21,21 @@ import warnings
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
 from theorylab.core.rng import seeded
 from theorylab.core.plotting import color, new_figure
-from theorylab.data.pde import KS1D, KSLeaky
-from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, noise_schedule
-from theorylab.probes.rollout_metrics import corr_time, off_attractor_time, pearson_t, spectrum_1d
-from theorylab.theory.thermalize import gain_limits, optimal_eps, thermalize_gain, thermalize_noise
-from theorylab.train.rollout import Thermalize, rollout
+from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories
+from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, UNet, noise_schedule
+from theorylab.probes.level_classifier import classify_levels
+from theorylab.probes.rollout_metrics import corr_time, corrector_cost, ke_spectrum_2d, off_attractor_time, pearson_t
+from theorylab.probes.rollout_metrics import spectral_similarity, spectrum_1d, spectrum_log_se
+from theorylab.theory.thermalize import gain_limits, thermalize_gain
+from theorylab.train.rollout import Thermalize, float32_denoiser, noisy_emulator, rollout
+from theorylab.train.thermalize_gaussian import gaussian_gain_monte_carlo, gaussian_linear_rollouts
+from theorylab.train.thermalizer import train_emulator, train_level_denoiser
 
 PAPER = "Pedersen, Zanna, Bruna, arXiv 2503.18731 (2025); ICML 2025"
 REF = "arXiv 2503.18731"
@@ -102,61 +105,20 @@ def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Te
         net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.levels)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
-    ab = abar.float()
-    log = []
-    for step in ctx.progress(range(cfg.denoiser_steps), "train the thermalizer"):
-        x = snapshots[torch.randint(0, len(snapshots), (cfg.batch,), generator=g)]
-        s = torch.randint(0, cfg.levels, (cfg.batch,), generator=g)
-        e = torch.randn(x.shape, generator=g)
-        a = ab[s][:, None]
-        eps, logits = net(a.sqrt() * x + (1 - a).sqrt() * e)
-        loss = F.mse_loss(eps, e) + F.cross_entropy(logits, s)
-        ctx.check_finite("thermalizer loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        if step % 100 == 0 or step == cfg.denoiser_steps - 1:
-            log.append(dict(step=step, loss=loss.item()))
+    log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.levels, optimizer=opt,
+                               scheduler=sched, generator=g, progress=ctx.progress, check=ctx.check_finite)
     ctx.table("denoiser_training", pd.DataFrame(log))
     return net.eval()
 
 
-def _calibration(cfg: ThermalizerConfig, ctx: RunContext, net: DenoiserMLP, held: torch.Tensor, abar: torch.Tensor) -> pd.DataFrame:
-    g = ctx.generator("calibration")
-    s = torch.randint(0, cfg.levels, (len(held),), generator=g)
-    e = torch.randn(held.shape, generator=g)
-    a = abar.float()[s][:, None]
-    with torch.no_grad():
-        predicted = net(a.sqrt() * held + (1 - a).sqrt() * e)[1].argmax(-1)
-        clean = net(held)[1].argmax(-1)
-    table = pd.DataFrame(dict(level=s.numpy(), predicted=predicted.numpy(), clean_predicted=clean.numpy()))
-    ctx.table("calibration", table)
-    return table
-
-
 def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> tuple[pd.DataFrame, pd.DataFrame]:
-    class Oracle:
-        def __init__(self, var):
-            self.var, self.logits = var, None
-
-        def __call__(self, x, s):
-            if self.logits is None or self.logits.shape[0] != x.shape[0]:  # always classified at level 10; built once per batch size
-                self.logits = torch.zeros(x.shape[0], cfg.levels, dtype=x.dtype)
-                self.logits[:, 10] = 1.0
-            logits = self.logits
-            return (torch.zeros_like(x) if s is None else optimal_eps(x, self.var, abar[s])), logits
-
     g = ctx.generator("gauss")
     var = torch.tensor([1.0, 1e-3, 1e-5], dtype=torch.float64)
     # Algorithm 1 with ε* for N(0, σ²) is a linear map plus independent noise, so its mean gain is the
     # regression slope of x1 on x0 for any probe inputs. Probes at unit scale keep the injected noise
     # (variance w ≈ 2e-4) from swamping the slope at σ² = 1e-5: at the mode's own scale its SE with
     # 2e5 samples is ≈ 0.01, the whole tolerance (seed 1 missed by 0.011); at unit scale ≈ 3e-5.
-    x0 = torch.randn(cfg.gauss_samples, 3, generator=g, dtype=torch.float64)
-    x1, _ = Thermalize(Oracle(var), betas, abar, s_init=4, s_stop=4, generator=g, noise_blind=False)(x0, 1)
-    mc = (x1 * x0).sum(0) / x0.pow(2).sum(0)
-    mc_se = ((x1 - mc * x0).pow(2).mean(0) / x0.pow(2).sum(0)).sqrt()
+    mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_samples, betas, abar, cfg.levels, g)  # ŝ = 10 -> s_stop = 4
     top, floor = gain_limits(10, 4, abar)
     extremes = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, betas, abar)
     gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), monte_carlo_se=mc_se.numpy(), closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy()))
@@ -164,78 +126,42 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     ctx.table("gauss_gain", gains)
     grid = torch.tensor([1.0, 0.3, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7], dtype=torch.float64)
     a = torch.where(grid < 1e-5, 1.2, 0.9).double()
-    M = thermalize_gain(grid, 10, 4, betas, abar)
-    w = thermalize_noise(grid, 10, 4, betas, abar)
-    corr = Thermalize(Oracle(grid), betas, abar, s_init=4, s_stop=4, generator=g, noise_blind=False)
-    x0 = torch.randn(cfg.gauss_chains, len(grid), generator=g, dtype=torch.float64) * grid.sqrt()
-    # The same linear emulator rolled out twice through the rollout kit: thermalized every step, and plain.
-    therm = rollout(lambda x: a * x, x0, 300, corrector=corr, stop_on="never").states  # (chains, 301, modes)
-    plain = rollout(lambda x: a * x, x0, 50, stop_on="never").states  # (chains, 51, modes)
-    # Per-step factor of each mode, measured from the thermalized trajectory: the lag-1 regression
-    # slope of x_{t+1} on x_t over the stationary phase (t >= 100). The reverse-step noise is
-    # independent of x_t, so the model predicts exactly M a; the slope's SE is ~sqrt((1 - (Ma)^2)/pairs).
-    prev, nxt = therm[:, 100:-1], therm[:, 101:]
-    slope = (prev * nxt).sum((0, 1)) / prev.pow(2).sum((0, 1))
-    resid = nxt - slope * prev
-    slope_se = (resid.pow(2).mean((0, 1)) / prev.pow(2).sum((0, 1))).sqrt()
-    stationary = therm[:, 101:].pow(2).mean((0, 1))
-    # Growth of the plain rollout: the per-step factor of its rms ‖x‖ over steps 40-50, fitted
-    # (least squares on log E‖x_t‖²) from the trajectory, next to the same fit of the model's
-    # E‖x_t‖² = Σ_k a_k^{2t} σ_k².
-    steps = torch.arange(40, 51, dtype=torch.float64)
-    measured_ms = plain[:, 40:51].pow(2).sum(-1).mean(0)
-    theory_ms = (a[None, :] ** (2 * steps[:, None]) * grid[None, :]).sum(-1)
-
-    def per_step(ms: torch.Tensor) -> float:
-        return float(torch.exp(0.5 * torch.linalg.lstsq(torch.stack([steps, torch.ones_like(steps)], 1), ms.log()[:, None]).solution[0, 0]))
-
-    stab = pd.DataFrame(dict(variance=grid.numpy(), a=a.numpy(), gain=M.numpy(), factor_theory=(M * a).numpy(), factor_thermalized=slope.numpy(),
-                             factor_thermalized_se=slope_se.numpy(), stationary_mc=stationary.numpy(), stationary_theory=(w / (1 - (M * a) ** 2)).numpy(),
-                             plain_growth=per_step(measured_ms), plain_growth_theory=per_step(theory_ms)))
-    ctx.table("gauss_stability", stab)
+    # The same linear emulator rolled out through the rollout kit, thermalized every step (300 steps) and plain
+    # (50). Per-step factor of each mode: the lag-1 regression slope of x_{t+1} on x_t over the stationary phase
+    # (t >= 100), which the model predicts to be exactly M a (SE ~sqrt((1 - (Ma)^2)/pairs)). Growth of the plain
+    # rollout: the per-step factor of its rms over steps 40-50 (least squares on log E‖x_t‖²), next to the same
+    # fit of the model's E‖x_t‖² = Σ_k a_k^{2t} σ_k².
+    model = gaussian_linear_rollouts(grid, a, cfg.gauss_chains, betas, abar, cfg.levels, g)
+    columns = {k: v.numpy() if torch.is_tensor(v) else v for k, v in model.items()}
+    stab = ctx.table("gauss_stability", pd.DataFrame(dict(variance=grid.numpy(), a=a.numpy(), **columns)))
     return gains, stab
 
 
 def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserMLP, std: float, test0: torch.Tensor, truth: torch.Tensor, train: torch.Tensor, betas, abar):
     emulator = KSLeaky(ks, eta=cfg.eta)
-
-    def denoiser(x, s):
-        eps, logits = net(x.float())
-        return eps.double(), logits
-
-    thermalize = Thermalize(denoiser, betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort, generator=ctx.generator("thermalize"))
-
-    def correct(x, t):
-        y, info = thermalize(x / std, t)
-        return y * std, info
-
+    # the denoiser sees fields in units of the data std (scale)
+    correct = Thermalize(float32_denoiser(net), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
+                         generator=ctx.generator("thermalize"), scale=std)
     runs = {}
     for name, corrector in ctx.progress([("plain", None), ("thermalized", correct)], "rollouts"):
         g = ctx.generator("emulator/noise")  # the same noise for both
         start = time.perf_counter()
-        with torch.no_grad():
-            runs[name] = rollout(lambda x, g=g: emulator(x, g), test0, cfg.horizon, corrector=corrector)
+        runs[name] = rollout(lambda x, g=g: emulator(x, g), test0, cfg.horizon, corrector=corrector)
         ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
-    rows = []
-    off = {name: off_attractor_time(r.states, std) for name, r in runs.items()}
-    calls = runs["thermalized"].logs["calls"].double()
+    off = {name: off_attractor_time(r.states, std).numpy() for name, r in runs.items()}
     rho = {name: pearson_t(r.states, truth) for name, r in runs.items()}
-    ctimes = {(name, c): corr_time(rho[name], c)[0] for name in runs for c in (0.8, 0.9, 0.95)}
-    for i in range(cfg.test_trajectories):
-        rows.append(dict(trajectory=i, off_plain=float(off["plain"][i]), off_thermalized=float(off["thermalized"][i]), off_truth=float(off_attractor_time(truth, std)[i]),
-                         **{f"corr_time_{c}_{name}": float(ctimes[(name, c)][i]) for name in runs for c in (0.8, 0.9, 0.95)},
-                         calls_per_step=float(calls[:, i].mean()), thermalized_share=float(runs["thermalized"].logs["thermalized"][:, i].double().mean()),
-                         aborted=bool(runs["thermalized"].logs["aborted"][:, i].any())))
-    table = pd.DataFrame(rows)
-    ctx.table("rollouts", table)
+    ctimes = {f"corr_time_{c}_{name}": corr_time(rho[name], c)[0].numpy() for name in runs for c in (0.8, 0.9, 0.95)}
+    cost = {k: v.numpy() for k, v in corrector_cost(runs["thermalized"].logs).items()}
+    off_truth = off_attractor_time(truth, std).numpy()
+    table = ctx.table("rollouts", dict(trajectory=np.arange(cfg.test_trajectories), off_plain=off["plain"],
+                                       off_thermalized=off["thermalized"], off_truth=off_truth, **ctimes, **cost))
     window = min(500, cfg.horizon)
     E_true, E_therm = spectrum_1d(truth[:, -window:]), spectrum_1d(runs["thermalized"].states[:, -window:])
     # The invariant measure's spectrum from the training ensemble (train_trajectories x train_steps snapshots, ~5x the
     # test window at quick): the 16-trajectory test window alone scatters by ~10% per mode, as wide as the claim's band.
     E_ref = spectrum_1d(train)
     # Standard error of ln(E_therm/E_ref) from the spread of per-trajectory time averages (trajectories are independent).
-    per_traj = torch.stack([spectrum_1d(runs["thermalized"].states[i, -window:]) for i in range(cfg.test_trajectories)])
-    se_log = (per_traj.std(0) / per_traj.mean(0) / math.sqrt(cfg.test_trajectories)).numpy()
+    se_log = spectrum_log_se(runs["thermalized"].states[:, -window:]).numpy()
     tau = int(np.nanmedian(np.where(np.isfinite(table["off_plain"]), table["off_plain"], cfg.horizon)))
     E_plain = spectrum_1d(runs["plain"].states[:, max(1, tau // 2)])
     spec = pd.DataFrame(dict(mode=np.arange(len(E_true)), reference=E_ref.numpy(), truth=E_true.numpy(), thermalized=E_therm.numpy(), plain_half_tau=E_plain.numpy(),
@@ -244,7 +170,7 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
     rms = {name: r.states.flatten(2).double().pow(2).mean(-1).sqrt() for name, r in runs.items()}
     rms["truth"] = truth.flatten(2).double().pow(2).mean(-1).sqrt()
     extra = dict(space_time={"truth": truth[0, :200, 0], "plain": runs["plain"].states[0, :200, 0], "thermalized": runs["thermalized"].states[0, :200, 0]},
-                 rho=rho, calls=calls, correct=correct)
+                 rho=rho, calls=runs["thermalized"].logs["calls"].double(), correct=correct)
     return table, spec, rms, extra
 
 
@@ -254,32 +180,19 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
     with seeded(ctx.seed("learned/init")):
         net = PeriodicCNN(1, 1, 32, 3)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    x_all = (train / std).float()
-    g = ctx.generator("learned/data")
-    B, T = x_all.shape[:2]
-    for step in range(cfg.learned_steps):
-        b = torch.randint(0, B, (64,), generator=g)
-        t = torch.randint(0, T - 1, (64,), generator=g)
-        loss = F.mse_loss(net(x_all[b, t]), x_all[b, t + 1])
-        ctx.check_finite("learned emulator loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    log = train_emulator(net, (train / std).float(), steps=cfg.learned_steps, batch=64, optimizer=opt,
+                         generator=ctx.generator("learned/data"), check=ctx.check_finite, what="learned emulator loss")
     net.eval()
     gn = ctx.generator("learned/noise")
-
-    def emulate(x):
-        return net((x / std).float()).double() * std + 1e-4 * torch.randn(x.shape, generator=gn, dtype=torch.float64)
-
+    emulate = noisy_emulator(net, 1e-4, gn, scale=std)
     rows = []
     for name, corrector in (("plain", None), ("thermalized", correct)):
         gn.manual_seed(ctx.seed("learned/noise/seed"))
-        with torch.no_grad():
-            run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
+        run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
         off = off_attractor_time(run.states, std)
         ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
         rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]), corr_time_0_9=float(ct[i])) for i in range(len(test0))]
-    table = pd.DataFrame(rows).assign(train_loss=loss.item() if cfg.learned_steps else math.nan, horizon=cfg.learned_horizon)
+    table = pd.DataFrame(rows).assign(train_loss=log[-1]["loss"] if log else math.nan, horizon=cfg.learned_horizon)
     ctx.table("learned_emulator", table)
     return table
 
@@ -290,87 +203,47 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
 
 
 def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> pd.DataFrame:
-    from theorylab.data.pde import NS2D, resample_spectral
-    from theorylab.nn.unet import UNet
-    from theorylab.probes.rollout_metrics import ke_spectrum_2d, spectral_similarity
-
     dev = ctx.device
     solver = NS2D(N=cfg.kf_solve_n, nu=cfg.kf_nu, drag=0.1, forcing_mode=4, dt=cfg.kf_dt, device=dev)
     n_all = cfg.kf_trajectories + cfg.kf_test_trajectories
-    w = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
-    for _ in ctx.progress(range(cfg.kf_spinup // 100), "Kolmogorov spin-up"):
-        w = solver.step(w, 100)
-    w = solver.step(w, cfg.kf_spinup % 100)
-    frames = [resample_spectral(w[: cfg.kf_trajectories], cfg.kf_store_n, dims=2)]
-    test0 = resample_spectral(w[cfg.kf_trajectories:], cfg.kf_store_n, dims=2)
-    w = w[: cfg.kf_trajectories]
-    for _ in ctx.progress(range(cfg.kf_train_steps), "Kolmogorov data"):
-        w = solver.step(w, cfg.kf_substeps)
-        frames.append(resample_spectral(w, cfg.kf_store_n, dims=2))
-    data = torch.stack(frames, 1).float()  # [B, T, 1, n, n]
+    w0 = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
+    data, test0 = coarse_trajectories(solver, w0, cfg.kf_trajectories, cfg.kf_spinup, cfg.kf_train_steps,
+                                      cfg.kf_substeps, cfg.kf_store_n, progress=ctx.progress)  # [B, T, 1, n, n]
     std = float(data.std())
     data = data / std
     g = ctx.generator("kf/train")
     with seeded(ctx.seed("kf/init/emulator")):
         emulator = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, residual=True).to(dev)
     opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
-    B, T = data.shape[:2]
-    for step in ctx.progress(range(cfg.kf_emulator_steps), "train the emulator"):
-        k = min(cfg.kf_unroll, 1 + step * cfg.kf_unroll // max(1, cfg.kf_emulator_steps))  # unroll curriculum 1 -> kf_unroll
-        b = torch.randint(0, B, (cfg.kf_batch,), generator=g)
-        t = torch.randint(0, T - k, (cfg.kf_batch,), generator=g)
-        x = data[b, t].to(dev)
-        loss = 0.0
-        for j in range(1, k + 1):
-            x = emulator(x)
-            loss = loss + F.mse_loss(x, data[b, t + j].to(dev))
-        ctx.check_finite("emulator loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    train_emulator(emulator, data, steps=cfg.kf_emulator_steps, batch=cfg.kf_batch, max_unroll=cfg.kf_unroll,
+                   optimizer=opt, generator=g, device=dev, progress=ctx.progress, check=ctx.check_finite)
     with seeded(ctx.seed("kf/init/denoiser")):
         denoiser = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, classes=cfg.levels).to(dev)
     opt = torch.optim.AdamW(denoiser.parameters(), lr=2e-4, weight_decay=0.05)
-    ab = abar.float().to(dev)
-    snaps = data.flatten(0, 1)
-    for step in ctx.progress(range(cfg.kf_denoiser_steps), "train the U-Net thermalizer"):
-        x = snaps[torch.randint(0, len(snaps), (cfg.kf_batch,), generator=g)].to(dev)
-        s = torch.randint(0, cfg.levels, (cfg.kf_batch,), generator=g).to(dev)
-        e = torch.randn(x.shape, generator=g).to(dev)
-        a = ab[s].view(-1, 1, 1, 1)
-        eps, logits = denoiser(a.sqrt() * x + (1 - a).sqrt() * e, return_logits=True)
-        loss = F.mse_loss(eps, e) + F.cross_entropy(logits, s)
-        ctx.check_finite("thermalizer loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    train_level_denoiser(denoiser, data.flatten(0, 1), abar, steps=cfg.kf_denoiser_steps, batch=cfg.kf_batch,
+                         levels=cfg.levels, optimizer=opt, generator=g, model_kwargs=dict(return_logits=True), device=dev,
+                         progress=ctx.progress, check=ctx.check_finite, description="train the U-Net thermalizer")
     emulator.eval()
     denoiser.eval()
     gn = ctx.generator("kf/noise")
-
-    def emulate(x):
-        return emulator(x.float()).double() + cfg.kf_noise * torch.randn(x.shape, generator=gn, dtype=torch.float64).to(x.device)
-
-    def den(x, s):
-        eps, logits = denoiser(x.float(), return_logits=True)
-        return eps.double(), logits
-
-    therm = Thermalize(den, betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort, generator=ctx.generator("kf/thermalize"))
+    emulate = noisy_emulator(emulator, cfg.kf_noise, gn)
+    therm = Thermalize(float32_denoiser(denoiser, return_logits=True), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
+                       generator=ctx.generator("kf/thermalize"))
     x0 = (test0 / std).double()
     record = max(1, cfg.kf_horizon // 1000)
-    with torch.no_grad():
-        plain = rollout(emulate, x0, cfg.kf_horizon, record_every=record)
-        gn.manual_seed(ctx.seed("kf/noise2"))
-        thermal = rollout(emulate, x0, cfg.kf_horizon, corrector=therm, record_every=record)
-    off_p, off_t = off_attractor_time(plain.states, 1.0) * record, off_attractor_time(thermal.states, 1.0) * record
-    window = max(1, thermal.states.shape[1] // 10)
+    plain = rollout(emulate, x0, cfg.kf_horizon, record_every=record)
+    gn.manual_seed(ctx.seed("kf/noise2"))
+    thermal = rollout(emulate, x0, cfg.kf_horizon, corrector=therm, record_every=record)
+    window, B = max(1, thermal.states.shape[1] // 10), data.shape[0]
     E_true = ke_spectrum_2d(data[: B // 2, -window:].double())
     E_true2 = ke_spectrum_2d(data[B // 2:, -window:].double())
     E_therm = ke_spectrum_2d(thermal.states[:, -window:])
-    calls = thermal.logs["calls"].double()
-    rows = [dict(trajectory=i, off_plain=float(off_p[i]), off_thermalized=float(off_t[i]), calls_per_step=float(calls[:, i].mean()),
-                 thermalized_share=float(thermal.logs["thermalized"][:, i].double().mean()), aborted=bool(thermal.logs["aborted"][:, i].any())) for i in range(len(x0))]
-    table = pd.DataFrame(rows).assign(horizon=cfg.kf_horizon, spectral_similarity=spectral_similarity(E_therm, E_true), noise_floor=spectral_similarity(E_true2, E_true))
+    off_p, off_t = off_attractor_time(plain.states, 1.0) * record, off_attractor_time(thermal.states, 1.0) * record
+    cost = {k: v.numpy() for k, v in corrector_cost(thermal.logs).items()}
+    table = pd.DataFrame(dict(trajectory=np.arange(len(x0)), off_plain=off_p.numpy(), off_thermalized=off_t.numpy(),
+                              **cost))
+    table = table.assign(horizon=cfg.kf_horizon, spectral_similarity=spectral_similarity(E_therm, E_true),
+                         noise_floor=spectral_similarity(E_true2, E_true))
     ctx.table("kolmogorov", table)
     return table
 
@@ -639,7 +512,9 @@ def run(cfg: ThermalizerConfig, ctx: RunContext) -> None:
         net = _train_denoiser(cfg, ctx, snapshots, abar)
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
         held = (truth[:, 1:].reshape(-1, ks.N) / std).float()
-        calib = _calibration(cfg, ctx, net, held[torch.randperm(len(held), generator=ctx.generator("held"))[:4000]], abar)
+        held = held[torch.randperm(len(held), generator=ctx.generator("held"))[:4000]]
+        calib = classify_levels(net, held, abar, cfg.levels, ctx.generator("calibration"))
+        calib = ctx.table("calibration", {k: v.numpy() for k, v in calib.items()})
         table, spec, rms, extra = _rollouts(cfg, ctx, ks, net, std, test0, truth, train, betas, abar)
         _figure_gain(ctx, betas, abar, gains, spec, std)
         _figure_rms(ctx, rms, table)

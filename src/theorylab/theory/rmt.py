@@ -27,7 +27,9 @@ Notation (everything is in the population eigenbasis, where Sigma is diagonal):
   uniform grid in log u: Gauss-Legendre in theta (u = tan theta) misses the transition at
   u ~ sqrt(lambda)/sigma_T for small eigenvalues (0.6% error at d = 200, 2.5% at d = 1024).
 
-All functions are pure NumPy in float64 and vectorised over noise levels.
+All functions are pure NumPy in float64 and vectorised over noise levels. :func:`kappa_grid` and
+:func:`kappa_limit_checks` tabulate kappa and its two limits; :func:`seed_disagreement_from_moments` is the
+seed-level predictor from a data set's mean and covariance in pixel coordinates.
 """
 
 from __future__ import annotations
@@ -246,3 +248,51 @@ def seed_disagreement(
     mean_term = ((1.0 - mean_f) ** 2 * lam).sum() / n
     var_term = sampling_map_var(sigma_T * z - mu, lam, dof, 0.0, sigma_T, nodes).sum(-1)
     return 2.0 * (mean_term + var_term) / lam.size
+
+
+def seed_disagreement_from_moments(
+    z: ArrayLike, mean: ArrayLike, covariance: ArrayLike, n: float, sigma_T: float = 80.0
+) -> Array:
+    """:func:`seed_disagreement` for seeds ``z`` (m, d), a population ``mean`` (d,) and ``covariance`` (d, d) in
+    pixel coordinates: rotated into the covariance's eigenbasis (eigenvalues clipped at 0) first."""
+    lam, vecs = np.linalg.eigh(np.asarray(covariance, dtype=np.float64))
+    lam = np.clip(lam, 0, None)
+    return seed_disagreement(np.asarray(z) @ vecs, lam, n, np.asarray(mean) @ vecs, sigma_T)
+
+
+def kappa_grid(eigenvalues: ArrayLike, sizes: ArrayLike, sigma2: ArrayLike) -> dict[str, Array]:
+    """kappa(sigma2) for every n in ``sizes`` and every level in ``sigma2``, as flat columns ``n``, ``gamma``
+    (= d/n), ``sigma2``, ``kappa`` and ``ratio`` (= kappa/sigma2), n-major."""
+    lam = _eig(eigenvalues)
+    grid = np.asarray(sigma2, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    kappas = [solve_kappa(grid, lam, n) for n in sizes]
+    return dict(
+        n=np.repeat(sizes, grid.size),
+        gamma=np.repeat(lam.size / sizes, grid.size),
+        sigma2=np.tile(grid, len(sizes)),
+        kappa=np.concatenate(kappas),
+        ratio=np.concatenate([k / grid for k in kappas]),
+    )
+
+
+def kappa_limit_checks(eigenvalues: ArrayLike) -> dict[str, float]:
+    """The two limits of the fixed point, each next to an independent value (arXiv 2602.02908, kappa's equation).
+
+    At gamma = d/n = 1/2 and sigma2 -> 0, kappa/sigma2 -> 1/(1 - gamma): ``ratio_gamma_half_tiny`` at
+    ``tiny_sigma2`` = 2e-4 x the smallest eigenvalue (the card's 1e-6 at d = 200, a level that keeps the first
+    correction, ~4e-4, the same at any d) next to ``asymptote_gamma_half``. At gamma = 2, kappa(0+) = kappa0, the
+    root of df1 = n: ``kappa_gamma_two_tiny`` = kappa(1e-10) next to ``kappa0_gamma_two_brentq`` (SciPy's brentq)."""
+    from scipy.optimize import brentq
+
+    lam = _eig(eigenvalues)
+    d = lam.size
+    n_half, n_two = round(d / 0.5), round(d / 2.0)
+    tiny = 2e-4 * lam.min()
+    return dict(
+        tiny_sigma2=tiny,
+        ratio_gamma_half_tiny=float(solve_kappa(tiny, lam, n_half)) / tiny,
+        asymptote_gamma_half=1.0 / (1.0 - d / n_half),
+        kappa_gamma_two_tiny=float(solve_kappa(1e-10, lam, n_two)),
+        kappa0_gamma_two_brentq=brentq(lambda k: float(df1(k, lam)) - n_two, 1e-12, lam.sum(), xtol=1e-300, rtol=1e-14),
+    )

@@ -77,3 +77,22 @@ def gain_limits(s_hat: int, s_stop: int, alpha_bars: Tensor) -> tuple[float, flo
     """``(energetic, below the noise floor)`` limits of M: √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ)."""
     ratio = float(alpha_bars[s_hat] / alpha_bars[s_stop])
     return ratio**-0.5, ratio**0.5 * float((1 - alpha_bars[s_stop]) / (1 - alpha_bars[s_hat]))
+
+
+class GaussianOracle:
+    """The Bayes-optimal denoiser of N(0, diag σ²) as a :class:`theorylab.train.rollout.Thermalize` denoiser.
+
+    ``oracle(x, s)`` returns ``(ε*(x) at level s, logits)``: ε* is :func:`optimal_eps` with ᾱ_s (zeros when
+    ``s`` is None, the classification call), and the logits put every state at level ``s_hat`` (one-hot over
+    ``levels`` classes), so Algorithm 1 always thermalizes from ŝ = ``s_hat``. The logits are built once per
+    batch size."""
+
+    def __init__(self, variance: Tensor, alpha_bars: Tensor, levels: int, s_hat: int = 10):
+        self.var, self.alpha_bars, self.levels, self.s_hat = variance, alpha_bars, levels, s_hat
+        self.logits: Tensor | None = None
+
+    def __call__(self, x: Tensor, s: int | None) -> tuple[Tensor, Tensor]:
+        if self.logits is None or self.logits.shape[0] != x.shape[0]:
+            self.logits = torch.zeros(x.shape[0], self.levels, dtype=x.dtype)
+            self.logits[:, self.s_hat] = 1.0
+        return (torch.zeros_like(x) if s is None else optimal_eps(x, self.var, self.alpha_bars[s])), self.logits

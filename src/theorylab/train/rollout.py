@@ -69,17 +69,26 @@ class Thermalize:
     the corrector believes it is at), an oracle may use it (then pass ``noise_blind=False``, so the
     classification call's ε̂ is not reused). Logs per step and trajectory: ``level``
     (ŝ), ``calls`` (denoiser evaluations), ``thermalized`` (denoised this step), ``aborted``.
+    ``scale``: the data std the denoiser was trained at; states are divided by it before and multiplied
+    by it after the correction (1: states already normalised).
     """
 
     def __init__(self, denoiser, betas: Tensor, alpha_bars: Tensor, s_init: int = 10, s_stop: int = 4, s_abort: int = 100,
-                 generator: torch.Generator | None = None, noise: bool = True, noise_blind: bool = True):
+                 generator: torch.Generator | None = None, noise: bool = True, noise_blind: bool = True,
+                 scale: float = 1.0):
         if not 0 <= s_stop <= s_init <= s_abort:
             raise ValueError(f"Thermalize needs 0 <= s_stop <= s_init <= s_abort; got {s_stop}, {s_init}, {s_abort}")
         self.denoiser, self.s_init, self.s_stop, self.s_abort = denoiser, s_init, s_stop, s_abort
         self.betas, self.alpha_bars = betas.double(), alpha_bars.double()
-        self.generator, self.noise, self.noise_blind = generator, noise, noise_blind
+        self.generator, self.noise, self.noise_blind, self.scale = generator, noise, noise_blind, scale
 
     def __call__(self, x: Tensor, t: int) -> tuple[Tensor, dict[str, Tensor]]:
+        if self.scale != 1.0:
+            y, info = self._correct(x / self.scale)
+            return y * self.scale, info
+        return self._correct(x)
+
+    def _correct(self, x: Tensor) -> tuple[Tensor, dict[str, Tensor]]:
         B = x.shape[0]
         shape = (B,) + (1,) * (x.ndim - 1)
         eps0, logits = self.denoiser(x, None)
@@ -104,3 +113,28 @@ class Thermalize:
                 if not (s == top and self.noise_blind):
                     calls += do.long()
         return x, {"level": s_hat, "calls": calls, "thermalized": active, "aborted": aborted}
+
+
+def float32_denoiser(net: torch.nn.Module, **call_kwargs):
+    """A float32 network ``net(x, **call_kwargs) -> (ε̂, level logits)`` as a :class:`Thermalize` denoiser on
+    float64 states: the level argument is ignored (noise-blind) and ε̂ comes back in float64."""
+
+    def denoise(x: Tensor, s: int | None) -> tuple[Tensor, Tensor]:
+        eps, logits = net(x.float(), **call_kwargs)
+        return eps.double(), logits
+
+    return denoise
+
+
+def noisy_emulator(
+    net: torch.nn.Module, noise: float, generator: torch.Generator, scale: float = 1.0
+) -> Callable[[Tensor], Tensor]:
+    """A float32 emulator network as a float64 rollout step with rollout noise (the thermalizer's learned emulators,
+    Pedersen, Zanna, Bruna, arXiv 2503.18731: σ = 1e-4): ``x -> net(x/scale) scale + noise ξ``, ξ standard normal from
+    ``generator`` (on the CPU, moved to x's device); ``scale`` is the data std the network was trained at."""
+
+    def step(x: Tensor) -> Tensor:
+        y = net((x / scale).float()).double() * scale if scale != 1.0 else net(x.float()).double()
+        return y + noise * torch.randn(x.shape, generator=generator, dtype=torch.float64).to(x.device)
+
+    return step
