@@ -11,8 +11,15 @@ sys.path.insert(0, str(TESTS))  # makes `toy_study` importable here and in spawn
 os.environ.setdefault("PYTHONPATH", str(TESTS))
 
 import toy_study  # noqa: E402,F401  (registers the "toy" study)
-
 from theorylab.core.store import Store  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that runs a study's quick preset (through ``quick_run``) is ``slow``: the fast tier,
+    ``pytest -m "not slow"``, is every unit test without them."""
+    for item in items:
+        if "quick_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

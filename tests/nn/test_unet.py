@@ -19,7 +19,8 @@ def test_shapes_and_periodic_shift_equivariance(dims, shape):
     assert y.shape == x.shape and logits.shape == (shape[0], 5)
     axes = tuple(range(2, x.ndim))
     shifted = net(torch.roll(x, shifts=(4,) * len(axes), dims=axes))
-    assert torch.allclose(shifted, torch.roll(y, shifts=(4,) * len(axes), dims=axes), atol=1e-12)  # shifts by multiples of 2^levels
+    # shifts by multiples of 2^levels
+    assert torch.allclose(shifted, torch.roll(y, shifts=(4,) * len(axes), dims=axes), atol=1e-12)
     _, shifted_logits = net(torch.roll(x, shifts=(4,) * len(axes), dims=axes), return_logits=True)
     assert torch.allclose(shifted_logits, logits, atol=1e-12)  # the classifier is shift invariant
 

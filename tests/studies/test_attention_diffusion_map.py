@@ -5,6 +5,7 @@ from __future__ import annotations
 from result_edits import edit_table as _edit
 from result_edits import set_where
 from theorylab.studies import attention_diffusion_map as adm
+from theorylab.theory.diffusion_map_checks import EPS
 
 
 def test_quick_claims(adm_quick):

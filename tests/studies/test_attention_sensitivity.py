@@ -105,7 +105,8 @@ def test_warmup_path_runs_and_is_judged(tmp_path):
     runs = sens._warmup(cfg, ctx)
     assert set(runs["warmup"]) == {0, 3} and (runs["step"] < 0).sum() == 2
     verdict = sens.judge_warmup(_Res(runs))
-    assert verdict.id == "attention-sensitivity/warmup-needed" and "final loss" in verdict.detail and verdict.passed is not None
+    assert verdict.id == "attention-sensitivity/warmup-needed" and "final loss" in verdict.detail
+    assert verdict.passed is not None
 
 
 def test_warmup_claim_is_undecided_when_not_run(sensitivity_quick):

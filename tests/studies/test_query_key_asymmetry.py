@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+
 from result_edits import edit_table as _edit
 from result_edits import set_where
-
 from theorylab.studies import query_key_asymmetry as qka
 
 
@@ -16,24 +16,34 @@ def test_quick_claims(qk_quick):
             assert v.passed is None and "needs paper preset" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
-    assert {"bias_invariance", "gradient_sums", "truncation_curves", "rank_profile"} <= {p.stem for p in qk_quick.figures}
+    assert {"bias_invariance", "gradient_sums", "truncation_curves", "rank_profile"} <= {
+        p.stem for p in qk_quick.figures}
     assert set(qk_quick.table("bias_invariance")["pos"]) == {"none", "absolute", "rope"}
 
 
 def test_judges_fail_on_wrong_results(qk_quick):
     r = qk_quick
     # a key bias that leaks into the output (e.g. added after the softmax) or RoPE that no longer breaks the invariance
-    assert qka.judge_bias(_edit(r, "bias_invariance", lambda f: set_where(f, lambda t: (t["side"] == "key") & (t["pos"] == "none"), "rel_change", 1e-3))).passed is False
-    assert qka.judge_bias(_edit(r, "bias_invariance", lambda f: set_where(f, lambda t: t["pos"] == "rope", "rel_change", 1e-9))).passed is False
-    assert qka.judge_bias(_edit(r, "gradient_sums", lambda f: f.assign(key_bias_grad=f["query_bias_grad"] * 1e-6))).passed is False
-    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: set_where(f, lambda t: t["dtype"] == "float64", "key_ratio", 1e-9))).passed is False
-    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(query_ratio=f["key_ratio"]))).passed is False  # queries centred too: the check is blind
+    assert qka.judge_bias(_edit(r, "bias_invariance", lambda f: set_where(f, lambda t: (t["side"] == "key") & (t[
+        "pos"] == "none"), "rel_change", 1e-3))).passed is False
+    assert qka.judge_bias(_edit(r, "bias_invariance", lambda f: set_where(f, lambda t: t["pos"] == "rope", "rel_change",
+        1e-9))).passed is False
+    assert qka.judge_bias(_edit(r, "gradient_sums", lambda f: f.assign(key_bias_grad=f[
+        "query_bias_grad"] * 1e-6))).passed is False
+    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: set_where(f, lambda t: t["dtype"] == "float64",
+        "key_ratio", 1e-9))).passed is False
+    # queries centred too: the check is blind
+    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(query_ratio=f[
+        "key_ratio"]))).passed is False
     # the tolerance is the rounding bound 2Tε·κ of the dtype: 100x it fails in either precision
     for dtype in ("float32", "float64"):
-        off = _edit(r, "gradient_sums", lambda f, dtype=dtype: f.assign(key_ratio=f["key_ratio"].where(f["dtype"] != dtype, 100 * f["key_tolerance"])))
+        off = _edit(r, "gradient_sums", lambda f, dtype=dtype: f.assign(key_ratio=f["key_ratio"].where(f[
+            "dtype"] != dtype, 100 * f["key_tolerance"])))
         assert qka.judge_gradients(off).passed is False
-    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(dS_row_sum=10 * f["row_sum_tolerance"]))).passed is False
-    assert qka.judge_causal(_edit(r, "causal_support", lambda f: set_where(f, lambda t: t.index == 0, "before_norm", 1e-3))).passed is False
+    assert qka.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(dS_row_sum=10 * f[
+        "row_sum_tolerance"]))).passed is False
+    assert qka.judge_causal(_edit(r, "causal_support", lambda f: set_where(f, lambda t: t.index == 0, "before_norm",
+        1e-3))).passed is False
     assert qka.judge_gauge(_edit(r, "gauge", lambda f: f.assign(logit_change=1e-3))).passed is False
     assert qka.judge_gauge(_edit(r, "gauge", lambda f: f.assign(q_rank_change=0.0, k_rank_change=0.0))).passed is False
 
@@ -43,8 +53,10 @@ def test_paper_claims_are_judged_after_enough_steps(qk_quick):
     long_config = {**r.config, "lm_steps": 5000}
 
     def truncated(dk: float, dq: float):
-        """The run's table with ΔLoss at r = d_h/4 set to stated values (the expected verdict follows from them alone)."""
-        res = _edit(r, "truncation", lambda f: set_where(set_where(f, lambda t: t["which"] == "k", "delta_loss", dk), lambda t: t["which"] == "q", "delta_loss", dq))
+        """The run's table with ΔLoss at r = d_h/4 set to stated values (the expected verdict follows from them
+        alone)."""
+        res = _edit(r, "truncation", lambda f: set_where(set_where(f, lambda t: t["which"] == "k", "delta_loss", dk),
+                                                         lambda t: t["which"] == "q", "delta_loss", dq))
         res.config = long_config
         return res
 
@@ -52,12 +64,14 @@ def test_paper_claims_are_judged_after_enough_steps(qk_quick):
     assert qka.judge_truncation(truncated(0.05, 0.10)).passed is True  # exactly the threshold 0.5
     assert qka.judge_truncation(truncated(0.08, 0.10)).passed is False  # keys barely cheaper
     assert qka.judge_truncation(truncated(0.10, 0.05)).passed is False  # queries cheaper: the anchor's finding reversed
-    assert qka.judge_truncation(truncated(0.01, 0.0)).passed is False  # truncating queries costs nothing: no asymmetry to claim
+    # truncating queries costs nothing: no asymmetry to claim
+    assert qka.judge_truncation(truncated(0.01, 0.0)).passed is False
     short = truncated(0.01, 0.10)
     short.config = r.config
     assert qka.judge_truncation(short).passed is None and "needs paper preset" in qka.judge_truncation(short).detail
     long = truncated(0.01, 0.10)
-    thin = pd.DataFrame([dict(variant="full", perplexity=3.0, qk_params=100), dict(variant="thin keys", perplexity=3.2, qk_params=25)])
+    thin = pd.DataFrame([dict(variant="full", perplexity=3.0, qk_params=100), dict(variant="thin keys", perplexity=3.2,
+        qk_params=25)])
     long = _edit(long, "decoders", lambda f: thin)
     long.config = {**r.config, "lm_steps": 5000}
     assert qka.judge_thin(long).passed is True
@@ -79,7 +93,8 @@ def test_rope_only_config_leaves_the_bias_claim_undecided(qk_quick):
 def test_thin_key_decoder_trains_at_toy_size():
     from theorylab.core import RunContext
 
-    cfg = qka.QueryKeyAsymmetryConfig(lm_width=16, lm_heads=2, lm_layers=1, lm_context=16, lm_batch=4, lm_steps=3, eval_batches=1, thin_keys=True, rank_fractions=(0.5,))
+    cfg = qka.QueryKeyAsymmetryConfig(lm_width=16, lm_heads=2, lm_layers=1, lm_context=16, lm_batch=4, lm_steps=3,
+                                      eval_batches=1, thin_keys=True, rank_fractions=(0.5,))
     ctx = RunContext(0)
     trunc, ranks = qka._decoders(cfg, ctx)  # the training and measuring are train.thin_key_decoders' (tested there)
     lms = ctx.tables["decoders"]

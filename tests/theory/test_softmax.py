@@ -8,7 +8,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorylab.theory.softmax import attention_gain_bound, block_inf_rms_norm, inf_to_one_norm_bruteforce, jacobian, theta_dp, theta_exact, theta_greedy, theta_upper
+from theorylab.theory.softmax import (
+    attention_gain_bound,
+    block_inf_rms_norm,
+    inf_to_one_norm_bruteforce,
+    jacobian,
+    theta_dp,
+    theta_exact,
+    theta_greedy,
+    theta_upper,
+)
 
 
 @settings(max_examples=25, deadline=None)

@@ -93,7 +93,8 @@ def test_spectra_against_parseval_and_a_cosine():
     E = spectrum_1d(x[None, None])
     assert float(E[3]) == pytest.approx(0.25) and float(E.sum()) == pytest.approx(0.25)
     ns = NS2D(N=32, forcing_amplitude=0.0)
-    w = ns.random_state(3, torch.Generator().manual_seed(0), peak=3, rms=2.0)  # band-limited: every mode inside the shells
+    # band-limited: every mode inside the shells
+    w = ns.random_state(3, torch.Generator().manual_seed(0), peak=3, rms=2.0)
     energy, _ = ns.energy_enstrophy(w)
     assert float(ke_spectrum_2d(w).sum()) == pytest.approx(float(energy.mean()), rel=1e-12)
 

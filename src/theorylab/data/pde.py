@@ -104,7 +104,8 @@ class KS1D:
     device: str | torch.device = "cpu"
     _c: dict = field(init=False, repr=False)
 
-    PRESETS = {"ks22": dict(L=22.0, N=64, dt=0.25), "ks22_fine": dict(L=22.0, N=128, dt=0.01), "ks64": dict(L=64.0, N=128, dt=0.25),
+    PRESETS = {"ks22": dict(L=22.0, N=64, dt=0.25), "ks22_fine": dict(L=22.0, N=128, dt=0.01), "ks64": dict(L=64.0,
+        N=128, dt=0.25),
                "ks32pi": dict(L=32 * math.pi, N=256, dt=0.05)}
 
     def __post_init__(self) -> None:
@@ -175,11 +176,13 @@ class NS2D:
     dt: float = 5e-3
     device: str | torch.device = "cpu"
 
-    PRESETS = {"kolmo_re1k": dict(nu=1e-3, drag=0.1, forcing_mode=4, dt=5e-3), "kolmo_re10k": dict(nu=1e-4, drag=0.1, forcing_mode=4, dt=1e-3)}
+    PRESETS = {"kolmo_re1k": dict(nu=1e-3, drag=0.1, forcing_mode=4, dt=5e-3), "kolmo_re10k": dict(nu=1e-4, drag=0.1,
+        forcing_mode=4, dt=1e-3)}
 
     def __post_init__(self) -> None:
         if self.N < 8 or self.N % 2 or self.dt <= 0 or self.nu < 0 or self.drag < 0:
-            raise ValueError(f"NS2D needs an even N >= 8, dt > 0, nu >= 0, drag >= 0; got N={self.N}, dt={self.dt}, nu={self.nu}, drag={self.drag}")
+            raise ValueError(f"NS2D needs an even N >= 8, dt > 0, nu >= 0, drag >= 0; got N={self.N}, dt={self.dt}, "
+                             f"nu={self.nu}, drag={self.drag}")
         N = self.N
         self.kx = torch.arange(N // 2 + 1, dtype=DTYPE, device=self.device)[None, :]
         self.ky = torch.fft.fftfreq(N, 1.0 / N, dtype=DTYPE, device=self.device)[:, None]
@@ -239,7 +242,8 @@ class NS2D:
     def random_state(self, batch: int, generator: torch.Generator, peak: int = 4, rms: float = 5.0) -> Tensor:
         """Random vorticity ``[batch, 1, N, N]`` with a spectrum peaked at |k| = ``peak``, zero mean, rms ``rms``."""
         shape = (batch, 1, self.N, self.N // 2 + 1)
-        phase = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(shape, generator=generator, dtype=DTYPE)
+        phase = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(shape, generator=generator,
+            dtype=DTYPE)
         k = self.k2.sqrt()
         amp = k * torch.exp(-((k - peak) ** 2) / 2) * self._mask
         w = torch.fft.irfft2(phase * amp, s=(self.N, self.N))
@@ -252,7 +256,8 @@ class NS2D:
 # --------------------------------------------------------------------------------------------
 
 
-def lyapunov_benettin(step: Callable[[Tensor], Tensor], states: Tensor, time: float, dt: float, renorm_every: float = 1.0, eps: float = 1e-7,
+def lyapunov_benettin(step: Callable[[Tensor], Tensor], states: Tensor, time: float, dt: float,
+                      renorm_every: float = 1.0, eps: float = 1e-7,
                       generator: torch.Generator | None = None) -> tuple[float, Tensor]:
     """``(mean λ₁, λ₁ per copy)``: each state runs beside a copy perturbed by ``eps`` (relative to its norm);
     every ``renorm_every`` time units the log growth of the gap is recorded and the gap reset to ``eps``
@@ -312,7 +317,8 @@ class SpectralCoarsen:
 
     def __init__(self, n_coarse: int, op: str = "sharp", dims: int = 1, length: float = 2 * math.pi):
         if op not in ("sharp", "gauss") or dims not in (1, 2) or n_coarse < 4:
-            raise ValueError(f"SpectralCoarsen needs op 'sharp' or 'gauss', dims 1 or 2 and n_coarse >= 4; got {op!r}, {dims}, {n_coarse}")
+            raise ValueError(f"SpectralCoarsen needs op 'sharp' or 'gauss', dims 1 or 2 and n_coarse >= 4; got {op!r}, "
+                             f"{dims}, {n_coarse}")
         self.n, self.op, self.dims, self.length = n_coarse, op, dims, length
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -383,17 +389,21 @@ def cache_key(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def generate(system: KS1D | NS2D, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int, out: str | None = None) -> tuple[Tensor, dict]:
+def generate(system: KS1D | NS2D, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int,
+             out: str | None = None) -> tuple[Tensor, dict]:
     """``(fields [n_traj, n_t, 1, *spatial] float64, config)``: ``n_traj`` trajectories from random states
     integrated ``spinup`` time units, then ``n_steps`` solver steps with every ``save_every``-th kept
     (the first saved state is the spun-up one). With ``out`` the set is also written as HDF5 (see
     :func:`save_trajectories`); an existing file with the same cache key is read instead of regenerated.
     The same seed and config give bitwise-identical trajectories on CPU."""
     if n_traj < 1 or n_steps < 0 or save_every < 1 or spinup < 0:
-        raise ValueError(f"generate needs n_traj >= 1, n_steps >= 0, save_every >= 1, spinup >= 0; got {n_traj}, {n_steps}, {save_every}, {spinup}")
+        raise ValueError(f"generate needs n_traj >= 1, n_steps >= 0, save_every >= 1, spinup >= 0; got {n_traj}, "
+                         f"{n_steps}, {save_every}, {spinup}")
     kind = type(system).__name__
-    params = {k: getattr(system, k) for k in ("L", "N", "dt", "dealias", "nu", "drag", "forcing_mode", "forcing_amplitude") if hasattr(system, k)}
-    config = dict(system=kind, params=params, n_traj=n_traj, n_steps=n_steps, save_every=save_every, spinup=spinup, seed=seed, scheme="etdrk4", kit_version=KIT_VERSION)
+    params = {k: getattr(system, k) for k in ("L", "N", "dt", "dealias", "nu", "drag", "forcing_mode",
+                                              "forcing_amplitude") if hasattr(system, k)}
+    config = dict(system=kind, params=params, n_traj=n_traj, n_steps=n_steps, save_every=save_every, spinup=spinup,
+                  seed=seed, scheme="etdrk4", kit_version=KIT_VERSION)
     if out is not None:
         from pathlib import Path
 
@@ -431,7 +441,8 @@ def save_trajectories(path: str, fields: Tensor, config: dict, dt: float) -> Non
     try:
         with h5py.File(tmp, "w") as f:
             n_t = fields.shape[1]
-            f.create_dataset("fields", data=fields.float().numpy(), chunks=(1, min(n_t, 64), *fields.shape[2:]), compression="gzip", compression_opts=4)
+            f.create_dataset("fields", data=fields.float().numpy(), chunks=(1, min(n_t, 64), *fields.shape[2:]),
+                             compression="gzip", compression_opts=4)
             f.create_dataset("t", data=(torch.arange(n_t, dtype=DTYPE) * dt).numpy())
             f.attrs["config"] = json.dumps(config, sort_keys=True, default=str)
             f.attrs["solver"] = config.get("system", "")
@@ -451,7 +462,8 @@ def load_trajectories(path: str) -> tuple[Tensor, dict]:
     h5py = _h5py()
     with h5py.File(path, "r") as f:
         fields = torch.from_numpy(f["fields"][...])
-        meta = dict(config=json.loads(f.attrs["config"]), t=torch.from_numpy(f["t"][...]), solver=str(f.attrs["solver"]), scheme=str(f.attrs["scheme"]),
+        meta = dict(config=json.loads(f.attrs["config"]), t=torch.from_numpy(f["t"][...]), solver=str(f.attrs[
+            "solver"]), scheme=str(f.attrs["scheme"]),
                     kit_version=str(f.attrs["kit_version"]), cache_key=str(f.attrs["cache_key"]))
     return fields, meta
 

@@ -57,7 +57,8 @@ def row_theta(pattern: Tensor, min_keys: int = 16, exact_up_to: int = 20) -> pd.
             lo = hi = theta_exact(p)
         else:
             lo, hi = theta_dp(p)
-        rows.append(dict(batch=b, head=h, row=r, keys=len(p), theta_lo=lo, theta_hi=hi, greedy=float(greedy[b, h, r]), exact=len(p) <= exact_up_to))
+        rows.append(dict(batch=b, head=h, row=r, keys=len(p), theta_lo=lo, theta_hi=hi, greedy=float(greedy[b, h, r]),
+                         exact=len(p) <= exact_up_to))
     return pd.DataFrame(rows, columns=["batch", "head", "row", "keys", "theta_lo", "theta_hi", "greedy", "exact"])
 
 

@@ -42,7 +42,8 @@ def _project(delta: Tensor, radius: float) -> Tensor:
     return delta * (radius * math.sqrt(d) / delta.norm(dim=-1, keepdim=True).clamp_min(1e-300))
 
 
-def local_gain(f: Callable[[Tensor], Tensor], X: Tensor, *, eps: float = 1e-4, restarts: int = 5, steps: int = 50, out_norm: Norm = "block_inf_rms",
+def local_gain(f: Callable[[Tensor], Tensor], X: Tensor, *, eps: float = 1e-4, restarts: int = 5, steps: int = 50,
+               out_norm: Norm = "block_inf_rms",
                generator: torch.Generator | None = None) -> tuple[float, Tensor]:
     """``(best gain, gain per restart)`` for ``f: (R, T, d) -> (R, T, d')`` at ``X: (T, d)``.
 

@@ -44,7 +44,8 @@ def bias_gradients(model: nn.Module, loss_fn: Callable[[nn.Module], Tensor]) -> 
         if attn.b_Q is None or attn.b_K is None:
             raise ValueError("the model needs separate query and key biases (ToyTransformer(bias=True, qk='separate'))")
         for h in range(attn.b_Q.shape[0]):
-            rows.append(dict(layer=layer, head=h, key_bias_grad=float(attn.b_K.grad[h].norm()), query_bias_grad=float(attn.b_Q.grad[h].norm())))
+            rows.append(dict(layer=layer, head=h, key_bias_grad=float(attn.b_K.grad[h].norm()), query_bias_grad=float(
+                attn.b_Q.grad[h].norm())))
     return pd.DataFrame(rows)
 
 

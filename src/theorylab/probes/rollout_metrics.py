@@ -60,7 +60,8 @@ def ke_spectrum_2d(w: Tensor) -> Tensor:
     k1 = torch.fft.fftfreq(N, 1.0 / N, dtype=torch.float64)
     ky, kx = torch.meshgrid(k1, k1, indexing="ij")
     k2 = kx**2 + ky**2
-    energy = 0.5 * wh.abs().pow(2) * torch.where(k2 > 0, 1.0 / torch.where(k2 > 0, k2, 1.0), 0.0)  # |û|² + |v̂|² = |ω̂|²/|k|²
+    # |û|² + |v̂|² = |ω̂|²/|k|²
+    energy = 0.5 * wh.abs().pow(2) * torch.where(k2 > 0, 1.0 / torch.where(k2 > 0, k2, 1.0), 0.0)
     shell = torch.round(k2.sqrt()).long()
     E = torch.zeros(N // 2 + 1, dtype=torch.float64)
     mean_energy = energy.reshape(-1, N, N).mean(0)
@@ -93,7 +94,8 @@ def pointwise_w1(pred: Tensor, true: Tensor) -> Tensor:
     ``true[b]`` (every time, point and channel of the window pooled; SciPy's exact 1-D W1)."""
     from scipy.stats import wasserstein_distance
 
-    return torch.tensor([wasserstein_distance(p.flatten().double().numpy(), y.flatten().double().numpy()) for p, y in zip(pred.cpu(), true.cpu())],
+    return torch.tensor([wasserstein_distance(p.flatten().double().numpy(), y.flatten().double().numpy()) for p,
+                         y in zip(pred.cpu(), true.cpu())],
                         dtype=torch.float64)
 
 

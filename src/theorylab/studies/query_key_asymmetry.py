@@ -48,7 +48,8 @@ class QueryKeyAsymmetryConfig(StudyConfig):
     id_layers: int = Field(2, ge=1, le=64, description="layers of the identity models")
     id_length: int = Field(32, ge=4, le=8192, description="sequence length T of the identity checks")
     id_batch: int = Field(2, ge=1, le=1024, description="sequences per identity check")
-    positions: tuple[Pos, ...] = Field(("none", "absolute", "rope"), min_length=1, description="position encodings checked")
+    positions: tuple[Pos, ...] = Field(("none", "absolute", "rope"), min_length=1,
+                                       description="position encodings checked")
     bias_norm: float = Field(10.0, gt=0, le=1e6, description="norm of the random key (or query) bias")
     gauge_condition: float = Field(10.0, ge=1, le=1e6, description="largest condition number of the random gauge G")
     lm_width: int = Field(128, ge=8, le=8192, description="d_model of the trained decoder")
@@ -58,11 +59,16 @@ class QueryKeyAsymmetryConfig(StudyConfig):
     lm_batch: int = Field(32, ge=1, le=8192, description="batch size")
     lm_steps: int = Field(300, ge=1, le=10_000_000, description="AdamW steps (claims 5-6 need >= 5000)")
     lm_lr: float = Field(1e-3, gt=0, le=1, description="AdamW learning rate")
-    rank_fractions: tuple[float, ...] = Field((0.125, 0.25, 0.5), min_length=1, description="truncation ranks as fractions of d_h")
+    rank_fractions: tuple[float, ...] = Field((0.125, 0.25, 0.5), min_length=1, description="truncation ranks as "
+        "fractions of d_h")
     eval_batches: int = Field(4, ge=1, le=10_000, description="held-out batches for ΔLoss and perplexity")
-    thin_keys: bool = Field(False, description="also train a decoder with d_select = d_h x thin_fraction (claim 6; paper preset)")
-    thin_fraction: float = Field(0.25, gt=0, le=1, description="query/key width of the thin decoder as a fraction of d_h")
-    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
+    thin_keys: bool = Field(False, description="also train a decoder with d_select = d_h x thin_fraction (claim 6; "
+                                               "paper preset)")
+    thin_fraction: float = Field(0.25, gt=0, le=1, description="query/key width of the thin decoder as a "
+                                                               "fraction of d_h")
+    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
+                                                            "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) "
+                                                            "or a local plain-text file")
 
     @model_validator(mode="after")
     def _checks(self) -> "QueryKeyAsymmetryConfig":
@@ -75,12 +81,15 @@ class QueryKeyAsymmetryConfig(StudyConfig):
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~25 s: identities on random-init models (every position x causal x dtype), a 300-step decoder with truncation curves (descriptive)"),
+    "quick": Preset.of("quick", "2 CPU cores, ~25 s: identities on random-init models (every position x causal x "
+                                "dtype), a 300-step decoder with truncation curves (descriptive)"),
     "paper": Preset.of(
         "paper",
-        "GPU: a GPT-2-small-shaped decoder (12 layers, 768 wide, 12 heads) trained 5000 steps, truncation, and a thin-key decoder (d_select = d_h/4)",
+        "GPU: a GPT-2-small-shaped decoder (12 layers, 768 wide, 12 heads) trained 5000 steps, truncation, and a "
+        "thin-key decoder (d_select = d_h/4)",
         lm_width=(768, "card: 125M-scale decoder"),
-        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib or a local text file)"),
+        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
+                       "or a local text file)"),
         lm_layers=(12, "card"),
         lm_heads=(12, "card"),
         lm_context=(256, "longer windows"),
@@ -95,7 +104,8 @@ STEPS_FOR_CLAIMS = 5000
 
 
 def _model(cfg: QueryKeyAsymmetryConfig, pos: str, causal: bool, seed: int, dtype: torch.dtype) -> ToyTransformer:
-    return ToyTransformer(d_model=cfg.id_width, n_heads=cfg.id_heads, n_layers=cfg.id_layers, mlp_width=2 * cfg.id_width, vocab_size=VOCAB, causal=causal,
+    return ToyTransformer(d_model=cfg.id_width, n_heads=cfg.id_heads, n_layers=cfg.id_layers,
+                          mlp_width=2 * cfg.id_width, vocab_size=VOCAB, causal=causal,
                           positional=POSITIONAL[pos], max_len=cfg.id_length, seed=seed).to(dtype)
 
 
@@ -120,7 +130,8 @@ def _causal_support(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFra
     rows = []
     for pos in cfg.positions:
         model = _model(cfg, pos, True, ctx.seed(f"causal/{pos}"), torch.float64)
-        tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=ctx.generator(f"causal/data/{pos}"))
+        tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=ctx.generator(
+            f"causal/data/{pos}"))
         support = causal_key_support(model, tokens, (1, cfg.id_length // 2, cfg.id_length - 1))
         rows += [dict(pos=pos, **row) for row in support]
     return ctx.table("causal_support", pd.DataFrame(rows))
@@ -188,7 +199,8 @@ def _figure_gradients(ctx: RunContext, t: pd.DataFrame) -> None:
 def _figure_truncation(ctx: RunContext, t: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, (which, g) in enumerate(t.groupby("which")):
-        ax.plot(g["rank"], g["delta_loss"], "o-", color=color(i), label={"q": "truncate W_Q", "k": "truncate W_K", "qk": "truncate M"}[which])
+        ax.plot(g["rank"], g["delta_loss"], "o-", color=color(i), label={"q": "truncate W_Q", "k": "truncate W_K",
+            "qk": "truncate M"}[which])
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("rank r")
     ax.set_ylabel("ΔLoss (held-out, nats)")
@@ -213,8 +225,11 @@ def _figure_ranks(ctx: RunContext, t: pd.DataFrame) -> None:
 
 claims = Claims("query-key-asymmetry")
 
-S_BIAS = ("Identity check (derived from softmax over keys; a code check, not evidence for the paper): without rotary positions a random key bias of norm 10 changes the output logits by <= 1e-5 relative (float32) / 1e-12 (float64) and gets gradient "
-          "<= 1e-10 x the query bias's (float64); the controls (RoPE, or the bias on the query side) change the logits by >= 1e-3.")
+S_BIAS = ("Identity check (derived from softmax over keys; a code check, not evidence for the paper): without rotary "
+          "positions a random key bias of norm 10 changes the output logits by <= 1e-5 relative (float32) / 1e-12 "
+          "(float64) and gets gradient "
+          "<= 1e-10 x the query bias's (float64); the controls (RoPE, or the bias on the query side) change the logits "
+          "by >= 1e-3.")
 
 
 @claims.add("key-bias-invisible", S_BIAS, REF + ": softmax over keys ignores row constants (derived)")
@@ -223,7 +238,8 @@ def judge_bias(res, v) -> Verdict:
     g = res.table("gradient_sums")
     inv = b[(b["side"] == "key") & (b["pos"] != "rope")]
     if inv.empty:
-        raise Undecided("this config checks only rotary positions (positions = ('rope',)), where a key bias is visible by design; add 'none' or 'absolute'")
+        raise Undecided("this config checks only rotary positions (positions = ('rope',)), where a key bias is visible "
+                        "by design; add 'none' or 'absolute'")
     tol = np.where(inv["dtype"] == "float32", 1e-5, 1e-12)
     worst = float((inv["rel_change"] / tol).max())
     g64 = g[(g["dtype"] == "float64") & (g["pos"] != "rope")]
@@ -231,14 +247,18 @@ def judge_bias(res, v) -> Verdict:
     controls = b[(b["side"] == "query") | (b["pos"] == "rope")]
     ctrl = float(controls["rel_change"].min())
     ok = worst <= 1 and grad_ratio <= 1e-10 and ctrl >= 1e-3
-    detail = (f"key bias, no RoPE: max change {inv[inv['dtype'] == 'float32']['rel_change'].max():.1e} (float32), {inv[inv['dtype'] == 'float64']['rel_change'].max():.1e} (float64); "
+    detail = (f"key bias, no RoPE: max change {inv[inv['dtype'] == 'float32']['rel_change'].max():.1e} (float32), "
+              f"{inv[inv['dtype'] == 'float64']['rel_change'].max():.1e} (float64); "
               f"|∂L/∂b_K| / |∂L/∂b_Q| max {grad_ratio:.1e}; controls min change {ctrl:.2e} ({len(controls)} cases)")
     return v.judged(ok, float(inv["rel_change"].max()), "<= 1e-5 (f32) / 1e-12 (f64)", None, detail)
 
 
-S_GRAD = ("Identity check (softmax over keys has zero-sum score gradients; a code check, not evidence for the paper): per head and sequence, "
-          "‖Σ_j ∂L/∂k_j‖ / Σ_j ‖∂L/∂k_j‖ is within its float rounding 2Tε·κ (κ: the condition number of the T²-term sum Σ_ij dS_ij q_i), "
-          "and the dS row sums within 2Tε of Σ_j|dS_ij| (ε of the dtype, float32 and float64), while for queries the ratio is >= 1e-3 on >= 95% of heads.")
+S_GRAD = ("Identity check (softmax over keys has zero-sum score gradients; a code check, not evidence for the paper): "
+          "per head and sequence, "
+          "‖Σ_j ∂L/∂k_j‖ / Σ_j ‖∂L/∂k_j‖ is within its float rounding 2Tε·κ (κ: the condition number of the T²-term "
+          "sum Σ_ij dS_ij q_i), "
+          "and the dS row sums within 2Tε of Σ_j|dS_ij| (ε of the dtype, float32 and float64), while for queries the "
+          "ratio is >= 1e-3 on >= 95% of heads.")
 
 
 @claims.add("key-gradients-centred", S_GRAD, REF + ": dS has zero row sums (derived)")
@@ -248,23 +268,32 @@ def judge_gradients(res, v) -> Verdict:
     q_share = float((g["query_ratio"] >= 1e-3).mean())
     rows = float((g["dS_row_sum"] / g["row_sum_tolerance"]).max())
     ok = worst <= 1 and q_share >= 0.95 and rows <= 1
-    detail = (f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32), {g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64) over {len(g)} head-sequences "
-              f"(every position encoding), worst ratio/tolerance {worst:.2g} (κ up to {(g['key_tolerance'] / g['row_sum_tolerance']).max():.3g}); "
-              f"queries >= 1e-3 on {100 * q_share:.1f}% (median {g['query_ratio'].median():.2f}); dS row sums / tolerance {rows:.2g}")
+    detail = (f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32), "
+              f"{g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64) over {len(g)} head-sequences "
+              f"(every position encoding), worst ratio/tolerance {worst:.2g} (κ up to "
+              f"{(g['key_tolerance'] / g['row_sum_tolerance']).max():.3g}); "
+              f"queries >= 1e-3 on {100 * q_share:.1f}% (median {g['query_ratio'].median():.2f}); dS row sums / "
+              f"tolerance {rows:.2g}")
     return v.judged(ok, worst, "ratio/(2Tε·κ) <= 1", 1.0, detail)
 
 
-S_CAUSAL = ("Identity check (the causal mask; a code check, not evidence for the paper): in a causal model, ∂L/∂k_j from the losses at positions < j is 0 (<= 1e-12 relative, float64), and from the losses at positions >= j it equals the full gradient to 1e-12.")
+S_CAUSAL = ("Identity check (the causal mask; a code check, not evidence for the paper): in a causal model, ∂L/∂k_j "
+            "from the losses at positions < j is 0 (<= 1e-12 relative, float64), and from the losses at positions >= j "
+            "it equals the full gradient to 1e-12.")
 
 
 @claims.add("causal-key-support", S_CAUSAL, REF + ": the causal mask (derived)")
 def judge_causal(res, v) -> Verdict:
     t = res.table("causal_support")
     worst = float(max(t["before_norm"].max(), t["after_gap"].max()))
-    return v.judged(worst <= 1e-12, worst, "<= 1e-12", 1e-12, f"{len(t)} (position encoding, j, layer) cases: before-j share {t['before_norm'].max():.1e}, after-j gap {t['after_gap'].max():.1e}")
+    return v.judged(worst <= 1e-12, worst, "<= 1e-12", 1e-12, f"{len(t)} (position encoding, j, layer) cases: before-j "
+                                                              f"share {t['before_norm'].max():.1e}, after-j gap "
+                                                              f"{t['after_gap'].max():.1e}")
 
 
-S_GAUGE = ("Identity check (scores depend on W_Q, W_K only through M; a code check, not evidence for the paper): a random per-head gauge (W_Q, W_K) -> (G W_Q, G⁻ᵀ W_K) with condition number 10 leaves the output logits unchanged to 1e-5 relative (float32) while the stable rank "
+S_GAUGE = ("Identity check (scores depend on W_Q, W_K only through M; a code check, not evidence for the paper): a "
+           "random per-head gauge (W_Q, W_K) -> (G W_Q, G⁻ᵀ W_K) with condition number 10 leaves the output logits "
+           "unchanged to 1e-5 relative (float32) while the stable rank "
            "of W_Q or W_K moves by >= 10% on >= 90% of heads; the balanced-gauge ranks stay within 1e-6.")
 
 
@@ -275,10 +304,14 @@ def judge_gauge(res, v) -> Verdict:
     moved = float(((t["q_rank_change"] >= 0.1) | (t["k_rank_change"] >= 0.1)).mean())
     balanced = float(t["balanced_rank_change"].max())
     ok = change <= 1e-5 and moved >= 0.9 and balanced <= 1e-6
-    return v.judged(ok, change, "<= 1e-5", 1e-5, f"logit change {change:.1e}; raw ranks moved >= 10% on {100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}")
+    return v.judged(ok, change, "<= 1e-5", 1e-5, f"logit change {change:.1e}; raw ranks moved >= 10% on "
+                                                 f"{100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}")
 
 
-S_TRUNC = "On a self-trained decoder (>= 5000 steps), at r = d_h/4 over all heads at once: ΔLoss(truncate W_K) <= 0.5 x ΔLoss(truncate W_Q) (the anchor: keys are far more compressible)."
+S_TRUNC = (
+    "On a self-trained decoder (>= 5000 steps), at r = d_h/4 over all heads at once: ΔLoss(truncate W_K) <= 0.5 x "
+    "ΔLoss(truncate W_Q) (the anchor: keys are far more compressible)."
+)
 
 
 @claims.add("keys-more-compressible", S_TRUNC, "arXiv 2603.04427 (anchor); threshold ours")
@@ -290,11 +323,15 @@ def judge_truncation(res, v) -> Verdict:
     ratio = float(at["k"] / at["q"]) if at["q"] > 0 else math.inf
     detail = f"r = d_h/4: ΔLoss W_K {at['k']:.3f}, W_Q {at['q']:.3f}, M {at['qk']:.3f} nats; ratio {ratio:.2f}"
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
-        return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: {detail}")
+        return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: "
+                           f"{detail}")
     return v.judged(ratio <= 0.5, ratio, "<= 0.5", 0.5, detail)
 
 
-S_THIN = "A decoder with d_select = d_h/4 (75% fewer query/key parameters) reaches held-out perplexity <= 1.10 x the full model's at equal steps (the anchor: +4.3% on WikiText)."
+S_THIN = (
+    "A decoder with d_select = d_h/4 (75% fewer query/key parameters) reaches held-out perplexity <= 1.10 x the full "
+    "model's at equal steps (the anchor: +4.3% on WikiText)."
+)
 
 
 @claims.add("thin-keys", S_THIN, "arXiv 2603.04427 (anchor); threshold ours")
@@ -303,7 +340,8 @@ def judge_thin(res, v) -> Verdict:
     if "thin keys" not in t.index:
         return v.undecided("needs paper preset (or --set thin_keys=true)")
     ratio = float(t.loc["thin keys", "perplexity"] / t.loc["full", "perplexity"])
-    detail = (f"perplexity thin {t.loc['thin keys', 'perplexity']:.3f} (QK params {int(t.loc['thin keys', 'qk_params'])}) vs full {t.loc['full', 'perplexity']:.3f} "
+    detail = (f"perplexity thin {t.loc['thin keys', 'perplexity']:.3f} (QK params "
+              f"{int(t.loc['thin keys', 'qk_params'])}) vs full {t.loc['full', 'perplexity']:.3f} "
               f"({int(t.loc['full', 'qk_params'])}): ratio {ratio:.3f}")
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
         return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps); reported: {detail}")
@@ -312,7 +350,8 @@ def judge_thin(res, v) -> Verdict:
 
 @study(
     "query-key-asymmetry",
-    title="Queries and keys: symmetric in form, not in role (invisible key bias, centred key gradients, gauge, thin keys)",
+    title="Queries and keys: symmetric in form, not in role (invisible key bias, centred key gradients, gauge, "
+          "thin keys)",
     paper=PAPER,
     config=QueryKeyAsymmetryConfig,
     presets=PRESETS,

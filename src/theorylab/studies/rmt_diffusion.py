@@ -46,21 +46,32 @@ class RMTDiffusionConfig(StudyConfig):
     # --- synthetic power-law Gaussian: theory vs Monte Carlo over data-set draws --------------
     d: int = Field(200, ge=8, le=4096, description="dimension of the power-law Gaussian data (typ. 200)")
     alpha: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")
-    n: tuple[SplitSize, ...] = Field((200, 400, 800), min_length=1, description="samples per data set for the synthetic checks")
-    sigma2: tuple[NoiseLevel, ...] = Field((1e-3, 1e-2, 1e-1), min_length=1, description="denoiser noise levels sigma^2")
-    n_draws: int = Field(1000, ge=20, le=1_000_000, description="data-set draws per n for the spectral (eigendecomposition) checks (typ. 1000)")
-    var_draws: int = Field(2000, ge=20, le=1_000_000, description="data-set draws per n for the variance check (Cholesky, cheap; typ. 2000)")
+    n: tuple[SplitSize, ...] = Field((200, 400, 800), min_length=1, description="samples per data set for the "
+        "synthetic checks")
+    sigma2: tuple[NoiseLevel, ...] = Field((1e-3, 1e-2, 1e-1), min_length=1,
+                                           description="denoiser noise levels sigma^2")
+    n_draws: int = Field(1000, ge=20, le=1_000_000, description="data-set draws per n for the spectral "
+                                                                "(eigendecomposition) checks (typ. 1000)")
+    var_draws: int = Field(2000, ge=20, le=1_000_000, description="data-set draws per n for the variance check "
+        "(Cholesky, cheap; typ. 2000)")
     var_sigma2: float = Field(1e-2, gt=0, le=1e6, description="noise level of the variance-factorisation check")
-    n_probe: int = Field(8, ge=2, le=64, description="number of readout vectors v and of inputs x in the variance check")
-    map_sigma: tuple[Annotated[float, Field(ge=0, le=1e3)], ...] = Field((0.0, 0.5), min_length=1, description="end noise levels sigma of the PF-ODE map (0 = clean sample)")
+    n_probe: int = Field(8, ge=2, le=64,
+                         description="number of readout vectors v and of inputs x in the variance check")
+    map_sigma: tuple[Annotated[float, Field(ge=0, le=1e3)], ...] = Field((0.0, 0.5), min_length=1,
+        description="end noise levels sigma of the PF-ODE map (0 = clean sample)")
     sigma_T: float = Field(80.0, gt=1, le=1e4, description="start noise level of the PF-ODE map (EDM: 80)")
-    quad_nodes: int = Field(100, ge=10, le=2000, description="Gauss-Legendre nodes (u = tan theta) for E[Sigma_hat^(1/2)]")
-    map_nodes: int = Field(400, ge=20, le=4000, description="log-grid nodes for the sampling-map mean (half of them for its variance)")
+    quad_nodes: int = Field(100, ge=10, le=2000, description="Gauss-Legendre nodes (u = tan theta) for "
+                                                             "E[Sigma_hat^(1/2)]")
+    map_nodes: int = Field(400, ge=20, le=4000, description="log-grid nodes for the sampling-map mean (half of them "
+                                                            "for its variance)")
     chunk: int = Field(250, ge=1, le=100_000, description="data-set draws processed at once (memory vs speed)")
     # --- digits (or a local image set): linear maps on disjoint splits -----------------------
-    dataset: Literal["digits", "local"] = Field("digits", description="'digits' ships with scikit-learn; 'local' reads data_path")
-    data_path: str | None = Field(None, description="local .npz or image folder when dataset='local' (never downloaded)")
-    split_n: tuple[SplitSize, ...] = Field((100, 300, 800), min_length=1, description="split sizes for cross-split consistency")
+    dataset: Literal["digits", "local"] = Field("digits", description="'digits' ships with scikit-learn; 'local' reads "
+        "data_path")
+    data_path: str | None = Field(None,
+                                  description="local .npz or image folder when dataset='local' (never downloaded)")
+    split_n: tuple[SplitSize, ...] = Field((100, 300, 800), min_length=1, description="split sizes for cross-split "
+        "consistency")
     n_seeds: int = Field(1000, ge=16, le=1_000_000, description="noise seeds z per split size")
     pc_group: int = Field(500, ge=10, le=1_000_000, description="size of the PC2-top/-bottom groups (moment mismatch)")
     seed_level_n: int = Field(300, ge=10, le=1_000_000, description="split size for the seed-level prediction")
@@ -79,14 +90,16 @@ def _check_split_sizes(cfg: "RMTDiffusionConfig", total: int) -> None:
     """Two disjoint splits of every requested size must fit in the image set."""
     for name, value in (("split_n", max(cfg.split_n)), ("seed_level_n", cfg.seed_level_n), ("pc_group", cfg.pc_group)):
         if 2 * value > total:
-            raise ValueError(f"'{name}' = {value} is too large: two disjoint splits need 2 x {name} <= {total} images, so {name} <= {total // 2}")
+            raise ValueError(f"'{name}' = {value} is too large: two disjoint splits need 2 x {name} <= {total} images, "
+                             f"so {name} <= {total // 2}")
 
 
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's quick sizes (d = 200, digits)"),
     "paper": Preset.of(
         "paper",
-        "GPU: larger dimension and finer grids for the synthetic theory; our reading, the card gives no synthetic sizes",
+        "GPU: larger dimension and finer grids for the synthetic theory; "
+        "our reading, the card gives no synthetic sizes",
         d=(1024, "32x32 grey-scale images have d = 1024"),
         n=((256, 512, 1024, 2048, 4096), "gamma from 4 down to 1/4"),
         sigma2=((1e-4, 1e-3, 1e-2, 1e-1, 1.0), "five decades of noise"),
@@ -141,7 +154,8 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
         scaling, weights = rmt.variance_factors(cfg.var_sigma2, lam, n)
         v_idx, x_idx = (a.ravel() for a in np.meshgrid(np.arange(cfg.n_probe), np.arange(cfg.n_probe), indexing="ij"))
         ctx.table("variance", {
-            "n": n, "v": v_idx, "x": x_idx, "sim_var": sim_var.ravel(), "theory_var": theory.ravel(), "scaling": scaling,
+            "n": n, "v": v_idx, "x": x_idx, "sim_var": sim_var.ravel(), "theory_var": theory.ravel(),
+            "scaling": scaling,
             "anisotropy": (probe_v**2 * weights).sum(-1)[v_idx], "inhomogeneity": (probe_x**2 * weights).sum(-1)[x_idx],
             "ratio": (sim_var / theory).ravel(), "ratio_se": (sim_var_se / theory).ravel(),
         })
@@ -202,7 +216,8 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> 
     iid_a, iid_b = disjoint_splits(images, cfg.pc_group)
     mismatch = linear_map_disagreement(top, bottom, x_T, cfg.sigma_T)
     iid = linear_map_disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
-    ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.n_seeds), "iid_mse": iid.numpy(), "mismatch_mse": mismatch.numpy()}))
+    ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.n_seeds), "iid_mse": iid.numpy(),
+                                               "mismatch_mse": mismatch.numpy()}))
 
     # Seed-level: RMT-predicted disagreement from the population (mu, Sigma) and n alone, against
     # the disagreement realised by the two real splits.
@@ -264,7 +279,8 @@ def _figure_variance(ctx: RunContext, var: pd.DataFrame) -> None:
     for i, (n, grp) in enumerate(var.groupby("n")):
         jitter = np.linspace(-0.08, 0.08, len(grp))
         sim_points(ax, n * np.exp(jitter), grp["ratio"], 2 * grp["ratio_se"], color=color(i), ms=2, alpha=0.5)
-    theory_line(ax, sorted(var["n"].unique()), [1.0] * var["n"].nunique(), color="k", label="theory: κ²/(n−df₂)·factors")
+    theory_line(ax, sorted(var["n"].unique()), [1.0] * var["n"].nunique(), color="k",
+                label="theory: κ²/(n−df₂)·factors")
     log_ticks(ax, sorted(var["n"].unique()))
     ax.set_xlabel("n")
     ax.set_ylabel(r"Var$[v^\top D(x)]\cdot(n-\mathrm{df}_2)/\kappa^2$ / factors")
@@ -276,7 +292,8 @@ def _figure_variance(ctx: RunContext, var: pd.DataFrame) -> None:
 def _figure_sampling_map(ctx: RunContext, smap: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, ((n, s), grp) in enumerate(smap.groupby(["n", "sigma"])):
-        sim_points(ax, grp["theory_var"], grp["sim_var"], 2 * grp["var_ratio_se"] * grp["theory_var"], color=color(i), label=f"n={n}, σ={s:g}")
+        sim_points(ax, grp["theory_var"], grp["sim_var"], 2 * grp["var_ratio_se"] * grp["theory_var"], color=color(i),
+                   label=f"n={n}, σ={s:g}")
     lo, hi = smap["theory_var"].min(), smap["theory_var"].max()
     theory_line(ax, [lo, hi], [lo, hi], color="k", label="theory = simulation")
     ax.set_xscale("log")
@@ -293,8 +310,10 @@ def _figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, sha
     fig = Figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1)
     stats = cross.groupby("n").agg(
-        cross_med=("cross_mse", "median"), cross_lo=("cross_mse", lambda s: s.quantile(0.25)), cross_hi=("cross_mse", lambda s: s.quantile(0.75)),
-        near_med=("nearest_mse_1", "median"), near_lo=("nearest_mse_1", lambda s: s.quantile(0.25)), near_hi=("nearest_mse_1", lambda s: s.quantile(0.75)),
+        cross_med=("cross_mse", "median"), cross_lo=("cross_mse", lambda s: s.quantile(0.25)), cross_hi=("cross_mse",
+            lambda s: s.quantile(0.75)),
+        near_med=("nearest_mse_1", "median"), near_lo=("nearest_mse_1", lambda s: s.quantile(0.25)), near_hi=(
+            "nearest_mse_1", lambda s: s.quantile(0.75)),
     )
     ns = stats.index.to_numpy()
     for i, (key, label) in enumerate((("cross", "cross-split MSE (same seed)"), ("near", "nearest-training MSE"))):
@@ -311,7 +330,8 @@ def _figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, sha
     if len(shape) >= 2:
         # One montage: a row per (n, split), the same six seeds in the columns.
         h, w = shape[:2]
-        tiles = [np.concatenate([img.reshape(shape)[..., 0] if len(shape) == 3 else img.reshape(h, w) for img in split[:6]], axis=1)
+        tiles = [np.concatenate([img.reshape(shape)[..., 0] if len(shape) == 3 else img.reshape(h, w) for img in split[
+            :6]], axis=1)
                  for pair in samples.values() for split in pair]
         sub = fig.add_subplot(1, 2, 2)
         sub.imshow(np.concatenate(tiles, axis=0).clip(-1, 1), cmap="gray", vmin=-1, vmax=1)
@@ -333,14 +353,18 @@ REF = "arXiv 2602.02908"
 claims = Claims("rmt-diffusion")
 
 
-S_KAPPA = "Finite data renormalises the noise level: kappa(sigma^2) >= sigma^2, kappa/sigma^2 falls with sigma^2 and grows with gamma = d/n, with the limits 1/(1-gamma) (gamma<1) and kappa0 (gamma>1)."
+S_KAPPA = (
+    "Finite data renormalises the noise level: kappa(sigma^2) >= sigma^2, kappa/sigma^2 falls with sigma^2 and grows "
+    "with gamma = d/n, with the limits 1/(1-gamma) (gamma<1) and kappa0 (gamma>1)."
+)
 
 
 @claims.add("kappa-fixed-point", S_KAPPA, REF + ", fixed-point equation for kappa")
 def judge_kappa(res, v) -> Verdict:
     k = res.table("kappa")
     above = bool((k["kappa"] >= k["sigma2"] * (1 - 1e-12)).all())
-    falls = all(np.all(np.diff(g.sort_values("sigma2")["ratio"].to_numpy()) <= 1e-12 * g["ratio"].max()) for _, g in k.groupby("n"))
+    falls = all(np.all(np.diff(g.sort_values("sigma2")["ratio"].to_numpy()) <= 1e-12 * g["ratio"].max()) for _,
+                g in k.groupby("n"))
     grows = all(np.all(np.diff(g.sort_values("gamma")["ratio"].to_numpy()) >= -1e-12) for _, g in k.groupby("sigma2"))
     ratio, asym = res.scalar("ratio_gamma_half_tiny"), res.scalar("asymptote_gamma_half")
     k_tiny, k0 = res.scalar("kappa_gamma_two_tiny"), res.scalar("kappa0_gamma_two_brentq")
@@ -348,11 +372,15 @@ def judge_kappa(res, v) -> Verdict:
     ok = above and falls and grows and abs(ratio - asym) <= 1e-3 and rel0 <= 1e-3
     detail = (f"kappa>=sigma2: {above}; ratio falls in sigma2: {falls}; grows in gamma: {grows}; "
               f"gamma=1/2, sigma2={res.scalar('tiny_sigma2'):.3g}: kappa/sigma2={ratio:.6f} vs 1/(1-gamma)={asym:g}; "
-              f"gamma=2: kappa(1e-10)={k_tiny:.6g} vs kappa0={k0:.6g} (brentq on df1=n), rel. err {rel0:.1e} (tol 1e-3)")
+              f"gamma=2: kappa(1e-10)={k_tiny:.6g} vs kappa0={k0:.6g} (brentq on df1=n), "
+              f"rel. err {rel0:.1e} (tol 1e-3)")
     return v.judged(ok, abs(ratio - asym), 0.0, 1e-3, detail)
 
 
-S_MEAN = "The mean linear denoiser over data sets equals the population denoiser with sigma^2 replaced by kappa(sigma^2); the naive lambda/(lambda+sigma^2) over-estimates low-variance modes."
+S_MEAN = (
+    "The mean linear denoiser over data sets equals the population denoiser with sigma^2 replaced by kappa(sigma^2); "
+    "the naive lambda/(lambda+sigma^2) over-estimates low-variance modes."
+)
 
 
 @claims.add("mean-equivalent", S_MEAN, REF + ", deterministic equivalent of the linear denoiser")
@@ -367,13 +395,18 @@ def judge_mean(res, v) -> Verdict:
     rmt_err = float(low["err"].max())
     factor = naive_err / max(rmt_err, 1e-300)
     detail = (f"max |sim - RMT| over modes, n and sigma2 = {worst:.4f} (tol 0.01; Monte Carlo 4 SE = {noise:.4f}); "
-              f"20 smallest modes at n={int(n0)}, sigma2={s0:g}: naive error {naive_err:.4f} = {factor:.1f} x RMT error {rmt_err:.4f} (need >= 5)")
+              f"20 smallest modes at n={int(n0)}, sigma2={s0:g}: naive error {naive_err:.4f} = {factor:.1f} x RMT "
+              f"error {rmt_err:.4f} (need >= 5)")
     if noise > 0.01:
-        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 tolerance; {detail}")
+        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 "
+                        f"tolerance; {detail}")
     return v.judged(worst <= 0.01 and factor >= 5, worst, 0.0, 0.01, detail)
 
 
-S_SQRT = "E[Sigma_hat^(1/2)] equals (2/pi) int Sigma (Sigma + kappa(u^2))^-1 du, computed by Gauss-Legendre quadrature in u = tan(theta)."
+S_SQRT = (
+    "E[Sigma_hat^(1/2)] equals (2/pi) int Sigma (Sigma + kappa(u^2))^-1 du, computed by Gauss-Legendre quadrature in u "
+    "= tan(theta)."
+)
 
 
 @claims.add("sqrt-equivalent", S_SQRT, REF + ", fractional matrix powers")
@@ -382,13 +415,20 @@ def judge_sqrt(res, v) -> Verdict:
     worst = float((t["sim_mean"] - t["quad"]).abs().max())
     nodes = float((t["quad"] - t["quad_2x"]).abs().max())
     noise = 4 * float(t["sim_se"].max())
-    detail = f"max |sim - quadrature| = {worst:.4f} (tol 0.01; Monte Carlo 4 SE = {noise:.4f}); doubling the nodes moves it by {nodes:.1e} (tol 1e-6)"
+    detail = (
+        f"max |sim - quadrature| = {worst:.4f} (tol 0.01; Monte Carlo 4 SE = {noise:.4f}); doubling the nodes moves it "
+        f"by {nodes:.1e} (tol 1e-6)"
+    )
     if noise > 0.01:
-        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 tolerance; {detail}")
+        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 "
+                        f"tolerance; {detail}")
     return v.judged(worst <= 0.01 and nodes <= 1e-6, worst, 0.0, 0.01, detail)
 
 
-S_VAR = "Across data sets, Var[v^T D(x)] = kappa^2/(n - df2) x anisotropy(v) x inhomogeneity(x): an overall scaling times factors of the readout and of the input."
+S_VAR = (
+    "Across data sets, Var[v^T D(x)] = kappa^2/(n - df2) x anisotropy(v) x inhomogeneity(x): an overall scaling times "
+    "factors of the readout and of the input."
+)
 
 
 @claims.add("variance-factorization", S_VAR, REF + ", variance: scaling x anisotropy x inhomogeneity")
@@ -402,14 +442,20 @@ def judge_variance(res, v) -> Verdict:
         fit = grid.mean(1, keepdims=True) + grid.mean(0, keepdims=True) - grid.mean()
         resid.append(float(np.sqrt(((grid - fit) ** 2).mean())))
     worst_resid = max(resid)
-    detail = (f"simulated/theory variance in [{t['ratio'].min():.3f}, {t['ratio'].max():.3f}] over {len(t)} (v, x, n) (need within 1 +- 0.15; "
-              f"Monte Carlo SE of a ratio {se:.3f}); RMS residual of log Var = a(v) + b(x): {worst_resid:.3f} (need <= 0.1)")
+    detail = (f"simulated/theory variance in [{t['ratio'].min():.3f}, {t['ratio'].max():.3f}] over {len(t)} (v, x, n) "
+              f"(need within 1 +- 0.15; "
+              f"Monte Carlo SE of a ratio {se:.3f}); RMS residual of log Var = a(v) + b(x): {worst_resid:.3f} "
+              f"(need <= 0.1)")
     if 3.5 * se > 0.15:
-        raise Undecided(f"needs more draws (var_draws = {res.config['var_draws']}; >= 1500 brings 3.5 SE under 0.15): {detail}")
+        raise Undecided(f"needs more draws (var_draws = {res.config['var_draws']}; >= 1500 brings 3.5 SE under 0.15): "
+                        f"{detail}")
     return v.judged(dev <= 0.15 and worst_resid <= 0.1, dev, 0.0, 0.15, detail)
 
 
-S_MAP = "The PF-ODE sampling map of the linear model has deterministic equivalents for its mean and its variance over data sets (ours: the resolvent integral and its two-level covariance)."
+S_MAP = (
+    "The PF-ODE sampling map of the linear model has deterministic equivalents for its mean and its variance over data "
+    "sets (ours: the resolvent integral and its two-level covariance)."
+)
 
 
 @claims.add("sampling-map-equivalent", S_MAP, REF + ", PF-ODE sampling map (our extension)")
@@ -425,13 +471,18 @@ def judge_sampling_map(res, v) -> Verdict:
     # while Monte Carlo (4 SE) and finite-d corrections stay near 1% at the quick sizes.
     detail = (f"max relative error of E[F]_kk over modes = {rel:.4f} (tol 0.03; Monte Carlo SE {rel_se:.4f}; "
               f"doubling the quadrature nodes moves it by {nodes:.1e}, tol 1e-6); "
-              f"simulated/theory variance of F u in [{t['var_ratio'].min():.3f}, {t['var_ratio'].max():.3f}] (need within 1 +- 0.15; largest SE {se:.3f})")
+              f"simulated/theory variance of F u in [{t['var_ratio'].min():.3f}, {t['var_ratio'].max():.3f}] (need "
+              f"within 1 +- 0.15; largest SE {se:.3f})")
     if 3.5 * se > 0.15 or 4 * rel_se > 0.03:
-        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the tolerances; {detail}")
+        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the "
+                        f"tolerances; {detail}")
     return v.judged(rel <= 0.03 and dev <= 0.15 and nodes <= 1e-6, dev, 0.0, 0.15, detail)
 
 
-S_DIGITS = "Linear diffusion maps fitted on disjoint splits turn the same seed into nearly the same image: cross-split MSE is well below the distance to the nearest training image and falls with n."
+S_DIGITS = (
+    "Linear diffusion maps fitted on disjoint splits turn the same seed into nearly the same image: cross-split MSE is "
+    "well below the distance to the nearest training image and falls with n."
+)
 
 
 @claims.add("digits-linear-consistency", S_DIGITS, REF + ", cross-split consistency (digits stand-in)")
@@ -442,14 +493,18 @@ def judge_digits(res, v) -> Verdict:
     ratios = (big["cross"] / big["near"]).to_dict()
     worst = max(ratios.values()) if ratios else None
     falls = bool(np.all(np.diff(med["cross"].to_numpy()) < 0)) if len(med) >= 2 else None
-    detail = (f"median cross/nearest MSE for n>=300: {', '.join(f'n={n}: {r:.3f}' for n, r in ratios.items()) or 'none'} (need <= 0.5); "
-              f"median cross-split MSE by n: {', '.join(f'{n}: {c:.4f}' for n, c in med['cross'].items())} (need strictly falling)")
+    detail = (f"median cross/nearest MSE for n>=300: "
+              f"{', '.join(f'n={n}: {r:.3f}' for n, r in ratios.items()) or 'none'} (need <= 0.5); "
+              f"median cross-split MSE by n: {', '.join(f'{n}: {c:.4f}' for n, c in med['cross'].items())} (need "
+              f"strictly falling)")
     if worst is None or falls is None:
-        raise Undecided(f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: {detail}")
+        raise Undecided(f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: "
+                        f"{detail}")
     return v.judged(worst <= 0.5 and falls, worst, 0.5, "ratio <= 0.5", detail)
 
 
-S_MISMATCH = ("Linear diffusion maps fitted on sets with mismatched moments (PC2-top vs PC2-bottom) disagree far more than maps fitted on i.i.d. splits of the same size "
+S_MISMATCH = ("Linear diffusion maps fitted on sets with mismatched moments (PC2-top vs PC2-bottom) disagree far more "
+              "than maps fitted on i.i.d. splits of the same size "
               "(linear maps only: the paper's deep-net version is not built).")
 
 
@@ -457,11 +512,15 @@ S_MISMATCH = ("Linear diffusion maps fitted on sets with mismatched moments (PC2
 def judge_mismatch(res, v) -> Verdict:
     t = res.table("moment_mismatch")
     ratio = float(t["mismatch_mse"].median() / t["iid_mse"].median())
-    detail = f"median MSE: mismatched groups {t['mismatch_mse'].median():.4f}, i.i.d. splits {t['iid_mse'].median():.4f}; ratio {ratio:.2f} (need >= 3; the paper reports 0.15-0.48 vs 0.042 for deep nets)"
+    detail = (
+        f"median MSE: mismatched groups {t['mismatch_mse'].median():.4f}, i.i.d. splits {t['iid_mse'].median():.4f}; "
+        f"ratio {ratio:.2f} (need >= 3; the paper reports 0.15-0.48 vs 0.042 for deep nets)"
+    )
     return v.judged(ratio >= 3.0, ratio, 3.0, ">= 3", detail)
 
 
-S_SEED = ("The RMT seed-level predictor, from the population moments and n alone, ranks noise seeds by how much the linear maps of two splits will disagree "
+S_SEED = ("The RMT seed-level predictor, from the population moments and n alone, ranks noise seeds by how much the "
+          "linear maps of two splits will disagree "
           "(linear maps only: the paper's deep-net version is not built).")
 
 
@@ -469,19 +528,24 @@ S_SEED = ("The RMT seed-level predictor, from the population moments and n alone
 def judge_seed_level(res, v) -> Verdict:
     t = res.table("seed_level")
     rho, p = spearman(t["predicted"], t["realized"], permutations=2000)
-    detail = f"Spearman rho = {rho:.3f} over {len(t)} seeds (one-sided permutation p = {p:.4f}); need >= 0.3 (linear maps; the paper reports 0.33 for deep nets on FFHQ)"
+    detail = (
+        f"Spearman rho = {rho:.3f} over {len(t)} seeds (one-sided permutation p = {p:.4f}); need >= 0.3 (linear maps; "
+        f"the paper reports 0.33 for deep nets on FFHQ)"
+    )
     return v.judged(rho >= 0.3, rho, 0.3, ">= 0.3", detail)
 
 
 @study(
     "rmt-diffusion",
-    title="Random-matrix theory of cross-split consistency in diffusion models (linear theory; deep denoisers not built)",
+    title="Random-matrix theory of cross-split consistency in diffusion models (linear theory; deep denoisers "
+          "not built)",
     paper=PAPER,
     config=RMTDiffusionConfig,
     presets=PRESETS,
     family="generative",
     claims=claims,
-    not_built={"rmt-diffusion/deep-follows-linear": "needs trained deep denoisers (MLP at quick, UNet/DiT at paper), not built yet; a later issue builds them"},
+    not_built={"rmt-diffusion/deep-follows-linear": "needs trained deep denoisers (MLP at quick, UNet/DiT at paper), "
+                                                    "not built yet; a later issue builds them"},
 )
 def run(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     images = _images(cfg)  # first, so that a local data set too small for the splits fails before any work

@@ -25,13 +25,21 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
-from theorylab.core.rng import seeded
 from theorylab.core.plotting import color, new_figure
+from theorylab.core.rng import seeded
 from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories
 from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, UNet, noise_schedule
 from theorylab.probes.level_classifier import classify_levels
-from theorylab.probes.rollout_metrics import corr_time, corrector_cost, ke_spectrum_2d, off_attractor_time, pearson_t
-from theorylab.probes.rollout_metrics import spectral_similarity, spectrum_1d, spectrum_log_se
+from theorylab.probes.rollout_metrics import (
+    corr_time,
+    corrector_cost,
+    ke_spectrum_2d,
+    off_attractor_time,
+    pearson_t,
+    spectral_similarity,
+    spectrum_1d,
+    spectrum_log_se,
+)
 from theorylab.theory.thermalize import gain_limits, thermalize_gain
 from theorylab.train.rollout import Thermalize, float32_denoiser, noisy_emulator, rollout
 from theorylab.train.thermalize_gaussian import gaussian_gain_monte_carlo, gaussian_linear_rollouts
@@ -43,10 +51,12 @@ REF = "arXiv 2503.18731"
 
 class ThermalizerConfig(StudyConfig):
     train_trajectories: int = Field(48, ge=1, le=100_000, description="KS22 training trajectories (card: 48)")
-    train_steps: int = Field(800, ge=1, le=10_000_000, description="emulator steps per training trajectory after spin-up (card: 800)")
+    train_steps: int = Field(800, ge=1, le=10_000_000, description="emulator steps per training trajectory after "
+        "spin-up (card: 800)")
     test_trajectories: int = Field(16, ge=1, le=100_000, description="test trajectories (card: 16)")
     horizon: int = Field(1000, ge=10, le=10_000_000, description="emulator steps of the test rollouts (card: 1000)")
-    levels: int = Field(200, ge=10, le=1000, description="diffusion levels drawn in training and classifier classes (card: 200 of T = 1000)")
+    levels: int = Field(200, ge=10, le=1000, description="diffusion levels drawn in training and classifier classes "
+                                                         "(card: 200 of T = 1000)")
     width: int = Field(256, ge=8, le=8192, description="DenoiserMLP width")
     blocks: int = Field(3, ge=1, le=64, description="DenoiserMLP residual blocks")
     denoiser_steps: int = Field(1500, ge=1, le=10_000_000, description="Adam steps (one-cycle, peak lr 2e-3; card)")
@@ -55,11 +65,15 @@ class ThermalizerConfig(StudyConfig):
     s_stop: int = Field(4, ge=0, le=999, description="denoise down to this level")
     s_abort: int = Field(100, ge=0, le=999, description="flag the trajectory diverged above this level")
     eta: float = Field(0.1, ge=0, le=10, description="leak η of the drifting emulator KSLeaky")
-    gauss_samples: int = Field(200_000, ge=1000, le=10_000_000, description="Monte Carlo samples of the Gaussian gain check (card: 2e5)")
-    learned_steps: int = Field(300, ge=0, le=10_000_000, description="Adam steps of the small learned CNN emulator (reported, not claimed; 0 skips it)")
-    learned_horizon: int = Field(60, ge=2, le=10_000_000, description="rollout steps of the learned CNN emulator, plain and thermalized")
+    gauss_samples: int = Field(200_000, ge=1000, le=10_000_000, description="Monte Carlo samples of the Gaussian gain "
+        "check (card: 2e5)")
+    learned_steps: int = Field(300, ge=0, le=10_000_000, description="Adam steps of the small learned CNN emulator "
+        "(reported, not claimed; 0 skips it)")
+    learned_horizon: int = Field(60, ge=2, le=10_000_000, description="rollout steps of the learned CNN emulator, "
+        "plain and thermalized")
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claims 8-9)")
-    kf_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver (paper: 512; ours 256 by default)")
+    kf_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver (paper: 512; ours "
+                                                             "256 by default)")
     kf_store_n: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at")
     kf_nu: float = Field(1e-4, gt=0, le=1, description="viscosity ν (Re = 10k: 1e-4)")
     kf_dt: float = Field(1e-3, gt=0, le=1, description="solver step")
@@ -68,50 +82,65 @@ class ThermalizerConfig(StudyConfig):
     kf_trajectories: int = Field(8, ge=2, le=100_000, description="training trajectories of the Kolmogorov data")
     kf_train_steps: int = Field(2000, ge=2, le=10_000_000, description="stored emulator steps per training trajectory")
     kf_test_trajectories: int = Field(40, ge=1, le=100_000, description="test trajectories (card: 40)")
-    kf_horizon: int = Field(100_000, ge=2, le=100_000_000, description="emulator steps of the Kolmogorov rollouts (card: 1e5)")
-    kf_width: int = Field(64, ge=4, le=1024, description="U-Net width of the emulator and the thermalizer (card: hidden 64)")
+    kf_horizon: int = Field(100_000, ge=2, le=100_000_000, description="emulator steps of the Kolmogorov rollouts "
+        "(card: 1e5)")
+    kf_width: int = Field(64, ge=4, le=1024, description="U-Net width of the emulator and the thermalizer (card: "
+                                                         "hidden 64)")
     kf_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings")
-    kf_emulator_steps: int = Field(20_000, ge=1, le=10_000_000, description="Adam steps of the residual emulator (unroll 1 -> kf_unroll)")
-    kf_unroll: int = Field(4, ge=1, le=16, description="largest unroll of the emulator's multi-step loss (card: 4 for Kolmogorov)")
+    kf_emulator_steps: int = Field(20_000, ge=1, le=10_000_000, description="Adam steps of the residual emulator "
+        "(unroll 1 -> kf_unroll)")
+    kf_unroll: int = Field(4, ge=1, le=16, description="largest unroll of the emulator's multi-step loss (card: 4 for "
+                                                       "Kolmogorov)")
     kf_denoiser_steps: int = Field(20_000, ge=1, le=10_000_000, description="Adam steps of the U-Net thermalizer")
     kf_batch: int = Field(32, ge=1, le=100_000, description="batch of both Kolmogorov trainings")
     kf_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator (card: 1e-4)")
-    gauss_chains: int = Field(2000, ge=100, le=10_000_000, description="chains of the Gaussian stationarity check (card: 2e4)")
+    gauss_chains: int = Field(2000, ge=100, le=10_000_000, description="chains of the Gaussian stationarity check "
+        "(card: 2e4)")
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~60 s: KS22, a 0.5M-parameter MLP denoiser, 16 x 800-step rollouts plain and thermalized, the Gaussian model",
-                       horizon=(800, "CPU budget: ~11 sequential denoiser calls per step make the thermalized rollout the run's largest cost; "
-                                     "800 steps are ~25x the plain rollout's median time on the attractor (31 steps), and the spectrum window "
-                                     "(the last 500 steps) starts at step 300 (at 600 it started at step 100 and seed 5 missed the mode-6 band: 0.834)"),
-                       learned_steps=(0, "CPU budget: the learned CNN emulator is reported, not claimed (--set learned_steps=300 adds it, ~7 s)")),
-    "paper": Preset.of("paper", "GPU: the KS22 part, plus Kolmogorov flow Re = 10k (256² truth stored at 64²) with a learned residual U-Net emulator and a U-Net thermalizer, 40 x 1e5-step rollouts",
+    "quick": Preset.of("quick", "2 CPU cores, ~60 s: KS22, a 0.5M-parameter MLP denoiser, 16 x 800-step rollouts plain "
+                                "and thermalized, the Gaussian model",
+                       horizon=(800, "CPU budget: ~11 sequential denoiser calls per step make the thermalized rollout "
+                                     "the run's largest cost; "
+                                     "800 steps are ~25x the plain rollout's median time on the attractor (31 steps), "
+                                     "and the spectrum window "
+                                     "(the last 500 steps) starts at step 300 (at 600 it started at step 100 and seed "
+                                     "5 missed the mode-6 band: 0.834)"),
+                       learned_steps=(0, "CPU budget: the learned CNN emulator is reported, not claimed (--set "
+                                         "learned_steps=300 adds it, ~7 s)")),
+    "paper": Preset.of("paper", "GPU: the KS22 part, plus Kolmogorov flow Re = 10k (256² truth stored at 64²) with a "
+                                "learned residual U-Net emulator and a U-Net thermalizer, 40 x 1e5-step rollouts",
                        gauss_chains=(20_000, "card"), kolmogorov=(True, "card: claims 8-9")),
 }
 
 
 def _data(cfg: ThermalizerConfig, ctx: RunContext):
     ks = KS1D.preset("ks22")
-    train = rollout(lambda x: ks.step(x, 4), ks.spun_up(cfg.train_trajectories, ctx.generator("data/train")), cfg.train_steps).states[:, 1:]
+    train = rollout(lambda x: ks.step(x, 4), ks.spun_up(cfg.train_trajectories, ctx.generator("data/train")),
+                    cfg.train_steps).states[:, 1:]
     std = float(train.std())
     test0 = ks.spun_up(cfg.test_trajectories, ctx.generator("data/test"))
     truth = rollout(lambda x: ks.step(x, 4), test0, cfg.horizon).states
     return ks, train, std, test0, truth
 
 
-def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Tensor, abar: torch.Tensor) -> DenoiserMLP:
+def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Tensor,
+                    abar: torch.Tensor) -> DenoiserMLP:
     g = ctx.generator("denoiser")
     with seeded(ctx.seed("denoiser/init")):
         net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.levels)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
-    log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.levels, optimizer=opt,
+    log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.levels,
+                               optimizer=opt,
                                scheduler=sched, generator=g, progress=ctx.progress, check=ctx.check_finite)
     ctx.table("denoiser_training", pd.DataFrame(log))
     return net.eval()
 
 
-def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> tuple[pd.DataFrame,
+    pd.DataFrame]:
     g = ctx.generator("gauss")
     var = torch.tensor([1.0, 1e-3, 1e-5], dtype=torch.float64)
     # Algorithm 1 with ε* for N(0, σ²) is a linear map plus independent noise, so its mean gain is the
@@ -121,8 +150,10 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_samples, betas, abar, cfg.levels, g)  # ŝ = 10 -> s_stop = 4
     top, floor = gain_limits(10, 4, abar)
     extremes = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, betas, abar)
-    gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), monte_carlo_se=mc_se.numpy(), closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy()))
-    gains = pd.concat([gains, pd.DataFrame(dict(variance=[1e6, 0.0], monte_carlo=np.nan, closed_form=extremes.numpy(), limit=[top, floor]))], ignore_index=True)
+    gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), monte_carlo_se=mc_se.numpy(),
+                              closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy()))
+    gains = pd.concat([gains, pd.DataFrame(dict(variance=[1e6, 0.0], monte_carlo=np.nan, closed_form=extremes.numpy(),
+                                                limit=[top, floor]))], ignore_index=True)
     ctx.table("gauss_gain", gains)
     grid = torch.tensor([1.0, 0.3, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7], dtype=torch.float64)
     a = torch.where(grid < 1e-5, 1.2, 0.9).double()
@@ -137,7 +168,8 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     return gains, stab
 
 
-def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserMLP, std: float, test0: torch.Tensor, truth: torch.Tensor, train: torch.Tensor, betas, abar):
+def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserMLP, std: float, test0: torch.Tensor,
+              truth: torch.Tensor, train: torch.Tensor, betas, abar):
     emulator = KSLeaky(ks, eta=cfg.eta)
     # the denoiser sees fields in units of the data std (scale)
     correct = Thermalize(float32_denoiser(net), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
@@ -160,21 +192,26 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
     # The invariant measure's spectrum from the training ensemble (train_trajectories x train_steps snapshots, ~5x the
     # test window at quick): the 16-trajectory test window alone scatters by ~10% per mode, as wide as the claim's band.
     E_ref = spectrum_1d(train)
-    # Standard error of ln(E_therm/E_ref) from the spread of per-trajectory time averages (trajectories are independent).
+    # Standard error of ln(E_therm/E_ref) from the spread of per-trajectory time averages (trajectories are
+    # independent).
     se_log = spectrum_log_se(runs["thermalized"].states[:, -window:]).numpy()
     tau = int(np.nanmedian(np.where(np.isfinite(table["off_plain"]), table["off_plain"], cfg.horizon)))
     E_plain = spectrum_1d(runs["plain"].states[:, max(1, tau // 2)])
-    spec = pd.DataFrame(dict(mode=np.arange(len(E_true)), reference=E_ref.numpy(), truth=E_true.numpy(), thermalized=E_therm.numpy(), plain_half_tau=E_plain.numpy(),
-                             ratio=(E_therm / E_ref).numpy(), truth_ratio=(E_true / E_ref).numpy(), se_log_ratio=se_log))
+    spec = pd.DataFrame(dict(mode=np.arange(len(E_true)), reference=E_ref.numpy(), truth=E_true.numpy(),
+                             thermalized=E_therm.numpy(), plain_half_tau=E_plain.numpy(),
+                             ratio=(E_therm / E_ref).numpy(), truth_ratio=(E_true / E_ref).numpy(),
+                             se_log_ratio=se_log))
     ctx.table("spectrum", spec)
     rms = {name: r.states.flatten(2).double().pow(2).mean(-1).sqrt() for name, r in runs.items()}
     rms["truth"] = truth.flatten(2).double().pow(2).mean(-1).sqrt()
-    extra = dict(space_time={"truth": truth[0, :200, 0], "plain": runs["plain"].states[0, :200, 0], "thermalized": runs["thermalized"].states[0, :200, 0]},
+    extra = dict(space_time={"truth": truth[0, :200, 0], "plain": runs["plain"].states[0, :200, 0], "thermalized": runs[
+        "thermalized"].states[0, :200, 0]},
                  rho=rho, calls=runs["thermalized"].logs["calls"].double(), correct=correct)
     return table, spec, rms, extra
 
 
-def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Tensor, std: float, test0: torch.Tensor, truth: torch.Tensor, correct) -> pd.DataFrame:
+def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Tensor, std: float, test0: torch.Tensor,
+             truth: torch.Tensor, correct) -> pd.DataFrame:
     """A 3-layer periodic CNN residual emulator trained on one-step pairs (the card's quick-scale learned
     emulator), rolled out plain and thermalized: reported, not claimed."""
     with seeded(ctx.seed("learned/init")):
@@ -191,7 +228,8 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
         run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
         off = off_attractor_time(run.states, std)
         ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
-        rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]), corr_time_0_9=float(ct[i])) for i in range(len(test0))]
+        rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]),
+                      corr_time_0_9=float(ct[i])) for i in range(len(test0))]
     table = pd.DataFrame(rows).assign(train_loss=log[-1]["loss"] if log else math.nan, horizon=cfg.learned_horizon)
     ctx.table("learned_emulator", table)
     return table
@@ -221,7 +259,8 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         denoiser = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, classes=cfg.levels).to(dev)
     opt = torch.optim.AdamW(denoiser.parameters(), lr=2e-4, weight_decay=0.05)
     train_level_denoiser(denoiser, data.flatten(0, 1), abar, steps=cfg.kf_denoiser_steps, batch=cfg.kf_batch,
-                         levels=cfg.levels, optimizer=opt, generator=g, model_kwargs=dict(return_logits=True), device=dev,
+                         levels=cfg.levels, optimizer=opt, generator=g, model_kwargs=dict(return_logits=True),
+                         device=dev,
                          progress=ctx.progress, check=ctx.check_finite, description="train the U-Net thermalizer")
     emulator.eval()
     denoiser.eval()
@@ -257,11 +296,14 @@ def _figure_gain(ctx, betas, abar, gains: pd.DataFrame, spec: pd.DataFrame, std:
     fig, ax = new_figure()
     v = torch.logspace(-8, 2, 200, dtype=torch.float64)
     for i, (sh, st) in enumerate(((10, 4), (20, 4), (10, 2))):
-        ax.semilogx(v.numpy(), thermalize_gain(v, sh, st, betas, abar).numpy(), color=color(i), label=f"ŝ = {sh}, s_stop = {st}")
+        ax.semilogx(v.numpy(), thermalize_gain(v, sh, st, betas, abar).numpy(), color=color(i), label=f"ŝ = {sh}, "
+            f"s_stop = {st}")
     mc = gains.dropna(subset=["monte_carlo"])
     ax.semilogx(mc["variance"], mc["monte_carlo"], "ko", ms=4, label="Monte Carlo (Algorithm 1, optimal ε)")
-    modes = spec["truth"].to_numpy()[1:] / std**2 * 64  # per-mode variance of the normalised field (rfft/N convention x N)
-    ax.plot(modes[modes > 0], np.full((modes > 0).sum(), 0.25), "|", color="0.4", ms=10, label="KS22 modes (normalised variance)")
+    # per-mode variance of the normalised field (rfft/N convention x N)
+    modes = spec["truth"].to_numpy()[1:] / std**2 * 64
+    ax.plot(modes[modes > 0], np.full((modes > 0).sum(), 0.25), "|", color="0.4", ms=10, label="KS22 modes (normalised "
+        "variance)")
     ax.set_xlabel("mode variance σ²")
     ax.set_ylabel("mean gain M of one thermalization")
     ax.legend(fontsize=6)
@@ -307,7 +349,8 @@ def _figure_space_time(ctx, extra: dict, std: float) -> None:
     fig, axes = new_figure(ncols=3, width=10)
     lim = 3 * std
     for ax, (name, u) in zip(np.atleast_1d(axes), fields.items()):
-        ax.imshow(np.nan_to_num(u.numpy().T, nan=0.0), aspect="auto", origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim)
+        ax.imshow(np.nan_to_num(u.numpy().T, nan=0.0), aspect="auto", origin="lower", cmap="RdBu_r", vmin=-lim,
+                  vmax=lim)
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("emulator step")
         ax.set_ylabel("x (grid index)")
@@ -349,8 +392,10 @@ def _figure_confusion(ctx, calib: pd.DataFrame, levels: int) -> None:
 
 claims = Claims("thermalizer")
 
-S_GAIN = ("Exact Gaussian model: the Monte Carlo mean gain of Algorithm 1 with the optimal denoiser (ŝ = 10 -> s_stop = 4, cosine T = 1000) matches the closed form M "
-          "within 1e-3 at σ² in {1, 1e-3, 1e-5} (probes at unit scale: Monte Carlo SE ≈ 4e-5), and M at σ² = 1e6 and 0 equals its limits √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ) to 1e-4.")
+S_GAIN = ("Exact Gaussian model: the Monte Carlo mean gain of Algorithm 1 with the optimal denoiser (ŝ = 10 -> s_stop "
+          "= 4, cosine T = 1000) matches the closed form M "
+          "within 1e-3 at σ² in {1, 1e-3, 1e-5} (probes at unit scale: Monte Carlo SE ≈ 4e-5), and M at σ² = 1e6 and 0 "
+          "equals its limits √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ) to 1e-4.")
 
 
 @claims.add("gauss-gain", S_GAIN, "ours: exact Gaussian model of " + REF + " Algorithm 1")
@@ -361,18 +406,23 @@ def judge_gain(res, v) -> Verdict:
     lim = t.dropna(subset=["limit"])
     lim_err = float((lim["closed_form"] - lim["limit"]).abs().max())
     se = float(mc["monte_carlo_se"].max())
-    detail = ("MC vs M: " + ", ".join(f"σ² {r.variance:g}: {r.monte_carlo:.4f} vs {r.closed_form:.4f}" for r in mc.itertuples())
+    detail = ("MC vs M: " + ", ".join(
+        f"σ² {r.variance:g}: {r.monte_carlo:.4f} vs {r.closed_form:.4f}" for r in mc.itertuples())
               + f" (largest MC SE {se:.1e}); limits {lim_err:.1e}")
     if 4 * se > 1e-3:
-        raise Undecided(f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds the 1e-3 tolerance; {detail}")
+        raise Undecided(f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds "
+                        f"the 1e-3 tolerance; {detail}")
     # 1e-3: ~20 SE at 2e5 samples (SE ~4e-5), so only a real mismatch between Algorithm 1 and the
     # closed form fails (the card's 0.01 was sized for probes at the mode's own scale, SE ~0.01 at σ² = 1e-5).
     return v.judged(worst <= 1e-3 and lim_err <= 1e-4, worst, "<= 1e-3", 1e-3, detail)
 
 
-S_STAB = ("A linear emulator with a = 1.2 on modes below σ² = 1e-5 (0.9 elsewhere) grows without thermalization (the plain rollout's rms grows by a per-step factor "
-          "within 0.01 of the model's Σ a^(2t) σ², > 1); thermalized every step at ŝ = 10 it is stable: each mode's per-step factor, measured from the rollout "
-          "(lag-1 regression), matches the Gaussian model's M a within 0.01, max |M a| = 0.900 ± 0.001 < 1, and the stationary variance matches w/(1 − (Ma)²) within 3%.")
+S_STAB = ("A linear emulator with a = 1.2 on modes below σ² = 1e-5 (0.9 elsewhere) grows without thermalization (the "
+          "plain rollout's rms grows by a per-step factor "
+          "within 0.01 of the model's Σ a^(2t) σ², > 1); thermalized every step at ŝ = 10 it is stable: each mode's "
+          "per-step factor, measured from the rollout "
+          "(lag-1 regression), matches the Gaussian model's M a within 0.01, max |M a| = 0.900 ± 0.001 < 1, and the "
+          "stationary variance matches w/(1 − (Ma)²) within 3%.")
 
 
 @claims.add("gauss-stability", S_STAB, "ours: exact Gaussian model")
@@ -389,14 +439,21 @@ def judge_stability(res, v) -> Verdict:
     ok = (abs(peak - 0.9) <= 1e-3 and worst_factor <= 0.01 and measured_peak < 1 and err <= 0.03
           and abs(growth - growth_theory) <= 0.01 and growth > 1)
     leak = t[t["a"] > 1]
-    detail = ("thermalized per-step factor (measured vs M a): " + ", ".join(f"σ² {r.variance:g}: {r.factor_thermalized:.4f} vs {r.factor_theory:.4f}" for r in t.itertuples())
-              + f"; worst {worst_factor:.4f} (need <= 0.01; largest SE {t['factor_thermalized_se'].max():.4f}); measured max {measured_peak:.4f} (need < 1), "
-              f"model max |Ma| {peak:.4f} (need 0.900 ± 0.001); leak band factor {leak['factor_thermalized'].max():.4f} vs a = {leak['a'].max():g} unthermalized; "
-              f"stationary variance error max {err:.2%} (need <= 3%); plain rollout growth {growth:.4f} per step vs model {growth_theory:.4f} (need within 0.01, > 1)")
+    detail = ("thermalized per-step factor (measured vs M a): " + ", ".join(f"σ² {r.variance:g}: "
+        f"{r.factor_thermalized:.4f} vs {r.factor_theory:.4f}" for r in t.itertuples())
+              + f"; worst {worst_factor:.4f} (need <= 0.01; largest SE {t['factor_thermalized_se'].max():.4f}); "
+                f"measured max {measured_peak:.4f} (need < 1), "
+              f"model max |Ma| {peak:.4f} (need 0.900 ± 0.001); leak band factor "
+              f"{leak['factor_thermalized'].max():.4f} vs a = {leak['a'].max():g} unthermalized; "
+              f"stationary variance error max {err:.2%} (need <= 3%); plain rollout growth {growth:.4f} per step vs "
+              f"model {growth_theory:.4f} (need within 0.01, > 1)")
     return v.judged(ok, worst_factor, "<= 0.01", 0.01, detail)
 
 
-S_CAL = "On held-out KS snapshots diffused to s ~ U{0..199}: corr(ŝ, s) >= 0.95, MAE <= 5 levels for s <= 30, and >= 95% of clean snapshots classified at ŝ <= s_init."
+S_CAL = (
+    "On held-out KS snapshots diffused to s ~ U{0..199}: corr(ŝ, s) >= 0.95, MAE <= 5 levels for s <= 30, and >= 95% "
+    "of clean snapshots classified at ŝ <= s_init."
+)
 
 
 @claims.add("classifier-calibrated", S_CAL, REF + ", the noise-level classifier")
@@ -410,7 +467,10 @@ def judge_calibration(res, v) -> Verdict:
     return v.judged(ok, c, ">= 0.95", 0.95, f"corr {c:.3f}; MAE (s <= 30) {mae:.2f}; clean at ŝ <= s_init: {clean:.1%}")
 
 
-S_DRIFT = "KSLeaky(η = 0.1) leaves the attractor (rms outside [0.3, 2] data std) in every test trajectory, with median off-attractor time <= 100 steps, while the truth never does."
+S_DRIFT = (
+    "KSLeaky(η = 0.1) leaves the attractor (rms outside [0.3, 2] data std) in every test trajectory, with median "
+    "off-attractor time <= 100 steps, while the truth never does."
+)
 
 
 @claims.add("emulator-drifts", S_DRIFT, REF + ", emulators drift (our controlled emulator)")
@@ -418,10 +478,14 @@ def judge_drift(res, v) -> Verdict:
     t = res.table("rollouts")
     med = float(np.median(t["off_plain"]))
     ok = bool(np.isfinite(t["off_plain"]).all()) and med <= 100 and bool(np.isinf(t["off_truth"]).all())
-    return v.judged(ok, med, "<= 100", 100, f"plain off-attractor: median {med:.0f}, min {t['off_plain'].min():.0f}; truth exits: {int(np.isfinite(t['off_truth']).sum())}")
+    return v.judged(ok, med, "<= 100", 100, f"plain off-attractor: median {med:.0f}, min {t['off_plain'].min():.0f}; "
+                                            f"truth exits: {int(np.isfinite(t['off_truth']).sum())}")
 
 
-S_STABLE = "The thermalized rollout (same emulator, noise and initial conditions) stays on the attractor for the whole horizon in >= 90% of trajectories, so R = τ_therm/τ_emu >= 10."
+S_STABLE = (
+    "The thermalized rollout (same emulator, noise and initial conditions) stays on the attractor for the whole "
+    "horizon in >= 90% of trajectories, so R = τ_therm/τ_emu >= 10."
+)
 
 
 @claims.add("stabilizes", S_STABLE, REF + ", thermalization keeps rollouts stable")
@@ -429,13 +493,18 @@ def judge_stabilizes(res, v) -> Verdict:
     t = res.table("rollouts")
     share = float(np.isinf(t["off_thermalized"]).mean())
     horizon = res.config["horizon"]
-    R = float(np.median(np.where(np.isinf(t["off_thermalized"]), horizon, t["off_thermalized"])) / np.median(t["off_plain"]))
+    R = float(np.median(np.where(np.isinf(t["off_thermalized"]), horizon, t["off_thermalized"])) / np.median(t[
+        "off_plain"]))
     ok = share >= 0.9 and R >= 10
-    return v.judged(ok, share, ">= 0.9", 0.9, f"{share:.0%} stay for {horizon} steps; R >= {R:.0f} (censored); {t['calls_per_step'].mean():.1f} denoiser calls per step, thermalized on {t['thermalized_share'].mean():.0%} of steps")
+    return v.judged(ok, share, ">= 0.9", 0.9, f"{share:.0%} stay for {horizon} steps; R >= {R:.0f} (censored); "
+                                              f"{t['calls_per_step'].mean():.1f} denoiser calls per step, thermalized "
+                                              f"on {t['thermalized_share'].mean():.0%} of steps")
 
 
-S_SPEC = ("Over the last 500 thermalized steps, E_therm(m)/E_true(m) is in [0.85, 1.15] for every energetic mode m = 1..6, with mean |ln ratio| <= 0.08; "
-          "E_true is the invariant measure's spectrum from the training ensemble (the test window alone scatters by ~10% per mode).")
+S_SPEC = ("Over the last 500 thermalized steps, E_therm(m)/E_true(m) is in [0.85, 1.15] for every energetic mode m = "
+          "1..6, with mean |ln ratio| <= 0.08; "
+          "E_true is the invariant measure's spectrum from the training ensemble (the test window alone scatters by "
+          "~10% per mode).")
 
 
 @claims.add("energetic-stats", S_SPEC, REF + "; the Gaussian model's damper is near 1 on energetic modes")
@@ -445,25 +514,35 @@ def judge_spectrum(res, v) -> Verdict:
     mean_log = float(np.abs(np.log(r)).mean())
     ok = bool(((r >= 0.85) & (r <= 1.15)).all()) and mean_log <= 0.08
     control = t.loc[1:6, "truth_ratio"]  # the truth's own test window against the same reference: the sampling spread
-    detail = ("ratios m = 1..6: " + ", ".join(f"{v:.3f}" for v in r) + " (standard errors of ln ratio: " + ", ".join(f"{v:.3f}" for v in t.loc[1:6, "se_log_ratio"])
+    detail = ("ratios m = 1..6: " + ", ".join(f"{v:.3f}" for v in r) + " (standard errors of ln ratio: " + ", ".join(
+        f"{v:.3f}" for v in t.loc[1:6, "se_log_ratio"])
               + "); the truth's own test window: " + ", ".join(f"{v:.3f}" for v in control))
     return v.judged(ok, mean_log, "<= 0.08", 0.08, detail)
 
 
-S_FLOOR = "In the leak band the thermalized spectrum stays finite but inflated, as the Gaussian model predicts (modes below the s_stop floor cannot be restored): E_therm(8)/E_true(8) in [1.5, 10]."
+S_FLOOR = (
+    "In the leak band the thermalized spectrum stays finite but inflated, as the Gaussian model predicts (modes below "
+    "the s_stop floor cannot be restored): E_therm(8)/E_true(8) in [1.5, 10]."
+)
 
 
 @claims.add("noise-floor", S_FLOOR, "ours: the Gaussian model's noise floor")
 def judge_floor(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = float(t.loc[8, "ratio"])
-    return v.judged(1.5 <= r <= 10, r, "in [1.5, 10]", None, f"ratio at m = 8: {r:.2f}; m = 9, 10: {t.loc[9, 'ratio']:.2f}, {t.loc[10, 'ratio']:.2f}")
+    return v.judged(1.5 <= r <= 10, r, "in [1.5, 10]", None, f"ratio at m = 8: {r:.2f}; m = 9, 10: "
+                                                             f"{t.loc[9, 'ratio']:.2f}, {t.loc[10, 'ratio']:.2f}")
 
 
-KF_SKIPPED = "needs paper preset: this config does not run the Kolmogorov-flow part (kolmogorov=false; --set kolmogorov=true runs it)"
+KF_SKIPPED = (
+    "needs paper preset: this config does not run the Kolmogorov-flow part (kolmogorov=false; --set kolmogorov=true "
+    "runs it)"
+)
 
-S_KF = ("On Kolmogorov flow (Re = 10k), the thermalized learned emulator's median off-attractor time is >= 100x the plain emulator's, >= 35/40 of its trajectories stay "
-        "for the 1e5-step horizon, and its KE spectral similarity to the truth is within 2x the truth-vs-independent-truth floor (thresholds ours; the paper: > 1e5 steps, ~100x).")
+S_KF = ("On Kolmogorov flow (Re = 10k), the thermalized learned emulator's median off-attractor time is >= 100x the "
+        "plain emulator's, >= 35/40 of its trajectories stay "
+        "for the 1e5-step horizon, and its KE spectral similarity to the truth is within 2x the "
+        "truth-vs-independent-truth floor (thresholds ours; the paper: > 1e5 steps, ~100x).")
 
 
 @claims.add("kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow")
@@ -476,18 +555,25 @@ def judge_kf_horizon(res, v) -> Verdict:
     ratio = med_t / max(med_p, 1.0)
     sim, floor = float(t["spectral_similarity"].iloc[0]), float(t["noise_floor"].iloc[0])
     ok = ratio >= 100 and stay >= 35 / 40 and horizon >= 100_000 and sim <= 2 * floor
-    detail = f"horizon {horizon}: {stay:.0%} stay; median off-attractor {med_t:.0f} vs plain {med_p:.0f} (ratio {ratio:.0f}); spectral similarity {sim:.3f} vs floor {floor:.3f}"
+    detail = (
+        f"horizon {horizon}: {stay:.0%} stay; median off-attractor {med_t:.0f} vs plain {med_p:.0f} (ratio "
+        f"{ratio:.0f}); spectral similarity {sim:.3f} vs floor {floor:.3f}"
+    )
     return v.judged(ok, ratio, ">= 100", 100, detail)
 
 
-S_COST = "Averaged over the Kolmogorov rollout, thermalization fires on < 50% of steps with <= 10 denoiser calls per emulator step (the paper's cost argument; reconstructed)."
+S_COST = (
+    "Averaged over the Kolmogorov rollout, thermalization fires on < 50% of steps with <= 10 denoiser calls per "
+    "emulator step (the paper's cost argument; reconstructed)."
+)
 
 
 @claims.add("kf-cost", S_COST, REF + ", the cost of thermalization")
 def judge_kf_cost(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     share, calls = float(t["thermalized_share"].mean()), float(t["calls_per_step"].mean())
-    return v.judged(share < 0.5 and calls <= 10, share, "< 0.5", 0.5, f"thermalized on {share:.0%} of steps; {calls:.2f} denoiser calls per step")
+    return v.judged(share < 0.5 and calls <= 10, share, "< 0.5", 0.5, f"thermalized on {share:.0%} of steps; "
+        f"{calls:.2f} denoiser calls per step")
 
 
 @study(

@@ -25,7 +25,8 @@ class Rollout:
     logs: dict[str, Tensor] = field(default_factory=dict)  # name -> [n_steps, B] from the corrector
 
 
-def rollout(step: Callable[[Tensor], Tensor], x0: Tensor, n_steps: int, *, corrector: Callable[[Tensor, int], Tensor | tuple[Tensor, dict]] | None = None,
+def rollout(step: Callable[[Tensor], Tensor], x0: Tensor, n_steps: int, *, corrector: Callable[[Tensor, int],
+    Tensor | tuple[Tensor, dict]] | None = None,
             record_every: int = 1, stop_on: Literal["nonfinite", "never"] = "nonfinite") -> Rollout:
     if n_steps < 0 or record_every < 1:
         raise ValueError(f"rollout needs n_steps >= 0 and record_every >= 1; got {n_steps}, {record_every}")
@@ -73,7 +74,8 @@ class Thermalize:
     by it after the correction (1: states already normalised).
     """
 
-    def __init__(self, denoiser, betas: Tensor, alpha_bars: Tensor, s_init: int = 10, s_stop: int = 4, s_abort: int = 100,
+    def __init__(self, denoiser, betas: Tensor, alpha_bars: Tensor, s_init: int = 10, s_stop: int = 4,
+                 s_abort: int = 100,
                  generator: torch.Generator | None = None, noise: bool = True, noise_blind: bool = True,
                  scale: float = 1.0):
         if not 0 <= s_stop <= s_init <= s_abort:
