@@ -24,6 +24,7 @@ def _python(code: str, **env: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_kits_import_without_pandas_studies_or_a_matplotlib_backend():
     out = _python("""
         import sys
@@ -36,6 +37,7 @@ def test_kits_import_without_pandas_studies_or_a_matplotlib_backend():
     assert out.strip() == "[] []"
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_loading_every_study_leaves_the_matplotlib_backend_alone():
     out = _python("""
         import sys, matplotlib
@@ -103,6 +105,7 @@ def plugin_package(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
     env = {"PYTHONPATH": str(plugin_package)}
     listing = subprocess.run([sys.executable, "-m", "theorylab.cli", "list"], capture_output=True, text=True, env={

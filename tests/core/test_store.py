@@ -97,6 +97,7 @@ def _run_in_subprocess(store_root: Path, overrides: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_sigkill_mid_run_leaves_no_complete_run_and_rerun_completes(tmp_path):
     root = tmp_path / "store"
     store = Store(root)
@@ -123,6 +124,7 @@ def test_sigkill_mid_run_leaves_no_complete_run_and_rerun_completes(tmp_path):
     assert store.row(res.run_id)["status"] == "done"
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_opening_a_store_never_removes_a_live_run(tmp_path):
     root = tmp_path / "store"
     store = Store(root)
@@ -148,6 +150,7 @@ def _worker(args):
     return execute("toy", seed=seed, overrides={"steps": 5}, store=Store(root)).run_id
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_concurrent_runs_lose_nothing(tmp_path):
     root = tmp_path / "store"
     Store(root)

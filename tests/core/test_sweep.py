@@ -40,6 +40,7 @@ def test_inline_sweep_tidy_table(store):
     assert (res.path / "steps.parquet").exists()
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_process_and_ray_match_inline(tmp_path):
     inline = run_sweep("toy", GRID, store=Store(tmp_path / "inline"))
     process = run_sweep("toy", GRID, executor="process", workers=2, store=Store(tmp_path / "process"))

@@ -42,6 +42,7 @@ def test_ks_conserves_the_mean_and_grows_a_linear_mode_exactly():
     assert q**2 - q**4 == pytest.approx(0.219817, abs=1e-6)
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_ks_etdrk4_is_fourth_order():
     g = torch.Generator().manual_seed(1)
     u0 = KS1D(L=22.0, N=64, dt=0.25).spun_up(2, g, time=100)
@@ -51,6 +52,7 @@ def test_ks_etdrk4_is_fourth_order():
     assert errors[0] / errors[1] >= 8  # K-KS-order: order >= 3
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_ks22_largest_lyapunov_exponent():
     ks = KS1D.preset("ks22")
     g = torch.Generator().manual_seed(2)
@@ -89,6 +91,7 @@ def test_advection_sign_conventions():
     assert float((adv - 1.5 * torch.sin(x) * torch.sin(2 * y)).abs().max()) <= 1e-12  # K-NS-jacobian: −u·∇ω
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_inviscid_flow_conserves_energy_and_enstrophy_at_fourth_order():
     g = torch.Generator().manual_seed(3)
     drifts = []

@@ -105,6 +105,7 @@ def test_kjv_corpus(tmp_path, monkeypatch):
     assert vocab.words[task.generic] == "the"
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_stdlib_corpus_is_prose_from_this_python(tmp_path):
     text = stdlib_text(tmp_path)
     paragraphs = text.splitlines()

@@ -133,6 +133,7 @@ def test_pair_mpnn_with_max_messages_gives_all_pairs_bottleneck_distances():
     assert torch.allclose(H[..., 0], D, atol=1e-9)
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_training_lowers_the_loss_and_respects_masks():
     tiny, _ = batch(bf_tiny_training_set())
     target = bellman_ford(tiny.edge_index, tiny.weight, tiny.num_nodes, tiny.source)

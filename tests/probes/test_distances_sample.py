@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from theorylab.probes.distances import mmd_rbf, psnr, sliced_w2
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_sliced_w2_of_a_shift():
     g = torch.Generator().manual_seed(0)
     a = torch.randn(20000, 4, generator=g, dtype=torch.float64)

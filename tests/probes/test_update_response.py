@@ -43,6 +43,7 @@ def test_block_gradient_norms_match_autograd_per_block():
     assert block_gradient_norms(model, tokens) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_deepnorm_sweep_table_and_post_ln_growth():
     t = deepnorm_update_sweep(
         d_model=16,
