@@ -114,6 +114,7 @@ def test_mismatch_and_seed_claims_can_fail(rmt_quick):
     assert study.judge_seed_level(shuffled).passed is False
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 @pytest.mark.parametrize("field, value", [("n_draws", 20), ("var_draws", 100)])
 def test_small_monte_carlo_is_undecided_not_passed(field, value):
     import tempfile

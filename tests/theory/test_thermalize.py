@@ -57,6 +57,7 @@ def test_algorithm_1_with_the_optimal_denoiser_matches_the_gain_and_noise():
     assert torch.allclose((x * x0).mean(0) / x0.pow(2).mean(0), M, atol=1e-12)
 
 
+@pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_thermalized_linear_emulator_is_stable_with_the_predicted_variance():
     """Claim 2: a_k = 1.2 below σ² = 1e-5, 0.9 elsewhere; thermalized every step at ŝ = 10 -> s_stop = 4."""
     var = torch.tensor([1.0, 0.3, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7], dtype=torch.float64)
