@@ -20,16 +20,18 @@ import torch
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.fields import Dim, Draws, SampleSize
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points, theory_line
 
 REF = "inverse-Wishart mean (Anderson 2003, ch. 7)"
 
 
 class LeastSquaresConfig(StudyConfig):
-    d: int = Field(20, ge=1, le=500, description="input dimension d")
-    sample_sizes: tuple[Annotated[int, Field(ge=5, le=100_000)], ...] = Field(
+    # Types from core/fields.py carry one bound each; a field narrows one in place with Annotated[...].
+    d: Annotated[Dim, Field(le=500)] = Field(20, description="input dimension d")
+    sample_sizes: tuple[Annotated[SampleSize, Field(ge=5)], ...] = Field(
         (30, 40, 80, 160), min_length=2, description="sample sizes n, each >= d + 4")
-    reps: int = Field(2000, ge=100, le=100_000, description="Monte Carlo repetitions per n (independent datasets)")
+    draws: Annotated[Draws, Field(ge=100)] = Field(2000, description="Monte Carlo datasets per n")
     noise: float = Field(0.5, gt=0, le=100.0, description="label noise standard deviation s")
 
     @model_validator(mode="after")
@@ -45,7 +47,7 @@ PRESETS = {
     "paper": Preset.of(
         "paper", "a finer n grid and 5x the repetitions: relative SE about 0.5% at n = 2d (1% at quick)",
         sample_sizes=((30, 35, 40, 50, 60, 80, 120, 160), "finer grid where the risk bends up near n = d"),
-        reps=(10_000, "standard error 2.2x smaller than quick"),
+        draws=(10_000, "standard error 2.2x smaller than quick"),
     ),
 }
 
@@ -63,7 +65,7 @@ def judge_risk(res, v) -> Verdict:
     expected = s**2 * d / (t["n"] - d - 1)
     rel_se = float((t["risk_se"] / expected).max())
     if rel_se > MAX_REL_SE:
-        return v.undecided(f"relative standard error {rel_se:.3f} > {MAX_REL_SE}; needs more reps (paper preset)")
+        return v.undecided(f"relative standard error {rel_se:.3f} > {MAX_REL_SE}; needs more draws (paper preset)")
     z = (t["risk_mean"] - expected) / t["risk_se"]
     worst = float(z.abs().max())
     rel = float(((t["risk_mean"] - expected) / expected).abs().max())
@@ -79,9 +81,9 @@ def run(cfg: LeastSquaresConfig, ctx: RunContext) -> None:
     w_star = torch.randn(cfg.d, **kw) / math.sqrt(cfg.d)
     rows = []
     for n in ctx.progress(cfg.sample_sizes, "sample sizes"):
-        # All repetitions at once: a batch of `reps` independent datasets, shape (reps, n, d).
-        X = torch.randn(cfg.reps, n, cfg.d, **kw)
-        y = X @ w_star + cfg.noise * torch.randn(cfg.reps, n, **kw)
+        # All repetitions at once: a batch of `draws` independent datasets, shape (draws, n, d).
+        X = torch.randn(cfg.draws, n, cfg.d, **kw)
+        y = X @ w_star + cfg.noise * torch.randn(cfg.draws, n, **kw)
         # Normal equations, batched: X^T X is well conditioned in float64 for n >= d + 4, and one
         # batched solve is fast and steady on CPU (batched lstsq was 10x slower and erratic).
         w_hat = torch.linalg.solve(X.mT @ X, (X.mT @ y.unsqueeze(-1)).squeeze(-1))
@@ -89,8 +91,8 @@ def run(cfg: LeastSquaresConfig, ctx: RunContext) -> None:
         # test points analytically removes their Monte Carlo noise.
         risk = ((w_hat - w_star) ** 2).sum(-1)
         ctx.check_finite("excess risk", risk)
-        rows.append(dict(n=n, d=cfg.d, reps=cfg.reps, risk_mean=risk.mean().item(),
-                         risk_se=(risk.std() / math.sqrt(cfg.reps)).item(), theory=cfg.noise**2 * cfg.d / (
+        rows.append(dict(n=n, d=cfg.d, draws=cfg.draws, risk_mean=risk.mean().item(),
+                         risk_se=(risk.std() / math.sqrt(cfg.draws)).item(), theory=cfg.noise**2 * cfg.d / (
                              n - cfg.d - 1)))
     table = ctx.table("risk", pd.DataFrame(rows))
     _figure(ctx, table, cfg)
@@ -100,7 +102,7 @@ def _figure(ctx: RunContext, t: pd.DataFrame, cfg: LeastSquaresConfig) -> None:
     fig, ax = new_figure()
     grid = np.linspace(t["n"].min(), t["n"].max(), 200)
     theory_line(ax, grid, cfg.noise**2 * cfg.d / (grid - cfg.d - 1), label="theory s²d/(n-d-1)", color=color(0))
-    sim_points(ax, t["n"], t["risk_mean"], 2 * t["risk_se"], label=f"simulation ({cfg.reps} datasets, ±2 SE)",
+    sim_points(ax, t["n"], t["risk_mean"], 2 * t["risk_se"], label=f"simulation ({cfg.draws} datasets, ±2 SE)",
                color=color(1))
     log_ticks(ax, t["n"].tolist())
     ax.set_yscale("log")

@@ -38,8 +38,8 @@ def test_allowed_range_is_described():
 
 def test_set_parsing_types():
     cfg_cls = get_study("rmt-diffusion").config
-    parsed = parse_assignments(cfg_cls, ["n=100,200", "sigma2=1e-3", "dataset=digits", "n_draws=50"])
-    assert parsed == {"n": [100, 200], "sigma2": [1e-3], "dataset": "digits", "n_draws": 50}
+    parsed = parse_assignments(cfg_cls, ["n=100,200", "sigma2=1e-3", "dataset=digits", "draws=50"])
+    assert parsed == {"n": [100, 200], "sigma2": [1e-3], "dataset": "digits", "draws": 50}
     cfg = get_study("rmt-diffusion").make_config("quick", **parsed)
     assert cfg.n == (100, 200) and cfg.sigma2 == (1e-3,)
     assert get_study("rmt-diffusion").make_config("quick", n=400).n == (400,)  # scalar -> 1-tuple

@@ -157,8 +157,8 @@ def test_fig1_on_a_partial_grid_says_so():
 @pytest.mark.parametrize(
     "overrides, field",
     [
-        (dict(heads=(3,)), "heads"),
-        (dict(depths=(2,)), "depths"),
+        (dict(n_heads=(3,)), "n_heads"),
+        (dict(n_layers=(2,)), "n_layers"),
         (dict(length_ranks=(5,)), "length_ranks"),
         (dict(steps=0), "steps"),
         (dict(norm="batch"), "norm"),
@@ -170,7 +170,8 @@ def test_bad_config_fails_before_any_work(overrides, field):
 
 
 TINY = dict(
-    construction_sets=100, hardmax_lengths=(2, 8), betas=(10.0, 30.0), rank1_heads=(1, 2), eval_sets=64, probe_sets=16,
+    construction_sets=100, hardmax_n_points=(2, 8), betas=(10.0, 30.0), rank1_n_heads=(1, 2), eval_sets=64,
+    probe_sets=16,
     steps=3, batch=4, seeds=2,
 )
 
@@ -178,7 +179,8 @@ TINY = dict(
 def test_encoder_architecture_trains_every_depth(tmp_path):
     res = execute(
         "attention-rank", "quick", 0, store=Store(tmp_path), device="cpu",
-        overrides=dict(TINY, architecture="encoder", depths=(1, 2), heads=(1, 4), lengths=(), ff_width=8, norm="layer"),
+        overrides=dict(TINY, architecture="encoder", n_layers=(1, 2), n_heads=(1, 4), length_n_points=(), mlp_width=8,
+                       norm="layer"),
     )
     assert res.status == "done", res.message
     trained = res.table("trained")
@@ -200,7 +202,8 @@ def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
         return sets
 
     monkeypatch.setattr(farthest_point, "nearest_point_sets", poisoned)
-    res = execute("attention-rank", "quick", 0, store=Store(tmp_path), device="cpu", overrides=dict(TINY, lengths=()))
+    res = execute("attention-rank", "quick", 0, store=Store(tmp_path), device="cpu", overrides=dict(TINY,
+        length_n_points=()))
     assert res.status == "diverged"
     assert "step 0" in res.message
     assert all(v.passed is None for v in res.verdicts)

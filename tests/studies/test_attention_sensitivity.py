@@ -98,9 +98,9 @@ def test_warmup_judge_fails_without_a_warmup_effect():
 
 
 def test_warmup_path_runs_and_is_judged(tmp_path):
-    cfg = sens.AttentionSensitivityConfig(warmup=True, warmup_layers=2, warmup_width=16, warmup_heads=2,
-                                          warmup_context=16, warmup_batch=2,
-                                          warmup_steps=6, warmup_ramp=3)
+    cfg = sens.AttentionSensitivityConfig(postln=True, postln_n_layers=2, postln_d_model=16, postln_n_heads=2,
+                                          postln_length=16, postln_batch=2,
+                                          postln_steps=6, postln_warmup_steps=3)
     ctx = RunContext(0)
     runs = sens._warmup(cfg, ctx)
     assert set(runs["warmup"]) == {0, 3} and (runs["step"] < 0).sum() == 2
@@ -118,6 +118,6 @@ def test_bad_config_fails_before_work():
     with pytest.raises(ValueError, match="lm_corpus"):
         sens.AttentionSensitivityConfig(lm_corpus="/no/such/file.txt")
     with pytest.raises(ValueError, match="min_keys"):
-        sens.AttentionSensitivityConfig(lm_context=17, min_keys=17)
-    with pytest.raises(ValueError, match="warmup_ramp"):
-        sens.AttentionSensitivityConfig(warmup_steps=10, warmup_ramp=10)
+        sens.AttentionSensitivityConfig(lm_length=17, min_keys=17)
+    with pytest.raises(ValueError, match="postln_warmup_steps"):
+        sens.AttentionSensitivityConfig(postln_steps=10, postln_warmup_steps=10)

@@ -161,8 +161,8 @@ def test_language_model_part_runs_on_a_local_text(tmp_path):
         "Saul", "Jacob"] * 60)
     corpus = tmp_path / "tiny.txt"
     corpus.write_text(text)
-    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab=30, lm_seq_len=16, lm_d_model=16, lm_layers=2,
-                                  lm_heads=2, lm_batch=4, lm_steps=3, lm_ranks=(1, 4), lm_probes=16)
+    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_d_model=16, lm_n_layers=2,
+                                  lm_n_heads=2, lm_batch=4, lm_steps=3, lm_ranks=(1, 4), lm_probes=16)
     ctx = RunContext(seed=0)
     table = ffa.run_lm(cfg, ctx)
     assert len(table) == 2 * (1 + 2 * 2) and set(table["split"]) == {"validation", "test"}
@@ -178,7 +178,7 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    tiny = dict(vocab=16, seq_len=32, d_model=16, seeds=2, steps=12, batch=8, eval_every=6, test_sequences=64,
+    tiny = dict(vocab_size=16, length=32, d_model=16, seeds=2, steps=12, batch=8, evaluate_every=6, test_sequences=64,
                 trigger_boost=0.2, p_sweep=(0.3,), lm=False)
     res = execute("ff-vs-attention", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
     curves = res.table("curves")
@@ -198,8 +198,8 @@ def test_bad_values_fail_before_work():
 
     with pytest.raises(ValidationError, match="train_bank"):
         ffa.FFvsAttentionConfig(train_bank=10, batch=64)
-    with pytest.raises(ValidationError, match="lm_heads"):
-        ffa.FFvsAttentionConfig(lm_d_model=30, lm_heads=4)
+    with pytest.raises(ValidationError, match="lm_n_heads"):
+        ffa.FFvsAttentionConfig(lm_d_model=30, lm_n_heads=4)
     with pytest.raises(ValidationError, match="optimizer"):
         ffa.FFvsAttentionConfig(optimizer="rmsprop")
     with pytest.raises(ValidationError, match="lm_corpus"):
@@ -244,8 +244,8 @@ def test_local_pretrained_model_path(tmp_path):
     model_dir = tmp_path / "neox"
     transformers.GPTNeoXForCausalLM(config).save_pretrained(model_dir)
     fast.save_pretrained(model_dir)
-    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab=30, lm_seq_len=16, lm_ranks=(1, 4), lm_probes=16,
-                                  lm_pretrained=str(model_dir))
+    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_ranks=(1, 4), lm_probes=16,
+                                  lm_local=str(model_dir))
     table = ffa.run_lm(cfg, RunContext(seed=0))
     assert len(table) == 2 * (1 + 2 * 2) and set(table.loc[table["truncated"], "layer"]) == {0, 1}
     assert table["P_answer"].between(0, 1).all() and table["perplexity"].gt(1).all() and table["positions"].gt(0).all()
@@ -262,14 +262,14 @@ def test_text_background_uses_character_bigrams(tmp_path):
     corpus = tmp_path / "bg.txt"
     corpus.write_text(text)
     cfg = ffa.FFvsAttentionConfig(background=str(corpus), lm=False)
-    task = trigger_noise_task(cfg.background, cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
+    task = trigger_noise_task(cfg.background, cfg.vocab_size, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
     chars = CharVocab.from_text(text)
     assert task.vocab == len(chars) + 1 and task.noise == len(chars)
     assert task.trigger == chars.index[" "]  # the most frequent character
     t_idx, h_idx = chars.index["t"], chars.index["h"]
     # "t" is always followed by "h" in this text: the background row is that bigram (before the trigger jump).
     assert abs(task.transition[t_idx, h_idx] - (1 - cfg.trigger_boost)) < 1e-12
-    res = execute("ff-vs-attention", "quick", 0, dict(background=str(corpus), lm=False, steps=4, eval_every=2,
+    res = execute("ff-vs-attention", "quick", 0, dict(background=str(corpus), lm=False, steps=4, evaluate_every=2,
                                                       d_model=16, test_sequences=32),
                   store=Store(tmp_path / "store"), device="cpu")
     assert res.status == "done", res.message

@@ -76,7 +76,8 @@ def test_without_transformers_the_hf_half_is_not_decided(store, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
     res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
-        family=("gemma",), depth=(1, 2), d=(8,), context=(2,), seeds=1, icl_steps=2, icl_test=2, icl_length=12))
+        families=("gemma",), n_layers=(1, 2), d_models=(8,), contexts=(2,), seeds=1, icl_steps=2, icl_test=2,
+        icl_length=12))
     assert res.status == "done", res.message
     assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(ip.HF_SOURCE).any(
         )
@@ -90,25 +91,27 @@ def test_without_transformers_the_hf_half_is_not_decided(store, monkeypatch):
 
 def test_config_is_checked_before_any_work():
     make = ip.run.make_config
-    with pytest.raises(ConfigError, match="'d'"):
-        make("quick", d=(15,), n_heads=2)
+    with pytest.raises(ConfigError, match="'d_models'"):
+        make("quick", d_models=(15,), n_heads=2)
     with pytest.raises(ConfigError, match="top_k"):
         make("quick", top_k=5)
-    with pytest.raises(ConfigError, match="family"):
-        make("quick", family=("rwkv",))
-    assert make("paper").hf_layers == 26 and make("paper").hf_hidden == 1152
+    with pytest.raises(ConfigError, match="families"):
+        make("quick", families=("rwkv",))
+    assert make("paper").hf_n_layers == 26 and make("paper").hf_d_model == 1152
 
 
 def test_one_family_small_sizes_and_the_paper_path(store, tmp_path):
-    # --set family=gemma depth=1,3 d=8: the claims are judged on those sizes; the HF part with a
+    # --set families=gemma n_layers=1,3 d_models=8: the claims are judged on those sizes; the HF part with a
     # self-trained model (the paper preset's path) at tiny sizes.
     text = tmp_path / "corpus.txt"
     words = "the cat sat on the mat and the dog ran to the cat in the house of the king " * 40
     text.write_text(words)
     res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
-        family=("gemma",), depth=(1, 3), d=(8,), context=(2,), seeds=1, hf_archs=("gemma3",), hf_hidden=16,
-        hf_intermediate=32,
-        hf_layers=2, hf_head_dim=8, hf_vocab=32, hf_prompt=(6,), hf_generate=3, hf_dtypes=("float64", "float32"),
+        families=("gemma",), n_layers=(1, 3), d_models=(8,), contexts=(2,), seeds=1, hf_archs=("gemma3",),
+        hf_d_model=16,
+        hf_mlp_width=32,
+        hf_n_layers=2, hf_head_dim=8, hf_vocab_size=32, hf_prompt_lengths=(6,), hf_generate=3, hf_dtypes=("float64",
+            "float32"),
         hf_train_steps=3,
         hf_corpus=str(text), icl_steps=2, icl_test=2, icl_length=12))
     v = {x.id.split("/")[1]: x for x in res.verdicts}

@@ -88,11 +88,11 @@ def test_skipped_parts_are_not_decided_with_a_reason(mie_quick, leap_quick):
     assert v.passed is None and not v.error and "collapse_alphas" in v.detail
     no20 = _edit(leap_quick, "order2", lambda f: f[f.alpha != 20])
     v = verdict(no20, "generative-leap/m3-linear")
-    assert v.passed is None and not v.error and "m3_alphas" in v.detail
+    assert v.passed is None and not v.error and "monomial_alphas" in v.detail
     no8 = _edit(leap_quick, "parity", lambda f: f[f.c != 8])
     for claim_id in ("generative-leap/u-stat-collapse", "generative-leap/u-beats-v"):
         v = verdict(no8, claim_id)
-        assert v.passed is None and not v.error and "p3_c" in v.detail, v.detail
+        assert v.passed is None and not v.error and "parity_c" in v.detail, v.detail
 
 
 def test_generative_leap_declares_what_is_not_built():
@@ -203,7 +203,7 @@ def test_exponent_judge_on_synthetic_crossings():
     assert leap.judge_exponents(flat).passed is False
 
 
-@pytest.mark.parametrize("slug, overrides, field", [("generative-leap", dict(p3_dims=(2,)), "p3_dims"), (
+@pytest.mark.parametrize("slug, overrides, field", [("generative-leap", dict(parity_dims=(2,)), "parity_dims"), (
     "multi-index-estimators", dict(alphas=(20.0,)), "alphas")])
 def test_bad_configs(slug, overrides, field):
     from theorylab.core.config import ConfigError

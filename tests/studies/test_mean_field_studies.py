@@ -46,7 +46,7 @@ def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeyp
     from theorylab.nn.activations import HermiteActivation
 
     tiny = dict(dims=(8,), widths=(8, 16), seeds=2, m_ref=128, steps=2, checkpoints=(0.0, 1.0), reduction_n=0,
-                sc_particles=8, init_mc_samples=1 << 14)
+                concordance_particles=8, init_mc_samples=1 << 14)
     fine = execute("mean-field-width", "quick", 0, tiny, store=store, device="cpu")
     assert _claim("mean-field-width", "init-gap").evaluate(fine).passed is True, fine.verdicts[0].detail
 

@@ -100,7 +100,7 @@ def test_mst_cpu_measures_and_reports(mpnn_mst):
 
 def _judged_at(result, n: int):
     res = copy.copy(result)
-    res.config = dict(result.config, mst_judged_n=n)
+    res.config = dict(result.config, mst_judged_nodes=n)
     return res
 
 

@@ -93,7 +93,7 @@ def test_rope_only_config_leaves_the_bias_claim_undecided(qk_quick):
 def test_thin_key_decoder_trains_at_toy_size():
     from theorylab.core import RunContext
 
-    cfg = qka.QueryKeyAsymmetryConfig(lm_width=16, lm_heads=2, lm_layers=1, lm_context=16, lm_batch=4, lm_steps=3,
+    cfg = qka.QueryKeyAsymmetryConfig(lm_d_model=16, lm_n_heads=2, lm_n_layers=1, lm_length=16, lm_batch=4, lm_steps=3,
                                       eval_batches=1, thin_keys=True, rank_fractions=(0.5,))
     ctx = RunContext(0)
     trunc, ranks = qka._decoders(cfg, ctx)  # the training and measuring are train.thin_key_decoders' (tested there)

@@ -115,7 +115,7 @@ def test_mismatch_and_seed_claims_can_fail(rmt_quick):
 
 
 @pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
-@pytest.mark.parametrize("field, value", [("n_draws", 20), ("var_draws", 100)])
+@pytest.mark.parametrize("field, value", [("draws", 20), ("var_draws", 100)])
 def test_small_monte_carlo_is_undecided_not_passed(field, value):
     import tempfile
 
@@ -123,10 +123,10 @@ def test_small_monte_carlo_is_undecided_not_passed(field, value):
     from theorylab.core.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
-        res = execute("rmt-diffusion", "quick", 0, {field: value, "n": 400, "split_n": [300, 800], "n_seeds": 64,
+        res = execute("rmt-diffusion", "quick", 0, {field: value, "n": 400, "split_n": [300, 800], "seeds": 64,
                                                     "seed_level_seeds": 64}, store=Store(tmp), device="cpu")
     by_id = {v.id: v for v in res.verdicts}
-    if field == "n_draws":
+    if field == "draws":
         assert by_id["rmt-diffusion/mean-equivalent"].passed is None
         assert "needs more draws" in by_id["rmt-diffusion/mean-equivalent"].detail
     else:

@@ -67,7 +67,8 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
 
     tiny = dict(width=16, batch=32, gauss_steps=4, moons_steps=4, mask2d_steps=4, digits_steps=3, digits_batch=8,
                 digits_width=8,
-                digits_transport_steps=2, transport_steps=2, eval_every=2, eval_samples=200, gauss_n=400, moons_n=400,
+                digits_transport_steps=2, transport_steps=2, evaluate_every=2, eval_samples=200, gauss_n=400,
+                moons_n=400,
                 oracle_samples=2000)
     res = execute("self-consistent-interpolants", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
     assert res.status == "done", res.message
@@ -87,7 +88,7 @@ def test_local_images_blur_mixture_and_stochastic_interpolant(tmp_path):
 
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "imgs.npz", x=rng.integers(0, 256, size=(60, 16, 16, 3)).astype(np.uint8))
-    tiny = dict(width=16, batch=16, gauss_steps=2, moons_steps=2, transport_steps=2, eval_every=2, eval_samples=100,
+    tiny = dict(width=16, batch=16, gauss_steps=2, moons_steps=2, transport_steps=2, evaluate_every=2, eval_samples=100,
                 gauss_n=200, moons_n=200,
                 oracle_samples=2000, toy_data="mixture", gamma=0.5, digits=True, image_path=str(tmp_path / "imgs.npz"),
                 digits_channel="blur",

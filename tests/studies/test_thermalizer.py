@@ -87,22 +87,25 @@ def _with_kolmogorov(result, **columns):
 
 def test_kolmogorov_judges_pass_right_and_fail_wrong(thermalizer_quick):
     r = thermalizer_quick
-    assert th.judge_kf_cost(_with_kolmogorov(r)).passed is True
-    assert th.judge_kf_cost(_with_kolmogorov(r, thermalized_share=0.7)).passed is False  # fires on most steps
-    assert th.judge_kf_cost(_with_kolmogorov(r, calls_per_step=15.0)).passed is False  # too many denoiser calls
-    assert th.judge_kf_cost(_with_kolmogorov(r, thermalized_share=0.5)).passed is False  # the bound is strict
-    assert th.judge_kf_horizon(_with_kolmogorov(r)).passed is True
+    assert th.judge_kolmogorov_cost(_with_kolmogorov(r)).passed is True
+    assert th.judge_kolmogorov_cost(_with_kolmogorov(r, thermalized_share=0.7)).passed is False  # fires on most steps
+    assert th.judge_kolmogorov_cost(_with_kolmogorov(r, calls_per_step=15.0)).passed is False  # too many denoiser calls
+    assert th.judge_kolmogorov_cost(_with_kolmogorov(r, thermalized_share=0.5)).passed is False  # the bound is strict
+    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r)).passed is True
     # only 30/40 stay
-    assert th.judge_kf_horizon(_with_kolmogorov(r, off_thermalized=[5000.0] * 10 + [math.inf] * 30)).passed is False
-    assert th.judge_kf_horizon(_with_kolmogorov(r, off_plain=5000.0)).passed is False  # < 100x the plain emulator
-    assert th.judge_kf_horizon(_with_kolmogorov(r, spectral_similarity=0.1)).passed is False  # spectrum off the truth
+    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r, off_thermalized=[5000.0] * 10 + [
+        math.inf] * 30)).passed is False
+    # < 100x the plain emulator
+    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r, off_plain=5000.0)).passed is False
+    # spectrum off the truth
+    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r, spectral_similarity=0.1)).passed is False
 
 
 def test_learned_emulator_part_runs_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    small = dict(train_trajectories=4, train_steps=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32,
+    small = dict(train_trajectories=4, train_horizon=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32,
                  gauss_samples=2000,
                  gauss_chains=100, learned_steps=5, learned_horizon=6)
     res = execute("thermalizer", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
@@ -114,18 +117,21 @@ def test_kolmogorov_path_runs_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    small = dict(train_trajectories=4, train_steps=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32,
-                 gauss_samples=2000, gauss_chains=100, kolmogorov=True, kf_solve_n=32, kf_store_n=16, kf_nu=1e-2,
-                 kf_dt=5e-3,
-                 kf_spinup=50, kf_trajectories=4, kf_train_steps=12, kf_test_trajectories=3, kf_horizon=30, kf_width=8,
-                 kf_levels=1, kf_emulator_steps=5, kf_denoiser_steps=5, kf_batch=4, levels=20, s_init=3, s_stop=1,
+    small = dict(train_trajectories=4, train_horizon=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32,
+                 gauss_samples=2000, gauss_chains=100, kolmogorov=True, kolmogorov_solve_n=32, kolmogorov_store_n=16,
+                 kolmogorov_nu=1e-2,
+                 kolmogorov_dt=5e-3,
+                 kolmogorov_spinup=50, kolmogorov_train_trajectories=4, kolmogorov_train_horizon=12,
+                 kolmogorov_test_trajectories=3, kolmogorov_horizon=30, kolmogorov_width=8,
+                 kolmogorov_levels=1, kolmogorov_emulator_steps=5, kolmogorov_denoiser_steps=5, kolmogorov_batch=4,
+                 noise_levels=20, s_init=3, s_stop=1,
                  s_abort=15)
     res = execute("thermalizer", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
     table = res.table("kolmogorov")
     columns = {"off_plain", "off_thermalized", "calls_per_step", "thermalized_share", "spectral_similarity",
                "noise_floor"}
     assert len(table) == 3 and columns <= set(table.columns)
-    horizon = th.judge_kf_horizon(res)
+    horizon = th.judge_kolmogorov_horizon(res)
     assert horizon.passed is False and "horizon 30" in horizon.detail  # a 30-step toy cannot show a 1e5-step horizon
-    cost = th.judge_kf_cost(res)  # at toy size either outcome is possible; it is judged, not skipped
+    cost = th.judge_kolmogorov_cost(res)  # at toy size either outcome is possible; it is judged, not skipped
     assert cost.passed in (True, False) and "denoiser calls per step" in cost.detail

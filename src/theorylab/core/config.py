@@ -155,7 +155,7 @@ def describe_allowed(info: FieldInfo) -> str:
             bound = getattr(meta, attr, None)
             if bound is not None:
                 upper.append(f"{sym} {bound}")
-    rng = " ".join([*lower[:1], "value", *upper[:1]]) if (lower or upper) else ""
+    rng = " ".join([*lower[-1:], "value", *upper[-1:]]) if (lower or upper) else ""
     return prefix + type_name + (f", {rng}" if rng else "")
 
 

@@ -18,6 +18,7 @@ Everything is float64 linear algebra on CPU.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ from pydantic import Field
 from scipy.stats import spearmanr
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.fields import Dim, Draws, InverseTemperature, SampleSize
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.manifolds import circle, gaussian_points, sphere, swiss_roll
 from theorylab.theory.diffusion_map_checks import magnetic_identities, operator_identities, tied_identity
@@ -52,18 +54,21 @@ IDENTITY = "Identity check (a code check of our operators, not evidence for the 
 # bound.
 
 
+Skew = Annotated[float, Field(ge=0, le=10)]  # strength of the skew part A0 in M = S + skew * A0
+
+
 class AttentionDiffusionMapConfig(StudyConfig):
-    d: int = Field(16, ge=3, le=4096, description="ambient dimension")
-    n: int = Field(300, ge=10, le=20_000, description="points of the random-operator checks")
-    draws: int = Field(5, ge=1, le=1000, description="random M per check (card: 5)")
-    beta: float = Field(1.0, gt=0, le=100, description="tied-QK strength: M = βI")
-    etas: tuple[float, ...] = Field((1e-3, 3e-3, 1e-2, 3e-2, 1e-1), min_length=2, description="skew strengths η of the "
-        "entropy-production fit")
-    circle_n: int = Field(400, ge=20, le=20_000, description="points on the circle (radius 3, noise 0.01)")
-    roll_n: int = Field(1000, ge=50, le=20_000, description="points on the Swiss roll")
+    d: Dim = Field(16, description="ambient dimension")
+    n: SampleSize = Field(300, description="points of the random-operator checks")
+    draws: Draws = Field(5, description="random M per check (card: 5)")
+    beta: InverseTemperature = Field(1.0, description="tied-QK strength: M = βI")
+    skews: tuple[Annotated[Skew, Field(gt=0)], ...] = Field((1e-3, 3e-3, 1e-2, 3e-2, 1e-1), min_length=2,
+        description="skew strengths η of the entropy-production fit")
+    circle_n: SampleSize = Field(400, description="points on the circle (radius 3, noise 0.01)")
+    roll_n: SampleSize = Field(1000, description="points on the Swiss roll")
     control_factor: float = Field(16.0, gt=1, le=1e4, description="bandwidth multiple of the Swiss-roll control")
-    magnetic_n: int = Field(60, ge=5, le=5000, description="points of the magnetic-Laplacian checks")
-    magnetic_eta: float = Field(0.1, gt=0, le=10, description="η of the frustration check")
+    magnetic_n: SampleSize = Field(60, description="points of the magnetic-Laplacian checks")
+    magnetic_skew: Annotated[Skew, Field(gt=0)] = Field(0.1, description="η of the frustration check")
 
 
 PRESETS = {
@@ -90,7 +95,7 @@ def _operators(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFram
         _, A_other = random_sym_skew(cfg.d, g)
         rows.append(dict(draw=k, **operator_identities(X, S, A0, A_other)))
         entropy += [dict(draw=k, eta=eta, sigma=entropy_production(attention_operator(X,
-            S + eta * A0))) for eta in cfg.etas]
+            S + eta * A0))) for eta in cfg.skews]
     ctx.table("operators", pd.DataFrame(rows))
     return pd.DataFrame(entropy)
 
@@ -136,7 +141,7 @@ def _magnetic(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.Dat
     for k in range(cfg.draws):
         # card: N(0, 1) entries of S, A₀; ours divided by √d
         X, S, A0, phi = random_magnetic_draw(cfg.magnetic_n, cfg.d, ctx.generator(f"magnetic/{k}"))
-        row, lam_g = magnetic_identities(X, S, A0, cfg.magnetic_eta, phi)
+        row, lam_g = magnetic_identities(X, S, A0, cfg.magnetic_skew, phi)
         rows.append(dict(draw=k, **row))
         if k == 0:
             for eta in (0.0, 0.01, 0.03, 0.1, 0.3, 1.0):
@@ -388,7 +393,7 @@ def judge_magnetic(res, v) -> Verdict:
               f"graph Laplacian {t['eta0_error'].max():.1e}; "
               f"gauge {t['gauge_error'].max():.1e} (tolerance {t['tol_spectrum'].min():.1e}); identity "
               f"residual/tolerance {exact:.2g}; "
-              f"λ_min/λ_max at η = {res.config.get('magnetic_eta', 0.1)}: min {t['frustration'].min():.2e}")
+              f"λ_min/λ_max at η = {res.config.get('magnetic_skew', 0.1)}: min {t['frustration'].min():.2e}")
     return v.judged(bool(ok), float(t["frustration"].min()), ">= 1e-3", 1e-3, detail)
 
 

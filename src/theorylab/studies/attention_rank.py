@@ -22,6 +22,22 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import (
+    Batch,
+    Chunk,
+    Dim,
+    Fraction,
+    InverseTemperature,
+    LearningRate,
+    Length,
+    NHeads,
+    NLayers,
+    Rank,
+    SampleSize,
+    Seeds,
+    Steps,
+    Width,
+)
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points
 from theorylab.probes.farthest_point_errors import construction_errors
 from theorylab.train.batched import AdamWSchedule
@@ -30,70 +46,72 @@ from theorylab.train.farthest_point import grid_summary, job_grid, seed_summary,
 PAPER = "Amsel, Yehudai, Bruna, arXiv 2407.16153 (2024); ICLR 2025"
 REF = "arXiv 2407.16153"
 
-Count = Annotated[int, Field(ge=1, le=65536)]
-Length = Annotated[int, Field(ge=2, le=8192)]
-Beta = Annotated[float, Field(gt=0, le=1e6)]
+
+
+Multiplier = Annotated[int, Field(ge=1, le=65_536)]  # w independent multi-head modules summed
 
 
 class AttentionRankConfig(StudyConfig):
     # --- task ---------------------------------------------------------------------------------
-    d: int = Field(16, ge=2, le=1024, description="dimension d of the sphere S^{d-1} (quick 16, paper 64)")
-    n_points: int = Field(8, ge=2, le=8192, description="set size N of the heads grid (quick 8, paper 16)")
+    d: Dim = Field(16, description="dimension d of the sphere S^{d-1} (quick 16, paper 64)")
+    n_points: Length = Field(8, description="set size N of the heads grid (quick 8, paper 16)")
     # --- training-free constructions -----------------------------------------------------------
-    construction_d: int = Field(16, ge=2, le=1024, description="dimension of the construction checks (card: 16)")
-    construction_points: int = Field(8, ge=2, le=8192,
-                                     description="set size of the softmax and rank-1 checks (card: 8)")
-    construction_sets: int = Field(2000, ge=100, le=1_000_000, description="sets per construction measurement (rank-1: "
-        "as many again held out)")
-    hardmax_lengths: tuple[Length, ...] = Field((2, 8, 64, 256), min_length=1, description="set sizes for the exact "
+    construction_d: Dim = Field(16, description="dimension of the construction checks (card: 16)")
+    construction_n_points: Length = Field(8, description="set size of the softmax and rank-1 checks (card: 8)")
+    construction_sets: SampleSize = Field(2000, description="sets per construction measurement (rank-1: as many again "
+        "held out)")
+    hardmax_n_points: tuple[Length, ...] = Field((2, 8, 64, 256), min_length=1, description="set sizes for the exact "
         "hard-max check")
-    betas: tuple[Beta, ...] = Field((10.0, 30.0, 100.0, 300.0), min_length=2, description="inverse temperatures of the "
-        "softmax full-rank head")
-    rank1_heads: tuple[Count, ...] = Field((1, 4, 16, 64, 256), min_length=2, description="head counts of the random "
-        "rank-1 construction")
+    betas: tuple[InverseTemperature, ...] = Field((10.0, 30.0, 100.0, 300.0), min_length=2, description="inverse "
+        "temperatures of the softmax full-rank head")
+    rank1_n_heads: tuple[NHeads, ...] = Field((1, 4, 16, 64, 256), min_length=2, description="head counts of the "
+        "random rank-1 construction")
     # --- trained grid (Fig. 1): depth x heads x width multiplier, at n_points ----------------
-    architecture: Literal["attention", "encoder"] = Field(
-        "attention", description="'attention': one attention layer alone (V_h full rank); 'encoder': post-norm "
-                                 "residual blocks with an FF block"
-    )
-    depths: tuple[Count, ...] = Field((1,), min_length=1, description="numbers of layers L ('attention' allows only 1)")
-    heads: tuple[Count, ...] = Field((1, 4, 16), min_length=1, description="heads H per multi-head module; rank "
-        "r = d / H")
-    width_multipliers: tuple[Count, ...] = Field((1,), min_length=1, description="w independent multi-head modules "
-        "summed (H*w heads of rank r)")
+    architecture: Literal["attention", "encoder"] = Field("attention", description="'attention': one attention layer "
+        "alone (V_h full rank); 'encoder': post-norm residual blocks with an FF block")
+    n_layers: tuple[NLayers, ...] = Field((1,), min_length=1, description="numbers of layers L ('attention' allows "
+        "only 1)")
+    n_heads: tuple[NHeads, ...] = Field((1, 4, 16), min_length=1, description="heads H per multi-head module; rank r "
+        "= d / H")
+    width_multipliers: tuple[Multiplier, ...] = Field((1,), min_length=1, description="w independent multi-head "
+        "modules summed (H*w heads of rank r)")
     # --- trained grid (Fig. N): rank x sequence length ----------------------------------------
-    lengths: tuple[Length, ...] = Field((4, 8, 16), description="set sizes N of the length grid (empty: skip it)")
-    length_ranks: tuple[Count, ...] = Field((16, 4, 1), description="head ranks r of the length grid (H = d / r)")
-    length_depth: int = Field(1, ge=1, le=64, description="layers in the length grid (paper: 2)")
-    length_width: int = Field(1, ge=1, le=4096, description="width multiplier in the length grid (paper: 64)")
+    length_n_points: tuple[Length, ...] = Field((4, 8, 16), description="set sizes N of the length grid (empty: skip "
+        "it)")
+    length_ranks: tuple[Rank, ...] = Field((16, 4, 1), description="head ranks r of the length grid (H = d / r)")
+    length_n_layers: NLayers = Field(1, description="layers in the length grid (paper: 2)")
+    length_width_multiplier: Multiplier = Field(1, description="width multiplier in the length grid (paper: 64)")
     # --- encoder (architecture='encoder') -------------------------------------------------------
     norm: Literal["sphere", "layer", "rms"] = Field("sphere", description="post-norm of the encoder (paper code: "
         "learned-scale sphere norm)")
-    ff_width: int = Field(2048, ge=0, le=65536, description="FF width of the encoder blocks (paper: 2048; 0 = none)")
+    mlp_width: Annotated[Width, Field(ge=0, le=1_000_000)] = Field(2048, description="FF width of the encoder blocks "
+        "(paper: 2048; 0 = none)")
     # --- optimisation ----------------------------------------------------------------------------
-    steps: int = Field(600, ge=1, le=10_000_000, description="training steps (quick 600, paper 1e5)")
-    batch: int = Field(128, ge=1, le=65536, description="sets per step (quick 128, paper 256)")
-    lr: float = Field(1e-2, gt=0, le=1.0, description="AdamW peak learning rate (paper 1e-2)")
+    steps: Steps = Field(600, description="training steps (quick 600, paper 1e5)")
+    batch: Batch = Field(128, description="sets per step (quick 128, paper 256)")
+    lr: LearningRate = Field(1e-2, description="AdamW peak learning rate (paper 1e-2)")
     beta2: float = Field(0.95, gt=0, lt=1, description="AdamW beta2 (paper 0.95; beta1 = 0.9)")
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="AdamW weight decay (paper 0)")
-    warmup_frac: float = Field(0.05, ge=0, le=0.5, description="linear warm-up fraction, then cosine decay (paper 5%)")
-    seeds: int = Field(1, ge=1, le=1024, description="seeds per configuration, trained as one batch (paper 5; min over "
-                                                     "seeds reported)")
-    eval_sets: int = Field(4096, ge=64, le=10_000_000, description="fresh sets per evaluation (card: 4096)")
-    eval_chunk: int = Field(1024, ge=1, le=1_000_000, description="sets evaluated at once (memory vs speed)")
-    probe_sets: int = Field(512, ge=16, le=100_000, description="sets for the attention-pattern statistics")
+    warmup_frac: Annotated[Fraction, Field(le=0.5)] = Field(0.05, description="linear warm-up fraction, then cosine "
+        "decay (paper 5%)")
+    seeds: Seeds = Field(1, description="seeds per configuration, trained as one batch (paper 5; min over seeds "
+        "reported)")
+    eval_sets: SampleSize = Field(4096, description="fresh sets per evaluation (card: 4096)")
+    eval_chunk: Chunk = Field(1024, description="sets evaluated at once (memory vs speed)")
+    probe_sets: SampleSize = Field(512, description="sets for the attention-pattern statistics")
 
     @model_validator(mode="after")
     def _consistent(self) -> "AttentionRankConfig":
-        for h in self.heads:
+        for h in self.n_heads:
             if self.d % h:
-                raise ValueError(f"'heads' = {h} must divide d = {self.d} (rank r = d / H)")
+                raise ValueError(f"'n_heads' = {h} must divide d = {self.d} (rank r = d / H)")
         for r in self.length_ranks:
             if r > self.d or self.d % r:
                 raise ValueError(f"'length_ranks' = {r} must divide d = {self.d}")
         if self.architecture == "attention":
-            if max(self.depths) > 1 or (self.lengths and self.length_depth > 1):
-                raise ValueError("'depths' and 'length_depth' must be 1 when architecture='attention' (use 'encoder' "
+            if max(self.n_layers) > 1 or (self.length_n_points and self.length_n_layers > 1):
+                raise ValueError("'n_layers' and 'length_n_layers' must be 1 when architecture='attention' (use "
+                                 "'encoder' "
                                  "for depth)")
         return self
 
@@ -110,13 +128,13 @@ PRESETS = {
         d=(64, "Fig. 1 and Fig. N use d = 64"),
         n_points=(16, "Fig. 1 uses N = 16"),
         architecture=("encoder", "the paper's code trains post-norm encoder layers with an FF block at every depth"),
-        depths=((1, 3, 5), "Fig. 1 rows"),
-        heads=((1, 2, 4, 8, 16, 32, 64), "Fig. 1 x-axis: r = 64 / H"),
+        n_layers=((1, 3, 5), "Fig. 1 rows"),
+        n_heads=((1, 2, 4, 8, 16, 32, 64), "Fig. 1 x-axis: r = 64 / H"),
         width_multipliers=((1, 8, 64), "attention parameters d^2, d^2.5, d^3"),
-        lengths=((4, 16, 64, 256), "Fig. N x-axis"),
+        length_n_points=((4, 16, 64, 256), "Fig. N x-axis"),
         length_ranks=((1, 8, 16, 32, 64), "Fig. N lines"),
-        length_depth=(2, "Fig. N uses 2 layers"),
-        length_width=(64, "Fig. N uses w = 64"),
+        length_n_layers=(2, "Fig. N uses 2 layers"),
+        length_width_multiplier=(64, "Fig. N uses w = 64"),
         steps=(100_000, "1000 epochs x 100 batches"),
         batch=(256, "paper batch size"),
         seeds=(5, "paper: 5 seeds, minimum reported"),
@@ -128,8 +146,8 @@ PRESETS = {
         d=(64, "the paper's dimension"),
         n_points=(16, "Fig. 1 uses N = 16"),
         architecture=("encoder", "the paper's layer"),
-        heads=((1, 4, 64), "r = 64, 16, 1"),
-        lengths=((), "no length grid in the slice"),
+        n_heads=((1, 4, 64), "r = 64, 16, 1"),
+        length_n_points=((), "no length grid in the slice"),
         steps=(20_000, "a fifth of the paper's steps"),
         batch=(256, "paper batch size"),
         seeds=(2, "two seeds, batched"),
@@ -144,8 +162,8 @@ PRESETS = {
 
 def _constructions(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
     table = construction_errors(
-        cfg.construction_d, cfg.construction_points, cfg.construction_sets, cfg.hardmax_lengths, cfg.betas,
-        cfg.rank1_heads, ctx.generator("constructions"), [ctx.generator(f"rank1/H{h}") for h in cfg.rank1_heads],
+        cfg.construction_d, cfg.construction_n_points, cfg.construction_sets, cfg.hardmax_n_points, cfg.betas,
+        cfg.rank1_n_heads, ctx.generator("constructions"), [ctx.generator(f"rank1/H{h}") for h in cfg.rank1_n_heads],
         chunk=cfg.eval_chunk, progress=ctx.progress,
     )
     ctx.table("constructions", table)
@@ -154,8 +172,9 @@ def _constructions(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
 
 def _trained(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
     """Both grids; each seed has its own data stream, shared by every configuration (common random numbers)."""
-    grids = job_grid(cfg.d, cfg.n_points, cfg.depths, cfg.heads, cfg.width_multipliers, cfg.lengths, cfg.length_ranks,
-                     cfg.length_depth, cfg.length_width)
+    grids = job_grid(cfg.d, cfg.n_points, cfg.n_layers, cfg.n_heads, cfg.width_multipliers, cfg.length_n_points,
+                     cfg.length_ranks,
+                     cfg.length_n_layers, cfg.length_width_multiplier)
     optim = AdamWSchedule(lr=cfg.lr, betas=(0.9, cfg.beta2), weight_decay=cfg.weight_decay, warmup_frac=cfg.warmup_frac)
     table, curves, heads = train_job_grid(
         grids, architecture=cfg.architecture, d=cfg.d, seeds=cfg.seeds,
@@ -163,7 +182,7 @@ def _trained(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
         data_generator=lambda n, s: ctx.generator(f"data/N{n}/seed{s}", device=ctx.device),
         eval_generator=lambda n: ctx.generator(f"eval/N{n}", device=ctx.device), eval_sets=cfg.eval_sets,
         probe_sets=cfg.probe_sets, batch=cfg.batch, steps=cfg.steps, optim=optim, eval_chunk=cfg.eval_chunk,
-        ff_width=cfg.ff_width, norm=cfg.norm, device=ctx.device, progress=ctx.progress, log=ctx.log,
+        ff_width=cfg.mlp_width, norm=cfg.norm, device=ctx.device, progress=ctx.progress, log=ctx.log,
     )
     ctx.table("trained", table)
     ctx.table("loss_curves", curves)
@@ -291,7 +310,7 @@ def judge_rank1(res, v) -> Verdict:
         f"drop {drop:.4f} (need < 0.5)"
     )
     if h_max < d * d:
-        raise Undecided(f"this config's rank1_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: "
+        raise Undecided(f"this config's rank1_n_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: "
                         f"{detail}")
     return v.judged(at_max >= 0.5 and drop < 0.5, at_max, ">= 0.5", 0.5, detail)
 
@@ -381,7 +400,7 @@ def judge_length(res, v) -> Verdict:
     d = res.config["d"]
     lengths = sorted(s["n_points"].unique())
     if len(lengths) < 2 or s[s["rank"] == d].empty or s[s["rank"] < d].empty:
-        raise Undecided(f"this config's length grid (lengths {list(res.config['lengths'])}, ranks "
+        raise Undecided(f"this config's length grid (length_n_points {list(res.config['length_n_points'])}, ranks "
                         f"{list(res.config['length_ranks'])}) needs >= 2 lengths, full rank and some r < d")
     paper = d == 64 and 16 in lengths and 256 in lengths
     n_ref, n_max = (16, 256) if paper else (lengths[0], lengths[-1])
@@ -414,7 +433,7 @@ def judge_depth(res, v) -> Verdict:
     if not _paper_scale(res) or 1 not in by_depth or 3 not in by_depth:
         raise Undecided(f"needs paper preset: the claim compares depths 1 and 3 at d = 64, N = 16, w = 1, r = d/4; "
                         f"this config trains d = {d}, N = {res.config['n_points']}, "
-                        f"depths {list(res.config['depths'])}")
+                        f"n_layers {list(res.config['n_layers'])}")
     gain = float(by_depth[1] - by_depth[3])
     detail = f"r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
     return v.judged(gain >= 0.2, gain, ">= 0.2", 0.2, detail)

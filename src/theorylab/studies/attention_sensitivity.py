@@ -20,7 +20,7 @@ Paper: S. M. Emadi, "Exact Attention Sensitivity and the Geometry of Transformer
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,20 @@ import torch
 from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.fields import (
+    Batch,
+    Concentration,
+    Corpus,
+    DModel,
+    Every,
+    LearningRate,
+    Length,
+    NHeads,
+    NLayers,
+    SampleSize,
+    Seeds,
+    Steps,
+)
 from theorylab.core.plotting import color, new_figure, prediction_vs_simulation
 from theorylab.data.text import char_stream, check_corpus, resolve_corpus
 from theorylab.nn.toy_transformer import ToyTransformer, frozen_attention_layer
@@ -43,72 +57,73 @@ REF = "arXiv 2602.18849"
 
 
 class AttentionSensitivityConfig(StudyConfig):
-    theta_rows: int = Field(300, ge=10, le=100_000, description="random attention rows of the θ checks (card: 300)")
-    theta_n_max: int = Field(12, ge=2, le=16, description="rows have 2..theta_n_max entries (brute force over 2^n sign "
-                                                          "vectors)")
-    alphas: tuple[float, ...] = Field((0.05, 0.5, 5.0), min_length=1, description="Dirichlet concentrations of the "
-        "random rows")
+    theta_rows: SampleSize = Field(300, description="random attention rows of the θ checks (card: 300)")
+    theta_n_max: int = Field(12, ge=2, le=16, description="rows have 2..theta_n_max entries (brute force over 2^n "
+        "sign vectors)")
+    dirichlet_alphas: tuple[Concentration, ...] = Field((0.05, 0.5, 5.0), min_length=1, description="Dirichlet "
+        "concentrations of the random rows")
     taus: tuple[float, ...] = Field((0.5, 1.0, 2.0), min_length=1, description="softmax temperatures τ")
-    gain_d: int = Field(64, ge=2, le=8192, description="width d of the random attention layer")
-    gain_heads: int = Field(4, ge=1, le=256, description="heads of the random attention layer")
-    gain_T: tuple[int, ...] = Field((16, 64, 256, 1024), min_length=2, description="sequence lengths T of the "
-        "local-gain measurement")
+    gain_d_model: DModel = Field(64, description="width d of the random attention layer")
+    gain_n_heads: NHeads = Field(4, description="heads of the random attention layer")
+    gain_lengths: tuple[Length, ...] = Field((16, 64, 256, 1024), min_length=2, description="sequence lengths T of "
+        "the local-gain measurement")
     gain_eps: float = Field(1e-4, gt=0, le=1, description="radius ‖Δ‖ of the perturbation (block-∞/RMS)")
     gain_restarts: int = Field(5, ge=1, le=100, description="restarts of the projected gradient ascent")
-    gain_steps: int = Field(20, ge=1, le=10_000, description="ascent steps per restart (card: 50; the per-token "
-                                                             "steepest ascent settles in ~20)")
+    gain_steps: Steps = Field(20, description="ascent steps per restart (card: 50; the per-token steepest ascent "
+        "settles in ~20)")
     control_restarts: int = Field(1, ge=1, le=100, description="restarts of the sequence-ℓ2 control (it only has to "
-                                                               "show the √T growth)")
-    dn_width: int = Field(64, ge=4, le=8192, description="d_model of the DeepNorm sweep (4 x d MLP, vocabulary 64)")
-    dn_heads: int = Field(4, ge=1, le=256, description="heads of the DeepNorm sweep")
-    dn_batch: int = Field(2, ge=1, le=4096, description="sequences per update")
-    dn_length: int = Field(16, ge=2, le=4096, description="tokens per sequence")
-    dn_depths: tuple[int, ...] = Field((6, 12, 24, 48), min_length=2, description="depths N")
-    dn_exponents: tuple[float, ...] = Field((0.0, 0.125, 0.25, 0.375, 0.5), min_length=2, description="β = (8N)^(−p) "
-        "for p in this grid")
-    dn_seeds: int = Field(2, ge=1, le=100, description="seeds per (N, p)")
-    dn_lr: float = Field(1e-3, gt=0, le=1, description="step size of the one update")
-    dn_update: Literal["sgd", "sign"] = Field("sgd", description="the judged update: a gradient step (DeepNet's "
+        "show the √T growth)")
+    deepnorm_d_model: DModel = Field(64, description="d_model of the DeepNorm sweep (4 x d MLP, vocabulary 64)")
+    deepnorm_n_heads: NHeads = Field(4, description="heads of the DeepNorm sweep")
+    deepnorm_batch: Batch = Field(2, description="sequences per update")
+    deepnorm_length: Length = Field(16, description="tokens per sequence")
+    deepnorm_n_layers: tuple[NLayers, ...] = Field((6, 12, 24, 48), min_length=2, description="depths N")
+    deepnorm_exponents: tuple[float, ...] = Field((0.0, 0.125, 0.25, 0.375, 0.5), min_length=2, description="β = "
+        "(8N)^(−p) for p in this grid")
+    deepnorm_seeds: Seeds = Field(2, description="seeds per (N, p)")
+    deepnorm_lr: LearningRate = Field(1e-3, description="step size of the one update")
+    deepnorm_update: Literal["sgd", "sign"] = Field("sgd", description="the judged update: a gradient step (DeepNet's "
         "derivation) or a sign step (Adam-like; reported either way)")
-    grad_depths: tuple[int, ...] = Field((8, 16, 32, 48), min_length=1, description="depths of the per-layer "
+    grad_n_layers: tuple[NLayers, ...] = Field((8, 16, 32, 48), min_length=1, description="depths of the per-layer "
         "gradient-norm figure (pre- vs post-LN)")
-    lm_layers: int = Field(2, ge=1, le=96, description="GPT-2 layers of the θ-tracking run")
-    lm_width: int = Field(64, ge=8, le=8192, description="GPT-2 n_embd")
-    lm_heads: int = Field(4, ge=1, le=128, description="GPT-2 heads")
-    lm_context: int = Field(64, ge=17, le=4096, description="context length (rows with >= 16 keys need >= 17)")
-    lm_batch: int = Field(32, ge=1, le=4096, description="batch size")
-    lm_steps: int = Field(200, ge=1, le=1_000_000, description="AdamW steps")
-    lm_lr: float = Field(1e-3, gt=0, le=1, description="AdamW learning rate")
-    lm_log_every: int = Field(25, ge=1, le=100_000, description="θ is logged every this many steps (and at 0)")
-    lm_corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
-                                                               "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 "
-                                                               "MB) or a local plain-text file")
+    lm_n_layers: NLayers = Field(2, description="GPT-2 layers of the θ-tracking run")
+    lm_d_model: DModel = Field(64, description="GPT-2 n_embd")
+    lm_n_heads: NHeads = Field(4, description="GPT-2 heads")
+    lm_length: Length = Field(64, description="context length (rows with >= 16 keys need >= 17)")
+    lm_batch: Batch = Field(32, description="batch size")
+    lm_steps: Steps = Field(200, description="AdamW steps")
+    lm_lr: LearningRate = Field(1e-3, description="AdamW learning rate")
+    lm_log_every: Every = Field(25, description="θ is logged every this many steps (and at 0)")
+    lm_corpus: Corpus = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's "
+        "own docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
     lm_local: str | None = Field(None, description="a local GPT-2 checkpoint directory you own: θ is also measured on "
-                                                   "it (never downloaded)")
+        "it (never downloaded)")
     min_keys: int = Field(16, ge=1, le=4096, description="θ only on rows with at least this many keys")
-    warmup: bool = Field(False, description="run the warmup experiment (paper preset: a deep post-LN model with and "
-                                            "without warmup)")
-    warmup_layers: int = Field(36, ge=1, le=256, description="post-LN layers of the warmup runs")
-    warmup_width: int = Field(1280, ge=8, le=16384, description="d_model of the warmup runs")
-    warmup_heads: int = Field(20, ge=1, le=256, description="heads of the warmup runs")
-    warmup_context: int = Field(256, ge=2, le=8192, description="context of the warmup runs")
-    warmup_batch: int = Field(8, ge=1, le=4096, description="batch of the warmup runs")
-    warmup_steps: int = Field(300, ge=2, le=1_000_000, description="steps of the warmup runs")
-    warmup_lr: float = Field(5e-4, gt=0, le=1, description="peak learning rate of the warmup runs (Adam)")
-    warmup_ramp: int = Field(100, ge=1, le=1_000_000, description="linear warmup steps of the warmed run")
+    postln: bool = Field(False, description="run the warmup experiment (paper preset: a deep post-LN model with and "
+        "without warmup)")
+    postln_n_layers: NLayers = Field(36, description="post-LN layers of the warmup runs")
+    postln_d_model: DModel = Field(1280, description="d_model of the warmup runs")
+    postln_n_heads: NHeads = Field(20, description="heads of the warmup runs")
+    postln_length: Length = Field(256, description="context of the warmup runs")
+    postln_batch: Batch = Field(8, description="batch of the warmup runs")
+    postln_steps: Annotated[Steps, Field(ge=2)] = Field(300, description="steps of the warmup runs")
+    postln_lr: LearningRate = Field(5e-4, description="peak learning rate of the warmup runs (Adam)")
+    postln_warmup_steps: Steps = Field(100, description="linear warmup steps of the warmed run")
 
     @model_validator(mode="after")
     def _checks(self) -> "AttentionSensitivityConfig":
         check_corpus("lm_corpus", self.lm_corpus)
-        if (self.gain_d % self.gain_heads or self.dn_width % self.dn_heads or self.lm_width % self.lm_heads
-                or self.warmup_width % self.warmup_heads):
-            raise ValueError("every width (gain_d, dn_width, lm_width, warmup_width) must be a multiple of its "
-                             "head count")
-        if self.lm_context <= self.min_keys:
-            raise ValueError(f"'lm_context' ({self.lm_context}) must exceed 'min_keys' ({self.min_keys}): θ is "
+        widths = ((self.gain_d_model, self.gain_n_heads), (self.deepnorm_d_model, self.deepnorm_n_heads),
+                  (self.lm_d_model, self.lm_n_heads), (self.postln_d_model, self.postln_n_heads))
+        if any(width % heads for width, heads in widths):
+            raise ValueError("every width (gain_d_model, deepnorm_d_model, lm_d_model, postln_d_model) must be a "
+                             "multiple of its head count")
+        if self.lm_length <= self.min_keys:
+            raise ValueError(f"'lm_length' ({self.lm_length}) must exceed 'min_keys' ({self.min_keys}): θ is "
                              f"measured on rows with >= min_keys keys")
-        if self.warmup_ramp >= self.warmup_steps:
-            raise ValueError(f"'warmup_ramp' ({self.warmup_ramp}) must be below 'warmup_steps' ({self.warmup_steps})")
+        if self.postln_warmup_steps >= self.postln_steps:
+            raise ValueError(f"'postln_warmup_steps' ({self.postln_warmup_steps}) must be below 'postln_steps' "
+                             f"({self.postln_steps})")
         return self
 
 
@@ -119,19 +134,19 @@ PRESETS = {
         "paper",
         "GPU: GPT-2-large shape (36 layers, 1280 wide, 20 heads) trained 300 steps, local gain to T = 4096, 5 seeds, "
         "the warmup experiment",
-        gain_T=((16, 64, 256, 1024, 4096), "longer sequences"),
+        gain_lengths=((16, 64, 256, 1024, 4096), "longer sequences"),
         lm_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set "
                           "lm_corpus=stdlib or a local text file)"),
-        dn_seeds=(5, "more seeds"),
+        deepnorm_seeds=(5, "more seeds"),
         gain_steps=(50, "card"),
-        lm_layers=(36, "card: GPT-2-large shape"),
-        lm_width=(1280, "card"),
-        lm_heads=(20, "card"),
-        lm_context=(256, "card"),
+        lm_n_layers=(36, "card: GPT-2-large shape"),
+        lm_d_model=(1280, "card"),
+        lm_n_heads=(20, "card"),
+        lm_length=(256, "card"),
         lm_batch=(8, "card"),
         lm_steps=(300, "card"),
         lm_lr=(2.5e-4, "GPT-2-large's own peak learning rate scale"),
-        warmup=(True, "card: claim 6"),
+        postln=(True, "card: claim 6"),
     ),
 }
 
@@ -142,11 +157,13 @@ VOCAB = 64  # tokens of the DeepNorm sweep and the gradient profile (random data
 def _deepnorm(cfg: AttentionSensitivityConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     """DeepNet's one-step model update vs depth N and β = (8N)^(−p), and plain post-LN; then the per-layer
     gradient norms at init, pre- vs post-LN."""
-    shape = dict(d_model=cfg.dn_width, n_heads=cfg.dn_heads, vocab_size=VOCAB, batch=cfg.dn_batch, length=cfg.dn_length)
-    table = deepnorm_update_sweep(**shape, depths=cfg.dn_depths, exponents=cfg.dn_exponents, n_seeds=cfg.dn_seeds,
-                                  lr=cfg.dn_lr, init_seed=lambda N, s: ctx.seed(f"dn/init/{N}/{s}"),
+    shape = dict(d_model=cfg.deepnorm_d_model, n_heads=cfg.deepnorm_n_heads, vocab_size=VOCAB, batch=cfg.deepnorm_batch,
+                 length=cfg.deepnorm_length)
+    table = deepnorm_update_sweep(**shape, depths=cfg.deepnorm_n_layers, exponents=cfg.deepnorm_exponents,
+                                  n_seeds=cfg.deepnorm_seeds,
+                                  lr=cfg.deepnorm_lr, init_seed=lambda N, s: ctx.seed(f"dn/init/{N}/{s}"),
                                   data_generator=lambda s: ctx.generator(f"dn/data/{s}"), progress=ctx.progress)
-    grads = depth_gradient_profile(**shape, depths=cfg.grad_depths, init_seed=lambda N: ctx.seed(f"grad/init/{N}"),
+    grads = depth_gradient_profile(**shape, depths=cfg.grad_n_layers, init_seed=lambda N: ctx.seed(f"grad/init/{N}"),
                                    generator=ctx.generator("grad/data"))
     return ctx.table("deepnorm", table), ctx.table("grad_profile", grads)
 
@@ -160,7 +177,7 @@ def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.Data
     """θ over training of a GPT-2 (Hugging Face, random init, trained by us), and of a local checkpoint."""
     vocab, stream = char_stream(cfg.lm_corpus)
     table, loss = theta_over_training(
-        stream, len(vocab), layers=cfg.lm_layers, width=cfg.lm_width, heads=cfg.lm_heads, context=cfg.lm_context,
+        stream, len(vocab), layers=cfg.lm_n_layers, width=cfg.lm_d_model, heads=cfg.lm_n_heads, context=cfg.lm_length,
         batch=cfg.lm_batch, steps=cfg.lm_steps, lr=cfg.lm_lr, log_every=cfg.lm_log_every, min_keys=cfg.min_keys,
         init_seed=ctx.seed("lm/init"), probe_generator=ctx.generator("lm/probe"), generator=ctx.generator("lm/data"),
         progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
@@ -178,12 +195,13 @@ def _warmup(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
     seed = ctx.seed("warmup/init")
 
     def model():
-        return ToyTransformer(d_model=cfg.warmup_width, n_heads=cfg.warmup_heads, n_layers=cfg.warmup_layers,
-                              mlp_width=4 * cfg.warmup_width, vocab_size=len(vocab), causal=True, positional="learned",
-                              max_len=cfg.warmup_context, norm_position="post", seed=seed)
+        return ToyTransformer(d_model=cfg.postln_d_model, n_heads=cfg.postln_n_heads, n_layers=cfg.postln_n_layers,
+                              mlp_width=4 * cfg.postln_d_model, vocab_size=len(vocab), causal=True,
+                              positional="learned",
+                              max_len=cfg.postln_length, norm_position="post", seed=seed)
 
-    table = warmup_comparison(model, stream, warmups=(0, cfg.warmup_ramp), steps=cfg.warmup_steps,
-                              batch=cfg.warmup_batch, length=cfg.warmup_context, lr=cfg.warmup_lr,
+    table = warmup_comparison(model, stream, warmups=(0, cfg.postln_warmup_steps), steps=cfg.postln_steps,
+                              batch=cfg.postln_batch, length=cfg.postln_length, lr=cfg.postln_lr,
                               make_generator=lambda: ctx.generator("warmup/data"), device=ctx.device,
                               progress=ctx.progress, log=ctx.log)
     return ctx.table("warmup", table)
@@ -334,7 +352,7 @@ S_DN = ("Post-LN with α = (2N)^(1/4) and β = (8N)^(−p): the log-log slope in
 @claims.add("deepnorm-exponent", S_DN, REF + "; Wang et al. (DeepNet) 2022, α = (2N)^(1/4), β = (8N)^(−1/4)")
 def judge_deepnorm(res, v) -> Verdict:
     t = res.table("deepnorm")
-    update = res.config["dn_update"]
+    update = res.config["deepnorm_update"]
     col = f"update_{update}"
     s = _slopes(t, col)
     p_star = zero_crossing(s["p"].to_numpy(), s["slope"].to_numpy())
@@ -350,7 +368,7 @@ def judge_deepnorm(res, v) -> Verdict:
               f"{growth if growth is None else round(growth, 2)}x; the other update (reported): slopes " + ", ".join(
                   f"{r.p:g}: {r.slope:+.3f}" for r in other.itertuples()))
     if spread is None or growth is None:
-        return v.undecided("needs p = 0.25 in 'dn_exponents' and the plain post-LN runs: " + detail, p_star,
+        return v.undecided("needs p = 0.25 in 'deepnorm_exponents' and the plain post-LN runs: " + detail, p_star,
                            "in [0.18, 0.32]")
     ok = p_star is not None and 0.18 <= p_star <= 0.32 and spread <= 1.5 and growth >= 2
     return v.judged(ok, p_star, "in [0.18, 0.32]", None, detail)
@@ -400,8 +418,8 @@ S_WARM = ("A deep post-LN model (36 layers at the paper preset) trained at lr 5e
 
 @claims.add("warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)")
 def judge_warmup(res, v) -> Verdict:
-    t = res.table("warmup", unless="needs paper preset: this config does not run the warmup experiment (warmup=false; "
-                                   "the paper preset, or --set warmup=true)")
+    t = res.table("warmup", unless="needs paper preset: this config does not run the warmup experiment (postln=false; "
+                                   "the paper preset, or --set postln=true)")
     status = t[t["step"] < 0].set_index("warmup")["status"]
     cold, warm = status.index.min(), status.index.max()
     curves = t[t["step"] >= 0]
@@ -434,24 +452,24 @@ def run(cfg: AttentionSensitivityConfig, ctx: RunContext) -> None:
     if ctx.device.type == "cpu":
         torch.set_num_threads(1)  # the card's advice: these small ops slow down badly under thread contention
     try:
-        rows = random_theta_rows(ctx.rng("theta/rows"), cfg.theta_rows, cfg.theta_n_max, cfg.alphas, cfg.taus)
+        rows = random_theta_rows(ctx.rng("theta/rows"), cfg.theta_rows, cfg.theta_n_max, cfg.dirichlet_alphas, cfg.taus)
         theta = ctx.table("theta_rows", rows)
         ctx.table("closed_forms", theta_closed_form_cases())
         _figure_theta(ctx, theta)
         torch.set_num_threads(threads)
         seed = ctx.seed("gain/init")  # a random attention layer (float64, no biases): local gain vs T and its bound
-        attn = frozen_attention_layer(cfg.gain_d, cfg.gain_heads, seed)
-        gain = attention_gain_vs_length(attn, cfg.gain_T, eps=cfg.gain_eps, steps=cfg.gain_steps,
+        attn = frozen_attention_layer(cfg.gain_d_model, cfg.gain_n_heads, seed)
+        gain = attention_gain_vs_length(attn, cfg.gain_lengths, eps=cfg.gain_eps, steps=cfg.gain_steps,
                                         restarts=cfg.gain_restarts, control_restarts=cfg.control_restarts,
                                         generator=torch.Generator().manual_seed(seed), progress=ctx.progress)
         _figure_gain(ctx, ctx.table("gain", gain))
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
         deepnorm_table, grads = _deepnorm(cfg, ctx)
-        _figure_deepnorm(ctx, deepnorm_table, cfg.dn_update)
+        _figure_deepnorm(ctx, deepnorm_table, cfg.deepnorm_update)
         _figure_grad(ctx, grads)
         torch.set_num_threads(threads)
         _figure_theta_training(ctx, _theta_training(cfg, ctx))
-        if cfg.warmup:
+        if cfg.postln:
             _warmup(cfg, ctx)
     finally:
         torch.set_num_threads(threads)

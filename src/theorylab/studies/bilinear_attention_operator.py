@@ -25,6 +25,19 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import (
+    Batch,
+    Corpus,
+    DModel,
+    Draws,
+    Every,
+    LearningRate,
+    Length,
+    NHeads,
+    NLayers,
+    Seeds,
+    Steps,
+)
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
@@ -44,33 +57,31 @@ IDENTITY = "Identity check (a code check of our extraction and algebra, not evid
 
 
 class BilinearOperatorConfig(StudyConfig):
-    random_models: int = Field(64, ge=1, le=100_000, description="random-init one-layer ToyTransformers of the null "
-        "(card: 64 x 4 heads)")
-    d: int = Field(128, ge=4, le=8192, description="width d of the random and tied models")
-    heads: int = Field(4, ge=1, le=256, description="heads per layer (d_h = d / heads)")
-    tied_models: int = Field(8, ge=1, le=10_000, description="tied-QK models (W_q = W_k)")
-    hf_width: int = Field(64, ge=8, le=4096, description="hidden size of the random-init BERT and GPT-2 of the "
-                                                         "convention check")
-    hf_layers: int = Field(2, ge=1, le=48, description="layers of the random-init BERT and GPT-2")
-    pair_width: int = Field(64, ge=8, le=8192, description="d_model of the encoder/decoder pair")
-    pair_layers: int = Field(2, ge=1, le=64, description="layers of the pair")
-    pair_heads: int = Field(4, ge=1, le=256, description="heads of the pair")
-    pair_context: int = Field(64, ge=4, le=8192, description="training window")
-    pair_batch: int = Field(32, ge=1, le=8192, description="batch size")
-    pair_steps: int = Field(300, ge=1, le=10_000_000, description="AdamW steps of each model (claims 6-7 need >= "
-        "20,000, the card's)")
-    pair_lr: float = Field(1e-3, gt=0, le=1, description="AdamW learning rate")
-    pair_seeds: int = Field(1, ge=1, le=100, description="encoder/decoder pairs (card, paper: 3)")
-    pair_log_every: int = Field(50, ge=1, le=1_000_000, description="operator scores are logged every this many steps")
-    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
-                                                            "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) "
-                                                            "or a local plain-text file")
+    random_models: Draws = Field(64, description="random-init one-layer ToyTransformers of the null (card: 64 x 4 "
+        "heads)")
+    d_model: DModel = Field(128, description="width d of the random and tied models")
+    n_heads: NHeads = Field(4, description="heads per layer (d_h = d / heads)")
+    tied_models: Draws = Field(8, description="tied-QK models (W_q = W_k)")
+    hf_d_model: DModel = Field(64, description="hidden size of the random-init BERT and GPT-2 of the convention check")
+    hf_n_layers: NLayers = Field(2, description="layers of the random-init BERT and GPT-2")
+    pair_d_model: DModel = Field(64, description="d_model of the encoder/decoder pair")
+    pair_n_layers: NLayers = Field(2, description="layers of the pair")
+    pair_n_heads: NHeads = Field(4, description="heads of the pair")
+    pair_length: Length = Field(64, description="training window")
+    pair_batch: Batch = Field(32, description="batch size")
+    pair_steps: Steps = Field(300, description="AdamW steps of each model (claims 6-7 need >= 20,000, the card's)")
+    pair_lr: LearningRate = Field(1e-3, description="AdamW learning rate")
+    pair_seeds: Seeds = Field(1, description="encoder/decoder pairs (card, paper: 3)")
+    pair_log_every: Every = Field(50, description="operator scores are logged every this many steps")
+    corpus: Corpus = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
+        "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
 
     @model_validator(mode="after")
     def _checks(self) -> "BilinearOperatorConfig":
         check_corpus("corpus", self.corpus)
-        for width, heads, name in ((self.d, self.heads, "d"), (self.hf_width, 4, "hf_width"), (self.pair_width,
-            self.pair_heads, "pair_width")):
+        for width, heads, name in ((self.d_model, self.n_heads, "d_model"), (self.hf_d_model, 4, "hf_d_model"), (
+            self.pair_d_model,
+            self.pair_n_heads, "pair_d_model")):
             if width % heads:
                 raise ValueError(f"'{name}' ({width}) must be a multiple of its head count ({heads})")
         return self
@@ -82,13 +93,13 @@ PRESETS = {
     "paper": Preset.of(
         "paper",
         "GPU: encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
-        pair_width=(256, "card"),
+        pair_d_model=(256, "card"),
         corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
                        "or a local text file)"),
-        pair_layers=(4, "card"),
+        pair_n_layers=(4, "card"),
         pair_steps=(20_000, "card"),
         pair_seeds=(3, "card"),
-        pair_context=(128, "longer windows"),
+        pair_length=(128, "longer windows"),
         pair_log_every=(1000, "sparser tracking"),
     ),
 }
@@ -98,7 +109,7 @@ def _convention(cfg: BilinearOperatorConfig, ctx: RunContext) -> pd.DataFrame:
     """Every head's logits from M against the module itself: ours (causal or not, with biases), GPT-2, BERT."""
     tokens = torch.randint(0, 50, (2, 12), generator=ctx.generator("convention/tokens"))
     seeds = {k: ctx.seed(f"convention/{k}") for k in CONVENTION_MODELS}
-    table = convention_check(cfg.hf_width, cfg.hf_layers, tokens, seeds,
+    table = convention_check(cfg.hf_d_model, cfg.hf_n_layers, tokens, seeds,
                              {k: ctx.generator(f"convention/bias/{k}") for k in CONVENTION_MODELS})
     ctx.table("convention", table)
     return table
@@ -108,8 +119,8 @@ def _pair(cfg: BilinearOperatorConfig, ctx: RunContext) -> tuple[pd.DataFrame, p
     """An encoder (masked LM, bidirectional) and a decoder (causal LM) of the same size on the same text."""
     vocab, stream = char_stream(cfg.corpus)
     track, finals = train_encoder_decoder_pairs(
-        stream, len(vocab), width=cfg.pair_width, heads=cfg.pair_heads, layers=cfg.pair_layers,
-        context=cfg.pair_context, batch=cfg.pair_batch, steps=cfg.pair_steps, lr=cfg.pair_lr,
+        stream, len(vocab), width=cfg.pair_d_model, heads=cfg.pair_n_heads, layers=cfg.pair_n_layers,
+        context=cfg.pair_length, batch=cfg.pair_batch, steps=cfg.pair_steps, lr=cfg.pair_lr,
         log_every=cfg.pair_log_every,
         init_seeds=[ctx.seed(f"pair/init/{seed}") for seed in range(cfg.pair_seeds)],
         data_generator=lambda seed, kind: ctx.generator(f"pair/data/{seed}/{kind}"), device=ctx.device,
@@ -156,14 +167,14 @@ def _figure_tracking(ctx: RunContext, track: pd.DataFrame) -> None:
 
 def _figure_spectra(ctx: RunContext, cfg: BilinearOperatorConfig) -> None:
     fig, (ax, bx) = new_figure(ncols=2, width=8.4)
-    model = ToyTransformer(d_model=cfg.d, n_heads=cfg.heads, bias=False, seed=ctx.seed("random/0")).double()
-    dh = cfg.d // cfg.heads
+    model = ToyTransformer(d_model=cfg.d_model, n_heads=cfg.n_heads, bias=False, seed=ctx.seed("random/0")).double()
+    dh = cfg.d_model // cfg.n_heads
     for h, op in enumerate(head_operators(model)[:2]):
         sv = torch.linalg.svdvals(op.M)
         ax.semilogy(np.arange(1, len(sv) + 1), sv.clamp_min(1e-20).numpy(), ".", color=color(h), label=f"head {h}")
         lam = torch.linalg.eigvals(op.M)
         bx.plot(lam.real.numpy(), lam.imag.numpy(), ".", color=color(h), ms=4, label=f"head {h}")
-    edge = random_init_sigma1_bound(cfg.d, dh)  # entries of W_q, W_k ~ N(0, 1/d)
+    edge = random_init_sigma1_bound(cfg.d_model, dh)  # entries of W_q, W_k ~ N(0, 1/d)
     ax.axhline(edge, color="k", ls="--", lw=0.8, label="σ²(√d + √d_h)²/√d_h (init edge)")
     ax.axvline(dh + 0.5, color="k", ls=":", lw=0.8)
     ax.set(xlabel="index", ylabel="singular value of M")
@@ -271,7 +282,7 @@ def judge_tied(res, v) -> Verdict:
     tied = t[t["family"] == "tied QK"]
     if tied.empty:
         raise Undecided("this config builds no tied-QK model (tied_models = 0)")
-    dh = int(tied["d"].iloc[0]) // res.config["heads"]
+    dh = int(tied["d"].iloc[0]) // res.config["n_heads"]
     d_abs, d_tol = tied["directionality"].abs(), tied["directionality_tolerance"]
     # no norm excess: the score is exactly 0
     d_ratio = np.where(d_tol > 0, d_abs / d_tol.where(d_tol > 0, 1.0), np.where(d_abs == 0, 0.0, np.inf))
@@ -296,8 +307,8 @@ S_RANK = (IDENTITY + "every head (random, tied, trained) has at least d − d_h 
 @claims.add("rank-bound", S_RANK, "derived: rank M <= d_h; M real")
 def judge_rank(res, v) -> Verdict:
     t = res.table("heads")
-    dh = t["d"] // res.config["heads"]
-    pair_dh = t["d"] // res.config["pair_heads"]
+    dh = t["d"] // res.config["n_heads"]
+    pair_dh = t["d"] // res.config["pair_n_heads"]
     need = np.where(t["family"].isin(["encoder", "decoder"]), t["d"] - pair_dh, t["d"] - dh)
     short = int((t["small_singular"] < need).sum())
     conj = float(t["conjugate_gap"].max())
@@ -366,9 +377,9 @@ def judge_drift(res, v) -> Verdict:
 def run(cfg: BilinearOperatorConfig, ctx: RunContext) -> None:
     _convention(cfg, ctx)
     random_seeds = [ctx.seed(f"random/{i}") for i in range(cfg.random_models)]
-    rows = random_init_head_rows(cfg.d, cfg.heads, random_seeds, "random init", progress=ctx.progress)
+    rows = random_init_head_rows(cfg.d_model, cfg.n_heads, random_seeds, "random init", progress=ctx.progress)
     tied_seeds = [ctx.seed(f"tied/{i}") for i in range(cfg.tied_models)]
-    rows += random_init_head_rows(cfg.d, cfg.heads, tied_seeds, "tied QK", qk="tied")
+    rows += random_init_head_rows(cfg.d_model, cfg.n_heads, tied_seeds, "tied QK", qk="tied")
     track, final = _pair(cfg, ctx)
     heads = pd.concat([pd.DataFrame(rows), final], ignore_index=True)
     ctx.table("heads", heads)

@@ -31,6 +31,24 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import (
+    Batch,
+    Concentration,
+    Corpus,
+    DModel,
+    Every,
+    LearningRate,
+    Length,
+    MLPMult,
+    NHeads,
+    NLayers,
+    Probability,
+    Rank,
+    SampleSize,
+    Seeds,
+    Steps,
+    VocabSize,
+)
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.markov import TriggerBatch, TriggerNoiseTask, top_successor
 from theorylab.data.text import CORPORA, TriggerWordTask, WordVocab, check_corpus, resolve_corpus
@@ -54,75 +72,69 @@ from theorylab.train.trigger_recall import train_trigger_recall
 PAPER = "Chen, Bruna, Bietti, arXiv 2406.03068 (2024); ICLR 2025"
 REF = "arXiv 2406.03068"
 
-Prob = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class FFvsAttentionConfig(StudyConfig):
     # --- task -----------------------------------------------------------------------------------
-    vocab: int = Field(64, ge=4, le=100_000, description="tokens V of the bigram chain (quick 64, paper 65); the noise "
-                                                         "token is V - 1")
-    seq_len: int = Field(64, ge=8, le=8192, description="sequence length T (quick 64, paper 256)")
-    p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="training probability p of the noise token after a trigger")
-    dirichlet_alpha: float = Field(0.2, gt=0, le=100, description="Dirichlet concentration of the bigram rows")
-    trigger_boost: float = Field(0.1, ge=0.0, lt=1.0, description="f_q: every row jumps to the trigger with this "
-        "probability (0 = plain chain)")
-    background: str = Field(
-        "dirichlet", min_length=1,
-        description="background chain: 'dirichlet', or a corpus ('kjv' or a text file) whose character bigrams are "
-                    "used (V = characters + 1 noise token; the authors use tiny Shakespeare)",
-    )
+    vocab_size: Annotated[VocabSize, Field(ge=4)] = Field(64, description="tokens V of the bigram chain (quick 64, "
+        "paper 65); the noise token is V - 1")
+    length: Annotated[Length, Field(ge=8)] = Field(64, description="sequence length T (quick 64, paper 256)")
+    p_noise: Annotated[Probability, Field(lt=1)] = Field(0.5, description="training probability p of the noise token "
+        "after a trigger")
+    dirichlet_alpha: Concentration = Field(0.2, description="Dirichlet concentration of the bigram rows")
+    trigger_boost: Annotated[Probability, Field(lt=1)] = Field(0.1, description="f_q: every row jumps to the trigger "
+        "with this probability (0 = plain chain)")
+    background: str = Field("dirichlet", min_length=1, description="background chain: 'dirichlet', or a corpus ('kjv' "
+        "or a text file) whose character bigrams are used (V = characters + 1 noise token; the authors use tiny "
+        "Shakespeare)")
     data_seed: int = Field(0, ge=0, description="seed of the bigram chain (fixed across training seeds)")
-    train_bank: int = Field(6400, ge=0, le=10_000_000, description="training sequences drawn once and resampled (0: "
-        "fresh sequences every step)")
-    test_sequences: int = Field(256, ge=16, le=1_000_000, description="test sequences at p = 0")
+    train_bank: Annotated[SampleSize, Field(ge=0)] = Field(6400, description="training sequences drawn once and "
+        "resampled (0: fresh sequences every step)")
+    test_sequences: Annotated[SampleSize, Field(ge=16)] = Field(256, description="test sequences at p = 0")
     # --- model ----------------------------------------------------------------------------------
-    d_model: int = Field(64, ge=4, le=8192, description="width d (quick 64, paper 256)")
-    ff_mult: int = Field(4, ge=1, le=64, description="FF hidden width = ff_mult * d")
+    d_model: Annotated[DModel, Field(ge=4)] = Field(64, description="width d (quick 64, paper 256)")
+    mlp_mult: MLPMult = Field(4, description="FF hidden width = mlp_mult * d")
     # --- optimisation ---------------------------------------------------------------------------
     optimizer: str = Field("adam", pattern="^(adam|sgd)$", description="'adam' (quick) or 'sgd' with momentum (paper, "
         "as the authors' code)")
-    lr: float = Field(3e-3, gt=0, le=10.0, description="learning rate (quick Adam 3e-3; paper SGD 0.03)")
+    lr: LearningRate = Field(3e-3, description="learning rate (quick Adam 3e-3; paper SGD 0.03)")
     momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum (paper 0.9)")
     schedule: str = Field("cosine", pattern="^(cosine|constant)$", description="learning-rate schedule: cosine decay "
         "to 0 (quick) or constant (paper, as the authors' code)")
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="weight decay (paper 1e-4)")
-    batch: int = Field(64, ge=1, le=65536, description="sequences per step (quick 64, paper 512)")
-    steps: int = Field(800, ge=1, le=10_000_000, description="training steps (quick 800, paper 5000)")
-    eval_every: int = Field(50, ge=1, le=1_000_000, description="steps between test evaluations")
-    seeds: int = Field(1, ge=1, le=64, description="training seeds, trained as one batch (paper 5)")
+    batch: Batch = Field(64, description="sequences per step (quick 64, paper 512)")
+    steps: Steps = Field(800, description="training steps (quick 800, paper 5000)")
+    evaluate_every: Every = Field(50, description="steps between test evaluations")
+    seeds: Seeds = Field(1, description="training seeds, trained as one batch (paper 5)")
     # --- variants (paper) -----------------------------------------------------------------------
     no_ff_variant: bool = Field(False, description="also train the model without any FF layer (claim no-ff-variant)")
-    value_ranks: tuple[Annotated[int, Field(ge=1, le=65536)], ...] = Field(
-        (1, 2, 4, 8, 16, 32), min_length=1,
-        description="ranks kept when the no-FF model's layer-2 value matrix W_V is truncated (its lower singular "
-                    "directions dropped); quick d = 64: up to d/2",
-    )
-    p_sweep: tuple[Prob, ...] = Field((), description="extra training noise levels p (claim p-sweep); empty: none")
+    value_ranks: tuple[Rank, ...] = Field((1, 2, 4, 8, 16, 32), min_length=1, description="ranks kept when the no-FF "
+        "model's layer-2 value matrix W_V is truncated (its lower singular directions dropped); quick d = 64: up to "
+        "d/2")
+    p_sweep: tuple[Probability, ...] = Field((), description="extra training noise levels p (claim p-sweep); empty: "
+        "none")
     # --- real-text part -------------------------------------------------------------------------
     lm: bool = Field(True, description="run the real-text language-model part")
-    lm_corpus: str = Field("stdlib", min_length=1, description="word-level text: 'stdlib' (prose of Python's own "
-                                                               "docstrings, 240k words), 'kjv' (Debian's bible-kjv, "
-                                                               "790k words) or a local plain-text file")
-    lm_vocab: int = Field(2000, ge=16, le=200_000, description="word vocabulary of the language model (most frequent "
-                                                               "words + <unk>)")
-    lm_seq_len: int = Field(128, ge=8, le=4096, description="training window length of the language model")
-    lm_d_model: int = Field(128, ge=8, le=8192, description="width of the language model")
-    lm_layers: int = Field(4, ge=2, le=64, description="layers of the language model (card: 4)")
-    lm_heads: int = Field(4, ge=1, le=128, description="heads per layer of the language model")
-    lm_batch: int = Field(32, ge=1, le=65536, description="windows per step of the language model")
-    lm_steps: int = Field(1500, ge=1, le=10_000_000, description="training steps of the language model")
-    lm_lr: float = Field(3e-3, gt=0, le=1.0, description="AdamW learning rate of the language model")
-    lm_task_rate: float = Field(1.0, ge=0.0, le=1.0, description="fraction of training windows carrying the written-in "
-        "trigger task")
-    lm_p_noise: float = Field(0.5, ge=0.0, lt=1.0, description="probability of the generic word after the trigger word "
-                                                               "in training windows")
-    lm_ranks: tuple[Annotated[int, Field(ge=0, le=65536)], ...] = Field((1, 4, 16), min_length=1,
-        description="LASER ranks kept in the last MLP")
-    lm_pretrained: str | None = Field(
-        None, description="a local Hugging Face causal-LM directory (e.g. Pythia weights you own): probed instead of "
-                          "training our own model"
-    )
-    lm_probes: int = Field(512, ge=16, le=1_000_000, description="held-out probe windows")
+    lm_corpus: Corpus = Field("stdlib", min_length=1, description="word-level text: 'stdlib' (prose of Python's own "
+        "docstrings, 240k words), 'kjv' (Debian's bible-kjv, 790k words) or a local plain-text file")
+    lm_vocab_size: Annotated[VocabSize, Field(ge=16)] = Field(2000, description="word vocabulary of the language "
+        "model (most frequent words + <unk>)")
+    lm_length: Annotated[Length, Field(ge=8)] = Field(128, description="training window length of the language model")
+    lm_d_model: Annotated[DModel, Field(ge=8)] = Field(128, description="width of the language model")
+    lm_n_layers: Annotated[NLayers, Field(ge=2)] = Field(4, description="layers of the language model (card: 4)")
+    lm_n_heads: NHeads = Field(4, description="heads per layer of the language model")
+    lm_batch: Batch = Field(32, description="windows per step of the language model")
+    lm_steps: Steps = Field(1500, description="training steps of the language model")
+    lm_lr: LearningRate = Field(3e-3, description="AdamW learning rate of the language model")
+    lm_task_rate: Probability = Field(1.0, description="fraction of training windows carrying the written-in trigger "
+        "task")
+    lm_p_noise: Annotated[Probability, Field(lt=1)] = Field(0.5, description="probability of the generic word after "
+        "the trigger word in training windows")
+    lm_ranks: tuple[Annotated[Rank, Field(ge=0)], ...] = Field((1, 4, 16), min_length=1, description="LASER ranks "
+        "kept in the last MLP")
+    lm_local: str | None = Field(None, description="a local Hugging Face causal-LM directory (e.g. Pythia weights you "
+        "own): probed instead of training our own model")
+    lm_probes: Annotated[SampleSize, Field(ge=16)] = Field(512, description="held-out probe windows")
 
     @model_validator(mode="after")
     def _consistent(self) -> "FFvsAttentionConfig":
@@ -134,10 +146,10 @@ class FFvsAttentionConfig(StudyConfig):
                              f"{self.background!r} is neither")
         if self.lm:
             check_corpus("lm_corpus", self.lm_corpus)
-        if self.lm_pretrained is not None and self.lm and not Path(self.lm_pretrained).expanduser().is_dir():
-            raise ValueError(f"'lm_pretrained' must be a local model directory; {self.lm_pretrained!r} does not exist")
-        if self.lm_d_model % self.lm_heads:
-            raise ValueError(f"'lm_heads' ({self.lm_heads}) must divide 'lm_d_model' ({self.lm_d_model})")
+        if self.lm_local is not None and self.lm and not Path(self.lm_local).expanduser().is_dir():
+            raise ValueError(f"'lm_local' must be a local model directory; {self.lm_local!r} does not exist")
+        if self.lm_d_model % self.lm_n_heads:
+            raise ValueError(f"'lm_n_heads' ({self.lm_n_heads}) must divide 'lm_d_model' ({self.lm_d_model})")
         return self
 
 
@@ -151,21 +163,21 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
     """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and
     seed) and, for a model without FF layers, the layer-2 value truncation at the end (else empty)."""
     init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in range(cfg.seeds)]
-    width = cfg.ff_mult * cfg.d_model if ff else 0  # ff=False removes both FF layers
-    models = StackedModels([recall_transformer(cfg.d_model, task.vocab, cfg.seq_len, width, seed) for seed in init]).to(
+    width = cfg.mlp_mult * cfg.d_model if ff else 0  # ff=False removes both FF layers
+    models = StackedModels([recall_transformer(cfg.d_model, task.vocab, cfg.length, width, seed) for seed in init]).to(
         ctx.device)
     optim = AdamWSchedule(
         lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum,
         weight_decay=cfg.weight_decay, schedule=cfg.schedule,
     )
     curve, bad = train_trigger_recall(
-        models, task, test, p_noise=p_noise, steps=cfg.steps, batch=cfg.batch, seq_len=cfg.seq_len,
+        models, task, test, p_noise=p_noise, steps=cfg.steps, batch=cfg.batch, seq_len=cfg.length,
         train_bank=cfg.train_bank, optim=optim,
         generator=ctx.generator(f"data/{name}"), name=name, labels=dict(variant=name, p_noise=p_noise, ff=ff),
         progress=ctx.progress, device=ctx.device,
         # only the main model's curve is read at every step (claim ff-first, figure training_dynamics);
         # the variants are judged at their last step, so they are measured at the start and the end only
-        evaluate_every=cfg.eval_every if name == "full" else cfg.steps,
+        evaluate_every=cfg.evaluate_every if name == "full" else cfg.steps,
     )
     for s, step in bad.items():
         ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
@@ -187,17 +199,17 @@ TRIGGER_WORD = "of"
 def lm_corpus(cfg: FFvsAttentionConfig) -> TriggerCorpus:
     """Vocabulary, train/held-out token streams (first 90% / last 10% of the text) and the task."""
     try:
-        return word_trigger_corpus(resolve_corpus(cfg.lm_corpus), cfg.lm_vocab, TRIGGER_WORD, cfg.lm_seq_len)
+        return word_trigger_corpus(resolve_corpus(cfg.lm_corpus), cfg.lm_vocab_size, TRIGGER_WORD, cfg.lm_length)
     except CorpusTooShort as err:
         raise ConfigError(
-            f"lm_corpus: {err.words} words is too short for windows of lm_seq_len = {cfg.lm_seq_len}") from None
+            f"lm_corpus: {err.words} words is too short for windows of lm_length = {cfg.lm_length}") from None
 
 
 def held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[
     str, tuple[TriggerBatch, torch.Tensor]]:
     """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows: one picks the (layer, rank)
     to truncate, the other judges it."""
-    return held_out_probes(test_stream, task, cfg.lm_probes, cfg.lm_seq_len, {split: ctx.generator(
+    return held_out_probes(test_stream, task, cfg.lm_probes, cfg.lm_length, {split: ctx.generator(
         f"lm/{split}") for split in ("validation", "test")})
 
 
@@ -205,27 +217,27 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | No
     """Train the language model, then measure it whole and with each layer's MLP input matrix truncated to each rank.
     ``corpus``: the output of :func:`lm_corpus` when the caller has already loaded it."""
     vocab, train_stream, test_stream, task = corpus if corpus is not None else lm_corpus(cfg)
-    if cfg.lm_pretrained is not None:
+    if cfg.lm_local is not None:
         return run_pretrained(cfg, ctx, vocab, test_stream, task)
     model_seed = int(ctx.rng("lm/init").integers(2**62))
-    models = StackedModels([small_gpt(cfg.lm_d_model, cfg.lm_layers, cfg.lm_heads, len(vocab), cfg.lm_seq_len,
+    models = StackedModels([small_gpt(cfg.lm_d_model, cfg.lm_n_layers, cfg.lm_n_heads, len(vocab), cfg.lm_length,
                                       model_seed)]).to(ctx.device)
     optim = AdamWSchedule(lr=cfg.lm_lr, betas=(0.9, 0.95), weight_decay=0.1, warmup_frac=0.05)
-    log = train_trigger_lm(models, train_stream, task, steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_seq_len,
+    log = train_trigger_lm(models, train_stream, task, steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_length,
                            p_noise=cfg.lm_p_noise,
                            task_rate=cfg.lm_task_rate, optim=optim, generator=ctx.generator("lm/data"),
                            progress=ctx.progress, device=ctx.device)
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)
     is_name, successor = name_mask(vocab), top_successor(train_stream, len(vocab))
-    weights = [f"blocks.{layer}.mlp.up.weight" for layer in range(cfg.lm_layers)]
+    weights = [f"blocks.{layer}.mlp.up.weight" for layer in range(cfg.lm_n_layers)]
     rows = []
     for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
         measure = partial(measure_word_recall, model, probes, natural, task.generic, is_name, successor)
         rows += [dict(split=split, **row) for row in laser_grid(model, weights, cfg.lm_ranks, measure)]
     ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, "
             f"{len(task.answers)} names as answers")
-    return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_layers, trigger=TRIGGER_WORD, generic=vocab.words[
+    return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_n_layers, trigger=TRIGGER_WORD, generic=vocab.words[
         task.generic])
 
 
@@ -234,7 +246,7 @@ def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, 
     """The same probes and LASER grid on a local Hugging Face model (the paper's Pythia setting)."""
     from theorylab.nn.hf import load_local_causal_lm, mlp_input_weights
 
-    model, tokenizer = load_local_causal_lm(cfg.lm_pretrained, ctx.device)
+    model, tokenizer = load_local_causal_lm(cfg.lm_local, ctx.device)
     names = mlp_input_weights(model)
     generic = vocab.words[task.generic]
     rows = []
@@ -244,7 +256,7 @@ def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, 
             w) for w in natural])
         rows += [dict(split=split, **row) for row in laser_grid(model, ctx.progress(names, f"LASER grid ({split})"),
                                                                 cfg.lm_ranks, measure)]
-    ctx.log(f"pretrained model {cfg.lm_pretrained}: {len(names)} layers, trigger {TRIGGER_WORD!r}, generic {generic!r}")
+    ctx.log(f"pretrained model {cfg.lm_local}: {len(names)} layers, trigger {TRIGGER_WORD!r}, generic {generic!r}")
     return pd.DataFrame(rows).assign(matrix="mlp input", n_layers=len(names), trigger=TRIGGER_WORD, generic=generic)
 
 
@@ -272,9 +284,9 @@ PRESETS = {
     "lm": Preset.of(
         "lm",
         "CPU, minutes: the quick synthetic part plus the real-text language model (King James Bible, 2 layers, d = 64)",
-        lm_layers=(2, "the smallest depth with an induction path"),
+        lm_n_layers=(2, "the smallest depth with an induction path"),
         lm_d_model=(64, "CPU budget"),
-        lm_vocab=(1000, "CPU budget: the readout dominates the step"),
+        lm_vocab_size=(1000, "CPU budget: the readout dominates the step"),
         lm_steps=(3000, "the in-context path forms after ~2000 steps on this corpus"),
         lm_corpus=("kjv", "the corpus the lm preset was tuned on (Debian's bible-kjv; elsewhere --set lm_corpus=stdlib "
                           "or a text file)"),
@@ -284,8 +296,8 @@ PRESETS = {
         "GPU: the authors' k = 1, p = 0.5 configuration (V = 65, T = 256, d = 256, SGD lr 0.03 + momentum 0.9, wd "
         "1e-4, batch 512, "
         "5000 steps, 5 seeds), the no-FF variant, the p sweep and a 4-layer language model on the King James Bible",
-        vocab=(65, "the repo's tiny-Shakespeare character vocabulary size (we draw a Dirichlet chain)"),
-        seq_len=(256, "paper T = 256"),
+        vocab_size=(65, "the repo's tiny-Shakespeare character vocabulary size (we draw a Dirichlet chain)"),
+        length=(256, "paper T = 256"),
         trigger_boost=(0.0, "T = 256 holds enough triggers without a boost"),
         train_bank=(0, "fresh sequences every step, as the authors' generator"),
         d_model=(256, "paper d = 256"),
@@ -300,8 +312,8 @@ PRESETS = {
         value_ranks=((2, 4, 8, 16, 32, 64, 128), "up to d/2 of d = 256"),
         p_sweep=((0.1, 0.3, 0.5, 0.7), "claim p-sweep"),
         lm_d_model=(256, "a 4-layer, 256-wide model"),
-        lm_heads=(8, "head size 32"),
-        lm_vocab=(4000, "most frequent words of the corpus"),
+        lm_n_heads=(8, "head size 32"),
+        lm_vocab_size=(4000, "most frequent words of the corpus"),
         lm_batch=(128, "GPU batch"),
         lm_steps=(10_000, "GPU minutes"),
         lm_probes=(2048, "held-out probe windows"),
@@ -426,7 +438,7 @@ claims = Claims("ff-vs-attention")
 
 
 def _paper_scale(cfg: dict) -> bool:
-    return cfg["d_model"] >= 256 and cfg["seq_len"] >= 256 and cfg["steps"] >= 5000
+    return cfg["d_model"] >= 256 and cfg["length"] >= 256 and cfg["steps"] >= 5000
 
 
 def _main_end(res) -> pd.DataFrame:
@@ -499,7 +511,7 @@ S_FIRST = (
 def judge_first(res, v) -> Verdict:
     curve = res.table("curves")
     t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
-    every = res.config["eval_every"]
+    every = res.config["evaluate_every"]
     if t_icl is None:
         return v.judged(False, None, None, None, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); "
                                                  f"the in-context mechanism did not form")
@@ -523,7 +535,7 @@ def judge_induction(res, v) -> Verdict:
     end = _main_end(res)
     bar = 0.4 if _paper_scale(res.config) else 0.2
     mass = float(end["induction_mass"].mean())
-    uniform = 2.0 / res.config["seq_len"]
+    uniform = 2.0 / res.config["length"]
     detail = (
         f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
     )
@@ -556,7 +568,7 @@ def judge_no_ff(res, v) -> Verdict:
     p_cut, acc_cut, acc_full = float(picked["P_noise"].mean()), float(picked["acc"].mean()), float(picked[
         "acc_untouched"].mean())
     # the in-context path must exist for "keeps the in-context answer" to mean anything: at least 5x chance (1/V)
-    floor = 5.0 / res.config["vocab"]
+    floor = 5.0 / res.config["vocab_size"]
     ok = p - 0.15 <= value <= p + 0.2 and p_cut < 0.15 and acc_cut >= max(acc_full, floor)
     detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
               f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation "
@@ -642,11 +654,11 @@ def judge_laser(res, v) -> Verdict:
 def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     # A missing corpus (CorpusUnavailable: one line naming the install command) fails here, before any training.
     corpus = lm_corpus(cfg) if cfg.lm else None
-    task = trigger_noise_task(cfg.background, cfg.vocab, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
-    test = task.sample(cfg.test_sequences, cfg.seq_len, 0.0, ctx.generator("test"))
+    task = trigger_noise_task(cfg.background, cfg.vocab_size, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
+    test = task.sample(cfg.test_sequences, cfg.length, 0.0, ctx.generator("test"))
     if int(test.seen.sum()) < 50:
-        raise ConfigError(f"seq_len/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier "
-                          f"trigger; raise seq_len or trigger_boost")
+        raise ConfigError(f"length/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier "
+                          f"trigger; raise length or trigger_boost")
     ctx.log(f"trigger token {task.trigger}, noise token {task.noise}, {int(test.seen.sum())} test positions")
     variants = [(cfg.p_noise, True, "full")]
     if cfg.no_ff_variant:

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Chunk, Dim, SampleRatio, SampleSize, Seeds
 from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
 from theorylab.data.index_models import IndexModel, get_link
 from theorylab.probes.index_recovery import k3_overlaps, order2_overlap, sequential_recovery
@@ -31,32 +32,34 @@ from theorylab.theory.sample_complexity import crossings_from_table, fitted_expo
 PAPER = "Damian, Lee, Bruna, arXiv 2506.05500 (2025)"
 REF = "arXiv 2506.05500"
 
-Dim = Annotated[int, Field(ge=4, le=100_000)]
-Scale = Annotated[float, Field(gt=0, le=1e6)]
 
 
 class GenerativeLeapConfig(StudyConfig):
-    moment_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the exact-moment checks "
-        "(card: 1e6)")
-    leap_n: int = Field(200_000, ge=10_000, le=10_000_000, description="samples for the first-stage leap of each link")
-    leap_links: tuple[str, ...] = Field(("parity3", "z1z2z3"), min_length=1, description="links whose leap is computed "
-        "(paper adds parity4)")
-    p3_dims: tuple[Dim, ...] = Field((16, 24, 32), min_length=2, description="dimensions of the 3-parity "
-        "U/V-statistic runs")
-    p3_c: tuple[Scale, ...] = Field((2.0, 8.0, 16.0), min_length=1, description="c = n / d^1.5 for the 3-parity (card: "
-        "2, 8, 16)")
-    m3_dims: tuple[Dim, ...] = Field((32, 64, 128), min_length=2, description="dimensions of the monomial order-2 runs")
-    m3_alphas: tuple[Scale, ...] = Field((10.0, 20.0, 40.0), min_length=1, description="alpha = n/d for the monomial "
-        "(card: 10, 20, 40)")
-    order2_p3_d: int = Field(32, ge=4, le=100_000, description="dimension of the order-2 estimator on the 3-parity")
-    order2_p3_c: float = Field(16.0, gt=0, le=1e6, description="c = n / d^1.5 of that run")
-    seq_d: int = Field(12, ge=4, le=10_000, description="dimension of the sequential-estimator runs")
-    seq_n: int = Field(6000, ge=100, le=10_000_000, description="samples of the sequential-estimator runs")
-    seeds: int = Field(3, ge=1, le=1000, description="seeds per 3-parity point (card: 3; paper 10)")
-    m3_seeds: int = Field(32, ge=1, le=1000, description="seeds per monomial point (card: 3; at d = 32 an overlap is "
-                                                         "near 1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean; 32 "
-                                                         "leave ±0.02)")
-    block: int = Field(2048, ge=16, le=1_000_000, description="rows per block of the n^2 kernel sums (memory vs speed)")
+    moment_n: Annotated[SampleSize, Field(ge=10_000)] = Field(1_000_000, description="samples of the exact-moment "
+        "checks (card: 1e6)")
+    leap_n: Annotated[SampleSize, Field(ge=10_000)] = Field(200_000, description="samples for the first-stage leap of "
+        "each link")
+    leap_links: tuple[str, ...] = Field(("parity3", "z1z2z3"), min_length=1, description="links whose leap is "
+        "computed (paper adds parity4)")
+    parity_dims: tuple[Annotated[Dim, Field(ge=4)], ...] = Field((16, 24, 32), min_length=2, description="dimensions "
+        "of the 3-parity U/V-statistic runs")
+    parity_c: tuple[SampleRatio, ...] = Field((2.0, 8.0, 16.0), min_length=1, description="c = n / d^1.5 for the "
+        "3-parity (card: 2, 8, 16)")
+    monomial_dims: tuple[Annotated[Dim, Field(ge=4)], ...] = Field((32, 64, 128), min_length=2,
+        description="dimensions "
+        "of the monomial order-2 runs")
+    monomial_alphas: tuple[SampleRatio, ...] = Field((10.0, 20.0, 40.0), min_length=1, description="alpha = n/d for "
+        "the monomial (card: 10, 20, 40)")
+    order2_d: Annotated[Dim, Field(ge=4)] = Field(32, description="dimension of the order-2 estimator on the 3-parity")
+    order2_c: SampleRatio = Field(16.0, description="c = n / d^1.5 of that run")
+    sequential_d: Annotated[Dim, Field(ge=4)] = Field(12, description="dimension of the sequential-estimator runs")
+    sequential_n: Annotated[SampleSize, Field(ge=100)] = Field(6000, description="samples of the sequential-estimator "
+        "runs")
+    seeds: Seeds = Field(3, description="seeds per 3-parity point (card: 3; paper 10)")
+    monomial_seeds: Seeds = Field(32, description="seeds per monomial point (card: 3; at d = 32 an overlap is near "
+        "1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean; 32 leave ±0.02)")
+    chunk: Annotated[Chunk, Field(ge=16)] = Field(2048, description="rows per block of the n^2 kernel sums (memory vs "
+        "speed)")
 
 
 PRESETS = {
@@ -65,8 +68,8 @@ PRESETS = {
     "paper": Preset.of(
         "paper",
         "GPU for the n^2 kernels: larger d, a fine c grid and 10 seeds, for the fitted exponents",
-        p3_dims=((32, 64, 128, 256), "card's dimensions"),
-        p3_c=((1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0), "fine c grid for the crossing points"),
+        parity_dims=((32, 64, 128, 256), "card's dimensions"),
+        parity_c=((1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0), "fine c grid for the crossing points"),
         seeds=(10, "card: 10 seeds"),
         leap_links=(("parity3", "z1z2z3", "parity4"), "the leap of the 4-parity too"),
         leap_n=(1_000_000, "order-4 tensors need more samples"),
@@ -87,31 +90,31 @@ def _sequential(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
     rows = []
     for name in cfg.leap_links:
         for seed in range(cfg.seeds):
-            model, X, y = _sample(ctx, f"sequential/{name}/{seed}", cfg.seq_d, name, cfg.seq_n)
-            rows.append(dict(link=name, seed=seed, **sequential_recovery(model, X, y, seed, cfg.block)))
-    ctx.table("sequential", pd.DataFrame(rows).assign(d=cfg.seq_d, n=cfg.seq_n))
+            model, X, y = _sample(ctx, f"sequential/{name}/{seed}", cfg.sequential_d, name, cfg.sequential_n)
+            rows.append(dict(link=name, seed=seed, **sequential_recovery(model, X, y, seed, cfg.chunk)))
+    ctx.table("sequential", pd.DataFrame(rows).assign(d=cfg.sequential_d, n=cfg.sequential_n))
 
 
 def _parity(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
-    for d in ctx.progress(cfg.p3_dims, "3-parity U/V statistics"):
-        for c in cfg.p3_c:
+    for d in ctx.progress(cfg.parity_dims, "3-parity U/V statistics"):
+        for c in cfg.parity_c:
             n = max(int(round(c * d**1.5)), 8)
             for seed in range(cfg.seeds):
                 model, X, y = _sample(ctx, f"p3/{d}/{c}/{seed}", d, "parity3", n)
-                for stat, ov in k3_overlaps(model, X, y, cfg.block, str(ctx.device)).items():
+                for stat, ov in k3_overlaps(model, X, y, cfg.chunk, str(ctx.device)).items():
                     rows.append(dict(d=d, c=c, n=n, seed=seed, statistic=stat, overlap=ov))
     return ctx.table("parity", pd.DataFrame(rows))
 
 
 def _monomial(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
-    for d in cfg.m3_dims:
-        for alpha in cfg.m3_alphas:
-            for seed in range(cfg.m3_seeds):
+    for d in cfg.monomial_dims:
+        for alpha in cfg.monomial_alphas:
+            for seed in range(cfg.monomial_seeds):
                 model, X, y = _sample(ctx, f"m3/{d}/{alpha}/{seed}", d, "z1z2z3", int(round(alpha * d)))
                 rows.append(dict(link="z1z2z3", d=d, alpha=alpha, seed=seed, overlap=order2_overlap(model, X, y)))
-    d, n = cfg.order2_p3_d, int(round(cfg.order2_p3_c * cfg.order2_p3_d**1.5))
+    d, n = cfg.order2_d, int(round(cfg.order2_c * cfg.order2_d**1.5))
     for seed in range(cfg.seeds):
         model, X, y = _sample(ctx, f"order2-p3/{seed}", d, "parity3", n)
         # Any transform of a +-1 label is affine in it: the identity is every transform.
@@ -268,7 +271,7 @@ def judge_u_collapse(res, v) -> Verdict:
     cs = set(u.index.get_level_values(0))
     if not {2.0, 8.0, 16.0} <= cs:
         raise Undecided(
-            f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'p3_c'")
+            f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'parity_c'")
     high, mid, low = u[16.0], u[8.0], u[2.0]
     spread = float(mid.max() - mid.min())
     ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
@@ -313,7 +316,7 @@ def judge_m3_linear(res, v) -> Verdict:
     alphas = sorted(set(means.index.get_level_values(0)))
     missing = [a for a in M3_JUDGED if a not in alphas]
     if missing:
-        raise Undecided(f"this config has no n/d = {', '.join(f'{a:g}' for a in missing)} in 'm3_alphas'")
+        raise Undecided(f"this config has no n/d = {', '.join(f'{a:g}' for a in missing)} in 'monomial_alphas'")
     top = means[40.0]
     spreads = {a: float(means[a].max() - means[a].min()) for a in alphas}
     worst = max(spreads[a] for a in M3_JUDGED)
@@ -338,7 +341,7 @@ def judge_u_beats_v(res, v) -> Verdict:
     t = res.table("parity")
     at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
     if at.empty:
-        raise Undecided("this config has no c = 8 in 'p3_c'")
+        raise Undecided("this config has no c = 8 in 'parity_c'")
     margin = float((at["U"] - at["V"]).min())
     detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
     return v.judged(margin >= 0, margin, ">= 0", 0, detail)

@@ -28,6 +28,22 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import (
+    Batch,
+    Corpus,
+    Dim,
+    DModel,
+    LearningRate,
+    Length,
+    MLPMult,
+    NHeads,
+    NLayers,
+    SampleSize,
+    Seeds,
+    Steps,
+    VocabSize,
+    Width,
+)
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.random_prompts import embedded_prompt_pair
 from theorylab.data.tasks import in_context_linear_regression
@@ -60,21 +76,21 @@ Arch = Literal["gemma3", "llama", "mistral", "qwen2", "mixtral"]
 
 
 class ImplicitPatchesConfig(StudyConfig):
-    family: tuple[Family, ...] = Field(FAMILIES, min_length=1, description="block families of the sweep")
-    depth: tuple[Annotated[int, Field(ge=1, le=128)], ...] = Field((1, 2, 4, 8), min_length=1,
-        description="depths reported (one stack of the largest depth; layer k is the depth-k stack)")
-    d: tuple[Annotated[int, Field(ge=2, le=8192)], ...] = Field((16, 64), min_length=1, description="widths of the "
-        "sweep (divisible by n_heads)")
-    context: tuple[Annotated[int, Field(ge=1, le=100_000)], ...] = Field((1, 5, 32), min_length=1,
-        description="context lengths (tokens before the query)")
-    seeds: int = Field(3, ge=1, le=1000, description="random stacks and prompts per (family, d, context)")
+    families: tuple[Family, ...] = Field(FAMILIES, min_length=1, description="block families of the sweep")
+    n_layers: tuple[Annotated[NLayers, Field(le=128)], ...] = Field((1, 2, 4, 8), min_length=1, description="depths "
+        "reported (one stack of the largest depth; layer k is the depth-k stack)")
+    d_models: tuple[DModel, ...] = Field((16, 64), min_length=1, description="widths of the sweep (divisible by "
+        "n_heads)")
+    contexts: tuple[Annotated[Length, Field(ge=1)], ...] = Field((1, 5, 32), min_length=1, description="context "
+        "lengths (tokens before the query)")
+    seeds: Seeds = Field(3, description="random stacks and prompts per (family, d, context)")
     dtypes: tuple[Literal["float64", "float32"], ...] = Field(("float64", "float32"), min_length=1,
-                                                              description="precisions of the sweep")
+        description="precisions of the sweep")
     modes: tuple[Literal["output", "full"], ...] = Field(("output", "full"), min_length=1, description="'output': "
         "patch the outer map only; 'full': input patches too (Llama, Gemma, post-norm)")
-    vocab: int = Field(64, ge=2, le=1_000_000, description="vocabulary of the random prompts (embeddings N(0, 1))")
-    n_heads: int = Field(2, ge=1, le=64, description="attention heads of our blocks")
-    hidden_mult: int = Field(4, ge=1, le=64, description="MLP hidden width = hidden_mult · d")
+    vocab_size: VocabSize = Field(64, description="vocabulary of the random prompts (embeddings N(0, 1))")
+    n_heads: NHeads = Field(2, description="attention heads of our blocks")
+    mlp_mult: MLPMult = Field(4, description="MLP hidden width = mlp_mult · d")
     g_std: float = Field(0.1, ge=0.0, le=10.0, description="std of the norm-scale offsets g (scale 1 + g) and biases")
     n_experts: int = Field(4, ge=1, le=256, description="MoE experts")
     top_k: int = Field(2, ge=1, le=256, description="MoE experts routed per token")
@@ -82,52 +98,53 @@ class ImplicitPatchesConfig(StudyConfig):
     hf: bool = Field(True, description="run the Hugging Face part (needs the hf extra)")
     hf_archs: tuple[Arch, ...] = Field(("gemma3", "llama", "mixtral"), description="random-init Hugging Face families "
         "patched through their own module code")
-    hf_hidden: int = Field(64, ge=8, le=65536, description="HF hidden size (paper 1152)")
-    hf_intermediate: int = Field(256, ge=8, le=262144, description="HF MLP intermediate size (paper 6912)")
-    hf_layers: int = Field(4, ge=1, le=256, description="HF decoder layers (paper 26)")
-    hf_heads: int = Field(4, ge=1, le=256, description="HF query heads")
-    hf_kv_heads: int = Field(1, ge=1, le=256, description="HF key/value heads (grouped-query attention)")
+    hf_d_model: Annotated[DModel, Field(ge=8)] = Field(64, description="HF hidden size (paper 1152)")
+    hf_mlp_width: Annotated[Width, Field(ge=8)] = Field(256, description="HF MLP intermediate size (paper 6912)")
+    hf_n_layers: NLayers = Field(4, description="HF decoder layers (paper 26)")
+    hf_n_heads: NHeads = Field(4, description="HF query heads")
+    hf_n_kv_heads: NHeads = Field(1, description="HF key/value heads (grouped-query attention)")
     hf_head_dim: int = Field(16, ge=2, le=1024, description="HF head dimension (paper 256)")
-    hf_vocab: int = Field(512, ge=16, le=1_000_000, description="HF vocabulary (paper 262144)")
-    hf_window: int = Field(8, ge=1, le=1_000_000, description="Gemma 3 sliding-window length of local layers "
-                                                              "(paper 512)")
+    hf_vocab_size: Annotated[VocabSize, Field(ge=16)] = Field(512, description="HF vocabulary (paper 262144)")
+    hf_window: Annotated[Length, Field(ge=1)] = Field(8, description="Gemma 3 sliding-window length of local layers "
+        "(paper 512)")
     hf_global_every: int = Field(4, ge=1, le=256, description="every k-th Gemma 3 layer is global (Gemma 3: 6, i.e. "
-                                                              "local:global 5:1)")
-    hf_experts: int = Field(4, ge=2, le=256, description="Mixtral experts")
-    hf_prompt: tuple[Annotated[int, Field(ge=2, le=1_000_000)], ...] = Field((16,), min_length=1,
-        description="prompt lengths of the generation check (paper 128, 1024)")
-    hf_generate: int = Field(20, ge=1, le=10_000, description="greedy tokens generated (paper 64)")
+        "local:global 5:1)")
+    hf_n_experts: int = Field(4, ge=2, le=256, description="Mixtral experts")
+    hf_prompt_lengths: tuple[Length, ...] = Field((16,), min_length=1, description="prompt lengths of the generation "
+        "check (paper 128, 1024)")
+    hf_generate: Steps = Field(20, description="greedy tokens generated (paper 64)")
     hf_dtypes: tuple[Literal["float64", "float32", "bfloat16"], ...] = Field(("float64",), min_length=1,
         description="precisions of the HF exactness runs (claims on float64; others reported)")
-    hf_train_steps: int = Field(0, ge=0, le=1_000_000, description="also train the Gemma 3 model on a text for this "
-        "many steps and check it too (0: random init only)")
-    hf_corpus: str = Field("stdlib", min_length=1, description="text for hf_train_steps: 'stdlib' (prose of Python's "
-                                                               "docstrings), 'kjv' (Debian's bible-kjv) or a path")
+    hf_train_steps: Annotated[Steps, Field(ge=0)] = Field(0, description="also train the Gemma 3 model on a text for "
+        "this many steps and check it too (0: random init only)")
+    hf_corpus: Corpus = Field("stdlib", min_length=1, description="text for hf_train_steps: 'stdlib' (prose of "
+        "Python's docstrings), 'kjv' (Debian's bible-kjv) or a path")
     hf_local: str = Field("", description="directory of a local Hugging Face causal LM (e.g. Gemma-3-1B weights you "
-                                          "own); '' for none")
+        "own); '' for none")
 
-    icl_tasks: int = Field(128, ge=1, le=1_000_000, description="in-context regression: prompts per training step")
-    icl_length: int = Field(50, ge=3, le=100_000, description="tokens per prompt (examples + the query)")
-    icl_dim: int = Field(2, ge=1, le=1024, description="dimension of x (token width d = icl_dim + 1)")
-    icl_depth: int = Field(1, ge=1, le=64, description="blocks of the in-context regression transformer (Dherin: one)")
-    icl_hidden_mult: int = Field(4, ge=1, le=64, description="its MLP hidden width = mult · d")
-    icl_steps: int = Field(100, ge=0, le=10_000_000, description="Adam steps")
-    icl_lr: float = Field(1e-2, gt=0, le=10.0, description="Adam learning rate")
-    icl_test: int = Field(32, ge=1, le=100_000, description="test prompts for the patch measurements")
-    icl_ft_lr: float = Field(0.05, gt=0, le=100.0, description="learning rate of the explicit online fine-tuning "
-                                                               "compared with the implicit patch")
+    icl_batch: Batch = Field(128, description="in-context regression: prompts per training step")
+    icl_length: Annotated[Length, Field(ge=3)] = Field(50, description="tokens per prompt (examples + the query)")
+    icl_d: Dim = Field(2, description="dimension of x (token width d = icl_d + 1)")
+    icl_n_layers: NLayers = Field(1, description="blocks of the in-context regression transformer (Dherin: one)")
+    icl_mlp_mult: MLPMult = Field(4, description="its MLP hidden width = mult · d")
+    icl_steps: Annotated[Steps, Field(ge=0)] = Field(100, description="Adam steps")
+    icl_lr: LearningRate = Field(1e-2, description="Adam learning rate")
+    icl_test: SampleSize = Field(32, description="test prompts for the patch measurements")
+    icl_ft_lr: LearningRate = Field(0.05, description="learning rate of the explicit online fine-tuning compared with "
+        "the implicit patch")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ImplicitPatchesConfig":
-        bad = [d for d in self.d if d % self.n_heads]
+        bad = [d for d in self.d_models if d % self.n_heads]
         if bad:
-            raise ConfigError(f"invalid value for 'd': {bad} not divisible by n_heads={self.n_heads}")
+            raise ConfigError(f"invalid value for 'd_models': {bad} not divisible by n_heads={self.n_heads}")
         if self.top_k > self.n_experts:
             raise ConfigError(f"invalid value for 'top_k': {self.top_k}; allowed: 1 <= value <= n_experts "
                               f"({self.n_experts})")
-        if self.hf_heads % self.hf_kv_heads:
-            raise ConfigError(f"invalid value for 'hf_kv_heads': {self.hf_kv_heads}; allowed: a divisor of hf_heads "
-                              f"({self.hf_heads})")
+        if self.hf_n_heads % self.hf_n_kv_heads:
+            raise ConfigError(f"invalid value for 'hf_n_kv_heads': {self.hf_n_kv_heads}; allowed: a divisor of "
+                              f"hf_n_heads "
+                              f"({self.hf_n_heads})")
         return self
 
 
@@ -143,21 +160,21 @@ PRESETS = {
                                        "left to --set)"),
         hf_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set "
                           "hf_corpus=stdlib or a local text file)"),
-        hf_hidden=(1152, "Gemma 3 1B"),
-        hf_intermediate=(6912, "Gemma 3 1B"),
-        hf_layers=(26, "Gemma 3 1B"),
-        hf_heads=(4, "Gemma 3 1B"),
-        hf_kv_heads=(1, "Gemma 3 1B"),
+        hf_d_model=(1152, "Gemma 3 1B"),
+        hf_mlp_width=(6912, "Gemma 3 1B"),
+        hf_n_layers=(26, "Gemma 3 1B"),
+        hf_n_heads=(4, "Gemma 3 1B"),
+        hf_n_kv_heads=(1, "Gemma 3 1B"),
         hf_head_dim=(256, "Gemma 3 1B"),
-        hf_vocab=(262144, "Gemma 3 1B"),
+        hf_vocab_size=(262144, "Gemma 3 1B"),
         hf_window=(512, "Gemma 3 1B"),
         hf_global_every=(6, "Gemma 3: local:global 5:1"),
-        hf_prompt=((128, 1024), "card: prompts of 128-1024 tokens"),
+        hf_prompt_lengths=((128, 1024), "card: prompts of 128-1024 tokens"),
         hf_generate=(64, "card: 64 generated tokens"),
         hf_dtypes=(("float64", "float32", "bfloat16"), "card: error growth in float32 and bfloat16"),
         hf_train_steps=(300, "card: the small config trained for a few hundred steps on a local text"),
         seeds=(10, "more random stacks"),
-        d=((16, 64, 256), "a wider block too"),
+        d_models=((16, 64, 256), "a wider block too"),
         icl_steps=(2000, "a trained regression model"),
         icl_test=(128, "more test prompts"),
     ),
@@ -177,20 +194,20 @@ def _modes(cfg: ImplicitPatchesConfig, family: str) -> list[str]:
 def _stack(cfg: ImplicitPatchesConfig, ctx: RunContext, family: str, d: int, seed: int, depth: int) -> BlockStack:
     extra = dict(n_experts=cfg.n_experts, top_k=cfg.top_k) if family == "moe" else {}
     init = int(ctx.rng(f"stack/{family}/{d}/{seed}").integers(2**62))
-    return make_stack(family, depth, d, seed=init, hidden_mult=cfg.hidden_mult, n_heads=cfg.n_heads, g_std=cfg.g_std,
+    return make_stack(family, depth, d, seed=init, hidden_mult=cfg.mlp_mult, n_heads=cfg.n_heads, g_std=cfg.g_std,
                       **extra)
 
 
 def _prompt(cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int) -> tuple[torch.Tensor,
     torch.Tensor]:
     """Embedded prompt (context + query) and an alternative query token's embedding (same context)."""
-    return embedded_prompt_pair(cfg.vocab, d, c, ctx.generator(f"prompt/{d}/{c}/{seed}"))
+    return embedded_prompt_pair(cfg.vocab_size, d, c, ctx.generator(f"prompt/{d}/{c}/{seed}"))
 
 
 def _sweep(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
-    depth = max(cfg.depth)
+    depth = max(cfg.n_layers)
     rows = []
-    combos = [(f, d, c, s) for f in cfg.family for d in cfg.d for c in cfg.context for s in range(cfg.seeds)]
+    combos = [(f, d, c, s) for f in cfg.families for d in cfg.d_models for c in cfg.contexts for s in range(cfg.seeds)]
     for family, d, c, seed in ctx.progress(combos, "patch sweep"):
         base = _stack(cfg, ctx, family, d, seed, depth)
         X64, other64 = _prompt(cfg, ctx, d, c, seed)
@@ -205,7 +222,7 @@ def _sweep(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
                     ctx.log(f"{family} d={d} c={c} seed={seed} {dtype} {mode}: {err}")
                     rows.append(dict(case, depth=depth, error=math.inf, scale=0.0, feasible=False))
                     continue
-                rows.extend(dict(case, **report[k - 1]) for k in cfg.depth)
+                rows.extend(dict(case, **report[k - 1]) for k in cfg.n_layers)
     table = pd.DataFrame(rows)
     table["bound"] = table["dtype"].map(BOUND) * (1 + table["scale"])
     ctx.table("sweep", table)
@@ -215,8 +232,8 @@ def _sweep(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
 def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFrame:
     """Gemma blocks with one entry of (1 + g₄) set to 0: the construction must refuse."""
     rows = []
-    for d in cfg.d:
-        for c in cfg.context:
+    for d in cfg.d_models:
+        for c in cfg.contexts:
             for seed in range(cfg.seeds):
                 block = _stack(cfg, ctx, "gemma", d, seed, 1).blocks[0]
                 j = int(ctx.rng(f"dead/{d}/{c}/{seed}").integers(d))
@@ -234,10 +251,11 @@ def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFram
 
 
 def _hf_config(cfg: ImplicitPatchesConfig, arch: str) -> dict:
-    return small_config(arch, hidden=cfg.hf_hidden, intermediate=cfg.hf_intermediate, layers=cfg.hf_layers,
-                        heads=cfg.hf_heads, kv_heads=cfg.hf_kv_heads, head_dim=cfg.hf_head_dim, vocab=cfg.hf_vocab,
-                        window=cfg.hf_window, global_every=cfg.hf_global_every, experts=cfg.hf_experts,
-                        max_positions=max(4096, max(cfg.hf_prompt) + cfg.hf_generate + 8))
+    return small_config(arch, hidden=cfg.hf_d_model, intermediate=cfg.hf_mlp_width, layers=cfg.hf_n_layers,
+                        heads=cfg.hf_n_heads, kv_heads=cfg.hf_n_kv_heads, head_dim=cfg.hf_head_dim,
+                        vocab=cfg.hf_vocab_size,
+                        window=cfg.hf_window, global_every=cfg.hf_global_every, experts=cfg.hf_n_experts,
+                        max_positions=max(4096, max(cfg.hf_prompt_lengths) + cfg.hf_generate + 8))
 
 
 def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
@@ -248,7 +266,7 @@ def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
         seed = ctx.seed(f"hf/init/{arch}")
         yield f"{arch} (random init)", arch, random_init(arch, seed=seed, **_hf_config(cfg, arch)).to(ctx.device), None
     if cfg.hf_train_steps:  # weights moved away from Gaussian by a few hundred steps on a real text
-        _, stream = word_stream(cfg.hf_corpus, cfg.hf_vocab)
+        _, stream = word_stream(cfg.hf_corpus, cfg.hf_vocab_size)
         seed = ctx.seed("hf/init/trained")
         model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(
             ctx.device)
@@ -267,7 +285,7 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
 
     exact, gen, control = [], [], []
     for name, arch, model, stream in _hf_models(cfg, ctx):
-        for length in cfg.hf_prompt:
+        for length in cfg.hf_prompt_lengths:
             g = ctx.generator(f"hf/prompt/{name}/{length}")
             if stream is not None:
                 ids = random_span(stream, length, g)[None].to(ctx.device)
@@ -280,7 +298,7 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
             gen += [dict(key, **r, norms="float64") for r in trace.rows()]
             ctx.log(f"{name}, prompt {length}: {len(trace.tokens_context)} greedy tokens identical: {trace.identical}")
         if arch == "gemma3" and "random init" in name:  # one entry of layer 0's post-feedforward scale 1 + w set to 0
-            length = cfg.hf_prompt[0]
+            length = cfg.hf_prompt_lengths[0]
             j = int(ctx.rng("hf/dead").integers(model.config.hidden_size))
             g = ctx.generator("hf/dead")
             ids = torch.randint(0, model.config.vocab_size, (1, length), generator=g).to(ctx.device)
@@ -298,12 +316,12 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
 
 def _icl(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     seed = int(ctx.rng("icl/init").integers(2**62))
-    model = in_context_regression_stack(cfg.icl_dim, cfg.icl_depth, cfg.icl_hidden_mult, cfg.g_std, seed=seed)
-    log = train_in_context_regression(model, steps=cfg.icl_steps, tasks=cfg.icl_tasks, length=cfg.icl_length,
-                                      dim=cfg.icl_dim, lr=cfg.icl_lr, generator=ctx.generator("icl/train"),
+    model = in_context_regression_stack(cfg.icl_d, cfg.icl_n_layers, cfg.icl_mlp_mult, cfg.g_std, seed=seed)
+    log = train_in_context_regression(model, steps=cfg.icl_steps, tasks=cfg.icl_batch, length=cfg.icl_length,
+                                      dim=cfg.icl_d, lr=cfg.icl_lr, generator=ctx.generator("icl/train"),
                                       progress=ctx.progress, check=ctx.check_finite)
     model.requires_grad_(False)
-    test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_dim, generator=ctx.generator("icl/test"))
+    test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_d, generator=ctx.generator("icl/test"))
     rows, ft_rows = implicit_vs_explicit(model, test.tokens, test.y_query, cfg.icl_ft_lr, progress=ctx.progress)
     no_ctx = model(test.tokens[:, -1:])[:, -1, -1]
     ctx.scalar("icl_no_context_mse", float((no_ctx - test.y_query).pow(2).mean()))
@@ -340,9 +358,9 @@ def _figure_error_vs_depth(ctx: RunContext, sweep: pd.DataFrame) -> None:
 
 
 def _figure_spectrum(ctx: RunContext, cfg: ImplicitPatchesConfig) -> None:
-    d = cfg.d[0]
+    d = cfg.d_models[0]
     stack = _stack(cfg, ctx, "gemma", d, 0, 1)
-    X, _ = _prompt(cfg, ctx, d, cfg.context[-1], 0)
+    X, _ = _prompt(cfg, ctx, d, cfg.contexts[-1], 0)
     res = chain_patches(stack, X, "full")
     fig, ax = new_figure()
     for i, (name, f) in enumerate(res.patches[0].factors.items()):
@@ -352,7 +370,7 @@ def _figure_spectrum(ctx: RunContext, cfg: ImplicitPatchesConfig) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("singular value index")
     ax.set_ylabel("singular value (float64)")
-    ax.set_title(f"Gemma block, d = {d}, context {cfg.context[-1]}: one non-zero singular value per patch", fontsize=8)
+    ax.set_title(f"Gemma block, d = {d}, context {cfg.contexts[-1]}: one non-zero singular value per patch", fontsize=8)
     ax.legend(fontsize=7)
     ctx.figure("patch_spectrum", fig)
 
@@ -430,7 +448,7 @@ def judge_single(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
     if t.empty:
-        raise Undecided("this config has no depth-1 stack (needs 1 in 'depth')")
+        raise Undecided("this config has no depth-1 stack (needs 1 in 'n_layers')")
     ok, worst, detail = _exact_detail(t)
     fams = ", ".join(sorted(t["family"].unique()))
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
@@ -447,7 +465,7 @@ def judge_multi(res, v) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
-        raise Undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'depth')")
+        raise Undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'n_layers')")
     ok, worst, detail = _exact_detail(deep)
     ind = t[(t["depth"] >= 2) & t["independent"].notna()]
     frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
@@ -660,7 +678,7 @@ def run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
 def _run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
     sweep = _sweep(cfg, ctx)
     _figure_error_vs_depth(ctx, sweep)
-    if "gemma" in cfg.family:
+    if "gemma" in cfg.families:
         _figure_spectrum(ctx, cfg)
     control = _controllability(cfg, ctx)
     exact = gen = pd.DataFrame()

@@ -22,6 +22,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Dim, Fraction, InformationExponent, LearningRate, SampleSize, Seeds, Steps, Width
 from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
 from theorylab.nn.activations import single_index_link
 from theorylab.theory.mean_field import (
@@ -50,36 +51,35 @@ from theorylab.train.mean_field import (
 PAPER = "Glasgow, Wu, Bruna, arXiv 2504.13110 (2025)"
 REF = "arXiv 2504.13110"
 
-Width = Annotated[int, Field(ge=2, le=1 << 20)]
-Dim = Annotated[int, Field(ge=3, le=4096)]
-Exponent = Annotated[int, Field(ge=2, le=8)]
 
 
 class MeanFieldWidthConfig(StudyConfig):
-    dims: tuple[Dim, ...] = Field((16,), min_length=1, description="input dimensions d (quick 16; paper 16..128)")
-    ks: tuple[Exponent, ...] = Field((4,), min_length=1, description="information exponents of the link (quick 4; "
-        "paper 3, 4, 6)")
+    dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field((16,), min_length=1, description="input dimensions d (quick "
+        "16; paper 16..128)")
+    ks: tuple[Annotated[InformationExponent, Field(ge=2)], ...] = Field((4,), min_length=1, description="information "
+        "exponents of the link (quick 4; paper 3, 4, 6)")
     widths: tuple[Width, ...] = Field((32, 64, 128), min_length=2, description="network widths m")
-    seeds: int = Field(3, ge=1, le=1000, description="networks per width (S)")
-    m_ref: int = Field(1024, ge=16, le=1 << 22, description="particles of the mean-field reference")
-    eta: float = Field(0.1, gt=0, le=10, description="step size = mean-field time per step")
-    steps: int = Field(200, ge=1, le=10_000_000, description="steps (when stop_ratio is unset)")
+    seeds: Seeds = Field(3, description="networks per width (S)")
+    m_ref: Annotated[Width, Field(ge=16)] = Field(1024, description="particles of the mean-field reference")
+    lr: LearningRate = Field(0.1, description="step size = mean-field time per step")
+    steps: Steps = Field(200, description="steps (when stop_ratio is unset)")
     stop_ratio: float | None = Field(None, gt=0, lt=1, description="if set, T = first time L_MF <= stop_ratio * "
         "L_MF(0) (paper 0.01), capped at max_steps")
-    max_steps: int = Field(10_000, ge=1, le=10_000_000, description="cap on the adaptive number of steps")
-    checkpoints: tuple[Annotated[float, Field(ge=0, le=1)], ...] = Field((0.0, 0.125, 0.25, 0.5, 0.75, 1.0),
-        min_length=2, description="checkpoint times as fractions of T")
-    sc_particles: int = Field(64, ge=1, le=100_000, description="reference particles on which the self-concordance "
-                                                                "ratio is measured")
-    escape_threshold: float = Field(0.5, gt=0, lt=1, description="a particle has escaped the equator once |<w, "
-        "w*>| >= this")
-    reduction_n: int = Field(128, ge=0, le=100_000, description="particles of the 1-D overlap reduction (0: skip; "
-                                                                "checked against the reference at n/2 and eta/2)")
+    max_steps: Steps = Field(10_000, description="cap on the adaptive number of steps")
+    checkpoints: tuple[Fraction, ...] = Field((0.0, 0.125, 0.25, 0.5, 0.75, 1.0), min_length=2,
+                                              description="checkpoint "
+        "times as fractions of T")
+    concordance_particles: SampleSize = Field(64, description="reference particles on which the self-concordance "
+        "ratio is measured")
+    escape_threshold: float = Field(0.5, gt=0, lt=1, description="a particle has escaped the equator once |<w, w*>| "
+        ">= this")
+    reduction_n: Annotated[SampleSize, Field(ge=0)] = Field(128, description="particles of the 1-D overlap reduction "
+        "(0: skip; checked against the reference at n/2 and eta/2)")
     reduction_nodes: int = Field(12, ge=2, le=200, description="Gauss-Jacobi nodes of the reduction's angular integral")
-    init_mc_samples: int = Field(1 << 18, ge=1024, le=1 << 30, description="Monte Carlo draws (w, w', x) of the "
-        "independent kernel check at initialisation")
-    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: peak "
-        "memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
+    init_mc_samples: Annotated[SampleSize, Field(ge=1024)] = Field(1 << 18, description="Monte Carlo draws (w, w', x) "
+        "of the independent kernel check at initialisation")
+    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: "
+        "peak memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
 
 
 PRESETS = {
@@ -105,20 +105,21 @@ PRESETS = {
 def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> None:
     act, limit, w_star = single_index_link(k), max_elements_for(cfg.block_mib), planted_direction(d, ctx.device)
     steps = cfg.steps if cfg.stop_ratio is None else steps_to_loss_fraction(
-        act, d, cfg.m_ref, eta=cfg.eta, stop_ratio=cfg.stop_ratio, max_steps=cfg.max_steps, max_elements=limit,
+        act, d, cfg.m_ref, eta=cfg.lr, stop_ratio=cfg.stop_ratio, max_steps=cfg.max_steps, max_elements=limit,
         generator=ctx.generator(f"horizon/{d}/{k}", device=ctx.device), device=ctx.device, progress=ctx.progress,
         label=f"horizon d={d}, k={k}")
     marks = checkpoint_steps(cfg.checkpoints, steps)
-    sweep = width_sweep(act, d, cfg.widths, cfg.seeds, cfg.m_ref, eta=cfg.eta, steps=steps, checkpoints=marks,
+    sweep = width_sweep(act, d, cfg.widths, cfg.seeds, cfg.m_ref, eta=cfg.lr, steps=steps, checkpoints=marks,
                         generator=ctx.generator(f"particles/{d}/{k}", device=ctx.device), device=ctx.device,
                         progress=ctx.progress,
                         escape_threshold=cfg.escape_threshold, max_elements=limit)
-    hist, eta = sweep.history, cfg.eta
+    hist, eta = sweep.history, cfg.lr
     ctx.table("loss", pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times,
                                     "L_mf": hist.ref_loss, "escaped_fraction": hist.ref_escaped}))
     ctx.table("gaps", pd.DataFrame(sweep.gap_rows(marks, eta, d=d, k=k)).assign(m_gap=lambda f: f["width"] * f["gap"],
                                                                                init_theory=init_gap_per_width(act, d)))
-    pick = torch.randperm(cfg.m_ref, generator=torch.Generator().manual_seed(0))[: cfg.sc_particles].to(ctx.device)
+    pick = torch.randperm(cfg.m_ref, generator=torch.Generator().manual_seed(0))[: cfg.concordance_particles].to(
+        ctx.device)
     ctx.table("self_concordance", pd.DataFrame([
         dict(d=d, k=k, step=s, t=s * eta, L_mf=hist.ref_loss[s],
              **self_concordance_summary(act, hist.snapshots[s][1], w_star, pick, cfg.escape_threshold, limit))

@@ -31,7 +31,7 @@ distance."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import MissingExtra, Undecided
+from theorylab.core.fields import Draws, LearningRate, SampleSize, Seeds, Steps, Width
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.graphs import (
     batch,
@@ -82,75 +83,75 @@ Loss = Literal["mse", "multiplicative"]
 Family = Literal["er", "grid", "tree"]
 
 
+Sparsity = Annotated[float, Field(ge=0, le=1)]  # L1 (or smooth-L1) penalty strength eta
+GraphSize = Annotated[int, Field(ge=2, le=100_000)]  # nodes of a test graph
+
+
 class MPNNAlgorithmsConfig(StudyConfig):
-    eta: tuple[float, ...] = Field((0.0, 1e-3), min_length=1, description="L1 strengths η of the min-aggregation "
-        "Bellman-Ford models (paper 0, 1e-4, 1e-3, 1e-2)")
+    sparsities: tuple[Sparsity, ...] = Field((0.0, 1e-3), min_length=1, description="L1 strengths η of the "
+        "min-aggregation Bellman-Ford models (paper 0, 1e-4, 1e-3, 1e-2)")
     losses: tuple[Loss, ...] = Field(("multiplicative",), min_length=1, description="training losses of the "
         "Bellman-Ford models (paper: mse and multiplicative)")
-    seeds: int = Field(3, ge=1, le=100, description="seeds per (η, loss) (paper 10)")
+    seeds: Seeds = Field(3, description="seeds per (η, loss) (paper 10)")
     controls: tuple[Literal["sum", "mean"], ...] = Field(("sum", "mean"), description="baseline aggregations trained "
-        "identically (η = control_eta)")
+        "identically (η = control_sparsity)")
     regulariser: Literal["l1", "smooth-l1"] = Field("l1", description="sparsity penalty: l1 (Nerem et al.) or "
         "smooth-l1, a differentiable surrogate (reconstructed)")
-    control_seeds: int = Field(1, ge=1, le=100, description="seeds per baseline aggregation (a control; their "
-                                                            "large-graph runs dominate the test time; paper 5)")
-    control_eta: float = Field(1e-3, ge=0, le=1, description="η of the sum/mean baselines and the knapsack models")
-    steps: int = Field(1500, ge=1, le=1_000_000, description="full-batch Adam steps of every model, trained as one "
-                                                             "stack (card: 5000 at lr 1e-3)")
-    lr: float = Field(1e-2, gt=0, le=1, description="Adam learning rate (card: 1e-3, constant)")
+    control_seeds: Seeds = Field(1, description="seeds per baseline aggregation (a control; their large-graph runs "
+        "dominate the test time; paper 5)")
+    control_sparsity: Sparsity = Field(1e-3, description="η of the sum/mean baselines and the knapsack models")
+    steps: Steps = Field(1500, description="full-batch Adam steps of every model, trained as one stack (card: 5000 at "
+        "lr 1e-3)")
+    lr: LearningRate = Field(1e-2, description="Adam learning rate (card: 1e-3, constant)")
     schedule: Literal["constant", "cosine"] = Field("cosine", description="learning-rate schedule: cosine decay to 0, "
         "or constant (card)")
-    hidden: int = Field(64, ge=1, le=4096, description="width of f_θ: 2 -> hidden -> hidden -> 1")
+    width: Width = Field(64, description="width of f_θ: 2 -> hidden -> hidden -> 1")
     big: float = Field(1000.0, gt=0, le=1e9, description="sentinel B: initial state of unreached nodes (−B for "
-                                                         "knapsack)")
+        "knapsack)")
     train_rounds: int = Field(3, ge=1, le=1000, description="message-passing rounds during training")
-    test_n: tuple[int, ...] = Field((16, 64, 256, 1024), min_length=1, description="test graph sizes (paper up "
-        "to 10,000)")
-    test_graphs: int = Field(20, ge=1, le=10_000, description="test graphs per (family, n)")
-    test_families: tuple[Family, ...] = Field(("er",), min_length=1, description="test graph families: er (G(n, 4/n)), "
-        "grid, tree")
-    er_c: float = Field(4.0, gt=0, le=1000, description="Erdős–Rényi mean out-degree c (p = c/n)")
+    test_nodes: tuple[GraphSize, ...] = Field((16, 64, 256, 1024), min_length=1, description="test graph sizes (paper "
+        "up to 10,000)")
+    test_graphs: SampleSize = Field(20, description="test graphs per (family, n)")
+    test_families: tuple[Family, ...] = Field(("er",), min_length=1, description="test graph families: er (G(n, "
+        "4/n)), grid, tree")
+    er_degree: float = Field(4.0, gt=0, le=1000, description="Erdős–Rényi mean out-degree c (p = c/n)")
     grid_x_max: float = Field(200.0, gt=0, le=1e6, description="probe f_θ on x in [0, grid_x_max], w in [1, 10]")
     knap_items: int = Field(4, ge=1, le=20, description="training knapsack instances have 1..knap_items items")
     knap_capacity: int = Field(8, ge=1, le=1000, description="training capacities 1..knap_capacity")
-    knap_instances: int = Field(16, ge=1, le=10_000, description="training knapsack instances")
+    knap_instances: SampleSize = Field(16, description="training knapsack instances")
     knap_loss: Loss = Field("multiplicative", description="knapsack training loss (MSE at the same budget stalls at "
-                                                          "3-7% error at 50 items)")
-    knap_seeds: int = Field(2, ge=1, le=100, description="knapsack seeds (quick 2: each is two trained restarts; "
-                                                         "paper 10)")
+        "3-7% error at 50 items)")
+    knap_seeds: Seeds = Field(2, description="knapsack seeds (quick 2: each is two trained restarts; paper 10)")
     knap_restarts: int = Field(2, ge=1, le=20, description="independent inits per knapsack seed; each seed keeps the "
-                                                           "one with the lowest error on held-out training-size "
-                                                           "instances (never the test sizes)")
-    knap_val_instances: int = Field(32, ge=1, le=10_000, description="held-out validation instances drawn like the "
-        "training set (<= knap_items items, capacity <= knap_capacity)")
+        "one with the lowest error on held-out training-size instances (never the test sizes)")
+    knap_val_instances: SampleSize = Field(32, description="held-out validation instances drawn like the training set "
+        "(<= knap_items items, capacity <= knap_capacity)")
     knap_test_items: tuple[int, ...] = Field((5, 10, 20, 50), min_length=1, description="test item counts (capacity = "
         "2 x items)")
-    knap_test_instances: int = Field(10, ge=1, le=10_000, description="test instances per item count (the 50-item "
-        "DAGs, 5,000 nodes x 52 rounds each, dominate the test time; paper 20)")
+    knap_test_instances: SampleSize = Field(10, description="test instances per item count (the 50-item DAGs, 5,000 "
+        "nodes x 52 rounds each, dominate the test time; paper 20)")
     mst: bool = Field(False, description="train minimax (bottleneck) models and classify minimum-spanning-tree edges "
-                                         "with them (off at quick for the CPU budget: preset mst-cpu)")
-    mst_seeds: int = Field(2, ge=1, le=100, description="minimax (MST) seeds (quick: 2, the claim is reported there, "
-                                                        "judged at paper size)")
-    mst_restarts: int = Field(1, ge=1, le=20, description="independent inits per minimax seed; each seed keeps the one "
-                                                          "with the lowest error on held-out tiny graphs (never a "
-                                                          "test graph)")
-    mst_eta: float = Field(1e-3, ge=0, le=1, description="η of the minimax models (1e-4 is no better: see the module "
-                                                         "docstring)")
+        "with them (off at quick for the CPU budget: preset mst-cpu)")
+    mst_seeds: Seeds = Field(2, description="minimax (MST) seeds (quick: 2, the claim is reported there, judged at "
+        "paper size)")
+    mst_restarts: int = Field(1, ge=1, le=20, description="independent inits per minimax seed; each seed keeps the "
+        "one with the lowest error on held-out tiny graphs (never a test graph)")
+    mst_sparsity: Sparsity = Field(1e-3, description="η of the minimax models (1e-4 is no better: see the module "
+        "docstring)")
     mst_train_weights: tuple[int, ...] = Field((1, 4, 7, 10), min_length=2, description="integer weight grid of the "
         "minimax training paths: one edge per weight, a two-edge path per ordered pair (quick: 20 graphs; paper: "
         "1..10, 110 graphs)")
-    mst_judged_n: int = Field(256, ge=2, le=100_000, description="the MST claim is judged only when mst_n reaches this "
+    mst_judged_nodes: GraphSize = Field(256, description="the MST claim is judged only when mst_nodes reaches this "
         "size (paper); below, the verdict reports what it measured as 'not decided'")
-    mst_steps: int = Field(1500, ge=1, le=1_000_000, description="full-batch Adam steps of the minimax models")
-    mst_val_graphs: int = Field(64, ge=1, le=10_000, description="held-out validation graphs drawn like the minimax "
-        "training set (one- and two-edge paths, weights U[1, 10])")
-    mst_n: tuple[int, ...] = Field((16, 64), min_length=1, description="sizes of the MST test graphs (all-pairs, so "
-        "n² states)")
-    mst_graphs: int = Field(3, ge=1, le=10_000, description="MST test graphs per size")
-    wl_models: int = Field(5, ge=1, le=1000, description="random-init models per aggregation on the WL pair")
+    mst_steps: Steps = Field(1500, description="full-batch Adam steps of the minimax models")
+    mst_val_graphs: SampleSize = Field(64, description="held-out validation graphs drawn like the minimax training "
+        "set (one- and two-edge paths, weights U[1, 10])")
+    mst_nodes: tuple[GraphSize, ...] = Field((16, 64), min_length=1, description="sizes of the MST test graphs "
+        "(all-pairs, so n² states)")
+    mst_graphs: SampleSize = Field(3, description="MST test graphs per size")
+    wl_models: Draws = Field(5, description="random-init models per aggregation on the WL pair")
     wl_rounds: int = Field(6, ge=1, le=100, description="rounds K on the WL pair")
-    brute_instances: int = Field(20, ge=1, le=10_000, description="knapsack instances (<= 12 items) checked by "
-        "brute force")
+    brute_instances: SampleSize = Field(20, description="knapsack instances (<= 12 items) checked by brute force")
 
 
 PRESETS = {
@@ -166,11 +167,11 @@ PRESETS = {
         "paper",
         "η ∈ {0, 1e-4, 1e-3, 1e-2}, both losses, 10 seeds; tests up to 10,000 nodes on ER, grids and trees; MST to "
         "256 nodes",
-        eta=((0.0, 1e-4, 1e-3, 1e-2), "card"),
+        sparsities=((0.0, 1e-4, 1e-3, 1e-2), "card"),
         losses=(("mse", "multiplicative"), "card: both losses"),
         seeds=(10, "card"),
         control_seeds=(5, "more baselines"),
-        test_n=((16, 64, 256, 1024, 4096, 10_000), "card: up to 10^4"),
+        test_nodes=((16, 64, 256, 1024, 4096, 10_000), "card: up to 10^4"),
         test_families=(("er", "grid", "tree"), "card: SALSA-CLRS-style families"),
         steps=(5000, "card's step count"),
         knap_seeds=(10, "card"),
@@ -178,7 +179,7 @@ PRESETS = {
         mst=(True, "claim mst-minimax"),
         mst_seeds=(10, "card"),
         mst_restarts=(2, "restart selection, as for knapsack"),
-        mst_n=((16, 64, 256), "larger MST graphs"),
+        mst_nodes=((16, 64, 256), "larger MST graphs"),
         mst_graphs=(10, "more MST test graphs"),
         mst_train_weights=(tuple(range(1, 11)), "every integer weight: 110 training paths"),
     ),
@@ -193,16 +194,16 @@ PRESETS = {
 def _members(cfg: MPNNAlgorithmsConfig) -> pd.DataFrame:
     rows = []
     for loss in cfg.losses:
-        for eta in cfg.eta:
+        for eta in cfg.sparsities:
             rows += [dict(task="bf", aggr="min", eta=eta, loss=loss, seed=s) for s in range(cfg.seeds)]
     for aggr in cfg.controls:
-        rows += [dict(task="bf", aggr=aggr, eta=cfg.control_eta, loss=cfg.losses[0], seed=s) for s in range(
+        rows += [dict(task="bf", aggr=aggr, eta=cfg.control_sparsity, loss=cfg.losses[0], seed=s) for s in range(
             cfg.control_seeds)]
     rows = [dict(r, restart=0) for r in rows]
     if cfg.mst:
-        rows += [dict(task="minimax", aggr="min", eta=cfg.mst_eta, loss=cfg.losses[0], seed=s,
+        rows += [dict(task="minimax", aggr="min", eta=cfg.mst_sparsity, loss=cfg.losses[0], seed=s,
                       restart=k) for s in range(cfg.mst_seeds) for k in range(cfg.mst_restarts)]
-    rows += [dict(task="knapsack", aggr="max", eta=cfg.control_eta, loss=cfg.knap_loss, seed=s,
+    rows += [dict(task="knapsack", aggr="max", eta=cfg.control_sparsity, loss=cfg.knap_loss, seed=s,
                   restart=k) for s in range(cfg.knap_seeds) for k in range(cfg.knap_restarts)]
     return pd.DataFrame(rows).rename_axis("member").reset_index()
 
@@ -237,7 +238,7 @@ def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, st
     model, log = train_task_stack(_training_tasks(cfg, ctx, set(members["task"])), list(members["task"]), list(members[
         "aggr"]), seeds,
                                   torch.tensor(members["eta"].to_numpy(), dtype=torch.float64), list(members["loss"]),
-                                  hidden=cfg.hidden,
+                                  hidden=cfg.width,
                                   big=cfg.big, steps=cfg.steps if steps is None else steps, lr=cfg.lr,
                                   schedule=cfg.schedule,
                                   regulariser=cfg.regulariser, progress=ctx.progress, check=ctx.check_finite)
@@ -254,9 +255,9 @@ def _size_generalisation(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "Ali
     nets = [model.subset(mins)] + ([model.subset(others)] if others else [])
     rows = []
     for family in cfg.test_families:
-        for n in ctx.progress(cfg.test_n, f"test on {family} graphs"):
+        for n in ctx.progress(cfg.test_nodes, f"test on {family} graphs"):
             g = ctx.generator(f"test/{family}/{n}")
-            graph, _ = batch([random_test_graph(family, n, g, cfg.er_c) for _ in range(cfg.test_graphs)])
+            graph, _ = batch([random_test_graph(family, n, g, cfg.er_degree) for _ in range(cfg.test_graphs)])
             stats, rounds, t_min, t_exact = shortest_path_errors(nets, graph, cfg.big, max_rounds=n + 1)
             rows += [dict(member=m, family=family, n=n, nodes=graph.num_nodes, rounds=rounds, **st, seconds_mpnn=t_min,
                           seconds_exact=t_exact)
@@ -282,10 +283,10 @@ def _learned_function(cfg: MPNNAlgorithmsConfig, ctx: RunContext, stacks: list[t
 def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame) -> pd.DataFrame:
     """``net``: the kept minimax members, one per row of ``group``."""
     rows = []
-    for n in cfg.mst_n:
+    for n in cfg.mst_nodes:
         g = ctx.generator(f"mst/{n}")
         for i in range(cfg.mst_graphs):
-            graph = symmetrize(erdos_renyi_weighted(n, g, c=cfg.er_c))
+            graph = symmetrize(erdos_renyi_weighted(n, g, c=cfg.er_degree))
             rows += [dict(member=m, n=n, graph=i, nodes=graph.num_nodes, **st) for m, st in zip(group["member"].tolist(
                 ), mst_classification(net, graph, cfg.big))]
     return ctx.table("mst", pd.DataFrame(rows).merge(group, on="member"))
@@ -339,10 +340,10 @@ def _knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", kn
 def _references(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
     for family in cfg.test_families:
-        for n in cfg.test_n:
+        for n in cfg.test_nodes:
             g = ctx.generator(f"test/{family}/{n}")  # the same graphs as the MPNN test
             rows += [dict(check="bellman-ford vs scipy", family=family, n=n, graph=i, error=bellman_ford_scipy_error(
-                random_test_graph(family, n, g, cfg.er_c)))
+                random_test_graph(family, n, g, cfg.er_degree)))
                      for i in range(cfg.test_graphs)]
     g = ctx.generator("knapsack/brute")
     for i in range(cfg.brute_instances):
@@ -367,7 +368,7 @@ def _wl(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
         if aggr == "sum":  # the leak control: node ids as features must be detected
             variants.append(("node MPNN + node ids (leak)", torch.arange(6, dtype=torch.float64)))
         for variant, feats in variants:
-            gap, readout = node_embedding_gaps(AlignedMPNN(aggr, seeds=seeds, hidden=cfg.hidden), pair, feats,
+            gap, readout = node_embedding_gaps(AlignedMPNN(aggr, seeds=seeds, hidden=cfg.width), pair, feats,
                                                cfg.wl_rounds)
             rows += [dict(variant=variant, aggr=aggr, model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[
                 i])) for i in range(cfg.wl_models)]
@@ -443,8 +444,8 @@ def _figure_wl(ctx: RunContext, cfg: MPNNAlgorithmsConfig) -> None:
     c6, tri = wl_indistinguishable_pair()
     seeds = [ctx.seed(f"wl/{i}") for i in range(cfg.wl_models)]
     fig, (ax, bx) = new_figure(ncols=2, width=8.4)
-    net = AlignedMPNN("min", seeds=seeds[:1], hidden=cfg.hidden)
-    pair = PairMPNN("min", seeds=seeds[:1], hidden=cfg.hidden)
+    net = AlignedMPNN("min", seeds=seeds[:1], hidden=cfg.width)
+    pair = PairMPNN("min", seeds=seeds[:1], hidden=cfg.width)
     with torch.no_grad():
         for graph, name, marker in ((c6, "C6", "o"), (tri, "2 x C3", "x")):
             h, _ = net(torch.ones(6, 1, dtype=torch.float64), graph.edge_index, graph.weight, rounds=cfg.wl_rounds,
@@ -498,7 +499,7 @@ def judge_size(res, v) -> Verdict:
     t = _bf_min(res)
     if t.empty:
         raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 "
-                        f"(eta={tuple(res.config.get('eta', ()))})")
+                        f"(eta={tuple(res.config.get('sparsities', ()))})")
     worst = float(t["mean_rel_error"].max())
     flat = []
     for _, g in t.groupby(["family", "loss", "seed"]):
@@ -528,7 +529,7 @@ def judge_learned_f(res, v) -> Verdict:
     reg = t[np.isclose(t["eta"], 1e-3)]
     if reg.empty:
         raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 "
-                        f"(eta={tuple(res.config.get('eta', ()))})")
+                        f"(eta={tuple(res.config.get('sparsities', ()))})")
     worst = float(reg["max_rel_error"].max())
     detail = (
         f"η = 1e-3: max {worst:.2e} (seeds: {', '.join(f'{v:.1e}' for v in reg['max_rel_error'])}); η = 0 (reported): "
@@ -568,7 +569,8 @@ def judge_l1(res, v) -> Verdict:
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     a, b = t[np.isclose(t["eta"], 1e-3)], t[t["eta"] == 0]
     if a.empty or b.empty:
-        raise Undecided(f"this config does not train both η = 0 and η = 1e-3 (eta={tuple(res.config.get('eta', ()))})")
+        raise Undecided(f"this config does not train both η = 0 and η = 1e-3 "
+                        f"(eta={tuple(res.config.get('sparsities', ()))})")
     pairs = a.merge(b, on=["seed", "loss"], suffixes=("_reg", "_free"))
     ratio = pairs["l1_reg"] / pairs["l1_free"]
     detail = ", ".join(f"seed {r.seed}: {r.l1_reg:.0f} / {r.l1_free:.0f}" for r in pairs.itertuples())
@@ -645,7 +647,7 @@ def judge_mst(res, v) -> Verdict:
             kept = ", ".join(f"seed {s}: {g['val_rel_error'].min():.1e} of "
                              f"{', '.join(f'{v:.1e}' for v in g['val_rel_error'])}" for s, g in sel.groupby("seed"))
             detail += f"; kept the restart with the lowest held-out tiny-graph error per seed ({kept})"
-    judged_n = int(res.config.get("mst_judged_n", 256))
+    judged_n = int(res.config.get("mst_judged_nodes", 256))
     if int(t["n"].max()) < judged_n:
         bad = sorted({int(k[0]) for k, v in f1.items() if v < 0.99} | {int(k[0]) for k, v in werr.items() if v > 1e-2})
         inits = int(res.config.get("mst_restarts", 1))

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Batch, Dim, Draws, LearningRate, SampleRatio, SampleSize, Seeds, Width
 from theorylab.core.plotting import log_ticks, new_figure, prediction_vs_simulation
 from theorylab.data.index_models import IndexModel, get_link
 from theorylab.probes.index_recovery import battery_captures, capture_sweep, statsmodels_angles
@@ -40,8 +41,6 @@ from theorylab.train.online_index import train_two_layer_online
 PAPER = "Bruna, Hsu, arXiv 2504.05426 (2025)"
 REF = "arXiv 2504.05426"
 
-Alpha = Annotated[float, Field(gt=0, le=100_000)]
-Dim = Annotated[int, Field(ge=3, le=100_000)]
 
 BATTERY_LINKS = ("z1+z1z2", "he2", "z1z2", "he3")  # the card's links A, B, C, D
 LINK_LABEL = {"z1+z1z2": "A: z1 + z1 z2", "he2": "B: He2(z1)", "z1z2": "C: z1 z2", "he3": "D: He3(z1)"}
@@ -50,44 +49,44 @@ ESTIMATORS = ("ADE", "pHd", "SIR", "SAVE")
 
 class MultiIndexEstimatorsConfig(StudyConfig):
     # --- battery ------------------------------------------------------------------------------------
-    d: int = Field(100, ge=5, le=100_000, description="dimension of the battery (card: 100)")
-    alphas: tuple[Alpha, ...] = Field((20.0, 50.0), min_length=2, description="n/d of the battery; the last is the "
-        "judged one (card: 20, 50)")
-    battery_seeds: int = Field(24, ge=1, le=1000, description="seeds averaged per battery cell (card: seed 0; 24 put "
-                                                              "the gain of pHd on D, +0.09 per seed ± 0.10, 3 SE "
-                                                              "under 0.15)")
-    floor_draws: int = Field(60, ge=10, le=100_000, description="Gaussian-limit draws for pHd's noise floor on D at d "
-                                                                "(n -> infinity, fixed d)")
+    d: Annotated[Dim, Field(ge=5)] = Field(100, description="dimension of the battery (card: 100)")
+    alphas: tuple[SampleRatio, ...] = Field((20.0, 50.0), min_length=2, description="n/d of the battery; the last is "
+        "the judged one (card: 20, 50)")
+    battery_seeds: Seeds = Field(24, description="seeds averaged per battery cell (card: seed 0; 24 put the gain of "
+        "pHd on D, +0.09 per seed ± 0.10, 3 SE under 0.15)")
+    floor_draws: Annotated[Draws, Field(ge=10)] = Field(60, description="Gaussian-limit draws for pHd's noise floor "
+        "on D at d (n -> infinity, fixed d)")
     n_slices: int = Field(10, ge=2, le=1000, description="equal-count slices of SIR and SAVE (card: 10)")
     noise: float = Field(0.0, ge=0, le=100, description="label noise standard deviation")
     # --- proportional collapse: pHd on B and SIR on D ----------------------------------------------
-    collapse_dims: tuple[Dim, ...] = Field((50, 100, 200), min_length=2, description="dimensions of the collapse sweep")
-    collapse_alphas: tuple[Alpha, ...] = Field((2.0, 5.0, 10.0, 20.0), min_length=1, description="n/d of the "
+    collapse_dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field((50, 100, 200), min_length=2,
+        description="dimensions of the collapse sweep")
+    collapse_alphas: tuple[SampleRatio, ...] = Field((2.0, 5.0, 10.0, 20.0), min_length=1, description="n/d of the "
         "collapse sweep")
-    collapse_seeds: int = Field(10, ge=1, le=1000, description="seeds per collapse point (card: 3; 3 leave ±0.05 on a "
-                                                               "mean at n/d = 5, so the spread of three means hits "
-                                                               "0.12 on some seeds)")
+    collapse_seeds: Seeds = Field(10, description="seeds per collapse point (card: 3; 3 leave ±0.05 on a mean at n/d "
+        "= 5, so the spread of three means hits 0.12 on some seeds)")
     clip: float = Field(3.0, gt=0, le=1000, description="upper clip of the label for the judged pHd on B (bounded "
-                                                        "preprocessing; 3 = the 92% quantile of z^2 - 1)")
+        "preprocessing; 3 = the 92% quantile of z^2 - 1)")
     # --- population matrices (Monte Carlo) ---------------------------------------------------------
-    pop_d: int = Field(5, ge=3, le=50, description="dimension of the population-matrix check")
-    pop_n: int = Field(1_000_000, ge=10_000, le=100_000_000, description="samples of the population-matrix check "
-        "(card: 1e6)")
+    pop_d: Annotated[Dim, Field(ge=3, le=50)] = Field(5, description="dimension of the population-matrix check")
+    pop_n: Annotated[SampleSize, Field(ge=10_000)] = Field(1_000_000, description="samples of the population-matrix "
+        "check (card: 1e6)")
     pop_batches: int = Field(20, ge=5, le=1000, description="batches for the standard errors")
     # --- statsmodels cross-check ------------------------------------------------------------------
-    sm_d: int = Field(20, ge=3, le=1000, description="dimension of the statsmodels cross-check")
-    sm_n: int = Field(2000, ge=100, le=1_000_000, description="samples of the statsmodels cross-check")
+    statsmodels_d: Annotated[Dim, Field(ge=3)] = Field(20, description="dimension of the statsmodels cross-check")
+    statsmodels_n: Annotated[SampleSize, Field(ge=100)] = Field(2000, description="samples of the statsmodels "
+        "cross-check")
     # --- paper: information gap on D and the neural-network row -----------------------------------
-    gap_dims: tuple[Dim, ...] = Field((), description="dimensions of the information-gap sweep on D (paper: 50..400; "
-                                                      "empty: skip)")
-    gap_alphas: tuple[Alpha, ...] = Field((), description="n/d grid of the information-gap sweep (paper: log "
-                                                          "grid 1..100)")
-    gap_seeds: int = Field(5, ge=1, le=1000, description="seeds per information-gap point")
-    nn_alphas: tuple[Alpha, ...] = Field((25.0, 50.0, 100.0, 200.0), description="n/d checkpoints of the online-SGD "
-        "two-layer net on B (card: up to 200; about 1 s on a CPU; empty: skip)")
-    nn_width: int = Field(64, ge=1, le=100_000, description="hidden width of the two-layer ReLU net (card: 64)")
-    nn_lr: float = Field(0.05, gt=0, le=10, description="online SGD step size of the two-layer net")
-    nn_batch: int = Field(32, ge=1, le=100_000, description="online SGD batch size")
+    gap_dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field((), description="dimensions of the information-gap "
+        "sweep on D (paper: 50..400; empty: skip)")
+    gap_alphas: tuple[SampleRatio, ...] = Field((), description="n/d grid of the information-gap sweep (paper: log "
+        "grid 1..100)")
+    gap_seeds: Seeds = Field(5, description="seeds per information-gap point")
+    nn_alphas: tuple[SampleRatio, ...] = Field((25.0, 50.0, 100.0, 200.0), description="n/d checkpoints of the "
+        "online-SGD two-layer net on B (card: up to 200; about 1 s on a CPU; empty: skip)")
+    nn_width: Width = Field(64, description="hidden width of the two-layer ReLU net (card: 64)")
+    nn_lr: LearningRate = Field(0.05, description="online SGD step size of the two-layer net")
+    nn_batch: Batch = Field(32, description="online SGD batch size")
 
 
 PRESETS = {
@@ -411,9 +410,10 @@ def run(cfg: MultiIndexEstimatorsConfig, ctx: RunContext) -> None:
                                           lambda link: ctx.rng(f"population/{link}"), BATTERY_LINKS)
     ctx.table("population", pd.DataFrame(population).assign(d=cfg.pop_d, n=per * cfg.pop_batches))
     rng = ctx.rng("statsmodels")
-    X, y, _ = IndexModel.make(cfg.sm_d, "z1+z1z2", rng).sample(cfg.sm_n, rng)
+    X, y, _ = IndexModel.make(cfg.statsmodels_d, "z1+z1z2", rng).sample(cfg.statsmodels_n, rng)
     try:
-        ctx.table("statsmodels", pd.DataFrame(statsmodels_angles(X, y, cfg.n_slices)).assign(d=cfg.sm_d, n=cfg.sm_n))
+        ctx.table("statsmodels", pd.DataFrame(statsmodels_angles(X, y, cfg.n_slices)).assign(d=cfg.statsmodels_d,
+            n=cfg.statsmodels_n))
     except ImportError:
         ctx.log("statsmodels not installed: the cross-check is skipped (pip install statsmodels)")
     if cfg.gap_dims and cfg.gap_alphas:  # link D over n/d: ADE, pHd, SIR and the naive tensor method

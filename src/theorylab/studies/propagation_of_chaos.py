@@ -22,6 +22,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Dim, Fraction, InformationExponent, LearningRate, SampleSize, Seeds, Steps, Width
 from theorylab.core.plotting import color, log_ticks, new_figure, prediction_vs_simulation
 from theorylab.nn.activations import HermiteActivation
 from theorylab.theory.mean_field import max_elements_for, step_halving_gaps
@@ -40,36 +41,34 @@ from theorylab.train.mean_field import bounded_memory, checkpoint_steps, sample_
 PAPER = "Glasgow, Bruna, arXiv 2605.22010 (2026)"
 REF = "arXiv 2605.22010"
 
-Width = Annotated[int, Field(ge=2, le=1 << 20)]
-Dim = Annotated[int, Field(ge=3, le=4096)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
 class PropagationOfChaosConfig(StudyConfig):
-    dims: tuple[Dim, ...] = Field((16,), min_length=1, description="input dimensions d (quick 16; paper 16..128)")
-    fast_k: int = Field(2, ge=1, le=8, description="fast setting: link He_k/sqrt(k!) (card: 2, K(t) = t^2)")
+    dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field((16,), min_length=1, description="input dimensions d (quick "
+        "16; paper 16..128)")
+    fast_k: InformationExponent = Field(2, description="fast setting: link He_k/sqrt(k!) (card: 2, K(t) = t^2)")
     widths: tuple[Width, ...] = Field((32, 64, 128, 256), min_length=2, description="widths of the fast setting")
-    seeds: int = Field(4, ge=1, le=1000, description="networks per width, fast setting")
-    steps: int = Field(400, ge=2, le=10_000_000, description="steps of the fast setting (T = eta * steps)")
-    m_ref: int = Field(1024, ge=16, le=1 << 22, description="reference particles")
-    eta: float = Field(0.1, gt=0, le=10, description="step size (mean-field time per step)")
+    seeds: Seeds = Field(4, description="networks per width, fast setting")
+    steps: Annotated[Steps, Field(ge=2)] = Field(400, description="steps of the fast setting (T = eta * steps)")
+    m_ref: Annotated[Width, Field(ge=16)] = Field(1024, description="reference particles")
+    lr: LearningRate = Field(0.1, description="step size (mean-field time per step)")
     checkpoints: tuple[Fraction, ...] = Field((0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0), min_length=3,
-                                              description="checkpoint times as fractions of T")
+        description="checkpoint times as fractions of T")
     rate_window: tuple[float, float] = Field((1e-3, 1e-1), description="window of L_MF/L_MF(0) where the decay "
         "exponent c is fitted")
-    slow_k: int | None = Field(4, ge=1, le=8, description="slow contrast link He_k (report only; None: skip)")
+    slow_k: InformationExponent | None = Field(4, description="slow contrast link He_k (report only; None: skip)")
     slow_widths: tuple[Width, ...] = Field((32, 64, 128), min_length=2, description="widths of the slow setting")
-    slow_seeds: int = Field(3, ge=1, le=1000, description="networks per width, slow setting")
-    slow_steps: int = Field(200, ge=2, le=10_000_000, description="steps of the slow setting")
-    etas: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field((), description="discretisation check: step sizes "
-        "at equal T, eta always added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)")
-    sample_sizes: tuple[Annotated[int, Field(ge=16, le=1 << 24)], ...] = Field((), description="finite-sample check: n "
+    slow_seeds: Seeds = Field(3, description="networks per width, slow setting")
+    slow_steps: Annotated[Steps, Field(ge=2)] = Field(200, description="steps of the slow setting")
+    lrs: tuple[LearningRate, ...] = Field((), description="discretisation check: step sizes at equal T, eta always "
+        "added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)")
+    sample_sizes: tuple[Annotated[SampleSize, Field(ge=16)], ...] = Field((), description="finite-sample check: n "
         "fixed samples per network (paper: 2^12 .. 2^18; empty: skip)")
-    sample_width: int = Field(256, ge=2, le=1 << 20, description="width of the finite-sample networks (paper: 2^12; "
-        "must be one of 'widths')")
-    sample_seeds: int = Field(4, ge=1, le=1000, description="networks per sample size")
-    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: peak "
-        "memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
+    sample_width: Width = Field(256, description="width of the finite-sample networks (paper: 2^12; must be one of "
+        "'widths')")
+    sample_seeds: Seeds = Field(4, description="networks per sample size")
+    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: "
+        "peak memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
 
 
 PRESETS = {
@@ -77,7 +76,7 @@ PRESETS = {
         "quick",
         "2 CPU cores, < 60 s: fast He_2 at d = 16 (m up to 256, 4 seeds, T = 40) at eta = 0.2, 0.1, 0.05, and the slow "
         "He_4 contrast",
-        etas=((0.2, 0.1, 0.05), "the discretisation check costs seconds at d = 16: the same T at three step sizes"),
+        lrs=((0.2, 0.1, 0.05), "the discretisation check costs seconds at d = 16: the same T at three step sizes"),
     ),
     "paper": Preset.of(
         "paper",
@@ -87,7 +86,7 @@ PRESETS = {
         seeds=(8, "S = 8"),
         m_ref=(131072, "2^17"),
         steps=(2000, "T = 200 time units, far into the t^-c tail"),
-        etas=((0.2, 0.1, 0.05, 0.025), "the card's step sizes"),
+        lrs=((0.2, 0.1, 0.05, 0.025), "the card's step sizes"),
         sample_sizes=((4096, 16384, 65536, 262144), "n = 2^12 .. 2^18"),
         sample_width=(4096, "m = 2^12"),
     ),
@@ -116,9 +115,9 @@ def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, out: tuple[list, list
 def _figure_loss(ctx: RunContext, loss: pd.DataFrame, rates: pd.DataFrame, cfg: PropagationOfChaosConfig) -> None:
     fig, ax = new_figure()
     twin = ax.twinx()
-    for i, ((setting, d), grp) in enumerate(loss[(loss["eta"] == cfg.eta) & (loss["t"] > 0)].groupby(["setting", "d"])):
+    for i, ((setting, d), grp) in enumerate(loss[(loss["eta"] == cfg.lr) & (loss["t"] > 0)].groupby(["setting", "d"])):
         ax.plot(grp["t"], grp["L_mf"], color=color(i), lw=1.2, label=f"{setting}, d = {d}")
-        r = rates[(rates["setting"] == setting) & (rates["d"] == d) & (rates["eta"] == cfg.eta)].iloc[0]
+        r = rates[(rates["setting"] == setting) & (rates["d"] == d) & (rates["eta"] == cfg.lr)].iloc[0]
         if np.isfinite(r["c"]):
             tt, line = power_law_through_window(grp["t"], grp["L_mf"], r["c"], cfg.rate_window, r["L0"])
             ax.plot(tt, line, "--", color="black", lw=0.8, label=f"fit t^-{r['c']:.2f}")
@@ -170,7 +169,7 @@ claims = Claims("propagation-of-chaos")
 
 def _fast(res) -> pd.DataFrame:
     rates = res.table("rates")
-    return rates[(rates["setting"] == "fast") & (rates["eta"] == res.config["eta"])]
+    return rates[(rates["setting"] == "fast") & (rates["eta"] == res.config["lr"])]
 
 
 S_RATE = (
@@ -230,7 +229,7 @@ S_LATE = "No late growth: for every width, max over t in [T/2, T] of m·gap_m(t)
 @claims.add("no-late-growth", S_LATE, REF + ", uniform in time")
 def judge_late(res, v) -> Verdict:
     sup = res.table("sup_gap")
-    fast = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["eta"])]
+    fast = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
     excess = fast["late_m_gap"] - fast["early_m_gap"]
     detail = "; ".join(f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}"
                        for r in fast.itertuples())
@@ -250,7 +249,7 @@ def judge_poly(res, v) -> Verdict:
     if len(dims) < 3:
         raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
                         f"fit needs >= 3; needs paper preset")
-    top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["eta"])]
+    top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
     top = top[top["width"] == top["width"].max()].set_index("d")
     mg = (top["sup_gap"] * top["width"]).loc[dims]
     exponent = float(np.polyfit(np.log(dims), np.log(mg.to_numpy()), 1)[0])
@@ -298,7 +297,7 @@ def judge_samples(res, v) -> Verdict:
                                             "paper preset")
     sup = res.table("sup_gap")
     width = int(fs["width"].iloc[0])
-    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["eta"]) & (sup[
+    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["lr"]) & (sup[
         "d"] == fs["d"].iloc[0])]
     if pure.empty:
         raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is "
@@ -373,24 +372,24 @@ def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
 
 def _run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, list[pd.DataFrame]]:
     out, discs = ([], []), []
-    etas = sorted(set(cfg.etas) | {cfg.eta}, reverse=True)
+    etas = sorted(set(cfg.lrs) | {cfg.lr}, reverse=True)
     for d in cfg.dims:
         finals = {eta: _sweep(cfg, ctx, out, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds,
-                              int(round(cfg.steps * cfg.eta / eta)), eta)  # the same horizon T for every step size
+                              int(round(cfg.steps * cfg.lr / eta)), eta)  # the same horizon T for every step size
                   for eta in etas}
         if len(finals) > 1:
             gaps_at_t = step_halving_gaps(HermiteActivation.he(cfg.fast_k), finals, max_elements_for(cfg.block_mib))
             discs.append(pd.DataFrame([(d, *g) for g in gaps_at_t], columns=["d", "eta", "eta_half", "ref_gap_at_T"]))
         if cfg.slow_k is not None and d == cfg.dims[0]:
-            _sweep(cfg, ctx, out, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.eta)
+            _sweep(cfg, ctx, out, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.lr)
     if cfg.sample_sizes:
         d = cfg.dims[0]
         marks = checkpoint_steps(cfg.checkpoints, cfg.steps)
         sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds,
-                              cfg.m_ref, eta=cfg.eta, steps=cfg.steps, checkpoints=marks, device=ctx.device,
+                              cfg.m_ref, eta=cfg.lr, steps=cfg.steps, checkpoints=marks, device=ctx.device,
                               generator=ctx.generator(f"samples/{d}", device=ctx.device), progress=ctx.progress,
                               max_elements=max_elements_for(cfg.block_mib))
-        labels = dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.eta)
-        rows = [r for n, sw in sweeps.items() for r in sw.gap_rows(marks, cfg.eta, **labels, n=n)]
+        labels = dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.lr)
+        rows = [r for n, sw in sweeps.items() for r in sw.gap_rows(marks, cfg.lr, **labels, n=n)]
         ctx.table("finite_samples", pd.DataFrame(rows))
     return pd.concat(out[0], ignore_index=True), pd.concat(out[1], ignore_index=True), discs

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Batch, Corpus, DModel, Fraction, LearningRate, Length, NHeads, NLayers, Steps
 from theorylab.core.plotting import color, new_figure
 from theorylab.data.text import char_stream, check_corpus
 from theorylab.nn.toy_transformer import ToyTransformer
@@ -43,40 +44,40 @@ VOCAB = 50
 
 
 class QueryKeyAsymmetryConfig(StudyConfig):
-    id_width: int = Field(64, ge=4, le=8192, description="d of the random-init identity models")
-    id_heads: int = Field(4, ge=1, le=256, description="heads of the identity models")
-    id_layers: int = Field(2, ge=1, le=64, description="layers of the identity models")
-    id_length: int = Field(32, ge=4, le=8192, description="sequence length T of the identity checks")
-    id_batch: int = Field(2, ge=1, le=1024, description="sequences per identity check")
-    positions: tuple[Pos, ...] = Field(("none", "absolute", "rope"), min_length=1,
-                                       description="position encodings checked")
+    identity_d_model: Annotated[DModel, Field(ge=4)] = Field(64, description="d of the random-init identity models")
+    identity_n_heads: NHeads = Field(4, description="heads of the identity models")
+    identity_n_layers: NLayers = Field(2, description="layers of the identity models")
+    identity_length: Annotated[Length, Field(ge=4)] = Field(32, description="sequence length T of the identity checks")
+    identity_batch: Batch = Field(2, description="sequences per identity check")
+    positions: tuple[Pos, ...] = Field(("none", "absolute", "rope"), min_length=1, description="position encodings "
+        "checked")
     bias_norm: float = Field(10.0, gt=0, le=1e6, description="norm of the random key (or query) bias")
     gauge_condition: float = Field(10.0, ge=1, le=1e6, description="largest condition number of the random gauge G")
-    lm_width: int = Field(128, ge=8, le=8192, description="d_model of the trained decoder")
-    lm_layers: int = Field(2, ge=1, le=96, description="layers of the trained decoder")
-    lm_heads: int = Field(4, ge=1, le=256, description="heads of the trained decoder")
-    lm_context: int = Field(64, ge=4, le=8192, description="training window")
-    lm_batch: int = Field(32, ge=1, le=8192, description="batch size")
-    lm_steps: int = Field(300, ge=1, le=10_000_000, description="AdamW steps (claims 5-6 need >= 5000)")
-    lm_lr: float = Field(1e-3, gt=0, le=1, description="AdamW learning rate")
-    rank_fractions: tuple[float, ...] = Field((0.125, 0.25, 0.5), min_length=1, description="truncation ranks as "
-        "fractions of d_h")
+    lm_d_model: Annotated[DModel, Field(ge=8)] = Field(128, description="d_model of the trained decoder")
+    lm_n_layers: NLayers = Field(2, description="layers of the trained decoder")
+    lm_n_heads: NHeads = Field(4, description="heads of the trained decoder")
+    lm_length: Annotated[Length, Field(ge=4)] = Field(64, description="training window")
+    lm_batch: Batch = Field(32, description="batch size")
+    lm_steps: Steps = Field(300, description="AdamW steps (claims 5-6 need >= 5000)")
+    lm_lr: LearningRate = Field(1e-3, description="AdamW learning rate")
+    rank_fractions: tuple[Annotated[Fraction, Field(gt=0)], ...] = Field((0.125, 0.25, 0.5), min_length=1,
+        description="truncation ranks as fractions of d_h")
     eval_batches: int = Field(4, ge=1, le=10_000, description="held-out batches for ΔLoss and perplexity")
     thin_keys: bool = Field(False, description="also train a decoder with d_select = d_h x thin_fraction (claim 6; "
-                                               "paper preset)")
-    thin_fraction: float = Field(0.25, gt=0, le=1, description="query/key width of the thin decoder as a "
-                                                               "fraction of d_h")
-    corpus: str = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
-                                                            "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) "
-                                                            "or a local plain-text file")
+        "paper preset)")
+    thin_fraction: Annotated[Fraction, Field(gt=0)] = Field(0.25, description="query/key width of the thin decoder as "
+        "a fraction of d_h")
+    corpus: Corpus = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
+        "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
 
     @model_validator(mode="after")
     def _checks(self) -> "QueryKeyAsymmetryConfig":
         check_corpus("corpus", self.corpus)
-        if self.id_width % self.id_heads or self.lm_width % self.lm_heads:
-            raise ValueError("'id_width' and 'lm_width' must be multiples of their head counts")
-        if (self.id_width // self.id_heads) % 2:
-            raise ValueError("rotary positions need an even head width: id_width / id_heads must be even")
+        if self.identity_d_model % self.identity_n_heads or self.lm_d_model % self.lm_n_heads:
+            raise ValueError("'identity_d_model' and 'lm_d_model' must be multiples of their head counts")
+        if (self.identity_d_model // self.identity_n_heads) % 2:
+            raise ValueError("rotary positions need an even head width: identity_d_model / identity_n_heads "
+                             "must be even")
         return self
 
 
@@ -87,12 +88,12 @@ PRESETS = {
         "paper",
         "GPU: a GPT-2-small-shaped decoder (12 layers, 768 wide, 12 heads) trained 5000 steps, truncation, and a "
         "thin-key decoder (d_select = d_h/4)",
-        lm_width=(768, "card: 125M-scale decoder"),
+        lm_d_model=(768, "card: 125M-scale decoder"),
         corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
                        "or a local text file)"),
-        lm_layers=(12, "card"),
-        lm_heads=(12, "card"),
-        lm_context=(256, "longer windows"),
+        lm_n_layers=(12, "card"),
+        lm_n_heads=(12, "card"),
+        lm_length=(256, "longer windows"),
         lm_steps=(5000, "ours: 5000 steps"),
         lm_lr=(6e-4, "GPT-2-small's peak learning rate"),
         eval_batches=(16, "more held-out data"),
@@ -104,9 +105,9 @@ STEPS_FOR_CLAIMS = 5000
 
 
 def _model(cfg: QueryKeyAsymmetryConfig, pos: str, causal: bool, seed: int, dtype: torch.dtype) -> ToyTransformer:
-    return ToyTransformer(d_model=cfg.id_width, n_heads=cfg.id_heads, n_layers=cfg.id_layers,
-                          mlp_width=2 * cfg.id_width, vocab_size=VOCAB, causal=causal,
-                          positional=POSITIONAL[pos], max_len=cfg.id_length, seed=seed).to(dtype)
+    return ToyTransformer(d_model=cfg.identity_d_model, n_heads=cfg.identity_n_heads, n_layers=cfg.identity_n_layers,
+                          mlp_width=2 * cfg.identity_d_model, vocab_size=VOCAB, causal=causal,
+                          positional=POSITIONAL[pos], max_len=cfg.identity_length, seed=seed).to(dtype)
 
 
 def _identities(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -116,7 +117,7 @@ def _identities(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataF
     for pos, causal, dtype in ctx.progress(combos, "query/key identities"):
         model = _model(cfg, pos, causal, ctx.seed(f"id/{pos}/{causal}"), dtype)
         g = ctx.generator(f"id/data/{pos}/{causal}/{dtype}")
-        tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=g)
+        tokens = torch.randint(0, VOCAB, (cfg.identity_batch, cfg.identity_length + 1), generator=g)
         tag = dict(pos=pos, causal=causal, dtype=str(dtype).removeprefix("torch."))
         for side in ("key", "query"):
             change = bias_effect(model, tokens[:, :-1], side, cfg.bias_norm, g)
@@ -130,9 +131,9 @@ def _causal_support(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFra
     rows = []
     for pos in cfg.positions:
         model = _model(cfg, pos, True, ctx.seed(f"causal/{pos}"), torch.float64)
-        tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length + 1), generator=ctx.generator(
+        tokens = torch.randint(0, VOCAB, (cfg.identity_batch, cfg.identity_length + 1), generator=ctx.generator(
             f"causal/data/{pos}"))
-        support = causal_key_support(model, tokens, (1, cfg.id_length // 2, cfg.id_length - 1))
+        support = causal_key_support(model, tokens, (1, cfg.identity_length // 2, cfg.identity_length - 1))
         rows += [dict(pos=pos, **row) for row in support]
     return ctx.table("causal_support", pd.DataFrame(rows))
 
@@ -145,7 +146,7 @@ def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
     for pos in [p for p in cfg.positions if p != "rope"] or ["none"]:
         model = _model(cfg, pos, False, ctx.seed(f"gauge/{pos}"), torch.float32)
         exact = _model(cfg, pos, False, ctx.seed(f"gauge/{pos}"), torch.float64)
-        tokens = torch.randint(0, VOCAB, (cfg.id_batch, cfg.id_length), generator=g)
+        tokens = torch.randint(0, VOCAB, (cfg.identity_batch, cfg.identity_length), generator=g)
         rows += [dict(pos=pos, **row) for row in gauge_rank_changes(model, exact, tokens, cfg.gauge_condition, g)]
     return ctx.table("gauge", pd.DataFrame(rows))
 
@@ -153,7 +154,7 @@ def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
 def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     vocab, stream = char_stream(cfg.corpus)
     trunc, ranks, lms = thin_key_decoders(
-        stream, len(vocab), width=cfg.lm_width, heads=cfg.lm_heads, layers=cfg.lm_layers, context=cfg.lm_context,
+        stream, len(vocab), width=cfg.lm_d_model, heads=cfg.lm_n_heads, layers=cfg.lm_n_layers, context=cfg.lm_length,
         batch=cfg.lm_batch, steps=cfg.lm_steps, lr=cfg.lm_lr,
         thin_fraction=cfg.thin_fraction if cfg.thin_keys else None, rank_fractions=cfg.rank_fractions,
         eval_batches=cfg.eval_batches, init_seed=ctx.seed("lm/init"),

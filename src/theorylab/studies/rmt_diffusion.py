@@ -25,6 +25,7 @@ from pydantic import Field, model_validator
 
 from theorylab.core import Claims, ConfigError, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Chunk, Dim, Draws, SampleSize, Seeds
 from theorylab.core.plotting import color, log_ticks, new_figure, sim_points, theory_line
 from theorylab.data.digits import ImageSet, digits, disjoint_splits, stratify_by_pc
 from theorylab.data.gaussian import PowerLawGaussian
@@ -38,49 +39,52 @@ from theorylab.theory import rmt
 PAPER = "Wang, Zavatone-Veth, Pehlevan, arXiv 2602.02908 (2026)"
 DIGITS_COUNT = 1797  # images in scikit-learn's digits
 
-SplitSize = Annotated[int, Field(ge=2, le=1_000_000)]
-NoiseLevel = Annotated[float, Field(gt=0, le=1e6)]
+
+
+NoiseVariance = Annotated[float, Field(gt=0, le=1e6)]  # denoiser noise level sigma^2
 
 
 class RMTDiffusionConfig(StudyConfig):
     # --- synthetic power-law Gaussian: theory vs Monte Carlo over data-set draws --------------
-    d: int = Field(200, ge=8, le=4096, description="dimension of the power-law Gaussian data (typ. 200)")
-    alpha: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")
-    n: tuple[SplitSize, ...] = Field((200, 400, 800), min_length=1, description="samples per data set for the "
-        "synthetic checks")
-    sigma2: tuple[NoiseLevel, ...] = Field((1e-3, 1e-2, 1e-1), min_length=1,
-                                           description="denoiser noise levels sigma^2")
-    n_draws: int = Field(1000, ge=20, le=1_000_000, description="data-set draws per n for the spectral "
-                                                                "(eigendecomposition) checks (typ. 1000)")
-    var_draws: int = Field(2000, ge=20, le=1_000_000, description="data-set draws per n for the variance check "
+    d: Annotated[Dim, Field(ge=8)] = Field(200, description="dimension of the power-law Gaussian data (typ. 200)")
+    decay: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")
+    n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field((200, 400, 800), min_length=1, description="samples per "
+        "data set for the synthetic checks")
+    sigma2: tuple[NoiseVariance, ...] = Field((1e-3, 1e-2, 1e-1), min_length=1, description="denoiser noise levels "
+        "sigma^2")
+    draws: Annotated[Draws, Field(ge=20)] = Field(1000, description="data-set draws per n for the spectral "
+        "(eigendecomposition) checks (typ. 1000)")
+    var_draws: Annotated[Draws, Field(ge=20)] = Field(2000, description="data-set draws per n for the variance check "
         "(Cholesky, cheap; typ. 2000)")
-    var_sigma2: float = Field(1e-2, gt=0, le=1e6, description="noise level of the variance-factorisation check")
-    n_probe: int = Field(8, ge=2, le=64,
-                         description="number of readout vectors v and of inputs x in the variance check")
+    var_sigma2: NoiseVariance = Field(1e-2, description="noise level of the variance-factorisation check")
+    n_probe: int = Field(8, ge=2, le=64, description="number of readout vectors v and of inputs x in the variance "
+        "check")
     map_sigma: tuple[Annotated[float, Field(ge=0, le=1e3)], ...] = Field((0.0, 0.5), min_length=1,
         description="end noise levels sigma of the PF-ODE map (0 = clean sample)")
     sigma_T: float = Field(80.0, gt=1, le=1e4, description="start noise level of the PF-ODE map (EDM: 80)")
     quad_nodes: int = Field(100, ge=10, le=2000, description="Gauss-Legendre nodes (u = tan theta) for "
-                                                             "E[Sigma_hat^(1/2)]")
+        "E[Sigma_hat^(1/2)]")
     map_nodes: int = Field(400, ge=20, le=4000, description="log-grid nodes for the sampling-map mean (half of them "
-                                                            "for its variance)")
-    chunk: int = Field(250, ge=1, le=100_000, description="data-set draws processed at once (memory vs speed)")
+        "for its variance)")
+    chunk: Chunk = Field(250, description="data-set draws processed at once (memory vs speed)")
     # --- digits (or a local image set): linear maps on disjoint splits -----------------------
-    dataset: Literal["digits", "local"] = Field("digits", description="'digits' ships with scikit-learn; 'local' reads "
-        "data_path")
-    data_path: str | None = Field(None,
-                                  description="local .npz or image folder when dataset='local' (never downloaded)")
-    split_n: tuple[SplitSize, ...] = Field((100, 300, 800), min_length=1, description="split sizes for cross-split "
-        "consistency")
-    n_seeds: int = Field(1000, ge=16, le=1_000_000, description="noise seeds z per split size")
-    pc_group: int = Field(500, ge=10, le=1_000_000, description="size of the PC2-top/-bottom groups (moment mismatch)")
-    seed_level_n: int = Field(300, ge=10, le=1_000_000, description="split size for the seed-level prediction")
-    seed_level_seeds: int = Field(256, ge=16, le=100_000, description="seeds for the seed-level Spearman")
+    dataset: Literal["digits", "local"] = Field("digits", description="'digits' ships with scikit-learn; 'local' "
+        "reads image_path")
+    image_path: str | None = Field(None, description="local .npz or image folder when dataset='local' (never "
+        "downloaded)")
+    split_n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field((100, 300, 800), min_length=1,
+        description="split sizes for cross-split consistency")
+    seeds: Annotated[Seeds, Field(ge=16)] = Field(1000, description="noise seeds z per split size")
+    pc_group: Annotated[SampleSize, Field(ge=10)] = Field(500, description="size of the PC2-top/-bottom groups "
+        "(moment mismatch)")
+    seed_level_n: Annotated[SampleSize, Field(ge=10)] = Field(300, description="split size for the seed-level "
+        "prediction")
+    seed_level_seeds: Annotated[Seeds, Field(ge=16)] = Field(256, description="seeds for the seed-level Spearman")
 
     @model_validator(mode="after")
     def _consistent(self) -> "RMTDiffusionConfig":
-        if self.dataset == "local" and not self.data_path:
-            raise ValueError("'data_path' is required when dataset='local'")
+        if self.dataset == "local" and not self.image_path:
+            raise ValueError("'image_path' is required when dataset='local'")
         if self.dataset == "digits":
             _check_split_sizes(self, DIGITS_COUNT)
         return self
@@ -103,7 +107,7 @@ PRESETS = {
         d=(1024, "32x32 grey-scale images have d = 1024"),
         n=((256, 512, 1024, 2048, 4096), "gamma from 4 down to 1/4"),
         sigma2=((1e-4, 1e-3, 1e-2, 1e-1, 1.0), "five decades of noise"),
-        n_draws=(2000, "halves the Monte Carlo error of the spectral checks"),
+        draws=(2000, "halves the Monte Carlo error of the spectral checks"),
         var_draws=(8000, "Monte Carlo error ~1.6% on variances"),
         chunk=(500, "GPU memory allows larger batches"),
     ),
@@ -117,7 +121,7 @@ PRESETS = {
 def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     # Every estimator here is rotation-equivariant, so we work in the population eigenbasis
     # (Sigma = diag(lambda)); tests check that a random basis changes nothing.
-    lam = PowerLawGaussian(cfg.d, cfg.alpha).eigenvalues
+    lam = PowerLawGaussian(cfg.d, cfg.decay).eigenvalues
     rng = ctx.rng("probes")
     # Readout vectors v: random unit directions; inputs x: draws from the data; map inputs sigma_T z.
     probe_v = rng.standard_normal((cfg.n_probe, cfg.d))
@@ -128,7 +132,7 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     modes = np.arange(1, cfg.d + 1)
     for n in cfg.n:
         # (1) Spectral statistics: one eigendecomposition per data-set draw.
-        sim = spectral_draws(lam, n, cfg.n_draws, cfg.chunk, s2, cfg.map_sigma, cfg.sigma_T, map_inputs,
+        sim = spectral_draws(lam, n, cfg.draws, cfg.chunk, s2, cfg.map_sigma, cfg.sigma_T, map_inputs,
                              ctx.rng(f"wishart/{n}"), ctx.device, progress=ctx.progress, check=ctx.check_finite)
         # (2) Bilinear forms v^T D(x) = v^T x - sigma^2 v^T (Sigma_hat + sigma^2)^-1 x, by Cholesky.
         values = bilinear_denoiser_draws(lam, n, cfg.var_draws, cfg.chunk, cfg.var_sigma2, probe_v, probe_x,
@@ -181,7 +185,7 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
 
 def _kappa_grid(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     """kappa(sigma^2) over ten decades for gamma in {1/4, 1/2, 1, 2, 4} and every configured n, and its two limits."""
-    lam = PowerLawGaussian(cfg.d, cfg.alpha).eigenvalues
+    lam = PowerLawGaussian(cfg.d, cfg.decay).eigenvalues
     sizes = sorted({*cfg.n, *(round(cfg.d / g) for g in (0.25, 0.5, 1.0, 2.0, 4.0))})
     ctx.table("kappa", rmt.kappa_grid(lam, sizes, np.logspace(-8, 2, 61)))
     for name, value in rmt.kappa_limit_checks(lam).items():  # each limit against an independent computation (brentq)
@@ -196,19 +200,19 @@ def _kappa_grid(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
 def _images(cfg: RMTDiffusionConfig) -> ImageSet:
     if cfg.dataset == "digits":
         return digits()
-    return ImageFolderArray(cfg.data_path).load()  # type: ignore[arg-type]
+    return ImageFolderArray(cfg.image_path).load()  # type: ignore[arg-type]
 
 
 def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> None:
     total, d = images.x.shape
-    z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.n_seeds, d)))
+    z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.seeds, d)))
     x_T = cfg.sigma_T * z
     samples = {}
     for n in cfg.split_n:
         a, b = disjoint_splits(images, n)
         out_a, out_b, metrics = cross_split_samples(a, b, x_T, cfg.sigma_T)
         ctx.check_finite(f"linear samples (n={n})", out_a)
-        ctx.table("cross_split", {"n": n, "seed": np.arange(cfg.n_seeds), **{k: v.numpy() for k, v in metrics.items()}})
+        ctx.table("cross_split", {"n": n, "seed": np.arange(cfg.seeds), **{k: v.numpy() for k, v in metrics.items()}})
         samples[n] = (out_a[:6].numpy(), out_b[:6].numpy())
 
     # Moment mismatch: PC2-top vs PC2-bottom groups against i.i.d. disjoint splits of the same size.
@@ -216,7 +220,7 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> 
     iid_a, iid_b = disjoint_splits(images, cfg.pc_group)
     mismatch = linear_map_disagreement(top, bottom, x_T, cfg.sigma_T)
     iid = linear_map_disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
-    ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.n_seeds), "iid_mse": iid.numpy(),
+    ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.seeds), "iid_mse": iid.numpy(),
                                                "mismatch_mse": mismatch.numpy()}))
 
     # Seed-level: RMT-predicted disagreement from the population (mu, Sigma) and n alone, against
@@ -398,7 +402,7 @@ def judge_mean(res, v) -> Verdict:
               f"20 smallest modes at n={int(n0)}, sigma2={s0:g}: naive error {naive_err:.4f} = {factor:.1f} x RMT "
               f"error {rmt_err:.4f} (need >= 5)")
     if noise > 0.01:
-        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 "
+        raise Undecided(f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
                         f"tolerance; {detail}")
     return v.judged(worst <= 0.01 and factor >= 5, worst, 0.0, 0.01, detail)
 
@@ -420,7 +424,7 @@ def judge_sqrt(res, v) -> Verdict:
         f"by {nodes:.1e} (tol 1e-6)"
     )
     if noise > 0.01:
-        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the 0.01 "
+        raise Undecided(f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
                         f"tolerance; {detail}")
     return v.judged(worst <= 0.01 and nodes <= 1e-6, worst, 0.0, 0.01, detail)
 
@@ -474,7 +478,7 @@ def judge_sampling_map(res, v) -> Verdict:
               f"simulated/theory variance of F u in [{t['var_ratio'].min():.3f}, {t['var_ratio'].max():.3f}] (need "
               f"within 1 +- 0.15; largest SE {se:.3f})")
     if 3.5 * se > 0.15 or 4 * rel_se > 0.03:
-        raise Undecided(f"needs more draws (n_draws = {res.config['n_draws']}): the Monte Carlo error exceeds the "
+        raise Undecided(f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the "
                         f"tolerances; {detail}")
     return v.judged(rel <= 0.03 and dev <= 0.15 and nodes <= 1e-6, dev, 0.0, 0.15, detail)
 

@@ -14,7 +14,7 @@ clean-trained classifier, MMD of the re-corrupted law).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, ConfigError, Diverged, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Batch, Every, LearningRate, NLayers, Probability, SampleSize, Steps, Width
 from theorylab.core.plotting import color, new_figure
 from theorylab.core.rng import seeded
 from theorylab.data.corruptions import Channel, GaussianBlur, GaussianNoise, RandomMask
@@ -49,61 +50,63 @@ COV = np.array([[1.0, 0.5], [0.5, 0.5]])
 
 class SCSIConfig(StudyConfig):
     # --- shared training --------------------------------------------------------------------------
-    width: int = Field(128, ge=8, le=8192, description="hidden width of the 2-D velocity MLP (quick 128, paper 256)")
-    depth: int = Field(3, ge=1, le=16, description="hidden layers of the velocity MLP")
+    width: Annotated[Width, Field(ge=8)] = Field(128, description="hidden width of the 2-D velocity MLP (quick 128, "
+        "paper 256)")
+    n_layers: NLayers = Field(3, description="hidden layers of the velocity MLP")
     time_dim: int = Field(16, ge=2, le=1024, multiple_of=2, description="sinusoidal time-embedding size (even; quick "
         "16, paper 32)")
-    transport_steps: int = Field(20, ge=1, le=10_000, description="Euler steps K of the backward transport (quick 20, "
-        "paper 40)")
+    transport_steps: Steps = Field(20, description="Euler steps K of the backward transport (quick 20, paper 40)")
     method: Literal["euler", "heun"] = Field("euler", description="ODE integrator of the transport")
-    batch: int = Field(512, ge=8, le=1_000_000,
-                       description="batch of observed samples per step (quick 512, paper 2000)")
-    lr: float = Field(3e-3, gt=0, le=1.0, description="Adam learning rate")
-    alpha: float = Field(0.9, ge=0.0, le=1.0, description="probability of re-corrupting x0 (else the observed y is "
-                                                          "kept as x1)")
+    batch: Annotated[Batch, Field(ge=8)] = Field(512, description="batch of observed samples per step (quick 512, "
+        "paper 2000)")
+    lr: LearningRate = Field(3e-3, description="Adam learning rate")
+    p_recorrupt: Probability = Field(0.9, description="probability of re-corrupting x0 (else the observed y is kept "
+        "as x1)")
     resamples: int = Field(1, ge=1, le=64, description="channel draws per step")
     gamma: float = Field(0.0, ge=0.0, le=10.0, description="stochastic interpolant: I_t += gamma t (1 - t) z (0: "
-                                                           "linear interpolant)")
-    schedule: Literal["constant", "cosine"] = Field(
-        "cosine", description="learning-rate schedule of the 2-D parts (ours): cosine decay, so the judged last "
-                              "snapshot of the raw weights is not one draw of SGD noise")
+        "linear interpolant)")
+    schedule: Literal["constant", "cosine"] = Field("cosine", description="learning-rate schedule of the 2-D parts "
+        "(ours): cosine decay, so the judged last snapshot of the raw weights is not one draw of SGD noise")
     ema_decay: float = Field(0.995, ge=0.0, lt=1.0, description="EMA decay, applied every 10 steps (reported; quick "
-                                                                "claims use raw weights)")
-    eval_every: int = Field(100, ge=1, le=1_000_000, description="steps between evaluations")
-    eval_samples: int = Field(4000, ge=100, le=1_000_000, description="observed samples transported per evaluation")
+        "claims use raw weights)")
+    evaluate_every: Every = Field(100, description="steps between evaluations")
+    eval_samples: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="observed samples transported per "
+        "evaluation")
     # --- linear-Gaussian ----------------------------------------------------------------------------
-    gauss_n: int = Field(4000, ge=100, le=10_000_000, description="observed samples of the linear-Gaussian case")
+    gauss_n: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="observed samples of the linear-Gaussian "
+        "case")
     gauss_sigma: float = Field(0.6, gt=0, le=10, description="channel noise sigma of the linear-Gaussian case")
-    gauss_steps: int = Field(400, ge=1, le=10_000_000, description="training steps, linear-Gaussian (converged by ~100 "
-        "steps at the quick width)")
-    oracle_samples: int = Field(20_000, ge=1000, le=10_000_000, description="samples for the oracle "
+    gauss_steps: Steps = Field(400, description="training steps, linear-Gaussian (converged by ~100 steps at the "
+        "quick width)")
+    oracle_samples: Annotated[SampleSize, Field(ge=1000)] = Field(20_000, description="samples for the oracle "
         "(training-free) checks")
     # --- two moons ----------------------------------------------------------------------------------
-    toy_data: Literal["moons", "mixture"] = Field("moons", description="2-D toy law: two moons, or 8 Gaussians on "
-        "a circle")
-    moons_n: int = Field(6000, ge=100, le=10_000_000, description="observed two-moons samples")
+    toy_data: Literal["moons", "mixture"] = Field("moons", description="2-D toy law: two moons, or 8 Gaussians on a "
+        "circle")
+    moons_n: Annotated[SampleSize, Field(ge=100)] = Field(6000, description="observed two-moons samples")
     moons_channels: tuple[MoonsChannel, ...] = Field(("noise",), description="channels the moons are observed through "
         "(noise, mask, saturate, quantise)")
     moons_sigma: float = Field(0.5, gt=0, le=10, description="noise sigma of the moons 'noise' channel")
-    moons_steps: int = Field(1000, ge=1, le=10_000_000, description="training steps, two moons")
+    moons_steps: Steps = Field(1000, description="training steps, two moons")
     # --- 2-D masking (paper) -------------------------------------------------------------------------
     mask2d: bool = Field(False, description="Gaussian data under independent 50% coordinate masking (claim mask-2d)")
-    mask_ratio: float = Field(0.5, gt=0, lt=1, description="masking probability per coordinate")
-    mask2d_steps: int = Field(3000, ge=1, le=10_000_000, description="training steps, 2-D masking")
-    mask2d_batch: int = Field(512, ge=8, le=1_000_000, description="batch of observed samples per step, 2-D masking")
+    mask_ratio: Annotated[Probability, Field(gt=0, lt=1)] = Field(0.5, description="masking probability per coordinate")
+    mask2d_steps: Steps = Field(3000, description="training steps, 2-D masking")
+    mask2d_batch: Annotated[Batch, Field(ge=8)] = Field(512, description="batch of observed samples per step, 2-D "
+        "masking")
     # --- digits (paper) -------------------------------------------------------------------------------
     digits: bool = Field(False, description="8x8 digits under random masking with a small U-Net (claims digits-*)")
-    digits_steps: int = Field(20_000, ge=1, le=10_000_000, description="training steps, digits")
-    digits_batch: int = Field(128, ge=8, le=100_000, description="batch, digits")
-    digits_lr: float = Field(5e-4, gt=0, le=1.0, description="learning rate, digits (cosine schedule)")
-    digits_transport_steps: int = Field(64, ge=1, le=10_000, description="Euler steps, digits")
-    digits_width: int = Field(64, ge=8, le=1024, description="U-Net width, digits")
+    digits_steps: Steps = Field(20_000, description="training steps, digits")
+    digits_batch: Annotated[Batch, Field(ge=8)] = Field(128, description="batch, digits")
+    digits_lr: LearningRate = Field(5e-4, description="learning rate, digits (cosine schedule)")
+    digits_transport_steps: Steps = Field(64, description="Euler steps, digits")
+    digits_width: Annotated[Width, Field(ge=8)] = Field(64, description="U-Net width, digits")
     digits_channel: Literal["mask", "blur"] = Field("mask", description="digits channel: random mask (noise fill) or "
         "Gaussian blur (sigma 1) + noise 0.1")
     image_path: str | None = Field(None, description="local images (.npz or a folder of PNG/JPEG) instead of the 8x8 "
-                                                     "digits: MNIST/CIFAR-size, never downloaded")
-    digits_held_out: int = Field(297, ge=10, le=100_000, description="digits held out for evaluation (the rest is "
-        "observed, masked once)")
+        "digits: MNIST/CIFAR-size, never downloaded")
+    digits_held_out: Annotated[SampleSize, Field(ge=10)] = Field(297, description="digits held out for evaluation "
+        "(the rest is observed, masked once)")
 
 
 PRESETS = {
@@ -116,7 +119,7 @@ PRESETS = {
         mask2d=(True, "claim mask-2d: a 2-D MLP, cheap enough at quick"),
         mask2d_steps=(500, "CPU budget: the masked law's moments settle within ~300 steps under cosine decay"),
         mask2d_batch=(256, "CPU budget"),
-        eval_every=(200, "CPU budget: each evaluation transports 4000 samples twice (raw and EMA weights)"),
+        evaluate_every=(200, "CPU budget: each evaluation transports 4000 samples twice (raw and EMA weights)"),
     ),
     "digits-cpu": Preset.of(
         "digits-cpu",
@@ -156,18 +159,19 @@ PRESETS = {
 # --------------------------------------------------------------------------------------------
 
 
-SHARED_TRAINING = {"batch", "lr", "alpha", "transport_steps", "method", "resamples", "gamma", "schedule", "ema_decay"}
+SHARED_TRAINING = {"batch", "lr", "transport_steps", "method", "resamples", "gamma", "schedule", "ema_decay"}
 
 
 def _velocity(cfg: SCSIConfig, seed: int, latent_dim: int = 0) -> TimeMLP:
     with seeded(seed):
-        return TimeMLP(2, cfg.width, cfg.depth, cfg.time_dim, latent_dim)
+        return TimeMLP(2, cfg.width, cfg.n_layers, cfg.time_dim, latent_dim)
 
 
 def _train(cfg: SCSIConfig, ctx: RunContext, name: str, model, observed, channel, latents, steps, measure,
            **kw) -> pd.DataFrame:
     """Self-consistent training with the shared settings (``kw`` overrides them); ``measure`` rows as a table."""
-    opts = cfg.model_dump(include=SHARED_TRAINING) | dict(evaluate_every=cfg.eval_every, progress=ctx.progress) | kw
+    opts = cfg.model_dump(include=SHARED_TRAINING) | dict(alpha=cfg.p_recorrupt, evaluate_every=cfg.evaluate_every,
+                                                        progress=ctx.progress) | kw
     rows, log = train_and_measure(model, observed, channel, measure, observed_latents=latents, steps=steps,
                                   generator=ctx.generator(f"{name}/train"), **opts)
     if log.diverged_at >= 0:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
 from theorylab.core.errors import Undecided
+from theorylab.core.fields import Batch, Horizon, SampleSize, Steps, Width
 from theorylab.core.plotting import color, new_figure
 from theorylab.core.rng import seeded
 from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories
@@ -50,52 +52,52 @@ REF = "arXiv 2503.18731"
 
 
 class ThermalizerConfig(StudyConfig):
-    train_trajectories: int = Field(48, ge=1, le=100_000, description="KS22 training trajectories (card: 48)")
-    train_steps: int = Field(800, ge=1, le=10_000_000, description="emulator steps per training trajectory after "
-        "spin-up (card: 800)")
-    test_trajectories: int = Field(16, ge=1, le=100_000, description="test trajectories (card: 16)")
-    horizon: int = Field(1000, ge=10, le=10_000_000, description="emulator steps of the test rollouts (card: 1000)")
-    levels: int = Field(200, ge=10, le=1000, description="diffusion levels drawn in training and classifier classes "
-                                                         "(card: 200 of T = 1000)")
-    width: int = Field(256, ge=8, le=8192, description="DenoiserMLP width")
+    train_trajectories: SampleSize = Field(48, description="KS22 training trajectories (card: 48)")
+    train_horizon: Horizon = Field(800, description="emulator steps per training trajectory after spin-up (card: 800)")
+    test_trajectories: SampleSize = Field(16, description="test trajectories (card: 16)")
+    horizon: Annotated[Horizon, Field(ge=10)] = Field(1000, description="emulator steps of the test rollouts (card: "
+        "1000)")
+    noise_levels: int = Field(200, ge=10, le=1000, description="diffusion levels drawn in training and classifier "
+        "classes (card: 200 of T = 1000)")
+    width: Annotated[Width, Field(ge=8)] = Field(256, description="DenoiserMLP width")
     blocks: int = Field(3, ge=1, le=64, description="DenoiserMLP residual blocks")
-    denoiser_steps: int = Field(1500, ge=1, le=10_000_000, description="Adam steps (one-cycle, peak lr 2e-3; card)")
-    batch: int = Field(256, ge=1, le=100_000, description="denoiser batch size")
+    denoiser_steps: Steps = Field(1500, description="Adam steps (one-cycle, peak lr 2e-3; card)")
+    batch: Batch = Field(256, description="denoiser batch size")
     s_init: int = Field(10, ge=0, le=999, description="thermalize when the classified level exceeds this")
     s_stop: int = Field(4, ge=0, le=999, description="denoise down to this level")
     s_abort: int = Field(100, ge=0, le=999, description="flag the trajectory diverged above this level")
-    eta: float = Field(0.1, ge=0, le=10, description="leak η of the drifting emulator KSLeaky")
-    gauss_samples: int = Field(200_000, ge=1000, le=10_000_000, description="Monte Carlo samples of the Gaussian gain "
-        "check (card: 2e5)")
-    learned_steps: int = Field(300, ge=0, le=10_000_000, description="Adam steps of the small learned CNN emulator "
-        "(reported, not claimed; 0 skips it)")
-    learned_horizon: int = Field(60, ge=2, le=10_000_000, description="rollout steps of the learned CNN emulator, "
-        "plain and thermalized")
+    leak: float = Field(0.1, ge=0, le=10, description="leak η of the drifting emulator KSLeaky")
+    gauss_samples: Annotated[SampleSize, Field(ge=1000)] = Field(200_000, description="Monte Carlo samples of the "
+        "Gaussian gain check (card: 2e5)")
+    learned_steps: Annotated[Steps, Field(ge=0)] = Field(300, description="Adam steps of the small learned CNN "
+        "emulator (reported, not claimed; 0 skips it)")
+    learned_horizon: Horizon = Field(60, description="rollout steps of the learned CNN emulator, plain and thermalized")
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claims 8-9)")
-    kf_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver (paper: 512; ours "
-                                                             "256 by default)")
-    kf_store_n: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at")
-    kf_nu: float = Field(1e-4, gt=0, le=1, description="viscosity ν (Re = 10k: 1e-4)")
-    kf_dt: float = Field(1e-3, gt=0, le=1, description="solver step")
-    kf_substeps: int = Field(5, ge=1, le=10_000, description="solver steps per emulator step (card: 5)")
-    kf_spinup: int = Field(10_000, ge=0, le=10_000_000, description="solver spin-up steps (card: 10,000)")
-    kf_trajectories: int = Field(8, ge=2, le=100_000, description="training trajectories of the Kolmogorov data")
-    kf_train_steps: int = Field(2000, ge=2, le=10_000_000, description="stored emulator steps per training trajectory")
-    kf_test_trajectories: int = Field(40, ge=1, le=100_000, description="test trajectories (card: 40)")
-    kf_horizon: int = Field(100_000, ge=2, le=100_000_000, description="emulator steps of the Kolmogorov rollouts "
-        "(card: 1e5)")
-    kf_width: int = Field(64, ge=4, le=1024, description="U-Net width of the emulator and the thermalizer (card: "
-                                                         "hidden 64)")
-    kf_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings")
-    kf_emulator_steps: int = Field(20_000, ge=1, le=10_000_000, description="Adam steps of the residual emulator "
-        "(unroll 1 -> kf_unroll)")
-    kf_unroll: int = Field(4, ge=1, le=16, description="largest unroll of the emulator's multi-step loss (card: 4 for "
-                                                       "Kolmogorov)")
-    kf_denoiser_steps: int = Field(20_000, ge=1, le=10_000_000, description="Adam steps of the U-Net thermalizer")
-    kf_batch: int = Field(32, ge=1, le=100_000, description="batch of both Kolmogorov trainings")
-    kf_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator (card: 1e-4)")
-    gauss_chains: int = Field(2000, ge=100, le=10_000_000, description="chains of the Gaussian stationarity check "
-        "(card: 2e4)")
+    kolmogorov_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver (paper: "
+        "512; ours 256 by default)")
+    kolmogorov_store_n: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at")
+    kolmogorov_nu: float = Field(1e-4, gt=0, le=1, description="viscosity ν (Re = 10k: 1e-4)")
+    kolmogorov_dt: float = Field(1e-3, gt=0, le=1, description="solver step")
+    kolmogorov_substeps: int = Field(5, ge=1, le=10_000, description="solver steps per emulator step (card: 5)")
+    kolmogorov_spinup: int = Field(10_000, ge=0, le=10_000_000, description="solver spin-up steps (card: 10,000)")
+    kolmogorov_train_trajectories: Annotated[SampleSize, Field(ge=2)] = Field(8, description="training trajectories "
+        "of the Kolmogorov data")
+    kolmogorov_train_horizon: Horizon = Field(2000, description="stored emulator steps per training trajectory")
+    kolmogorov_test_trajectories: SampleSize = Field(40, description="test trajectories (card: 40)")
+    kolmogorov_horizon: Horizon = Field(100_000, description="emulator steps of the Kolmogorov rollouts (card: 1e5)")
+    kolmogorov_width: Annotated[Width, Field(ge=4)] = Field(64, description="U-Net width of the emulator and the "
+        "thermalizer (card: hidden 64)")
+    kolmogorov_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings")
+    kolmogorov_emulator_steps: Steps = Field(20_000, description="Adam steps of the residual emulator (unroll 1 -> "
+        "kolmogorov_unroll)")
+    kolmogorov_unroll: int = Field(4, ge=1, le=16, description="largest unroll of the emulator's multi-step loss "
+        "(card: 4 for Kolmogorov)")
+    kolmogorov_denoiser_steps: Steps = Field(20_000, description="Adam steps of the U-Net thermalizer")
+    kolmogorov_batch: Batch = Field(32, description="batch of both Kolmogorov trainings")
+    kolmogorov_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator (card: "
+        "1e-4)")
+    gauss_chains: Annotated[SampleSize, Field(ge=100)] = Field(2000, description="chains of the Gaussian stationarity "
+        "check (card: 2e4)")
 
 
 PRESETS = {
@@ -118,7 +120,7 @@ PRESETS = {
 def _data(cfg: ThermalizerConfig, ctx: RunContext):
     ks = KS1D.preset("ks22")
     train = rollout(lambda x: ks.step(x, 4), ks.spun_up(cfg.train_trajectories, ctx.generator("data/train")),
-                    cfg.train_steps).states[:, 1:]
+                    cfg.train_horizon).states[:, 1:]
     std = float(train.std())
     test0 = ks.spun_up(cfg.test_trajectories, ctx.generator("data/test"))
     truth = rollout(lambda x: ks.step(x, 4), test0, cfg.horizon).states
@@ -129,10 +131,10 @@ def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Te
                     abar: torch.Tensor) -> DenoiserMLP:
     g = ctx.generator("denoiser")
     with seeded(ctx.seed("denoiser/init")):
-        net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.levels)
+        net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.noise_levels)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
-    log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.levels,
+    log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.noise_levels,
                                optimizer=opt,
                                scheduler=sched, generator=g, progress=ctx.progress, check=ctx.check_finite)
     ctx.table("denoiser_training", pd.DataFrame(log))
@@ -147,7 +149,8 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     # regression slope of x1 on x0 for any probe inputs. Probes at unit scale keep the injected noise
     # (variance w ≈ 2e-4) from swamping the slope at σ² = 1e-5: at the mode's own scale its SE with
     # 2e5 samples is ≈ 0.01, the whole tolerance (seed 1 missed by 0.011); at unit scale ≈ 3e-5.
-    mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_samples, betas, abar, cfg.levels, g)  # ŝ = 10 -> s_stop = 4
+    # ŝ = 10 -> s_stop = 4
+    mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_samples, betas, abar, cfg.noise_levels, g)
     top, floor = gain_limits(10, 4, abar)
     extremes = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, betas, abar)
     gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), monte_carlo_se=mc_se.numpy(),
@@ -162,7 +165,7 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     # (t >= 100), which the model predicts to be exactly M a (SE ~sqrt((1 - (Ma)^2)/pairs)). Growth of the plain
     # rollout: the per-step factor of its rms over steps 40-50 (least squares on log E‖x_t‖²), next to the same
     # fit of the model's E‖x_t‖² = Σ_k a_k^{2t} σ_k².
-    model = gaussian_linear_rollouts(grid, a, cfg.gauss_chains, betas, abar, cfg.levels, g)
+    model = gaussian_linear_rollouts(grid, a, cfg.gauss_chains, betas, abar, cfg.noise_levels, g)
     columns = {k: v.numpy() if torch.is_tensor(v) else v for k, v in model.items()}
     stab = ctx.table("gauss_stability", pd.DataFrame(dict(variance=grid.numpy(), a=a.numpy(), **columns)))
     return gains, stab
@@ -170,7 +173,7 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
 
 def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserMLP, std: float, test0: torch.Tensor,
               truth: torch.Tensor, train: torch.Tensor, betas, abar):
-    emulator = KSLeaky(ks, eta=cfg.eta)
+    emulator = KSLeaky(ks, eta=cfg.leak)
     # the denoiser sees fields in units of the data std (scale)
     correct = Thermalize(float32_denoiser(net), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
                          generator=ctx.generator("thermalize"), scale=std)
@@ -242,37 +245,42 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
 
 def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> pd.DataFrame:
     dev = ctx.device
-    solver = NS2D(N=cfg.kf_solve_n, nu=cfg.kf_nu, drag=0.1, forcing_mode=4, dt=cfg.kf_dt, device=dev)
-    n_all = cfg.kf_trajectories + cfg.kf_test_trajectories
+    solver = NS2D(N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt,
+                  device=dev)
+    n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
     w0 = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
-    data, test0 = coarse_trajectories(solver, w0, cfg.kf_trajectories, cfg.kf_spinup, cfg.kf_train_steps,
-                                      cfg.kf_substeps, cfg.kf_store_n, progress=ctx.progress)  # [B, T, 1, n, n]
+    data, test0 = coarse_trajectories(solver, w0, cfg.kolmogorov_train_trajectories, cfg.kolmogorov_spinup,
+                                      cfg.kolmogorov_train_horizon,
+                                      # [B, T, 1, n, n]
+                                      cfg.kolmogorov_substeps, cfg.kolmogorov_store_n, progress=ctx.progress)
     std = float(data.std())
     data = data / std
     g = ctx.generator("kf/train")
     with seeded(ctx.seed("kf/init/emulator")):
-        emulator = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, residual=True).to(dev)
+        emulator = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, residual=True).to(dev)
     opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
-    train_emulator(emulator, data, steps=cfg.kf_emulator_steps, batch=cfg.kf_batch, max_unroll=cfg.kf_unroll,
+    train_emulator(emulator, data, steps=cfg.kolmogorov_emulator_steps, batch=cfg.kolmogorov_batch,
+                   max_unroll=cfg.kolmogorov_unroll,
                    optimizer=opt, generator=g, device=dev, progress=ctx.progress, check=ctx.check_finite)
     with seeded(ctx.seed("kf/init/denoiser")):
-        denoiser = UNet(2, width=cfg.kf_width, levels=cfg.kf_levels, classes=cfg.levels).to(dev)
+        denoiser = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, classes=cfg.noise_levels).to(dev)
     opt = torch.optim.AdamW(denoiser.parameters(), lr=2e-4, weight_decay=0.05)
-    train_level_denoiser(denoiser, data.flatten(0, 1), abar, steps=cfg.kf_denoiser_steps, batch=cfg.kf_batch,
-                         levels=cfg.levels, optimizer=opt, generator=g, model_kwargs=dict(return_logits=True),
+    train_level_denoiser(denoiser, data.flatten(0, 1), abar, steps=cfg.kolmogorov_denoiser_steps,
+                         batch=cfg.kolmogorov_batch,
+                         levels=cfg.noise_levels, optimizer=opt, generator=g, model_kwargs=dict(return_logits=True),
                          device=dev,
                          progress=ctx.progress, check=ctx.check_finite, description="train the U-Net thermalizer")
     emulator.eval()
     denoiser.eval()
     gn = ctx.generator("kf/noise")
-    emulate = noisy_emulator(emulator, cfg.kf_noise, gn)
+    emulate = noisy_emulator(emulator, cfg.kolmogorov_noise, gn)
     therm = Thermalize(float32_denoiser(denoiser, return_logits=True), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
                        generator=ctx.generator("kf/thermalize"))
     x0 = (test0 / std).double()
-    record = max(1, cfg.kf_horizon // 1000)
-    plain = rollout(emulate, x0, cfg.kf_horizon, record_every=record)
+    record = max(1, cfg.kolmogorov_horizon // 1000)
+    plain = rollout(emulate, x0, cfg.kolmogorov_horizon, record_every=record)
     gn.manual_seed(ctx.seed("kf/noise2"))
-    thermal = rollout(emulate, x0, cfg.kf_horizon, corrector=therm, record_every=record)
+    thermal = rollout(emulate, x0, cfg.kolmogorov_horizon, corrector=therm, record_every=record)
     window, B = max(1, thermal.states.shape[1] // 10), data.shape[0]
     E_true = ke_spectrum_2d(data[: B // 2, -window:].double())
     E_true2 = ke_spectrum_2d(data[B // 2:, -window:].double())
@@ -281,7 +289,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     cost = {k: v.numpy() for k, v in corrector_cost(thermal.logs).items()}
     table = pd.DataFrame(dict(trajectory=np.arange(len(x0)), off_plain=off_p.numpy(), off_thermalized=off_t.numpy(),
                               **cost))
-    table = table.assign(horizon=cfg.kf_horizon, spectral_similarity=spectral_similarity(E_therm, E_true),
+    table = table.assign(horizon=cfg.kolmogorov_horizon, spectral_similarity=spectral_similarity(E_therm, E_true),
                          noise_floor=spectral_similarity(E_true2, E_true))
     ctx.table("kolmogorov", table)
     return table
@@ -546,7 +554,7 @@ S_KF = ("On Kolmogorov flow (Re = 10k), the thermalized learned emulator's media
 
 
 @claims.add("kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow")
-def judge_kf_horizon(res, v) -> Verdict:
+def judge_kolmogorov_horizon(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     horizon = int(t["horizon"].iloc[0])
     stay = float(np.isinf(t["off_thermalized"]).mean())
@@ -569,7 +577,7 @@ S_COST = (
 
 
 @claims.add("kf-cost", S_COST, REF + ", the cost of thermalization")
-def judge_kf_cost(res, v) -> Verdict:
+def judge_kolmogorov_cost(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     share, calls = float(t["thermalized_share"].mean()), float(t["calls_per_step"].mean())
     return v.judged(share < 0.5 and calls <= 10, share, "< 0.5", 0.5, f"thermalized on {share:.0%} of steps; "
@@ -599,13 +607,13 @@ def run(cfg: ThermalizerConfig, ctx: RunContext) -> None:
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
         held = (truth[:, 1:].reshape(-1, ks.N) / std).float()
         held = held[torch.randperm(len(held), generator=ctx.generator("held"))[:4000]]
-        calib = classify_levels(net, held, abar, cfg.levels, ctx.generator("calibration"))
+        calib = classify_levels(net, held, abar, cfg.noise_levels, ctx.generator("calibration"))
         calib = ctx.table("calibration", {k: v.numpy() for k, v in calib.items()})
         table, spec, rms, extra = _rollouts(cfg, ctx, ks, net, std, test0, truth, train, betas, abar)
         _figure_gain(ctx, betas, abar, gains, spec, std)
         _figure_rms(ctx, rms, table)
         _figure_spectrum(ctx, spec, abar, cfg, std)
-        _figure_confusion(ctx, calib, cfg.levels)
+        _figure_confusion(ctx, calib, cfg.noise_levels)
         _figure_space_time(ctx, extra, std)
         _figure_correlation(ctx, extra, table)
         if cfg.learned_steps:
