@@ -95,7 +95,7 @@ def test_in_range_accepted(value):
 
 def test_optional_fields_take_none_from_the_command_line():
     from theorylab.core.config import parse_value
-    from theorylab.studies.propagation_of_chaos import PropagationOfChaosConfig
+    from theorylab.studies.propagation_of_chaos.config import PropagationOfChaosConfig
 
     assert parse_value(PropagationOfChaosConfig, "slow_k", "none") is None
     assert parse_value(PropagationOfChaosConfig, "slow_k", "3") == 3

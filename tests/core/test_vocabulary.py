@@ -9,7 +9,7 @@ import pytest
 
 from theorylab.core import fields
 
-STUDIES = sorted((Path(__file__).resolve().parents[2] / "src" / "theorylab" / "studies").glob("[a-z]*.py"))
+STUDIES = sorted((Path(__file__).resolve().parents[2] / "src" / "theorylab" / "studies").glob("*/config.py"))
 SHARED = set(fields.__all__)
 # Concepts one study alone uses keep one local alias, defined once, in that study.
 LOCAL = {"Skew", "Multiplier", "Sparsity", "GraphSize", "NoiseVariance"}
@@ -41,17 +41,17 @@ def _fields(path: Path):
             yield st
 
 
-@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.parent.name)
 def test_no_private_numeric_alias(path):
     tree = ast.parse(path.read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript) \
                 and ast.unparse(node.value).startswith(("Annotated[int", "Annotated[float")):
             name = node.targets[0].id
-            assert name in LOCAL, f"{path.stem}: {name} = {ast.unparse(node.value)}: use core/fields.py"
+            assert name in LOCAL, f"{path.parent.name}: {name} = {ast.unparse(node.value)}: use core/fields.py"
 
 
-@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.parent.name)
 def test_no_bound_in_field_call_on_a_shared_type(path):
     # ``x: Steps = Field(5, ge=2)``: pydantic applies the type's ge=1 last, so the narrowing is lost.
     for st in _fields(path):
@@ -59,15 +59,15 @@ def test_no_bound_in_field_call_on_a_shared_type(path):
         call = st.value
         if names & (SHARED | LOCAL) and isinstance(call, ast.Call):
             bounds = [k.arg for k in call.keywords if k.arg in ("ge", "gt", "le", "lt")]
-            assert not bounds, f"{path.stem}.{st.target.id}: write Annotated[T, Field({bounds[0]}=...)]"
+            assert not bounds, f"{path.parent.name}.{st.target.id}: write Annotated[T, Field({bounds[0]}=...)]"
 
 
-@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.parent.name)
 def test_no_retired_field_name(path):
     for st in _fields(path):
         name = st.target.id
-        assert name not in RETIRED, f"{path.stem}.{name}: retired spelling, use {RETIRED[name]}"
-        assert not retired(name), f"{path.stem}.{name}: see docs/adding-a-study.md, config vocabulary"
+        assert name not in RETIRED, f"{path.parent.name}.{name}: retired spelling, use {RETIRED[name]}"
+        assert not retired(name), f"{path.parent.name}.{name}: see docs/adding-a-study.md, config vocabulary"
 
 
 def test_the_lint_fires():

@@ -17,23 +17,24 @@ def test_quick_claims(adm_quick):
 
 def test_judges_fail_on_wrong_results(adm_quick):
     r = adm_quick
-    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=1e-9))).passed is False
+    assert adm.judges.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=1e-9))).passed is False
     # the wrong bandwidth factor reproduces attention just as well: the check would be blind
-    assert adm.judge_tied(_edit(r, "tied", lambda f: f.assign(wrong_bandwidth_error=1e-14))).passed is False
-    assert adm.judge_tied(_edit(r, "tied", lambda f: set_where(f, lambda t: t.index == 0, "error",
+    assert adm.judges.judge_tied(_edit(r, "tied", lambda f: f.assign(wrong_bandwidth_error=1e-14))).passed is False
+    assert adm.judges.judge_tied(_edit(r, "tied", lambda f: set_where(f, lambda t: t.index == 0, "error",
                                                                1e-6))).passed is False
-    assert adm.judge_split(_edit(r, "operators", lambda f: f.assign(split_error=1e-3))).passed is False
-    assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(sigma_symmetric=1e-6))).passed is False
+    assert adm.judges.judge_split(_edit(r, "operators", lambda f: f.assign(split_error=1e-3))).passed is False
+    assert adm.judges.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(sigma_symmetric=1e-6))).passed is False
     linear = _edit(r, "entropy", lambda f: f.assign(sigma=f["eta"] * 1e-2))  # σ ∝ η: wrong order
-    assert adm.judge_ness(linear).passed is False
-    assert adm.judge_ness(_edit(r, "operators", lambda f: f.assign(eig_imag_eta1=0.0))).passed is False
-    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_a_blind_error=0.3))).passed is False
+    assert adm.judges.judge_ness(linear).passed is False
+    assert adm.judges.judge_ness(_edit(r, "operators", lambda f: f.assign(eig_imag_eta1=0.0))).passed is False
+    assert adm.judges.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_a_blind_error=0.3))).passed is False
     blind = _edit(r, "manifolds", lambda f: set_where(f, lambda t: t["measure"].str.contains("control"), "value", 0.97))
-    assert adm.judge_manifolds(blind).passed is False
-    assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(frustration=1e-6))).passed is False
-    assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(gauge_error=1e-3))).passed is False
+    assert adm.judges.judge_manifolds(blind).passed is False
+    assert adm.judges.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(frustration=1e-6))).passed is False
+    assert adm.judges.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(gauge_error=1e-3))).passed is False
     # not PSD
-    assert adm.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(lam_min=-1e-9 * f["lam_max"]))).passed is False
+    assert adm.judges.judge_magnetic(_edit(r, "magnetic", lambda f: f.assign(lam_min=-1e-9 * f[
+        "lam_max"]))).passed is False
 
 
 def test_identity_tolerances_scale_with_size_not_with_the_residual(adm_quick):
@@ -43,14 +44,17 @@ def test_identity_tolerances_scale_with_size_not_with_the_residual(adm_quick):
     ops = r.table("operators")
     assert (ops["tol_rows"] == 2 * r.config["n"] * EPS).all()
     assert ops["tol_poe"].max() < 1e-10  # a rounding bound: orders of magnitude below any algebra error
-    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_formula_error=1e-10))).passed is False
+    assert adm.judges.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_formula_error=1e-10))).passed is False
     # products commute: exactly 0
-    assert adm.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_asymmetry=1e-17))).passed is False
-    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(pi_fixed_error=1e3 * f["tol_pi"]))).passed is False
-    assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(eig_imag_symmetric=1e-9))).passed is False
-    assert adm.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(detailed_balance=1e-14))).passed is False
-    assert adm.judge_tied(_edit(r, "tied", lambda f: f.assign(error=1e-11))).passed is False
+    assert adm.judges.judge_poe(_edit(r, "operators", lambda f: f.assign(poe_asymmetry=1e-17))).passed is False
+    assert adm.judges.judge_row(_edit(r, "operators", lambda f: f.assign(pi_fixed_error=1e3 * f[
+        "tol_pi"]))).passed is False
+    assert adm.judges.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(
+        eig_imag_symmetric=1e-9))).passed is False
+    assert adm.judges.judge_equilibrium(_edit(r, "operators", lambda f: f.assign(
+        detailed_balance=1e-14))).passed is False
+    assert adm.judges.judge_tied(_edit(r, "tied", lambda f: f.assign(error=1e-11))).passed is False
     # the bound grows like n: the same residuals at n = 2000 are judged against a 2000/300 larger sum tolerance
     big = _edit(r, "operators", lambda f: f.assign(tol_rows=2 * 2000 * EPS, row_sum_error=2 * 1000 * EPS))
-    assert adm.judge_row(big).passed is True
-    assert adm.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=2 * 1000 * EPS))).passed is False
+    assert adm.judges.judge_row(big).passed is True
+    assert adm.judges.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=2 * 1000 * EPS))).passed is False

@@ -51,32 +51,35 @@ def _path(p):
 def test_hardmax_claim_fails_on_any_error(attention_rank_quick):
     wrong = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (f[
         "n_points"] == 64), "dmse", 1e-9)
-    assert study.judge_hardmax(wrong).passed is False
+    assert study.judges.judge_hardmax(wrong).passed is False
 
 
 def test_softmax_claim_fails_if_not_decreasing_or_too_high(attention_rank_quick):
     soft = lambda f: (f["kind"] == "full_rank_softmax") & (f["param"] == 100)  # noqa: E731
-    assert study.judge_softmax(_mutated(attention_rank_quick, "constructions", soft, "dmse", 0.001)).passed is False
+    assert study.judges.judge_softmax(_mutated(attention_rank_quick, "constructions", soft, "dmse",
+                                               0.001)).passed is False
     top = lambda f: (f["kind"] == "full_rank_softmax") & (f["param"] == 300)  # noqa: E731
-    assert study.judge_softmax(_mutated(attention_rank_quick, "constructions", top, "dmse", 0.06)).passed is False
+    assert study.judges.judge_softmax(_mutated(attention_rank_quick, "constructions", top, "dmse",
+                                               0.06)).passed is False
 
 
 def test_rank1_claim_fails_if_rank1_heads_leak_full_rank_information(attention_rank_quick):
     leak = lambda f: (f["kind"] == "random_rank1") & (f["split"] == "test") & (f["param"] == 256)  # noqa: E731
-    assert study.judge_rank1(_mutated(attention_rank_quick, "constructions", leak, "dmse", 0.3)).passed is False
+    assert study.judges.judge_rank1(_mutated(attention_rank_quick, "constructions", leak, "dmse", 0.3)).passed is False
 
 
 def test_heads_claim_fails_when_low_rank_matches_full_rank(attention_rank_quick):
     low = lambda f: (f["rank"] == 4) & (f["n_points"] == 8)  # noqa: E731
-    assert study.judge_heads(_mutated(attention_rank_quick, "trained", low, "dmse", 0.15)).passed is False
+    assert study.judges.judge_heads(_mutated(attention_rank_quick, "trained", low, "dmse", 0.15)).passed is False
     full = lambda f: (f["rank"] == 16) & (f["n_points"] == 8)  # noqa: E731
-    assert study.judge_heads(_mutated(attention_rank_quick, "trained", full, "dmse", 0.25)).passed is False
+    assert study.judges.judge_heads(_mutated(attention_rank_quick, "trained", full, "dmse", 0.25)).passed is False
 
 
 def test_length_claim_fails_when_low_rank_does_not_grow(attention_rank_quick):
     flat = lambda f: (f["rank"] == 1) & (f["n_points"] == 16)  # noqa: E731
     value = float(attention_rank_quick.table("trained").query("rank == 1 and n_points == 4")["dmse"].iloc[0])
-    assert study.judge_length(_mutated(attention_rank_quick, "trained", flat, "dmse", value + 0.05)).passed is False
+    assert study.judges.judge_length(_mutated(attention_rank_quick, "trained", flat, "dmse",
+                                              value + 0.05)).passed is False
 
 
 # --- paper-scale judges, fed the paper's reported values (read off Fig. 1 and Fig. N) ------------
@@ -110,21 +113,22 @@ def _paper_result(overrides: dict | None = None) -> Result:
 
 def test_paper_judges_pass_on_the_papers_numbers():
     res = _paper_result()
-    for judge in (study.judge_fig1, study.judge_params, study.judge_length, study.judge_depth):
+    for judge in (study.judges.judge_fig1, study.judges.judge_params, study.judges.judge_length,
+                  study.judges.judge_depth):
         verdict = judge(res)
         assert verdict.passed is True, verdict.detail
-    assert "paper thresholds" in study.judge_length(res).detail
+    assert "paper thresholds" in study.judges.judge_length(res).detail
 
 
 @pytest.mark.parametrize(
     "judge, override",
     [
-        (study.judge_fig1, {("heads", 1, 64, 8, 16): 0.08}),  # full rank not reached at w = 8
-        (study.judge_fig1, {("heads", 1, 32, 64, 16): 0.1}),  # rank 32 solves it when widened
-        (study.judge_params, {("heads", 1, 8, 64, 16): 0.2}),  # 64x parameters rescue rank 8
-        (study.judge_length, {("length", 2, 64, 64, 256): 0.2}),  # full rank degrades with length
-        (study.judge_length, {("length", 2, 16, 64, 256): 0.4}),  # rank 16 barely grows
-        (study.judge_depth, {("heads", 3, 16, 1, 16): 0.55}),  # depth barely helps (one layer: 0.66)
+        (study.judges.judge_fig1, {("heads", 1, 64, 8, 16): 0.08}),  # full rank not reached at w = 8
+        (study.judges.judge_fig1, {("heads", 1, 32, 64, 16): 0.1}),  # rank 32 solves it when widened
+        (study.judges.judge_params, {("heads", 1, 8, 64, 16): 0.2}),  # 64x parameters rescue rank 8
+        (study.judges.judge_length, {("length", 2, 64, 64, 256): 0.2}),  # full rank degrades with length
+        (study.judges.judge_length, {("length", 2, 16, 64, 256): 0.4}),  # rank 16 barely grows
+        (study.judges.judge_depth, {("heads", 3, 16, 1, 16): 0.55}),  # depth barely helps (one layer: 0.66)
     ],
 )
 def test_paper_judges_fail_when_the_numbers_contradict_the_paper(judge, override):
@@ -133,7 +137,7 @@ def test_paper_judges_fail_when_the_numbers_contradict_the_paper(judge, override
 
 def test_config_dependent_judges_say_why_they_are_undecided(attention_rank_quick):
     # a grid that lacks what a claim needs is "not decided" with the reason, never an error or a pass
-    claims = {c.id.split("/")[1]: c for c in study.claims}
+    claims = {c.id.split("/")[1]: c for c in study.judges.claims}
     no_full = edit_table(attention_rank_quick, "trained", lambda f: f[f["rank"] < 16])
     short_betas = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (
         f["param"] == 300))])
@@ -148,7 +152,7 @@ def test_config_dependent_judges_say_why_they_are_undecided(attention_rank_quick
 def test_fig1_on_a_partial_grid_says_so():
     res = _paper_result()
     res.tables = {"trained": res.tables["trained"].query("width == 1")}
-    assert "partial grid" in study.judge_fig1(res).detail
+    assert "partial grid" in study.judges.judge_fig1(res).detail
 
 
 # --- config, encoder path, divergence ------------------------------------------------------------

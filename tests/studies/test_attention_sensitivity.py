@@ -25,46 +25,49 @@ def test_quick_claims(sensitivity_quick):
 def test_judges_fail_on_wrong_results(sensitivity_quick):
     r = sensitivity_quick
     # a θ off by a factor τ (the temperature forgotten) on one row
-    assert sens.judge_exact(_edit(r, "theta_rows", lambda f: set_where(f, lambda t: t.index == 7, "rel_error",
+    assert sens.judges.judge_exact(_edit(r, "theta_rows", lambda f: set_where(f, lambda t: t.index == 7, "rel_error",
                                                                        1e-6))).passed is False
-    assert sens.judge_exact(_edit(r, "theta_rows", lambda f: f.assign(theta_dp=f[
+    assert sens.judges.judge_exact(_edit(r, "theta_rows", lambda f: f.assign(theta_dp=f[
         "theta_exact"] - 5e-3))).passed is False
-    assert sens.judge_closed(_edit(r, "closed_forms", lambda f: set_where(f, lambda t: t["case"] == "uniform", "error",
+    assert sens.judges.judge_closed(_edit(r, "closed_forms", lambda f: set_where(f, lambda t: t["case"] == "uniform",
+        "error",
                                                                           1 / 49))).passed is False
     # a gain that grows like √T, a gain over the bound, a control that does not grow (a blind measure)
-    assert sens.judge_gain(_edit(r, "gain", lambda f: f.assign(gain=f["gain"] * np.sqrt(f["T"] / 16)))).passed is False
-    assert sens.judge_gain(_edit(r, "gain", lambda f: f.assign(bound=f["gain"] * 0.9))).passed is False
-    assert sens.judge_gain(_edit(r, "gain", lambda f: f.assign(gain_sequence_l2=f["gain"]))).passed is False
+    assert sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(gain=f["gain"] * np.sqrt(f[
+        "T"] / 16)))).passed is False
+    assert sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(bound=f["gain"] * 0.9))).passed is False
+    assert sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(gain_sequence_l2=f["gain"]))).passed is False
     # β ignored: every p gives the plain-post-LN growth, so the slope never crosses zero
     no_beta = _edit(r, "deepnorm", lambda f: f.assign(update_sgd=f["update_sgd"].where(f["variant"] != "deepnorm",
                                                                                        1e-3 * f["N"])))
-    assert sens.judge_deepnorm(no_beta).passed is False
+    assert sens.judges.judge_deepnorm(no_beta).passed is False
     flat = _edit(r, "deepnorm", lambda f: set_where(f, lambda t: t["variant"] == "post-LN", "update_sgd", 1e-2))
-    assert sens.judge_deepnorm(flat).passed is False
-    assert sens.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t["step"] == 100,
+    assert sens.judges.judge_deepnorm(flat).passed is False
+    assert sens.judges.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t[
+        "step"] == 100,
                                                                                     "mean", 0.5))).passed is False
     # θ ≈ 1 is what an untrained model has: a run whose loss did not fall is not evidence, and fails
     untrained = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0])))
-    assert sens.judge_theta_training(untrained).passed is False
-    barely = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0]) - 0.5 * sens.LOSS_DROP))
-    assert sens.judge_theta_training(barely).passed is False
+    assert sens.judges.judge_theta_training(untrained).passed is False
+    barely = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0]) - 0.5 * sens.judges.LOSS_DROP))
+    assert sens.judges.judge_theta_training(barely).passed is False
     # a model that only learned character frequencies (ends just above the unigram entropy): attention was not used,
     # failed
     unigram_only = _edit(r, "lm_loss", lambda f: f.assign(loss=np.where(f["step"] < 10, f["loss"], f[
         "unigram_entropy"] + 0.01)))
-    assert sens.judge_theta_training(unigram_only).passed is False
+    assert sens.judges.judge_theta_training(unigram_only).passed is False
 
 
 def test_theta_claim_compares_with_the_untrained_model(sensitivity_quick):
     r = sensitivity_quick
-    v = sens.judge_theta_training(r)
+    v = sens.judges.judge_theta_training(r)
     assert "untrained" in v.detail and v.passed is True
     loss = r.table("lm_loss")
-    assert loss["step"].min() == 0 and loss["loss"].iloc[0] - loss["loss"].tail(20).mean() >= sens.LOSS_DROP
+    assert loss["step"].min() == 0 and loss["loss"].iloc[0] - loss["loss"].tail(20).mean() >= sens.judges.LOSS_DROP
     assert loss["loss"].tail(20).mean() < loss["unigram_entropy"].iloc[0] < loss["loss"].iloc[0]
     # attention that sharpens during training (θ falls from its untrained value to 0.85) fails
     sharp = _edit(r, "theta_training", lambda f: f.assign(mean=np.where(f["step"] == f["step"].max(), 0.85, f["mean"])))
-    assert sens.judge_theta_training(sharp).passed is False
+    assert sens.judges.judge_theta_training(sharp).passed is False
 
 
 class _Res:
@@ -89,22 +92,24 @@ def _warmup_table(final_cold: float, final_warm: float, cold_status: str = "ok",
 
 def test_warmup_judge_fails_without_a_warmup_effect():
     # warmup helps by 0.5 nats: passed; by 0.02 nats (no effect) or with the warmed run the worse one: failed
-    assert sens.judge_warmup(_Res(_warmup_table(3.0, 2.5))).passed is True
-    assert sens.judge_warmup(_Res(_warmup_table(2.52, 2.5))).passed is False
-    assert sens.judge_warmup(_Res(_warmup_table(2.5, 3.0))).passed is False
+    assert sens.judges.judge_warmup(_Res(_warmup_table(3.0, 2.5))).passed is True
+    assert sens.judges.judge_warmup(_Res(_warmup_table(2.52, 2.5))).passed is False
+    assert sens.judges.judge_warmup(_Res(_warmup_table(2.5, 3.0))).passed is False
     # the warmed run diverging does not make the claim: only the cold run's divergence does
-    assert sens.judge_warmup(_Res(_warmup_table(2.5, 2.5, warm_status="diverged (NaN at step 3)"))).passed is False
-    assert sens.judge_warmup(_Res(_warmup_table(2.5, 2.5, cold_status="diverged (NaN at step 3)"))).passed is True
+    assert sens.judges.judge_warmup(_Res(_warmup_table(2.5, 2.5,
+                                                       warm_status="diverged (NaN at step 3)"))).passed is False
+    assert sens.judges.judge_warmup(_Res(_warmup_table(2.5, 2.5,
+                                                       cold_status="diverged (NaN at step 3)"))).passed is True
 
 
 def test_warmup_path_runs_and_is_judged(tmp_path):
-    cfg = sens.AttentionSensitivityConfig(postln=True, postln_n_layers=2, postln_d_model=16, postln_n_heads=2,
+    cfg = sens.config.AttentionSensitivityConfig(postln=True, postln_n_layers=2, postln_d_model=16, postln_n_heads=2,
                                           postln_length=16, postln_batch=2,
                                           postln_steps=6, postln_warmup_steps=3)
     ctx = RunContext(0)
     runs = sens._warmup(cfg, ctx)
     assert set(runs["warmup"]) == {0, 3} and (runs["step"] < 0).sum() == 2
-    verdict = sens.judge_warmup(_Res(runs))
+    verdict = sens.judges.judge_warmup(_Res(runs))
     assert verdict.id == "attention-sensitivity/warmup-needed" and "final loss" in verdict.detail
     assert verdict.passed is not None
 
@@ -116,8 +121,8 @@ def test_warmup_claim_is_undecided_when_not_run(sensitivity_quick):
 
 def test_bad_config_fails_before_work():
     with pytest.raises(ValueError, match="lm_corpus"):
-        sens.AttentionSensitivityConfig(lm_corpus="/no/such/file.txt")
+        sens.config.AttentionSensitivityConfig(lm_corpus="/no/such/file.txt")
     with pytest.raises(ValueError, match="min_keys"):
-        sens.AttentionSensitivityConfig(lm_length=17, min_keys=17)
+        sens.config.AttentionSensitivityConfig(lm_length=17, min_keys=17)
     with pytest.raises(ValueError, match="postln_warmup_steps"):
-        sens.AttentionSensitivityConfig(postln_steps=10, postln_warmup_steps=10)
+        sens.config.AttentionSensitivityConfig(postln_steps=10, postln_warmup_steps=10)

@@ -23,23 +23,25 @@ def test_quick_claims(bilinear_quick):
 def test_judges_fail_on_wrong_results(bilinear_quick):
     r = bilinear_quick
     # a Conv1D layout read as Linear gives a transposed M: its error is O(1)
-    assert bao.judge_logits(_edit(r, "convention", lambda f: set_where(f, lambda t: (~t["control"]) & t[
+    assert bao.judges.judge_logits(_edit(r, "convention", lambda f: set_where(f, lambda t: (~t["control"]) & t[
         "model"].str.contains("gpt2"), "rel_error", 0.8))).passed is False
     # a blind check
-    assert bao.judge_logits(_edit(r, "convention", lambda f: set_where(f, lambda t: t["control"], "rel_error",
+    assert bao.judges.judge_logits(_edit(r, "convention", lambda f: set_where(f, lambda t: t["control"], "rel_error",
         1e-7))).passed is False
-    assert bao.judge_split(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 5, "cross",
+    assert bao.judges.judge_split(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 5, "cross",
         1e-6))).passed is False
     # a null built from symmetric matrices, or with a biased direction
-    assert bao.judge_null(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "random init", "symmetry",
+    assert bao.judges.judge_null(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "random init",
+        "symmetry",
                                                                 0.75))).passed is False
-    assert bao.judge_null(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "random init",
+    assert bao.judges.judge_null(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "random init",
                                                                 "directionality", 0.3))).passed is False
-    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "tied QK", "inertia_neg",
+    assert bao.judges.judge_tied(_edit(r, "heads", lambda f: set_where(f, lambda t: t["family"] == "tied QK",
+        "inertia_neg",
                                                                 1))).passed is False
-    assert bao.judge_rank(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 0, "small_singular",
+    assert bao.judges.judge_rank(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 0, "small_singular",
                                                                 3))).passed is False
-    assert bao.judge_rank(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 0, "conjugate_gap",
+    assert bao.judges.judge_rank(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 0, "conjugate_gap",
                                                                 1e-6))).passed is False
 
 
@@ -48,13 +50,14 @@ def test_identity_tolerances_are_rounding_bounds(bilinear_quick):
     r = bilinear_quick
     heads = r.table("heads")
     assert (heads["tolerance"] == heads["d"] ** 2 * EPS).all()
-    assert bao.judge_split(_edit(r, "heads", lambda f: f.assign(split_error=1e3 * f["tolerance"]))).passed is False
-    assert bao.judge_split(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 3, "quad_form",
+    assert bao.judges.judge_split(_edit(r, "heads", lambda f: f.assign(split_error=1e3 * f[
+        "tolerance"]))).passed is False
+    assert bao.judges.judge_split(_edit(r, "heads", lambda f: set_where(f, lambda t: t.index == 3, "quad_form",
         1e-9))).passed is False
     tied = lambda t: t["family"] == "tied QK"  # noqa: E731
-    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "symmetry", 1 - 1e-9))).passed is False
-    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "rotation", 1e-6))).passed is False
-    assert bao.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "directionality", 0.2))).passed is False
+    assert bao.judges.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "symmetry", 1 - 1e-9))).passed is False
+    assert bao.judges.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "rotation", 1e-6))).passed is False
+    assert bao.judges.judge_tied(_edit(r, "heads", lambda f: set_where(f, tied, "directionality", 0.2))).passed is False
 
 
 def test_tied_claim_is_undecided_without_tied_models(bilinear_quick):
@@ -62,7 +65,7 @@ def test_tied_claim_is_undecided_without_tied_models(bilinear_quick):
 
     none = _edit(bilinear_quick, "heads", lambda f: f[f["family"] != "tied QK"])
     with pytest.raises(Undecided, match="tied_models"):
-        bao.judge_tied(none)
+        bao.judges.judge_tied(none)
 
 
 def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
@@ -78,19 +81,19 @@ def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
     directional = _edit(directional, "heads", lambda f: set_where(f, lambda t: t["family"] == "encoder",
         "directionality", 0.0))
     directional.config = long.config
-    assert bao.judge_pair(directional).passed is True
+    assert bao.judges.judge_pair(directional).passed is True
     same = _edit(long, "heads", lambda f: set_where(f, lambda t: t["family"].isin(["encoder", "decoder"]), "symmetry",
                                                     0.5))
     same.config = long.config
-    assert bao.judge_pair(same).passed is False
-    assert bao.judge_drift(directional).passed is True
+    assert bao.judges.judge_pair(same).passed is False
+    assert bao.judges.judge_drift(directional).passed is True
     # a decoder still at its random-init signature (mean s at the null's mean, mean d = 0): no drift, failed
     null = bilinear_quick.table("heads").query("family == 'random init'")
     at_null = _edit(long, "heads", lambda f: set_where(set_where(f, lambda t: t["family"] == "decoder", "symmetry",
         float(null["symmetry"].mean())),
                                                       lambda t: t["family"] == "decoder", "directionality", 0.0))
     at_null.config = long.config
-    v = bao.judge_drift(at_null)
+    v = bao.judges.judge_drift(at_null)
     assert v.passed is False and v.measured < 1e-9
     # a decoder two null standard errors away (z = 2 < 3): failed
     n_dec = int((bilinear_quick.table("heads")["family"] == "decoder").sum())
@@ -99,4 +102,4 @@ def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
                                                                   ) / n_dec**0.5)),
                                                     lambda t: t["family"] == "decoder", "directionality", 0.0))
     near.config = long.config
-    assert bao.judge_drift(near).passed is False
+    assert bao.judges.judge_drift(near).passed is False

@@ -36,35 +36,35 @@ def _last(f: pd.DataFrame) -> pd.Series:
 
 def test_bayes_claim_fails_when_noise_is_ignored(ffa_quick):
     bad = _edit(ffa_quick, "curves", lambda f: f.assign(P_noise_full=np.where(_last(f), 0.05, f["P_noise_full"])))
-    assert ffa.judge_bayes(bad).passed is False
+    assert ffa.judges.judge_bayes(bad).passed is False
 
 
 def test_ablation_claim_fails_when_ff2_is_not_the_store(ffa_quick):
     # Dropping FF2 leaves the noise prediction in place: the association is elsewhere.
     bad = _edit(ffa_quick, "curves", lambda f: f.assign(P_noise_noFF2=np.where(_last(f), 0.45, f["P_noise_noFF2"])))
-    assert ffa.judge_ablate(bad).passed is False
+    assert ffa.judges.judge_ablate(bad).passed is False
     weak = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=np.where(_last(f), f["acc_full"] + 0.1, f[
         "acc_noFF2"])))
-    assert ffa.judge_ablate(weak).passed is False
+    assert ffa.judges.judge_ablate(weak).passed is False
 
 
 def test_ff2_claim_fails_on_negative_margins(ffa_quick):
     bad = _edit(ffa_quick, "curves", lambda f: f.assign(ff2_margin_positive=np.where(_last(f), 0.6, f[
         "ff2_margin_positive"])))
-    assert ffa.judge_ff2(bad).passed is False
+    assert ffa.judges.judge_ff2(bad).passed is False
 
 
 def test_ff_first_fails_when_icl_comes_first(ffa_quick):
     # In-context accuracy above 0.5 from the first evaluation on: t_ICL = t_FF, not twice it.
     early = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=np.where(f["step"] > 0, 0.9, f["acc_noFF2"])))
-    assert ffa.judge_first(early).passed is False
+    assert ffa.judges.judge_first(early).passed is False
     never = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=0.1))
-    assert ffa.judge_first(never).passed is False
+    assert ffa.judges.judge_first(never).passed is False
 
 
 def test_induction_claim_fails_on_uniform_attention(ffa_quick):
     bad = _edit(ffa_quick, "curves", lambda f: f.assign(induction_mass=np.where(_last(f), 0.04, f["induction_mass"])))
-    assert ffa.judge_induction(bad).passed is False
+    assert ffa.judges.judge_induction(bad).passed is False
 
 
 def _synthetic_result(ffa_quick, rows: list[dict]):
@@ -77,14 +77,14 @@ def test_paper_judges_on_synthetic_tables(ffa_quick):
                 induction_mass=0.5, P_noise_noFF2=0.02)
     sweep_ok = [dict(base, variant=f"p={p}", p_noise=p, ff=True, P_noise_full=p + 0.05) for p in (0.1, 0.3, 0.5, 0.7)]
     only = lambda rows: _edit(ffa_quick, "curves", lambda f: pd.DataFrame(rows))  # noqa: E731
-    assert ffa.judge_sweep(only(sweep_ok)).passed is True
-    assert ffa.judge_sweep(only([dict(r, P_noise_full=0.5) for r in sweep_ok])).passed is False
-    assert ffa.judge_sweep(only([dict(r, acc_noFF2=0.8) if r[
+    assert ffa.judges.judge_sweep(only(sweep_ok)).passed is True
+    assert ffa.judges.judge_sweep(only([dict(r, P_noise_full=0.5) for r in sweep_ok])).passed is False
+    assert ffa.judges.judge_sweep(only([dict(r, acc_noFF2=0.8) if r[
         "p_noise"] == 0.7 else r for r in sweep_ok])).passed is False
 
 
 def _claim(slug: str):
-    return next(c for c in ffa.claims if c.id == f"ff-vs-attention/{slug}")
+    return next(c for c in ffa.judges.claims if c.id == f"ff-vs-attention/{slug}")
 
 
 def _truncation(rows: dict[int, tuple[float, float]]) -> pd.DataFrame:
@@ -103,7 +103,7 @@ def test_no_ff_judge_reads_the_layer2_value_path(ffa_quick):
         res = _edit(with_noff, "curves", lambda f: pd.concat([f[f["variant"] != "no-ff"], pd.DataFrame([curve_row])],
                                                              ignore_index=True))
         res.tables["value_truncation"] = trunc
-        return ffa.judge_no_ff(res)
+        return ffa.judges.judge_no_ff(res)
 
     # Rank 8 removes the noise and lifts accuracy: the association sat in W_V's lower directions.
     good = {-1: (0.5, 0.12), 0: (0.05, 0.02), 1: (0.05, 0.02), 4: (0.04, 0.23), 8: (0.03, 0.41), 32: (0.5, 0.11)}
@@ -147,12 +147,12 @@ def test_laser_judge(ffa_quick):
     grid = [dict(layer=3, rank=1, truncated=True, icl_acc=0.45, perplexity=53.0), dict(layer=3, rank=16, truncated=True,
         icl_acc=0.33, perplexity=50.5),
             dict(layer=0, rank=1, truncated=True, icl_acc=0.9, perplexity=50.0)]  # an early layer never counts
-    assert ffa.judge_laser(with_lm([full, *grid], [full, *grid])).passed is True
+    assert ffa.judges.judge_laser(with_lm([full, *grid], [full, *grid])).passed is True
     # Chosen on validation, judged on test: a gain that does not carry over fails.
     flat_test = [dict(r, icl_acc=0.31) for r in grid]
-    assert ffa.judge_laser(with_lm([full, *grid], [full, *flat_test])).passed is False
+    assert ffa.judges.judge_laser(with_lm([full, *grid], [full, *flat_test])).passed is False
     costly = [dict(r, perplexity=70.0) if r["layer"] == 3 else r for r in grid]
-    assert ffa.judge_laser(with_lm([full, *costly], [full, *costly])).passed is False
+    assert ffa.judges.judge_laser(with_lm([full, *costly], [full, *costly])).passed is False
 
 
 def test_language_model_part_runs_on_a_local_text(tmp_path):
@@ -161,7 +161,8 @@ def test_language_model_part_runs_on_a_local_text(tmp_path):
         "Saul", "Jacob"] * 60)
     corpus = tmp_path / "tiny.txt"
     corpus.write_text(text)
-    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_d_model=16, lm_n_layers=2,
+    cfg = ffa.config.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_d_model=16,
+                                         lm_n_layers=2,
                                   lm_n_heads=2, lm_batch=4, lm_steps=3, lm_ranks=(1, 4), lm_probes=16)
     ctx = RunContext(seed=0)
     table = ffa.run_lm(cfg, ctx)
@@ -197,14 +198,14 @@ def test_bad_values_fail_before_work():
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="train_bank"):
-        ffa.FFvsAttentionConfig(train_bank=10, batch=64)
+        ffa.config.FFvsAttentionConfig(train_bank=10, batch=64)
     with pytest.raises(ValidationError, match="lm_n_heads"):
-        ffa.FFvsAttentionConfig(lm_d_model=30, lm_n_heads=4)
+        ffa.config.FFvsAttentionConfig(lm_d_model=30, lm_n_heads=4)
     with pytest.raises(ValidationError, match="optimizer"):
-        ffa.FFvsAttentionConfig(optimizer="rmsprop")
+        ffa.config.FFvsAttentionConfig(optimizer="rmsprop")
     with pytest.raises(ValidationError, match="lm_corpus"):
-        ffa.FFvsAttentionConfig(lm=True, lm_corpus="/no/such/file.txt")
-    ffa.FFvsAttentionConfig(lm=False, lm_corpus="/no/such/file.txt")  # not used: fine
+        ffa.config.FFvsAttentionConfig(lm=True, lm_corpus="/no/such/file.txt")
+    ffa.config.FFvsAttentionConfig(lm=False, lm_corpus="/no/such/file.txt")  # not used: fine
 
 
 def test_missing_corpus_fails_before_training(tmp_path, monkeypatch):
@@ -218,7 +219,7 @@ def test_missing_corpus_fails_before_training(tmp_path, monkeypatch):
     trained = []
     monkeypatch.setattr(ffa, "train_variant", lambda *a, **k: trained.append(1))
     with pytest.raises(MissingResource, match="apt-get install bible-kjv"):
-        ffa.run.run(ffa.FFvsAttentionConfig(lm=True, lm_corpus="kjv"), RunContext(seed=0))
+        ffa.run.run(ffa.config.FFvsAttentionConfig(lm=True, lm_corpus="kjv"), RunContext(seed=0))
     assert not trained
 
 
@@ -244,7 +245,8 @@ def test_local_pretrained_model_path(tmp_path):
     model_dir = tmp_path / "neox"
     transformers.GPTNeoXForCausalLM(config).save_pretrained(model_dir)
     fast.save_pretrained(model_dir)
-    cfg = ffa.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_ranks=(1, 4), lm_probes=16,
+    cfg = ffa.config.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_ranks=(1, 4),
+                                         lm_probes=16,
                                   lm_local=str(model_dir))
     table = ffa.run_lm(cfg, RunContext(seed=0))
     assert len(table) == 2 * (1 + 2 * 2) and set(table.loc[table["truncated"], "layer"]) == {0, 1}
@@ -261,7 +263,7 @@ def test_text_background_uses_character_bigrams(tmp_path):
     text = "the quick brown fox jumps over the lazy dog; the end. " * 40
     corpus = tmp_path / "bg.txt"
     corpus.write_text(text)
-    cfg = ffa.FFvsAttentionConfig(background=str(corpus), lm=False)
+    cfg = ffa.config.FFvsAttentionConfig(background=str(corpus), lm=False)
     task = trigger_noise_task(cfg.background, cfg.vocab_size, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
     chars = CharVocab.from_text(text)
     assert task.vocab == len(chars) + 1 and task.noise == len(chars)

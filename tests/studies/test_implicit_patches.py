@@ -9,6 +9,7 @@ from result_edits import edit_table as _edit
 from result_edits import set_where
 from theorylab.core.config import ConfigError
 from theorylab.core.runner import execute
+from theorylab.nn.blocks import FAMILIES
 from theorylab.studies import implicit_patches as ip
 
 
@@ -19,48 +20,48 @@ def test_quick_claims(patches_quick):
     assert {"patch_error_vs_depth", "patch_spectrum", "generation_trace", "icl_patch_norms"} <= {
         p.stem for p in patches_quick.figures}
     sweep = patches_quick.table("sweep")
-    assert set(sweep["family"]) == set(ip.FAMILIES) and set(sweep["depth"]) == {1, 2, 4, 8}
+    assert set(sweep["family"]) == set(FAMILIES) and set(sweep["depth"]) == {1, 2, 4, 8}
 
 
 def test_judges_fail_on_wrong_results(patches_quick):
     # a missing (1 + g) factor or an off-by-one target: O(1) errors in one Gemma case
     off = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: (t["family"] == "gemma") & (t["seed"] == 0),
                                                             "error", 0.5))
-    assert ip.judge_single(off).passed is False and ip.judge_multi(off).passed is False
+    assert ip.judges.judge_single(off).passed is False and ip.judges.judge_multi(off).passed is False
     f32 = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: t["dtype"] == "float32", "error", 1e-2))
-    assert ip.judge_single(f32).passed is False
+    assert ip.judges.judge_single(f32).passed is False
     # the wrong algorithm would be exact too
     right_anyway = _edit(patches_quick, "sweep", lambda f: f.assign(independent=1e-6))
-    assert ip.judge_multi(right_anyway).passed is False
+    assert ip.judges.judge_multi(right_anyway).passed is False
     rank2 = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: t["family"] == "moe", "rank_max", 2))
-    assert ip.judge_rank(rank2).passed is False
+    assert ip.judges.judge_rank(rank2).passed is False
     vacuous = _edit(patches_quick, "sweep", lambda f: f.assign(no_patch=1e-6))
-    assert ip.judge_context_effect(vacuous).passed is False
+    assert ip.judges.judge_context_effect(vacuous).passed is False
     global_patch = _edit(patches_quick, "sweep", lambda f: f.assign(other_query=1e-9))
-    assert ip.judge_token(global_patch).passed is False
+    assert ip.judges.judge_token(global_patch).passed is False
     silent = _edit(patches_quick, "controllability", lambda f: set_where(f, lambda t: t.index == 0, "flagged", False))
-    assert ip.judge_controllability(silent).passed is False
+    assert ip.judges.judge_controllability(silent).passed is False
     diverged = _edit(patches_quick, "generation", lambda f: set_where(f, lambda t: t["step"] == 20, "token_patched",
         -1))
-    assert ip.judge_hf_generation(diverged).passed is False
+    assert ip.judges.judge_hf_generation(diverged).passed is False
     loose = _edit(patches_quick, "hf_exact", lambda f: set_where(f, lambda t: t["arch"] == "mixtral", "logit_error",
         1e-3))
-    assert ip.judge_hf_families(loose).passed is False
+    assert ip.judges.judge_hf_families(loose).passed is False
     flat = _edit(patches_quick, "icl_patches", lambda f: f.assign(increment_norm=1.0))
-    assert ip.judge_icl(flat).passed is False
+    assert ip.judges.judge_icl(flat).passed is False
     inexact = _edit(patches_quick, "icl_patches", lambda f: set_where(f, lambda t: t.index == 3, "rel_error", 1e-6))
-    assert ip.judge_icl(inexact).passed is False
+    assert ip.judges.judge_icl(inexact).passed is False
 
 
 def _claim(slug: str):
-    return next(c for c in ip.claims if c.id == f"implicit-patches/{slug}")
+    return next(c for c in ip.judges.claims if c.id == f"implicit-patches/{slug}")
 
 
 def test_hf_claims_undecided_without_hf_tables(patches_quick):
     res = _edit(patches_quick, "sweep", lambda f: f)
     del res.tables["hf_exact"], res.tables["generation"]
     res.tables["controllability"] = res.tables["controllability"][~res.tables["controllability"][
-        "source"].str.startswith(ip.HF_SOURCE)]
+        "source"].str.startswith(ip.judges.HF_SOURCE)]
     for slug in ("hf-greedy-identical", "hf-families-exact", "controllability-failure"):
         v = _claim(slug).evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided:"), (slug, v.detail)
@@ -79,7 +80,8 @@ def test_without_transformers_the_hf_half_is_not_decided(store, monkeypatch):
         families=("gemma",), n_layers=(1, 2), d_models=(8,), contexts=(2,), seeds=1, icl_steps=2, icl_test=2,
         icl_length=12))
     assert res.status == "done", res.message
-    assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(ip.HF_SOURCE).any(
+    assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(
+        ip.judges.HF_SOURCE).any(
         )
     v = {x.id.split("/")[1]: x for x in res.verdicts}
     control = v["controllability-failure"]

@@ -29,47 +29,47 @@ def test_mie_quick_decides_its_quick_claims(mie_quick):
 def test_battery_fails_if_sir_sees_an_even_link(mie_quick):
     bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "he2") & (g.estimator == "SIR"), "capture",
                                                      0.9))
-    assert mie.judge_battery(bad).passed is False
+    assert mie.judges.judge_battery(bad).passed is False
 
 
 def test_battery_fails_if_ade_sees_the_second_direction(mie_quick):
     bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "z1+z1z2") & (g.estimator == "ADE") & (
         g.direction == 2), "capture", 0.5))
-    assert mie.judge_battery(bad).passed is False
+    assert mie.judges.judge_battery(bad).passed is False
 
 
 def test_failures_claim_fails_when_a_zero_cell_improves(mie_quick):
     bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "z1z2") & (g.estimator == "SIR") & (
         g.alpha == 50), "capture", 0.4))
-    assert mie.judge_failures(bad).passed is False
+    assert mie.judges.judge_failures(bad).passed is False
 
 
 def test_failures_claim_fails_when_phd_on_d_rises_above_its_noise_floor(mie_quick):
     # A pHd that sees u1 on He3 (a sign bug) climbs to 1, above the blind noise floor, even if its gain is small.
     bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "he3") & (g.estimator == "pHd"), "capture",
                                                      0.9))
-    verdict = mie.judge_failures(bad)
+    verdict = mie.judges.judge_failures(bad)
     assert verdict.passed is False and "noise floor" in verdict.detail
 
 
 def test_collapse_fails_without_proportional_scaling(mie_quick):
     # Pretend capture depends on n/d^1.5 instead: shift the largest d's curve down.
     bad = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: g.d == g.d.max(), "capture", 0.3))
-    assert mie.judge_collapse(bad).passed is False
+    assert mie.judges.judge_collapse(bad).passed is False
     clipped = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: (g.estimator == "pHd-clip") & (g.d == g.d.max(
         )) & (g.alpha == 5), "capture", 0.1))
-    assert mie.judge_collapse(clipped).passed is False
+    assert mie.judges.judge_collapse(clipped).passed is False
     # Raw pHd on B is reported, not judged (its unbounded label drifts with log n).
     raw = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: (g.estimator == "pHd") & (g.d == g.d.max()),
                                                       "capture", 0.1))
-    assert mie.judge_collapse(raw).passed is True
+    assert mie.judges.judge_collapse(raw).passed is True
 
 
 def test_nn_row_fails_if_untrained_or_born_aligned(mie_quick):
     slow = _edit(mie_quick, "nn_row", lambda f: _set(f, lambda g: g.alpha > 0, "capture", 0.5))
-    assert mie.judge_nn(slow).passed is False
+    assert mie.judges.judge_nn(slow).passed is False
     born = _edit(mie_quick, "nn_row", lambda f: _set(f, lambda g: g.alpha == 0, "capture", 0.9))
-    assert mie.judge_nn(born).passed is False
+    assert mie.judges.judge_nn(born).passed is False
 
 
 def test_skipped_parts_are_not_decided_with_a_reason(mie_quick, leap_quick):
@@ -103,15 +103,15 @@ def test_generative_leap_declares_what_is_not_built():
 def test_population_claim_fails_on_a_wrong_hessian_or_a_leaking_sir(mie_quick):
     bad = _edit(mie_quick, "population", lambda f: _set(f, lambda g: (g.method == "pHd") & (g.link == "he2") & (
         g.entry == "0,0"), "measured", 1.0))
-    assert mie.judge_population(bad).passed is False
+    assert mie.judges.judge_population(bad).passed is False
     leak = _edit(mie_quick, "population", lambda f: _set(f, lambda g: (g.method == "SIR") & (g.link == "z1z2"),
                                                          "measured", 0.05))
-    assert mie.judge_population(leak).passed is False
+    assert mie.judges.judge_population(leak).passed is False
 
 
 def test_statsmodels_claim_fails_on_a_different_subspace(mie_quick):
     bad = _edit(mie_quick, "statsmodels", lambda f: _set(f, lambda g: g.method == "SAVE", "max_angle", 1e-3))
-    assert mie.judge_statsmodels(bad).passed is False
+    assert mie.judges.judge_statsmodels(bad).passed is False
 
 
 def test_paper_judges_on_synthetic_tables():
@@ -131,12 +131,12 @@ def test_paper_judges_on_synthetic_tables():
     nn = pd.DataFrame(dict(alpha=[0, 25, 50, 100, 200], n=[0] * 5, capture=[0.01, 0.0, 0.1, 0.85, 0.95], loss=[
         1.0] * 5))
     res = Result("multi-index-estimators", "x", "paper", 0, "done", cfg, tables={"gap": gap, "nn_row": nn})
-    assert mie.judge_gap(res).passed is True, mie.judge_gap(res).detail
-    assert mie.judge_nn(res).passed is True
+    assert mie.judges.judge_gap(res).passed is True, mie.judges.judge_gap(res).detail
+    assert mie.judges.judge_nn(res).passed is True
     blind = _edit(res, "gap", lambda f: _set(f, lambda g: (g.estimator == "pHd") & (g.alpha == 100), "capture", 0.7))
-    assert mie.judge_gap(blind).passed is False
+    assert mie.judges.judge_gap(blind).passed is False
     slow = _edit(res, "nn_row", lambda f: f.assign(capture=0.3))
-    assert mie.judge_nn(slow).passed is False
+    assert mie.judges.judge_nn(slow).passed is False
 
 
 # --- generative-leap ------------------------------------------------------------------------------
@@ -151,38 +151,38 @@ def test_leap_quick_decides_its_quick_claims(leap_quick):
 
 def test_moment_claims_fail_on_wrong_values(leap_quick):
     bad = _edit(leap_quick, "moments", lambda f: _set(f, lambda g: g.moment == "E[y z1 z2]", "measured", 0.01))
-    assert leap.judge_p3_moments(bad).passed is False
+    assert leap.judges.judge_p3_moments(bad).passed is False
     bad = _edit(leap_quick, "moments", lambda f: _set(f, lambda g: g.link == "z1z2z3", "measured", 1.0))
-    assert leap.judge_m3_moment(bad).passed is False
+    assert leap.judges.judge_m3_moment(bad).passed is False
 
 
 def test_leap_claim_fails_if_the_parity_leaks_at_order_two(leap_quick):
     bad = _edit(leap_quick, "leaps", lambda f: _set(f, lambda g: g.link == "parity3", "leap", 2))
-    assert leap.judge_leaps(bad).passed is False
+    assert leap.judges.judge_leaps(bad).passed is False
 
 
 def test_collapse_and_u_beats_v_fail_on_wrong_curves(leap_quick):
     bad = _edit(leap_quick, "parity", lambda f: _set(f, lambda g: (g.statistic == "U") & (g.c == 8) & (g.d == g.d.max(
         )), "overlap", 0.2))
-    assert leap.judge_u_collapse(bad).passed is False
-    assert leap.judge_u_beats_v(bad).passed is False
+    assert leap.judges.judge_u_collapse(bad).passed is False
+    assert leap.judges.judge_u_beats_v(bad).passed is False
     easy = _edit(leap_quick, "parity", lambda f: _set(f, lambda g: (g.statistic == "U") & (g.c == 2), "overlap", 0.9))
-    assert leap.judge_u_collapse(easy).passed is False
+    assert leap.judges.judge_u_collapse(easy).passed is False
 
 
 def test_order2_claims_fail_on_wrong_overlaps(leap_quick):
     seen = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: g.link == "parity3", "overlap", 0.6))
-    assert leap.judge_order2_blind(seen).passed is False
+    assert leap.judges.judge_order2_blind(seen).passed is False
     slow = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 40) & (
         g.d == g.d.max()), "overlap", 0.6))
-    assert leap.judge_m3_linear(slow).passed is False
+    assert leap.judges.judge_m3_linear(slow).passed is False
     spread = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 20) & (
         g.d == g.d.max()), "overlap", 0.6))
-    assert leap.judge_m3_linear(spread).passed is False
+    assert leap.judges.judge_m3_linear(spread).passed is False
     # n/d = 10 lies below the spectral threshold: reported, not judged.
     below = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 10) & (
         g.d == g.d.max()), "overlap", 0.0))
-    assert leap.judge_m3_linear(below).passed is True
+    assert leap.judges.judge_m3_linear(below).passed is True
 
 
 def test_exponent_judge_on_synthetic_crossings():
@@ -196,11 +196,11 @@ def test_exponent_judge_on_synthetic_crossings():
             rows.append(dict(d=d, c=c, n=n, seed=0, statistic="V", overlap=float(np.clip(np.log(n / (
                 0.2 * d**2)) / np.log(8), 0, 1))))
     res = Result("generative-leap", "x", "paper", 0, "done", cfg, tables={"parity": pd.DataFrame(rows)})
-    verdict = leap.judge_exponents(res)
+    verdict = leap.judges.judge_exponents(res)
     assert verdict.passed is True, verdict.detail
     flat = _edit(res, "parity", lambda f: f.assign(overlap=np.where(f.statistic == "V", f.overlap, np.clip(np.log(
         f.n / (0.1 * f.d**2)) / np.log(8), 0, 1))))
-    assert leap.judge_exponents(flat).passed is False
+    assert leap.judges.judge_exponents(flat).passed is False
 
 
 @pytest.mark.parametrize("slug, overrides, field", [("generative-leap", dict(parity_dims=(2,)), "parity_dims"), (
@@ -213,10 +213,10 @@ def test_bad_configs(slug, overrides, field):
 
 
 def test_sequential_claim_fails_on_a_wrong_order_or_a_missed_direction(leap_quick):
-    assert leap.judge_sequential(leap_quick).passed is True
+    assert leap.judges.judge_sequential(leap_quick).passed is True
     wrong = _edit(leap_quick, "sequential", lambda f: _set(f, lambda g: (g.link == "parity3") & (g.seed == 0), "leap",
                                                            2))
-    assert leap.judge_sequential(wrong).passed is False
+    assert leap.judges.judge_sequential(wrong).passed is False
     missed = _edit(leap_quick, "sequential", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.seed == 1), "found",
                                                             2))
-    assert leap.judge_sequential(missed).passed is False
+    assert leap.judges.judge_sequential(missed).passed is False

@@ -32,9 +32,9 @@ def test_mfw_quick(mfw_quick):
 
 def test_init_claim_fails_on_a_mis_normalised_kernel(mfw_quick):
     closed_form = _edit(mfw_quick, "kernel_check", lambda f: f.assign(init_theory=f["init_theory"] * 1.1))
-    assert mfw.judge_init(closed_form).passed is False
+    assert mfw.judges.judge_init(closed_form).passed is False
     measured = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=f["m_gap"] * 1.3))
-    assert mfw.judge_init(measured).passed is False
+    assert mfw.judges.judge_init(measured).passed is False
 
 
 def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeypatch):
@@ -61,18 +61,18 @@ def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeyp
 
 def test_inverse_width_fails_when_the_gap_does_not_scale(mfw_quick):
     flat = _edit(mfw_quick, "gaps", lambda f: f.assign(gap=0.01 + 0 * f["gap"]))
-    assert mfw.judge_inverse(flat).passed is False
+    assert mfw.judges.judge_inverse(flat).passed is False
 
 
 def test_blowup_claim_fails_on_late_growth(mfw_quick):
     grow = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=np.where(f["step"] == f["step"].max(), 3 * f["m_gap"].max(
         ), f["m_gap"])))
-    assert mfw.judge_blowup(grow).passed is False
+    assert mfw.judges.judge_blowup(grow).passed is False
 
 
 def test_convergence_claim_fails_on_a_loss_increase(mfw_quick):
     bump = _edit(mfw_quick, "loss", lambda f: f.assign(L_mf=np.where(f["step"] == 150, f["L_mf"] + 0.01, f["L_mf"])))
-    assert mfw.judge_converges(bump).passed is False
+    assert mfw.judges.judge_converges(bump).passed is False
 
 
 def test_mfw_paper_judges_on_synthetic_tables():
@@ -91,12 +91,12 @@ def test_mfw_paper_judges_on_synthetic_tables():
             0.005])))
     res = Result("mean-field-width", "x", "paper", 0, "done", cfg, tables={"gaps": pd.DataFrame(gaps),
         "loss": pd.concat(loss), "self_concordance": pd.DataFrame(sc)})
-    assert mfw.judge_poly(res).passed is True, mfw.judge_poly(res).detail
-    assert mfw.judge_sc(res).passed is True, mfw.judge_sc(res).detail
+    assert mfw.judges.judge_poly(res).passed is True, mfw.judges.judge_poly(res).detail
+    assert mfw.judges.judge_sc(res).passed is True, mfw.judges.judge_sc(res).detail
     steep = _edit(res, "gaps", lambda f: f.assign(gap=f["gap"] * (f["d"] / 16.0) ** 4))
-    assert mfw.judge_poly(steep).passed is False
+    assert mfw.judges.judge_poly(steep).passed is False
     growing = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95_escaping=f["d"] / 4.0))
-    assert mfw.judge_sc(growing).passed is False
+    assert mfw.judges.judge_sc(growing).passed is False
 
 
 def test_poc_quick(poc_quick):
@@ -114,24 +114,24 @@ def test_poc_discretisation_fails_on_a_second_order_or_stalled_error(poc_quick):
     # 4x in distance per halving
     fast = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"] * [1.0, 1 / 4][: len(
         f)]))
-    assert poc.judge_disc(fast).passed is False
+    assert poc.judges.judge_disc(fast).passed is False
     # no shrink at all
     stalled = _edit(poc_quick, "discretisation", lambda f: f.assign(ref_gap_at_T=f["ref_gap_at_T"].iloc[0]))
-    assert poc.judge_disc(stalled).passed is False
+    assert poc.judges.judge_disc(stalled).passed is False
     drift = _edit(poc_quick, "gaps", lambda f: f.assign(gap=np.where(f["eta"] == 0.2, f["gap"] * (f[
         "width"] / 32.0) ** 0.3, f["gap"])))
-    assert poc.judge_disc(drift).passed is False
+    assert poc.judges.judge_disc(drift).passed is False
 
 
 def test_poc_judges_fail_on_wrong_results(poc_quick):
     slow = _edit(poc_quick, "rates", lambda f: f.assign(c=np.where(f["setting"] == "fast", 1.0, f["c"])))
-    assert poc.judge_rate(slow).passed is False
+    assert poc.judges.judge_rate(slow).passed is False
     diverging = _edit(poc_quick, "rates", lambda f: f.assign(I_T=f["I_half"] * 2))
-    assert poc.judge_integral(diverging).passed is False
+    assert poc.judges.judge_integral(diverging).passed is False
     flat = _edit(poc_quick, "sup_gap", lambda f: f.assign(sup_gap=0.01))
-    assert poc.judge_uniform(flat).passed is False
+    assert poc.judges.judge_uniform(flat).passed is False
     late = _edit(poc_quick, "sup_gap", lambda f: f.assign(late_m_gap=f["early_m_gap"] * 1.2))
-    assert poc.judge_late(late).passed is False
+    assert poc.judges.judge_late(late).passed is False
 
 
 def test_poc_paper_judges_on_synthetic_tables():
@@ -152,20 +152,20 @@ def test_poc_paper_judges_on_synthetic_tables():
     res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg,
                  tables={"rates": pd.DataFrame(rates), "sup_gap": pd.DataFrame(sup), "discretisation": pd.DataFrame(
                      disc), "gaps": gaps})
-    assert poc.judge_poly(res).passed is True, poc.judge_poly(res).detail
-    assert poc.judge_disc(res).passed is True, poc.judge_disc(res).detail
+    assert poc.judges.judge_poly(res).passed is True, poc.judges.judge_poly(res).detail
+    assert poc.judges.judge_disc(res).passed is True, poc.judges.judge_disc(res).detail
     second_order = _edit(res, "discretisation", lambda f: f.assign(ref_gap_at_T=[4e-4, 2.5e-5, 1.5625e-6] * 4))
-    assert poc.judge_disc(second_order).passed is False
+    assert poc.judges.judge_disc(second_order).passed is False
     explosive = _edit(res, "sup_gap", lambda f: f.assign(sup_gap=f["sup_gap"] * f["d"] ** 3))
-    assert poc.judge_poly(explosive).passed is False
+    assert poc.judges.judge_poly(explosive).passed is False
 
 
 def test_reduction_claim_fails_when_the_reduced_dynamics_is_wrong(mfw_quick):
-    assert mfw.judge_reduction(mfw_quick).passed is True
+    assert mfw.judges.judge_reduction(mfw_quick).passed is True
     # a wrong drift moves both
     wrong = _edit(mfw_quick, "reduction", lambda f: f.assign(L_reduced=f["L_reduced"] * 1.5, L_reduced_coarse=f[
         "L_reduced_coarse"] * 1.5))
-    assert mfw.judge_reduction(wrong).passed is False
+    assert mfw.judges.judge_reduction(wrong).passed is False
     assert {"escape", "escape_times", "overlaps"} <= set(mfw_quick.tables)
 
 
@@ -178,9 +178,9 @@ def test_finite_sample_judge_on_synthetic_tables():
     sup = pd.DataFrame([dict(setting="fast", d=16, eta=0.1, width=4096, sup_gap=pure, early_m_gap=1.0, late_m_gap=0.5)])
     res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"finite_samples": pd.DataFrame(rows),
         "sup_gap": sup})
-    assert poc.judge_samples(res).passed is True, poc.judge_samples(res).detail
+    assert poc.judges.judge_samples(res).passed is True, poc.judges.judge_samples(res).detail
     stuck = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["step"] > 0, 10 * pure, f["gap"])))
-    assert poc.judge_samples(stuck).passed is False
+    assert poc.judges.judge_samples(stuck).passed is False
     # Fewer than two sample sizes above the pure-width gap: the rate cannot be fitted -> not decided, never a pass.
     below = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["n"] > 4096, 0.5 * pure, f["gap"])))
     v = _claim("propagation-of-chaos", "finite-samples").evaluate(below)

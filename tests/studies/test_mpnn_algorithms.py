@@ -38,28 +38,30 @@ def _min_reg(t):
 
 def test_judges_fail_on_wrong_results(mpnn_quick):
     r = mpnn_quick
-    assert mpnn.judge_reference(_edit(r, "references", lambda f: set_where(f, lambda t: t.index == 3, "error",
+    assert mpnn.judges.judge_reference(_edit(r, "references", lambda f: set_where(f, lambda t: t.index == 3, "error",
         1e-6))).passed is False
     # one seed off by 2% at n = 1024, or an error that grows tenfold with n (below 1e-2 but not flat)
     big = _edit(r, "size_generalization", lambda f: set_where(f, lambda t: _min_reg(t) & (t["n"] == 1024) & (t[
         "seed"] == 1), "mean_rel_error", 2e-2))
-    assert mpnn.judge_size(big).passed is False
+    assert mpnn.judges.judge_size(big).passed is False
     growing = _edit(r, "size_generalization", lambda f: f.assign(mean_rel_error=f["mean_rel_error"].where(~_min_reg(f),
         1e-4 * f["n"] / 16 * 1.5)))
-    assert mpnn.judge_size(growing).passed is False
-    assert mpnn.judge_learned_f(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3,
+    assert mpnn.judges.judge_size(growing).passed is False
+    assert mpnn.judges.judge_learned_f(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3,
         "max_rel_error", 0.05))).passed is False
     # a "sum" model that secretly takes the min would score like the min model
-    assert mpnn.judge_aggregation(_edit(r, "size_generalization", lambda f: set_where(f, lambda t: t["aggr"] == "sum",
+    assert mpnn.judges.judge_aggregation(_edit(r, "size_generalization", lambda f: set_where(f, lambda t: t[
+        "aggr"] == "sum",
         "mean_rel_error", 1e-5))).passed is False
-    assert mpnn.judge_l1(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "l1",
+    assert mpnn.judges.judge_l1(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "l1",
         300.0))).passed is False
     # node ids leaking in would make the node MPNN tell the graphs apart
-    assert mpnn.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN",
+    assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN",
         "embedding_gap", 0.3))).passed is False
-    assert mpnn.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith("pair"),
+    assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith(
+        "pair"),
         "embedding_gap", 0.0))).passed is False
-    assert mpnn.judge_knapsack(_edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error",
+    assert mpnn.judges.judge_knapsack(_edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error",
         0.05))).passed is False
 
 
@@ -93,7 +95,7 @@ def mpnn_mst(mpnn_quick):
 
 
 def test_mst_cpu_measures_and_reports(mpnn_mst):
-    v = next(c for c in mpnn.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
+    v = next(c for c in mpnn.judges.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
     assert v.passed is None and not v.error and v.detail.startswith(
         "not decided: at reduced size it measures mean F1"), v.detail
 
@@ -106,19 +108,20 @@ def _judged_at(result, n: int):
 
 def test_mst_judge_fails_on_wrong_results(mpnn_mst):
     with pytest.raises(Undecided, match="at reduced size it measures"):
-        mpnn.judge_mst(mpnn_mst)
+        mpnn.judges.judge_mst(mpnn_mst)
     # judged at the sizes the reduced run has: an all-correct classification passes, wrong ones fail
     right = _judged_at(_edit(mpnn_mst, "mst", lambda f: f.assign(f1=1.0, weight_rel_error=0.0)), 16)
-    assert mpnn.judge_mst(right).passed is True
+    assert mpnn.judges.judge_mst(right).passed is True
     r = right
     # one seed misclassifies a fifth of the edges at n = 64
-    assert mpnn.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: (t["seed"] == 1) & (t["n"] == 64), "f1",
+    assert mpnn.judges.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: (t["seed"] == 1) & (t["n"] == 64),
+        "f1",
                                                               0.8))).passed is False
     # right F1 on average but the predicted forest weighs 5% too much on one size
-    assert mpnn.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: t["n"] == 16, "weight_rel_error",
+    assert mpnn.judges.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: t["n"] == 16, "weight_rel_error",
                                                               0.05))).passed is False
     # a tiny F1 shortfall (0.985) is still a failure: the threshold is 0.99
-    assert mpnn.judge_mst(_edit(r, "mst", lambda f: f.assign(f1=0.985))).passed is False
+    assert mpnn.judges.judge_mst(_edit(r, "mst", lambda f: f.assign(f1=0.985))).passed is False
 
 
 def _without(result, *tables):
@@ -133,16 +136,16 @@ def test_skipped_parts_are_undecided_not_errors(mpnn_quick):
     claims = {c.id: c for c in all_studies()["mpnn-algorithms"].claims}
     no_mst = mpnn_quick
     with pytest.raises(Undecided, match="mst=false"):
-        mpnn.judge_mst(no_mst)
+        mpnn.judges.judge_mst(no_mst)
     v = claims["mpnn-algorithms/mst-minimax"].evaluate(no_mst)
     assert v.passed is None and not v.error and v.detail.startswith("not decided:")
     no_reg = _edit(mpnn_quick, "size_generalization", lambda f: f[f["eta"] != 1e-3])
     with pytest.raises(Undecided, match="η = 1e-3"):
-        mpnn.judge_size(no_reg)
+        mpnn.judges.judge_size(no_reg)
     with pytest.raises(Undecided, match="controls"):
-        mpnn.judge_aggregation(_edit(mpnn_quick, "size_generalization", lambda f: f[f["aggr"] == "min"]))
+        mpnn.judges.judge_aggregation(_edit(mpnn_quick, "size_generalization", lambda f: f[f["aggr"] == "min"]))
     with pytest.raises(Undecided, match="the claim is at 50"):
-        mpnn.judge_knapsack(_edit(mpnn_quick, "knapsack", lambda f: f[f["items"] < 50]))
+        mpnn.judges.judge_knapsack(_edit(mpnn_quick, "knapsack", lambda f: f[f["items"] < 50]))
     # a table the run always writes is an error when missing, never "not decided"
     v = claims["mpnn-algorithms/knapsack-extrapolation"].evaluate(_without(mpnn_quick, "knapsack"))
     assert v.passed is False and v.error

@@ -22,16 +22,16 @@ def _mutated(result, table, **columns):
 
 def test_quick_run_all_claims_pass(rmt_quick):
     assert rmt_quick.status == "done"
-    assert [v.passed for v in rmt_quick.verdicts] == [True] * len(study.claims)
+    assert [v.passed for v in rmt_quick.verdicts] == [True] * len(study.judges.claims)
 
 
 def test_mean_claim_fails_if_sigma2_replaces_kappa(rmt_quick):
     wrong = _mutated(rmt_quick, "mean_equiv", rmt=lambda f: f["naive"])
-    assert study.judge_mean(wrong).passed is False
+    assert study.judges.judge_mean(wrong).passed is False
 
 
 def _claim(claim_id):
-    return next(c for c in study.claims if c.id == f"rmt-diffusion/{claim_id}")
+    return next(c for c in study.judges.claims if c.id == f"rmt-diffusion/{claim_id}")
 
 
 def test_mean_claim_undecided_with_too_few_draws(rmt_quick):
@@ -54,13 +54,13 @@ def test_undecided_parts_say_why(rmt_quick):
 
 def test_nothing_claims_the_deep_denoisers():
     # The card's deep-follows-linear (trained MLP/UNet/DiT denoisers) is not built: no claim may pretend it is.
-    ids = {c.id for c in study.claims}
+    ids = {c.id for c in study.judges.claims}
     assert "rmt-diffusion/deep-follows-linear" not in ids
     from theorylab.core.study import get_study
 
     assert "rmt-diffusion/deep-follows-linear" in get_study("rmt-diffusion").not_built  # listed as missing, not counted
     assert "not built" in study.__doc__.lower() and "deep-follows-linear" in study.__doc__
-    for c in study.claims:
+    for c in study.judges.claims:
         if c.id.endswith(("moment-mismatch", "seed-level-prediction")):
             assert "linear maps only" in c.statement and "not built" in c.statement
 
@@ -68,14 +68,14 @@ def test_nothing_claims_the_deep_denoisers():
 def test_kappa_claim_fails_on_wrong_limit(rmt_quick):
     res = copy.copy(rmt_quick)
     res.scalars = {**rmt_quick.scalars, "ratio_gamma_half_tiny": 1.0 / (1 - 1 / 400)}  # d-normalised trace
-    assert study.judge_kappa(res).passed is False
+    assert study.judges.judge_kappa(res).passed is False
     flat = _mutated(rmt_quick, "kappa", ratio=lambda f: f["ratio"] * (1 + 1e-3 * np.log(f["sigma2"] + 1)))
-    assert study.judge_kappa(flat).passed is False
+    assert study.judges.judge_kappa(flat).passed is False
 
 
 def test_sqrt_claim_fails_if_population_sqrt_used(rmt_quick):
     wrong = _mutated(rmt_quick, "sqrt_equiv", quad=lambda f: np.sqrt(f["lambda"]))
-    assert study.judge_sqrt(wrong).passed is False
+    assert study.judges.judge_sqrt(wrong).passed is False
 
 
 def test_variance_claim_fails_without_the_n_minus_df2_scaling(rmt_quick):
@@ -84,34 +84,34 @@ def test_variance_claim_fails_without_the_n_minus_df2_scaling(rmt_quick):
     df2 = {n: float(study.rmt.df2(study.rmt.solve_kappa(1e-2, study.PowerLawGaussian(200, 1.0).eigenvalues, n),
                                   study.PowerLawGaussian(200, 1.0).eigenvalues)) for n in t["n"].unique()}
     wrong = _mutated(rmt_quick, "variance", ratio=lambda f: f["ratio"] * f["n"].map(lambda n: n / (n - df2[n])))
-    assert study.judge_variance(wrong).passed is False
+    assert study.judges.judge_variance(wrong).passed is False
 
 
 def test_variance_claim_fails_when_factors_do_not_factor(rmt_quick):
     rng = np.random.default_rng(0)
     wrong = _mutated(rmt_quick, "variance", sim_var=lambda f: f["sim_var"] * np.exp(0.4 * rng.standard_normal(len(f))))
-    assert study.judge_variance(wrong).passed is False
+    assert study.judges.judge_variance(wrong).passed is False
 
 
 def test_sampling_map_claim_fails_on_naive_map(rmt_quick):
     lam_col = lambda f: np.sqrt((f["lambda"] + f["sigma"] ** 2) / (f["lambda"] + 80.0**2))  # noqa: E731
     wrong = _mutated(rmt_quick, "sampling_map_mean", equiv=lam_col)
-    assert study.judge_sampling_map(wrong).passed is False
+    assert study.judges.judge_sampling_map(wrong).passed is False
 
 
 def test_digits_claim_fails_when_cross_split_does_not_fall(rmt_quick):
     flat = _mutated(rmt_quick, "cross_split", cross_mse=lambda f: f["cross_mse"].median() + 0 * f["n"])
-    assert study.judge_digits(flat).passed is False
+    assert study.judges.judge_digits(flat).passed is False
     memorising = _mutated(rmt_quick, "cross_split", cross_mse=lambda f: f["nearest_mse_1"] * (0.6 + 30 / f["n"]))
-    assert study.judge_digits(memorising).passed is False
+    assert study.judges.judge_digits(memorising).passed is False
 
 
 def test_mismatch_and_seed_claims_can_fail(rmt_quick):
     same = _mutated(rmt_quick, "moment_mismatch", mismatch_mse=lambda f: f["iid_mse"] * 2)
-    assert study.judge_mismatch(same).passed is False
+    assert study.judges.judge_mismatch(same).passed is False
     rng = np.random.default_rng(1)
     shuffled = _mutated(rmt_quick, "seed_level", predicted=lambda f: rng.permutation(f["predicted"].to_numpy()))
-    assert study.judge_seed_level(shuffled).passed is False
+    assert study.judges.judge_seed_level(shuffled).passed is False
 
 
 @pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier

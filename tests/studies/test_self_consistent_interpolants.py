@@ -20,19 +20,19 @@ def test_quick_claims(scsi_quick):
 def test_judges_fail_on_wrong_results(scsi_quick):
     # A transport that does nothing: observed covariance, residual of the identity.
     lazy = _edit(scsi_quick, "gauss", lambda f: f.assign(cov_error=0.38, residual=0.3))
-    assert scsi.judge_moments(lazy).passed is False and scsi.judge_self(lazy).passed is False
+    assert scsi.judges.judge_moments(lazy).passed is False and scsi.judges.judge_self(lazy).passed is False
     wrong_oracle = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.1))
-    assert scsi.judge_oracle(wrong_oracle).passed is False
+    assert scsi.judges.judge_oracle(wrong_oracle).passed is False
     # a residual that cannot tell the identity apart
     blind = _edit(scsi_quick, "oracle", lambda f: f.assign(residual=0.01))
-    assert scsi.judge_oracle(blind).passed is False
+    assert scsi.judges.judge_oracle(blind).passed is False
     no_gain = _edit(scsi_quick, "moons", lambda f: f.assign(ratio=0.9))
-    assert scsi.judge_moons(no_gain).passed is False
+    assert scsi.judges.judge_moons(no_gain).passed is False
     # A model that ignores the mask: the masked coordinates keep their N(0, 1) fill, the law is off.
     blind = _edit(scsi_quick, "mask2d", lambda f: f.assign(cov_error=0.45, mean_error=0.5))
-    assert scsi.judge_mask2d(blind).passed is False
+    assert scsi.judges.judge_mask2d(blind).passed is False
     off_diagonal = _edit(scsi_quick, "mask2d", lambda f: f.assign(cov_error=0.25))
-    assert scsi.judge_mask2d(off_diagonal).passed is False
+    assert scsi.judges.judge_mask2d(off_diagonal).passed is False
 
 
 def test_skipped_parts_are_undecided_not_errors(scsi_quick):
@@ -40,7 +40,7 @@ def test_skipped_parts_are_undecided_not_errors(scsi_quick):
 
     bare = copy.copy(scsi_quick)
     bare.tables = {k: v for k, v in scsi_quick.tables.items() if k not in ("moons", "mask2d", "digits")}
-    for claim in scsi.claims:
+    for claim in scsi.judges.claims:
         if claim.id.split("/")[1] in ("moons-sw2", "mask-2d", "digits-restoration", "channel-consistency"):
             v = claim.evaluate(bare)
             assert v.passed is None and not v.error and v.detail.startswith("not decided:"), (claim.id, v.detail)
@@ -49,15 +49,15 @@ def test_skipped_parts_are_undecided_not_errors(scsi_quick):
 def test_paper_judges_on_synthetic_tables(scsi_quick):
     res = _edit(scsi_quick, "gauss", lambda f: f)
     res.tables["mask2d"] = pd.DataFrame([dict(step=10, weights="raw", mean_error=0.05, cov_error=0.1)])
-    assert scsi.judge_mask2d(res).passed is True
+    assert scsi.judges.judge_mask2d(res).passed is True
     res.tables["mask2d"] = pd.DataFrame([dict(step=10, weights="raw", mean_error=0.05, cov_error=0.3)])
-    assert scsi.judge_mask2d(res).passed is False
+    assert scsi.judges.judge_mask2d(res).passed is False
     good = dict(weights="raw", psnr_restored=14.0, psnr_observed=8.0, acc_restored=0.8, acc_observed=0.4,
                 acc_clean=0.95, mmd_recorrupted=0.002, mmd_halves=0.002)
     res.tables["digits"] = pd.DataFrame([good])
-    assert scsi.judge_digits(res).passed is True and scsi.judge_channel(res).passed is True
+    assert scsi.judges.judge_digits(res).passed is True and scsi.judges.judge_channel(res).passed is True
     res.tables["digits"] = pd.DataFrame([dict(good, psnr_restored=9.0, mmd_recorrupted=0.01)])
-    assert scsi.judge_digits(res).passed is False and scsi.judge_channel(res).passed is False
+    assert scsi.judges.judge_digits(res).passed is False and scsi.judges.judge_channel(res).passed is False
 
 
 def test_paper_path_runs_at_tiny_sizes(tmp_path):

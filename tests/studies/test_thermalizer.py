@@ -24,49 +24,52 @@ def test_quick_claims(thermalizer_quick):
 
 def test_judges_fail_on_wrong_results(thermalizer_quick):
     r = thermalizer_quick
-    assert th.judge_gain(_edit(r, "gauss_gain", lambda f: set_where(f, lambda t: t["variance"] == 1e-3, "monte_carlo",
+    assert th.judges.judge_gain(_edit(r, "gauss_gain", lambda f: set_where(f, lambda t: t["variance"] == 1e-3,
+        "monte_carlo",
         0.75))).passed is False
     # off its limit
-    assert th.judge_gain(_edit(r, "gauss_gain", lambda f: set_where(f, lambda t: t["variance"] == 0.0, "closed_form",
+    assert th.judges.judge_gain(_edit(r, "gauss_gain", lambda f: set_where(f, lambda t: t["variance"] == 0.0,
+        "closed_form",
         0.36))).passed is False
-    noisy = th.claims[0].evaluate(_edit(r, "gauss_gain", lambda f: f.assign(monte_carlo_se=f["monte_carlo_se"] * 1e3)))
+    noisy = th.judges.claims[0].evaluate(_edit(r, "gauss_gain", lambda f: f.assign(monte_carlo_se=f[
+        "monte_carlo_se"] * 1e3)))
     assert noisy.passed is None and noisy.detail.startswith("not decided: needs more Monte Carlo samples")
-    assert th.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(stationary_mc=f[
+    assert th.judges.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(stationary_mc=f[
         "stationary_theory"] * 1.1))).passed is False
-    assert th.judge_calibration(_edit(r, "calibration", lambda f: f.assign(predicted=f["level"].sample(frac=1,
+    assert th.judges.judge_calibration(_edit(r, "calibration", lambda f: f.assign(predicted=f["level"].sample(frac=1,
         random_state=0).to_numpy()))).passed is False
     # an emulator that does not drift
-    assert th.judge_drift(_edit(r, "rollouts", lambda f: f.assign(off_plain=math.inf))).passed is False
-    assert th.judge_stabilizes(_edit(r, "rollouts", lambda f: f.assign(off_thermalized=f[
+    assert th.judges.judge_drift(_edit(r, "rollouts", lambda f: f.assign(off_plain=math.inf))).passed is False
+    assert th.judges.judge_stabilizes(_edit(r, "rollouts", lambda f: f.assign(off_thermalized=f[
         "off_plain"] * 2))).passed is False
-    assert th.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3, "ratio",
+    assert th.judges.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3, "ratio",
         1.3))).passed is False
     # a denoiser that restores modes below its noise floor would contradict the Gaussian model; one that does nothing
     # too
-    assert th.judge_floor(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 8, "ratio",
+    assert th.judges.judge_floor(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 8, "ratio",
         1.0))).passed is False
-    assert th.judge_floor(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 8, "ratio",
+    assert th.judges.judge_floor(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 8, "ratio",
         50.0))).passed is False
 
 
 def test_stability_judge_fails_on_wrong_models(thermalizer_quick):
     r = thermalizer_quick
-    assert th.judge_stability(r).passed is True
+    assert th.judges.judge_stability(r).passed is True
     # a thermalizer that does not damp the leak band (M = 1 there): the rollout keeps growing at a = 1.2
     no_floor = _edit(r, "gauss_stability", lambda f: f.assign(factor_thermalized=f["factor_thermalized"].where(f[
         "a"] < 1, f["a"])))
-    assert th.judge_stability(no_floor).passed is False
+    assert th.judges.judge_stability(no_floor).passed is False
     # a damper that is not data-adaptive (the noise-floor gain 0.3535 on every mode) contradicts the model on energetic
     # modes
     flat = _edit(r, "gauss_stability", lambda f: f.assign(factor_thermalized=0.3535 * f["a"]))
-    assert th.judge_stability(flat).passed is False
+    assert th.judges.judge_stability(flat).passed is False
     # the measured factor 2% off the model on one mode (well outside the slope's SE)
     off = _edit(r, "gauss_stability", lambda f: set_where(f, lambda t: t["variance"] == 1e-3, "factor_thermalized", f[
         "factor_theory"] + 0.02))
-    assert th.judge_stability(off).passed is False
+    assert th.judges.judge_stability(off).passed is False
     # a plain rollout that does not grow (a broken emulator or rollout loop), or grows off the model
-    assert th.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(plain_growth=1.0))).passed is False
-    assert th.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(plain_growth=1.1))).passed is False
+    assert th.judges.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(plain_growth=1.0))).passed is False
+    assert th.judges.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(plain_growth=1.1))).passed is False
 
 
 def _with_kolmogorov(result, **columns):
@@ -87,18 +90,21 @@ def _with_kolmogorov(result, **columns):
 
 def test_kolmogorov_judges_pass_right_and_fail_wrong(thermalizer_quick):
     r = thermalizer_quick
-    assert th.judge_kolmogorov_cost(_with_kolmogorov(r)).passed is True
-    assert th.judge_kolmogorov_cost(_with_kolmogorov(r, thermalized_share=0.7)).passed is False  # fires on most steps
-    assert th.judge_kolmogorov_cost(_with_kolmogorov(r, calls_per_step=15.0)).passed is False  # too many denoiser calls
-    assert th.judge_kolmogorov_cost(_with_kolmogorov(r, thermalized_share=0.5)).passed is False  # the bound is strict
-    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r)).passed is True
+    assert th.judges.judge_kolmogorov_cost(_with_kolmogorov(r)).passed is True
+    # fires on most steps
+    assert th.judges.judge_kolmogorov_cost(_with_kolmogorov(r, thermalized_share=0.7)).passed is False
+    # too many denoiser calls
+    assert th.judges.judge_kolmogorov_cost(_with_kolmogorov(r, calls_per_step=15.0)).passed is False
+    # the bound is strict
+    assert th.judges.judge_kolmogorov_cost(_with_kolmogorov(r, thermalized_share=0.5)).passed is False
+    assert th.judges.judge_kolmogorov_horizon(_with_kolmogorov(r)).passed is True
     # only 30/40 stay
-    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r, off_thermalized=[5000.0] * 10 + [
+    assert th.judges.judge_kolmogorov_horizon(_with_kolmogorov(r, off_thermalized=[5000.0] * 10 + [
         math.inf] * 30)).passed is False
     # < 100x the plain emulator
-    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r, off_plain=5000.0)).passed is False
+    assert th.judges.judge_kolmogorov_horizon(_with_kolmogorov(r, off_plain=5000.0)).passed is False
     # spectrum off the truth
-    assert th.judge_kolmogorov_horizon(_with_kolmogorov(r, spectral_similarity=0.1)).passed is False
+    assert th.judges.judge_kolmogorov_horizon(_with_kolmogorov(r, spectral_similarity=0.1)).passed is False
 
 
 def test_learned_emulator_part_runs_at_toy_size(tmp_path):
@@ -131,7 +137,7 @@ def test_kolmogorov_path_runs_at_toy_size(tmp_path):
     columns = {"off_plain", "off_thermalized", "calls_per_step", "thermalized_share", "spectral_similarity",
                "noise_floor"}
     assert len(table) == 3 and columns <= set(table.columns)
-    horizon = th.judge_kolmogorov_horizon(res)
+    horizon = th.judges.judge_kolmogorov_horizon(res)
     assert horizon.passed is False and "horizon 30" in horizon.detail  # a 30-step toy cannot show a 1e5-step horizon
-    cost = th.judge_kolmogorov_cost(res)  # at toy size either outcome is possible; it is judged, not skipped
+    cost = th.judges.judge_kolmogorov_cost(res)  # at toy size either outcome is possible; it is judged, not skipped
     assert cost.passed in (True, False) and "denoiser calls per step" in cost.detail

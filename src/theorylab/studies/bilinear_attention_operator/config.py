@@ -1,0 +1,70 @@
+"""bilinear-attention-operator: its config and presets (the paper and the claims: see the package)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from theorylab.core import Preset, StudyConfig
+from theorylab.core.fields import (
+    Batch,
+    Corpus,
+    DModel,
+    Draws,
+    Every,
+    LearningRate,
+    Length,
+    NHeads,
+    NLayers,
+    Seeds,
+    Steps,
+)
+from theorylab.data.text import check_corpus
+
+
+class BilinearOperatorConfig(StudyConfig):
+    random_models: Draws = Field(64, description="random-init one-layer ToyTransformers of the null (card: 64 x 4 "
+        "heads)")
+    d_model: DModel = Field(128, description="width d of the random and tied models")
+    n_heads: NHeads = Field(4, description="heads per layer (d_h = d / heads)")
+    tied_models: Draws = Field(8, description="tied-QK models (W_q = W_k)")
+    hf_d_model: DModel = Field(64, description="hidden size of the random-init BERT and GPT-2 of the convention check")
+    hf_n_layers: NLayers = Field(2, description="layers of the random-init BERT and GPT-2")
+    pair_d_model: DModel = Field(64, description="d_model of the encoder/decoder pair")
+    pair_n_layers: NLayers = Field(2, description="layers of the pair")
+    pair_n_heads: NHeads = Field(4, description="heads of the pair")
+    pair_length: Length = Field(64, description="training window")
+    pair_batch: Batch = Field(32, description="batch size")
+    pair_steps: Steps = Field(300, description="AdamW steps of each model (claims 6-7 need >= 20,000, the card's)")
+    pair_lr: LearningRate = Field(1e-3, description="AdamW learning rate")
+    pair_seeds: Seeds = Field(1, description="encoder/decoder pairs (card, paper: 3)")
+    pair_log_every: Every = Field(50, description="operator scores are logged every this many steps")
+    corpus: Corpus = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
+        "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
+
+    @model_validator(mode="after")
+    def _checks(self) -> "BilinearOperatorConfig":
+        check_corpus("corpus", self.corpus)
+        for width, heads, name in ((self.d_model, self.n_heads, "d_model"), (self.hf_d_model, 4, "hf_d_model"), (
+            self.pair_d_model,
+            self.pair_n_heads, "pair_d_model")):
+            if width % heads:
+                raise ValueError(f"'{name}' ({width}) must be a multiple of its head count ({heads})")
+        return self
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, ~20 s: 256 random heads (d = 128), tied models, random-init BERT/GPT-2 "
+                                "convention checks, a 300-step encoder/decoder pair (descriptive)"),
+    "paper": Preset.of(
+        "paper",
+        "GPU: encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
+        pair_d_model=(256, "card"),
+        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
+                       "or a local text file)"),
+        pair_n_layers=(4, "card"),
+        pair_steps=(20_000, "card"),
+        pair_seeds=(3, "card"),
+        pair_length=(128, "longer windows"),
+        pair_log_every=(1000, "sparser tracking"),
+    ),
+}

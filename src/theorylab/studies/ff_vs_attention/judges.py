@@ -1,0 +1,234 @@
+"""ff-vs-attention: its claims, judged from a run's tables, scalars and config."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from theorylab.core import Claims, Verdict
+from theorylab.core.errors import Undecided
+from theorylab.probes.lowrank import laser_selection, pick_value_rank
+from theorylab.theory.level_crossings import first_point_above
+
+REF = "arXiv 2406.03068"
+
+
+def final(curve: pd.DataFrame) -> pd.DataFrame:
+    """The last evaluation of every (variant, seed)."""
+    last = curve.groupby(["variant", "seed"])["step"].transform("max")
+    return curve[curve["step"] == last]
+
+
+def crossing_steps(curve: pd.DataFrame) -> tuple[int | None, int | None]:
+    """t_FF: first evaluation where the mean FF2 margin is > 0; t_ICL: first where mean acc_noFF2 >= 0.5."""
+    mean = curve.groupby("step")[["ff2_margin", "acc_noFF2"]].mean().sort_index()
+    return first_point_above(mean.index, mean["ff2_margin"], 0.0), first_point_above(mean.index, mean["acc_noFF2"], 0.5,
+        inclusive=True)
+
+
+claims = Claims("ff-vs-attention")
+
+
+def _paper_scale(cfg: dict) -> bool:
+    return cfg["d_model"] >= 256 and cfg["length"] >= 256 and cfg["steps"] >= 5000
+
+
+def _main_end(res) -> pd.DataFrame:
+    end = final(res.table("curves"))
+    return end[end["variant"] == "full"]
+
+
+S_BAYES = (
+    "The full model predicts the noise token at its training rate: mean P(noise) at test triggers lies in [p - 0.15, p "
+    "+ 0.2] (Bayes: p)."
+)
+
+
+@claims.add("bayes-noise-rate", S_BAYES, REF + ", Sec. 3 (Bayes-optimal noise rate)")
+def judge_bayes(res, v) -> Verdict:
+    p = res.config["p_noise"]
+    end = _main_end(res)
+    value = float(end["P_noise_full"].mean())
+    lo, hi = p - 0.15, p + 0.2
+    detail = (
+        f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed "
+        f"{', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
+    )
+    return v.judged(lo <= value <= hi, value, p, "[-0.15, +0.2]", detail)
+
+
+S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) "
+            "/ 0.9 (paper), "
+            "P(noise) without FF2 <= 0.15, and accuracy gains >= 0.25 over the full model.")
+
+
+@claims.add("ablate-ff2", S_ABLATE, REF + ", Sec. 3, Fig. 2 (FF2 ablation)")
+def judge_ablate(res, v) -> Verdict:
+    end = _main_end(res)
+    bar = 0.9 if _paper_scale(res.config) else 0.8
+    acc, acc_full, p_noise = float(end["acc_noFF2"].mean()), float(end["acc_full"].mean()), float(end[
+        "P_noise_noFF2"].mean())
+    gain = acc - acc_full
+    ok = acc >= bar and p_noise <= 0.15 and gain >= 0.25
+    detail = (
+        f"acc without FF2 {acc:.3f} (need >= {bar}); P(noise) without FF2 {p_noise:.3f} (need <= 0.15); full-model acc "
+        f"{acc_full:.3f}, gain {gain:+.3f} (need >= 0.25)"
+    )
+    return v.judged(ok, acc, f">= {bar}", bar, detail)
+
+
+S_FF2 = (
+    "FF2 stores the noise association: its direct-logit margin for the noise token is > 0 at >= 90% of test trigger "
+    "positions at the end of training."
+)
+
+
+@claims.add("ff2-stores-noise", S_FF2, REF + ", Sec. 3 (FF stores the bigram)")
+def judge_ff2(res, v) -> Verdict:
+    end = _main_end(res)
+    frac = float(end["ff2_margin_positive"].mean())
+    detail = (
+        f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
+    )
+    return v.judged(frac >= 0.9, frac, ">= 0.9", 0.9, detail)
+
+
+S_FIRST = (
+    "The association is learned first: t_FF (first evaluation with mean FF2 margin > 0) <= t_ICL / 2 (t_ICL: first "
+    "evaluation with accuracy without FF2 >= 0.5)."
+)
+
+
+@claims.add("ff-first", S_FIRST, REF + ", Sec. 4 (gradient noise: FF learns first)")
+def judge_first(res, v) -> Verdict:
+    curve = res.table("curves")
+    t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
+    every = res.config["evaluate_every"]
+    if t_icl is None:
+        return v.judged(False, None, None, None, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); "
+                                                 f"the in-context mechanism did not form")
+    if t_ff is None:
+        return v.judged(False, None, None, None, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
+    detail = (
+        f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution); "
+        f"need t_FF <= t_ICL / 2 = {t_icl / 2:g}"
+    )
+    return v.judged(t_ff <= t_icl / 2, t_ff / t_icl, "<= 0.5", 0.5, detail)
+
+
+S_INDUCTION = (
+    "The in-context answer comes from an induction head: mean layer-2 attention on the token after the previous "
+    "trigger >= 0.2 (quick) / 0.4 (paper) (uniform causal attention: ~1/t)."
+)
+
+
+@claims.add("induction-head", S_INDUCTION, REF + ", Sec. 3 (induction head)")
+def judge_induction(res, v) -> Verdict:
+    end = _main_end(res)
+    bar = 0.4 if _paper_scale(res.config) else 0.2
+    mass = float(end["induction_mass"].mean())
+    uniform = 2.0 / res.config["length"]
+    detail = (
+        f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
+    )
+    return v.judged(mass >= bar, mass, f">= {bar}", bar, detail)
+
+
+S_NOFF = ("Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) "
+          "still lies in [p - 0.15, p + 0.2], "
+          "and dropping the lower singular directions of the layer-2 value matrix W_V (keeping its top-k part, k "
+          "chosen on one half of the test "
+          "sequences; the authors' value truncation) brings P(noise) below 0.15 on the other half without lowering the "
+          "in-context accuracy "
+          "(which must be at least 5x chance, 5/V). "
+          "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the "
+          "in-context answer too.)")
+
+
+@claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)")
+def judge_no_ff(res, v) -> Verdict:
+    end = final(res.table("curves"))
+    noff = end[end["variant"] == "no-ff"]
+    if noff.empty:
+        raise Undecided("this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU "
+                        "budget: "
+                        "--preset no-ff-cpu trains it at quick sizes in ~85 s on 2 cores, the paper preset at "
+                        "paper size)")
+    p = res.config["p_noise"]
+    value = float(noff["P_noise_full"].mean())
+    picked = pick_value_rank(res.table("value_truncation"))
+    p_cut, acc_cut, acc_full = float(picked["P_noise"].mean()), float(picked["acc"].mean()), float(picked[
+        "acc_untouched"].mean())
+    # the in-context path must exist for "keeps the in-context answer" to mean anything: at least 5x chance (1/V)
+    floor = 5.0 / res.config["vocab_size"]
+    ok = p - 0.15 <= value <= p + 0.2 and p_cut < 0.15 and acc_cut >= max(acc_full, floor)
+    detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
+              f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation "
+              f"half): on the test half P(noise) "
+              f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy "
+              f"{acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
+              f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, "
+              f"accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
+              f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}")
+    return v.judged(ok, value, p, "[-0.15, +0.2]", detail)
+
+
+S_SWEEP = (
+    "Over training noise levels p in {0.1, 0.3, 0.5, 0.7}: |P(noise) - p| <= 0.12 and accuracy without FF2 >= 0.85 at "
+    "every p."
+)
+
+
+# Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper
+# preset.
+SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (three more models, minutes on 2 CPU "
+                  "cores); what that measured when "
+                  "we ran it, and why the card's accuracy bar needs paper size, is in docs/studies/ff-vs-attention.md; "
+                  "judged at paper size")
+
+
+@claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)")
+def judge_sweep(res, v) -> Verdict:
+    end = final(res.table("curves"))
+    full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
+    if len(full) < 2:
+        raise Undecided(f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); "
+                        f"{SWEEP_AT_QUICK}")
+    errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
+    ok = bool((errors <= 0.12).all() and (full["acc_noFF2"] >= 0.85).all())
+    detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p,
+                       r in full.iterrows())
+    return v.judged(ok, float(errors.max()), 0.0, 0.12, detail)
+
+
+S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a "
+           "late MLP (second half of the layers; "
+           "layer and rank picked on a validation split, as LASER does) raises in-context accuracy at held-out trigger "
+           "prompts by >= 0.1 "
+           "while natural-text perplexity changes by <= 10%.")
+
+
+# Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the
+# paper preset.
+LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured "
+                "when we ran it is in the "
+                "docs/studies/ff-vs-attention.md; judged at paper size")
+
+
+@claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)")
+def judge_laser(res, v) -> Verdict:
+    lm = res.table("lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); "
+                                f"{LASER_AT_CPU}")
+    pick, test = laser_selection(lm)
+    base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
+    late = test[test["layer"] >= test["n_layers"] / 2]
+    grid = "; ".join(
+        f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples())
+    head = f"test split: full model in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}"
+    if pick is None:
+        return v.judged(False, None, ">= 0.1", 0.1, f"{head}; no late-layer truncation keeps validation perplexity "
+                                                    f"within 10% (test grid, gain (perplexity change): {grid})")
+    ok = pick["gain"] >= 0.1 and abs(pick["ppl_change"]) <= 0.10
+    detail = (f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test "
+              f"gain {pick['gain']:+.3f} (need >= 0.1), "
+              f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}")
+    return v.judged(ok, float(pick["gain"]), ">= 0.1", 0.1, detail)

@@ -1,0 +1,206 @@
+"""generative-leap: its claims, judged from a run's tables, scalars and config."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from theorylab.core import Claims, Verdict
+from theorylab.core.errors import Undecided
+from theorylab.theory.generative import P3_TRIPLE
+from theorylab.theory.sample_complexity import crossings_from_table, fitted_exponent
+
+REF = "arXiv 2506.05500"
+
+
+def _crossings(table: pd.DataFrame, level: float = 0.5) -> dict[int, float]:
+    """Per d, the n at which the seed-mean overlap first reaches ``level``; d whose smallest n is already there are left
+    out."""
+    return crossings_from_table(table, "n", "overlap", level, skip_started=True)
+
+
+claims = Claims("generative-leap")
+
+
+S_P3 = (
+    "For the 3-parity every order-1 and order-2 moment of y vanishes, and E[y z1 z2 z3] = (2/pi)^{3/2} ≈ 0.5079 (Monte "
+    "Carlo, 1e6 samples, within 4 SE)."
+)
+
+
+@claims.add("p3-moments", S_P3, REF + ", the 3-parity's moments")
+def judge_p3_moments(res, v) -> Verdict:
+    t = res.table("moments")
+    t = t[t["link"] == "parity3"].assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
+    worst = t.loc[t["z"].idxmax()]
+    triple = t[t["moment"] == "E[y z1 z2 z3]"].iloc[0]
+    detail = (
+        f"{len(t)} moments; largest deviation {worst['z']:.2f} SE ({worst['moment']}); E[y z1 z2 z3] = "
+        f"{triple['measured']:.4f} ± {triple['se']:.4f} vs {P3_TRIPLE:.4f}"
+    )
+    return v.judged(bool(t["z"].max() <= 4), float(worst["z"]), 0, "4 SE", detail)
+
+
+S_M3 = (
+    "For the monomial y = z1 z2 z3, E[(y^2 - 1)(z1^2 - 1)] = 2: a label transform exposes an order-2 signal (Monte "
+    "Carlo, within 4 SE)."
+)
+
+
+@claims.add("m3-moment", S_M3, REF + ", label transforms lower the exponent")
+def judge_m3_moment(res, v) -> Verdict:
+    row = res.table("moments").query("link == 'z1z2z3'").iloc[0]
+    z = abs(row["measured"] - 2.0) / row["se"]
+    detail = f"{row['measured']:.4f} ± {row['se']:.4f} vs 2 ({z:.2f} SE)"
+    return v.judged(bool(z <= 4), float(row["measured"]), 2.0, "4 SE", detail)
+
+
+S_LEAP = (
+    "Computed from samples, the first-stage generative leap is 3 for the 3-parity and 2 for z1 z2 z3 (4 for the "
+    "4-parity at the paper preset): the smallest k whose conditional Hermite tensor E[He_k(z) | y] is nonzero."
+)
+
+
+@claims.add("leap-values", S_LEAP, REF + ", definition of the generative leap (first stage; reconstructed)")
+def judge_leaps(res, v) -> Verdict:
+    t = res.table("leaps")
+    found = t.groupby("link")[["leap", "known"]].first()
+    bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
+    detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (
+        f"; wrong: {', '.join(bad)}" if bad else "")
+    zs = t.pivot(index="link", columns="k", values="z_score").round(1).to_dict("index")
+    return v.judged(not bad, len(bad), 0, 0, detail + f"; z-scores by k: {zs}")
+
+
+S_SEQ = ("The agnostic sequential spectral estimator (orders 1-3, no knowledge of the link) needs exactly order k* and "
+         "recovers the whole index space "
+         "(overlap >= 0.9, no extra direction) on each leap link, for every seed (ours: a check of our estimator "
+         "against the known first-stage leaps; "
+         "not the card's sequential-leap claim, which needs a multi-stage link and is not built).")
+
+
+@claims.add("sequential-estimator", S_SEQ, REF + ", agnostic sequential estimation (our reconstruction)")
+def judge_sequential(res, v) -> Verdict:
+    t = res.table("sequential")
+    known = t["known"].astype(int)
+    testable = t[known <= 3]  # our estimator stops at order 3
+    if testable.empty:
+        raise Undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
+    bad = testable[(testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable[
+        "overlap"] < 0.9)]
+    detail = "; ".join(f"{r.link} seed {r.seed}: {r.stages} (overlap {r.overlap:.3f})" for r in testable.itertuples())
+    return v.judged(bad.empty, len(bad), 0, 0, detail)
+
+
+S_COLLAPSE = (
+    "3-parity (k* = 3): the order-3 U-statistic's seed-mean overlap collapses in c = n/d^{3/2}: >= 0.85 at c = 16 for "
+    "every d, spread <= 0.15 across d at c = 8, and <= 0.5 at c = 2."
+)
+
+
+@claims.add("u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic")
+def judge_u_collapse(res, v) -> Verdict:
+    t = res.table("parity")
+    u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
+    cs = set(u.index.get_level_values(0))
+    if not {2.0, 8.0, 16.0} <= cs:
+        raise Undecided(
+            f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'parity_c'")
+    high, mid, low = u[16.0], u[8.0], u[2.0]
+    spread = float(mid.max() - mid.min())
+    ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
+    detail = (
+        f"c=16: min {high.min():.3f} (need >= 0.85); c=8: {', '.join(f'd={d}: {v:.3f}' for d, v in mid.items())}, "
+        f"spread {spread:.3f} (need <= 0.15); c=2: max {low.max():.3f} (need <= 0.5)"
+    )
+    return v.judged(ok, spread, "<= 0.15", 0.15, detail)
+
+
+S_BLIND = (
+    "Order-2 methods are blind to the 3-parity: at d = 32, n = 16 d^{3/2}, the order-2 estimator's overlap stays <= "
+    "0.3 (chance 3/32), whatever the label transform."
+)
+
+
+@claims.add("order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)")
+def judge_order2_blind(res, v) -> Verdict:
+    t = res.table("order2").query("link == 'parity3'")
+    worst = float(t["overlap"].max())
+    detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t[
+        "overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
+    return v.judged(worst <= 0.3, worst, "<= 0.3", 0.3, detail)
+
+
+S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean "
+               "overlap >= 0.85 at n/d = 40 for every d, "
+               "and its curves collapse in n/d: spread <= 0.1 across d at n/d = 20 and 40. The card's n/d = 10 is "
+               "reported, not judged: it lies below this "
+               "estimator's spectral threshold, where the proportional-limit overlap is 0 and finite-d overlaps fall "
+               "slowly with d "
+               "(0.50, 0.43, 0.35, 0.22, 0.13 at d = 32, 64, 128, 256, 512; 40 seeds each), so there is nothing to "
+               "collapse at these d.")
+
+
+M3_JUDGED = (20.0, 40.0)  # above the spectral threshold (fixed from the d-trend above, not from this run)
+
+
+@claims.add("m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d")
+def judge_m3_linear(res, v) -> Verdict:
+    t = res.table("order2").query("link == 'z1z2z3'")
+    means = t.groupby(["alpha", "d"])["overlap"].mean()
+    alphas = sorted(set(means.index.get_level_values(0)))
+    missing = [a for a in M3_JUDGED if a not in alphas]
+    if missing:
+        raise Undecided(f"this config has no n/d = {', '.join(f'{a:g}' for a in missing)} in 'monomial_alphas'")
+    top = means[40.0]
+    spreads = {a: float(means[a].max() - means[a].min()) for a in alphas}
+    worst = max(spreads[a] for a in M3_JUDGED)
+    ok = top.min() >= 0.85 and worst <= 0.1
+    below = [a for a in alphas if a < min(M3_JUDGED)]
+    detail = (f"n/d = 40: min over d {top.min():.3f} (need >= 0.85); spread across d: "
+              + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in M3_JUDGED) + " (need <= 0.1)"
+              + "".join(f"; reported, n/d = {a:g} (below the threshold): " + ", ".join(f"d={d}: {v:.3f}" for d,
+                  v in means[a].items()) for a in below)
+              + f"; {t['seed'].nunique()} seeds per point")
+    return v.judged(ok, worst, "<= 0.1", 0.1, detail)
+
+
+S_U_BEATS_V = (
+    "Removing the diagonal does not hurt: at c = 8 the U-statistic's seed-mean overlap is >= the V-statistic's for "
+    "every d."
+)
+
+
+@claims.add("u-beats-v", S_U_BEATS_V, REF + ", U- vs V-statistic")
+def judge_u_beats_v(res, v) -> Verdict:
+    t = res.table("parity")
+    at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
+    if at.empty:
+        raise Undecided("this config has no c = 8 in 'parity_c'")
+    margin = float((at["U"] - at["V"]).min())
+    detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
+    return v.judged(margin >= 0, margin, ">= 0", 0, detail)
+
+
+S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ "
+               "d^{k*/2}) and >= 1.75 for the V-statistic. "
+               "The card's third part, 2.0 ± 0.25 for the 4-parity, is not built (no order-4 kernel): this claim does "
+               "not cover it.")
+
+
+@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})")
+def judge_exponents(res, v) -> Verdict:
+    t = res.table("parity")
+    exps = {}
+    for stat in ("U", "V"):
+        cross = _crossings(t[t["statistic"] == stat])
+        if len(cross) >= 3 and max(cross) >= 128:
+            exps[stat] = fitted_exponent(cross)
+    if len(exps) < 2:
+        raise Undecided("needs paper preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part is "
+                        "not built")
+    ok = abs(exps["U"] - 1.5) <= 0.2 and exps["V"] >= 1.75
+    detail = (
+        f"U: {exps['U']:.2f} (need 1.5 ± 0.2); V: {exps['V']:.2f} (need >= 1.75); the card's 4-parity exponent needs "
+        f"an order-4 kernel we have not built"
+    )
+    return v.judged(ok, exps["U"], 1.5, 0.2, detail)

@@ -1,0 +1,198 @@
+"""mean-field-width: its claims, judged from a run's tables, scalars and config."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theorylab.core import Claims, Verdict
+from theorylab.core.errors import Undecided
+from theorylab.theory.mean_field import (
+    reduction_error_budget,
+)
+from theorylab.theory.mean_field_rates import (
+    exponents_in_dimension,
+    growth_over_start,
+    pooled_inverse_width,
+    width_for_sup_gap,
+)
+
+REF = "arXiv 2504.13110"
+
+
+claims = Claims("mean-field-width")
+
+
+S_INIT = ("At initialisation m·gap_m(0), averaged over seeds and widths, equals K(1) - E K(<w, w'>) = E[σ(g)²] - "
+          "E[σ(<w, x>) σ(<w', x>)] within 0.15, "
+          "the expectation computed without K: σ evaluated pointwise, E σ(g)² by Gauss-Hermite quadrature and the "
+          "cross term by Monte Carlo over w, w' uniform, x ~ N(0, I); "
+          "the closed form (1 - 3/(d(d+2)) for K(t) = t^4) agrees with that Monte Carlo within 4 standard errors.")
+
+
+@claims.add("init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)")
+def judge_init(res, v) -> Verdict:
+    g, mc = res.table("gaps"), res.table("kernel_check")
+    g0 = g[g["step"] == 0]
+    worst, parts, ok = 0.0, [], True
+    for (d, k), grp in g0.groupby(["d", "k"]):
+        row = mc[(mc["d"] == d) & (mc["k"] == k)].iloc[0]
+        measured, expected, se, theory = float(grp["m_gap"].mean()), float(row["init_mc"]), float(row[
+            "init_mc_se"]), float(row["init_theory"])
+        worst = max(worst, abs(measured - expected))
+        ok &= abs(measured - expected) <= 0.15 and abs(theory - expected) <= 4 * se
+        parts.append(f"d={d}, k={k}: measured {measured:.3f} vs Monte Carlo {expected:.3f} ± {se:.3f} (need "
+                     f"|difference| <= 0.15); "
+                     f"closed form {theory:.3f} (need within 4 SE = {4 * se:.3f} of the Monte Carlo)")
+    return v.judged(ok, worst, "Monte Carlo", 0.15, "; ".join(parts))
+
+
+S_INVERSE = (
+    "The gap stays O(1/m) over the whole run, escape phase included: the exponent beta of gap ∝ m^-beta pooled over "
+    "checkpoints lies in [0.7, 1.4], every checkpoint's own slope in [0.5, 1.6]."
+)
+
+
+@claims.add("inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)")
+def judge_inverse(res, v) -> Verdict:
+    g = res.table("gaps")
+    bad, parts, pooled_all = [], [], []
+    for (d, k), grp in g.groupby(["d", "k"]):
+        pooled, per = pooled_inverse_width(grp["t"], grp["width"], grp["gap"])
+        pooled_all.append(pooled)
+        parts.append(f"d={d}, k={k}: pooled {pooled:.2f}; per checkpoint " + ", ".join(f"t={t:g}: {b:.2f}" for t,
+            b in per.items()))
+        if not 0.7 <= pooled <= 1.4:
+            bad.append(f"pooled {pooled:.2f} at d={d}, k={k}")
+        bad += [f"t={t:g}: {b:.2f}" for t, b in per.items() if not 0.5 <= b <= 1.6]
+    return v.judged(not bad, float(np.nanmin(pooled_all)), "[0.7, 1.4]", "per checkpoint [0.5, 1.6]", "; ".join(parts))
+
+
+S_BLOWUP = ("No exponential blow-up: max over checkpoints of m·gap_m(t) is <= 1.5 x m·gap_m(0) for every m at a single "
+            "d (across d: the ratio grows "
+            "with a fitted exponent <= 2 in d); the Grönwall factor exp(Lip·T) with the measured Lipschitz constant is "
+            "reported beside it.")
+
+
+@claims.add("no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width")
+def judge_blowup(res, v) -> Verdict:
+    g, sc = res.table("gaps"), res.table("self_concordance")
+    ratios, parts = {}, []
+    for (d, k), grp in g.groupby(["d", "k"]):
+        r = growth_over_start(grp["t"], grp["width"], grp["m_gap"])
+        lip = float(sc[(sc["d"] == d) & (sc["k"] == k)]["hessian_op_max"].max())
+        horizon = float(grp["t"].max())
+        ratios[(d, k)] = r
+        parts.append(f"d={d}, k={k}: max_t m·gap / m·gap(0) = {r:.2f} (Grönwall exp(Lip·T) = exp({lip:.2f} x "
+                     f"{horizon:g}) = {np.exp(min(lip * horizon, 700)):.2e})")
+    dims = sorted({d for d, _ in ratios})
+    if len(dims) == 1:
+        worst = max(ratios.values())
+        return v.judged(worst <= 1.5, worst, "<= 1.5", 1.5, "; ".join(parts))
+    slopes = exponents_in_dimension(ratios)
+    worst = max(slopes) if slopes else float("nan")
+    return v.judged(bool(slopes) and worst <= 2, worst, "<= 2", 2, "; ".join(parts) + f"; exponent in d per k: "
+        f"{[round(s, 2) for s in slopes]}")
+
+
+S_CONVERGES = (
+    "The mean-field reference converges: L_MF decreases monotonically (violations <= 1e-9) and L_MF(T) <= 0.1 and <= "
+    "L_MF(0)/5."
+)
+
+
+@claims.add("mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics")
+def judge_converges(res, v) -> Verdict:
+    loss = res.table("loss")
+    worst_violation, parts, ok = 0.0, [], True
+    for (d, k), grp in loss.groupby(["d", "k"]):
+        values = grp.sort_values("step")["L_mf"].to_numpy()
+        violation = float(np.max(np.diff(values), initial=0.0))
+        worst_violation = max(worst_violation, violation)
+        end, start = values[-1], values[0]
+        ok &= violation <= 1e-9 and end <= 0.1 and end <= start / 5
+        parts.append(f"d={d}, k={k}: L_MF {start:.3f} -> {end:.4f}, largest increase {violation:.1e}")
+    return v.judged(ok, worst_violation, "<= 1e-9", 1e-9, "; ".join(parts))
+
+
+S_POLY = (
+    "Width needed to keep sup_t gap <= 1e-3 until T(d) grows polynomially in d (fitted exponent <= 3), and T(d) grows "
+    "like d^{(k-2)/2} (exponent within [-0.3, +0.5] of it)."
+)
+
+
+@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)")
+def judge_poly(res, v) -> Verdict:
+    g, loss = res.table("gaps"), res.table("loss")
+    dims = sorted(g["d"].unique())
+    if len(dims) < 3:
+        raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(map(str, dims))}) and the fit needs >= "
+                        f"3; needs paper preset")
+    parts, ok = [], True
+    for k, grp in g.groupby("k"):
+        need = [width_for_sup_gap(s["t"], s["width"], s["gap"], 1e-3) for s in (grp[grp["d"] == d] for d in dims)]
+        horizon = [float(loss[(loss["d"] == d) & (loss["k"] == k)]["t"].max()) for d in dims]
+        e_need = float(np.polyfit(np.log(dims), np.log(need), 1)[0])
+        e_t = float(np.polyfit(np.log(dims), np.log(horizon), 1)[0])
+        target = (k - 2) / 2
+        ok &= e_need <= 3 and target - 0.3 <= e_t <= target + 0.5
+        parts.append(f"k={k}: width exponent {e_need:.2f} (need <= 3); T(d) exponent {e_t:.2f} (need in "
+                     f"[{target - 0.3:.2f}, {target + 0.5:.2f}])")
+    return v.judged(ok, None, None, None, "; ".join(parts))
+
+
+S_REDUCTION = ("The rotationally symmetric 1-D overlap dynamics reproduces the particle reference's loss at every "
+               "checkpoint, within the sum of "
+               "three estimated errors: the reference's finite width, its time step, and the reduction's "
+               "discretisation (ours: the check the card asks for before using the reduction).")
+
+
+@claims.add("reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics")
+def judge_reduction(res, v) -> Verdict:
+    r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_n = 0)")
+    width_err, step_err, disc_err = reduction_error_budget(r["L_ref"], r["L_ref_half_eta"], r["L_reduced"],
+                                                           r["L_reduced_coarse"], r["ref_error"])
+    budget = width_err + step_err + disc_err
+    diff = (r["L_reduced"] - r["L_ref"]).abs()
+    excess = float((diff - budget).max())
+    worst = r.loc[(diff / budget).idxmax()]
+    detail = (f"largest |L_reduced - L_ref| / budget = {float((diff / budget).max()):.2f} at t = {worst['t']:g} "
+              f"({abs(worst['L_reduced'] - worst['L_ref']):.2e} vs width {width_err[worst.name]:.1e} + step "
+              f"{step_err[worst.name]:.1e} + discretisation {disc_err[worst.name]:.1e})")
+    return v.judged(excess <= 0, excess, "<= 0", "error budget", detail)
+
+
+S_SC = ("Self-concordance during the escape: over particles still on the equator band (|<w, w*>| < 0.5), at every "
+        "checkpoint, the 95th percentile of "
+        "|H(w)|_op/|v(w)| is <= 10·k and does not grow with d (fitted exponent <= 0.25). (Reconstructed: converged "
+        "particles, v -> 0, are excluded.)")
+
+
+@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)")
+def judge_sc(res, v) -> Verdict:
+    sc = res.table("self_concordance")
+    dims = sorted(sc["d"].unique())
+    valid = sc[sc["ratio_p95_escaping"].notna()]
+    if len(dims) < 2:
+        worst = float(valid["ratio_p95_escaping"].max()) if not valid.empty else float("nan")
+        k = int(sc["k"].iloc[0])
+        init = sc[sc["step"] == 0].iloc[0]
+        raise Undecided(
+            f"at quick size (one dimension, d = {dims[0]}, k = {k}) it measures a 95th percentile of |H|/|v| over "
+            f"escaping particles of up to {worst:.1f} "
+            f"(passes the bound 10k = {10 * k}; the d-exponent needs >= 2 dimensions); judged at paper size, where our "
+            f"reading is expected to fail for a "
+            f"structural reason, not the scale: at initialisation |s|·|H|/|v| has median "
+            f"{init['scaled_median_escaping']:.2f} (drive alone: k - 1 = {k - 1}), "
+            f"so |H|/|v| ~ (k - 1)/|s| with |s| ~ d^-1/2 (median |s| here {init['overlap_median_escaping']:.3f}) grows "
+            f"like sqrt(d)")
+    parts, ok = [], True
+    for k, grp in valid.groupby("k"):
+        per_d = grp.groupby("d")["ratio_p95_escaping"].max()
+        scaled = grp.groupby("d")["scaled_p95_escaping"].max() if "scaled_p95_escaping" in grp else None
+        slope = float(np.polyfit(np.log(per_d.index.to_numpy(float)), np.log(per_d.to_numpy()), 1)[0])
+        ok &= bool((per_d <= 10 * k).all()) and slope <= 0.25
+        parts.append(f"k={k}: " + ", ".join(f"d={d}: {v:.2f}" for d, v in per_d.items()) + f"; exponent {slope:.2f} "
+            f"(need <= 0.25; bound {10 * k})"
+                     + ("; |s|·|H|/|v| (95th pct): " + ", ".join(f"d={d}: {v:.2f}" for d, v in scaled.items(
+                         )) if scaled is not None else ""))
+    return v.judged(ok, None, None, None, "; ".join(parts))

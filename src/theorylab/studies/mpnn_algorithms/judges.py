@@ -1,0 +1,211 @@
+"""mpnn-algorithms: its claims, judged from a run's tables, scalars and config."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from theorylab.core import Claims, Verdict
+from theorylab.core.errors import Undecided
+
+REF = "arXiv 2602.13106"
+
+
+claims = Claims("mpnn-algorithms")
+
+
+S_REF = (
+    "The reference Bellman-Ford agrees with scipy.sparse.csgraph.shortest_path to 1e-9 on every test graph, and the "
+    "knapsack DP with brute force on every instance of <= 12 items."
+)
+
+
+@claims.add("reference-bf", S_REF, "oracles (ours)")
+def judge_reference(res, v) -> Verdict:
+    t = res.table("references")
+    worst = t.groupby("check")["error"].max()
+    ok = bool((worst <= 1e-9).all())
+    return v.judged(ok, float(worst.max()), "<= 1e-9", 1e-9, "; ".join(f"{k}: max error {v:.1e} over "
+        f"{int((t['check'] == k).sum())} cases" for k, v in worst.items()))
+
+
+def _bf_min(res, eta: float = 1e-3) -> pd.DataFrame:
+    t = res.table("size_generalization")
+    return t[(t["aggr"] == "min") & (t["task"] == "bf") & np.isclose(t["eta"], eta)]
+
+
+S_SIZE = ("Trained on <= 10 graphs of <= 3 nodes with η = 1e-3, the min-aggregation MPNN's mean relative error is <= "
+          "1e-2 at every test size for every seed, "
+          "and flat: err(n_max) <= 2·err(16) + 1e-3 (thresholds ours; the paper states O(ε)).")
+
+
+@claims.add("size-generalization", S_SIZE, REF + "; Nerem et al. arXiv 2503.19173 (extrapolation guarantee)")
+def judge_size(res, v) -> Verdict:
+    t = _bf_min(res)
+    if t.empty:
+        raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 "
+                        f"(eta={tuple(res.config.get('sparsities', ()))})")
+    worst = float(t["mean_rel_error"].max())
+    flat = []
+    for _, g in t.groupby(["family", "loss", "seed"]):
+        e = g.set_index("n")["mean_rel_error"]
+        flat.append(e[e.index.max()] <= 2 * e[e.index.min()] + 1e-3)
+    ok = worst <= 1e-2 and all(flat)
+    by_n = t.groupby("n")["mean_rel_error"].max()
+    detail = "max over seeds by n: " + ", ".join(f"{n}: {v:.2e}" for n, v in by_n.items(
+        )) + f"; flat in {sum(flat)}/{len(flat)} (family, loss, seed)"
+    un = _bf_min(res, 0.0)
+    if not un.empty:
+        detail += "; η = 0 (reported): " + ", ".join(f"{n}: {v:.2e}" for n, v in un.groupby("n")["mean_rel_error"].max(
+            ).items())
+    return v.judged(ok, worst, "<= 1e-2", 1e-2, detail)
+
+
+S_F = (
+    "With η = 1e-3 the learned message function is x + w: max over x in [0, 200], w in [1, 10] of |f_θ(x, w) − (x + "
+    "w)|/(x + w) <= 1e-2 for every seed (training inputs stay at x <= ~20 besides the sentinel)."
+)
+
+
+@claims.add("learned-function", S_F, REF + ", the aligned target x + w")
+def judge_learned_f(res, v) -> Verdict:
+    t = res.table("learned_function")
+    t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
+    reg = t[np.isclose(t["eta"], 1e-3)]
+    if reg.empty:
+        raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 "
+                        f"(eta={tuple(res.config.get('sparsities', ()))})")
+    worst = float(reg["max_rel_error"].max())
+    detail = (
+        f"η = 1e-3: max {worst:.2e} (seeds: {', '.join(f'{v:.1e}' for v in reg['max_rel_error'])}); η = 0 (reported): "
+        f"{', '.join(f'{v:.1e}' for v in t[t['eta'] == 0]['max_rel_error'])}"
+    )
+    return v.judged(worst <= 1e-2, worst, "<= 1e-2", 1e-2, detail)
+
+
+S_AGG = (
+    "Sum- and mean-aggregation MPNNs trained identically have mean relative error >= 0.2 at the largest test size, for "
+    "every seed."
+)
+
+
+@claims.add("aggregation-control", S_AGG, REF + ", algorithmic alignment of the aggregation")
+def judge_aggregation(res, v) -> Verdict:
+    t = res.table("size_generalization")
+    t = t[t["aggr"].isin(["sum", "mean"])]
+    if t.empty:
+        raise Undecided("this config trains no sum/mean baseline (controls=())")
+    top = t[t["n"] == t["n"].max()]
+    low = float(top["mean_rel_error"].min())
+    detail = ", ".join(f"{a}: min {g['mean_rel_error'].min():.3g}" for a, g in top.groupby(
+        "aggr")) + f" at n = {int(top['n'].max())}"
+    return v.judged(low >= 0.2, low, ">= 0.2", 0.2, detail)
+
+
+S_L1 = (
+    "The regulariser is active: ‖θ‖₁ at η = 1e-3 is <= 0.5 x ‖θ‖₁ at η = 0 for every seed (same initialisation, end of "
+    "training)."
+)
+
+
+@claims.add("regulariser-active", S_L1, REF + ", the sparsity regulariser")
+def judge_l1(res, v) -> Verdict:
+    t = res.table("learned_function")
+    t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
+    a, b = t[np.isclose(t["eta"], 1e-3)], t[t["eta"] == 0]
+    if a.empty or b.empty:
+        raise Undecided(f"this config does not train both η = 0 and η = 1e-3 "
+                        f"(eta={tuple(res.config.get('sparsities', ()))})")
+    pairs = a.merge(b, on=["seed", "loss"], suffixes=("_reg", "_free"))
+    ratio = pairs["l1_reg"] / pairs["l1_free"]
+    detail = ", ".join(f"seed {r.seed}: {r.l1_reg:.0f} / {r.l1_free:.0f}" for r in pairs.itertuples())
+    return v.judged(bool((ratio <= 0.5).all()), float(ratio.max()), "<= 0.5", 0.5, detail)
+
+
+S_WL = ("C6 and two disjoint triangles are 1-WL-indistinguishable: for every random-init node MPNN (min, max, sum, "
+        "mean) the sorted node embeddings and the summed readouts "
+        "agree to 1e-6 after K = 6 rounds, although msf_weight gives 5 vs 4; node-id features (a leak) break the tie "
+        "(gap >= 1e-3), and the pair-based variant separates the graphs in every model.")
+
+
+@claims.add("wl-impossibility", S_WL, REF + ", tasks standard MPNNs cannot do; 1-WL")
+def judge_wl(res, v) -> Verdict:
+    t = res.table("wl_pair")
+    node = t[t["variant"] == "node MPNN"]
+    leak = t[t["variant"].str.contains("leak")]
+    pair = t[t["variant"].str.startswith("pair")]
+    same = float(node[["embedding_gap", "readout_gap"]].max().max())
+    ok = (same <= 1e-6 and bool(t["wl_colours_equal"].iloc[0]) and (t["msf_c6"].iloc[0], t["msf_two_c3"].iloc[0]) == (
+        5.0, 4.0)
+          and float(leak["embedding_gap"].min()) >= 1e-3 and float(pair["embedding_gap"].min()) >= 1e-3)
+    detail = (f"node MPNN max gap {same:.1e} over {len(node)} models; 1-WL colours equal: "
+              f"{bool(t['wl_colours_equal'].iloc[0])}; MSF {t['msf_c6'].iloc[0]:g} vs {t['msf_two_c3'].iloc[0]:g}; "
+              f"leak control min gap {leak['embedding_gap'].min():.3g}; pair MPNN min gap "
+              f"{pair['embedding_gap'].min():.3g}")
+    return v.judged(ok, same, "<= 1e-6", 1e-6, detail)
+
+
+S_KNAP = ("The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reaches mean relative error <= 1e-2 on the "
+          "optimum at 50 items / capacity 100, for every seed "
+          "(each seed keeps the best of its restarts on held-out instances of the training sizes; the test sizes play "
+          "no part in the choice).")
+
+
+@claims.add("knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)")
+def judge_knapsack(res, v) -> Verdict:
+    t = res.table("knapsack")
+    top = t[t["items"] == t["items"].max()]
+    if int(top["items"].max()) < 50:
+        raise Undecided(f"this config tests knapsack only up to {int(top['items'].max())} items (the claim is at 50: "
+                        f"knap_test_items)")
+    per = top.groupby("seed")["rel_error"].mean()
+    detail = f"{int(top['items'].max())} items: mean per seed " + ", ".join(
+        f"{v:.2e}" for v in per) + f"; max over instances {top['rel_error'].max():.2e}"
+    if "knapsack_selection" in res.tables:
+        sel = res.tables["knapsack_selection"]
+        detail += "; kept the restart with the lowest held-out <= 4-item error per seed (" + ", ".join(
+            f"seed {s}: {g['val_rel_error'].min():.1e} of {', '.join(f'{v:.1e}' for v in g['val_rel_error'])}" for s,
+            g in sel.groupby("seed")) + ")"
+    return v.judged(bool(per.max() <= 1e-2), float(per.max()), "<= 1e-2", 1e-2, detail)
+
+
+S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN trained on tiny one- and two-edge "
+         "paths with bottleneck targets (f* = max(x, w); per seed the best "
+         "of its restarts on held-out tiny paths) classifies minimum-spanning-tree edges (edge in tree iff w_uv <= "
+         "learned bottleneck distance) with mean F1 >= 0.99 and "
+         "spanning-forest weight within 1e-2 of networkx's, for every seed and test size.")
+
+
+@claims.add("mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)")
+def judge_mst(res, v) -> Verdict:
+    t = res.table("mst", unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: "
+                                "--preset mst-cpu measures them "
+                                "at reduced size in ~75 s on 2 cores, the paper preset judges them)")
+    f1 = t.groupby(["seed", "n"])["f1"].mean()
+    werr = t.groupby(["seed", "n"])["weight_rel_error"].mean()
+    ok = float(f1.min()) >= 0.99 and float(werr.max()) <= 1e-2
+    detail = "mean F1 by (seed, n): " + ", ".join(f"{k}: {v:.3f}" for k, v in f1.items(
+        )) + f"; worst mean weight error {werr.max():.1e}"
+    if "minimax_selection" in res.tables:
+        sel = res.tables["minimax_selection"]
+        if sel.groupby("seed").size().max() > 1:
+            kept = ", ".join(f"seed {s}: {g['val_rel_error'].min():.1e} of "
+                             f"{', '.join(f'{v:.1e}' for v in g['val_rel_error'])}" for s, g in sel.groupby("seed"))
+            detail += f"; kept the restart with the lowest held-out tiny-graph error per seed ({kept})"
+    judged_n = int(res.config.get("mst_judged_nodes", 256))
+    if int(t["n"].max()) < judged_n:
+        bad = sorted({int(k[0]) for k, v in f1.items() if v < 0.99} | {int(k[0]) for k, v in werr.items() if v > 1e-2})
+        inits = int(res.config.get("mst_restarts", 1))
+        grid = tuple(res.config.get("mst_train_weights", ()))
+        fits = ""
+        if "minimax_selection" in res.tables:
+            losses = res.tables["minimax_selection"]["train_loss"]
+            fits = f" (final training loss {losses.min():.0e}..{losses.max():.0e} here)"
+        raise Undecided(f"at reduced size it measures {detail} (n <= {int(t['n'].max())}, {t['seed'].nunique()} seeds, "
+                        f"{inits} init(s) each, training weights {grid}; "
+                        f"{'passes' if ok else f'fails F1 >= 0.99 / weight error <= 1e-2 in seeds {bad}'}); judged at "
+                        f"paper size (n up to {judged_n}, restart selection). "
+                        "Why it is fragile: above the kink max(x, w) is the identity in x, so the n-round min-fixpoint "
+                        "lowers a bottleneck by up to n times "
+                        f"f_θ's deficit there, and the fits{fits} can leave more than the readout's 1e-3 slack")
+    return v.judged(ok, float(f1.min()), ">= 0.99", 0.99, detail)

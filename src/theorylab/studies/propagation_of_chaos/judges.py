@@ -1,0 +1,196 @@
+"""propagation-of-chaos: its claims, judged from a run's tables, scalars and config."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from theorylab.core import Claims, Verdict
+from theorylab.core.errors import Undecided
+from theorylab.theory.mean_field_rates import (
+    halving_shrink_factors,
+    spread_across,
+    sup_of_seed_mean,
+)
+from theorylab.theory.rates import fit_inverse_width
+
+REF = "arXiv 2605.22010"
+
+
+claims = Claims("propagation-of-chaos")
+
+
+def _fast(res) -> pd.DataFrame:
+    rates = res.table("rates")
+    return rates[(rates["setting"] == "fast") & (rates["eta"] == res.config["lr"])]
+
+
+S_RATE = (
+    "The theorem's premise holds in the fast setting: L_MF(t) decays like t^-c with c >= 1.5 (fitted where "
+    "L_MF/L_MF(0) is in [1e-3, 1e-1]) and L_MF(T) <= 1e-3 L_MF(0)."
+)
+
+
+@claims.add("fast-rate", S_RATE, REF + ", premise L_t <~ t^-c")
+def judge_rate(res, v) -> Verdict:
+    fast = _fast(res)
+    worst_c = float(fast["c"].min())
+    ratio = float((fast["LT"] / fast["L0"]).max())
+    ok = bool(np.isfinite(worst_c)) and worst_c >= 1.5 and ratio <= 1e-3
+    detail = "; ".join(f"d={int(r.d)}: c = {r.c:.2f} [{r.c_low:.2f}, {r.c_high:.2f}] over {r.window_points} points, "
+                       f"L(T)/L(0) = {r.LT / r.L0:.1e}" for r in fast.itertuples())
+    return v.judged(ok, worst_c, ">= 1.5", 1.5, detail)
+
+
+S_INTEGRAL = (
+    "The integral condition is numerically satisfied: I(T) = ∫_0^T L_MF^{1/2} dt <= 5 and its last half adds <= 30% "
+    "([I(T) - I(T/2)] / I(T/2) <= 0.3)."
+)
+
+
+@claims.add("integral-finite", S_INTEGRAL, REF + ", premise ∫ L^1/2 dt = O(log d)")
+def judge_integral(res, v) -> Verdict:
+    fast = _fast(res)
+    growth = float(((fast["I_T"] - fast["I_half"]) / fast["I_half"]).max())
+    total = float(fast["I_T"].max())
+    detail = "; ".join(f"d={int(r.d)}: I(T) = {r.I_T:.3f}, I(T/2) = {r.I_half:.3f}" for r in fast.itertuples())
+    return v.judged(growth <= 0.3 and total <= 5, growth, "<= 0.3", 0.3, detail)
+
+
+S_UNIFORM = (
+    "The sup-over-time gap falls with width at least as fast as the theorem's rate: beta_sup >= min(1, c/6) - 0.1, and "
+    "(empirically) beta_sup in [0.7, 1.4]."
+)
+
+
+@claims.add("uniform-exponent", S_UNIFORM, REF + ", main theorem: m^{-min(1, c/6)}")
+def judge_uniform(res, v) -> Verdict:
+    sup, fast = res.table("sup_gap"), _fast(res)
+    parts, ok, betas = [], True, []
+    for r in fast.itertuples():
+        grp = sup[(sup["setting"] == "fast") & (sup["d"] == r.d) & (sup["eta"] == r.eta)]
+        beta = fit_inverse_width(grp["width"], grp["sup_gap"])
+        betas.append(beta)
+        ok &= bool(np.isfinite(beta)) and beta >= r.beta_pred - 0.1 and 0.7 <= beta <= 1.4
+        parts.append(f"d={int(r.d)}: beta_sup = {beta:.2f} vs predicted min(1, c/6) = {r.beta_pred:.2f}")
+    return v.judged(ok, float(np.nanmin(betas)), "[0.7, 1.4]", 0.1, "; ".join(parts))
+
+
+S_LATE = "No late growth: for every width, max over t in [T/2, T] of m·gap_m(t) is <= its max over t <= T/2."
+
+
+@claims.add("no-late-growth", S_LATE, REF + ", uniform in time")
+def judge_late(res, v) -> Verdict:
+    sup = res.table("sup_gap")
+    fast = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
+    excess = fast["late_m_gap"] - fast["early_m_gap"]
+    detail = "; ".join(f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}"
+                       for r in fast.itertuples())
+    return v.judged(bool((excess <= 0).all()), float(excess.max()), "<= 0", 0, detail)
+
+
+S_POLY = (
+    "Polynomial dependence on d: m·G_m at the largest width grows with exponent <= 3 in d, and I(∞) grows no faster "
+    "than log d (I(d_max)/I(d_min) <= 1.5 ln d_max / ln d_min)."
+)
+
+
+@claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)")
+def judge_poly(res, v) -> Verdict:
+    sup, fast = res.table("sup_gap"), _fast(res)
+    dims = sorted(fast["d"].unique())
+    if len(dims) < 3:
+        raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
+                        f"fit needs >= 3; needs paper preset")
+    top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
+    top = top[top["width"] == top["width"].max()].set_index("d")
+    mg = (top["sup_gap"] * top["width"]).loc[dims]
+    exponent = float(np.polyfit(np.log(dims), np.log(mg.to_numpy()), 1)[0])
+    integrals = fast.set_index("d")["I_T"]
+    bound = 1.5 * np.log(dims[-1]) / np.log(dims[0])
+    ratio = float(integrals[dims[-1]] / integrals[dims[0]])
+    detail = f"m·G_m exponent {exponent:.2f} (need <= 3); I ratio {ratio:.2f} (need <= {bound:.2f})"
+    return v.judged(exponent <= 3 and ratio <= bound, exponent, "<= 3", 3, detail)
+
+
+S_DISC = ("First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 (same "
+          "initial particles) shrinks by a factor in [1.5, 3] "
+          "per halving, and beta_sup (sup over checkpoints t > 0) changes by at most 0.15 across eta.")
+
+
+@claims.add("discretisation", S_DISC, REF + ", discrete time")
+def judge_disc(res, v) -> Verdict:
+    disc = res.table("discretisation", unless="this config runs one step size (etas empty)")
+    # The gap is a squared L2 distance; a first-order scheme's error is O(eta) in the distance itself.
+    factors = [f for _, grp in disc.groupby("d") for f in halving_shrink_factors(grp["eta"], grp["ref_gap_at_T"])]
+    # The sup over t > 0: at t = 0 every step size starts from the same particles, so a sup attained there could not
+    # differ.
+    gaps = res.table("gaps")
+    later = gaps[(gaps["setting"] == "fast") & (gaps["t"] > 0)]
+    sups = {(int(d), float(eta)): sup_of_seed_mean(g["width"], g["t"], g["gap"])
+            for (d, eta), g in later.groupby(["d", "eta"])}
+    betas = {key: fit_inverse_width(sup.index.to_numpy(), sup.to_numpy()) for key, sup in sups.items()}
+    spread = spread_across(betas)
+    ok = bool(factors) and all(1.5 <= f <= 3 for f in factors) and spread <= 0.15
+    detail = (f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
+              + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items())) + f"; spread across "
+                  f"eta {spread:.3f} (need <= 0.15)")
+    return v.judged(ok, spread, "<= 0.15", 0.15, detail)
+
+
+S_SAMPLES = ("Finite samples: at fixed width, the sup-over-time gap of networks trained on n fixed samples to the "
+             "population mean-field reference falls with n "
+             "(fitted exponent >= 0.5 on the excess over the population-trained gap), and at the largest n is <= 2x "
+             "that pure-width gap (rate reconstructed).")
+
+
+@claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)")
+def judge_samples(res, v) -> Verdict:
+    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); needs "
+                                            "paper preset")
+    sup = res.table("sup_gap")
+    width = int(fs["width"].iloc[0])
+    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["lr"]) & (sup[
+        "d"] == fs["d"].iloc[0])]
+    if pure.empty:
+        raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is "
+                        f"no pure-width gap to compare with")
+    pure_gap = float(pure["sup_gap"].iloc[0])
+    by_n = sup_of_seed_mean(fs["n"], fs["t"], fs["gap"])
+    excess = by_n - pure_gap
+    keep = excess > 0
+    final_ratio = float(by_n.iloc[-1] / pure_gap)
+    gaps_text = ", ".join(f"n={n}: {g:.2e}" for n, g in by_n.items()) + f"; population-trained gap {pure_gap:.2e}"
+    if keep.sum() < 2:
+        raise Undecided(f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the "
+                        f"population-trained gap ({gaps_text}), "
+                        f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes "
+                        f"below the width's own error are needed")
+    exponent = float(-np.polyfit(np.log(by_n.index[keep]), np.log(excess[keep]), 1)[0])
+    detail = (
+        f"{gaps_text}; excess exponent {exponent:.2f} over {int(keep.sum())} sizes (need >= 0.5); largest n / pure = "
+        f"{final_ratio:.2f} (need <= 2)"
+    )
+    return v.judged(exponent >= 0.5 and final_ratio <= 2, exponent, ">= 0.5", 0.5, detail)
+
+
+S_SLOW = (
+    "Report only: in the slow He_4 setting, the decay exponent c, the growth of I(T), and beta_sup (if beta_sup stays "
+    "near 1 while c < 2, the integral condition is sufficient rather than necessary)."
+)
+
+
+@claims.add("slow-contrast", S_SLOW, REF + ", contrast (report only)")
+def judge_slow(res, v) -> Verdict:
+    rates = res.table("rates")
+    slow = rates[rates["setting"] == "slow"]
+    if slow.empty:
+        return v.undecided("report only: slow setting not run")
+    sup = res.table("sup_gap")
+    parts = []
+    for r in slow.itertuples():
+        grp = sup[(sup["setting"] == "slow") & (sup["d"] == r.d)]
+        beta = fit_inverse_width(grp["width"], grp["sup_gap"])
+        parts.append(f"d={int(r.d)}: c = {r.c:.2f} ({r.window_points} points in the window), I(T) = {r.I_T:.3f} "
+                     f"(I(T/2) = {r.I_half:.3f}), beta_sup = {beta:.2f}")
+    return v.undecided("report only: " + "; ".join(parts))

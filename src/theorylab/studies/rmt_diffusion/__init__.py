@@ -1,0 +1,188 @@
+"""rmt-diffusion: random-matrix theory of cross-split consistency in (linear) diffusion models.
+
+Paper: B. Wang, J. A. Zavatone-Veth, C. Pehlevan, "A Random Matrix Theory Perspective on the
+Consistency of Diffusion Models", arXiv 2602.02908 (2026).
+
+This module covers the linear theory: the renormalised noise level kappa(sigma^2), deterministic
+equivalents of the mean and variance of the linear denoiser, of E[Sigma_hat^(1/2)] and of the
+PF-ODE sampling map, checked against Monte Carlo over many data-set draws; and the cross-split
+consistency of linear maps fitted to disjoint splits of the 8x8 digits.
+
+Not built: the trained deep denoisers (MLP/UNet/DiT) of the paper, hence the card's claim
+``deep-follows-linear`` and the deep-net versions of ``moment-mismatch`` and
+``seed-level-prediction`` (a later issue). Every claim here is about linear (Gaussian) maps; none
+of them is evidence that trained deep denoisers follow the linear model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from theorylab.core import ConfigError, RunContext, study
+from theorylab.core.plotting import new_figure
+from theorylab.data.digits import ImageSet, digits, disjoint_splits, stratify_by_pc
+from theorylab.data.gaussian import PowerLawGaussian
+from theorylab.data.images import ImageFolderArray
+from theorylab.probes.cross_split import cross_split_samples, linear_map_disagreement
+from theorylab.probes.dataset_draws import bilinear_denoiser_draws, spectral_draws
+from theorylab.probes.distances import spearman
+from theorylab.probes.estimators import variance_with_se
+from theorylab.studies.rmt_diffusion.config import PRESETS, RMTDiffusionConfig, _check_split_sizes
+from theorylab.studies.rmt_diffusion.figures import (
+    figure_cross_split,
+    figure_kappa,
+    figure_mean,
+    figure_sampling_map,
+    figure_variance,
+)
+from theorylab.studies.rmt_diffusion.judges import claims
+from theorylab.theory import rmt
+
+PAPER = "Wang, Zavatone-Veth, Pehlevan, arXiv 2602.02908 (2026)"
+
+
+def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
+    # Every estimator here is rotation-equivariant, so we work in the population eigenbasis
+    # (Sigma = diag(lambda)); tests check that a random basis changes nothing.
+    lam = PowerLawGaussian(cfg.d, cfg.decay).eigenvalues
+    rng = ctx.rng("probes")
+    # Readout vectors v: random unit directions; inputs x: draws from the data; map inputs sigma_T z.
+    probe_v = rng.standard_normal((cfg.n_probe, cfg.d))
+    probe_v /= np.linalg.norm(probe_v, axis=1, keepdims=True)
+    probe_x = rng.standard_normal((cfg.n_probe, cfg.d)) * np.sqrt(lam)
+    map_inputs = cfg.sigma_T * rng.standard_normal((cfg.n_probe, cfg.d))
+    s2 = np.asarray(cfg.sigma2)
+    modes = np.arange(1, cfg.d + 1)
+    for n in cfg.n:
+        # (1) Spectral statistics: one eigendecomposition per data-set draw.
+        sim = spectral_draws(lam, n, cfg.draws, cfg.chunk, s2, cfg.map_sigma, cfg.sigma_T, map_inputs,
+                             ctx.rng(f"wishart/{n}"), ctx.device, progress=ctx.progress, check=ctx.check_finite)
+        # (2) Bilinear forms v^T D(x) = v^T x - sigma^2 v^T (Sigma_hat + sigma^2)^-1 x, by Cholesky.
+        values = bilinear_denoiser_draws(lam, n, cfg.var_draws, cfg.chunk, cfg.var_sigma2, probe_v, probe_x,
+                                         ctx.rng(f"wishart-var/{n}"), ctx.device, progress=ctx.progress)
+        ctx.check_finite(f"denoiser bilinear forms (n={n})", values)
+
+        # Theory next to each measurement.
+        rmt_mean = rmt.denoiser_mean_equiv(s2, lam, n)  # (S, d)
+        naive = lam / (lam + s2[:, None])
+        kappa = rmt.solve_kappa(s2, lam, n)
+        gain = sim["gain"]
+        for si, sig2 in enumerate(s2):
+            ctx.table("mean_equiv", {
+                "n": n, "gamma": cfg.d / n, "sigma2": sig2, "kappa": kappa[si], "mode": modes, "lambda": lam,
+                "sim_mean": gain.mean[si], "sim_se": gain.se[si], "rmt": rmt_mean[si], "naive": naive[si],
+            })
+        ctx.table("sqrt_equiv", {
+            "n": n, "mode": modes, "lambda": lam, "sim_mean": sim["sqrt"].mean, "sim_se": sim["sqrt"].se,
+            "quad": rmt.sqrt_equiv(lam, n, cfg.quad_nodes), "quad_2x": rmt.sqrt_equiv(lam, n, 2 * cfg.quad_nodes),
+        })
+        sim_var, sim_var_se = variance_with_se(values)
+        theory = rmt.denoiser_var_equiv(probe_v, probe_x, cfg.var_sigma2, lam, n)
+        scaling, weights = rmt.variance_factors(cfg.var_sigma2, lam, n)
+        v_idx, x_idx = (a.ravel() for a in np.meshgrid(np.arange(cfg.n_probe), np.arange(cfg.n_probe), indexing="ij"))
+        ctx.table("variance", {
+            "n": n, "v": v_idx, "x": x_idx, "sim_var": sim_var.ravel(), "theory_var": theory.ravel(),
+            "scaling": scaling,
+            "anisotropy": (probe_v**2 * weights).sum(-1)[v_idx], "inhomogeneity": (probe_x**2 * weights).sum(-1)[x_idx],
+            "ratio": (sim_var / theory).ravel(), "ratio_se": (sim_var_se / theory).ravel(),
+        })
+        for s in cfg.map_sigma:
+            eq_mean = rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, cfg.map_nodes)
+            ctx.table("sampling_map_mean", {
+                "n": n, "sigma": s, "mode": modes, "lambda": lam,
+                "sim_mean": sim["map_mean"][s].mean, "sim_se": sim["map_mean"][s].se, "equiv": eq_mean,
+                "equiv_2x": rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, 2 * cfg.map_nodes),
+            })
+            outputs = sim["map_outputs"][s]  # (draws, m, d)
+            eq_var = rmt.sampling_map_var(map_inputs, lam, n, s, cfg.sigma_T, cfg.map_nodes // 2).sum(-1)
+            sim_var_total, sim_var_se = variance_with_se(outputs, event_dims=1)  # of ||F u||: (m,)
+            eq_out = map_inputs * eq_mean
+            eq_norm = np.linalg.norm(eq_out, axis=1)
+            ctx.table("sampling_map", {
+                "n": n, "sigma": s, "input": np.arange(cfg.n_probe), "sim_var": sim_var_total, "theory_var": eq_var,
+                "var_ratio": sim_var_total / eq_var, "var_ratio_se": sim_var_se / eq_var,
+                "mean_rel_err": np.linalg.norm(outputs.mean(0) - eq_out, axis=1) / eq_norm,
+                "mean_rel_se": np.sqrt(sim_var_total / len(outputs)) / eq_norm,
+            })
+
+
+def _kappa_grid(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
+    """kappa(sigma^2) over ten decades for gamma in {1/4, 1/2, 1, 2, 4} and every configured n, and its two limits."""
+    lam = PowerLawGaussian(cfg.d, cfg.decay).eigenvalues
+    sizes = sorted({*cfg.n, *(round(cfg.d / g) for g in (0.25, 0.5, 1.0, 2.0, 4.0))})
+    ctx.table("kappa", rmt.kappa_grid(lam, sizes, np.logspace(-8, 2, 61)))
+    for name, value in rmt.kappa_limit_checks(lam).items():  # each limit against an independent computation (brentq)
+        ctx.scalar(name, value)
+
+
+def _images(cfg: RMTDiffusionConfig) -> ImageSet:
+    if cfg.dataset == "digits":
+        return digits()
+    return ImageFolderArray(cfg.image_path).load()  # type: ignore[arg-type]
+
+
+def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> None:
+    total, d = images.x.shape
+    z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.seeds, d)))
+    x_T = cfg.sigma_T * z
+    samples = {}
+    for n in cfg.split_n:
+        a, b = disjoint_splits(images, n)
+        out_a, out_b, metrics = cross_split_samples(a, b, x_T, cfg.sigma_T)
+        ctx.check_finite(f"linear samples (n={n})", out_a)
+        ctx.table("cross_split", {"n": n, "seed": np.arange(cfg.seeds), **{k: v.numpy() for k, v in metrics.items()}})
+        samples[n] = (out_a[:6].numpy(), out_b[:6].numpy())
+
+    # Moment mismatch: PC2-top vs PC2-bottom groups against i.i.d. disjoint splits of the same size.
+    top, bottom = stratify_by_pc(images, k=2, size=cfg.pc_group)
+    iid_a, iid_b = disjoint_splits(images, cfg.pc_group)
+    mismatch = linear_map_disagreement(top, bottom, x_T, cfg.sigma_T)
+    iid = linear_map_disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
+    ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.seeds), "iid_mse": iid.numpy(),
+                                               "mismatch_mse": mismatch.numpy()}))
+
+    # Seed-level: RMT-predicted disagreement from the population (mu, Sigma) and n alone, against
+    # the disagreement realised by the two real splits.
+    m = cfg.seed_level_seeds
+    mu, cov = images.mean, images.covariance
+    predicted = rmt.seed_disagreement_from_moments(z[:m].numpy(), mu, cov, cfg.seed_level_n, cfg.sigma_T)
+    a, b = disjoint_splits(images, cfg.seed_level_n)
+    realized = linear_map_disagreement(a, b, x_T[:m], cfg.sigma_T).numpy()
+    ctx.table("seed_level", pd.DataFrame({"seed": np.arange(m), "predicted": predicted, "realized": realized}))
+    figure_cross_split(ctx, ctx.tables["cross_split"], samples, images.image_shape)
+    rho, _ = spearman(predicted, realized)
+    fig, ax = new_figure()
+    ax.scatter(predicted, realized, s=8, alpha=0.6)
+    ax.set_xlabel(r"RMT-predicted disagreement $\hat\Delta(z)$")
+    ax.set_ylabel(r"realised $\|x_1(z)-x_2(z)\|^2/d$")
+    ax.set_title(f"seed-level prediction, n={cfg.seed_level_n}: Spearman ρ = {rho:.2f}")
+    ctx.figure("seed_scatter", fig)
+
+
+@study(
+    "rmt-diffusion",
+    title="Random-matrix theory of cross-split consistency in diffusion models (linear theory; deep denoisers "
+          "not built)",
+    paper=PAPER,
+    config=RMTDiffusionConfig,
+    presets=PRESETS,
+    family="generative",
+    claims=claims,
+    not_built={"rmt-diffusion/deep-follows-linear": "needs trained deep denoisers (MLP at quick, UNet/DiT at paper), "
+                                                    "not built yet; a later issue builds them"},
+)
+def run(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
+    images = _images(cfg)  # first, so that a local data set too small for the splits fails before any work
+    try:
+        _check_split_sizes(cfg, len(images.x))
+    except ValueError as bad:
+        raise ConfigError(f"invalid config: {bad}") from None
+    _kappa_grid(cfg, ctx)
+    figure_kappa(ctx, ctx.tables["kappa"])
+    _synthetic(cfg, ctx)
+    figure_mean(ctx, ctx.tables["mean_equiv"])
+    figure_variance(ctx, ctx.tables["variance"])
+    figure_sampling_map(ctx, ctx.tables["sampling_map"])
+    _images_part(cfg, ctx, images)

@@ -1,0 +1,85 @@
+"""rmt-diffusion: its config and presets (the paper and the claims: see the package)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from theorylab.core import Preset, StudyConfig
+from theorylab.core.fields import Chunk, Dim, Draws, SampleSize, Seeds
+
+DIGITS_COUNT = 1797  # images in scikit-learn's digits
+
+
+NoiseVariance = Annotated[float, Field(gt=0, le=1e6)]  # denoiser noise level sigma^2
+
+
+class RMTDiffusionConfig(StudyConfig):
+    # --- synthetic power-law Gaussian: theory vs Monte Carlo over data-set draws --------------
+    d: Annotated[Dim, Field(ge=8)] = Field(200, description="dimension of the power-law Gaussian data (typ. 200)")
+    decay: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")
+    n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field((200, 400, 800), min_length=1,
+        description="samples per data set for the synthetic checks")
+    sigma2: tuple[NoiseVariance, ...] = Field((1e-3, 1e-2, 1e-1), min_length=1, description="denoiser noise levels "
+        "sigma^2")
+    draws: Annotated[Draws, Field(ge=20)] = Field(1000, description="data-set draws per n for the spectral "
+        "(eigendecomposition) checks (typ. 1000)")
+    var_draws: Annotated[Draws, Field(ge=20)] = Field(2000, description="data-set draws per n for the variance check "
+        "(Cholesky, cheap; typ. 2000)")
+    var_sigma2: NoiseVariance = Field(1e-2, description="noise level of the variance-factorisation check")
+    n_probe: int = Field(8, ge=2, le=64, description="number of readout vectors v and of inputs x in the variance "
+        "check")
+    map_sigma: tuple[Annotated[float, Field(ge=0, le=1e3)], ...] = Field((0.0, 0.5), min_length=1,
+        description="end noise levels sigma of the PF-ODE map (0 = clean sample)")
+    sigma_T: float = Field(80.0, gt=1, le=1e4, description="start noise level of the PF-ODE map (EDM: 80)")
+    quad_nodes: int = Field(100, ge=10, le=2000, description="Gauss-Legendre nodes (u = tan theta) for "
+        "E[Sigma_hat^(1/2)]")
+    map_nodes: int = Field(400, ge=20, le=4000, description="log-grid nodes for the sampling-map mean (half of them "
+        "for its variance)")
+    chunk: Chunk = Field(250, description="data-set draws processed at once (memory vs speed)")
+    # --- digits (or a local image set): linear maps on disjoint splits -----------------------
+    dataset: Literal["digits", "local"] = Field("digits", description="'digits' ships with scikit-learn; 'local' "
+        "reads image_path")
+    image_path: str | None = Field(None, description="local .npz or image folder when dataset='local' (never "
+        "downloaded)")
+    split_n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field((100, 300, 800), min_length=1,
+        description="split sizes for cross-split consistency")
+    seeds: Annotated[Seeds, Field(ge=16)] = Field(1000, description="noise seeds z per split size")
+    pc_group: Annotated[SampleSize, Field(ge=10)] = Field(500, description="size of the PC2-top/-bottom groups "
+        "(moment mismatch)")
+    seed_level_n: Annotated[SampleSize, Field(ge=10)] = Field(300, description="split size for the seed-level "
+        "prediction")
+    seed_level_seeds: Annotated[Seeds, Field(ge=16)] = Field(256, description="seeds for the seed-level Spearman")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RMTDiffusionConfig":
+        if self.dataset == "local" and not self.image_path:
+            raise ValueError("'image_path' is required when dataset='local'")
+        if self.dataset == "digits":
+            _check_split_sizes(self, DIGITS_COUNT)
+        return self
+
+
+def _check_split_sizes(cfg: "RMTDiffusionConfig", total: int) -> None:
+    """Two disjoint splits of every requested size must fit in the image set."""
+    for name, value in (("split_n", max(cfg.split_n)), ("seed_level_n", cfg.seed_level_n), ("pc_group", cfg.pc_group)):
+        if 2 * value > total:
+            raise ValueError(f"'{name}' = {value} is too large: two disjoint splits need 2 x {name} <= {total} images, "
+                             f"so {name} <= {total // 2}")
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's quick sizes (d = 200, digits)"),
+    "paper": Preset.of(
+        "paper",
+        "GPU: larger dimension and finer grids for the synthetic theory; "
+        "our reading, the card gives no synthetic sizes",
+        d=(1024, "32x32 grey-scale images have d = 1024"),
+        n=((256, 512, 1024, 2048, 4096), "gamma from 4 down to 1/4"),
+        sigma2=((1e-4, 1e-3, 1e-2, 1e-1, 1.0), "five decades of noise"),
+        draws=(2000, "halves the Monte Carlo error of the spectral checks"),
+        var_draws=(8000, "Monte Carlo error ~1.6% on variances"),
+        chunk=(500, "GPU memory allows larger batches"),
+    ),
+}
