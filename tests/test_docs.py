@@ -5,6 +5,7 @@ keep the suite fast; each test then checks what the tutorial says the code produ
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def _run(name: str, **replace: str) -> dict:
 
 EXECUTED = {  # the pages whose Python blocks a test below runs
     "kits/toy-transformer.md", "kits/index-models.md", "kits/mean-field.md", "kits/corrupted-data.md",
-    "kits/weight-patches.md", "kits/graphs.md", "kits/pde.md", "kits/attention-geometry.md",
+    "kits/weight-patches.md", "kits/graphs.md", "kits/pde.md", "kits/attention-geometry.md", "kits/similarity.md",
 }
 
 
@@ -101,3 +102,10 @@ def test_pde_kit_example_runs():
         torch.set_num_threads(threads)
     assert ns["u"].shape == (64, 1, 64) and ns["coarse"].shape == (4, 1, 32, 32)
     assert 0.02 < ns["lam"] < 0.08 and bool(ns["drifting"].isfinite().all())
+
+
+def test_similarity_kit_example_runs():
+    ns = _run("similarity")
+    # the values the page's comments state: debiased CKA removes the small-n inflation of unrelated features
+    assert abs(ns["cka_noise_debiased"]) < 0.02 < ns["cka_noise"]
+    assert 0 < ns["angle"] < math.pi / 2 and 0 <= ns["drift"] < 0.01
