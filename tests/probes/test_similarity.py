@@ -24,6 +24,7 @@ from theorylab.probes.similarity import (
     rbf_gram,
     rdm,
     rsa,
+    stochastic_shape_distance,
 )
 
 # --- brute-force references (explicit matrices and sums, no code shared with the module) -----------------------------
@@ -358,3 +359,78 @@ def test_feature_kernel_drift_equals_kernel_drift_of_linear_kernels():
             kernel_drift(X @ X.T, Y @ Y.T, center=center), rel=1e-10)
     assert feature_kernel_drift(X, Y) == pytest.approx(1 - linear_cka(X, Y), rel=1e-10)
     assert feature_kernel_drift(X, 3.0 * X) == pytest.approx(0.0, abs=1e-12)
+
+
+# --- stochastic shape distance ---------------------------------------------------------------------------------------
+
+
+def _stochastic(rng, n=8, k=3, full=False):
+    mu = rng.standard_normal((n, k))
+    if full:
+        return mu, np.stack([_psd(rng, k) + 0.05 * np.eye(k) for _ in range(n)])
+    return mu, rng.uniform(0.05, 2.0, (n, k))
+
+
+def test_stochastic_shape_distance_with_zero_covariances_is_procrustes_over_sqrt_n():
+    rng = np.random.default_rng(20)
+    mu_a, mu_b = rng.standard_normal((10, 3)), rng.standard_normal((10, 5)) + 4.0
+    d = stochastic_shape_distance(mu_a, np.zeros((10, 3)), mu_b, np.zeros((10, 5, 5)))
+    expected = procrustes_distance(mu_a, mu_b, kind="euclidean", scale=False) / np.sqrt(10)
+    assert d == pytest.approx(expected, abs=1e-8)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_stochastic_shape_distance_is_invariant_to_rotating_one_network(full):
+    rng = np.random.default_rng(21)
+    mu, var = _stochastic(rng, k=4, full=full)
+    Q = _orthogonal(rng, 4)
+    if full:  # means rotated (and shifted, which centring removes), covariances Q S Q^T
+        rotated = np.stack([Q @ s @ Q.T for s in var])
+    else:  # one isotropic variance per input: Q s I Q^T = s I stays diagonal
+        var = rotated = np.repeat(var[:, :1], 4, axis=1)
+    assert stochastic_shape_distance(mu, var, mu @ Q.T + 2.0, rotated) <= 1e-8
+    assert stochastic_shape_distance(mu, var, mu, var) <= 1e-8
+
+
+def test_stochastic_objective_at_a_fixed_map_is_the_mean_gaussian_w2():
+    rng = np.random.default_rng(22)
+    for full in (False, True):
+        (mu_a, var_a), (mu_b, var_b) = _stochastic(rng, full=full), _stochastic(rng, full=full)
+        S_a, S_b = (v if full else np.stack([np.diag(x) for x in v]) for v in (var_a, var_b))
+        ca, cb = mu_a - mu_a.mean(0), mu_b - mu_b.mean(0)
+        Q = _orthogonal(rng, 3)
+        for R in (np.eye(3), Q):
+            brute = np.mean([_w2_scipy(ca[i], S_a[i], R @ cb[i], R @ S_b[i] @ R.T) ** 2 for i in range(len(ca))])
+            ours = np.mean([gaussian_w2(ca[i], S_a[i], R @ cb[i], R @ S_b[i] @ R.T, squared=True)
+                            for i in range(len(ca))])
+            d = stochastic_shape_distance(mu_a, var_a, mu_b, var_b, rotation=R)
+            assert d**2 == pytest.approx(brute, rel=1e-8)
+            assert d**2 == pytest.approx(ours, rel=1e-8)
+
+
+def test_stochastic_shape_distance_minimises_monotonically():
+    rng = np.random.default_rng(23)
+    for full in (False, True):
+        (mu_a, var_a), (mu_b, var_b) = _stochastic(rng, full=full), _stochastic(rng, full=full)
+        var_b = var_b * 3.0  # covariances matter as much as the means
+        d, trace = stochastic_shape_distance(mu_a, var_a, mu_b, var_b, return_trace=True)
+        assert d == pytest.approx(np.sqrt(trace[-1]), rel=1e-12)
+        assert all(later <= earlier for earlier, later in zip(trace, trace[1:], strict=False))
+        for R in [np.eye(3)] + [_orthogonal(rng, 3) for _ in range(5)]:
+            assert d <= stochastic_shape_distance(mu_a, var_a, mu_b, var_b, rotation=R) + 1e-12
+    with pytest.raises(ValueError, match="var_b holds negative variances"):
+        stochastic_shape_distance(mu_a, np.ones((8, 3)), mu_b, -np.ones((8, 3)))
+    with pytest.raises(ValueError, match="same inputs"):
+        stochastic_shape_distance(mu_a, np.ones((8, 3)), mu_b[:5], np.ones((5, 3)))
+
+
+def test_stochastic_shape_distance_is_a_metric():
+    rng = np.random.default_rng(24)
+    worst = np.inf
+    for _ in range(10):
+        reps = [_stochastic(rng, n=6, k=int(rng.integers(2, 4)), full=bool(rng.integers(2))) for _ in range(3)]
+        dab, dbc, dac = (stochastic_shape_distance(*reps[i], *reps[j]) for i, j in ((0, 1), (1, 2), (0, 2)))
+        assert dab == pytest.approx(stochastic_shape_distance(*reps[1], *reps[0]), rel=1e-9)
+        assert stochastic_shape_distance(*reps[0], *reps[0]) <= 1e-8
+        worst = min(worst, (dab + dbc - dac) / dac)
+    assert worst >= -1e-6
