@@ -16,6 +16,15 @@ a balanced-partition (subset-sum) problem: θ = 1 when the mass splits evenly, �
   the closed forms, as tables (the attention-sensitivity study's checks).
 - Facts used as tests: θ(uniform, n even) = 1, θ(uniform, n odd) = 1 − 1/n², θ = 4 p_max (1 − p_max)
   when p_max >= ½, and 1 − p_max² <= θ <= 1.
+
+Softmax dilution (studies/representation-collapse.md; after Barbero et al. 2024, "Transformers need glasses!",
+our reconstruction):
+
+- :func:`dilution_bound`: if every score of the last query obeys |s_j| <= c, each of its L weights is
+  p_j <= e^{2c}/L, so editing position 1 (its key, value and score) moves the attention output by at most
+  B(L) = (e^{2c}/L)(2 max_j ‖v_j‖ + ‖Δv₁‖): sensitivity O(1/L).
+- :func:`count_construction_output`: the last-token output on [a]^L b, (L v_a w_a + v_b w_b)/(L w_a + w_b),
+  whose change from L to L + 1 is O(1/L²).
 """
 
 from __future__ import annotations
@@ -191,3 +200,43 @@ def theta_closed_form_cases(n_max: int = 12, p_maxes: tuple[float, ...] = (0.5, 
             rows.append(dict(case=f"p_max = {pmax}", n=n, theta=theta_exact(np.concatenate([[pmax], rest])),
                              expected=4 * pmax * (1 - pmax)))
     return pd.DataFrame(rows).assign(error=lambda t: (t["theta"] - t["expected"]).abs())
+
+
+# --- softmax dilution (representation collapse) -------------------------------------------------------------------
+
+
+def max_score(scores: Tensor) -> float:
+    """``c = max_j |s_j|`` over all entries of ``scores``: the score radius that :func:`dilution_bound` needs."""
+    return float(scores.detach().abs().max())
+
+
+def dilution_bound(L: int, c: float, v_max: float, dv1: float) -> float:
+    """``B(L) = (e^{2c}/L)(2 v_max + ‖Δv₁‖)``: the most an edit of position 1 can move one softmax-attention output.
+
+    After Barbero et al. 2024 ("Transformers need glasses!"), our derivation (studies/representation-collapse.md).
+    With L keys and every score of the query in [−c, c] (before and after the edit),
+    p_j = e^{s_j}/Σ_k e^{s_k} <= e^{c}/(e^{c} + (L − 1)e^{−c}) <= e^{2c}/L. The edit changes only s₁ and v₁, so
+    the other weights share one rescaling and ‖Δp‖₁ = 2|Δp₁|; then
+    ‖Δo‖ <= ‖Δp‖₁ max_j ‖v_j‖ + p₁′‖Δv₁‖ <= (e^{2c}/L)(2 v_max + ‖Δv₁‖). ``v_max`` must cover the values of both
+    inputs (v₁ and v₁′ included); ``L`` counts every key the query sees (itself included, when causal).
+    """
+    if L < 1 or c < 0 or v_max < 0 or dv1 < 0:
+        raise ValueError(f"need L >= 1 and c, v_max, dv1 >= 0; got {L}, {c}, {v_max}, {dv1}")
+    return math.exp(2.0 * c) / L * (2.0 * v_max + dv1)
+
+
+def count_construction_output(L, va, vb, wa, wb) -> np.ndarray:
+    """The exact last-token attention output on the count sequence [a]^L b: ``(L v_a w_a + v_b w_b)/(L w_a + w_b)``.
+
+    Barbero et al. 2024, the counting example: the query of b sees L identical keys of a (weight
+    ``w_a = e^{s_a}`` each, value ``v_a``) and its own key (``w_b = e^{s_b}``, ``v_b``). Its change from L to
+    L + 1 is ``w_a w_b (v_a − v_b)/((L w_a + w_b)((L + 1) w_a + w_b)) = O(1/L²)``. Arguments broadcast (NumPy,
+    float64): ``L`` may be an array of lengths and ``va``, ``vb`` vectors on a trailing axis of the same shape.
+    """
+    L, va, vb = (np.asarray(t, dtype=np.float64) for t in (L, va, vb))
+    wa, wb = float(wa), float(wb)
+    if wa <= 0 or wb <= 0:
+        raise ValueError(f"softmax weights are positive; got w_a = {wa}, w_b = {wb}")
+    if va.ndim and L.ndim:  # lengths on their own leading axis, vectors on the trailing one
+        L = L[..., None]
+    return (L * va * wa + vb * wb) / (L * wa + wb)
