@@ -1,0 +1,59 @@
+"""ssm-consensus: the quick run, and judges that fail on wrong results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from result_edits import edit_table as _edit
+from result_edits import set_where
+from theorylab.studies import ssm_consensus as ssm
+
+
+@pytest.fixture(scope="module")
+def ssm_quick(quick_run):
+    return quick_run("ssm-consensus")
+
+
+def test_quick_claims(ssm_quick):
+    for v in ssm_quick.verdicts:
+        if v.id.endswith(("hf-matches-idealization", "trained-gate-effect")):
+            assert v.passed is None and ("not built" in v.detail or "needs paper preset" in v.detail)
+        else:
+            assert v.passed is True, f"{v.id}: {v.detail}"
+    assert {"lambda1_vs_depth", "pe_windows"} <= {p.stem for p in ssm_quick.figures}
+
+
+def _final(r, config, column, value):
+    return _edit(r, "final", lambda f: set_where(f, lambda t: t["config"] == config, column, value))
+
+
+def test_judges_fail_on_wrong_results(ssm_quick):
+    r, j = ssm_quick, ssm.judges
+    # a measure that is off by rounding-plus on the constructed tokens
+    assert j.judge_sanity(_edit(r, "sanity", lambda f: f.assign(measured=f["measured"] * (1 + 1e-9)))).passed is False
+    # SiLU without consensus, or with consensus but many clusters
+    assert j.judge_silu(_final(r, "silu", "lambda1", 0.6)).passed is False
+    assert j.judge_silu(_final(r, "silu", "participation", 2.5)).passed is False
+    # linear reaching consensus; or not diverse enough relative to SiLU
+    assert j.judge_linear(_final(r, "linear", "lambda1", 0.8)).passed is False
+    assert j.judge_linear(_final(r, "linear", "participation", 2.0)).passed is False
+    # a gate that changes nothing
+    same = _edit(r, "final", lambda f: f.assign(lambda1=np.where(f["config"] == "silu+gate", f["lambda1"].where(
+        f["config"] != "silu+gate").mean(), f["lambda1"])))
+    assert j.judge_gate(_final(same, "silu+gate", "lambda1", float(r.table("final").query("config == 'silu'")[
+        "lambda1"].mean()))).passed is False
+    # isotropic runs stuck away from consensus
+    assert j.judge_isotropic(_final(r, "isotropic", "lambda1", 0.9)).passed is False
+    stuck = _edit(r, "trajectory", lambda f: set_where(f, lambda t: t["config"] == "isotropic", "lambda1", 0.9))
+    assert j.judge_isotropic(stuck).passed is False
+    # SiLU never persistently excited; or the linear interaction excited
+    assert j.judge_pe(_final(r, "silu", "pe_window", np.nan)).passed is False
+    assert j.judge_pe(_final(r, "linear", "pe_window", 40.0)).passed is False
+
+
+def test_bad_config_fails_before_work():
+    from theorylab.core.study import get_study
+
+    with pytest.raises(Exception, match="pe_max"):
+        get_study("ssm-consensus").make_config("quick", pe_max=300)
