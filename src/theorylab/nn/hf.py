@@ -3,7 +3,7 @@
 Needs the ``hf`` extra (``pip install "theorylab[hf]"``). Nothing is ever downloaded.
 
 - :func:`random_init`: a ``transformers`` causal LM of a known family (Gemma 3 text, Llama,
-  Mistral, Qwen2, Mixtral, GPT-2; BERT as a masked LM) built from a small config with seeded random
+  Mistral, Qwen2, Mixtral, GPT-2, Mamba-2; BERT as a masked LM) built from a small config with seeded random
   weights; RMSNorm scales get random offsets so that ``(1 + w) != 1`` is exercised.
 - :func:`load_local_causal_lm` (alias :func:`load_local`): model and tokenizer from a directory
   written by ``save_pretrained``, with ``local_files_only=True``.
@@ -76,7 +76,7 @@ load_local = load_local_causal_lm
 # arch name -> transformers model_type
 ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral",
          "qwen2": "qwen2", "mixtral": "mixtral",
-         "gpt2": "gpt2", "bert": "bert"}
+         "gpt2": "gpt2", "bert": "bert", "mamba2": "mamba2"}
 MASKED_LM = {"bert"}  # encoders get a masked-LM head; the rest are causal LMs
 
 
@@ -125,8 +125,9 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
             model.loss_type = "ForMaskedLM" if model_type in MASKED_LM else "ForCausalLM"
         with torch.no_grad():
             for module in model.modules():
-                if type(module).__name__.endswith("RMSNorm") and isinstance(getattr(module, "weight", None),
-                    torch.Tensor):
+                # Mamba-2's gated norm (MambaRMSNormGated, scale stored as is) is a norm too
+                if type(module).__name__.endswith(("RMSNorm", "RMSNormGated")) and isinstance(
+                        getattr(module, "weight", None), torch.Tensor):
                     offset = 0.0 if "Gemma" in type(module).__name__ else 1.0
                     module.weight.copy_(offset + norm_std * torch.randn_like(module.weight))
     return model.to(dtype).eval()

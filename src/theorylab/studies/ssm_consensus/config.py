@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field, model_validator
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Dim, Every, Length, NLayers, Seeds
+from theorylab.core.fields import Batch, Corpus, Dim, Every, LearningRate, Length, NLayers, Seeds, Steps
+from theorylab.data.text import check_corpus
 
 
 class SSMConsensusConfig(StudyConfig):
@@ -22,9 +24,38 @@ class SSMConsensusConfig(StudyConfig):
     tau: float = Field(1.0, gt=0, le=10, description="step τ of z <- π(z + τ g ⊙ r) (card: 1)")
     pe_max: NLayers = Field(100, description="persistence-of-excitation windows up to this many layers count as found")
     record_every: Every = Field(5, description="layers between two recorded Gram spectra (figures only)")
+    hf: bool = Field(True, description="run the Hugging Face Mamba-2 parts (claims 7-8; needs the hf extra)")
+    hf_runs: Seeds = Field(4, description="runs of the HF-vs-idealisation equivalence check, per configuration")
+    hf_n_layers: NLayers = Field(4, description="distinct layers (weights) of the equivalence check")
+    hf_depth: NLayers = Field(8, description="layers run in the equivalence check (cycling the distinct ones)")
+    gate_runs: Seeds = Field(20, description="token sequences of the gate on/off measurement (card: 20 quick, 50 "
+                                             "paper)")
+    gate_n_layers: NLayers = Field(200, description="depth of the gate on/off measurement, cycling the blocks "
+                                                    "(card: 200)")
+    mamba_hidden: Dim = Field(64, description="hidden size of the HF Mamba-2 (card: 64 random-init, 768 trained)")
+    mamba_n_layers: NLayers = Field(4, description="blocks of the HF Mamba-2 (card: 4 random-init, 24 trained)")
+    mamba_state: Dim = Field(16, description="state size (card: 16 random-init; mamba2-130m: 128)")
+    mamba_head_dim: Dim = Field(16, description="head_dim (card: 16 random-init, 64 trained)")
+    mamba_train: bool = Field(False, description="train the HF Mamba-2 on text first (claim 8; GPU advised)")
+    train_steps: Steps = Field(2000, description="AdamW steps of the self-trained Mamba-2")
+    train_lr: LearningRate = Field(1e-3, description="AdamW learning rate of the self-trained Mamba-2")
+    train_batch: Batch = Field(16, description="windows per step")
+    train_length: Length = Field(256, description="characters per window")
+    train_corpus: Corpus = Field("stdlib", description="'stdlib', 'kjv' or a local text file")
+    mamba_local: str | None = Field(None, description="a local directory with Mamba-2 weights (e.g. mamba2-130m, "
+                                                      "save_pretrained format) used instead of training; nothing is "
+                                                      "downloaded")
 
     @model_validator(mode="after")
     def _checks(self) -> "SSMConsensusConfig":
+        if self.mamba_train:
+            check_corpus("train_corpus", self.train_corpus)
+        if self.mamba_local is not None and not Path(self.mamba_local).expanduser().is_dir():
+            raise ValueError(f"'mamba_local' must be an existing directory of Mamba-2 weights; {self.mamba_local!r} "
+                             f"is not")
+        if self.mamba_hidden * 2 % self.mamba_head_dim:
+            raise ValueError(f"'mamba_head_dim' ({self.mamba_head_dim}) must divide 2 x 'mamba_hidden' "
+                             f"({2 * self.mamba_hidden})")
         if self.pe_max > self.n_layers:
             raise ValueError(f"'pe_max' ({self.pe_max}) must be at most 'n_layers' ({self.n_layers})")
         return self
@@ -40,5 +71,11 @@ PRESETS = {
         m=(64, "card"),
         runs=(50, "card"),
         isotropic_n=(64, "card's isotropic size at quick; n = 768 would hold a 768 x 768 state per token"),
+        gate_runs=(50, "card"),
+        mamba_hidden=(768, "card: mamba2-130m shape"),
+        mamba_n_layers=(24, "card"),
+        mamba_state=(128, "mamba2-130m"),
+        mamba_head_dim=(64, "card"),
+        mamba_train=(True, "card claim 8: a self-trained 130m-shape Mamba-2"),
     ),
 }

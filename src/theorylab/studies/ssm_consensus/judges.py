@@ -108,14 +108,44 @@ S_HF = ("The random-init Hugging Face Mamba-2, configured as the idealised layer
 
 @claims.add("hf-matches-idealization", S_HF, REF + " (mapping reconstructed)")
 def judge_hf(res, v) -> Verdict:
-    return v.undecided("not built yet: the Mamba-2 adapter (gate toggle, layer cycling, per-layer capture) is the "
-                       "next step of this study; the idealised claims above do not depend on it")
+    if not res.config.get("hf", True):
+        return v.undecided("the HF parts were switched off (hf = false)")
+    if res.scalar("hf_missing"):
+        return v.undecided(res.scalar("hf_missing"))
+    t = res.table("hf_equivalence")
+    worst = float(t["max_error"].max())
+    per = t.groupby("config")["max_error"].max()
+    return v.judged(worst <= 1e-5, worst, "<= 1e-5", 1e-5,
+                    f"largest |z_HF - z_ideal| over {t['run'].nunique()} runs x {res.config['hf_depth']} layers: "
+                    + ", ".join(f"{c} {e:.2g}" for c, e in per.items()))
 
 
-S_TRAINED = ("A self-trained Mamba-2 (130m shape) cycled to depth 200: without the gate λ̄₁ exceeds the gated value by "
-             ">= 0.15 and r with the gate is >= 2x r without.")
+S_TRAINED = ("A self-trained Mamba-2 (130m shape) cycled to depth 200 (or local mamba2-130m weights): without the gate "
+             "λ̄₁ exceeds the gated value by >= 0.15 and r with the gate is >= 2x r without (with real mamba2-130m "
+             "weights the paper reports gated λ̄₁ ≈ 0.45, ungated ≈ 0.8).")
+
+
+def _gate_final(t):
+    last = t[t["layer"] == t["layer"].max()]
+    return {g: (float(x["lambda1"].mean()), float(x["participation"].mean())) for g, x in last.groupby("gate")}
 
 
 @claims.add("trained-gate-effect", S_TRAINED, REF + ", experiments on trained Mamba-2")
 def judge_trained(res, v) -> Verdict:
-    return v.undecided("needs paper preset and the Mamba-2 adapter (not built yet): a self-trained 130m-shape model")
+    if not res.config.get("hf", True):
+        return v.undecided("the HF parts were switched off (hf = false)")
+    if res.scalar("hf_missing"):
+        return v.undecided(res.scalar("hf_missing"))
+    t = res.table("hf_gate")
+    f = _gate_final(t)
+    (lam_on, r_on), (lam_off, r_off) = f["on"], f["off"]
+    drop, ratio = lam_off - lam_on, r_on / r_off
+    detail = (f"{t['source'].iloc[0]} model, layer {int(t['layer'].max())}: λ̄₁ gated {lam_on:.3f}, ungated "
+              f"{lam_off:.3f} (+{drop:.3f}); r gated {r_on:.2f}, ungated {r_off:.2f} (x{ratio:.2f})")
+    if t["source"].iloc[0] == "random-init":
+        return v.undecided("needs a trained model (paper preset: self-trained; or mamba_local); reduced measurement "
+                           "on the card's random-init shape: " + detail, measured=drop)
+    ok = drop >= 0.15 and ratio >= 2
+    if t["source"].iloc[0] == "local":
+        ok = ok and 0.35 <= lam_on <= 0.55 and 0.7 <= lam_off <= 0.9
+    return v.judged(ok, drop, ">= 0.15 (and r ratio >= 2)", 0.15, detail)
