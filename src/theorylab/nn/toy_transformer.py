@@ -47,6 +47,11 @@ class ToyTransformerConfig(BaseModel):
     qk: Literal["untied", "tied"] = Field("untied", description="'tied' uses one matrix for queries and keys (K = Q)")
     attention: Literal["softmax", "hard"] = Field("softmax", description="'hard': one-hot on the arg-max key (not "
         "trainable through the pattern)")
+    attention_kernel: Literal["auto", "fused", "explicit"] = Field(
+        "auto", description="softmax attention's kernel: 'fused' (torch's scaled_dot_product_attention: scores, "
+                            "weights and sums inside one kernel, accumulated in float32 for low-precision inputs, "
+                            "rounded once), 'explicit' (scores and weights as tensors in the model's dtype), 'auto' "
+                            "(fused on GPU, explicit on CPU)")
     qk_scale: float | None = Field(None, gt=0, description="score scale (None: 1/sqrt(head_rank))")
     mlp_width: int = Field(0, ge=0, le=1_000_000, description="hidden width of the MLP; 0 means no MLP")
     mlp_layers: tuple[int, ...] | None = Field(None, description="0-based layers that have an MLP (None: every layer, "
@@ -239,9 +244,11 @@ class MultiHeadAttention(nn.Module):
             q, k = apply_rotary(q), apply_rotary(k)
         q, k = self.hook_q(q), self.hook_k(k)
         probing = self.hook_scores.active or self.hook_pattern.active
-        if cfg.attention == "softmax" and not probing and q.is_cuda and not _is_vmapped(q):
-            # Fused kernel on GPU when nobody reads the pattern; same numbers as the explicit path.
-            # (On CPU the explicit path is faster at toy sizes, and vmap has no batching rule for it.)
+        fused = cfg.attention_kernel == "fused" or (cfg.attention_kernel == "auto" and q.is_cuda)
+        if cfg.attention == "softmax" and not probing and fused and not _is_vmapped(q):
+            # Fused kernel on GPU when nobody reads the pattern; the same numbers as the explicit path up to rounding
+            # (in bfloat16 not the same bits: the explicit path rounds every weight to bfloat16, the fused one only
+            # the output). On CPU the explicit path is faster at toy sizes, and vmap has no batching rule for it.
             z = F.scaled_dot_product_attention(q, k, v, is_causal=cfg.causal, scale=cfg.scale)
         else:
             scores = self.hook_scores(cfg.scale * q @ k.transpose(-1, -2))  # (B, H, T, T)

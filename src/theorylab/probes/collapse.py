@@ -9,6 +9,10 @@ the count construction, low-precision collapse) and Sun & Hsieh, arXiv 2410.1229
   (measurement 2; O(1/L²) in exact arithmetic, exactly 0 once below the format's resolution).
 - :func:`calibrated_cosine`: mean within-sequence cosine minus mean cross-sequence cosine (measurement 3).
 - :func:`loglog_slope`: the least-squares slope of log y against log L, for the rates above.
+- :func:`attention_edit_change`: the change of one softmax-attention layer's last output under an edit of position
+  1, next to the dilution bound B(L) measured on the same pair of inputs (:func:`theory.softmax.dilution_bound`).
+- :func:`first_token_skip`: a negative control that carries position 1 to the last state outside every softmax.
+- :func:`layer_collapse`: calibrated cosine and effective rank per token of every layer's states.
 
 Models: a :class:`~theorylab.nn.toy_transformer.ToyTransformer` is read at its ``hook_final`` point; any other
 module through a forward hook on its final norm (``final_module`` or the first of ``norm_final``, ``model.norm``,
@@ -18,6 +22,8 @@ module through a forward hook on its final norm (``final_module`` or the first o
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +31,8 @@ import torch
 from torch import Tensor, nn
 
 from theorylab.data.tasks import count_sequences
+from theorylab.probes.spectra import effective_rank
+from theorylab.theory.softmax import dilution_bound
 
 _FINAL_NORM_NAMES = ("norm_final", "model.norm", "transformer.ln_f", "norm", "ln_f")
 
@@ -138,3 +146,90 @@ def loglog_slope(L, y) -> float:
     if L.shape != y.shape or L.size < 2 or np.any(y <= 0) or np.any(L <= 0):
         raise ValueError(f"need >= 2 positive (L, y) pairs of one shape; got L = {L}, y = {y}")
     return float(np.polyfit(np.log(L), np.log(y), 1)[0])
+
+
+class EditChange(NamedTuple):
+    """One pair of inputs: the measured ``change`` of the last attention output, the ``bound`` B(L) and its inputs
+    (``c`` the largest |score| of the last query over both inputs, ``v_max`` the largest value norm over both,
+    ``dv1`` the change of position 1's value)."""
+
+    change: float
+    bound: float
+    c: float
+    v_max: float
+    dv1: float
+
+
+@torch.no_grad()
+def attention_edit_change(attn: nn.Module, x: Tensor, x_edit: Tensor) -> list[EditChange]:
+    """The last position's output change of a one-head softmax attention layer under an edit of position 1.
+
+    ``attn``: a :class:`~theorylab.nn.toy_transformer.MultiHeadAttention` with one head, its output map ``W_O`` the
+    identity and no output bias, so its output is the attention average ``Σ_j p_j v_j`` itself. ``x, x_edit``:
+    ``(batch, L, d)`` vector inputs that differ only at position 1 (index 0). The layer's own forward (its kernel,
+    normalisation and masking) gives the outputs; the last query's scores are recomputed from the queries and keys
+    read at its ``hook_q``/``hook_k`` points and the values from ``W_V``, so
+    :func:`~theorylab.theory.softmax.dilution_bound` gets c, max‖v_j‖ and ‖Δv₁‖ of the same two inputs.
+    """
+    if x.shape != x_edit.shape or x.ndim != 3:
+        raise ValueError(f"need two (batch, L, d) inputs of one shape; got {tuple(x.shape)}, {tuple(x_edit.shape)}")
+    if attn.W_V.shape[0] != 1:
+        raise ValueError(f"the bound is for one head; this layer has {attn.W_V.shape[0]}")
+    if not torch.equal(x[:, 1:], x_edit[:, 1:]):
+        raise ValueError("x and x_edit must differ only at position 1 (index 0)")
+    caught: dict[str, list[Tensor]] = {"q": [], "k": []}
+    handles = [getattr(attn, f"hook_{n}").register_forward_hook(lambda _m, _i, out, n=n: caught[n].append(out))
+               for n in caught]
+    try:
+        out, out_edit = attn(x), attn(x_edit)
+    finally:
+        for h in handles:
+            h.remove()
+    # the last query sees every key (causal or not): its scores s_j = scale q_L . k_j, for both inputs
+    last = [attn.cfg.scale * torch.einsum("br,btr->bt", q[:, 0, -1].double(), k[:, 0].double())
+            for q, k in zip(caught["q"], caught["k"])]
+    c = torch.maximum(*(s.abs().amax(-1) for s in last))
+    values = [torch.einsum("btd,vd->btv", t.double(), attn.W_V[0].double()) for t in (x, x_edit)]
+    if attn.b_V is not None:
+        values = [v + attn.b_V[0].double() for v in values]
+    v_max = torch.maximum(*(v.norm(dim=-1).amax(-1) for v in values))
+    dv1 = (values[0][:, 0] - values[1][:, 0]).norm(dim=-1)
+    change = _distance(out[:, -1], out_edit[:, -1])
+    L = x.shape[1]
+    return [EditChange(float(change[b]), dilution_bound(L, float(c[b]), float(v_max[b]), float(dv1[b])),
+                       float(c[b]), float(v_max[b]), float(dv1[b])) for b in range(len(x))]
+
+
+@contextmanager
+def first_token_skip(model: nn.Module) -> Iterator[None]:
+    """Negative control of the dilution rate: inside the block, a ToyTransformer adds position 1's embedding to the
+    last position's final residual stream, a path outside every softmax average, so an edit of position 1 moves
+    the last state by O(1) at every length (a flat log-log slope instead of −1)."""
+    first: dict[str, Tensor] = {}
+    last_block = f"blocks.{len(model.blocks) - 1}.hook_resid_post"
+
+    def keep(t: Tensor) -> None:
+        first["embedding"] = t[:, 0]
+
+    def add(t: Tensor) -> Tensor:
+        out = t.clone()
+        out[:, -1] = out[:, -1] + first["embedding"]
+        return out
+
+    with model.hooks({"hook_embed": keep, last_block: add}):
+        yield
+
+
+@torch.no_grad()
+def layer_collapse(model: nn.Module, x: Tensor) -> list[dict[str, float]]:
+    """Within-sequence collapse of every block's output states ``H_l`` ``(batch, L, d)`` of a ToyTransformer.
+
+    Per layer l (1-based): the anisotropy-calibrated cosine :func:`calibrated_cosine` and the effective rank of
+    each sequence's ``H_l`` (Roy and Vetterli) divided by L, averaged over the batch (measurements 3 and 4 of the
+    card).
+    """
+    names = [f"blocks.{i}.hook_resid_post" for i in range(len(model.blocks))]
+    _, cache = model.run_with_cache(x, names)
+    L = x.shape[1]
+    return [dict(layer=i + 1, calibrated_cosine=calibrated_cosine(cache[n]),
+                 erank_per_token=float(effective_rank(cache[n]).mean()) / L) for i, n in enumerate(names)]
