@@ -56,6 +56,7 @@ keeps the block norm at float64.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -69,6 +70,18 @@ from theorylab.probes.spectra import gram_spectrum, participation_ratio
 from theorylab.theory.consensus import LayerWeights, ideal_ssm_layer
 
 _NONLINEARITIES = ("silu", "linear")
+
+
+class _CPUKernelAdvice(logging.Filter):
+    """Drops transformers' "falling back to its reference PyTorch implementation ... install mamba_ssm /
+    causal_conv1d" warnings when no GPU is present: those packages are CUDA-only, and the reference path is the one
+    this adapter is built for. On a GPU machine the advice stands and is shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return torch.cuda.is_available() or "falling back to its reference PyTorch" not in record.getMessage()
+
+
+logging.getLogger("transformers.integrations.hub_kernels").addFilter(_CPUKernelAdvice())
 
 
 # --------------------------------------------------------------------------------------------------- model access
