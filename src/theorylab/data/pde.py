@@ -23,9 +23,10 @@ overhead-bound: run them with one intra-op thread (``torch.set_num_threads(1)``)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
@@ -389,7 +390,7 @@ def cache_key(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def generate(system: KS1D | NS2D, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int,
+def generate(system: Any, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int,
              out: str | None = None) -> tuple[Tensor, dict]:
     """``(fields [n_traj, n_t, 1, *spatial] float64, config)``: ``n_traj`` trajectories from random states
     integrated ``spinup`` time units, then ``n_steps`` solver steps with every ``save_every``-th kept
@@ -400,8 +401,12 @@ def generate(system: KS1D | NS2D, n_traj: int, n_steps: int, save_every: int, sp
         raise ValueError(f"generate needs n_traj >= 1, n_steps >= 0, save_every >= 1, spinup >= 0; got {n_traj}, "
                          f"{n_steps}, {save_every}, {spinup}")
     kind = type(system).__name__
-    params = {k: getattr(system, k) for k in ("L", "N", "dt", "dealias", "nu", "drag", "forcing_mode",
-                                              "forcing_amplitude") if hasattr(system, k)}
+    # Every parameter the system was built with keys the cache (for KS1D and NS2D the same keys as before; the
+    # equations of data.pde_equations add theirs, e.g. Du, Dv, k, velocity, kappa), never the device.
+    names = ["L", "N", "dt", "dealias", "nu", "drag", "forcing_mode", "forcing_amplitude"]
+    if dataclasses.is_dataclass(system):
+        names += [f.name for f in dataclasses.fields(system) if f.init and f.name != "device" and f.name not in names]
+    params = {k: getattr(system, k) for k in names if hasattr(system, k)}
     config = dict(system=kind, params=params, n_traj=n_traj, n_steps=n_steps, save_every=save_every, spinup=spinup,
                   seed=seed, scheme="etdrk4", kit_version=KIT_VERSION)
     if out is not None:
