@@ -14,13 +14,12 @@ pytest.importorskip("transformers")
 from theorylab.nn.hf import full_precision_norms, random_init  # noqa: E402
 from theorylab.nn.hf_mamba2 import (  # noqa: E402
     GateOnly,
-    consensus_measures,
     gate_off,
-    idealization_error,
     idealized_mamba2,
     layer_states,
     mamba2_blocks,
 )
+from theorylab.probes.mamba2_consensus import consensus_measures, idealization_error  # noqa: E402
 from theorylab.probes.spectra import gram_spectrum, participation_ratio  # noqa: E402
 from theorylab.theory.consensus import draw_layer_weights, simulate_ideal_ssm  # noqa: E402
 

@@ -12,10 +12,9 @@ downloaded, the CUDA kernels are not needed. Needs the ``hf`` extra.
   residual stream onto a sphere after each layer (the idealisation's ``π``).
 - :func:`idealized_mamba2`: a random-init HF Mamba-2 whose weights are set so that one block, followed by that
   projection, *is* the idealised layer of :func:`theorylab.theory.consensus.ideal_ssm_layer` (card claim 7);
-  :func:`idealization_error` measures how far the two are apart, layer by layer.
-- :func:`consensus_measures`: ``λ̄₁`` and the participation ratio ``r`` of token states, through
-  :func:`theorylab.probes.spectra.gram_spectrum` and :func:`~theorylab.probes.spectra.participation_ratio` (only the
-  shape handling lives here).
+  :func:`theorylab.probes.mamba2_consensus.idealization_error` measures how far the two are apart.
+- The measurements on these states (``λ̄₁``, ``r``, the distance to the idealisation) are in
+  :mod:`theorylab.probes.mamba2_consensus`.
 
 **The mapping onto the idealised layer** (derived here from ``Mamba2Mixer.forward`` of transformers 5.x; what is
 exact and what is a choice):
@@ -65,9 +64,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from theorylab.probes.spectra import gram_spectrum, participation_ratio
-from theorylab.theory.consensus import LayerWeights, ideal_ssm_layer
 
 _NONLINEARITIES = ("silu", "linear")
 
@@ -170,15 +166,6 @@ def _chunk_sizes(mixers: Sequence[nn.Module], length: int, chunk_size: int | Non
 # ----------------------------------------------------------------------------------------------- layer states
 
 
-def consensus_measures(states: Tensor) -> tuple[Tensor, Tensor]:
-    """``(λ̄₁, r)`` of token states ``(..., ℓ, n)``, each of shape ``(...)``: the top normalised Gram eigenvalue and
-    the participation ratio ``1/Σλ̄_k²`` (card "Measurements"; :func:`theorylab.probes.spectra.gram_spectrum`, rows
-    normalised there). For ``(depth, runs, ℓ, n)`` states this gives ``(depth, runs)``, as
-    ``ConsensusTrace.lambda1`` and ``.participation`` do for the idealised model."""
-    spectrum = gram_spectrum(states)
-    return spectrum[..., 0], participation_ratio(spectrum)
-
-
 @dataclass(frozen=True)
 class LayerStates:
     """Output of :func:`layer_states`: ``layers`` are the recorded layer indices (0 is the input, the last layer is
@@ -187,16 +174,6 @@ class LayerStates:
 
     layers: list[int]
     states: Tensor
-
-    @property
-    def lambda1(self) -> Tensor:
-        """``λ̄₁`` per recorded layer and sequence, ``(len(layers), batch)``."""
-        return consensus_measures(self.states)[0]
-
-    @property
-    def participation(self) -> Tensor:
-        """Participation ratio ``r`` per recorded layer and sequence, ``(len(layers), batch)``."""
-        return consensus_measures(self.states)[1]
 
 
 def _unit(x: Tensor) -> Tensor:
@@ -270,9 +247,18 @@ def _silu_columns(start: int, stop: int):
     return hook
 
 
-def _as_layers(weights: LayerWeights | Sequence[LayerWeights]) -> list[LayerWeights]:
-    layers = [weights] if isinstance(weights, LayerWeights) else list(weights)
-    if not layers or not all(isinstance(w, LayerWeights) for w in layers):
+_WEIGHT_FIELDS = ("S_B", "S_C", "W_delta", "b_delta", "alpha")
+
+
+def _is_layer(w: object) -> bool:
+    # duck-typed theory.consensus.LayerWeights: nn sits below theory, so the adapter does not import it
+    return all(hasattr(w, f) for f in _WEIGHT_FIELDS)
+
+
+def as_layers(weights) -> list:
+    """``weights`` (one ``LayerWeights`` or a sequence) as a checked non-empty list of layers."""
+    layers = [weights] if _is_layer(weights) else list(weights)
+    if not layers or not all(_is_layer(w) for w in layers):
         raise ValueError("weights must be one LayerWeights or a non-empty sequence of them")
     shape = layers[0].S_B.shape
     if any(w.S_B.shape != shape or w.S_C.shape != shape for w in layers):
@@ -280,7 +266,7 @@ def _as_layers(weights: LayerWeights | Sequence[LayerWeights]) -> list[LayerWeig
     return layers
 
 
-def idealized_mamba2(weights: LayerWeights | Sequence[LayerWeights], *, run: int = 0, nonlinearity: str = "silu",
+def idealized_mamba2(weights, *, run: int = 0, nonlinearity: str = "silu",
                      tau: float = 1.0, dtype: torch.dtype = torch.float64, chunk_size: int = 64,
                      seed: int = 0) -> nn.Module:
     """A random-init HF ``Mamba2ForCausalLM`` whose blocks are the idealised layers of
@@ -297,7 +283,7 @@ def idealized_mamba2(weights: LayerWeights | Sequence[LayerWeights], *, run: int
     ``z ← π(z + τ g ⊙ r)``. ``seed`` only seeds the unused parts (embeddings, LM head)."""
     from theorylab.nn.hf import random_init
 
-    layers = _as_layers(weights)
+    layers = as_layers(weights)
     if nonlinearity not in _NONLINEARITIES:
         raise ValueError(f"nonlinearity must be one of {_NONLINEARITIES}, got {nonlinearity!r}")
     runs, m, n = layers[0].S_B.shape
@@ -332,38 +318,3 @@ def idealized_mamba2(weights: LayerWeights | Sequence[LayerWeights], *, run: int
             if nonlinearity == "silu":  # ... SiLU on B and C only (before the identity conv: the same)
                 mixer.in_proj.register_forward_hook(_silu_columns(2 * n, 2 * n + 2 * m))
     return model
-
-
-def idealization_error(weights: LayerWeights | Sequence[LayerWeights], z0: Tensor, *, depth: int | None = None,
-                       run: int = 0, nonlinearity: str = "silu", tau: float = 1.0, gate: bool = True,
-                       dtype: torch.dtype = torch.float32, model: nn.Module | None = None) -> Tensor:
-    """Largest ``|z_HF − z_ideal|`` over sequences, tokens and channels after each layer ``1..depth``, ``(depth,)``.
-
-    ``z_HF``: :func:`layer_states` of :func:`idealized_mamba2` (built here from ``weights`` and ``run`` at ``dtype``
-    unless ``model`` is given) from the unit tokens ``z0`` ``(batch, ℓ, n)``; ``z_ideal``:
-    :func:`~theorylab.theory.consensus.ideal_ssm_layer` in float64 on the same run's weights, layer ``k`` using
-    ``weights[k mod L]``; ``gate=False`` drops ``W_z`` there and runs the HF model under :func:`gate_off`. ``depth``
-    defaults to the number of layers given. Card claim 7 asks for ``<= 1e-5`` in float32."""
-    layers = _as_layers(weights)
-    if not 0 <= run < layers[0].S_B.shape[0]:
-        raise ValueError(f"run {run} out of range for weights of {layers[0].S_B.shape[0]} runs")
-    depth = len(layers) if depth is None else depth
-    if model is None:
-        model = idealized_mamba2(layers, run=run, nonlinearity=nonlinearity, tau=tau, dtype=dtype)
-    got = layer_states(model, z0, depth, gate=gate).states[1:].double()
-    z = _unit(z0.double())
-    errors = []
-    for k in range(depth):
-        z = ideal_ssm_layer(z, _one_run(layers[k % len(layers)], run, gate), nonlinearity=nonlinearity, tau=tau)[0]
-        errors.append((got[k] - z).abs().max())
-    return torch.stack(errors)
-
-
-def _one_run(w: LayerWeights, run: int, gate: bool) -> LayerWeights:
-    """Run ``run`` of ``w`` as a one-run float64 ``LayerWeights`` (``W_z`` dropped unless ``gate``)."""
-
-    def pick(t: Tensor) -> Tensor:
-        return t[run:run + 1].double()
-
-    W_z = pick(w.W_z) if gate and w.W_z is not None else None
-    return LayerWeights(pick(w.S_B), pick(w.S_C), pick(w.W_delta), pick(w.b_delta), pick(w.alpha), W_z)

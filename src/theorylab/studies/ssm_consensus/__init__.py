@@ -69,7 +69,7 @@ def _simulate(cfg: SSMConsensusConfig, ctx: RunContext, name: str) -> tuple[pd.D
 
 def _hf_equivalence(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
     """Claim 7: the HF Mamba-2 configured as the idealised layer against simulate_ideal_ssm's layer, in float32."""
-    from theorylab.nn.hf_mamba2 import idealization_error
+    from theorylab.probes.mamba2_consensus import idealization_error
 
     rows = []
     for name in ("silu", "linear", "silu+gate"):
@@ -112,6 +112,7 @@ def _hf_model(cfg: SSMConsensusConfig, ctx: RunContext):
 def _hf_gate(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
     """Claim 8's measurement: λ̄₁ and r of the real residual stream, gate on and off, cycling blocks to depth."""
     from theorylab.nn.hf_mamba2 import layer_states
+    from theorylab.probes.mamba2_consensus import consensus_measures
 
     model, source = _hf_model(cfg, ctx)
     vocab = model.get_input_embeddings().num_embeddings
@@ -121,7 +122,7 @@ def _hf_gate(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
         states = layer_states(model, tokens, cfg.gate_n_layers, gate=gate, project=False,
                               record_every=cfg.record_every)
         ctx.check_finite(f"HF Mamba-2 states (gate {'on' if gate else 'off'})", states.states)
-        lam, r = states.lambda1.cpu().numpy(), states.participation.cpu().numpy()
+        lam, r = (m.cpu().numpy() for m in consensus_measures(states.states))
         rows += [dict(source=source, gate="on" if gate else "off", layer=layer, run=k, lambda1=lam[i, k],
                       participation=r[i, k]) for i, layer in enumerate(states.layers) for k in range(cfg.gate_runs)]
     return ctx.table("hf_gate", pd.DataFrame(rows))
