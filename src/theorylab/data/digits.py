@@ -10,10 +10,16 @@ from numpy.typing import NDArray
 
 @dataclass(frozen=True)
 class ImageSet:
-    """Images as rows of ``x`` (N, d) in [-1, 1], with the shape of one image."""
+    """Images as rows of ``x`` (N, d) in [-1, 1], with the shape of one image and, where the set has
+    them, integer class labels ``y`` (N,) in the same row order (``None`` otherwise)."""
 
     x: NDArray[np.float64]
     image_shape: tuple[int, ...]
+    y: NDArray[np.int64] | None = None
+
+    def __post_init__(self):
+        if self.y is not None and len(self.y) != len(self.x):
+            raise ValueError(f"y has {len(self.y)} labels for {len(self.x)} images")
 
     @property
     def mean(self) -> NDArray[np.float64]:
@@ -25,13 +31,14 @@ class ImageSet:
 
 
 def digits(permutation_seed: int = 0) -> ImageSet:
-    """sklearn's 1797 digits (d = 64), pixel values 0..16 scaled to [-1, 1], in one fixed permuted order."""
+    """sklearn's 1797 digits (d = 64), pixel values 0..16 scaled to [-1, 1], in one fixed permuted order;
+    ``y`` holds the digit classes 0..9 permuted alike."""
     from sklearn.datasets import load_digits
 
-    raw = load_digits().data.astype(np.float64)
-    x = raw / 8.0 - 1.0
+    data = load_digits()
+    x = data.data.astype(np.float64) / 8.0 - 1.0
     order = np.random.default_rng(permutation_seed).permutation(len(x))
-    return ImageSet(x=x[order], image_shape=(8, 8))
+    return ImageSet(x=x[order], image_shape=(8, 8), y=np.asarray(data.target, dtype=np.int64)[order])
 
 
 def disjoint_splits(images: ImageSet, n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
