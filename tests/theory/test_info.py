@@ -170,3 +170,17 @@ def test_invalid_fingerprints_raise():
         nmi_vi(torch.eye(3), torch.eye(4))
     with pytest.raises(ValueError, match=">= 0"):
         kt_information(-torch.eye(3))
+
+
+def test_channel_matches_nmi_vi_and_information():
+    from theorylab.theory.info import Channel, bhattacharyya_coefficient, kt_information, nmi_vi
+
+    g = torch.Generator().manual_seed(3)
+    mu1, mu2 = (torch.randn(40, k, generator=g, dtype=torch.float64) for k in (3, 2))
+    var1, var2 = (torch.rand(40, k, generator=g, dtype=torch.float64) + 0.1 for k in (3, 2))
+    a, b = Channel(mu1, var1), Channel(mu2, var2)
+    bc1, bc2 = bhattacharyya_coefficient(mu1, var1), bhattacharyya_coefficient(mu2, var2)
+    assert a.I == pytest.approx(kt_information(bc1), abs=1e-12)
+    assert a.nmi_vi(b) == pytest.approx(nmi_vi(bc1, bc2), abs=1e-12)
+    with pytest.raises(ValueError, match="probe set"):
+        a.nmi_vi(Channel(mu2[:10], var2[:10]))
