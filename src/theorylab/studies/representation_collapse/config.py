@@ -21,7 +21,8 @@ class RepresentationCollapseConfig(StudyConfig):
                                         description="context lengths L, increasing (card: 16 ... 4096)")
     edit_batch: Batch = Field(8, description="sequences per length of the edit test (card: 8)")
     slope_from: Length = Field(64, description="the dilution slope is fitted over lengths >= this (card: 64)")
-    bound_batch: Batch = Field(8, description="input pairs per length of the attention-only bound check")
+    bound_batch: Batch = Field(8, description="input pairs per length of the attention-only bound check (one random "
+                                     "layer)")
     cosine_sequences: Annotated[int, Field(ge=2, le=100_000)] = Field(64, description="sequences of the calibrated-"
                                                                                         "cosine sanity data")
     recall: bool = Field(False, description="train the recall models (paper claims 6-7; GPU advised)")

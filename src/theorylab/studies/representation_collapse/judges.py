@@ -45,7 +45,8 @@ def judge_bound(res, v) -> Verdict:
     ratio = t["change"] / t["bound"]
     worst = t.loc[ratio.idxmax()]
     return v.judged(bool((ratio <= 1 + 1e-6).all()), float(ratio.max()), "<= 1 + 1e-6", 1e-6,
-                    f"{len(t)} pairs at L = {sorted(t['L'].unique())}: largest change/B {ratio.max():.3g} (L = "
+                    f"{len(t)} pairs at L = {sorted(int(x) for x in t['L'].unique())}: largest change/B "
+                    f"{ratio.max():.3g} (L = "
                     f"{worst['L']}, c = {worst['c']:.2f}); median {ratio.median():.2g}")
 
 
