@@ -65,7 +65,7 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.store import Store
 
     res = execute("distributional-similarity", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(shapes_size=8, shapes_train=256, probes=40, runs=3, steps=5, hidden=16,
+                  overrides=dict(shapes_size=8, shapes_train=256, probes=40, runs=3, steps=5, width=16,
                                  latent_dim=3, batch=32, cell_repeats=2, shape_iters=2))
     assert {v.id.split("/")[-1] for v in res.verdicts} >= {"identity", "metric-axioms", "fragments-recur"}
     assert res.table("probe_labels")["label"].nunique() >= 2  # shapes sorted by their shape factor

@@ -98,7 +98,7 @@ def test_paper_path_at_toy_size(tmp_path):
 
     res = execute("ssm-consensus", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
                   overrides=dict(n=8, m=4, length=8, runs=2, n_layers=10, isotropic_n=4, isotropic_n_layers=10,
-                                 pe_max=10, hf_runs=1, hf_n_layers=2, hf_depth=2, gate_runs=2, gate_n_layers=6,
+                                 pe_max=10, hf_runs=1, hf_weight_sets=2, hf_n_layers=2, gate_runs=2, gate_n_layers=6,
                                  mamba_hidden=16, mamba_n_layers=2, mamba_state=4, mamba_head_dim=8,
                                  mamba_train=True, train_steps=2, train_batch=2, train_length=16))
     trained = next(v for v in res.verdicts if v.id.endswith("trained-gate-effect"))

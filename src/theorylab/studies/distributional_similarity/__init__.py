@@ -190,7 +190,7 @@ def _run(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> None:
     ctx.say(f"training {cfg.runs} β-VAEs in lockstep ({cfg.steps} steps, {len(train)} images of {train.shape[1]} "
             f"pixels)")
     ensemble = train_vae_ensemble(train.to(ctx.device), ensemble_seeds(ctx.seed("vaes"), cfg.runs),
-                                  latent_dim=cfg.latent_dim, hidden=cfg.hidden, beta=cfg.beta, lr=cfg.lr,
+                                  latent_dim=cfg.latent_dim, hidden=cfg.width, beta=cfg.beta, lr=cfg.lr,
                                   batch_size=cfg.batch, steps=cfg.steps)
     ctx.table("training", pd.DataFrame([dict(run=r, step=s, recon=float(ensemble.recon[r, s]),
                                              kl=float(ensemble.kl[r, s]))

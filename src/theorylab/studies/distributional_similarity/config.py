@@ -22,7 +22,7 @@ class DistributionalSimilarityConfig(StudyConfig):
     runs: Annotated[Seeds, Field(ge=2)] = Field(4, description="VAEs trained with different seeds (card: 4 quick, 50 "
                                                                 "paper)")
     latent_dim: Dim = Field(10, description="latent dimensions k (card: 10)")
-    hidden: Width = Field(256, description="MLP width of encoder and decoder (card: 256)")
+    width: Width = Field(256, description="MLP width of encoder and decoder (card: 256)")
     beta: float = Field(1.0, gt=0, le=100, description="β of the β-VAE (card: 4; at 4 every 8x8-digit VAE collapses, "
                                                         "see the docs page)")
     lr: LearningRate = Field(1e-3, description="Adam learning rate (card: 1e-3)")
@@ -67,7 +67,7 @@ PRESETS = {
         runs=(50, "card"),
         beta=(4.0, "card (64x64 images carry enough bits for β = 4)"),
         steps=(20_000, "ours: the card gives no step count for the paper ensembles"),
-        hidden=(256, "card"),
+        width=(256, "card"),
         shape_iters=(100, "converged further (50 runs: 1225 pairs)"),
     ),
 }

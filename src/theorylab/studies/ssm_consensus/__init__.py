@@ -76,10 +76,10 @@ def _hf_equivalence(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
         kw = CONFIGS[name]
         g = ctx.generator(f"hf/{name}")
         weights = [draw_layer_weights(cfg.hf_runs, cfg.n, cfg.m, gate=kw.get("gate", False), generator=g)
-                   for _ in range(cfg.hf_n_layers)]
+                   for _ in range(cfg.hf_weight_sets)]
         z0 = torch.randn(1, cfg.length, cfg.n, generator=g, dtype=torch.float64)
         for r in range(cfg.hf_runs):
-            err = idealization_error(weights, z0.float(), depth=cfg.hf_depth, run=r, nonlinearity=kw["nonlinearity"],
+            err = idealization_error(weights, z0.float(), depth=cfg.hf_n_layers, run=r, nonlinearity=kw["nonlinearity"],
                                      tau=cfg.tau, dtype=torch.float32)
             rows.append(dict(config=name, run=r, max_error=float(err.max()), first_layer_error=float(err[0])))
     return ctx.table("hf_equivalence", pd.DataFrame(rows))

@@ -26,8 +26,8 @@ class SSMConsensusConfig(StudyConfig):
     record_every: Every = Field(5, description="layers between two recorded Gram spectra (figures only)")
     hf: bool = Field(True, description="run the Hugging Face Mamba-2 parts (claims 7-8; needs the hf extra)")
     hf_runs: Seeds = Field(4, description="runs of the HF-vs-idealisation equivalence check, per configuration")
-    hf_n_layers: NLayers = Field(4, description="distinct layers (weights) of the equivalence check")
-    hf_depth: NLayers = Field(8, description="layers run in the equivalence check (cycling the distinct ones)")
+    hf_weight_sets: NLayers = Field(4, description="distinct layers (weights) of the equivalence check")
+    hf_n_layers: NLayers = Field(8, description="layers run in the equivalence check (cycling the distinct ones)")
     gate_runs: Seeds = Field(20, description="token sequences of the gate on/off measurement (card: 20 quick, 50 "
                                              "paper)")
     gate_n_layers: NLayers = Field(200, description="depth of the gate on/off measurement, cycling the blocks "

@@ -116,7 +116,7 @@ def judge_hf(res, v) -> Verdict:
     worst = float(t["max_error"].max())
     per = t.groupby("config")["max_error"].max()
     return v.judged(worst <= 1e-5, worst, "<= 1e-5", 1e-5,
-                    f"largest |z_HF - z_ideal| over {t['run'].nunique()} runs x {res.config['hf_depth']} layers: "
+                    f"largest |z_HF - z_ideal| over {t['run'].nunique()} runs x {res.config['hf_n_layers']} layers: "
                     + ", ".join(f"{c} {e:.2g}" for c, e in per.items()))
 
 
