@@ -17,6 +17,8 @@ overhead-bound: run them with one intra-op thread (``torch.set_num_threads(1)``)
 - :func:`resample_spectral`: truncate or zero-pad Fourier modes (values, not amplitudes, preserved).
 - :func:`lyapunov_benettin`: the largest Lyapunov exponent from B perturbed copies.
 - :class:`KSLeaky`: the card's drifting emulator ``x -> Φ_Δt(x) + (1 + η) P_{m >= m_c} x + σ ξ``.
+- :class:`SpectralCoarsen`, :func:`tendency` (a solver's full right-hand side) and :func:`closure_target`
+  (``S = C(F_fine(x)) − F_coarse(C x)``, one function for KS1D, NS2D and QG2L).
 - :func:`coarse_trajectories`: spun-up solver trajectories stored on a coarser grid (train) and held-out
   initial states (test).
 """
@@ -342,15 +344,29 @@ class SpectralCoarsen:
         return resample_spectral(torch.fft.irfft2(xh * keep, s=(n_in, n_in)), self.n, dims=2)
 
 
-def closure_target(fine: NS2D, coarse: NS2D, coarsen: SpectralCoarsen, w: Tensor) -> Tensor:
-    """``S(ω) = C(F_fine(ω)) − F_coarse(C ω)``: what a coarse model must add to its right-hand side so
-    that the coarse-grained fine dynamics is reproduced (F the full right-hand side, linear part included)."""
-
-    def rhs(system: NS2D, field: Tensor) -> Tensor:
-        v = torch.fft.rfft2(field.to(DTYPE))
+def tendency(system: Any, x: Tensor) -> Tensor:
+    """The full right-hand side ``∂_t x = F(x)`` (linear part included) of a kit solver, in physical space:
+    :class:`KS1D` (``x [..., N]``), :class:`NS2D` (``x [..., N, N]``), or any solver with its own ``rhs``
+    (e.g. :class:`theorylab.data.qg.QG2L`, whose ``rhs`` leaves out the per-step filter, as pyqg's ``dqhdt``)."""
+    if hasattr(system, "rhs"):
+        return system.rhs(x)
+    if isinstance(system, NS2D):
+        v = torch.fft.rfft2(x.to(DTYPE))
         return torch.fft.irfft2(system.linear * v + system.nonlinear(v), s=(system.N, system.N))
+    if isinstance(system, KS1D):
+        v = torch.fft.rfft(x.to(DTYPE), dim=-1)
+        return torch.fft.irfft(system.linear * v + system.nonlinear(v), n=system.N, dim=-1)
+    raise TypeError(f"tendency needs a KS1D, an NS2D or a solver with an rhs method; got {type(system).__name__}")
 
-    return coarsen(rhs(fine, w)) - rhs(coarse, coarsen(w))
+
+def closure_target(fine: Any, coarse: Any, coarsen: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
+    """``S(x) = C(F_fine(x)) − F_coarse(C x)``: what a coarse model must add to its right-hand side so that
+    the coarse-grained fine dynamics is reproduced. F is each grid's full right-hand side with its own
+    dealiasing (:func:`tendency`), so the linear terms, Fourier multipliers on both grids, cancel exactly and
+    S is the subgrid-flux divergence. One function for :class:`KS1D` (``x [..., N]``, ``coarsen`` on the last
+    axis), :class:`NS2D` and QG (``x [..., N, N]``, ``coarsen`` on the last two axes); ``coarsen`` is any map
+    from the fine to the coarse grid, e.g. :class:`SpectralCoarsen`."""
+    return coarsen(tendency(fine, x)) - tendency(coarse, coarsen(x))
 
 
 def coarse_trajectories(solver: NS2D | KS1D, w0: Tensor, n_train: int, spinup: int, steps: int, substeps: int,
