@@ -144,7 +144,7 @@ S_ALL_DIMS = ("Paper toy: mean accuracy over seeds of the best XCNN (SXCNN or GX
 @claims.add("gp-all-dims", S_ALL_DIMS, REF + ", Fig. 4")
 def judge_all_dims(res, v) -> Verdict:
     if not res.scalar("all_dims_trained"):
-        return v.undecided("needs the paper toy (paper preset, all_dims=true)")
+        return v.undecided("needs paper preset: the paper toy (all_dims=true)")
     m = res.table("gp_all_dims").groupby(["d", "model"])["accuracy"].mean().unstack()
     if "3D-CNN" not in m or not {"SXCNN", "GXCNN"} & set(m.columns):
         return v.failed(None, "all three models", detail=f"models {list(m.columns)}")
@@ -157,7 +157,8 @@ def judge_all_dims(res, v) -> Verdict:
 
 def _pde(name: str):
     def judge(res, v) -> Verdict:
-        return v.undecided(f"needs the PDE tasks (X-CViT / X-MPP on the kit's PDE data), not wired in this study yet "
+        return v.undecided(f"not decided: not built yet, needs the PDE tasks (X-CViT / X-MPP on the kit's PDE data), "
+                           f"not wired in this study yet "
                            f"({name})")
     return judge
 

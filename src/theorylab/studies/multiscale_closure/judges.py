@@ -181,7 +181,7 @@ def judge_noise(res, v) -> Verdict:
     s = res.table("online_2d")
     k = s[s["system"] == "kf"]
     if k.empty:
-        return v.undecided("needs the Kolmogorov part (kolmogorov=true)")
+        return v.undecided("needs paper preset: the Kolmogorov part (kolmogorov=true)")
     frac = k.groupby("noise").apply(lambda g: float((g["blown_up"] * g["runs"]).sum() / g["runs"].sum()),
                                     include_groups=False)
     clean, noisy = float(frac.get(False, np.nan)), float(frac.get(True, np.nan))

@@ -136,7 +136,7 @@ S_GROWS = ("Trained recall model (d = 256, 4 layers, RoPE, L_train = 128), last 
 def judge_grows(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
-        return v.undecided("needs the trained recall models (paper preset, recall=true)")
+        return v.undecided("needs paper preset: the trained recall models (recall=true)")
     rho = {k: spearmanr(g["L"], g["calibrated_cosine"])[0] for k, g in t.groupby("model")}
     falling = {k: bool(np.all(np.diff(g.sort_values("L")["erank_per_token"]) < 0)) for k, g in t.groupby("model")}
     worst = min(rho.values())
@@ -152,7 +152,7 @@ S_PREDICTS = "Across L, Spearman(C(L), accuracy(L)) <= -0.8 for every seed of th
 def judge_predicts(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
-        return v.undecided("needs the trained recall models (paper preset, recall=true)")
+        return v.undecided("needs paper preset: the trained recall models (recall=true)")
     rho = {}
     for k, g in t.groupby("model"):
         r = spearmanr(g["calibrated_cosine"], g["accuracy"])[0]

@@ -143,7 +143,7 @@ def judge_trained(res, v) -> Verdict:
     detail = (f"{t['source'].iloc[0]} model, layer {int(t['layer'].max())}: λ̄₁ gated {lam_on:.3f}, ungated "
               f"{lam_off:.3f} (+{drop:.3f}); r gated {r_on:.2f}, ungated {r_off:.2f} (x{ratio:.2f})")
     if t["source"].iloc[0] == "random-init":
-        return v.undecided("needs a trained model (paper preset: self-trained; or mamba_local); reduced measurement "
+        return v.undecided("needs paper preset: a trained model (self-trained, or mamba_local); reduced measurement "
                            "on the card's random-init shape: " + detail, measured=drop)
     ok = drop >= 0.15 and ratio >= 2
     if t["source"].iloc[0] == "local":
