@@ -92,8 +92,32 @@ def resample_spectral(x: Tensor, n_out: int, dims: int = 1) -> Tensor:
 # --------------------------------------------------------------------------------------------
 
 
+class UUxStepper1D:
+    """ETDRK4 stepping of a periodic 1-D equation whose nonlinearity is ``−u u_x = −(1/2)(u²)_x`` (KS1D, Burgers1D):
+    a subclass sets ``N``, ``_g`` (the ``−ik/2`` multiplier), ``_mask`` (2/3 dealiasing or ``None``) and ``_c``
+    (:func:`etdrk4_coefficients` of its linear operator)."""
+
+    N: int
+
+    def nonlinear(self, v: Tensor) -> Tensor:
+        """``−F[u u_x] = −(ik/2) F[u²]`` (2/3-dealiased when a mask is set)."""
+        u = torch.fft.irfft(v, n=self.N, dim=-1)
+        out = self._g * torch.fft.rfft(u * u, dim=-1)
+        return out if self._mask is None else out * self._mask
+
+    def step_hat(self, v: Tensor) -> Tensor:
+        return etdrk4_step(v, self._c, self.nonlinear)
+
+    def step(self, u: Tensor, n: int = 1) -> Tensor:
+        """``n`` solver steps from ``u [..., N]`` (physical space)."""
+        v = torch.fft.rfft(u.to(DTYPE), dim=-1)
+        for _ in range(n):
+            v = self.step_hat(v)
+        return torch.fft.irfft(v, n=self.N, dim=-1)
+
+
 @dataclass
-class KS1D:
+class KS1D(UUxStepper1D):
     """Kuramoto–Sivashinsky on [0, L) with N points, ETDRK4 step ``dt``; states ``[B, 1, N]`` (float64).
 
     Presets (card): ``KS1D.preset("ks22")`` (L = 22, N = 64, dt = 0.25), ``"ks22_fine"`` (N = 128,
@@ -132,20 +156,6 @@ class KS1D:
     def x(self) -> Tensor:
         return torch.arange(self.N, dtype=DTYPE) * (self.L / self.N)
 
-    def nonlinear(self, v: Tensor) -> Tensor:
-        u = torch.fft.irfft(v, n=self.N, dim=-1)
-        out = self._g * torch.fft.rfft(u * u, dim=-1)
-        return out if self._mask is None else out * self._mask
-
-    def step_hat(self, v: Tensor) -> Tensor:
-        return etdrk4_step(v, self._c, self.nonlinear)
-
-    def step(self, u: Tensor, n: int = 1) -> Tensor:
-        """``n`` solver steps from ``u [..., N]`` (physical space)."""
-        v = torch.fft.rfft(u.to(DTYPE), dim=-1)
-        for _ in range(n):
-            v = self.step_hat(v)
-        return torch.fft.irfft(v, n=self.N, dim=-1)
 
     def random_state(self, batch: int, generator: torch.Generator, amplitude: float = 0.1) -> Tensor:
         """``amplitude · N(0, 1)`` noise with its mean removed, ``[batch, 1, N]``."""

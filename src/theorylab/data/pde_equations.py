@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from theorylab.data.pde import DTYPE, etdrk4_coefficients, etdrk4_step
+from theorylab.data.pde import DTYPE, UUxStepper1D, etdrk4_coefficients, etdrk4_step
 
 __all__ = ["Burgers1D", "burgers_cole_hopf", "cole_hopf_coefficients", "AdvectionDiffusion", "AdvDiffND",
            "advection_diffusion_fourier", "advection_diffusion_bessel", "DiffReact2D"]
@@ -86,7 +86,7 @@ def cole_hopf_coefficients(batch: int, generator: torch.Generator, n_modes: int 
 
 
 @dataclass
-class Burgers1D:
+class Burgers1D(UUxStepper1D):
     """Viscous Burgers ``u_t + u u_x = ν u_xx`` on [0, L) with N points, ETDRK4 step ``dt``; states ``[B, 1, N]``
     (float64). In Fourier space ``û_t = −ν k² û − (ik/2) F[u²]``; the quadratic term is computed on the grid
     and, with ``dealias`` (default), 2/3-truncated (modes ``m < N/3`` kept), which is the exact Galerkin
@@ -125,21 +125,6 @@ class Burgers1D:
     def grid(self) -> Tensor:
         return self.x
 
-    def nonlinear(self, v: Tensor) -> Tensor:
-        """``−F[u u_x] = −(ik/2) F[u²]`` (2/3-dealiased when ``dealias``)."""
-        u = torch.fft.irfft(v, n=self.N, dim=-1)
-        out = self._g * torch.fft.rfft(u * u, dim=-1)
-        return out if self._mask is None else out * self._mask
-
-    def step_hat(self, v: Tensor) -> Tensor:
-        return etdrk4_step(v, self._c, self.nonlinear)
-
-    def step(self, u: Tensor, n: int = 1) -> Tensor:
-        """``n`` solver steps from ``u [..., N]`` (physical space)."""
-        v = torch.fft.rfft(u.to(DTYPE), dim=-1)
-        for _ in range(n):
-            v = self.step_hat(v)
-        return torch.fft.irfft(v, n=self.N, dim=-1)
 
     def exact(self, t: float, amplitudes: Tensor, phases: Tensor | None = None, offset: float = 1.0) -> Tensor:
         """The Cole–Hopf solution on this grid, ``[..., 1, N]`` for ``amplitudes [..., M]``."""
