@@ -10,6 +10,11 @@ from result_edits import edit_table as _edit
 from result_edits import set_where
 
 PAPER_ONLY = ("gp-all-dims", "x-comparable", "multidim-pretraining", "mini-foundation")
+# The PDE claims (9-11) at toy size: grids of 8-16 points, a few steps, one-block transformers.
+PDE_TOY = dict(mini_seeds=5, mini_traj=4, mini_frames=4, mini_pretrain_steps=4, mini_finetune_steps=4,
+               mini_grids=(16, 8, 8), mini_width=4, pde_grids=(16, 16, 8), pde_traj=4, pde_frames=4, pde_seeds=2,
+               pde_pretrain_steps=4, pde_finetune_steps=4, pde_evaluate_every=2, vit_d_model=8, vit_n_layers=1,
+               vit_n_heads=2, vit_patch=4)
 
 
 @pytest.fixture(scope="module")
@@ -96,13 +101,76 @@ def test_paper_path_at_toy_size(tmp_path):
                   overrides=dict(equivariance_dims=(2,), ls_fields=2, ls_n2=8, ls_n3=6, cost_shapes=5, gp_per_class=8,
                                  gp_eval_dims=(2, 3), xcnn_width=4, epochs=1, batch=8, gp_all_dims=(2, 3, 5),
                                  all_dims_seeds=2, sx_width=4, sx_n_layers=2, gx_width=4, gx_n_layers=2, cnn_width=4,
-                                 cnn_n_layers=2))
+                                 cnn_n_layers=2, **PDE_TOY))
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
-    assert by_id["gp-all-dims"].passed is not None, by_id["gp-all-dims"].detail
+    for claim in ("gp-all-dims", "x-comparable", "multidim-pretraining", "mini-foundation"):
+        assert by_id[claim].passed is not None, by_id[claim].detail  # decided (either way) at toy size
+    xc = res.table("x_comparable")
+    assert set(xc["model"]) == {"XViT", "FieldViT"} and set(xc["task"]) == {"NS2D", "DiffReact2D", "AdvDiff2D"}
+    md = res.table("multidim_pretraining")
+    assert set(md[md["phase"] == "finetune"]["task"]) == {"Burgers1D", "AdvDiff1D", "AdvDiff3D"}
+    assert np.isfinite(md["nrmse"]).all() and np.isfinite(xc["nrmse"]).all()
+    assert "pde-transfer" in {p.stem for p in res.figures}
     t = res.table("gp_all_dims")
     assert set(t["model"]) == {"SXCNN", "GXCNN", "3D-CNN"} and set(t["d"]) == {2, 3, 5} and len(t) == 18
     assert t["accuracy"].between(0, 1).all() and np.isfinite(t["accuracy"]).all()
     assert "gp-accuracy" in {p.stem for p in res.figures}
+
+
+def _with_tables(res, scalars: dict, **tables):
+    import copy
+
+    out = copy.copy(res)
+    out.tables, out.scalars = {**res.tables, **tables}, {**res.scalars, **scalars}
+    return out
+
+
+def test_pde_judges_fail_on_wrong_results(ax_quick):
+    import pandas as pd
+
+    j = ax.judges
+    # claim 9: XViT within 10 % of FieldViT on every task; 15 % worse on one task fails
+    xc = pd.DataFrame([dict(task=t, seed=s, model=m, nrmse=0.1 * (1.05 if m == "XViT" else 1.0))
+                       for t in ("NS2D", "DiffReact2D", "AdvDiff2D") for s in range(3) for m in ("XViT", "FieldViT")])
+    good = _with_tables(ax_quick, dict(pde_transformers_trained=True), x_comparable=xc)
+    assert j.judge_x_comparable(good).passed is True
+    worse = _edit(good, "x_comparable", lambda f: set_where(f, lambda t: (t["task"] == "NS2D") & (t["model"] == "XViT"),
+                                                             "nrmse", 0.115))
+    assert j.judge_x_comparable(worse).passed is False
+    # claim 10: multi beats 2-D-only on 2 of 3 targets, zero-pad worse on 2-D, multi reaches scratch's final early
+    rows = [dict(phase="pretrain", seed=s, arm=a, task=t, step=10, nrmse=0.3 if "zero-pad" in a else 0.2)
+            for s in range(3) for a in ("XViT 1D+2D+3D", "XViT 2D", "FieldViT 2D", "FieldViT 1D+2D zero-pad")
+            for t in ("NS2D", "AdvDiff2D")]
+    final = {"XViT 1D+2D+3D": 0.1, "XViT 2D": 0.2, "XViT scratch": 0.3}
+    for s in range(3):
+        for t in ("Burgers1D", "AdvDiff1D", "AdvDiff3D"):
+            for a, f in final.items():
+                rows += [dict(phase="finetune", seed=s, arm=a, task=t, step=st, nrmse=f * (1 + (4 - st / 25)))
+                         for st in (0, 25, 50, 75, 100)]
+    md = pd.DataFrame(rows)
+    good = _with_tables(ax_quick, dict(pde_transformers_trained=True), multidim_pretraining=md)
+    assert j.judge_multidim(good).passed is True, j.judge_multidim(good).detail
+    lose = _edit(good, "multidim_pretraining", lambda f: set_where(
+        f, lambda t: (t["arm"] == "XViT 1D+2D+3D") & t["task"].isin(["AdvDiff1D", "Burgers1D"]), "nrmse", 5.0))
+    assert j.judge_multidim(lose).passed is False
+    pad = _edit(good, "multidim_pretraining", lambda f: set_where(
+        f, lambda t: t["arm"] == "FieldViT 1D+2D zero-pad", "nrmse", 0.1))
+    assert j.judge_multidim(pad).passed is False
+    slow = _edit(good, "multidim_pretraining", lambda f: set_where(  # never reaches scratch's final on AdvDiff3D
+        f, lambda t: (t["arm"] == "XViT 1D+2D+3D") & (t["task"] == "AdvDiff3D"), "nrmse", 0.35))
+    assert j.judge_multidim(slow).passed is False
+    # claim 11: median per-seed ratio <= 0.9; 0.95 fails; fewer than 5 seeds is not decided
+    mini = pd.DataFrame([dict(seed=s, arm=a, step=st, nrmse=(0.5 if a == "pretrained" else 1.0) / (1 + st))
+                         for s in range(5) for a in ("pretrained", "scratch") for st in (0, 200)]
+                        + [dict(seed=s, arm="zero-shot", step=0, nrmse=0.7) for s in range(5)])
+    good = _with_tables(ax_quick, dict(mini_foundation_trained=True, mini_persistence_nrmse=0.2),
+                        mini_foundation=mini)
+    assert j.judge_mini(good).passed is True
+    close = _edit(good, "mini_foundation", lambda f: set_where(
+        f, lambda t: t["arm"] == "pretrained", "nrmse", 0.95 / 201))
+    assert j.judge_mini(close).passed is False
+    few = _edit(good, "mini_foundation", lambda f: f[f["seed"] < 3])
+    assert j.judge_mini(few).passed is None and j.judge_mini(few).detail.startswith("not decided:")
 
 
 def test_bad_config_fails_before_work():
@@ -117,3 +185,9 @@ def test_bad_config_fails_before_work():
         s.make_config("quick", gp_train_dim=5)
     with pytest.raises(Exception, match="ls_n2"):
         s.make_config("quick", ls_n2=2)
+    with pytest.raises(Exception, match="pde_tasks_2d"):
+        s.make_config("paper", pde_tasks_2d=("KS1D",))
+    with pytest.raises(Exception, match="pde_grids"):
+        s.make_config("paper", pde_grids=(128, 120, 32))  # not divisible by the patch (16)
+    with pytest.raises(Exception, match="vit_n_heads"):
+        s.make_config("paper", vit_n_heads=5)

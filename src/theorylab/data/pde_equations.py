@@ -229,6 +229,7 @@ class AdvectionDiffusion:
     The equation is linear, so the ETDRK4 step (no nonlinear term) is ``û ← exp(dt (−i c·k − κ|k|²)) û``:
     exact for any field on the grid, up to rounding. ``velocity[i]`` is the component along spatial axis i
     (arrays ``[..., y, x]`` take ``(c_y, c_x)``); default ``(1.0,) * dim``. ``kappa = 0`` is pure advection.
+    ``peak`` is the integer Fourier mode where :meth:`random_state` puts most energy.
     """
 
     dim: int = 1
@@ -237,6 +238,7 @@ class AdvectionDiffusion:
     kappa: float = 0.01
     dt: float = 0.01
     L: float = 2 * math.pi
+    peak: float = 3.0
     device: str | torch.device = "cpu"
 
     def __post_init__(self) -> None:
@@ -269,9 +271,12 @@ class AdvectionDiffusion:
         """:func:`advection_diffusion_fourier` with this equation's parameters."""
         return advection_diffusion_fourier(u0, t, self.velocity, self.kappa, self.L, self.dim)
 
-    def random_state(self, batch: int, generator: torch.Generator, peak: float = 3.0, rms: float = 1.0) -> Tensor:
+    def random_state(self, batch: int, generator: torch.Generator, peak: float | None = None,
+                     rms: float = 1.0) -> Tensor:
         """Smooth random field ``[batch, 1, *spatial]``: Gaussian Fourier coefficients with amplitude
-        ``exp(−(|m| − peak)² / 2)`` (m the integer mode), zero mean, rms ``rms``."""
+        ``exp(−(|m| − peak)² / 2)`` (m the integer mode; ``peak`` defaults to the equation's), zero mean, rms
+        ``rms``."""
+        peak = self.peak if peak is None else peak
         shape = (batch, 1, *self.linear.shape)
         z = torch.complex(torch.randn(shape, generator=generator, dtype=DTYPE),
                           torch.randn(shape, generator=generator, dtype=DTYPE))

@@ -711,3 +711,40 @@ class XViT(nn.Module):
             h = block(h)
         h = self.norm(h).movedim(-1, 1)
         return h if self.unembed is None else self.unembed(h)
+
+
+class XFieldCNN(nn.Module):
+    """An axial field-to-field CNN for next-step forecasting on fields of any dimension d >= 1.
+
+    ``[B, C_in, *n]`` -> ``layers`` x [SXConv(k), act] -> a linear SXConv(k) to ``out_channels``, plus the
+    last ``out_channels`` input channels when ``residual`` (so the net learns the increment ``u_{t+1} − u_t``).
+    With ``aggregate="sum"`` the increment of a linear net is ``Σ_i k(z_i)``, the form of an explicit step of
+    ``Σ_i L_i u`` (advection, diffusion along each axis), the same kernel in every d: what a model pretrained
+    on 1-D and 2-D fields can carry to 3-D (studies/axial-networks.md, claim 11). Time history goes into the
+    channels (oldest first). Equivariant to axis permutations and periodic shifts.
+    """
+
+    def __init__(self, in_channels: int = 1, out_channels: int = 1, width: int = 16, layers: int = 2,
+                 kernel_size: int = 5, aggregate: Aggregate = "sum", activation: str = "gelu",
+                 residual: bool = True):
+        super().__init__()
+        _check_choice("activation", activation, tuple(ACTIVATIONS))
+        if layers < 0 or width < 1 or out_channels < 1:
+            raise ValueError(f"XFieldCNN needs layers >= 0, width >= 1, out_channels >= 1; got {layers}, {width}, "
+                             f"{out_channels}")
+        if residual and out_channels > in_channels:
+            raise ValueError(f"a residual XFieldCNN needs out_channels ({out_channels}) <= in_channels "
+                             f"({in_channels})")
+        self.in_channels, self.out_channels, self.residual = in_channels, out_channels, residual
+        sizes = [in_channels] + [width] * layers
+        self.convs = nn.ModuleList(SXConv(a, b, kernel_size, aggregate) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.out = SXConv(sizes[-1], out_channels, kernel_size, aggregate)
+        self.act = ACTIVATIONS[activation]
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_field(x, self.in_channels, "XFieldCNN")
+        h = x
+        for conv in self.convs:
+            h = self.act(conv(h))
+        y = self.out(h)
+        return y + x[:, -self.out_channels:] if self.residual else y

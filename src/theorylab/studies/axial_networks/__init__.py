@@ -5,8 +5,10 @@ arXiv 2510.13665 (NeurIPS 2025). The layers are `nn.axial` (SXConv, SXAttention,
 the GP toy is `data.gp_fields.GPKernelFields` (separable kernels: the card's deviation), the symmetry probe is
 `probes.equivariance`, the classifier loop `train.axial`. Quick judges the exact consequences of axis sharing
 (equivariance, dimension-free parameters, attention cost, the cross-shaped SX kernel, the SX/GX expressivity gap
-by least squares) and GP accuracy in-dimension and zero-shot; the paper preset adds the per-d GP toy (claim 8).
-The PDE claims (9-11) are not wired here (undecided).
+by least squares) and GP accuracy in-dimension and zero-shot; the paper preset adds the per-d GP toy (claim 8)
+and the PDE claims (`pde.py`): XViT against a full-attention FieldViT on the kit's 2-D tasks (9), multi-dimension
+pretraining and fine-tuning on unseen dimensions (10), and the card's CPU-feasible mini-foundation test (11; also
+the preset 'mini-foundation').
 """
 
 from __future__ import annotations
@@ -31,8 +33,15 @@ from theorylab.nn.axial import (
 )
 from theorylab.probes.equivariance import max_equivariance_error
 from theorylab.studies.axial_networks.config import PRESETS, AxialNetworksConfig
-from theorylab.studies.axial_networks.figures import figure_cost, figure_equivariance, figure_expressivity, figure_gp
+from theorylab.studies.axial_networks.figures import (
+    figure_cost,
+    figure_equivariance,
+    figure_expressivity,
+    figure_gp,
+    figure_pde_transfer,
+)
 from theorylab.studies.axial_networks.judges import claims
+from theorylab.studies.axial_networks.pde import mini_foundation, multidim_pretraining, x_comparable
 from theorylab.train.axial import CNN3DBaseline, accuracy, train_classifier
 
 PAPER = "Kim, Park, Bruna, Yang, Lee, arXiv 2510.13665 (NeurIPS 2025)"
@@ -233,5 +242,13 @@ def run(cfg: AxialNetworksConfig, ctx: RunContext) -> None:
         all_dims = _gp_all_dims(cfg, ctx) if cfg.all_dims else None
         figure_gp(ctx, gp, all_dims)
         ctx.scalar("all_dims_trained", bool(cfg.all_dims))
+        mini = mini_foundation(cfg, ctx) if cfg.mini_foundation else None
+        ctx.scalar("mini_foundation_trained", bool(cfg.mini_foundation))
+        multidim = None
+        if cfg.pde_transformers:
+            x_comparable(cfg, ctx)
+            multidim = multidim_pretraining(cfg, ctx)
+        ctx.scalar("pde_transformers_trained", bool(cfg.pde_transformers))
+        figure_pde_transfer(ctx, mini, multidim)
     finally:
         torch.set_num_threads(threads)

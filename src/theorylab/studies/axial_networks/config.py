@@ -7,7 +7,25 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, Dim, LearningRate, NLayers, SampleSize, Seeds, Steps, Width
+from theorylab.core.fields import (
+    Batch,
+    Dim,
+    DModel,
+    Every,
+    LearningRate,
+    NHeads,
+    NLayers,
+    SampleSize,
+    Seeds,
+    Steps,
+    Width,
+)
+
+Grids = tuple[Annotated[int, Field(ge=4, le=4096)], Annotated[int, Field(ge=4, le=4096)],
+              Annotated[int, Field(ge=4, le=512)]]
+
+# The kit-generated PDE tasks of claims 9-11 (solvers and parameters: studies/axial_networks/pde.py).
+TASKS = ("AdvDiff1D", "AdvDiff2D", "AdvDiff3D", "AdvDiff3D-pre", "NS2D", "DiffReact2D", "KS1D", "Burgers1D")
 
 
 class AxialNetworksConfig(StudyConfig):
@@ -36,6 +54,36 @@ class AxialNetworksConfig(StudyConfig):
     gx_n_layers: NLayers = Field(5, description="paper GXCNN layers: 1 lift + 4 message rounds (card)")
     cnn_width: Width = Field(32, description="paper 3D-CNN filters (card: 32)")
     cnn_n_layers: NLayers = Field(3, description="paper 3D-CNN conv layers (card: 3)")
+    # Claim 11, the mini-foundation test (reconstructed; CPU minutes): preset 'mini-foundation' or 'paper'.
+    mini_foundation: bool = Field(False, description="claim 11: XFieldCNN pretrained on AdvDiff1D+2D, fine-tuned "
+                                                     "on AdvDiff3D, against scratch")
+    mini_grids: Grids = Field((64, 32, 16), description="points per axis of the 1-D, 2-D, 3-D tasks (card: 64, 32, 16)")
+    mini_seeds: Seeds = Field(5, description="seeds of claim 11 (card: 5, median)")
+    mini_traj: SampleSize = Field(16, description="trajectories per task (25 % held out)")
+    mini_frames: Annotated[int, Field(ge=3, le=100_000)] = Field(16, description="frames per trajectory")
+    mini_pretrain_steps: Steps = Field(400, description="pretraining steps on AdvDiff1D+2D (round robin)")
+    mini_finetune_steps: Steps = Field(200, description="fine-tuning / from-scratch steps on AdvDiff3D (card: 200)")
+    mini_width: Width = Field(16, description="XFieldCNN channels")
+    mini_n_layers: NLayers = Field(2, description="XFieldCNN hidden SXConv layers")
+    # Claims 9-10: axial (XViT) against full-attention (FieldViT) transformers; paper preset (GPU).
+    pde_transformers: bool = Field(False, description="claims 9-10: XViT vs FieldViT on the kit's PDE tasks")
+    pde_grids: Grids = Field((128, 128, 32), description="points per axis of the 1-D, 2-D, 3-D tasks (card: 2-D "
+                                                         "at 128², 3-D at 32³)")
+    pde_tasks_2d: tuple[str, ...] = Field(("NS2D", "DiffReact2D", "AdvDiff2D"), min_length=1,
+                                          description="2-D tasks of claim 9 (card: NS2D, DiffReact2D, AdvDiff2D)")
+    pde_traj: SampleSize = Field(64, description="trajectories per task (25 % held out)")
+    pde_frames: Annotated[int, Field(ge=3, le=100_000)] = Field(21, description="frames per trajectory")
+    pde_history: Annotated[int, Field(ge=1, le=64)] = Field(2, description="input frames (card: CViT history 2)")
+    pde_seeds: Seeds = Field(3, description="seeds (card: 3, median)")
+    pde_pretrain_steps: Steps = Field(5000, description="training steps from scratch / pretraining")
+    pde_finetune_steps: Steps = Field(1000, description="fine-tuning steps on each unseen-dimension target")
+    pde_evaluate_every: Every = Field(100, description="fine-tuning curve: steps between test evaluations")
+    pde_batch: Batch = Field(32, description="mini-batch of the PDE trainings")
+    pde_lr: LearningRate = Field(1e-3, description="Adam learning rate of the PDE trainings")
+    vit_d_model: DModel = Field(192, description="XViT / FieldViT width (MPP-Ti: 192)")
+    vit_n_layers: NLayers = Field(12, description="transformer blocks (MPP-Ti: 12)")
+    vit_n_heads: NHeads = Field(3, description="attention heads (MPP-Ti: 3)")
+    vit_patch: Annotated[int, Field(ge=1, le=256)] = Field(16, description="patch size per axis (MPP: 16)")
 
     @model_validator(mode="after")
     def _checks(self) -> "AxialNetworksConfig":
@@ -48,6 +96,18 @@ class AxialNetworksConfig(StudyConfig):
                              f"got {self.equivariance_dims}")
         if self.gp_train_dim not in self.gp_eval_dims:
             raise ValueError(f"'gp_eval_dims' {self.gp_eval_dims} must contain 'gp_train_dim' ({self.gp_train_dim})")
+        unknown = [t for t in self.pde_tasks_2d if t not in TASKS or not t.endswith("2D")]
+        if unknown:
+            raise ValueError(f"'pde_tasks_2d' has unknown 2-D tasks {unknown}; known: "
+                             f"{[t for t in TASKS if t.endswith('2D')]}")
+        for name in ("pde_grids", "mini_grids"):
+            bad = [n for n in getattr(self, name) if n % 2]
+            if bad:
+                raise ValueError(f"'{name}' must be even point counts; got {getattr(self, name)}")
+        if self.pde_transformers and any(n % self.vit_patch for n in self.pde_grids):
+            raise ValueError(f"'pde_grids' {self.pde_grids} must be divisible by 'vit_patch' ({self.vit_patch})")
+        if self.vit_d_model % self.vit_n_heads:
+            raise ValueError(f"'vit_n_heads' ({self.vit_n_heads}) must divide 'vit_d_model' ({self.vit_d_model})")
         return self
 
 
@@ -63,5 +123,13 @@ PRESETS = {
         epochs=(10, "paper toy: 10 epochs"),
         batch=(64, "paper toy: batch 64"),
         gp_eval_dims=((2, 3, 4, 5), "card: accuracy against d, 2D..5D"),
+        mini_foundation=(True, "card: claim 11 (CPU-feasible, 5 seeds)"),
+        pde_transformers=(True, "card: claims 9-10, XViT vs FieldViT on the kit's PDE tasks"),
+    ),
+    "mini-foundation": Preset.of(
+        "mini-foundation",
+        "CPU, a few minutes: the quick preset plus claim 11 (an axial CNN pretrained on AdvDiff1D 64 + AdvDiff2D "
+        "32², fine-tuned 200 steps on AdvDiff3D 16³, against scratch; 5 seeds)",
+        mini_foundation=(True, "card: claim 11, CPU-feasible"),
     ),
 }

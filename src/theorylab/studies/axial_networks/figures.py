@@ -71,3 +71,23 @@ def figure_gp(ctx: RunContext, gp: pd.DataFrame, all_dims: pd.DataFrame | None) 
     ax.set_xticks(sorted(set(gp["d"]) | (set(all_dims["d"]) if all_dims is not None else set())))
     ax.legend(fontsize=7)
     ctx.figure("gp-accuracy", fig)
+
+
+def figure_pde_transfer(ctx: RunContext, mini: pd.DataFrame | None, multidim: pd.DataFrame | None) -> None:
+    """Fine-tuning curves on unseen-dimension targets: median test nRMSE over seeds (min-max band) per arm."""
+    panels = ([("AdvDiff3D (claim 11: XFieldCNN)", mini)] if mini is not None else [])
+    if multidim is not None:
+        ft = multidim[multidim["phase"] == "finetune"]
+        panels += [(f"{task} (claim 10: XViT)", g) for task, g in ft.groupby("task")]
+    if not panels:
+        return
+    fig, axes = new_figure(ncols=len(panels), width=3.2 * len(panels))
+    for ax, (title, t) in zip(np.atleast_1d(axes), panels):
+        for k, (arm, g) in enumerate(t[t["arm"] != "zero-shot"].groupby("arm")):
+            m = g.groupby("step")["nrmse"].agg(["median", "min", "max"])
+            ax.plot(m.index, m["median"], "o-", ms=3, color=color(k), label=arm)
+            ax.fill_between(m.index, m["min"], m["max"], color=color(k), alpha=0.2)
+        ax.set(title=title, xlabel="fine-tuning step", ylabel="test nRMSE (one step)", yscale="log")
+        ax.title.set_fontsize(8)
+        ax.legend(fontsize=6)
+    ctx.figure("pde-transfer", fig)
