@@ -9,6 +9,8 @@ without holding n x d in memory.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -128,3 +130,111 @@ class IndexModel:
             size = batch if total is None else min(batch, total - drawn)
             yield self.sample(size, rng)
             drawn += size
+
+
+# --- links given by their Hermite coefficient tensors ---------------------------------------------
+
+
+def _he_1d(kmax: int, t: np.ndarray) -> list[np.ndarray]:
+    """``He_0(t), ..., He_kmax(t)`` (probabilists'), by the three-term recursion."""
+    out = [np.ones_like(t), t.copy()]
+    for k in range(1, kmax):
+        out.append(t * out[k] - k * out[k - 1])
+    return out[: kmax + 1]
+
+
+def _multisets(r: int, k: int):
+    """Every multi-index ``alpha`` (r,) with ``|alpha| = k`` and one index tuple that realises it."""
+    for combo in itertools.combinations_with_replacement(range(r), k):
+        yield np.bincount(np.array(combo, dtype=int), minlength=r), combo
+
+
+@dataclass(frozen=True)
+class HermiteLink:
+    """A link ``f(z) = sum_k <C_k, He_k(z)>`` of ``z in R^r`` given by symmetric coefficient tensors ``C_k`` (r,)*k.
+
+    ``He_k(z)`` is the order-k Hermite tensor (entry ``prod_i He_{alpha_i}(z_i)`` for an index tuple with
+    multiplicities ``alpha``), so ``||f||^2 = E f(z)^2 = sum_k k! ||C_k||_F^2`` (the convention of Bietti, Bruna &
+    Pillaud-Vivien, arXiv 2310.19793, Sec. 2). ``coeffs`` maps k to ``C_k``; k = 0 is the constant.
+    """
+
+    name: str
+    r: int
+    coeffs: dict
+    description: str = ""
+
+    def __post_init__(self):
+        for k, c in self.coeffs.items():
+            c = np.asarray(c, dtype=np.float64)
+            if c.shape != (self.r,) * k:
+                raise ValueError(f"link '{self.name}': C_{k} must have shape {(self.r,) * k}; got {c.shape}")
+            for axis in range(1, k):
+                if not np.allclose(c, np.swapaxes(c, 0, axis), atol=1e-12):
+                    raise ValueError(f"link '{self.name}': C_{k} must be a symmetric tensor")
+
+    @property
+    def degree(self) -> int:
+        return max((k for k, c in self.coeffs.items() if np.any(np.asarray(c) != 0)), default=0)
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        z = np.asarray(z, dtype=np.float64)
+        if z.ndim != 2 or z.shape[1] != self.r:
+            raise ValueError(f"link '{self.name}' takes z of shape (n, {self.r}); got {z.shape}")
+        he = [_he_1d(max(self.degree, 1), z[:, i]) for i in range(self.r)]
+        out = np.zeros(len(z))
+        for k, c in self.coeffs.items():
+            c = np.asarray(c, dtype=np.float64)
+            for alpha, combo in _multisets(self.r, k):
+                coef = c[combo] if k else float(c)
+                if coef == 0:
+                    continue
+                mult = math.factorial(k) / np.prod([math.factorial(a) for a in alpha])  # tuples per multiset
+                term = np.ones(len(z))
+                for i, a in enumerate(alpha):
+                    if a:
+                        term = term * he[i][a]
+                out += mult * coef * term
+        return out
+
+    def link(self) -> Link:
+        """As a :class:`Link` (for :class:`IndexModel`)."""
+        return Link(self.name, self.__call__, self.r, self.description)
+
+
+def _pure(k: int) -> HermiteLink:
+    c = {k: np.full((1,) * k, 1 / math.sqrt(math.factorial(k)))}
+    return HermiteLink(f"pure-he{k}", 1, c, f"He_{k}(z)/sqrt({k}!): unit norm, information exponent {k}")
+
+
+def _e(i: int, r: int = 2) -> np.ndarray:
+    return np.eye(r)[i]
+
+
+HERMITE_LINKS: dict[str, HermiteLink] = {
+    link.name: link
+    for link in (
+        *(_pure(k) for k in (1, 2, 3, 4)),
+        HermiteLink("staircase", 2, {1: _e(0), 2: 0.5 * (np.outer(_e(0), _e(1)) + np.outer(_e(1), _e(0)))},
+                    "z1 + z1 z2: C_1 = e1, C_2 = (e1 e2^T + e2 e1^T)/2 (arXiv 2310.19793's staircase)"),
+        HermiteLink("non-staircase", 2, {1: _e(0), 2: np.outer(_e(1), _e(1)) / math.sqrt(2)},
+                    "z1 + He_2(z2)/sqrt(2): C_1 = e1, C_2 = e2 e2^T/sqrt(2)"),
+        HermiteLink("planted-trap", 1, {3: np.full((1, 1, 1), 1 / math.sqrt(6))},
+                    "He_3(z)/sqrt(6), r = 1: the planted (fixed-link) flow from m0 < 0 stalls at m = 0 "
+                    "(reconstructed example)"),
+    )
+}
+
+
+def hermite_link(name: str | HermiteLink) -> HermiteLink:
+    """A registered :class:`HermiteLink` by name (or the link itself)."""
+    if isinstance(name, HermiteLink):
+        return name
+    if name not in HERMITE_LINKS:
+        raise KeyError(f"unknown Hermite link '{name}'; known: {', '.join(sorted(HERMITE_LINKS))}")
+    return HERMITE_LINKS[name]
+
+
+def multi_index(d: int, link: str | HermiteLink, rng: np.random.Generator, *, noise: float = 0.0,
+                W: np.ndarray | None = None) -> IndexModel:
+    """``y = f*(W*^T x) + noise``, ``x ~ N(0, I_d)``, ``W*`` Haar on St(d, r), ``f*`` a :class:`HermiteLink`."""
+    return IndexModel.make(d, hermite_link(link).link(), rng, noise=noise, W=W)

@@ -209,3 +209,26 @@ def leap_scores(link, n: int, rng: np.random.Generator) -> list[dict]:
     found, scores = multi_index_leap(z, link(z), kmax=max(4, (link.generative_exponent or 0)))
     return [dict(k=k, z_score=score, leap=found if found is not None else -1, known=link.generative_exponent)
             for k, score in scores.items()]
+
+
+# --- r-dimensional quadrature ---------------------------------------------------------------------
+
+
+def gauss_hermite_nd(r: int, nodes: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor-product Gauss-Hermite rule for ``E f(Z)``, ``Z ~ N(0, I_r)``: points (nodes^r, r) and weights (nodes^r,).
+
+    The product of ``r`` copies of :func:`gauss_hermite`, so ``sum w f(z)`` is exact for every polynomial of degree
+    < 2*nodes in each coordinate (Bietti, Bruna & Pillaud-Vivien, arXiv 2310.19793, evaluate the averaging operator
+    ``A_M`` this way). Memory grows like ``nodes^r``: meant for r <= 3 (r <= 6 allowed with few nodes).
+    """
+    if not 1 <= r <= 6:
+        raise ValueError(f"gauss_hermite_nd needs 1 <= r <= 6; got r = {r}")
+    if nodes < 1 or nodes**r > 5_000_000:
+        raise ValueError(f"gauss_hermite_nd needs nodes >= 1 and nodes^r <= 5e6; got nodes = {nodes}, r = {r}")
+    z, w = gauss_hermite(nodes)
+    grids = np.meshgrid(*([z] * r), indexing="ij")
+    points = np.stack([g.reshape(-1) for g in grids], axis=1)
+    weights = np.ones(1)
+    for _ in range(r):
+        weights = np.multiply.outer(weights, w).reshape(-1)
+    return points, weights
