@@ -196,3 +196,115 @@ def split_halves(batch: TriggerBatch) -> dict[str, TriggerBatch]:
         return TriggerBatch(batch.tokens[a:b], batch.outputs[a:b], batch.after_trigger[a:b], batch.seen[a:b])
 
     return {"validation": cut(0, half), "test": cut(half, len(batch.tokens))}
+
+
+# --- Chains with a set spectrum, a vectorised sampler and masked-token corruption (issue 22) ---------
+# Shared by studies/focus-dilution (Zipf-Markov chains) and studies/rg-order-parameter (lazy chains
+# with a set correlation length xi = -1/ln|lambda_2|). Exact laws live in ``theory.markov``.
+
+
+def zipf_chain(vocab: int, s: float = 1.0, mix: float = 0.5, seed: int = 0) -> np.ndarray:
+    """``P = mix * 1 pi0^T + (1 - mix) * R``, ``pi0_k ∝ k^(-s)`` (k = 1..V), rows of ``R`` i.i.d.
+    ``Dirichlet(0.5 * 1)`` from ``np.random.default_rng(seed)``: (V, V), row-stochastic."""
+    if vocab < 2:
+        raise ValueError(f"vocab must be >= 2, got {vocab}")
+    if s < 0:
+        raise ValueError(f"the Zipf exponent s must be >= 0, got {s}")
+    if not 0.0 <= mix <= 1.0:
+        raise ValueError(f"mix must lie in [0, 1], got {mix}")
+    pi0 = np.arange(1, vocab + 1, dtype=np.float64) ** (-float(s))
+    pi0 /= pi0.sum()
+    rows = np.random.default_rng(seed).dirichlet(np.full(vocab, 0.5), size=vocab)
+    rows /= rows.sum(axis=1, keepdims=True)
+    p = mix * np.broadcast_to(pi0, (vocab, vocab)) + (1.0 - mix) * rows
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def lazy_chain(vocab: int, lam: float, pi: np.ndarray | None = None) -> np.ndarray:
+    """``P = lam * I + (1 - lam) * 1 pi^T`` (``pi`` uniform by default): (V, V). Its spectrum is
+    ``{1, lam (multiplicity V - 1)}`` and ``P^k = lam^k I + (1 - lam^k) 1 pi^T``, so the correlation
+    length is exactly ``xi = -1 / ln lam``; ``pi`` is its stationary law."""
+    if vocab < 2:
+        raise ValueError(f"vocab must be >= 2, got {vocab}")
+    if not 0.0 <= lam < 1.0:
+        raise ValueError(f"lam must lie in [0, 1), got {lam}")
+    if pi is None:
+        p0 = np.full(vocab, 1.0 / vocab)
+    else:
+        p0 = np.asarray(pi, dtype=np.float64)
+        if p0.shape != (vocab,) or (p0 < 0).any() or not np.isclose(p0.sum(), 1.0):
+            raise ValueError(f"pi must be a probability vector of length {vocab}")
+    return lam * np.eye(vocab) + (1.0 - lam) * np.broadcast_to(p0, (vocab, vocab))
+
+
+def mixed_random_chain(vocab: int, lam: float, seed: int = 0) -> np.ndarray:
+    """``P = lam * I + (1 - lam) * R`` with ``R`` a random stochastic matrix (rows i.i.d. uniform on
+    the simplex, ``Dirichlet(1)``, from ``np.random.default_rng(seed)``): (V, V). Richer spectra than
+    the lazy chain; its correlation length is ``-1 / ln|lambda_2(P)|``."""
+    if not 0.0 <= lam < 1.0:
+        raise ValueError(f"lam must lie in [0, 1), got {lam}")
+    return lam * np.eye(vocab) + (1.0 - lam) * dirichlet_bigram(vocab, 1.0, seed)
+
+
+def sample_chain(P: np.ndarray, n_seq: int, length: int, generator: torch.Generator,
+                 start: np.ndarray | None = None) -> Tensor:
+    """``n_seq`` sequences of ``length`` states of the chain ``P``: int64 (n_seq, length).
+
+    The first state is drawn from ``start`` (default: the stationary law of ``P``); vectorised over
+    sequences, one loop over positions (inverse-CDF sampling against the cumulative rows)."""
+    p = np.asarray(P, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] != p.shape[1]:
+        raise ValueError(f"P must be a square matrix, got shape {p.shape}")
+    if (p < 0).any() or not np.allclose(p.sum(axis=1), 1.0, atol=1e-9):
+        raise ValueError("P must be row-stochastic (non-negative rows summing to 1)")
+    if n_seq < 1 or length < 1:
+        raise ValueError(f"need n_seq >= 1 and length >= 1, got n_seq={n_seq}, length={length}")
+    vocab = p.shape[0]
+    p0 = stationary_distribution(p) if start is None else np.asarray(start, dtype=np.float64)
+    if p0.shape != (vocab,) or (p0 < 0).any() or not np.isclose(p0.sum(), 1.0):
+        raise ValueError(f"start must be a probability vector of length {vocab}")
+    cdf = torch.from_numpy(np.cumsum(p, axis=1))
+    cdf[:, -1] = 1.0 + 1e-12  # a uniform draw never falls past the last state
+    cdf0 = torch.from_numpy(np.cumsum(p0))
+    cdf0[-1] = 1.0 + 1e-12
+    u = torch.rand(length, n_seq, 1, generator=generator, dtype=torch.float64)  # row t contiguous
+    tokens = torch.empty(length, n_seq, dtype=torch.long)
+    tokens[0] = torch.searchsorted(cdf0, u[0, :, 0], right=True)
+    for t in range(1, length):
+        tokens[t] = torch.searchsorted(cdf[tokens[t - 1]], u[t], right=True)[:, 0]
+    return tokens.clamp_(max=vocab - 1).T.contiguous()
+
+
+def mask_tokens(tokens: Tensor, rate: float, mask_id: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Replace each position independently with probability ``rate`` by ``mask_id``.
+
+    Returns ``(corrupted, mask)``: the corrupted copy (same shape and dtype) and the bool mask of the
+    replaced positions (the positions a masked-token loss is computed on)."""
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate must lie in [0, 1], got {rate}")
+    mask = torch.rand(tokens.shape, generator=generator) < rate
+    corrupted = torch.where(mask, torch.full_like(tokens, mask_id), tokens)
+    return corrupted, mask
+
+
+def indicator_autocorrelation_empirical(tokens: Tensor | np.ndarray, vocab: int, lags) -> np.ndarray:
+    """The sample ``Corr(1[x_t = a], 1[x_{t+k} = a])`` over all pairs ``(t, t + k)`` inside the sequences of
+    ``tokens`` (n, L), averaged over the states ``a`` that occur: one value per lag ``k`` (the estimate
+    of ``theory.markov.indicator_autocorrelation``)."""
+    x = np.asarray(tokens.cpu() if isinstance(tokens, Tensor) else tokens, dtype=np.int64)
+    if x.ndim != 2:
+        raise ValueError(f"tokens must be (n, L), got shape {x.shape}")
+    ks = [int(k) for k in np.atleast_1d(lags)]
+    if min(ks) < 1 or max(ks) >= x.shape[1]:
+        raise ValueError(f"lags must lie in [1, L - 1] = [1, {x.shape[1] - 1}], got {ks}")
+    out = []
+    for k in ks:
+        a, b = x[:, :-k].ravel(), x[:, k:].ravel()
+        n = a.size
+        fa = np.bincount(a, minlength=vocab)[:vocab] / n
+        fb = np.bincount(b, minlength=vocab)[:vocab] / n
+        both = np.bincount(a[a == b], minlength=vocab)[:vocab] / n
+        var = np.sqrt(fa * (1 - fa) * fb * (1 - fb))
+        keep = var > 0
+        out.append(float(((both - fa * fb)[keep] / var[keep]).mean()))
+    return np.array(out)

@@ -65,8 +65,15 @@ class ToyTransformerConfig(BaseModel):
     residual: bool = Field(True, description="residual connections around attention and MLP")
     residual_scale: float = Field(1.0, gt=0, le=1e6, description="α in norm(α·x + G(x)) (post-norm; DeepNorm: "
         "(2N)^(1/4)); pre-norm needs 1")
-    init: Literal["default", "xavier"] = Field("default", description="'xavier': xavier-normal Q, K (gain 1) and V, O, "
-        "MLP (gain init_gain), zero biases (DeepNet)")
+    init: Literal["default", "xavier", "normal"] = Field("default", description="'xavier': xavier-normal Q, K (gain "
+        "1) and V, O, MLP (gain init_gain), zero biases (DeepNet); 'normal': every weight i.i.d. N(0, init_std^2), "
+        "zero biases (small-initialisation regime)")
+    init_std: float | None = Field(None, gt=0, le=1e3, description="std ε of init='normal' (e.g. 0.05 for the "
+                                                                      "small-init regime of Chen et al., arXiv "
+                                                                      "2605.01199)")
+    output_projection: bool = Field(True, description="False: no learned W_O; the heads' values (n_heads * value_dim "
+                                                       "= d_model) go straight into the stream (W_O a fixed identity "
+                                                       "buffer)")
     init_gain: float = Field(1.0, gt=0, le=1e6, description="xavier gain β of V, O and the MLP weights (DeepNorm: "
                                                             "(8N)^(-1/4))")
     causal: bool = Field(False, description="mask future positions")
@@ -111,6 +118,13 @@ class ToyTransformerConfig(BaseModel):
         if self.residual_scale != 1.0 and self.norm_position != "post":
             raise ValueError(f"'residual_scale' (α = {self.residual_scale}) is DeepNorm's post-norm residual weight; "
                              f"set norm_position='post'")
+        if (self.init == "normal") != (self.init_std is not None):
+            raise ValueError("'init_std' is the std of init='normal': set both or neither")
+        if self.init == "normal" and self.embedding_std is not None:
+            raise ValueError("init='normal' sets the embedding and readout too: leave 'embedding_std' unset")
+        if not self.output_projection and self.n_heads * self.v_dim != self.d_model:
+            raise ValueError(f"output_projection=False needs n_heads * value_dim == d_model; got {self.n_heads} * "
+                             f"{self.v_dim} != {self.d_model}")
         if self.init_gain != 1.0 and self.init != "xavier":
             raise ValueError("'init_gain' scales the xavier init: set init='xavier'")
         if self.freeze_readout and self.d_output is None and self.vocab_size is None:
@@ -216,7 +230,11 @@ class MultiHeadAttention(nn.Module):
         self.W_Q = nn.Parameter(torch.randn(h, r, d) / math.sqrt(d))
         self.W_K = None if cfg.qk == "tied" else nn.Parameter(torch.randn(h, r, d) / math.sqrt(d))
         self.W_V = nn.Parameter(torch.randn(h, v, d) / math.sqrt(d))
-        self.W_O = nn.Parameter(torch.randn(h, d, v) / math.sqrt(h * v))
+        if cfg.output_projection:
+            self.W_O = nn.Parameter(torch.randn(h, d, v) / math.sqrt(h * v))
+        else:
+            # Head h's value lands in coordinates h*v .. (h+1)*v of the stream: a fixed block identity, not trained.
+            self.register_buffer("W_O", torch.eye(d).reshape(d, h, v).permute(1, 0, 2).contiguous())
         if cfg.bias:
             self.b_Q = nn.Parameter(torch.zeros(h, r))
             self.b_K = None if cfg.qk == "tied" else nn.Parameter(torch.zeros(h, r))
@@ -296,6 +314,8 @@ class MultiHeadAttention(nn.Module):
             if self.b_V is not None:
                 self.b_V[head] = 0
         if o is not None:
+            if not self.cfg.output_projection:
+                raise ValueError("output_projection=False: W_O is a fixed identity; there is no 'o' to set")
             self.W_O[head] = torch.as_tensor(o, dtype=self.W_O.dtype)
 
     def bilinear(self, head: int) -> Tensor:
@@ -420,6 +440,23 @@ class ToyTransformer(nn.Module):
         self.hook_final = HookPoint()
         if cfg.init == "xavier":
             self._xavier()
+        elif cfg.init == "normal":
+            self._normal(cfg.init_std)
+
+    @torch.no_grad()
+    def _normal(self, std: float) -> None:
+        """Small-ε init (Chen, Lin, Xu & Luo, arXiv 2605.01199): every weight matrix (embedding, learned positions,
+        Q, K, V, O, MLP, readout) i.i.d. N(0, std²), every bias 0; norm scales keep their 1 and a fixed W_O (a
+        buffer) its identity."""
+        norms = {id(p) for m in self.modules() if isinstance(m, (nn.LayerNorm, nn.RMSNorm, SphereNorm))
+                 for p in m.parameters()}
+        for name, p in self.named_parameters():
+            if id(p) in norms:
+                continue
+            if name.split(".")[-1].startswith("b_") or name.endswith("bias"):
+                p.zero_()
+            else:
+                p.normal_(0.0, std)
 
     @torch.no_grad()
     def _xavier(self) -> None:
@@ -438,7 +475,8 @@ class ToyTransformer(nn.Module):
             if a.W_K is not None:
                 xavier(a.W_K, d, h * r, 1.0)
             xavier(a.W_V, d, h * v, beta)
-            xavier(a.W_O, h * v, d, beta)
+            if isinstance(a.W_O, nn.Parameter):
+                xavier(a.W_O, h * v, d, beta)
             for b in (a.b_Q, a.b_K, a.b_V, a.b_O):
                 if b is not None:
                     b.zero_()

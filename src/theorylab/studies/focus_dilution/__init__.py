@@ -1,0 +1,122 @@
+"""focus-dilution: focus-dilution cycles in one-layer attention learning from small initialisation.
+
+Paper: Zheng-An Chen, Pengxiao Lin, Zhi-Qin John Xu & Tao Luo, "Focus and Dilution: The Multi-stage Learning Process
+of Attention", arXiv 2605.01199 (2026; only the abstract was available). Precursor: Chen & Luo, "From Condensation to
+Rank Collapse", arXiv 2510.06954. A one-layer, one-head transformer without MLP, norm or bias, every weight N(0, ε²),
+is trained by full-batch GD on a Zipf-Markov chain (`data.markov.zipf_chain`); the loss levels ln V, H(π) and the
+entropy rate come from `theory.markov`; the stage probes (σ₂/σ₁, ‖W_Q W_Kᵀ‖_F, attention entropy, focus ratio F, key
+score vs frequency) from `probes.focus` and the plateau detector from `probes.stages`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from theorylab.core import RunContext, study
+from theorylab.data.markov import sample_chain, zipf_chain
+from theorylab.probes.focus import (
+    count_above,
+    focus_ratio,
+    key_frequency_spearman,
+    key_scores,
+    late_entropy,
+    singular_ratio,
+    stable_rank,
+    token_mass,
+    top_tokens,
+)
+from theorylab.studies.focus_dilution.config import PRESETS, FocusDilutionConfig
+from theorylab.studies.focus_dilution.figures import figure_focus_heatmap, figure_key_scores, figure_stages
+from theorylab.studies.focus_dilution.judges import claims
+from theorylab.theory.markov import entropy_rate, stationary, unigram_entropy
+from theorylab.train.attention_gd import build_members, card_weights, train_gd
+
+PAPER = ("Chen, Lin, Xu & Luo, 'Focus and Dilution: The Multi-stage Learning Process of Attention', arXiv 2605.01199 "
+         "(ICML 2026)")
+
+
+@study(
+    "focus-dilution",
+    title="Focus-dilution cycles in one-layer attention learning from small initialisation",
+    paper=PAPER,
+    config=FocusDilutionConfig,
+    presets=PRESETS,
+    family="attention",
+    claims=claims,
+)
+def run(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
+    threads = torch.get_num_threads()
+    if ctx.device.type == "cpu":  # tiny ops: one thread avoids contention on a shared 2-core box (card)
+        torch.set_num_threads(1)
+    try:
+        _run(cfg, ctx)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _chains(cfg: FocusDilutionConfig, ctx: RunContext):
+    """Per member: its chain P, stationary π, Top set and T + 1 state sequences (inputs and next-token targets)."""
+    rows, chains, xs, ys = [], [], [], []
+    for m in range(cfg.seeds):
+        P = zipf_chain(cfg.vocab_size, s=cfg.zipf_s, mix=cfg.chain_mix, seed=ctx.seed(f"chain {m}"))
+        pi = stationary(P)
+        top = top_tokens(pi, cfg.top_fraction)
+        tokens = sample_chain(P, cfg.n_sequences, cfg.length + 1, ctx.generator(f"sequences {m}"))
+        xs.append(tokens[:, :-1])
+        ys.append(tokens[:, 1:])
+        chains.append((P, pi, top))
+        rank = np.empty(cfg.vocab_size, dtype=np.int64)
+        rank[np.argsort(-pi, kind="stable")] = np.arange(cfg.vocab_size)
+        rows += [dict(member=m, token=v, pi=float(pi[v]), rank=int(rank[v]), top=bool(v in set(top.tolist())))
+                 for v in range(cfg.vocab_size)]
+        ctx.table("levels", pd.DataFrame([dict(member=m, ln_v=math.log(cfg.vocab_size), unigram_entropy=unigram_entropy(
+            pi), entropy_rate=entropy_rate(P))]))
+    ctx.table("tokens", pd.DataFrame(rows))
+    return chains, torch.stack(xs), torch.stack(ys)
+
+
+def _run(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
+    chains, x, y = _chains(cfg, ctx)
+    models = build_members(cfg.vocab_size, cfg.d_model, cfg.init_std, cfg.residual,
+                           [ctx.seed(f"init {m}") for m in range(cfg.seeds)])
+    w0 = {k: t.to(ctx.device) for k, t in card_weights(models).items()}
+    x, y = x.to(ctx.device), y.to(ctx.device)
+    curves, mass_rows, key_rows = [], [], []
+    xs_cpu = x.cpu()
+
+    def log(step: int, w: dict, losses: torch.Tensor, pattern: torch.Tensor) -> None:
+        ctx.check_finite("training loss", losses, step)
+        qk = (w["Q"] @ w["K"].transpose(-1, -2)).double().cpu()  # (S, d, d): the card's W_Q W_Kᵀ
+        E, U = w["E"].double().cpu(), w["U"].double().cpu()
+        e_ratio, u_ratio, qk_ratio = singular_ratio(E), singular_ratio(U), singular_ratio(qk)
+        e_sr, u_sr, qk_sr, e_dirs = stable_rank(E), stable_rank(U), stable_rank(qk), count_above(E, 0.3)
+        scale = 1.0 / math.sqrt(w["Q"].shape[-1])
+        for m, (_, pi, top) in enumerate(chains):
+            pat = pattern[m][:, None].double().cpu()  # (N, 1, T, T)
+            scores_vv = scale * E[m] @ qk[m] @ E[m].T  # (V, V)
+            ks = key_scores(scores_vv, pi)
+            curves.append(dict(member=m, step=step, loss=float(losses[m]), qk_norm=float(qk[m].norm()),
+                               e_ratio=float(e_ratio[m]), u_ratio=float(u_ratio[m]), qk_ratio=float(qk_ratio[m]),
+                               e_stable_rank=float(e_sr[m]), u_stable_rank=float(u_sr[m]),
+                               qk_stable_rank=float(qk_sr[m]), e_directions=int(e_dirs[m]),
+                               focus=float(focus_ratio(pat, xs_cpu[m], top, cfg.min_position)[0]),
+                               entropy=float(late_entropy(pat, cfg.min_position)[0]),
+                               key_spearman=key_frequency_spearman(ks, pi)))
+            tm = token_mass(pat, xs_cpu[m], cfg.vocab_size, cfg.min_position)[0]
+            mass_rows.extend([dict(member=m, step=step, token=v, mass=float(tm[v])) for v in range(cfg.vocab_size)])
+            key_rows.extend([dict(member=m, step=step, token=v, key_score=float(ks[v])) for v in range(cfg.vocab_size)])
+
+    ctx.say(f"training {cfg.seeds} one-layer transformers in lockstep: V = {cfg.vocab_size}, d = {cfg.d_model}, "
+            f"T = {cfg.length}, ε = {cfg.init_std}, {cfg.steps} full-batch GD steps")
+    train_gd(w0, x, y, lr=cfg.lr, steps=cfg.steps, evaluate_every=cfg.evaluate_every, residual=cfg.residual, log=log,
+             progress=lambda it: ctx.progress(it, "gradient descent"))
+    ctx.table("curves", pd.DataFrame(curves))
+    ctx.table("token_mass", pd.DataFrame(mass_rows))
+    ctx.table("key_scores", pd.DataFrame(key_rows))
+    figure_stages(ctx, ctx.tables["curves"], ctx.tables["levels"])
+    figure_focus_heatmap(ctx, ctx.tables["token_mass"], ctx.tables["tokens"])
+    figure_key_scores(ctx, ctx.tables["curves"], ctx.tables["key_scores"], ctx.tables["tokens"])

@@ -1,0 +1,63 @@
+"""focus-dilution: its config and presets (the paper and the claims: see the package)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from theorylab.core import Preset, StudyConfig
+from theorylab.core.fields import DModel, Every, Fraction, LearningRate, Length, SampleSize, Seeds, Steps, VocabSize
+
+
+class FocusDilutionConfig(StudyConfig):
+    vocab_size: VocabSize = Field(10, description="tokens V of the Zipf-Markov chain (card: 10 quick; 50, 1000, 10000 "
+                                                  "paper)")
+    d_model: DModel = Field(16, description="embedding width d (card: 16 quick, 256 paper)")
+    length: Length = Field(16, description="context T: sequences of T + 1 states, targets the next tokens (card: 16)")
+    n_sequences: SampleSize = Field(512, description="training sequences, one full batch (card: 512)")
+    zipf_s: float = Field(1.0, ge=0, le=4, description="Zipf exponent s of the base law π₀ ∝ k^(-s) (card: 1)")
+    chain_mix: Fraction = Field(0.5, description="weight of the Zipf rows in P = mix·1π₀ᵀ + (1-mix)·R (card: 0.5)")
+    init_std: float = Field(0.05, gt=0, le=1, description="ε: every weight i.i.d. N(0, ε²) (card: 0.05 quick; 0.01, "
+                                                          "0.02, 0.05 paper)")
+    residual: bool = Field(False, description="a residual stream around attention (card: claims are for False; True "
+                                              "is the variant)")
+    lr: LearningRate = Field(1.0, description="full-batch gradient-descent step (card: 1.0, a proxy for gradient flow)")
+    steps: Steps = Field(4000, description="full-batch steps (card: 4000 quick, ~1e5 paper)")
+    seeds: Seeds = Field(2, description="members, each with its own chain and init, trained in lockstep (card: 2 "
+                                        "quick, 5 paper)")
+    evaluate_every: Every = Field(50, description="steps between two log points (card: 50)")
+    top_fraction: Annotated[float, Field(gt=0, lt=1)] = Field(0.25, description="Top = the top_fraction·V most "
+                                                                                "frequent tokens under π (card: 1/4)")
+    min_position: Annotated[int, Field(ge=0, le=1_000_000)] = Field(4, description="focus ratio and attention "
+                                                                                   "entropy use query positions t >= "
+                                                                                   "this (card: 4)")
+
+    @model_validator(mode="after")
+    def _checks(self) -> "FocusDilutionConfig":
+        if self.min_position >= self.length:
+            raise ValueError(f"'min_position' ({self.min_position}) must be < 'length' ({self.length})")
+        if self.evaluate_every > self.steps:
+            raise ValueError(f"'evaluate_every' ({self.evaluate_every}) must be <= 'steps' ({self.steps})")
+        if int(self.top_fraction * self.vocab_size) < 1:
+            raise ValueError(f"'top_fraction' ({self.top_fraction}) times 'vocab_size' ({self.vocab_size}) must be >= "
+                             f"1 token")
+        return self
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, ~30 s: V = 10, d = 16, T = 16, 512 sequences, ε = 0.05, lr 1, 4000 "
+                                "full-batch steps, 2 members in lockstep, a log point every 50 steps"),
+    "paper": Preset.of(
+        "paper",
+        "GPU: V = 50, d = 256, T = 128, ε = 0.05, 20000 steps (5x quick's budget, for the second cycle), 5 members; "
+        "sweep vocab_size over {50, 1000, 10000} and init_std over {0.01, 0.02, 0.05} with `theorylab sweep`",
+        vocab_size=(50, "card: the smallest paper vocabulary"),
+        d_model=(256, "card"),
+        length=(128, "card"),
+        n_sequences=(2048, "ours: the card gives no paper data size"),
+        steps=(20_000, "card: claim 6 needs about 5x the quick step budget"),
+        seeds=(5, "card"),
+        evaluate_every=(100, "ours: 200 log points"),
+    ),
+}

@@ -1,0 +1,141 @@
+"""focus-dilution: the model and its fast forward against ToyTransformer, lockstep GD against single runs, the quick
+run, judges fed wrong results, config errors and the paper path at toy size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from pydantic import ValidationError
+
+import theorylab.studies.focus_dilution  # noqa: F401  (registers the study without an entry point)
+from result_edits import edit_table as _edit
+from theorylab.studies.focus_dilution import judges
+from theorylab.studies.focus_dilution.config import FocusDilutionConfig
+from theorylab.train import attention_gd as dynamics
+
+
+def _members(V=7, d=6, residual=False, std=0.4):
+    models = [m.double() for m in dynamics.build_members(V, d, std, residual, [11, 12])]
+    x = torch.stack([torch.randint(0, V, (5, 9), generator=torch.Generator().manual_seed(s)) for s in (1, 2)])
+    y = torch.stack([torch.randint(0, V, (5, 9), generator=torch.Generator().manual_seed(s)) for s in (3, 4)])
+    return models, x, y
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("table", [True, False])
+def test_fast_forward_and_gradients_equal_toy_transformer(residual, table):
+    models, x, y = _members(residual=residual)
+    w = {k: t.clone().requires_grad_(True) for k, t in dynamics.card_weights(models).items()}
+    logits, pattern = dynamics.forward(w, x, residual, table=table)
+    dynamics.member_losses(logits, y).sum().backward()
+    for s, m in enumerate(models):
+        out, cache = m.run_with_cache(x[s], names=["blocks.0.attn.hook_pattern"])
+        torch.testing.assert_close(logits[s], out.detach(), rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(pattern[s], cache["blocks.0.attn.hook_pattern"][:, 0], rtol=1e-10, atol=1e-12)
+        F.cross_entropy(m(x[s]).reshape(-1, 7), y[s].reshape(-1)).backward()
+        a = m.blocks[0].attn
+        for name, ref in (("E", m.embed.weight.grad), ("Q", a.W_Q.grad[0].T), ("K", a.W_K.grad[0].T),
+                          ("W", a.W_V.grad[0].T), ("U", m.readout.weight.grad.T)):
+            torch.testing.assert_close(w[name].grad[s], ref, rtol=1e-9, atol=1e-12, msg=name)
+
+
+def test_lockstep_gd_equals_each_member_alone_and_load_member_round_trips():
+    models, x, y = _members()
+    w0 = dynamics.card_weights(models)
+    logged = []
+    both = dynamics.train_gd(w0, x, y, lr=0.5, steps=3, evaluate_every=2, residual=False,
+                             log=lambda step, w, losses, a: logged.append((step, losses.clone())))
+    assert [s for s, _ in logged] == [0, 2, 3]
+    for s in range(2):
+        alone = dynamics.train_gd({k: t[s:s + 1] for k, t in w0.items()}, x[s:s + 1], y[s:s + 1], lr=0.5, steps=3,
+                                  evaluate_every=10, residual=False, log=lambda *a: None)
+        for k in both:
+            torch.testing.assert_close(both[k][s], alone[k][0], rtol=1e-10, atol=1e-13)
+    m = dynamics.load_member(models[1], both, 1)
+    torch.testing.assert_close(dynamics.card_weights([m])["Q"][0], both["Q"][1])
+
+
+@pytest.fixture(scope="module")
+def fd_quick(quick_run):
+    return quick_run("focus-dilution")
+
+
+def test_quick_claims(fd_quick):
+    by_id = {v.id.split("/")[-1]: v for v in fd_quick.verdicts}
+    for claim in ("init-loss", "condensation-with-frozen-attention", "attention-wakes-later", "focus-then-dilution",
+                  "beyond-unigram"):
+        assert by_id[claim].passed is True, f"{claim}: {by_id[claim].detail}"
+    assert by_id["second-cycle"].passed is None and "needs paper preset" in by_id["second-cycle"].detail
+    assert {"stages", "focus_heatmap", "key_score_vs_freq"} <= {p.stem for p in fd_quick.figures}
+
+
+def _scale_after(frame, column, factor, start=1):
+    frame.loc[frame["step"] >= start, column] *= factor
+    return frame
+
+
+def test_judges_fail_on_wrong_results(fd_quick):
+    r = fd_quick
+    # a large init or a bias left on: L(0) away from ln V
+    assert judges.judge_init(_edit(r, "curves", lambda f: f.assign(loss=np.where(f["step"] == 0, f["loss"] + 0.02,
+                                                                                    f["loss"])))).passed is False
+    # attention never frozen (grows from the first step), or no rank-one condensation
+    assert judges.judge_condense(_edit(r, "curves", lambda f: _scale_after(f, "qk_norm", 2.0))).passed is False
+    assert judges.judge_condense(_edit(r, "curves", lambda f: f.assign(e_ratio=0.6))).passed is False
+    # no plateau at the unigram level: the loss sits 5 % above H(π) until it drops
+    assert judges.judge_condense(_edit(r, "curves", lambda f: f.assign(loss=f["loss"] * 1.05))).passed is False
+    # attention that never grows, or whose entropy stays uniform
+    flat_qk = _edit(r, "curves", lambda f: f.assign(qk_norm=f.groupby("member")["qk_norm"].transform("first")))
+    assert judges.judge_wake(flat_qk).passed is False
+    assert judges.judge_wake(_edit(r, "curves", lambda f: f.assign(entropy=f.groupby("member")["entropy"]
+                                                                    .transform("first")))).passed is False
+    # attention that only sharpens monotonically onto frequent tokens: no dilution
+    mono = _edit(r, "curves", lambda f: f.assign(focus=1 + 0.3 * f["step"] / f["step"].max()))
+    assert judges.judge_focus(mono).passed is False
+    assert judges.judge_focus(_edit(r, "curves", lambda f: f.assign(focus=1.0))).passed is False  # no focus at all
+    # learning stuck at the unigram level
+    levels = r.table("levels").set_index("member")["unigram_entropy"]
+    stuck = _edit(r, "curves", lambda f: f.assign(loss=np.where(f["step"] == f["step"].max(),
+                                                                f["member"].map(levels), f["loss"])))
+    assert judges.judge_beyond(stuck).passed is False
+
+
+def test_second_cycle_measurement_on_a_constructed_curve():
+    import pandas as pd
+
+    steps = np.arange(0, 1001, 50)
+    focus = np.interp(steps, [0, 200, 300, 400, 600, 700, 1000], [1, 1, 1.2, 1.05, 1.05, 1.08, 1.0])
+    dirs = np.where(steps >= 500, 2, 1)
+    c = pd.DataFrame(dict(step=steps, focus=focus, e_directions=dirs))
+    s = judges.second_cycle(c, (0.0, 200.0))
+    assert s["ok"] and s["dilution"] == 400 and s["dirs"] == 1 and s["new_dirs"] == 2 and s["peak2"] == 1.08
+    s = judges.second_cycle(c.assign(e_directions=1), (0.0, 200.0))  # no new direction: no second cycle
+    assert not s["ok"]
+
+
+def test_bad_config_fails_naming_the_field():
+    with pytest.raises(ValidationError, match="min_position"):
+        FocusDilutionConfig(length=4, min_position=4)
+    with pytest.raises(ValidationError, match="evaluate_every"):
+        FocusDilutionConfig(steps=10, evaluate_every=50)
+    with pytest.raises(ValidationError, match="init_std"):
+        FocusDilutionConfig(init_std=0.0)
+    with pytest.raises(ValidationError, match="top_fraction"):
+        FocusDilutionConfig(vocab_size=3, top_fraction=0.2)
+
+
+@pytest.mark.slow
+def test_paper_path_at_toy_size(tmp_path):
+    """The paper preset's code path (embedding-form forward for V > 64, claim 6 decided at >= 20000 steps)."""
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    res = execute("focus-dilution", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
+                  overrides=dict(vocab_size=80, d_model=4, length=5, n_sequences=4, seeds=2, steps=20_000, lr=0.1,
+                                 evaluate_every=2000, min_position=2))
+    assert res.status == "done", res.message
+    by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
+    assert by_id["second-cycle"].passed is not None, by_id["second-cycle"].detail  # decided (either way)
+    assert set(res.table("curves")["member"]) == {0, 1} and len(res.table("curves")) == 2 * 11
