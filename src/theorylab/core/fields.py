@@ -126,6 +126,10 @@ Concentration = Annotated[float, Field(gt=0, le=100)]
 """Concentration α of a symmetric Dirichlet. Kit: ``dirichlet_bigram(alpha=)``,
 ``TriggerNoiseTask.dirichlet(alpha=)``."""
 
+CorrelationLength = Annotated[float, Field(gt=0, le=1000)]
+"""Correlation length ξ = −1/ln|λ₂| of a Markov chain, in tokens. Kit: ``theory.markov.correlation_length``,
+``data.markov.lazy_chain(lam=exp(−1/ξ))``."""
+
 InformationExponent = Annotated[int, Field(ge=1, le=8)]
 """Hermite degree / information exponent k of a link (He_k). Kit: ``HermiteActivation.he(k)``."""
 
