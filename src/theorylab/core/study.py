@@ -148,7 +148,10 @@ class Registry:
         return study
 
     def get(self, slug: str) -> Study:
-        load_studies()
+        if slug not in self._studies:
+            _load_one(slug)  # one study's run need not import every other study (seconds of torch/HF imports)
+        if slug not in self._studies:
+            load_studies()
         if slug in self._studies:
             return self._studies[slug]
         valid = sorted(self._studies)
@@ -201,6 +204,17 @@ def load_studies() -> None:
                 raise
             warnings.warn(f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}",
                           RuntimeWarning, stacklevel=2)
+
+
+def _load_one(slug: str) -> None:
+    """Import the entry point named ``slug`` alone, if there is one; a failure is left to :func:`load_studies`."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=slug):
+        try:
+            ep.load()
+        except Exception:  # noqa: BLE001 - load_studies reports it (or warns for a third-party plugin)
+            return
 
 
 def study(

@@ -91,8 +91,7 @@ def ctmc_stationary(Q: np.ndarray) -> np.ndarray:
 
 def stationary_derivative(toy: FastSlowToy, y: float) -> np.ndarray:
     """``d p_st / dy`` from differentiating ``Q^T p = 0``: ``Q^T p' = -(dQ/dy)^T p`` with ``1^T p' = 0``."""
-    p = ctmc_stationary(toy.Q(y))
-    return _solve_zero_sum(toy.Q(y), -toy.dQ(y).T @ p)
+    return manifold_terms(toy, y).dp_dy
 
 
 def _solve_zero_sum(Q: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -101,6 +100,27 @@ def _solve_zero_sum(Q: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     system = np.vstack([Q.T, np.ones((1, s))])
     v, *_ = np.linalg.lstsq(system, np.append(rhs, 0.0), rcond=None)
     return v
+
+
+@dataclass(frozen=True)
+class ManifoldTerms:
+    """Everything the slow manifold gives at one ``y``, each solved once: ``Q(y)``, ``p_st``, ``d p_st/dy``, the
+    reduced velocity ``c^T p_st - y`` and the Tikhonov correction ``x_1``."""
+
+    Q: np.ndarray
+    p: np.ndarray
+    dp_dy: np.ndarray
+    velocity: float
+    x1: np.ndarray
+
+
+def manifold_terms(toy: FastSlowToy, y: float) -> ManifoldTerms:
+    """:class:`ManifoldTerms` at ``y`` (one stationary solve and two zero-sum solves, shared by the functions below)."""
+    q = toy.Q(y)
+    p = ctmc_stationary(q)
+    dp_dy = _solve_zero_sum(q, -toy.dQ(y).T @ p)
+    velocity = float(toy.c @ p - y)
+    return ManifoldTerms(q, p, dp_dy, velocity, _solve_zero_sum(q, dp_dy * velocity))
 
 
 def slow_velocity(toy: FastSlowToy, y: float) -> float:
@@ -112,8 +132,7 @@ def tikhonov_correction(toy: FastSlowToy, y: float) -> np.ndarray:
     """The first-order correction ``x_1(y)``: ``Q(y)^T x_1 = d p_st/dt = p_st'(y) (c^T p_st(y) - y)``, ``1^T x_1 = 0``.
 
     Then ``x = p_st(y) + eps x_1(y) + O(eps^2)`` on the slow manifold (Tikhonov; Fenichel's invariant manifold)."""
-    dp_dt = stationary_derivative(toy, y) * slow_velocity(toy, y)
-    return _solve_zero_sum(toy.Q(y), dp_dt)
+    return manifold_terms(toy, y).x1
 
 
 @dataclass(frozen=True)
@@ -160,9 +179,9 @@ def manifold_errors(toy: FastSlowToy, path: FastSlowPath, t_min: float = 0.5) ->
     keep = path.t >= t_min - 1e-12
     e0 = e1 = 0.0
     for x, y in zip(path.x[keep], path.y[keep]):
-        p = ctmc_stationary(toy.Q(y))
-        e0 = max(e0, float(np.abs(x - p).sum()))
-        e1 = max(e1, float(np.abs(x - p - path.eps * tikhonov_correction(toy, y)).sum()))
+        m = manifold_terms(toy, y)
+        e0 = max(e0, float(np.abs(x - m.p).sum()))
+        e1 = max(e1, float(np.abs(x - m.p - path.eps * m.x1).sum()))
     return e0, e1
 
 
@@ -247,10 +266,9 @@ def correction_errors(toy: FastSlowToy, path: FastSlowPath, t_min: float = 0.5) 
     keep = path.t >= t_min - 1e-12
     out = dict(e0=0.0, e1=0.0, e1_flipped=0.0, e1_unnormalised=0.0)
     for x, y in zip(path.x[keep], path.y[keep]):
-        q = toy.Q(y)
-        p = ctmc_stationary(q)
-        x1 = tikhonov_correction(toy, y)
-        raw, *_ = np.linalg.lstsq(q.T, stationary_derivative(toy, y) * slow_velocity(toy, y), rcond=None)
+        m = manifold_terms(toy, y)
+        p, x1 = m.p, m.x1
+        raw, *_ = np.linalg.lstsq(m.Q.T, m.dp_dy * m.velocity, rcond=None)
         for key, guess in (("e0", p), ("e1", p + path.eps * x1), ("e1_flipped", p - path.eps * x1),
                            ("e1_unnormalised", p + path.eps * raw)):
             out[key] = max(out[key], float(np.abs(x - guess).sum()))

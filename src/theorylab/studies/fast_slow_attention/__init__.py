@@ -40,8 +40,8 @@ from theorylab.theory.fastslow import (
     ctmc_stationary,
     fit_variational_phi,
     frozen_chain_limit,
+    manifold_terms,
     simulate_fast_slow,
-    tikhonov_correction,
 )
 from theorylab.train.batched import AdamWSchedule
 from theorylab.train.fast_slow import mean_next_token_loss, train_lockstep
@@ -67,7 +67,8 @@ def _toy(cfg: FastSlowAttentionConfig, ctx: RunContext) -> None:
         rows.append(dict(eps=eps, **correction_errors(toy, path, cfg.ode_t_min)))
         if eps == shown:
             for t, x, y in zip(path.t[::5], path.x[::5], path.y[::5]):
-                p, x1 = ctmc_stationary(toy.Q(y)), tikhonov_correction(toy, y)
+                m = manifold_terms(toy, y)
+                p, x1 = m.p, m.x1
                 track += [dict(eps=eps, t=t, y=y, state=i, x=x[i], p_st=p[i], corrected=p[i] + eps * x1[i])
                           for i in range(toy.states)]
     ctx.table("errors", pd.DataFrame(rows))

@@ -102,9 +102,10 @@ PRESETS = {
     "quick": Preset.of(
         "quick",
         "2 CPU cores, ~50 s: the CTMC toy at eps = 0.1 ... 0.003 (Radau) and the phi fit (claims 1-4, decided); the "
-        "LM at the card's d = 64, 2 layers, P = 4 but 20 steps (82k tokens of the card's 500k; 3 seeds x coupled, "
+        "LM at the card's d = 64, 2 layers, P = 4 but 20 steps (82k tokens of the card's 500k; 2 seeds x coupled, "
         "frozen, dense): causality and cost decided, claims 7-8 report the reduced run and say not decided",
         lm_steps=(20, "500k tokens x 9 models is ~2-3 min on 2 cores; the 'cpu-500k' preset runs it"),
+        lm_seeds=(2, "the fewest that give a seed spread; the card's 3 (cpu-500k) put the preset over 60 s"),
     ),
     "cpu-500k": Preset.of(
         "cpu-500k",
