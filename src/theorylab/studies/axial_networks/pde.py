@@ -14,6 +14,7 @@ initial energy at wavelength 8 h (peak mode N/8), so a kernel learned in grid un
 
 from __future__ import annotations
 
+import copy
 import math
 from statistics import median
 
@@ -172,8 +173,7 @@ def multidim_pretraining(cfg, ctx: RunContext) -> pd.DataFrame:
                     with seeded(ctx.seed(f"multidim/{s}/scratch/{target}")):
                         net = _xvit(cfg, 1)
                 else:  # fine-tune a copy: the same pretrained weights start every target
-                    net = _xvit(cfg, 1)
-                    net.load_state_dict(nets[arm].state_dict())
+                    net = copy.deepcopy(nets[arm])
                 out = train_forecaster(net, [train], cfg.pde_finetune_steps, cfg.pde_batch, cfg.pde_lr,
                                        ctx.generator(f"multidim/{s}/{target}/finetune"), ctx.check_finite,
                                        ctx.device, eval_sets=[test], eval_every=cfg.pde_evaluate_every)
