@@ -54,6 +54,18 @@ def focus_peak(curve: pd.DataFrame, after: float) -> tuple[float, float, float]:
     return float(late.loc[i, "focus"]), float(late.loc[i, "step"]), float(curve["focus"].iloc[-1])
 
 
+def every_member(res, check) -> tuple[bool, list[float], str]:
+    """Apply ``check(curve, levels) -> (good, value, text)`` to every member: ``(all good, the values, the
+    texts joined)``. A claim holds only if it holds for every member."""
+    ok, values, parts = True, [], []
+    for m, c, lv in members(res):
+        good, value, text = check(c, lv)
+        ok &= bool(good)
+        values.append(value)
+        parts.append(f"member {m}: {text}")
+    return ok, values, "; ".join(parts)
+
+
 S_INIT = "At initialisation (every weight N(0, ε²), ε = 0.05) the loss is ln V: |L(0) - ln V| <= 5e-3."
 
 
@@ -72,21 +84,17 @@ S_CONDENSE = ("Stage 1: a window W₁ of >= 100 steps where the loss sits at the
 
 @claims.add("condensation-with-frozen-attention", S_CONDENSE, REF + ", stage 1 (abstract)")
 def judge_condense(res, v) -> Verdict:
-    parts, ok, lengths = [], True, []
-    for m, c, lv in members(res):
+    def check(c, lv):
         w = first_window(c, lv)
         if w is None:
-            ok = False
-            lengths.append(0.0)
-            parts.append(f"member {m}: no log step at the unigram level with frozen attention")
-            continue
+            return False, 0.0, "no log step at the unigram level with frozen attention"
         inside = c[(c["step"] >= w[0]) & (c["step"] <= w[1])]
         e_min, u_min = float(inside["e_ratio"].min()), float(inside["u_ratio"].min())
         good = w[1] - w[0] >= MIN_WINDOW and e_min <= RANK_ONE and u_min <= RANK_ONE
-        ok &= good
-        lengths.append(w[1] - w[0])
-        parts.append(f"member {m}: W₁ = steps {w[0]:.0f}-{w[1]:.0f}, min σ₂/σ₁(E) {e_min:.3f}, (U) {u_min:.3f}")
-    return v.judged(ok, min(lengths), f">= {MIN_WINDOW} steps (σ₂/σ₁ <= {RANK_ONE})", None, "; ".join(parts))
+        return good, w[1] - w[0], f"W₁ = steps {w[0]:.0f}-{w[1]:.0f}, min σ₂/σ₁(E) {e_min:.3f}, (U) {u_min:.3f}"
+
+    ok, lengths, detail = every_member(res, check)
+    return v.judged(ok, min(lengths), f">= {MIN_WINDOW} steps (σ₂/σ₁ <= {RANK_ONE})", None, detail)
 
 
 S_WAKE = ("Stage 2 begins after stage 1: ‖W_Q W_Kᵀ‖_F grows >= 10x by the end, first exceeds 1.5x its initial value "
@@ -95,8 +103,7 @@ S_WAKE = ("Stage 2 begins after stage 1: ‖W_Q W_Kᵀ‖_F grows >= 10x by the 
 
 @claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)")
 def judge_wake(res, v) -> Verdict:
-    parts, ok, growths = [], True, []
-    for m, c, lv in members(res):
+    def check(c, lv):
         w = first_window(c, lv)
         q0 = float(c["qk_norm"].iloc[0])
         growth = float(c["qk_norm"].iloc[-1]) / q0
@@ -104,12 +111,12 @@ def judge_wake(res, v) -> Verdict:
         wake = float(awake["step"].iloc[0]) if len(awake) else math.inf
         drop = float(c["entropy"].iloc[0] - c["entropy"].iloc[-1])
         good = w is not None and growth >= QK_GROWTH and wake > w[0] and drop >= ENTROPY_DROP
-        ok &= good
-        growths.append(growth)
-        parts.append(f"member {m}: ‖W_QW_Kᵀ‖ x{growth:.1f}, wakes at step {wake:.0f} (W₁ starts at "
-                     f"{'none' if w is None else f'{w[0]:.0f}'}), entropy drop {drop:.3f} nats")
+        return good, growth, (f"‖W_QW_Kᵀ‖ x{growth:.1f}, wakes at step {wake:.0f} (W₁ starts at "
+                              f"{'none' if w is None else f'{w[0]:.0f}'}), entropy drop {drop:.3f} nats")
+
+    ok, growths, detail = every_member(res, check)
     return v.judged(ok, min(growths), f">= {QK_GROWTH}x (wake after W₁ starts; entropy drop >= {ENTROPY_DROP})", None,
-                    "; ".join(parts))
+                    detail)
 
 
 S_FOCUS = ("Stages 2-3: after W₁ the focus ratio F on the V/4 most frequent tokens peaks at >= 1.05, and by the end "
@@ -118,22 +125,17 @@ S_FOCUS = ("Stages 2-3: after W₁ the focus ratio F on the V/4 most frequent to
 
 @claims.add("focus-then-dilution", S_FOCUS, REF + ", stages 2-3 (abstract)")
 def judge_focus(res, v) -> Verdict:
-    parts, ok, peaks = [], True, []
-    for m, c, lv in members(res):
+    def check(c, lv):
         w = first_window(c, lv)
         if w is None:
-            ok = False
-            peaks.append(math.nan)
-            parts.append(f"member {m}: no W₁, so no 'after W₁'")
-            continue
+            return False, math.nan, "no W₁, so no 'after W₁'"
         peak, at, end = focus_peak(c, w[1])
         good = peak >= F_PEAK and end <= 1 + UNDONE * (peak - 1)
-        ok &= good
-        peaks.append(peak)
-        parts.append(f"member {m}: F_peak {peak:.3f} at step {at:.0f}, F_end {end:.3f} (bound "
-                     f"{1 + UNDONE * (peak - 1):.3f})")
+        return good, peak, f"F_peak {peak:.3f} at step {at:.0f}, F_end {end:.3f} (bound {1 + UNDONE * (peak - 1):.3f})"
+
+    ok, peaks, detail = every_member(res, check)
     return v.judged(ok, float(np.nanmin(peaks)) if not all(map(math.isnan, peaks)) else math.nan,
-                    f"F_peak >= {F_PEAK}, F_end <= 1 + {UNDONE} (F_peak - 1)", None, "; ".join(parts))
+                    f"F_peak >= {F_PEAK}, F_end <= 1 + {UNDONE} (F_peak - 1)", None, detail)
 
 
 S_BEYOND = ("The attention stage learns beyond the unigram level: the final loss is <= H(π) - 0.5 (H(π) - H_cond), "
@@ -142,14 +144,13 @@ S_BEYOND = ("The attention stage learns beyond the unigram level: the final loss
 
 @claims.add("beyond-unigram", S_BEYOND, REF + "; loss levels from the chain (theory.markov)")
 def judge_beyond(res, v) -> Verdict:
-    parts, ok, fractions = [], True, []
-    for m, c, lv in members(res):
+    def check(c, lv):
         h, hc, last = float(lv["unigram_entropy"]), float(lv["entropy_rate"]), float(c["loss"].iloc[-1])
         frac = (h - last) / (h - hc)
-        ok &= frac >= BEYOND
-        fractions.append(frac)
-        parts.append(f"member {m}: L_end {last:.4f}, H(π) {h:.4f}, H_cond {hc:.4f} ({frac:.2f} of the way)")
-    return v.judged(ok, min(fractions), f">= {BEYOND} of the way from H(π) to H_cond", None, "; ".join(parts))
+        return frac >= BEYOND, frac, f"L_end {last:.4f}, H(π) {h:.4f}, H_cond {hc:.4f} ({frac:.2f} of the way)"
+
+    ok, fractions, detail = every_member(res, check)
+    return v.judged(ok, min(fractions), f">= {BEYOND} of the way from H(π) to H_cond", None, detail)
 
 
 def second_cycle(c: pd.DataFrame, w: tuple[float, float]) -> dict:
@@ -185,18 +186,15 @@ S_SECOND = ("Stage 4: after the first dilution a new embedding direction opens (
 
 @claims.add("second-cycle", S_SECOND, REF + ", stage 4 (abstract)")
 def judge_second(res, v) -> Verdict:
-    parts, ok = [], True
-    for m, c, lv in members(res):
+    def check(c, lv):
         w = first_window(c, lv)
         if w is None:
-            ok = False
-            parts.append(f"member {m}: no W₁")
-            continue
+            return False, math.nan, "no W₁"
         s = second_cycle(c, w)
-        ok &= s["ok"]
-        parts.append(f"member {m}: first dilution at step {s['dilution']:.0f}, E directions {s['dirs']} -> "
-                     f"{s['new_dirs']}, second F peak {s['peak2']:.3f}, F_end {s['end2']:.3f}")
-    detail = "; ".join(parts)
+        return s["ok"], s["peak2"], (f"first dilution at step {s['dilution']:.0f}, E directions {s['dirs']} -> "
+                                     f"{s['new_dirs']}, second F peak {s['peak2']:.3f}, F_end {s['end2']:.3f}")
+
+    ok, _, detail = every_member(res, check)
     steps = int(res.config["steps"])
     if steps < SECOND_CYCLE_STEPS:
         return v.undecided(f"needs paper preset (>= {SECOND_CYCLE_STEPS} steps; this run has {steps}); reduced "
