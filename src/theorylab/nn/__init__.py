@@ -1,6 +1,7 @@
 """Models (torch.nn.Module and model maps)."""
 
 from theorylab.nn.activations import HermiteActivation
+from theorylab.nn.attention_indexed import AttentionIndexed
 from theorylab.nn.denoisers import LinearDenoiser, linear_sampling_map
 from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD
 from theorylab.nn.toy_transformer import (
@@ -12,6 +13,6 @@ from theorylab.nn.toy_transformer import (
 )
 
 __all__ = [
-    "HermiteActivation", "HookPoint", "LinearDenoiser", "MeanFieldNet", "MultiHeadAttention", "SphericalSGD",
-    "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map",
+    "AttentionIndexed", "HermiteActivation", "HookPoint", "LinearDenoiser", "MeanFieldNet", "MultiHeadAttention",
+    "SphericalSGD", "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map",
 ]
