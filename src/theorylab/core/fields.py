@@ -97,6 +97,14 @@ Chunk = Annotated[int, Field(ge=1, le=1_000_000)]
 """Items processed at once. A memory / speed knob: results do not depend on it.
 Kit: ``evaluate_stacked(chunk=)``, ``theory/generative(block=)`` (K15)."""
 
+NumberChunk = Annotated[int, Field(ge=1, le=1 << 30)]
+"""Random numbers drawn at once (not samples: one sample of a hierarchical model is d^K numbers). A memory / speed
+knob like :data:`Chunk`. Kit: ``data.msim`` samplers (``chunk=``)."""
+
+Levels = Annotated[int, Field(ge=2, le=8)]
+"""Number of scales K of a hierarchical (multiscale) target, which acts on d^K inputs. Kit: ``data.msim``
+(``levels=``), ``nn.msim.MSIMNet``."""
+
 Rank = Annotated[int, Field(ge=1, le=65_536)]
 """Rank of a matrix or head. Kit: ``ToyTransformer(head_rank=)``, ``truncate(rank=)``,
 ``best_rank_k(rank=)``."""

@@ -61,10 +61,13 @@ class SphericalSGD(torch.optim.Optimizer):
     """Projected gradient descent for parameters whose rows live on the unit sphere:
     ``g <- g - <g, w> w`` row-wise, ``w <- normalise(w - lr g)``. Parameters in a group with
     ``sphere=False`` take plain SGD steps. With ``lr = eta * m`` on a mean-field net, one step is the
-    mean-field step of :func:`theorylab.theory.mean_field.projected_step`."""
+    mean-field step of :func:`theorylab.theory.mean_field.projected_step`. ``maximize=True`` ascends instead
+    (the correlation objective of the multiscale single-index model, :mod:`theorylab.train.spherical_sgd`)."""
 
-    def __init__(self, params, lr: float, sphere: bool = True):
-        super().__init__(params, dict(lr=lr, sphere=sphere))
+    def __init__(self, params, lr: float, sphere: bool = True, maximize: bool = False):
+        if not lr > 0:
+            raise ValueError(f"SphericalSGD: lr must be > 0; got {lr}")
+        super().__init__(params, dict(lr=lr, sphere=sphere, maximize=maximize))
 
     @torch.no_grad()
     def step(self, closure=None):  # type: ignore[override]
@@ -73,7 +76,7 @@ class SphericalSGD(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad
+                g = -p.grad if group["maximize"] else p.grad
                 if group["sphere"]:
                     g = g - (g * p).sum(-1, keepdim=True) * p
                     p.sub_(group["lr"] * g)

@@ -1,0 +1,94 @@
+"""multiscale-single-index: its config and presets (the paper and the claims: see the package)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from theorylab.core import Preset, StudyConfig
+from theorylab.core.fields import (
+    Batch,
+    Every,
+    Fraction,
+    LearningRate,
+    Levels,
+    NumberChunk,
+    SampleRatio,
+    SampleSize,
+    Seeds,
+)
+
+
+class MultiscaleSingleIndexConfig(StudyConfig):
+    edge_dims: tuple[int, ...] = Field((16, 64, 256), min_length=2, description="d of the K = 2 Edgeworth check, "
+                                                                                "flat w (card)")
+    edge_samples: SampleSize = Field(1_000_000, description="Monte Carlo samples per d of E[y z], shortcut sampler "
+                                                            "(card: 10^6)")
+    hosvd_levels: Levels = Field(3, description="K of the HOSVD check (card: 3)")
+    hosvd_dims: tuple[int, ...] = Field((8, 12, 16), min_length=1, description="d of the HOSVD check (card)")
+    hosvd_features: tuple[Literal["sign", "random", "flat"], ...] = Field(
+        ("sign", "random"), min_length=1, description="feature ensembles of the HOSVD check: the first is judged "
+        "(sign: random signs/sqrt(d), delocalised at every d), the others are reported (random: uniform on the sphere)")
+    hosvd_sample_ratio: SampleRatio = Field(100.0, description="n = ratio * d^(K-1) samples of T_hat (card: 100)")
+    sgd_grid: tuple[tuple[int, tuple[int, ...]], ...] = Field(((2, (16, 32, 64)),), min_length=1,
+                            description="(K, dims) pairs of the spherical-SGD runs (card quick: K = 2, d = 16..64)")
+    sgd_seeds: Seeds = Field(3, description="seeds per (K, d) (card: 3 quick, 5 paper)")
+    sgd_sample_ratio: SampleRatio = Field(200.0, description="n = ratio * d^(K-1) log d fresh samples per run "
+                                                             "(card: 200 quick, 400 paper)")
+    sgd_batch: Batch = Field(32, description="fresh samples per step B (card: 32)")
+    sgd_lr: LearningRate = Field(0.1, description="c in the step eta = c B / d^(K-1) (card: 0.1)")
+    sgd_decay_fraction: Fraction = Field(0.3, description="last share of the samples run at eta / sgd_decay (card)")
+    sgd_decay: float = Field(10.0, ge=1, le=1000, description="step divisor of the final phase (card: 10)")
+    sgd_sampler: Literal["projected", "full"] = Field(
+        "projected", description="'projected' (exact-in-law shortcut, cost B d^(K-1) per step) or 'full' "
+                                 "(x ~ N(0, I_{d^K}) through MSIMNet)")
+    sgd_log_every: Every = Field(2, description="steps between two logged overlaps")
+    unfold_levels: Levels = Field(4, description="K of the unfolding-vs-SGD comparison (card: 4)")
+    unfold_dims: tuple[int, ...] = Field((), description="d of the unfolding baselines (empty: none; paper: 8, 12, "
+                                                         "16)")
+    unfold_points: Annotated[int, Field(ge=2, le=400)] = Field(40, description="points of the log-spaced n "
+                                                               "grid from d^ceil(K/2)/4 to 16 d^(K-1)")
+    chaos2_dims: tuple[int, ...] = Field((), description="d of the K = 3 second-chaos spectrum (empty: none; paper: "
+                                                         "12, 16, 24)")
+    chaos2_sample_ratio: SampleRatio = Field(200.0, description="n = ratio * d^3 samples of E[y (x x^T - I)]")
+    chunk: NumberChunk = Field(1 << 21, description="Gaussian numbers drawn at once per model (memory knob)")
+
+    @model_validator(mode="after")
+    def _checks(self) -> "MultiscaleSingleIndexConfig":
+        for name in ("edge_dims", "hosvd_dims", "unfold_dims", "chaos2_dims"):
+            v = getattr(self, name)
+            if list(v) != sorted(set(v)) or any(d < 4 for d in v):
+                raise ValueError(f"'{name}' must increase strictly and be >= 4; got {v}")
+        for K, dims in self.sgd_grid:
+            if list(dims) != sorted(set(dims)) or not dims or any(d < 4 for d in dims):
+                raise ValueError(f"'sgd_grid': the dims of K = {K} must be non-empty, increase strictly and be >= 4; "
+                                 f"got {dims}")
+            if not 2 <= K <= 8:
+                raise ValueError(f"'sgd_grid': K must lie in 2..8; got {K}")
+        if len({K for K, _ in self.sgd_grid}) != len(self.sgd_grid):
+            raise ValueError(f"'sgd_grid': one entry per K; got {self.sgd_grid}")
+        if any(d**3 > 32768 for d in self.chaos2_dims):
+            raise ValueError(f"'chaos2_dims': d^3 must be <= 32768 (a D x D matrix); got {self.chaos2_dims}")
+        return self
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, ~30 s: Edgeworth check (K = 2, flat w, d = 16, 64, 256, 10^6 samples "
+                                "each, shortcut sampler), HOSVD at K = 3 (d = 8, 12, 16, n = 100 d^2) with an "
+                                "independent-y control, spherical SGD at K = 2 (d = 16, 32, 64, n = 200 d log d, "
+                                "3 seeds)"),
+    "paper": Preset.of(
+        "paper",
+        "GPU: spherical SGD at K = 2 (d = 16..64), K = 3 (d = 12..32) and K = 4 (d = 8..16), n = 400 d^(K-1) log d, "
+        "5 seeds; mode-wise and balanced unfoldings at K = 4 over an n grid; the K = 3 second-chaos spectrum at "
+        "d = 12, 16, 24",
+        sgd_grid=(((2, (16, 32, 64)), (3, (12, 16, 24, 32)), (4, (8, 12, 16))), "card"),
+        sgd_seeds=(5, "card"),
+        sgd_sample_ratio=(400.0, "card: n up to 400 d^(K-1) log d"),
+        sgd_log_every=(16, "ours: enough points for n_0.5 to 0.1% of the run"),
+        unfold_dims=((8, 12, 16), "card: the K = 4 grid"),
+        chaos2_dims=((12, 16, 24), "card: d = 12 to 24"),
+        chunk=(1 << 25, "ours: GPU memory"),
+    ),
+}
