@@ -101,6 +101,13 @@ NumberChunk = Annotated[int, Field(ge=1, le=1 << 30)]
 """Random numbers drawn at once (not samples: one sample of a hierarchical model is d^K numbers). A memory / speed
 knob like :data:`Chunk`. Kit: ``data.msim`` samplers (``chunk=``)."""
 
+Entities = Annotated[int, Field(ge=2, le=1 << 20)]
+"""Number of entities N of a fact table (subjects and attributes share one set). Kit: ``data.facts``
+(``random_bijections(n_entities=)``)."""
+
+Relations = Annotated[int, Field(ge=1, le=64)]
+"""Number of relations R of a fact table (one bijection each). Kit: ``data.facts``."""
+
 Levels = Annotated[int, Field(ge=2, le=8)]
 """Number of scales K of a hierarchical (multiscale) target, which acts on d^K inputs. Kit: ``data.msim``
 (``levels=``), ``nn.msim.MSIMNet``."""
