@@ -134,5 +134,3 @@ def test_words_and_trace_moments():
     A, B = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
     m = aim.trace_moments([A, B], 3)
     assert m[(1, 2, 2)] == pytest.approx(np.trace(A @ B @ B) / 4) and len(m) == 14
-    with pytest.raises(NotImplementedError, match="eq. \\(11\\)"):
-        aim.moment_ode_rhs(4)

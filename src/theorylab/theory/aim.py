@@ -6,7 +6,8 @@ Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858. The loss depends on the t
 and the population loss of a single-token model reduces to a 2-d Gaussian integral over ``(G, G*)`` whose covariance
 is set by the overlaps ``q_kl = Tr(S_k S_l)/d`` (Corollary 1), evaluated with
 :func:`theorylab.theory.hermite.gauss_hermite_nd`. The paper's moment ODE over words (eq. 11) is not reproduced
-here: :func:`words` enumerates its state, :func:`moment_ode_rhs` says why it is missing.
+here: :func:`words` enumerates its state, the ODE itself is not built (the paper's eq. 11 was not
+available).
 """
 
 from __future__ import annotations
@@ -173,13 +174,3 @@ def trace_moments(mats: Sequence, M: int) -> dict[tuple[int, ...], float]:
             P = P @ A[i - 1]
         out[w] = float(np.trace(P) / d)
     return out
-
-
-def moment_ode_rhs(M: int):
-    """The degree-M truncated moment ODE (paper eq. 11) — not implemented.
-
-    The hierarchy couples order-w moments to order w+1 through the paper's potential; its exact form (eq. 11) was
-    not available to us, and a reconstruction could not be checked against the paper. Claim 7 therefore stays
-    'needs paper preset'. Raises ``NotImplementedError`` rather than return an unverified right-hand side.
-    """
-    raise NotImplementedError(f"moment_ode_rhs(M = {M}): the paper's eq. (11) is not implemented (see docstring)")

@@ -48,8 +48,6 @@ class AttentionIndexedModelsConfig(StudyConfig):
     untied_batch: Batch = Field(4096, description="batch of the untied runs (card paper: 4096)")
     untied_lr_constant: float = Field(0.02, gt=0, le=2, description="lr constant of the untied runs")
     untied_horizon: float = Field(6.0, gt=0, le=1e4, description="untied samples n_max = untied_horizon * d^2 ln d")
-    truncation_orders: tuple[int, ...] = Field((2, 4, 6, 8), min_length=1, description="moment-ODE truncation "
-                                                                                       "degrees M (card: 2..8)")
 
     @model_validator(mode="after")
     def _checks(self) -> "AttentionIndexedModelsConfig":
@@ -69,8 +67,6 @@ class AttentionIndexedModelsConfig(StudyConfig):
             short = [d for d in dims if hor * d * d * math.log(d) < b]
             if short:
                 raise ValueError(f"'{name}' = {hor:g} gives fewer than one batch of samples at d = {short}")
-        if any(m < 1 or m > 12 for m in self.truncation_orders):
-            raise ValueError(f"'truncation_orders' must lie in 1..12; got {self.truncation_orders}")
         return self
 
 

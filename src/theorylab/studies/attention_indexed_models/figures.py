@@ -52,17 +52,3 @@ def figure_overlap(ctx: RunContext, path: pd.DataFrame, compare: pd.DataFrame) -
         ax.set(xlabel="n / (d² ln d)", ylabel="ρ", title=name, ylim=(-0.1, 1.02))
         ax.legend(fontsize=6)
     ctx.figure("overlap_vs_scaled_n", fig)
-
-
-def figure_truncation(ctx: RunContext, truncation: pd.DataFrame) -> None:
-    """SGD overlaps vs degree-M ODE truncations (paper only: drawn when the table has rows)."""
-    if truncation.empty:
-        return
-    fig, ax = new_figure()
-    for i, (M, g) in enumerate(truncation.groupby("M")):
-        ax.plot(g["t"], g["rho_ode"], color=color(i), label=f"ODE, M = {M}")
-    first = truncation[truncation["M"] == truncation["M"].iloc[0]]
-    ax.plot(first["t"], first["rho_sgd"], "k.", ms=3, label="SGD")
-    ax.set(xlabel="t", ylabel="ρ", title="moment-hierarchy truncation")
-    ax.legend(fontsize=7)
-    ctx.figure("truncation", fig)

@@ -156,22 +156,6 @@ def judge_direct(res, v) -> Verdict:
     return v.judged(tied_ok and direct_ok, worst, "< 0.1 (direct h2, h3 at the tied horizon)", 0.1, detail)
 
 
-S_TRUNC = ("The sup-over-time distance between the SGD overlaps (d = 400, L = 2 softmax tied attention) and the "
-           "degree-M truncated moment ODE is non-increasing in M in {2, 4, 6, 8} and <= 0.05 at M = 8 (Fig. 1).")
-
-
-@claims.add("moment-truncation", S_TRUNC, REF + ", Corollary 2 and Fig. 1 (moment hierarchy truncation)")
-def judge_truncation(res, v) -> Verdict:
-    t = res.table("truncation")
-    if t.empty:
-        return v.undecided("needs paper preset: the degree-M moment ODE (paper eq. 11) is not implemented here "
-                           "(theory.aim.moment_ode_rhs), so there is no truncation to compare with SGD")
-    dist = t.assign(gap=(t["rho_sgd"] - t["rho_ode"]).abs()).groupby("M")["gap"].max().sort_index()
-    ok = bool((np.diff(dist.to_numpy()) <= 1e-12).all() and dist.iloc[-1] <= 0.05)
-    return v.judged(ok, float(dist.iloc[-1]), "<= 0.05 at the largest M, non-increasing in M", 0.05,
-                    ", ".join(f"M = {m}: {g:.3g}" for m, g in dist.items()))
-
-
 S_UNTIED = ("In the untied model S = UV^T, m = Tr(S)/sqrt(d) moves on the fast time n α_d and ρ on the slow time "
             "n α_d / d: the ratio of their half-way sample counts grows linearly in d (fitted exponent 1 ± 0.25 over "
             "d in {200, 400, 800}); ρ's half-way time orders h1 < h2 < h3 at every d (Fig. 3).")
