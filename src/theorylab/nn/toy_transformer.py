@@ -62,6 +62,10 @@ class ToyTransformerConfig(BaseModel):
     norm_position: Literal["pre", "post"] = Field("pre", description="norm before each sub-block (pre) or after the "
         "residual sum (post)")
     final_norm: bool = Field(False, description="a norm after the last block (usual with pre-norm)")
+    final_norm_kind: Literal["layer", "rms", "sphere", "none"] | None = Field(
+        None, description="kind of the final norm apart from the blocks' 'norm' (None: the same as 'norm'); e.g. "
+                          "norm='none' with final_norm_kind='layer' is a final LayerNorm only (Ravfogel et al., "
+                          "arXiv 2510.15804)")
     residual: bool = Field(True, description="residual connections around attention and MLP")
     residual_scale: float = Field(1.0, gt=0, le=1e6, description="α in norm(α·x + G(x)) (post-norm; DeepNorm: "
         "(2N)^(1/4)); pre-norm needs 1")
@@ -87,6 +91,8 @@ class ToyTransformerConfig(BaseModel):
         "tokens, the residual stream otherwise)")
     freeze_embedding: bool = Field(False, description="keep the token embedding at its initial value")
     freeze_readout: bool = Field(False, description="keep the readout (unembedding) at its initial value")
+    freeze: tuple[str, ...] = Field((), description="parameter-name prefixes kept at their initial value "
+                                                    "(requires_grad False), e.g. ('pos', 'blocks.0.attn.W_Q')")
     embedding_std: float | None = Field(
         None, gt=0, description="init std of the token embedding and readout weights, e.g. d**-0.5 for the N(0, 1/d) "
                                 "random embeddings of Bietti et al. (None: torch's defaults)"
@@ -129,7 +135,18 @@ class ToyTransformerConfig(BaseModel):
             raise ValueError("'init_gain' scales the xavier init: set init='xavier'")
         if self.freeze_readout and self.d_output is None and self.vocab_size is None:
             raise ValueError("'freeze_readout' needs a readout: set 'vocab_size' or 'd_output'")
+        if self.final_norm_kind is not None and not self.final_norm:
+            raise ValueError("'final_norm_kind' sets the final norm's kind: set final_norm=True too")
+        if any(not p for p in self.freeze):
+            raise ValueError("'freeze' entries must be non-empty parameter-name prefixes")
         return self
+
+    @property
+    def final_kind(self) -> str:
+        """The final norm's kind ('none' when there is no final norm)."""
+        if not self.final_norm:
+            return "none"
+        return self.final_norm_kind if self.final_norm_kind is not None else self.norm
 
     @property
     def rank(self) -> int:
@@ -426,7 +443,7 @@ class ToyTransformer(nn.Module):
         else:
             self.pos = None
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
-        self.norm_final = make_norm(cfg.norm, d) if cfg.final_norm else nn.Identity()
+        self.norm_final = make_norm(cfg.final_kind, d)
         out = cfg.d_output if cfg.d_output is not None else cfg.vocab_size
         self.readout = nn.Linear(d, out, bias=cfg.bias) if out is not None else nn.Identity()
         if out is not None and cfg.embedding_std is not None:
@@ -442,6 +459,18 @@ class ToyTransformer(nn.Module):
             self._xavier()
         elif cfg.init == "normal":
             self._normal(cfg.init_std)
+        if cfg.freeze:
+            # A prefix matches a whole dotted name component: 'blocks.0' freezes block 0, never block 0x.
+            def hit(name: str, prefix: str) -> bool:
+                return name == prefix or name.startswith(prefix.rstrip(".") + ".")
+
+            names = [name for name, _ in self.named_parameters()]
+            unmatched = [q for q in cfg.freeze if not any(hit(n, q) for n in names)]
+            if unmatched:
+                raise ValueError(f"'freeze' prefixes {unmatched} match no parameter; parameters: {names}")
+            for name, p in self.named_parameters():
+                if any(hit(name, q) for q in cfg.freeze):
+                    p.requires_grad_(False)
 
     @torch.no_grad()
     def _normal(self, std: float) -> None:
