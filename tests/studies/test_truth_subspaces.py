@@ -11,6 +11,7 @@ import pytest
 import theorylab.studies.truth_subspaces as ts  # registers the study without an entry point
 from result_edits import edit_table as _edit
 from result_edits import set_where
+from theorylab.probes.counterfact import counterfact_context_check
 
 QUICK = ("bayes-closed-form", "memorise-first", "plateau", "truth-later", "final-state", "norm-carries-truth")
 PAPER_ONLY = ("no-layernorm", "rho-ordering", "own-lm-cooccurrence")
@@ -179,7 +180,7 @@ def test_local_weights_path_with_a_tiny_offline_model(tmp_path):
                                            target_new=dict(str=f))) for s, t, f in pairs]
     cf = tmp_path / "counterfact.json"
     cf.write_text(json.dumps(records))
-    rows = ts.pretrained_check(model_dir, cf, 3, torch_device())
+    rows = counterfact_context_check(model_dir, cf, 3, torch_device())
     assert len(rows) == 6 and {r["context"] for r in rows} == {"all_true", "one_false"}
     assert all(np.isfinite(r["logp"]) and r["feature"].shape == (16,) for r in rows)
 

@@ -13,9 +13,7 @@ confidence/probe check on a user's own pretrained model and CounterFact file.
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +29,7 @@ from theorylab.data.truth_cooccurrence import (
     truth_documents,
 )
 from theorylab.nn.toy_transformer import ToyTransformer
+from theorylab.probes.counterfact import counterfact_context_check
 from theorylab.probes.linear_probe import linear_probe, probe_over_training
 from theorylab.studies.truth_subspaces.config import PRESETS, TruthSubspacesConfig
 from theorylab.studies.truth_subspaces.figures import (
@@ -182,40 +181,6 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     ctx.table("own_lm", pd.DataFrame(rows))
 
 
-def pretrained_check(model_path: Path, counterfact_path: Path, prompts: int, device: torch.device) -> list[dict]:
-    """The optional local-weights path (paper Sec. 5.2, LLaMA3-8B on 128 CounterFact prompts): for each prompt,
-    log P(true target) after a context of other true CounterFact facts vs after the same context with its first
-    fact replaced by the counterfactual target, and a probe of true vs false contexts on the mean last-layer state.
-    Files are read locally only (``local_files_only``); nothing is downloaded."""
-    try:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the pretrained-LM check needs the 'transformers' package (pip install transformers)") \
-            from err
-    records = json.loads(Path(counterfact_path).expanduser().read_text())[:prompts + 4]
-    facts = []
-    for rec in records:
-        rw = rec["requested_rewrite"]
-        prompt = rw["prompt"].format(rw["subject"])
-        facts.append((prompt, " " + rw["target_true"]["str"], " " + rw["target_new"]["str"]))
-    tok = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
-    lm = AutoModelForCausalLM.from_pretrained(model_path, local_files_only=True).to(device).eval()
-    rows = []
-    for i in range(min(prompts, len(facts) - 3)):
-        ctx_facts = facts[i + 1:i + 4]
-        query, true_target, _ = facts[i]
-        for label, first in (("all_true", ctx_facts[0][1]), ("one_false", ctx_facts[0][2])):
-            context = ". ".join([ctx_facts[0][0] + first] + [p + t for p, t, _ in ctx_facts[1:]]) + ". "
-            ids = tok(context + query, return_tensors="pt").input_ids.to(device)
-            tgt = tok(true_target, add_special_tokens=False, return_tensors="pt").input_ids.to(device)
-            with torch.no_grad():
-                out = lm(torch.cat([ids, tgt], 1), output_hidden_states=True)
-            lp = out.logits[0, ids.shape[1] - 1:-1].log_softmax(-1).gather(1, tgt[0][:, None]).sum()
-            rows.append(dict(prompt=i, context=label, logp=float(lp),
-                             feature=out.hidden_states[-1][0, :ids.shape[1]].mean(0).double().cpu().numpy()))
-    return rows
-
-
 @study(
     "truth-subspaces",
     title="Linear truth encodings emerging in a one-layer transformer (truth co-occurrence, two-phase dynamics, "
@@ -250,7 +215,8 @@ def _run(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
         ctx.say(f"own LM: {cfg.lm_n_layers} layers, d = {cfg.lm_d_model}, {cfg.lm_steps} steps")
         _own_lm(cfg, ctx)
     if cfg.local_model_path is not None:
-        rows = pretrained_check(cfg.local_model_path, cfg.counterfact_path, cfg.counterfact_prompts, ctx.device)
+        rows = counterfact_context_check(cfg.local_model_path, cfg.counterfact_path, cfg.counterfact_prompts,
+                                         ctx.device)
         feats = np.stack([r.pop("feature") for r in rows])
         labels = np.array([r["context"] == "all_true" for r in rows])
         order = np.argsort([r["prompt"] for r in rows], kind="stable")
