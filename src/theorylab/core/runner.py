@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
+from theorylab.core.cpu import heap_allocation, requested_policy
 from theorylab.core.result import Result
 from theorylab.core.store import Store, run_identity
 from theorylab.core.study import Study, get_study
@@ -90,6 +91,7 @@ def execute_config(
         raise ConfigError(f"invalid value for 'seed': {seed}; allowed: integer >= 0")
     store = store or Store()
     torch_device = resolve_device(device)
+    requested_policy()  # a bad $THEORYLAB_MALLOC fails here, before any work
     version = library_version()
     config = cfg.model_dump(mode="json")
     run_id, config_hash = run_identity(study.slug, config, seed, version)
@@ -107,7 +109,7 @@ def execute_config(
     if show_progress:
         ctx.say(f"run {run_id}: preset {preset}, seed {seed}, device {torch_device}")
     try:
-        with recording_field_reads() as reads:
+        with recording_field_reads() as reads, heap_allocation():
             study.run(cfg, ctx)
     except Diverged as err:
         status, message = "diverged", str(err)

@@ -1,0 +1,70 @@
+"""The runner's allocation policy: glibc keeps freed large tensors in the heap only under the policy."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+import torch
+
+from theorylab.core import cpu
+from theorylab.core.errors import ConfigError
+
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                       "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _mallinfo() -> MallInfo2:
+    lib = cpu._glibc()
+    if lib is None or not hasattr(lib, "mallinfo2"):
+        pytest.skip("needs glibc >= 2.33 (mallinfo2)")
+    lib.mallinfo2.restype = MallInfo2
+    return lib.mallinfo2()
+
+
+BIG = 64 * 2**20 // 4  # a 64 MiB float32 tensor: above glibc's largest mmap threshold
+
+
+def test_heap_policy_keeps_freed_blocks_and_system_policy_maps_them():
+    _mallinfo()
+    with cpu.heap_allocation(True) as on:
+        assert on
+        t = torch.ones(BIG)
+        mapped_during = _mallinfo().hblkhd
+        del t
+        free_after = _mallinfo().fordblks
+    # Under the policy the block came from the heap (nothing mmapped for it) and stays there once freed.
+    assert free_after >= BIG * 4
+    assert mapped_during < BIG * 4
+    t = torch.ones(BIG)  # glibc defaults again: a fresh mapping
+    assert _mallinfo().hblkhd >= BIG * 4
+    del t
+
+
+def test_nested_contexts_restore_only_at_the_outermost():
+    with cpu.heap_allocation(True):
+        with cpu.heap_allocation(True):
+            pass
+        assert cpu._active == 1
+    assert cpu._active == 0
+
+
+def test_environment_switch(monkeypatch):
+    monkeypatch.setenv(cpu.ENV_VAR, "system")
+    with cpu.heap_allocation() as on:
+        assert not on
+    monkeypatch.setenv(cpu.ENV_VAR, "tcmalloc")
+    with pytest.raises(ConfigError, match="THEORYLAB_MALLOC.*allowed: heap, system"):
+        cpu.requested_policy()
+
+
+def test_runner_rejects_a_bad_policy_before_any_work(monkeypatch, tmp_path):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    monkeypatch.setenv(cpu.ENV_VAR, "jemalloc")
+    with pytest.raises(ConfigError, match="THEORYLAB_MALLOC"):
+        execute("multi-index-estimators", store=Store(tmp_path))
+    assert not any(tmp_path.rglob("meta.json"))
