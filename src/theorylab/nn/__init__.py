@@ -4,6 +4,7 @@ from theorylab.nn.activations import HermiteActivation
 from theorylab.nn.attention_indexed import AttentionIndexed
 from theorylab.nn.denoisers import LinearDenoiser, linear_sampling_map
 from theorylab.nn.mean_field import MeanFieldNet, SphericalSGD
+from theorylab.nn.rnn import RNN
 from theorylab.nn.toy_transformer import (
     HookPoint,
     MultiHeadAttention,
@@ -14,5 +15,5 @@ from theorylab.nn.toy_transformer import (
 
 __all__ = [
     "AttentionIndexed", "HermiteActivation", "HookPoint", "LinearDenoiser", "MeanFieldNet", "MultiHeadAttention",
-    "SphericalSGD", "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map",
+    "RNN", "SphericalSGD", "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map",
 ]

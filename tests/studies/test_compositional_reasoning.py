@@ -1,0 +1,162 @@
+"""compositional-reasoning: the quick run, judges that fail on wrong results, and the paper path at toy size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import theorylab.studies.compositional_reasoning as cr  # registers the study without an entry point
+from result_edits import edit_table as _edit
+
+PAPER_ONLY = ("rnn-state-scaling", "transformer-depth", "cot-fixed-depth")
+
+
+@pytest.fixture(scope="module")
+def cr_quick(quick_run):
+    return quick_run("compositional-reasoning")
+
+
+def test_quick_claims(cr_quick):
+    assert cr_quick.status == "done", cr_quick.message
+    for v in cr_quick.verdicts:
+        if v.id.endswith(PAPER_ONLY):
+            assert v.passed is None and "needs paper preset" in v.detail
+        else:
+            assert v.passed is True, f"{v.id}: {v.detail}"
+    assert "reduced measurement" in cr_quick.verdicts[5].detail
+    assert {"stack_depth", "rnn_heatmap"} <= {p.stem for p in cr_quick.figures}
+
+
+def test_judges_fail_on_wrong_results(cr_quick):
+    r, j = cr_quick, cr.judges
+    # one formula where the encoding disagrees; one wrong internal node; formulas missing
+    assert j.judge_boolean(_edit(r, "boolean", lambda f: f.assign(root_agree=f["root_agree"] - (f.index == 0)))
+                           ).passed is False
+    assert j.judge_boolean(_edit(r, "boolean", lambda f: f.assign(node_mismatches=(f.index == 3).astype(int)))
+                           ).passed is False
+    assert j.judge_boolean(_edit(r, "boolean", lambda f: f.iloc[: len(f) // 2])).passed is False
+    # one fold answer off by a rounding error
+    assert j.judge_fold(_edit(r, "fold", lambda f: f.assign(max_abs_diff=np.where(f.index == 0, 1e-16, 0.0)))
+                        ).passed is False
+    assert j.judge_fold(_edit(r, "fold", lambda f: f.assign(bitwise_equal=f["bitwise_equal"] - (f.index == 1)))
+                        ).passed is False
+    # one heavy-first tree one above the bound; complete binary one below (bound not tight); n = 1024 missing
+    up = lambda f: f.assign(max_pending=f["max_pending"] + ((f.index == f[f["order"] == "heavy_first"].index[0])))  # noqa
+    assert j.judge_heavy(_edit(r, "stack", up)).passed is False
+    low = lambda f: f.assign(max_pending=f["max_pending"] - ((f["family"] == "complete_binary") & (f["n"] == 64)))  # noqa
+    assert j.judge_heavy(_edit(r, "stack", low)).passed is False
+    assert j.judge_heavy(_edit(r, "stack", lambda f: f[f["n"] < 1024])).passed is False
+    # light-first caterpillar one short of n - 1; random order within the bound
+    short = lambda f: f.assign(max_pending=f["max_pending"] - ((f["family"] == "caterpillar") & (f["order"] == "light_first") & (f["tree"] == 0) & (f["n"] == 8)))  # noqa: E501
+    assert j.judge_adversarial(_edit(r, "stack", short)).passed is False
+    flat = lambda f: f.assign(max_pending=np.where((f["family"] == "caterpillar") & (f["order"] == "random"), f["log2_floor"], f["max_pending"]))  # noqa: E501
+    assert j.judge_adversarial(_edit(r, "stack", flat)).passed is False
+    # GRU: heavy-first short of 0.98, light-first too good, or a missing order
+    assert j.judge_gru(_edit(r, "gru", lambda f: f.assign(accuracy=np.where(f["order"] == "heavy_first", 0.97,
+                                                                            f["accuracy"])))).passed is False
+    assert j.judge_gru(_edit(r, "gru", lambda f: f.assign(accuracy=np.where(f["order"] == "light_first", 0.95,
+                                                                            f["accuracy"])))).passed is False
+    assert j.judge_gru(_edit(r, "gru", lambda f: f[f["order"] == "heavy_first"])).passed is False
+
+
+def _gru_table(light16: float, light64: float, heavy_h: int) -> pd.DataFrame:
+    rows = []
+    for n in (16, 32, 64, 128):
+        for h in (4, 8, 16, 32, 64, 128):
+            rows.append(dict(n=n, hidden=h, order="heavy_first", seed=0, accuracy=0.99 if h >= heavy_h else 0.7))
+            need = light16 if n <= 32 else light64
+            rows.append(dict(n=n, hidden=h, order="light_first", seed=0, accuracy=0.97 if h >= need else 0.6))
+    return pd.DataFrame(rows)
+
+
+def _tf_table(l2_d6: float, cot_d6: float, monotone: bool = True) -> pd.DataFrame:
+    rows = []
+    for D in (3, 4, 5, 6):
+        need = {3: 2, 4: 2, 5: 4, 6: 6}[D] if monotone else {3: 4, 4: 2, 5: 4, 6: 6}[D]
+        for L in (1, 2, 4, 6, 8):
+            acc = 0.99 if L >= need else 0.7
+            if L == 2 and D == 6:
+                acc = l2_d6
+            rows.append(dict(depth=D, n=1 << D, n_layers=L, cot=False, seed=0, accuracy=acc))
+        rows.append(dict(depth=D, n=1 << D, n_layers=2, cot=True, seed=0, accuracy=cot_d6 if D == 6 else 0.99))
+    return pd.DataFrame(rows)
+
+
+def test_paper_only_judges_decide_on_paper_tables(cr_quick):
+    r, j = cr_quick, cr.judges
+    assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 64, 4))).passed is True
+    assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 16, 4))).passed is False  # light does not grow
+    assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 64, 16))).passed is False  # heavy needs h = 16
+    assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 1000, 4))).passed is True  # light never solves
+    assert j.judge_depth(_edit(r, "transformer", lambda f: _tf_table(0.7, 0.99))).passed is True
+    assert j.judge_depth(_edit(r, "transformer", lambda f: _tf_table(0.9, 0.99))).passed is False  # no drop at L=2
+    assert j.judge_depth(_edit(r, "transformer", lambda f: _tf_table(0.7, 0.99, monotone=False))).passed is False
+    assert j.judge_cot(_edit(r, "transformer", lambda f: _tf_table(0.7, 0.99))).passed is True
+    assert j.judge_cot(_edit(r, "transformer", lambda f: _tf_table(0.7, 0.9))).passed is False  # CoT short at D=6
+    assert j.judge_cot(_edit(r, "transformer", lambda f: _tf_table(0.85, 0.99))).passed is False  # no-CoT too good
+
+
+def test_paper_path_at_toy_size(tmp_path):
+    """The paper preset's code path (GRU sweep with three orders, transformers with and without CoT) at toy size."""
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    res = execute("compositional-reasoning", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
+                  overrides=dict(exact_trees=80, exact_max_leaves=8, stack_leaves=(2, 4, 8, 32), stack_trees=4,
+                                 gru_leaves=(4, 8), gru_hidden=(2, 4), gru_steps=3, gru_seeds=2, eval_formulas=20,
+                                 tf_depths=(1, 2), tf_layers=(1, 2), tf_steps=3, tf_seeds=1, tf_d_model=16,
+                                 tf_n_heads=2, tf_batch=8))
+    assert res.status == "done", res.message
+    g = res.table("gru")
+    assert len(g) == 2 * 2 * 3 * 2 and set(g["order"]) == {"heavy_first", "light_first", "random"}
+    t = res.table("transformer")
+    assert len(t) == 2 * 3 and t["cot"].sum() == 2 and t["accuracy"].between(0, 1).all()
+    assert [v.passed for v in res.verdicts[:4]] == [True] * 4
+    assert {"stack_depth", "rnn_heatmap", "depth_vs_D"} <= {p.stem for p in res.figures}
+
+
+def test_bad_config_fails_before_work():
+    from theorylab.core.study import get_study
+
+    st = get_study("compositional-reasoning")
+    with pytest.raises(Exception, match="stack_leaves"):
+        st.make_config("quick", stack_leaves=(3, 8))
+    with pytest.raises(Exception, match="gru_hidden"):
+        st.make_config("quick", gru_hidden=(0,))
+    with pytest.raises(Exception, match="gru_orders"):
+        st.make_config("quick", gru_orders=("deepest_first",))
+    with pytest.raises(Exception, match="tf_n_heads"):
+        st.make_config("quick", tf_n_heads=3)
+    with pytest.raises(Exception, match="tf_depths"):
+        st.make_config("quick", tf_depths=(4, 3))
+
+
+@pytest.mark.parametrize("order", ["heavy_first", "light_first", "random"])
+def test_formula_batches_match_a_postfix_stack_machine(order):
+    """The GRU's data: postfix tokens evaluated by a textbook stack machine give the recorded root answers, and
+    balanced batches hold exactly half True roots."""
+    from theorylab.data.crq import TOK_AND, TOK_OR, TOK_PAD, TOK_TRUE
+    from theorylab.train.crq import sample_formulas
+
+    fb = sample_formulas("caterpillar", 12, 300, np.random.default_rng(0), order=order, balanced=True)
+    assert fb.root.mean() == 0.5
+    for toks, root in zip(fb.tokens, fb.root):
+        stack: list[bool] = []
+        for t in toks:
+            if t == TOK_PAD:
+                continue
+            if t in (TOK_AND, TOK_OR):
+                b, a = stack.pop(), stack.pop()
+                stack.append((a or b) if t == TOK_OR else (a and b))
+            else:
+                stack.append(t == TOK_TRUE)
+        assert stack == [bool(root)]
+
+
+def test_cot_batches_end_with_the_root():
+    from theorylab.data.crq import TOK_TRUE
+    from theorylab.train.crq import sample_formulas
+
+    fb = sample_formulas("complete_binary", 8, 40, np.random.default_rng(1), task="nodes", balanced=True)
+    assert fb.trace.shape == (40, 7) and ((fb.trace[:, -1] == TOK_TRUE) == fb.root).all()
