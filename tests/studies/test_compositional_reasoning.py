@@ -105,7 +105,7 @@ def test_paper_path_at_toy_size(tmp_path):
     res = execute("compositional-reasoning", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
                   overrides=dict(exact_trees=80, exact_max_leaves=8, stack_leaves=(2, 4, 8, 32), stack_trees=4,
                                  gru_leaves=(4, 8), gru_hidden=(2, 4), gru_steps=3, gru_seeds=2, eval_formulas=20,
-                                 tf_depths=(1, 2), tf_layers=(1, 2), tf_steps=3, tf_seeds=1, tf_d_model=16,
+                                 tf_tree_levels=(1, 2), tf_n_layers=(1, 2), tf_steps=3, tf_seeds=1, tf_d_model=16,
                                  tf_n_heads=2, tf_batch=8))
     assert res.status == "done", res.message
     g = res.table("gru")
@@ -128,8 +128,8 @@ def test_bad_config_fails_before_work():
         st.make_config("quick", gru_orders=("deepest_first",))
     with pytest.raises(Exception, match="tf_n_heads"):
         st.make_config("quick", tf_n_heads=3)
-    with pytest.raises(Exception, match="tf_depths"):
-        st.make_config("quick", tf_depths=(4, 3))
+    with pytest.raises(Exception, match="tf_tree_levels"):
+        st.make_config("quick", tf_tree_levels=(4, 3))
 
 
 @pytest.mark.parametrize("order", ["heavy_first", "light_first", "random"])

@@ -107,9 +107,9 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.store import Store
 
     res = execute("graph-tokenization", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(n_nodes=(8, 10), depths=(1, 2), seeds=2, steps=3, train_graphs=12, test_graphs=6,
+                  overrides=dict(n_nodes=(8, 10), n_layers=(1, 2), seeds=2, steps=3, train_graphs=12, test_graphs=6,
                                  exact_er_graphs=3, rw_horizon=8, pair_steps=2, pair_train_copies=4,
-                                 pair_test_copies=2, srg_depths=(1, 2), srg_steps=2, d_model=16, batch=4))
+                                 pair_test_copies=2, srg_n_layers=(1, 2), srg_steps=2, d_model=16, batch=4))
     assert res.status == "done", res.message
     acc = res.table("accuracy")
     assert len(acc) == 2 * 2 * 5 * 4 * 2  # n x seeds x tasks x tokenizations x depths
@@ -164,5 +164,5 @@ def test_bad_config_fails_before_work():
         st.make_config("quick", p_low=0.7, p_high=0.5)
     with pytest.raises(Exception, match="spectral_basis"):
         st.make_config("quick", spectral_basis="qr")
-    with pytest.raises(Exception, match="depths"):
-        st.make_config("quick", depths=(0,))
+    with pytest.raises(Exception, match="n_layers"):
+        st.make_config("quick", n_layers=(0,))

@@ -16,10 +16,10 @@ from typing import Annotated
 from pydantic import Field
 
 __all__ = [
-    "Batch", "Chunk", "Concentration", "Corpus", "DModel", "Dim", "Draws", "Every", "Fraction",
+    "Batch", "Chunk", "Concentration", "Corpus", "DModel", "Dim", "Draws", "Every", "Fraction", "GraphNodes",
     "Horizon", "InformationExponent", "InverseTemperature", "LearningRate", "Length", "MLPMult",
     "NHeads", "NLayers", "Probability", "Rank", "SampleRatio", "SampleSize", "Seeds", "Steps",
-    "VocabSize", "Width",
+    "TreeLeaves", "VocabSize", "Width",
 ]
 
 # --- how many times ------------------------------------------------------------------------------
@@ -147,6 +147,12 @@ CorrelationLength = Annotated[float, Field(gt=0, le=1000)]
 
 InformationExponent = Annotated[int, Field(ge=1, le=8)]
 """Hermite degree / information exponent k of a link (He_k). Kit: ``HermiteActivation.he(k)``."""
+
+TreeLeaves = Annotated[int, Field(ge=2, le=4096)]
+"""Leaves n of a rooted tree (a compositional reasoning question, a Boolean formula). Kit: ``data.crq``."""
+
+GraphNodes = Annotated[int, Field(ge=8, le=128)]
+"""Nodes n of a graph a transformer reads as n tokens (padded to the largest n). Kit: ``data.graph_tokens``."""
 
 # --- text -----------------------------------------------------------------------------------------
 Corpus = Annotated[str, Field(min_length=1)]

@@ -7,28 +7,36 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, DModel, LearningRate, NHeads, NLayers, SampleSize, Seeds, Steps
+from theorylab.core.fields import (
+    Batch,
+    DModel,
+    LearningRate,
+    NHeads,
+    NLayers,
+    SampleSize,
+    Seeds,
+    Steps,
+    TreeLeaves,
+    Width,
+)
 
-Leaves = Annotated[int, Field(ge=2, le=4096)]
 Order = Literal["heavy_first", "light_first", "random"]
-Hidden = Annotated[int, Field(ge=1, le=4096)]
-Depth = Annotated[int, Field(ge=1, le=10)]
 
 
 class CompositionalReasoningConfig(StudyConfig):
     # --- exact checks (claims 1-4) ---
     exact_trees: SampleSize = Field(10_000, description="random formulas / real-label CRQs of claims 1 and 2 (card: "
                                                         "10^4), spread evenly over the families and n")
-    exact_max_leaves: Leaves = Field(64, description="largest n of claims 1 and 2 (card: n <= 64)")
+    exact_max_leaves: TreeLeaves = Field(64, description="largest n of claims 1 and 2 (card: n <= 64)")
     label_dim: int = Field(8, ge=1, le=1024, description="m of the real labels, z_v uniform on S^{m-1} (card: 8)")
-    stack_leaves: tuple[Leaves, ...] = Field((2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), min_length=1,
+    stack_leaves: tuple[TreeLeaves, ...] = Field((2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), min_length=1,
                                              description="n of the pending-partials meter (claims 3-4); powers of 2 "
                                                          "so complete binary trees exist (card: D <= 10)")
     stack_trees: SampleSize = Field(100, description="trees per (family, n, order) of the meter (card: 1000 per "
                                                      "family over the n grid)")
     # --- GRU (claims 5-6) ---
-    gru_leaves: tuple[Leaves, ...] = Field((16,), min_length=1, description="caterpillar n of the GRU runs (card)")
-    gru_hidden: tuple[Hidden, ...] = Field((16,), min_length=1, description="GRU state sizes h (card: 16)")
+    gru_leaves: tuple[TreeLeaves, ...] = Field((16,), min_length=1, description="caterpillar n of the GRU runs (card)")
+    gru_hidden: tuple[Width, ...] = Field((16,), min_length=1, description="GRU state sizes h (card: 16)")
     gru_orders: tuple[Order, ...] = Field(("heavy_first", "light_first"), min_length=1,
                                           description="postfix child orders the GRU reads (card)")
     gru_embedding: int = Field(8, ge=1, le=1024, description="token embedding size of the GRU (card: 8)")
@@ -38,11 +46,11 @@ class CompositionalReasoningConfig(StudyConfig):
     gru_seeds: Seeds = Field(1, description="GRU models per (h, n, order)")
     eval_formulas: SampleSize = Field(2000, description="fresh formulas of every accuracy (card: 2000)")
     # --- transformer (claims 7-8) ---
-    tf_depths: tuple[Depth, ...] = Field((), description="D = log2 n of the complete binary formulas (card: 3-6); "
-                                                         "empty: no transformer training")
-    tf_layers: tuple[NLayers, ...] = Field((1, 2, 4, 6, 8), min_length=1,
+    tf_tree_levels: tuple[Annotated[int, Field(ge=1, le=10)], ...] = Field(
+        (), description="D = log2 n of the complete binary formulas (card: 3-6); empty: no transformer training")
+    tf_n_layers: tuple[NLayers, ...] = Field((1, 2, 4, 6, 8), min_length=1,
                                            description="transformer depths L without CoT (card)")
-    tf_cot_layers: NLayers = Field(2, description="depth of the CoT transformer (card: 2)")
+    tf_cot_n_layers: NLayers = Field(2, description="depth of the CoT transformer (card: 2)")
     tf_d_model: DModel = Field(64, description="transformer width (card: 64)")
     tf_n_heads: NHeads = Field(4, description="attention heads (card: 4)")
     tf_steps: Steps = Field(30_000, description="Adam steps of each transformer (card: 30k)")
@@ -56,7 +64,7 @@ class CompositionalReasoningConfig(StudyConfig):
         bad = [n for n in self.stack_leaves if n & (n - 1)]
         if bad:
             raise ValueError(f"'stack_leaves' must be powers of 2 (complete binary trees); got {bad}")
-        for name in ("stack_leaves", "gru_leaves", "gru_hidden", "tf_depths", "tf_layers"):
+        for name in ("stack_leaves", "gru_leaves", "gru_hidden", "tf_tree_levels", "tf_n_layers"):
             vals = getattr(self, name)
             if list(vals) != sorted(set(vals)):
                 raise ValueError(f"'{name}' must be strictly ascending; got {vals}")
@@ -85,7 +93,7 @@ PRESETS = {
         gru_orders=(("heavy_first", "light_first", "random"), "card"),
         gru_steps=(20_000, "card"),
         gru_seeds=(3, "card"),
-        tf_depths=((3, 4, 5, 6), "card"),
+        tf_tree_levels=((3, 4, 5, 6), "card"),
         tf_steps=(30_000, "card"),
         tf_seeds=(3, "card"),
     ),

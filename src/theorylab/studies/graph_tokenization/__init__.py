@@ -160,7 +160,7 @@ def _train(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.device) 
                     gen = ctx.generator(f"tokens {task} {kind} {n} {replica}")
                     xtr = _tokens(cfg, Atr, kind, n, gen, ptr).to(device)
                     xte = _tokens(cfg, Ate, kind, n, gen, pte).to(device)
-                    for L in cfg.depths:
+                    for L in cfg.n_layers:
                         key = dict(task=task, tokenization=kind, n=n, n_layers=L, seed=replica)
                         model = GraphTransformer(xtr.shape[-1], gt.n_classes(task, n, cfg.max_components), level,
                                                  n_layers=L, d_model=cfg.d_model, n_heads=cfg.n_heads,
@@ -232,9 +232,9 @@ def _srg_pair(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.devic
 
 def _srg_discrimination(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.device) -> None:
     """Claim 10 (paper): node-level in_K4 on relabelled srg copies (Shrikhande: no node in a K4; rook: every node),
-    for adjacency, RW and eigenvalue-only tokens at each depth of ``srg_depths``."""
+    for adjacency, RW and eigenvalue-only tokens at each depth of ``srg_n_layers``."""
     rows = []
-    if cfg.srg_depths:
+    if cfg.srg_n_layers:
         Str, Rtr, gtr = _pair_data(cfg, ctx, cfg.pair_train_copies, "k4 train")
         Ste, Rte, gte = _pair_data(cfg, ctx, cfg.pair_test_copies, "k4 test")
         Atr, Ate = torch.cat([Str, Rtr]), torch.cat([Ste, Rte])
@@ -243,7 +243,7 @@ def _srg_discrimination(cfg: GraphTokenizationConfig, ctx: RunContext, device: t
         for kind in ("adjacency", "random_walk", "eigenvalues"):
             xtr = _srg_tokens(cfg, Atr, kind, gtr).to(device)
             xte = _srg_tokens(cfg, Ate, kind, gte).to(device)
-            for L in cfg.srg_depths:
+            for L in cfg.srg_n_layers:
                 model = GraphTransformer(xtr.shape[-1], 2, "node", n_layers=L, d_model=cfg.d_model,
                                          n_heads=cfg.n_heads, mlp_mult=cfg.mlp_mult,
                                          seed=ctx.seed(f"k4 init {kind} {L}")).to(device)
@@ -289,8 +289,8 @@ def _run(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     _train(cfg, ctx, ctx.device)
     ctx.say(f"srg pair: RW and adjacency models, {cfg.pair_steps} steps")
     _srg_pair(cfg, ctx, ctx.device)
-    if cfg.srg_depths:
-        ctx.say(f"srg discrimination on in_K4 at L = {cfg.srg_depths}")
+    if cfg.srg_n_layers:
+        ctx.say(f"srg discrimination on in_K4 at L = {cfg.srg_n_layers}")
     _srg_discrimination(cfg, ctx, ctx.device)
     figure_heatmap(ctx, ctx.tables["accuracy"])
     figure_depth_curves(ctx, ctx.tables["accuracy"])

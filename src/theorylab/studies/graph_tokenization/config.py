@@ -11,6 +11,7 @@ from theorylab.core.fields import (
     Batch,
     DModel,
     Fraction,
+    GraphNodes,
     LearningRate,
     MLPMult,
     NHeads,
@@ -22,15 +23,14 @@ from theorylab.core.fields import (
 
 Task = Literal["degree", "components", "edge_query", "in_K4", "lambda2_threshold"]
 Tokenization = Literal["adjacency", "spectral", "random_walk", "concat"]
-Nodes = Annotated[int, Field(ge=8, le=128)]
 
 
 class GraphTokenizationConfig(StudyConfig):
     # --- exact checks (claims 1-4, 8) ---
     rw_horizon: int = Field(32, ge=1, le=256, description="walk lengths t = 1..rw_horizon compared on the srg pair "
                                                           "(card: 32)")
-    exact_er_graphs: SampleSize = Field(100, le=100_000, description="random G(16, p) graphs whose Laplacian is "
-                                                                     "rebuilt from spectral tokens (card: 100)")
+    exact_er_graphs: Annotated[SampleSize, Field(le=100_000)] = Field(100, description=
+        "random G(16, p) graphs whose Laplacian is rebuilt from spectral tokens (card: 100)")
     exact_er_p: float = Field(0.3, gt=0, lt=1, description="edge probability of those graphs (card: 0.3)")
     cycle_n: int = Field(12, ge=5, le=256, description="cycle C_n of the basis-ambiguity check (card: 12)")
     trace_steps: int = Field(16, ge=1, le=64, description="t <= trace_steps in tr(P^t) = Σ μ^t (card: 16)")
@@ -41,10 +41,12 @@ class GraphTokenizationConfig(StudyConfig):
     spectral_basis: Literal["eigh", "random_rotation"] = Field("eigh", description="basis inside degenerate "
                                                                                    "eigenspaces (card: eigh)")
     # --- graph banks ---
-    n_nodes: tuple[Nodes, ...] = Field((16,), min_length=1, description="graph sizes n of the trained models (card: "
-                                                                       "16; paper 16, 32, 64)")
-    train_graphs: SampleSize = Field(3000, le=1_000_000, description="training bank per (task, n, seed) (card)")
-    test_graphs: SampleSize = Field(500, le=1_000_000, description="test bank per (task, n, seed) (card)")
+    n_nodes: tuple[GraphNodes, ...] = Field((16,), min_length=1, description=
+        "graph sizes n of the trained models (card: 16; paper 16, 32, 64)")
+    train_graphs: Annotated[SampleSize, Field(le=1_000_000)] = Field(3000, description=
+        "training bank per (task, n, seed) (card)")
+    test_graphs: Annotated[SampleSize, Field(le=1_000_000)] = Field(500, description=
+        "test bank per (task, n, seed) (card)")
     max_components: int = Field(4, ge=1, le=8, description="c in 1..max_components for 'components' (card: 4)")
     p_extra: float = Field(0.2, ge=0, le=1, description="extra-edge probability inside each connected piece (card)")
     p_low: float = Field(0.1, ge=0, le=1, description="lowest G(n, p) edge probability of the other tasks' banks "
@@ -56,15 +58,16 @@ class GraphTokenizationConfig(StudyConfig):
     tasks: tuple[Task, ...] = Field(("components", "degree"), min_length=1, description="tasks trained (card quick)")
     tokenizations: tuple[Tokenization, ...] = Field(("adjacency", "spectral", "random_walk", "concat"), min_length=1,
                                                     description="tokenizations trained per task")
-    depths: tuple[NLayers, ...] = Field((1,), min_length=1, description="transformer depths L (card quick: 1; "
+    n_layers: tuple[NLayers, ...] = Field((1,), min_length=1, description="transformer depths L (card quick: 1; "
                                                                         "paper 1, 2, 4, 8)")
-    seeds: Seeds = Field(1, le=100, description="replicas per (task, tokenization, n, L), each with its own banks")
+    seeds: Annotated[Seeds, Field(le=100)] = Field(1, description=
+        "replicas per (task, tokenization, n, L), each with its own banks")
     d_model: DModel = Field(64, description="residual width d (card)")
     n_heads: NHeads = Field(4, description="attention heads per layer (card)")
     mlp_mult: MLPMult = Field(4, description="FF width = mlp_mult x d (card: 4d)")
     steps: Steps = Field(600, description="AdamW steps per model (card quick: 600; paper 20k)")
     lr: LearningRate = Field(1e-3, description="AdamW learning rate (card)")
-    batch: Batch = Field(32, le=4096, description="graphs per step (card)")
+    batch: Annotated[Batch, Field(le=4096)] = Field(32, description="graphs per step (card)")
     lr_decay_frac: Fraction = Field(0.2, description="last share of the steps over which lr decays linearly to 0 "
                                                      "(ours: settles Adam's late loss spikes; 0 = constant lr)")
     stacked: bool = Field(True, description="train models of one architecture as one vmapped computation (same "
@@ -73,9 +76,11 @@ class GraphTokenizationConfig(StudyConfig):
     pair_steps: Steps = Field(200, description="steps of the RW and adjacency models trained to tell relabelled "
                                                "Shrikhande from rook (card: 200)")
     pair_n_layers: NLayers = Field(1, description="depth of those two models (ours)")
-    pair_train_copies: SampleSize = Field(256, le=100_000, description="relabelled copies of each graph to train on")
-    pair_test_copies: SampleSize = Field(64, le=100_000, description="fresh relabelled copies of each graph tested")
-    srg_depths: tuple[NLayers, ...] = Field((), description="depths of the in_K4 srg-discrimination models (claim "
+    pair_train_copies: Annotated[SampleSize, Field(le=100_000)] = Field(256, description=
+        "relabelled copies of each graph to train on")
+    pair_test_copies: Annotated[SampleSize, Field(le=100_000)] = Field(64, description=
+        "fresh relabelled copies of each graph tested")
+    srg_n_layers: tuple[NLayers, ...] = Field((), description="depths of the in_K4 srg-discrimination models (claim "
                                                             "10; empty: skipped, paper 1, 2, 4)")
     srg_steps: Steps = Field(2000, description="steps of each srg-discrimination model")
 
@@ -83,7 +88,7 @@ class GraphTokenizationConfig(StudyConfig):
     def _check(self) -> "GraphTokenizationConfig":
         if self.p_low > self.p_high:
             raise ValueError(f"'p_low' ({self.p_low}) must be <= 'p_high' ({self.p_high})")
-        for name in ("n_nodes", "depths", "tasks", "tokenizations", "srg_depths"):
+        for name in ("n_nodes", "n_layers", "tasks", "tokenizations", "srg_n_layers"):
             vals = getattr(self, name)
             if len(set(vals)) != len(vals):
                 raise ValueError(f"'{name}' has repeated entries: {vals}")
@@ -102,10 +107,10 @@ PRESETS = {
         "paper",
         "GPU: n in {16, 32, 64}, L in {1, 2, 4, 8}, all tasks, 20k steps, 5 seeds; srg-pair discrimination on in_K4",
         n_nodes=((16, 32, 64), "card"),
-        depths=((1, 2, 4, 8), "card"),
+        n_layers=((1, 2, 4, 8), "card"),
         tasks=(("degree", "components", "edge_query", "in_K4", "lambda2_threshold"), "card: all tasks"),
         steps=(20_000, "card"),
         seeds=(5, "card"),
-        srg_depths=((1, 2, 4), "card: adjacency L >= 2 vs RW / eigenvalues; L = 1 for contrast (ours)"),
+        srg_n_layers=((1, 2, 4), "card: adjacency L >= 2 vs RW / eigenvalues; L = 1 for contrast (ours)"),
     ),
 }
