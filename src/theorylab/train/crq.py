@@ -90,6 +90,31 @@ def _as_tensor(x: np.ndarray, device: torch.device | str) -> Tensor:
     return torch.as_tensor(x, dtype=torch.int64, device=device)
 
 
+def _fresh_batch_adam(model: nn.Module, draw: Callable[[int], FormulaBatch], loss_of: Callable[[FormulaBatch, slice],
+                      Tensor], *, steps: int, batch: int, lr: float, chunk_steps: int, label: str,
+                      check: Callable[[str, Tensor, int], None] | None, progress: Progress | None) -> list[float]:
+    """Adam with a fresh batch every step: ``draw`` is called once per ``chunk_steps`` steps for that many batches
+    (generation stays vectorised) and ``loss_of(chunk, rows)`` gives the loss of one batch's rows. Every step's
+    loss is returned; ``check`` sees each (a NaN marks the run diverged at that step)."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses: list[float] = []
+    model.train()
+    chunk = None
+    for step in range(steps) if progress is None else progress(range(steps), f"train {label}"):
+        i = step % chunk_steps
+        if i == 0:
+            chunk = draw(min(chunk_steps, steps - step) * batch)
+        loss = loss_of(chunk, slice(i * batch, (i + 1) * batch))
+        if check is not None:
+            check(f"{label} loss", loss, step)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
 def train_rnn(model: nn.Module, draw: Callable[[int], FormulaBatch], *, steps: int, batch: int = 64,
               lr: float = 3e-3, chunk_steps: int = 250, device: torch.device | str = "cpu",
               check: Callable[[str, Tensor, int], None] | None = None, progress: Progress | None = None) -> list[float]:
@@ -97,27 +122,11 @@ def train_rnn(model: nn.Module, draw: Callable[[int], FormulaBatch], *, steps: i
 
     ``draw(k)`` returns k new formulas; it is called once per ``chunk_steps`` steps (k = chunk_steps * batch), so
     generation stays vectorised. Returns every step's loss."""
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses: list[float] = []
-    model.train()
-    steps_iter = range(steps) if progress is None else progress(range(steps), "train RNN")
-    data = None
-    for step in steps_iter:
-        i = step % chunk_steps
-        if i == 0:
-            k = min(chunk_steps, steps - step)
-            fb = draw(k * batch)
-            data = (_as_tensor(fb.tokens, device), _as_tensor(fb.root, device))
-        tok, y = data[0][i * batch:(i + 1) * batch], data[1][i * batch:(i + 1) * batch]
-        loss = F.cross_entropy(model(tok), y)
-        if check is not None:
-            check("RNN loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+    def loss_of(fb: FormulaBatch, rows: slice) -> Tensor:
+        return F.cross_entropy(model(_as_tensor(fb.tokens[rows], device)), _as_tensor(fb.root[rows], device))
+
+    return _fresh_batch_adam(model, draw, loss_of, steps=steps, batch=batch, lr=lr, chunk_steps=chunk_steps,
+                             label="RNN", check=check, progress=progress)
 
 
 @torch.no_grad()
@@ -158,33 +167,17 @@ def train_transformer(model: ToyTransformer, draw: Callable[[int], FormulaBatch]
     """Adam, a fresh batch every step. Without CoT: cross-entropy (TRUE vs FALSE) of the root answer read at the
     QUERY token. With CoT (teacher forcing): the input is prompt + trace[:-1]; the QUERY token predicts the first
     trace token and each trace token the next, cross-entropy on every trace token (the root's answer is the last)."""
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses: list[float] = []
-    model.train()
-    data = None
-    for step in range(steps) if progress is None else progress(range(steps), "train transformer"):
-        i = step % chunk_steps
-        if i == 0:
-            fb = draw(min(chunk_steps, steps - step) * batch)
-            data = (_as_tensor(fb.tokens, device), _as_tensor(fb.root, device),
-                    _as_tensor(fb.trace, device) if cot else None)
-        sl = slice(i * batch, (i + 1) * batch)
-        tok, y = data[0][sl], data[1][sl]
-        if cot:
-            tr = data[2][sl]  # (B, I)
-            seq = torch.cat([tok, tr[:, :-1]], dim=1)  # (B, P + I - 1)
-            out = _answer_logits(model(seq)[:, tok.shape[1] - 1:])  # (B, I, 2)
-            loss = F.cross_entropy(out.reshape(-1, 2), _true_class(tr).reshape(-1))
-        else:
-            loss = F.cross_entropy(_answer_logits(model(tok)[:, -1]), y)
-        if check is not None:
-            check("transformer loss", loss, step)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
+    def loss_of(fb: FormulaBatch, rows: slice) -> Tensor:
+        tok, y = _as_tensor(fb.tokens[rows], device), _as_tensor(fb.root[rows], device)
+        if not cot:
+            return F.cross_entropy(_answer_logits(model(tok)[:, -1]), y)
+        tr = _as_tensor(fb.trace[rows], device)  # (B, I)
+        seq = torch.cat([tok, tr[:, :-1]], dim=1)  # (B, P + I - 1)
+        out = _answer_logits(model(seq)[:, tok.shape[1] - 1:])  # (B, I, 2)
+        return F.cross_entropy(out.reshape(-1, 2), _true_class(tr).reshape(-1))
+
+    return _fresh_batch_adam(model, draw, loss_of, steps=steps, batch=batch, lr=lr, chunk_steps=chunk_steps,
+                             label="transformer", check=check, progress=progress)
 
 
 @torch.no_grad()
