@@ -42,3 +42,25 @@ def test_loop_learns_a_fixed_successor_and_measures_at_the_given_steps():
     assert torch.equal(m.pos, pos0)  # frozen by prefix
     with pytest.raises(ValueError, match="evaluate_at"):
         train_online_lm(m, sample, steps=5, batch=4, lr=1e-3, generator=torch.Generator(), evaluate_at=(6,))
+
+
+def test_weight_decay_acts_only_on_the_named_prefixes():
+    # Hooks zero every gradient, so only the decay moves weights: decoupled decay (AdamW) shrinks a decayed weight
+    # by exactly (1 - lr * wd) per step, and the other parameters must not move at all.
+    m = _model()
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+
+    def sample(b, gen):
+        return torch.zeros(b, 4, dtype=torch.long)
+
+    lr, wd, steps = 1e-2, 0.5, 3
+    for p in m.parameters():
+        p.register_hook(lambda g: torch.zeros_like(g))
+    train_online_lm(m, sample, steps=steps, batch=2, lr=lr, generator=torch.Generator(), weight_decay=wd,
+                    decay=("embed", "pos"))
+    for n, p in m.named_parameters():
+        expect = before[n] * (1 - lr * wd) ** steps if n.startswith(("embed", "pos")) else before[n]
+        torch.testing.assert_close(p.detach(), expect, rtol=1e-6, atol=1e-7, msg=n)
+    with pytest.raises(ValueError, match="match no trainable"):
+        train_online_lm(m, sample, steps=1, batch=2, lr=lr, generator=torch.Generator(), weight_decay=wd,
+                        decay=("nonexistent",))

@@ -38,14 +38,33 @@ def train_online_lm(
     measure: Callable[[nn.Module, int], Any] | None = None,
     device: torch.device | str = "cpu",
     progress: Callable | None = None,
+    weight_decay: float = 0.0,
+    decay: Sequence[str] | None = None,
 ) -> tuple[dict[int, Any], list[float]]:
     """Adam on ``steps`` fresh batches ``sample(batch, generator)`` (token ids (B, T)); returns
     ``(measurements by step, training loss per step)``. ``measure(model, step)`` runs under ``torch.no_grad`` and
-    ``model.eval()`` after each step in ``evaluate_at`` (step 0 = before training)."""
+    ``model.eval()`` after each step in ``evaluate_at`` (step 0 = before training).
+
+    ``weight_decay > 0`` makes it AdamW (decoupled decay) on the parameters whose names start with a prefix in
+    ``decay`` (all trainable parameters when None); the others are not decayed."""
     evaluate = set(int(s) for s in evaluate_at)
     if any(s < 0 or s > steps for s in evaluate):
         raise ValueError(f"'evaluate_at' steps must lie in 0..{steps}; got {sorted(evaluate)}")
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    if weight_decay < 0:
+        raise ValueError(f"'weight_decay' must be >= 0; got {weight_decay}")
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    prefixes = tuple(decay) if decay is not None else ("",)
+    unmatched = [pre for pre in prefixes if pre and not any(n.startswith(pre) for n, _ in named)]
+    if weight_decay and unmatched:
+        raise ValueError(f"'decay' prefixes {unmatched} match no trainable parameter")
+    decayed = [p for n, p in named if n.startswith(prefixes)]
+    kept = [p for n, p in named if not n.startswith(prefixes)]
+    groups = [g for g in (dict(params=decayed, weight_decay=weight_decay), dict(params=kept, weight_decay=0.0))
+              if g["params"]]
+    # The fused kernel (one call per step instead of ~10 per tensor) is a quarter of a toy step on CPU.
+    fused = all(p.device.type in ("cpu", "cuda") for _, p in named)
+    opt = torch.optim.AdamW(groups, lr=lr, fused=fused) if weight_decay else torch.optim.Adam(
+        [p for _, p in named], lr=lr, fused=fused)
     measured: dict[int, Any] = {}
     losses: list[float] = []
 
