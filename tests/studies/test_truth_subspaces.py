@@ -1,0 +1,191 @@
+"""truth-subspaces: the quick run, judges that fail on wrong results, the paper path at toy size, bad input."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+import theorylab.studies.truth_subspaces as ts  # registers the study without an entry point
+from result_edits import edit_table as _edit
+from result_edits import set_where
+from theorylab.probes.counterfact import counterfact_context_check
+
+QUICK = ("bayes-closed-form", "memorise-first", "plateau", "truth-later", "final-state", "norm-carries-truth")
+PAPER_ONLY = ("no-layernorm", "rho-ordering", "own-lm-cooccurrence")
+
+
+@pytest.fixture(scope="module")
+def ts_quick(quick_run):
+    return quick_run("truth-subspaces")
+
+
+@pytest.fixture(scope="module")
+def ts_paper_toy(tmp_path_factory):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    return execute("truth-subspaces", "paper", 0, store=Store(tmp_path_factory.mktemp("ts") / "store"), device="cpu",
+                   overrides=dict(n_entities=(8,), d_model=16, n_layers=(1, 2), seeds=2, steps=60,
+                                  evaluate_at=(30, 60), test_size=400, histogram_size=100, bayes_samples=2000,
+                                  lm_steps=10, lm_d_model=32, lm_n_layers=2, lm_n_heads=2, lm_n_subjects=10,
+                                  lm_n_attributes=10, lm_batch=16, lm_test_size=200))
+
+
+def _by_id(res):
+    return {v.id.split("/")[-1]: v for v in res.verdicts}
+
+
+def test_quick_claims(ts_quick):
+    v = _by_id(ts_quick)
+    for claim in QUICK:
+        assert v[claim].passed is True, f"{claim}: {v[claim].detail}"
+    for claim in PAPER_ONLY:
+        assert v[claim].passed is None and "needs paper preset" in v[claim].detail
+    assert "reduced measurement" in v["rho-ordering"].detail
+    assert {"two_phase", "probe_sites_heatmap", "rho_sweep", "norm_by_context"} <= {p.stem for p in ts_quick.figures}
+
+
+def _curve(res, **cols):
+    return _edit(res, "curve", lambda f: f.assign(**cols))
+
+
+def _probe(res, site, value, step=None):
+    def edit(f):
+        last = f["step"].max() if step is None else step
+        return set_where(f, lambda t: (t["site"] == site) & (t["metric"] == "probe")
+                         & ((t["step"] >= last) if step is None else True), "value", value)
+    return _edit(res, "probes", edit)
+
+
+def test_judges_fail_on_wrong_results(ts_quick):
+    r, j = ts_quick, ts.judges
+    # a generator without the truth correlation: the Bayes loss would sit at L_mem
+    assert j.judge_bayes(_edit(r, "bayes", lambda f: f.assign(closed_form=f["closed_form"] + 0.02))).passed is False
+    # memorisation that never reaches 0.9, or only late
+    assert j.judge_memorise(_curve(r, mem_acc=0.5)).passed is False
+    late = _edit(r, "curve", lambda f: f.assign(mem_acc=np.where(f["step"] < 500, 0.1, 1.0)))
+    assert j.judge_memorise(late).passed is False
+    # no plateau: the loss falls straight to the Bayes level
+    assert j.judge_plateau(_curve(r, loss_y2=0.43)).passed is False
+    # truth decodable from the start (no two phases), or never
+    early = _edit(r, "probes", lambda f: set_where(f, lambda t: (t["site"] == "y/post") & (t["metric"] == "probe"),
+                                                   "value", 0.99))
+    assert j.judge_later(early).passed is False
+    never = _edit(r, "probes", lambda f: set_where(f, lambda t: (t["site"] == "y/post") & (t["metric"] == "probe"),
+                                                   "value", 0.6))
+    assert j.judge_later(never).passed is False
+    # a weak final probe, a loss above L_Bayes + 0.08, or no true/false split
+    assert j.judge_final(_probe(r, "y/post", 0.93)).passed is False
+    assert j.judge_final(_curve(r, loss_y2=0.52)).passed is False
+    assert j.judge_final(_curve(r, loss_y2_false=1.0, loss_y2_true=0.5)).passed is False
+    # the pre-norm residual already linearly decodable
+    assert j.judge_norm(_probe(r, "y/pre", 0.9)).passed is False
+
+
+@pytest.mark.slow  # 12 toy runs, probes at every site, the own LM and figures: ~40 s on a busy box
+def test_paper_path_at_toy_size(ts_paper_toy):
+    res = ts_paper_toy
+    c = res.table("curve")
+    assert set(c["n"]) == {8} and set(c["n_layers"]) == {1, 2} and set(c["final_norm"]) == {"layer", "none"}
+    assert set(np.round(c["rho"], 3)) == {0.5, 0.9, 0.99, 0.999} and set(c["seed"]) == {0, 1}
+    sites = set(res.table("probes")["site"])
+    assert {"y/pre", "y/post", "x2/pre", "x2/post", "y/L0", "x2/L0"} <= sites
+    assert set(res.table("own_lm")["metric"]) == {"logp_last_all_true", "logp_last_one_false", "probe_mean_residual"}
+    v = _by_id(res)
+    assert v["no-layernorm"].passed is not None and v["own-lm-cooccurrence"].passed is not None
+    assert v["rho-ordering"].passed is None and "needs paper preset" in v["rho-ordering"].detail  # 60 < 1e5 steps
+    assert all(np.isfinite(res.table("curve")[k]).all() for k in ("loss_y2", "mem_acc"))
+
+
+def _paper_steps(res):
+    out = copy.copy(res)
+    out.config = {**res.config, "steps": 100_000}
+    return out
+
+
+def _set_t_truth(res, by_rho: dict[float, int]):
+    """Probe y/post reaches 0.9 exactly at the given step for each ρ (base N and layers, final LayerNorm)."""
+    def edit(f):
+        f = f.copy()
+        sel = (f["site"] == "y/post") & (f["metric"] == "probe") & (f["final_norm"] == "layer")
+        for rho, t in by_rho.items():
+            rows = sel & np.isclose(f["rho"], rho)
+            f.loc[rows, "value"] = np.where(f.loc[rows, "step"] >= t, 0.95, 0.6)
+        return f
+    return _edit(res, "probes", edit)
+
+
+@pytest.mark.slow
+def test_paper_judges_decide_and_fail(ts_paper_toy):
+    r, j = _paper_steps(ts_paper_toy), ts.judges
+    ordered = _set_t_truth(r, {0.5: 10, 0.9: 30, 0.99: 30, 0.999: 60})
+    assert j.judge_rho(ordered).passed is True
+    assert j.judge_rho(_set_t_truth(r, {0.5: 60, 0.9: 30, 0.99: 30, 0.999: 60})).passed is False
+    assert j.judge_rho(_set_t_truth(r, {0.5: 10, 0.9: 30, 0.99: 30, 0.999: 10**9})).passed is False
+    # no-LN: a decodable no-LN run, or one whose loss falls well below L_mem, fails
+    noln = _edit(r, "probes", lambda f: set_where(f, lambda t: (t["final_norm"] == "none") & (t["metric"] == "probe"),
+                                                  "value", 0.55))
+    noln = _edit(noln, "curve", lambda f: set_where(f, lambda t: t["final_norm"] == "none", "loss_y2", 5.0))
+    assert j.judge_noln(noln).passed is True
+    bad = _edit(noln, "probes", lambda f: set_where(f, lambda t: (t["final_norm"] == "none") & (t["site"] == "x2/pre"),
+                                                    "value", 0.9))
+    assert j.judge_noln(bad).passed is False
+    low = _edit(noln, "curve", lambda f: set_where(f, lambda t: t["final_norm"] == "none", "loss_y2", 0.1))
+    assert j.judge_noln(low).passed is False
+    # own LM: no drop after a false fact, or a weak probe
+    good = _edit(r, "own_lm", lambda f: f.assign(value=[-0.1, -2.0, 0.97]))
+    assert j.judge_lm(good).passed is True
+    assert j.judge_lm(_edit(r, "own_lm", lambda f: f.assign(value=[-0.1, -0.3, 0.97]))).passed is False
+    assert j.judge_lm(_edit(r, "own_lm", lambda f: f.assign(value=[-0.1, -2.0, 0.7]))).passed is False
+
+
+def test_bad_config_fails_before_work(tmp_path):
+    from theorylab.core.study import get_study
+
+    st = get_study("truth-subspaces")
+    with pytest.raises(Exception, match="evaluate_at"):
+        st.make_config("quick", evaluate_at=(100, 50, 2000))
+    with pytest.raises(Exception, match="rhos"):
+        st.make_config("quick", rhos=(1.5,))
+    with pytest.raises(Exception, match="final_norms"):
+        st.make_config("quick", final_norms=("none",))
+    with pytest.raises(Exception, match="local_model_path.*does not exist.*never downloads"):
+        st.make_config("quick", local_model_path=tmp_path / "absent-model", counterfact_path=tmp_path / "cf.json")
+    with pytest.raises(Exception, match="give both or neither"):
+        st.make_config("quick", local_model_path=tmp_path)
+    assert math.isclose(st.make_config("quick").rhos[0], 0.9)
+
+
+def test_local_weights_path_with_a_tiny_offline_model(tmp_path):
+    """The optional pretrained-LM path on a 1-layer random GPT-2 and a word-level tokenizer built offline."""
+    import json
+
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    words = ["[UNK]", "The", "capital", "of", "is", "France", "Paris", "Rome", "Spain", "Madrid", "Italy", "Berlin",
+             "Germany", "Oslo", "Norway", "Lima", ".", "Peru"]
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    model_dir = tmp_path / "model"
+    fast.save_pretrained(model_dir)
+    transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=len(words), n_positions=64, n_embd=16, n_layer=1,
+                                                         n_head=2)).save_pretrained(model_dir)
+    pairs = [("France", "Paris", "Rome"), ("Spain", "Madrid", "Berlin"), ("Italy", "Rome", "Oslo"),
+             ("Germany", "Berlin", "Lima"), ("Norway", "Oslo", "Paris"), ("Peru", "Lima", "Madrid")]
+    records = [dict(requested_rewrite=dict(prompt="The capital of {} is", subject=s, target_true=dict(str=t),
+                                           target_new=dict(str=f))) for s, t, f in pairs]
+    cf = tmp_path / "counterfact.json"
+    cf.write_text(json.dumps(records))
+    rows = counterfact_context_check(model_dir, cf, 3, torch_device())
+    assert len(rows) == 6 and {r["context"] for r in rows} == {"all_true", "one_false"}
+    assert all(np.isfinite(r["logp"]) and r["feature"].shape == (16,) for r in rows)
+
+
+def torch_device():
+    import torch
+
+    return torch.device("cpu")
