@@ -1,0 +1,281 @@
+"""monomial-networks: shallow polynomial networks as bounded-rank symmetric tensors; the k = 2 Gaussian landscape.
+
+Paper: Arjevani, Bruna, Kileel, Polak & Trager, *Geometry and Optimization of Shallow Polynomial Networks*, arXiv
+2501.06074. f(x) = sum_i a_i <w_i, x>^k is the symmetric tensor sum_i a_i w_i^{(x)k} of rank <= r; teacher-student
+training is low-rank approximation in the data-induced metric. For k = 2 and Gaussian data the quick preset builds
+the card's (reconstructed) critical-point family A_S, checks gradients, losses and Hessian signatures by autograd,
+runs Adam from random starts under three metrics, and checks the Alexander-Hirschowitz dimension counts with
+Jacobian ranks. The paper's signature formula was not transcribed: the signatures are measured and reported.
+"""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pandas as pd
+import torch
+
+from theorylab.core import RunContext, study
+from theorylab.data.polynomial import GaussianLaw, MixtureLaw, RademacherLaw, metric_loss
+from theorylab.nn.polynet import flatten_params, poly_tensor, symmetry_directions, unflatten_params
+from theorylab.probes.hessian import gradient, hessian, inertia, signature
+from theorylab.studies.monomial_networks.config import PRESETS, MonomialNetworksConfig
+from theorylab.studies.monomial_networks.figures import figure_dimensions, figure_landscape, figure_metrics
+from theorylab.studies.monomial_networks.judges import claims
+from theorylab.theory import polynomial_nets as pn
+
+PAPER = "Arjevani, Bruna, Kileel, Polak & Trager, arXiv 2501.06074 (2025)"
+EPS = 1e-4  # the card's saddle step
+
+
+def _teacher(d: int, scale: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eigenvalues uniform in [-scale, scale] (sorted), a Haar-random eigenbasis, A* = V diag(lam) V^T."""
+    lam = np.sort(rng.uniform(-scale, scale, d))
+    V, R = np.linalg.qr(rng.standard_normal((d, d)))
+    V = V * np.sign(np.diag(R))
+    return lam, V, (V * lam) @ V.T
+
+
+def _loss_fn(A_star: np.ndarray, M4: np.ndarray, r: int, d: int):
+    At, Mt = torch.as_tensor(A_star), torch.as_tensor(M4)
+
+    def f(theta: torch.Tensor) -> torch.Tensor:
+        W, a = unflatten_params(theta, r, d)
+        return metric_loss(poly_tensor(W, a, 2) - At, Mt)
+    return f
+
+
+def _adam(W: np.ndarray, a: np.ndarray, A_star: np.ndarray, M4: np.ndarray, steps: int, lr: float, check) -> None:
+    """In-place Adam on a batch of networks (R, r, d), (R, r); analytic gradients of <D, M4 D>, D = A - A*:
+    G = 2 M4(D), dL/dW = 2 diag(a) W G, dL/da_i = w_i^T G w_i."""
+    d = A_star.shape[0]
+    M = M4.reshape(d * d, d * d)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    m = [np.zeros_like(W), np.zeros_like(a)]
+    v = [np.zeros_like(W), np.zeros_like(a)]
+    for t in range(1, steps + 1):
+        D = np.einsum("nri,nr,nrj->nij", W, a, W) - A_star
+        G = 2 * (D.reshape(len(W), -1) @ M).reshape(D.shape)
+        grads = (2 * a[:, :, None] * (W @ G), np.einsum("nri,nij,nrj->nr", W, G, W))
+        for i, (p, g) in enumerate(zip((W, a), grads)):
+            m[i] = b1 * m[i] + (1 - b1) * g
+            v[i] = b2 * v[i] + (1 - b2) * g * g
+            p -= lr * (m[i] / (1 - b1 ** t)) / (np.sqrt(v[i] / (1 - b2 ** t)) + eps)
+        if t == steps or t % 1000 == 0:
+            check("gd loss", float(np.einsum("ni,ij,nj->", D.reshape(len(W), -1), M, D.reshape(len(W), -1))), t)
+
+
+def _newton(f, theta: torch.Tensor, steps: int) -> torch.Tensor:
+    """Damped pseudo-inverse Newton on the gradient norm (the Hessian is singular along the symmetries)."""
+    g = gradient(f, theta)
+    for _ in range(steps):
+        if float(g.norm()) < 1e-13:
+            break
+        step = torch.linalg.lstsq(hessian(f, theta), g[:, None], rcond=1e-10).solution[:, 0]
+        for _ in range(8):
+            new = theta - step
+            g_new = gradient(f, new)
+            if float(g_new.norm()) < float(g.norm()):
+                theta, g = new, g_new
+                break
+            step = step / 2
+        else:
+            break
+    return theta
+
+
+def _gd(cfg, ctx: RunContext, law, A_star: np.ndarray, runs: int, tag: str) -> pd.DataFrame:
+    d, r = A_star.shape[0], cfg.r
+    rng = ctx.rng(f"gd init {tag}")
+    W = rng.standard_normal((runs, r, d)) / np.sqrt(d)
+    a = rng.standard_normal((runs, r))
+    M4 = law.moment(4)
+    _adam(W, a, A_star, M4, cfg.gd_steps, cfg.gd_lr, ctx.check_finite)
+    f = _loss_fn(A_star, M4, r, d)
+    rows = []
+    for i in range(runs):
+        th0 = flatten_params(torch.tensor(W[i]), torch.tensor(a[i]))
+        th = _newton(f, th0, cfg.polish_steps)
+        Wf, af = unflatten_params(th, r, d)
+        mu = torch.linalg.eigvalsh(poly_tensor(Wf, af, 2)).abs()
+        rows.append(dict(metric=law.name, run=i, loss_adam=float(f(th0)), loss=float(f(th)),
+                         grad_norm=float(gradient(f, th).norm()), min_row_norm=float(Wf.norm(dim=1).min()),
+                         rank=int((mu > 1e-6 * max(float(mu.max()), 1e-300)).sum()),
+                         negative=inertia(hessian(f, th), cfg.hessian_tol)["negative"]))
+    return pd.DataFrame(rows)
+
+
+def _nearest(t: pd.DataFrame, lam: np.ndarray, r: int) -> pd.DataFrame:
+    """Relative gap from each endpoint loss to the nearest L(S), over |S| = r and over |S| <= r."""
+    crit = pn.critical_points(lam, r)
+    top = np.array([p["loss"] for p in crit if p["s"] == r])
+    every = np.array([p["loss"] for p in crit])
+    sizes = np.array([p["s"] for p in crit])
+    loss = t["loss"].to_numpy()[:, None]
+    nearest_any = np.abs(loss - every).argmin(1)
+    return t.assign(rel_gap=(np.abs(loss - top) / top).min(1), rel_gap_any=(np.abs(loss - every) / every).min(1),
+                    nearest_s=sizes[nearest_any], is_global=np.abs(loss[:, 0] - top.min()) <= 1e-6 * top.min())
+
+
+def _critical(cfg, ctx: RunContext, lam: np.ndarray, V: np.ndarray, A_star: np.ndarray) -> pd.DataFrame:
+    """Claims 2, 3, 5: every A_S with |S| <= r: gradient, loss, Hessian inertia, best saddle step."""
+    d, r = cfg.d, cfg.r
+    f = _loss_fn(A_star, GaussianLaw(d).moment(4), r, d)
+    best = pn.global_minimum(lam, r)["S"]
+    rows = []
+    for p in pn.critical_points(lam, r):
+        W, a = pn.realise(lam, V, p["S"], r)
+        Wt, at = torch.tensor(W), torch.tensor(a)
+        theta = flatten_params(Wt, at)
+        dirs = symmetry_directions(Wt, at, 2) if p["s"] == r else None
+        sig = signature(f, theta, dirs, tol=cfg.hessian_tol)
+        row = dict(S=" ".join(map(str, p["S"])), s=p["s"], t_S=p["t"], loss_closed=p["loss"], loss=float(f(theta)),
+                   grad_norm=sig["grad_norm"], negative=sig["negative"], zero=sig["zero"], positive=sig["positive"],
+                   reduced_negative=sig["reduced_negative"], reduced_zero=sig["reduced_zero"],
+                   reduced_min_abs=sig["reduced_min_abs"], is_global=p["S"] == best,
+                   min_abs_alpha=min((abs(x) for x in p["alpha"]), default=np.nan))
+        if p["s"] < r:  # a spare zero row: put sqrt(eps) v_j in it with the sign of lambda_j + t_S
+            others = [j for j in range(d) if j not in p["S"]]
+            slopes = np.array([lam[j] + p["t"] for j in others])
+            j = others[int(np.abs(slopes).argmax())]
+            W2, a2 = W.copy(), a.copy()
+            W2[p["s"]] = np.sqrt(EPS) * V[:, j]
+            a2[p["s"]] = np.sign(lam[j] + p["t"])
+            moved = float(f(flatten_params(torch.tensor(W2), torch.tensor(a2))))
+            row.update(saddle_j=j, max_abs_slope=float(np.abs(slopes).max()), saddle_change=moved - row["loss"],
+                       predicted_change=-4 * EPS * abs(lam[j] + p["t"]) + 3 * EPS ** 2)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _signatures(cfg, ctx: RunContext) -> pd.DataFrame:
+    """Claim 6 (survey): inertia at every |S| = r point for random teachers."""
+    rows = []
+    for d in cfg.signature_dims:
+        M4 = GaussianLaw(d).moment(4)
+        for r in cfg.signature_ranks:
+            for t in range(cfg.signature_teachers):
+                lam, V, A_star = _teacher(d, cfg.teacher_scale, ctx.rng(f"signature teacher {d} {r} {t}"))
+                f = _loss_fn(A_star, M4, r, d)
+                for p in pn.critical_points(lam, r):
+                    if p["s"] != r:
+                        continue
+                    W, a = (torch.tensor(x) for x in pn.realise(lam, V, p["S"], r))
+                    sig = signature(f, flatten_params(W, a), symmetry_directions(W, a, 2), tol=cfg.hessian_tol)
+                    rows.append(dict(d=d, r=r, teacher=t, S=" ".join(map(str, p["S"])), loss=p["loss"],
+                                     grad_norm=sig["grad_norm"], negative=sig["negative"], zero=sig["zero"],
+                                     reduced_zero=sig["reduced_zero"], derived=pn.derived_index(lam, p["S"])))
+    return pd.DataFrame(rows)
+
+
+def _monte_carlo(cfg, ctx: RunContext) -> pd.DataFrame:
+    """Claim 1: E[(x^T B x)^2] by Monte Carlo vs 2||B||_F^2 + (tr B)^2."""
+    d, rng = cfg.d, ctx.rng("monte carlo")
+    B = rng.standard_normal((cfg.mc_matrices, d, d))
+    B = (B + B.transpose(0, 2, 1)) / 2
+    s1 = np.zeros(cfg.mc_matrices)
+    s2 = np.zeros(cfg.mc_matrices)
+    chunk = 200_000
+    for start in range(0, cfg.mc_n, chunk):
+        x = rng.standard_normal((min(chunk, cfg.mc_n - start), d))
+        q = np.einsum("ni,bij,nj->bn", x, B, x, optimize=True) ** 2
+        s1 += q.sum(1)
+        s2 += (q ** 2).sum(1)
+    mean = s1 / cfg.mc_n
+    se = np.sqrt(np.maximum(s2 / cfg.mc_n - mean ** 2, 0) / cfg.mc_n)
+    return pd.DataFrame(dict(matrix=np.arange(cfg.mc_matrices), monte_carlo=mean, std_error=se,
+                             closed_form=pn.gaussian_quadratic_moment(B), n=cfg.mc_n))
+
+
+def _rademacher(cfg, ctx: RunContext) -> pd.DataFrame:
+    """Claim 8: exact enumeration over {+-1}^d vs (tr B)^2 + 2 sum_{i != j} B_ij^2, and L(A + D) - L(A) for
+    traceless diagonal D."""
+    d, rng = cfg.d, ctx.rng("rademacher")
+    pts, w = RademacherLaw(d).support()
+
+    def sym() -> np.ndarray:
+        m = rng.standard_normal((d, d))
+        return (m + m.T) / 2
+
+    def exact(M: np.ndarray) -> float:
+        return float(w @ np.einsum("ni,ij,nj->n", pts, M, pts) ** 2)
+    rows = []
+    for i in range(20):
+        B, A, A_star = sym(), sym(), sym()
+        D = np.diag(rng.standard_normal(d))
+        D -= np.trace(D) / d * np.eye(d)
+        rows.append(dict(draw=i, enumeration=exact(B), formula=float(pn.rademacher_quadratic_moment(B)),
+                         gaussian=float(pn.gaussian_quadratic_moment(B)), loss=exact(A - A_star),
+                         loss_shifted=exact(A + D - A_star), diag_norm=float(np.linalg.norm(D))))
+    return pd.DataFrame(rows)
+
+
+def _distinct(values: np.ndarray, sep: float) -> int:
+    v = np.sort(np.asarray(values, float))
+    return int(len(v) and 1 + (np.diff(v) > sep * np.maximum(np.abs(v[1:]), 1e-12)).sum())
+
+
+def _metric_counts(cfg, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Claim 9: distinct critical values reached under the Gaussian vs the mixture metric, per teacher."""
+    runs, rows = [], []
+    mix = MixtureLaw(cfg.d, cfg.mixture_shift, cfg.mixture_scale)
+    for t in range(cfg.metric_teachers):
+        _, _, A_star = _teacher(cfg.d, cfg.teacher_scale, ctx.rng(f"metric teacher {t}"))
+        row = dict(teacher=t)
+        for law in (GaussianLaw(cfg.d), mix):
+            g = _gd(cfg, ctx, law, A_star, cfg.metric_runs, f"metric {t} {law.name}").assign(teacher=t)
+            ok = g[g["grad_norm"] <= cfg.gd_tol]
+            row[f"{law.name}_converged"] = len(ok)
+            row[f"{law.name}_distinct"] = _distinct(ok["loss"], cfg.value_separation)
+            runs.append(g)
+        rows.append(row)
+    return pd.DataFrame(rows), pd.concat(runs, ignore_index=True)
+
+
+@study(
+    "monomial-networks",
+    title="Shallow polynomial networks: bounded-rank symmetric tensors, the quadratic Gaussian landscape",
+    paper=PAPER,
+    config=MonomialNetworksConfig,
+    presets=PRESETS,
+    family="landscapes",
+    claims=claims,
+)
+def run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
+    threads = torch.get_num_threads()
+    if ctx.device.type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        _run(cfg, ctx)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
+    lam, V, A_star = _teacher(cfg.d, cfg.teacher_scale, ctx.rng("teacher"))
+    ctx.table("teacher", pd.DataFrame(dict(j=np.arange(cfg.d), eigenvalue=lam)))
+    ctx.say(f"Monte Carlo identity: {cfg.mc_matrices} matrices x {cfg.mc_n} samples")
+    ctx.table("gaussian_mc", _monte_carlo(cfg, ctx))
+    ctx.say(f"critical points |S| <= {cfg.r} at d = {cfg.d}: gradients, losses, Hessians")
+    crit = ctx.table("critical", _critical(cfg, ctx, lam, V, A_star))
+    ctx.say(f"GD: {cfg.gd_runs} Adam runs x {cfg.gd_steps} steps under three metrics")
+    laws = (GaussianLaw(cfg.d), RademacherLaw(cfg.d), MixtureLaw(cfg.d, cfg.mixture_shift, cfg.mixture_scale))
+    gd = pd.concat([_gd(cfg, ctx, law, A_star, cfg.gd_runs, f"main {law.name}") for law in laws], ignore_index=True)
+    gd = ctx.table("gd", _nearest(gd, lam, cfg.r))
+    ctx.table("rademacher", _rademacher(cfg, ctx))
+    ctx.say(f"Jacobian ranks for {len(cfg.ah_cases)} (d, k, r)")
+    jac = [pn.jacobian_rank(d, k, r, ctx.rng(f"jacobian {d} {k} {r}"), cfg.jacobian_extra, cfg.jacobian_rtol)
+           for d, k, r in cfg.ah_cases]
+    jac = ctx.table("jacobian", pd.DataFrame(jac).assign(
+        ah=[pn.ah_dimension(d, k, r) for d, k, r in cfg.ah_cases],
+        expected=[pn.expected_dimension(d, k, r) for d, k, r in cfg.ah_cases],
+        ambient=[comb(d + k - 1, k) for d, k, r in cfg.ah_cases]))
+    ctx.say(f"signature survey: d {cfg.signature_dims} x r {cfg.signature_ranks} x {cfg.signature_teachers} teachers")
+    ctx.table("signatures", _signatures(cfg, ctx))
+    counts, runs = _metric_counts(cfg, ctx)
+    ctx.table("metric_counts", counts)
+    ctx.table("metric_gd", runs)
+    figure_landscape(ctx, crit, gd[gd["metric"] == "gaussian"])
+    figure_dimensions(ctx, jac, cfg.ah_cases)
+    figure_metrics(ctx, gd)
