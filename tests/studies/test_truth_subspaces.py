@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import theorylab.studies.truth_subspaces as ts  # registers the study without an entry point
+from offline_models import tiny_gpt2_and_counterfact
 from result_edits import edit_table as _edit
 from result_edits import set_where
-from theorylab.probes.counterfact import counterfact_context_check
 
 QUICK = ("bayes-closed-form", "memorise-first", "plateau", "truth-later", "final-state", "norm-carries-truth")
 PAPER_ONLY = ("no-layernorm", "rho-ordering", "own-lm-cooccurrence")
@@ -159,33 +159,17 @@ def test_bad_config_fails_before_work(tmp_path):
     assert math.isclose(st.make_config("quick").rhos[0], 0.9)
 
 
-def test_local_weights_path_with_a_tiny_offline_model(tmp_path):
-    """The optional pretrained-LM path on a 1-layer random GPT-2 and a word-level tokenizer built offline."""
-    import json
+def test_local_weights_path_runs_in_the_study(tmp_path):
+    """The study's optional pretrained-LM path, wired end to end on a tiny offline GPT-2 (the measurement itself is
+    tested in tests/probes/test_counterfact.py): a 'pretrained' table with both contexts and a probe score."""
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
 
-    transformers = pytest.importorskip("transformers")
-    tokenizers = pytest.importorskip("tokenizers")
-    words = ["[UNK]", "The", "capital", "of", "is", "France", "Paris", "Rome", "Spain", "Madrid", "Italy", "Berlin",
-             "Germany", "Oslo", "Norway", "Lima", ".", "Peru"]
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
-    model_dir = tmp_path / "model"
-    fast.save_pretrained(model_dir)
-    transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=len(words), n_positions=64, n_embd=16, n_layer=1,
-                                                         n_head=2)).save_pretrained(model_dir)
-    pairs = [("France", "Paris", "Rome"), ("Spain", "Madrid", "Berlin"), ("Italy", "Rome", "Oslo"),
-             ("Germany", "Berlin", "Lima"), ("Norway", "Oslo", "Paris"), ("Peru", "Lima", "Madrid")]
-    records = [dict(requested_rewrite=dict(prompt="The capital of {} is", subject=s, target_true=dict(str=t),
-                                           target_new=dict(str=f))) for s, t, f in pairs]
-    cf = tmp_path / "counterfact.json"
-    cf.write_text(json.dumps(records))
-    rows = counterfact_context_check(model_dir, cf, 3, torch_device())
-    assert len(rows) == 6 and {r["context"] for r in rows} == {"all_true", "one_false"}
-    assert all(np.isfinite(r["logp"]) and r["feature"].shape == (16,) for r in rows)
-
-
-def torch_device():
-    import torch
-
-    return torch.device("cpu")
+    model_dir, cf = tiny_gpt2_and_counterfact(tmp_path)
+    res = execute("truth-subspaces", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
+                  overrides=dict(n_entities=(8,), d_model=16, steps=20, evaluate_at=(10, 20), test_size=400,
+                                 histogram_size=100, bayes_samples=2000, local_model_path=model_dir,
+                                 counterfact_path=cf, counterfact_prompts=3))
+    table = res.table("pretrained")
+    assert len(table) == 6 and set(table["context"]) == {"all_true", "one_false"}
+    assert np.isfinite(table["logp"]).all() and 0.0 <= res.scalars["pretrained_probe"] <= 1.0
