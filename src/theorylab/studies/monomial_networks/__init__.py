@@ -24,6 +24,7 @@ from theorylab.studies.monomial_networks.config import PRESETS, MonomialNetworks
 from theorylab.studies.monomial_networks.figures import figure_dimensions, figure_landscape, figure_metrics
 from theorylab.studies.monomial_networks.judges import claims
 from theorylab.theory import polynomial_nets as pn
+from theorylab.train.polynomial import adam_polynet, newton_polish
 
 PAPER = "Arjevani, Bruna, Kileel, Polak & Trager, arXiv 2501.06074 (2025)"
 EPS = 1e-4  # the card's saddle step
@@ -46,57 +47,19 @@ def _loss_fn(A_star: np.ndarray, M4: np.ndarray, r: int, d: int):
     return f
 
 
-def _adam(W: np.ndarray, a: np.ndarray, A_star: np.ndarray, M4: np.ndarray, steps: int, lr: float, check) -> None:
-    """In-place Adam on a batch of networks (R, r, d), (R, r); analytic gradients of <D, M4 D>, D = A - A*:
-    G = 2 M4(D), dL/dW = 2 diag(a) W G, dL/da_i = w_i^T G w_i."""
-    d = A_star.shape[0]
-    M = M4.reshape(d * d, d * d)
-    b1, b2, eps = 0.9, 0.999, 1e-8
-    m = [np.zeros_like(W), np.zeros_like(a)]
-    v = [np.zeros_like(W), np.zeros_like(a)]
-    for t in range(1, steps + 1):
-        D = np.einsum("nri,nr,nrj->nij", W, a, W) - A_star
-        G = 2 * (D.reshape(len(W), -1) @ M).reshape(D.shape)
-        grads = (2 * a[:, :, None] * (W @ G), np.einsum("nri,nij,nrj->nr", W, G, W))
-        for i, (p, g) in enumerate(zip((W, a), grads)):
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
-            p -= lr * (m[i] / (1 - b1 ** t)) / (np.sqrt(v[i] / (1 - b2 ** t)) + eps)
-        if t == steps or t % 1000 == 0:
-            check("gd loss", float(np.einsum("ni,ij,nj->", D.reshape(len(W), -1), M, D.reshape(len(W), -1))), t)
-
-
-def _newton(f, theta: torch.Tensor, steps: int) -> torch.Tensor:
-    """Damped pseudo-inverse Newton on the gradient norm (the Hessian is singular along the symmetries)."""
-    g = gradient(f, theta)
-    for _ in range(steps):
-        if float(g.norm()) < 1e-13:
-            break
-        step = torch.linalg.lstsq(hessian(f, theta), g[:, None], rcond=1e-10).solution[:, 0]
-        for _ in range(8):
-            new = theta - step
-            g_new = gradient(f, new)
-            if float(g_new.norm()) < float(g.norm()):
-                theta, g = new, g_new
-                break
-            step = step / 2
-        else:
-            break
-    return theta
-
-
 def _gd(cfg, ctx: RunContext, law, A_star: np.ndarray, runs: int, tag: str) -> pd.DataFrame:
     d, r = A_star.shape[0], cfg.r
     rng = ctx.rng(f"gd init {tag}")
     W = rng.standard_normal((runs, r, d)) / np.sqrt(d)
     a = rng.standard_normal((runs, r))
     M4 = law.moment(4)
-    _adam(W, a, A_star, M4, cfg.gd_steps, cfg.gd_lr, ctx.check_finite)
+    W, a = adam_polynet(torch.tensor(W), torch.tensor(a), torch.as_tensor(A_star), torch.as_tensor(M4),
+                        steps=cfg.gd_steps, lr=cfg.gd_lr, check=ctx.check_finite)
     f = _loss_fn(A_star, M4, r, d)
     rows = []
     for i in range(runs):
-        th0 = flatten_params(torch.tensor(W[i]), torch.tensor(a[i]))
-        th = _newton(f, th0, cfg.polish_steps)
+        th0 = flatten_params(W[i], a[i])
+        th = newton_polish(f, th0, cfg.polish_steps)
         Wf, af = unflatten_params(th, r, d)
         mu = torch.linalg.eigvalsh(poly_tensor(Wf, af, 2)).abs()
         rows.append(dict(metric=law.name, run=i, loss_adam=float(f(th0)), loss=float(f(th)),
