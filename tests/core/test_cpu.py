@@ -68,3 +68,42 @@ def test_runner_rejects_a_bad_policy_before_any_work(monkeypatch, tmp_path):
     with pytest.raises(ConfigError, match="THEORYLAB_MALLOC"):
         execute("multi-index-estimators", store=Store(tmp_path))
     assert not any(tmp_path.rglob("meta.json"))
+
+
+def test_torch_threads_pins_during_a_cpu_run_and_restores_after():
+    before = torch.get_num_threads()
+    target = 1 if before != 1 else 2
+    with cpu.torch_threads(target, "cpu"):
+        assert torch.get_num_threads() == target
+    assert torch.get_num_threads() == before
+    with cpu.torch_threads(target, "cuda"):  # a GPU run keeps the host's count
+        assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), cpu.torch_threads(target, "cpu"):
+        raise RuntimeError("a failing run restores the count too")
+    assert torch.get_num_threads() == before
+
+
+def test_runner_applies_a_study_s_cpu_threads(tmp_path):
+    from theorylab.core import Claims, Preset, StudyConfig, study
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    seen = []
+
+    class Cfg(StudyConfig):
+        pass
+
+    presets = {"quick": Preset.of("quick", "test"), "paper": Preset.of("paper", "test")}
+    before = torch.get_num_threads()
+    target = 1 if before != 1 else 2
+
+    @study("threads-probe", title="t", paper="p", config=Cfg, presets=presets, claims=Claims("threads-probe", "r"),
+           cpu_threads=target)
+    def run(cfg, ctx):
+        seen.append(torch.get_num_threads())
+
+    execute("threads-probe", store=Store(tmp_path), device="cpu")
+    assert seen == [target] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="cpu_threads"):
+        study("threads-bad", title="t", paper="p", config=Cfg, presets=presets, claims=Claims("threads-bad", "r"),
+              cpu_threads=0)

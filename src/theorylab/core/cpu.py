@@ -91,3 +91,24 @@ def heap_allocation(enabled: bool | None = None) -> Iterator[bool]:
         _active -= 1
         if _active == 0:
             set_heap_allocation(False)
+
+
+@contextmanager
+def torch_threads(n: int | None, device_type: str = "cpu") -> Iterator[None]:
+    """Run with ``n`` torch intra-op threads when the run is on the CPU, and restore the previous count after.
+
+    Why: a study whose ops are all tiny (a d = 64 model on 4 tokens, 6 x 6 matrices, small FFTs) loses more to
+    thread start-up and synchronisation than it gains on 2 cores, and a shared box makes that worse; such a study
+    declares ``@study(..., cpu_threads=1)`` and the runner applies it here. ``n = None`` (or a GPU run) leaves the
+    count alone."""
+    if n is None or device_type != "cpu":
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
-from theorylab.core.cpu import heap_allocation, requested_policy
+from theorylab.core.cpu import heap_allocation, requested_policy, torch_threads
 from theorylab.core.result import Result
 from theorylab.core.store import Store, run_identity
 from theorylab.core.study import Study, get_study
@@ -109,7 +109,8 @@ def execute_config(
     if show_progress:
         ctx.say(f"run {run_id}: preset {preset}, seed {seed}, device {torch_device}")
     try:
-        with recording_field_reads() as reads, heap_allocation():
+        with recording_field_reads() as reads, heap_allocation(), torch_threads(study.cpu_threads,
+                                                                                 torch_device.type):
             study.run(cfg, ctx)
     except Diverged as err:
         status, message = "diverged", str(err)

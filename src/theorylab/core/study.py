@@ -127,6 +127,8 @@ class Study:
     family: str = ""
     # card claims not implemented yet: id -> why
     not_built: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # torch intra-op threads for a CPU run (None: unchanged); applied by the runner (core.cpu.torch_threads)
+    cpu_threads: int | None = None
 
     def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
         from theorylab.core.config import build_config
@@ -227,13 +229,18 @@ def study(
     claims: Iterable[Claim],
     family: str = "",
     not_built: Mapping[str, str] | None = None,
+    cpu_threads: int | None = None,
 ) -> Callable[[Callable[[Any, "RunContext"], None]], Study]:
     """Decorator registering ``run(cfg, ctx)`` as the study ``slug``.
 
     Presets must include ``quick`` and ``paper`` and may only name existing config fields.
     ``not_built`` lists the card's claims that are not implemented yet (id -> a short reason), so
     ``theorylab list`` and the README table say what is missing instead of counting only what is.
+    ``cpu_threads`` pins torch's intra-op threads for CPU runs (e.g. 1 for a study of tiny ops; the runner restores
+    the count afterwards).
     """
+    if cpu_threads is not None and cpu_threads < 1:
+        raise ValueError(f"study '{slug}': cpu_threads must be >= 1 or None; got {cpu_threads}")
     for required in ("quick", "paper"):
         if required not in presets:
             raise ValueError(f"study '{slug}' must declare a '{required}' preset")
@@ -261,6 +268,7 @@ def study(
                 module=fn.__module__,
                 family=family,
                 not_built=MappingProxyType(dict(not_built or {})),
+                cpu_threads=cpu_threads,
             )
         )
 

@@ -232,18 +232,10 @@ def _untied(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     claims=claims,
     not_built={"attention-indexed-models/moment-truncation": "the degree-M moment ODE over words (paper eq. 11, Fig. "
                "1) and the L = 2 softmax model: eq. 11 was not available, so no truncation is compared with SGD"},
+    # (256, d) x (d, d) matmuls: one thread is fastest on a shared 2-core box
+    cpu_threads=1,
 )
 def run(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # (256, d) x (d, d) matmuls: one thread is fastest on a shared 2-core box
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     ctx.say(f"exact moments by Monte Carlo (d = {cfg.moment_dims[0]}, n = {cfg.moment_samples})")
     _moments(cfg, ctx)
     ctx.say(f"kurtosis and landscape at d = {cfg.moment_dims}")

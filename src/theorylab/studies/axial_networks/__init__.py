@@ -227,28 +227,24 @@ def _gp_all_dims(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     presets=PRESETS,
     family="architectures",
     claims=claims,
+    # one thread on a shared 2-core machine
+    cpu_threads=1,
 )
 def run(cfg: AxialNetworksConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # one thread on a shared 2-core machine
-        torch.set_num_threads(1)
-    try:
-        figure_equivariance(ctx, _equivariance(cfg, ctx))
-        _dimension_free(cfg, ctx)
-        figure_cost(ctx, _attention_cost(cfg, ctx))
-        _sx_kernel(cfg, ctx)
-        figure_expressivity(ctx, _expressivity(cfg, ctx))
-        gp = _gp(cfg, ctx)
-        all_dims = _gp_all_dims(cfg, ctx) if cfg.all_dims else None
-        figure_gp(ctx, gp, all_dims)
-        ctx.scalar("all_dims_trained", bool(cfg.all_dims))
-        mini = mini_foundation(cfg, ctx) if cfg.mini_foundation else None
-        ctx.scalar("mini_foundation_trained", bool(cfg.mini_foundation))
-        multidim = None
-        if cfg.pde_transformers:
-            x_comparable(cfg, ctx)
-            multidim = multidim_pretraining(cfg, ctx)
-        ctx.scalar("pde_transformers_trained", bool(cfg.pde_transformers))
-        figure_pde_transfer(ctx, mini, multidim)
-    finally:
-        torch.set_num_threads(threads)
+    figure_equivariance(ctx, _equivariance(cfg, ctx))
+    _dimension_free(cfg, ctx)
+    figure_cost(ctx, _attention_cost(cfg, ctx))
+    _sx_kernel(cfg, ctx)
+    figure_expressivity(ctx, _expressivity(cfg, ctx))
+    gp = _gp(cfg, ctx)
+    all_dims = _gp_all_dims(cfg, ctx) if cfg.all_dims else None
+    figure_gp(ctx, gp, all_dims)
+    ctx.scalar("all_dims_trained", bool(cfg.all_dims))
+    mini = mini_foundation(cfg, ctx) if cfg.mini_foundation else None
+    ctx.scalar("mini_foundation_trained", bool(cfg.mini_foundation))
+    multidim = None
+    if cfg.pde_transformers:
+        x_comparable(cfg, ctx)
+        multidim = multidim_pretraining(cfg, ctx)
+    ctx.scalar("pde_transformers_trained", bool(cfg.pde_transformers))
+    figure_pde_transfer(ctx, mini, multidim)

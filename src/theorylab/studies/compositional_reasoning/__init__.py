@@ -15,7 +15,6 @@ import time
 
 import numpy as np
 import pandas as pd
-import torch
 
 from theorylab.core import RunContext, study
 from theorylab.data.crq import (
@@ -205,18 +204,10 @@ def _transformer(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
     presets=PRESETS,
     family="transformers",
     claims=claims,
+    # small recurrent models: one thread on a shared box
+    cpu_threads=1,
 )
 def run(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # small recurrent models: one thread on a shared box
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
     ctx.say(f"Boolean encoding and fold = recursion on {cfg.exact_trees} trees each (n <= {cfg.exact_max_leaves})")
     _boolean(cfg, ctx)
     _fold(cfg, ctx)

@@ -173,18 +173,11 @@ def _fragments(cfg, ctx: RunContext, ch: dict, R: int, k: int) -> None:
     presets=PRESETS,
     family="representations",
     claims=claims,
+    # small batched matmuls and 300 x 300 kernels: one thread is fastest (2 threads on a shared 2-core box made
+    # the VAE training ~8x slower)
+    cpu_threads=1,
 )
 def run(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # small batched matmuls and 300 x 300 kernels: one thread is fastest (2 threads on a
-        torch.set_num_threads(1)  # shared 2-core box made the VAE training ~8x slower)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> None:
     _synthetic(cfg, ctx)
     train, probes, labels = _images(cfg, ctx)
     ctx.say(f"training {cfg.runs} β-VAEs in lockstep ({cfg.steps} steps, {len(train)} images of {train.shape[1]} "

@@ -211,21 +211,17 @@ def _flop_rows(cfg: FastSlowAttentionConfig, model: FastSlowLM, P: int) -> list[
     presets=PRESETS,
     family="transformers",
     claims=claims,
+    # small matmuls: one thread is fastest on a shared 2-core box
+    cpu_threads=1,
 )
 def run(cfg: FastSlowAttentionConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # small matmuls: one thread is fastest on a shared 2-core box
-        torch.set_num_threads(1)
-    try:
-        _toy(cfg, ctx)
-        _language_model(cfg, ctx)
-        figure_manifold_tracking(ctx, ctx.tables["tracking"], ctx.tables["errors"])
-        figure_phi_fit(ctx, ctx.tables["phi"])
-        figure_gate_trajectory(ctx, ctx.tables["lm_curve"])
-        figure_ablation_losses(ctx, ctx.tables["lm_curve"])
-        figure_depth_smoothness(ctx, ctx.tables["depth"])
-    finally:
-        torch.set_num_threads(threads)
+    _toy(cfg, ctx)
+    _language_model(cfg, ctx)
+    figure_manifold_tracking(ctx, ctx.tables["tracking"], ctx.tables["errors"])
+    figure_phi_fit(ctx, ctx.tables["phi"])
+    figure_gate_trajectory(ctx, ctx.tables["lm_curve"])
+    figure_ablation_losses(ctx, ctx.tables["lm_curve"])
+    figure_depth_smoothness(ctx, ctx.tables["depth"])
 
 
 __all__ = ["PAPER", "run", "claims"]

@@ -39,25 +39,6 @@ PAPER = ("Chen, Lin, Xu & Luo, 'Focus and Dilution: The Multi-stage Learning Pro
          "(ICML 2026)")
 
 
-@study(
-    "focus-dilution",
-    title="Focus-dilution cycles in one-layer attention learning from small initialisation",
-    paper=PAPER,
-    config=FocusDilutionConfig,
-    presets=PRESETS,
-    family="attention",
-    claims=claims,
-)
-def run(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # tiny ops: one thread avoids contention on a shared 2-core box (card)
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _chains(cfg: FocusDilutionConfig, ctx: RunContext):
     """Per member: its chain P, stationary π, Top set and T + 1 state sequences (inputs and next-token targets)."""
     rows, chains, xs, ys = [], [], [], []
@@ -79,7 +60,18 @@ def _chains(cfg: FocusDilutionConfig, ctx: RunContext):
     return chains, torch.stack(xs), torch.stack(ys)
 
 
-def _run(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
+@study(
+    "focus-dilution",
+    title="Focus-dilution cycles in one-layer attention learning from small initialisation",
+    paper=PAPER,
+    config=FocusDilutionConfig,
+    presets=PRESETS,
+    family="attention",
+    claims=claims,
+    # tiny ops: one thread avoids contention on a shared 2-core box (card)
+    cpu_threads=1,
+)
+def run(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
     chains, x, y = _chains(cfg, ctx)
     models = build_members(cfg.vocab_size, cfg.d_model, cfg.init_std, cfg.residual,
                            [ctx.seed(f"init {m}") for m in range(cfg.seeds)])

@@ -238,18 +238,10 @@ def _twohop(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     presets=PRESETS,
     family="transformers",
     claims=claims,
+    # tiny models and (chunk, N) logit blocks: one thread on a shared box
+    cpu_threads=1,
 )
 def run(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # tiny models and (chunk, N) logit blocks: one thread on a shared box
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     ctx.say(f"exact construction on N = {cfg.construction_sizes} x R = {cfg.construction_relations}")
     _construction(cfg, ctx)
     ctx.say(f"chain-of-thought two-hop at N = {cfg.cot_size}, R = {cfg.cot_relations}")

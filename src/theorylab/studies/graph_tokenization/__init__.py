@@ -270,18 +270,10 @@ def _srg_discrimination(cfg: GraphTokenizationConfig, ctx: RunContext, device: t
     presets=PRESETS,
     family="transformers",
     claims=claims,
+    # many tiny models: one thread on a shared box
+    cpu_threads=1,
 )
 def run(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # many tiny models: one thread on a shared box
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     ctx.say("exact checks: srg(16, 6, 2, 2) pair, spectral reconstruction, C_n basis rotation, eigenvalue 1 of P")
     _srg_exact(cfg, ctx)
     _spectral_exact(cfg, ctx)

@@ -184,20 +184,11 @@ def _icl(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.
     presets=PRESETS,
     family="transformers",
     claims=claims,
+    # Every op here is tiny (one query row, d <= 64): intra-op threading costs more than it gives (HF part on 2
+    # cores: 3.5 s with 2 threads, 1.0 s with 1).
+    cpu_threads=1,
 )
 def run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":
-        # Every op here is tiny (one query row, d <= 64): intra-op threading costs more than it
-        # gives (HF part on 2 cores: 3.5 s with 2 threads, 1.0 s with 1).
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: ImplicitPatchesConfig, ctx: RunContext) -> None:
     sweep = _sweep(cfg, ctx)
     figure_error_vs_depth(ctx, sweep)
     if "gemma" in cfg.families:

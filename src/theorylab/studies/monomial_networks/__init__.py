@@ -204,18 +204,9 @@ def _metric_counts(cfg, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     presets=PRESETS,
     family="landscapes",
     claims=claims,
+    cpu_threads=1,
 )
 def run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
     lam, V, A_star = _teacher(cfg.d, cfg.teacher_scale, ctx.rng("teacher"))
     ctx.table("teacher", pd.DataFrame(dict(j=np.arange(cfg.d), eigenvalue=lam)))
     ctx.say(f"Monte Carlo identity: {cfg.mc_matrices} matrices x {cfg.mc_n} samples")

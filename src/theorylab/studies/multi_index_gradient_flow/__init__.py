@@ -231,18 +231,10 @@ def _finite_d(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     presets=PRESETS,
     family="index models",
     claims=claims,
+    # small r x r ODEs and (n, 15) ridge fits: one thread is fastest on a shared box
+    cpu_threads=1,
 )
 def run(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # small r x r ODEs and (n, 15) ridge fits: one thread is fastest on a shared box
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     ctx.say("quadrature checks of A_M")
     _semigroup(cfg, ctx)
     ctx.say(f"loss identity by Monte Carlo ({cfg.mc_samples} samples)")

@@ -176,24 +176,19 @@ def _online(cfg: MultiscaleClosureConfig, ctx: RunContext, coarse: KS1D, states:
     presets=PRESETS,
     family="surrogates",
     claims=claims,
+    # Small FFTs and convolutions (24-64 fields of 64 points): one intra-op thread. With two on a loaded 2-core
+    # box a training step was measured ~10x slower (the PDE kit's solver loops: ~90x).
+    cpu_threads=1,
 )
 def run(cfg: MultiscaleClosureConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":
-        # Small FFTs and convolutions (24-64 fields of 64 points): one intra-op thread. With two on a loaded
-        # 2-core box a training step was measured ~10x slower (the PDE kit's solver loops: ~90x).
-        torch.set_num_threads(1)
-    try:
-        start = time.perf_counter()
-        fine, systems, states, targets, snaps = _data(cfg, ctx)
-        ctx.scalar("data_s", time.perf_counter() - start)
-        _exact(cfg, ctx, fine, systems, snaps, states, targets)
-        n_train = int(cfg.train_fraction * cfg.snapshots)
-        split = split_closure_data(states, targets, n_train)
-        models = _train(cfg, ctx, split)
-        _online(cfg, ctx, systems[cfg.levels[-1]], states, n_train, models, split)
-    finally:
-        torch.set_num_threads(threads)
+    start = time.perf_counter()
+    fine, systems, states, targets, snaps = _data(cfg, ctx)
+    ctx.scalar("data_s", time.perf_counter() - start)
+    _exact(cfg, ctx, fine, systems, snaps, states, targets)
+    n_train = int(cfg.train_fraction * cfg.snapshots)
+    split = split_closure_data(states, targets, n_train)
+    models = _train(cfg, ctx, split)
+    _online(cfg, ctx, systems[cfg.levels[-1]], states, n_train, models, split)
     if cfg.qg:
         qg_part(cfg, ctx)
         figure_offline_by_size(ctx, ctx.tables["offline"])

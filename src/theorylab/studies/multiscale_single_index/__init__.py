@@ -161,18 +161,10 @@ def _chaos2(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     presets=PRESETS,
     family="index models",
     claims=claims,
+    # small batched einsums and a per-step Python loop: one thread is fastest here
+    cpu_threads=1,
 )
 def run(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # small batched einsums and a per-step Python loop: one thread is fastest here
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     ctx.say(f"Edgeworth check: E[y z] at d = {cfg.edge_dims}, {cfg.edge_samples} samples each")
     _edgeworth(cfg, ctx)
     ctx.say(f"HOSVD of T_hat at K = {cfg.hosvd_levels}, d = {cfg.hosvd_dims}")

@@ -192,18 +192,10 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     presets=PRESETS,
     family="transformers",
     claims=claims,
+    # a 4-token, d = 64 model: one thread is fastest on a shared box
+    cpu_threads=1,
 )
 def run(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
-    threads = torch.get_num_threads()
-    if ctx.device.type == "cpu":  # a 4-token, d = 64 model: one thread is fastest on a shared box
-        torch.set_num_threads(1)
-    try:
-        _run(cfg, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     ctx.say(f"Bayes check on {cfg.bayes_samples} sequences")
     _bayes(cfg, ctx)
     out: dict[str, list] = {"curve": [], "probes": [], "norms": []}
