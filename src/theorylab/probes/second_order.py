@@ -5,7 +5,8 @@ parameters and calls it with :func:`torch.func.functional_call`, so ``f(θ)`` an
 a tensor. Then
 
 - :func:`jvp`: ``J_θ v`` (forward mode, exact; no Jacobian materialised);
-- :func:`hvp`: ``H_θ v`` (forward-over-reverse, exact; no Hessian materialised);
+- :func:`hvp` (from :mod:`theorylab.probes.hessian`): ``H_θ v`` (forward-over-reverse, exact; no Hessian
+  materialised);
 - :func:`per_example_grads`: the ``(N, D)`` matrix of per-example gradients (``vmap`` of ``grad``, chunked);
 - :func:`taylor_remainder`: ``ε_lin(t) = ‖f(θ+tδ) − f(θ) − t J δ‖ / ‖f(θ+tδ) − f(θ)‖`` over a grid of ``t``;
 - :func:`mixed_difference`: ``I(δ₁, δ₂) = L(θ+δ₁+δ₂) − L(θ+δ₁) − L(θ+δ₂) + L(θ) = δ₁ᵀHδ₂ + O(‖δ‖³)``;
@@ -23,6 +24,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
+
+from theorylab.probes.hessian import hvp
 
 
 class FlatModel:
@@ -76,11 +79,6 @@ def _vector(v: Tensor, theta: Tensor, name: str) -> Tensor:
 def jvp(f: Callable[[Tensor], Tensor], theta: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
     """``(f(θ), J_θ v)`` by forward-mode AD."""
     return torch.func.jvp(f, (theta,), (_vector(v, theta, "v"),))
-
-
-def hvp(L: Callable[[Tensor], Tensor], theta: Tensor, v: Tensor) -> Tensor:
-    """``∇²L(θ) v`` for a scalar ``L``, forward-over-reverse."""
-    return torch.func.jvp(grad(L), (theta,), (_vector(v, theta, "v"),))[1]
 
 
 def per_example_grads(loss_one: Callable[..., Tensor], theta: Tensor, *batch: Tensor, chunk: int = 64) -> Tensor:

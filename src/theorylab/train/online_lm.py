@@ -63,8 +63,7 @@ def train_online_lm(
               if g["params"]]
     # The fused kernel (one call per step instead of ~10 per tensor) is a quarter of a toy step on CPU.
     fused = all(p.device.type in ("cpu", "cuda") for _, p in named)
-    opt = torch.optim.AdamW(groups, lr=lr, fused=fused) if weight_decay else torch.optim.Adam(
-        [p for _, p in named], lr=lr, fused=fused)
+    opt = torch.optim.AdamW(groups, lr=lr, fused=fused)  # with weight_decay = 0 this is exactly Adam
     measured: dict[int, Any] = {}
     losses: list[float] = []
 
