@@ -49,7 +49,7 @@ def hvp(f: Scalar, theta: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return one(v)
     if v.ndim == 2 and v.shape[1] == theta.shape[0]:
         return vmap(one)(v)
-    raise ValueError(f"v must be (P,) or (B, P) with P = {theta.shape[0]}; got {tuple(v.shape)}")
+    raise ValueError(f"v must be of shape (P,) or (B, P) with P = {theta.shape[0]}; got {tuple(v.shape)}")
 
 
 def orthonormal_complement(directions: torch.Tensor, dim: int, rtol: float = 1e-10) -> torch.Tensor:
