@@ -34,6 +34,13 @@ def test_train_until_accurate_stops_at_target():
     assert losses[-1] < losses[0]
     with pytest.raises(ValueError, match="max_steps"):
         train_until_accurate(model, tokens, answers, tids, position=3, max_steps=0, lr=1e-3, batch=4)
+    # min_steps: the accuracy stop waits; the same data order reaches the same earlier point on the way
+    more, acc2, losses2 = train_until_accurate(_tiny(), tokens, answers, tids, position=3, max_steps=400, lr=1e-2,
+                                               batch=18, target=1.0, check_every=10, min_steps=steps + 50,
+                                               generator=torch.Generator().manual_seed(0))
+    assert more >= steps + 50 and len(losses2) == more and losses2[: len(losses)] == losses
+    with pytest.raises(ValueError, match="min_steps"):
+        train_until_accurate(model, tokens, answers, tids, position=3, max_steps=10, lr=1e-3, batch=4, min_steps=11)
 
 
 def test_sgd_path_matches_a_hand_loop():

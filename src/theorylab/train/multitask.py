@@ -34,12 +34,13 @@ def per_task_accuracy(model: nn.Module, tokens: Tensor, answers: Tensor, task_id
 
 def train_until_accurate(model: nn.Module, tokens: Tensor, answers: Tensor, task_ids: Tensor, *, position: int,
                          max_steps: int, lr: float, batch: int, target: float = 0.95, weight_decay: float = 0.01,
-                         check_every: int = 50, generator: torch.Generator | None = None,
+                         min_steps: int = 0, check_every: int = 50, generator: torch.Generator | None = None,
                          check: Callable[[str, float], None] | None = None) -> tuple[int, np.ndarray, list[float]]:
     """AdamW on minibatches drawn from ``tokens`` until every task's accuracy is ``>= target`` (checked every
-    ``check_every`` steps) or ``max_steps``. Returns ``(steps taken, per-task accuracy, losses)``."""
-    if max_steps < 1 or batch < 1 or not 0 < target <= 1:
-        raise ValueError(f"need max_steps >= 1, batch >= 1, 0 < target <= 1; got {max_steps}, {batch}, {target}")
+    ``check_every`` steps, from step ``min_steps`` on) or ``max_steps``. Returns ``(steps taken, per-task accuracy, losses)``."""
+    if max_steps < 1 or batch < 1 or not 0 < target <= 1 or not 0 <= min_steps <= max_steps:
+        raise ValueError(f"need max_steps >= 1, batch >= 1, 0 < target <= 1, 0 <= min_steps <= max_steps; got "
+                         f"{max_steps}, {batch}, {target}, {min_steps}")
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses: list[float] = []
     n = len(tokens)
@@ -53,7 +54,7 @@ def train_until_accurate(model: nn.Module, tokens: Tensor, answers: Tensor, task
         losses.append(float(loss.detach()))
         if check is not None:
             check("base loss", losses[-1])
-        if step % check_every == 0 or step == max_steps:
+        if (step % check_every == 0 and step >= min_steps) or step == max_steps:
             acc = per_task_accuracy(model, tokens, answers, task_ids, position)
             if acc.min() >= target:
                 return step, acc, losses
