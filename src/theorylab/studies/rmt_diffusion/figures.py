@@ -71,7 +71,31 @@ def figure_sampling_map(ctx: RunContext, smap: pd.DataFrame) -> None:
     ctx.figure("sampling_map_variance", fig)
 
 
-def figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shape: tuple[int, ...]) -> None:
+def _tile(img: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return img.reshape(shape)[..., 0] if len(shape) == 3 else img.reshape(shape[:2])
+
+
+def figure_deep_samples(ctx: RunContext, deep_1: np.ndarray, deep_2: np.ndarray, linear_1: np.ndarray,
+                        shape: tuple[int, ...], backbone: str) -> None:
+    """The same seeds (columns) through the deep denoiser of split 1, of split 2, and the linear map of split 1."""
+    if len(shape) < 2:
+        return
+    from matplotlib.figure import Figure
+
+    rows = [np.concatenate([_tile(img, shape) for img in part], axis=1) for part in (deep_1, deep_2, linear_1)]
+    fig = Figure(figsize=(1.0 * len(deep_1) + 1.5, 3.6))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(np.concatenate(rows, axis=0).clip(-1, 1), cmap="gray", vmin=-1, vmax=1)
+    h = shape[0]
+    ax.set_xticks([])
+    ax.set_yticks([(i + 0.5) * h for i in range(3)])
+    ax.set_yticklabels([f"{backbone}, split 1", f"{backbone}, split 2", "linear, split 1"], fontsize=8)
+    ax.set_title("same noise seeds: deep EDM denoisers on two disjoint splits vs the linear map")
+    ctx.figure("deep_vs_linear_samples", fig)
+
+
+def figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shape: tuple[int, ...],
+                       deep: tuple[int, str, pd.DataFrame] | None = None) -> None:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 4))
@@ -87,6 +111,12 @@ def figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shap
         err = np.vstack([stats[f"{key}_med"] - stats[f"{key}_lo"], stats[f"{key}_hi"] - stats[f"{key}_med"]])
         sim_points(ax, ns, stats[f"{key}_med"], err, label=label, color=color(i))
         ax.plot(ns, stats[f"{key}_med"], "-", lw=0.8, color=color(i))
+    if deep is not None:  # the deep pair at its split size: open markers
+        n_deep, backbone, t = deep
+        for i, (col, label) in enumerate((("cross_mse", "cross-split"), ("nearest_mse_1", "nearest-training"))):
+            q = t[col].quantile([0.25, 0.5, 0.75]).to_numpy()
+            ax.errorbar([n_deep * 1.05], [q[1]], yerr=[[q[1] - q[0]], [q[2] - q[1]]], fmt="D", mfc="none",
+                        color=color(i), label=f"{backbone} EDM: {label}")
     log_ticks(ax, ns)
     ax.set_yscale("log")
     ax.set_xlabel("n per split")
