@@ -69,7 +69,8 @@ def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Te
     g = ctx.generator("denoiser")
     with seeded(ctx.seed("denoiser/init")):
         net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.noise_levels)
-    opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+    # fused Adam (one kernel over every tensor) on CPU and CUDA: a sixth of a quick training step
+    opt = torch.optim.Adam(net.parameters(), lr=2e-3, fused=ctx.device.type in ("cpu", "cuda"))
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
     log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.noise_levels,
                                optimizer=opt,
