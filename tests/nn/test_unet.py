@@ -89,3 +89,13 @@ def test_diffuse_is_the_ddpm_forward_process():
     big = torch.randn(200_000, 2, generator=torch.Generator().manual_seed(0))
     noise = torch.randn(200_000, 2, generator=torch.Generator().manual_seed(1))
     assert abs(float(diffuse(big, torch.full((200_000,), 0.3), noise).var()) - 1) < 0.01
+
+
+def test_forward_with_bottleneck_is_forward_and_feeds_the_classifier():
+    torch.manual_seed(0)
+    net = UNet(dims=1, in_channels=2, out_channels=2, width=8, levels=2, classes=5, residual=True)
+    x = torch.randn(3, 2, 16)
+    y, pooled = net.forward_with_bottleneck(x)
+    assert torch.equal(y, net(x)) and pooled.shape == (3, 8 * 2**2)
+    y2, logits = net(x, return_logits=True)
+    assert torch.equal(y2, y) and torch.equal(logits, net.classifier(pooled))

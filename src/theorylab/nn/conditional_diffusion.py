@@ -22,7 +22,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from theorylab.nn.unet import _Block
+from theorylab.nn.unet import UNet
 
 
 class LevelClassifierHead(nn.Module):
@@ -57,36 +57,17 @@ class _ResidualMLP(nn.Module):
         return self.eps(h), h
 
 
-class _UNetFeatures(nn.Module):
-    """The kit's periodic U-Net (same blocks as :class:`theorylab.nn.unet.UNet`) returning ``(ε̂, pooled bottleneck)``
-    so that any number of level heads can read the bottleneck."""
+class _UNetFeatures(UNet):
+    """The kit's periodic :class:`theorylab.nn.unet.UNet` returning ``(ε̂, pooled bottleneck)``, so that any number
+    of level heads can read the bottleneck."""
 
-    def __init__(self, dims: int, in_channels: int, out_channels: int, width: int, levels: int, groups: int = 8):
-        super().__init__()
-        self.levels = levels
-        chans = [width * 2**i for i in range(levels + 1)]
-        self.inp = _Block(dims, in_channels, chans[0], groups)
-        self.down = nn.ModuleList(_Block(dims, chans[i], chans[i + 1], groups) for i in range(levels))
-        self.pool = (nn.AvgPool1d if dims == 1 else nn.AvgPool2d)(2)
-        self.up = nn.ModuleList(_Block(dims, chans[i + 1] + chans[i], chans[i], groups)
-                                for i in reversed(range(levels)))
-        self.out = (nn.Conv1d if dims == 1 else nn.Conv2d)(chans[0], out_channels, 1)
-        self.features = chans[-1]
+    def __init__(self, dims: Literal[1, 2], in_channels: int, out_channels: int, width: int, levels: int,
+                 groups: int = 8):
+        super().__init__(dims, in_channels, out_channels, width, levels, groups)
+        self.features = width * 2**levels
 
-    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        factor = 2**self.levels
-        if any(s % factor for s in x.shape[2:]):
-            raise ValueError(f"spatial sizes {tuple(x.shape[2:])} must be divisible by 2^levels = {factor}")
-        h = self.inp(x)
-        skips = [h]
-        for block in self.down:
-            h = block(self.pool(h))
-            skips.append(h)
-        feat = h.mean(dim=tuple(range(2, h.ndim)))
-        for block, skip in zip(self.up, reversed(skips[:-1])):
-            h = nn.functional.interpolate(h, scale_factor=2, mode="nearest")
-            h = block(torch.cat([h, skip], dim=1))
-        return self.out(h), feat
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+        return self.forward_with_bottleneck(x)
 
 
 def mlp_backbone(n: int, frames: int = 2, channels: int = 1, width: int = 256, blocks: int = 3) -> nn.Module:

@@ -57,7 +57,9 @@ class UNet(nn.Module):
         self.out = (nn.Conv1d if dims == 1 else nn.Conv2d)(chans[0], out_channels, 1)
         self.classifier = nn.Linear(chans[-1], classes) if classes else None
 
-    def forward(self, x: Tensor, return_logits: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    def forward_with_bottleneck(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(output, pooled bottleneck [B, width·2^levels])``: what :meth:`forward` returns, and the deepest block's
+        features averaged over space (what a class or noise-level head reads)."""
         factor = 2**self.levels
         if any(s % factor for s in x.shape[2:]):
             raise ValueError(f"spatial sizes {tuple(x.shape[2:])} must be divisible by 2^levels = {factor}")
@@ -73,10 +75,14 @@ class UNet(nn.Module):
         y = self.out(h)
         if self.residual:
             y = x + y
+        return y, bottleneck.mean(dim=tuple(range(2, bottleneck.ndim)))
+
+    def forward(self, x: Tensor, return_logits: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+        y, pooled = self.forward_with_bottleneck(x)
         if return_logits:
             if self.classifier is None:
                 raise ValueError("this UNet has no classifier head (classes=0)")
-            return y, self.classifier(bottleneck.mean(dim=tuple(range(2, bottleneck.ndim))))
+            return y, self.classifier(pooled)
         return y
 
 
