@@ -37,7 +37,8 @@ def train_until_accurate(model: nn.Module, tokens: Tensor, answers: Tensor, task
                          min_steps: int = 0, check_every: int = 50, generator: torch.Generator | None = None,
                          check: Callable[[str, float], None] | None = None) -> tuple[int, np.ndarray, list[float]]:
     """AdamW on minibatches drawn from ``tokens`` until every task's accuracy is ``>= target`` (checked every
-    ``check_every`` steps, from step ``min_steps`` on) or ``max_steps``. Returns ``(steps taken, per-task accuracy, losses)``."""
+    ``check_every`` steps, from step ``min_steps`` on) or ``max_steps``. Returns ``(steps taken, per-task
+    accuracy, losses)``."""
     if max_steps < 1 or batch < 1 or not 0 < target <= 1 or not 0 <= min_steps <= max_steps:
         raise ValueError(f"need max_steps >= 1, batch >= 1, 0 < target <= 1, 0 <= min_steps <= max_steps; got "
                          f"{max_steps}, {batch}, {target}, {min_steps}")
