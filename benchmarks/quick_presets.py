@@ -42,8 +42,12 @@ def main() -> int:
                          "within_budget": total <= BUDGET_S})
             print(f"{slug:28s} run {res.wall_s:6.1f} s  total {total:6.1f} s  (budget {BUDGET_S:.0f} s)  "
                   f"{counts['passed']} passed, {counts['failed']} failed, {counts['undecided']} undecided")
+    total = sum(r["total_s"] for r in rows)
+    over = [r["study"] for r in rows if not r["within_budget"]]
+    print(f"total {total:.0f} s ({total / 60:.1f} min) over {len(rows)} studies; over the {BUDGET_S:.0f} s budget: "
+          f"{', '.join(over) or 'none'}")
     summary = {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(
-        ), "studies": rows}
+        ), "total_s": round(total, 1), "over_budget": over, "studies": rows}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     ok = all(r["within_budget"] and r["failed"] == 0 for r in rows)
