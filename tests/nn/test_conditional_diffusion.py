@@ -18,6 +18,21 @@ def test_mlp_layout_shapes_and_card_size():
     assert len(m.heads) == 2 and all(isinstance(h, LevelClassifierHead) for h in m.heads)
 
 
+def test_mlp_backbone_functional_forward_equals_its_modules():
+    torch.manual_seed(0)
+    bb = mlp_backbone(8, 2, 1, 16, 2)
+    x = torch.randn(6, 16)
+    h = bb.inp(x)
+    for block in bb.blocks:
+        h = h + block(h)
+    h = bb.norm(h)
+    eps, feat = bb(x)
+    torch.testing.assert_close(feat, h, rtol=0, atol=0)
+    torch.testing.assert_close(eps, bb.eps(h), rtol=0, atol=0)
+    eps.sum().backward()  # trains through the same parameters
+    assert all(p.grad is not None for p in bb.parameters())
+
+
 def test_heads_are_independent_per_frame():
     torch.manual_seed(0)
     m = ConditionalDiffusion(mlp_backbone(8, 3, 1, 16, 1), 3, 10)

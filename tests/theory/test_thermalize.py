@@ -82,3 +82,16 @@ def test_thermalized_linear_emulator_is_stable_with_the_predicted_variance():
     w = thermalize_noise(var, 10, 4, BETAS, ABARS)
     assert torch.allclose(stationary, w / (1 - (M * a) ** 2), rtol=0.03)
     assert 1.19 <= float((n50 / n40) ** 0.1) <= 1.21  # without thermalization the leak band grows 1.2x per step
+
+
+def test_reverse_step_coefficients_equal_the_scalar_step():
+    from theorylab.theory.thermalize import reverse_step_coefficients
+
+    c_x, c_eps, sigma = reverse_step_coefficients(BETAS, ABARS)
+    g = torch.Generator().manual_seed(0)
+    x, eps, z = (torch.randn(6, 5, generator=g, dtype=torch.float64) for _ in range(3))
+    s = torch.tensor([0, 1, 7, 50, 300, 999])
+    batched = c_x[s, None] * x - c_eps[s, None] * eps + sigma[s, None] * z
+    for i, level in enumerate(s.tolist()):
+        torch.testing.assert_close(batched[i], reverse_step(x[i], eps[i], level, BETAS, ABARS, z[i]))
+    assert sigma[0] == 0 and (sigma[1:] > 0).all()

@@ -160,3 +160,40 @@ def test_noisy_emulator_scales_and_adds_the_generator_noise():
     with torch.no_grad():
         assert torch.allclose(step(x), net((x / 2).float()).double() * 2 + 0.1 * xi)
         assert torch.equal(noisy_emulator(net, 0.0, torch.Generator(), 1.0)(x), net(x.float()).double())
+
+
+class _BlindDenoiser:
+    """A fixed noise-blind denoiser: ε̂ linear in x, the level from |x_0| (differs per trajectory and step)."""
+
+    def __init__(self, n: int, levels: int = 200):
+        g = torch.Generator().manual_seed(5)
+        self.w = torch.randn(n, n, generator=g, dtype=torch.float64) / (2 * n) ** 0.5
+        self.levels = levels
+
+    def __call__(self, x, s):
+        lv = (25 * x.flatten(1)[:, 0].abs()).long().clamp(max=self.levels - 1)
+        return x.flatten(1) @ self.w, torch.nn.functional.one_hot(lv, self.levels).double()
+
+
+def test_pipelined_thermalize_equals_the_synchronous_one():
+    # without reverse noise nothing is drawn: the pipelined rollout must reproduce the synchronous states, and each
+    # thermalized step costs ŝ − s_stop calls (the first step reuses the classification call's ε̂ for every row)
+    from theorylab.nn.unet import noise_schedule
+    from theorylab.train.rollout import Thermalize, rollout_pipelined
+
+    betas, abar = noise_schedule(200, "cosine")
+    den = _BlindDenoiser(8)
+    x0 = torch.randn(9, 8, dtype=torch.float64)
+    step = lambda x: 0.95 * x.roll(1, -1) + 0.2  # noqa: E731
+    make = lambda: Thermalize(den, betas, abar, s_init=5, s_stop=2, s_abort=40, noise=False, scale=1.3)  # noqa: E731
+    sync = rollout(step, x0, 8, corrector=make())
+    pipe = rollout_pipelined(step, x0, 8, make(), min_start=3)
+    active = sync.logs["thermalized"]
+    assert active.float().mean() > 0.2 and sync.logs["aborted"].any()  # both branches are exercised
+    torch.testing.assert_close(pipe.states, sync.states, rtol=1e-10, atol=1e-10)
+    for k in ("level", "thermalized", "aborted"):
+        assert torch.equal(pipe.logs[k], sync.logs[k]), k
+    expect = torch.where(active, sync.logs["level"] - 2, 1)
+    assert torch.equal(pipe.logs["calls"], expect) and (pipe.logs["calls"] <= sync.logs["calls"]).all()
+    with pytest.raises(ValueError, match="noise-blind"):
+        Thermalize(den, betas, abar, noise_blind=False).start(torch.arange(2), x0[:2])

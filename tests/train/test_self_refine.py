@@ -104,3 +104,88 @@ def test_train_sns_learns_levels():
     assert log[-1]["ce"] < 0.9 * 2 * math.log(20)  # two heads at chance: 2 ln 20
     with pytest.raises(ValueError, match="low_share"):
         train_sns(net, data, ab, steps=1, batch=2, optimizer=opt, generator=g, low_share=2.0)
+
+
+class Blind(torch.nn.Module):
+    """A fixed noise-blind network: ε̂ linear in the frames, levels from the pair's mean square (so they differ per
+    trajectory and per step)."""
+
+    def __init__(self, n: int, levels: int = 1000):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.w = torch.randn(2 * n, 2 * n, generator=g, dtype=torch.float64) / (4 * n) ** 0.5
+        self.levels = levels
+
+    def forward(self, x, anchor=None, levels=True):
+        x = x.double()
+        eps = (x.flatten(1) @ self.w).view_as(x)
+        if not levels:
+            return eps.float(), None
+        ms = x.pow(2).flatten(2).mean(-1)  # [B, 2]
+        lv = (10 * (ms - 0.5).clamp(min=0) + 20 * x.flatten(2)[..., 0].abs()).long().clamp(max=30)
+        return eps.float(), torch.nn.functional.one_hot(lv, self.levels).float()
+
+
+@pytest.mark.parametrize("min_start", [1, 3, None])
+def test_pipelined_rollout_equals_the_synchronous_one(min_start):
+    # acdm mode without reverse noise draws nothing: every trajectory's path is deterministic, and the pipelined
+    # engine must give the synchronous rollout's states and logs whatever order the trajectories advance in
+    from theorylab.train.rollout import rollout_pipelined
+
+    torch.manual_seed(0)
+    x0 = torch.randn(7, 1, 8, dtype=torch.float64)
+    step = lambda x: 0.9 * x.roll(1, -1) + 0.3  # noqa: E731
+    net = Blind(8)
+    sync = rollout(step, x0, 6, corrector=SelfRefine(net, BETAS, ABAR, mode="acdm", noise=False, scale=1.5)
+                   .reset(x0), record_every=2)
+    pipe = rollout_pipelined(step, x0, 6, SelfRefine(net, BETAS, ABAR, mode="acdm", noise=False, scale=1.5)
+                             .reset(x0), record_every=2, min_start=min_start)
+    assert sync.logs["calls"].float().std() > 0  # the trajectories' schedules differ
+    torch.testing.assert_close(pipe.states, sync.states, rtol=1e-9, atol=1e-9)
+    assert torch.equal(pipe.times, sync.times) and torch.equal(pipe.blowup_step, sync.blowup_step)
+    for k in ("level", "level_prev", "calls"):
+        assert torch.equal(pipe.logs[k], sync.logs[k]), k
+
+
+@pytest.mark.parametrize("variant", ["fix_short", "joint"])
+def test_pipelined_sns_schedules(variant):
+    # with forward diffusion of x_{t−1} (random), each logged step still costs its schedule: 1 + (max level + 1)
+    from theorylab.train.rollout import rollout_pipelined
+
+    x0 = torch.randn(5, 1, 8, dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    r = rollout_pipelined(lambda x: 0.9 * x.roll(1, -1) + 0.3, x0, 5,
+                          SelfRefine(Blind(8), BETAS, ABAR, variant=variant, generator=g).reset(x0))
+    top = r.logs["level"] if variant == "fix_short" else torch.maximum(r.logs["level"], r.logs["level_prev"])
+    assert torch.equal(r.logs["calls"], torch.where(top > 0, top + 2, 1)) and torch.isfinite(r.states).all()
+
+
+def test_pipelined_rollout_freezes_a_blown_up_trajectory():
+    from theorylab.train.rollout import rollout_pipelined
+
+    x0 = torch.randn(3, 1, 8, dtype=torch.float64)
+
+    def step(x):
+        y = 0.5 * x
+        y[x[:, 0, 0] > 1e3] = float("inf")
+        return y
+
+    x0[1] = 2e3
+    r = rollout_pipelined(step, x0, 4, SelfRefine(Fixed(0, 2), BETAS, ABAR, noise=False).reset(x0))
+    assert r.blowup_step.tolist() == [-1, 1, -1]
+    assert torch.isnan(r.states[1, 1:]).all() and torch.isfinite(r.states[[0, 2]]).all()
+    assert r.logs["calls"][:, 1].tolist() == [1, 0, 0, 0] and r.logs["calls"][:, 0].tolist() == [4] * 4
+
+
+def test_anchor_rows_follow_the_trajectories():
+    # rows finish at different levels (ŝ_2 = 3 x row), so later calls see row subsets: each must get its own anchor
+    class Spy(torch.nn.Module):
+        def forward(self, x, anchor, levels=True):
+            assert torch.equal(anchor[:, 0, :, 0], x[:, 0, :, 0])  # acdm: the conditioning frame is x_{t−1} itself
+            logits = torch.zeros(x.shape[0], 2, 1000)
+            logits[torch.arange(x.shape[0]), 1, (3 * x[:, 0, 0, 0]).long()] = 1
+            return torch.zeros_like(x), logits if levels else None
+
+    prev = torch.arange(5, dtype=torch.float64).view(5, 1, 1).expand(5, 1, 4).clone()
+    y, info = refine(Spy(), prev, prev + 0.5, BETAS, ABAR, mode="acdm", anchor=prev, noise=False)
+    assert info["level"].tolist() == [0, 3, 6, 9, 12] and info["calls"].tolist() == [1, 5, 8, 11, 14]

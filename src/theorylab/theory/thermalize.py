@@ -45,6 +45,19 @@ def reverse_step(x: Tensor, eps: Tensor, s: int, betas: Tensor, alpha_bars: Tens
     return mean + var**0.5 * z
 
 
+def reverse_step_coefficients(betas: Tensor, alpha_bars: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-level tables ``(c_x, c_eps, σ)`` (float64, ``[T]``) of :func:`reverse_step`, so that a batch whose rows
+    sit at different levels ``s`` [B] steps at once: ``c_x[s] x − c_eps[s] ε + σ[s] z`` (σ_0 = 0)."""
+    b = betas.double().cpu()
+    ab = alpha_bars.double().cpu()
+    ab_prev = _levels(ab)[:-1]  # ᾱ_{s−1}
+    c_x = 1 / (1 - b).sqrt()
+    c_eps = b / ((1 - ab).sqrt() * (1 - b).sqrt())
+    sigma = (b * (1 - ab_prev) / (1 - ab)).sqrt()
+    sigma[0] = 0
+    return c_x, c_eps, sigma
+
+
 def step_gain(variance: Tensor, s: int, betas: Tensor, alpha_bars: Tensor) -> Tensor:
     """``m_s(σ²)``: the factor one optimal reverse step at level s applies to a mode of variance σ²."""
     abar = _levels(alpha_bars)

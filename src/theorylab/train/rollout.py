@@ -11,10 +11,12 @@ calls), which are logged per step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Callable, Literal, Protocol
 
 import torch
 from torch import Tensor
+
+from theorylab.theory.thermalize import reverse_step_coefficients
 
 
 @dataclass
@@ -56,6 +58,80 @@ def rollout(step: Callable[[Tensor], Tensor], x0: Tensor, n_steps: int, *, corre
                 records.append(x.clone())
                 times.append(t)
     return Rollout(torch.stack(records, 1), torch.tensor(times), blowup, {k: torch.stack(v) for k, v in logs.items()})
+
+
+class PipelinedCorrector(Protocol):
+    """A corrector whose work per trajectory is a variable number of batched network calls
+    (e.g. :class:`theorylab.train.self_refine.SelfRefine`)."""
+
+    def start(self, rows: Tensor, x: Tensor) -> None: ...
+
+    def advance(self) -> tuple[Tensor, Tensor, dict[str, Tensor]]: ...
+
+    def busy(self) -> bool: ...
+
+
+def rollout_pipelined(step: Callable[[Tensor], Tensor], x0: Tensor, n_steps: int, corrector: PipelinedCorrector, *,
+                      record_every: int = 1, stop_on: Literal["nonfinite", "never"] = "nonfinite",
+                      min_start: int | None = None) -> Rollout:
+    """:func:`rollout` with a corrector whose cost differs per trajectory, each trajectory advancing on its own clock.
+
+    A synchronous rollout waits, every step, for the trajectory whose correction takes the most network calls;
+    with per-trajectory reverse schedules (SNS: ŝ_2 + 1 calls) most calls then carry a few trajectories. Here a
+    trajectory's next emulator step is taken as soon as its correction is done, and every ``corrector.advance()``
+    is one network call over all trajectories in flight. Trajectories are independent, so the states are those of
+    the synchronous rollout, except that random draws come in a different order. ``step`` is applied to the
+    waiting trajectories (a row subset); it starts them once ``min_start`` are waiting (default: half the batch)
+    or none is in flight, which amortises the step and the corrector's level call over several rows (SNS on KS22,
+    16 trajectories, one CPU thread: 1.6x the synchronous rollout at 8, 1.2x at 4 or 16).
+
+    Returns a :class:`Rollout` like :func:`rollout`'s (logs ``[n_steps, B]``). A trajectory that turns non-finite
+    is frozen at NaN at that step (``blowup_step``) and no longer stepped; its later logs read 0."""
+    if n_steps < 0 or record_every < 1:
+        raise ValueError(f"rollout needs n_steps >= 0 and record_every >= 1; got {n_steps}, {record_every}")
+    B = x0.shape[0]
+    min_start = max(1, B // 2) if min_start is None else max(1, min_start)
+    n_records = n_steps // record_every + 1
+    states = torch.full((B, n_records) + tuple(x0.shape[1:]), float("nan"), dtype=x0.dtype, device=x0.device)
+    states[:, 0] = x0
+    x = x0.clone()
+    t = torch.zeros(B, dtype=torch.long)  # steps done per trajectory
+    waiting = torch.ones(B, dtype=torch.bool)
+    alive = torch.ones(B, dtype=torch.bool)
+    blowup = torch.full((B,), -1, dtype=torch.long)
+    logs: dict[str, Tensor] = {}
+    with torch.no_grad():
+        while True:
+            ready = waiting & alive & (t < n_steps)
+            n_ready = int(ready.sum())
+            if n_ready and (n_ready >= min_start or not corrector.busy()):
+                rows = ready.nonzero().squeeze(1)
+                corrector.start(rows, step(x[rows.to(x.device)]))
+                waiting[rows] = False
+            elif bool(waiting.all()):  # nothing to start and nothing in the corrector: every trajectory is done
+                break
+            rows, y, info = corrector.advance()
+            if not len(rows):
+                continue
+            t[rows] += 1
+            dev = rows.to(x.device)
+            if stop_on == "nonfinite":
+                bad = ~torch.isfinite(y.flatten(1)).all(1).cpu()
+                if bool(bad.any()):
+                    blowup[rows[bad]] = t[rows[bad]]
+                    alive[rows[bad]] = False
+                    y = torch.where(bad.to(y.device).view(-1, *[1] * (y.ndim - 1)), torch.full_like(y, float("nan")), y)
+            x[dev] = y
+            waiting[rows] = True
+            rec = t[rows] % record_every == 0
+            if bool(rec.any()):
+                states[dev[rec.to(x.device)], (t[rows][rec] // record_every).to(x.device)] = y[rec.to(y.device)]
+            for name, value in info.items():
+                v = torch.as_tensor(value).detach().cpu().reshape(len(rows))
+                if name not in logs:
+                    logs[name] = torch.zeros((n_steps, B), dtype=v.dtype)
+                logs[name][t[rows] - 1, rows] = v
+    return Rollout(states, torch.arange(n_records) * record_every, blowup, logs)
 
 
 class Thermalize:
@@ -115,6 +191,71 @@ class Thermalize:
                 if not (s == top and self.noise_blind):
                     calls += do.long()
         return x, {"level": s_hat, "calls": calls, "thermalized": active, "aborted": aborted}
+
+
+    # --- the pipelined protocol (rollout_pipelined): each trajectory on its own reverse schedule -----------------
+    def _ensure(self, n: int, like: Tensor) -> None:
+        if getattr(self, "_x", None) is None or len(self._level) < n:
+            self._x = like.new_zeros((n,) + tuple(like.shape[1:]))
+            self._level = torch.full((n,), -1, dtype=torch.long)  # next level to step at; <= s_stop: finished
+            self._info = {k: torch.zeros(n, dtype=torch.long) for k in ("level", "calls")}
+            self._flags = {k: torch.zeros(n, dtype=torch.bool) for k in ("thermalized", "aborted")}
+            self._done = torch.zeros(n, dtype=torch.bool)
+            self._coef = reverse_step_coefficients(self.betas, self.alpha_bars)
+
+    def _step(self, rows: Tensor, x: Tensor, eps: Tensor, s: Tensor) -> Tensor:
+        c_x, c_eps, sigma = self._coef
+        view = (len(rows),) + (1,) * (x.ndim - 1)
+        out = c_x[s].view(view).to(x.device) * x - c_eps[s].view(view).to(x.device) * eps
+        if self.noise:
+            z = torch.randn(x.shape, generator=self.generator, dtype=x.dtype).to(x.device)
+            out = out + sigma[s].view(view).to(x.device) * z
+        return out
+
+    def start(self, rows: Tensor, x: Tensor) -> None:
+        """Classify the states ``x`` ``[R, ...]`` of the trajectories ``rows`` and take each active one's first
+        reverse step with the classification call's ε̂ (noise-blind denoisers only)."""
+        if not self.noise_blind:
+            raise ValueError("the pipelined Thermalize needs a noise-blind denoiser (rows sit at different levels)")
+        self._ensure(int(rows.max()) + 1, x)
+        xs = x / self.scale if self.scale != 1.0 else x
+        eps0, logits = self.denoiser(xs, None)
+        s_hat = logits.argmax(-1).cpu()
+        aborted = s_hat > self.s_abort
+        active = (s_hat > self.s_init) & ~aborted
+        if bool(active.any()):
+            on = active.to(xs.device).view(-1, *[1] * (xs.ndim - 1))
+            xs = torch.where(on, self._step(rows, xs, eps0, torch.where(active, s_hat, 0)), xs)
+        dev = rows.to(self._x.device)
+        self._x[dev] = xs
+        self._level[rows] = torch.where(active, s_hat - 1, self.s_stop)
+        self._info["level"][rows], self._info["calls"][rows] = s_hat, 1
+        self._flags["thermalized"][rows], self._flags["aborted"][rows] = active, aborted
+        self._done[rows] = self._level[rows] <= self.s_stop
+
+    def busy(self) -> bool:
+        return getattr(self, "_x", None) is not None and bool((self._level > self.s_stop).any())
+
+    def advance(self) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+        """One denoiser call over every trajectory still denoising, each at its own level; returns ``(rows,
+        corrected states, info)`` for the trajectories finished since the last call."""
+        busy = self._level > self.s_stop
+        if bool(busy.any()):
+            rows = busy.nonzero().squeeze(1)
+            dev = rows.to(self._x.device)
+            x = self._x[dev]
+            s = self._level[rows]
+            eps, _ = self.denoiser(x, None)
+            self._x[dev] = self._step(rows, x, eps, s)
+            self._info["calls"][rows] += 1
+            self._level[rows] -= 1
+            self._done[rows] = self._level[rows] <= self.s_stop
+        out = self._done.nonzero().squeeze(1)
+        self._done[out] = False
+        y = self._x[out.to(self._x.device)]
+        y = y * self.scale if self.scale != 1.0 else y.clone()
+        info = {k: v[out] for k, v in {**self._info, **self._flags}.items()}
+        return out, y, info
 
 
 def float32_denoiser(net: torch.nn.Module, **call_kwargs):

@@ -47,7 +47,7 @@ from theorylab.studies.thermalizer.figures import (
 )
 from theorylab.studies.thermalizer.judges import claims
 from theorylab.theory.thermalize import gain_limits, thermalize_gain
-from theorylab.train.rollout import Thermalize, float32_denoiser, noisy_emulator, rollout
+from theorylab.train.rollout import Thermalize, float32_denoiser, noisy_emulator, rollout, rollout_pipelined
 from theorylab.train.thermalize_gaussian import gaussian_gain_monte_carlo, gaussian_linear_rollouts
 from theorylab.train.thermalizer import train_emulator, train_level_denoiser
 
@@ -119,7 +119,10 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
     for name, corrector in ctx.progress([("plain", None), ("thermalized", correct)], "rollouts"):
         g = ctx.generator("emulator/noise")  # the same noise for both
         start = time.perf_counter()
-        runs[name] = rollout(lambda x, g=g: emulator(x, g), test0, cfg.horizon, corrector=corrector)
+        step = lambda x, g=g: emulator(x, g)  # noqa: E731
+        # each trajectory steps on as soon as its denoising is done, so the denoiser calls stay full-width
+        runs[name] = rollout(step, test0, cfg.horizon) if corrector is None else rollout_pipelined(
+            step, test0, cfg.horizon, corrector)
         ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
     off = {name: off_attractor_time(r.states, std).numpy() for name, r in runs.items()}
     rho = {name: pearson_t(r.states, truth) for name, r in runs.items()}
@@ -166,7 +169,8 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
     rows = []
     for name, corrector in (("plain", None), ("thermalized", correct)):
         gn.manual_seed(ctx.seed("learned/noise/seed"))
-        run = rollout(emulate, test0, cfg.learned_horizon, corrector=corrector)
+        run = rollout(emulate, test0, cfg.learned_horizon) if corrector is None else rollout_pipelined(
+            emulate, test0, cfg.learned_horizon, corrector)
         off = off_attractor_time(run.states, std)
         ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
         rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]),
