@@ -1,0 +1,100 @@
+"""self-refining-surrogate: its config and presets (the paper and the claims: see the package)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from theorylab.core import Preset, StudyConfig
+from theorylab.core.fields import Batch, Horizon, LearningRate, SampleSize, Steps, Width
+
+
+class SelfRefiningSurrogateConfig(StudyConfig):
+    gauss_chains: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="Monte Carlo chains of the AR(1) "
+        "surrogate (card: 4000)")
+    gauss_steps: Annotated[Steps, Field(ge=100)] = Field(3000, description="steps of each Monte Carlo chain (card: "
+        "3000)")
+    train_trajectories: SampleSize = Field(48, description="KS22 training trajectories (card: 48)")
+    train_horizon: Horizon = Field(800, description="stored steps per training trajectory (card: 800)")
+    test_trajectories: SampleSize = Field(16, description="test trajectories (card: 16)")
+    horizon: Annotated[Horizon, Field(ge=10)] = Field(600, description="steps of the SNS and plain rollouts (card: "
+        "600)")
+    baseline_horizon: Annotated[Horizon, Field(ge=10)] = Field(200, description="steps of the acdm and thermo "
+        "rollouts (card: 200)")
+    spectrum_window: Annotated[Horizon, Field(ge=10)] = Field(300, description="last steps of the SNS rollout in the "
+        "spectrum (card: 300)")
+    pairs: Annotated[SampleSize, Field(ge=10)] = Field(320, description="held-out pairs of the one-step tests (card: "
+        "320)")
+    calibration_pairs: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="held-out noised pairs of the "
+        "classifier calibration")
+    levels: int = Field(1000, ge=10, le=4000, description="diffusion levels T and classes per level head (card: 1000)")
+    low_levels: int = Field(200, ge=1, le=4000, description="upper end of the low component of the training level "
+        "mixture (card: 200)")
+    low_share: float = Field(0.5, ge=0, le=1, description="weight of the low component U{0..low_levels-1} (card: 0.5)")
+    ce_weight: float = Field(0.1, ge=0, le=100, description="λ, the weight of the two level cross-entropies (card: "
+        "0.1)")
+    width: Annotated[Width, Field(ge=8)] = Field(256, description="residual-MLP width (card: 256)")
+    blocks: int = Field(3, ge=1, le=64, description="residual blocks (card: 3)")
+    steps: Steps = Field(2000, description="Adam steps (one-cycle; card: 2000)")
+    batch: Batch = Field(128, description="batch of pairs (card: 128)")
+    lr: LearningRate = Field(2e-3, description="one-cycle peak learning rate (card: 2e-3)")
+    leak: float = Field(0.1, ge=0, le=10, description="leak η of the proposal emulator KSLeaky (card: 0.1)")
+    variant: str = Field("fix_short", description="SNS schedule: 'fix_short' (card default) or 'joint'")
+    refine_levels: tuple[int, ...] = Field((100, 200, 300), description="levels s* the one-step proposals are noised "
+        "to (card: 100, 200, 300)")
+    kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claim 9)")
+    kolmogorov_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver")
+    kolmogorov_store_n: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at "
+        "(card: 64)")
+    kolmogorov_nu: float = Field(1e-4, gt=0, le=1, description="viscosity ν (Re = 10k: 1e-4)")
+    kolmogorov_dt: float = Field(1e-3, gt=0, le=1, description="solver step (card: 1e-3)")
+    kolmogorov_substeps: int = Field(2, ge=1, le=10_000, description="solver steps per stored step (card: 2, Dt = "
+        "0.002)")
+    kolmogorov_spinup: int = Field(10_000, ge=0, le=10_000_000, description="solver spin-up steps (card: 10k)")
+    kolmogorov_train_trajectories: Annotated[SampleSize, Field(ge=2)] = Field(8, description="training trajectories")
+    kolmogorov_train_horizon: Horizon = Field(2000, description="stored steps per training trajectory")
+    kolmogorov_test_trajectories: SampleSize = Field(8, description="test trajectories (card: 8-40)")
+    kolmogorov_horizon: Horizon = Field(10_000, description="rollout steps (card: 1e4-1e5)")
+    kolmogorov_width: Annotated[Width, Field(ge=4)] = Field(64, description="U-Net width (card: hidden 64)")
+    kolmogorov_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings (card: dim_mults [2, 2, 2])")
+    kolmogorov_emulator_steps: Steps = Field(20_000, description="AdamW steps of the residual U-Net emulator")
+    kolmogorov_steps: Steps = Field(20_000, description="AdamW steps of the SNS U-Net (lr 5e-5, wd 0.05, clip 1, "
+        "EMA 0.999; card)")
+    kolmogorov_batch: Batch = Field(64, description="batch of the Kolmogorov trainings (card: 64)")
+    kolmogorov_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.variant not in ("fix_short", "joint"):
+            raise ValueError(f"variant must be 'fix_short' or 'joint', got {self.variant!r}")
+        if self.low_levels > self.levels:
+            raise ValueError(f"low_levels ({self.low_levels}) must be <= levels ({self.levels})")
+        if any(not 0 < s < self.levels for s in self.refine_levels) or not self.refine_levels:
+            raise ValueError(f"refine_levels must be non-empty and in (0, levels); got {self.refine_levels}")
+        if self.spectrum_window > self.horizon:
+            raise ValueError(f"spectrum_window ({self.spectrum_window}) must be <= horizon ({self.horizon})")
+        if self.baseline_horizon > self.horizon:
+            raise ValueError(f"baseline_horizon ({self.baseline_horizon}) must be <= horizon ({self.horizon})")
+        if self.kolmogorov_store_n % 2**self.kolmogorov_levels:
+            raise ValueError(f"kolmogorov_store_n ({self.kolmogorov_store_n}) must be divisible by "
+                             f"2^kolmogorov_levels")
+        return self
+
+
+PRESETS = {
+    "quick": Preset.of("quick", "2 CPU cores, <= 60 s: the exact AR(1) model, KS22 with a 1M-parameter residual-MLP "
+                                "SNS model (1600 steps), KSLeaky(η = 0.1) proposals; SNS over 16 x 600 steps, "
+                                "acdm/thermo over 16 x 50",
+                       steps=(1600, "CPU budget: the card's 2000 steps take 25-28 s of a ~65 s run on a 2-core AVX2 "
+                                    "box (the card measured 23 s on AVX-512); at 1600 every quick claim passes on "
+                                    "seeds 0-9 (docs/seed-robustness.md), at 1200 the clean-pair ŝ misses on seed 0"),
+                       baseline_horizon=(50, "CPU budget: thermo costs ~58 denoiser calls per step, the run's largest "
+                                             "item after training and the SNS rollout; its corr_time(0.8) is 15-23 "
+                                             "steps on seeds 0-7, so 50 steps do not censor claim 7 (censoring "
+                                             "could only lengthen thermo's and fail the claim), and the first 50 "
+                                             "steps are the same rollout")),
+    "paper": Preset.of("paper", "GPU: adds Kolmogorov flow Re = 10k at 64² with a U-Net SNS model (anchor = the "
+                                "initial condition) correcting a learned residual U-Net emulator",
+                       kolmogorov=(True, "card: claim 9")),
+}
