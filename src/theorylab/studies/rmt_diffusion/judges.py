@@ -164,13 +164,16 @@ def judge_digits(res, v) -> Verdict:
     return v.judged(worst <= 0.5 and falls, worst, 0.5, "ratio <= 0.5", detail)
 
 
-def _deep_half(res, table: str) -> str | None:
-    """None when the paper-scale deep half was run (its table exists), else why it is not decided."""
-    if table in res.tables:
-        return None
+def _deep_undecided(res) -> str:
+    """Why a claim's deep half is not decided in this run."""
     backbone = res.config.get("deep_backbone", "none")
     return (f"deep half not decided: needs the paper preset's UNet/DiT pair (this run: deep_backbone = '{backbone}'; "
             f"`--preset paper`, diffusers installed)")
+
+
+def _deep_half(res, table: str) -> str | None:
+    """None when the paper-scale deep half was run (its table exists), else why it is not decided."""
+    return None if table in res.tables else _deep_undecided(res)
 
 
 S_MISMATCH = ("Diffusion models fitted on sets with mismatched moments (PC2-top vs PC2-bottom) disagree far more "
@@ -225,9 +228,9 @@ def judge_seed_level(res, v) -> Verdict:
         else:
             detail += (f"; reported, not judged: the {backbone} pair at n = {res.config.get('deep_n')} gives Spearman "
                        f"rho = {deep_rho:.3f} (the card judges the deep half only for converged UNet/DiT nets); "
-                       + _deep_half(res, "__paper_only__"))
+                       + _deep_undecided(res))
     else:
-        detail += "; " + _deep_half(res, "__paper_only__")
+        detail += "; " + _deep_undecided(res)
     return v.judged(ok, rho, 0.3, ">= 0.3", detail)
 
 
