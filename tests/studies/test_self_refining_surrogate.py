@@ -123,6 +123,23 @@ def test_kf_judge_passes_right_and_fails_wrong():
     assert sns.judges.judge_kf(_with_kf(sns_sim=0.25)).passed is False  # spectrum worse than thermo
 
 
+def _with_qg(sns_done=10, acdm_done=4, acdm_calls=12.0, horizon=50_000):
+    import pandas as pd
+
+    rows = [dict(rollout=k, trajectory=i, completed=i < done, calls_per_step=c, horizon=horizon)
+            for k, done, c in (("plain", 0, 0.0), ("sns", sns_done, 12.0), ("acdm", acdm_done, acdm_calls))
+            for i in range(10)]
+    return _Tables({"qg": pd.DataFrame(rows)})
+
+
+def test_qg_judge_passes_right_and_fails_wrong():
+    assert sns.judges.judge_qg(_with_qg()).passed is True
+    assert sns.judges.judge_qg(_with_qg(acdm_done=10, acdm_calls=20.0)).passed is True  # acdm costs more
+    assert sns.judges.judge_qg(_with_qg(sns_done=8)).passed is False  # SNS below 90%
+    assert sns.judges.judge_qg(_with_qg(acdm_done=10, acdm_calls=12.0)).passed is False  # acdm as good and as cheap
+    assert "reduced" in sns.judges.judge_qg(_with_qg(horizon=1000)).detail
+
+
 @pytest.mark.slow
 def test_paper_path_runs_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
@@ -139,3 +156,19 @@ def test_paper_path_runs_at_toy_size(tmp_path):
     assert np.all(t.loc[t["rollout"] != "plain", "calls_per_step"] >= 1)
     v = sns.judges.judge_kf(res)
     assert v.passed in (True, False) and "corr_time" in v.detail  # judged, not skipped
+
+
+@pytest.mark.slow
+def test_qg_path_runs_at_toy_size(tmp_path):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    small = dict(TOY, qg=True, qg_solve_n=16, qg_store_n=8, qg_spinup=20, qg_train_trajectories=2,
+                 qg_train_horizon=10, qg_test_trajectories=2, qg_horizon=6, qg_width=8, kolmogorov_levels=1,
+                 qg_emulator_steps=3, qg_steps=3, kolmogorov_batch=4)
+    res = execute("self-refining-surrogate", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
+    t = res.table("qg")
+    assert set(t["rollout"]) == {"plain", "sns", "acdm"} and len(t) == 6
+    assert np.all(t.loc[t["rollout"] != "plain", "calls_per_step"] >= 1)
+    v = sns.judges.judge_qg(res)
+    assert v.passed in (True, False) and "completed" in v.detail  # judged, not skipped

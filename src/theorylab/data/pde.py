@@ -380,22 +380,23 @@ def closure_target(fine: Any, coarse: Any, coarsen: Callable[[Tensor], Tensor], 
 
 
 def coarse_trajectories(solver: NS2D | KS1D, w0: Tensor, n_train: int, spinup: int, steps: int, substeps: int,
-                        store_n: int, dims: int = 2, progress: Callable | None = None) -> tuple[Tensor, Tensor]:
+                        store_n: int, dims: int = 2, progress: Callable | None = None,
+                        label: str = "Kolmogorov") -> tuple[Tensor, Tensor]:
     """``(train [n_train, steps + 1, C, *spatial] float32, test0 [B − n_train, C, *spatial] float64)``: the
     states ``w0`` spun up ``spinup`` solver steps (in blocks of 100), then the first ``n_train`` integrated
     ``steps`` emulator steps of ``substeps`` solver steps each; every stored field (and the held-out initial
     states of the rest, for test rollouts) is resampled spectrally to ``store_n`` points per axis (the
     thermalizer's Kolmogorov data: a 256² truth solver stored at 64², Pedersen, Zanna, Bruna, arXiv 2503.18731).
-    ``progress(iterable, description)`` wraps the spin-up and data loops."""
+    ``progress(iterable, description)`` wraps the spin-up and data loops (described as ``label`` spin-up / data)."""
     wrap = progress or (lambda items, description: items)
     w = w0
-    for _ in wrap(range(spinup // 100), "Kolmogorov spin-up"):
+    for _ in wrap(range(spinup // 100), f"{label} spin-up"):
         w = solver.step(w, 100)
     w = solver.step(w, spinup % 100)
     frames = [resample_spectral(w[:n_train], store_n, dims=dims)]
     test0 = resample_spectral(w[n_train:], store_n, dims=dims)
     w = w[:n_train]
-    for _ in wrap(range(steps), "Kolmogorov data"):
+    for _ in wrap(range(steps), f"{label} data"):
         w = solver.step(w, substeps)
         frames.append(resample_spectral(w, store_n, dims=dims))
     return torch.stack(frames, 1).float(), test0

@@ -22,6 +22,7 @@ from theorylab.core import RunContext, study
 from theorylab.core.cpu import torch_threads
 from theorylab.core.rng import seeded
 from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories
+from theorylab.data.qg import QG2L
 from theorylab.nn.conditional_diffusion import ConditionalDiffusion, mlp_backbone, unet_backbone
 from theorylab.nn.unet import UNet, diffuse, noise_schedule
 from theorylab.probes.rollout_metrics import (
@@ -190,50 +191,82 @@ def _rollouts(cfg, ctx, net, ks, train, std, test0, truth, betas, abar):
     return table, spec, levels, rho
 
 
+def _surrogate_2d(ctx: RunContext, tag: str, solver, w0: torch.Tensor, *, n_train: int, spinup: int,
+                  horizon: int, substeps: int, store_n: int, channels: int, per_channel_std: bool, width: int,
+                  unet_levels: int, emulator_steps: int, sns_steps: int, batch: int, clip: float, levels: int,
+                  ce_weight: float, abar: torch.Tensor) -> dict:
+    """The paper-scale pieces shared by Kolmogorov flow and the QG jet: truth trajectories stored at ``store_n``
+    (every state of ``w0``: the first ``n_train`` for training, the rest as test truths), normalised by the field
+    std (per layer when ``per_channel_std``, the card's QG normalisation), a learned residual U-Net emulator
+    (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW 5e-5, wd 0.05, EMA 0.999)."""
+    dev = ctx.device
+    # the kit returns the initial states of the trajectories past n_all separately: one spare state is dropped
+    data, _ = coarse_trajectories(solver, w0, len(w0) - 1, spinup, horizon, substeps, store_n, progress=ctx.progress,
+                                  label={"kf": "Kolmogorov", "qg": "QG jet"}.get(tag, tag))
+    dims = tuple(i for i in range(data.ndim) if i != 2)
+    std = data.std(dim=dims, keepdim=True) if per_channel_std else data.std()
+    data = data / std
+    train, test = data[:n_train], data[n_train:]
+    g = ctx.generator(f"{tag}/train")
+    with seeded(ctx.seed(f"{tag}/init/emulator")):
+        emulator = UNet(2, channels, channels, width=width, levels=unet_levels, residual=True).to(dev)
+    opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
+    train_emulator(emulator, train, steps=emulator_steps, batch=batch, max_unroll=4, optimizer=opt, generator=g,
+                   device=dev, progress=ctx.progress, check=ctx.check_finite)
+    with seeded(ctx.seed(f"{tag}/init/sns")):
+        net = ConditionalDiffusion(unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1,
+                                   layout="channels").to(dev)
+        ema = ConditionalDiffusion(unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1,
+                                   layout="channels").to(dev)
+    ema.load_state_dict(net.state_dict())
+    opt = torch.optim.AdamW(net.parameters(), lr=5e-5, weight_decay=0.05)
+    train_sns(net, train, abar, steps=sns_steps, batch=batch, optimizer=opt, generator=g, levels=levels,
+              ce_weight=ce_weight, anchor=True, clip=clip, ema=ema, device=dev, progress=ctx.progress,
+              check=ctx.check_finite, description=f"train the U-Net SNS model ({tag})")
+    return dict(train=train, test=test, emulator=emulator.eval(), sns=ema.eval())
+
+
+def _corrected_rollouts(cfg, ctx: RunContext, tag: str, parts: dict, modes: tuple[str, ...], horizon: int,
+                        noise: float, betas, abar) -> dict:
+    """Rollouts of the learned emulator from the test trajectories' first frames, plain and corrected by the SNS
+    model in each mode (same emulator noise; pipelined), recording about 1000 states."""
+    dev = ctx.device
+    gn = ctx.generator(f"{tag}/noise")
+    emulate = noisy_emulator(parts["emulator"], noise, gn)
+    x0 = parts["test"][:, 0].double().to(dev)
+    record = max(1, horizon // 1000)
+    runs = {}
+    for name in ("plain",) + modes:
+        gn.manual_seed(ctx.seed(f"{tag}/noise/seed"))
+        if name == "plain":
+            runs[name] = rollout(emulate, x0, horizon, record_every=record)
+            continue
+        corr = SelfRefine(parts["sns"], betas.to(dev), abar.to(dev), mode=name, variant=cfg.variant,
+                          generator=ctx.generator(f"{tag}/{name}"), anchor=True).reset(x0)
+        runs[name] = rollout_pipelined(emulate, x0, horizon, corr, record_every=record)
+    return dict(runs=runs, record=record, x0=x0)
+
+
 def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.DataFrame:
     dev = ctx.device
     solver = NS2D(N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt,
                   device=dev)
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
-    # the test trajectories are integrated too (their truth is the reference of corr_time); the kit returns the
-    # initial states of the trajectories past n_train, so one spare state is drawn and dropped
     w0 = solver.random_state(n_all + 1, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
-    data, _ = coarse_trajectories(solver, w0, n_all, cfg.kolmogorov_spinup, cfg.kolmogorov_train_horizon,
-                                  cfg.kolmogorov_substeps, cfg.kolmogorov_store_n, progress=ctx.progress)
-    std = float(data.std())
-    data = data / std
-    train, test = data[: cfg.kolmogorov_train_trajectories], data[cfg.kolmogorov_train_trajectories:]
-    g = ctx.generator("kf/train")
-    with seeded(ctx.seed("kf/init/emulator")):
-        emulator = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, residual=True).to(dev)
-    opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
-    train_emulator(emulator, train, steps=cfg.kolmogorov_emulator_steps, batch=cfg.kolmogorov_batch, max_unroll=4,
-                   optimizer=opt, generator=g, device=dev, progress=ctx.progress, check=ctx.check_finite)
-    with seeded(ctx.seed("kf/init/sns")):
-        bb = unet_backbone(2, 2, 1, 1, cfg.kolmogorov_width, cfg.kolmogorov_levels)
-        net = ConditionalDiffusion(bb, 2, cfg.levels, anchors=1, layout="channels").to(dev)
-        ema = ConditionalDiffusion(unet_backbone(2, 2, 1, 1, cfg.kolmogorov_width, cfg.kolmogorov_levels), 2,
-                                   cfg.levels, anchors=1, layout="channels").to(dev)
-    ema.load_state_dict(net.state_dict())
-    opt = torch.optim.AdamW(net.parameters(), lr=5e-5, weight_decay=0.05)
-    train_sns(net, train, abar, steps=cfg.kolmogorov_steps, batch=cfg.kolmogorov_batch, optimizer=opt, generator=g,
-              levels=cfg.levels, ce_weight=cfg.ce_weight, anchor=True, clip=1.0, ema=ema, device=dev,
-              progress=ctx.progress, check=ctx.check_finite, description="train the U-Net SNS model")
-    emulator.eval()
-    ema.eval()
-    gn = ctx.generator("kf/noise")
-    emulate = noisy_emulator(emulator, cfg.kolmogorov_noise, gn)
-    x0 = test[:, 0].double().to(dev)
-    truth_ref = test.double()
-    record = max(1, cfg.kolmogorov_horizon // 1000)
-    rows = []
+    parts = _surrogate_2d(ctx, "kf", solver, w0, n_train=cfg.kolmogorov_train_trajectories,
+                          spinup=cfg.kolmogorov_spinup, horizon=cfg.kolmogorov_train_horizon,
+                          substeps=cfg.kolmogorov_substeps, store_n=cfg.kolmogorov_store_n, channels=1,
+                          per_channel_std=False, width=cfg.kolmogorov_width, unet_levels=cfg.kolmogorov_levels,
+                          emulator_steps=cfg.kolmogorov_emulator_steps, sns_steps=cfg.kolmogorov_steps,
+                          batch=cfg.kolmogorov_batch, clip=1.0, levels=cfg.levels, ce_weight=cfg.ce_weight, abar=abar)
+    out = _corrected_rollouts(cfg, ctx, "kf", parts, ("sns", "acdm", "thermo"), cfg.kolmogorov_horizon,
+                              cfg.kolmogorov_noise, betas, abar)
+    record, x0 = out["record"], out["x0"]
+    truth_ref = parts["test"].double()
+    train = parts["train"]
     E_true = ke_spectrum_2d(train[:, -max(1, train.shape[1] // 10):].double())
-    for name, mode in (("plain", None), ("sns", "sns"), ("acdm", "acdm"), ("thermo", "thermo")):
-        gn.manual_seed(ctx.seed("kf/noise/seed"))
-        corr = None if mode is None else SelfRefine(ema, betas.to(dev), abar.to(dev), mode=mode,
-                                                    variant=cfg.variant, generator=ctx.generator(f"kf/{name}"),
-                                                    anchor=True).reset(x0)
-        r = rollout(emulate, x0, cfg.kolmogorov_horizon, corrector=corr, record_every=record)
+    rows = []
+    for name, r in out["runs"].items():
         T = min(r.states.shape[1], truth_ref.shape[1] // record)
         rho = pearson_t(r.states[:, :T].cpu(), truth_ref[:, ::record][:, :T].cpu())
         ct = corr_time(rho, 0.8, dt=record)[0].numpy()
@@ -245,6 +278,31 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
                       calls_per_step=calls[i], off_attractor=off[i], horizon=cfg.kolmogorov_horizon)
                  for i in range(len(x0))]
     return ctx.table("kolmogorov", pd.DataFrame(rows))
+
+
+def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.DataFrame:
+    """The card's QG jet (claim 10): the two-layer QG model (``data.qg.QG2L`` "jet": β 1e-11, r_ek 7e-8, δ 0.1,
+    r_d 15 km, U_1 0.025, dt 3600 s) at ``qg_solve_n``, stored at 64² every 10 solver steps (Δt = 36,000 s), each
+    layer normalised by its own std; a U-Net SNS model (6 -> 4 channels, hidden 128, clip 0.5) corrects a learned
+    residual U-Net emulator over long rollouts, against the same network's acdm mode."""
+    solver = QG2L.preset("jet", N=cfg.qg_solve_n, dt=cfg.qg_dt, device=ctx.device)
+    n_all = cfg.qg_train_trajectories + cfg.qg_test_trajectories
+    w0 = solver.random_state(n_all + 1, ctx.generator("qg/init"), velocity=1e-3).to(ctx.device)
+    parts = _surrogate_2d(ctx, "qg", solver, w0, n_train=cfg.qg_train_trajectories, spinup=cfg.qg_spinup,
+                          horizon=cfg.qg_train_horizon, substeps=cfg.qg_substeps, store_n=cfg.qg_store_n, channels=2,
+                          per_channel_std=True, width=cfg.qg_width, unet_levels=cfg.kolmogorov_levels,
+                          emulator_steps=cfg.qg_emulator_steps, sns_steps=cfg.qg_steps, batch=cfg.kolmogorov_batch,
+                          clip=0.5, levels=cfg.levels, ce_weight=cfg.ce_weight, abar=abar)
+    out = _corrected_rollouts(cfg, ctx, "qg", parts, ("sns", "acdm"), cfg.qg_horizon, cfg.kolmogorov_noise, betas,
+                              abar)
+    rows = []
+    for name, r in out["runs"].items():
+        off = off_attractor_time(r.states.cpu(), 1.0).numpy() * out["record"]
+        calls = r.logs["calls"].double().mean(0).numpy() if "calls" in r.logs else np.zeros(len(out["x0"]))
+        rows += [dict(rollout=name, trajectory=i, blowup_step=int(r.blowup_step[i]), off_attractor=off[i],
+                      completed=bool(r.blowup_step[i] < 0 and np.isinf(off[i])), calls_per_step=calls[i],
+                      horizon=cfg.qg_horizon) for i in range(len(out["x0"]))]
+    return ctx.table("qg", pd.DataFrame(rows))
 
 
 @study(
@@ -289,3 +347,5 @@ def run(cfg: SelfRefiningSurrogateConfig, ctx: RunContext) -> None:
     lap("figures")
     if cfg.kolmogorov:
         _kolmogorov(cfg, ctx, betas, abar)
+    if cfg.qg:
+        _qg(cfg, ctx, betas, abar)

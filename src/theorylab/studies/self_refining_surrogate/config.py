@@ -63,6 +63,21 @@ class SelfRefiningSurrogateConfig(StudyConfig):
         "EMA 0.999; card)")
     kolmogorov_batch: Batch = Field(64, description="batch of the Kolmogorov trainings (card: 64)")
     kolmogorov_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator")
+    qg: bool = Field(False, description="run the QG-jet part (paper preset: claim 10)")
+    qg_solve_n: int = Field(256, ge=16, le=2048, description="grid of the QG truth solver (card: 256)")
+    qg_store_n: int = Field(64, ge=8, le=1024, description="grid the QG fields are stored and emulated at (card: 64)")
+    qg_dt: float = Field(3600.0, gt=0, le=86_400, description="QG solver step in seconds (card: 3600)")
+    qg_substeps: int = Field(10, ge=1, le=10_000, description="solver steps per stored QG step (card: 10, Δt = "
+        "36,000 s)")
+    qg_spinup: int = Field(43_800, ge=0, le=10_000_000, description="QG solver spin-up steps (5 years at dt = 3600 s, "
+        "the start of Ross et al.'s averaging window)")
+    qg_train_trajectories: Annotated[SampleSize, Field(ge=2)] = Field(8, description="QG training trajectories")
+    qg_train_horizon: Horizon = Field(2000, description="stored steps per QG training trajectory")
+    qg_test_trajectories: SampleSize = Field(10, description="QG test trajectories (claim 10's >= 90% share)")
+    qg_horizon: Horizon = Field(50_000, description="QG rollout steps (card: 50,000)")
+    qg_width: Annotated[Width, Field(ge=4)] = Field(128, description="QG U-Net width (card: hidden 128)")
+    qg_emulator_steps: Steps = Field(20_000, description="AdamW steps of the QG residual U-Net emulator")
+    qg_steps: Steps = Field(20_000, description="AdamW steps of the QG SNS U-Net")
 
     @model_validator(mode="after")
     def _check(self):
@@ -76,6 +91,8 @@ class SelfRefiningSurrogateConfig(StudyConfig):
             raise ValueError(f"spectrum_window ({self.spectrum_window}) must be <= horizon ({self.horizon})")
         if self.baseline_horizon > self.horizon:
             raise ValueError(f"baseline_horizon ({self.baseline_horizon}) must be <= horizon ({self.horizon})")
+        if self.qg_store_n % 2**self.kolmogorov_levels:
+            raise ValueError(f"qg_store_n ({self.qg_store_n}) must be divisible by 2^kolmogorov_levels")
         if self.kolmogorov_store_n % 2**self.kolmogorov_levels:
             raise ValueError(f"kolmogorov_store_n ({self.kolmogorov_store_n}) must be divisible by "
                              f"2^kolmogorov_levels")
@@ -94,7 +111,8 @@ PRESETS = {
                                              "steps on seeds 0-7, so 50 steps do not censor claim 7 (censoring "
                                              "could only lengthen thermo's and fail the claim), and the first 50 "
                                              "steps are the same rollout")),
-    "paper": Preset.of("paper", "GPU: adds Kolmogorov flow Re = 10k at 64² with a U-Net SNS model (anchor = the "
-                                "initial condition) correcting a learned residual U-Net emulator",
-                       kolmogorov=(True, "card: claim 9")),
+    "paper": Preset.of("paper", "GPU: adds Kolmogorov flow Re = 10k at 64² and the two-layer QG jet (256² stored "
+                                "at 64²) with U-Net SNS models (anchor = the initial condition) correcting learned "
+                                "residual U-Net emulators",
+                       kolmogorov=(True, "card: claim 9"), qg=(True, "card: claim 10")),
 }

@@ -187,11 +187,23 @@ S_QG = ("On the QG jet, SNS completes 50,000-step rollouts in >= 90% of test tra
 
 @claims.add("qg-long", S_QG, REF + ", two-layer QG jet")
 def judge_qg(res, v) -> Verdict:
+    if "qg" in res.tables:
+        q = res.table("qg")
+        share = q.groupby("rollout")["completed"].mean()
+        calls = q.groupby("rollout")["calls_per_step"].mean()
+        horizon = int(q["horizon"].iloc[0])
+        acdm_worse = share["acdm"] < 0.9 or calls["acdm"] > calls["sns"]
+        ok = share["sns"] >= 0.9 and acdm_worse
+        detail = (f"{horizon}-step rollouts completed (no blow-up, never off the attractor): "
+                  + ", ".join(f"{k} {share[k]:.0%}" for k in ("sns", "acdm", "plain"))
+                  + f"; denoiser calls per step: SNS {calls['sns']:.1f}, acdm {calls['acdm']:.1f}"
+                  + (" (full horizon below the card's 50,000: reduced)" if horizon < 50_000 else ""))
+        return v.judged(ok, float(share["sns"]), ">= 0.9 and acdm worse", 0.9, detail)
     t = res.table("rollouts")
     acdm = t[t["rollout"] == "acdm"]
     sns = t[t["rollout"] == "sns"]
-    return v.undecided("needs paper preset: the QG-jet part is not built at this scale; reduced KS22 measurement: "
-                       f"acdm stays {np.isinf(acdm['off_attractor']).mean():.0%} of {int(acdm['horizon'].iloc[0])} "
-                       f"steps at {acdm['calls_per_step'].mean():.1f} calls/step, SNS "
+    return v.undecided("needs paper preset: this config does not run the QG-jet part (--set qg=true runs it); "
+                       f"reduced KS22 measurement: acdm stays {np.isinf(acdm['off_attractor']).mean():.0%} of "
+                       f"{int(acdm['horizon'].iloc[0])} steps at {acdm['calls_per_step'].mean():.1f} calls/step, SNS "
                        f"{np.isinf(sns['off_attractor']).mean():.0%} of {int(sns['horizon'].iloc[0])} at "
                        f"{sns['calls_per_step'].mean():.1f}")
