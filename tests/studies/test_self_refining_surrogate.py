@@ -163,7 +163,8 @@ def test_qg_path_runs_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    small = dict(TOY, qg=True, qg_solve_n=16, qg_store_n=8, qg_spinup=20, qg_train_trajectories=2,
+    # in bf16: the autocast path of the rollouts (U-Net emulator and SNS model) runs end to end too
+    small = dict(TOY, precision="bf16", qg=True, qg_solve_n=16, qg_store_n=8, qg_spinup=20, qg_train_trajectories=2,
                  qg_train_horizon=10, qg_test_trajectories=2, qg_horizon=6, qg_width=8, kolmogorov_levels=1,
                  qg_emulator_steps=3, qg_steps=3, kolmogorov_batch=4)
     res = execute("self-refining-surrogate", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")

@@ -113,7 +113,7 @@ def test_learned_emulator_part_runs_at_toy_size(tmp_path):
 
     small = dict(train_trajectories=4, train_horizon=40, test_trajectories=3, horizon=20, denoiser_steps=20, batch=32,
                  gauss_samples=2000,
-                 gauss_chains=100, learned_steps=5, learned_horizon=6)
+                 gauss_chains=100, learned_steps=5, learned_horizon=6, precision="bf16")  # bf16 rollouts run too
     res = execute("thermalizer", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
     learned = res.table("learned_emulator")  # reported, not claimed
     assert set(learned["rollout"]) == {"plain", "thermalized"} and len(learned) == 2 * small["test_trajectories"]

@@ -164,6 +164,13 @@ class RunContext:
         if self.show_progress:
             print(f"  {self.label}{message}", file=sys.stderr, flush=True)
 
+    def autocast(self, precision: str) -> Any:
+        """``with ctx.autocast(cfg.precision):`` runs the block at that precision on the run's device
+        (:func:`theorylab.core.precision.autocast`)."""
+        from theorylab.core.precision import autocast
+
+        return autocast(precision, self.device)
+
     def check_finite(self, what: str, value: Any, step: int | None = None) -> None:
         """Raise :class:`Diverged` when ``value`` (number, array or tensor) holds NaN or inf."""
         if isinstance(value, torch.Tensor):

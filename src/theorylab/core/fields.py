@@ -11,14 +11,14 @@ widens) it in place, always as ``Annotated[Steps, Field(ge=2)]`` and never as
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 __all__ = [
     "Batch", "Chunk", "Concentration", "Corpus", "DModel", "Dim", "Draws", "Every", "Fraction", "GraphNodes",
     "Horizon", "InformationExponent", "InverseTemperature", "LearningRate", "Length", "MLPMult",
-    "NHeads", "NLayers", "Probability", "Rank", "SampleRatio", "SampleSize", "Seeds", "Steps",
+    "NHeads", "NLayers", "Precision", "Probability", "Rank", "SampleRatio", "SampleSize", "Seeds", "Steps",
     "TreeLeaves", "VocabSize", "Width",
 ]
 
@@ -158,3 +158,10 @@ GraphNodes = Annotated[int, Field(ge=8, le=128)]
 Corpus = Annotated[str, Field(min_length=1)]
 """'stdlib', 'kjv' or the path of a local plain-text file. Studies still call
 ``data.text.check_corpus(field, value)`` in their validator."""
+
+# --- how precisely ---------------------------------------------------------------------------------
+Precision = Annotated[Literal["fp32", "bf16"], Field(description="arithmetic of the no-gradient passes: fp32, or "
+                                                                 "bf16 autocast (fast on GPUs and AMX CPUs)")]
+"""The precision of a study's no-gradient passes (transport, rollouts): ``fp32`` or ``bf16`` autocast
+(:mod:`theorylab.core.precision`). Only studies whose claims tolerate it have the field. Kit:
+``train_self_consistent(precision=)``, ``RunContext.autocast(precision)``."""

@@ -162,10 +162,11 @@ def rejudge(study: Study, store: Store, run_id: str) -> Result:
 
 
 def check(slug: str, preset: str = "quick", seed: int = 0, *, store: Store | None = None, force: bool = False,
-          device: str = "auto", show_progress: bool = False) -> Result:
+          device: str = "auto", show_progress: bool = False, overrides: Mapping[str, Any] | None = None) -> Result:
     """Run (or reuse) one study and judge its claims afresh from the stored results."""
     store = store or Store()
-    result = execute(slug, preset, seed, store=store, force=force, device=device, show_progress=show_progress)
+    result = execute(slug, preset, seed, overrides, store=store, force=force, device=device,
+                     show_progress=show_progress)
     if result.reused:
         result = rejudge(get_study(slug), store, result.run_id)
         result.reused = True

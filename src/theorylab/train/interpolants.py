@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from theorylab.core.precision import autocast
 from theorylab.data.corruptions import Channel
 from theorylab.theory.ode import integrate
 from theorylab.train.batched import AdamWSchedule
@@ -107,12 +108,14 @@ def train_self_consistent(
     evaluate: Callable[[int], None] | None = None,
     evaluate_every: int = 0,
     progress: Callable | None = None,
+    precision: Literal["fp32", "bf16"] = "fp32",
 ) -> SelfConsistentLog:
     """Algorithm 1 of arXiv 2512.10857 (see the module docstring); ``model(x, t, latent)``.
 
     ``observed``: the fixed corrupted data set (single view). ``evaluate(step)`` is called at
     step 0, every ``evaluate_every`` steps and at the end. A non-finite loss stops training and
-    is reported in ``diverged_at``.
+    is reported in ``diverged_at``. ``precision="bf16"`` runs the per-step transport (no gradient) under bf16
+    autocast (:mod:`theorylab.core.precision`); the loss and its gradient stay in the model's dtype.
     """
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
@@ -129,7 +132,8 @@ def train_self_consistent(
         y = observed[idx]
         lat_y = observed_latents[idx] if observed_latents is not None else None
         model.eval()
-        x0 = transport(model, y, lat_y, transport_steps, method)
+        with autocast(precision, device):
+            x0 = transport(model, y, lat_y, transport_steps, method).to(y.dtype)
         model.train()
         total = 0.0
         opt.zero_grad(set_to_none=True)

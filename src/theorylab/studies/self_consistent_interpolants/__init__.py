@@ -47,7 +47,8 @@ from theorylab.train.interpolants import generate, train_and_measure, transport
 PAPER = "Modi, Han, Vanden-Eijnden, Bruna, arXiv 2512.10857 (2025); ICLR 2026"
 
 
-SHARED_TRAINING = {"batch", "lr", "transport_steps", "method", "resamples", "gamma", "schedule", "ema_decay"}
+SHARED_TRAINING = {"batch", "lr", "transport_steps", "method", "resamples", "gamma", "schedule", "ema_decay",
+                   "precision"}
 
 
 def _velocity(cfg: SCSIConfig, seed: int, latent_dim: int = 0) -> TimeMLP:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, Every, LearningRate, NLayers, Probability, SampleSize, Steps, Width
+from theorylab.core.fields import Batch, Every, LearningRate, NLayers, Precision, Probability, SampleSize, Steps, Width
 from theorylab.data.toy2d import ToyChannel as MoonsChannel
 
 
@@ -33,6 +33,8 @@ class SCSIConfig(StudyConfig):
     ema_decay: float = Field(0.995, ge=0.0, lt=1.0, description="EMA decay, applied every 10 steps (reported; quick "
         "claims use raw weights)")
     evaluate_every: Every = Field(100, description="steps between evaluations")
+    precision: Precision = Field("fp32", description="arithmetic of the per-step transport inside training (no "
+        "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs); evaluations stay fp32")
     eval_samples: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="observed samples transported per "
         "evaluation")
     # --- linear-Gaussian ----------------------------------------------------------------------------

@@ -162,7 +162,9 @@ def _rollouts(cfg, ctx, net, ks, train, std, test0, truth, betas, abar):
         start = time.perf_counter()
         step = lambda x, g=g: emulator(x, g)  # noqa: E731
         # each trajectory steps on as soon as its correction is done: the batched calls stay full (2-3x faster)
-        runs[name] = rollout(step, test0, horizon) if corr is None else rollout_pipelined(step, test0, horizon, corr)
+        with ctx.autocast(cfg.precision):
+            runs[name] = rollout(step, test0, horizon) if corr is None else rollout_pipelined(step, test0, horizon,
+                                                                                               corr)
         ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
     rows = []
     for name, r in runs.items():
@@ -229,7 +231,7 @@ def _surrogate_2d(ctx: RunContext, tag: str, solver, w0: torch.Tensor, *, n_trai
 def _corrected_rollouts(cfg, ctx: RunContext, tag: str, parts: dict, modes: tuple[str, ...], horizon: int,
                         noise: float, betas, abar) -> dict:
     """Rollouts of the learned emulator from the test trajectories' first frames, plain and corrected by the SNS
-    model in each mode (same emulator noise; pipelined), recording about 1000 states."""
+    model in each mode (same emulator noise; pipelined; at ``cfg.precision``), recording about 1000 states."""
     dev = ctx.device
     gn = ctx.generator(f"{tag}/noise")
     emulate = noisy_emulator(parts["emulator"], noise, gn)
@@ -238,12 +240,13 @@ def _corrected_rollouts(cfg, ctx: RunContext, tag: str, parts: dict, modes: tupl
     runs = {}
     for name in ("plain",) + modes:
         gn.manual_seed(ctx.seed(f"{tag}/noise/seed"))
-        if name == "plain":
-            runs[name] = rollout(emulate, x0, horizon, record_every=record)
-            continue
-        corr = SelfRefine(parts["sns"], betas.to(dev), abar.to(dev), mode=name, variant=cfg.variant,
-                          generator=ctx.generator(f"{tag}/{name}"), anchor=True).reset(x0)
-        runs[name] = rollout_pipelined(emulate, x0, horizon, corr, record_every=record)
+        with ctx.autocast(cfg.precision):
+            if name == "plain":
+                runs[name] = rollout(emulate, x0, horizon, record_every=record)
+                continue
+            corr = SelfRefine(parts["sns"], betas.to(dev), abar.to(dev), mode=name, variant=cfg.variant,
+                              generator=ctx.generator(f"{tag}/{name}"), anchor=True).reset(x0)
+            runs[name] = rollout_pipelined(emulate, x0, horizon, corr, record_every=record)
     return dict(runs=runs, record=record, x0=x0)
 
 

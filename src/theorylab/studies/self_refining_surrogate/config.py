@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, Horizon, LearningRate, SampleSize, Steps, Width
+from theorylab.core.fields import Batch, Horizon, LearningRate, Precision, SampleSize, Steps, Width
 
 
 class SelfRefiningSurrogateConfig(StudyConfig):
@@ -39,6 +39,8 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     steps: Steps = Field(2000, description="Adam steps (one-cycle; card: 2000)")
     batch: Batch = Field(128, description="batch of pairs (card: 128)")
     lr: LearningRate = Field(2e-3, description="one-cycle peak learning rate (card: 2e-3)")
+    precision: Precision = Field("fp32", description="arithmetic of the corrected rollouts' denoiser calls (no "
+        "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs)")
     leak: float = Field(0.1, ge=0, le=10, description="leak η of the proposal emulator KSLeaky (card: 0.1)")
     variant: str = Field("fix_short", description="SNS schedule: 'fix_short' (card default) or 'joint'")
     refine_levels: tuple[int, ...] = Field((100, 200, 300), description="levels s* the one-step proposals are noised "

@@ -121,8 +121,9 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
         start = time.perf_counter()
         step = lambda x, g=g: emulator(x, g)  # noqa: E731
         # each trajectory steps on as soon as its denoising is done, so the denoiser calls stay full-width
-        runs[name] = rollout(step, test0, cfg.horizon) if corrector is None else rollout_pipelined(
-            step, test0, cfg.horizon, corrector)
+        with ctx.autocast(cfg.precision):
+            runs[name] = rollout(step, test0, cfg.horizon) if corrector is None else rollout_pipelined(
+                step, test0, cfg.horizon, corrector)
         ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
     off = {name: off_attractor_time(r.states, std).numpy() for name, r in runs.items()}
     rho = {name: pearson_t(r.states, truth) for name, r in runs.items()}
@@ -169,8 +170,9 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
     rows = []
     for name, corrector in (("plain", None), ("thermalized", correct)):
         gn.manual_seed(ctx.seed("learned/noise/seed"))
-        run = rollout(emulate, test0, cfg.learned_horizon) if corrector is None else rollout_pipelined(
-            emulate, test0, cfg.learned_horizon, corrector)
+        with ctx.autocast(cfg.precision):
+            run = rollout(emulate, test0, cfg.learned_horizon) if corrector is None else rollout_pipelined(
+                emulate, test0, cfg.learned_horizon, corrector)
         off = off_attractor_time(run.states, std)
         ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
         rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]),
@@ -215,9 +217,10 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
                        generator=ctx.generator("kf/thermalize"))
     x0 = (test0 / std).double()
     record = max(1, cfg.kolmogorov_horizon // 1000)
-    plain = rollout(emulate, x0, cfg.kolmogorov_horizon, record_every=record)
-    gn.manual_seed(ctx.seed("kf/noise2"))
-    thermal = rollout(emulate, x0, cfg.kolmogorov_horizon, corrector=therm, record_every=record)
+    with ctx.autocast(cfg.precision):
+        plain = rollout(emulate, x0, cfg.kolmogorov_horizon, record_every=record)
+        gn.manual_seed(ctx.seed("kf/noise2"))
+        thermal = rollout(emulate, x0, cfg.kolmogorov_horizon, corrector=therm, record_every=record)
     window, B = max(1, thermal.states.shape[1] // 10), data.shape[0]
     E_true = ke_spectrum_2d(data[: B // 2, -window:].double())
     E_true2 = ke_spectrum_2d(data[B // 2:, -window:].double())

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, Horizon, SampleSize, Steps, Width
+from theorylab.core.fields import Batch, Horizon, Precision, SampleSize, Steps, Width
 
 
 class ThermalizerConfig(StudyConfig):
@@ -25,6 +25,8 @@ class ThermalizerConfig(StudyConfig):
     s_init: int = Field(10, ge=0, le=999, description="thermalize when the classified level exceeds this")
     s_stop: int = Field(4, ge=0, le=999, description="denoise down to this level")
     s_abort: int = Field(100, ge=0, le=999, description="flag the trajectory diverged above this level")
+    precision: Precision = Field("fp32", description="arithmetic of the corrected rollouts' denoiser calls (no "
+        "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs)")
     leak: float = Field(0.1, ge=0, le=10, description="leak η of the drifting emulator KSLeaky")
     gauss_samples: Annotated[SampleSize, Field(ge=1000)] = Field(200_000, description="Monte Carlo samples of the "
         "Gaussian gain check (card: 2e5)")

@@ -1,0 +1,70 @@
+"""core.precision: the bf16 autocast choice, its kit use, and the CLI's --precision."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from theorylab.cli import app
+from theorylab.core.context import RunContext
+from theorylab.core.precision import autocast
+
+
+def test_autocast_sets_the_matmul_dtype():
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    with autocast("fp32"):
+        assert lin(x).dtype == torch.float32
+    with autocast("bf16", "cpu"):
+        assert lin(x).dtype == torch.bfloat16
+    with RunContext(0).autocast("bf16"):
+        assert lin(x).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16"):
+        autocast("fp16")
+
+
+def test_self_consistent_training_in_bf16_is_a_rounding_of_fp32():
+    # the bf16 transport changes the training only by rounding: same seed, losses close, not identical
+    from theorylab.data.corruptions import GaussianNoise
+    from theorylab.nn.velocity import TimeMLP
+    from theorylab.train.interpolants import train_self_consistent
+
+    torch.manual_seed(0)
+    y = torch.randn(256, 2)
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        torch.manual_seed(1)
+        model = TimeMLP(2, 32, 2, 8)
+        log = train_self_consistent(model, y, GaussianNoise(0.3), steps=20, batch=64, lr=1e-3,
+                                    generator=torch.Generator().manual_seed(2), transport_steps=5,
+                                    precision=precision)
+        losses[precision] = torch.tensor(log.losses)
+        assert all(math.isfinite(v) for v in log.losses)
+    assert not torch.equal(losses["fp32"], losses["bf16"])
+    torch.testing.assert_close(losses["bf16"], losses["fp32"], rtol=0.05, atol=0.02)
+
+
+def test_cli_precision(tmp_path: Path):
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+    bad = runner.invoke(app, ["run", "toy", "--precision", "fp16", "--store", store])
+    assert bad.exit_code == 2 and "invalid value for '--precision'" in bad.output
+    res = runner.invoke(app, ["run", "toy", "--precision", "bf16", "--json", "--store", store])
+    assert res.exit_code == 0, res.output
+    assert "no precision choice" in res.output and "--precision bf16 ignored" in res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1])["status"] == "done"
+
+
+def test_precision_is_part_of_the_run_identity():
+    from theorylab.core.study import get_study
+
+    study = get_study("self-consistent-interpolants")
+    assert study.make_config("quick").precision == "fp32"
+    assert study.make_config("quick", precision="bf16").precision == "bf16"
+    with pytest.raises(Exception, match="precision"):
+        study.make_config("quick", precision="fp16")
