@@ -220,7 +220,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     with ctx.autocast(cfg.precision):
         plain = rollout(emulate, x0, cfg.kolmogorov_horizon, record_every=record)
         gn.manual_seed(ctx.seed("kf/noise2"))
-        thermal = rollout(emulate, x0, cfg.kolmogorov_horizon, corrector=therm, record_every=record)
+        thermal = rollout_pipelined(emulate, x0, cfg.kolmogorov_horizon, therm, record_every=record)
     window, B = max(1, thermal.states.shape[1] // 10), data.shape[0]
     E_true = ke_spectrum_2d(data[: B // 2, -window:].double())
     E_true2 = ke_spectrum_2d(data[B // 2:, -window:].double())
