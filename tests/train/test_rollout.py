@@ -197,3 +197,11 @@ def test_pipelined_thermalize_equals_the_synchronous_one():
     assert torch.equal(pipe.logs["calls"], expect) and (pipe.logs["calls"] <= sync.logs["calls"]).all()
     with pytest.raises(ValueError, match="noise-blind"):
         Thermalize(den, betas, abar, noise_blind=False).start(torch.arange(2), x0[:2])
+
+
+def test_spectrum_band():
+    from theorylab.probes.rollout_metrics import spectrum_band
+
+    ok, mean_log = spectrum_band([1.0, 1.1, 0.9], 0.85, 1.15)
+    assert ok and mean_log == pytest.approx((math.log(1.1) + abs(math.log(0.9))) / 3)
+    assert spectrum_band([1.0, 1.2], 0.85, 1.15)[0] is False and spectrum_band([0.84], 0.85, 1.15)[0] is False

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -78,6 +79,13 @@ def spectral_similarity(pred_spectrum: Tensor, true_spectrum: Tensor, skip_zero:
 def log_spectral_distance(pred_spectrum: Tensor, true_spectrum: Tensor, skip_zero: bool = True) -> float:
     s = 1 if skip_zero else 0
     return float((torch.log10(pred_spectrum[s:]) - torch.log10(true_spectrum[s:])).abs().mean())
+
+
+def spectrum_band(ratios, low: float, high: float) -> tuple[bool, float]:
+    """``(every ratio in [low, high], mean |ln ratio|)`` of per-mode spectrum ratios E_model(m)/E_ref(m): the
+    energetic-statistics test of the rollout studies (thermalizer, self-refining-surrogate)."""
+    r = np.asarray(ratios, dtype=float)
+    return bool(((r >= low) & (r <= high)).all()), float(np.abs(np.log(r)).mean())
 
 
 def time_to_blowup(traj: Tensor, limit: float = 1e3, dt: float = 1.0) -> Tensor:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.probes.rollout_metrics import spectrum_band
 
 REF = "arXiv 2603.17750"
 OURS = "ours: linear-Gaussian AR(1) stand-in for the framework of " + REF
@@ -147,8 +148,8 @@ S_SPEC = ("Over the last 300 steps of the SNS rollout, E_SNS(m)/E_ref(m) is in [
 def judge_spectrum(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = t.loc[1:6, "ratio"]
-    mean_log = float(np.abs(np.log(r)).mean())
-    ok = bool(((r >= 0.8) & (r <= 1.25)).all()) and mean_log <= 0.1
+    in_band, mean_log = spectrum_band(r, 0.8, 1.25)
+    ok = in_band and mean_log <= 0.1
     detail = ("SNS ratios m = 1..6: " + ", ".join(f"{x:.3f}" for x in r) + "; thermo: " + ", ".join(
         f"{x:.3f}" for x in t.loc[1:6, "thermo_ratio"]) + "; truth window: " + ", ".join(
         f"{x:.3f}" for x in t.loc[1:6, "truth_ratio"]))

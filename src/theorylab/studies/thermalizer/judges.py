@@ -6,6 +6,7 @@ import numpy as np
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.errors import Undecided
+from theorylab.probes.rollout_metrics import spectrum_band
 
 REF = "arXiv 2503.18731"
 
@@ -132,8 +133,8 @@ S_SPEC = ("Over the last 500 thermalized steps, E_therm(m)/E_true(m) is in [0.85
 def judge_spectrum(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = t.loc[1:6, "ratio"]
-    mean_log = float(np.abs(np.log(r)).mean())
-    ok = bool(((r >= 0.85) & (r <= 1.15)).all()) and mean_log <= 0.08
+    in_band, mean_log = spectrum_band(r, 0.85, 1.15)
+    ok = in_band and mean_log <= 0.08
     control = t.loc[1:6, "truth_ratio"]  # the truth's own test window against the same reference: the sampling spread
     detail = ("ratios m = 1..6: " + ", ".join(f"{v:.3f}" for v in r) + " (standard errors of ln ratio: " + ", ".join(
         f"{v:.3f}" for v in t.loc[1:6, "se_log_ratio"])
