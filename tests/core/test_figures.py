@@ -38,3 +38,20 @@ def test_figure_png_equals_savefig_tight(tmp_path, with_image):
     a, b = imread(ref), imread(png)
     assert a.shape == b.shape and np.array_equal(a, b)
     assert (tmp_path / "run" / "figures" / "f.pdf").stat().st_size > 1000
+
+
+def test_timed_records_the_block_wall_time():
+    import time
+
+    from theorylab.core.context import RunContext
+
+    ctx = RunContext(0)
+    with ctx.timed("phase"):
+        time.sleep(0.05)
+    assert 0.04 < ctx.scalars["phase_s"] < 1.0
+    try:
+        with ctx.timed("broken"):
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert "broken_s" in ctx.scalars  # recorded even when the block raises

@@ -6,6 +6,7 @@ import hashlib
 import math
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
@@ -163,6 +164,16 @@ class RunContext:
         self.log_lines.append(message)
         if self.show_progress:
             print(f"  {self.label}{message}", file=sys.stderr, flush=True)
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Record the block's wall time as the scalar ``<name>_s``: where a run's time goes (e.g. against the quick
+        budget), readable in ``scalars.json`` and ``theorylab show``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.scalar(f"{name}_s", time.perf_counter() - start)
 
     def autocast(self, precision: str) -> Any:
         """``with ctx.autocast(cfg.precision):`` runs the block at that precision on the run's device

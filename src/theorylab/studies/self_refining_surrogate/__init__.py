@@ -12,8 +12,6 @@ Kolmogorov flow at Re = 10k with a U-Net SNS model correcting a learned U-Net em
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import torch
@@ -89,12 +87,10 @@ def _train(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, train: torch.Tenso
         net = ConditionalDiffusion(mlp_backbone(train.shape[-1], 2, 1, cfg.width, cfg.blocks), 2, cfg.levels)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True)  # fused: ~3x faster Adam step on CPU
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps)
-    start = time.perf_counter()
     log = train_sns(net, (train / std).float(), abar, steps=cfg.steps, batch=cfg.batch, optimizer=opt,
                     scheduler=sched, generator=ctx.generator("sns/train"), levels=cfg.levels,
                     low_levels=cfg.low_levels, low_share=cfg.low_share, ce_weight=cfg.ce_weight,
                     progress=ctx.progress, check=ctx.check_finite)
-    ctx.scalar("train_s", time.perf_counter() - start)
     ctx.table("training", pd.DataFrame(log))
     ctx.scalar("parameters", sum(p.numel() for p in net.parameters()))
     return net.eval()
@@ -159,13 +155,11 @@ def _rollouts(cfg, ctx, net, ks, train, std, test0, truth, betas, abar):
         g = ctx.generator("emulator/noise")  # the same proposal noise for every rollout
         corr = None if mode is None else SelfRefine(net, betas, abar, mode=mode, variant=cfg.variant,
                                                     generator=ctx.generator(f"refine/{name}"), scale=std).reset(test0)
-        start = time.perf_counter()
         step = lambda x, g=g: emulator(x, g)  # noqa: E731
         # each trajectory steps on as soon as its correction is done: the batched calls stay full (2-3x faster)
-        with ctx.autocast(cfg.precision):
+        with ctx.timed(f"{name}_rollout"), ctx.autocast(cfg.precision):
             runs[name] = rollout(step, test0, horizon) if corr is None else rollout_pipelined(step, test0, horizon,
                                                                                                corr)
-        ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
     rows = []
     for name, r in runs.items():
         T = r.states.shape[1]
@@ -320,34 +314,25 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
 def run(cfg: SelfRefiningSurrogateConfig, ctx: RunContext) -> None:
     betas, abar = noise_schedule(cfg.levels, "cosine")
     abar_1000 = noise_schedule(1000, "cosine")[1]
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:  # where the quick budget goes, as scalars (seconds)
-        nonlocal clock
-        now = time.perf_counter()
-        ctx.scalar(f"{name}_s", now - clock)
-        clock = now
-
-    gauss = _gauss(cfg, ctx, abar_1000)
-    lap("gauss")
+    # where the quick budget goes: every phase's wall time is a scalar `<phase>_s`
+    with ctx.timed("gauss"):
+        gauss = _gauss(cfg, ctx, abar_1000)
     # tiny ops (64-point FFTs, batch-16 MLP calls in the rollouts) run faster on one thread than on two; the
     # batch-128 training and the ~100-pair one-step tests use every core (measured: 15.8 -> 10.4 ms per step)
-    with torch_threads(1, ctx.device.type):
+    with ctx.timed("data"), torch_threads(1, ctx.device.type):
         ks, train, std, test0, truth = _data(cfg, ctx)
-    lap("data")
-    net = _train(cfg, ctx, train, std, abar)
-    clock = time.perf_counter()
-    _calibration(cfg, ctx, net, truth, std, abar)
-    one = _one_step(cfg, ctx, net, ks, truth, std, betas, abar)
-    lap("one_step")
+    with ctx.timed("train"):
+        net = _train(cfg, ctx, train, std, abar)
+    with ctx.timed("one_step"):
+        _calibration(cfg, ctx, net, truth, std, abar)
+        one = _one_step(cfg, ctx, net, ks, truth, std, betas, abar)
     with torch_threads(1, ctx.device.type):
         table, spec, levels, rho = _rollouts(cfg, ctx, net, ks, train, std, test0, truth, betas, abar)
-    clock = time.perf_counter()
-    figure_tradeoff(ctx, gauss, levels, abar_1000)
-    figure_corr(ctx, rho)
-    figure_one_step(ctx, one)
-    figure_spectrum(ctx, spec)
-    lap("figures")
+    with ctx.timed("figures"):
+        figure_tradeoff(ctx, gauss, levels, abar_1000)
+        figure_corr(ctx, rho)
+        figure_one_step(ctx, one)
+        figure_spectrum(ctx, spec)
     if cfg.kolmogorov:
         _kolmogorov(cfg, ctx, betas, abar)
     if cfg.qg:
