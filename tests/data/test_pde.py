@@ -214,3 +214,15 @@ def test_coarse_trajectories_store_resampled_fields_and_hold_out_test_states():
     for t in range(5):
         assert torch.allclose(train[:, t], resample_spectral(w[:3], 8, dims=2).float(), atol=1e-6)
         w = solver.step(w, 2)
+
+
+def test_ks22_trajectories_are_the_solver_stepped_four_at_a_time():
+    from theorylab.data.pde import ks22_trajectories
+
+    g = lambda seed: torch.Generator().manual_seed(seed)  # noqa: E731
+    ks, train, std, test0, truth = ks22_trajectories(3, 6, 2, 5, g(1), g(2))
+    assert train.shape == (3, 6, 1, 64) and truth.shape == (2, 6, 1, 64) and test0.shape == (2, 1, 64)
+    assert std == pytest.approx(float(train.std()))
+    x = ks.spun_up(3, g(1))  # the same draws by hand: the first stored frame is four solver steps on
+    assert torch.equal(train[:, 0], ks.step(x, 4)) and torch.equal(truth[:, 0], test0)
+    assert torch.allclose(truth[:, 5], ks.step(test0, 20), atol=1e-10)  # 5 x 4 steps vs 20: rounding only

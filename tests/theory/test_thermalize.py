@@ -95,3 +95,7 @@ def test_reverse_step_coefficients_equal_the_scalar_step():
     for i, level in enumerate(s.tolist()):
         torch.testing.assert_close(batched[i], reverse_step(x[i], eps[i], level, BETAS, ABARS, z[i]))
     assert sigma[0] == 0 and (sigma[1:] > 0).all()
+    from theorylab.theory.thermalize import reverse_step_rows
+
+    torch.testing.assert_close(reverse_step_rows(x, eps, s, (c_x, c_eps, sigma), z), batched)
+    torch.testing.assert_close(reverse_step_rows(x, eps, s, (c_x, c_eps, sigma)), batched - sigma[s, None] * z)

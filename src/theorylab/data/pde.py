@@ -167,6 +167,25 @@ class KS1D(UUxStepper1D):
         return self.step(self.random_state(batch, generator), int(round(time / self.dt)))
 
 
+def ks22_trajectories(n_train: int, train_horizon: int, n_test: int, horizon: int, train_generator: torch.Generator,
+                      test_generator: torch.Generator) -> tuple[KS1D, Tensor, float, Tensor, Tensor]:
+    """The KS22 emulator data of the thermalizer (arXiv 2503.18731) and SNS (arXiv 2603.17750) studies: one
+    stored step = 4 solver steps (Δt = 1.0). Returns ``(ks, train [n_train, train_horizon, 1, 64], std, test0
+    [n_test, 1, 64], truth [n_test, horizon + 1, 1, 64])``: spun-up training trajectories without their first
+    frame, their overall std (the emulators' scale), held-out initial states and their true trajectories."""
+    ks = KS1D.preset("ks22")
+
+    def trajectory(x0: Tensor, steps: int) -> Tensor:
+        frames = [x0]
+        for _ in range(steps):
+            frames.append(ks.step(frames[-1], 4))
+        return torch.stack(frames, 1)
+
+    train = trajectory(ks.spun_up(n_train, train_generator), train_horizon)[:, 1:]
+    test0 = ks.spun_up(n_test, test_generator)
+    return ks, train, float(train.std()), test0, trajectory(test0, horizon)
+
+
 # --------------------------------------------------------------------------------------------
 # 2-D Navier–Stokes (vorticity form)
 # --------------------------------------------------------------------------------------------

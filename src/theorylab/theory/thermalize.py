@@ -58,6 +58,17 @@ def reverse_step_coefficients(betas: Tensor, alpha_bars: Tensor) -> tuple[Tensor
     return c_x, c_eps, sigma
 
 
+def reverse_step_rows(x: Tensor, eps: Tensor, s: Tensor, coefficients: tuple[Tensor, Tensor, Tensor],
+                      z: Tensor | None = None) -> Tensor:
+    """:func:`reverse_step` for a batch whose rows sit at different levels ``s`` ``[B]``:
+    ``c_x[s] x − c_eps[s] ε + σ[s] z`` with the tables of :func:`reverse_step_coefficients` (no noise term when
+    ``z`` is None). The tables stay float64 (only moved to ``x``'s device), as in the scalar step."""
+    c_x, c_eps, sigma = coefficients
+    view = (len(s),) + (1,) * (x.ndim - 1)
+    out = c_x[s].view(view).to(x.device) * x - c_eps[s].view(view).to(x.device) * eps
+    return out if z is None else out + sigma[s].view(view).to(x.device) * z
+
+
 def step_gain(variance: Tensor, s: int, betas: Tensor, alpha_bars: Tensor) -> Tensor:
     """``m_s(σ²)``: the factor one optimal reverse step at level s applies to a mode of variance σ²."""
     abar = _levels(alpha_bars)

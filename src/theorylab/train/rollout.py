@@ -16,7 +16,7 @@ from typing import Callable, Literal, Protocol
 import torch
 from torch import Tensor
 
-from theorylab.theory.thermalize import reverse_step_coefficients
+from theorylab.theory.thermalize import reverse_step_coefficients, reverse_step_rows
 
 
 @dataclass
@@ -159,6 +159,10 @@ class Thermalize:
         self.denoiser, self.s_init, self.s_stop, self.s_abort = denoiser, s_init, s_stop, s_abort
         self.betas, self.alpha_bars = betas.double(), alpha_bars.double()
         self.generator, self.noise, self.noise_blind, self.scale = generator, noise, noise_blind, scale
+        # the pipelined protocol's state (start/advance/busy), sized by the first start
+        self._x: Tensor | None = None
+        self._level = torch.zeros(0, dtype=torch.long)  # next level to step at; <= s_stop: finished
+        self._coef = reverse_step_coefficients(self.betas, self.alpha_bars)
 
     def __call__(self, x: Tensor, t: int) -> tuple[Tensor, dict[str, Tensor]]:
         if self.scale != 1.0:
@@ -195,22 +199,16 @@ class Thermalize:
 
     # --- the pipelined protocol (rollout_pipelined): each trajectory on its own reverse schedule -----------------
     def _ensure(self, n: int, like: Tensor) -> None:
-        if getattr(self, "_x", None) is None or len(self._level) < n:
+        if self._x is None or len(self._level) < n:
             self._x = like.new_zeros((n,) + tuple(like.shape[1:]))
-            self._level = torch.full((n,), -1, dtype=torch.long)  # next level to step at; <= s_stop: finished
+            self._level = torch.full((n,), -1, dtype=torch.long)
             self._info = {k: torch.zeros(n, dtype=torch.long) for k in ("level", "calls")}
             self._flags = {k: torch.zeros(n, dtype=torch.bool) for k in ("thermalized", "aborted")}
             self._done = torch.zeros(n, dtype=torch.bool)
-            self._coef = reverse_step_coefficients(self.betas, self.alpha_bars)
 
-    def _step(self, rows: Tensor, x: Tensor, eps: Tensor, s: Tensor) -> Tensor:
-        c_x, c_eps, sigma = self._coef
-        view = (len(rows),) + (1,) * (x.ndim - 1)
-        out = c_x[s].view(view).to(x.device) * x - c_eps[s].view(view).to(x.device) * eps
-        if self.noise:
-            z = torch.randn(x.shape, generator=self.generator, dtype=x.dtype).to(x.device)
-            out = out + sigma[s].view(view).to(x.device) * z
-        return out
+    def _step(self, x: Tensor, eps: Tensor, s: Tensor) -> Tensor:
+        z = torch.randn(x.shape, generator=self.generator, dtype=x.dtype).to(x.device) if self.noise else None
+        return reverse_step_rows(x, eps, s, self._coef, z)
 
     def start(self, rows: Tensor, x: Tensor) -> None:
         """Classify the states ``x`` ``[R, ...]`` of the trajectories ``rows`` and take each active one's first
@@ -225,7 +223,7 @@ class Thermalize:
         active = (s_hat > self.s_init) & ~aborted
         if bool(active.any()):
             on = active.to(xs.device).view(-1, *[1] * (xs.ndim - 1))
-            xs = torch.where(on, self._step(rows, xs, eps0, torch.where(active, s_hat, 0)), xs)
+            xs = torch.where(on, self._step(xs, eps0, torch.where(active, s_hat, 0)), xs)
         dev = rows.to(self._x.device)
         self._x[dev] = xs
         self._level[rows] = torch.where(active, s_hat - 1, self.s_stop)
@@ -234,7 +232,7 @@ class Thermalize:
         self._done[rows] = self._level[rows] <= self.s_stop
 
     def busy(self) -> bool:
-        return getattr(self, "_x", None) is not None and bool((self._level > self.s_stop).any())
+        return bool((self._level > self.s_stop).any())
 
     def advance(self) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         """One denoiser call over every trajectory still denoising, each at its own level; returns ``(rows,
@@ -246,7 +244,7 @@ class Thermalize:
             x = self._x[dev]
             s = self._level[rows]
             eps, _ = self.denoiser(x, None)
-            self._x[dev] = self._step(rows, x, eps, s)
+            self._x[dev] = self._step(x, eps, s)
             self._info["calls"][rows] += 1
             self._level[rows] -= 1
             self._done[rows] = self._level[rows] <= self.s_stop

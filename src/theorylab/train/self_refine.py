@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from theorylab.nn.unet import diffuse
-from theorylab.theory.thermalize import reverse_step_coefficients
+from theorylab.theory.thermalize import reverse_step_coefficients, reverse_step_rows
 
 Progress = Callable[[Iterable[int], str], Iterable[int]]
 Check = Callable[[str, Tensor, int], None]
@@ -152,7 +152,7 @@ class Corrections:
         self.done = torch.zeros(batch, dtype=torch.bool)  # finished, not yet returned by advance
         self._none = torch.zeros(0, dtype=torch.long)
         # the reverse step x_{s−1} = c_x[s] x_s − c_eps[s] ε̂ + σ[s] z (Ho et al. 2020, eq. 11; σ_0 = 0)
-        self._c_x, self._c_eps, self._sigma = reverse_step_coefficients(self.betas, self.ab)
+        self._coef = reverse_step_coefficients(self.betas, self.ab)
 
     def _call(self, frames: Tensor, rows: Tensor | None, levels: bool) -> tuple[Tensor, Tensor]:
         """The network on ``frames`` of the trajectories ``rows`` (``None``: all of them)."""
@@ -213,21 +213,16 @@ class Corrections:
             s = self.level if rows is None else self.level[rows]
             sub = self.frames if rows is None else self.frames[rows.to(self.frames.device)]
             eps = self._call(sub, rows, levels=False)[0]
-            view = (n,) + (1,) * (sub.ndim - 1)
-            c_x, c_eps = self._c_x[s].view(view).to(sub.device), self._c_eps[s].view(view).to(sub.device)
             if self.variant == "fix_short":
-                new = c_x[:, 0] * sub[:, 1] - c_eps[:, 0] * eps[:, 1]
-                if self.noise:
-                    sigma = self._sigma[s].view((n,) + view[2:]).to(new.device)
-                    new = new + sigma * _noise(new.shape, self.generator, new)
+                z = _noise(sub[:, 1].shape, self.generator, sub) if self.noise else None
+                new = reverse_step_rows(sub[:, 1], eps[:, 1], s, self._coef, z)
                 if rows is None:
                     self.frames[:, 1] = new
                 else:
                     self.frames[rows.to(self.frames.device), 1] = new
             else:
-                mean = c_x * sub - c_eps * eps
-                if self.noise:
-                    mean = mean + self._sigma[s].view(view).to(sub.device) * _noise(sub.shape, self.generator, sub)
+                mean = reverse_step_rows(sub, eps, s, self._coef,
+                                         _noise(sub.shape, self.generator, sub) if self.noise else None)
                 lv = self.lv if rows is None else self.lv[rows]
                 do = (lv >= s[:, None]) & (lv > 0)  # [R, 2]: which frames step at this level
                 new = torch.where(do.to(sub.device).view((n, 2) + (1,) * (sub.ndim - 2)), mean, sub)
@@ -304,16 +299,16 @@ class SelfRefine:
         self.work = None
         return self
 
-    def _need_reset(self, x: Tensor) -> None:
-        if self.prev is None or self.prev.shape[1:] != x.shape[1:]:
+    def _need_reset(self, x: Tensor, whole_batch: bool = False) -> Tensor:
+        """The previous states, once ``reset(x0)`` set them with ``x``'s frame shape (and batch, if asked)."""
+        first = 0 if whole_batch else 1
+        if self.prev is None or self.prev.shape[first:] != x.shape[first:]:
             raise RuntimeError("SelfRefine needs reset(x0) with the rollout's initial state before the rollout")
+        return self.prev
 
     def __call__(self, x: Tensor, t: int) -> tuple[Tensor, dict[str, Tensor]]:
-        self._need_reset(x)
-        assert self.prev is not None
-        if self.prev.shape != x.shape:
-            raise RuntimeError("SelfRefine needs reset(x0) with the rollout's initial state before the rollout")
-        y, info = refine(self.model, self.prev / self.scale, x / self.scale, self.betas, self.alpha_bars,
+        prev = self._need_reset(x, whole_batch=True)
+        y, info = refine(self.model, prev / self.scale, x / self.scale, self.betas, self.alpha_bars,
                          mode=self.mode, variant=self.variant, generator=self.generator, anchor=self.anchor,
                          noise=self.noise)
         y = y * self.scale
@@ -322,14 +317,13 @@ class SelfRefine:
 
     def start(self, rows: Tensor, x: Tensor) -> None:
         """Begin correcting the proposals ``x`` (``[R, *frame]``) of the trajectories ``rows``."""
-        self._need_reset(x)
-        assert self.prev is not None
+        prev = self._need_reset(x)
         if self.work is None:
-            self.work = Corrections(self.model, self.betas, self.alpha_bars, batch=len(self.prev), mode=self.mode,
+            self.work = Corrections(self.model, self.betas, self.alpha_bars, batch=len(prev), mode=self.mode,
                                     variant=self.variant, generator=self.generator, noise=self.noise)
             if self.anchor is not None:
                 self.work.anchor = self.anchor.unsqueeze(1).float()
-        self.work.begin(rows, self.prev[rows.to(self.prev.device)] / self.scale, x / self.scale)
+        self.work.begin(rows, prev[rows.to(prev.device)] / self.scale, x / self.scale)
 
     def advance(self) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
         """One batched network call; returns ``(rows, corrected [R, *frame], info)`` for the rows finished."""

@@ -19,7 +19,7 @@ import torch
 from theorylab.core import RunContext, study
 from theorylab.core.cpu import torch_threads
 from theorylab.core.rng import seeded
-from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories
+from theorylab.data.pde import NS2D, KSLeaky, coarse_trajectories, ks22_trajectories
 from theorylab.data.qg import QG2L
 from theorylab.nn.conditional_diffusion import ConditionalDiffusion, mlp_backbone, unet_backbone
 from theorylab.nn.unet import UNet, diffuse, noise_schedule
@@ -72,13 +72,8 @@ def _gauss(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, abar: torch.Tensor
 
 
 def _data(cfg: SelfRefiningSurrogateConfig, ctx: RunContext):
-    ks = KS1D.preset("ks22")  # Δt = 4 x 0.25 = 1.0 per stored step
-    train = rollout(lambda x: ks.step(x, 4), ks.spun_up(cfg.train_trajectories, ctx.generator("data/train")),
-                    cfg.train_horizon).states[:, 1:]
-    std = float(train.std())
-    test0 = ks.spun_up(cfg.test_trajectories, ctx.generator("data/test"))
-    truth = rollout(lambda x: ks.step(x, 4), test0, cfg.horizon).states
-    return ks, train, std, test0, truth
+    return ks22_trajectories(cfg.train_trajectories, cfg.train_horizon, cfg.test_trajectories, cfg.horizon,
+                             ctx.generator("data/train"), ctx.generator("data/test"))
 
 
 def _train(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, train: torch.Tensor, std: float,

@@ -23,7 +23,7 @@ import torch
 
 from theorylab.core import RunContext, study
 from theorylab.core.rng import seeded
-from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories
+from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories, ks22_trajectories
 from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, UNet, noise_schedule
 from theorylab.probes.level_classifier import classify_levels
 from theorylab.probes.rollout_metrics import (
@@ -55,13 +55,8 @@ PAPER = "Pedersen, Zanna, Bruna, arXiv 2503.18731 (2025); ICML 2025"
 
 
 def _data(cfg: ThermalizerConfig, ctx: RunContext):
-    ks = KS1D.preset("ks22")
-    train = rollout(lambda x: ks.step(x, 4), ks.spun_up(cfg.train_trajectories, ctx.generator("data/train")),
-                    cfg.train_horizon).states[:, 1:]
-    std = float(train.std())
-    test0 = ks.spun_up(cfg.test_trajectories, ctx.generator("data/test"))
-    truth = rollout(lambda x: ks.step(x, 4), test0, cfg.horizon).states
-    return ks, train, std, test0, truth
+    return ks22_trajectories(cfg.train_trajectories, cfg.train_horizon, cfg.test_trajectories, cfg.horizon,
+                             ctx.generator("data/train"), ctx.generator("data/test"))
 
 
 def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Tensor,
