@@ -204,3 +204,29 @@ def test_report_pages_link_to_existing_files(root, rmt_quick):
             n_images += link.endswith(".png")
     assert n_images >= 6
     assert "kappa-fixed-point" in (root / "report" / "runs" / f"{rmt_quick.run_id}.html").read_text()
+
+
+def test_parallel_check_gives_the_one_at_a_time_verdicts_and_errors(tmp_path):
+    names = ["toy-broken", "toy", "toy-missing"]
+    one = runner.invoke(app, ["check", *names, "--json", "--workers", "1", "--store", str(tmp_path / "one")])
+    two = runner.invoke(app, ["check", *names, "--json", "--workers", "2", "--store", str(tmp_path / "two")])
+    assert one.exit_code == two.exit_code == 1  # toy-broken raised: an error beats a missing resource
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert [r["study"] for r in b] == names  # the order asked for, whatever order they finished in
+    for x, y in zip(a, b):
+        assert (x["status"], x["message"], x["counts"]) == (y["status"], y["message"], y["counts"])
+        assert [(v["id"], v["passed"], v["measured"]) for v in x["verdicts"]] == [
+            (v["id"], v["passed"], v["measured"]) for v in y["verdicts"]]
+        assert x["run_id"] == y["run_id"]  # the same runs, stored under the same identities
+    assert "3 studies (quick), 2 at a time" in two.stderr
+    assert "missing resource: corpus 'toy'" in two.stderr and "toy-broken: error: RuntimeError" in two.stderr
+    again = runner.invoke(app, ["check", "toy", "toy-missing", "--workers", "2", "--store", str(tmp_path / "two")])
+    assert again.exit_code == 2 and "(reused)" in again.stderr  # a missing resource alone: exit 2; toy reused
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many"])
+def test_bad_workers_is_one_line_exit_2(root, value):
+    res = invoke(root, "check", "toy", "--workers", value)
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
+    assert "invalid value for 'workers'" in res.stderr
+    assert not (root / "runs").exists() or not any((root / "runs").iterdir())

@@ -6,10 +6,12 @@ The sample mean of n standard normals must lie within 4 standard errors of 0: an
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 import pandas as pd
+import torch
 from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
@@ -90,3 +92,39 @@ for _slug, _config, _title in (("toy-broken", ToyBrokenConfig, "A study that alw
     _never.add("never", "never judged")(lambda res, v: v.undecided("never judged"))
     study(_slug, title=_title, paper="(tests only)", config=_config,
           presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=_never)(run_broken)
+
+
+class ToyGridConfig(StudyConfig):
+    scales: tuple[float, ...] = Field((0.5, 1.0, 2.0, 4.0), description="the grid: one job per scale and seed")
+    seeds: int = Field(2, ge=1, le=16, description="jobs per scale")
+    n: int = Field(4000, ge=100, le=10**7, description="normal draws per job")
+    fail_scale: float = Field(0.0, ge=0.0, le=100.0, description="the job at this scale raises (0: none)")
+
+
+def toy_grid_job(item: tuple, progress) -> tuple[dict, int]:
+    """One grid job (module level, so that Ray can run it): the variance of ``n`` draws at ``scale``."""
+    scale, seed, generator, n, fail = item
+    if fail:
+        raise RuntimeError(f"toy-grid job at scale {scale} raises")
+    x = torch.randn(n, generator=generator, dtype=torch.float64) * scale
+    return {"scale": scale, "seed": seed, "var": float(x.var())}, os.getpid()
+
+
+grid_claims = Claims("toy-grid", "exact: Var(s Z) = s^2")
+
+
+@grid_claims.add("variance-slope", "log Var against log scale over the merged grid has slope 2")
+def judge_slope(res, v) -> Verdict:
+    t = res.table("jobs")
+    slope = float(np.polyfit(np.log(t["scale"]), np.log(t["var"]), 1)[0])
+    return v.judged(abs(slope - 2) <= 0.1, slope, 2.0, 0.1, f"slope {slope:.4f} over {len(t)} jobs")
+
+
+@study("toy-grid", title="A grid of independent jobs (tests of RunContext.map)", paper="(tests only)",
+       config=ToyGridConfig, presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=grid_claims)
+def run_grid(cfg: ToyGridConfig, ctx: RunContext) -> None:
+    items = [(s, k, ctx.generator(f"job/{s}/{k}"), cfg.n, s == cfg.fail_scale) for s in cfg.scales
+             for k in range(cfg.seeds)]
+    out = ctx.map(toy_grid_job, items, "toy jobs")
+    ctx.table("jobs", pd.DataFrame([row for row, _ in out]))
+    ctx.scalar("processes", len({pid for _, pid in out}))

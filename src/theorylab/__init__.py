@@ -51,12 +51,19 @@ def run(
     store: str | Store | None = None,
     force: bool = False,
     device: str = "auto",
+    executor: str = "inline",
+    address: str | None = None,
     **overrides: Any,
 ) -> Result:
-    """Run (or reuse from the store) one study and return its judged :class:`Result`."""
+    """Run (or reuse from the store) one study and return its judged :class:`Result`. ``executor="ray"`` runs the
+    study's independent grid jobs as Ray tasks (locally, or on the cluster at ``address``): same tables, same
+    verdicts."""
+    from theorylab.core.context import resolve_device
+    from theorylab.core.executors import make_executor
     from theorylab.core.runner import execute
 
-    return execute(slug, preset, seed, overrides, store=_store(store), force=force, device=device)
+    jobs = make_executor(executor, address, gpu=resolve_device(device).type == "cuda")
+    return execute(slug, preset, seed, overrides, store=_store(store), force=force, device=device, executor=jobs)
 
 
 def check(
@@ -67,13 +74,18 @@ def check(
     store: str | Store | None = None,
     force: bool = False,
     device: str = "auto",
+    workers: int | str = 1,
 ) -> list[Result]:
-    """Run (or reuse) each study and re-judge every claim from the stored results."""
-    from theorylab.core.runner import check as check_one
+    """Run (or reuse) each study and re-judge every claim from the stored results. ``workers``: studies side by side
+    in separate processes ('auto': one per core); a study that raises raises here, after the others have finished."""
+    from theorylab.core.runner import check_many
 
-    st = _store(store)
     names = [slugs] if isinstance(slugs, str) else list(slugs or all_studies())
-    return [check_one(slug, preset, seed, store=st, force=force, device=device) for slug in names]
+    outcomes = check_many(names, preset, seed, store=_store(store), force=force, device=device, workers=workers)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes  # type: ignore[return-value]
 
 
 def sweep(slug: str, grid: Mapping[str, Any], *, preset: str = "quick", seed: int = 0, executor: str = "inline",

@@ -69,6 +69,17 @@ def _missing(error: BaseException) -> MissingResource | None:
     return None
 
 
+def _workers(value: str) -> int | str:
+    """``--workers``: 'auto' or a positive integer (checked by the runner)."""
+    text = value.strip().lower()
+    if text == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"invalid value for 'workers': {value!r}; allowed: 'auto' or an integer >= 1") from None
+
+
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
@@ -221,15 +232,22 @@ def run(
     device: str = DeviceOpt,
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
+    executor: str = typer.Option("inline", "--executor", "-e", help="Where a study's independent grid jobs run: "
+                                 "inline (here) or ray (one Ray task per job; same tables and verdicts)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address for --executor ray "
+                                          "(default: start a local Ray on every core)."),
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Run one study and judge its claims."""
+    from theorylab.core.executors import make_executor
     from theorylab.core.runner import execute
 
     with _user_errors():
         overrides = _overrides(slug, set_, precision)
-        res = execute(slug, preset, seed, overrides, store=Store(store), force=force, device=device, show_progress=True)
+        jobs = make_executor(executor, address, gpu=resolve_device(device).type == "cuda")
+        res = execute(slug, preset, seed, overrides, store=Store(store), force=force, device=device, show_progress=True,
+                      executor=jobs)
     if as_json:
         print(json.dumps(res.to_json()))
     else:
@@ -247,6 +265,8 @@ def check(
     device: str = DeviceOpt,
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
+    workers: str = typer.Option("auto", "--workers", "-w", help="Studies run side by side: 'auto' (one per core, "
+                                "one on a GPU) or a number; 1 runs them one at a time with progress bars."),
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
@@ -254,7 +274,7 @@ def check(
 
     A study that raises is recorded as an error (one line) and the others go on; exit 1 when a
     claim failed or a study errored, 2 when the only problem is a missing optional resource."""
-    from theorylab.core.runner import check as check_one
+    from theorylab.core.runner import check_many, check_workers
 
     names = list(slugs or all_studies())
     with _user_errors():
@@ -263,25 +283,41 @@ def check(
             get_study(slug)  # unknown slugs fail before any work
         resolve_device(device)
         per_study = {slug: _precision(slug, precision) for slug in names}
+    with _user_errors():
+        n_proc, threads = check_workers(_workers(workers), len(names), device)
     results: list[Result] = []
     missing: list[str] = []
     started = time.perf_counter()
-    for i, slug in enumerate(names, 1):
-        err.print(f"checking {slug} ({preset}, {i}/{len(names)}) ...", highlight=False)
-        try:
-            results.append(check_one(slug, preset, seed, store=st, force=force, device=device, show_progress=True,
-                                     overrides=per_study[slug]))
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # noqa: BLE001 - one study's error never stops the others
+    if n_proc > 1:
+        err.print(f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
+                  f"{'s' if threads > 1 else ''} each ...", highlight=False)
+
+    def starting(slug: str, k: int) -> None:
+        err.print(f"checking {slug} ({preset}, {k}/{len(names)}) ...", highlight=False)
+
+    def done(slug: str, outcome: Result | BaseException, k: int) -> None:
+        if isinstance(outcome, BaseException):
             if _DEBUG["on"]:
-                raise
-            gap = _missing(e)
-            line = f"missing resource: {gap}" if gap is not None else _one_line(e)
+                raise outcome
+            gap = _missing(outcome)
+            line = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
             if gap is not None:
                 missing.append(slug)
             err.print(f"[bold red]{slug}: error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        elif n_proc > 1:
+            c = outcome.counts()
+            err.print(f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
+                      f"{c['passed']} passed, {c['failed']} failed, {c['undecided']} not decided", highlight=False)
+
+    for slug, outcome in zip(names, check_many(names, preset, seed, store=st, force=force, device=device,
+                                               overrides=per_study, workers=n_proc, show_progress=True,
+                                               on_start=starting if n_proc == 1 else None, on_done=done)):
+        if isinstance(outcome, BaseException):
+            gap = _missing(outcome)
+            line = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
             results.append(Result.error(slug, preset, seed, line))
+        else:
+            results.append(outcome)
     if as_json:
         print(json.dumps([r.to_json() for r in results]))
     else:

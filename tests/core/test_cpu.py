@@ -107,3 +107,42 @@ def test_runner_applies_a_study_s_cpu_threads(tmp_path):
     with pytest.raises(ValueError, match="cpu_threads"):
         study("threads-bad", title="t", paper="p", config=Cfg, presets=presets, claims=Claims("threads-bad", "r"),
               cpu_threads=0)
+
+
+def test_a_thread_cap_bounds_every_later_pin_and_workers_share_the_cores(monkeypatch):
+    from theorylab.core.runner import check_workers
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(cpu, "_thread_cap", None)
+    try:
+        cpu.cap_threads(1)
+        assert torch.get_num_threads() == 1
+        with cpu.torch_threads(4):
+            assert torch.get_num_threads() == 1  # a study's own pin cannot exceed its worker's share
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setattr(cpu, "_thread_cap", None)
+    with cpu.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    monkeypatch.setattr("theorylab.core.runner.available_cores", lambda: 2)
+    assert check_workers("auto", 31, "cpu") == (2, 1)
+    assert check_workers("auto", 1, "cpu") == (1, 2)  # one study: no second process
+    assert check_workers(1, 31, "cpu") == (1, 2)
+    monkeypatch.setattr("theorylab.core.runner.available_cores", lambda: 16)
+    assert check_workers("auto", 31, "cpu") == (8, 2) and check_workers("auto", 3, "cpu") == (3, 5)
+    assert check_workers("auto", 31, "cuda") == (1, 16)  # studies on one GPU would share its memory
+    for bad in (0, -2, "many"):
+        with pytest.raises(ConfigError, match="invalid value for 'workers'"):
+            check_workers(bad, 3, "cpu")
+
+
+def test_errors_survive_a_process_pool():
+    import pickle
+
+    from theorylab.core.errors import Diverged, MissingResource
+
+    gap = pickle.loads(pickle.dumps(MissingResource("corpus 'x'", "pip install x")))
+    assert (gap.what, gap.fix, str(gap)) == ("corpus 'x'", "pip install x", str(MissingResource("corpus 'x'",
+                                                                                                "pip install x")))
+    nan = pickle.loads(pickle.dumps(Diverged("loss", 7)))
+    assert (nan.what, nan.step, str(nan)) == ("loss", 7, "loss is not finite at step 7")

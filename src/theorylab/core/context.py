@@ -8,13 +8,14 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
 import torch
 
 from theorylab.core.errors import ConfigError, Diverged
+from theorylab.core.executors import JobExecutor
 from theorylab.core.rng import seeded
 
 __all__ = ["Diverged", "RunContext", "resolve_device", "seeded"]
@@ -62,6 +63,7 @@ class RunContext:
         self.scalars: dict[str, Any] = {}
         self.figures: list[str] = []
         self.log_lines: list[str] = []
+        self.executor: JobExecutor = JobExecutor()  # where map() runs independent jobs (the runner may set Ray)
 
     # --- randomness -------------------------------------------------------------------------
     def seed_sequence(self, name: str) -> np.random.SeedSequence:
@@ -74,6 +76,14 @@ class RunContext:
     def seed(self, name: str) -> int:
         """An integer seed (0 <= seed < 2**31) for the named stream: for APIs that take a seed, not a generator."""
         return int(self.rng(name).integers(2**31))
+
+    def map(self, fn: Callable[[Any, Any], T], items: Sequence[Any], description: str = "jobs") -> list[T]:
+        """``[fn(item, progress) for item in items]``, in item order, on the run's executor: here, one after another
+        (``progress`` is :meth:`progress`), or as Ray tasks (``progress`` is None) with ``--executor ray``. For
+        independent grid jobs: ``fn`` must be a module-level function and every item picklable, carrying its
+        random streams (generators drawn here from named streams), so that the results, and the tables merged
+        from them, are the same wherever the jobs ran."""
+        return self.executor.map(fn, items, self.progress, description)
 
     def generator(self, name: str, device: torch.device | str | None = None) -> torch.Generator:
         """A torch generator for the named stream (on ``device``, CPU by default)."""

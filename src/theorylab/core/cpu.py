@@ -93,6 +93,27 @@ def heap_allocation(enabled: bool | None = None) -> Iterator[bool]:
             set_heap_allocation(False)
 
 
+_thread_cap: int | None = None  # set in a worker of a parallel check: its share of the cores
+
+
+def cap_threads(n: int) -> None:
+    """Give this process ``n`` torch intra-op threads and keep every later :func:`torch_threads` at or below it (a
+    worker of ``theorylab check --workers``: two studies side by side on 2 cores get one thread each)."""
+    global _thread_cap
+    import torch
+
+    _thread_cap = max(1, int(n))
+    torch.set_num_threads(_thread_cap)
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 @contextmanager
 def torch_threads(n: int | None, device_type: str = "cpu") -> Iterator[None]:
     """Run with ``n`` torch intra-op threads when the run is on the CPU, and restore the previous count after.
@@ -105,6 +126,9 @@ def torch_threads(n: int | None, device_type: str = "cpu") -> Iterator[None]:
         yield
         return
     import torch
+
+    if _thread_cap is not None:
+        n = min(n, _thread_cap)
 
     before = torch.get_num_threads()
     torch.set_num_threads(n)

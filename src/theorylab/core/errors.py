@@ -24,6 +24,9 @@ class MissingResource(RuntimeError):
         self.fix = fix
         super().__init__(f"{what} is not available here; {fix}")
 
+    def __reduce__(self):  # rebuilt from its fields when a process pool sends it back
+        return type(self), (self.what, self.fix)
+
 
 class Diverged(RuntimeError):
     """Raised inside a run when a watched quantity becomes NaN or infinite."""
@@ -33,6 +36,9 @@ class Diverged(RuntimeError):
         self.step = step
         at = f" at step {step}" if step is not None else ""
         super().__init__(f"{what} is not finite{at}")
+
+    def __reduce__(self):
+        return type(self), (self.what, self.step)
 
 
 class Undecided(Exception):

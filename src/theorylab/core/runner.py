@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import importlib
 import json
+import multiprocessing
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
-from theorylab.core.cpu import heap_allocation, requested_policy, torch_threads
+from theorylab.core.cpu import available_cores, cap_threads, heap_allocation, requested_policy, torch_threads
+from theorylab.core.executors import JobExecutor
 from theorylab.core.result import Result
 from theorylab.core.store import Store, run_identity
 from theorylab.core.study import Study, get_study
@@ -63,6 +67,7 @@ def execute(
     force: bool = False,
     device: str = "auto",
     show_progress: bool = False,
+    executor: JobExecutor | None = None,
 ) -> Result:
     """Run (or reuse) one study point and return its judged :class:`Result`.
 
@@ -73,7 +78,7 @@ def execute(
     study = get_study(slug)
     cfg = study.make_config(preset, **dict(overrides or {}))
     return execute_config(study, cfg, preset, seed, store=store, force=force, device=device,
-                          show_progress=show_progress)
+                          show_progress=show_progress, executor=executor)
 
 
 def execute_config(
@@ -86,7 +91,9 @@ def execute_config(
     force: bool = False,
     device: str = "auto",
     show_progress: bool = False,
+    executor: JobExecutor | None = None,
 ) -> Result:
+    """:func:`execute` on a validated config; ``executor`` runs the study's ``ctx.map`` jobs (default: here)."""
     if seed < 0:
         raise ConfigError(f"invalid value for 'seed': {seed}; allowed: integer >= 0")
     store = store or Store()
@@ -104,6 +111,8 @@ def execute_config(
     store.mark_running(run_id, study.slug, preset, config_hash, seed, version)
     workdir = store.new_workdir(run_id)
     ctx = RunContext(seed, torch_device, workdir, show_progress=show_progress, label=study.slug)
+    if executor is not None:
+        ctx.executor = executor
     started = time.perf_counter()
     status, message = "done", ""
     if show_progress:
@@ -171,3 +180,87 @@ def check(slug: str, preset: str = "quick", seed: int = 0, *, store: Store | Non
         result = rejudge(get_study(slug), store, result.run_id)
         result.reused = True
     return result
+
+
+Outcome = Result | BaseException  # what one study of a check gave: its judged result, or the error it raised
+
+
+def check_workers(workers: int | str, n_studies: int, device: str = "auto") -> tuple[int, int]:
+    """``(processes, torch threads each)`` for a check of ``n_studies`` studies. ``"auto"``: one process per core (at
+    most 8 and at most one per study), the cores shared out as threads, so a 2-core box runs two studies at a time
+    on one thread each; one process on a GPU (the studies would share its memory) or for a single study."""
+    cores = available_cores()
+    if workers == "auto":
+        on_gpu = device not in ("cpu", "auto") or (device == "auto" and resolve_device("auto").type != "cpu")
+        workers = 1 if on_gpu or n_studies <= 1 else min(cores, 8, n_studies)
+    if not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"invalid value for 'workers': {workers!r}; allowed: 'auto' or an integer >= 1")
+    return workers, max(1, cores // workers)
+
+
+def _check_in_worker(module: str, slug: str, preset: str, seed: int, store_root: str, force: bool, device: str,
+                     overrides: dict[str, Any] | None, threads: int) -> Result:
+    """A parallel check's worker (a spawned process; top level so that it can be imported there)."""
+    cap_threads(threads)
+    if module:
+        importlib.import_module(module)  # registers a study defined outside theorylab.studies
+    return check(slug, preset, seed, store=Store(store_root), force=force, device=device, overrides=overrides)
+
+
+def _expected_seconds(store: Store, slug: str, preset: str) -> float:
+    """The last finished run's wall time of ``slug`` at ``preset`` (inf when none: unknown ones start first)."""
+    for row in store.rows(slug):
+        if row.get("preset") == preset and row.get("status") == "done" and row.get("wall_s"):
+            return float(row["wall_s"])
+    return float("inf")
+
+
+def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, store: Store | None = None,
+               force: bool = False, device: str = "auto", overrides: Mapping[str, Mapping[str, Any]] | None = None,
+               workers: int | str = 1, show_progress: bool = False,
+               on_start: Callable[[str, int], None] | None = None,
+               on_done: Callable[[str, Outcome, int], None] | None = None) -> list[Outcome]:
+    """:func:`check` every study of ``slugs``; one outcome per slug, in ``slugs``' order (a study that raises gives
+    its exception, and the others go on). ``workers`` > 1 (or ``"auto"``, see :func:`check_workers`) runs studies
+    side by side in spawned processes, longest first by the store's last wall times, each process on its share of
+    the cores; results, store and verdicts are those of one-at-a-time checks. ``on_start(slug, k)`` is called before
+    the k-th study of a one-at-a-time check, ``on_done(slug, outcome, k)`` as the k-th study finishes."""
+    store = store or Store()
+    overrides = overrides or {}
+    n_proc, threads = check_workers(workers, len(slugs), device)
+    outcomes: dict[str, Outcome] = {}
+
+    def finished(slug: str, outcome: Outcome) -> None:
+        outcomes[slug] = outcome
+        if on_done is not None:
+            on_done(slug, outcome, len(outcomes))
+
+    if n_proc == 1:
+        for k, slug in enumerate(slugs, 1):
+            if on_start is not None:
+                on_start(slug, k)
+            try:
+                outcome: Outcome = check(slug, preset, seed, store=store, force=force, device=device,
+                                         show_progress=show_progress, overrides=overrides.get(slug))
+            except KeyboardInterrupt:
+                raise
+            except Exception as err:  # noqa: BLE001 - one study's error never stops the others
+                outcome = err
+            finished(slug, outcome)
+        return [outcomes[s] for s in slugs]
+    order = sorted(slugs, key=lambda s: -_expected_seconds(store, s, preset))  # longest first: the shortest tail
+    spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch already started its threads
+    with cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn) as pool:
+        futures = {}
+        for slug in order:
+            module = get_study(slug).module
+            futures[pool.submit(_check_in_worker, "" if module.startswith("theorylab.") else module, slug, preset,
+                                seed, str(store.root), force, device, dict(overrides.get(slug) or {}),
+                                threads)] = slug
+        for fut in cf.as_completed(futures):
+            try:
+                outcome = fut.result()
+            except Exception as err:  # noqa: BLE001
+                outcome = err
+            finished(futures[fut], outcome)
+    return [outcomes[s] for s in slugs]

@@ -14,7 +14,6 @@ import importlib
 import itertools
 import multiprocessing
 import os
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import pandas as pd
 
 from theorylab.core.config import ConfigError, parse_value
+from theorylab.core.executors import ray_session
 from theorylab.core.runner import execute_config, library_version
 from theorylab.core.store import Store, canonical_json, run_identity
 from theorylab.core.study import Study, get_study
@@ -202,20 +202,7 @@ def _stringify_mixed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ray_map(args: list[tuple[Any, ...]], points: list[dict[str, Any]], address: str | None, workers: int):
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("the ray executor needs Ray: pip install 'theorylab[ray]'") from None
-    started_here = False
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            # A local cluster: workers must import what this process imports (tests, user studies).
-            env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
-        started_here = True
-    try:
+    with ray_session(address, workers) as ray:
         remote = ray.remote(num_cpus=1, max_retries=0)(_run_point)
         refs = {remote.remote(*a): point for a, point in zip(args, points)}
         pending = list(refs)
@@ -224,6 +211,3 @@ def _ray_map(args: list[tuple[Any, ...]], points: list[dict[str, Any]], address:
             for ref in done:
                 run_id, status = ray.get(ref)
                 yield refs[ref], run_id, status
-    finally:
-        if started_here:
-            ray.shutdown()

@@ -192,6 +192,44 @@ def train_job(
     return rows, curve, head_table
 
 
+@dataclass(frozen=True)
+class GridJobItem:
+    """One configuration of a grid with everything its training needs: picklable, so that it can run as a task
+    elsewhere (:meth:`~theorylab.core.context.RunContext.map`) and give what it gives here."""
+
+    job: AttentionJob
+    grids: str
+    architecture: str
+    d: int
+    init_seeds: tuple[int, ...]
+    data_generators: tuple[torch.Generator, ...]
+    eval_x: Tensor
+    eval_y: Tensor
+    probe: NearestPointSets
+    batch: int
+    steps: int
+    optim: AdamWSchedule
+    eval_chunk: int
+    ff_width: int
+    norm: str
+    device: str
+
+
+def train_grid_item(item: GridJobItem, progress: Progress | None = None) -> tuple[list[dict], pd.DataFrame,
+                                                                                   pd.DataFrame, list[str]]:
+    """:func:`train_job` on one grid item: (rows with their "grids", loss curve, heads, log lines)."""
+    models = StackedModels([build_attention_model(item.architecture, item.d, item.job, seed,  # type: ignore[arg-type]
+                                                  ff_width=item.ff_width, norm=item.norm)  # type: ignore[arg-type]
+                            for seed in item.init_seeds]).to(item.device)
+    lines: list[str] = []
+    rows, curve, heads = train_job(item.job, models, item.data_generators, item.eval_x, item.eval_y, item.probe,
+                                   d=item.d, batch=item.batch, steps=item.steps, optim=item.optim,
+                                   eval_chunk=item.eval_chunk, device=item.device, progress=progress, log=lines.append)
+    for row in rows:
+        row["grids"] = item.grids
+    return rows, curve, heads, lines
+
+
 def train_job_grid(
     grids: Mapping[AttentionJob, set[str]],
     *,
@@ -212,6 +250,7 @@ def train_job_grid(
     device: torch.device | str = "cpu",
     progress: Progress | None = None,
     log: Callable[[str], None] | None = None,
+    map_jobs: Callable[..., list] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Train every job of ``grids`` (from :func:`job_grid`) with :func:`train_job`.
 
@@ -222,39 +261,36 @@ def train_job_grid(
     jobs of one set size see the same sets: common random numbers), and ``eval_generator(n_points)``
     draws, once per set size, ``eval_sets`` evaluation sets then ``probe_sets`` probe sets. The
     trained table has one row per (job, seed) with a "grids" column and the columns d, architecture, steps.
+
+    Every job becomes a :class:`GridJobItem` holding its streams, and ``map_jobs(train_grid_item, items,
+    description)`` trains them (``RunContext.map``: here or as Ray tasks; default: here, one after another, with
+    ``progress``); the outputs are merged in job order, so the tables do not depend on where the jobs ran.
     """
-    rows, curves, heads = [], [], []
     evals: dict[int, tuple] = {}
-    for job in progress(list(grids), "configurations") if progress is not None else list(grids):
+    items = []
+    for job in grids:
         if job.n_points not in evals:
             gen = eval_generator(job.n_points)
             sets = nearest_point_sets(d, job.n_points, eval_sets, gen, device=device)
             probe = nearest_point_sets(d, job.n_points, probe_sets, gen, device=device)
             evals[job.n_points] = (sets.sequence, sets.targets, probe)
-        init = [init_seed(job, s) for s in range(seeds)]
-        models = StackedModels(
-            [build_attention_model(architecture, d, job, seed, ff_width=ff_width, norm=norm) for seed in init]
-        ).to(device)
-        gens = [data_generator(job.n_points, s) for s in range(seeds)]
-        job_rows, curve, head_table = train_job(
-            job,
-            models,
-            gens,
-            *evals[job.n_points],
-            d=d,
-            batch=batch,
-            steps=steps,
-            optim=optim,
-            eval_chunk=eval_chunk,
-            device=device,
-            progress=progress,
-            log=log,
-        )
-        for row in job_rows:
-            row["grids"] = ",".join(sorted(grids[job]))
+        items.append(GridJobItem(job, ",".join(sorted(grids[job])), architecture, d,
+                                 tuple(init_seed(job, s) for s in range(seeds)),
+                                 tuple(data_generator(job.n_points, s) for s in range(seeds)), *evals[job.n_points],
+                                 batch=batch, steps=steps, optim=optim, eval_chunk=eval_chunk, ff_width=ff_width,
+                                 norm=norm, device=str(device)))
+    if map_jobs is None:
+        wrap = progress if progress is not None else (lambda xs, _description: xs)
+        outputs = [train_grid_item(item, progress) for item in wrap(items, "configurations")]
+    else:
+        outputs = map_jobs(train_grid_item, items, "configurations")
+    rows, curves, heads = [], [], []
+    for job_rows, curve, head_table, lines in outputs:
         rows += job_rows
         curves.append(curve)
         heads.append(head_table)
+        for line in lines if log is not None else ():
+            log(line)
     table = pd.DataFrame(rows).assign(d=d, architecture=architecture, steps=steps)
     return table, pd.concat(curves, ignore_index=True), pd.concat(heads, ignore_index=True)
 

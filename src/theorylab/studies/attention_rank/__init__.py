@@ -50,6 +50,7 @@ def _trained(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
         eval_generator=lambda n: ctx.generator(f"eval/N{n}", device=ctx.device), eval_sets=cfg.eval_sets,
         probe_sets=cfg.probe_sets, batch=cfg.batch, steps=cfg.steps, optim=optim, eval_chunk=cfg.eval_chunk,
         ff_width=cfg.mlp_width, norm=cfg.norm, device=ctx.device, progress=ctx.progress, log=ctx.log,
+        map_jobs=ctx.map,
     )
     ctx.table("trained", table)
     ctx.table("loss_curves", curves)

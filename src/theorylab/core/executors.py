@@ -1,0 +1,116 @@
+"""Where a run's independent jobs execute: in the run's own process, or as Ray tasks on a cluster.
+
+A study whose paper preset is a grid of independent trainings (attention-rank's depths x heads x widths,
+mean-field-width's widths x dimensions) builds one picklable item per grid job, with every random stream it needs
+already drawn from the run's named streams, and hands a top-level function and the items to
+:meth:`RunContext.map <theorylab.core.context.RunContext.map>`. The run then merges the jobs' outputs in item
+order, records its tables and is judged as always, so the tables and verdicts do not depend on where the jobs ran.
+
+    theorylab run attention-rank --preset paper --executor ray                  # a local Ray with every core
+    theorylab run attention-rank --preset paper --executor ray --address auto   # the cluster this node joined
+
+The executor is not part of a run's identity: an inline and a Ray run of one config are the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
+
+from theorylab.core.errors import ConfigError
+
+EXECUTORS = ("inline", "ray")
+
+
+@contextmanager
+def ray_session(address: str | None, workers: int | None) -> Iterator[Any]:
+    """Ray, connected to ``address`` or started locally with ``workers`` CPUs (default: all), for the block; a
+    session this call started is shut down after it (one already running is left alone)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the ray executor needs Ray: pip install 'theorylab[ray]'") from None
+    started_here = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            # A local cluster: workers must import what this process imports (tests, user studies).
+            env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
+        started_here = True
+    try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+class JobExecutor:
+    """Runs ``fn(item, progress)`` for every item and returns the results in item order. This one runs them
+    here, one after another, each with the run's progress reporter."""
+
+    name = "inline"
+
+    def map(self, fn: Callable[[Any, Any], Any], items: Sequence[Any], progress: Callable | None,
+            description: str) -> list[Any]:
+        wrap = progress if progress is not None else (lambda xs, _d: xs)
+        return [fn(item, progress) for item in wrap(list(items), description)]
+
+
+def _ray_job(fn: Callable[[Any, Any], Any], item: Any, threads: int) -> Any:
+    import torch
+
+    torch.set_num_threads(threads)
+    return fn(item, None)
+
+
+class RayExecutor(JobExecutor):
+    """One Ray task per item (``fn(item, None)``: no progress bars inside tasks), on a local Ray or the cluster at
+    ``address``; each task asks for ``cpus`` CPUs (and one GPU when the run is on CUDA) and uses as many threads."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None, cpus: int = 1, gpu: bool = False):
+        if cpus < 1:
+            raise ConfigError(f"invalid value for 'cpus': {cpus}; allowed: >= 1")
+        self.address, self.workers, self.cpus, self.gpu = address, workers, cpus, gpu
+
+    def map(self, fn: Callable[[Any, Any], Any], items: Sequence[Any], progress: Callable | None,
+            description: str) -> list[Any]:
+        items = list(items)
+        with ray_session(self.address, self.workers) as ray:
+            remote = ray.remote(num_cpus=self.cpus, num_gpus=1 if self.gpu else 0, max_retries=0)(_ray_job)
+            fn_ref = ray.put(fn)
+            refs = [remote.remote(fn_ref, item, self.cpus) for item in items]
+            index = {ref: i for i, ref in enumerate(refs)}
+            results: list[Any] = [None] * len(items)
+            pending = list(refs)
+
+            def finished() -> Iterator[int]:
+                nonlocal pending
+                while pending:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    for ref in done:
+                        results[index[ref]] = ray.get(ref)  # a task's error is raised here, naming the task
+                        yield index[ref]
+
+            for _ in (progress(finished(), f"{description} (ray)", total=len(items)) if progress is not None
+                      else finished()):
+                pass
+        return results
+
+
+def make_executor(name: str, address: str | None = None, workers: int | None = None, gpu: bool = False) -> JobExecutor:
+    """The executor called ``name`` ('inline' or 'ray'); an unknown name or an address without Ray is a user error."""
+    if name not in EXECUTORS:
+        raise ConfigError(f"unknown executor '{name}'; allowed: {', '.join(EXECUTORS)}")
+    if name == "inline":
+        if address:
+            raise ConfigError("--address names a Ray cluster: use it with --executor ray")
+        return JobExecutor()
+    if workers is not None and workers < 1:
+        raise ConfigError(f"invalid value for 'workers': {workers}; allowed: >= 1")
+    return RayExecutor(address, workers, gpu=gpu)

@@ -1,0 +1,64 @@
+"""RunContext.map: a study's independent grid jobs run here or as Ray tasks, with the same tables and verdicts."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from theorylab.core.errors import ConfigError
+from theorylab.core.executors import JobExecutor, RayExecutor, make_executor, ray_session
+from theorylab.core.runner import execute
+from theorylab.core.store import Store
+
+
+def test_executor_choice_is_checked_before_any_work():
+    assert isinstance(make_executor("inline"), JobExecutor) and make_executor("ray").name == "ray"
+    with pytest.raises(ConfigError, match="unknown executor 'dask'; allowed: inline, ray"):
+        make_executor("dask")
+    with pytest.raises(ConfigError, match="--address names a Ray cluster"):
+        make_executor("inline", address="auto")
+    with pytest.raises(ConfigError, match="'workers'"):
+        make_executor("ray", workers=0)
+
+
+def test_inline_map_keeps_order_and_hands_jobs_the_progress_reporter():
+    seen = []
+
+    def progress(items, description):
+        seen.append(description)
+        return items
+
+    out = JobExecutor().map(lambda item, p: (item * 2, p is progress), [3, 1, 2], progress, "jobs")
+    assert out == [(6, True), (2, True), (4, True)] and seen == ["jobs"]
+
+
+@pytest.mark.slow  # a local Ray cluster starts (~10-20 s)
+def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_path):
+    pytest.importorskip("ray")
+    from theorylab.train.batched import AdamWSchedule
+    from theorylab.train.farthest_point import job_grid, train_job_grid
+
+    inline = execute("toy-grid", store=Store(tmp_path / "inline"))
+    grid_args = dict(architecture="attention", d=4, seeds=2, init_seed=lambda job, s: 10 * s + job.heads,
+                     data_generator=lambda n, s: torch.Generator().manual_seed(100 + s),
+                     eval_generator=lambda n: torch.Generator().manual_seed(n), eval_sets=64, probe_sets=16, batch=8,
+                     steps=3, optim=AdamWSchedule(lr=1e-2), eval_chunk=32)
+    grids = job_grid(4, 4, depths=(1,), heads=(1, 2, 4), widths=(1,), lengths=(4, 6), length_ranks=(2,),
+                     length_depth=1, length_width=1)
+    here = train_job_grid(grids, **grid_args)
+    with ray_session(None, 2):  # one local cluster for every map below (each map leaves it running)
+        ray = RayExecutor(workers=2)
+        remote = execute("toy-grid", store=Store(tmp_path / "ray"), executor=ray)
+        there = train_job_grid(grids, **grid_args, map_jobs=lambda fn, items, d: ray.map(fn, items, None, d))
+        with pytest.raises(RuntimeError, match="toy-grid job at scale 2.0 raises"):
+            execute("toy-grid", overrides={"fail_scale": 2.0}, store=Store(tmp_path / "fail"), executor=ray)
+    assert remote.run_id == inline.run_id  # the executor is not part of the run's identity
+    pd.testing.assert_frame_equal(remote.table("jobs"), inline.table("jobs"))
+    assert [(v.id, v.passed, v.measured) for v in remote.verdicts] == [
+        (v.id, v.passed, v.measured) for v in inline.verdicts]
+    assert inline.scalars["processes"] == 1 and inline.passed
+    for a, b in zip(here, there):  # attention-rank's grid: trained, loss curves, heads
+        pd.testing.assert_frame_equal(a, b)
+    runs = tmp_path / "fail" / "runs"
+    assert not runs.exists() or not any(runs.iterdir())  # the failed run left nothing behind
