@@ -47,10 +47,14 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
     grids = job_grid(4, 4, depths=(1,), heads=(1, 2, 4), widths=(1,), lengths=(4, 6), length_ranks=(2,),
                      length_depth=1, length_width=1)
     here = train_job_grid(grids, **grid_args)
+    tiny = dict(dims=(8, 12), ks=(3, 4), widths=(8, 16), seeds=2, m_ref=128, steps=3, checkpoints=(0.0, 1.0),
+                reduction_n=0, concordance_particles=8, init_mc_samples=1 << 12)  # mean-field-width: 4 settings
+    mf_inline = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "inline"), device="cpu")
     with ray_session(None, 2):  # one local cluster for every map below (each map leaves it running)
         ray = RayExecutor(workers=2)
         remote = execute("toy-grid", store=Store(tmp_path / "ray"), executor=ray)
         there = train_job_grid(grids, **grid_args, map_jobs=lambda fn, items, d: ray.map(fn, items, None, d))
+        mf_ray = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "ray"), device="cpu", executor=ray)
         with pytest.raises(RuntimeError, match="toy-grid job at scale 2.0 raises"):
             execute("toy-grid", overrides={"fail_scale": 2.0}, store=Store(tmp_path / "fail"), executor=ray)
     assert remote.run_id == inline.run_id  # the executor is not part of the run's identity
@@ -60,5 +64,11 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
     assert inline.scalars["processes"] == 1 and inline.passed
     for a, b in zip(here, there):  # attention-rank's grid: trained, loss curves, heads
         pd.testing.assert_frame_equal(a, b)
+    assert set(mf_ray.tables) == set(mf_inline.tables) and len(mf_inline.table("loss")["d"].unique()) == 2
+    for name in mf_inline.tables:  # every table merged from the four settings, in setting order
+        pd.testing.assert_frame_equal(mf_ray.table(name), mf_inline.table(name))
+    assert mf_ray.fields_read == mf_inline.fields_read  # reads inside Ray tasks count (no false --set warnings)
+    assert [(v.id, v.passed, v.measured) for v in mf_ray.verdicts] == [
+        (v.id, v.passed, v.measured) for v in mf_inline.verdicts]
     runs = tmp_path / "fail" / "runs"
     assert not runs.exists() or not any(runs.iterdir())  # the failed run left nothing behind

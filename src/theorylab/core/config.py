@@ -14,7 +14,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterable, Iterator, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -65,6 +65,13 @@ def recording_field_reads() -> Iterator[set[str]]:
         yield reads
     finally:
         _FIELD_READS.reset(token)
+
+
+def note_field_reads(names: Iterable[str]) -> None:
+    """Add fields read elsewhere (a job that ran in another process) to the block's recording, if any."""
+    reads = _FIELD_READS.get()
+    if reads is not None:
+        reads.update(names)
 
 
 class ReadRecordingDict(dict):

@@ -19,6 +19,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
+from theorylab.core.config import note_field_reads
 from theorylab.core.errors import ConfigError
 
 EXECUTORS = ("inline", "ray")
@@ -60,11 +61,16 @@ class JobExecutor:
         return [fn(item, progress) for item in wrap(list(items), description)]
 
 
-def _ray_job(fn: Callable[[Any, Any], Any], item: Any, threads: int) -> Any:
+def _ray_job(fn: Callable[[Any, Any], Any], item: Any, threads: int) -> tuple[Any, list[str]]:
+    """A Ray task: ``fn(item, None)`` and the config fields it read (so ``--set`` warnings stay right)."""
     import torch
 
+    from theorylab.core.config import recording_field_reads
+
     torch.set_num_threads(threads)
-    return fn(item, None)
+    with recording_field_reads() as reads:
+        out = fn(item, None)
+    return out, sorted(reads)
 
 
 class RayExecutor(JobExecutor):
@@ -94,7 +100,8 @@ class RayExecutor(JobExecutor):
                 while pending:
                     done, pending = ray.wait(pending, num_returns=1)
                     for ref in done:
-                        results[index[ref]] = ray.get(ref)  # a task's error is raised here, naming the task
+                        results[index[ref]], reads = ray.get(ref)  # a task's error is raised here
+                        note_field_reads(reads)
                         yield index[ref]
 
             for _ in (progress(finished(), f"{description} (ray)", total=len(items)) if progress is not None

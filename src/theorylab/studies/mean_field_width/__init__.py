@@ -13,6 +13,8 @@ Hessian is controlled by its velocity (self-concordance).
 
 from __future__ import annotations
 
+from typing import Callable, Iterable, Iterator
+
 import numpy as np
 import pandas as pd
 import torch
@@ -44,46 +46,49 @@ from theorylab.train.mean_field import (
 )
 
 PAPER = "Glasgow, Wu, Bruna, arXiv 2504.13110 (2025)"
+Progress = Callable[[Iterable, str], Iterator]
 
 
-def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> None:
-    act, limit, w_star = single_index_link(k), max_elements_for(cfg.block_mib), planted_direction(d, ctx.device)
+def _one_setting(item: tuple, progress: Progress | None) -> dict[str, pd.DataFrame]:
+    """One (d, k) setting of the grid (a job of ``ctx.map``: here, or a Ray task with ``--executor ray``): every
+    table's rows for it. ``item`` = (config, d, k, device, the setting's named generators)."""
+    cfg, d, k, device, gens = item
+    act, limit, w_star = single_index_link(k), max_elements_for(cfg.block_mib), planted_direction(d, device)
+    tables: dict[str, pd.DataFrame] = {}
     steps = cfg.steps if cfg.stop_ratio is None else steps_to_loss_fraction(
         act, d, cfg.m_ref, eta=cfg.lr, stop_ratio=cfg.stop_ratio, max_steps=cfg.max_steps, max_elements=limit,
-        generator=ctx.generator(f"horizon/{d}/{k}", device=ctx.device), device=ctx.device, progress=ctx.progress,
+        generator=gens["horizon"], device=device, progress=progress,
         label=f"horizon d={d}, k={k}")
     marks = checkpoint_steps(cfg.checkpoints, steps)
     sweep = width_sweep(act, d, cfg.widths, cfg.seeds, cfg.m_ref, eta=cfg.lr, steps=steps, checkpoints=marks,
-                        generator=ctx.generator(f"particles/{d}/{k}", device=ctx.device), device=ctx.device,
-                        progress=ctx.progress,
+                        generator=gens["particles"], device=device, progress=progress,
                         escape_threshold=cfg.escape_threshold, max_elements=limit)
     hist, eta = sweep.history, cfg.lr
-    ctx.table("loss", pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times,
-                                    "L_mf": hist.ref_loss, "escaped_fraction": hist.ref_escaped}))
-    ctx.table("gaps", pd.DataFrame(sweep.gap_rows(marks, eta, d=d, k=k)).assign(m_gap=lambda f: f["width"] * f["gap"],
-                                                                               init_theory=init_gap_per_width(act, d)))
-    pick = torch.randperm(cfg.m_ref, generator=torch.Generator().manual_seed(0))[: cfg.concordance_particles].to(
-        ctx.device)
-    ctx.table("self_concordance", pd.DataFrame([
+    tables["loss"] = pd.DataFrame({"d": d, "k": k, "step": np.arange(steps + 1), "t": hist.times,
+                                   "L_mf": hist.ref_loss, "escaped_fraction": hist.ref_escaped})
+    tables["gaps"] = pd.DataFrame(sweep.gap_rows(marks, eta, d=d, k=k)).assign(m_gap=lambda f: f["width"] * f["gap"],
+                                                                              init_theory=init_gap_per_width(act, d))
+    pick = torch.randperm(cfg.m_ref, generator=torch.Generator().manual_seed(0))[: cfg.concordance_particles].to(device)
+    tables["self_concordance"] = pd.DataFrame([
         dict(d=d, k=k, step=s, t=s * eta, L_mf=hist.ref_loss[s],
              **self_concordance_summary(act, hist.snapshots[s][1], w_star, pick, cfg.escape_threshold, limit))
-        for s in marks]))
-    ctx.table("escape", pd.DataFrame(sweep.escape_rows(marks, eta, d=d, k=k)))
-    ctx.table("escape_times", pd.DataFrame([dict(d=d, k=k, threshold=cfg.escape_threshold,
-                                                 **escape_time_summary(hist.ref_escape_time))]))
-    ctx.table("overlaps", pd.concat([pd.DataFrame({"d": d, "k": k, "step": i, "t": i * eta, "system": name, "s": s})
-                                     for i, name, s in sweep.overlap_samples(marks, w_star)], ignore_index=True))
+        for s in marks])
+    tables["escape"] = pd.DataFrame(sweep.escape_rows(marks, eta, d=d, k=k))
+    tables["escape_times"] = pd.DataFrame([dict(d=d, k=k, threshold=cfg.escape_threshold,
+                                                **escape_time_summary(hist.ref_escape_time))])
+    tables["overlaps"] = pd.concat([pd.DataFrame({"d": d, "k": k, "step": i, "t": i * eta, "system": name, "s": s})
+                                    for i, name, s in sweep.overlap_samples(marks, w_star)], ignore_index=True)
     if cfg.reduction_n > 0:  # the 1-D reduction beside the reference, and what bounds their gap (judge_reduction)
         red = reduction_against_reference(act, d, hist.snapshots[0][1], n=cfg.reduction_n, nodes=cfg.reduction_nodes,
                                           eta=eta, steps=steps, max_elements=limit)
-        ctx.table("reduction", pd.DataFrame([dict(d=d, k=k, step=s, t=s * eta, L_ref=hist.ref_loss[s],
-                                                  **{c: v[s] for c, v in red.items()}, ref_error=sweep.ref_error[s])
-                                             for s in marks]))
+        tables["reduction"] = pd.DataFrame([dict(d=d, k=k, step=s, t=s * eta, L_ref=hist.ref_loss[s],
+                                                 **{c: v[s] for c, v in red.items()}, ref_error=sweep.ref_error[s])
+                                            for s in marks])
     # The independent check of the kernel: E[sigma(g)^2] (quadrature) - E[sigma(<w, x>) sigma(<w', x>)] (Monte Carlo,
     # x ~ N(0, I_d)), from the activation itself, never through K.
-    mc_gen = ctx.generator(f"kernel-mc/{d}/{k}", device=ctx.device)
-    check = init_gap_check(act, d, cfg.init_mc_samples, mc_gen, device=ctx.device)
-    ctx.table("kernel_check", pd.DataFrame([dict(d=d, k=k, **check)]))
+    check = init_gap_check(act, d, cfg.init_mc_samples, gens["kernel-mc"], device=device)
+    tables["kernel_check"] = pd.DataFrame([dict(d=d, k=k, **check)])
+    return tables
 
 
 @study(
@@ -97,9 +102,12 @@ def _one_setting(cfg: MeanFieldWidthConfig, ctx: RunContext, d: int, k: int) -> 
 )
 def run(cfg: MeanFieldWidthConfig, ctx: RunContext) -> None:
     with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths or seeds"):
-        for d in cfg.dims:
-            for k in cfg.ks:
-                _one_setting(cfg, ctx, d, k)  # records this setting's rows of every table
+        settings = [(cfg, d, k, str(ctx.device), {name: ctx.generator(f"{name}/{d}/{k}", device=ctx.device)
+                                                  for name in ("horizon", "particles", "kernel-mc")})
+                    for d in cfg.dims for k in cfg.ks]
+        for tables in ctx.map(_one_setting, settings, "settings (d, k)"):
+            for name, frame in tables.items():  # in setting order: the tables a one-process run records
+                ctx.table(name, frame)
     figure_gap_vs_time(ctx, ctx.tables["gaps"], ctx.tables["loss"])
     figure_gap_vs_width(ctx, ctx.tables["gaps"])
     figure_overlaps(ctx, ctx.tables["overlaps"])
