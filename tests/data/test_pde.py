@@ -226,3 +226,21 @@ def test_ks22_trajectories_are_the_solver_stepped_four_at_a_time():
     x = ks.spun_up(3, g(1))  # the same draws by hand: the first stored frame is four solver steps on
     assert torch.equal(train[:, 0], ks.step(x, 4)) and torch.equal(truth[:, 0], test0)
     assert torch.allclose(truth[:, 5], ks.step(test0, 20), atol=1e-10)  # 5 x 4 steps vs 20: rounding only
+
+
+def test_ns2d_batched_advection_and_float32_follow_the_float64_formula():
+    solver = NS2D(N=32, nu=1e-2, dt=5e-3)
+    w = solver.random_state(3, torch.Generator().manual_seed(4), peak=2, rms=1.0)
+    w_hat = torch.fft.rfft2(w)
+    u_hat, v_hat = solver.velocity_hat(w_hat)  # the advection term written field by field
+    s = (32, 32)
+    u, v = torch.fft.irfft2(u_hat, s=s), torch.fft.irfft2(v_hat, s=s)
+    wx, wy = torch.fft.irfft2(1j * solver.kx * w_hat, s=s), torch.fft.irfft2(1j * solver.ky * w_hat, s=s)
+    reference = -torch.fft.rfft2(u * wx + v * wy) * solver._mask
+    torch.testing.assert_close(solver.advection(w_hat), reference, rtol=1e-12, atol=1e-12)
+    fast = NS2D(N=32, nu=1e-2, dt=5e-3, dtype=torch.float32)
+    a, b = solver.step(w, 200), fast.step(w, 200)
+    assert b.dtype == torch.float32 and a.dtype == torch.float64
+    assert float((a - b.double()).norm() / a.norm()) < 1e-4  # rounding only (measured ~1e-6)
+    with pytest.raises(ValueError, match="dtype"):
+        NS2D(N=32, dtype=torch.float16)
