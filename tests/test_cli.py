@@ -218,7 +218,7 @@ def test_parallel_check_gives_the_one_at_a_time_verdicts_and_errors(tmp_path):
         assert [(v["id"], v["passed"], v["measured"]) for v in x["verdicts"]] == [
             (v["id"], v["passed"], v["measured"]) for v in y["verdicts"]]
         assert x["run_id"] == y["run_id"]  # the same runs, stored under the same identities
-    assert "3 studies (quick), 2 at a time" in two.stderr
+    assert "3 studies (quick), 2 at a time" in two.stderr and "started toy" in two.stderr
     assert "missing resource: corpus 'toy'" in two.stderr and "toy-broken: error: RuntimeError" in two.stderr
     again = runner.invoke(app, ["check", "toy", "toy-missing", "--workers", "2", "--store", str(tmp_path / "two")])
     assert again.exit_code == 2 and "(reused)" in again.stderr  # a missing resource alone: exit 2; toy reused
@@ -230,3 +230,21 @@ def test_bad_workers_is_one_line_exit_2(root, value):
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "invalid value for 'workers'" in res.stderr
     assert not (root / "runs").exists() or not any((root / "runs").iterdir())
+
+
+def test_parallel_check_runs_studies_in_their_own_processes_on_their_share_of_threads(tmp_path):
+    import os
+
+    from theorylab.core.cpu import available_cores
+    from theorylab.core.errors import RemoteError
+    from theorylab.core.runner import check_many
+    from theorylab.core.store import Store
+
+    outcomes = check_many(["toy", "toy-grid", "toy-broken", "toy"], store=Store(tmp_path), workers=2,
+                          overrides={"toy-broken": {"unpicklable": True}, "toy-grid": {"seeds": 1}})
+    toy, grid, broken = outcomes  # the slug named twice is one study
+    assert toy.passed and grid.passed
+    assert toy.scalars["pid"] != os.getpid() and grid.scalars["jobs_in_run_process"] == 4  # inline jobs, in a worker
+    assert toy.scalars["torch_threads"] == max(1, available_cores() // 2)
+    # an error pickle cannot rebuild comes back as its name and text, and the pool survives it
+    assert isinstance(broken, RemoteError) and broken.type_name == "TwoPartError" and str(broken) == "half and half"

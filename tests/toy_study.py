@@ -15,7 +15,7 @@ import torch
 from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
-from theorylab.core.errors import MissingResource
+from theorylab.core.errors import Diverged, MissingResource
 
 
 class ToyConfig(StudyConfig):
@@ -69,10 +69,20 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
             time.sleep(cfg.step_sleep)
     ctx.table("steps", pd.DataFrame(rows))
     ctx.scalar("total_draws", cfg.n * cfg.steps)
+    ctx.scalar("pid", os.getpid())  # where it ran (a parallel check's worker)
+    ctx.scalar("torch_threads", torch.get_num_threads())
 
 
 class ToyBrokenConfig(StudyConfig):
     missing: bool = Field(False, description="raise MissingResource instead of a plain error")
+    unpicklable: bool = Field(False, description="raise an error that cannot be rebuilt from its pickle")
+
+
+class TwoPartError(Exception):
+    """An error whose __init__ does not take its own args back (pickle cannot rebuild it)."""
+
+    def __init__(self, first: str, second: str):
+        super().__init__(f"{first} and {second}")
 
 
 class ToyMissingConfig(ToyBrokenConfig):
@@ -80,6 +90,8 @@ class ToyMissingConfig(ToyBrokenConfig):
 
 
 def run_broken(cfg: ToyBrokenConfig, ctx: RunContext) -> None:
+    if cfg.unpicklable:
+        raise TwoPartError("half", "half")
     if cfg.missing:
         raise MissingResource("corpus 'toy'", "install it with `pip install toy-corpus`")
     raise RuntimeError("toy-broken always raises")
@@ -99,13 +111,16 @@ class ToyGridConfig(StudyConfig):
     seeds: int = Field(2, ge=1, le=16, description="jobs per scale")
     n: int = Field(4000, ge=100, le=10**7, description="normal draws per job")
     fail_scale: float = Field(0.0, ge=0.0, le=100.0, description="the job at this scale raises (0: none)")
+    diverge_scale: float = Field(0.0, ge=0.0, le=100.0, description="the job at this scale diverges (0: none)")
 
 
 def toy_grid_job(item: tuple, progress) -> tuple[dict, int]:
     """One grid job (module level, so that Ray can run it): the variance of ``n`` draws at ``scale``."""
-    scale, seed, generator, n, fail = item
+    scale, seed, generator, n, fail, diverge = item
     if fail:
         raise RuntimeError(f"toy-grid job at scale {scale} raises")
+    if diverge:
+        raise Diverged(f"toy-grid variance at scale {scale}", seed)
     x = torch.randn(n, generator=generator, dtype=torch.float64) * scale
     return {"scale": scale, "seed": seed, "var": float(x.var())}, os.getpid()
 
@@ -123,8 +138,9 @@ def judge_slope(res, v) -> Verdict:
 @study("toy-grid", title="A grid of independent jobs (tests of RunContext.map)", paper="(tests only)",
        config=ToyGridConfig, presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=grid_claims)
 def run_grid(cfg: ToyGridConfig, ctx: RunContext) -> None:
-    items = [(s, k, ctx.generator(f"job/{s}/{k}"), cfg.n, s == cfg.fail_scale) for s in cfg.scales
-             for k in range(cfg.seeds)]
+    items = [(s, k, ctx.generator(f"job/{s}/{k}"), cfg.n, s == cfg.fail_scale, s == cfg.diverge_scale)
+             for s in cfg.scales for k in range(cfg.seeds)]
     out = ctx.map(toy_grid_job, items, "toy jobs")
     ctx.table("jobs", pd.DataFrame([row for row, _ in out]))
     ctx.scalar("processes", len({pid for _, pid in out}))
+    ctx.scalar("jobs_in_run_process", sum(pid == os.getpid() for _, pid in out))

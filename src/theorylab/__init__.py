@@ -77,7 +77,9 @@ def check(
     workers: int | str = 1,
 ) -> list[Result]:
     """Run (or reuse) each study and re-judge every claim from the stored results. ``workers``: studies side by side
-    in separate processes ('auto': one per core); a study that raises raises here, after the others have finished."""
+    in spawned processes ('auto': one per core; see :func:`theorylab.core.runner.check_many` for the
+    ``__main__`` guard a script then needs); a study that raises raises here, after the others have finished (use
+    ``check_many`` to get every outcome)."""
     from theorylab.core.runner import check_many
 
     names = [slugs] if isinstance(slugs, str) else list(slugs or all_studies())

@@ -82,7 +82,8 @@ def _workers(value: str) -> int | str:
 
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    name = getattr(error, "type_name", type(error).__name__)  # a RemoteError names the worker's error
+    return f"{name}: {text}" if text else name
 
 
 @contextlib.contextmanager
@@ -266,7 +267,7 @@ def check(
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
     workers: str = typer.Option("auto", "--workers", "-w", help="Studies run side by side: 'auto' (one per core, "
-                                "one on a GPU) or a number; 1 runs them one at a time with progress bars."),
+                                "at most 8; one on a GPU) or a number; 1 runs them one at a time with progress bars."),
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
@@ -276,7 +277,7 @@ def check(
     claim failed or a study errored, 2 when the only problem is a missing optional resource."""
     from theorylab.core.runner import check_many, check_workers
 
-    names = list(slugs or all_studies())
+    names = list(dict.fromkeys(slugs or all_studies()))
     with _user_errors():
         st = Store(store)
         for slug in names:
@@ -293,7 +294,10 @@ def check(
                   f"{'s' if threads > 1 else ''} each ...", highlight=False)
 
     def starting(slug: str, k: int) -> None:
-        err.print(f"checking {slug} ({preset}, {k}/{len(names)}) ...", highlight=False)
+        if n_proc == 1:
+            err.print(f"checking {slug} ({preset}, {k}/{len(names)}) ...", highlight=False)
+        else:
+            err.print(f"  started {slug}", highlight=False)
 
     def done(slug: str, outcome: Result | BaseException, k: int) -> None:
         if isinstance(outcome, BaseException):
@@ -311,7 +315,7 @@ def check(
 
     for slug, outcome in zip(names, check_many(names, preset, seed, store=st, force=force, device=device,
                                                overrides=per_study, workers=n_proc, show_progress=True,
-                                               on_start=starting if n_proc == 1 else None, on_done=done)):
+                                               on_start=starting, on_done=done)):
         if isinstance(outcome, BaseException):
             gap = _missing(outcome)
             line = f"missing resource: {gap}" if gap is not None else _one_line(outcome)

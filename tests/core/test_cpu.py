@@ -146,3 +146,10 @@ def test_errors_survive_a_process_pool():
                                                                                                 "pip install x")))
     nan = pickle.loads(pickle.dumps(Diverged("loss", 7)))
     assert (nan.what, nan.step, str(nan)) == ("loss", 7, "loss is not finite at step 7")
+    from theorylab.core.errors import MissingExtra, RemoteError
+
+    extra = pickle.loads(pickle.dumps(MissingExtra("PyTorch Geometric", "graphs")))
+    assert type(extra) is MissingExtra and isinstance(extra, ImportError)
+    assert str(extra) == str(MissingExtra("PyTorch Geometric", "graphs")) and extra.what == "PyTorch Geometric"
+    remote = pickle.loads(pickle.dumps(RemoteError("TwoPartError", "half and half")))
+    assert (remote.type_name, str(remote)) == ("TwoPartError", "half and half")

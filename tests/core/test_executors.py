@@ -55,8 +55,14 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
         remote = execute("toy-grid", store=Store(tmp_path / "ray"), executor=ray)
         there = train_job_grid(grids, **grid_args, map_jobs=lambda fn, items, d: ray.map(fn, items, None, d))
         mf_ray = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "ray"), device="cpu", executor=ray)
-        with pytest.raises(RuntimeError, match="toy-grid job at scale 2.0 raises"):
+        with pytest.raises(RuntimeError, match="toy-grid job at scale 2.0 raises") as raised:
             execute("toy-grid", overrides={"fail_scale": 2.0}, store=Store(tmp_path / "fail"), executor=ray)
+        diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "ray"), executor=ray)
+    assert type(raised.value) is RuntimeError  # the job's own error, as inline, not Ray's wrapper
+    here_diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "inline"))
+    assert (diverged.status, diverged.message) == (here_diverged.status, here_diverged.message) == (
+        "diverged", "toy-grid variance at scale 4.0 is not finite at step 0")
+    assert remote.scalars["jobs_in_run_process"] == 0 and inline.scalars["jobs_in_run_process"] == 8
     assert remote.run_id == inline.run_id  # the executor is not part of the run's identity
     pd.testing.assert_frame_equal(remote.table("jobs"), inline.table("jobs"))
     assert [(v.id, v.passed, v.measured) for v in remote.verdicts] == [

@@ -16,6 +16,26 @@ class ConfigError(ValueError):
     """A user-facing configuration mistake: one line, naming the field and what is allowed."""
 
 
+def _rebuild_error(cls: type, args: tuple, state: dict) -> BaseException:
+    """An exception of ``cls`` with ``args`` and attributes ``state``, without calling its ``__init__`` (whose
+    signature need not match ``args``): how our errors cross a process boundary."""
+    error = cls.__new__(cls, *args)
+    BaseException.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
+class RemoteError(RuntimeError):
+    """An error raised in a worker process that could not be sent back as itself: its type's name and message."""
+
+    def __init__(self, type_name: str, message: str):
+        self.type_name = type_name
+        super().__init__(message)
+
+    def __reduce__(self):
+        return type(self), (self.type_name, str(self))
+
+
 class MissingResource(RuntimeError):
     """An optional resource is missing here. ``what`` names it, ``fix`` is the command that provides it."""
 
@@ -24,8 +44,8 @@ class MissingResource(RuntimeError):
         self.fix = fix
         super().__init__(f"{what} is not available here; {fix}")
 
-    def __reduce__(self):  # rebuilt from its fields when a process pool sends it back
-        return type(self), (self.what, self.fix)
+    def __reduce__(self):  # rebuilt as it is (subclasses too) when a process pool sends it back
+        return _rebuild_error, (type(self), self.args, self.__dict__)
 
 
 class Diverged(RuntimeError):
@@ -38,7 +58,7 @@ class Diverged(RuntimeError):
         super().__init__(f"{what} is not finite{at}")
 
     def __reduce__(self):
-        return type(self), (self.what, self.step)
+        return _rebuild_error, (type(self), self.args, self.__dict__)
 
 
 class Undecided(Exception):

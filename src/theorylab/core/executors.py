@@ -104,9 +104,17 @@ class RayExecutor(JobExecutor):
                         note_field_reads(reads)
                         yield index[ref]
 
-            for _ in (progress(finished(), f"{description} (ray)", total=len(items)) if progress is not None
-                      else finished()):
-                pass
+            try:
+                for _ in (progress(finished(), f"{description} (ray)", total=len(items)) if progress is not None
+                          else finished()):
+                    pass
+            except BaseException as err:
+                for ref in pending:  # a failed job or Ctrl-C: the other jobs stop too, even on a shared cluster
+                    ray.cancel(ref, force=True)
+                cause = getattr(err, "cause", None)
+                if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+                    raise cause from None  # the job's own error (as inline), not Ray's wrapper with its traceback
+                raise
         return results
 
 

@@ -7,13 +7,17 @@ import importlib
 import json
 import multiprocessing
 import os
+import pickle
+import signal
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
 from theorylab.core.cpu import available_cores, cap_threads, heap_allocation, requested_policy, torch_threads
+from theorylab.core.errors import RemoteError
 from theorylab.core.executors import JobExecutor
 from theorylab.core.result import Result
 from theorylab.core.store import Store, run_identity
@@ -204,7 +208,32 @@ def _check_in_worker(module: str, slug: str, preset: str, seed: int, store_root:
     cap_threads(threads)
     if module:
         importlib.import_module(module)  # registers a study defined outside theorylab.studies
-    return check(slug, preset, seed, store=Store(store_root), force=force, device=device, overrides=overrides)
+    try:
+        return check(slug, preset, seed, store=Store(store_root), force=force, device=device, overrides=overrides)
+    except Exception as err:
+        try:  # an error that cannot cross back would break the whole pool: send its name and text instead
+            pickle.loads(pickle.dumps(err))
+        except Exception:  # noqa: BLE001
+            raise RemoteError(type(err).__name__, str(err)) from None
+        raise
+
+
+_BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextmanager
+def _worker_thread_env(threads: int):
+    """Processes started in the block inherit ``threads`` as their BLAS/OpenMP thread count (read at their start)."""
+    before = {k: os.environ.get(k) for k in _BLAS_THREAD_VARS}
+    os.environ.update({k: str(threads) for k in _BLAS_THREAD_VARS})
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _expected_seconds(store: Store, slug: str, preset: str) -> float:
@@ -223,10 +252,14 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
     """:func:`check` every study of ``slugs``; one outcome per slug, in ``slugs``' order (a study that raises gives
     its exception, and the others go on). ``workers`` > 1 (or ``"auto"``, see :func:`check_workers`) runs studies
     side by side in spawned processes, longest first by the store's last wall times, each process on its share of
-    the cores; results, store and verdicts are those of one-at-a-time checks. ``on_start(slug, k)`` is called before
-    the k-th study of a one-at-a-time check, ``on_done(slug, outcome, k)`` as the k-th study finishes."""
+    the cores; the runs, run ids and verdicts are those of one-at-a-time checks, their numbers equal up to the
+    rounding a different thread count gives. ``on_start(slug, k)`` is called as the k-th study starts,
+    ``on_done(slug, outcome, k)`` as the k-th study finishes. From a script, ``workers`` > 1 needs the usual
+    ``if __name__ == "__main__":`` guard (the workers are spawned), and a study must be importable by its module
+    name (not defined in ``__main__`` or a notebook cell)."""
     store = store or Store()
     overrides = overrides or {}
+    slugs = list(dict.fromkeys(slugs))  # a slug named twice is one study (never the same run twice at once)
     n_proc, threads = check_workers(workers, len(slugs), device)
     outcomes: dict[str, Outcome] = {}
 
@@ -250,17 +283,53 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
         return [outcomes[s] for s in slugs]
     order = sorted(slugs, key=lambda s: -_expected_seconds(store, s, preset))  # longest first: the shortest tail
     spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch already started its threads
-    with cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn) as pool:
-        futures = {}
-        for slug in order:
-            module = get_study(slug).module
-            futures[pool.submit(_check_in_worker, "" if module.startswith("theorylab.") else module, slug, preset,
-                                seed, str(store.root), force, device, dict(overrides.get(slug) or {}),
-                                threads)] = slug
-        for fut in cf.as_completed(futures):
-            try:
-                outcome = fut.result()
-            except Exception as err:  # noqa: BLE001
-                outcome = err
-            finished(futures[fut], outcome)
+    waiting = list(order)
+    running: dict[cf.Future, str] = {}
+    pool = cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn)
+    interrupted = False
+
+    def submit_next() -> None:
+        slug = waiting.pop(0)
+        module = get_study(slug).module
+        try:
+            future = pool.submit(_check_in_worker, "" if module.startswith("theorylab.") else module, slug, preset,
+                                 seed, str(store.root), force, device, dict(overrides.get(slug) or {}), threads)
+        except Exception as err:  # noqa: BLE001 - a broken pool: this study's outcome, the others go on failing
+            finished(slug, err)
+            return
+        running[future] = slug
+        if on_start is not None:
+            on_start(slug, len(outcomes) + len(running))
+
+    with _worker_thread_env(threads):  # the workers (started at the first submit) give BLAS the same share
+        try:
+            # one study per worker in flight and none queued ahead, so that after Ctrl-C no further study starts
+            while waiting and len(running) < n_proc:
+                submit_next()
+            while running:
+                done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for fut in done:
+                    slug = running.pop(fut)
+                    try:
+                        outcome = fut.result()
+                    except Exception as err:  # noqa: BLE001
+                        outcome = err
+                    finished(slug, outcome)
+                while waiting and len(running) < n_proc:
+                    submit_next()
+        except BaseException:
+            # Ctrl-C (or an error from a callback): a terminal's SIGINT reaches the workers too; one sent to this
+            # process alone is passed on, so every running study is discarded as an interrupted run is
+            interrupted = True
+            processes = list(getattr(pool, "_processes", {}).values())
+            for process in processes:
+                if process.is_alive():
+                    os.kill(process.pid, signal.SIGINT)
+            for process in processes:
+                process.join(timeout=60)
+                if process.is_alive():
+                    process.terminate()
+            raise
+        finally:
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
     return [outcomes[s] for s in slugs]
