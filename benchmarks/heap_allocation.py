@@ -21,22 +21,8 @@ from typing import Callable
 
 import torch
 
+from _timing import BATCH, FF, HEADS, N_POINTS, RANK, D, adamw_step, fig1_models_and_batch
 from theorylab.core.cpu import set_heap_allocation
-from theorylab.nn.toy_transformer import ToyTransformer
-
-D, N_POINTS, HEADS, RANK, FF, BATCH = 64, 16, 4, 16, 2048, 256
-
-
-def stepper(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-
-    def step() -> None:
-        loss = (model(x) - y).pow(2).sum(-1).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    return step
 
 
 def timed(fn: Callable[[], None], steps: int) -> float:
@@ -55,13 +41,8 @@ def main() -> int:
     parser.add_argument("--json", default="benchmarks/results/heap_allocation.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    gen = torch.Generator().manual_seed(0)
-    x, y = torch.randn(BATCH, N_POINTS, D, generator=gen), torch.randn(BATCH, N_POINTS, D, generator=gen)
-    toy = ToyTransformer(d_model=D, n_layers=1, n_heads=HEADS, head_rank=RANK, value_dim=RANK, mlp_width=FF,
-                         activation="relu", norm="layer", norm_position="post", bias=True, seed=0)
-    torch.manual_seed(0)
-    reference = torch.nn.TransformerEncoderLayer(D, HEADS, FF, dropout=0.0, batch_first=True)
-    models = {"toy_transformer": stepper(toy, x, y), "torch_encoder_layer": stepper(reference, x, y)}
+    toy, reference, x, y = fig1_models_and_batch(torch.Generator().manual_seed(0))
+    models = {"toy_transformer": adamw_step(toy, x, y), "torch_encoder_layer": adamw_step(reference, x, y)}
     best = {(name, policy): float("inf") for name in models for policy in ("system", "heap")}
     for _ in range(args.rounds):
         for policy in ("system", "heap"):

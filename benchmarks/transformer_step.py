@@ -30,23 +30,8 @@ from typing import Callable
 
 import torch
 
-from _timing import best_time
+from _timing import BATCH, FF, N_POINTS, D, adamw_step, best_time, fig1_models_and_batch
 from theorylab.core.cpu import set_heap_allocation
-from theorylab.nn.toy_transformer import ToyTransformer
-
-D, N_POINTS, HEADS, RANK, FF, BATCH = 64, 16, 4, 16, 2048, 256
-
-
-def training_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Callable[[], None]:
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-
-    def step() -> None:
-        loss = (model(x) - y).pow(2).sum(-1).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    return step
 
 
 def ff_block(x: torch.Tensor, gen: torch.Generator) -> Callable[[], None]:
@@ -88,14 +73,10 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     set_heap_allocation(True)
     gen = torch.Generator().manual_seed(0)
-    x, y = torch.randn(BATCH, N_POINTS, D, generator=gen), torch.randn(BATCH, N_POINTS, D, generator=gen)
-    toy = ToyTransformer(d_model=D, n_layers=1, n_heads=HEADS, head_rank=RANK, value_dim=RANK, mlp_width=FF,
-                         activation="relu", norm="layer", norm_position="post", bias=True, seed=0)
-    torch.manual_seed(0)
-    reference = torch.nn.TransformerEncoderLayer(D, HEADS, FF, dropout=0.0, batch_first=True)
+    toy, reference, x, y = fig1_models_and_batch(gen)
     a, b = torch.randn(2048, 2048, generator=gen), torch.randn(2048, 2048, generator=gen)
-    cases = {"step": training_step(toy, x, y), "ff_block": ff_block(x, gen), "ff_matmuls": ff_matmuls(gen),
-             "square_matmul": lambda: a @ b, "torch_encoder_step": training_step(reference, x, y)}
+    cases = {"step": adamw_step(toy, x, y), "ff_block": ff_block(x, gen), "ff_matmuls": ff_matmuls(gen),
+             "square_matmul": lambda: a @ b, "torch_encoder_step": adamw_step(reference, x, y)}
     ms = {name: 1e3 * best_time(lambda fn=fn: [fn() for _ in range(5)], args.repeats) / 5 for name, fn in cases.items()}
     ff_flop = 6 * 2 * BATCH * N_POINTS * D * FF
     rate = {"ff_matmuls_gflops": ff_flop / ms["ff_matmuls"] / 1e6, "square_gflops": 2 * 2048**3 / ms["square_matmul"]
