@@ -28,19 +28,37 @@ BIG = 64 * 2**20 // 4  # a 64 MiB float32 tensor: above glibc's largest mmap thr
 
 
 def test_heap_policy_keeps_freed_blocks_and_system_policy_maps_them():
+    # In a fresh process: in this one, earlier tests leave free heap chunks that a later block may reuse, which would
+    # hide whether glibc's defaults came back.
+    import subprocess
+    import sys
+
     _mallinfo()
-    with cpu.heap_allocation(True) as on:
-        assert on
-        t = torch.ones(BIG)
-        mapped_during = _mallinfo().hblkhd
-        del t
-        free_after = _mallinfo().fordblks
+    code = """
+import ctypes, torch
+from theorylab.core import cpu
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+lib = cpu._glibc()
+lib.mallinfo2.restype = MallInfo2
+BIG = %d
+with cpu.heap_allocation(True) as on:
+    t = torch.ones(BIG)
+    mapped_during = lib.mallinfo2().hblkhd
+    del t
+    free_after = lib.mallinfo2().fordblks
+t = torch.ones(BIG)
+print(int(on), mapped_during, free_after, lib.mallinfo2().hblkhd)
+""" % BIG
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    on, mapped_during, free_after, mapped_after = map(int, out.stdout.split())
+    assert on == 1
     # Under the policy the block came from the heap (nothing mmapped for it) and stays there once freed.
     assert free_after >= BIG * 4
     assert mapped_during < BIG * 4
-    t = torch.ones(BIG)  # glibc defaults again: a fresh mapping
-    assert _mallinfo().hblkhd >= BIG * 4
-    del t
+    assert mapped_after >= BIG * 4  # glibc defaults again: a fresh mapping
 
 
 def test_nested_contexts_restore_only_at_the_outermost():
