@@ -288,6 +288,7 @@ def check(
         n_proc, threads = check_workers(_workers(workers), len(names), device)
     results: list[Result] = []
     missing: list[str] = []
+    error_lines: dict[str, str] = {}  # a study that raised: its one line, said once as it happens
     started = time.perf_counter()
     if n_proc > 1:
         err.print(f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
@@ -304,10 +305,10 @@ def check(
             if _DEBUG["on"]:
                 raise outcome
             gap = _missing(outcome)
-            line = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
+            error_lines[slug] = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
             if gap is not None:
                 missing.append(slug)
-            err.print(f"[bold red]{slug}: error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]{slug}: error:[/] {escape(error_lines[slug])}", highlight=False, soft_wrap=True)
         elif n_proc > 1:
             c = outcome.counts()
             err.print(f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
@@ -316,12 +317,8 @@ def check(
     for slug, outcome in zip(names, check_many(names, preset, seed, store=st, force=force, device=device,
                                                overrides=per_study, workers=n_proc, show_progress=True,
                                                on_start=starting, on_done=done)):
-        if isinstance(outcome, BaseException):
-            gap = _missing(outcome)
-            line = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
-            results.append(Result.error(slug, preset, seed, line))
-        else:
-            results.append(outcome)
+        results.append(Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException)
+                       else outcome)
     if as_json:
         print(json.dumps([r.to_json() for r in results]))
     else:

@@ -63,11 +63,10 @@ class JobExecutor:
 
 def _ray_job(fn: Callable[[Any, Any], Any], item: Any, threads: int) -> tuple[Any, list[str]]:
     """A Ray task: ``fn(item, None)`` and the config fields it read (so ``--set`` warnings stay right)."""
-    import torch
-
     from theorylab.core.config import recording_field_reads
+    from theorylab.core.cpu import cap_threads
 
-    torch.set_num_threads(threads)
+    cap_threads(threads)  # the task's share, which a study's own thread pin cannot exceed
     with recording_field_reads() as reads:
         out = fn(item, None)
     return out, sorted(reads)

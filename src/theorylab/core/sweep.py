@@ -22,6 +22,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import pandas as pd
 
 from theorylab.core.config import ConfigError, parse_value
+from theorylab.core.cpu import cap_threads
 from theorylab.core.executors import ray_session
 from theorylab.core.runner import execute_config, library_version
 from theorylab.core.store import Store, canonical_json, run_identity
@@ -73,10 +74,8 @@ def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 def _run_point(module: str, slug: str, preset: str, seed: int, overrides: dict[str, Any], store_root: str, device: str,
                threads: int) -> tuple[str, str]:
     """Worker entry point (top level so that processes and Ray can import it)."""
-    import torch
-
     if threads > 0:
-        torch.set_num_threads(threads)
+        cap_threads(threads)  # this point's share of the cores, which a study's own pin cannot exceed
     if module:
         importlib.import_module(module)  # registers studies defined outside theorylab.studies
     study = get_study(slug)

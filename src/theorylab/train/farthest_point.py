@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from theorylab.core.errors import Diverged
+from theorylab.core.executors import JobExecutor
 from theorylab.data.nearest_points import NearestPointSets, d_mse, nearest_point_sets
 from theorylab.nn.toy_transformer import ToyTransformer, attention_only
 from theorylab.probes.attention_stats import argmax_hit_rate, attention_entropy, attention_patterns
@@ -280,8 +281,7 @@ def train_job_grid(
                                  batch=batch, steps=steps, optim=optim, eval_chunk=eval_chunk, ff_width=ff_width,
                                  norm=norm, device=str(device)))
     if map_jobs is None:
-        wrap = progress if progress is not None else (lambda xs, _description: xs)
-        outputs = [train_grid_item(item, progress) for item in wrap(items, "configurations")]
+        outputs = JobExecutor().map(train_grid_item, items, progress, "configurations")
     else:
         outputs = map_jobs(train_grid_item, items, "configurations")
     rows, curves, heads = [], [], []
