@@ -55,9 +55,10 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
         remote = execute("toy-grid", store=Store(tmp_path / "ray"), executor=ray)
         there = train_job_grid(grids, **grid_args, map_jobs=lambda fn, items, d: ray.map(fn, items, None, d))
         mf_ray = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "ray"), device="cpu", executor=ray)
+        diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "ray"), executor=ray)
+        # last: a failing job cancels the other jobs of its map
         with pytest.raises(RuntimeError, match="toy-grid job at scale 2.0 raises") as raised:
             execute("toy-grid", overrides={"fail_scale": 2.0}, store=Store(tmp_path / "fail"), executor=ray)
-        diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "ray"), executor=ray)
     assert type(raised.value) is RuntimeError  # the job's own error, as inline, not Ray's wrapper
     here_diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "inline"))
     assert (diverged.status, diverged.message) == (here_diverged.status, here_diverged.message) == (

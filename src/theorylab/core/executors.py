@@ -109,7 +109,7 @@ class RayExecutor(JobExecutor):
                     pass
             except BaseException as err:
                 for ref in pending:  # a failed job or Ctrl-C: the other jobs stop too, even on a shared cluster
-                    ray.cancel(ref, force=True)
+                    ray.cancel(ref)  # not force: killing workers mid-task races with the next map
                 cause = getattr(err, "cause", None)
                 if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
                     raise cause from None  # the job's own error (as inline), not Ray's wrapper with its traceback
