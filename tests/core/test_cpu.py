@@ -48,7 +48,7 @@ with cpu.heap_allocation(True) as on:
     mapped_during = lib.mallinfo2().hblkhd
     del t
     free_after = lib.mallinfo2().fordblks
-t = torch.ones(BIG)
+t = torch.ones(2 * BIG)  # larger than any chunk the heap kept: only glibc's restored defaults can mmap it
 print(int(on), mapped_during, free_after, lib.mallinfo2().hblkhd)
 """ % BIG
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -58,7 +58,10 @@ print(int(on), mapped_during, free_after, lib.mallinfo2().hblkhd)
     # Under the policy the block came from the heap (nothing mmapped for it) and stays there once freed.
     assert free_after >= BIG * 4
     assert mapped_during < BIG * 4
-    assert mapped_after >= BIG * 4  # glibc defaults again: a fresh mapping
+    # glibc defaults again: a fresh mapping. The request is twice the freed block because a block no larger than a
+    # free heap chunk may be served from that chunk even under the defaults (it did in about 1 run in 4), which
+    # says nothing about the policy.
+    assert mapped_after >= 2 * BIG * 4
 
 
 def test_nested_contexts_restore_only_at_the_outermost():

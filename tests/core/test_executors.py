@@ -12,6 +12,15 @@ from theorylab.core.runner import execute
 from theorylab.core.store import Store
 
 
+def _fails_late_first(item: int, progress) -> int:
+    """Item 0 fails after a second, item 1 at once: a map must still raise item 0's error, as inline does."""
+    import time
+
+    if item == 0:
+        time.sleep(1.0)
+    raise ValueError(f"item {item} fails")
+
+
 def test_executor_choice_is_checked_before_any_work():
     assert isinstance(make_executor("inline"), JobExecutor) and make_executor("ray").name == "ray"
     with pytest.raises(ConfigError, match="unknown executor 'dask'; allowed: inline, ray"):
@@ -56,6 +65,9 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
         there = train_job_grid(grids, **grid_args, map_jobs=lambda fn, items, d: ray.map(fn, items, None, d))
         mf_ray = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "ray"), device="cpu", executor=ray)
         diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "ray"), executor=ray)
+        # several jobs fail: the earliest in item order is raised (as inline), not the first to finish
+        with pytest.raises(ValueError, match="item 0 fails"):
+            ray.map(_fails_late_first, [0, 1], None, "order")
         # last: a failing job cancels the other jobs of its map
         with pytest.raises(RuntimeError, match="toy-grid job at scale 2.0 raises") as raised:
             execute("toy-grid", overrides={"fail_scale": 2.0}, store=Store(tmp_path / "fail"), executor=ray)

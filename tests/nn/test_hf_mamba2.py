@@ -134,12 +134,22 @@ def test_gate_off_changes_the_output_and_restores(small_model):
 
 def test_layer_states_is_the_real_forward_and_cycles(small_model):
     ids = torch.randint(0, SMALL["vocab_size"], (3, 10), generator=torch.Generator().manual_seed(0))
-    # without projection and gate on: the model's own hidden states after each block, normalised
+    # without projection and gate on: the model's own block outputs in its own forward, normalised. Read by hooks,
+    # not output_hidden_states, whose layout changed across transformers versions (5.25: the embedding first, the
+    # final norm's output last; the version this test was written on had block k's output at index k).
     st = layer_states(small_model, ids, 2, project=False, chunk_size=256)  # the model's own chunk size
-    with torch.no_grad():
-        hs = small_model.backbone(ids, output_hidden_states=True, use_cache=False).hidden_states
+    outs = []
+    hooks = [b.register_forward_hook(lambda mod, args, out: outs.append(out[0] if isinstance(out, tuple) else out))
+             for b in mamba2_blocks(small_model)]
+    try:
+        with torch.no_grad():
+            small_model.backbone(ids, use_cache=False)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(outs) == 2
     for k in range(2):
-        ref = hs[k] / hs[k].norm(dim=-1, keepdim=True)
+        ref = outs[k] / outs[k].norm(dim=-1, keepdim=True)
         assert torch.allclose(st.states[k + 1], ref, atol=1e-12, rtol=0)
     # cycling past the 2 blocks: layer k runs block k mod 2
     blocks = mamba2_blocks(small_model)

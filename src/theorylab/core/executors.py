@@ -93,26 +93,51 @@ class RayExecutor(JobExecutor):
             index = {ref: i for i, ref in enumerate(refs)}
             results: list[Any] = [None] * len(items)
             pending = list(refs)
+            current = -1  # the item whose result is being read
 
             def finished() -> Iterator[int]:
-                nonlocal pending
+                nonlocal pending, current
                 while pending:
                     done, pending = ray.wait(pending, num_returns=1)
                     for ref in done:
-                        results[index[ref]], reads = ray.get(ref)  # a task's error is raised here
+                        current = index[ref]
+                        results[current], reads = ray.get(ref)  # a task's error is raised here
                         note_field_reads(reads)
-                        yield index[ref]
+                        yield current
 
             try:
                 for _ in (progress(finished(), f"{description} (ray)", total=len(items)) if progress is not None
                           else finished()):
                     pass
-            except BaseException as err:
-                for ref in pending:  # a failed job or Ctrl-C: the other jobs stop too, even on a shared cluster
-                    ray.cancel(ref)  # not force: killing workers mid-task races with the next map
-                cause = getattr(err, "cause", None)
-                if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+            except ray.exceptions.RayTaskError as first_seen:
+                failure = first_seen
+                # Inline stops at the first failing item in item order; so does this: the later jobs stop, the earlier
+                # ones finish, and the earliest failure is the one raised (the same error and message as inline,
+                # whichever job happened to fail first here).
+                earlier = sorted((ref for ref in pending if index[ref] < current), key=index.get)
+                for ref in pending:
+                    if index[ref] > current:
+                        ray.cancel(ref)  # not force: killing workers mid-task races with the next map
+                try:
+                    for k, ref in enumerate(earlier):
+                        try:
+                            ray.get(ref)
+                        except ray.exceptions.RayTaskError as before:
+                            failure = before
+                            for rest in earlier[k + 1:]:
+                                ray.cancel(rest)
+                            break
+                except BaseException:  # Ctrl-C while the earlier jobs finish
+                    for ref in earlier:
+                        ray.cancel(ref)
+                    raise
+                cause = getattr(failure, "cause", None)
+                if isinstance(cause, BaseException):
                     raise cause from None  # the job's own error (as inline), not Ray's wrapper with its traceback
+                raise failure from None
+            except BaseException:
+                for ref in pending:  # Ctrl-C or a lost cluster: the other jobs stop too, even on a shared cluster
+                    ray.cancel(ref)
                 raise
         return results
 
