@@ -72,6 +72,29 @@ def _ray_job(fn: Callable[[Any, Any], Any], item: Any, threads: int) -> tuple[An
     return out, sorted(reads)
 
 
+def _earliest_failure(ray: Any, failure: BaseException, failed_at: int, pending: list, index: dict) -> BaseException:
+    """Inline stops at the first failing item in item order; so does a Ray map. Given the failure of item
+    ``failed_at``, the later jobs stop, the earlier ones are awaited, and the earliest failure among them (else
+    ``failure``) is returned: the same error and message as inline, whichever job happened to fail first."""
+    earlier = sorted((ref for ref in pending if index[ref] < failed_at), key=index.get)
+    for ref in pending:
+        if index[ref] > failed_at:
+            ray.cancel(ref)  # not force: killing workers mid-task races with the next map
+    try:
+        for ref in earlier:
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayTaskError as before:
+                return before  # the jobs between it and failed_at finish on their own (cancelling a task that
+                # is completing crashes Ray 2.60's driver: "Tried to complete task that was not pending")
+        return failure
+    except BaseException:  # Ctrl-C while they finish: stop those still running
+        _, running = ray.wait(earlier, num_returns=len(earlier), timeout=0)
+        for ref in running:
+            ray.cancel(ref)
+        raise
+
+
 class RayExecutor(JobExecutor):
     """One Ray task per item (``fn(item, None)``: no progress bars inside tasks), on a local Ray or the cluster at
     ``address``; each task asks for ``cpus`` CPUs (and one GPU when the run is on CUDA) and uses as many threads."""
@@ -110,27 +133,7 @@ class RayExecutor(JobExecutor):
                           else finished()):
                     pass
             except ray.exceptions.RayTaskError as first_seen:
-                failure = first_seen
-                # Inline stops at the first failing item in item order; so does this: the later jobs stop, the earlier
-                # ones finish, and the earliest failure is the one raised (the same error and message as inline,
-                # whichever job happened to fail first here).
-                earlier = sorted((ref for ref in pending if index[ref] < current), key=index.get)
-                for ref in pending:
-                    if index[ref] > current:
-                        ray.cancel(ref)  # not force: killing workers mid-task races with the next map
-                try:
-                    for k, ref in enumerate(earlier):
-                        try:
-                            ray.get(ref)
-                        except ray.exceptions.RayTaskError as before:
-                            failure = before
-                            for rest in earlier[k + 1:]:
-                                ray.cancel(rest)
-                            break
-                except BaseException:  # Ctrl-C while the earlier jobs finish
-                    for ref in earlier:
-                        ray.cancel(ref)
-                    raise
+                failure = _earliest_failure(ray, first_seen, current, pending, index)
                 cause = getattr(failure, "cause", None)
                 if isinstance(cause, BaseException):
                     raise cause from None  # the job's own error (as inline), not Ray's wrapper with its traceback
