@@ -36,7 +36,8 @@ def test_run_json_object(root):
                         "figures"}
     assert obj["status"] == "done" and obj["study"] == "toy"
     (v,) = obj["verdicts"]
-    assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error"}
+    assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error", "departures",
+                      "known", "known_strict", "outcome", "label"}
     assert Path(obj["tables"]["steps"]).exists()
 
 
@@ -98,7 +99,8 @@ def test_judge_that_raises_is_an_error_and_fails(root):
     assert res.exit_code == 1
     (v,) = json.loads(res.stdout)["verdicts"]
     assert v["passed"] is False and v["error"] is True and v["detail"].startswith("judge raised KeyError")
-    assert json.loads(res.stdout)["counts"] == {"passed": 0, "failed": 0, "undecided": 0, "error": 1}
+    assert json.loads(res.stdout)["counts"] == {"passed": 0, "departed": 0, "failed": 0, "known": 0, "unexpected": 0,
+                                                "undecided": 0, "error": 1}
     table = invoke(root, "run", "toy", "--set", "judge_bug=true")
     assert table.exit_code == 1 and "ERROR" in table.stdout
 
@@ -248,3 +250,65 @@ def test_parallel_check_runs_studies_in_their_own_processes_on_their_share_of_th
     assert toy.scalars["torch_threads"] == max(1, available_cores() // 2)
     # an error pickle cannot rebuild comes back as its name and text, and the pool survives it
     assert isinstance(broken, RemoteError) and broken.type_name == "TwoPartError" and str(broken) == "half and half"
+
+
+def test_a_known_failure_exits_0_unless_strict_and_an_unexpected_pass_exits_1(root):
+    res = invoke(root, "run", "toy-declared", "--json")  # seed 0: known failures only, and a pass with departures
+    assert res.exit_code == 0, res.output
+    verdicts = {v["id"].split("/")[1]: v for v in json.loads(res.stdout)["verdicts"]}
+    assert verdicts["always-fails"]["outcome"] == "known" and verdicts["always-fails"]["known_strict"] is True
+    assert verdicts["mean-zero"]["outcome"] == "departed"
+    assert verdicts["mean-zero"]["departures"] == ["n 200 (card 1000): fewer draws at quick"]
+    assert json.loads(res.stdout)["counts"]["known"] == 1 and json.loads(res.stdout)["counts"]["departed"] == 1
+    assert invoke(root, "run", "toy-declared", "--strict").exit_code == 1
+    res = invoke(root, "run", "toy-declared", "--set", "strict_fails=false")
+    assert res.exit_code == 1 and "PASSED UNEXPECTEDLY" in res.stdout
+    # the table marks the departure and lists it under the claim; the card's size is the claim as stated
+    res = invoke(root, "run", "toy-declared")
+    assert "mean-zero †" in res.stdout and "† departs: n 200 (card 1000)" in res.stdout
+    assert "failed (known)" in res.stdout and "declared: known failure on every seed" in res.stdout
+    res = invoke(root, "run", "toy-declared", "--set", "n=1000", "--json")
+    assert {v["id"]: v["outcome"] for v in json.loads(res.stdout)["verdicts"]}["toy-declared/mean-zero"] == "passed"
+
+
+def test_check_counts_split_passed_as_stated_from_departures_and_known(root):
+    res = invoke(root, "check", "toy-declared", "toy", "--workers", "1")
+    assert res.exit_code == 0, res.output
+    assert re.search(r"3 passed as stated, 1 passed with departures, 1 known failures, 0 failed, 0 passed "
+                     r"unexpectedly, 0 not decided", " ".join(res.stdout.split()))
+
+
+def test_seeds_report_rates_and_exit_1_on_an_unexplained_failure(root):
+    res = invoke(root, "check", "toy-declared", "--seeds", "0-2", "--workers", "1", "--json")
+    assert res.exit_code == 0, res.output  # seeds 0-2: known failures only
+    obj = json.loads(res.stdout)
+    assert obj["seeds"] == [0, 1, 2] and len(obj["runs"]) == 3
+    rates = {c["claim"].split("/")[1]: c for c in obj["claims"]}
+    assert rates["odd-seeds-fail"]["rate"] == "2/3" and rates["odd-seeds-fail"]["seeds"] == {
+        "0": "passed", "1": "known", "2": "passed"}
+    lo, hi = rates["odd-seeds-fail"]["wilson95"]
+    assert 0.2 < lo < 2 / 3 < hi < 1
+    assert rates["mean-zero"]["departures"] == ["n 200 (card 1000): fewer draws at quick"]
+    res = invoke(root, "check", "toy-declared", "--seeds", "2-4", "--workers", "1")  # seed 3 fails unexplained
+    assert res.exit_code == 1
+    text = " ".join(res.stdout.split())
+    assert "unexplained toy-declared/unexplained-on-seed-3 2/3: seed 3" in text
+    assert "1 with unexplained failures" in text and "✓✗✓" in text
+    res = invoke(root, "run", "toy-declared", "--seeds", "0,1", "--strict")  # known failures count
+    assert res.exit_code == 1
+    assert invoke(root, "check", "toy", "--seeds", "3-1").exit_code == 2  # a bad spec: one line, exit 2
+
+
+def test_report_carries_departures_known_failures_and_the_seed_grid(root, tmp_path):
+    assert invoke(root, "check", "toy-declared", "--seeds", "0-3", "--workers", "1").exit_code == 1
+    res = invoke(root, "report", "--out", str(tmp_path / "site"))
+    assert res.exit_code == 0, res.output
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "passed with departures" in index and "known failures" in index and "Claims over seeds" in index
+    (grid,) = (tmp_path / "site" / "seeds").glob("toy-declared-quick-*.html")
+    page = grid.read_text()
+    assert "3/4" in page and "row-unexplained" in page and "† departs:</span> n 200 (card 1000)" in page
+    assert "declared: known failure on 5/10 seeds (1, 3, 5, 7, 9)" in page
+    run_pages = list((tmp_path / "site" / "runs").glob("*.html"))
+    assert any("† departs:</span> n 200 (card 1000)" in p.read_text() for p in run_pages)
+    assert any("pill known" in p.read_text() for p in run_pages)

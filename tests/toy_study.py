@@ -15,6 +15,7 @@ import torch
 from pydantic import Field
 
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, Verdict, study
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Diverged, MissingResource
 
 
@@ -144,3 +145,48 @@ def run_grid(cfg: ToyGridConfig, ctx: RunContext) -> None:
     ctx.table("jobs", pd.DataFrame([row for row, _ in out]))
     ctx.scalar("processes", len({pid for _, pid in out}))
     ctx.scalar("jobs_in_run_process", sum(pid == os.getpid() for _, pid in out))
+
+
+class ToyDeclaredConfig(StudyConfig):
+    n: int = Field(1000, ge=10, le=100_000, description="normal draws (the card's 1000; quick uses 200)")
+    strict_fails: bool = Field(True, description="the claim declared to fail on every seed fails (False: it passes)")
+    nan_row: bool = Field(False, description="one row of the judged column is NaN")
+
+
+declared_claims = Claims("toy-declared", "exact: E = 0")
+
+
+@declared_claims.add("mean-zero", "the sample mean of the card's 1000 draws is within 4 SE of 0",
+                     departures=[Departure.field_value("n", 1000, "fewer draws at quick")])
+def judge_declared_mean(res, v) -> Verdict:
+    t = res.table("draws")
+    z = v.column(t, "z")
+    return v.at_most(z.abs(), 4.0, name="|mean|/SE")
+
+
+@declared_claims.add("always-fails", "a claim our reproduction fails on every seed",
+                     known=KnownFailure.on_every_seed("the toy's judge is built to fail (strict_fails)"))
+def judge_always(res, v) -> Verdict:
+    return v.judged(not res.config["strict_fails"], 1.0, 0.0, None, "fails while strict_fails")
+
+
+@declared_claims.add("odd-seeds-fail", "a claim that fails on odd seeds",
+                     known=KnownFailure.on_some_seeds(5, 10, [1, 3, 5, 7, 9], "odd seeds fail by construction"))
+def judge_odd(res, v) -> Verdict:
+    return v.at_most(res.seed % 2, 0, name="seed parity")
+
+
+@declared_claims.add("unexplained-on-seed-3", "a claim that fails on seed 3 with no declaration")
+def judge_three(res, v) -> Verdict:
+    return v.judged(res.seed != 3, res.seed, "!= 3")
+
+
+@study("toy-declared", title="Declared departures and known failures (tests only)", paper="(tests only)",
+       config=ToyDeclaredConfig, claims=declared_claims,
+       presets={"quick": Preset.of("quick", n=(200, "fewer draws")), "paper": Preset.of("paper")})
+def run_declared(cfg: ToyDeclaredConfig, ctx: RunContext) -> None:
+    x = ctx.rng("draws").normal(0.0, 1.0, (3, cfg.n))
+    z = x.mean(1) * np.sqrt(cfg.n)
+    if cfg.nan_row:
+        z[1] = np.nan
+    ctx.table("draws", pd.DataFrame({"part": ["a", "b", "c"], "z": z}))

@@ -20,7 +20,7 @@ from theorylab.core.context import resolve_device
 from theorylab.core.errors import MissingResource
 from theorylab.core.result import Result
 from theorylab.core.store import Store
-from theorylab.core.study import Verdict, all_studies, get_study
+from theorylab.core.study import OUTCOME_WORDS, Verdict, all_studies, get_study
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked "
     "studies.")
@@ -38,6 +38,9 @@ SeedOpt = typer.Option(0, "--seed", help="Run seed; every random stream derives 
 DeviceOpt = typer.Option("auto", "--device", help="auto | cpu | cuda")
 SetOpt = typer.Option(None, "--set", "-s", help="Override a config field: key=value (repeatable).")
 ForceOpt = typer.Option(False, "--force", help="Run again even if the store has this exact run.")
+SeedsOpt = typer.Option(None, "--seeds", help="Several seeds, e.g. 0-9 or 0,3,7: runs (or reuses) each and reports "
+                        "every claim's pass rate over them (k/n seeds, 95% Wilson interval); overrides --seed.")
+StrictOpt = typer.Option(False, "--strict", help="Count declared known failures as failures (exit 1).")
 PrecisionOpt = typer.Option(None, "--precision", help="fp32 | bf16: the arithmetic of no-gradient passes (transport, "
                                                       "rollouts) in studies that offer the choice (default: the "
                                                       "preset's; bf16 pays off on GPUs and AMX CPUs).")
@@ -120,10 +123,16 @@ def _fmt(value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
+_CELL = {"passed": "[green]passed[/]", "departed": "[green]passed[/][cyan]†[/]", "failed": "[bold red]FAILED[/]",
+         "unexpected": "[bold red]PASSED UNEXPECTEDLY[/]", "undecided": "[yellow]not decided[/]",
+         "error": "[bold red]ERROR[/]"}
+
+
 def _verdict_cell(v: Verdict) -> str:
-    if v.error:
-        return "[bold red]ERROR[/]"
-    return {True: "[green]passed[/]", False: "[bold red]FAILED[/]", None: "[yellow]not decided[/]"}[v.passed]
+    """The verdict word: † marks a pass with departures from the claim as stated."""
+    if v.outcome == "known":
+        return f"[magenta]{escape(v.label)}[/]"
+    return _CELL[v.outcome]
 
 
 def _claims_table(results: list[Result], title: str) -> Table:
@@ -132,8 +141,8 @@ def _claims_table(results: list[Result], title: str) -> Table:
         table.add_column(col, no_wrap=col != "claim", overflow="fold")
     for res in results:
         for v in res.verdicts:
-            table.add_row(res.study, v.id.split("/", 1)[-1], _verdict_cell(v), _fmt(v.measured), _fmt(v.expected), _fmt(
-                v.tolerance))
+            table.add_row(res.study, v.id.split("/", 1)[-1] + (" †" if v.departures else ""), _verdict_cell(v),
+                          _fmt(v.measured), _fmt(v.expected), _fmt(v.tolerance))
         if not res.verdicts:
             status = "[bold red]error[/]" if res.status == "error" else escape(res.status)
             table.add_row(res.study, "-", status, "", "", "")
@@ -147,6 +156,19 @@ def _print_claims(results: list[Result], title: str) -> None:
             out.print(f"[red]{res.study}: {escape(res.message)}[/]", highlight=False, soft_wrap=True)
         for v in res.verdicts:
             out.print(f"  {_verdict_cell(v)} [bold]{v.id}[/]: {escape(v.detail)}", highlight=False)
+            for d in v.departures:
+                out.print(f"      [cyan]† departs:[/] {escape(d)}", highlight=False)
+            if v.known:
+                out.print(f"      [magenta]declared:[/] {escape(v.known)}", highlight=False)
+    out.print("† passed with departures from the claim as stated (each listed under its claim)", highlight=False)
+
+
+def _counts_line(counts: dict[str, int], compact: bool = False) -> str:
+    """``"150 passed as stated, 39 passed with departures, 2 known failures, 0 failed, ..."`` (``compact``: the
+    buckets that are not zero)."""
+    return ", ".join(f"{counts[k]} {OUTCOME_WORDS[k]}" for k in ("passed", "departed", "known", "failed",
+                                                                 "unexpected", "undecided", "error")
+                     if counts[k] or not compact) or "no claims"
 
 
 def _run_summary(res: Result) -> None:
@@ -181,6 +203,18 @@ def _precision(slug: str, precision: Optional[str]) -> dict[str, Any]:
     return {"precision": precision}
 
 
+def _row_verdict(row: dict[str, Any], short: bool = False) -> str:
+    """An index row's verdict counts in words (zero buckets other than passed, failed, not decided left out)."""
+    counts = {k: row.get(f"n_{k}") or 0 for k in ("passed", "departed", "known", "failed", "unexpected", "undecided",
+                                                   "error")}
+    if short:
+        words = {"passed": "passed", "departed": "passed†", "known": "known", "failed": "failed",
+                 "unexpected": "passed unexpectedly", "undecided": "not decided", "error": "errors"}
+    else:
+        words = dict(OUTCOME_WORDS, known="known failures")
+    return ", ".join(f"{n} {words[k]}" for k, n in counts.items() if n or k in ("passed", "failed", "undecided"))
+
+
 @app.command("list")
 def list_cmd(
     markdown: bool = typer.Option(False, "--markdown", help="Print the README studies table (with the latest quick "
@@ -206,8 +240,7 @@ def list_cmd(
         print("|---|---|---|---|---|---|")
         for r in rows:
             q = r["quick"]
-            verdict = f"{q['n_passed']} passed, {q['n_failed']} failed, {q['n_undecided']} undecided" + (
-                f", {q['n_error']} errors" if q.get('n_error') else "") if q else "not run"
+            verdict = _row_verdict(q) if q else "not run"
             wall = f"{q['wall_s']:.1f} s" if q else ""
             missing = "; ".join(f"`{cid}` ({why})" for cid, why in r["not_built"].items()) or "none"
             print(f"| `{r['slug']}` | {r['paper']} | {r['claims']} | {verdict} | {wall} | {missing} |")
@@ -217,8 +250,7 @@ def list_cmd(
         table.add_column(col)
     for r in rows:
         lt = r["latest"]
-        verdict = (f"{lt['status']}: {lt['n_passed']} passed, {lt['n_failed']} failed, {lt['n_undecided']} undecided "
-                   f"({lt['preset']})" if lt else "not run")
+        verdict = f"{lt['status']}: {_row_verdict(lt, short=True)} ({lt['preset']})" if lt else "not run"
         claims = str(r["claims"]) + (f" (+{len(r['not_built'])} not built)" if r["not_built"] else "")
         table.add_row(r["slug"], escape(r["family"]), escape(r["paper"]), claims, verdict)
     out.print(table)
@@ -230,6 +262,7 @@ def run(
     preset: str = PresetOpt,
     set_: Optional[List[str]] = SetOpt,
     seed: int = SeedOpt,
+    seeds: Optional[str] = SeedsOpt,
     device: str = DeviceOpt,
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
@@ -237,13 +270,19 @@ def run(
                                  "inline (here) or ray (one Ray task per job; same tables and verdicts)."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address for --executor ray "
                                           "(default: start a local Ray on every core)."),
+    strict: bool = StrictOpt,
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
-    """Run one study and judge its claims."""
+    """Run one study and judge its claims (with --seeds: at each seed, and every claim's rate over them)."""
     from theorylab.core.executors import make_executor
     from theorylab.core.runner import execute
 
+    if seeds is not None:
+        with _user_errors():
+            overrides = _overrides(slug, set_, precision)
+        _check_over_seeds([slug], seeds, preset, device, force, {slug: overrides}, "1", strict, as_json, store)
+        return
     with _user_errors():
         overrides = _overrides(slug, set_, precision)
         jobs = make_executor(executor, address, gpu=resolve_device(device).type == "cuda")
@@ -254,7 +293,7 @@ def run(
     else:
         _run_summary(res)
     _warn_unread(res, overrides)
-    if not res.passed:  # a failed claim, a judge that raised, or a diverged run
+    if not res.ok(strict):  # an unexplained failure, a judge that raised, an unexpected pass, or a diverged run
         raise typer.Exit(1)
 
 
@@ -263,28 +302,35 @@ def check(
     slugs: Optional[List[str]] = typer.Argument(None, help="Studies to check (default: all)."),
     preset: str = PresetOpt,
     seed: int = SeedOpt,
+    seeds: Optional[str] = SeedsOpt,
     device: str = DeviceOpt,
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
     workers: str = typer.Option("auto", "--workers", "-w", help="Studies run side by side: 'auto' (one per core, "
                                 "at most 8; one on a GPU) or a number; 1 runs them one at a time with progress bars."),
+    strict: bool = StrictOpt,
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
 ) -> None:
     """Run (or reuse) each study and judge every claim; exit 1 if any claim fails. The main job.
 
-    A study that raises is recorded as an error (one line) and the others go on; exit 1 when a
-    claim failed or a study errored, 2 when the only problem is a missing optional resource."""
+    A claim that fails as declared (a known failure) does not fail the check unless --strict; one declared to fail
+    on every seed that passes does. A study that raises is recorded as an error (one line) and the others go on;
+    exit 1 when a claim failed or a study errored, 2 when the only problem is a missing optional resource. With
+    --seeds, every study runs (or is reused) at each seed and each claim reports its pass rate over them."""
     from theorylab.core.runner import check_many, check_workers
 
     names = list(dict.fromkeys(slugs or all_studies()))
     with _user_errors():
-        st = Store(store)
         for slug in names:
             get_study(slug)  # unknown slugs fail before any work
         resolve_device(device)
         per_study = {slug: _precision(slug, precision) for slug in names}
+    if seeds is not None:
+        _check_over_seeds(names, seeds, preset, device, force, per_study, workers, strict, as_json, store)
+        return
     with _user_errors():
+        st = Store(store)
         n_proc, threads = check_workers(_workers(workers), len(names), device)
     results: list[Result] = []
     missing: list[str] = []
@@ -302,17 +348,10 @@ def check(
 
     def done(slug: str, outcome: Result | BaseException, k: int) -> None:
         if isinstance(outcome, BaseException):
-            if _DEBUG["on"]:
-                raise outcome
-            gap = _missing(outcome)
-            error_lines[slug] = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
-            if gap is not None:
-                missing.append(slug)
-            err.print(f"[bold red]{slug}: error:[/] {escape(error_lines[slug])}", highlight=False, soft_wrap=True)
+            error_lines[slug] = _error_line(outcome, slug, missing)
         elif n_proc > 1:
-            c = outcome.counts()
             err.print(f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
-                      f"{c['passed']} passed, {c['failed']} failed, {c['undecided']} not decided", highlight=False)
+                      f"{_counts_line(outcome.counts(), compact=True)}", highlight=False, soft_wrap=True)
 
     for slug, outcome in zip(names, check_many(names, preset, seed, store=st, force=force, device=device,
                                                overrides=per_study, workers=n_proc, show_progress=True,
@@ -320,20 +359,123 @@ def check(
         results.append(Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException)
                        else outcome)
     if as_json:
-        print(json.dumps([r.to_json() for r in results]))
+        print(json.dumps(_check_json(results)))
     else:
         _print_claims(results, f"theorylab check --preset {preset}")
-        counts = {k: sum(r.counts()[k] for r in results) for k in ("passed", "failed", "undecided", "error")}
         errored = [r.study for r in results if r.status == "error"]
         walls = ", ".join(
             f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error")
-        out.print(f"{len(results) - len(errored)} of {len(results)} studies judged · {counts['passed']} passed, "
-                  f"{counts['failed']} failed, "
-                  f"{counts['undecided']} not decided, {counts['error']} judge errors, {len(errored)} study errors"
-                  f"{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
+        out.print(f"{len(results) - len(errored)} of {len(results)} studies judged · {_counts_line(_total(results))}, "
+                  f"{len(errored)} study errors{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
                   f"{time.perf_counter() - started:.1f} s", highlight=False)
-    broken = [r for r in results if not r.passed and r.study not in missing]
+        _say_meaning()
+    broken = [r for r in results if not r.ok(strict) and r.study not in missing]
     if broken:
+        raise typer.Exit(1)
+    if missing:
+        raise typer.Exit(2)
+
+
+def _error_line(outcome: BaseException, slug: str, missing: list[str]) -> str:
+    """A study's error in one line, printed as it happens (its traceback with --debug); a missing resource is noted
+    in ``missing``."""
+    if _DEBUG["on"]:
+        raise outcome
+    gap = _missing(outcome)
+    line = f"missing resource: {gap}" if gap is not None else _one_line(outcome)
+    if gap is not None:
+        missing.append(slug)
+    err.print(f"[bold red]{slug}: error:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    return line
+
+
+def _total(results: list[Result]) -> dict[str, int]:
+    from theorylab.core.study import OUTCOMES
+
+    return {k: sum(r.counts()[k] for r in results) for k in OUTCOMES}
+
+
+def _check_json(results: list[Result]) -> list[dict[str, Any]]:
+    return [r.to_json() for r in results]
+
+
+def _say_meaning() -> None:
+    out.print("passed as stated: the claim in the form its card or paper states it; passed with departures (†): a "
+              "recipe, size, definition or threshold differs, as declared; known failures: the stated claim fails in "
+              "our reproduction for a declared reason (exit 0 unless --strict); not decided: this preset cannot "
+              "decide it (the detail says what does).", highlight=False, soft_wrap=True, style="dim")
+
+
+def _check_over_seeds(names: list[str], seeds_text: str, preset: str, device: str, force: bool,
+                      overrides: dict[str, dict[str, Any]], workers: str, strict: bool, as_json: bool,
+                      store: Optional[Path]) -> None:
+    """``check --seeds`` / ``run --seeds``: every study at every seed, then each claim's rate over the seeds."""
+    from theorylab.core.runner import check_seeds, check_workers
+    from theorylab.core.seeds import MARKS, claim_rates, parse_seeds
+
+    with _user_errors():
+        seed_list = parse_seeds(seeds_text)
+        st = Store(store)
+        n_proc, threads = check_workers(_workers(workers), len(names) * len(seed_list), device)
+    n_jobs = len(names) * len(seed_list)
+    missing: list[str] = []
+    started = time.perf_counter()
+    err.print(f"checking {len(names)} stud{'y' if len(names) == 1 else 'ies'} ({preset}) at {len(seed_list)} seeds "
+              f"({seeds_text}): {n_jobs} runs, {n_proc} at a time ...", highlight=False)
+
+    def done(slug: str, seed: int, outcome: Result | BaseException, k: int) -> None:
+        if isinstance(outcome, BaseException):
+            _error_line(outcome, f"{slug} seed {seed}", missing)
+            return
+        elapsed = time.perf_counter() - started
+        eta = elapsed / k * (n_jobs - k)
+        err.print(f"  {k}/{n_jobs} {slug} seed {seed}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''},"
+                  f" {_counts_line(outcome.counts(), compact=True)} · ETA {eta / 60:.1f} min", highlight=False,
+                  soft_wrap=True)
+
+    outcomes = check_seeds(names, seed_list, preset, store=st, force=force, device=device, overrides=overrides,
+                           workers=n_proc, show_progress=n_proc == 1, on_done=done)
+    rates = claim_rates(outcomes, {slug: [c.id for c in get_study(slug).claims] for slug in names})
+    unexplained = [r for r in rates if r.unexplained]
+    known = [r for r in rates if r.count("known")]
+    if as_json:
+        print(json.dumps({"preset": preset, "seeds": seed_list, "claims": [r.to_json(seed_list) for r in rates],
+                          "runs": [o.to_json() if isinstance(o, Result) else {"study": slug, "seed": seed, "status":
+                                   "error", "message": _one_line(o)} for (slug, seed), o in outcomes.items()]}))
+    else:
+        table = Table(title=f"theorylab check --preset {preset} --seeds {seeds_text}: claims over seeds")
+        for col in ("study", "claim", "passed/decided", "95% interval", f"seeds {seeds_text}", "declared"):
+            table.add_column(col, no_wrap=col not in ("claim", "declared"), overflow="fold")
+        for r in rates:
+            lo, hi = r.interval
+            note = []
+            if r.known:
+                note.append("[magenta]known: " + escape(r.known.removeprefix("known failure on ").split(":", 1)[0])
+                            + "[/]")
+            if r.departures:
+                note.append(f"[cyan]† {len(r.departures)} departure{'s' if len(r.departures) > 1 else ''}[/]")
+            rate = f"[bold red]{r.rate}[/]" if r.unexplained else r.rate
+            table.add_row(r.study, r.claim.split("/", 1)[-1], rate, "" if r.decided == 0 else f"[{lo:.2f}, {hi:.2f}]",
+                          r.marks(seed_list), ", ".join(note))
+        out.print(table)
+        out.print("seeds " + ", ".join(map(str, seed_list)) + ": " + ", ".join(
+            f"{m} {w}" for w, m in (("passed", MARKS["passed"]), ("failed", MARKS["failed"]), ("known failure",
+                                    MARKS["known"]), ("passed unexpectedly", MARKS["unexpected"]), ("not decided",
+                                    MARKS["undecided"]), ("judge error", MARKS["error"]), ("run did not finish",
+                                    MARKS["not evaluated"]))), highlight=False, soft_wrap=True)
+        for r in unexplained + [r for r in known if not r.unexplained]:
+            tag = "[bold red]unexplained[/]" if r.unexplained else "[magenta]known[/]"
+            out.print(f"  {tag} [bold]{r.claim}[/] {r.rate}: {escape(r.first_failure)}", highlight=False)
+        runs = [o for o in outcomes.values() if isinstance(o, Result)]
+        always = sum(1 for r in rates if r.decided and r.passed == r.decided)
+        out.print(f"{len(rates)} claims over {len(seed_list)} seeds: {always} passed on every seed that decided them, "
+                  f"{len(known)} with known failures, {len(unexplained)} with unexplained failures, "
+                  f"{sum(1 for r in rates if not r.decided)} not decided on any seed · runs: "
+                  f"{_counts_line(_total(runs))} · {len(outcomes) - len(runs)} run errors · total "
+                  f"{time.perf_counter() - started:.1f} s", highlight=False, soft_wrap=True)
+        _say_meaning()
+    if unexplained or (strict and known) or any(not o.ok(strict) for o in outcomes.values()
+                                                if isinstance(o, Result)):
         raise typer.Exit(1)
     if missing:
         raise typer.Exit(2)

@@ -145,13 +145,20 @@ def _parse(path: Path) -> _Page:
 
 
 def test_badge_tone_is_the_worst_outcome():
-    zero = {"passed": 0, "failed": 0, "undecided": 0, "error": 0}
-    assert badge("done", {**zero, "passed": 9}) == {"text": "9/9 passed", "tone": "good", "detail": "all passed"}
+    zero = {"passed": 0, "departed": 0, "failed": 0, "known": 0, "unexpected": 0, "undecided": 0, "error": 0}
+    assert badge("done", {**zero, "passed": 9}) == {"text": "9/9 passed", "tone": "good",
+                                                    "detail": "all passed as stated"}
+    # A pass with departures is a pass, said apart; a declared known failure is its own tone; a pass of a claim
+    # declared to fail on every seed is bad.
+    assert badge("done", {**zero, "passed": 7, "departed": 2}) == {"text": "9/9 passed", "tone": "good",
+                                                                   "detail": "2 passed with departures"}
+    assert badge("done", {**zero, "passed": 8, "known": 1})["tone"] == "known"
+    assert badge("done", {**zero, "passed": 8, "known": 1, "unexpected": 1})["tone"] == "bad"
     assert badge("done", {**zero, "passed": 8, "undecided": 1})["tone"] == "undecided"
     assert badge("done", {**zero, "passed": 8, "undecided": 1, "failed": 1}) == {
         "text": "8/10 passed", "tone": "bad", "detail": "1 failed, 1 not decided"}
     assert badge("done", {**zero, "passed": 8, "error": 1}) == {"text": "8/9 passed", "tone": "bad",
-                                                                "detail": "1 error"}
+                                                                "detail": "1 judge errors"}
     assert badge("diverged", {**zero, "undecided": 2}) == {"text": "diverged · 0/2 passed", "tone": "bad",
                                                            "detail": "2 not decided"}
     assert badge("done", zero)["tone"] == "none"
@@ -162,13 +169,15 @@ def test_index_has_totals_and_a_row_per_study(report):
     html = report["index"].read_text()
     # Totals come first, before the study rows, over the latest run of each study.
     assert html.index('id="totals"') < html.index('id="studies"')
-    assert page.cards["claims passed"] == "0" and page.cards["failed"] == "1"
+    assert page.cards["passed as stated"] == "0" and page.cards["failed"] == "1"
+    assert page.cards["passed with departures"] == "0" and page.cards["known failures"] == "0"
     assert page.cards["not decided"] == "0" and page.cards["error"] == "0"
     run, registered = page.cards["studies run"].split("/")
     assert run == "1" and int(registered) >= 3  # toy, toy-broken, toy-missing, and the built-in studies
     # Per family: the toy studies have none ("other"); its row counts the toy's failed claim.
     other = next(f for f in page.families if f[0] == "other")
-    assert other[1].startswith("1/") and other[2:6] == ["0", "1", "0", "0"]
+    # columns: passed as stated, with departures, failed, known, unexpected, not decided, error
+    assert other[1].startswith("1/") and other[2:9] == ["0", "0", "1", "0", "0", "0", "0"]
     assert any(f[1].startswith("0/") for f in page.families)  # built-in families, not run here
 
     toy = page.rows["toy"]
@@ -195,7 +204,7 @@ def test_index_has_totals_and_a_row_per_study(report):
 def test_report_of_an_empty_store(tmp_path):
     index = write_report(Store(tmp_path / "store"), tmp_path / "out")
     page = _parse(index)
-    assert page.cards["claims passed"] == "0" and page.cards["studies run"].startswith("0/")
+    assert page.cards["passed as stated"] == "0" and page.cards["studies run"].startswith("0/")
     assert "toy" in page.rows and not page.rows["toy"]["imgs"] and "".join(page.rows["toy"]["badge"]).strip(
         ) == "not run"
     assert not list((tmp_path / "out" / "runs").glob("*.html"))

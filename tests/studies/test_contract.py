@@ -35,11 +35,12 @@ def test_quick_preset_runs_and_passes(slug, quick_run):
     # every declared claim gets exactly one verdict, under its own id, in declaration order
     assert [v.id for v in result.verdicts] == [c.id for c in all_studies()[slug].claims]
     for v in result.verdicts:
-        # A claim the quick preset is too small for says so (and what it measured); it never fails,
-        # never errors, and never fakes a pass.
-        undecided_ok = v.passed is None and not v.error and ("needs paper preset" in v.detail or v.detail.startswith((
+        # A claim the quick preset is too small for says so (and what it measured); it never fails
+        # unexplained, never errors, and never fakes a pass. A failure declared as known (with its cause and,
+        # for some seeds, its measured rate) is allowed: it is a result, not a defect.
+        undecided_ok = v.outcome == "undecided" and ("needs paper preset" in v.detail or v.detail.startswith((
             "report only", "not decided:")))
-        assert v.passed is True or undecided_ok, f"{v.id}: {v.label}: {v.detail}"
+        assert v.outcome in ("passed", "departed", "known") or undecided_ok, f"{v.id}: {v.label}: {v.detail}"
     assert any(v.passed for v in result.verdicts), "the quick preset decides at least one claim"
     # The 60-s budget is measured by benchmarks/quick_presets.py on an idle machine, not asserted
     # here: a timed test fails on a loaded machine whatever the code does.

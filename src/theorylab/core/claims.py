@@ -7,24 +7,70 @@ A study writes its slug and paper reference once::
     @claims.add("energetic-stats", "E_therm(m)/E_true(m) is in [0.85, 1.15] for m = 1..6.")
     def judge_spectrum(res, v):
         r = res.table("spectrum").set_index("mode").loc[1:6, "ratio"]
-        return v.judged(r.between(0.85, 1.15).all(), measured=float(r.min()), expected="in [0.85, 1.15]")
+        return v.within(r, 0.85, 1.15, name="E_therm/E_true")
 
 The judge receives a :class:`Judgement` ``v`` that already knows the claim's id and statement, so
 a verdict can never carry another claim's id or a stale copy of the statement. The decorated name
 stays callable as ``judge_spectrum(result) -> Verdict`` (tests feed it wrong results), and
 ``study(..., claims=claims)`` registers them in declaration order.
+
+The comparison helpers (:meth:`Judgement.at_least`, :meth:`~Judgement.at_most`,
+:meth:`~Judgement.within`, :meth:`~Judgement.close`) state the comparison once: the verdict's
+``expected`` and ``tolerance`` are written from the same bound the test uses, a NaN fails (naming
+the row of a table column), and the measured value is the worst one. :meth:`Judgement.column`
+reads a judged column and fails the claim on a NaN row instead of letting pandas skip it.
+
+``claims.add(..., departures=[...], known=...)`` declares how the claim is judged other than as
+stated and whether it is a known failure (:mod:`theorylab.core.declared`).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
+import numpy as np
+
+from theorylab.core.declared import Departure, KnownFailure
+from theorylab.core.errors import JudgedNaN
 from theorylab.core.study import Claim, Verdict
 
 if TYPE_CHECKING:
     from theorylab.core.result import Result
+
+
+def _is_nan(value: Any) -> bool:
+    try:
+        return isinstance(value, (float, np.floating)) and math.isnan(value)
+    except TypeError:
+        return False
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
+def _row_name(index: Any, frame: Any = None) -> str:
+    """A table row in words: its key columns (the non-float ones) when the frame has them, else its index."""
+    if frame is not None and hasattr(frame, "columns"):
+        keys = [c for c in frame.columns if not np.issubdtype(np.asarray(frame[c]).dtype, np.floating)][:4]
+        if keys:
+            return "(" + ", ".join(f"{k} = {frame[k].loc[index]}" for k in keys) + ")"
+    return f"row {index}"
+
+
+def _values(x: Any) -> tuple[np.ndarray, list[str] | None]:
+    """``x`` as a float array, and the names of its entries when it is a labelled pandas Series."""
+    labels = None
+    if hasattr(x, "index") and hasattr(x, "to_numpy"):
+        labels = [str(i) for i in x.index]
+        x = x.to_numpy()
+    arr = np.atleast_1d(np.asarray(x, dtype=float))
+    return arr.ravel(), labels
 
 
 @dataclass(frozen=True)
@@ -34,22 +80,107 @@ class Judgement:
     id: str
     statement: str
 
-    def judged(self, ok: Any, measured: Any, expected: Any, tolerance: Any = None, detail: str = "") -> Verdict:
+    # --- plain outcomes --------------------------------------------------------------------
+    def judged(self, ok: Any, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
+               departures: Sequence[str] = ()) -> Verdict:
         """Passed when ``ok`` is true, failed when false (numpy booleans accepted); ``ok=None`` is
-        not decided (prefer :meth:`undecided`, which says why)."""
-        return Verdict(self.id, self.statement, measured, expected, tolerance, None if ok is None else bool(ok), detail)
+        not decided (prefer :meth:`undecided`, which says why). A NaN ``ok``, or a pass whose
+        measured value is NaN, fails: ``bool(nan)`` is true, and a NaN never passes.
+        ``departures`` are this run's ways of judging the claim other than as stated."""
+        if ok is not None and _is_nan(ok):
+            ok, detail = False, f"the comparison is NaN; {detail}" if detail else "the comparison is NaN"
+        elif ok is not None and bool(ok) and _is_nan(measured):
+            ok, detail = False, f"the measured value is NaN; {detail}" if detail else "the measured value is NaN"
+        return Verdict(self.id, self.statement, measured, expected, tolerance, None if ok is None else bool(ok),
+                       detail, departures=tuple(departures))
 
-    def passed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "") -> Verdict:
-        return self.judged(True, measured, expected, tolerance, detail)
+    def passed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
+               departures: Sequence[str] = ()) -> Verdict:
+        return self.judged(True, measured, expected, tolerance, detail, departures)
 
-    def failed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "") -> Verdict:
-        return self.judged(False, measured, expected, tolerance, detail)
+    def failed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
+               departures: Sequence[str] = ()) -> Verdict:
+        return self.judged(False, measured, expected, tolerance, detail, departures)
 
-    def undecided(self, reason: str, measured: Any = None, expected: Any = None, tolerance: Any = None) -> Verdict:
+    def undecided(self, reason: str, measured: Any = None, expected: Any = None, tolerance: Any = None,
+                  departures: Sequence[str] = ()) -> Verdict:
         """Not decided on this run; ``reason`` says why and what would decide it (e.g. the preset).
         A reason that already starts with "not decided", "needs " or "report only" is kept as is."""
         detail = reason if reason.startswith(("not decided", "needs ", "report only")) else f"not decided: {reason}"
-        return Verdict(self.id, self.statement, measured, expected, tolerance, None, detail)
+        return Verdict(self.id, self.statement, measured, expected, tolerance, None, detail,
+                       departures=tuple(departures))
+
+    # --- comparisons stated once -----------------------------------------------------------
+    def _compare(self, x: Any, excess: Callable[[np.ndarray], np.ndarray], expected: str, tolerance: Any,
+                 name: str, detail: str, departures: Sequence[str], also: Any) -> Verdict:
+        """The verdict of ``excess(values) <= 0`` for every value of ``x`` (a number, an array or a pandas
+        Series): measured is the value with the largest excess; a NaN value fails naming its entry."""
+        values, labels = _values(x)
+        if values.size == 0:
+            return self.failed(math.nan, expected, tolerance, f"no {name} values to judge", departures)
+        nan = np.flatnonzero(np.isnan(values))
+        if nan.size:
+            where = ", ".join(labels[i] if labels else f"entry {i}" for i in nan[:5]) if values.size > 1 else ""
+            return self.failed(math.nan, expected, tolerance, f"{name} is NaN{' at ' + where if where else ''}"
+                               + (f"; {detail}" if detail else ""), departures)
+        gaps = excess(values)
+        worst = int(np.nanargmax(np.where(np.isnan(gaps), np.inf, gaps)))
+        measured = float(values[worst])
+        ok = bool(np.all(gaps <= 0)) and (also is None or (not _is_nan(also) and bool(also)))
+        said = f"{name} = {_num(measured)}" if values.size == 1 else (
+            f"worst {name} {_num(measured)}" + (f" at {labels[worst]}" if labels else f" (entry {worst})")
+            + f" of {values.size}")
+        return self.judged(ok, measured, expected, tolerance, f"{said}; {detail}" if detail else said, departures)
+
+    def at_least(self, x: Any, bound: float, *, name: str = "measured", tolerance: Any = None, detail: str = "",
+                 expected: str | None = None, departures: Sequence[str] = (), also: Any = None) -> Verdict:
+        """Passed when every value of ``x`` is ``>= bound`` (and ``also``, a second condition, holds)."""
+        return self._compare(x, lambda v: bound - v, expected or f">= {_num(bound)}", tolerance, name, detail,
+                             departures, also)
+
+    def at_most(self, x: Any, bound: float, *, name: str = "measured", tolerance: Any = None, detail: str = "",
+                expected: str | None = None, departures: Sequence[str] = (), also: Any = None) -> Verdict:
+        """Passed when every value of ``x`` is ``<= bound`` (and ``also`` holds)."""
+        return self._compare(x, lambda v: v - bound, expected or f"<= {_num(bound)}", tolerance, name, detail,
+                             departures, also)
+
+    def within(self, x: Any, lo: float, hi: float, *, name: str = "measured", tolerance: Any = None,
+               detail: str = "", expected: str | None = None, departures: Sequence[str] = (),
+               also: Any = None) -> Verdict:
+        """Passed when every value of ``x`` lies in ``[lo, hi]`` (and ``also`` holds)."""
+        if not lo <= hi:
+            raise ValueError(f"{self.id}: empty band [{lo}, {hi}]")
+        return self._compare(x, lambda v: np.maximum(lo - v, v - hi), expected or f"in [{_num(lo)}, {_num(hi)}]",
+                             tolerance, name, detail, departures, also)
+
+    def close(self, x: Any, reference: float, *, rtol: float = 0.0, atol: float = 0.0, name: str = "measured",
+              detail: str = "", expected: str | None = None, departures: Sequence[str] = (),
+              also: Any = None) -> Verdict:
+        """Passed when every value of ``x`` is within ``atol + rtol |reference|`` of ``reference``."""
+        if _is_nan(reference):
+            return self.failed(math.nan, "a finite reference", None, f"the reference for {name} is NaN", departures)
+        allowed = atol + rtol * abs(reference)
+        tol = " + ".join(f"{word} {_num(t)}" for word, t in (("rtol", rtol), ("atol", atol)) if t)
+        return self._compare(x, lambda v: np.abs(v - reference) - allowed, expected or _num(reference),
+                             tol or 0.0, name, detail, departures, also)
+
+    # --- reading judged values -------------------------------------------------------------
+    def column(self, frame: Any, col: str, *, name: str | None = None) -> Any:
+        """``frame[col]``, after checking it holds no NaN: a NaN row raises :class:`JudgedNaN` naming the row,
+        and the claim fails (pandas' ``min``/``max``/``mean`` would skip it silently)."""
+        series = frame[col]
+        bad = series.index[series.isna().to_numpy()]
+        if len(bad):
+            rows = ", ".join(_row_name(i, frame) for i in list(bad)[:5]) + (" ..." if len(bad) > 5 else "")
+            raise JudgedNaN(f"column '{name or col}' is NaN at {len(bad)} row{'s' if len(bad) > 1 else ''}: {rows}")
+        return series
+
+    def finite(self, value: Any, name: str) -> float:
+        """``value`` as a float, or :class:`JudgedNaN` when it is NaN (the claim fails naming ``name``)."""
+        out = float(value)
+        if math.isnan(out):
+            raise JudgedNaN(f"{name} is NaN")
+        return out
 
 
 class Claims:
@@ -60,13 +191,19 @@ class Claims:
         self.reference = reference
         self._claims: list[Claim] = []
 
-    def add(self, claim_id: str, statement: str, reference: str | None = None) -> Callable[[Callable[..., Verdict]],
-        Callable[["Result"], Verdict]]:
+    def add(self, claim_id: str, statement: str, reference: str | None = None, *,
+            departures: Iterable[Departure | str] = (), known: KnownFailure | None = None,
+            ) -> Callable[[Callable[..., Verdict]], Callable[["Result"], Verdict]]:
         """Decorator declaring the claim ``<slug>/<claim_id>`` judged by ``judge(result, v)``.
 
         ``reference`` is what the claim is checked against (the paper's section, "ours: ..."); it
-        defaults to the study's reference given to :class:`Claims`.
+        defaults to the study's reference given to :class:`Claims`. ``departures`` (a
+        :class:`Departure`, or a string for one that always applies) and ``known`` (a
+        :class:`KnownFailure`) travel with every verdict of the claim.
         """
+        declared = tuple(d if isinstance(d, Departure) else Departure.of(d) for d in departures)
+        if known is not None and not isinstance(known, KnownFailure):
+            raise TypeError(f"known failure of '{claim_id}' must be a KnownFailure, not {type(known).__name__}")
         full = f"{self.slug}/{claim_id}"
         if "/" in claim_id or not claim_id:
             raise ValueError(f"claim id '{claim_id}' of '{self.slug}': give the short id, without the slug")
@@ -79,7 +216,8 @@ class Claims:
             def bound(result: "Result") -> Verdict:
                 return judge(result, judgement)
 
-            self._claims.append(Claim(full, statement, self.reference if reference is None else reference, bound))
+            self._claims.append(Claim(full, statement, self.reference if reference is None else reference, bound,
+                                      declared, known))
             return bound
 
         return decorate

@@ -7,6 +7,8 @@ so ``data``, ``nn`` and ``train`` may raise them without pulling in the run mach
 - :class:`Diverged`: a watched quantity became NaN/inf; the run is stored with status ``diverged``.
 - :class:`Undecided`: raised inside a judge when the run cannot decide the claim (the config skips
   the part the claim needs); the verdict is "not decided" with the reason, never an error.
+- :class:`JudgedNaN`: raised inside a judge when a quantity it compares is NaN; the claim fails with
+  the quantity and rows named (a NaN never passes).
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ class Diverged(RuntimeError):
 
 class Undecided(Exception):
     """A judge cannot decide its claim on this run; the message is the reason (one line)."""
+
+
+class JudgedNaN(Exception):
+    """A quantity a judge compares is NaN (or a judged column holds NaN rows): the claim fails, and the
+    message names the quantity and the rows. Raised by the ``Judgement`` helpers, never a pass."""
 
 
 class MissingExtra(MissingResource, ImportError):

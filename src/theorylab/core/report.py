@@ -1,10 +1,14 @@
 """Static HTML report of the store.
 
-``index.html`` opens with totals (claims passed / failed / not decided / error, over all studies
-and per study family, counted on each study's latest complete run), then one row per study: its
-latest run (preset, seed, when), a verdict badge coloured by the worst outcome and a thumbnail of
-the run's first figure. ``runs/<run_id>.html`` is a page per complete run (claims, figures,
-config, scalars, tables), laid out to fit a 1400-px window without horizontal scrolling.
+``index.html`` opens with totals (claims passed as stated / passed with departures / known
+failures / failed / passed unexpectedly / not decided / error, over all studies and per study
+family, counted on each study's latest complete run), then one row per study: its latest run
+(preset, seed, when), a verdict badge coloured by the worst outcome and a thumbnail of the run's
+first figure. ``runs/<run_id>.html`` is a page per complete run (claims with their departures and
+known-failure declarations, figures, config, scalars, tables), laid out to fit a 1400-px window
+without horizontal scrolling. Where the store holds one config of a study at several seeds,
+``seeds/<study>-<preset>-<hash>.html`` is its claim x seed grid with each claim's pass rate and
+95 % Wilson interval (``theorylab check --seeds`` fills the store with such runs).
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from theorylab.core.result import Result
+from theorylab.core.seeds import MARKS, claim_rates
 from theorylab.core.store import Store
-from theorylab.core.study import all_studies
+from theorylab.core.study import OUTCOME_WORDS, OUTCOMES, all_studies
 
-OUTCOMES = ("passed", "failed", "undecided", "error")
 NO_FAMILY = "other"
 
 
@@ -72,17 +76,20 @@ def _secs(seconds: Any) -> str:
 
 def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
     """The verdict badge of a run: ``text`` ("8/9 passed"), ``tone`` (the worst outcome: ``bad``
-    for a failed or errored claim or a run that did not finish, ``undecided`` for a claim not
-    decided, ``good`` when every claim passed, ``none`` without claims) and ``detail`` in words."""
+    for an unexplained failure, an unexpected pass, an errored claim or a run that did not finish,
+    ``known`` for a declared known failure, ``undecided`` for a claim not decided, ``good`` when every
+    claim passed, ``none`` without claims) and ``detail`` in words."""
     total = sum(counts.get(k, 0) for k in OUTCOMES)
-    parts = [f"{counts[k]} {name}" for k, name in (("failed", "failed"), ("error", "error" if counts.get(
-        "error") == 1 else "errors"),
-                                                   ("undecided", "not decided")) if counts.get(k)]
-    text = f"{counts.get('passed', 0)}/{total} passed" if total else "no claims"
+    passed = counts.get("passed", 0) + counts.get("departed", 0)
+    parts = [f"{counts[k]} {OUTCOME_WORDS[k]}" for k in ("departed", "known", "failed", "unexpected", "error",
+                                                         "undecided") if counts.get(k)]
+    text = f"{passed}/{total} passed" if total else "no claims"
     if status != "done":
         tone, text = "bad", f"{status} · {text}"
-    elif counts.get("failed") or counts.get("error"):
+    elif counts.get("failed") or counts.get("error") or counts.get("unexpected"):
         tone = "bad"
+    elif counts.get("known"):
+        tone = "known"
     elif counts.get("undecided"):
         tone = "undecided"
     elif total:
@@ -90,7 +97,7 @@ def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
     else:
         tone = "none"
     return {"text": text, "tone": tone, "detail": ", ".join(parts) if parts else (
-        "all passed" if tone == "good" else "")}
+        "all passed as stated" if tone == "good" else "")}
 
 
 def write_report(store: Store, out: Path | None = None) -> Path:
@@ -112,10 +119,16 @@ def write_report(store: Store, out: Path | None = None) -> Path:
     slugs = list(studies) + sorted({r["study"] for r in rows} - set(studies))
     entries = [_index_entry(slug, studies.get(slug), rows, complete, results, out) for slug in slugs]
     entries.sort(key=lambda e: (e["latest"] is None, e["slug"]))
+    grids = _write_seed_pages(env, out, complete, results, studies)
+    for entry in entries:
+        entry["seed_grids"] = [g for g in grids if g["study"] == entry["slug"]]
     (out / "index.html").write_text(env.get_template("index.html").render(
         studies=entries,
         totals=_totals(entries),
         families=_family_totals(entries),
+        words=OUTCOME_WORDS,
+        outcomes=OUTCOMES,
+        grids=grids,
         root=str(store.root),
         generated=_when(time.time()),
         n_runs=len(complete),
@@ -142,12 +155,50 @@ def _write_run_page(env: Environment, out: Path, result: Result, study: Any) -> 
         figures=figures,
         tables=tables,
         table_rows={name: len(frame) for name, frame in result.tables.items()},
+        outcomes=OUTCOMES,
+        words=OUTCOME_WORDS,
         config_items=[(key, _compact(value)) for key, value in result.config.items()],
         scalar_items=[(key, _compact(value)) for key, value in result.scalars.items()],
         config_json=json.dumps(result.config, indent=2),
         scalars_json=json.dumps(result.scalars, indent=2, default=str),
     )
     (out / "runs" / f"{result.run_id}.html").write_text(page)
+
+
+def _write_seed_pages(env: Environment, out: Path, complete: list[dict[str, Any]], results: dict[str, Result],
+                      studies: Any) -> list[dict[str, Any]]:
+    """One page per (study, preset, config) the store holds at two or more seeds: the claim x seed grid, each
+    claim's rate (passed of decided) and 95 % Wilson interval; returns the pages' summaries for the index."""
+    groups: dict[tuple[str, str, str], dict[int, Result]] = {}
+    for row in sorted(complete, key=lambda r: r.get("finished") or 0):  # the newest run of a seed wins
+        result = results[row["run_id"]]
+        key = (result.study, result.preset, row.get("config_hash") or "")
+        groups.setdefault(key, {})[result.seed] = result
+    (out / "seeds").mkdir(exist_ok=True)
+    grids = []
+    for (slug, preset, config_hash), by_seed in sorted(groups.items()):
+        if len(by_seed) < 2:
+            continue
+        seeds = sorted(by_seed)
+        study = studies.get(slug)
+        rates = claim_rates({(slug, s): by_seed[s] for s in seeds},
+                            {slug: [c.id for c in study.claims]} if study else None)
+        name = f"{slug}-{preset}-{config_hash[:8] or 'config'}.html"
+        rows = [{"claim": r.claim, "statement": r.statement, "rate": r.rate, "interval": r.interval,
+                 "cells": [{"seed": s, "outcome": r.outcomes.get(s, "no run"), "mark": MARKS[r.outcomes.get(
+                     s, "no run")], "run_id": by_seed[s].run_id} for s in seeds],
+                 "departures": r.departures, "known": r.known, "unexplained": r.unexplained,
+                 "first_failure": r.first_failure} for r in rates]
+        summary = {"study": slug, "preset": preset, "config_hash": config_hash, "href": f"seeds/{name}",
+                   "seeds": seeds, "n_claims": len(rates),
+                   "unexplained": sum(1 for r in rates if r.unexplained),
+                   "known": sum(1 for r in rates if r.count("known")),
+                   "every_seed": sum(1 for r in rates if r.decided and r.passed == r.decided)}
+        (out / "seeds" / name).write_text(env.get_template("seeds.html").render(
+            grid=summary, rows=rows, seeds=seeds, title=study.title if study else slug,
+            paper=study.paper if study else "", marks=MARKS))
+        grids.append(summary)
+    return grids
 
 
 def _index_entry(slug: str, study: Any, rows: list[dict[str, Any]], complete: list[dict[str, Any]],

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from theorylab.core.errors import Undecided
-from theorylab.core.study import Verdict
+from theorylab.core.study import BAD_OUTCOMES, OUTCOMES, Verdict
 
 
 @dataclass
@@ -63,9 +63,15 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        """True when the run completed and no claim failed or errored (undecided claims do not fail
-        a run; a diverged run fails)."""
-        return self.status == "done" and all(v.passed is not False for v in self.verdicts)
+        """True when the run completed and no claim failed unexplained, errored or passed although declared
+        to fail on every seed (undecided claims and declared known failures do not fail a run; a diverged
+        run fails). :meth:`ok` with ``strict=True`` also counts known failures."""
+        return self.ok()
+
+    def ok(self, strict: bool = False) -> bool:
+        """:attr:`passed`; ``strict``: a known failure fails the run too (``--strict``)."""
+        bad = BAD_OUTCOMES | ({"known"} if strict else set())
+        return self.status == "done" and not any(v.outcome in bad for v in self.verdicts)
 
     @classmethod
     def error(cls, study: str, preset: str, seed: int, message: str) -> "Result":
@@ -73,8 +79,10 @@ class Result:
         return cls(study=study, run_id="", preset=preset, seed=seed, status="error", config={}, message=message)
 
     def counts(self) -> dict[str, int]:
-        """Verdicts by outcome; a judge that raised counts under ``error`` (and fails the run)."""
-        buckets = {"passed": 0, "failed": 0, "undecided": 0, "error": 0}
+        """Verdicts by outcome (:data:`~theorylab.core.study.OUTCOMES`): ``passed`` (as stated), ``departed``
+        (passed with departures), ``failed``, ``known`` (declared known failures), ``unexpected`` (passed
+        although declared to fail on every seed), ``undecided``, ``error`` (a judge that raised)."""
+        buckets = dict.fromkeys(OUTCOMES, 0)
         for v in self.verdicts:
             buckets[v.outcome] += 1
         return buckets

@@ -249,29 +249,51 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
                workers: int | str = 1, show_progress: bool = False,
                on_start: Callable[[str, int], None] | None = None,
                on_done: Callable[[str, Outcome, int], None] | None = None) -> list[Outcome]:
-    """:func:`check` every study of ``slugs``; one outcome per slug, in ``slugs``' order (a study that raises gives
-    its exception, and the others go on). ``workers`` > 1 (or ``"auto"``, see :func:`check_workers`) runs studies
-    side by side in spawned processes, longest first by the store's last wall times, each process on its share of
-    the cores; the runs, run ids and verdicts are those of one-at-a-time checks, their numbers equal up to the
-    rounding a different thread count gives. ``on_start(slug, k)`` is called as the k-th study starts,
+    """:func:`check` every study of ``slugs`` at one seed; one outcome per slug, in ``slugs``' order (a study that
+    raises gives its exception, and the others go on). ``workers`` > 1 (or ``"auto"``, see :func:`check_workers`)
+    runs studies side by side in spawned processes, longest first by the store's last wall times, each process on
+    its share of the cores; the runs, run ids and verdicts are those of one-at-a-time checks, their numbers equal up
+    to the rounding a different thread count gives. ``on_start(slug, k)`` is called as the k-th study starts,
     ``on_done(slug, outcome, k)`` as the k-th study finishes. From a script, ``workers`` > 1 needs the usual
     ``if __name__ == "__main__":`` guard (the workers are spawned), and a study must be importable by its module
-    name (not defined in ``__main__`` or a notebook cell)."""
+    name (not defined in ``__main__`` or a notebook cell). :func:`check_seeds` runs several seeds."""
+    slugs = list(dict.fromkeys(slugs))  # a slug named twice is one study (never the same run twice at once)
+    outcomes = check_seeds(slugs, [seed], preset, store=store, force=force, device=device, overrides=overrides,
+                           workers=workers, show_progress=show_progress,
+                           on_start=None if on_start is None else lambda slug, _seed, k: on_start(slug, k),
+                           on_done=None if on_done is None else lambda slug, _seed, out, k: on_done(slug, out, k))
+    return [outcomes[(s, seed)] for s in slugs]
+
+
+def check_seeds(slugs: Sequence[str], seeds: Sequence[int], preset: str = "quick", *, store: Store | None = None,
+                force: bool = False, device: str = "auto", overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                workers: int | str = 1, show_progress: bool = False,
+                on_start: Callable[[str, int, int], None] | None = None,
+                on_done: Callable[[str, int, Outcome, int], None] | None = None) -> dict[tuple[str, int], Outcome]:
+    """:func:`check` every (study, seed) of ``slugs`` x ``seeds``: ``{(slug, seed): outcome}`` (a run that raises
+    gives its exception, and the others go on). Side by side as :func:`check_many` (longest study first, a study's
+    seeds in order); finished runs are reused from the store, so an interrupted call resumes where it stopped.
+    ``on_start(slug, seed, k)`` / ``on_done(slug, seed, outcome, k)`` as the k-th run starts / finishes."""
     store = store or Store()
     overrides = overrides or {}
-    slugs = list(dict.fromkeys(slugs))  # a slug named twice is one study (never the same run twice at once)
-    n_proc, threads = check_workers(workers, len(slugs), device)
-    outcomes: dict[str, Outcome] = {}
+    slugs = list(dict.fromkeys(slugs))
+    seeds = list(dict.fromkeys(int(s) for s in seeds))
+    for s in seeds:
+        if s < 0:
+            raise ConfigError(f"invalid value for 'seed': {s}; allowed: integer >= 0")
+    jobs = [(slug, seed) for slug in slugs for seed in seeds]
+    n_proc, threads = check_workers(workers, len(jobs), device)
+    outcomes: dict[tuple[str, int], Outcome] = {}
 
-    def finished(slug: str, outcome: Outcome) -> None:
-        outcomes[slug] = outcome
+    def finished(job: tuple[str, int], outcome: Outcome) -> None:
+        outcomes[job] = outcome
         if on_done is not None:
-            on_done(slug, outcome, len(outcomes))
+            on_done(job[0], job[1], outcome, len(outcomes))
 
     if n_proc == 1:
-        for k, slug in enumerate(slugs, 1):
+        for k, (slug, seed) in enumerate(jobs, 1):
             if on_start is not None:
-                on_start(slug, k)
+                on_start(slug, seed, k)
             try:
                 outcome: Outcome = check(slug, preset, seed, store=store, force=force, device=device,
                                          show_progress=show_progress, overrides=overrides.get(slug))
@@ -279,27 +301,28 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
                 raise
             except Exception as err:  # noqa: BLE001 - one study's error never stops the others
                 outcome = err
-            finished(slug, outcome)
-        return [outcomes[s] for s in slugs]
-    order = sorted(slugs, key=lambda s: -_expected_seconds(store, s, preset))  # longest first: the shortest tail
+            finished((slug, seed), outcome)
+        return {job: outcomes[job] for job in jobs}
+    expected = {slug: _expected_seconds(store, slug, preset) for slug in slugs}
+    order = sorted(jobs, key=lambda job: -expected[job[0]])  # longest first: the shortest tail (stable: seeds in order)
     spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch already started its threads
     waiting = list(order)
-    running: dict[cf.Future, str] = {}
+    running: dict[cf.Future, tuple[str, int]] = {}
     pool = cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn)
     interrupted = False
 
     def submit_next() -> None:
-        slug = waiting.pop(0)
+        slug, seed = job = waiting.pop(0)
         module = get_study(slug).module
         try:
             future = pool.submit(_check_in_worker, "" if module.startswith("theorylab.") else module, slug, preset,
                                  seed, str(store.root), force, device, dict(overrides.get(slug) or {}), threads)
         except Exception as err:  # noqa: BLE001 - a broken pool: this study's outcome, the others go on failing
-            finished(slug, err)
+            finished(job, err)
             return
-        running[future] = slug
+        running[future] = job
         if on_start is not None:
-            on_start(slug, len(outcomes) + len(running))
+            on_start(slug, seed, len(outcomes) + len(running))
 
     with _worker_thread_env(threads):  # the workers (started at the first submit) give BLAS the same share
         try:
@@ -309,12 +332,12 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
             while running:
                 done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
                 for fut in done:
-                    slug = running.pop(fut)
+                    job = running.pop(fut)
                     try:
                         outcome = fut.result()
                     except Exception as err:  # noqa: BLE001
                         outcome = err
-                    finished(slug, outcome)
+                    finished(job, outcome)
                 while waiting and len(running) < n_proc:
                     submit_next()
         except BaseException:
@@ -332,4 +355,4 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
             raise
         finally:
             pool.shutdown(wait=not interrupted, cancel_futures=True)
-    return [outcomes[s] for s in slugs]
+    return {job: outcomes[job] for job in jobs}

@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS runs (
     n_failed INTEGER DEFAULT 0,
     n_undecided INTEGER DEFAULT 0,
     n_error INTEGER DEFAULT 0,
+    n_departed INTEGER DEFAULT 0,
+    n_known INTEGER DEFAULT 0,
+    n_unexpected INTEGER DEFAULT 0,
     message TEXT DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS runs_by_study ON runs (study, finished);
@@ -80,8 +83,9 @@ class Store:
         with self._db() as db:
             db.executescript(_SCHEMA)
             columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-            if "n_error" not in columns:  # a store written before judge errors were counted apart
-                db.execute("ALTER TABLE runs ADD COLUMN n_error INTEGER DEFAULT 0")
+            for column in ("n_error", "n_departed", "n_known", "n_unexpected"):  # stores written before these
+                if column not in columns:                                         # outcomes were counted apart
+                    db.execute(f"ALTER TABLE runs ADD COLUMN {column} INTEGER DEFAULT 0")
         self.clean_stale_workdirs()
 
     # --- index ------------------------------------------------------------------------------
@@ -111,16 +115,17 @@ class Store:
         with self._db() as db:
             db.execute(
                 "INSERT INTO runs (run_id, study, preset, config_hash, seed, status, started, finished, wall_s, "
-                "version, "
-                "n_passed, n_failed, n_undecided, n_error, message) VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?, ?) "
+                "version, n_passed, n_failed, n_undecided, n_error, n_departed, n_known, n_unexpected, message) "
+                "VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, finished=excluded.finished, "
                 "wall_s=excluded.wall_s, n_passed=excluded.n_passed, n_failed=excluded.n_failed, "
-                "n_undecided=excluded.n_undecided, n_error=excluded.n_error, message=excluded.message",
+                "n_undecided=excluded.n_undecided, n_error=excluded.n_error, n_departed=excluded.n_departed, "
+                "n_known=excluded.n_known, n_unexpected=excluded.n_unexpected, message=excluded.message",
                 (
                     result.run_id, result.study, result.preset, result.seed, result.status,
                     time.time() - result.wall_s, time.time(), result.wall_s, result.version,
-                    counts["passed"], counts["failed"], counts["undecided"], counts["error"], result.message,
+                    counts["passed"], counts["failed"], counts["undecided"], counts["error"], counts["departed"],
+                    counts["known"], counts["unexpected"], result.message,
                 ),
             )
 

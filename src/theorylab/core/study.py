@@ -6,16 +6,29 @@ import difflib
 import importlib
 import math
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from theorylab.core.config import ConfigError, Preset, StudyConfig
-from theorylab.core.errors import Undecided
+from theorylab.core.declared import Departure, KnownFailure
+from theorylab.core.errors import JudgedNaN, Undecided
 
 if TYPE_CHECKING:
     from theorylab.core.context import RunContext
     from theorylab.core.result import Result
+
+
+OUTCOMES = ("passed", "departed", "failed", "known", "unexpected", "undecided", "error")
+"""The buckets a verdict is counted in, disjoint: passed as stated, passed with departures, failed (unexplained),
+failed as declared (a known failure), passed although declared to fail on every seed, not decided, judge error."""
+
+OUTCOME_WORDS = {"passed": "passed as stated", "departed": "passed with departures", "failed": "failed",
+                 "known": "known failures", "unexpected": "passed unexpectedly", "undecided": "not decided",
+                 "error": "judge errors"}
+
+BAD_OUTCOMES = frozenset({"failed", "unexpected", "error"})
+"""The outcomes that fail a run or a check (``--strict`` adds ``known``)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +40,10 @@ class Verdict:
     are numbers or short strings; ``detail`` says how they were compared. ``error`` marks a judge
     that raised: such a verdict counts as failed (``passed`` is False) and ``detail`` holds the
     exception, so a misspelt column can never pass for an undecided claim.
+
+    ``departures`` are the ways this verdict's claim was judged other than as stated (declared on
+    the claim, or added by the judge for this run); ``known`` is the claim's known-failure
+    declaration in words ("" when none applies) and ``known_strict`` whether it says "every seed".
     """
 
     id: str
@@ -37,27 +54,44 @@ class Verdict:
     passed: bool | None
     detail: str = ""
     error: bool = False
+    departures: tuple[str, ...] = ()
+    known: str = ""
+    known_strict: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: _jsonable(v) for k, v in asdict(self).items()}
+        data = {k: _jsonable(v) for k, v in asdict(self).items()}
+        data["outcome"], data["label"] = self.outcome, self.label
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
         return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed",
-                                               "detail")}, error=bool(data.get("error", False)))
-
-    @property
-    def label(self) -> str:
-        if self.error:
-            return "ERROR"
-        return {True: "passed", False: "FAILED", None: "not decided"}[self.passed]
+                                               "detail")}, error=bool(data.get("error", False)),
+                   departures=tuple(data.get("departures") or ()), known=data.get("known") or "",
+                   known_strict=bool(data.get("known_strict", False)))
 
     @property
     def outcome(self) -> str:
-        """``passed``, ``failed``, ``undecided`` or ``error``: the bucket this verdict is counted in."""
+        """The bucket this verdict is counted in (one of :data:`OUTCOMES`)."""
         if self.error:
             return "error"
-        return {True: "passed", False: "failed", None: "undecided"}[self.passed]
+        if self.passed is None:
+            return "undecided"
+        if self.passed:
+            if self.known and self.known_strict:
+                return "unexpected"
+            return "departed" if self.departures else "passed"
+        return "known" if self.known else "failed"
+
+    @property
+    def label(self) -> str:
+        """The verdict in a word or three, as the tables print it."""
+        outcome = self.outcome
+        if outcome == "known":
+            rate = "" if self.known_strict else self.known.removeprefix("known failure on ").split(" (", 1)[0]
+            return f"failed (known{', ' + rate if rate else ''})"
+        return {"passed": "passed", "departed": "passed with departures", "failed": "FAILED",
+                "unexpected": "PASSED UNEXPECTEDLY", "undecided": "not decided", "error": "ERROR"}[outcome]
 
     @classmethod
     def maker(cls, slug: str | None) -> Callable[..., "Verdict"]:
@@ -85,12 +119,16 @@ def _jsonable(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper: an id, a plain-words statement, the reference, and its judge."""
+    """One claim of a paper: an id, a plain-words statement, the reference, and its judge; with the
+    departures from the stated form it is judged under and its known failure, if any
+    (:mod:`theorylab.core.declared`)."""
 
     id: str
     statement: str
     reference: str
     judge: Callable[["Result"], Verdict]
+    departures: tuple[Departure, ...] = ()
+    known: KnownFailure | None = None
 
     def evaluate(self, result: "Result") -> Verdict:
         if result.status != "done":
@@ -99,7 +137,10 @@ class Claim:
             verdict = self.judge(result)
         except Undecided as why:
             # The judge says, in words, that this config does not run the part the claim needs.
-            return Verdict(self.id, self.statement, None, None, None, None, f"not decided: {why}")
+            verdict = Verdict(self.id, self.statement, None, None, None, None, f"not decided: {why}")
+        except JudgedNaN as nan:
+            # A judged quantity is NaN: the claim fails, naming where (never a pass, never "not decided").
+            verdict = Verdict(self.id, self.statement, None, None, None, False, f"failed: {nan}")
         except Exception as err:  # noqa: BLE001 - a judge that raises is a failure, reported whole
             return Verdict(self.id, self.statement, None, None, None, False,
                            f"judge raised {type(err).__name__}: {err}", error=True)
@@ -109,7 +150,16 @@ class Claim:
         if verdict.id != self.id:
             return Verdict(self.id, self.statement, verdict.measured, verdict.expected, verdict.tolerance, False,
                            f"judge returned the verdict of '{verdict.id}' for claim '{self.id}'", error=True)
-        return verdict
+        return self.declare(verdict, getattr(result, "config", None) or {}, getattr(result, "preset", ""))
+
+    def declare(self, verdict: Verdict, config: Mapping[str, Any], preset: str) -> Verdict:
+        """``verdict`` with this claim's departures (those that apply to ``config`` at ``preset``) ahead of the
+        judge's own, and its known failure if it applies at ``preset``."""
+        declared = tuple(d.describe(config) for d in self.departures if d.applies(config, preset))
+        departures = tuple(dict.fromkeys(declared + tuple(verdict.departures)))
+        known = self.known if self.known is not None and self.known.applies(preset) else None
+        return replace(verdict, departures=departures, known=known.describe() if known else "",
+                       known_strict=bool(known and known.every_seed))
 
 
 @dataclass(frozen=True)
