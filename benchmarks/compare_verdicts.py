@@ -10,10 +10,9 @@ Two modes:
   when it ran. Enough when only judges changed; a change to a run function needs fresh runs and
   the first mode.
 
-Run both sides with the same torch thread count (``benchmarks/seed_robustness.py`` uses one
-thread per run by default): float reductions sum in a thread-dependent order, which moves measured values at
-~1e-4 relative through training. ``--studies`` and ``--seeds`` narrow the comparison. Prints one line per difference and
-a
+Run both sides with the same torch thread count (``theorylab check`` gives each of its side-by-side runs the same
+share of the cores): float reductions sum in a thread-dependent order, which moves measured values at ~1e-4
+relative through training. ``--studies`` and ``--seeds`` narrow the comparison. Prints one line per difference and a
 summary; exits 1 when anything differs, so it can gate a refactor.
 """
 
@@ -21,11 +20,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from typing import Any
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from seed_robustness import _seeds  # noqa: E402 - the same "0-9" / "0,3,5-7" syntax
+from theorylab.core.seeds import parse_seeds as _seeds  # the same "0-9" / "0,3,5-7" syntax as check --seeds
 
 
 def _newest(store, studies: set[str] | None, seeds: set[int] | None) -> dict[tuple[str, str, int], str]:

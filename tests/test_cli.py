@@ -37,7 +37,7 @@ def test_run_json_object(root):
     assert obj["status"] == "done" and obj["study"] == "toy"
     (v,) = obj["verdicts"]
     assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error", "departures",
-                      "known", "known_strict", "outcome", "label"}
+                      "known", "known_strict", "nan", "outcome", "label"}
     assert Path(obj["tables"]["steps"]).exists()
 
 

@@ -33,6 +33,7 @@ def _run(name: str, **replace: str) -> dict:
 EXECUTED = {  # the pages whose Python blocks a test below runs
     "kits/toy-transformer.md", "kits/index-models.md", "kits/mean-field.md", "kits/corrupted-data.md",
     "kits/weight-patches.md", "kits/graphs.md", "kits/pde.md", "kits/attention-geometry.md", "kits/similarity.md",
+    "verdicts.md",
 }
 
 
@@ -109,3 +110,11 @@ def test_similarity_kit_example_runs():
     # the values the page's comments state: debiased CKA removes the small-n inflation of unrelated features
     assert abs(ns["cka_noise_debiased"]) < 0.02 < ns["cka_noise"]
     assert 0 < ns["angle"] < math.pi / 2 and 0 <= ns["drift"] < 0.01
+
+
+def test_verdicts_page_example_declares_what_it_says():
+    namespace: dict = {}
+    exec("\n".join(_blocks(DOCS / "verdicts.md")), namespace)  # noqa: S102 - the docs' own example
+    (claim,) = namespace["claims"]
+    assert claim.id == "my-study/plateau" and len(claim.departures) == 2
+    assert claim.departures[0].applies({"lr": 2e-3}, "quick") and not claim.departures[0].applies({"lr": 1e-3}, "quick")

@@ -520,7 +520,9 @@ def sweep(
               f"{res.n_reused}")
     verdicts = res.tables["verdicts"]
     if len(verdicts):
-        summary = verdicts.assign(passed=verdicts["passed"].map({True: "passed", False: "FAILED", None: "not decided"}))
+        words = {"passed": "passed", "departed": "passed†", "failed": "FAILED", "known": "failed (known)",
+                 "unexpected": "PASSED UNEXPECTEDLY", "undecided": "not decided", "error": "ERROR"}
+        summary = verdicts.assign(passed=verdicts["outcome"].map(words))
         keys = list(parsed)
         pivot = summary.pivot_table(index=keys, columns="claim", values="passed", aggfunc="first")
         table = Table(title="verdicts by grid point")

@@ -152,6 +152,17 @@ def test_known_failure_on_some_seeds_reads_as_its_rate_and_its_passes_are_passes
     assert claim.evaluate(_result(preset="paper")).outcome == "failed"
 
 
+def test_a_nan_failure_is_never_excused_by_a_known_failure():
+    known = KnownFailure.on_every_seed("the claim fails for a reason we understand")
+    frame = pd.DataFrame({"d": [8, 16], "x": [0.1, np.nan]})
+    for judge in (lambda res, v: v.at_least(res.table("t")["x"], 0.5),
+                  lambda res, v: v.at_least(v.column(res.table("t"), "x").min(), 0.5),
+                  lambda res, v: v.judged(float("nan"), 0.1, ">= 0.5")):
+        verdict = _one(judge, known=known).evaluate(_result(t=frame))
+        assert verdict.outcome == "failed" and verdict.nan and verdict.known, verdict
+    assert _one(lambda res, v: v.at_least(0.1, 0.5), known=known).evaluate(_result()).outcome == "known"
+
+
 def test_a_declaration_must_be_data_of_the_right_kind():
     claims = Claims("demo")
     with pytest.raises(TypeError, match="KnownFailure"):

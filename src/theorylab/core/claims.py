@@ -87,12 +87,14 @@ class Judgement:
         not decided (prefer :meth:`undecided`, which says why). A NaN ``ok``, or a pass whose
         measured value is NaN, fails: ``bool(nan)`` is true, and a NaN never passes.
         ``departures`` are this run's ways of judging the claim other than as stated."""
+        nan = False
         if ok is not None and _is_nan(ok):
-            ok, detail = False, f"the comparison is NaN; {detail}" if detail else "the comparison is NaN"
+            ok, nan, detail = False, True, f"the comparison is NaN; {detail}" if detail else "the comparison is NaN"
         elif ok is not None and bool(ok) and _is_nan(measured):
-            ok, detail = False, f"the measured value is NaN; {detail}" if detail else "the measured value is NaN"
+            ok, nan = False, True
+            detail = f"the measured value is NaN; {detail}" if detail else "the measured value is NaN"
         return Verdict(self.id, self.statement, measured, expected, tolerance, None if ok is None else bool(ok),
-                       detail, departures=tuple(departures))
+                       detail, departures=tuple(departures), nan=nan)
 
     def passed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
                departures: Sequence[str] = ()) -> Verdict:
@@ -121,8 +123,9 @@ class Judgement:
         nan = np.flatnonzero(np.isnan(values))
         if nan.size:
             where = ", ".join(labels[i] if labels else f"entry {i}" for i in nan[:5]) if values.size > 1 else ""
-            return self.failed(math.nan, expected, tolerance, f"{name} is NaN{' at ' + where if where else ''}"
-                               + (f"; {detail}" if detail else ""), departures)
+            said = f"{name} is NaN{' at ' + where if where else ''}" + (f"; {detail}" if detail else "")
+            return Verdict(self.id, self.statement, math.nan, expected, tolerance, False, said,
+                           departures=tuple(departures), nan=True)
         gaps = excess(values)
         worst = int(np.nanargmax(np.where(np.isnan(gaps), np.inf, gaps)))
         measured = float(values[worst])

@@ -43,7 +43,9 @@ class Verdict:
 
     ``departures`` are the ways this verdict's claim was judged other than as stated (declared on
     the claim, or added by the judge for this run); ``known`` is the claim's known-failure
-    declaration in words ("" when none applies) and ``known_strict`` whether it says "every seed".
+    declaration in words ("" when none applies) and ``known_strict`` whether it says "every seed". ``nan``
+    marks a failure because a judged value was NaN: never a pass, and never excused by a known-failure
+    declaration (a NaN is a broken measurement, not the failure that was declared).
     """
 
     id: str
@@ -57,6 +59,7 @@ class Verdict:
     departures: tuple[str, ...] = ()
     known: str = ""
     known_strict: bool = False
+    nan: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = {k: _jsonable(v) for k, v in asdict(self).items()}
@@ -68,7 +71,7 @@ class Verdict:
         return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed",
                                                "detail")}, error=bool(data.get("error", False)),
                    departures=tuple(data.get("departures") or ()), known=data.get("known") or "",
-                   known_strict=bool(data.get("known_strict", False)))
+                   known_strict=bool(data.get("known_strict", False)), nan=bool(data.get("nan", False)))
 
     @property
     def outcome(self) -> str:
@@ -81,7 +84,7 @@ class Verdict:
             if self.known and self.known_strict:
                 return "unexpected"
             return "departed" if self.departures else "passed"
-        return "known" if self.known else "failed"
+        return "known" if self.known and not self.nan else "failed"
 
     @property
     def label(self) -> str:
@@ -140,7 +143,7 @@ class Claim:
             verdict = Verdict(self.id, self.statement, None, None, None, None, f"not decided: {why}")
         except JudgedNaN as nan:
             # A judged quantity is NaN: the claim fails, naming where (never a pass, never "not decided").
-            verdict = Verdict(self.id, self.statement, None, None, None, False, f"failed: {nan}")
+            verdict = Verdict(self.id, self.statement, None, None, None, False, f"failed: {nan}", nan=True)
         except Exception as err:  # noqa: BLE001 - a judge that raises is a failure, reported whole
             return Verdict(self.id, self.statement, None, None, None, False,
                            f"judge raised {type(err).__name__}: {err}", error=True)

@@ -168,8 +168,9 @@ def collect(study: Study, store: Store, plan: list[tuple[dict[str, Any], str, bo
             frame["run_id"] = run_id
             per_table.setdefault(name, []).append(frame)
         for v in result.verdicts:
-            verdict_rows.append({**grid_cols, "run_id": run_id, "claim": v.id, "passed": v.passed, "measured": _cell(
-                v.measured), "expected": _cell(v.expected), "detail": v.detail})
+            verdict_rows.append({**grid_cols, "run_id": run_id, "claim": v.id, "passed": v.passed,
+                                 "outcome": v.outcome, "measured": _cell(v.measured), "expected": _cell(v.expected),
+                                 "detail": v.detail, "departures": "; ".join(v.departures), "known": v.known})
     points = points.assign(status=statuses)
     tables = {name: pd.concat(frames, ignore_index=True) for name, frames in per_table.items()}
     tables["verdicts"] = pd.DataFrame(verdict_rows)
