@@ -205,3 +205,23 @@ def test_spectrum_band():
     ok, mean_log = spectrum_band([1.0, 1.1, 0.9], 0.85, 1.15)
     assert ok and mean_log == pytest.approx((math.log(1.1) + abs(math.log(0.9))) / 3)
     assert spectrum_band([1.0, 1.2], 0.85, 1.15)[0] is False and spectrum_band([0.84], 0.85, 1.15)[0] is False
+
+
+def test_censored_median_bounds_bracket_every_completion():
+    """The bounds hold the median of any completion of the censored times (brute force over completions)."""
+    import numpy as np
+
+    from theorylab.probes.rollout_metrics import censored_median_bounds
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 9))
+        time = rng.integers(1, 50, n).astype(float)
+        censored = rng.random(n) < 0.4
+        lo, hi = censored_median_bounds(time, censored)
+        for _ in range(20):
+            true = np.where(censored, time + rng.exponential(30, n), time)
+            assert lo <= np.median(true) <= hi
+        assert (lo == hi) == (not censored.any() or np.median(np.where(censored, np.inf, time)) == np.median(time))
+    assert censored_median_bounds([3.0, 5.0, 9.0], [False, False, True]) == (5.0, 5.0)
+    assert censored_median_bounds([3.0, 5.0, 9.0], [False, True, True]) == (5.0, float("inf"))

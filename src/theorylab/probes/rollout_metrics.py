@@ -88,6 +88,17 @@ def spectrum_band(ratios, low: float, high: float) -> tuple[bool, float]:
     return bool(((r >= low) & (r <= high)).all()), float(np.abs(np.log(r)).mean())
 
 
+def censored_median_bounds(time, censored) -> tuple[float, float]:
+    """``(lower, upper)`` bounds on the median of ``time`` when its ``censored`` entries are only lower bounds.
+
+    A censored :func:`corr_time` (ρ_t never fell below the threshold in the window) bounds the true time from below;
+    the median of a sample with some such entries lies between the median with them at their bound and the median
+    with them at +inf, so a comparison of medians is decided only where those bounds decide it.
+    """
+    time = np.asarray(time, dtype=float)
+    return float(np.median(time)), float(np.median(np.where(np.asarray(censored, bool), np.inf, time)))
+
+
 def time_to_blowup(traj: Tensor, limit: float = 1e3, dt: float = 1.0) -> Tensor:
     """``[B]`` first time with a non-finite value or rms > ``limit``; ``inf`` when none."""
     x = traj.flatten(2).double()
