@@ -5,7 +5,8 @@ Paper: Arjevani, Bruna, Kileel, Polak & Trager, *Geometry and Optimization of Sh
 training is low-rank approximation in the data-induced metric. For k = 2 and Gaussian data the quick preset builds
 the card's (reconstructed) critical-point family A_S, checks gradients, losses and Hessian signatures by autograd,
 runs Adam from random starts under three metrics, and checks the Alexander-Hirschowitz dimension counts with
-Jacobian ranks. The paper's signature formula was not transcribed: the signatures are measured and reported.
+Jacobian ranks. The paper's signature formula was not transcribed: the card's hessian-signatures claim is not built,
+and the measured signatures are judged against our own derived index (derived-index, ours).
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ PAPER = "Arjevani, Bruna, Kileel, Polak & Trager, arXiv 2501.06074 (2025)"
 EPS = 1e-4  # the card's saddle step
 
 
-def _teacher(d: int, scale: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Eigenvalues uniform in [-scale, scale] (sorted), a Haar-random eigenbasis, A* = V diag(lam) V^T."""
+def _teacher(d: int, scale: float, rng: np.random.Generator, both_signs: bool = False,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eigenvalues uniform in [-scale, scale] (sorted), a Haar-random eigenbasis, A* = V diag(lam) V^T. With
+    ``both_signs`` the eigenvalues are redrawn until both signs occur (the card's quick teacher; a draw of one sign has
+    probability 2^(1-d), and a first draw that has both is kept as it is)."""
     lam = np.sort(rng.uniform(-scale, scale, d))
+    while both_signs and not (lam.min() < 0 < lam.max()):
+        lam = np.sort(rng.uniform(-scale, scale, d))
     V, R = np.linalg.qr(rng.standard_normal((d, d)))
     V = V * np.sign(np.diag(R))
     return lam, V, (V * lam) @ V.T
@@ -113,7 +119,7 @@ def _critical(cfg, ctx: RunContext, lam: np.ndarray, V: np.ndarray, A_star: np.n
 
 
 def _signatures(cfg, ctx: RunContext) -> pd.DataFrame:
-    """Claim 6 (survey): inertia at every |S| = r point for random teachers."""
+    """The signature survey (derived-index, ours): inertia at every |S| = r point for random teachers."""
     rows = []
     for d in cfg.signature_dims:
         M4 = GaussianLaw(d).moment(4)
@@ -204,10 +210,16 @@ def _metric_counts(cfg, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     presets=PRESETS,
     family="landscapes",
     claims=claims,
+    not_built={
+        "monomial-networks/hessian-signatures": "the card's claim compares the Hessian index at each A_S (|S| = r) "
+        "with the signature formula of the paper's Eckart-Young variant (Sec. 5), which the card leaves 'to be "
+        "transcribed' and which we could not read (only the abstract was available), so no check can fail against "
+        "it; the survey's indices are judged against our own closed form instead (derived-index, ours)",
+    },
     cpu_threads=1,
 )
 def run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
-    lam, V, A_star = _teacher(cfg.d, cfg.teacher_scale, ctx.rng("teacher"))
+    lam, V, A_star = _teacher(cfg.d, cfg.teacher_scale, ctx.rng("teacher"), both_signs=True)
     ctx.table("teacher", pd.DataFrame(dict(j=np.arange(cfg.d), eigenvalue=lam)))
     ctx.say(f"Monte Carlo identity: {cfg.mc_matrices} matrices x {cfg.mc_n} samples")
     ctx.table("gaussian_mc", _monte_carlo(cfg, ctx))

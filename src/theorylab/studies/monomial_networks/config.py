@@ -34,7 +34,7 @@ class MonomialNetworksConfig(StudyConfig):
     polish_steps: Annotated[Steps, Field(le=200)] = Field(30, description="max Newton (pseudo-inverse) polish steps "
                                                                           "after Adam, float64")
     gd_tol: float = Field(1e-8, gt=0, le=1e-3, description="gradient norm that counts as converged (card: 1e-8)")
-    # --- Hessian signatures (claims 3, 6) ---
+    # --- Hessian signatures (global-minimum; the derived-index survey, ours) ---
     hessian_tol: float = Field(1e-8, gt=0, le=1e-2, description="|eigenvalue| <= tol counts as zero (card: 1e-8)")
     signature_dims: tuple[Annotated[Dim, Field(ge=2, le=12)], ...] = Field(
         (6,), min_length=1, description="d of the signature survey (card paper: 6, 10)")

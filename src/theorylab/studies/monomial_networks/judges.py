@@ -8,6 +8,7 @@ from math import comb
 import numpy as np
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import KnownFailure
 from theorylab.theory import polynomial_nets as pn
 
 REF = "Arjevani, Bruna, Kileel, Polak & Trager, arXiv 2501.06074"
@@ -34,12 +35,14 @@ def judge_mc(res, v) -> Verdict:
     cfg = res.config
     if len(t) < cfg["mc_matrices"] or (t["n"] < cfg["mc_n"]).any():
         return v.failed(len(t), f"{cfg['mc_matrices']} matrices x {cfg['mc_n']} samples", 0, "rows missing")
-    z = np.abs(t["monte_carlo"] - t["closed_form"]) / t["std_error"]
-    worst = float(z.max())
-    return v.judged(worst <= Z_MAX and bool((t["std_error"] > 0).all()), worst, f"<= {Z_MAX} standard errors", Z_MAX,
-                    f"{len(t)} matrices, n = {int(t['n'].iloc[0])}; largest |z| {worst:.2f}, median "
-                    f"{float(z.median()):.2f}; relative std error "
-                    f"~{float((t['std_error'] / t['closed_form']).median()):.1e}")
+    for col in ("monte_carlo", "std_error", "closed_form"):
+        v.column(t, col)  # a NaN row fails naming the matrix (pandas' max would skip it)
+    z = (np.abs(t["monte_carlo"] - t["closed_form"]) / t["std_error"]).set_axis(
+        [f"matrix {m}" for m in t["matrix"]])
+    return v.at_most(z, Z_MAX, name="|z|", tolerance=Z_MAX, expected=f"<= {Z_MAX} standard errors",
+                     also=bool((t["std_error"] > 0).all()),
+                     detail=f"{len(t)} matrices, n = {int(t['n'].iloc[0])}; median |z| {float(z.median()):.2f}; "
+                            f"relative std error ~{float((t['std_error'] / t['closed_form']).median()):.1e}")
 
 
 S_CRIT = ("Every A_S with |S| <= r (d = 6, r = 2: 22 points), realised as W rows sqrt|alpha_i| v_i^T, a_i = "
@@ -55,14 +58,17 @@ def judge_critical(res, v) -> Verdict:
     want = sum(comb(cfg["d"], s) for s in range(cfg["r"] + 1))
     if len(t) != want:
         return v.failed(len(t), f"{want} critical points", 0, f"{len(t)} rows")
+    loss, grad_col = v.column(t, "loss"), v.column(t, "grad_norm")  # a NaN point fails, named
     closed = np.array([pn.critical_value(lam, [int(i) for i in str(S).split()]) for S in t["S"]])
-    rel = float((np.abs(t["loss"] - closed) / closed).max())
-    grad = float(t["grad_norm"].max())
+    rel = float((np.abs(loss - closed) / closed).max())
+    grad = float(grad_col.max())
     ok = grad <= GRAD_EXACT and rel <= LOSS_REL
+    # min_abs_alpha is NaN at S = {} (no alpha at all): a stated meaning, left out of the reported minimum
+    alpha = float(t["min_abs_alpha"].dropna().min())
     return v.judged(ok, dict(max_grad_norm=grad, max_rel_loss_gap=rel), f"grad <= {GRAD_EXACT}, rel <= {LOSS_REL}",
                     dict(grad=GRAD_EXACT, rel=LOSS_REL),
                     f"{len(t)} points; largest gradient norm {grad:.1e}, largest |L - L(S)|/L(S) {rel:.1e}; smallest "
-                    f"|alpha_i| {float(t['min_abs_alpha'].min()):.3f} (nondegenerate)")
+                    f"|alpha_i| {alpha:.3f} (nondegenerate)")
 
 
 S_MIN = ("The global minimum of L(S) over |S| = r has Hessian index 0 and nullity r(r + 1)/2 (r scalings and "
@@ -81,47 +87,85 @@ def judge_minimum(res, v) -> Verdict:
         return v.failed(math.nan, f"the point S = {best['S']}", 0, "global minimum missing from the table")
     row = row.iloc[0]
     fibre = pn.fibre_dimension(cfg["d"], 2, cfg["r"])
-    got = dict(negative=int(row["negative"]), zero=int(row["zero"]), reduced_negative=int(row["reduced_negative"]),
-               reduced_zero=int(row["reduced_zero"]))
+    got = {k: int(v.finite(row[k], f"{k} at the global minimum"))  # a NaN count fails, named
+           for k in ("negative", "zero", "reduced_negative", "reduced_zero")}
     ok = got == dict(negative=0, zero=fibre, reduced_negative=0, reduced_zero=0)
     return v.judged(ok, got, f"index 0, nullity {fibre}, reduced Hessian positive definite", cfg["hessian_tol"],
                     f"S = {best['S']}, L = {best['loss']:.6g}; smallest reduced |eigenvalue| "
                     f"{float(row['reduced_min_abs']):.3g}")
 
 
-S_GD = ("Each of 20 Adam runs (lr 1e-2, 6000 steps, float64) under the Gaussian metric, after a float64 polish to "
-        "gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| <= r of the enumerated family, within "
-        "relative 1e-6, with Hessian index 0 in (W, a): gradient descent ends only at second-order points of the "
-        "family. (Ours: the card asked for |S| = r, but runs may end at dead-neuron points, |S| < r, which are "
-        "saddles in function space yet have a positive semi-definite Hessian in (W, a); the share at |S| = r and at "
-        "the global minimum is reported, not judged.)")
-
-
-@claims.add("gd-endpoints", S_GD, REF + ", Sec. 5 (all critical points are the A_S); card's reconstruction, "
-                                        "restated (docs page)")
-def judge_gd(res, v) -> Verdict:
+def _gd_rows(res, v):
+    """The Gaussian GD endpoints with their relative gaps to the nearest L(S), |S| = r and |S| <= r, the NaN-checked
+    columns, and the convergence mask; or a failed verdict when runs are missing."""
     t = res.table("gd")
     cfg = res.config
     g = t[t["metric"] == "gaussian"]
     if len(g) != cfg["gd_runs"]:
-        return v.failed(len(g), f"{cfg['gd_runs']} runs", 0, f"{len(g)} Gaussian runs")
+        return None, v.failed(len(g), f"{cfg['gd_runs']} runs", 0, f"{len(g)} Gaussian runs")
+    loss, grad = v.column(g, "loss").to_numpy(), v.column(g, "grad_norm").to_numpy()  # a NaN run fails, named
     crit = pn.critical_points(_lam(res), cfg["r"])
     top = np.array([p["loss"] for p in crit if p["s"] == cfg["r"]])
     every = np.array([p["loss"] for p in crit])
-    loss = g["loss"].to_numpy()[:, None]
-    gap = (np.abs(loss - top) / top).min(1)
-    gap_any = (np.abs(loss - every) / every).min(1)
-    conv = g["grad_norm"].to_numpy() <= cfg["gd_tol"]
-    index = g["negative"].to_numpy()
-    ok = conv & (gap_any <= GD_REL) & (index == 0)
-    frac_global = float((np.abs(loss[:, 0] - top.min()) <= GD_REL * top.min()).mean())
+    gap = (np.abs(loss[:, None] - top) / top).min(1)
+    gap_any = (np.abs(loss[:, None] - every) / every).min(1)
+    conv = grad <= cfg["gd_tol"]
+    frac_global = float((np.abs(loss - top.min()) <= GD_REL * top.min()).mean())
     dead = conv & (gap > GD_REL) & (gap_any <= GD_REL)
-    dead_rank = sorted(set(g["rank"].to_numpy()[dead].tolist()))
+    return dict(g=g, gap=gap, gap_any=gap_any, conv=conv, frac_global=frac_global, dead=dead,
+                dead_rank=sorted(set(g["rank"].to_numpy()[dead].tolist()))), None
+
+
+S_GD = ("Every one of 20 GD runs (Adam, lr 1e-2, 6000 steps, float64) under the Gaussian metric, after a float64 "
+        "polish to gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| = r, within relative 1e-6; "
+        "the fraction that reaches the global minimum is reported (no threshold).")
+GD_POLISH = ("damped pseudo-inverse Newton polish (card: L-BFGS), because torch's L-BFGS left some runs at gradient "
+             "norm ~1e-7, above the card's 1e-8")
+GD_KNOWN = KnownFailure.on_some_seeds(
+    8, 10, [0, 1, 3, 5, 6, 7, 8, 9],
+    "0-3 of 20 runs per seed end at an |S| < r value: a dead neuron (a zero row, or two collinear rows along one v_i) "
+    "realises L(S), |S| = r - 1, at a point with gradient ~1e-14 and Hessian index 0 in (W, a), so gradient descent "
+    "stays; in function space these points are saddles (low-rank-saddles), but the descent direction needs a neuron "
+    "whose a_i gets no gradient while w_i = 0 (docs page)")
+
+
+@claims.add("gd-endpoints", S_GD, REF + ", Sec. 5 (all critical points are the A_S; card's reconstruction)",
+            departures=[GD_POLISH], known=GD_KNOWN)
+def judge_gd(res, v) -> Verdict:
+    got, failed = _gd_rows(res, v)
+    if failed is not None:
+        return failed
+    g, conv, gap = got["g"], got["conv"], got["gap"]
+    ok = conv & (gap <= GD_REL)
+    return v.judged(bool(ok.all()), int(ok.sum()), f"= {len(g)} runs at some L(S), |S| = r", GD_REL,
+                    f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); "
+                    f"{int((conv & (gap <= GD_REL)).sum())} at an |S| = r value (largest gap {float(gap.max()):.1e}), "
+                    f"{int(got['dead'].sum())} at a dead-neuron |S| < r value (student rank {got['dead_rank']}); "
+                    f"fraction at the global minimum {got['frac_global']:.2f} (report only)")
+
+
+S_GD2 = ("Ours (not the card's): each of the 20 Gaussian GD runs of gd-endpoints, after the float64 damped Newton "
+         "polish to gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| <= r of the enumerated "
+         "family, within relative 1e-6, with Hessian index 0 in (W, a): gradient descent ends only at second-order "
+         "points of the family, dead-neuron points (|S| < r, saddles in function space) included.")
+
+
+@claims.add("gd-endpoints-second-order", S_GD2,
+            "ours: gradient descent in (W, a) avoids strict saddles, and the A_S (|S| <= r) are all the critical "
+            "values (card's reconstruction of " + REF + ", Sec. 5)")
+def judge_gd_second_order(res, v) -> Verdict:
+    got, failed = _gd_rows(res, v)
+    if failed is not None:
+        return failed
+    g, conv, gap_any = got["g"], got["conv"], got["gap_any"]
+    index = v.column(g, "negative").to_numpy()
+    ok = conv & (gap_any <= GD_REL) & (index == 0)
     return v.judged(bool(ok.all()), int(ok.sum()), f"= {len(g)} runs at some L(S), |S| <= r, index 0", GD_REL,
                     f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); largest gap "
                     f"to the family {float(gap_any.max()):.1e}; Hessian indices {sorted(set(index.tolist()))}; "
-                    f"{int((conv & (gap <= GD_REL)).sum())} at an |S| = r value, {int(dead.sum())} at a dead-neuron "
-                    f"|S| < r value (student rank {dead_rank}); fraction at the global minimum {frac_global:.2f}")
+                    f"{int((conv & (got['gap'] <= GD_REL)).sum())} at an |S| = r value, {int(got['dead'].sum())} at a "
+                    f"dead-neuron |S| < r value (student rank {got['dead_rank']}); fraction at the global minimum "
+                    f"{got['frac_global']:.2f}")
 
 
 S_SADDLE = ("At every A_S with |S| < r some j not in S has lambda_j + t_S != 0, and the step eps sign(lambda_j + t_S) "
@@ -145,36 +189,40 @@ def judge_saddle(res, v) -> Verdict:
         tS = pn.t_shift(lam, S)
         pred.append(-4 * eps * max(abs(lam[j] + tS) for j in range(len(lam)) if j not in S) + 3 * eps ** 2)
     pred = np.array(pred)
-    err = float(np.abs(low["saddle_change"].to_numpy() - pred).max())
-    worst = float(low["saddle_change"].max())
-    ok = bool((low["saddle_change"] < 0).all()) and err <= 1e-9 and bool((low["max_abs_slope"] > 0).all())
+    change, slope = v.column(low, "saddle_change"), v.column(low, "max_abs_slope")  # a NaN point fails, named
+    err = float(np.abs(change.to_numpy() - pred).max())
+    worst = float(change.max())
+    ok = bool((change < 0).all()) and err <= 1e-9 and bool((slope > 0).all())
     return v.judged(ok, worst, "< 0 at every |S| < r (= predicted to 1e-9)", 1e-9,
                     f"{len(low)} points; least decrease {worst:.3e}; largest |change - (-4 eps |lambda_j + t_S| + "
                     f"3 eps^2)| {err:.1e}; smallest max|lambda_j + t_S| {float(low['max_abs_slope'].min()):.3f}")
 
 
-S_SIG = ("The number of negative Hessian eigenvalues at each A_S with |S| = r matches the signature formula of the "
-         "paper's Eckart-Young variant, for 50 random teachers at d in {6, 10}.")
+S_IDX = ("Ours (not the paper's signature formula, which was not transcribed): at every A_S with |S| = r of the "
+         "signature survey, the autograd Hessian index in (W, a) equals #{(i in S, j not in S): (lambda_i + t_S)"
+         "(lambda_i - lambda_j) < 0}, with gradient norm <= 1e-10 and no zero eigenvalue left once the r(r + 1)/2 "
+         "symmetry directions are projected out.")
 
 
-@claims.add("hessian-signatures", S_SIG, REF + ", Sec. 5 (signature formula: not transcribed)")
-def judge_signatures(res, v) -> Verdict:
+@claims.add("derived-index", S_IDX, "ours: second variation on the rank-r manifold, block-diagonal with 8 alpha_i "
+                                    "(lambda_i - lambda_j) c_ij^2 on the (i in S, j not in S) mixing directions "
+                                    "(docs page)")
+def judge_derived_index(res, v) -> Verdict:
     t = res.table("signatures")
-    cfg = res.config
     if t.empty:
-        return v.undecided("no signature survey rows")
-    counts = t.groupby(["d", "r"])["negative"].agg(lambda s: dict(sorted(s.value_counts().items())))
-    zero_ok = bool((t["reduced_zero"] == 0).all())
-    lam_ok = int((t["negative"] == t["derived"]).sum()) if "derived" in t else 0
-    measured = {f"d={d},r={r}": c for (d, r), c in counts.items()}
-    why = ("signature formula not transcribed (the paper text was not available); measured indices reported"
-           if cfg["signature_teachers"] >= PAPER_TEACHERS else
-           "needs paper preset (50 teachers at d in {6, 10}) and the paper's signature formula, not transcribed; "
-           "reduced measurement")
-    return v.undecided(f"{why}: index histograms {measured} over {len(t)} points, max gradient "
-                       f"{float(t['grad_norm'].max()):.1e}, reduced nullity 0 everywhere: {zero_ok}; our derived index "
-                       f"#{{(i in S, j not in S): (lambda_i + t_S)(lambda_i - lambda_j) < 0}} (not the paper's) "
-                       f"agrees at {lam_ok}/{len(t)} points", measured)
+        return v.failed(0, "survey points", 0, "no signature survey rows")
+    neg, derived = v.column(t, "negative").to_numpy(), v.column(t, "derived").to_numpy()
+    grad, zero = v.column(t, "grad_norm"), v.column(t, "reduced_zero").to_numpy()
+    agree = neg == derived
+    ok = bool(agree.all()) and float(grad.max()) <= GRAD_EXACT and bool((zero == 0).all())
+    counts = t.groupby(["d", "r"])["negative"].agg(lambda c: dict(sorted(c.value_counts().items())))
+    wrong = [f"(d = {r.d}, r = {r.r}, teacher {r.teacher}, S = {r.S}: {r.negative} vs {r.derived})"
+             for r in t[~agree].head(3).itertuples()]
+    return v.judged(ok, int(agree.sum()), f"= {len(t)} points (gradient <= {GRAD_EXACT}, reduced nullity 0)", 0,
+                    f"index = derived at {int(agree.sum())}/{len(t)} points" + (f", first mismatches {wrong}"
+                                                                              if wrong else "")
+                    + f"; index histograms {dict((f'd={d},r={r}', c) for (d, r), c in counts.items())}; max gradient "
+                      f"{float(grad.max()):.1e}; reduced nullity 0 at {int((zero == 0).sum())}/{len(t)}")
 
 
 S_DIM = ("The Jacobian rank of theta -> sum_i a_i w_i^{(x)k} (SVD, relative threshold 1e-9, binom(d + k - 1, k) + 40 "
@@ -191,6 +239,7 @@ def judge_dimensions(res, v) -> Verdict:
     missing = [c for c in cases if c not in got]
     if missing:
         return v.failed(len(got), f"{len(cases)} cases", 0, f"missing {missing}")
+    v.column(t, "largest_dropped"), v.column(t, "smallest_kept")  # reported below; a NaN would hide in max/min
     wrong = {c: (got[c], pn.ah_dimension(*c)) for c in cases if got[c] != pn.ah_dimension(*c)}
     defect = sum(pn.expected_dimension(*c) - got[c] for c in cases if c in pn.AH_EXCEPTIONS)
     return v.judged(not wrong, len(cases) - len(wrong), f"= {len(cases)} cases equal to AH", 0,
@@ -208,6 +257,8 @@ def judge_rademacher(res, v) -> Verdict:
     t = res.table("rademacher")
     if len(t) < 20:
         return v.failed(len(t), "20 draws", 0, "rows missing")
+    for col in ("enumeration", "formula", "gaussian", "loss", "loss_shifted"):
+        v.column(t, col)  # a NaN draw fails, named (the max below would skip it)
     e1 = float((np.abs(t["enumeration"] - t["formula"]) / np.maximum(1, t["formula"].abs())).max())
     e2 = float((np.abs(t["loss_shifted"] - t["loss"]) / np.maximum(1, t["loss"].abs())).max())
     differs = float((np.abs(t["gaussian"] - t["enumeration"]) / t["gaussian"]).min())

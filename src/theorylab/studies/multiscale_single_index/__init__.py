@@ -70,7 +70,8 @@ def _hosvd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     independent-y control on the same x."""
     K, rows = cfg.hosvd_levels, []
     coef = leading_coefficient([msim_link(LINK)] * K)
-    for kind, d in ((k, d) for k in cfg.hosvd_features for d in cfg.hosvd_dims):
+    kinds = tuple(dict.fromkeys((cfg.hosvd_features,) + tuple(cfg.hosvd_report_features)))
+    for kind, d in ((k, d) for k in kinds for d in cfg.hosvd_dims):
         model = msim(d, K, ctx.rng(f"hosvd features {kind} {d}"), features=kind, link=LINK)
         n = int(round(cfg.hosvd_sample_ratio * d ** (K - 1)))
         T, C = first_chaos_tensor(stack_features([model], ctx.device), model.links, n,
@@ -78,10 +79,12 @@ def _hosvd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
         for y, tensor in (("target", T[0]), ("independent", C[0])):
             tensor = tensor.cpu().numpy()
             for est, feats in (("hosvd", hosvd_features(tensor)), ("balanced", balanced_features(tensor))):
+                # sign-blind: a singular vector is defined up to sign (an ambiguity of the estimator, not of the
+                # model; unlike the SGD student below, whose signs are its own)
                 ov = overlaps(np.stack(feats), np.stack(model.features))
                 ratio = [singular_value_ratios(unfold(tensor, layer_axis(K, layer)), 2)[0]
                          for layer in range(1, K + 1)]
-                rows.append(dict(features=kind, judged=kind == cfg.hosvd_features[0], d=d, K=K, n=n, y=y,
+                rows.append(dict(features=kind, judged=kind == cfg.hosvd_features, d=d, K=K, n=n, y=y,
                                  estimator=est, min_overlap=float(ov.min()),
                                  **{f"overlap_{i + 1}": float(o) for i, o in enumerate(ov)},
                                  max_sv_ratio=float(max(ratio)), spike=coef, noise=mode_noise_scale(d, K, n)))
@@ -102,21 +105,32 @@ def _sgd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
                                  decay_fraction=cfg.sgd_decay_fraction, decay=cfg.sgd_decay,
                                  generator=ctx.generator(f"sgd {K} {d}", ctx.device), log_every=cfg.sgd_log_every,
                                  sampler=cfg.sgd_sampler)
-            ov = np.abs(run.overlaps)  # (T, S, K): features are identified up to sign
-            mins = ov.min(-1)
-            n05 = crossing(run.samples, mins, 0.5)
+            # Signed overlaps <u_l, w_l>: no sign flip of (u_1, u_2, ...) other than the identity leaves the network
+            # unchanged, because the card's link sigma(t) = (t + He_2(t)/2)/sqrt(1.5) is neither odd nor even:
+            # sigma(t) - sigma(-t) = 2t/sqrt(1.5) and sigma(t) + sigma(-t) = (t^2 - 1)/sqrt(1.5) are both non-zero
+            # functions. Flipping u_1 changes every hidden unit sigma(<u_1, x_j>); flipping the top u_K changes the
+            # output sigma(s) to sigma(-s), equal only where s = 0 (sigma's axis of symmetry is t = -1); flipping
+            # several changes the pre-activation of the output by a non-zero function of x. So (-w_1, -w_2) is a
+            # different network (a spurious critical point of the correlation, 0.26 instead of 1), and a run there
+            # has not recovered the features. The card's |<u_l, w_l>| is kept beside it (report only).
+            signed = run.overlaps  # (T, S, K)
+            ov, ov_abs = signed, np.abs(signed)
+            mins, mins_abs = ov.min(-1), ov_abs.min(-1)
+            n05 = crossing(run.samples, mins, 0.5)  # NaN: never reached 0.5 within the n samples
+            n05_abs = crossing(run.samples, mins_abs, 0.5)
             n05_layer = crossing(run.samples, ov, 0.5)  # (S, K)
             for s in range(cfg.sgd_seeds):
                 runs.append(dict(K=K, d=d, seed=s, n=n, final_min=float(mins[-1, s]),
-                                 final_signs="".join("+" if v > 0 else "-" for v in run.overlaps[-1, s]),
-                                 n05=n05[s], n05_scaled=n05[s] / scale,
+                                 final_min_abs=float(mins_abs[-1, s]),
+                                 final_signs="".join("+" if v > 0 else "-" for v in signed[-1, s]),
+                                 n05=n05[s], n05_scaled=n05[s] / scale, n05_abs_scaled=n05_abs[s] / scale,
                                  **{f"final_{i + 1}": float(ov[-1, s, i]) for i in range(K)},
                                  **{f"n05_{i + 1}": float(n05_layer[s, i]) for i in range(K)}))
             stride = max(1, len(run.samples) // 200)
             for t in range(0, len(run.samples), stride):
                 for s in range(cfg.sgd_seeds):
                     path.append(dict(K=K, d=d, seed=s, n=int(run.samples[t]), n_scaled=run.samples[t] / scale,
-                                     min_overlap=float(mins[t, s])))
+                                     min_overlap=float(mins[t, s]), min_abs_overlap=float(mins_abs[t, s])))
     ctx.table("sgd", pd.DataFrame(runs))
     ctx.table("sgd_path", pd.DataFrame(path))
 

@@ -32,7 +32,7 @@ def figure_edgeworth(ctx: RunContext, t: pd.DataFrame) -> None:
 
 
 def figure_sgd_overlaps(ctx: RunContext, path: pd.DataFrame) -> None:
-    """Min overlap vs n/(d^(K-1) log d), one curve per d (median and quartiles over seeds), one panel per K."""
+    """Signed min overlap vs n/(d^(K-1) log d), one curve per d (median and quartiles over seeds), one panel per K."""
     Ks = sorted(path["K"].unique())
     fig, axes = new_figure(ncols=len(Ks), width=5 * len(Ks), height=4)
     axes = np.atleast_1d(axes)
@@ -42,8 +42,9 @@ def figure_sgd_overlaps(ctx: RunContext, path: pd.DataFrame) -> None:
             ax.plot(q.index, q[0.5], color=color(i), label=f"d = {d}")
             ax.fill_between(q.index, q[0.25], q[0.75], color=color(i), alpha=0.2)
         ax.axhline(0.5, color="k", lw=0.6, ls=":")
-        ax.set(xlabel="n / (d^(K-1) log d)", ylabel="min_l |<u_l, w_l>|", title=f"spherical SGD, K = {K}",
-               ylim=(0, 1.02))
+        ax.axhline(0.0, color="k", lw=0.4)
+        ax.set(xlabel="n / (d^(K-1) log d)", ylabel="min_l <u_l, w_l> (signed)", title=f"spherical SGD, K = {K}",
+               ylim=(-1.02, 1.02))
         ax.legend(fontsize=7)
     ctx.figure("sgd_overlaps", fig)
 
@@ -56,7 +57,9 @@ def figure_unfolding_vs_sgd(ctx: RunContext, unfolding: pd.DataFrame, sgd: pd.Da
     fig, ax = new_figure()
     i = 0
     for K, g in sgd.groupby("K"):
-        med = g.groupby("d")["n05"].median().dropna()
+        # a run that never reaches 0.5 (NaN) counts as infinitely late in the median, then is left off the plot
+        med = g.assign(n05=g["n05"].fillna(np.inf)).groupby("d")["n05"].median()
+        med = med[np.isfinite(med)]
         if len(med):
             ax.plot(med.index, med.values, "o-", color=color(i), label=f"SGD, K = {K} (median)")
             ax.plot(med.index, med.values[0] * (med.index / med.index[0]) ** (K - 1), "--", color=color(i), lw=0.8,
