@@ -143,8 +143,16 @@ def _escape(cfg: MultiIndexGradientFlowConfig, ctx: RunContext, rows_path: list)
 
 
 def _r2(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
-    """Claims 4-6: staircase and non-staircase ODEs from M(0) = I/sqrt(d) and from a seeded Gaussian G/sqrt(d)."""
+    """Claims 4-6: staircase and non-staircase ODEs from the card's seeded Gaussian M(0) = G/sqrt(d) (entries
+    N(0, 1/d); one G for all d, so only the scale changes with d) and from the seed-free M(0) = I/sqrt(d); the card
+    asks to report both, and ``r2_start`` picks the one claims 4-5 are judged on."""
     G = ctx.rng("M0").standard_normal((2, 2))
+    # The draw's shape explains its plateau times: the initial overlaps |G_i,:|^2/d of w*_1, w*_2 with span(W),
+    # sigma_min(G), and whether both teacher rows lie along one student direction (|cos| near 1).
+    ctx.scalar("M0_row1_sq", float(G[0] @ G[0]))
+    ctx.scalar("M0_row2_sq", float(G[1] @ G[1]))
+    ctx.scalar("M0_sigma_min", _smin(G))
+    ctx.scalar("M0_cos_rows", float(G[0] @ G[1] / np.linalg.norm(G[0]) / np.linalg.norm(G[1])))
     rows, path = [], []
     for name in ("staircase", "non-staircase"):
         link = hermite_link(name)
@@ -250,6 +258,6 @@ def run(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
         ctx.say(f"finite-d two-timescale runs at d = {cfg.fd_dims}, n = {cfg.fd_batches}")
     _finite_d(cfg, ctx)
     figure_escape_scaling(ctx, ctx.tables["escape"])
-    figure_saddle_to_saddle(ctx, ctx.tables["r2_path"], ctx.tables["finite_d"])
-    figure_phi(ctx, ctx.tables["r2_path"])
+    figure_saddle_to_saddle(ctx, ctx.tables["r2_path"], ctx.tables["finite_d"], cfg.r2_start)
+    figure_phi(ctx, ctx.tables["r2_path"], cfg.r2_start)
     figure_planted(ctx, ctx.tables["planted_path"])

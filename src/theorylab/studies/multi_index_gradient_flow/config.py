@@ -19,6 +19,10 @@ class MultiIndexGradientFlowConfig(StudyConfig):
                                                                                "integrated as ODEs (card: k <= 3)")
     r2_dims: tuple[float, ...] = Field((1e2, 1e3, 1e4), min_length=3,
                                        description="dimensions d of the r = 2 staircase / non-staircase runs (card)")
+    r2_start: Literal["gaussian", "identity"] = Field(
+        "gaussian", description="start the r = 2 claims are judged from: 'gaussian' M(0) = G/sqrt(d), G a 2x2 "
+        "standard Gaussian from the run's seeded generator, shared by all d (card: entries N(0, 1/d)); 'identity' "
+        "M(0) = I/sqrt(d), seed-free (a declared departure). Both starts are integrated and reported.")
     ode_rtol: float = Field(1e-12, gt=0, le=1e-6, description="relative tolerance of LSODA (1e-12 keeps Phi "
                                                                "monotone to < 1e-10 along 10^5-long plateaus)")
     quad_nodes: Annotated[int, Field(ge=3, le=60)] = Field(20, description="Gauss-Hermite nodes per axis (card: 20)")

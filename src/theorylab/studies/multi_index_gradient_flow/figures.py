@@ -24,11 +24,12 @@ def figure_escape_scaling(ctx: RunContext, escape: pd.DataFrame) -> None:
     ctx.figure("escape_scaling", fig)
 
 
-def figure_saddle_to_saddle(ctx: RunContext, path: pd.DataFrame, finite: pd.DataFrame) -> None:
-    """Singular values of M(t) vs t (log-x): ODE lines per d (start M(0) = I/sqrt(d)); finite-d runs as markers."""
+def figure_saddle_to_saddle(ctx: RunContext, path: pd.DataFrame, finite: pd.DataFrame, start: str) -> None:
+    """Singular values of M(t) vs t (log-x): ODE lines per d from the judged start (``r2_start``); finite-d runs as
+    markers."""
     fig, axes = new_figure(ncols=2, width=10, height=4)
     for ax, name in zip(axes, ("staircase", "non-staircase")):
-        g = path[(path["link"] == name) & (path["start"] == "identity")]
+        g = path[(path["link"] == name) & (path["start"] == start)]
         for i, (d, h) in enumerate(g.groupby("d")):
             ax.plot(h["t"], h["s_max"], color=color(i), lw=1.2, label=f"d = {d:g}: σ_max")
             ax.plot(h["t"], h["s_min"], color=color(i), lw=1.2, ls="--", label=f"d = {d:g}: σ_min")
@@ -37,18 +38,19 @@ def figure_saddle_to_saddle(ctx: RunContext, path: pd.DataFrame, finite: pd.Data
             band = h.groupby("t")["s_min"].agg(["mean", "min", "max"]).reset_index()
             ax.scatter(band["t"], band["mean"], s=6, color=color(i + 5), label=f"finite d = {d}: σ_min (runs)")
             ax.fill_between(band["t"], band["min"], band["max"], color=color(i + 5), alpha=0.2)
-        ax.set(xscale="log", xlabel="t", ylabel="singular values of M(t)", title=name, ylim=(0, 1.05),
+        ax.set(xscale="log", xlabel="t", ylabel="singular values of M(t)", title=f"{name} (M(0): {start})",
+               ylim=(0, 1.05),
                xlim=(1e-2, None))
         ax.legend(fontsize=6)
     ctx.figure("saddle_to_saddle", fig)
 
 
-def figure_phi(ctx: RunContext, path: pd.DataFrame) -> None:
-    """Phi(M(t)) along the r = 2 ODE runs (plateaus at the saddles' loss values)."""
+def figure_phi(ctx: RunContext, path: pd.DataFrame, start: str) -> None:
+    """Phi(M(t)) along the r = 2 ODE runs from the judged start (plateaus at the saddles' loss values)."""
     fig, ax = new_figure()
-    for i, ((name, d), h) in enumerate(path[(path["start"] == "identity") & (path["t"] > 0)].groupby(["link", "d"])):
+    for i, ((name, d), h) in enumerate(path[(path["start"] == start) & (path["t"] > 0)].groupby(["link", "d"])):
         ax.plot(h["t"], np.maximum(h["phi"], 1e-16), color=color(i), label=f"{name}, d = {d:g}")
-    ax.set(xscale="log", yscale="log", xlabel="t", ylabel="Φ(M(t))", title="two-timescale loss")
+    ax.set(xscale="log", yscale="log", xlabel="t", ylabel="Φ(M(t))", title=f"two-timescale loss (M(0): {start})")
     ax.legend(fontsize=6)
     ctx.figure("phi", fig)
 

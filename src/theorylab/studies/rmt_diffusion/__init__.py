@@ -26,7 +26,7 @@ from theorylab.core.plotting import new_figure
 from theorylab.data.digits import ImageSet, digits, disjoint_splits, stratify_by_pc
 from theorylab.data.gaussian import PowerLawGaussian
 from theorylab.data.images import ImageFolderArray
-from theorylab.nn.denoisers import linear_samples
+from theorylab.nn.denoisers import LinearDenoiser, linear_samples
 from theorylab.nn.edm import make_backbone
 from theorylab.probes.cross_split import cross_split_samples, linear_map_disagreement
 from theorylab.probes.dataset_draws import bilinear_denoiser_draws, spectral_draws
@@ -128,6 +128,43 @@ def _images(cfg: RMTDiffusionConfig) -> ImageSet:
     return ImageFolderArray(cfg.image_path).load()  # type: ignore[arg-type]
 
 
+def _plateau(losses: np.ndarray) -> dict[str, list[float]]:
+    """Where the training loss stands: its mean over the last quarter of the steps and over the quarter before,
+    the relative drop between them and that drop's standard error (steps as independent draws: each step's
+    minibatch, noise levels and noise are fresh). NaN when there are fewer than 4 steps (no quarters to compare)."""
+    q = len(losses) // 4
+    if q < 1:
+        return {"loss_prev": [np.nan], "loss_last": [np.nan], "rel_drop": [np.nan], "rel_drop_se": [np.nan]}
+    prev, last = losses[-2 * q:-q], losses[-q:]
+    se = np.sqrt(prev.var(ddof=1 if q > 1 else 0) / q + last.var(ddof=1 if q > 1 else 0) / q)
+    return {"loss_prev": [float(prev.mean())], "loss_last": [float(last.mean())],
+            "rel_drop": [float((prev.mean() - last.mean()) / last.mean())], "rel_drop_se": [float(se / last.mean())]}
+
+
+@torch.no_grad()
+def _loss_vs_linear(net: torch.nn.Module, train: np.ndarray, ctx: RunContext, name: str,
+                    samples: int = 8192) -> dict[str, list[float]]:
+    """EDM's weighted DSM loss on the training set of the trained net and of the linear (Gaussian) denoiser of the
+    same set, on one fixed draw of (image, sigma, noise) shared by both (paired, so their difference has a small
+    error): a net that does not beat the Gaussian denoiser on its own training loss has not learnt even the
+    moments, and its closeness to the linear map says nothing about a trained net."""
+    rng = ctx.rng(f"deep-eval/{name}")
+    m = min(samples, 8 * len(train))
+    y = torch.as_tensor(train[rng.integers(len(train), size=m)], dtype=torch.float64)
+    sigma = torch.as_tensor(np.exp(-1.2 + 1.2 * rng.standard_normal(m)))  # EDM's P_mean, P_std
+    x = y + sigma[:, None] * torch.as_tensor(rng.standard_normal(y.shape))
+    weight = (sigma**2 + 0.25) / (0.5 * sigma) ** 2  # sigma_data = 0.5
+    param = next(net.parameters())
+    deep = torch.cat([net(xs.to(param.device, param.dtype), ss.to(param.device, param.dtype)).to("cpu", torch.float64)
+                      for xs, ss in zip(torch.split(x, 1024), torch.split(sigma, 1024))])
+    lin = LinearDenoiser.fit(torch.as_tensor(train, dtype=torch.float64))(x, sigma)
+    per_deep = weight * ((deep - y) ** 2).mean(1)
+    per_lin = weight * ((lin - y) ** 2).mean(1)
+    diff = per_deep - per_lin
+    return {"eval_loss_deep": [float(per_deep.mean())], "eval_loss_linear": [float(per_lin.mean())],
+            "eval_gap": [float(diff.mean())], "eval_gap_se": [float(diff.std() / np.sqrt(m))]}
+
+
 def _deep_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> pd.DataFrame | None:
     """Deep EDM denoisers on disjoint splits, sampled from shared seeds; returns the per-seed cross-split table."""
     if cfg.deep_backbone == "none":
@@ -160,6 +197,8 @@ def _deep_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> pd
             callback=lambda k, step, loss, name=name: ctx.check_finite(f"EDM loss ({name})", loss, step))
         keep = np.unique(np.linspace(0, cfg.deep_steps - 1, min(cfg.deep_steps, 200)).astype(int))
         ctx.table("deep_loss", {"model": name, "step": keep, "loss": losses[0][keep]})
+        ctx.table("deep_convergence", {"model": [name], "n": [len(train)], "steps": [cfg.deep_steps],
+                                       **_plateau(losses[0]), **_loss_vs_linear(nets[0], train, ctx, name)})
         deep[name] = edm_samples(nets[0], z, cfg.deep_sampler_steps, sigma_max=cfg.sigma_T)
         ctx.check_finite(f"deep samples ({name})", deep[name])
     lin_a, lin_b = linear_samples(a, cfg.sigma_T * z, cfg.sigma_T), linear_samples(b, cfg.sigma_T * z, cfg.sigma_T)
