@@ -112,6 +112,16 @@ PRESETS = {
         "CPU, ~3 min: the card's quick LM in full (d = 64, 2 layers, P = 4, 122 steps = 500k tokens, 3 seeds): decides "
         "claims 7-8 at the card's quick size",
     ),
+    "cpu-500k-b8": Preset.of(
+        "cpu-500k-b8",
+        "CPU: the card's quick LM at its 500k tokens in batches of 8 windows (488 steps; card: 32 x 122). At the "
+        "card's batch Adam's step bound sum_t lr_t = 0.061 keeps every gate coordinate below claim 7's 0.1 whatever "
+        "the gradients; here it is 0.244, so the gate could open and claim 7 is decided (with this departure)",
+        lm_batch=(8, "card: 32; 4x the AdamW steps for the same 500k tokens lifts the step bound above 0.1"),
+        lm_steps=(488, "card: 122; 488 x 8 x 128 = 499,712 tokens, the card's count"),
+        lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's "
+                               "batch"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: d = 256, 4 layers, P in {4, 8, 16}, 500k tokens x 5 seeds (the paper's neutral result); the 10-100M "
