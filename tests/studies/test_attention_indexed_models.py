@@ -108,6 +108,34 @@ def test_paper_path_at_toy_size(tmp_path):
     assert [v.id.split("/")[-1] for v in res.verdicts][-2:] == list(PAPER_ONLY)
 
 
+def test_departures_are_declared():
+    """The tied scale (κ constant in d; card 1/sqrt(2d)) is always a departure where a tied student is judged; the
+    step constant only until it is the card's 0.5; kurtosis (scale-free) carries none."""
+    from theorylab.core.study import Verdict, get_study
+
+    st = get_study(SLUG)
+    ours = st.make_config("quick").model_dump(mode="json")
+    card_lr = st.make_config("quick", lr_constant=0.5).model_dump(mode="json")
+
+    def heads(c, config):
+        got = c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), config, "quick")
+        return [d.split(" (")[0].split(":")[0] for d in got.departures], got.outcome
+
+    want = {"exact-moments": ["non-symmetric S, S' with a trace"], "kurtosis": [],
+            "landscape-reduction": ["tied scale S = κWWᵀ with κ = kappa constant in d"],
+            "tied-learns": ["tied scale S = κWWᵀ with κ = kappa constant in d", "lr_constant 0.1"],
+            "d2logd-scaling": ["tied scale S = κWWᵀ with κ = kappa constant in d", "lr_constant 0.1"],
+            "direct-vs-tied": ["initial direct S drawn as `direct_init` says",
+                               "tied scale S = κWWᵀ with κ = kappa constant in d"],
+            "untied-timescales": ["S = UVᵀ with U, V entries N(0, 1/d)"]}
+    for c in st.claims:
+        cid = c.id.split("/")[-1]
+        names, outcome = heads(c, ours)
+        assert names == want[cid], (cid, names)
+        assert outcome == ("departed" if want[cid] else "passed")
+        assert "lr_constant 0.1" not in heads(c, card_lr)[0]
+
+
 def test_bad_config_fails_before_work():
     from theorylab.core.study import get_study
 

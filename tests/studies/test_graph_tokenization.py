@@ -101,6 +101,59 @@ def test_paper_only_judges_decide_on_paper_tables(quick):
     assert j.judge_srg(_edit(r, "srg_discrimination", lambda f: leak)).passed is False
 
 
+def _claim(cid):
+    return next(c for c in gtz.judges.claims if c.id == f"graph-tokenization/{cid}")
+
+
+def test_nan_fails_the_claim_naming_the_row(quick):
+    """A NaN accuracy or error fails the claim that reads it, naming the row (a mean or max would skip it)."""
+    r = quick
+    nan_adj = _edit(r, "accuracy", lambda f: set_where(f, _is("components", "adjacency"), "accuracy", float("nan")))
+    for cid in ("components-favour-global", "concat-best-of-both"):
+        v = _claim(cid).evaluate(nan_adj)
+        assert v.passed is False and "task = components, tokenization = adjacency" in v.detail, (cid, v.detail)
+    nan_concat = _edit(r, "accuracy", lambda f: set_where(f, _is("degree", "concat"), "accuracy", float("nan")))
+    assert _claim("concat-best-of-both").evaluate(nan_concat).passed is False
+    assert _claim("components-favour-global").evaluate(nan_concat).passed is True  # it does not read that row
+    for cid, table, col in (("rw-collision", "rw_collision", "max_pair_diff"),
+                            ("spectral-lossless", "spectral_reconstruction", "max_error"),
+                            ("rw-eigenvalue-one", "rw_eigen", "max_trace_error")):
+        bad = _edit(r, table, lambda f, col=col: set_where(f, lambda g: g.index == g.index[2], col, float("nan")))
+        v = _claim(cid).evaluate(bad)
+        assert v.passed is False and "NaN" in v.detail, (cid, v.detail)
+        assert _claim(cid).evaluate(r).passed is True, cid
+    # paper tables: a NaN depth row, or a NaN RW srg model that would otherwise read as "at chance"
+    good = _depth_table([0.9, 0.97, 0.99, 0.99], [0.6, 0.7, 0.8, 0.85], [0.6, 0.8, 0.96, 0.99])
+    assert _claim("depth-regimes").evaluate(_edit(r, "accuracy", lambda f: good)).passed is True
+    nan_depth = good.assign(accuracy=good["accuracy"].where(good["n_layers"] != 4))
+    assert _claim("depth-regimes").evaluate(_edit(r, "accuracy", lambda f: nan_depth)).passed is False
+    srg = pd.DataFrame(dict(tokenization=["adjacency"] * 2 + ["random_walk"] * 2 + ["eigenvalues"] * 2,
+                            n_layers=[2, 4] * 3, steps=10, accuracy=[0.97, 0.99, 0.5, 0.5, 0.5, 0.5]))
+    assert _claim("srg-discrimination").evaluate(_edit(r, "srg_discrimination", lambda f: srg)).passed is True
+    nan_rw = srg.assign(accuracy=[0.97, 0.99, 0.5, float("nan"), 0.5, 0.5])
+    v = _claim("srg-discrimination").evaluate(_edit(r, "srg_discrimination", lambda f: nan_rw))
+    assert v.passed is False and "tokenization = random_walk" in v.detail
+
+
+def test_lr_decay_is_a_declared_departure():
+    """The quick recipe's lr decay is a departure on the trained-accuracy claims, and goes away at the card's
+    constant rate; the exact claims and the any-step invariance claim carry none."""
+    from theorylab.core.study import Verdict, get_study
+
+    st = get_study("graph-tokenization")
+    ours = st.make_config("quick").model_dump(mode="json")
+    card = st.make_config("quick", lr_decay_frac=0.0).model_dump(mode="json")
+    trained = {"components-favour-global", "concat-best-of-both", "depth-regimes", "srg-discrimination"}
+    for c in st.claims:
+        v = Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True)
+        got = c.declare(v, ours, "quick")
+        if c.id.split("/")[-1] in trained:
+            assert got.outcome == "departed" and got.departures[0].startswith("lr_decay_frac 0.2 (card 0)")
+        else:
+            assert got.outcome == "passed", c.id
+        assert c.declare(v, card, "quick").outcome == "passed", c.id
+
+
 def test_paper_path_at_toy_size(tmp_path):
     """The paper preset's code path (several n, L, seeds, all tasks, the in_K4 srg models) at toy size."""
     from theorylab.core.runner import execute

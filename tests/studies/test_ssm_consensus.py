@@ -75,6 +75,60 @@ def test_trained_gate_judge_decides_on_trained_models(ssm_quick):
     assert j.judge_trained(_trained(r, "local", 0.2, 0.8)).passed is False
 
 
+def _claim(cid):
+    return next(c for c in ssm.judges.claims if c.id == f"ssm-consensus/{cid}")
+
+
+def _one_run_nan(r, table, config, column):
+    """``table`` with ``column`` NaN for run 0 of ``config`` only (the other runs keep their values)."""
+    return _edit(r, table, lambda f: set_where(f, lambda t: (t["config"] == config) & (t["run"] == 0), column,
+                                               np.nan))
+
+
+def test_nan_fails_the_claim_naming_the_run(ssm_quick):
+    """One NaN run fails the claims that average or take extremes over runs (pandas would skip it)."""
+    r = ssm_quick
+    cases = [("silu-drives-consensus", "final", "silu", "lambda1"),
+             ("linear-no-consensus", "final", "silu", "participation"),
+             ("gate-prevents-consensus", "final", "silu+gate", "lambda1"),
+             ("isotropic-consensus", "final", "isotropic", "lambda1"),
+             ("isotropic-consensus", "trajectory", "isotropic", "lambda1")]
+    for cid, table, config, column in cases:
+        v = _claim(cid).evaluate(_one_run_nan(r, table, config, column))
+        assert v.passed is False and "NaN" in v.detail and f"config = {config}" in v.detail, (cid, v.detail)
+    for cid in ("measure-sanity", "hf-matches-idealization"):
+        table, col = ("sanity", "measured") if cid == "measure-sanity" else ("hf_equivalence", "max_error")
+        bad = _edit(r, table, lambda f, col=col: set_where(f, lambda t: t.index == t.index[0], col, np.nan))
+        assert _claim(cid).evaluate(bad).passed is False, cid
+    # pe_window NaN means "no window" (stated): the linear runs' NaN is what the claim expects
+    assert _claim("persistence-of-excitation").evaluate(_final(r, "linear", "pe_window", np.nan)).passed is True
+    for cid in ("silu-drives-consensus", "linear-no-consensus", "gate-prevents-consensus", "isotropic-consensus",
+                "measure-sanity", "hf-matches-idealization", "persistence-of-excitation"):
+        assert _claim(cid).evaluate(r).passed is True, cid
+
+
+def test_departures_are_declared():
+    """The isotropic size (quick 32, card 64; paper 64, card 768) goes away at the card's value; the 'reach' reading
+    and the HF re-projection are always departures; the other claims carry none."""
+    from theorylab.core.study import Verdict, get_study
+
+    st = get_study("ssm-consensus")
+
+    def departures(cid, preset="quick", **overrides):
+        c = _claim(cid)
+        config = st.make_config(preset, **overrides).model_dump(mode="json")
+        return c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), config, preset).departures
+
+    iso = departures("isotropic-consensus")
+    assert len(iso) == 2 and iso[0].startswith("isotropic_n 32 (card 64)") and "best recorded layer" in iso[1]
+    assert len(departures("isotropic-consensus", isotropic_n=64)) == 1
+    assert departures("isotropic-consensus", "paper", mamba_train=False)[0].startswith("isotropic_n 64 (card 768)")
+    assert len(departures("hf-matches-idealization")) == 1
+    for cid in ("measure-sanity", "silu-drives-consensus", "linear-no-consensus", "gate-prevents-consensus",
+                "persistence-of-excitation", "trained-gate-effect"):
+        assert departures(cid) == (), cid
+
+
 def test_missing_transformers_is_reported_not_failed(ssm_quick):
     r = copy.copy(ssm_quick)
     r.scalars = dict(ssm_quick.scalars, hf_missing="Hugging Face transformers is not installed: pip install "

@@ -85,6 +85,58 @@ def test_judges_fail_on_wrong_results(ts_quick):
     assert j.judge_norm(_probe(r, "y/pre", 0.9)).passed is False
 
 
+def _claim(cid):
+    return next(c for c in ts.judges.claims if c.id == f"truth-subspaces/{cid}")
+
+
+def test_nan_fails_the_claim_naming_it(ts_quick):
+    """A NaN in a judged quantity fails the claim (pandas' min/max, Python's min would skip it)."""
+    r = ts_quick
+    nan_probe = _probe(r, "y/post", math.nan)
+    for cid in ("final-state", "norm-carries-truth"):
+        v = _claim(cid).evaluate(nan_probe)
+        assert v.passed is False and "NaN" in v.detail, (cid, v.detail)
+    v = _claim("final-state").evaluate(_curve(r, loss_y2_false=math.nan))
+    assert v.passed is False and "loss_false_end" in v.detail and "seed = 0" in v.detail
+    # a NaN loss inside the plateau window: the closest distance is NaN, never the next finite point
+    window = _edit(r, "curve", lambda f: set_where(f, lambda t: t["step"] == 200, "loss_y2", math.nan))
+    assert _claim("plateau").evaluate(window).passed is False
+    v = _claim("bayes-closed-form").evaluate(_edit(r, "bayes", lambda f: set_where(
+        f, lambda t: t["predictor"] == "memorise", "empirical", math.nan)))
+    assert v.passed is False and "memorise" in v.detail
+    # and the right tables still pass
+    for cid in ("bayes-closed-form", "plateau", "final-state", "norm-carries-truth"):
+        assert _claim(cid).evaluate(r).passed is True, cid
+
+
+def _declared(cid, passed=True, preset="quick", **overrides):
+    from theorylab.core.study import Verdict, get_study
+
+    c = _claim(cid)
+    config = get_study("truth-subspaces").make_config(preset, **overrides).model_dump(mode="json")
+    return c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, passed), config, preset)
+
+
+def test_departures_and_known_failures_are_declared():
+    """The quick recipe (lr 2e-3, embedding decay 0.3) and the 1e6-sequence Bayes check are departures that go away
+    with the card's values; the paper preset keeps the card's lr but not its plain Adam; plateau is known on 1/10."""
+    trained = ("memorise-first", "plateau", "truth-later", "final-state", "norm-carries-truth", "no-layernorm",
+               "rho-ordering")
+    for cid in trained:
+        v = _declared(cid)
+        assert v.outcome == "departed" and len(v.departures) == 2, (cid, v.departures)
+        assert v.departures[0].startswith("lr 0.002 (card 0.001)") and "weight_decay 0.3 (card 0)" in v.departures[1]
+        assert _declared(cid, lr=1e-3, weight_decay=0.0).outcome == "passed"
+        paper = _declared(cid, preset="paper")
+        assert [d.split(" (")[0] for d in paper.departures] == ["weight_decay 0.3"], paper.departures
+    assert _declared("bayes-closed-form").departures[0].startswith("bayes_samples 1000000 (card 200000)")
+    assert _declared("bayes-closed-form", bayes_samples=200_000).outcome == "passed"
+    assert _declared("own-lm-cooccurrence").outcome == "passed"
+    known = _declared("plateau", passed=False)
+    assert known.outcome == "known" and "1/10 seeds (3)" in known.known
+    assert _declared("truth-later", passed=False).outcome == "failed"
+
+
 @pytest.mark.slow  # 12 toy runs, probes at every site, the own LM and figures: ~40 s on a busy box
 def test_paper_path_at_toy_size(ts_paper_toy):
     res = ts_paper_toy
@@ -122,7 +174,9 @@ def _set_t_truth(res, by_rho: dict[float, int]):
 def test_paper_judges_decide_and_fail(ts_paper_toy):
     r, j = _paper_steps(ts_paper_toy), ts.judges
     ordered = _set_t_truth(r, {0.5: 10, 0.9: 30, 0.99: 30, 0.999: 60})
-    assert j.judge_rho(ordered).passed is True
+    v = j.judge_rho(ordered)
+    assert v.passed is True and "probes at ρ = 0.99, 0.999 fit and scored on test sequences drawn at ρ = 0.9" in (
+        v.departures[0])
     assert j.judge_rho(_set_t_truth(r, {0.5: 60, 0.9: 30, 0.99: 30, 0.999: 60})).passed is False
     assert j.judge_rho(_set_t_truth(r, {0.5: 10, 0.9: 30, 0.99: 30, 0.999: 10**9})).passed is False
     # no-LN: a decodable no-LN run, or one whose loss falls well below L_mem, fails

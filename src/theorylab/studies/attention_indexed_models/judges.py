@@ -7,10 +7,23 @@ import math
 import numpy as np
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 
 REF = "Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858"
 claims = Claims("attention-indexed-models")
 PAPER_D = 400  # the paper's Fig.-2 size (claim 6)
+
+# Where the students and the step are not the card's (docs/studies/attention-indexed-models.md, "Normalisations").
+# The card's tied scale 1/sqrt(2d) depends on d, which the constant `kappa` cannot express, so it always applies.
+KAPPA = Departure.of("tied scale S = κWWᵀ with κ = kappa constant in d (default 1/2; card: WWᵀ/sqrt(2d))",
+                     "at the card's scale the student starts O(d^-1/2) below the unit-variance teacher, so the tied "
+                     "drift (∝ t1 p22) is √d weaker: ρ_final 0.52 / 0.24 (h1 / h2) at d = 48, 0.38 / 0.08 at d = 96 by "
+                     "n = 12 d² ln d; κ = 1/2 gives the teacher's law at init (Var G = 1) and Tr S/d of order 1, as "
+                     "the paper's S = WWᵀ with |W_0|_F = Θ(√d) (Sec. 3, Assumption 2)")
+LR_CONSTANT = Departure.field_value("lr_constant", 0.5, "step = lr_constant B/(d ln d) on the batch-mean loss: the "
+                                                        "card's 0.5 diverges for h2 at d = 48 and 64 (seeds 0, 1), "
+                                                        "0.25 still at d = 48; 0.1 is in the theorem's regime with a "
+                                                        "smaller constant")
 
 
 def _fmt(xs) -> str:
@@ -23,7 +36,10 @@ S_MOMENTS = ("For tokens x ~ N(0, C ⊗ I_d) with C = [[1, 0.5], [0.5, 1]] and t
              "(2e5 draws); the formulas with Tr(S S'^T) and Tr(S S') exchanged (a transposed S) are rejected.")
 
 
-@claims.add("exact-moments", S_MOMENTS, REF + ", Isserlis moments of the bilinear forms (Sec. 2)")
+@claims.add("exact-moments", S_MOMENTS, REF + ", Isserlis moments of the bilinear forms (Sec. 2)", departures=[
+    Departure.of("non-symmetric S, S' with a trace (card: random symmetric S, S')",
+                 "for symmetric S the formulas with S and Sᵀ coincide, so a transposed S, which the card asks the "
+                 "check to catch, could not fail")])
 def judge_moments(res, v) -> Verdict:
     t = res.table("moments")
     if t.empty or not np.isfinite(t[["measured", "se"]].to_numpy()).all():
@@ -64,7 +80,8 @@ S_LAND = ("For h1 the Monte Carlo population loss at a random tied S equals the 
           "the discrepancy at d = 64 (non-Gaussian corrections vanish like 1/d).")
 
 
-@claims.add("landscape-reduction", S_LAND, REF + ", Corollary 1 (Gaussian reduction of the population loss)")
+@claims.add("landscape-reduction", S_LAND, REF + ", Corollary 1 (Gaussian reduction of the population loss)",
+            departures=[KAPPA])
 def judge_landscape(res, v) -> Verdict:
     t = res.table("landscape")
     h1 = t[t["link"] == "h1"].sort_values("d")
@@ -83,12 +100,13 @@ def judge_landscape(res, v) -> Verdict:
                     f"{lo.exact - lo.phi:.4f}, {hi.exact - hi.phi:.4f}")
 
 
-S_TIED = ("Tied online SGD (S = κWW^T, B = 256, step ∝ B/(d ln d)) reaches ρ >= 0.9 by n = 12 d^2 ln d for both "
-          "h1 and h2 at every d in {48, 64, 96}: with the PSD parametrisation even the link with no linear Hermite "
-          "component is learned.")
+S_TIED = ("Tied online SGD (S = WW^T/sqrt(2d), B = 256, step 0.5 B/(d ln d)) reaches ρ >= 0.9 by n = 12 d^2 ln d for "
+          "both h1 and h2 at every d in {48, 64, 96}: with the PSD parametrisation even the link with no linear "
+          "Hermite component is learned.")
 
 
-@claims.add("tied-learns", S_TIED, REF + ", tied weak and strong recovery (Sec. 5, Fig. 2)")
+@claims.add("tied-learns", S_TIED, REF + ", tied weak and strong recovery (Sec. 5, Fig. 2)",
+            departures=[KAPPA, LR_CONSTANT])
 def judge_tied(res, v) -> Verdict:
     t = res.table("sgd")
     need = {"h1", "h2"}
@@ -106,7 +124,8 @@ S_SCALE = ("Across d in {48, 64, 96}, n_0.5/(d^2 ln d) (first sample count with 
            "logarithmic corrections at small d.")
 
 
-@claims.add("d2logd-scaling", S_SCALE, REF + ", Corollary 3: N_wr = Θ(d/α_d) = Θ(d² log d)")
+@claims.add("d2logd-scaling", S_SCALE, REF + ", Corollary 3: N_wr = Θ(d/α_d) = Θ(d² log d)",
+            departures=[KAPPA, LR_CONSTANT])
 def judge_scaling(res, v) -> Verdict:
     t = res.table("sgd")
     tol = {"h1": 2.0, "h2": 2.5}
@@ -124,13 +143,17 @@ def judge_scaling(res, v) -> Verdict:
     return v.judged(ok, worst, "max/min <= 2 (h1), <= 2.5 (h2), as a fraction of the limit", 1.0, "; ".join(parts))
 
 
-S_DIRECT = ("With a trace-free initial direct S and the paper's Fig.-2 settings (d = 400, B = 512), direct S reaches "
-            "ρ >= 0.5 for h1 only; for h2 and h3 its ρ stays below 0.1 up to the tied model's weak-recovery horizon "
-            "(the latest tied n_0.5), while tied W exceeds 0.5 for all three links (reconstructed: the paper's exact "
-            "direct initialisation was not available).")
+S_DIRECT = ("With the paper's direct-S initialisation and its Fig.-2 settings (d = 400, B = 512), direct S reaches "
+            "ρ >= 0.5 for h1 only; for h2 and h3 its ρ stays below 0.1 over the tied model's weak-recovery horizon "
+            "(the latest tied n_0.5), while tied W exceeds 0.5 for all three links (reconstructed).")
 
 
-@claims.add("direct-vs-tied", S_DIRECT, REF + ", tied vs direct parametrisation (Fig. 2)")
+@claims.add("direct-vs-tied", S_DIRECT, REF + ", tied vs direct parametrisation (Fig. 2)", departures=[
+    Departure.of("initial direct S drawn as `direct_init` says (default: a symmetric Gaussian with its trace removed; "
+                 "card: the paper's exact initialisation)",
+                 "that initialisation was not available when this was built, and the outcome hinges on it: a PSD "
+                 "start (t1 = 1/2) learns h2 like the tied model, a trace-free one has zero initial drift for h2"),
+    KAPPA])
 def judge_direct(res, v) -> Verdict:
     t = res.table("compare")
     if t.empty:
@@ -161,7 +184,10 @@ S_UNTIED = ("In the untied model S = UV^T, m = Tr(S)/sqrt(d) moves on the fast t
             "d in {200, 400, 800}); ρ's half-way time orders h1 < h2 < h3 at every d (Fig. 3).")
 
 
-@claims.add("untied-timescales", S_UNTIED, REF + ", untied fast/slow separation (Fig. 3)")
+@claims.add("untied-timescales", S_UNTIED, REF + ", untied fast/slow separation (Fig. 3)", departures=[
+    Departure.of("S = UVᵀ with U, V entries N(0, 1/d) (card, Fig. 3: standard Gaussian init)",
+                 "ours: the paper's scale was not available when this was built; entries N(0, 1/d) keep Var G of "
+                 "order 1 at init")])
 def judge_untied(res, v) -> Verdict:
     t = res.table("untied")
     if t.empty:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from scipy.stats import spearmanr
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.probes.collapse import loglog_slope
 
 REF = "Barbero et al. 2024 (Transformers need glasses!), as the card reconstructs arXiv 2607.20484"
@@ -24,6 +26,7 @@ S_DILUTION = ("Random-init 2-layer NoPE model in float32, an edit at position 1:
 @claims.add("dilution-slope", S_DILUTION, REF + ", softmax dilution")
 def judge_dilution(res, v) -> Verdict:
     t = res.table("edit")
+    v.column(t, "sensitivity")  # a NaN sensitivity fails the claim naming its row (a slope would hide it)
     lengths = [L for L in res.config["lengths"] if L >= res.config["slope_from"]]
     main = _slopes(t[t["variant"] == "model"], "sensitivity", lengths)
     control = _slopes(t[t["variant"] != "model"], "sensitivity", lengths)
@@ -42,7 +45,7 @@ S_BOUND = ("One head, attention only, W_O = I: the change of the last attention 
 @claims.add("bound-holds", S_BOUND, "theory.softmax.dilution_bound (card's derivation after Barbero et al.)")
 def judge_bound(res, v) -> Verdict:
     t = res.table("bound")
-    ratio = t["change"] / t["bound"]
+    ratio = v.column(t, "change") / v.column(t, "bound")
     worst = t.loc[ratio.idxmax()]
     return v.judged(bool((ratio <= 1 + 1e-6).all()), float(ratio.max()), "<= 1 + 1e-6", 1e-6,
                     f"{len(t)} pairs at L = {sorted(int(x) for x in t['L'].unique())}: largest change/B "
@@ -50,16 +53,21 @@ def judge_bound(res, v) -> Verdict:
                     f"{worst['L']}, c = {worst['c']:.2f}); median {ratio.median():.2g}")
 
 
-S_COUNT = ("In float64 the count gap G(L) = |h(x_L) - h(x_(L+1))| decays as L^-2: the local log-log slope over the two "
-           "largest lengths lies in [-2.2, -1.8] for every model, and the segment slopes approach -2 from above as L "
-           "grows (G ∝ 1/((L + β)(L + 1 + β)) in the single-layer closed form). The card fits 16..4096; at L = 16 "
-           "the β correction still dominates on some seeds (reported).")
+S_COUNT = ("In float64 the count gap G(L) = |h(x_L) - h(x_(L+1))| decays as L^-2: its log-log slope over L in "
+           "{16, ..., 4096} lies in [-2.2, -1.8] for every model.")
 
 
-@claims.add("count-gap-quadratic", S_COUNT, REF + ", the count construction")
+@claims.add("count-gap-quadratic", S_COUNT, REF + ", the count construction", departures=[
+    Departure.of("slope over the two largest L, and the segment slopes must steepen toward -2 (card: one fit over "
+                 "16..4096, reported in the detail)",
+                 "the exact single-layer gap is ∝ 1/((L + β)(L + 1 + β)), β = w_b/w_a, so the slope nears -2 only for "
+                 "L ≫ β: the card's full-range fit reads -1.72 to -1.99 on the 30 quick models of seeds 0-9 and "
+                 "leaves the band on 4 (model 0 of seeds 5, 7, 8, 9), while every two-largest-L slope is in -1.975.."
+                 "-2.000")])
 def judge_count(res, v) -> Verdict:
     t = res.table("count")
     t = t[t["dtype"] == "float64"]
+    v.column(t, "gap")  # a NaN gap fails the claim naming its row
     lengths = sorted(t["L"].unique())
     tail, full, steepening = {}, {}, True
     for k, g in t.groupby("model"):
@@ -77,13 +85,21 @@ def judge_count(res, v) -> Verdict:
                     + f"; segments steepen: {steepening}")
 
 
-S_PRECISION = ("Low-precision collapse in the count construction, fused attention (one rounding of the output): in "
-               "bfloat16 the last states of [a]^L b and [a]^(L+1) b are bit-identical at the largest L (4096) for at "
-               "least 2 of 3 models (the card: all; see the detail) while G(16) > 0 for all; in float32, G(L) > 0 "
-               "for every L <= 1024.")
+S_PRECISION = ("Low-precision collapse in the count construction: in bfloat16 the last states of [a]^L b and "
+               "[a]^(L+1) b are bit-identical at L = 4096 (G(4096) = 0 exactly) for all 3 seeds, while G(16) > 0; in "
+               "float32, G(L) > 0 for every L <= 1024.")
 
 
-@claims.add("precision-collapse", S_PRECISION, REF + ", low-precision collapse")
+@claims.add("precision-collapse", S_PRECISION, REF + ", low-precision collapse", departures=[
+    Departure.of("bit-identical for at least 2 of 3 models (card: all 3)",
+                 "once the exact change is far below bfloat16's resolution, a state still differs where an exact value "
+                 "straddles a rounding boundary, a coin flip of order Δ/ulp: 1 of 30 quick models at L = 4096 over "
+                 "seeds 0-9 (seed 8, so the card's rule fails 1/10 seeds); 2 of 3 still rules out a format or kernel "
+                 "that does not collapse (explicit: 0 of 3)"),
+    Departure.of("fused attention kernel, float32 sums and one rounding of the output (card: kernel unstated)",
+                 "with the explicit kernel every attention weight is rounded to bfloat16, the a-keys' weights do not "
+                 "sum to 1 and the states stay 0.01-0.04 apart at L = 1024-4096 on every seed: no collapse; the "
+                 "verdict reports both kernels")])
 def judge_precision(res, v) -> Verdict:
     # Once the exact change (float64 gap ~1e-6 at L = 4096) is far below bfloat16's resolution (~4e-3 per unit
     # coordinate), the two states differ only where an exact value straddles a rounding boundary, a chance of order
@@ -95,6 +111,7 @@ def judge_precision(res, v) -> Verdict:
     top = bf[bf["L"] == lengths[-1]]
     low = bf[bf["L"] == lengths[0]]
     f32 = t[(t["dtype"] == "float32") & (t["L"] <= 1024)]
+    v.column(bf, "gap"), v.column(f32, "gap")  # a NaN gap fails the claim naming its row
     need = -(-2 * len(top) // 3)  # ceil(2/3 of the models)
     same = int(top["identical"].sum())
     ok = same >= need and bool((low["gap"] > 0).all()) and bool((f32["gap"] > 0).all())
@@ -121,6 +138,15 @@ def judge_cosine(res, v) -> Verdict:
                     f"iid C = {iid:.4f}; identical within a sequence C = {same:.4f}")
 
 
+def _spearman(x, y) -> float:
+    """Spearman's rank correlation, read as 0 (no association) where it is undefined: a constant input, e.g. C(L)
+    that does not move with L, or an accuracy that never degrades. Either way the claims below then fail."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(spearmanr(x, y)[0])
+
+
 def _recall(res):
     if not res.scalar("recall_trained"):
         return None
@@ -137,12 +163,16 @@ def judge_grows(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
         return v.undecided("needs paper preset: the trained recall models (recall=true)")
-    rho = {k: spearmanr(g["L"], g["calibrated_cosine"])[0] for k, g in t.groupby("model")}
-    falling = {k: bool(np.all(np.diff(g.sort_values("L")["erank_per_token"]) < 0)) for k, g in t.groupby("model")}
-    worst = min(rho.values())
-    return v.judged(worst >= 0.8 and all(falling.values()), worst, ">= 0.8 (and eRank/L falling)", 0.8,
-                    "Spearman per seed " + ", ".join(f"{r:.2f}" for r in rho.values())
-                    + f"; eRank/L falling in {sum(falling.values())}/{len(falling)} seeds")
+    v.column(t, "calibrated_cosine"), v.column(t, "erank_per_token")  # a NaN row fails the claim naming it
+    rho, falling = {}, {}
+    for k, g in t.groupby("model"):
+        g = g.sort_values("L")
+        rho[f"model {k}"] = _spearman(g["L"], g["calibrated_cosine"])
+        falling[k] = bool(np.all(np.diff(g["erank_per_token"].to_numpy()) < 0))
+    return v.at_least(pd.Series(rho), 0.8, name="Spearman(L, C)", tolerance=0.8, also=all(falling.values()),
+                      expected=">= 0.8 (and eRank/L falling)",
+                      detail="Spearman per seed " + ", ".join(f"{r:.2f}" for r in rho.values())
+                      + f"; eRank/L falling in {sum(falling.values())}/{len(falling)} seeds")
 
 
 S_PREDICTS = "Across L, Spearman(C(L), accuracy(L)) <= -0.8 for every seed of the trained recall model."
@@ -153,10 +183,9 @@ def judge_predicts(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
         return v.undecided("needs paper preset: the trained recall models (recall=true)")
+    v.column(t, "calibrated_cosine"), v.column(t, "accuracy")  # a NaN row fails the claim naming it
     rho = {}
     for k, g in t.groupby("model"):
-        r = spearmanr(g["calibrated_cosine"], g["accuracy"])[0]
-        rho[k] = 1.0 if np.isnan(r) else float(r)  # constant accuracy: no association, so the claim fails
-    worst = max(rho.values())
-    return v.judged(worst <= -0.8, worst, "<= -0.8", 0.8,
-                    "Spearman(C, accuracy) per seed " + ", ".join(f"{r:.2f}" for r in rho.values()))
+        rho[f"model {k}"] = _spearman(g["calibrated_cosine"], g["accuracy"])
+    return v.at_most(pd.Series(rho), -0.8, name="Spearman(C, accuracy)", tolerance=0.8, expected="<= -0.8",
+                     detail="Spearman(C, accuracy) per seed " + ", ".join(f"{r:.2f}" for r in rho.values()))

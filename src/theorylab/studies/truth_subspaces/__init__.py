@@ -38,14 +38,13 @@ from theorylab.studies.truth_subspaces.figures import (
     figure_rho_sweep,
     figure_two_phase,
 )
-from theorylab.studies.truth_subspaces.judges import claims
+from theorylab.studies.truth_subspaces.judges import TEST_RHO_MAX, claims
 from theorylab.theory.truth_bayes import bayes_y2_logprob, truth_bayes
 from theorylab.train.online_lm import train_online_lm
 
 PAPER = "Ravfogel, Yehudai, Linzen, Bruna & Bietti, arXiv 2510.15804 (NeurIPS 2025)"
 POSITIONS = {"y": 1, "x2": 2}  # residual positions probed: the y token and the x' token
 EMBEDDINGS = ("embed", "pos")  # the parameters cfg.weight_decay acts on: token embeddings and learned positions
-TEST_RHO_MAX = 0.9  # the largest truth rate of a test set (so the probes see >= 10% false contexts)
 
 
 def toy_model(n: int, d: int, n_layers: int, final_norm: str, seed: int) -> ToyTransformer:

@@ -8,12 +8,24 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.truth_bayes import truth_bayes
 
 REF = "Ravfogel, Yehudai, Linzen, Bruna & Bietti, arXiv 2510.15804"
 claims = Claims("truth-subspaces")
 TRUTH_PROBE = 0.9  # card: t_truth is the first logged step with post-norm y-probe balanced accuracy >= 0.9
 MEMORISED = 0.9  # card: t_mem is the first logged step with memorisation accuracy >= 0.9
+
+# The recipe of the toy runs where it is not the card's (docs/studies/truth-subspaces.md, "Ours: ..."). Each applies
+# only while the run's value differs from the card's, so `--set lr=0.001 --set weight_decay=0` judges as stated.
+LR = Departure.field_value("lr", 1e-3, "at the card's rate the truth phase starts near step 2000-2500 and the final "
+                                       "post-norm probe read 0.93 < 0.95 on the pilot seed: 4000 steps end before "
+                                       "the truth phase settles")
+DECAY = Departure.field_value("weight_decay", 0.0, "AdamW decay on the token embeddings and positions only (card: "
+                                                   "plain Adam): without it 2 of 10 seeds collapse attention onto the "
+                                                   "current token and never leave the memorise-only plateau")
+RECIPE = (LR, DECAY)
+TEST_RHO_MAX = 0.9  # the largest truth rate a test set is drawn at (so the probes see >= 10% false contexts)
 
 
 def _base(res) -> dict:
@@ -58,34 +70,40 @@ def phases(res, final_norm: str = "layer", **key) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _col(v, ph: pd.DataFrame, col: str) -> pd.Series:
+    """A per-seed column of :func:`phases`; a NaN fails the claim naming the seed (pandas' min/max would skip it)."""
+    return v.column(ph[["seed", col]], col)
+
+
 def _empty(v, what: str) -> Verdict:
     return v.failed(math.nan, what, None, "no base-configuration training run in the tables")
 
 
-S_BAYES = ("On generated sequences (N = 64, ρ = 0.9; 1e6 by default, the card says 2e5), the Bayes predictor's "
-           "empirical y'-loss is within 0.01 nats "
+S_BAYES = ("On 2e5 generated sequences (N = 64, ρ = 0.9), the Bayes predictor's empirical y'-loss is within 0.01 nats "
            "of L_Bayes = f_T h_N(q_T) + (1 - f_T) ln N and the memorise-only predictor's within 0.01 of L_mem = "
            "h_N(f_T) (the gap L_mem - L_Bayes is ~0.30 nats, so generator bugs show).")
 
 
-@claims.add("bayes-closed-form", S_BAYES, REF + ", Sec. 3 (closed forms derived for the card's generator)")
+@claims.add("bayes-closed-form", S_BAYES, REF + ", Sec. 3 (closed forms derived for the card's generator)", departures=[
+    Departure.field_value("bayes_samples", 200_000, "at 2e5 the memorise-only loss's standard error is 0.0042 nats, so "
+                                                    "the 0.01 tolerance is 2.4 of them and a correct generator failed "
+                                                    "on seed 47 (0.0105); 1e6 puts it at 5")])
 def judge_bayes(res, v) -> Verdict:
     t = res.table("bayes")
     if set(t["predictor"]) != {"bayes", "memorise"}:
         return v.failed(math.nan, "<= 0.01", 0.01, "missing Bayes or memorise-only rows")
-    err = (t["empirical"] - t["closed_form"]).abs()
-    worst = float(err.max())
+    err = (v.column(t, "empirical") - v.column(t, "closed_form")).abs()
     th = truth_bayes(int(t["n"].iloc[0]), float(t["rho"].iloc[0]))
-    return v.judged(worst <= 0.01, worst, "<= 0.01 nats", 0.01,
-                    "; ".join(f"{r.predictor}: {r.empirical:.4f} ± {r.se:.4f} vs {r.closed_form:.4f}"
-                              for r in t.itertuples()) + f" (gap L_mem - L_Bayes = {th.gap:.3f})")
+    detail = "; ".join(f"{r.predictor}: {r.empirical:.4f} ± {r.se:.4f} vs {r.closed_form:.4f}" for r in t.itertuples())
+    return v.at_most(err.set_axis(t["predictor"]), 0.01, name="|empirical - closed form|", tolerance=0.01,
+                     expected="<= 0.01 nats", detail=detail + f" (gap L_mem - L_Bayes = {th.gap:.3f})")
 
 
 S_MEM = ("Memorisation accuracy (argmax over Y at the x position equals g(x)) reaches >= 0.9 at a logged step "
          "t_mem <= 300.")
 
 
-@claims.add("memorise-first", S_MEM, REF + ", Sec. 4 (two-phase dynamics)")
+@claims.add("memorise-first", S_MEM, REF + ", Sec. 4 (two-phase dynamics)", departures=RECIPE)
 def judge_memorise(res, v) -> Verdict:
     ph = phases(res)
     if ph.empty:
@@ -95,19 +113,26 @@ def judge_memorise(res, v) -> Verdict:
                     f"t_mem by seed: {[int(t) if math.isfinite(t) else 'never' for t in ph['t_mem']]}")
 
 
+# Measured over seeds 0-9 of the quick preset (docs/studies/truth-subspaces.md, docs/seed-robustness.md).
+PLATEAU_CAUSE = ("the truth phase starts before the memorise-only plateau settles: seed 3's post-norm probe crosses "
+                 "0.9 at step 700, and its y'-loss at the window's steps 200, 300, 500 is 0.818, 0.815, 0.791, 0.061 "
+                 "nats above L_mem at the closest (band 0.05; seed 31 likewise, 0.0512); the later claims pass on it")
 S_PLATEAU = ("At some logged step t in [3 t_mem, t_truth) the y'-loss is within 0.05 nats of L_mem: the model sits on "
              "the memorise-only plateau before the truth phase.")
 
 
-@claims.add("plateau", S_PLATEAU, REF + ", Sec. 4 (reconstructed threshold)")
+@claims.add("plateau", S_PLATEAU, REF + ", Sec. 4 (reconstructed threshold)", departures=RECIPE,
+            known=KnownFailure.on_some_seeds(1, 10, [3], PLATEAU_CAUSE, presets=["quick"]))
 def judge_plateau(res, v) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, "<= 0.05")
     b = _base(res)
     l_mem = truth_bayes(b["n"], b["rho"]).loss_mem
-    best = [min((abs(x - l_mem) for x in r.plateau_loss), default=math.inf) for r in ph.itertuples()]
-    worst = float(max(best))
+    # np.min/np.max, not Python's min/max: a NaN loss in a window must propagate (and fail), not be skipped.
+    best = [float(np.min(np.abs(np.asarray(r.plateau_loss, dtype=float) - l_mem))) if len(r.plateau_loss)
+            else math.inf for r in ph.itertuples()]
+    worst = float(np.max(best))
     return v.judged(worst <= 0.05, worst, "<= 0.05 nats", 0.05,
                     f"L_mem = {l_mem:.4f}; closest |loss - L_mem| in the window by seed: "
                     f"{[round(x, 4) for x in best]}; y'-loss in the window (seed {ph['seed'].iloc[0]}): "
@@ -119,7 +144,7 @@ S_LATER = ("t_truth, the first logged step where the post-norm probe at the y po
            "satisfies t_truth >= 5 t_mem: truth becomes linearly decodable only well after memorisation.")
 
 
-@claims.add("truth-later", S_LATER, REF + ", Sec. 4 (two-phase signature)")
+@claims.add("truth-later", S_LATER, REF + ", Sec. 4 (two-phase signature)", departures=RECIPE)
 def judge_later(res, v) -> Verdict:
     ph = phases(res)
     if ph.empty:
@@ -135,15 +160,15 @@ S_FINAL = ("At the last step: post-norm probe balanced accuracy >= 0.95 at the y
            "y'-loss in false contexts minus y'-loss in true contexts >= 3 nats.")
 
 
-@claims.add("final-state", S_FINAL, REF + ", Sec. 4")
+@claims.add("final-state", S_FINAL, REF + ", Sec. 4", departures=RECIPE)
 def judge_final(res, v) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, ">= 0.95")
     b = _base(res)
     l_bayes = truth_bayes(b["n"], b["rho"]).loss_bayes
-    probe, loss = float(ph["probe_post_end"].min()), float(ph["loss_end"].max())
-    split = float((ph["loss_false_end"] - ph["loss_true_end"]).min())
+    probe, loss = float(_col(v, ph, "probe_post_end").min()), float(_col(v, ph, "loss_end").max())
+    split = float((_col(v, ph, "loss_false_end") - _col(v, ph, "loss_true_end")).min())
     ok = probe >= 0.95 and loss <= l_bayes + 0.08 and split >= 3
     return v.judged(ok, probe, "probe >= 0.95, loss <= L_Bayes + 0.08, false - true >= 3", 0.95,
                     f"worst seed: probe {probe:.3f}, y'-loss {loss:.4f} (L_Bayes + 0.08 = {l_bayes + 0.08:.4f}), "
@@ -154,12 +179,12 @@ S_NORM = ("At the final step the pre-norm probe at the y position has balanced a
           "post-norm probe: the truth signal is a norm difference that the final LayerNorm linearises.")
 
 
-@claims.add("norm-carries-truth", S_NORM, REF + ", Sec. 4 mechanism (reconstructed)")
+@claims.add("norm-carries-truth", S_NORM, REF + ", Sec. 4 mechanism (reconstructed)", departures=RECIPE)
 def judge_norm(res, v) -> Verdict:
     ph = phases(res)
-    if ph.empty or ph["probe_pre_end"].isna().any():
+    if ph.empty:
         return _empty(v, ">= 0.2")
-    gap = float((ph["probe_post_end"] - ph["probe_pre_end"]).min())
+    gap = float((_col(v, ph, "probe_post_end") - _col(v, ph, "probe_pre_end")).min())
     pairs = [(round(a, 3), round(b, 3)) for a, b in zip(ph["probe_pre_end"], ph["probe_post_end"])]
     return v.judged(gap >= 0.2, gap, "post - pre >= 0.2", 0.2, f"(pre, post) by seed: {pairs}")
 
@@ -168,7 +193,7 @@ S_NOLN = ("Without the final LayerNorm, after the same number of steps, probe ba
           "site and the y'-loss stays >= L_mem - 0.03.")
 
 
-@claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)")
+@claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)", departures=RECIPE)
 def judge_noln(res, v) -> Verdict:
     curve = res.table("curve")
     if not (curve["final_norm"] == "none").any():
@@ -177,7 +202,7 @@ def judge_noln(res, v) -> Verdict:
     ph = phases(res, final_norm="none")
     b = _base(res)
     l_mem = truth_bayes(b["n"], b["rho"]).loss_mem
-    probe, loss = float(ph["probe_max_end"].max()), float(ph["loss_end"].min())
+    probe, loss = float(_col(v, ph, "probe_max_end").max()), float(_col(v, ph, "loss_end").min())
     ok = probe <= 0.65 and loss >= l_mem - 0.03
     return v.judged(ok, probe, "probe <= 0.65 at every site and loss >= L_mem - 0.03", 0.65,
                     f"largest final probe {probe:.3f}; smallest final y'-loss {loss:.4f} vs L_mem - 0.03 = "
@@ -188,7 +213,7 @@ S_RHO = ("The median t_truth over seeds is non-decreasing in ρ in {0.5, 0.9, 0.
          "finite within 1e5 steps.")
 
 
-@claims.add("rho-ordering", S_RHO, REF + ", ρ sweep")
+@claims.add("rho-ordering", S_RHO, REF + ", ρ sweep", departures=RECIPE)
 def judge_rho(res, v) -> Verdict:
     b = _base(res)
     med = {}
@@ -203,7 +228,13 @@ def judge_rho(res, v) -> Verdict:
                            f"{detail}")
     seq = [med[r] for r in sorted(med) if r <= 0.99 + 1e-12 and r >= 0.5 - 1e-12]
     ok = all(a <= b2 for a, b2 in zip(seq, seq[1:])) and math.isfinite(med[max(med)])
-    return v.judged(ok, seq, "non-decreasing; finite at 0.999", None, detail)
+    # The run draws the test set of a ρ above TEST_RHO_MAX at TEST_RHO_MAX, so that both probe
+    # classes have rows; t_truth there is a probe of such a test set, not of one drawn at the run's ρ.
+    above = [r for r in med if r > TEST_RHO_MAX + 1e-12]
+    departures = [f"probes at ρ = {', '.join(f'{r:g}' for r in above)} fit and scored on test sequences drawn at ρ = "
+                  f"{TEST_RHO_MAX:g} (card: at the run's ρ): at ρ = 0.999 a 4000-sequence test set holds about four "
+                  f"false contexts"] if above else []
+    return v.judged(ok, seq, "non-decreasing; finite at 0.999", None, detail, departures=departures)
 
 
 S_LM = ("In our own trained 4-layer LM on synthetic 8-fact documents, mean log P(correct attribute of the last true "
