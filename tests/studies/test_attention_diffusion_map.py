@@ -58,3 +58,34 @@ def test_identity_tolerances_scale_with_size_not_with_the_residual(adm_quick):
     big = _edit(r, "operators", lambda f: f.assign(tol_rows=2 * 2000 * EPS, row_sum_error=2 * 1000 * EPS))
     assert adm.judges.judge_row(big).passed is True
     assert adm.judges.judge_row(_edit(r, "operators", lambda f: f.assign(row_sum_error=2 * 1000 * EPS))).passed is False
+
+
+def _claims():
+    return {c.id.split("/", 1)[1]: c for c in adm.judges.claims}
+
+
+def test_nan_rows_fail_naming_them_and_tolerance_departures_say_where_the_card_differs(adm_quick):
+    """A NaN residual fails its claim naming the row (pandas' max would skip it); a residual judged
+    differently by our rounding bound than by the card's fixed tolerance is a departure, and only then."""
+    claim, r, nan = _claims(), adm_quick, float("nan")
+    v = claim["bidivergence-split"].evaluate(_edit(r, "operators", lambda f: set_where(
+        f, lambda t: t["draw"] == 2, "split_error", nan)))
+    assert v.passed is False and "split_error" in v.detail and "draw = 2" in v.detail, v.detail
+    v = claim["manifold-coordinates"].evaluate(_edit(r, "manifolds", lambda f: set_where(
+        f, lambda t: t["measure"] == "canonical correlation 2", "value", nan)))
+    assert v.passed is False and "canonical correlation 2" in v.detail, v.detail
+    v = claim["ness-quadratic"].evaluate(_edit(r, "operators", lambda f: set_where(
+        f, lambda t: t["draw"] == 1, "eig_imag_eta1", nan)))
+    assert v.passed is False and "draw = 1" in v.detail, v.detail
+    # the stored run: residuals far below both tolerances -> the claims as stated
+    for cid in ("row-stochastic", "tied-qk-is-dmap", "bidivergence-split", "equilibrium-when-symmetric",
+                "poe-symmetric"):
+        assert claim[cid].evaluate(r).outcome == "passed", cid
+    # within our bound (~1e-11) but above the card's 1e-12: a pass with that departure
+    v = claim["bidivergence-split"].evaluate(_edit(r, "operators", lambda f: f.assign(split_error=0.5 * f[
+        "tol_split"])))
+    assert v.outcome == "departed" and any("identity residual" in d and "card: 1e-12" in d for d in v.departures)
+    # stricter than the card (exactly symmetric vs 1e-15): a failure the card would not see is said too
+    v = claim["poe-symmetric"].evaluate(_edit(r, "operators", lambda f: f.assign(poe_asymmetry=1e-16)))
+    assert v.passed is False and any(d.startswith("asymmetry 1.0e-16 above") for d in v.departures), v.departures
+    assert any("N(0, 1/d)" in d for d in claim["magnetic-gauge"].evaluate(r).departures)

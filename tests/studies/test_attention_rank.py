@@ -211,3 +211,33 @@ def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
     assert res.status == "diverged"
     assert "step 0" in res.message
     assert all(v.passed is None for v in res.verdicts)
+
+
+def _claim(name):
+    return next(c for c in study.judges.claims if c.id == f"attention-rank/{name}")
+
+
+def test_departures_from_the_card(attention_rank_quick):
+    """The quick length claim runs on a reduced grid with qualitative thresholds (a departure, said);
+    the quick-size claim judged at the paper's d, and the paper claims judged on the slice, depart."""
+    r = attention_rank_quick
+    v = _claim("length-hurts-low-rank").evaluate(r)
+    assert v.outcome == "departed" and any(d.startswith("reduced grid: d = 16") for d in v.departures)
+    assert _claim("trained-heads-hurt").evaluate(r).outcome == "passed"
+    registered = get_study("attention-rank")
+    slice_cfg, paper_cfg = (registered.make_config(p).model_dump() for p in ("slice", "paper"))
+    heads = _claim("trained-heads-hurt")
+    said = heads.declare(heads.judge(r), slice_cfg, "slice").departures
+    assert any(d.startswith("d 64 (card 16)") for d in said) and any("architecture encoder" in d for d in said)
+    fig1 = _claim("fig1-one-layer")
+    said = fig1.declare(fig1.evaluate(r), slice_cfg, "slice").departures
+    assert {d.split(" (")[0] for d in said} == {"steps 20000", "seeds 2", "width_multipliers"}, said
+    assert fig1.declare(fig1.evaluate(r), paper_cfg, "paper").departures == ()
+
+
+def test_a_nan_error_fails_naming_its_row(attention_rank_quick):
+    nan = float("nan")
+    bad = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (
+        f["n_points"] == 64), "dmse", nan)
+    v = _claim("hardmax-exact").evaluate(bad)
+    assert v.passed is False and "dmse" in v.detail and "n_points = 64" in v.detail, v.detail

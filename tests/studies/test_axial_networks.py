@@ -191,3 +191,32 @@ def test_bad_config_fails_before_work():
         s.make_config("paper", pde_grids=(128, 120, 32))  # not divisible by the patch (16)
     with pytest.raises(Exception, match="vit_n_heads"):
         s.make_config("paper", vit_n_heads=5)
+
+
+def _claim(name):
+    return next(c for c in ax.judges.claims if c.id == f"axial-networks/{name}")
+
+
+def test_nan_rows_fail_naming_them_and_departures_follow_the_config(ax_quick):
+    nan = float("nan")
+    v = _claim("equivariance").evaluate(_edit(ax_quick, "equivariance", lambda f: set_where(
+        f, lambda t: (t["layer"] == "SXConv") & (t["d"] == 3), "error", nan)))
+    assert v.passed is False and "layer = SXConv" in v.detail and "d = 3" in v.detail, v.detail
+    assert any("features before pooling" in d for d in _claim("equivariance").evaluate(ax_quick).departures)
+    zero_shot = _claim("gp-zero-shot")
+    assert zero_shot.evaluate(ax_quick).outcome == "passed"
+    said = zero_shot.declare(zero_shot.judge(ax_quick), {**ax_quick.config, "epochs": 10, "batch": 64},
+                             "paper").departures
+    assert [d.split(" (")[0] for d in said] == ["epochs 10", "batch 64"], said
+
+
+def test_the_gx_row_the_card_does_not_state_departs_only_when_it_decides(ax_quick):
+    gap = _claim("expressivity-gap")
+    assert gap.evaluate(ax_quick).outcome == "passed"
+    bad = _edit(ax_quick, "expressivity", lambda f: set_where(
+        f, lambda t: (t["model"] == "GX") & (t["d"] == 3), "rel_mse", 0.3))
+    v = gap.evaluate(bad)
+    assert v.passed is False and any("GX dx1 d=3" in d for d in v.departures), v.departures
+    bad = _edit(ax_quick, "expressivity", lambda f: set_where(
+        f, lambda t: (t["model"] == "SX") & (t["d"] == 3), "rel_mse", 0.3))
+    assert gap.evaluate(bad).departures == ()

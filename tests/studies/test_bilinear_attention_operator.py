@@ -103,3 +103,22 @@ def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
                                                     lambda t: t["family"] == "decoder", "directionality", 0.0))
     near.config = long.config
     assert bao.judges.judge_drift(near).passed is False
+
+
+def _claim(name):
+    return next(c for c in bao.judges.claims if c.id == f"bilinear-attention-operator/{name}")
+
+
+def test_tolerance_departures_and_nan_heads(bilinear_quick):
+    """A residual within d²ε (3.6e-12 at d = 128) but above the card's 1e-12 passes with that departure; the
+    stored run's residuals (~1e-16) pass as stated; a NaN score fails naming the head."""
+    r = bilinear_quick
+    assert _claim("split-exact").evaluate(r).outcome == "passed"
+    assert _claim("tied-qk").evaluate(r).outcome == "passed"
+    v = _claim("split-exact").evaluate(_edit(r, "heads", lambda f: f.assign(cross=0.5 * f["tolerance"])))
+    assert v.outcome == "departed" and any(d.startswith("<S, A>/‖M‖²") and "card: 1e-12" in d
+                                           for d in v.departures), v.departures
+    v = _claim("random-baseline").evaluate(_edit(r, "heads", lambda f: set_where(
+        f, lambda t: (t["family"] == "random init") & (t["head"] == 2), "symmetry",
+        float("nan"))))
+    assert v.passed is False and "head = 2" in v.detail, v.detail

@@ -160,3 +160,13 @@ def test_cot_batches_end_with_the_root():
 
     fb = sample_formulas("complete_binary", 8, 40, np.random.default_rng(1), task="nodes", balanced=True)
     assert fb.trace.shape == (40, 7) and ((fb.trace[:, -1] == TOK_TRUE) == fb.root).all()
+
+
+def test_a_nan_accuracy_fails_naming_its_row(cr_quick):
+    claim = next(c for c in cr.judges.claims if c.id == "compositional-reasoning/gru-order")
+    bad = _edit(cr_quick, "gru", lambda f: f.assign(accuracy=f["accuracy"].where(f["order"] != "light_first")))
+    v = claim.evaluate(bad)
+    assert v.passed is False and "order = light_first" in v.detail, v.detail
+    assert claim.evaluate(cr_quick).outcome == "passed"
+    cot = next(c for c in cr.judges.claims if c.id == "compositional-reasoning/cot-fixed-depth")
+    assert "trace's last token" in cot.departures[0].text

@@ -278,3 +278,22 @@ def test_text_background_uses_character_bigrams(tmp_path):
     curves = res.table("curves")
     assert set(curves["variant"]) == {"full"}  # the quick preset trains only the main model
     assert len(curves[curves["variant"] == "full"]) == 3  # evaluations at steps 0, 2, 4
+
+
+def _claim(name):
+    return next(c for c in ffa.judges.claims if c.id == f"ff-vs-attention/{name}")
+
+
+def test_nan_evaluations_fail_naming_them_and_recipe_departures_follow_the_config(ffa_quick):
+    r, nan = ffa_quick, float("nan")
+    last = r.table("curves")["step"].max()
+    bad = _edit(r, "curves", lambda f: f.assign(P_noise_full=f["P_noise_full"].where(f["step"] != last, nan)))
+    v = _claim("bayes-noise-rate").evaluate(bad)
+    assert v.passed is False and "P_noise_full" in v.detail and f"step = {last}" in v.detail, v.detail
+    bad = _edit(r, "curves", lambda f: f.assign(acc_noFF2=f["acc_noFF2"].where(f["step"] != 100, nan)))
+    v = _claim("ff-first").evaluate(bad)
+    assert v.passed is False and "step = 100" in v.detail, v.detail
+    said = _claim("bayes-noise-rate").evaluate(r).departures
+    assert [d.split(" (")[0] for d in said] == ["schedule cosine", "weight_decay 0"], said
+    card = {**r.config, "schedule": "constant", "weight_decay": 1e-4}
+    assert _claim("bayes-noise-rate").declare(_claim("bayes-noise-rate").judge(r), card, "quick").departures == ()

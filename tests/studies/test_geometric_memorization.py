@@ -117,3 +117,16 @@ def test_bad_config_fails_before_work():
         st.make_config("quick", assoc_widths=(8, 4))
     with pytest.raises(Exception, match="train_relations"):
         st.make_config("quick", train_relations=(0,))
+
+
+def test_nan_accuracy_fails_naming_its_row_and_the_step_departure_is_per_preset(gm_quick):
+    gd = next(c for c in gm.judges.claims if c.id == "geometric-memorization/gd-log-dim")
+    v = gd.evaluate(_edit(gm_quick, "training", lambda f: f.assign(accuracy=float("nan"))))
+    assert v.passed is False and "n = 256" in v.detail, v.detail
+    said = gd.evaluate(gm_quick).departures
+    assert len(said) == 1 and said[0].startswith("steps 500 (card 1500)"), said
+    assert gd.declare(gd.judge(gm_quick), {**gm_quick.config, "steps": 1500}, "quick").departures == ()
+    assert gd.declare(gd.judge(gm_quick), {**gm_quick.config, "steps": 20_000}, "paper").departures == ()
+    tight = next(c for c in gm.judges.claims if c.id == "geometric-memorization/construction-tight")
+    v = tight.evaluate(_edit(gm_quick, "tight", lambda f: f.assign(accuracy=f["accuracy"].where(f["n"] != 2048))))
+    assert v.passed is False and "n = 2048" in v.detail, v.detail

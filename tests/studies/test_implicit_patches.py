@@ -125,3 +125,33 @@ def test_one_family_small_sizes_and_the_paper_path(store, tmp_path):
     exact = res.table("hf_exact")
     assert set(exact["dtype"]) == {"float64", "float32"} and np.isfinite(exact["error"]).all()
     assert len(res.table("hf_training")) == 3
+
+
+def _claim(name):
+    return next(c for c in ip.judges.claims if c.id == f"implicit-patches/{name}")
+
+
+def test_a_nan_error_fails_naming_its_row(patches_quick):
+    """A NaN error used to pass: `error > bound` is false for NaN, and the max skipped it."""
+    bad = _edit(patches_quick, "sweep", lambda f: set_where(
+        f, lambda t: (t["family"] == "gemma") & (t["depth"] == 1) & (t["dtype"] == "float32"), "error", np.nan))
+    v = _claim("exact-single-block").evaluate(bad)
+    assert v.passed is False and "family = gemma" in v.detail, v.detail
+    assert _claim("exact-single-block").evaluate(patches_quick).outcome == "passed"
+
+
+def test_departures_follow_the_config(patches_quick):
+    r = patches_quick
+    icl = _claim("icl-norm-shrinks")
+    said = icl.evaluate(r).departures
+    assert len(said) == 1 and said[0].startswith("icl_n_layers 1 (card 5)"), said
+    assert icl.declare(icl.judge(r), {**r.config, "icl_n_layers": 5}, "quick").departures == ()
+    multi = _claim("exact-multi-layer")
+    said = multi.declare(multi.judge(r), {**r.config, "n_layers": [1, 2, 16]}, "quick").departures
+    assert any(d.startswith("n_layers (1, 2, 16) (card (1, 2, 4, 8))") for d in said), said
+    assert multi.evaluate(r).outcome == "passed"  # the control misses in every case: the card's form
+    hit = _edit(r, "sweep", lambda f: f.assign(independent=f["independent"].where(
+        ~((f["family"] == "vanilla") & (f["depth"] == 2) & (f["seed"] == 0) & (f["context"] == 1)), 0.0)))
+    v = multi.evaluate(hit)  # a few cases hit (< 5%): passes ours, not the card's "fails at depth >= 2"
+    assert v.outcome == "departed" and any(d.startswith("control: the independent patches miss") for d in
+                                           v.departures), (v.detail, v.departures)

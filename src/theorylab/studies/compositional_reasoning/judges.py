@@ -115,6 +115,7 @@ def judge_gru(res, v) -> Verdict:
     if heavy.empty or light.empty:
         return v.failed(math.nan, f">= {GRU_ACC} vs <= {GRU_LIGHT}", GRU_GAP,
                         "no GRU rows at n = 16, h = 16 in both orders")
+    v.column(sel, "accuracy")
     hmin, lmax = float(heavy.min()), float(light.max())
     ok = hmin >= GRU_ACC and lmax <= GRU_LIGHT and hmin - lmax >= GRU_GAP
     return v.judged(ok, hmin - lmax, f">= {GRU_GAP} (heavy >= {GRU_ACC}, light <= {GRU_LIGHT})", GRU_GAP,
@@ -148,6 +149,7 @@ def judge_state(res, v) -> Verdict:
             extra = "; reduced measurement: " + ", ".join(
                 f"{r.order} n = {r.n} h = {r.hidden}: {r.accuracy:.3f}" for r in t.itertuples())
         return v.undecided("needs paper preset (a sweep over h and n = 16..128)" + extra)
+    v.column(t, "accuracy")
     heavy = _min_reaching(t[t["order"] == "heavy_first"], "n", "hidden")
     light = _min_reaching(t[t["order"] == "light_first"], "n", "hidden")
     top = max(hs)
@@ -170,6 +172,7 @@ def judge_depth(res, v) -> Verdict:
     if plain.empty or not {3, 6} <= set(plain["depth"]) or 2 not in set(plain["n_layers"]):
         return v.undecided("needs paper preset (transformers over D = 3..6 and L; not run in quick: 30k steps each "
                            "is GPU work, and a CPU-sized run would not separate the depths)")
+    v.column(plain, "accuracy")
     need = _min_reaching(plain, "depth", "n_layers")
     ds = sorted(need)
     mono = all(need[a] <= need[b] for a, b in zip(ds, ds[1:]))
@@ -184,13 +187,17 @@ S_COT = ("A 2-layer transformer with chain of thought (the internal nodes' answe
          "root accuracy for every D <= 6, while the 2-layer model without CoT is <= 0.8 at D = 6.")
 
 
-@claims.add("cot-fixed-depth", S_COT, REF + ", Sec. 5: CoT with n tokens and fixed depth; thresholds ours")
+@claims.add("cot-fixed-depth", S_COT, REF + ", Sec. 5: CoT with n tokens and fixed depth; thresholds ours",
+            departures=["the root answer is read at the trace's last token (card: the trace, then the root answer "
+                        "again): in post-order the root is the last internal node"])
 def judge_cot(res, v) -> Verdict:
     t = res.table("transformer")
     cot = t[t["cot"].astype(bool)] if len(t) else t
     plain = t[~t["cot"].astype(bool) & (t["n_layers"] == 2)] if len(t) else t
     if cot.empty or 6 not in set(plain["depth"]) or 6 not in set(cot["depth"]):
         return v.undecided("needs paper preset (CoT and 2-layer transformers at D = 3..6; not run in quick)")
+    v.column(cot, "accuracy")
+    v.column(plain, "accuracy")
     cacc = cot.groupby("depth")["accuracy"].mean()
     worst = float(cacc.min())
     p6 = float(plain[plain["depth"] == 6]["accuracy"].mean())

@@ -7,10 +7,16 @@ import math
 import numpy as np
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 
 REF = "Ravfogel, Yehudai, Bruna & Bietti, arXiv 2605.12426"
 claims = Claims("geometric-memorization")
 TOL = 1e-9
+
+# The card trains the quick model 1500 full-batch steps and the paper models 20k.
+STEPS = [Departure.field_value("steps", 1500, "100% is reached by step 250 and the held-out R² moves < 0.01 after "
+                               "step 500 (seeds 0 and 1, tracked to 1500)", presets=["quick"]),
+         Departure.field_value("steps", 20_000, presets=["paper"])]
 
 
 S_EXACT = ("For every (N, R) in the grid, the sign-code construction with k = ceil(log2 N) bits (d = Rk + R + k), run "
@@ -26,8 +32,8 @@ def judge_exact(res, v) -> Verdict:
     have = set(zip(t["n"], t["r"])) if len(t) else set()
     if want - have:
         return v.failed(math.nan, "= 2 ± 1e-9", TOL, f"grid points missing: {sorted(want - have)}")
-    worst = float((t["min_margin"] - 2).abs().max())
-    acc = float(t["accuracy"].min())
+    worst = float((v.column(t, "min_margin") - 2).abs().max())
+    acc = float(v.column(t, "accuracy").min())
     facts_ok = bool((t["n_facts"] == t["n"] * t["r"]).all())
     params_ok = bool((t["nonzero_params"] == t["nonzero_closed_form"]).all()
                      and (t["dense_params"] == t["dense_closed_form"]).all())
@@ -43,11 +49,16 @@ S_TIGHT = ("With one bit fewer, k = ceil(log2 N) - 1 and N > 2^k, codes must col
            "recall is < 1 and at most the pigeonhole bound (2^k - 1)/N, with minimum margin 0.")
 
 
-@claims.add("construction-tight", S_TIGHT, REF + ", pigeonhole (codes need log2 N bits per relation)")
+@claims.add("construction-tight", S_TIGHT, REF + ", pigeonhole (codes need log2 N bits per relation)", departures=[
+    "strict recall, a tie counts as a miss (card: accuracy): what the pigeonhole bound bounds for any code assignment",
+    Departure.field_value("tight_relations", (1, 2, 4), "codes collide per relation block: more relations add cost "
+                          "and no information")])
 def judge_tight(res, v) -> Verdict:
     t = res.table("tight")
     if t.empty:
         return v.failed(math.nan, "<= (2^k - 1)/N", 0.0, "no pigeonhole rows")
+    v.column(t, "accuracy")
+    v.column(t, "min_margin")
     crowded = bool((t["n"] > 2 ** t["k"]).all())
     excess = float((t["accuracy"] - t["recall_bound"]).max())
     ok = crowded and excess <= TOL and bool((t["accuracy"] < 1).all()) and bool((t["min_margin"] <= TOL).all())
@@ -84,12 +95,12 @@ S_GD = ("Full-batch AdamW (lr 1e-2) on all N·R facts reaches 100% training accu
         "seed.")
 
 
-@claims.add("gd-log-dim", S_GD, REF + ", gradient descent finds d = O(R log N) solutions")
+@claims.add("gd-log-dim", S_GD, REF + ", gradient descent finds d = O(R log N) solutions", departures=STEPS)
 def judge_gd(res, v) -> Verdict:
     t = _base(res)
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no trained model at d = R ceil(log2 N) with R <= 4")
-    worst = float(t["accuracy"].min())
+    worst = float(v.column(t, "accuracy").min())
     return v.judged(worst == 1.0, worst, "= 1", 0.0,
                     "; ".join(f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: accuracy {row.accuracy:.4f} "
                               f"(100% from step {row.first_full_step}), min margin {row.min_margin:.3g}, "
@@ -101,7 +112,8 @@ S_SUP = ("Learned subject embeddings are linear superpositions of their own attr
          "fit on independent (shuffled) bijections has R² <= 0.05 (d = R ceil(log2 N), R >= 2).")
 
 
-@claims.add("superposition", S_SUP, REF + ", subject embeddings as superpositions of attribute vectors")
+@claims.add("superposition", S_SUP, REF + ", subject embeddings as superpositions of attribute vectors",
+            departures=STEPS)
 def judge_sup(res, v) -> Verdict:
     t = _base(res)
     t = t[(t["r"] >= 2) & np.isfinite(t["r2"]) & np.isfinite(t["r2_control"])] if len(t) else t
@@ -134,6 +146,7 @@ def judge_transfer(res, v) -> Verdict:
         return v.undecided("needs paper preset (d = 4R log2 N, half the training steps); reduced measurement at "
                            f"d = {int(piv['d'].iloc[0])}, {steps} steps: " + detail,
                            measured=float(piv["trained"].min()))
+    v.column(t, "accuracy")
     low = float(at_paper["trained"].min())
     gap = float((at_paper["trained"] - at_paper["random"]).min())
     return v.judged(low >= 0.9 and gap >= 0.2, low, ">= 0.9 (random MLP >= 0.2 lower)", 0.9, detail)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.core.errors import Undecided
 
 REF = "arXiv 2511.17864"
@@ -19,7 +20,9 @@ CONTROL = 1e-3  # a control "differs" when its gap is at least this
 claims = Claims("implicit-patches")
 
 
-def _exact_detail(t: pd.DataFrame) -> tuple[bool, float, str]:
+def _exact_detail(v, t: pd.DataFrame) -> tuple[bool, float, str]:
+    for col in ("error", "scale", "bound"):  # a NaN error would pass `error > bound` unseen
+        v.column(t, col)
     parts, ok, worst = [], True, 0.0
     for dtype, g in t.groupby("dtype"):
         rel = g["error"] / (1 + g["scale"])
@@ -46,7 +49,7 @@ def judge_single(res, v) -> Verdict:
     t = t[t["depth"] == 1]
     if t.empty:
         raise Undecided("this config has no depth-1 stack (needs 1 in 'n_layers')")
-    ok, worst, detail = _exact_detail(t)
+    ok, worst, detail = _exact_detail(v, t)
     fams = ", ".join(sorted(t["family"].unique()))
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
 
@@ -57,13 +60,14 @@ S_MULTI = ("With the multi-layer algorithm (patch layer l against the with-conte
            "in >= 95% of cases.")
 
 
-@claims.add("exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm")
+@claims.add("exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm", departures=[
+    Departure.field_value("n_layers", (1, 2, 4, 8), "the deepest stack is judged (card: depth 8)")])
 def judge_multi(res, v) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
         raise Undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'n_layers')")
-    ok, worst, detail = _exact_detail(deep)
+    ok, worst, detail = _exact_detail(v, deep)
     ind = t[(t["depth"] >= 2) & t["independent"].notna()]
     frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
     ok = ok and len(ind) > 0 and frac >= 0.95
@@ -71,7 +75,10 @@ def judge_multi(res, v) -> Verdict:
         f"; depth {int(deep['depth'].max())}. Control (independent patches): gap >= 1e-3 in {frac:.1%} of {len(ind)} "
         f"cases at depth >= 2 (median {ind['independent'].median():.2g})"
     )
-    return v.judged(ok, worst, "<= 1 (error / bound)", 1, detail)
+    # the card: the independent patches fail at depth >= 2 (every case); ours allows 5% of cases to be hit
+    departures = [f"control: the independent patches miss (gap >= 1e-3) in {frac:.1%} of the depth >= 2 cases, "
+                  f"judged against >= 95% (card: they fail at depth >= 2)"] if frac < 1 else []
+    return v.judged(ok, worst, "<= 1 (error / bound)", 1, detail, departures=departures)
 
 
 S_RANK = ("Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma "
@@ -86,8 +93,8 @@ def judge_rank(res, v) -> Verdict:
     if t.empty:
         raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where rank is measured")
     deep = t[t["depth"] == t["depth"].max()]
-    ratio = float(deep["sigma2_over_sigma1"].max())
-    spread = float(deep["scale_ratio_spread"].max())
+    ratio = float(v.column(deep, "sigma2_over_sigma1").max())
+    spread = float(v.column(deep, "scale_ratio_spread").max())
     ok = bool((deep["rank_min"] == 1).all() and (deep["rank_max"] == 1).all()) and ratio <= 1e-8 and spread <= 1e-10
     detail = (f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; "
               f"max σ₂/σ₁ = {ratio:.1e}; "
@@ -101,11 +108,12 @@ S_CONTEXT = (
 )
 
 
-@claims.add("needs-context-effect", S_CONTEXT, "ours: control that makes the exactness claims non-vacuous")
+@claims.add("needs-context-effect", S_CONTEXT,
+            REF + ", control making the exactness claims non-vacuous (the card's claim 4)")
 def judge_context_effect(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["feasible"]]
-    low = float(t["no_patch"].min())
+    low = float(v.column(t, "no_patch").min())
     detail = f"min gap without patch {low:.3g} over {len(t)} (case, depth) rows; median {t['no_patch'].median():.3g}"
     return v.judged(low >= CONTROL, low, ">= 1e-3", CONTROL, detail)
 
@@ -180,13 +188,15 @@ def _hf_tables(res):
     return res.table("hf_exact", unless=why), res.table("generation", unless=why)
 
 
-@claims.add("hf-greedy-identical", S_HF_GEN, REF + ", Gemma 3 experiment (identical greedy generation)")
+@claims.add("hf-greedy-identical", S_HF_GEN, REF + ", Gemma 3 experiment (identical greedy generation)", departures=[
+    "HF's RMSNorms computed in float64 (card: the HF module as is, whose RMSNorm rounds to float32 in a float64 model "
+    "and leaves a ~3e-8 logit gap, reported)"])
 def judge_hf_generation(res, v) -> Verdict:
     exact, gen = _hf_tables(res)
     if gen.empty or not (gen["arch"] == "gemma3").any():
         raise Undecided("this config runs no Hugging Face Gemma 3 (gemma3 not in hf_archs)")
     g = gen[gen["arch"] == "gemma3"]
-    rel = float((g["logit_error"] / (1 + g["logit_scale"])).max())
+    rel = float((v.column(g, "logit_error") / (1 + v.column(g, "logit_scale"))).max())
     same = bool((g["token_context"] == g["token_patched"]).all())
     e = exact[(exact["arch"] == "gemma3") & (exact["dtype"] == "float64")]
     native = e[e["norms"] == "native"]
@@ -233,12 +243,16 @@ S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the
 
 
 @claims.add("icl-norm-shrinks", S_ICL,
-            "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)")
+            "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)", departures=[
+                Departure.field_value("icl_n_layers", 5, "one block: the contextual block of Dherin et al.'s Thm 2.2"),
+                Departure.field_value("icl_steps", 100, "the paper preset trains the regression model longer")])
 def judge_icl(res, v) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
         raise Undecided("this config's in-context sequences are too short for the claim's windows (needs icl_length >= "
                         "50: i up to 49)")
+    for col in ("increment_norm", "rel_error", "rel_error32"):
+        v.column(t, col)
     early = float(t[t["i"].between(1, 10)]["increment_norm"].mean())
     late = float(t[t["i"].between(40, 49)]["increment_norm"].mean())
     ratio = late / early
