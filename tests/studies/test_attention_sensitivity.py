@@ -40,9 +40,15 @@ def test_judges_fail_on_wrong_results(sensitivity_quick):
     # β ignored: every p gives the plain-post-LN growth, so the slope never crosses zero
     no_beta = _edit(r, "deepnorm", lambda f: f.assign(update_sgd=f["update_sgd"].where(f["variant"] != "deepnorm",
                                                                                        1e-3 * f["N"])))
-    assert sens.judges.judge_deepnorm(no_beta).passed is False
+    assert sens.judges.judge_deepnorm_sgd(no_beta).passed is False
     flat = _edit(r, "deepnorm", lambda f: set_where(f, lambda t: t["variant"] == "post-LN", "update_sgd", 1e-2))
-    assert sens.judges.judge_deepnorm(flat).passed is False
+    assert sens.judges.judge_deepnorm_sgd(flat).passed is False
+    # the card's sign step: a known failure (its slope never crosses zero on the p grid); a table whose sign-step
+    # changes follow the SGD step's would pass it, and then read "passed unexpectedly"
+    card = _claim("deepnorm-exponent").evaluate(r)
+    assert card.outcome == "known" and "no zero crossing" in card.detail, card.detail
+    as_sgd = _edit(r, "deepnorm", lambda f: f.assign(update_sign=f["update_sgd"]))
+    assert _claim("deepnorm-exponent").evaluate(as_sgd).outcome == "unexpected"
     assert sens.judges.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t[
         "step"] == 100,
                                                                                     "mean", 0.5))).passed is False
@@ -126,3 +132,37 @@ def test_bad_config_fails_before_work():
         sens.config.AttentionSensitivityConfig(lm_length=17, min_keys=17)
     with pytest.raises(ValueError, match="postln_warmup_steps"):
         sens.config.AttentionSensitivityConfig(postln_steps=10, postln_warmup_steps=10)
+
+
+def _claim(name):
+    return next(c for c in sens.judges.claims if c.id == f"attention-sensitivity/{name}")
+
+
+def test_a_nan_control_or_theta_fails_naming_its_row(sensitivity_quick):
+    """A NaN control ratio used to pass (`not 0.5 <= nan <= 2` is true); a NaN θ was skipped by the mean's min."""
+    nan = float("nan")
+    v = _claim("length-independent-gain").evaluate(_edit(sensitivity_quick, "gain", lambda f: set_where(
+        f, lambda t: t["T"] == 1024, "gain_sequence_l2", nan)))
+    assert v.passed is False and "T = 1024" in v.detail, v.detail
+    v = _claim("theta-stays-near-one").evaluate(_edit(sensitivity_quick, "theta_training", lambda f: set_where(
+        f, lambda t: (t["step"] == 100) & (t["head"] == 1), "mean", nan)))
+    assert v.passed is False and "step = 100" in v.detail, v.detail
+
+
+def test_departures_follow_the_config(sensitivity_quick):
+    """The shorter ascent is a departure; the card's values remove it."""
+    r = sensitivity_quick
+    assert _claim("deepnorm-exponent").evaluate(r).departures == ()  # the card's step, as stated
+    gain = _claim("length-independent-gain")
+    said = gain.declare(gain.judge(r), {**r.config, "gain_steps": 50, "control_restarts": 5}, "quick").departures
+    assert said == ()
+    assert any(d.startswith("absolute 1e-15") for d in _claim("theta-exact").evaluate(r).departures)
+
+
+def test_our_extra_conditions_depart_only_where_they_decide(sensitivity_quick):
+    """θ-tracking also asks the loss to fall (ours): a run where only that fails is a failure with that departure."""
+    theta = _claim("theta-stays-near-one")
+    assert [d for d in theta.evaluate(sensitivity_quick).departures if d.startswith("the loss")] == []
+    flat = _edit(sensitivity_quick, "lm_loss", lambda f: f.assign(loss=f["loss"].iloc[0]))
+    v = theta.evaluate(flat)
+    assert v.passed is False and any(d.startswith("the loss conditions fail while θ holds") for d in v.departures)

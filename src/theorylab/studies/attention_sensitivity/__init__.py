@@ -121,7 +121,7 @@ def run(cfg: AttentionSensitivityConfig, ctx: RunContext) -> None:
         figure_gain(ctx, ctx.table("gain", gain))
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
         deepnorm_table, grads = _deepnorm(cfg, ctx)
-        figure_deepnorm(ctx, deepnorm_table, cfg.deepnorm_update)
+        figure_deepnorm(ctx, deepnorm_table, "sign")  # the card's step (the SGD step beside it)
         figure_grad(ctx, grads)
         torch.set_num_threads(threads)
         figure_theta_training(ctx, _theta_training(cfg, ctx))

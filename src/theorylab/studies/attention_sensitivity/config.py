@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -50,8 +50,6 @@ class AttentionSensitivityConfig(StudyConfig):
         description="β = (8N)^(−p) for p in this grid")
     deepnorm_seeds: Seeds = Field(2, description="seeds per (N, p)")
     deepnorm_lr: LearningRate = Field(1e-3, description="step size of the one update")
-    deepnorm_update: Literal["sgd", "sign"] = Field("sgd", description="the judged update: a gradient step (DeepNet's "
-        "derivation) or a sign step (Adam-like; reported either way)")
     grad_n_layers: tuple[NLayers, ...] = Field((8, 16, 32, 48), min_length=1, description="depths of the per-layer "
         "gradient-norm figure (pre- vs post-LN)")
     lm_n_layers: NLayers = Field(2, description="GPT-2 layers of the θ-tracking run")

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.rates import loglog_slopes, zero_crossing
 
 REF = "arXiv 2602.18849"
@@ -30,6 +31,8 @@ S_EXACT = ("θ_exact(p)/τ equals the brute-force maximum over sign vectors of �
 @claims.add("theta-exact", S_EXACT, REF + ", ‖J‖_{∞→1} = θ(p)/τ (our derivation)")
 def judge_exact(res, v) -> Verdict:
     t = res.table("theta_rows")
+    for col in ("theta_exact", "rel_error", "brute_norm", "tau", "theta_dp", "theta_dp_bound"):
+        v.column(t, col)
     well = t["theta_exact"] >= 1e-4
     worst = float(t.loc[well, "rel_error"].max())
     tiny = float((t.loc[~well, "theta_exact"] / t.loc[~well, "tau"] - t.loc[~well, "brute_norm"]).abs().max()) if (
@@ -37,11 +40,18 @@ def judge_exact(res, v) -> Verdict:
     dp_gap = float((t["theta_exact"] - t["theta_dp"]).abs().max())
     bound_ok = bool((t["theta_dp_bound"] >= t["theta_exact"] - 1e-12).all())
     ok = worst <= 1e-10 and tiny <= 1e-15 and dp_gap <= 1e-3 and bound_ok
+    # the card: relative 1e-10 on every row; a near-one-hot row judged otherwise by our absolute 1e-15 departs
+    small = t[~well]
+    ours_ok = (small["theta_exact"] / small["tau"] - small["brute_norm"]).abs() <= 1e-15
+    differ = int((ours_ok != (small["rel_error"] <= 1e-10)).sum())
+    departures = [f"absolute 1e-15 on rows with θ < 1e-4 (card: relative 1e-10 on every row), deciding {differ} "
+                  f"row(s) otherwise: there J = diag p − ppᵀ itself carries float64 errors of ~1e-16 (1 − p_max "
+                  f"cancels)"] if differ else []
     taus = ", ".join(f"{x:g}" for x in sorted(t["tau"].unique()))
     return v.judged(ok, worst, "<= 1e-10", 1e-10, f"{len(t)} rows (n 2-{int(t['n'].max())}, τ {taus}): max relative "
                                                   f"error {worst:.1e} on {int(well.sum())} rows with θ >= 1e-4, "
                     f"max absolute error {tiny:.1e} on the other {int((~well).sum())}; |θ_dp − θ| max {dp_gap:.1e}; DP "
-                    f"bound valid: {bound_ok}")
+                    f"bound valid: {bound_ok}", departures=departures)
 
 
 S_CLOSED = (
@@ -54,7 +64,9 @@ S_CLOSED = (
 def judge_closed(res, v) -> Verdict:
     c = res.table("closed_forms")
     t = res.table("theta_rows")
-    worst = float(c["error"].max())
+    for col in ("p_max", "theta_greedy", "theta_exact"):
+        v.column(t, col)
+    worst = float(v.column(c, "error").max())
     chain = bool(((1 - t["p_max"] ** 2 <= t["theta_greedy"] + 1e-12) & (t["theta_greedy"] <= t[
         "theta_exact"] + 1e-12) & (t["theta_exact"] <= 1 + 1e-12)).all())
     return v.judged(worst <= 1e-12 and chain, worst, "<= 1e-12", 1e-12, f"{len(c)} closed-form cases, max error "
@@ -67,9 +79,18 @@ S_GAIN = ("For a random attention layer on tokens at RMS 1, the local gain in th
           "the whole sequence (T-dependent) leaves [0.5, 2].")
 
 
-@claims.add("length-independent-gain", S_GAIN, REF + ", Lipschitz bounds independent of sequence length (bound ours)")
+@claims.add("length-independent-gain", S_GAIN, REF + ", Lipschitz bounds independent of sequence length (bound ours)",
+            departures=[
+                Departure.field_value("gain_steps", 50, "the per-token steepest ascent settles in ~20 steps (50 "
+                                      "change the gain by < 1e-3)"),
+                Departure.field_value("control_restarts", 5, "the sequence-ℓ2 control only has to show the √T "
+                                      "growth"),
+                Departure.field_value("gain_lengths", (16, 64, 256, 1024), "the ratio is judged between the longest "
+                                      "and the shortest T")])
 def judge_gain(res, v) -> Verdict:
     t = res.table("gain").sort_values("T")
+    for col in ("gain", "gain_sequence_l2", "bound"):
+        v.column(t, col)
     ratio = float(t["gain"].iloc[-1] / t["gain"].iloc[0])
     control = float(t["gain_sequence_l2"].iloc[-1] / t["gain_sequence_l2"].iloc[0])
     under = bool((t["gain"] <= t["bound"] * (1 + 1e-3)).all())
@@ -79,17 +100,11 @@ def judge_gain(res, v) -> Verdict:
     return v.judged(ok, ratio, "in [0.5, 2]", None, detail)
 
 
-S_DN = ("Post-LN with α = (2N)^(1/4) and β = (8N)^(−p): the log-log slope in N of the relative output change after one "
-        "gradient step crosses zero at p* in [0.18, 0.32] "
-        "(DeepNet's N^(−1/4)); at p = ¼ its max/min over N is <= 1.5; plain post-LN changes >= 2x more at the deepest "
-        "N than at the shallowest.")
-
-
-@claims.add("deepnorm-exponent", S_DN, REF + "; Wang et al. (DeepNet) 2022, α = (2N)^(1/4), β = (8N)^(−1/4)")
-def judge_deepnorm(res, v) -> Verdict:
+def _deepnorm_verdict(res, v, update: str, **declared) -> Verdict:
+    """The DeepNorm exponent claim on the relative output change after one ``update`` step (both are measured)."""
     t = res.table("deepnorm")
-    update = res.config["deepnorm_update"]
     col = f"update_{update}"
+    v.column(t, col)
     s = _slopes(t, col)
     p_star = zero_crossing(s["p"].to_numpy(), s["slope"].to_numpy())
     quarter = s[np.isclose(s["p"], 0.25)]
@@ -106,8 +121,37 @@ def judge_deepnorm(res, v) -> Verdict:
     if spread is None or growth is None:
         return v.undecided("needs p = 0.25 in 'deepnorm_exponents' and the plain post-LN runs: " + detail, p_star,
                            "in [0.18, 0.32]")
-    ok = p_star is not None and 0.18 <= p_star <= 0.32 and spread <= 1.5 and growth >= 2
-    return v.judged(ok, p_star, "in [0.18, 0.32]", None, detail)
+    # no zero crossing on the p grid: the slope never changes sign, so p* lies outside [0, max p] (it fails)
+    return v.within(math.nan if p_star is None else p_star, 0.18, 0.32, name="p*", also=spread <= 1.5 and growth >= 2,
+                    detail=detail + (" (no zero crossing on the p grid)" if p_star is None else ""))
+
+
+S_DN = ("Post-LN with α = (2N)^(1/4) and β = (8N)^(−p): the log-log slope in N of the relative output change after one "
+        "sign-SGD step of size 1e-3 crosses zero at p* in [0.18, 0.32] "
+        "(DeepNet's N^(−1/4)); at p = ¼ its max/min over N is <= 1.5; plain post-LN changes >= 2x more at the deepest "
+        "N than at the shallowest.")
+DN_KNOWN = KnownFailure.on_every_seed(
+    "the sign step moves every weight by the same 1e-3, so a sublayer's change scales as its input (∝ β at init), "
+    "not as DeepNet's SGD update (∝ β²/α², from which α and β are derived): at seed 0 its slope in N stays positive "
+    "over the whole p grid (+0.61 at p = 0 down to +0.22 at p = ½), so p* is not in [0, ½]; the SGD step gives "
+    "p* = 0.215 (deepnorm-exponent-sgd)")
+
+
+@claims.add("deepnorm-exponent", S_DN, REF + "; Wang et al. (DeepNet) 2022, α = (2N)^(1/4), β = (8N)^(−1/4)",
+            known=DN_KNOWN)
+def judge_deepnorm(res, v) -> Verdict:
+    return _deepnorm_verdict(res, v, "sign")
+
+
+S_DN_SGD = ("Ours: the same claim for the update DeepNet derives α and β from, one plain gradient step of size 1e-3 "
+            "(the card's sign step is deepnorm-exponent): p* in [0.18, 0.32], max/min over N at p = ¼ <= 1.5, plain "
+            "post-LN changes >= 2x more at the deepest N.")
+
+
+@claims.add("deepnorm-exponent-sgd", S_DN_SGD, "ours, after Wang et al. (DeepNet) 2022, Sec. 4: the SGD update's size "
+            "∝ β²/α²")
+def judge_deepnorm_sgd(res, v) -> Verdict:
+    return _deepnorm_verdict(res, v, "sgd")
 
 
 LOSS_DROP = 1.0  # nats: the training loss must fall this far below the untrained one (≈ ln V for characters)
@@ -122,10 +166,13 @@ S_THETA = (f"A GPT-2-style model trained by us learns, and learns through attent
            "(the paper: θ ≈ 1 throughout training at 774M).")
 
 
-@claims.add("theta-stays-near-one", S_THETA, REF + ", θ ≈ 1 throughout training")
+@claims.add("theta-stays-near-one", S_THETA, REF + ", θ ≈ 1 throughout training", departures=[
+    "GPT-2 without dropout (card: GPT-2's config, dropout 0.1): dropout would randomise the rows θ is measured on"])
 def judge_theta_training(res, v) -> Verdict:
     t = res.table("theta_training")
     ours = t[t["step"] >= 0]
+    v.column(ours, "mean")
+    v.column(res.table("lm_loss"), "loss")
     per_step = ours.groupby("step").apply(lambda g: float(np.average(g["mean"], weights=g["rows"])),
                                           include_groups=False)
     loss = res.table("lm_loss").sort_values("step")["loss"]
@@ -144,7 +191,12 @@ def judge_theta_training(res, v) -> Verdict:
     if len(local):
         detail += f"; local checkpoint (reported): mean θ {np.average(local['mean'], weights=local['rows']):.3f}"
     ok = fell >= LOSS_DROP and trained_loss < unigram and low >= 0.9
-    return v.judged(ok, low, f">= 0.9 after a loss fall >= {LOSS_DROP:g} nat to below the unigram entropy", 0.9, detail)
+    # the card judges θ alone: the loss conditions (ours) depart only where they decide the verdict
+    departures = [f"the loss conditions fail while θ holds (card: θ alone): we also require the training loss to fall "
+                  f">= {LOSS_DROP:g} nat and end below the unigram entropy, since an untrained model already has "
+                  f"θ ≈ 1"] if low >= 0.9 and not ok else []
+    return v.judged(ok, low, f">= 0.9 after a loss fall >= {LOSS_DROP:g} nat to below the unigram entropy", 0.9, detail,
+                    departures=departures)
 
 
 S_WARM = ("A deep post-LN model (36 layers at the paper preset) trained at lr 5e-4 without warmup diverges (a NaN, or "

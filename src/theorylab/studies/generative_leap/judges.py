@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.generative import P3_TRIPLE
 from theorylab.theory.sample_complexity import crossings_from_table, fitted_exponent
@@ -31,6 +32,7 @@ S_P3 = (
 def judge_p3_moments(res, v) -> Verdict:
     t = res.table("moments")
     t = t[t["link"] == "parity3"].assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
+    v.column(t, "z")
     worst = t.loc[t["z"].idxmax()]
     triple = t[t["moment"] == "E[y z1 z2 z3]"].iloc[0]
     detail = (
@@ -100,6 +102,7 @@ S_COLLAPSE = (
 @claims.add("u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic")
 def judge_u_collapse(res, v) -> Verdict:
     t = res.table("parity")
+    v.column(t[t["statistic"] == "U"], "overlap")
     u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
     cs = set(u.index.get_level_values(0))
     if not {2.0, 8.0, 16.0} <= cs:
@@ -124,44 +127,60 @@ S_BLIND = (
 @claims.add("order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)")
 def judge_order2_blind(res, v) -> Verdict:
     t = res.table("order2").query("link == 'parity3'")
-    worst = float(t["overlap"].max())
+    worst = float(v.column(t, "overlap").max())
     detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t[
         "overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
     return v.judged(worst <= 0.3, worst, "<= 0.3", 0.3, detail)
 
 
 S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean "
-               "overlap >= 0.85 at n/d = 40 for every d, "
-               "and its curves collapse in n/d: spread <= 0.1 across d at n/d = 20 and 40. The card's n/d = 10 is "
-               "reported, not judged: it lies below this "
-               "estimator's spectral threshold, where the proportional-limit overlap is 0 and finite-d overlaps fall "
-               "slowly with d "
-               "(0.50, 0.43, 0.35, 0.22, 0.13 at d = 32, 64, 128, 256, 512; 40 seeds each), so there is nothing to "
-               "collapse at these d.")
-
-
+               "overlap >= 0.85 at n/d = 40 for every d, and its curves collapse in n/d: spread <= 0.1 across d at "
+               "n/d = 10, 20 and 40 (n ∝ d holds for k* = 2 even though the information exponent is 3).")
+M3_SEEDS = Departure.field_value("monomial_seeds", 3, "at d = 32 an overlap is near 1/3, 2/3 or 1, so 3 seeds leave "
+                                 "±0.1 on the mean; 32 leave ±0.02")
+M3_KNOWN = KnownFailure.on_every_seed(
+    "n/d = 10 lies below the order-2 estimator's spectral threshold, where the proportional-limit overlap is 0 and "
+    "finite-d overlaps fall slowly with d (0.50, 0.43, 0.35, 0.22, 0.13 at d = 32, 64, 128, 256, 512; 40 seeds "
+    "each): the spread across d at n/d = 10 exceeds 0.1 (0.159 at seed 0 of quick) and grows with the d grid. Above "
+    "the threshold the curves do collapse: m3-linear-above-threshold")
 M3_JUDGED = (20.0, 40.0)  # above the spectral threshold (fixed from the d-trend above, not from this run)
 
 
-@claims.add("m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d")
-def judge_m3_linear(res, v) -> Verdict:
+def _m3_verdict(res, v, judged: tuple[float, ...]) -> Verdict:
+    """min over d of the seed-mean overlap at n/d = 40 (>= 0.85) and its spread across d at each n/d in ``judged``."""
     t = res.table("order2").query("link == 'z1z2z3'")
+    v.column(t, "overlap")
     means = t.groupby(["alpha", "d"])["overlap"].mean()
     alphas = sorted(set(means.index.get_level_values(0)))
-    missing = [a for a in M3_JUDGED if a not in alphas]
+    missing = [a for a in (*judged, 40.0) if a not in alphas]
     if missing:
         raise Undecided(f"this config has no n/d = {', '.join(f'{a:g}' for a in missing)} in 'monomial_alphas'")
     top = means[40.0]
     spreads = {a: float(means[a].max() - means[a].min()) for a in alphas}
-    worst = max(spreads[a] for a in M3_JUDGED)
-    ok = top.min() >= 0.85 and worst <= 0.1
-    below = [a for a in alphas if a < min(M3_JUDGED)]
+    others = [a for a in alphas if a not in judged]
     detail = (f"n/d = 40: min over d {top.min():.3f} (need >= 0.85); spread across d: "
-              + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in M3_JUDGED) + " (need <= 0.1)"
-              + "".join(f"; reported, n/d = {a:g} (below the threshold): " + ", ".join(f"d={d}: {v:.3f}" for d,
-                  v in means[a].items()) for a in below)
+              + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in judged) + " (need <= 0.1)"
+              + "".join(f"; reported, n/d = {a:g}: spread {spreads[a]:.3f}, by d " + ", ".join(
+                  f"{d}: {x:.3f}" for d, x in means[a].items()) for a in others)
               + f"; {t['seed'].nunique()} seeds per point")
-    return v.judged(ok, worst, "<= 0.1", 0.1, detail)
+    return v.at_most([spreads[a] for a in judged], 0.1, name="spread across d", tolerance=0.1,
+                     also=float(top.min()) >= 0.85, detail=detail)
+
+
+@claims.add("m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d", departures=[M3_SEEDS], known=M3_KNOWN)
+def judge_m3_linear(res, v) -> Verdict:
+    return _m3_verdict(res, v, (10.0, *M3_JUDGED))
+
+
+S_M3_ABOVE = ("Ours: the card's m3-linear above the estimator's spectral threshold: seed-mean overlap >= 0.85 at "
+              "n/d = 40 for every d and spread <= 0.1 across d at n/d = 20 and 40 (the card's n/d = 10 lies below the "
+              "threshold, where overlaps fall with d; reported).")
+
+
+@claims.add("m3-linear-above-threshold", S_M3_ABOVE, "ours, after " + REF + ": the collapse above the spectral "
+            "threshold (Damian et al.'s order-2 estimator needs n/d above it)", departures=[M3_SEEDS])
+def judge_m3_above(res, v) -> Verdict:
+    return _m3_verdict(res, v, M3_JUDGED)
 
 
 S_U_BEATS_V = (
@@ -176,6 +195,7 @@ def judge_u_beats_v(res, v) -> Verdict:
     at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
     if at.empty:
         raise Undecided("this config has no c = 8 in 'parity_c'")
+    v.column(t[t["c"] == 8.0], "overlap")
     margin = float((at["U"] - at["V"]).min())
     detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
     return v.judged(margin >= 0, margin, ">= 0", 0, detail)
@@ -187,7 +207,9 @@ S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 �
                "not cover it.")
 
 
-@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})")
+@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})", departures=[
+    "the 4-parity part is not judged (card: exponent 2.0 ± 0.25 with its order-4 U-statistic): no order-4 kernel is "
+    "built"])
 def judge_exponents(res, v) -> Verdict:
     t = res.table("parity")
     exps = {}
