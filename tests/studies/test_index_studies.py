@@ -20,8 +20,8 @@ from theorylab.studies import multi_index_estimators as mie
 
 def test_mie_quick_decides_its_quick_claims(mie_quick):
     verdicts = {v.id.split("/")[1]: v for v in mie_quick.verdicts}
-    for name in ("battery", "failures-do-not-improve", "proportional-collapse", "population-matrices",
-                 "statsmodels-agreement", "nn-gd-row"):
+    for name in ("battery", "failures-do-not-improve", "phd-noise-floor", "proportional-collapse-clipped",
+                 "population-matrices", "statsmodels-agreement", "nn-gd-row"):
         assert verdicts[name].passed is True, verdicts[name].detail
     assert verdicts["information-gap"].passed is None and "needs paper preset" in verdicts["information-gap"].detail
 
@@ -48,7 +48,7 @@ def test_failures_claim_fails_when_phd_on_d_rises_above_its_noise_floor(mie_quic
     # A pHd that sees u1 on He3 (a sign bug) climbs to 1, above the blind noise floor, even if its gain is small.
     bad = _edit(mie_quick, "battery", lambda f: _set(f, lambda g: (g.link == "he3") & (g.estimator == "pHd"), "capture",
                                                      0.9))
-    verdict = mie.judges.judge_failures(bad)
+    verdict = mie.judges.judge_floor(bad)
     assert verdict.passed is False and "noise floor" in verdict.detail
 
 
@@ -56,13 +56,41 @@ def test_collapse_fails_without_proportional_scaling(mie_quick):
     # Pretend capture depends on n/d^1.5 instead: shift the largest d's curve down.
     bad = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: g.d == g.d.max(), "capture", 0.3))
     assert mie.judges.judge_collapse(bad).passed is False
+    assert mie.judges.judge_collapse_clipped(bad).passed is False
     clipped = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: (g.estimator == "pHd-clip") & (g.d == g.d.max(
         )) & (g.alpha == 5), "capture", 0.1))
-    assert mie.judges.judge_collapse(clipped).passed is False
-    # Raw pHd on B is reported, not judged (its unbounded label drifts with log n).
+    assert mie.judges.judge_collapse_clipped(clipped).passed is False
+    # The card's claim is on raw pHd; the clipped variant (ours) does not read it.
     raw = _edit(mie_quick, "collapse", lambda f: _set(f, lambda g: (g.estimator == "pHd") & (g.d == g.d.max()),
                                                       "capture", 0.1))
-    assert mie.judges.judge_collapse(raw).passed is True
+    assert mie.judges.judge_collapse(raw).passed is False
+    assert mie.judges.judge_collapse_clipped(raw).passed is True
+
+
+def _collapse_table(raw_drift: float = 0.0) -> Result:
+    """Seed-mean captures of pHd (raw and clipped) on B and SIR on D that depend on n/d alone, raw pHd drifting down by
+    ``raw_drift`` per doubling of d."""
+    cfg = get_study("multi-index-estimators").make_config("quick").model_dump()
+    rows = [dict(link=link, estimator=est, d=d, alpha=a, seed=s, capture=a / (a + 2.0) - (
+        raw_drift * np.log2(d / 50) if est == "pHd" else 0.0)) for link, est in (("he2", "pHd"), ("he2", "pHd-clip"), (
+        "he3", "SIR")) for d in (50, 100, 200) for a in (2.0, 5.0, 10.0, 20.0) for s in range(2)]
+    return Result("multi-index-estimators", "x", "quick", 0, "done", cfg, tables={"collapse": pd.DataFrame(rows)})
+
+
+def test_collapse_judges_on_synthetic_tables():
+    flat = _collapse_table()
+    assert mie.judges.judge_collapse(flat).passed is True, mie.judges.judge_collapse(flat).detail
+    assert mie.judges.judge_collapse_clipped(flat).passed is True
+    # raw pHd falling 0.1 per doubling of d: 0.2 across d = 50..200, the card's form fails; the clipped variant holds
+    drift = _collapse_table(0.1)
+    assert mie.judges.judge_collapse(drift).passed is False
+    assert mie.judges.judge_collapse_clipped(drift).passed is True
+    # a NaN capture fails the claim naming its row (pandas' mean would skip it)
+    nan = _edit(flat, "collapse", lambda f: _set(f, lambda g: (g.estimator == "SIR") & (g.d == 100) & (g.alpha == 5) & (
+        g.seed == 1), "capture", np.nan))
+    v = next(c for c in get_study("multi-index-estimators").claims if c.id.endswith("/proportional-collapse")).evaluate(
+        nan)
+    assert v.passed is False and "NaN" in v.detail and "d = 100" in v.detail, v.detail
 
 
 def test_nn_row_fails_if_untrained_or_born_aligned(mie_quick):
@@ -176,13 +204,23 @@ def test_order2_claims_fail_on_wrong_overlaps(leap_quick):
     slow = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 40) & (
         g.d == g.d.max()), "overlap", 0.6))
     assert leap.judges.judge_m3_linear(slow).passed is False
+    assert leap.judges.judge_m3_above(slow).passed is False
     spread = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 20) & (
         g.d == g.d.max()), "overlap", 0.6))
-    assert leap.judges.judge_m3_linear(spread).passed is False
-    # n/d = 10 lies below the spectral threshold: reported, not judged.
+    assert leap.judges.judge_m3_above(spread).passed is False
+    # n/d = 10: judged by the card's claim (its overlaps fall with d below the spectral threshold: a known failure),
+    # reported by ours; flat at 10, the card's claim holds and reads "passed unexpectedly"
     below = _edit(leap_quick, "order2", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.alpha == 10) & (
         g.d == g.d.max()), "overlap", 0.0))
-    assert leap.judges.judge_m3_linear(below).passed is True
+    assert leap.judges.judge_m3_above(below).passed is True
+    assert leap.judges.judge_m3_linear(below).passed is False
+    from theorylab.core.study import get_study as _get
+
+    card = next(c for c in _get("generative-leap").claims if c.id == "generative-leap/m3-linear")
+    assert card.evaluate(leap_quick).outcome == "known"
+    flat = _edit(leap_quick, "order2", lambda f: f.assign(overlap=f["overlap"].where(
+        ~((f["link"] == "z1z2z3") & (f["alpha"] == 10.0)), 0.5)))
+    assert card.evaluate(flat).outcome == "unexpected"
 
 
 def test_exponent_judge_on_synthetic_crossings():
@@ -220,3 +258,16 @@ def test_sequential_claim_fails_on_a_wrong_order_or_a_missed_direction(leap_quic
     missed = _edit(leap_quick, "sequential", lambda f: _set(f, lambda g: (g.link == "z1z2z3") & (g.seed == 1), "found",
                                                             2))
     assert leap.judges.judge_sequential(missed).passed is False
+
+
+def test_leap_nan_overlaps_fail_naming_the_row_and_m3_departures(leap_quick):
+    claims = {c.id.split("/")[1]: c for c in get_study("generative-leap").claims}
+    bad = _edit(leap_quick, "order2", lambda f: f.assign(overlap=f["overlap"].where(
+        ~((f["link"] == "z1z2z3") & (f["d"] == 64) & (f["seed"] == 3)))))
+    v = claims["m3-linear"].evaluate(bad)
+    assert v.passed is False and "d = 64" in v.detail and "seed = 3" in v.detail, v.detail
+    said = claims["m3-linear"].evaluate(leap_quick).departures
+    assert len(said) == 1 and said[0].startswith("monomial_seeds 32 (card 3)"), said
+    as_card = claims["m3-linear"].declare(claims["m3-linear"].judge(leap_quick),
+                                          {**leap_quick.config, "monomial_seeds": 3}, "quick")
+    assert as_card.departures == ()

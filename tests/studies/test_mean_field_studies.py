@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from result_edits import edit_table as _edit
+from result_edits import set_where
 from theorylab.core.result import Result
 from theorylab.core.study import get_study
 from theorylab.studies import mean_field_width as mfw
@@ -19,22 +20,47 @@ def _claim(slug: str, name: str):
 
 def test_mfw_quick(mfw_quick):
     v = {x.id.split("/")[1]: x for x in mfw_quick.verdicts}
-    for name in ("init-gap", "inverse-width", "no-blowup", "mf-converges", "reduced-dynamics"):
+    for name in ("init-gap", "init-gap-monte-carlo", "inverse-width", "no-blowup", "mf-converges", "reduced-dynamics"):
         assert v[name].passed is True, v[name].detail
     assert v["poly-width-over-d"].passed is None and v["poly-width-over-d"].detail.startswith(
         "not decided:") and "needs paper preset" in v["poly-width-over-d"].detail
     sc = v["self-concordance"]
     assert sc.passed is None and not sc.error and sc.detail.startswith(
-        "not decided: at quick size") and "judged at paper size" in sc.detail
+        "not decided: the d-exponent needs >= 2 dimensions") and "needs paper preset" in sc.detail
+    eq = v["self-concordance-equator"]
+    assert eq.passed is None and not eq.error and eq.detail.startswith(
+        "not decided: at quick size") and "judged at paper size" in eq.detail
+    # the quick preset's reference and seeds are ours: declared on the verdicts
+    assert any(d.startswith("m_ref 2048 (card 1024)") for d in v["inverse-width"].departures)
+    assert any(d.startswith("seeds 6 (card 3)") for d in v["init-gap"].departures)
     check = mfw_quick.tables["kernel_check"].iloc[0]
     assert check["init_mc_se"] < 0.01 and abs(check["init_mc"] - check["init_theory"]) < 4 * check["init_mc_se"]
 
 
 def test_init_claim_fails_on_a_mis_normalised_kernel(mfw_quick):
+    # the independent check: a closed form 10% off the Monte Carlo of the activation itself
     closed_form = _edit(mfw_quick, "kernel_check", lambda f: f.assign(init_theory=f["init_theory"] * 1.1))
-    assert mfw.judges.judge_init(closed_form).passed is False
+    assert mfw.judges.judge_init_mc(closed_form).passed is False
     measured = _edit(mfw_quick, "gaps", lambda f: f.assign(m_gap=f["m_gap"] * 1.3))
     assert mfw.judges.judge_init(measured).passed is False
+    assert mfw.judges.judge_init_mc(measured).passed is False
+
+
+def _init_table(m_gap: list[float]) -> Result:
+    """Step-0 gaps at d = 16, k = 4 (closed form 1 - 3/(16·18) = 0.9896) with the given m·gap per network."""
+    cfg = get_study("mean-field-width").make_config("quick").model_dump()
+    gaps = pd.DataFrame([dict(d=16, k=4, step=0, t=0.0, width=32 * 2**i, seed=0, gap=g / (32 * 2**i), m_gap=g,
+                              init_theory=1 - 3 / (16 * 18)) for i, g in enumerate(m_gap)])
+    return Result("mean-field-width", "x", "quick", 0, "done", cfg, tables={"gaps": gaps})
+
+
+def test_init_claim_judges_the_cards_closed_form():
+    assert mfw.judges.judge_init(_init_table([0.95, 1.0, 1.05])).passed is True
+    # the mean is 0.2 off the closed form (a kernel normalised by 1.2, say)
+    assert mfw.judges.judge_init(_init_table([1.15, 1.2, 1.25])).passed is False
+    # a NaN network fails the claim and names its row (pandas' mean would skip it)
+    v = _claim("mean-field-width", "init-gap").evaluate(_init_table([0.99, float("nan"), 0.99]))
+    assert v.passed is False and "NaN" in v.detail and "width = 64" in v.detail, v.detail
 
 
 def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeypatch):
@@ -93,10 +119,19 @@ def test_mfw_paper_judges_on_synthetic_tables():
         "loss": pd.concat(loss), "self_concordance": pd.DataFrame(sc)})
     assert mfw.judges.judge_poly(res).passed is True, mfw.judges.judge_poly(res).detail
     assert mfw.judges.judge_sc(res).passed is True, mfw.judges.judge_sc(res).detail
+    assert mfw.judges.judge_sc_equator(res).passed is True, mfw.judges.judge_sc_equator(res).detail
     steep = _edit(res, "gaps", lambda f: f.assign(gap=f["gap"] * (f["d"] / 16.0) ** 4))
     assert mfw.judges.judge_poly(steep).passed is False
     growing = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95_escaping=f["d"] / 4.0))
-    assert mfw.judges.judge_sc(growing).passed is False
+    assert mfw.judges.judge_sc_equator(growing).passed is False
+    assert mfw.judges.judge_sc(growing).passed is True  # the card's form reads every particle
+    # the card's form: the ratio over all particles grows with d during the escape phase (L_MF >= L_MF(0)/2)
+    growing_all = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95=np.where(f["L_mf"] >= 0.25, f["d"] / 4.0,
+                                                                                        5.0)))
+    assert mfw.judges.judge_sc(growing_all).passed is False
+    # after the escape phase (L_MF below half its start) a large ratio is not judged by the card's form
+    late = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95=np.where(f["L_mf"] < 0.25, 1e4, 5.0)))
+    assert mfw.judges.judge_sc(late).passed is True
 
 
 def test_poc_quick(poc_quick):
@@ -169,22 +204,53 @@ def test_reduction_claim_fails_when_the_reduced_dynamics_is_wrong(mfw_quick):
     assert {"escape", "escape_times", "overlaps"} <= set(mfw_quick.tables)
 
 
-def test_finite_sample_judge_on_synthetic_tables():
+def _samples(rows_gap, width: int = 4096) -> Result:
     cfg = get_study("propagation-of-chaos").make_config("paper").model_dump()
     pure = 1.0 / 4096
-    rows = [dict(setting="samples", d=16, k=2, eta=0.1, n=n, step=s, t=s / 10, width=4096, seed=0, gap=pure + (
-        0.05 * n**-0.75 if s else 0), ref_error=0.0)
-            for n in (4096, 16384, 65536, 262144) for s in (0, 10, 20)]
+    rows = [dict(setting="samples", d=16, k=2, eta=0.1, n=n, step=s, t=s / 10, width=width, seed=0,
+                 gap=rows_gap(n, s, pure), ref_error=0.0) for n in (4096, 16384, 65536, 262144) for s in (0, 10, 20)]
     sup = pd.DataFrame([dict(setting="fast", d=16, eta=0.1, width=4096, sup_gap=pure, early_m_gap=1.0, late_m_gap=0.5)])
-    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"finite_samples": pd.DataFrame(rows),
+    return Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"finite_samples": pd.DataFrame(rows),
         "sup_gap": sup})
-    assert poc.judges.judge_samples(res).passed is True, poc.judges.judge_samples(res).detail
+
+
+def test_finite_sample_judges_on_synthetic_tables():
+    # the sup-gap itself falls like n^-0.6 to 0.25x the pure-width gap: the card's form holds
+    falling = _samples(lambda n, s, pure: 3 * pure * (n / 4096) ** -0.6)
+    assert poc.judges.judge_samples(falling).passed is True, poc.judges.judge_samples(falling).detail
+    # the sup-gap saturates at the width's own error: the card's form fails, ours reads the excess
+    res = _samples(lambda n, s, pure: pure + (0.05 * n**-0.75 if s else 0))
+    assert poc.judges.judge_samples(res).passed is False
+    assert poc.judges.judge_samples_excess(res).passed is True, poc.judges.judge_samples_excess(res).detail
+    pure = 1.0 / 4096
     stuck = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["step"] > 0, 10 * pure, f["gap"])))
     assert poc.judges.judge_samples(stuck).passed is False
+    assert poc.judges.judge_samples_excess(stuck).passed is False
     # Fewer than two sample sizes above the pure-width gap: the rate cannot be fitted -> not decided, never a pass.
     below = _edit(res, "finite_samples", lambda f: f.assign(gap=np.where(f["n"] > 4096, 0.5 * pure, f["gap"])))
-    v = _claim("propagation-of-chaos", "finite-samples").evaluate(below)
+    v = _claim("propagation-of-chaos", "finite-samples-excess").evaluate(below)
     assert v.passed is None and not v.error and v.detail.startswith("not decided:") and "cannot be fitted" in v.detail
-    no_width = _edit(res, "sup_gap", lambda f: f.assign(width=64))
-    v = _claim("propagation-of-chaos", "finite-samples").evaluate(no_width)
-    assert v.passed is None and not v.error and "no width 4096" in v.detail
+    for name in ("finite-samples", "finite-samples-excess"):
+        no_width = _edit(res, "sup_gap", lambda f: f.assign(width=64))
+        v = _claim("propagation-of-chaos", name).evaluate(no_width)
+        assert v.passed is None and not v.error and "no width 4096" in v.detail
+    nan = _edit(falling, "finite_samples", lambda f: set_where(f, lambda t: (t["n"] == 16384) & (t["step"] == 10),
+                                                                "gap", np.nan))
+    v = _claim("propagation-of-chaos", "finite-samples").evaluate(nan)
+    assert v.passed is False and "NaN" in v.detail and "n = 16384" in v.detail, v.detail
+
+
+def test_poc_poly_d_is_judged_at_the_cards_width():
+    cfg = get_study("propagation-of-chaos").make_config("paper").model_dump()
+    rates = pd.DataFrame([dict(setting="fast", d=d, eta=0.1, c=2.3, c_low=2.2, c_high=2.4, window_points=50, L0=0.5,
+                               LT=1e-5, I_T=2 * np.log(d) / np.log(16), I_half=1.9, beta_pred=0.38)
+                          for d in (16, 32, 64, 128)])
+    # flat in d at m = 2^12, exploding at the largest width: the card's m = 2^12 decides
+    sup = pd.DataFrame([dict(setting="fast", d=d, eta=0.1, width=m, sup_gap=(d**4 if m == 16384 else 1.0) / m,
+                             early_m_gap=1.0, late_m_gap=0.1) for d in (16, 32, 64, 128) for m in (1024, 4096, 16384)])
+    res = Result("propagation-of-chaos", "x", "paper", 0, "done", cfg, tables={"rates": rates, "sup_gap": sup})
+    v = _claim("propagation-of-chaos", "poly-d").evaluate(res)
+    assert v.passed is True and "m = 4096" in v.detail and not v.departures, v.detail
+    # without m = 2^12 the largest width is judged, and the verdict says so
+    v = _claim("propagation-of-chaos", "poly-d").evaluate(_edit(res, "sup_gap", lambda f: f[f["width"] != 4096]))
+    assert v.passed is False and any("card: m = 2^12" in d for d in v.departures), v.departures

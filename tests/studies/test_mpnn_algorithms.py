@@ -58,11 +58,68 @@ def test_judges_fail_on_wrong_results(mpnn_quick):
     # node ids leaking in would make the node MPNN tell the graphs apart
     assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN",
         "embedding_gap", 0.3))).passed is False
-    assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith(
-        "pair"),
-        "embedding_gap", 0.0))).passed is False
+    # the pair-based MPNN (ours) must separate the graphs; the node MPNN claim does not read it
+    no_pair = _edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith("pair"), "embedding_gap",
+                                                      0.0))
+    assert mpnn.judges.judge_pair(no_pair).passed is False
+    assert mpnn.judges.judge_wl(no_pair).passed is True
+    # a leak control that no longer detects node ids: the card's "a model that leaks node ids fails" is not shown
+    assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.contains("leak"),
+                                                                        "embedding_gap", 0.0))).passed is False
     assert mpnn.judges.judge_knapsack(_edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error",
         0.05))).passed is False
+
+
+def _sizes(errors: dict[str, float], nodes=(16, 64, 256, 1024, 4096)):
+    """A size-generalization table: every (aggregation, n) at the given mean relative error."""
+    import pandas as pd
+
+    from theorylab.core.result import Result
+    from theorylab.core.study import get_study
+
+    rows = [dict(member=i, family="er", n=n, aggr=a, task="bf", eta=1e-3, loss="multiplicative", seed=0,
+                 mean_rel_error=e) for i, (a, e) in enumerate(errors.items()) for n in nodes]
+    cfg = get_study("mpnn-algorithms").make_config("paper").model_dump()
+    return Result("mpnn-algorithms", "x", "paper", 0, "done", cfg, tables={"size_generalization": pd.DataFrame(rows)})
+
+
+def test_aggregation_control_is_judged_at_the_cards_n():
+    import numpy as np
+
+    from theorylab.core.study import get_study
+
+    claim = next(c for c in get_study("mpnn-algorithms").claims if c.id.endswith("/aggregation-control"))
+    res = _sizes({"min": 1e-5, "sum": 0.5, "mean": 0.4})
+    v = claim.evaluate(res)
+    assert v.passed is True and "n = 1024" in v.detail and not any("largest test size" in d for d in v.departures)
+    # a sum baseline that only fails beyond n = 1024 does not show the card's claim
+    late = _edit(res, "size_generalization", lambda f: f.assign(mean_rel_error=np.where((f["aggr"] == "sum") & (f[
+        "n"] <= 1024), 0.05, f["mean_rel_error"])))
+    assert claim.evaluate(late).passed is False
+    # without n = 1024 the largest size is judged, and the verdict says so
+    v = claim.evaluate(_sizes({"min": 1e-5, "sum": 0.5, "mean": 0.4}, nodes=(16, 64, 256)))
+    assert v.passed is True and any("card: n = 1024" in d for d in v.departures), v.departures
+    # a NaN baseline row fails the claim and names it (pandas' min would skip it)
+    nan = _edit(res, "size_generalization", lambda f: set_where(f, lambda t: (t["aggr"] == "mean") & (t["n"] == 1024),
+                                                                "mean_rel_error", np.nan))
+    v = claim.evaluate(nan)
+    assert v.passed is False and "NaN" in v.detail and "mean" in v.detail, v.detail
+
+
+def test_quick_declares_the_recipe_and_the_restart_rule():
+    from theorylab.core.study import get_study
+
+    st = get_study("mpnn-algorithms")
+    cfg = st.make_config("quick").model_dump()
+    claims = {c.id.split("/")[1]: c for c in st.claims}
+    knap = [d.describe(cfg) for d in claims["knapsack-extrapolation"].departures if d.applies(cfg, "quick")]
+    assert any(d.startswith("knap_restarts 2 (card 1): restart rule") for d in knap), knap
+    bf = [d.describe(cfg) for d in claims["size-generalization"].departures if d.applies(cfg, "quick")]
+    assert any(d.startswith("lr 0.01 (card 0.001)") for d in bf) and any(d.startswith("steps 1500 (card 5000)")
+                                                                          for d in bf)
+    # the card's recipe set back: no recipe departure
+    card = {**cfg, "lr": 1e-3, "schedule": "constant", "steps": 5000, "losses": ["mse"]}
+    assert not [d for d in claims["size-generalization"].departures if d.applies(card, "quick")]
 
 
 def test_bad_config_fails_before_work():

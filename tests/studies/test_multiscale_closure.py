@@ -75,6 +75,32 @@ def test_judges_fail_on_wrong_results(msc_quick):
     assert j.judge_tracking(_set(r, "online_summary", "median_corr_time", "model", "multiscale", slow)).passed is False
 
 
+def _quick_tables(ms_mse: float = 0.03, ms_corr: float = 20.0):
+    """Synthetic quick tables: offline MSE at N_c and the online summary (no closure, direct, multiscale)."""
+    from theorylab.core.result import Result
+    from theorylab.core.study import get_study
+
+    cfg = get_study("multiscale-closure").make_config("quick").model_dump()
+    offline = pd.DataFrame([dict(system="ks", model="direct", final=True, rel_mse=0.02, params=10_657),
+                            dict(system="ks", model="multiscale", final=True, rel_mse=ms_mse, params=11_295)])
+    online = pd.DataFrame([dict(model=m, lsd=lsd, finite=1.0, horizon=79.0, median_corr_time=ct) for m, lsd, ct in (
+        ("none", 1.3, 5.0), ("direct", 0.05, 22.0), ("multiscale", 0.04, ms_corr))])
+    return Result("multiscale-closure", "x", "quick", 0, "done", cfg, tables={"offline": offline,
+                                                                              "online_summary": online})
+
+
+def test_quick_judges_on_synthetic_tables():
+    j = mc.judges
+    assert j.judge_offline(_quick_tables()).passed is True
+    assert j.judge_tracking(_quick_tables()).passed is True
+    # a NaN multiscale MSE or corr_time fails (Python's max/min would have skipped it)
+    v = j.judge_offline(_quick_tables(ms_mse=float("nan")))
+    assert v.passed is False and "NaN" in v.detail and "multiscale" in v.detail, v.detail
+    v = j.judge_tracking(_quick_tables(ms_corr=float("nan")))
+    assert v.passed is False and "NaN" in v.detail and "multiscale" in v.detail, v.detail
+    assert j.judge_tracking(_quick_tables(ms_corr=8.0)).passed is False
+
+
 def _qg_offline(ms_wins: int, gains=(0.3, 0.2, 0.1)) -> pd.DataFrame:
     rows = []
     for size, gain in zip(("small", "medium", "large"), gains):

@@ -37,13 +37,18 @@ def test_judges_fail_on_wrong_results(qk_quick):
     # queries centred too: the check is blind
     assert qka.judges.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(query_ratio=f[
         "key_ratio"]))).passed is False
-    # the tolerance is the rounding bound 2Tε·κ of the dtype: 100x it fails in either precision
+    assert qka.judges.judge_gradients_rounding(_edit(r, "gradient_sums", lambda f: f.assign(query_ratio=f[
+        "key_ratio"]))).passed is False
+    # ours: the tolerance is the rounding bound 2Tε·κ of the dtype: 100x it fails in either precision (and the card's
+    # fixed bounds 1e-6 / 1e-12 too)
     for dtype in ("float32", "float64"):
         off = _edit(r, "gradient_sums", lambda f, dtype=dtype: f.assign(key_ratio=f["key_ratio"].where(f[
             "dtype"] != dtype, 100 * f["key_tolerance"])))
+        assert qka.judges.judge_gradients_rounding(off).passed is False
         assert qka.judges.judge_gradients(off).passed is False
-    assert qka.judges.judge_gradients(_edit(r, "gradient_sums", lambda f: f.assign(dS_row_sum=10 * f[
-        "row_sum_tolerance"]))).passed is False
+    rows = _edit(r, "gradient_sums", lambda f: f.assign(dS_row_sum=10 * f["row_sum_tolerance"]))
+    assert qka.judges.judge_gradients_rounding(rows).passed is False
+    assert qka.judges.judge_gradients(rows).passed is False
     assert qka.judges.judge_causal(_edit(r, "causal_support", lambda f: set_where(f, lambda t: t.index == 0,
         "before_norm",
         1e-3))).passed is False
@@ -84,6 +89,38 @@ def test_paper_claims_are_judged_after_enough_steps(qk_quick):
     worse = _edit(long, "decoders", lambda f: thin.assign(perplexity=[3.0, 3.6]))
     worse.config = long.config
     assert qka.judges.judge_thin(worse).passed is False
+
+
+def _gradient_sums(key32: float = 1e-8, key64: float = 1e-16, query: float = 0.2, rows32: float = 1e-8):
+    from theorylab.core.result import Result
+    from theorylab.core.study import get_study
+
+    cfg = get_study("query-key-asymmetry").make_config("quick").model_dump()
+    t = pd.DataFrame([dict(pos=pos, dtype=dt, layer=0, batch=0, head=h, key_ratio=key32 if dt == "float32" else key64,
+                           query_ratio=query, dS_row_sum=rows32 if dt == "float32" else 1e-16,
+                           key_tolerance=7.6e-6 * 50 if dt == "float32" else 1.4e-14 * 50,
+                           row_sum_tolerance=7.6e-6 if dt == "float32" else 1.4e-14)
+                      for pos in ("none", "rope") for dt in ("float32", "float64") for h in range(4)])
+    return Result("query-key-asymmetry", "x", "quick", 0, "done", cfg, tables={"gradient_sums": t})
+
+
+def test_key_gradient_claims_on_synthetic_tables():
+    from theorylab.core.study import get_study
+
+    claims = {c.id.split("/")[1]: c for c in get_study("query-key-asymmetry").claims}
+    assert qka.judges.judge_gradients(_gradient_sums()).passed is True
+    assert qka.judges.judge_gradients_rounding(_gradient_sums()).passed is True
+    # within the rounding bound 2Tε·κ (κ = 50 here) but above the card's fixed 1e-6 (float32) / 1e-12 (float64)
+    assert qka.judges.judge_gradients(_gradient_sums(key32=1e-4)).passed is False
+    assert qka.judges.judge_gradients_rounding(_gradient_sums(key32=1e-4)).passed is True
+    assert qka.judges.judge_gradients(_gradient_sums(key64=1e-13 * 50)).passed is False
+    assert qka.judges.judge_gradients(_gradient_sums(rows32=5e-6)).passed is False
+    assert qka.judges.judge_gradients(_gradient_sums(query=1e-9)).passed is False
+    nan = _edit(_gradient_sums(), "gradient_sums", lambda f: set_where(f, lambda t: (t["pos"] == "rope") & (t[
+        "head"] == 2) & (t["dtype"] == "float64"), "key_ratio", float("nan")))
+    v = claims["key-gradients-centred"].evaluate(nan)
+    assert v.passed is False and "NaN" in v.detail and "rope" in v.detail, v.detail
+    assert any("card: to max |dS|" in d for d in v.departures)
 
 
 def test_rope_only_config_leaves_the_bias_claim_undecided(qk_quick):

@@ -42,8 +42,11 @@ def test_judges_fail_on_wrong_results(thermalizer_quick):
     assert th.judges.judge_drift(_edit(r, "rollouts", lambda f: f.assign(off_plain=math.inf))).passed is False
     assert th.judges.judge_stabilizes(_edit(r, "rollouts", lambda f: f.assign(off_thermalized=f[
         "off_plain"] * 2))).passed is False
-    assert th.judges.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3, "ratio",
-        1.3))).passed is False
+    assert th.judges.judge_spectrum_invariant(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3,
+                                                                                         "ratio", 1.3))).passed is False
+    # the card's form: the thermalized spectrum against the truth's own test window
+    assert th.judges.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3, "thermalized",
+                                                                             1.3 * f["truth"]))).passed is False
     # a denoiser that restores modes below its noise floor would contradict the Gaussian model; one that does nothing
     # too
     assert th.judges.judge_floor(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 8, "ratio",
@@ -55,21 +58,58 @@ def test_judges_fail_on_wrong_results(thermalizer_quick):
 def test_stability_judge_fails_on_wrong_models(thermalizer_quick):
     r = thermalizer_quick
     assert th.judges.judge_stability(r).passed is True
+    assert th.judges.judge_stability_factors(r).passed is True
     # a thermalizer that does not damp the leak band (M = 1 there): the rollout keeps growing at a = 1.2
     no_floor = _edit(r, "gauss_stability", lambda f: f.assign(factor_thermalized=f["factor_thermalized"].where(f[
         "a"] < 1, f["a"])))
-    assert th.judges.judge_stability(no_floor).passed is False
+    assert th.judges.judge_stability_factors(no_floor).passed is False
     # a damper that is not data-adaptive (the noise-floor gain 0.3535 on every mode) contradicts the model on energetic
     # modes
     flat = _edit(r, "gauss_stability", lambda f: f.assign(factor_thermalized=0.3535 * f["a"]))
-    assert th.judges.judge_stability(flat).passed is False
+    assert th.judges.judge_stability_factors(flat).passed is False
     # the measured factor 2% off the model on one mode (well outside the slope's SE)
     off = _edit(r, "gauss_stability", lambda f: set_where(f, lambda t: t["variance"] == 1e-3, "factor_thermalized", f[
         "factor_theory"] + 0.02))
-    assert th.judges.judge_stability(off).passed is False
-    # a plain rollout that does not grow (a broken emulator or rollout loop), or grows off the model
-    assert th.judges.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(plain_growth=1.0))).passed is False
-    assert th.judges.judge_stability(_edit(r, "gauss_stability", lambda f: f.assign(plain_growth=1.1))).passed is False
+    assert th.judges.judge_stability_factors(off).passed is False
+    # a plain rollout that does not grow (a broken emulator or rollout loop), or grows off the card's band / the model
+    for growth in (1.0, 1.1, 1.25):
+        bad = _edit(r, "gauss_stability", lambda f, g=growth: f.assign(plain_growth=g))
+        assert th.judges.judge_stability(bad).passed is False
+        assert th.judges.judge_stability_factors(bad).passed is False
+    # the model's peak gain off 0.9 (a wrong schedule or gain formula)
+    wrong_gain = _edit(r, "gauss_stability", lambda f: f.assign(gain=f["gain"] * 1.01))
+    assert th.judges.judge_stability(wrong_gain).passed is False
+
+
+def _spectrum(thermalized: list[float], truth: list[float]):
+    import numpy as np
+    import pandas as pd
+
+    from theorylab.core.result import Result
+    from theorylab.core.study import get_study
+
+    cfg = get_study("thermalizer").make_config("quick").model_dump()
+    modes = np.arange(11)
+    ref = np.ones(11)
+    t = pd.DataFrame(dict(mode=modes, reference=ref, truth=truth, thermalized=thermalized, ratio=np.asarray(
+        thermalized) / ref, truth_ratio=np.asarray(truth) / ref, se_log_ratio=0.02))
+    return Result("thermalizer", "x", "quick", 0, "done", cfg, tables={"spectrum": t})
+
+
+def test_energetic_stats_on_synthetic_spectra():
+    good = _spectrum([1.0] * 11, [1.0] * 11)
+    assert th.judges.judge_spectrum(good).passed is True
+    assert th.judges.judge_spectrum_invariant(good).passed is True
+    # the test window's truth 20% low on mode 6: the card's ratio against it fails, ours against the invariant
+    # measure holds
+    low_truth = _spectrum([1.0] * 11, [1.0] * 6 + [0.8] + [1.0] * 4)
+    assert th.judges.judge_spectrum(low_truth).passed is False
+    assert th.judges.judge_spectrum_invariant(low_truth).passed is True
+    # every mode 9% high: in the band, but the mean |ln ratio| 0.086 > 0.08
+    assert th.judges.judge_spectrum(_spectrum([1.09] * 11, [1.0] * 11)).passed is False
+    nan = _spectrum([1.0] * 4 + [float("nan")] + [1.0] * 6, [1.0] * 11)
+    v = next(c for c in th.judges.claims if c.id.endswith("/energetic-stats")).evaluate(nan)
+    assert v.passed is False and "NaN" in v.detail and "mode" in v.detail and "row 4" in v.detail, v.detail
 
 
 def _with_kolmogorov(result, **columns):

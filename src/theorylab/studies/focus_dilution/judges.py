@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.probes.stages import longest_true_run
 
 REF = "Chen, Lin, Xu & Luo, arXiv 2605.01199 (abstract; thresholds reconstructed in the card)"
@@ -30,6 +31,14 @@ UNDONE = 0.5  # at least half the focus gain undone by the end
 BEYOND = 0.5  # final loss at least halfway from H(π) to the entropy rate
 SECOND_PEAK = 1.03
 SECOND_CYCLE_STEPS = 20_000  # the card: claim 6 needs about 5x the quick budget of 4000 steps
+
+# The paper's setting, from the card's update (secondary notes on the paper), differs from the card's recipe we built.
+PAPER_SETTING = ("W_V, loss on every position, Zipf-mixed chain (the card's update, from notes on the paper: no W_V, "
+                 "last-token loss, π = (0.75, 0.19, 0.05, 0.01), population gradient flow): the paper's setting is not "
+                 "built yet")
+# The card's paper preset trains about 1e5 steps; ours 20k (the budget claim 6 names).
+PAPER_STEPS = Departure.field_value("steps", 100_000, "the card's claim 6 asks about 5x the quick budget; 1e5 steps "
+                                    "not run", presets=["paper"])
 
 
 def members(res) -> list[tuple[int, pd.DataFrame, pd.Series]]:
@@ -69,7 +78,7 @@ def every_member(res, check) -> tuple[bool, list[float], str]:
 S_INIT = "At initialisation (every weight N(0, ε²), ε = 0.05) the loss is ln V: |L(0) - ln V| <= 5e-3."
 
 
-@claims.add("init-loss", S_INIT, REF + ", small-initialisation regime")
+@claims.add("init-loss", S_INIT, REF + ", small-initialisation regime", departures=[PAPER_SETTING])
 def judge_init(res, v) -> Verdict:
     gaps = [abs(float(c["loss"].iloc[0]) - float(lv["ln_v"])) for _, c, lv in members(res)]
     worst = max(gaps)
@@ -82,7 +91,8 @@ S_CONDENSE = ("Stage 1: a window W₁ of >= 100 steps where the loss sits at the
               "(rank-one condensation with attention frozen).")
 
 
-@claims.add("condensation-with-frozen-attention", S_CONDENSE, REF + ", stage 1 (abstract)")
+@claims.add("condensation-with-frozen-attention", S_CONDENSE, REF + ", stage 1 (abstract)",
+            departures=[PAPER_SETTING, PAPER_STEPS])
 def judge_condense(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
@@ -101,7 +111,8 @@ S_WAKE = ("Stage 2 begins after stage 1: ‖W_Q W_Kᵀ‖_F grows >= 10x by the 
           "after the start of W₁, and the attention entropy (t >= 4) falls by >= 0.3 nats from its uniform start.")
 
 
-@claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)")
+@claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)",
+            departures=[PAPER_SETTING, PAPER_STEPS])
 def judge_wake(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
@@ -142,7 +153,8 @@ S_BEYOND = ("The attention stage learns beyond the unigram level: the final loss
             "H_cond the chain's entropy rate.")
 
 
-@claims.add("beyond-unigram", S_BEYOND, REF + "; loss levels from the chain (theory.markov)")
+@claims.add("beyond-unigram", S_BEYOND, REF + "; loss levels from the chain (theory.markov)",
+            departures=[PAPER_SETTING, PAPER_STEPS])
 def judge_beyond(res, v) -> Verdict:
     def check(c, lv):
         h, hc, last = float(lv["unigram_entropy"]), float(lv["entropy_rate"]), float(c["loss"].iloc[-1])
@@ -184,7 +196,10 @@ S_SECOND = ("Stage 4: after the first dilution a new embedding direction opens (
             "undone by the end). Needs about 5x the quick step budget.")
 
 
-@claims.add("second-cycle", S_SECOND, REF + ", stage 4 (abstract)")
+@claims.add("second-cycle", S_SECOND, REF + ", stage 4 (abstract)", departures=[
+    PAPER_SETTING, PAPER_STEPS,
+    "second decline = half the second peak's gain undone by the end (card: 'a second decline', no size stated): the "
+    "first decline's rule"])
 def judge_second(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)

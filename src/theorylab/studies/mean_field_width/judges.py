@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.core.errors import Undecided
 from theorylab.theory.mean_field import (
     reduction_error_budget,
@@ -21,23 +23,53 @@ REF = "arXiv 2504.13110"
 
 claims = Claims("mean-field-width")
 
+# The card's preset sizes where ours differ (a departure applies only when the run's value differs from the card's).
+M_REF = [Departure.field_value("m_ref", 1024, "the card's 8 x max m left the late slopes biased upward (its split-half "
+                               "correction is first order in 1/m_ref): inverse-width failed seeds 8 and 31 at 1024, "
+                               "passed at 2048", presets=["quick"]),
+         Departure.field_value("m_ref", 65536, presets=["paper"])]
+SEEDS = [Departure.field_value("seeds", 3, "3 networks per width left the reference-error estimate and the late slopes "
+                               "too noisy (seeds 0-9: reduced-dynamics failed seed 5, inverse-width seed 4)",
+                               presets=["quick"]),
+         Departure.field_value("seeds", 8, presets=["paper"])]
+SIZES = M_REF + SEEDS
 
-S_INIT = ("At initialisation m·gap_m(0), averaged over seeds and widths, equals K(1) - E K(<w, w'>) = E[σ(g)²] - "
-          "E[σ(<w, x>) σ(<w', x>)] within 0.15, "
-          "the expectation computed without K: σ evaluated pointwise, E σ(g)² by Gauss-Hermite quadrature and the "
-          "cross term by Monte Carlo over w, w' uniform, x ~ N(0, I); "
-          "the closed form (1 - 3/(d(d+2)) for K(t) = t^4) agrees with that Monte Carlo within 4 standard errors.")
+
+S_INIT = ("At initialisation m·gap_m(0), averaged over seeds and widths, is within 0.15 of its closed form K(1) - "
+          "E K(<w, w'>) = 1 - 3/(d(d+2)) for K(t) = t^4 (the Hermite coefficients against the sphere's moments of "
+          "<w, w'>).")
 
 
-@claims.add("init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)")
+@claims.add("init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)", departures=SIZES)
 def judge_init(res, v) -> Verdict:
+    g = res.table("gaps")
+    g0 = g[g["step"] == 0]
+    diffs, parts = {}, []
+    for (d, k), grp in g0.groupby(["d", "k"]):
+        measured = float(v.column(grp, "m_gap").mean())
+        theory = v.finite(v.column(grp, "init_theory").iloc[0], f"closed form at d={d}, k={k}")
+        diffs[f"d={d}, k={k}"] = abs(measured - theory)
+        parts.append(f"d={d}, k={k}: measured {measured:.3f} vs closed form {theory:.3f}")
+    return v.at_most(pd.Series(diffs), 0.15, name="|m·gap(0) - closed form|", detail="; ".join(parts))
+
+
+S_INIT_MC = ("Ours (an independent check of the kernel): m·gap_m(0), averaged over seeds and widths, equals E[σ(g)²] - "
+             "E[σ(<w, x>) σ(<w', x>)] within 0.15, the expectation computed without K: σ evaluated pointwise, E σ(g)² "
+             "by Gauss-Hermite quadrature and the cross term by Monte Carlo over w, w' uniform, x ~ N(0, I); the "
+             "closed form (1 - 3/(d(d+2)) for K(t) = t^4) agrees with that Monte Carlo within 4 standard errors.")
+
+
+@claims.add("init-gap-monte-carlo", S_INIT_MC, "ours: the activation itself against " + REF + "'s kernel",
+            departures=SIZES)
+def judge_init_mc(res, v) -> Verdict:
     g, mc = res.table("gaps"), res.table("kernel_check")
     g0 = g[g["step"] == 0]
     worst, parts, ok = 0.0, [], True
     for (d, k), grp in g0.groupby(["d", "k"]):
         row = mc[(mc["d"] == d) & (mc["k"] == k)].iloc[0]
-        measured, expected, se, theory = float(grp["m_gap"].mean()), float(row["init_mc"]), float(row[
-            "init_mc_se"]), float(row["init_theory"])
+        measured = float(v.column(grp, "m_gap").mean())
+        expected, se, theory = (v.finite(row[c], f"{c} at d={d}, k={k}") for c in ("init_mc", "init_mc_se",
+                                                                                   "init_theory"))
         worst = max(worst, abs(measured - expected))
         ok &= abs(measured - expected) <= 0.15 and abs(theory - expected) <= 4 * se
         parts.append(f"d={d}, k={k}: measured {measured:.3f} vs Monte Carlo {expected:.3f} ± {se:.3f} (need "
@@ -52,9 +84,10 @@ S_INVERSE = (
 )
 
 
-@claims.add("inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)")
+@claims.add("inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)", departures=SIZES)
 def judge_inverse(res, v) -> Verdict:
     g = res.table("gaps")
+    v.column(g, "gap")
     bad, parts, pooled_all = [], [], []
     for (d, k), grp in g.groupby(["d", "k"]):
         pooled, per = pooled_inverse_width(grp["t"], grp["width"], grp["gap"])
@@ -73,9 +106,10 @@ S_BLOWUP = ("No exponential blow-up: max over checkpoints of m·gap_m(t) is <= 1
             "reported beside it.")
 
 
-@claims.add("no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width")
+@claims.add("no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width", departures=SIZES)
 def judge_blowup(res, v) -> Verdict:
     g, sc = res.table("gaps"), res.table("self_concordance")
+    v.column(g, "m_gap")
     ratios, parts = {}, []
     for (d, k), grp in g.groupby(["d", "k"]):
         r = growth_over_start(grp["t"], grp["width"], grp["m_gap"])
@@ -86,12 +120,11 @@ def judge_blowup(res, v) -> Verdict:
                      f"{horizon:g}) = {np.exp(min(lip * horizon, 700)):.2e})")
     dims = sorted({d for d, _ in ratios})
     if len(dims) == 1:
-        worst = max(ratios.values())
-        return v.judged(worst <= 1.5, worst, "<= 1.5", 1.5, "; ".join(parts))
+        return v.at_most(pd.Series({f"d={d}, k={k}": r for (d, k), r in ratios.items()}), 1.5,
+                         name="max_t m·gap / m·gap(0)", tolerance=1.5, detail="; ".join(parts))
     slopes = exponents_in_dimension(ratios)
-    worst = max(slopes) if slopes else float("nan")
-    return v.judged(bool(slopes) and worst <= 2, worst, "<= 2", 2, "; ".join(parts) + f"; exponent in d per k: "
-        f"{[round(s, 2) for s in slopes]}")
+    return v.at_most(slopes, 2, name="exponent in d", tolerance=2, detail="; ".join(parts) + f"; exponent in d per k: "
+                     f"{[round(s, 2) for s in slopes]}")
 
 
 S_CONVERGES = (
@@ -100,18 +133,20 @@ S_CONVERGES = (
 )
 
 
-@claims.add("mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics")
+@claims.add("mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics", departures=M_REF)
 def judge_converges(res, v) -> Verdict:
     loss = res.table("loss")
-    worst_violation, parts, ok = 0.0, [], True
+    v.column(loss, "L_mf")
+    violations, parts, ok = {}, [], True
     for (d, k), grp in loss.groupby(["d", "k"]):
         values = grp.sort_values("step")["L_mf"].to_numpy()
         violation = float(np.max(np.diff(values), initial=0.0))
-        worst_violation = max(worst_violation, violation)
+        violations[f"d={d}, k={k}"] = violation
         end, start = values[-1], values[0]
-        ok &= violation <= 1e-9 and end <= 0.1 and end <= start / 5
+        ok &= end <= 0.1 and end <= start / 5
         parts.append(f"d={d}, k={k}: L_MF {start:.3f} -> {end:.4f}, largest increase {violation:.1e}")
-    return v.judged(ok, worst_violation, "<= 1e-9", 1e-9, "; ".join(parts))
+    return v.at_most(pd.Series(violations), 1e-9, name="largest increase of L_MF", tolerance=1e-9,
+                     detail="; ".join(parts) + "; need L_MF(T) <= 0.1 and <= L_MF(0)/5", also=ok)
 
 
 S_POLY = (
@@ -120,9 +155,10 @@ S_POLY = (
 )
 
 
-@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)")
+@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)", departures=SIZES)
 def judge_poly(res, v) -> Verdict:
     g, loss = res.table("gaps"), res.table("loss")
+    v.column(g, "gap")
     dims = sorted(g["d"].unique())
     if len(dims) < 3:
         raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(map(str, dims))}) and the fit needs >= "
@@ -146,9 +182,12 @@ S_REDUCTION = ("The rotationally symmetric 1-D overlap dynamics reproduces the p
                "discretisation (ours: the check the card asks for before using the reduction).")
 
 
-@claims.add("reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics")
+@claims.add("reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics",
+            departures=SIZES)
 def judge_reduction(res, v) -> Verdict:
     r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_n = 0)")
+    for col in ("L_ref", "L_ref_half_eta", "L_reduced", "L_reduced_coarse", "ref_error"):
+        v.column(r, col)
     width_err, step_err, disc_err = reduction_error_budget(r["L_ref"], r["L_ref_half_eta"], r["L_reduced"],
                                                            r["L_reduced_coarse"], r["ref_error"])
     budget = width_err + step_err + disc_err
@@ -161,16 +200,56 @@ def judge_reduction(res, v) -> Verdict:
     return v.judged(excess <= 0, excess, "<= 0", "error budget", detail)
 
 
-S_SC = ("Self-concordance during the escape: over particles still on the equator band (|<w, w*>| < 0.5), at every "
-        "checkpoint, the 95th percentile of "
-        "|H(w)|_op/|v(w)| is <= 10·k and does not grow with d (fitted exponent <= 0.25). (Reconstructed: converged "
-        "particles, v -> 0, are excluded.)")
+S_SC = ("Self-concordance during the escape phase (checkpoints before L_MF first reaches L_MF(0)/2): the 95th "
+        "percentile over particles of |H(w)|_op/|v(w)| is <= 10·k, and it does not grow with d (fitted exponent "
+        "<= 0.25).")
 
 
-@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)")
+def _escape_phase(sc: pd.DataFrame) -> pd.DataFrame:
+    """The self-concordance rows of the escape phase: per (d, k), the checkpoints before L_MF first falls to half its
+    initial value."""
+    keep = []
+    for _, grp in sc.sort_values("step").groupby(["d", "k"]):
+        start = float(grp["L_mf"].iloc[0])
+        halved = np.flatnonzero(grp["L_mf"].to_numpy() <= start / 2)
+        keep.append(grp.iloc[: halved[0] if len(halved) else len(grp)])
+    return pd.concat(keep)
+
+
+@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)", departures=M_REF)
 def judge_sc(res, v) -> Verdict:
     sc = res.table("self_concordance")
+    v.column(sc, "L_mf")
+    escape = _escape_phase(sc)
+    v.column(escape, "ratio_p95")
     dims = sorted(sc["d"].unique())
+    if len(dims) < 2:
+        k = int(sc["k"].iloc[0])
+        raise Undecided(
+            f"the d-exponent needs >= 2 dimensions (this run: d = {dims[0]}, k = {k}); at this size the 95th "
+            f"percentile of |H|/|v| over all particles during the escape phase ({len(escape)} checkpoints) reaches "
+            f"{float(escape['ratio_p95'].max()):.1f} (bound 10k = {10 * k}); needs paper preset")
+    parts, ok = [], True
+    for k, grp in escape.groupby("k"):
+        per_d = grp.groupby("d")["ratio_p95"].max()
+        slope = float(np.polyfit(np.log(per_d.index.to_numpy(float)), np.log(per_d.to_numpy()), 1)[0])
+        ok &= bool((per_d <= 10 * k).all()) and slope <= 0.25
+        parts.append(f"k={k}: " + ", ".join(f"d={d}: {x:.2f}" for d, x in per_d.items()) + f"; exponent {slope:.2f} "
+                     f"(need <= 0.25; bound {10 * k})")
+    return v.judged(ok, None, None, None, "; ".join(parts))
+
+
+S_SC_EQ = ("Ours (the card's reading restricted to the escape): over particles still on the equator band "
+           "(|<w, w*>| < 0.5), at every checkpoint, the 95th percentile of |H(w)|_op/|v(w)| is <= 10·k and does not "
+           "grow with d (fitted exponent <= 0.25); converged particles (v -> 0 with H finite) are excluded.")
+
+
+@claims.add("self-concordance-equator", S_SC_EQ, "ours: " + REF + "'s self-concordance on the equator band",
+            departures=M_REF)
+def judge_sc_equator(res, v) -> Verdict:
+    sc = res.table("self_concordance")
+    dims = sorted(sc["d"].unique())
+    # NaN here has a meaning: fewer than 5 of the probed particles are still on the equator band.
     valid = sc[sc["ratio_p95_escaping"].notna()]
     if len(dims) < 2:
         worst = float(valid["ratio_p95_escaping"].max()) if not valid.empty else float("nan")
@@ -191,8 +270,8 @@ def judge_sc(res, v) -> Verdict:
         scaled = grp.groupby("d")["scaled_p95_escaping"].max() if "scaled_p95_escaping" in grp else None
         slope = float(np.polyfit(np.log(per_d.index.to_numpy(float)), np.log(per_d.to_numpy()), 1)[0])
         ok &= bool((per_d <= 10 * k).all()) and slope <= 0.25
-        parts.append(f"k={k}: " + ", ".join(f"d={d}: {v:.2f}" for d, v in per_d.items()) + f"; exponent {slope:.2f} "
+        parts.append(f"k={k}: " + ", ".join(f"d={d}: {x:.2f}" for d, x in per_d.items()) + f"; exponent {slope:.2f} "
             f"(need <= 0.25; bound {10 * k})"
-                     + ("; |s|·|H|/|v| (95th pct): " + ", ".join(f"d={d}: {v:.2f}" for d, v in scaled.items(
+                     + ("; |s|·|H|/|v| (95th pct): " + ", ".join(f"d={d}: {x:.2f}" for d, x in scaled.items(
                          )) if scaled is not None else ""))
     return v.judged(ok, None, None, None, "; ".join(parts))

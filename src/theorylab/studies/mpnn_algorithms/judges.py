@@ -6,12 +6,43 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.core.errors import Undecided
 
 REF = "arXiv 2602.13106"
 
 
 claims = Claims("mpnn-algorithms")
+
+QUICK = ["quick", "mst-cpu"]  # mst-cpu is the quick preset plus the minimax models: the card's quick sizes hold there
+# The card's recipe (Adam lr 1e-3, 5000 full-batch steps) and the quick preset's MSE loss, where ours differ.
+RECIPE = [
+    Departure.field_value("lr", 1e-3, "ours: Adam at 1e-2 with cosine decay trains the quick stack in 1500 steps on 2 "
+                          "CPU cores (--set lr=1e-3 --set schedule=constant --set steps=5000 restores the card)"),
+    Departure.field_value("schedule", "constant", "with lr 1e-2: the decay settles the last steps"),
+    Departure.field_value("steps", 5000, "CPU budget (quick ~50 s on 2 cores)"),
+]
+BF_LOSS = [Departure.field_value("losses", ("mse",), "with MSE and η = 1e-3 the L1 term dominates a loss already near "
+                                 "1e-5 and the quick run stalls at 2-7e-2 relative error", presets=QUICK),
+           Departure.field_value("losses", ("mse", "multiplicative"), presets=["paper"])]
+BF = RECIPE + BF_LOSS
+CONTROLS = [Departure.field_value("control_seeds", 3, "a control: the baselines' 1024-node test runs dominate the test "
+                                  "time", presets=QUICK),
+            Departure.field_value("control_seeds", 10, "a control (ours: 5)", presets=["paper"])]
+KNAPSACK = RECIPE + [
+    Departure.field_value("knap_loss", "mse", "MSE at the same budget stalls at 3-7% error at 50 items",
+                          presets=QUICK),
+    Departure.field_value("knap_seeds", 3, "CPU budget: each seed trains two restarts", presets=QUICK),
+    Departure.field_value("knap_seeds", 10, presets=["paper"]),
+    Departure.field_value("knap_restarts", 1, "restart rule (ours): one init in a few stalls (run seed 5: 50-item "
+                          "error 9.7e-2), so each seed keeps the restart with the lowest error on held-out "
+                          "instances of the training sizes, never the test sizes"),
+    Departure.field_value("knap_test_instances", 20, "the 50-item DAGs dominate the test time"),
+    "16 random training instances of 1-4 items and capacity 1-8 (card: all instances on a small grid): the card's "
+    "grid is not specified",
+    "judged on the mean relative error over the 50-item instances per seed (card: 'relative error on the optimum', no "
+    "aggregate stated; the max over instances is reported)",
+]
 
 
 S_REF = (
@@ -23,6 +54,7 @@ S_REF = (
 @claims.add("reference-bf", S_REF, "oracles (ours)")
 def judge_reference(res, v) -> Verdict:
     t = res.table("references")
+    v.column(t, "error")
     worst = t.groupby("check")["error"].max()
     ok = bool((worst <= 1e-9).all())
     return v.judged(ok, float(worst.max()), "<= 1e-9", 1e-9, "; ".join(f"{k}: max error {v:.1e} over "
@@ -39,12 +71,14 @@ S_SIZE = ("Trained on <= 10 graphs of <= 3 nodes with η = 1e-3, the min-aggrega
           "and flat: err(n_max) <= 2·err(16) + 1e-3 (thresholds ours; the paper states O(ε)).")
 
 
-@claims.add("size-generalization", S_SIZE, REF + "; Nerem et al. arXiv 2503.19173 (extrapolation guarantee)")
+@claims.add("size-generalization", S_SIZE, REF + "; Nerem et al. arXiv 2503.19173 (extrapolation guarantee)",
+            departures=BF)
 def judge_size(res, v) -> Verdict:
     t = _bf_min(res)
     if t.empty:
         raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 "
                         f"(eta={tuple(res.config.get('sparsities', ()))})")
+    v.column(t, "mean_rel_error")
     worst = float(t["mean_rel_error"].max())
     flat = []
     for _, g in t.groupby(["family", "loss", "seed"]):
@@ -67,7 +101,7 @@ S_F = (
 )
 
 
-@claims.add("learned-function", S_F, REF + ", the aligned target x + w")
+@claims.add("learned-function", S_F, REF + ", the aligned target x + w", departures=BF)
 def judge_learned_f(res, v) -> Verdict:
     t = res.table("learned_function")
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
@@ -75,6 +109,7 @@ def judge_learned_f(res, v) -> Verdict:
     if reg.empty:
         raise Undecided(f"this config trains no min-aggregation model with η = 1e-3 "
                         f"(eta={tuple(res.config.get('sparsities', ()))})")
+    v.column(reg, "max_rel_error")
     worst = float(reg["max_rel_error"].max())
     detail = (
         f"η = 1e-3: max {worst:.2e} (seeds: {', '.join(f'{v:.1e}' for v in reg['max_rel_error'])}); η = 0 (reported): "
@@ -84,22 +119,25 @@ def judge_learned_f(res, v) -> Verdict:
 
 
 S_AGG = (
-    "Sum- and mean-aggregation MPNNs trained identically have mean relative error >= 0.2 at the largest test size, for "
-    "every seed."
+    "Sum- and mean-aggregation MPNNs trained identically have mean relative error >= 0.2 at n = 1024, for every seed."
 )
 
+AGG_N = 1024  # the card's test size of the aggregation control
 
-@claims.add("aggregation-control", S_AGG, REF + ", algorithmic alignment of the aggregation")
+
+@claims.add("aggregation-control", S_AGG, REF + ", algorithmic alignment of the aggregation", departures=BF + CONTROLS)
 def judge_aggregation(res, v) -> Verdict:
     t = res.table("size_generalization")
     t = t[t["aggr"].isin(["sum", "mean"])]
     if t.empty:
         raise Undecided("this config trains no sum/mean baseline (controls=())")
-    top = t[t["n"] == t["n"].max()]
-    low = float(top["mean_rel_error"].min())
-    detail = ", ".join(f"{a}: min {g['mean_rel_error'].min():.3g}" for a, g in top.groupby(
-        "aggr")) + f" at n = {int(top['n'].max())}"
-    return v.judged(low >= 0.2, low, ">= 0.2", 0.2, detail)
+    n = AGG_N if (t["n"] == AGG_N).any() else int(t["n"].max())
+    moved = [] if n == AGG_N else [f"judged at n = {n}, the largest test size (card: n = {AGG_N}, not tested here)"]
+    top = t[t["n"] == n]
+    detail = ", ".join(f"{a}: min {g['mean_rel_error'].min():.3g}" for a, g in top.groupby("aggr")) + f" at n = {n}"
+    errors = v.column(top, "mean_rel_error")
+    errors = pd.Series(errors.to_numpy(), index=[f"{a} seed {s}" for a, s in zip(top["aggr"], top["seed"])])
+    return v.at_least(errors, 0.2, name="mean relative error", tolerance=0.2, detail=detail, departures=moved)
 
 
 S_L1 = (
@@ -108,7 +146,7 @@ S_L1 = (
 )
 
 
-@claims.add("regulariser-active", S_L1, REF + ", the sparsity regulariser")
+@claims.add("regulariser-active", S_L1, REF + ", the sparsity regulariser", departures=BF)
 def judge_l1(res, v) -> Verdict:
     t = res.table("learned_function")
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
@@ -119,13 +157,14 @@ def judge_l1(res, v) -> Verdict:
     pairs = a.merge(b, on=["seed", "loss"], suffixes=("_reg", "_free"))
     ratio = pairs["l1_reg"] / pairs["l1_free"]
     detail = ", ".join(f"seed {r.seed}: {r.l1_reg:.0f} / {r.l1_free:.0f}" for r in pairs.itertuples())
-    return v.judged(bool((ratio <= 0.5).all()), float(ratio.max()), "<= 0.5", 0.5, detail)
+    ratio.index = [f"seed {r.seed} ({r.loss})" for r in pairs.itertuples()]
+    return v.at_most(ratio, 0.5, name="‖θ‖₁ ratio η = 1e-3 / η = 0", tolerance=0.5, detail=detail)
 
 
 S_WL = ("C6 and two disjoint triangles are 1-WL-indistinguishable: for every random-init node MPNN (min, max, sum, "
         "mean) the sorted node embeddings and the summed readouts "
         "agree to 1e-6 after K = 6 rounds, although msf_weight gives 5 vs 4; node-id features (a leak) break the tie "
-        "(gap >= 1e-3), and the pair-based variant separates the graphs in every model.")
+        "(gap >= 1e-3).")
 
 
 @claims.add("wl-impossibility", S_WL, REF + ", tasks standard MPNNs cannot do; 1-WL")
@@ -133,16 +172,28 @@ def judge_wl(res, v) -> Verdict:
     t = res.table("wl_pair")
     node = t[t["variant"] == "node MPNN"]
     leak = t[t["variant"].str.contains("leak")]
-    pair = t[t["variant"].str.startswith("pair")]
-    same = float(node[["embedding_gap", "readout_gap"]].max().max())
+    gaps = pd.concat([v.column(node, "embedding_gap"), v.column(node, "readout_gap")])
+    leak_gap = v.column(leak, "embedding_gap")
+    same = float(gaps.max())
     ok = (same <= 1e-6 and bool(t["wl_colours_equal"].iloc[0]) and (t["msf_c6"].iloc[0], t["msf_two_c3"].iloc[0]) == (
-        5.0, 4.0)
-          and float(leak["embedding_gap"].min()) >= 1e-3 and float(pair["embedding_gap"].min()) >= 1e-3)
+        5.0, 4.0) and len(leak_gap) > 0 and float(leak_gap.min()) >= 1e-3)
     detail = (f"node MPNN max gap {same:.1e} over {len(node)} models; 1-WL colours equal: "
               f"{bool(t['wl_colours_equal'].iloc[0])}; MSF {t['msf_c6'].iloc[0]:g} vs {t['msf_two_c3'].iloc[0]:g}; "
-              f"leak control min gap {leak['embedding_gap'].min():.3g}; pair MPNN min gap "
-              f"{pair['embedding_gap'].min():.3g}")
+              f"leak control min gap {leak_gap.min():.3g}")
     return v.judged(ok, same, "<= 1e-6", 1e-6, detail)
+
+
+S_PAIR = ("Ours (the card's open question: a more expressive MPNN-like variant): the pair-based (2-WL-style) MPNN "
+          "separates C6 from two disjoint triangles, embedding gap >= 1e-3 in every random-init model.")
+
+
+@claims.add("pair-mpnn-separates", S_PAIR, "ours: " + REF + ", more expressive MPNN-like architectures")
+def judge_pair(res, v) -> Verdict:
+    t = res.table("wl_pair")
+    pair = t[t["variant"].str.startswith("pair")]
+    gaps = v.column(pair, "embedding_gap")
+    return v.at_least(pd.Series(gaps.to_numpy(), index=[f"model {m}" for m in pair["model"]]), 1e-3,
+                      name="pair MPNN embedding gap", tolerance=1e-3, detail=f"{len(pair)} models")
 
 
 S_KNAP = ("The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reaches mean relative error <= 1e-2 on the "
@@ -151,13 +202,14 @@ S_KNAP = ("The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reache
           "no part in the choice).")
 
 
-@claims.add("knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)")
+@claims.add("knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)", departures=KNAPSACK)
 def judge_knapsack(res, v) -> Verdict:
     t = res.table("knapsack")
     top = t[t["items"] == t["items"].max()]
     if int(top["items"].max()) < 50:
         raise Undecided(f"this config tests knapsack only up to {int(top['items'].max())} items (the claim is at 50: "
                         f"knap_test_items)")
+    v.column(top, "rel_error")
     per = top.groupby("seed")["rel_error"].mean()
     detail = f"{int(top['items'].max())} items: mean per seed " + ", ".join(
         f"{v:.2e}" for v in per) + f"; max over instances {top['rel_error'].max():.2e}"
@@ -176,11 +228,14 @@ S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN 
          "spanning-forest weight within 1e-2 of networkx's, for every seed and test size.")
 
 
-@claims.add("mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)")
+@claims.add("mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)", departures=RECIPE[:2] + [
+    Departure.field_value("mst_steps", 5000, "the card's step count for every model")])
 def judge_mst(res, v) -> Verdict:
     t = res.table("mst", unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: "
                                 "--preset mst-cpu measures them "
                                 "at reduced size in ~75 s on 2 cores, the paper preset judges them)")
+    v.column(t, "f1")
+    v.column(t, "weight_rel_error")
     f1 = t.groupby(["seed", "n"])["f1"].mean()
     werr = t.groupby(["seed", "n"])["weight_rel_error"].mean()
     ok = float(f1.min()) >= 0.99 and float(werr.max()) <= 1e-2

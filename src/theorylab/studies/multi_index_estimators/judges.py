@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.sample_complexity import crossings_from_table, fitted_exponent
 
@@ -18,6 +19,21 @@ def _crossings(gap: pd.DataFrame) -> dict[int, float]:
 
 
 claims = Claims("multi-index-estimators")
+
+# The card's preset sizes where ours differ (each applies only when the run's value differs from the card's).
+BATTERY_SEEDS = [
+    Departure.field_value("battery_seeds", 1, "cells are means over seeds (card: seed 0): He3 labels are "
+                          "heavy-tailed and one seed leaves ±0.1 on a cell; 24 put the gain of pHd on D (+0.09 ± 0.10 "
+                          "per seed) 3 SE under 0.15", presets=["quick"]),
+    Departure.field_value("battery_seeds", 20, "40 halve the standard error of the gains", presets=["paper"]),
+]
+COLLAPSE_SIZES = [
+    Departure.field_value("collapse_seeds", 3, "3 seeds leave ±0.05 on a mean at n/d = 5, so the spread of three means "
+                          "reaches 0.12 on some seeds", presets=["quick"]),
+    Departure.field_value("collapse_seeds", 20, presets=["paper"]),
+    Departure.field_value("collapse_dims", (50, 100, 200), "the paper preset's sweep adds d = 400 to the judged "
+                          "spread"),
+]
 
 
 # (link, estimator, direction) -> (bound kind, threshold): the card's 14 cells at alpha = 50.
@@ -45,9 +61,10 @@ def _cell_means(battery: pd.DataFrame, alpha: float) -> pd.Series:
     return battery[battery["alpha"] == alpha].groupby(["link", "estimator", "direction"])["capture"].mean()
 
 
-@claims.add("battery", S_BATTERY, REF + ", Sec. 3 (first- and second-order methods)")
+@claims.add("battery", S_BATTERY, REF + ", Sec. 3 (first- and second-order methods)", departures=BATTERY_SEEDS)
 def judge_battery(res, v) -> Verdict:
     battery = res.table("battery")
+    v.column(battery, "capture")
     alpha = max(res.config["alphas"])
     means = _cell_means(battery, alpha)
     bad = []
@@ -64,78 +81,114 @@ def judge_battery(res, v) -> Verdict:
     return v.judged(not bad, len(bad), 0, 0, detail)
 
 
-S_FAILURES = ("Population zeros stay zeros: in every predicted-zero cell the seed-mean capture gains at most 0.15 from "
-              "the smaller n/d to the larger (card), "
-              "and pHd on D, whose anisotropic noise gives it a capture floor far above chance, stays below that "
-              "floor's n -> infinity value at this d (Gaussian-limit theory).")
+S_FAILURES = ("Population zeros stay zeros: in every predicted-zero cell the capture gains at most 0.15 from n/d = 20 "
+              "to n/d = 50.")
 
 
-@claims.add("failures-do-not-improve", S_FAILURES, REF + ", population zeros")
-def judge_failures(res, v) -> Verdict:
+def _zero_gains(res, v) -> tuple[pd.DataFrame, pd.DataFrame, float, float]:
+    """The predicted-zero rows of the battery and their gains from the smaller n/d to the larger, paired by seed (both
+    n/d are fitted on nested samples of one model): per cell, the mean, standard deviation and count over seeds."""
     battery = res.table("battery")
     lo, hi = min(res.config["alphas"]), max(res.config["alphas"])
     zero = battery[~battery["predicted"].astype(bool)]
-    # Gains are paired by seed: both n/d are fitted on nested samples of one model.
+    v.column(zero, "capture")
     wide = zero.pivot_table(index=["link", "estimator", "direction", "seed"], columns="alpha", values="capture")
     per_seed = wide[hi] - wide[lo]
-    gains = per_seed.groupby(level=["link", "estimator", "direction"]).agg(["mean", "std", "count"])
+    return zero, per_seed.groupby(level=["link", "estimator", "direction"]).agg(["mean", "std", "count"]), lo, hi
+
+
+@claims.add("failures-do-not-improve", S_FAILURES, REF + ", population zeros", departures=BATTERY_SEEDS)
+def judge_failures(res, v) -> Verdict:
+    _, gains, lo, hi = _zero_gains(res, v)
     worst_key = gains["mean"].idxmax()
     worst = float(gains.loc[worst_key, "mean"])
-    se = float(gains.loc[worst_key, "std"] / np.sqrt(gains.loc[worst_key, "count"])) if gains.loc[worst_key,
-        "count"] > 1 else float("nan")
+    count = int(gains.loc[worst_key, "count"])
+    se = float(gains.loc[worst_key, "std"] / np.sqrt(count)) if count > 1 else float("nan")
+    cells = pd.Series(gains["mean"].to_numpy(), index=[f"{k[0]}/{k[1]}/u{k[2]}" for k in gains.index])
+    detail = (f"{len(gains)} predicted-zero cells, n/d {lo:g} -> {hi:g}; largest seed-mean gain {worst:+.3f} ± "
+              f"{se:.3f} (SE over {count} paired seeds) at {worst_key[0]}/{worst_key[1]}/u{worst_key[2]}")
+    return v.at_most(cells, 0.15, name="seed-mean gain", tolerance=0.15, detail=detail)
+
+
+S_FLOOR = ("Ours: pHd on D = He3(z1), blind in population but with anisotropic noise that gives it a capture floor far "
+           "above chance, stays at n/d = 50 below that floor's n -> infinity value at this d (Gaussian-limit theory, "
+           "theory.sdr.phd_noise_floor).")
+
+
+@claims.add("phd-noise-floor", S_FLOOR, "ours: the finite-d noise floor of a blind pHd", departures=BATTERY_SEEDS)
+def judge_floor(res, v) -> Verdict:
+    zero, _, _, hi = _zero_gains(res, v)
     floor = res.table("noise_floor").iloc[0]
+    bound = v.finite(floor["floor"], "pHd noise floor")
     phd_d = float(zero[(zero["link"] == "he3") & (zero["estimator"] == "pHd") & (zero["alpha"] == hi)]["capture"].mean(
         ))
-    ok = worst <= 0.15 and phd_d <= floor["floor"]
-    detail = (f"{len(gains)} predicted-zero cells, n/d {lo:g} -> {hi:g}; largest seed-mean gain {worst:+.3f} ± "
-              f"{se:.3f} (SE over {int(gains.loc[worst_key, 'count'])} paired seeds) "
-              f"at {worst_key[0]}/{worst_key[1]}/u{worst_key[2]} (need <= 0.15); pHd on D at n/d = {hi:g}: {phd_d:.3f} "
-              f"against its blind noise floor "
-              f"{floor['floor']:.3f} ± {floor['se']:.3f} (n -> infinity at d = {int(floor['d'])}; need below). pHd on "
-              f"D drifts up towards that floor "
-              "(+0.09 per seed from 20 to 50 over 200 seeds at d = 100; the u1 row of its noise has variance "
-              f"{floor['u1k']:.0f} against {floor['kl']:.0f} in the bulk), which is why the card's slack is judged on "
-              f"many seeds")
-    return v.judged(ok, worst, "<= 0.15", 0.15, detail)
+    detail = (f"pHd on D at n/d = {hi:g}: {phd_d:.3f} (seed mean) against its blind noise floor "
+              f"{bound:.3f} ± {floor['se']:.3f} (n -> infinity at d = {int(floor['d'])}). pHd on D drifts up towards "
+              "that floor (+0.09 per seed from 20 to 50 over 200 seeds at d = 100; the u1 row of its noise has "
+              f"variance {floor['u1k']:.0f} against {floor['kl']:.0f} in the bulk)")
+    return v.at_most(phd_d, bound, name="pHd capture on D", detail=detail)
 
 
-S_COLLAPSE = ("Sample complexity n ∝ d when the generative exponent is <= 2: for pHd on B (label clipped at 3, the "
-              "bounded preprocessing the proportional-limit "
-              "theory needs) and SIR on D the seed-mean capture at fixed n/d in {5, 10, 20} differs by <= 0.12 across "
-              "d, and is >= 0.75 at n/d = 20. "
-              "Raw pHd on B is reported, not judged: its unbounded label makes the largest noise eigenvalue grow like "
-              "max y / alpha ~ 2 log(n) / alpha, "
-              "so its capture at fixed n/d falls slowly with d (0.59, 0.54, 0.51, 0.40 at d = 50-400, n/d = 5).")
+S_COLLAPSE = ("Sample complexity n ∝ d when the generative exponent is <= 2: for pHd on B and SIR on D the seed-mean "
+              "capture at fixed n/d in {5, 10, 20} differs by <= 0.12 across d, and is >= 0.75 at n/d = 20.")
+
+
+def _collapse(res, v, judged: tuple[tuple[str, str], ...]) -> tuple[list, list, pd.Series]:
+    """``(spreads, floors, means)`` of the ``judged`` (link, estimator) pairs: the spread across d of the seed-mean
+    capture at each n/d in {5, 10, 20} and the lowest one at n/d = 20, each with where it was measured."""
+    col = res.table("collapse")
+    missing = {5.0, 10.0, 20.0} - set(col["alpha"])
+    if missing:
+        raise Undecided(f"this config has no n/d = {', '.join(f'{a:g}' for a in sorted(missing))} in 'collapse_alphas'")
+    v.column(col, "capture")
+    means = col.groupby(["link", "estimator", "alpha", "d"])["capture"].mean()
+    spreads, floors = [], []
+    for link, est in judged:
+        for alpha in (5.0, 10.0, 20.0):
+            vals = means[(link, est, alpha)]
+            spreads.append((float(vals.max() - vals.min()), f"{est}/{link} at {alpha:g}"))
+        floors.append((float(means[(link, est, 20.0)].min()), f"{est}/{link}"))
+    return spreads, floors, means
+
+
+def _collapse_verdict(v, spreads: list, floors: list, extra: str = "") -> Verdict:
+    spread, where = max(spreads)
+    floor, fwhere = min(floors)
+    detail = (f"largest spread across d: {spread:.3f} ({where}; need <= 0.12); lowest capture at n/d = 20: {floor:.3f} "
+              f"({fwhere}; need >= 0.75){extra}")
+    return v.at_most(spread, 0.12, name="spread across d", tolerance=0.12, detail=detail, also=floor >= 0.75)
+
+
+RAW_PHD_DRIFT = KnownFailure.on_some_seeds(
+    1, 10, [4], "raw pHd's unbounded label makes the top noise eigenvalue grow like max y / "
+    "alpha ~ 2 log(n) / alpha, so its capture at fixed n/d falls with d (seed 4 at n/d = 5: 0.546, 0.548, 0.416 at "
+    "d = 50, 100, 200, spread 0.132 > 0.12; seed 0: 0.572, 0.540, 0.495); with the label clipped it holds "
+    "(proportional-collapse-clipped)", presets=["quick"])
+
+
+@claims.add("proportional-collapse", S_COLLAPSE, REF + ", sample complexity n ∝ d", departures=COLLAPSE_SIZES,
+            known=RAW_PHD_DRIFT)
+def judge_collapse(res, v) -> Verdict:
+    spreads, floors, means = _collapse(res, v, (("he2", "pHd"), ("he3", "SIR")))
+    raw = "; raw pHd on B at n/d = 5: " + ", ".join(f"d={d}: {x:.3f}" for d, x in means[("he2", "pHd", 5.0)].items())
+    return _collapse_verdict(v, spreads, floors, raw)
+
+
+S_COLLAPSE_CLIP = ("Ours: the same collapse with pHd on B fed the label clipped at 3 (the bounded preprocessing the "
+                   "proportional-limit theory assumes) and SIR on D: spread across d <= 0.12 at n/d in {5, 10, 20}, "
+                   ">= 0.75 at n/d = 20. Raw pHd's unbounded label makes the largest noise eigenvalue grow like "
+                   "max y / alpha ~ 2 log(n) / alpha, so its capture at fixed n/d falls slowly with d (0.59, 0.54, "
+                   "0.51, 0.40 at d = 50-400, n/d = 5).")
 
 
 JUDGED_COLLAPSE = (("he2", "pHd-clip"), ("he3", "SIR"))
 
 
-@claims.add("proportional-collapse", S_COLLAPSE, REF + ", sample complexity n ∝ d")
-def judge_collapse(res, v) -> Verdict:
-    col = res.table("collapse")
-    missing = {5.0, 10.0, 20.0} - set(col["alpha"])
-    if missing:
-        raise Undecided(f"this config has no n/d = {', '.join(f'{a:g}' for a in sorted(missing))} in 'collapse_alphas'")
-    means = col.groupby(["link", "estimator", "alpha", "d"])["capture"].mean()
-    spreads, floors = [], []
-    for link, est in JUDGED_COLLAPSE:
-        for alpha in (5.0, 10.0, 20.0):
-            vals = means[(link, est, alpha)]
-            spreads.append((float(vals.max() - vals.min()), f"{est}/{link} at {alpha:g}"))
-        floors.append((float(means[(link, est, 20.0)].min()), f"{est}/{link}"))
-    spread, where = max(spreads)
-    floor, fwhere = min(floors)
-    ok = spread <= 0.12 and floor >= 0.75
-    raw = ""
-    if ("he2", "pHd") in {k[:2] for k in means.index}:
-        r5 = means[("he2", "pHd", 5.0)]
-        raw = "; reported, raw pHd on B at n/d = 5: " + ", ".join(f"d={d}: {v:.3f}" for d, v in r5.items())
-    detail = (
-        f"largest spread across d: {spread:.3f} ({where}; need <= 0.12); lowest capture at n/d = 20: {floor:.3f} "
-        f"({fwhere}; need >= 0.75){raw}"
-    )
-    return v.judged(ok, spread, "<= 0.12", 0.12, detail)
+@claims.add("proportional-collapse-clipped", S_COLLAPSE_CLIP, "ours: " + REF + ", sample complexity n ∝ d with a "
+            "bounded label", departures=COLLAPSE_SIZES)
+def judge_collapse_clipped(res, v) -> Verdict:
+    spreads, floors, _ = _collapse(res, v, JUDGED_COLLAPSE)
+    return _collapse_verdict(v, spreads, floors)
 
 
 S_POPULATION = (
@@ -147,6 +200,9 @@ S_POPULATION = (
 @claims.add("population-matrices", S_POPULATION, REF + ", Stein's identity")
 def judge_population(res, v) -> Verdict:
     pop = res.table("population")
+    for col in ("measured", "se"):
+        v.column(pop, col)
+    v.column(pop[pop["method"] == "pHd"], "expected")
     bad = []
     phd = pop[pop["method"] == "pHd"]
     z_phd = ((phd["measured"] - phd["expected"]).abs() / phd["se"]).max()
@@ -174,9 +230,10 @@ S_STATSMODELS = (
 @claims.add("statsmodels-agreement", S_STATSMODELS, "statsmodels.regression.dimred (reference implementation)")
 def judge_statsmodels(res, v) -> Verdict:
     t = res.table("statsmodels", unless='statsmodels is not installed here (pip install "theorylab[stats]")')
-    worst = float(t["max_angle"].max())
-    detail = ", ".join(f"{r.method}: {r.max_angle:.1e} rad" for r in t.itertuples()) + " (need <= 1e-6)"
-    return v.judged(worst <= 1e-6, worst, 0.0, 1e-6, detail)
+    detail = ", ".join(f"{r.method}: {r.max_angle:.1e} rad" for r in t.itertuples())
+    angles = v.column(t, "max_angle")
+    return v.at_most(pd.Series(angles.to_numpy(), index=t["method"]), 1e-6, name="largest principal angle (rad)",
+                     tolerance=1e-6, detail=detail)
 
 
 S_GAP = (
@@ -186,10 +243,14 @@ S_GAP = (
 )
 
 
-@claims.add("information-gap", S_GAP, REF + ", label transformations and the generative exponent")
+@claims.add("information-gap", S_GAP, REF + ", label transformations and the generative exponent", departures=[
+    Departure.field_value("gap_seeds", 20, "CPU budget of the sweep"),
+    "SIR exponent <= 1.25, tensor exponent >= 1.4 with no upper bound (card: n ∝ d vs n ∝ d^1.5-2, no tolerance "
+    "stated): tolerances ours"])
 def judge_gap(res, v) -> Verdict:
     gap = res.table("gap", unless="needs paper preset (this config skips the information-gap sweep on D: "
                                   "gap_dims/gap_alphas empty)")
+    v.column(gap, "capture")
     blind = gap[gap["estimator"].isin(["ADE", "pHd"])].groupby(["estimator", "d", "alpha"])["capture"].mean()
     worst_blind = float(blind.max())
     e_sir = fitted_exponent(_crossings(gap[gap["estimator"] == "SIR"]))
@@ -217,6 +278,7 @@ def judge_nn(res, v) -> Verdict:
     trained = t[(t["alpha"] > 0) & (t["alpha"] <= 200)]
     if trained.empty:
         raise Undecided("this config has no checkpoint of the net at n/d <= 200 in 'nn_alphas'")
+    v.column(t, "capture")
     best = float(trained["capture"].max())
     start = float(init["capture"].iloc[0]) if len(init) else float("nan")
     # Trained, not born aligned: the initial top singular vector is a random direction (capture ~ 1/d).

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 
 REF = "Otness, Zanna, Bruna, arXiv 2303.17496"
 claims = Claims("multiscale-closure", REF)
+
+# Where the judged form differs from the card's (a field departure applies only when the run's value differs).
+COARSE_DT = Departure.field_value("coarse_dt", 0.05, "cuts the online cost fivefold to keep quick within 60 s; seed 0 "
+                                  "at both steps: closure LSD 0.0559 -> 0.0550 (direct), 0.0386 -> 0.0387 "
+                                  "(multiscale), corr_times identical")
+DOWNSCALE = Departure.field_value("downscale_input", "resampled", "the paper preset follows the official code (net 0 "
+                                  "runs at N_c, its output coarsened); the card found the same outcome both ways on KS")
+ADAM = Departure.of("Adam (card: AdaBelief)", "torch has no AdaBelief; the paper's lr 1e-5 and batch 32 are kept",
+                    presets=["paper"])
 
 S_ALGEBRA = ("The closure target S(u) = C(F_fine(u)) − F_coarse(C u) is exact algebra: C∘C = C (<= 1e-14 relative), "
              "||S|| <= 1e-10 ||F_coarse(C u)|| for fine fields inside the coarse dealiased band, and S ≡ 0 (<= 1e-10 "
@@ -33,6 +44,7 @@ S_GERMANO = ("Germano identity of the chain of scales (ours): for nested sharp t
 @claims.add("germano-identity", S_GERMANO, "Germano 1992 (LES), applied to the paper's chain of scales (ours)")
 def judge_germano(res, v) -> Verdict:
     t = res.table("germano")
+    v.column(t, "error")
     worst = t[~t["variant"].str.contains("control")].groupby("variant")["error"].max()
     control = t[t["variant"].str.contains("control")]["error"]
     ok = bool((worst <= 1e-10).all()) and len(control) > 0 and float(control.min()) >= 0.1
@@ -69,15 +81,17 @@ S_OFFLINE = ("Offline skill at matched budgets: on the test split (last 20% of e
              "counts lie within 10% of each other.")
 
 
-@claims.add("offline-skill", S_OFFLINE, "the card's quick thresholds (prototype: 0.017-0.019 and 0.027-0.028)")
+@claims.add("offline-skill", S_OFFLINE, "the card's quick thresholds (prototype: 0.017-0.019 and 0.027-0.028)",
+            departures=[DOWNSCALE])
 def judge_offline(res, v) -> Verdict:
     t = _quick_offline(res)
     d, m = float(t.loc["direct", "rel_mse"]), float(t.loc["multiscale", "rel_mse"])
     pd_, pm = int(t.loc["direct", "params"]), int(t.loc["multiscale", "params"])
     gap = abs(pm - pd_) / pd_
-    return v.judged(max(d, m) <= 0.05 and gap <= 0.1, max(d, m), "<= 0.05 (budgets within 10%)", 0.05,
-                    f"direct {d:.4f} ({pd_} parameters), multiscale {m:.4f} ({pm}; {gap:.1%} apart); "
-                    f"ratio multiscale/direct {m / d:.2f}")
+    return v.at_most(pd.Series({"direct": d, "multiscale": m}), 0.05, name="relative MSE", tolerance=0.05,
+                     expected="<= 0.05 (budgets within 10%)", also=gap <= 0.1,
+                     detail=f"direct {d:.4f} ({pd_} parameters), multiscale {m:.4f} ({pm}; {gap:.1%} apart); "
+                            f"ratio multiscale/direct {m / d:.2f}")
 
 
 def _online(res):
@@ -89,7 +103,8 @@ S_SPECTRUM = ("Coupled to the coarse ETDRK4 solver, every run with either closur
               "<= 0.2 x that of the no-closure coarse model.")
 
 
-@claims.add("online-spectrum", S_SPECTRUM, "the card's quick thresholds (prototype: 0.033-0.046 vs 1.56-1.59)")
+@claims.add("online-spectrum", S_SPECTRUM, "the card's quick thresholds (prototype: 0.033-0.046 vs 1.56-1.59)",
+            departures=[COARSE_DT, DOWNSCALE])
 def judge_spectrum(res, v) -> Verdict:
     s = _online(res)
     base = float(s.loc["none", "lsd"])
@@ -107,15 +122,15 @@ S_TRACKING = ("The closure extends tracking: the median corr_time(0.8) with the 
               ">= 2 x the no-closure coarse model's.")
 
 
-@claims.add("online-tracking", S_TRACKING, "the card's quick threshold (prototype: 19.5-23.5 vs 4-5 time units)")
+@claims.add("online-tracking", S_TRACKING, "the card's quick threshold (prototype: 19.5-23.5 vs 4-5 time units)",
+            departures=[COARSE_DT, DOWNSCALE])
 def judge_tracking(res, v) -> Verdict:
     s = _online(res)
-    base = float(s.loc["none", "median_corr_time"])
+    base = v.finite(s.loc["none", "median_corr_time"], "no-closure median corr_time")
     ratios = {m: float(s.loc[m, "median_corr_time"]) / max(base, 1e-12) for m in ("direct", "multiscale")}
-    worst = min(ratios.values())
-    return v.judged(worst >= 2.0, worst, ">= 2", None,
-                    f"median corr_time none {base:g}; " + "; ".join(
-                        f"{m} {float(s.loc[m, 'median_corr_time']):g} (x{r:.2f})" for m, r in ratios.items()))
+    return v.at_least(pd.Series(ratios), 2.0, name="corr_time ratio to no closure",
+                      detail=f"median corr_time none {base:g}; " + "; ".join(
+                          f"{m} {float(s.loc[m, 'median_corr_time']):g} (x{r:.2f})" for m, r in ratios.items()))
 
 
 S_MS_OFFLINE = ("Paper: on QG eddy at 64², the multiscale closure's offline MSE is below the direct closure's for "
@@ -123,7 +138,9 @@ S_MS_OFFLINE = ("Paper: on QG eddy at 64², the multiscale closure's offline MSE
                 "gain (1 − ratio) is largest for small.")
 
 
-@claims.add("ms-beats-direct-offline", S_MS_OFFLINE, REF + ", offline results (QG eddy)")
+@claims.add("ms-beats-direct-offline", S_MS_OFFLINE, REF + ", offline results (QG eddy)", departures=[
+    DOWNSCALE, ADAM, Departure.of("judged per operator, sharp and gauss each (card: operator not named)",
+                                  presets=["paper"])])
 def judge_ms_offline(res, v) -> Verdict:
     t = res.table("offline")
     q = t[(t["system"] == "qg") & t["final"]]
@@ -152,7 +169,8 @@ S_MS_ONLINE = ("Paper: over 16 ten-year coupled QG runs, the multiscale closure'
                "Kolmogorov flow the same holds with noise injection (reported without).")
 
 
-@claims.add("ms-more-stable-online", S_MS_ONLINE, REF + ", online results (QG eddy, Kolmogorov flow)")
+@claims.add("ms-more-stable-online", S_MS_ONLINE, REF + ", online results (QG eddy, Kolmogorov flow)",
+            departures=[DOWNSCALE, ADAM])
 def judge_ms_online(res, v) -> Verdict:
     if "online_2d" not in res.tables:
         return v.undecided("needs paper preset (QG eddy and Kolmogorov online runs)")
@@ -174,7 +192,8 @@ S_NOISE = ("Paper (thresholds ours): on Kolmogorov flow at 64² without noise in
            "blow up before t = 70; with injection (p_clean = 0.5) <= 10% do.")
 
 
-@claims.add("kf-noise-needed", S_NOISE, REF + ", Kolmogorov flow (reconstructed thresholds)")
+@claims.add("kf-noise-needed", S_NOISE, REF + ", Kolmogorov flow (reconstructed thresholds)",
+            departures=[DOWNSCALE, ADAM])
 def judge_noise(res, v) -> Verdict:
     if "online_2d" not in res.tables:
         return v.undecided("needs paper preset (Kolmogorov online runs)")

@@ -6,12 +6,31 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.core.errors import Undecided
 
 REF = "arXiv 2512.10857"
 
 
 claims = Claims("self-consistent-interpolants")
+
+# Where the judged form differs from the card's (a field departure applies only when the run's value differs).
+SCHEDULE = Departure.field_value("schedule", "constant", "at a constant rate the raw weights' moments wander with SGD "
+                                 "noise (seed 1, 1500 steps: mean error 0.02-0.24 from one evaluation to the next), so "
+                                 "the judged last snapshot would be one draw of it")
+ONE_DRAW = Departure.field_value("resamples", 1, "the paper preset's digits setting (2 draws) applies to every part")
+GAUSS = [SCHEDULE, ONE_DRAW,
+         Departure.field_value("gauss_steps", 800, "converged by ~100 steps at the quick width; CPU budget",
+                               presets=["quick", "digits-cpu"]),
+         Departure.field_value("gauss_steps", 5000, presets=["paper"])]
+# mask-2d is a paper claim: the card's sizes are its paper 2-D ones at every preset.
+MASK2D = [SCHEDULE, ONE_DRAW] + [Departure.field_value(f, card, "CPU budget: judged at the quick sizes")
+                                 for f, card in (("width", 256), ("time_dim", 32), ("transport_steps", 40),
+                                                 ("mask2d_batch", 2000), ("mask2d_steps", 5000))]
+# The digits claims at the card's digits recipe (paper); digits-cpu runs them at reduced sizes.
+DIGITS = [Departure.field_value(f, card, "CPU budget (preset digits-cpu)", presets=["paper", "digits-cpu"])
+          for f, card in (("digits_steps", 20_000), ("digits_batch", 128), ("digits_transport_steps", 64),
+                          ("digits_lr", 5e-4), ("resamples", 2))]
 
 
 S_ORACLE = (
@@ -43,7 +62,7 @@ S_MOMENTS = (
 )
 
 
-@claims.add("gauss-moments", S_MOMENTS, REF + ", Sec. 5 (synthetic)")
+@claims.add("gauss-moments", S_MOMENTS, REF + ", Sec. 5 (synthetic)", departures=GAUSS)
 def judge_moments(res, v) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
     ok = r.mean_error <= 0.1 and r.cov_error <= 0.12
@@ -60,7 +79,7 @@ S_SELF = (
 )
 
 
-@claims.add("gauss-self-consistent", S_SELF, REF + ", Sec. 3 (self-consistency)")
+@claims.add("gauss-self-consistent", S_SELF, REF + ", Sec. 3 (self-consistency)", departures=GAUSS)
 def judge_self(res, v) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
     return v.judged(r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R "
@@ -73,20 +92,23 @@ S_MOONS = (
 )
 
 
-@claims.add("moons-sw2", S_MOONS, REF + ", Sec. 5 (two moons)")
+@claims.add("moons-sw2", S_MOONS, REF + ", Sec. 5 (two moons)", departures=[
+    SCHEDULE, ONE_DRAW, Departure.field_value("moons_channels", ("noise",), "the channels this run observes the moons "
+                                                         "through")])
 def judge_moons(res, v) -> Verdict:
     t = res.table("moons", unless="this config runs no two-moons channel (moons_channels is empty)")
     t = t[t["weights"] == "raw"]
     paper = res.config["moons_steps"] >= 5000 and res.config["batch"] >= 2000
     bar = 0.35 if paper else 0.5
     ends = t[t["step"] == t.groupby("channel")["step"].transform("max")]
-    worst = float(ends["ratio"].max())
     detail = "; ".join(
         f"{r.channel}: SW2 {r.sw2:.3f} vs observed {r.sw2_observed:.3f} (ratio {r.ratio:.3f}), newly generated "
         f"{r.sw2_generated:.3f}, two clean draws {r.sw2_floor:.3f}"
         for r in ends.itertuples()
     )
-    return v.judged(worst <= bar, worst, f"<= {bar}", bar, detail + f" (need ratio <= {bar})")
+    ratios = v.column(ends, "ratio")
+    return v.at_most(pd.Series(ratios.to_numpy(), index=ends["channel"]), bar, name="SW2 ratio", tolerance=bar,
+                     detail=detail)
 
 
 S_MASK2D = (
@@ -95,7 +117,7 @@ S_MASK2D = (
 )
 
 
-@claims.add("mask-2d", S_MASK2D, REF + ", Sec. 5 (masking)")
+@claims.add("mask-2d", S_MASK2D, REF + ", Sec. 5 (masking)", departures=MASK2D)
 def judge_mask2d(res, v) -> Verdict:
     t = res.table("mask2d", unless="this config does not run the 2-D masking part (mask2d=false)")
     r = t[(t["weights"] == "raw") & (t["step"] == t["step"].max())].iloc[0]
@@ -116,7 +138,7 @@ S_DIGITS = (
 )
 
 
-@claims.add("digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)")
+@claims.add("digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)", departures=DIGITS)
 def judge_digits(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     gain, acc_gain = r.psnr_restored - r.psnr_observed, r.acc_restored - r.acc_observed
@@ -135,7 +157,7 @@ S_CHANNEL = ("Masked digits: the re-corrupted cleaned law matches the observed o
              "of the observed set (biased estimates of equal sample sizes, one median-heuristic kernel).")
 
 
-@claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)")
+@claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)", departures=DIGITS)
 def judge_channel(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     ratio = r.mmd_recorrupted / max(r.mmd_halves, 1e-12)
