@@ -16,6 +16,8 @@ def test_quick_claims(sensitivity_quick):
     for v in sensitivity_quick.verdicts:
         if v.id.endswith("warmup-needed"):
             assert v.passed is None and "needs paper preset" in v.detail
+        elif v.id.endswith("/deepnorm-exponent"):  # the card's sign step: declared to fail on every seed
+            assert v.outcome == "known", f"{v.id}: {v.outcome} {v.detail}"
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert {"theta_landscape", "gain_vs_T", "deepnorm_update", "theta_training", "grad_profile"} <= {

@@ -172,8 +172,11 @@ def test_paper_judges_on_synthetic_tables():
 
 def test_leap_quick_decides_its_quick_claims(leap_quick):
     verdicts = {v.id.split("/")[1]: v for v in leap_quick.verdicts}
-    for name in ("p3-moments", "m3-moment", "leap-values", "u-stat-collapse", "order2-blind", "m3-linear", "u-beats-v"):
+    for name in ("p3-moments", "m3-moment", "leap-values", "u-stat-collapse", "order2-blind",
+                 "m3-linear-above-threshold", "u-beats-v"):
         assert verdicts[name].passed is True, verdicts[name].detail
+    # the card's form (n/d 10, 20, 40) straddles the order-2 threshold: declared to fail on every seed
+    assert verdicts["m3-linear"].outcome == "known", verdicts["m3-linear"].detail
     assert verdicts["exponents"].passed is None and "needs paper preset" in verdicts["exponents"].detail
 
 

@@ -121,9 +121,16 @@ def _deepnorm_verdict(res, v, update: str, **declared) -> Verdict:
     if spread is None or growth is None:
         return v.undecided("needs p = 0.25 in 'deepnorm_exponents' and the plain post-LN runs: " + detail, p_star,
                            "in [0.18, 0.32]")
-    # no zero crossing on the p grid: the slope never changes sign, so p* lies outside [0, max p] (it fails)
-    return v.within(math.nan if p_star is None else p_star, 0.18, 0.32, name="p*", also=spread <= 1.5 and growth >= 2,
-                    detail=detail + (" (no zero crossing on the p grid)" if p_star is None else ""))
+    if p_star is None:
+        # the slope keeps one sign over the p grid, so p* lies outside it: a failure where the grid spans the band
+        grid = s["p"].to_numpy()
+        if grid.min() > 0.18 or grid.max() < 0.32:
+            return v.undecided(f"no zero crossing on a p grid [{grid.min():g}, {grid.max():g}] that does not span "
+                               f"[0.18, 0.32]: {detail}", None, "in [0.18, 0.32]")
+        return v.failed(float(s["slope"].iloc[-1]), "p* in [0.18, 0.32] (slope at the largest p)", None,
+                        detail + f" (no zero crossing on the p grid [{grid.min():g}, {grid.max():g}], so p* is "
+                        "outside [0.18, 0.32])")
+    return v.within(p_star, 0.18, 0.32, name="p*", also=spread <= 1.5 and growth >= 2, detail=detail)
 
 
 S_DN = ("Post-LN with α = (2N)^(1/4) and β = (8N)^(−p): the log-log slope in N of the relative output change after one "

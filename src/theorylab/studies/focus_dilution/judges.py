@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.stages import longest_true_run
 
 REF = "Chen, Lin, Xu & Luo, arXiv 2605.01199 (abstract; thresholds reconstructed in the card)"
@@ -134,7 +134,15 @@ S_FOCUS = ("Stages 2-3: after W₁ the focus ratio F on the V/4 most frequent to
            "at least half of that gain is undone (F_end <= 1 + 0.5 (F_peak - 1)), for every member.")
 
 
-@claims.add("focus-then-dilution", S_FOCUS, REF + ", stages 2-3 (abstract)")
+# Measured at the quick preset over seeds 0-9 (issue 22; docs/seed-robustness.md, docs/studies/focus-dilution.md).
+FOCUS_KNOWN = KnownFailure.on_some_seeds(2, 10, [1, 6], (
+    "seed 1's attention focuses on pi-ranks 2-4 and misses the card's V/4 = 2-token top set; seed 6 focuses late and "
+    "does not dilute even at 8000 steps. The focus definition is reconstructed (the card's top set of pi) and is the "
+    "first thing to re-check against the paper (issue 46 rebuilds it); the card's F_peak and F_end bounds are kept"),
+    presets=["quick"])
+
+
+@claims.add("focus-then-dilution", S_FOCUS, REF + ", stages 2-3 (abstract)", known=FOCUS_KNOWN)
 def judge_focus(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
