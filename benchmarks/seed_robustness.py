@@ -65,13 +65,16 @@ def summary(data: dict) -> dict:
 def markdown(data: dict) -> str:
     seeds = data["seeds"]
     s = summary(data)
-    span = f"{seeds[0]}–{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
+    contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+    span = f"{seeds[0]}–{seeds[-1]}" if contiguous else ", ".join(map(str, seeds))
+    spec = f"{seeds[0]}-{seeds[-1]}" if contiguous else ",".join(map(str, seeds))  # as typed on the command line
     v = s["verdicts"]
     lines = [
-        f"Quick presets at seeds {span} ({len(seeds)} seeds), from `theorylab check --preset quick --seeds {span}` "
-        f"(`python benchmarks/seed_robustness.py --write-docs`). {s['claims']} claims: {s['every_seed']} passed as "
-        f"stated on every seed that decided them, {s['every_seed_with_departures']} passed on every such seed with "
-        f"departures, {s['known']} with declared known failures, {s['unexplained']} with unexplained failures, "
+        f"Quick presets at seeds {span} ({len(seeds)} seeds), from `theorylab check --preset quick --seeds {spec}` "
+        f"(`python benchmarks/seed_robustness.py --seeds {spec} --write-docs`). {s['claims']} claims: "
+        f"{s['every_seed']} passed as stated on every seed that decided them, "
+        f"{s['every_seed_with_departures']} passed on every such seed with departures, "
+        f"{s['known']} with declared known failures, {s['unexplained']} with unexplained failures, "
         f"{s['not_decided']} not decided at quick on any seed. Verdicts over all runs: {v['passed']} passed as "
         f"stated, {v['departed']} passed with departures, {v['known']} known failures, {v['failed']} failed, "
         f"{v['unexpected']} passed unexpectedly, {v['undecided']} not decided, {v['error']} judge errors.",

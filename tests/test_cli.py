@@ -32,8 +32,8 @@ def test_run_json_object(root):
     res = invoke(root, "run", "toy", "--json", "--set", "n=500", "--seed", "3")
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
-    assert set(obj) == {"study", "run_id", "preset", "status", "message", "counts", "wall_s", "verdicts", "tables",
-                        "figures"}
+    assert set(obj) == {"study", "run_id", "preset", "seed", "status", "message", "counts", "wall_s", "verdicts",
+                        "tables", "figures"}
     assert obj["status"] == "done" and obj["study"] == "toy"
     (v,) = obj["verdicts"]
     assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error", "departures",
@@ -274,7 +274,7 @@ def test_a_known_failure_exits_0_unless_strict_and_an_unexpected_pass_exits_1(ro
 def test_check_counts_split_passed_as_stated_from_departures_and_known(root):
     res = invoke(root, "check", "toy-declared", "toy", "--workers", "1")
     assert res.exit_code == 0, res.output
-    assert re.search(r"3 passed as stated, 1 passed with departures, 1 known failures, 0 failed, 0 passed "
+    assert re.search(r"3 passed as stated, 1 passed with departures, 1 known failure, 0 failed, 0 passed "
                      r"unexpectedly, 0 not decided", " ".join(res.stdout.split()))
 
 
@@ -282,13 +282,17 @@ def test_seeds_report_rates_and_exit_1_on_an_unexplained_failure(root):
     res = invoke(root, "check", "toy-declared", "--seeds", "0-2", "--workers", "1", "--json")
     assert res.exit_code == 0, res.output  # seeds 0-2: known failures only
     obj = json.loads(res.stdout)
-    assert obj["seeds"] == [0, 1, 2] and len(obj["runs"]) == 3
+    assert obj["seeds"] == [0, 1, 2] and [r["seed"] for r in obj["runs"]] == [0, 1, 2]
     rates = {c["claim"].split("/")[1]: c for c in obj["claims"]}
     assert rates["odd-seeds-fail"]["rate"] == "2/3" and rates["odd-seeds-fail"]["seeds"] == {
         "0": "passed", "1": "known", "2": "passed"}
     lo, hi = rates["odd-seeds-fail"]["wilson95"]
     assert 0.2 < lo < 2 / 3 < hi < 1
     assert rates["mean-zero"]["departures"] == ["n 200 (card 1000): fewer draws at quick"]
+    # the README table of one seed's quick verdicts (seed 1 adds the odd-seed known failure)
+    row = {s: next(line for line in invoke(root, "list", "--markdown", "--seed", str(s)).stdout.splitlines()
+                   if line.startswith("| `toy-declared`")) for s in (0, 1)}
+    assert "1 known failure," in row[0] and "2 known failures" in row[1], row
     res = invoke(root, "check", "toy-declared", "--seeds", "2-4", "--workers", "1")  # seed 3 fails unexplained
     assert res.exit_code == 1
     text = " ".join(res.stdout.split())

@@ -20,7 +20,7 @@ from theorylab.core.context import resolve_device
 from theorylab.core.errors import MissingResource
 from theorylab.core.result import Result
 from theorylab.core.store import Store
-from theorylab.core.study import OUTCOME_WORDS, Verdict, all_studies, get_study
+from theorylab.core.study import Verdict, all_studies, counted, get_study
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked "
     "studies.")
@@ -166,9 +166,8 @@ def _print_claims(results: list[Result], title: str) -> None:
 def _counts_line(counts: dict[str, int], compact: bool = False) -> str:
     """``"150 passed as stated, 39 passed with departures, 2 known failures, 0 failed, ..."`` (``compact``: the
     buckets that are not zero)."""
-    return ", ".join(f"{counts[k]} {OUTCOME_WORDS[k]}" for k in ("passed", "departed", "known", "failed",
-                                                                 "unexpected", "undecided", "error")
-                     if counts[k] or not compact) or "no claims"
+    return ", ".join(counted(counts[k], k) for k in ("passed", "departed", "known", "failed", "unexpected",
+                                                     "undecided", "error") if counts[k] or not compact) or "no claims"
 
 
 def _run_summary(res: Result) -> None:
@@ -207,18 +206,20 @@ def _row_verdict(row: dict[str, Any], short: bool = False) -> str:
     """An index row's verdict counts in words (zero buckets other than passed, failed, not decided left out)."""
     counts = {k: row.get(f"n_{k}") or 0 for k in ("passed", "departed", "known", "failed", "unexpected", "undecided",
                                                    "error")}
-    if short:
-        words = {"passed": "passed", "departed": "passed†", "known": "known", "failed": "failed",
-                 "unexpected": "passed unexpectedly", "undecided": "not decided", "error": "errors"}
-    else:
-        words = dict(OUTCOME_WORDS, known="known failures")
-    return ", ".join(f"{n} {words[k]}" for k, n in counts.items() if n or k in ("passed", "failed", "undecided"))
+    shown = {k: n for k, n in counts.items() if n or k in ("passed", "failed", "undecided")}
+    if not short:
+        return ", ".join(counted(n, k) for k, n in shown.items())
+    words = {"passed": "passed", "departed": "passed†", "known": "known", "failed": "failed",
+             "unexpected": "passed unexpectedly", "undecided": "not decided", "error": "errors"}
+    return ", ".join(f"{n} {words[k]}" for k, n in shown.items())
 
 
 @app.command("list")
 def list_cmd(
     markdown: bool = typer.Option(False, "--markdown", help="Print the README studies table (with the latest quick "
                                                             "verdicts)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="The quick verdict of this seed's run (default: the "
+                                       "newest quick run, any seed)."),
     store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -228,7 +229,8 @@ def list_cmd(
     for slug, study in all_studies().items():
         history = st.rows(slug)  # newest first
         latest = next((r for r in history if r["status"] != "running"), None)
-        quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"), None)
+        quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"
+                      and (seed is None or r["seed"] == seed)), None)
         rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims),
                      "latest": latest, "quick": quick,
                      "not_built": dict(study.not_built)})
@@ -236,7 +238,8 @@ def list_cmd(
         print(json.dumps([{k: v for k, v in r.items()} for r in rows], default=str))
         return
     if markdown:
-        print("| slug | paper | claims | quick verdict | quick time | card claims not built |")
+        at = "" if seed is None else f" (seed {seed})"
+        print(f"| slug | paper | claims | quick verdict{at} | quick time{at} | card claims not built |")
         print("|---|---|---|---|---|---|")
         for r in rows:
             q = r["quick"]

@@ -24,7 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from theorylab.core.result import Result
 from theorylab.core.seeds import MARKS, claim_rates
 from theorylab.core.store import Store
-from theorylab.core.study import OUTCOME_WORDS, OUTCOMES, all_studies
+from theorylab.core.study import OUTCOME_WORDS, OUTCOMES, all_studies, counted
 
 NO_FAMILY = "other"
 
@@ -81,8 +81,8 @@ def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
     claim passed, ``none`` without claims) and ``detail`` in words."""
     total = sum(counts.get(k, 0) for k in OUTCOMES)
     passed = counts.get("passed", 0) + counts.get("departed", 0)
-    parts = [f"{counts[k]} {OUTCOME_WORDS[k]}" for k in ("departed", "known", "failed", "unexpected", "error",
-                                                         "undecided") if counts.get(k)]
+    parts = [counted(counts[k], k) for k in ("departed", "known", "failed", "unexpected", "error", "undecided")
+             if counts.get(k)]
     text = f"{passed}/{total} passed" if total else "no claims"
     if status != "done":
         tone, text = "bad", f"{status} · {text}"

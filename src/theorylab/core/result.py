@@ -94,6 +94,7 @@ class Result:
             "study": self.study,
             "run_id": self.run_id,
             "preset": self.preset,
+            "seed": self.seed,
             "status": self.status,
             "message": self.message,
             "counts": self.counts(),

@@ -28,6 +28,14 @@ OUTCOME_WORDS = {"passed": "passed as stated", "departed": "passed with departur
                  "error": "judge errors"}
 
 BAD_OUTCOMES = frozenset({"failed", "unexpected", "error"})
+
+
+def counted(n: int, outcome: str) -> str:
+    """``"2 known failures"``, ``"1 known failure"``: a count of one outcome in words."""
+    words = OUTCOME_WORDS[outcome]
+    if n == 1 and words.endswith("s") and outcome in ("known", "error"):
+        words = words[:-1]
+    return f"{n} {words}"
 """The outcomes that fail a run or a check (``--strict`` adds ``known``)."""
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 
 REF = "arXiv 2602.13106"
@@ -202,7 +202,16 @@ S_KNAP = ("The max-aggregation MPNN trained on <= 4 items / capacity <= 8 reache
           "no part in the choice).")
 
 
-@claims.add("knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)", departures=KNAPSACK)
+# Measured at the quick preset over run seeds 0-19, 42, 100, 123, 1234, 2026 and 12345 (issue 44).
+KNAPSACK_KNOWN = KnownFailure.on_some_seeds(1, 26, [14], (
+    "run seed 14's first network reads mean relative error 1.74e-2 at 50 items (the other 7e-5) although its held-out "
+    "error at the training sizes is 5.2e-5, the lowest of its restarts: a max-aggregation update that fits <= 4-item "
+    "instances to 1e-4 need not be the DP's own, and the training-size selection cannot see the drift that 50 items "
+    "amplify; the other 25 seeds' worst network reads 4.3e-3"), presets=QUICK)
+
+
+@claims.add("knapsack-extrapolation", S_KNAP, REF + ", dynamic programs (our DAG encoding)", departures=KNAPSACK,
+            known=KNAPSACK_KNOWN)
 def judge_knapsack(res, v) -> Verdict:
     t = res.table("knapsack")
     top = t[t["items"] == t["items"].max()]
