@@ -158,7 +158,7 @@ def test_badge_tone_is_the_worst_outcome():
     assert badge("done", {**zero, "passed": 8, "undecided": 1, "failed": 1}) == {
         "text": "8/10 passed", "tone": "bad", "detail": "1 failed, 1 not decided"}
     assert badge("done", {**zero, "passed": 8, "error": 1}) == {"text": "8/9 passed", "tone": "bad",
-                                                                "detail": "1 judge errors"}
+                                                                "detail": "1 judge error"}
     assert badge("diverged", {**zero, "undecided": 2}) == {"text": "diverged · 0/2 passed", "tone": "bad",
                                                            "detail": "2 not decided"}
     assert badge("done", zero)["tone"] == "none"

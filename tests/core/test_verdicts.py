@@ -170,3 +170,18 @@ def test_a_declaration_must_be_data_of_the_right_kind():
     with pytest.raises(ValueError, match="text"):
         Departure.of("")
     assert math.isnan(float("nan"))
+
+
+def test_tolerance_departures_name_only_the_rows_where_our_bound_and_the_cards_disagree():
+    import pandas as pd
+
+    from theorylab.core.declared import tolerance_departures
+
+    residual = pd.Series([1e-14, 3e-12, 5e-13])
+    assert tolerance_departures([(residual, 1e-11, 1e-11, "residual")]) == []  # same outcome against both
+    # passes within our larger bound only on row 1: a departure, with its numbers
+    (said,) = tolerance_departures([(residual, 1e-11, 1e-12, "residual")], "the rounding bound")
+    assert said == "residual 3.0e-12 within the rounding bound 1.0e-11 (card: 1e-12)"
+    # fails against our smaller per-row bound where the card's tolerance passes
+    (said,) = tolerance_departures([(residual, pd.Series([1e-13, 1e-13, 1e-13]), 1e-12, "gap")])
+    assert said == "gap 5.0e-13 above our bound 1.0e-13 (card: 1e-12)"

@@ -124,3 +124,24 @@ class KnownFailure:
 
     def describe(self) -> str:
         return f"known failure on {self.rate}: {self.cause}"
+
+
+def tolerance_departures(checks: Sequence[tuple[Any, Any, float, str]], bound_name: str = "our bound") -> list[str]:
+    """A run's departures from a card's fixed tolerances, where a claim is judged against our own bound (e.g. a
+    float64 rounding bound that scales with the problem). ``checks`` holds ``(residual, our bound, the card's
+    tolerance, what)``: residuals a pandas Series read through ``v.column`` (no NaN), the bound a Series on the same
+    index or one number. Where every residual gets the same outcome against both, the claim is judged as stated and
+    nothing is returned; a residual that passes only within our (larger) bound, or fails only against our (smaller)
+    one, is a departure, said with its numbers."""
+    import pandas as pd
+
+    out = []
+    for residual, bound, card, what in checks:
+        bound = bound if isinstance(bound, pd.Series) else pd.Series(bound, index=residual.index)
+        ours, stated = residual <= bound, residual <= card
+        differ = ours != stated
+        if differ.any():
+            side = "within" if bool(ours[differ].any()) else "above"
+            out.append(f"{what} {float(residual[differ].max()):.1e} {side} {bound_name} "
+                       f"{float(bound[differ].max()):.1e} (card: {card:g})")
+    return out

@@ -6,25 +6,13 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import tolerance_departures
 
 REF = "arXiv 2604.09560"
 
 
 def _tolerance_departures(checks: list[tuple[pd.Series, pd.Series | float, float, str]]) -> list[str]:
-    """This run's departures from the card's fixed tolerances. ``checks`` holds (residual, our float64 rounding
-    bound, the card's tolerance, what), residuals already read through ``v.column`` (no NaN). Where every residual
-    gets the same outcome against both tolerances, the claim is judged as stated; a residual that passes only within
-    our (larger) bound, or fails only against our (smaller) one, is a departure, said with its numbers."""
-    out = []
-    for residual, bound, card, what in checks:
-        bound = bound if isinstance(bound, pd.Series) else pd.Series(bound, index=residual.index)
-        ours, stated = residual <= bound, residual <= card
-        differ = ours != stated
-        if differ.any():
-            side = "within" if bool(ours[differ].any()) else "above"
-            out.append(f"{what} {float(residual[differ].max()):.1e} {side} the float64 rounding bound "
-                       f"{float(bound[differ].max()):.1e} (card: {card:g})")
-    return out
+    return tolerance_departures(checks, "the float64 rounding bound")
 
 
 def _cols(v, t: pd.DataFrame, *names: str) -> list[pd.Series]:
