@@ -115,6 +115,40 @@ def test_second_cycle_measurement_on_a_constructed_curve():
     assert not s["ok"]
 
 
+def test_second_cycle_judge_on_constructed_tables():
+    """The claim-6 judge on a two-member table at the card's 20000 steps: decided, and each way of missing the
+    second cycle (no new direction, no second peak, no second decline) in one member fails it; below 20000 steps it
+    is not decided."""
+    import pandas as pd
+
+    from theorylab.core.result import Result
+    from theorylab.core.study import get_study
+
+    steps = np.arange(0, 20_001, 500)
+    focus = np.interp(steps, [0, 2000, 4000, 8000, 12000, 16000, 20000], [1, 1, 1.2, 1.05, 1.05, 1.08, 1.0])
+    one = pd.DataFrame(dict(step=steps, loss=np.where(steps <= 2000, 1.0, 0.8),
+                            qk_norm=np.where(steps <= 2000, 1.0, 3.0), focus=focus,
+                            e_directions=np.where(steps >= 10_000, 2, 1)))
+    claim = next(c for c in get_study("focus-dilution").claims if c.id.endswith("second-cycle"))
+
+    def judged(*curves):
+        table = pd.concat([c.assign(member=m) for m, c in enumerate(curves)], ignore_index=True)
+        levels = pd.DataFrame(dict(member=range(len(curves)), unigram_entropy=1.0, entropy_rate=0.5))
+        return claim.evaluate(Result("focus-dilution", "x", "paper", 0, "done", {"steps": 20_000},
+                                     tables={"curves": table, "levels": levels}))
+
+    assert judged(one, one).passed is True, judged(one, one).detail
+    no_direction = one.assign(e_directions=1)
+    no_peak = one.assign(focus=np.where(steps >= 10_000, np.minimum(one["focus"], 1.01), one["focus"]))
+    no_decline = one.assign(focus=np.where(steps >= 16_000, 1.08, one["focus"]))
+    for bad in (no_direction, no_peak, no_decline):
+        v = judged(one, bad)
+        assert v.passed is False, v.detail
+    assert claim.evaluate(Result("focus-dilution", "x", "quick", 0, "done", {"steps": 4000}, tables={
+        "curves": one.assign(member=0), "levels": pd.DataFrame(dict(member=[0], unigram_entropy=1.0,
+                                                                     entropy_rate=0.5))})).passed is None
+
+
 def test_bad_config_fails_naming_the_field():
     with pytest.raises(ValidationError, match="min_position"):
         FocusDilutionConfig(length=4, min_position=4)
