@@ -259,6 +259,40 @@ def list_cmd(
     out.print(table)
 
 
+@app.command("claims")
+def claims_cmd(
+    slugs: Optional[List[str]] = typer.Argument(None, help="Studies to list (default: all)."),
+    store: Optional[Path] = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every claim: the preset that decides it, that preset's measured time (or GPU and an estimate), the latest
+    verdict per preset in the store, and its declared departures."""
+    from theorylab.core.inventory import inventory, summary
+
+    with _user_errors():
+        studies = [get_study(slug) for slug in dict.fromkeys(slugs)] if slugs else list(all_studies().values())
+    entries = inventory(studies, Store(store))
+    counts = summary(entries)
+    if as_json:
+        print(json.dumps({"summary": counts, "claims": [e.to_json() for e in entries]}, default=str))
+        return
+    table = Table(title="theorylab claims: what decides each claim")
+    for col in ("claim", "decided by", "time", "latest verdicts (preset: verdict)", "departures"):
+        table.add_column(col, overflow="fold")
+    for e in entries:
+        latest = "; ".join(f"{p} (seed {v['seed']}): {v['label']}"
+                           + (f", {_fmt(v['measured'])}" if v["measured"] is not None else "")
+                           for p, v in e.verdicts.items()) or "not run"
+        first = (e.departures[0][:70] + ("..." if len(e.departures[0]) > 70 else "")) if e.departures else ""
+        deps = (f"{len(e.departures)}: {first}" if e.departures else "none") + ("; known failure" if e.known else "")
+        table.add_row(e.id, e.decided_by + (" (GPU)" if e.device == "GPU" else ""), e.time_words(), escape(latest),
+                      escape(deps))
+    out.print(table)
+    out.print(f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a CPU preset, "
+              f"{counts['gpu']} only on a GPU; {counts['decided_in_store']} decided by a run in this store",
+              highlight=False)
+
+
 @app.command()
 def run(
     slug: str = typer.Argument(..., help="Study slug (see `theorylab list`)."),

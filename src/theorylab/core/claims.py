@@ -196,13 +196,15 @@ class Claims:
 
     def add(self, claim_id: str, statement: str, reference: str | None = None, *,
             departures: Iterable[Departure | str] = (), known: KnownFailure | None = None,
-            ) -> Callable[[Callable[..., Verdict]], Callable[["Result"], Verdict]]:
+            decided_by: str = "quick") -> Callable[[Callable[..., Verdict]], Callable[["Result"], Verdict]]:
         """Decorator declaring the claim ``<slug>/<claim_id>`` judged by ``judge(result, v)``.
 
         ``reference`` is what the claim is checked against (the paper's section, "ours: ..."); it
         defaults to the study's reference given to :class:`Claims`. ``departures`` (a
         :class:`Departure`, or a string for one that always applies) and ``known`` (a
-        :class:`KnownFailure`) travel with every verdict of the claim.
+        :class:`KnownFailure`) travel with every verdict of the claim. ``decided_by`` names the smallest preset
+        whose run decides the claim (``"cpu"``: the study's <= 10 min CPU preset; ``"paper"``: a GPU preset when it
+        declares ``gpu_minutes``); a run at a smaller preset says, in its "not decided", which preset decides it.
         """
         declared = tuple(d if isinstance(d, Departure) else Departure.of(d) for d in departures)
         if known is not None and not isinstance(known, KnownFailure):
@@ -220,7 +222,7 @@ class Claims:
                 return judge(result, judgement)
 
             self._claims.append(Claim(full, statement, self.reference if reference is None else reference, bound,
-                                      declared, known))
+                                      declared, known, decided_by))
             return bound
 
         return decorate

@@ -92,22 +92,41 @@ class ReadRecordingDict(dict):
 
 @dataclass(frozen=True)
 class Preset:
-    """A named delta from the config defaults; every overridden field carries its reason."""
+    """A named delta from the config defaults; every overridden field carries its reason.
+
+    ``gpu_minutes`` marks a preset that needs a GPU: its estimated wall time in minutes on one H100 (None: the preset
+    runs on a CPU; ``quick`` in <= 60 s and ``cpu`` in <= 10 min on 2 cores). A claim decided only by such a preset
+    says so at every other preset ("not decided: GPU (paper preset, est. 40 min on one H100)")."""
 
     name: str
     values: Mapping[str, Any] = field(default_factory=dict)
     reasons: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    gpu_minutes: float | None = None
 
     @classmethod
-    def of(cls, name: str, description: str = "", **fields: tuple[Any, str]) -> "Preset":
-        """``Preset.of("paper", n_draws=(4000, "paper's Monte Carlo size"))``."""
+    def of(cls, name: str, description: str = "", *, gpu_minutes: float | None = None,
+           **fields: tuple[Any, str]) -> "Preset":
+        """``Preset.of("paper", n_draws=(4000, "paper's Monte Carlo size"))``; ``gpu_minutes=40`` for a GPU preset."""
+        if gpu_minutes is not None and not gpu_minutes > 0:
+            raise ValueError(f"preset '{name}': gpu_minutes must be > 0 or None; got {gpu_minutes}")
         return cls(
             name=name,
             values={k: v for k, (v, _) in fields.items()},
             reasons={k: r for k, (_, r) in fields.items()},
             description=description,
+            gpu_minutes=gpu_minutes,
         )
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.gpu_minutes is not None
+
+    def device_words(self) -> str:
+        """Where this preset is meant to run, in words: ``"CPU"`` or ``"GPU (paper preset, est. 40 min on one H100)"``."""
+        if self.gpu_minutes is None:
+            return "CPU"
+        return f"GPU ({self.name} preset, est. {self.gpu_minutes:g} min on one H100)"
 
 
 def _plain(value: Any) -> Any:

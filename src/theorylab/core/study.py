@@ -140,8 +140,23 @@ class Claim:
     judge: Callable[["Result"], Verdict]
     departures: tuple[Departure, ...] = ()
     known: KnownFailure | None = None
+    # the smallest preset of the study whose run decides this claim ("quick", "cpu", "paper", ...), and where that
+    # preset runs in words (filled by :func:`study` from the preset: "CPU", "GPU (paper preset, est. ...)")
+    decided_by: str = "quick"
+    decided_on: str = "CPU"
 
     def evaluate(self, result: "Result") -> Verdict:
+        verdict = self._evaluate(result)
+        preset = getattr(result, "preset", "")
+        if verdict.passed is None and not verdict.error and preset and preset != self.decided_by and result.status == "done":
+            # Say what decides it: a GPU-only claim reads "not decided: GPU (paper preset, est. N min on one H100)".
+            where = (self.decided_on if self.decided_on != "CPU"
+                     else f"decided by the {self.decided_by} preset on a CPU")
+            why = verdict.detail.removeprefix("not decided: ").removeprefix("not decided")
+            verdict = replace(verdict, detail=f"not decided: {where}" + (f"; {why.lstrip(': ')}" if why else ""))
+        return verdict
+
+    def _evaluate(self, result: "Result") -> Verdict:
         if result.status != "done":
             return Verdict(self.id, self.statement, None, None, None, None, f"not evaluated: run {result.status}")
         try:
@@ -312,6 +327,11 @@ def study(
             if key not in preset.reasons or not preset.reasons[key]:
                 raise ValueError(f"preset '{preset.name}' of '{slug}' gives no reason for '{key}'")
     claims = tuple(claims)  # a Claims declaration or a list of Claim
+    for c in claims:
+        if c.decided_by not in presets:
+            raise ValueError(f"claim '{c.id}' of '{slug}' is decided by preset '{c.decided_by}', which it does not "
+                             f"declare; presets: {', '.join(presets)}")
+    claims = tuple(replace(c, decided_on=presets[c.decided_by].device_words()) for c in claims)
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):
         raise ValueError(f"study '{slug}' has duplicate claim ids")
