@@ -123,7 +123,7 @@ class Preset:
         return self.gpu_minutes is not None
 
     def device_words(self) -> str:
-        """Where this preset is meant to run, in words: ``"CPU"`` or ``"GPU (paper preset, est. 40 min on one H100)"``."""
+        """Where this preset runs, in words: ``"CPU"`` or ``"GPU (paper preset, est. 40 min on one H100)"``."""
         if self.gpu_minutes is None:
             return "CPU"
         return f"GPU ({self.name} preset, est. {self.gpu_minutes:g} min on one H100)"

@@ -148,7 +148,8 @@ class Claim:
     def evaluate(self, result: "Result") -> Verdict:
         verdict = self._evaluate(result)
         preset = getattr(result, "preset", "")
-        if verdict.passed is None and not verdict.error and preset and preset != self.decided_by and result.status == "done":
+        if (verdict.passed is None and not verdict.error and preset and preset != self.decided_by
+                and result.status == "done"):
             # Say what decides it: a GPU-only claim reads "not decided: GPU (paper preset, est. N min on one H100)".
             where = (self.decided_on if self.decided_on != "CPU"
                      else f"decided by the {self.decided_by} preset on a CPU")
