@@ -358,6 +358,14 @@ def check(
     from theorylab.core.runner import check_many, check_workers
 
     names = list(dict.fromkeys(slugs or all_studies()))
+    if not slugs:
+        names, without = tier_studies(names, preset)
+        if not names:
+            _fail(f"no study declares a '{preset}' preset")
+        if without:
+            err.print(f"{len(without)} studies have no {preset} preset (every claim decided at quick, or only on a "
+                      f"GPU; `theorylab claims` lists what decides each): {', '.join(without)}", highlight=False,
+                      soft_wrap=True)
     with _user_errors():
         for slug in names:
             get_study(slug)  # unknown slugs fail before any work
@@ -377,6 +385,11 @@ def check(
         err.print(f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
                   f"{'s' if threads > 1 else ''} each ...", highlight=False)
 
+    from theorylab.core.runner import expected_seconds
+
+    expected = {slug: expected_seconds(st, slug, preset) for slug in names}
+    finished: set[str] = set()
+
     def starting(slug: str, k: int) -> None:
         if n_proc == 1:
             err.print(f"checking {slug} ({preset}, {k}/{len(names)}) ...", highlight=False)
@@ -384,11 +397,13 @@ def check(
             err.print(f"  started {slug}", highlight=False)
 
     def done(slug: str, outcome: Result | BaseException, k: int) -> None:
+        finished.add(slug)
         if isinstance(outcome, BaseException):
             error_lines[slug] = _error_line(outcome, slug, missing)
-        elif n_proc > 1:
+        elif n_proc > 1 or preset != "quick":  # one at a time at quick: the progress bars say it all
             err.print(f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
-                      f"{_counts_line(outcome.counts(), compact=True)}", highlight=False, soft_wrap=True)
+                      f"{_counts_line(outcome.counts(), compact=True)}{_eta(names, finished, expected, n_proc)}",
+                      highlight=False, soft_wrap=True)
 
     for slug, outcome in zip(names, check_many(names, preset, seed, store=st, force=force, device=device,
                                                overrides=per_study, workers=n_proc, show_progress=True,
@@ -411,6 +426,25 @@ def check(
         raise typer.Exit(1)
     if missing:
         raise typer.Exit(2)
+
+
+def tier_studies(names: list[str], preset: str) -> tuple[list[str], list[str]]:
+    """(the studies of ``names`` that declare ``preset``, the others): ``check --preset cpu`` runs the first, names
+    the second (every claim of theirs is decided at quick, or only on a GPU). Every study has quick and paper."""
+    without = [slug for slug in names if preset not in get_study(slug).presets]
+    return [slug for slug in names if slug not in without], without
+
+
+def _eta(names: list[str], finished: set[str], expected: dict[str, float], n_proc: int) -> str:
+    """`` · ETA 4.2 min``: the unfinished studies' expected times (store, else recorded; unknown ones at the mean of
+    the known) shared by ``n_proc`` workers; "" when nothing is known."""
+    known = [t for t in expected.values() if t != float("inf")]
+    left = [s for s in names if s not in finished]
+    if not known or not left:
+        return ""
+    mean = sum(known) / len(known)
+    seconds = sum(expected[s] if expected[s] != float("inf") else mean for s in left) / max(1, min(n_proc, len(left)))
+    return f" · ETA {seconds / 60:.1f} min"
 
 
 def _error_line(outcome: BaseException, slug: str, missing: list[str]) -> str:

@@ -236,12 +236,16 @@ def _worker_thread_env(threads: int):
                 os.environ[k] = v
 
 
-def _expected_seconds(store: Store, slug: str, preset: str) -> float:
-    """The last finished run's wall time of ``slug`` at ``preset`` (inf when none: unknown ones start first)."""
+def expected_seconds(store: Store, slug: str, preset: str) -> float:
+    """The last finished run's wall time of ``slug`` at ``preset`` in ``store``, else the time recorded with the
+    package (:func:`theorylab.core.inventory.recorded_times`), else inf (unknown ones start first)."""
+    from theorylab.core.inventory import recorded_times
+
     for row in store.rows(slug):
         if row.get("preset") == preset and row.get("status") == "done" and row.get("wall_s"):
             return float(row["wall_s"])
-    return float("inf")
+    recorded = recorded_times().get("times", {}).get(slug, {}).get(preset)
+    return float(recorded) if recorded else float("inf")
 
 
 def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, store: Store | None = None,
@@ -303,7 +307,7 @@ def check_seeds(slugs: Sequence[str], seeds: Sequence[int], preset: str = "quick
                 outcome = err
             finished((slug, seed), outcome)
         return {job: outcomes[job] for job in jobs}
-    expected = {slug: _expected_seconds(store, slug, preset) for slug in slugs}
+    expected = {slug: expected_seconds(store, slug, preset) for slug in slugs}
     order = sorted(jobs, key=lambda job: -expected[job[0]])  # longest first: the shortest tail (stable: seeds in order)
     spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch already started its threads
     waiting = list(order)
