@@ -2,7 +2,7 @@
 
     python benchmarks/claims_inventory.py --store runs --seed 0 [--record-times] [--write-docs]
 
-``--record-times`` writes (merges into) ``src/theorylab/core/preset_times.json`` from the store's newest finished run of every
+``--record-times`` merges into ``src/theorylab/core/preset_times.json`` the store's newest finished run of every
 study at ``quick`` and ``cpu`` (wall seconds, with the CPU model and the date), so ``theorylab claims`` and the
 runner's longest-first ordering and ETA know a preset's time on a fresh clone. ``--write-docs`` writes
 docs/claims.md: every claim, the preset that decides it, its time, and its verdict at that preset in the store's
@@ -41,7 +41,7 @@ def cpu_model() -> str:
 
 def record_times(store: Store, presets: tuple[str, ...] = ("quick", "cpu"), note: str = "") -> dict:
     times: dict[str, dict[str, float]] = {}
-    for slug, study in all_studies().items():
+    for slug in all_studies():
         for row in store.rows(slug):  # newest first
             if row["status"] == "done" and row["preset"] in presets and row.get("wall_s"):
                 times.setdefault(slug, {}).setdefault(row["preset"], round(float(row["wall_s"]), 1))
