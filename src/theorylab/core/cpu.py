@@ -136,3 +136,31 @@ def torch_threads(n: int | None, device_type: str = "cpu") -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give a new allocation now (Linux ``MemAvailable``, capped by a cgroup limit
+    when there is one); None where neither can be read."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < (1 << 60):
+            try:
+                used = int(open(path.replace("memory.max", "memory.current").replace("limit_in_bytes",
+                                                                                     "usage_in_bytes")).read())
+            except (OSError, ValueError):
+                used = 0
+            avail = min(avail if avail is not None else 1 << 62, int(text) - used)
+        break
+    return avail

@@ -112,6 +112,7 @@ def execute_config(
         result.reused = True
         return result
 
+    check_memory(study, cfg, preset, torch_device.type)
     store.mark_running(run_id, study.slug, preset, config_hash, seed, version)
     workdir = store.new_workdir(run_id)
     ctx = RunContext(seed, torch_device, workdir, show_progress=show_progress, label=study.slug)
@@ -162,6 +163,25 @@ def execute_config(
     result = Result.load(final)
     store.mark_finished(result)
     return result
+
+
+def check_memory(study: Study, cfg: StudyConfig, preset: str, device_type: str = "cpu",
+                 available: int | None = None) -> float | None:
+    """The study's peak-memory estimate for ``cfg`` in bytes (None when it declares none); a :class:`ConfigError`,
+    before any work, when a CPU run's estimate exceeds the available memory (``available``, default the machine's
+    :func:`~theorylab.core.cpu.available_memory`), naming what it needs and the ``--set`` that brings it down."""
+    if study.memory is None:
+        return None
+    need, hint = study.memory(cfg)
+    if device_type != "cpu":
+        return float(need)  # GPU memory is the device's to report; host memory is not the limit there
+    from theorylab.core.cpu import available_memory
+
+    have = available if available is not None else available_memory()
+    if have is not None and need > have:
+        raise ConfigError(f"the {preset} preset of {study.slug} needs about {need / 2**30:.1f} GiB at its peak; this "
+                          f"machine has {have / 2**30:.1f} GiB available: {hint}")
+    return float(need)
 
 
 def rejudge(study: Study, store: Store, run_id: str) -> Result:

@@ -206,6 +206,8 @@ class Study:
     not_built: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # torch intra-op threads for a CPU run (None: unchanged); applied by the runner (core.cpu.torch_threads)
     cpu_threads: int | None = None
+    # cfg -> (estimated peak bytes of a run, the --set that brings it down); checked by the runner before any work
+    memory: Callable[[Any], tuple[float, str]] | None = None
 
     def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
         from theorylab.core.config import build_config
@@ -307,6 +309,7 @@ def study(
     family: str = "",
     not_built: Mapping[str, str] | None = None,
     cpu_threads: int | None = None,
+    memory: Callable[[Any], tuple[float, str]] | None = None,
 ) -> Callable[[Callable[[Any, "RunContext"], None]], Study]:
     """Decorator registering ``run(cfg, ctx)`` as the study ``slug``.
 
@@ -314,7 +317,8 @@ def study(
     ``not_built`` lists the card's claims that are not implemented yet (id -> a short reason), so
     ``theorylab list`` and the README table say what is missing instead of counting only what is.
     ``cpu_threads`` pins torch's intra-op threads for CPU runs (e.g. 1 for a study of tiny ops; the runner restores
-    the count afterwards).
+    the count afterwards). ``memory(cfg)`` estimates a run's peak memory in bytes and names the ``--set`` that
+    brings it down; a run whose estimate exceeds the machine's available memory stops before any work, saying both.
     """
     if cpu_threads is not None and cpu_threads < 1:
         raise ValueError(f"study '{slug}': cpu_threads must be >= 1 or None; got {cpu_threads}")
@@ -351,6 +355,7 @@ def study(
                 family=family,
                 not_built=MappingProxyType(dict(not_built or {})),
                 cpu_threads=cpu_threads,
+                memory=memory,
             )
         )
 
