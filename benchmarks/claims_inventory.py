@@ -5,8 +5,9 @@
 ``--record-times`` merges into ``src/theorylab/core/preset_times.json`` the store's newest finished run of every
 study at ``quick`` and ``cpu`` (wall seconds, with the CPU model and the date), so ``theorylab claims`` and the
 runner's longest-first ordering and ETA know a preset's time on a fresh clone. ``--write-docs`` writes
-docs/claims.md: every claim, the preset that decides it, its time, and its verdict at that preset in the store's
-run of ``--seed`` (nothing hand-copied). Without either flag it prints the summary counts.
+docs/claims.md (every claim, the preset that decides it, its time, and its verdict at that preset in the store's
+run of ``--seed``) and the README's claims summary (between its ``claims-summary`` marks): nothing hand-copied.
+Without either flag it prints the summary counts.
 """
 
 from __future__ import annotations
@@ -25,6 +26,36 @@ from theorylab.core.study import all_studies
 ROOT = Path(__file__).resolve().parents[1]
 TIMES = ROOT / "src" / "theorylab" / "core" / "preset_times.json"
 DOCS = ROOT / "docs" / "claims.md"
+README = ROOT / "README.md"
+README_MARKS = ("<!-- claims-summary:start -->", "<!-- claims-summary:end -->")
+
+
+def tier_sentence(counts: dict[str, int]) -> str:
+    """The README's counts of what decides the claims (store-independent; a test compares them with the registry)."""
+    return (f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a `cpu` preset "
+            f"(<= 10 min on 2 cores), {counts['gpu']} only on a GPU")
+
+
+def outcome_counts(entries, seed: int) -> dict[str, int]:
+    """Each claim's verdict at its deciding preset in the store's run of ``seed``, counted by outcome."""
+    out: dict[str, int] = {}
+    for e in entries:
+        v = e.verdicts.get(e.decided_by)
+        key = v["outcome"] if v is not None and v["seed"] == seed else "not run"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def readme_block(store: Store, seed: int) -> str:
+    from theorylab.core.study import OUTCOME_WORDS
+
+    entries = inventory(all_studies(), store)
+    counts = outcome_counts(entries, seed)
+    words = ", ".join(f"{counts[k]} {OUTCOME_WORDS[k]}" for k in OUTCOME_WORDS if counts.get(k))
+    if counts.get("not run"):
+        words += f", {counts['not run']} not run"
+    return (f"{README_MARKS[0]}\n{tier_sentence(summary(entries))}. Each judged at the preset that decides it (seed "
+            f"{seed}): {words} ([every claim](docs/claims.md)).\n{README_MARKS[1]}")
 
 
 def cpu_model() -> str:
@@ -105,7 +136,10 @@ def main() -> int:
         print(f"wrote {TIMES.relative_to(ROOT)}")
     if args.write_docs:
         DOCS.write_text(write_docs(store, args.seed))
-        print(f"wrote {DOCS.relative_to(ROOT)}")
+        text = README.read_text()
+        start, end = text.index(README_MARKS[0]), text.index(README_MARKS[1]) + len(README_MARKS[1])
+        README.write_text(text[:start] + readme_block(store, args.seed) + text[end:])
+        print(f"wrote {DOCS.relative_to(ROOT)} and the README's claims summary")
     if not (args.record_times or args.write_docs):
         print(json.dumps(summary(inventory(all_studies(), store)), indent=1))
     return 0

@@ -8,7 +8,9 @@ What it is for: on a GPU machine that is lent for a few minutes, find out which 
 paper's sizes, how long a slice takes, how much GPU memory it peaks at, and (``--flops``, training-dominated
 studies) the achieved matmul rate. It is not a reproduction: the slices cut steps, seeds and grids, so the verdicts
 it prints are about a few hundred steps and mostly say "failed" or "not decided"; the columns that matter are
-status, seconds, peak memory and FLOP/s.
+status, seconds, peak memory and FLOP/s, and for the claims that only a GPU preset decides (``decided_by`` a preset
+with ``gpu_minutes``; ``theorylab claims`` lists them) whether the slice's run reached a decision
+(``gpu_claims``: claim -> outcome).
 
 Each study runs in its own process (a crash or an out-of-memory error stays one row) under a per-study timeout
 (``--timeout``, default 45 s), and the table is written to ``benchmarks/results/gpu_smoke.json``. A study whose
@@ -130,6 +132,7 @@ def run_one(slug: str, device: str, store: str, flops: bool) -> dict[str, Any]:
     from theorylab.core.errors import MissingResource
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
+    from theorylab.core.study import get_study
 
     cuda = device.startswith("cuda") and torch.cuda.is_available()
     if cuda:
@@ -148,6 +151,10 @@ def run_one(slug: str, device: str, store: str, flops: bool) -> dict[str, Any]:
         else:
             res = execute(slug, "paper", 0, SLICES[slug], store=Store(store), force=True, device=device)
         row.update(status=res.status, **res.counts())
+        # The claims only a GPU preset decides: what the slice's run made of each (its judge ran on paper-sized
+        # models; a cut slice may still say "not decided", and the outcome says which).
+        gpu_only = {c.id for c in get_study(slug).claims if get_study(slug).presets[c.decided_by].on_gpu}
+        row["gpu_claims"] = {v.id: v.outcome for v in res.verdicts if v.id in gpu_only}
     except MissingResource as err:
         row.update(status="missing", message=str(err).splitlines()[0])
     except Exception as err:  # noqa: BLE001  (one row per study; the table goes on)
@@ -208,6 +215,9 @@ def main() -> int:
                 row = {"study": slug, "status": "timeout", "seconds": round(min(args.timeout, left), 1)}
             rows.append(row)
             extra = "".join(f"  {k} {row[k]}" for k in ("peak_gib", "tflop_per_s") if k in row)
+            if row.get("gpu_claims"):
+                decided = sum(o != "undecided" for o in row["gpu_claims"].values())
+                extra += f"  GPU-only claims decided {decided}/{len(row['gpu_claims'])}"
             print(f"{slug:30s} {row['status']:9s} {row.get('seconds', float('nan')):7.1f} s{extra}"
                   f"{'  ' + row['message'] if 'message' in row else ''}", flush=True)
     total = time.perf_counter() - t0
