@@ -49,7 +49,7 @@ def outcome_counts(entries, seed: int) -> dict[str, int]:
 def readme_block(store: Store, seed: int) -> str:
     from theorylab.core.study import OUTCOME_WORDS
 
-    entries = inventory(all_studies(), store)
+    entries = inventory(all_studies(), store, seed=seed)
     counts = outcome_counts(entries, seed)
     words = ", ".join(f"{counts[k]} {OUTCOME_WORDS[k]}" for k in OUTCOME_WORDS if counts.get(k))
     if counts.get("not run"):
@@ -81,12 +81,20 @@ def record_times(store: Store, presets: tuple[str, ...] = ("quick", "cpu"), note
             "times": times}
 
 
+def _measured(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_measured(x) for x in value[:4]) + (", ..." if len(value) > 4 else "") + "]"
+    return str(value)[:40]
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def write_docs(store: Store, seed: int) -> str:
-    entries = inventory(all_studies(), store)
+    entries = inventory(all_studies(), store, seed=seed)
     counts = summary(entries)
     lines = [
         "# Claims and what decides them",
@@ -108,7 +116,7 @@ def write_docs(store: Store, seed: int) -> str:
         if v is not None and v["seed"] != seed:
             v = None
         verdict = v["label"] if v else ("not run: needs a GPU" if e.device == "GPU" else "not run")
-        measured = "" if v is None or v["measured"] is None else str(v["measured"])[:40]
+        measured = "" if v is None or v["measured"] is None else _measured(v["measured"])
         declared = (f"{len(e.departures)} departure{'s' if len(e.departures) != 1 else ''}" if e.departures else "")
         if e.known:
             declared += ("; " if declared else "") + "known failure"

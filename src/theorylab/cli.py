@@ -262,6 +262,8 @@ def list_cmd(
 @app.command("claims")
 def claims_cmd(
     slugs: Optional[List[str]] = typer.Argument(None, help="Studies to list (default: all)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Verdicts of this seed's runs (default: the newest run "
+                                       "per preset, any seed)."),
     store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -271,7 +273,7 @@ def claims_cmd(
 
     with _user_errors():
         studies = [get_study(slug) for slug in dict.fromkeys(slugs)] if slugs else list(all_studies().values())
-    entries = inventory(studies, Store(store))
+    entries = inventory(studies, Store(store), seed=seed)
     counts = summary(entries)
     if as_json:
         print(json.dumps({"summary": counts, "claims": [e.to_json() for e in entries]}, default=str))

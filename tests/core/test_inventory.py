@@ -78,6 +78,12 @@ def test_inventory_lists_deciding_preset_time_and_latest_verdicts(tiers, tmp_pat
     assert entries["mid"].verdicts["cpu"]["outcome"] == "passed" and entries["mid"].decided
     assert not entries["big"].decided  # no run of a preset that decides it
     assert summary(entries.values()) == {"claims": 3, "quick": 1, "cpu": 1, "gpu": 1, "decided_in_store": 2}
+    execute("toy-tiers", "quick", 5, store=store)
+    newest = {e.id.split("/")[1]: e for e in inventory([tiers], store)}
+    assert newest["small"].verdicts["quick"]["seed"] == 5
+    seed0 = {e.id.split("/")[1]: e for e in inventory([tiers], store, seed=0)}
+    assert seed0["small"].verdicts["quick"]["seed"] == 0 and seed0["mid"].verdicts["cpu"]["seed"] == 0
+    assert inventory([tiers], store, seed=9)[0].verdicts == {}
 
 
 def test_claims_command_table_and_json(tiers, tmp_path):

@@ -66,18 +66,19 @@ class ClaimEntry:
         return data
 
 
-def _latest_done(store: Store, slug: str) -> dict[str, dict[str, Any]]:
-    """``{preset: newest finished index row}`` of ``slug`` in ``store``."""
+def _latest_done(store: Store, slug: str, seed: int | None = None) -> dict[str, dict[str, Any]]:
+    """``{preset: newest finished index row}`` of ``slug`` in ``store`` (of that ``seed`` when given)."""
     latest: dict[str, dict[str, Any]] = {}
     for row in store.rows(slug):  # newest first
-        if row.get("status") == "done" and row["preset"] not in latest:
+        if row.get("status") == "done" and row["preset"] not in latest and seed in (None, row["seed"]):
             latest[row["preset"]] = row
     return latest
 
 
 def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | None = None,
-              rejudge: bool = True) -> list[ClaimEntry]:
-    """Every claim of ``studies`` as a :class:`ClaimEntry`, in registry and declaration order. ``rejudge``
+              rejudge: bool = True, seed: int | None = None) -> list[ClaimEntry]:
+    """Every claim of ``studies`` as a :class:`ClaimEntry`, in registry and declaration order, with the newest
+    finished run per preset in ``store`` (of ``seed`` when given: a wall time is then that run's). ``rejudge``
     re-evaluates stored runs with the current declarations (as ``theorylab check`` does on reuse); otherwise the
     stored verdicts are read as they were written."""
     from theorylab.core.runner import judge
@@ -89,7 +90,7 @@ def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Non
     rec_where = ", ".join(str(recorded[k]) for k in ("cpu", "date") if recorded.get(k))
     entries: list[ClaimEntry] = []
     for study in studies:
-        rows = _latest_done(store, study.slug) if store is not None else {}
+        rows = _latest_done(store, study.slug, seed) if store is not None else {}
         verdicts: dict[str, dict[str, dict[str, Any]]] = {}
         for preset, row in rows.items():
             try:
