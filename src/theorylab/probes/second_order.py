@@ -10,7 +10,12 @@ a tensor. Then
 - :func:`per_example_grads`: the ``(N, D)`` matrix of per-example gradients (``vmap`` of ``grad``, chunked);
 - :func:`taylor_remainder`: ``ε_lin(t) = ‖f(θ+tδ) − f(θ) − t J δ‖ / ‖f(θ+tδ) − f(θ)‖`` over a grid of ``t``;
 - :func:`mixed_difference`: ``I(δ₁, δ₂) = L(θ+δ₁+δ₂) − L(θ+δ₁) − L(θ+δ₂) + L(θ) = δ₁ᵀHδ₂ + O(‖δ‖³)``;
-- :func:`hutchinson_trace`: ``tr H`` from Rademacher HVPs; :func:`loglog_slope`: a least-squares log-log slope.
+- :func:`hutchinson_trace`: ``tr H`` from Rademacher HVPs; :func:`loglog_slope`: a least-squares log-log slope;
+- :func:`lie_bracket`: ``H_B g_A − H_A g_B`` (two exact HVPs), the leading order-dependent term of two sequential
+  gradient steps; :func:`two_step_defect`: ``θ_AB − θ_BA`` by taking the steps; :func:`order_defect`: the
+  measured ``‖θ_AB − θ_BA‖ / ‖η (g_A + g_B)‖`` over step sizes ``η``, which equals ``η κ + O(η²)`` with
+  ``κ = ‖H_B g_A − H_A g_B‖ / ‖g_A + g_B‖``;
+- :func:`first_order_error`: ``|ΔL(tδ) − t gᵀδ|`` over a grid of ``t`` (``O(t²)``), the one-direction window.
 
 Built for the local-perturbation-geometry study (Piontkovskaia & Nikolenko, arXiv 2607.16821).
 """
@@ -134,3 +139,53 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     if x.shape != y.shape or x.size < 2 or (x <= 0).any() or (y <= 0).any():
         raise ValueError("loglog_slope needs >= 2 matching positive x and y values")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def lie_bracket(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor],
+                theta: Tensor) -> dict[str, Tensor]:
+    """The pieces of two sequential gradient steps' order dependence at ``θ``: ``g_a``, ``g_b`` (gradients),
+    ``hb_ga = H_B g_A`` and ``ha_gb = H_A g_B`` (exact HVPs), and ``bracket = H_B g_A − H_A g_B``.
+
+    One SGD step on A then one on B moves θ by ``−η(g_A + g_B) + η² H_B g_A + O(η³)``; the other order by
+    ``−η(g_A + g_B) + η² H_A g_B + O(η³)``: the two end points differ by ``η² (H_B g_A − H_A g_B) + O(η³)``."""
+    g_a, g_b = grad(loss_a)(theta).detach(), grad(loss_b)(theta).detach()
+    hb_ga, ha_gb = hvp(loss_b, theta, g_a).detach(), hvp(loss_a, theta, g_b).detach()
+    return dict(g_a=g_a, g_b=g_b, hb_ga=hb_ga, ha_gb=ha_gb, bracket=hb_ga - ha_gb)
+
+
+def order_defect(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor], theta: Tensor,
+                 etas: Sequence[float]) -> np.ndarray:
+    """``c(η) = ‖θ_AB − θ_BA‖ / ‖η (g_A + g_B)‖`` for each ``η``, measured by taking the steps: ``θ_AB`` is one
+    plain gradient step of size ``η`` on ``loss_a`` then one on ``loss_b`` (``θ_BA`` the other order). Only the
+    displacements from ``θ`` are differenced, so rounding of ``θ`` itself does not enter."""
+    if len(etas) == 0 or any(e <= 0 for e in etas):
+        raise ValueError(f"etas must be a non-empty list of positive step sizes, got {list(etas)}")
+    g_a, g_b = grad(loss_a)(theta).detach(), grad(loss_b)(theta).detach()
+    return np.array([float(two_step_defect(loss_a, loss_b, theta, eta, g_a, g_b).norm() / (eta * (g_a + g_b)).norm())
+                     for eta in etas])
+
+
+def two_step_defect(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor], theta: Tensor,
+                    eta: float, g_a: Tensor | None = None, g_b: Tensor | None = None) -> Tensor:
+    """``θ_AB − θ_BA`` for step size ``η`` (``g_a``, ``g_b``: the gradients at ``θ``, when already known); equal to
+    ``η² (H_B g_A − H_A g_B) + O(η³)``."""
+    ga, gb = grad(loss_a), grad(loss_b)
+    g_a = ga(theta).detach() if g_a is None else g_a
+    g_b = gb(theta).detach() if g_b is None else g_b
+    d_ab = -eta * g_a - eta * gb(theta - eta * g_a).detach()
+    d_ba = -eta * g_b - eta * ga(theta - eta * g_b).detach()
+    return d_ab - d_ba
+
+
+def first_order_error(loss: Callable[[Tensor], Tensor], theta: Tensor, delta: Tensor, ts: Sequence[float],
+                      g: Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(ΔL, gᵀδ)`` per ``t``: the loss change ``L(θ + tδ) − L(θ)`` and its first-order prediction ``t gᵀδ``
+    (``g = ∇L(θ)`` unless given, e.g. a stale gradient as a control). Their gap is ``t²δᵀHδ/2 + O(t³)``."""
+    if len(ts) == 0 or any(t <= 0 for t in ts):
+        raise ValueError(f"ts must be a non-empty list of positive steps, got {list(ts)}")
+    delta = _vector(delta, theta, "delta")
+    g = grad(loss)(theta).detach() if g is None else _vector(g, theta, "g")
+    with torch.no_grad():
+        l0 = loss(theta)
+        dl = np.array([float(loss(theta + t * delta) - l0) for t in ts])
+    return dl, np.asarray(ts, float) * float(g @ delta)
