@@ -76,7 +76,12 @@ PRESETS = {
                                 "tied-vs-direct run at d = 48"),
     "paper": Preset.of(
         "paper",
-        "GPU: tied vs direct at d = 400 (B = 512), untied at d = 200, 400, 800 (B = 4096), 3 seeds",
+        "GPU: tied vs direct at d = 400 (B = 512), untied at d = 200, 400, 800 (B = 4096), 3 seeds. Est. 40 min on "
+        "one H100, from a CPU slice (an untied step at d = 200, B = 4096 took ~0.15 s on one core; a step costs "
+        "~B d²): the untied runs are ~13 core-hours (6300 steps at d = 800), ~16 min at ~50x a core; the 27 "
+        "tied-vs-direct runs are 94k steps of B = 512 at d = 400 each (~53 core-hours; launch-bound on a GPU at "
+        "~0.5 ms a step, ~21 min)",
+        gpu_minutes=40,
         compare_dims=((400,), "card Fig. 2"),
         compare_batch=(512, "card Fig. 2"),
         compare_lr_constant=(0.0234, "card Fig. 2: lr 0.005 at B = 512, d = 400, read as a batch-mean step"),

@@ -148,7 +148,8 @@ S_DIRECT = ("With the paper's direct-S initialisation and its Fig.-2 settings (d
             "(the latest tied n_0.5), while tied W exceeds 0.5 for all three links (reconstructed).")
 
 
-@claims.add("direct-vs-tied", S_DIRECT, REF + ", tied vs direct parametrisation (Fig. 2)", departures=[
+@claims.add("direct-vs-tied", S_DIRECT, REF + ", tied vs direct parametrisation (Fig. 2)", decided_by="paper",
+            departures=[
     Departure.of("initial direct S drawn as `direct_init` says (default: a symmetric Gaussian with its trace removed; "
                  "card: the paper's exact initialisation)",
                  "that initialisation was not available when this was built, and the outcome hinges on it: a PSD "
@@ -184,7 +185,8 @@ S_UNTIED = ("In the untied model S = UV^T, m = Tr(S)/sqrt(d) moves on the fast t
             "d in {200, 400, 800}); ρ's half-way time orders h1 < h2 < h3 at every d (Fig. 3).")
 
 
-@claims.add("untied-timescales", S_UNTIED, REF + ", untied fast/slow separation (Fig. 3)", departures=[
+@claims.add("untied-timescales", S_UNTIED, REF + ", untied fast/slow separation (Fig. 3)", decided_by="paper",
+            departures=[
     Departure.of("S = UVᵀ with U, V entries N(0, 1/d) (card, Fig. 3: standard Gaussian init)",
                  "ours: the paper's scale was not available when this was built; entries N(0, 1/d) keep Var G of "
                  "order 1 at init")])
