@@ -125,3 +125,17 @@ def test_moons_judge_on_synthetic_tables():
     assert v.passed is False and "NaN" in v.detail and "mask" in v.detail, v.detail
     # the channels run are declared when they differ from the card's (noise)
     assert any(d.startswith("moons_channels (noise, mask) (card (noise))") for d in v.departures), v.departures
+
+
+def test_cpu_preset_decides_the_digits_claims():
+    """The cpu preset is digits-cpu's sizes; the digits claims are decided there, each reduced size declared."""
+    from theorylab.core.study import get_study
+
+    study = get_study("self-consistent-interpolants")
+    cpu, old = study.make_config("cpu").model_dump(), study.make_config("digits-cpu").model_dump()
+    assert cpu == old and cpu["digits"] is True
+    claims = {c.id.split("/")[1]: c for c in study.claims}
+    for name in ("digits-restoration", "channel-consistency"):
+        assert claims[name].decided_by == "cpu"
+        applied = {d.field for d in claims[name].departures if d.applies(cpu, "cpu")}
+        assert {"digits_steps", "digits_batch", "digits_transport_steps", "digits_lr"} <= applied

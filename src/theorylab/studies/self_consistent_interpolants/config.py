@@ -97,6 +97,18 @@ PRESETS = {
         digits_width=(32, "CPU budget"),
         digits_lr=(2e-3, "fewer steps, larger rate"),
     ),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~80 s: decides digits-restoration and channel-consistency at reduced sizes (the digits-cpu "
+        "preset's values: 800 steps, K = 8, U-Net width 32; card: 20k steps, K = 64); plus the quick Gaussian checks",
+        moons_channels=((), "digits only"),
+        digits=(True, "claims digits-restoration and channel-consistency"),
+        digits_steps=(800, "CPU budget: 800 of the card's 20k steps already restore past the thresholds"),
+        digits_batch=(64, "CPU budget"),
+        digits_transport_steps=(8, "CPU budget: each step transports the batch"),
+        digits_width=(32, "CPU budget"),
+        digits_lr=(2e-3, "fewer steps, larger rate"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: 2-D settings of the authors' README (width 256, t-embedding 32, batch 2000, 5000 steps, K = 40), moons "

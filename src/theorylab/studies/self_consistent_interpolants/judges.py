@@ -21,14 +21,15 @@ SCHEDULE = Departure.field_value("schedule", "constant", "at a constant rate the
 ONE_DRAW = Departure.field_value("resamples", 1, "the paper preset's digits setting (2 draws) applies to every part")
 GAUSS = [SCHEDULE, ONE_DRAW,
          Departure.field_value("gauss_steps", 800, "converged by ~100 steps at the quick width; CPU budget",
-                               presets=["quick", "digits-cpu"]),
+                               presets=["quick", "digits-cpu", "cpu"]),
          Departure.field_value("gauss_steps", 5000, presets=["paper"])]
 # mask-2d is a paper claim: the card's sizes are its paper 2-D ones at every preset.
 MASK2D = [SCHEDULE, ONE_DRAW] + [Departure.field_value(f, card, "CPU budget: judged at the quick sizes")
                                  for f, card in (("width", 256), ("time_dim", 32), ("transport_steps", 40),
                                                  ("mask2d_batch", 2000), ("mask2d_steps", 5000))]
 # The digits claims at the card's digits recipe (paper); digits-cpu runs them at reduced sizes.
-DIGITS = [Departure.field_value(f, card, "CPU budget (preset digits-cpu)", presets=["paper", "digits-cpu"])
+DIGITS = [Departure.field_value(f, card, "CPU budget (presets cpu and digits-cpu)",
+                                presets=["paper", "digits-cpu", "cpu"])
           for f, card in (("digits_steps", 20_000), ("digits_batch", 128), ("digits_transport_steps", 64),
                           ("digits_lr", 5e-4), ("resamples", 2))]
 
@@ -127,7 +128,7 @@ def judge_mask2d(res, v) -> Verdict:
 
 
 NO_DIGITS = (
-    "this config does not run the digits part (digits=false; judged at paper size, and on CPU by preset digits-cpu "
+    "this config does not run the digits part (digits=false; judged at paper size, and on CPU by preset cpu "
     "in ~80 s)"
 )
 
@@ -138,7 +139,8 @@ S_DIGITS = (
 )
 
 
-@claims.add("digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)", departures=DIGITS)
+@claims.add("digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)", departures=DIGITS,
+            decided_by="cpu")
 def judge_digits(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     gain, acc_gain = r.psnr_restored - r.psnr_observed, r.acc_restored - r.acc_observed
@@ -157,7 +159,8 @@ S_CHANNEL = ("Masked digits: the re-corrupted cleaned law matches the observed o
              "of the observed set (biased estimates of equal sample sizes, one median-heuristic kernel).")
 
 
-@claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)", departures=DIGITS)
+@claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)", departures=DIGITS,
+            decided_by="cpu")
 def judge_channel(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     ratio = r.mmd_recorrupted / max(r.mmd_halves, 1e-12)
