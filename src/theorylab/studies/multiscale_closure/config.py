@@ -137,7 +137,13 @@ PRESETS = {
     "paper": Preset.of(
         "paper", "GPU: adds QG eddy 256 -> 64 (levels 16/32/64, GZ-FCNN small/medium/large, both operators, 5 seeds, "
                  "10-year online runs on 16 initial conditions) and Kolmogorov flow 2048 -> 64 (levels 32/64) with "
-                 "and without noise injection",
+                 "and without noise injection. Estimate (upper: ~5700 min on one H100): CPU slices at one core "
+                 "measured 16 ms per NS2D step at 256² (so ~1.4 s at 2048²: 341k truth steps x 24 trajectories ~ "
+                 "11.5M core-s), 42 ms per QG2L step at 256² (116 trajectories x 130k steps ~ 0.6M core-s) and 0.14 s "
+                 "per sample of a small GZ-FCNN training step (60 QG net pairs x 10k steps x batch 32 ~ 7M core-s "
+                 "with medium/large at 2x/4x; online runs ~1M core-s): ~20M core-s, divided by 60 (an H100 taken "
+                 "as 60 CPU cores; FFT-bound truth solves likely run faster, so this is an upper estimate)",
+        gpu_minutes=5700,
         qg=(True, "card: claims 7-8 on QG eddy"),
         kolmogorov=(True, "card: claims 8-9 on Kolmogorov flow"),
         downscale_input=("full", "the paper's code: net 0 runs at N_c and its output is coarsened to n_0"),

@@ -138,9 +138,9 @@ S_MS_OFFLINE = ("Paper: on QG eddy at 64², the multiscale closure's offline MSE
                 "gain (1 − ratio) is largest for small.")
 
 
-@claims.add("ms-beats-direct-offline", S_MS_OFFLINE, REF + ", offline results (QG eddy)", departures=[
-    DOWNSCALE, ADAM, Departure.of("judged per operator, sharp and gauss each (card: operator not named)",
-                                  presets=["paper"])])
+@claims.add("ms-beats-direct-offline", S_MS_OFFLINE, REF + ", offline results (QG eddy)", decided_by="paper",
+            departures=[DOWNSCALE, ADAM, Departure.of("judged per operator, sharp and gauss each (card: operator "
+                                                      "not named)", presets=["paper"])])
 def judge_ms_offline(res, v) -> Verdict:
     t = res.table("offline")
     q = t[(t["system"] == "qg") & t["final"]]
@@ -170,7 +170,7 @@ S_MS_ONLINE = ("Paper: over 16 ten-year coupled QG runs, the multiscale closure'
 
 
 @claims.add("ms-more-stable-online", S_MS_ONLINE, REF + ", online results (QG eddy, Kolmogorov flow)",
-            departures=[DOWNSCALE, ADAM])
+            departures=[DOWNSCALE, ADAM], decided_by="paper")
 def judge_ms_online(res, v) -> Verdict:
     if "online_2d" not in res.tables:
         return v.undecided("needs paper preset (QG eddy and Kolmogorov online runs)")
@@ -193,7 +193,7 @@ S_NOISE = ("Paper (thresholds ours): on Kolmogorov flow at 64² without noise in
 
 
 @claims.add("kf-noise-needed", S_NOISE, REF + ", Kolmogorov flow (reconstructed thresholds)",
-            departures=[DOWNSCALE, ADAM])
+            departures=[DOWNSCALE, ADAM], decided_by="paper")
 def judge_noise(res, v) -> Verdict:
     if "online_2d" not in res.tables:
         return v.undecided("needs paper preset (Kolmogorov online runs)")
