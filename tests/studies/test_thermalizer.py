@@ -12,7 +12,9 @@ from theorylab.studies import thermalizer as th
 def test_quick_claims(thermalizer_quick):
     for v in thermalizer_quick.verdicts:
         if v.id.endswith(("kf-horizon", "kf-cost")):
-            assert v.passed is None and not v.error and v.detail.startswith("not decided: needs paper preset"), v.detail
+            assert v.passed is None and not v.error and v.detail.startswith("not decided: GPU (paper preset, est."), \
+                v.detail
+            assert "needs paper preset" in v.detail, v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert {"gain_curve", "rms_trace", "spectrum", "confusion", "space_time", "correlation_and_calls"} <= {

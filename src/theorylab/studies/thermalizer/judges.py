@@ -221,7 +221,8 @@ S_KF = ("On Kolmogorov flow (Re = 10k), the thermalized learned emulator's media
         "truth-vs-independent-truth floor (thresholds ours; the paper: > 1e5 steps, ~100x).")
 
 
-@claims.add("kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow", departures=KF)
+@claims.add("kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow", departures=KF,
+            decided_by="paper")
 def judge_kolmogorov_horizon(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     horizon = int(t["horizon"].iloc[0])
@@ -244,7 +245,7 @@ S_COST = (
 )
 
 
-@claims.add("kf-cost", S_COST, REF + ", the cost of thermalization", departures=KF)
+@claims.add("kf-cost", S_COST, REF + ", the cost of thermalization", departures=KF, decided_by="paper")
 def judge_kolmogorov_cost(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     share, calls = float(t["thermalized_share"].mean()), float(t["calls_per_step"].mean())
