@@ -115,6 +115,13 @@ PRESETS = {
                                              "left not decided where the cut leaves it open")),
     "paper": Preset.of("paper", "GPU: adds Kolmogorov flow Re = 10k at 64² and the two-layer QG jet (256² stored "
                                 "at 64²) with U-Net SNS models (anchor = the initial condition) correcting learned "
-                                "residual U-Net emulators",
+                                "residual U-Net emulators. Estimate (upper: ~3900 min on one H100): a width-64 U-Net "
+                                "at 64² measured 0.32 s per sample of a training step and 0.1 s per sample forward on "
+                                "one CPU core (width 128: ~4x); KF ~2.3M core-s (20k + 20k steps at batch 64, then "
+                                "8 x 1e4-step rollouts at the KS22 run's calls per step: SNS 14, acdm 14, thermo 71), "
+                                "QG ~11.9M core-s (width 128, 20k + 20k steps, 10 x 5e4-step rollouts of SNS and "
+                                "acdm); ~14M core-s divided by 60 (an H100 taken as 60 CPU cores; TF32 convolutions "
+                                "likely run faster)",
+                       gpu_minutes=3900,
                        kolmogorov=(True, "card: claim 9"), qg=(True, "card: claim 10")),
 }

@@ -276,7 +276,7 @@ S_KF = ("On KF Re = 10k, the median corr_time(0.8) of SNS is >= that of acdm, th
         "plain emulator, and its spectral similarity over the last 10% of the rollout is <= thermo's.")
 
 
-@claims.add("kf-correlation", S_KF, REF + ", Kolmogorov flow")
+@claims.add("kf-correlation", S_KF, REF + ", Kolmogorov flow", decided_by="paper")
 def judge_kf(res, v) -> Verdict:
     if "kolmogorov" not in res.tables:
         return v.undecided(KF_SKIPPED + "; reduced KS22 measurement, median corr_time(0.8) (a time at the rollout's "
@@ -320,7 +320,7 @@ S_QG = ("On the QG jet, SNS completes 50,000-step rollouts in >= 90% of test tra
         "same-network acdm mode diverges or needs more denoiser calls per step.")
 
 
-@claims.add("qg-long", S_QG, REF + ", two-layer QG jet")
+@claims.add("qg-long", S_QG, REF + ", two-layer QG jet", decided_by="paper")
 def judge_qg(res, v) -> Verdict:
     if "qg" in res.tables:
         q = res.table("qg")
