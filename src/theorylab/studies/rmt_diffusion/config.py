@@ -108,7 +108,14 @@ PRESETS = {
     "paper": Preset.of(
         "paper",
         "GPU: larger dimension and finer grids for the synthetic theory; "
-        "our reading, the card gives no synthetic sizes",
+        "our reading, the card gives no synthetic sizes. It alone decides deep-follows-linear: on a CPU the card's "
+        "MLP pair never reaches the plateau the claim needs (measured at seed 0, one core: 12k steps, 100 core-s "
+        "per net, still -4.1%/-4.4% a quarter). Estimate (upper: ~5500 min on one H100): six EDM UNets (the split "
+        "pair, PC2 top/bottom, i.i.d. pair) x 50k steps x batch 256 at ~18 GFLOP per sample of a training step "
+        "(a DDPM-CIFAR-size UNet, ~6 GFLOP a forward), at the ~70 GFLOP/s one CPU core measured on the "
+        "thermalizer's U-Net, ~20M core-s, divided by 60 (an H100 taken as 60 CPU cores; TF32 convolutions likely "
+        "run several times faster)",
+        gpu_minutes=5500,
         d=(1024, "32x32 grey-scale images have d = 1024"),
         n=((256, 512, 1024, 2048, 4096), "gamma from 4 down to 1/4"),
         sigma2=((1e-4, 1e-3, 1e-2, 1e-1, 1.0), "five decades of noise"),

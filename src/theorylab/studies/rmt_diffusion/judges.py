@@ -303,7 +303,8 @@ S_DEEP = ("Trained deep EDM denoisers follow the linear (Gaussian) model: each s
           "denoiser's loss); otherwise not decided.")
 
 
-@claims.add("deep-follows-linear", S_DEEP, REF + ", deep vs linear denoisers (quick: the card's MLP pair)")
+@claims.add("deep-follows-linear", S_DEEP, REF + ", deep vs linear denoisers (quick: the card's MLP pair)",
+            decided_by="paper")
 def judge_deep(res, v) -> Verdict:
     if "deep_vs_linear" not in res.tables:
         raise Undecided(f"needs the deep part (this run has deep_backbone = '{res.config.get('deep_backbone')}'; "
