@@ -43,7 +43,8 @@ def test_quick_claims(ts_quick):
     for claim in QUICK:
         assert v[claim].passed is True, f"{claim}: {v[claim].detail}"
     for claim in PAPER_ONLY:
-        assert v[claim].passed is None and "needs paper preset" in v[claim].detail
+        assert v[claim].passed is None and ("needs paper preset" in v[claim].detail
+                                            or "needs the cpu preset" in v[claim].detail)
     assert "reduced measurement" in v["rho-ordering"].detail
     assert {"two_phase", "probe_sites_heatmap", "rho_sweep", "norm_by_context"} <= {p.stem for p in ts_quick.figures}
 
@@ -138,6 +139,18 @@ def test_departures_and_known_failures_are_declared():
 
 
 @pytest.mark.slow  # 12 toy runs, probes at every site, the own LM and figures: ~40 s on a busy box
+def test_cpu_preset_decides_no_layernorm():
+    """The cpu preset is quick plus the no-LayerNorm ablation; no-layernorm is decided there, the ρ sweep and the own
+    LM on a GPU."""
+    from theorylab.core.study import all_studies
+
+    s = all_studies()["truth-subspaces"]
+    assert s.make_config("cpu").final_norms == ("layer", "none")
+    assert s.presets["paper"].gpu_minutes and not s.presets["cpu"].gpu_minutes
+    by = {c.id.split("/")[-1]: c.decided_by for c in s.claims}
+    assert by["no-layernorm"] == "cpu" and by["rho-ordering"] == by["own-lm-cooccurrence"] == "paper"
+
+
 def test_paper_path_at_toy_size(ts_paper_toy):
     res = ts_paper_toy
     c = res.table("curve")

@@ -102,10 +102,18 @@ PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~30 s on one thread: N = 64, d = 64, ρ = 0.9, one 1-layer run of 4000 "
                                 "AdamW steps (lr 2e-3, decay 0.3 on the embeddings only, batch 256) with probes at "
                                 "the two post-norm sites and the pre-norm y site, and the 1e6-sequence Bayes check"),
+    "cpu": Preset.of("cpu", "2 CPU cores, ~1 min on one thread: the quick preset plus the no-LayerNorm ablation (a "
+                            "second 4000-step run of the quick model without its final norm), which decides "
+                            "no-layernorm; the two runs together exceed quick's 60 s budget",
+                     final_norms=(("layer", "none"), "card: the no-LayerNorm ablation")),
     "paper": Preset.of(
         "paper",
-        "GPU: N in {64, 256}, d = 128, 1-3 layers, ρ in {0.5, 0.9, 0.99, 0.999}, 1e5 steps, 5 seeds, the "
-        "no-LayerNorm ablation, probes at every site, and our own 4-layer LM on synthetic documents",
+        "GPU (est. 150 min on one H100: the quick model's 4000 steps take ~25 s on one CPU core, ~6 ms a step of a "
+        "4-token model, so on a GPU it is launch-bound at ~1.5 ms a step: 50 toy runs x 1e5 steps ~ 125 min, plus "
+        "the 20k-step own LM ~ 10 min and probes): N in {64, 256}, d = 128, 1-3 layers, ρ in {0.5, 0.9, 0.99, "
+        "0.999}, 1e5 steps, 5 seeds, the no-LayerNorm ablation, probes at every site, and our own 4-layer LM on "
+        "synthetic documents",
+        gpu_minutes=150,
         n_entities=((64, 256), "card"),
         d_model=(128, "card"),
         n_layers=((1, 2, 3), "card"),

@@ -193,11 +193,12 @@ S_NOLN = ("Without the final LayerNorm, after the same number of steps, probe ba
           "site and the y'-loss stays >= L_mem - 0.03.")
 
 
-@claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)", departures=RECIPE)
+@claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)", departures=RECIPE,
+            decided_by="cpu")
 def judge_noln(res, v) -> Verdict:
     curve = res.table("curve")
     if not (curve["final_norm"] == "none").any():
-        return v.undecided("needs paper preset (no no-LayerNorm run in this preset; reduced measurement: none, a "
+        return v.undecided("needs the cpu preset (no no-LayerNorm run in this preset; reduced measurement: none, a "
                            "second training run does not fit the quick budget)")
     ph = phases(res, final_norm="none")
     b = _base(res)
@@ -213,7 +214,7 @@ S_RHO = ("The median t_truth over seeds is non-decreasing in ρ in {0.5, 0.9, 0.
          "finite within 1e5 steps.")
 
 
-@claims.add("rho-ordering", S_RHO, REF + ", ρ sweep", departures=RECIPE)
+@claims.add("rho-ordering", S_RHO, REF + ", ρ sweep", departures=RECIPE, decided_by="paper")
 def judge_rho(res, v) -> Verdict:
     b = _base(res)
     med = {}
@@ -242,7 +243,8 @@ S_LM = ("In our own trained 4-layer LM on synthetic 8-fact documents, mean log P
         "mean residual of the context reaches balanced accuracy >= 0.9.")
 
 
-@claims.add("own-lm-cooccurrence", S_LM, REF + ", Sec. 5 (our own LM stands in for the pretrained models)")
+@claims.add("own-lm-cooccurrence", S_LM, REF + ", Sec. 5 (our own LM stands in for the pretrained models)",
+            decided_by="paper")
 def judge_lm(res, v) -> Verdict:
     if "own_lm" not in res.tables:
         return v.undecided("needs paper preset (no own-LM run in this preset)")
