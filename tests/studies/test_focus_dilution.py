@@ -67,7 +67,7 @@ def test_quick_claims(fd_quick):
     for claim in ("init-loss", "condensation-with-frozen-attention", "attention-wakes-later", "focus-then-dilution",
                   "beyond-unigram"):
         assert by_id[claim].passed is True, f"{claim}: {by_id[claim].detail}"
-    assert by_id["second-cycle"].passed is None and "needs paper preset" in by_id["second-cycle"].detail
+    assert by_id["second-cycle"].passed is None and "needs >= 20000 steps" in by_id["second-cycle"].detail
     assert {"stages", "focus_heatmap", "key_score_vs_freq"} <= {p.stem for p in fd_quick.figures}
 
 

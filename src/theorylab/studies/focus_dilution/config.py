@@ -48,6 +48,12 @@ class FocusDilutionConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~30 s: V = 10, d = 16, T = 16, 512 sequences, ε = 0.05, lr 1, 4000 "
                                 "full-batch steps, 2 members in lockstep, a log point every 50 steps"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~3 min: quick's model and data (V = 10, d = 16, T = 16, 512 sequences, ε = 0.05, lr 1, 2 "
+        "members) for 20000 full-batch steps, the budget claim 6 (second-cycle) names; a log point every 50 steps",
+        steps=(20_000, "card: claim 6 needs about 5x the quick step budget"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: V = 50, d = 256, T = 128, ε = 0.05, 20000 steps (5x quick's budget, for the second cycle), 5 members; "

@@ -39,6 +39,10 @@ PAPER_SETTING = ("W_V, loss on every position, Zipf-mixed chain (the card's upda
 # The card's paper preset trains about 1e5 steps; ours 20k (the budget claim 6 names).
 PAPER_STEPS = Departure.field_value("steps", 100_000, "the card's claim 6 asks about 5x the quick budget; 1e5 steps "
                                     "not run", presets=["paper"])
+# The cpu preset: quick's model and data at the 20000 steps claim 6 names.
+CPU_SIZE = Departure.of("V = 10, d = 16, T = 16, 512 sequences, 2 members at 20000 steps (paper preset: V = 50, d = "
+                        "256, T = 128, 5 members; card: ~1e5 steps)", "cpu preset: quick's model on 2 CPU cores; the "
+                        "paper's size needs a GPU", presets=["cpu"])
 
 
 def members(res) -> list[tuple[int, pd.DataFrame, pd.Series]]:
@@ -207,8 +211,8 @@ S_SECOND = ("Stage 4: after the first dilution a new embedding direction opens (
             "undone by the end). Needs about 5x the quick step budget.")
 
 
-@claims.add("second-cycle", S_SECOND, REF + ", stage 4 (abstract)", departures=[
-    PAPER_SETTING, PAPER_STEPS,
+@claims.add("second-cycle", S_SECOND, REF + ", stage 4 (abstract)", decided_by="cpu", departures=[
+    PAPER_SETTING, PAPER_STEPS, CPU_SIZE,
     "second decline = half the second peak's gain undone by the end (card: 'a second decline', no size stated): the "
     "first decline's rule"])
 def judge_second(res, v) -> Verdict:
@@ -223,6 +227,6 @@ def judge_second(res, v) -> Verdict:
     ok, _, detail = every_member(res, check)
     steps = int(res.config["steps"])
     if steps < SECOND_CYCLE_STEPS:
-        return v.undecided(f"needs paper preset (>= {SECOND_CYCLE_STEPS} steps; this run has {steps}); reduced "
+        return v.undecided(f"needs >= {SECOND_CYCLE_STEPS} steps (cpu preset; this run has {steps}); reduced "
                            f"measurement: {detail}", measured=bool(ok), expected="a second direction, peak and decline")
     return v.judged(ok, bool(ok), "a second direction, peak >= 1.03 and decline", None, detail)
