@@ -76,3 +76,18 @@ def test_bad_input_fails_early():
     m = ResidualMLPStack(5, 5, 8)
     with pytest.raises(ValueError, match="shape"):
         m(torch.zeros(2, 9, dtype=torch.long))
+
+
+def test_flat_variant_is_one_linear_map_of_the_flattened_one_hot_sequence():
+    V, L = 5, 6
+    m = ResidualMLPStack(V, V - 1, L, d=7, n_blocks=2, variant="flat", seed=3)
+    x = _tokens(3, L, V)
+    onehot = torch.nn.functional.one_hot(x, V).float().reshape(3, L * V)  # (n, L·V), position-major
+    assert torch.allclose(m.embed(x), m.embed_flat(onehot)[:, None], atol=1e-6)
+    logits, layers = m(x, return_layers=True)
+    assert logits.shape == (3, L, V - 1) and all(h.shape == (3, 1, 7) for h in layers)
+    assert torch.allclose(logits, m.readout(m.ln_out(layers[-1])).reshape(3, L, V - 1))
+    # the first position's logits depend on the last token (global from layer 0)
+    y = x.clone()
+    y[:, -1] = (y[:, -1] + 1) % V
+    assert not torch.allclose(m(x)[:, 0], m(y)[:, 0])
