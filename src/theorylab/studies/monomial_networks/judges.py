@@ -273,7 +273,7 @@ S_NG = ("With a two-component Gaussian-mixture metric at d = 6, r = 2, 200 GD ru
 
 
 @claims.add("non-gaussian-critical-values", S_NG, REF + ", Sec. 4 (non-Gaussian data, many critical points); "
-                                                        "threshold ours")
+                                                        "threshold ours", decided_by="paper")
 def judge_non_gaussian(res, v) -> Verdict:
     t = res.table("metric_counts")
     cfg = res.config
