@@ -138,7 +138,7 @@ S_STATE = ("On caterpillars the smallest GRU state reaching 0.95 is <= 8 in heav
 
 
 @claims.add("rnn-state-scaling", S_STATE, REF + ", Sec. 4: Theta(log n) state in a suitable order, linear otherwise; "
-                                            "thresholds ours")
+                                            "thresholds ours", decided_by="paper")
 def judge_state(res, v) -> Verdict:
     t = res.table("gru")
     hs = sorted(set(t["hidden"])) if len(t) else []
@@ -165,7 +165,8 @@ S_DEPTH = ("On complete binary Boolean formulas the smallest transformer depth L
            "D = log2 n (D = 3..6), and at L = 2 accuracy drops by >= 0.15 from D = 3 to D = 6 (balanced labels).")
 
 
-@claims.add("transformer-depth", S_DEPTH, REF + ", Sec. 3: depth must grow with n (TC0 != NC1); thresholds ours")
+@claims.add("transformer-depth", S_DEPTH, REF + ", Sec. 3: depth must grow with n (TC0 != NC1); thresholds ours",
+            decided_by="paper")
 def judge_depth(res, v) -> Verdict:
     t = res.table("transformer")
     plain = t[~t["cot"].astype(bool)] if len(t) else t
@@ -188,6 +189,7 @@ S_COT = ("A 2-layer transformer with chain of thought (the internal nodes' answe
 
 
 @claims.add("cot-fixed-depth", S_COT, REF + ", Sec. 5: CoT with n tokens and fixed depth; thresholds ours",
+            decided_by="paper",
             departures=["the root answer is read at the trace's last token (card: the trace, then the root answer "
                         "again): in post-order the root is the last internal node"])
 def judge_cot(res, v) -> Verdict:
