@@ -55,6 +55,12 @@ class MultiIndexEstimatorsConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's battery, collapse sweeps, population matrices, "
                                 "statsmodels check and the two-layer net"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, < 10 min: quick plus the information-gap sweep on D over the paper's n/d grid at d <= 200",
+        gap_dims=((50, 100, 200), "card's dimensions up to 200: d = 400 alone took > 3 min more on one loaded core"),
+        gap_alphas=((1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0), "log grid up to 100"),
+    ),
     "paper": Preset.of(
         "paper",
         "CPU is enough: more dimensions and seeds, the information gap on D and the neural-network row",
