@@ -122,6 +122,15 @@ PRESETS = {
         lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's "
                                "batch"),
     ),
+    "cpu": Preset.of(
+        "cpu",
+        "CPU, <= 10 min: the card's quick LM (d = 64, 2 layers, P = 4, 3 seeds) on the card's 500k tokens in batches "
+        "of 8 windows (488 steps), as cpu-500k-b8: decides claims 7 (where Adam's step bound lets the gate open) and 8",
+        lm_batch=(8, "card: 32; 4x the AdamW steps for the same 500k tokens lifts the step bound above 0.1"),
+        lm_steps=(488, "card: 122; 488 x 8 x 128 = 499,712 tokens, the card's count"),
+        lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's "
+                               "batch"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: d = 256, 4 layers, P in {4, 8, 16}, 500k tokens x 5 seeds (the paper's neutral result); the 10-100M "
