@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from theorylab.core.store import Store
 from theorylab.core.study import Study
@@ -75,26 +75,33 @@ def _latest_done(store: Store, slug: str, seed: int | None = None) -> dict[str, 
     return latest
 
 
-def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | None = None,
+def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Sequence[Store] | None = None,
               rejudge: bool = True, seed: int | None = None) -> list[ClaimEntry]:
     """Every claim of ``studies`` as a :class:`ClaimEntry`, in registry and declaration order, with the newest
-    finished run per preset in ``store`` (of ``seed`` when given: a wall time is then that run's). ``rejudge``
+    finished run per preset in ``store`` (of ``seed`` when given: a wall time is then that run's; several stores: the
+    first that has a run of a preset gives it). ``rejudge``
     re-evaluates stored runs with the current declarations (as ``theorylab check`` does on reuse); otherwise the
     stored verdicts are read as they were written."""
     from theorylab.core.runner import judge
 
     if isinstance(studies, Mapping):
         studies = studies.values()
+    stores = [store] if isinstance(store, Store) else list(store or [])
     recorded = recorded_times()
     rec_times = recorded.get("times", {})
     rec_where = ", ".join(str(recorded[k]) for k in ("cpu", "date") if recorded.get(k))
     entries: list[ClaimEntry] = []
     for study in studies:
-        rows = _latest_done(store, study.slug, seed) if store is not None else {}
+        rows: dict[str, dict[str, Any]] = {}
+        home: dict[str, Store] = {}
+        for one in stores:
+            for preset, row in _latest_done(one, study.slug, seed).items():
+                if preset not in rows:
+                    rows[preset], home[preset] = row, one
         verdicts: dict[str, dict[str, dict[str, Any]]] = {}
         for preset, row in rows.items():
             try:
-                result = store.load(row["run_id"])  # type: ignore[union-attr]
+                result = home[preset].load(row["run_id"])
                 if rejudge:
                     result = judge(study, result)
             except Exception:  # noqa: BLE001 - a run stored by an older version may not load; skip it
