@@ -50,7 +50,12 @@ PRESETS = {
                                  "inverse-width 9/10 (see docs/seed-robustness.md)")),
     "paper": Preset.of(
         "paper",
-        "GPU: d in {16, ..., 128}, k in {3, 4, 6}, m up to 2^13, m_ref = 2^16, 8 seeds, T at L_MF <= 1% of L_MF(0)",
+        "GPU: d in {16, ..., 128}, k in {3, 4, 6}, m up to 2^13, m_ref = 2^16, 8 seeds, T at L_MF <= 1% of L_MF(0). "
+        "Est. 60 min on one H100: the m_ref = 2^16 reference's pairwise Gram products, 2 m_ref^2 d flop per step, "
+        "summed over (d, k) with T(d) ~ d^((k-2)/2) (2x quick's 200 steps at d = 16, capped at max_steps) come to "
+        "~2e16 flop, ~10 min at 35 TFLOP/s, times ~6 for the elementwise kernels and the networks; on a CPU core "
+        "(quick: 2048^2 x 16 x 200 pair-dimensions in ~65 s on 2 cores) the same count is ~1.5 years",
+        gpu_minutes=60,
         dims=((16, 32, 64, 128), "the card's dimensions"),
         ks=((3, 4, 6), "the card's information exponents"),
         widths=((64, 128, 256, 512, 1024, 2048, 4096, 8192), "2^6 .. 2^13"),

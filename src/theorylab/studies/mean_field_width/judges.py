@@ -155,7 +155,8 @@ S_POLY = (
 )
 
 
-@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)", departures=SIZES)
+@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)", departures=SIZES,
+            decided_by="paper")
 def judge_poly(res, v) -> Verdict:
     g, loss = res.table("gaps"), res.table("loss")
     v.column(g, "gap")
@@ -216,7 +217,8 @@ def _escape_phase(sc: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(keep)
 
 
-@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)", departures=M_REF)
+@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)", departures=M_REF,
+            decided_by="paper")
 def judge_sc(res, v) -> Verdict:
     sc = res.table("self_concordance")
     v.column(sc, "L_mf")
@@ -252,7 +254,7 @@ S_SC_EQ = ("Ours (the card's reading restricted to the escape): over particles s
 
 
 @claims.add("self-concordance-equator", S_SC_EQ, "ours: " + REF + "'s self-concordance on the equator band",
-            departures=M_REF)
+            departures=M_REF, decided_by="paper")
 def judge_sc_equator(res, v) -> Verdict:
     sc = res.table("self_concordance")
     dims = sorted(sc["d"].unique())
