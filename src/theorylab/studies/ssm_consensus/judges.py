@@ -152,7 +152,7 @@ def _gate_final(v, t):
     return {g: (_mean(v, x, "lambda1"), _mean(v, x, "participation")) for g, x in last.groupby("gate")}
 
 
-@claims.add("trained-gate-effect", S_TRAINED, REF + ", experiments on trained Mamba-2")
+@claims.add("trained-gate-effect", S_TRAINED, REF + ", experiments on trained Mamba-2", decided_by="paper")
 def judge_trained(res, v) -> Verdict:
     if not res.config.get("hf", True):
         return v.undecided("the HF parts were switched off (hf = false)")
