@@ -40,6 +40,15 @@ class GenerativeLeapConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick",
                        "2 CPU cores, < 60 s: the card's moment checks, P3 at d <= 32, M3 at d <= 128, 3 seeds"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~2 min: quick plus the 3-parity U/V statistics at d = 32, 64, 128 on a c grid 1..16, for the "
+        "fitted exponents",
+        parity_dims=((32, 64, 128), "card's dimensions up to 128 (the judge needs crossings at >= 3 dimensions up to "
+                                    "d >= 128)"),
+        parity_c=((1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0), "the card's c = 2, 8, 16 refined for the crossing "
+                                                              "points"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU for the n^2 kernels: larger d, a fine c grid and 10 seeds, for the fitted exponents",

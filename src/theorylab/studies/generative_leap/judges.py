@@ -207,7 +207,11 @@ S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 �
                "not cover it.")
 
 
-@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})", departures=[
+@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})", decided_by="cpu", departures=[
+    Departure.field_value("parity_dims", (32, 64, 128, 256), "cpu preset: d = 256 needs n up to 64 d^1.5 = 2.6e5 in "
+                          "an n^2 kernel (a GPU); the fit runs over d = 32..128", presets=["cpu"]),
+    Departure.field_value("parity_c", (2.0, 8.0, 16.0), "cpu preset: the card's grid refined (c = 1..16 in eight "
+                          "steps) so that the crossings of 0.5 are interpolated between close points", presets=["cpu"]),
     "the 4-parity part is not judged (card: exponent 2.0 ± 0.25 with its order-4 U-statistic): no order-4 kernel is "
     "built"])
 def judge_exponents(res, v) -> Verdict:
@@ -218,8 +222,8 @@ def judge_exponents(res, v) -> Verdict:
         if len(cross) >= 3 and max(cross) >= 128:
             exps[stat] = fitted_exponent(cross)
     if len(exps) < 2:
-        raise Undecided("needs paper preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part is "
-                        "not built")
+        raise Undecided("needs the cpu preset (crossings of 0.5 at >= 3 dimensions up to d >= 128); the 4-parity part "
+                        "is not built")
     ok = abs(exps["U"] - 1.5) <= 0.2 and exps["V"] >= 1.75
     detail = (
         f"U: {exps['U']:.2f} (need 1.5 ± 0.2); V: {exps['V']:.2f} (need >= 1.75); the card's 4-parity exponent needs "
