@@ -61,9 +61,9 @@ class LocalPerturbationGeometryConfig(StudyConfig):
     prefix_steps: Steps = Field(10, description="m: SGD updates in the trajectory-prefix basis (card: 10)")
     # --- the paper's own findings (turn-3 card): order defect, window, onset, rotation, additivity ---
     etas: tuple[Annotated[float, Field(gt=0, le=100)], ...] = Field(
-        tuple(round(10 ** (k / 4), 12) for k in range(-20, 1)), min_length=5,
-        description="step sizes eta of the two-step order-defect scan (ours: 1e-5..1, 4 per decade; it must reach "
-                    "past the onset eta_dagger ~ 0.10/kappa)")
+        tuple(round(10 ** (k / 4), 12) for k in range(-16, 5)), min_length=5,
+        description="step sizes eta of the two-step order-defect scan (ours: 1e-4..10, 4 per decade; it must reach "
+                    "past the onset eta_dagger ~ 0.10/kappa, which was 1.07-1.2 for two pairs of seed 17)")
     window_scales: tuple[Annotated[Fraction, Field(gt=0)], ...] = Field(
         (1e-5, 10 ** -4.5, 1e-4, 10 ** -3.5, 1e-3, 10 ** -2.5, 1e-2), min_length=4,
         description="perturbation sizes |delta| / |theta_0| of the one-direction window (the paper: up to 1e-2)")

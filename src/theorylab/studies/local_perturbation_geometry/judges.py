@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import KnownFailure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.second_order import loglog_slope
 from theorylab.theory.extremes import expected_max_normal
 
@@ -103,8 +103,17 @@ def _window_test(g):
     return bool(ok), worst, slope, window
 
 
+WINDOW_CAUSE = ("around our fully trained toy checkpoint the probe loss's gradient is small (the base run stops at 95% "
+                "per task), so the curvature term t^2 delta^T H delta / 2 overtakes g^T delta long before |delta| = "
+                "1e-2 |theta_0|: the 10 % window ends at 1e-4..1e-3 |theta_0| (|delta| ~ 0.005-0.05; seeds 0, 1, 2, "
+                "17, 123), worst relative error at 1e-2 between 0.47 and 4.0. The error does grow like the scale "
+                "squared (slopes 1.89-2.06) and the stale-gradient control fails, so the measurement is sound; the "
+                "paper's operating point (a multitask LoRA point, its own scale unit) is not ours.")
+
+
 @claims.add("one-direction-window", S_WINDOW, REF + ": first-order predictable up to scale 1e-2 (abstract); the "
-                                                   "10 % bound is ours, the scale-squared error is Taylor's")
+                                                   "10 % bound is ours, the scale-squared error is Taylor's",
+            known=KnownFailure.on_every_seed(WINDOW_CAUSE))
 def judge_window(res, v) -> Verdict:
     t = _rows(res, "window")
     out, worst = {}, []
@@ -129,9 +138,19 @@ S_ONSET = ("For every task pair, the measured onset eta_dagger (where the normal
            "combinations).")
 
 
+ONSET_CAUSE = ("0.10 / kappa is the leading-order onset, and at eta ~ 0.1-1 the O(eta^2) part of c(eta) is no "
+               "longer small for the pairs sub-max and sub-copy_a (task sub moves furthest: its 100-step task "
+               "vector is 0.46-1.06 long, add's 0.11-0.32): there c(eta) / (eta kappa) climbs well above 1 before "
+               "c reaches 0.10 and the onset comes early, eta_dagger / (0.10 / kappa) = 0.63 "
+               "(seed 0, sub-max), 0.39 and 0.66 (seed 1, sub-max, sub-copy_a), 0.21 and 0.21 (seed 2); seeds 17 "
+               "and 123 are within x1.5 on every pair (0.74-1.36). The small-eta law itself holds on every seed "
+               "(claim order-defect-lie-bracket).")
+
+
 @claims.add("order-onset-inside-window", S_ONSET, REF + ": eta_dagger ~ 0.10 / kappa, spanning three orders of "
                                                      "magnitude; order matters inside the window on > 1/3 of "
-                                                     "combinations (abstract); factor 1.5 from the card")
+                                                     "combinations (abstract); factor 1.5 from the card",
+            known=KnownFailure.on_some_seeds(3, 5, [0, 1, 2], ONSET_CAUSE))
 def judge_onset(res, v) -> Verdict:
     t = _rows(res, "onset")
     ratio = t["eta_dagger"] / t["eta_pred"]
@@ -244,7 +263,11 @@ S_INTERF = ("e(t) = |I(t delta_A, t delta_B) - t^2 delta_A^T H delta_B| has log-
             "[1e-3, 1e-1], and at t = 1e-3 e(t) <= 1e-3 (|dL(t delta_A)| + |dL(t delta_B)|).")
 
 
-@claims.add("interference-is-hessian", S_INTERF, REF + ", interference = delta_1^T H delta_2 + O(|delta|^3)")
+@claims.add("interference-is-hessian", S_INTERF, REF + ", interference = delta_1^T H delta_2 + O(|delta|^3)",
+            known=KnownFailure.on_some_seeds(1, 12, [3], "seed 3's residual bends at large t (local slopes 3.0, 2.9, "
+                                             "2.6, 1.1 over 1e-3..1e-1): at |t delta_B| ~ 0.09 the step is already at "
+                                             "the task direction's r_0.1 ~ 0.1, past the cubic regime; its slope over "
+                                             "[1e-3, 1e-2] is 2.93"))
 def judge_interference(res, v) -> Verdict:
     t = _rows(res, "interference")
     slopes, rels = [], []
@@ -267,7 +290,14 @@ S_DRIFT = ("Predecessor claim, in its form (a useful basis that drifts within ab
            "decreases monotonically over s = 0, 10, 30, 100.")
 
 
-@claims.add("tangent-drift", S_DRIFT, PRED + ": a useful basis that drifts within ~100 steps (threshold ours)")
+@claims.add("tangent-drift", S_DRIFT, PRED + ": a useful basis that drifts within ~100 steps (threshold ours)",
+            departures=[Departure.of("monotone decrease over s reported, not judged (first card: no rise > 0.02 "
+                                     "between consecutive s)", "the turn-3 card judges predecessor claims in the "
+                                     "predecessor's form, 'a basis that drifts within about 100 steps'; the "
+                                     "monotone form failed on 6 of seeds 0-9")],
+            known=KnownFailure.on_some_seeds(1, 12, [2], "seed 2's checkpoint barely moves its top-8 subspace along "
+                                             "task-A SGD: mean cosine 0.997 at s = 10, 0.904 at s = 100, just above "
+                                             "0.9 (seeds 0-9, 17, 123 measured: 0.26-0.90)"))
 def judge_drift(res, v) -> Verdict:
     t = _rows(res, "drift")
     if "kind" in t:
@@ -293,7 +323,11 @@ S_PREFIX = ("The first-10-update SGD basis captures >= 0.3 of the 100-step task-
             "random-subspace baseline m/D.")
 
 
-@claims.add("prefix-basis", S_PREFIX, PRED + ": a prefix basis captures 77% of a LoRA recovery (threshold ours)")
+@claims.add("prefix-basis", S_PREFIX, PRED + ": a prefix basis captures 77% of a LoRA recovery (threshold ours)",
+            known=KnownFailure.on_some_seeds(1, 12, [7], "seed 7 has the largest and sharpest task vector "
+                                             "(|delta_A| = 1.01, top Hessian eigenvalue 19 vs 11 at seed 0): its "
+                                             "100-step path turns away from the first 10 updates (captured 0.05); "
+                                             "0.41-0.78 on seeds 0-9, 17, 123 otherwise"))
 def judge_prefix(res, v) -> Verdict:
     t = _rows(res, "prefix")
     ok = bool(((t["captured"] >= PREFIX_MIN) & (t["captured"] >= PREFIX_X * t["m"] / t["dim"])).all()
@@ -307,7 +341,11 @@ S_BON = ("In the valid regime (s |tr H| / (2 |g| e_N) <= 0.05), the mean best-of
          "(theory e_16/e_4 = 1.716).")
 
 
-@claims.add("best-of-n", S_BON, PRED + ", best-of-N Gaussian local-linear theorem (reconstructed)")
+@claims.add("best-of-n", S_BON, PRED + ", best-of-N Gaussian local-linear theorem (reconstructed)",
+            departures=[Departure.field_value("bestofn_params", "all", "ours, for speed: the random search perturbs "
+                                              "the readout (D' = 1040, its input cached); 3200 full-model "
+                                              "evaluations take ~90 s on one core. The law s |g| e_N holds for any "
+                                              "smooth loss of the perturbed parameters")])
 def judge_best_of_n(res, v) -> Verdict:
     t = _rows(res, "bestofn")
     ratios, growth, valid = [], [], []
@@ -337,13 +375,18 @@ S_CAA = ("At layer 1, cos(J_h delta, v_CAA) >= 0.3 for the one-step edit (task-A
 
 
 CAA_CAUSE = ("the card's control bound (random-edit RMS |cos| <= 0.1) lies below the isotropic chance level "
-             "1/sqrt(64) = 0.125 of a 64-wide residual stream, so the control part fails by construction at d = 64 "
-             "(measured RMS 0.08-0.22); the edit's own cosine is >= 0.3 on 6 of 10 seeds and below on 4 (once "
-             "negative). The paper itself reports that no model's median passes its weight-to-steering bar.")
+             "1/sqrt(64) = 0.125 of a 64-wide residual stream, so the control part fails on most seeds at d = 64 "
+             "(measured RMS 0.08-0.22; seed 123 passes with 0.088 and edit cos 0.42); the edit's own cosine is >= 0.3 "
+             "on 8 of 12 seeds and below on 4 (once negative). The paper itself reports that no model's median "
+             "passes its weight-to-steering bar.")
 
 
 @claims.add("edit-to-activation", S_CAA, PRED + ": cos 0.58 on Qwen-0.5B/BoolQ (threshold ours)",
-            known=KnownFailure.on_every_seed(CAA_CAUSE))
+            departures=[Departure.of("control: RMS |cos| of 16 random equal-norm edits (card: a random delta of the "
+                                     "same norm)", "one random edit's cosine is a random variable with RMS 1/sqrt(64) "
+                                     "under an isotropic null; the RMS is the stable (and stricter than mean) "
+                                     "reading")],
+            known=KnownFailure.on_some_seeds(11, 12, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17], CAA_CAUSE))
 def judge_caa(res, v) -> Verdict:
     t = _rows(res, "caa")
     layer = int(res.config["caa_layer"])
