@@ -30,6 +30,8 @@ def draw_all(ctx: RunContext) -> None:
         for f in (1.5, 1 / 1.5):
             a2.plot(lim, lim * f, color="0.6", ls=":", lw=1)
         a2.set(xscale="log", yscale="log", xlabel="predicted onset", ylabel="measured onset eta_dagger")
+        for axis in (a2.xaxis, a2.yaxis):
+            axis.set_minor_formatter(NullFormatter())
         a2.legend(fontsize=6)
         ctx.figure("order", fig)
     if len(tb["window"]):
