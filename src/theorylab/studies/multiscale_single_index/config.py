@@ -80,11 +80,22 @@ PRESETS = {
                                 "each, shortcut sampler), HOSVD at K = 3 (d = 8, 12, 16, n = 100 d^2) with an "
                                 "independent-y control, spherical SGD at K = 2 (d = 16, 32, 64, n = 200 d log d, "
                                 "3 seeds)"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~3 min: quick plus spherical SGD at K = 3 (d = 12, 16, 24; n = 200 d^2 log d, 5 seeds), for "
+        "the K = 3 part of sgd-sample-complexity and same-timescale",
+        sgd_grid=(((2, (16, 32, 64)), (3, (12, 16, 24))), "quick's K = 2 grid and K = 3 up to d = 24 (~18k steps "
+                                                          "of 5 batched seeds, ~90 s on one core)"),
+        sgd_seeds=(5, "card: 5 seeds at paper size"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: spherical SGD at K = 2 (d = 16..64), K = 3 (d = 12..32) and K = 4 (d = 8..16), n = 400 d^(K-1) log d, "
         "5 seeds; mode-wise and balanced unfoldings at K = 4 over an n grid; the K = 3 second-chaos spectrum at "
-        "d = 12, 16, 24",
+        "d = 12, 16, 24. Est. 20 min on one H100: ~3e5 sequential SGD steps (K = 4, d = 16 alone 1.4e5; 27 ms each "
+        "on one CPU core, about 1 ms launch-bound on a GPU) and 1e15 flop for the d = 24 second-chaos matrix "
+        "(D = 13824; 2.7e13 at d = 16 already takes hours on one core)",
+        gpu_minutes=20,
         sgd_grid=(((2, (16, 32, 64)), (3, (12, 16, 24, 32)), (4, (8, 12, 16))), "card"),
         sgd_seeds=(5, "card"),
         sgd_sample_ratio=(400.0, "card: n up to 400 d^(K-1) log d"),
