@@ -28,9 +28,11 @@ def test_quick_run_decides_the_quick_claims(attention_rank_quick):
     verdicts = {v.id.split("/")[1]: v for v in res.verdicts}
     for name in ("hardmax-exact", "softmax-limit", "rank1-floor", "trained-heads-hurt", "length-hurts-low-rank"):
         assert verdicts[name].passed is True, verdicts[name].detail
-    for name in ("fig1-one-layer", "params-do-not-help", "depth-helps-short"):
+    for name, where in (("fig1-one-layer", "GPU (slice preset, est. 15 min on one H100)"),
+                        ("params-do-not-help", "GPU (paper preset, est. 20000 min on one H100)"),
+                        ("depth-helps-short", "GPU (paper preset, est. 20000 min on one H100)")):
         assert verdicts[name].passed is None and not verdicts[name].error and verdicts[name].detail.startswith(
-            "not decided: needs paper preset"), verdicts[name].detail
+            f"not decided: {where}; needs paper preset"), verdicts[name].detail
     assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {p.name for p in map(_path,
         res.figures)}
     trained = res.table("trained")

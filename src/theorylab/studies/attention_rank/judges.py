@@ -124,8 +124,8 @@ S_FIG1 = (
 )
 
 
-@claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1", departures=[*PAPER_RECIPE, Departure.field_value(
-    "width_multipliers", (1, 8, 64), "the slice trains w = 1 only", presets=GPU)])
+@claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1", decided_by="slice", departures=[
+    *PAPER_RECIPE, Departure.field_value("width_multipliers", (1, 8, 64), "the slice trains w = 1 only", presets=GPU)])
 def judge_fig1(res, v) -> Verdict:
     s = grid_summary(res.table("trained"), "heads", depth=1, n_points=16)
     if not _paper_scale(res) or s[s["rank"] == 64].empty or s[s["rank"] < 64].empty:
@@ -149,7 +149,8 @@ S_PARAMS = (
 )
 
 
-@claims.add("params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)", departures=PAPER_RECIPE)
+@claims.add("params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)", decided_by="paper",
+            departures=PAPER_RECIPE)
 def judge_params(res, v) -> Verdict:
     s = grid_summary(res.table("trained"), "heads", depth=1, n_points=16)
     wide = s[(s["width"] == 64) & (s["rank"] <= 32)]
@@ -208,7 +209,7 @@ S_DEPTH = (
 )
 
 
-@claims.add("depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)", departures=PAPER_RECIPE)
+@claims.add("depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)", decided_by="paper", departures=PAPER_RECIPE)
 def judge_depth(res, v) -> Verdict:
     d = res.config["d"]
     s = grid_summary(res.table("trained"), "heads", width=1, n_points=16, rank=d // 4)
