@@ -158,7 +158,7 @@ S_GROWS = ("Trained recall model (d = 256, 4 layers, RoPE, L_train = 128), last 
            "the 5 lengths and eRank/L decreasing in L, for every seed.")
 
 
-@claims.add("collapse-grows-with-length", S_GROWS, "the abstract's thesis (thresholds: the card's)")
+@claims.add("collapse-grows-with-length", S_GROWS, "the abstract's thesis (thresholds: the card's)", decided_by="paper")
 def judge_grows(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
@@ -178,7 +178,8 @@ def judge_grows(res, v) -> Verdict:
 S_PREDICTS = "Across L, Spearman(C(L), accuracy(L)) <= -0.8 for every seed of the trained recall model."
 
 
-@claims.add("collapse-predicts-failure", S_PREDICTS, "the abstract's thesis (threshold: the card's)")
+@claims.add("collapse-predicts-failure", S_PREDICTS, "the abstract's thesis (threshold: the card's)",
+            decided_by="paper")
 def judge_predicts(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
