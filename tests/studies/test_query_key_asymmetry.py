@@ -145,3 +145,17 @@ def test_thin_key_decoder_trains_at_toy_size():
     assert list(lms["variant"]) == ["full", "thin keys"] and lms["d_select"].tolist() == [8, 2]
     assert lms.iloc[1]["qk_params"] * 4 == lms.iloc[0]["qk_params"]
     assert set(trunc["which"]) == {"q", "k", "qk"} and len(ranks) == 2
+
+
+def test_cpu_preset_decides_claims_5_6_with_its_size_declared():
+    from theorylab.core.study import get_study
+
+    study = get_study("query-key-asymmetry")
+    cfg = study.make_config("cpu")
+    assert cfg.lm_steps >= qka.judges.STEPS_FOR_CLAIMS and cfg.thin_keys
+    claims = {c.id.split("/")[1]: c for c in study.claims}
+    for name in ("keys-more-compressible", "thin-keys"):
+        assert claims[name].decided_by == "cpu"
+        said = [d.field for d in claims[name].departures if d.applies(cfg.model_dump(), "cpu")]
+        assert said == ["lm_d_model", "lm_n_layers"]
+        assert not [d for d in claims[name].departures if d.applies(study.make_config("paper").model_dump(), "paper")]

@@ -54,6 +54,16 @@ class QueryKeyAsymmetryConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~25 s: identities on random-init models (every position x causal x "
                                 "dtype), a 300-step decoder with truncation curves (descriptive)"),
+    "cpu": Preset.of(
+        "cpu",
+        "CPU, <= 10 min at one thread: claims 5-6 on a 2-layer d = 64 character decoder (4 heads, d_h = 16) trained "
+        "the claims' 5000 steps, with its thin-key twin (d_select = d_h/4 = 4); the card's 125M decoder is the paper "
+        "preset",
+        lm_d_model=(64, "CPU budget: two 5000-step decoders at d = 128 take ~20 min of one core"),
+        lm_batch=(16, "CPU budget: ~0.06 s of one core a step at batch 32 put the two decoders at ~11 min"),
+        lm_steps=(5000, "the claims' minimum"),
+        thin_keys=(True, "claim 6"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: a GPT-2-small-shaped decoder (12 layers, 768 wide, 12 heads) trained 5000 steps, truncation, and a "

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure
 from theorylab.core.errors import Undecided
 
 REF = "query-key asymmetry (reconstructed)"
@@ -146,13 +147,22 @@ def judge_gauge(res, v) -> Verdict:
                                                  f"{100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}")
 
 
+# Claims 5-6 at the cpu preset: the card's self-trained decoder is 125M parameters (GPT-2-small shape); the cpu
+# preset trains a 2-layer d = 64 decoder for the claims' 5000 steps.
+CPU_SIZE = [
+    Departure.field_value("lm_d_model", 768, "cpu preset: a d = 64 decoder (~0.1M parameters) decides the claims on a "
+                          "CPU; the card's 125M decoder needs a GPU (paper preset)", presets=["cpu"]),
+    Departure.field_value("lm_n_layers", 12, "cpu preset: 2 layers; the card's 125M decoder has 12", presets=["cpu"]),
+]
+
 S_TRUNC = (
     "On a self-trained decoder (>= 5000 steps), at r = d_h/4 over all heads at once: ΔLoss(truncate W_K) <= 0.5 x "
     "ΔLoss(truncate W_Q) (the anchor: keys are far more compressible)."
 )
 
 
-@claims.add("keys-more-compressible", S_TRUNC, "arXiv 2603.04427 (anchor); threshold ours")
+@claims.add("keys-more-compressible", S_TRUNC, "arXiv 2603.04427 (anchor); threshold ours", decided_by="cpu",
+            departures=CPU_SIZE)
 def judge_truncation(res, v) -> Verdict:
     t = res.table("truncation")
     at = t[np.isclose(t["fraction"], 0.25)].set_index("which")["delta_loss"]
@@ -172,7 +182,7 @@ S_THIN = (
 )
 
 
-@claims.add("thin-keys", S_THIN, "arXiv 2603.04427 (anchor); threshold ours")
+@claims.add("thin-keys", S_THIN, "arXiv 2603.04427 (anchor); threshold ours", decided_by="cpu", departures=CPU_SIZE)
 def judge_thin(res, v) -> Verdict:
     t = res.table("decoders").set_index("variant")
     if "thin keys" not in t.index:
