@@ -168,3 +168,16 @@ def test_our_extra_conditions_depart_only_where_they_decide(sensitivity_quick):
     flat = _edit(sensitivity_quick, "lm_loss", lambda f: f.assign(loss=f["loss"].iloc[0]))
     v = theta.evaluate(flat)
     assert v.passed is False and any(d.startswith("the loss conditions fail while θ holds") for d in v.departures)
+
+
+def test_cpu_preset_runs_the_warmup_experiment_with_its_size_declared():
+    from theorylab.core.study import get_study
+
+    study = get_study("attention-sensitivity")
+    cfg = study.make_config("cpu")
+    assert cfg.postln and cfg.postln_n_layers == 36
+    warm = next(c for c in study.claims if c.id.endswith("/warmup-needed"))
+    assert warm.decided_by == "cpu"
+    said = [d.field for d in warm.departures if d.applies(cfg.model_dump(), "cpu")]
+    assert said == ["postln_d_model", "postln_n_heads", "postln_length"]
+    assert not [d for d in warm.departures if d.applies(study.make_config("paper").model_dump(), "paper")]

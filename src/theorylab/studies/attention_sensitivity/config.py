@@ -96,6 +96,16 @@ class AttentionSensitivityConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, under a minute: 300 θ rows, local gain to T = 1024, DeepNorm sweep N <= "
                                 "48 at d = 64, a 2-layer GPT-2 trained 200 steps"),
+    "cpu": Preset.of(
+        "cpu",
+        "CPU, ~7 min of one core: the quick preset plus the warmup experiment (claim warmup-needed) on a 36-layer "
+        "post-LN model at d = 128 (2 heads of 64), windows of 64, batch 8, 300 steps with and without 100 warmup "
+        "steps; the card's 1280-wide model is the paper preset",
+        postln=(True, "claim warmup-needed"),
+        postln_d_model=(128, "CPU budget: 0.6 s of one core per step at d = 128 (3.8 s at d = 256, T = 128)"),
+        postln_n_heads=(2, "head width 64, GPT-2's"),
+        postln_length=(64, "CPU budget"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: GPT-2-large shape (36 layers, 1280 wide, 20 heads) trained 300 steps, local gain to T = 4096, 5 seeds, "

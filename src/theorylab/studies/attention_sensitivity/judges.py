@@ -211,7 +211,12 @@ S_WARM = ("A deep post-LN model (36 layers at the paper preset) trained at lr 5e
           "or ends >= 0.1 nats above the same run with 100-step linear warmup (protocol reconstructed).")
 
 
-@claims.add("warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)")
+@claims.add("warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)", decided_by="cpu", departures=[
+    Departure.field_value("postln_d_model", 1280, "cpu preset: the 36 post-LN layers at d = 128 (7M parameters) fit "
+                          "a CPU; the card's GPT-2-large width needs a GPU (paper preset)", presets=["cpu"]),
+    Departure.field_value("postln_n_heads", 20, "cpu preset: 2 heads of width 64 (GPT-2's head width)",
+                          presets=["cpu"]),
+    Departure.field_value("postln_length", 256, "cpu preset: windows of 64 characters", presets=["cpu"])])
 def judge_warmup(res, v) -> Verdict:
     t = res.table("warmup", unless="needs paper preset: this config does not run the warmup experiment (postln=false; "
                                    "the paper preset, or --set postln=true)")
