@@ -122,3 +122,17 @@ def test_tolerance_departures_and_nan_heads(bilinear_quick):
         f, lambda t: (t["family"] == "random init") & (t["head"] == 2), "symmetry",
         float("nan"))))
     assert v.passed is False and "head = 2" in v.detail, v.detail
+
+
+def test_cpu_preset_decides_claims_6_7_with_its_size_declared():
+    from theorylab.core.study import get_study
+
+    study = get_study("bilinear-attention-operator")
+    cfg = study.make_config("cpu")
+    assert cfg.pair_steps >= bao.judges.CPU_PAIR_STEPS > study.make_config("quick").pair_steps
+    for claim in (c for c in study.claims if c.id.endswith(("/encoder-symmetric-decoder-directional",
+                                                            "/drift-from-null"))):
+        assert claim.decided_by == "cpu"
+        said = [d.field for d in claim.departures if d.applies(cfg.model_dump(), "cpu")]
+        assert said == ["pair_steps", "pair_d_model", "pair_n_layers", "pair_seeds"]
+        assert not [d for d in claim.departures if d.applies(study.make_config("paper").model_dump(), "paper")]

@@ -55,6 +55,13 @@ class BilinearOperatorConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~20 s: 256 random heads (d = 128), tied models, random-init BERT/GPT-2 "
                                 "convention checks, a 300-step encoder/decoder pair (descriptive)"),
+    "cpu": Preset.of(
+        "cpu",
+        "CPU, ~8 min of one core: claims 6-7 on one encoder/decoder pair at d = 64, 2 layers, 4 heads, 4000 steps "
+        "each (the card's pair is d = 256, 4 layers, 20k steps, 3 seeds: the paper preset)",
+        pair_steps=(4000, "CPU budget: ~0.055 s of one core a step at d = 64, so two 20k-step models take ~40 min"),
+        pair_log_every=(250, "sparser tracking: the operator scores are read 16 times per model"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
