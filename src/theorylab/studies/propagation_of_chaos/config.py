@@ -47,7 +47,11 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: d in {16, ..., 128}, m up to 2^14, m_ref = 2^17, 8 seeds, and the discretisation check",
+        "GPU: d in {16, ..., 128}, m up to 2^14, m_ref = 2^17, 8 seeds, and the discretisation check. Est. 60 min "
+        "on one H100: the m_ref = 2^17 reference's Gram products (2 m_ref^2 d flop per step, 2000 steps at each d, "
+        "and 15000 steps of the eta grid at d = 16), the networks and the finite-sample runs come to ~3e16 flop, "
+        "~15 min at 35 TFLOP/s, times ~4 for the elementwise kernels",
+        gpu_minutes=60,
         dims=((16, 32, 64, 128), "the card's dimensions"),
         widths=((64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384), "2^6 .. 2^14"),
         seeds=(8, "S = 8"),

@@ -98,7 +98,7 @@ S_POLY = (
 POLY_WIDTH = 4096  # the card's fixed width m = 2^12 of the poly(d) fit
 
 
-@claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)")
+@claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)", decided_by="paper")
 def judge_poly(res, v) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
@@ -186,7 +186,7 @@ def _sample_departures(res, by_n: pd.Series) -> list[str]:
     return out
 
 
-@claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)")
+@claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)", decided_by="paper")
 def judge_samples(res, v) -> Verdict:
     by_n, pure_gap, text = _finite_samples(res, v)
     moved = _sample_departures(res, by_n)
@@ -205,7 +205,8 @@ S_SAMPLES_EXCESS = ("Ours: the card's rate read on the excess over the pure-widt
                     "sup-gap is <= 2x the pure-width gap.")
 
 
-@claims.add("finite-samples-excess", S_SAMPLES_EXCESS, "ours: " + REF + ", finitely many samples")
+@claims.add("finite-samples-excess", S_SAMPLES_EXCESS, "ours: " + REF + ", finitely many samples",
+            decided_by="paper")
 def judge_samples_excess(res, v) -> Verdict:
     by_n, pure_gap, gaps_text = _finite_samples(res, v)
     excess = by_n - pure_gap
