@@ -18,7 +18,7 @@ def mig_quick(quick_run):
 def test_quick_claims(mig_quick):
     for v in mig_quick.verdicts:
         if v.id.endswith("finite-d-tracks-ode"):
-            assert v.passed is None and "needs paper preset" in v.detail and "reduced measurement" in v.detail
+            assert v.passed is None and "needs the cpu preset" in v.detail and "reduced measurement" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     by_id = {v.id.split("/")[-1]: v for v in mig_quick.verdicts}

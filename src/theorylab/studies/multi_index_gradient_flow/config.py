@@ -70,6 +70,13 @@ PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~20 s: r = 1 escape ODEs (k <= 3, d = 1e2..1e5), r = 2 staircase and "
                                 "non-staircase ODEs (d = 1e2..1e4), the planted trap, quadrature and a 10^6-sample "
                                 "Monte Carlo check, one finite-d run at d = 64 (n = 4000 per step)"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~6 min: quick with its finite-d run moved to the claim's cell, the staircase at d = 256 with "
+        "n = 2e5 fresh samples per step (160 steps of eta = 0.05 to T = 8; the Gaussian batches dominate)",
+        fd_dims=((256,), "the claim's d"),
+        fd_batches=((200_000,), "the claim's n"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: finite-d two-timescale runs at d in {64, 256, 1024}, n in {2e4, 2e5, 1e6}, r in {1, 2}, 5 seeds, "

@@ -238,18 +238,18 @@ S_TRACK = ("At d = 256 with n = 2e5 fresh samples per step, the finite-d stairca
 
 
 @claims.add("finite-d-tracks-ode", S_TRACK, REF + ", two-timescale algorithm vs its population limit",
-            departures=[Departure.of("||M_1,:||(t) (card: M_11(t))", FIRST_EXIT.why)])
+            decided_by="cpu", departures=[Departure.of("||M_1,:||(t) (card: M_11(t))", FIRST_EXIT.why)])
 def judge_track(res, v) -> Verdict:
     t = res.table("tracking")
     if t.empty:
-        return v.undecided("needs paper preset (no finite-d run in this preset)")
+        return v.undecided("needs the cpu preset (no finite-d run in this preset)")
     dev = np.maximum(v.column(t, "dev_m1"), v.column(t, "dev_smin"))
     detail = "; ".join(f"{r.link} d = {r.d}, n = {r.batch}, {r.features}, seed {r.seed}: deviation {m:.3f} up to "
                        f"t = {r.t_window:.3g}{'' if r.reached else ' (ODE never past 0.9)'}"
                        for r, m in zip(t.itertuples(), dev))
     sel = (t["link"] == "staircase") & (t["d"] == 256) & (t["batch"] == 200_000) & (t["features"] == "hermite")
     if not sel.any():
-        return v.undecided("needs paper preset (d = 256, n = 2e5); reduced measurement: " + detail,
+        return v.undecided("needs the cpu preset (d = 256, n = 2e5); reduced measurement: " + detail,
                            measured=float(dev.max()))
     return v.at_most(_labelled(dev[sel], (f"seed {s}" for s in t.loc[sel, "seed"])), 0.15, name="deviation",
                      tolerance=0.15, also=bool(t.loc[sel, "reached"].all()), detail=detail)
