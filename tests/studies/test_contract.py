@@ -44,7 +44,7 @@ def test_quick_preset_runs_and_passes(slug, quick_run):
     # A claim quick leaves undecided declares the preset that decides it (theorylab claims lists it), and says so.
     claims = {c.id: c for c in all_studies()[slug].claims}
     for v in result.verdicts:
-        if v.outcome == "undecided":
+        if v.outcome == "undecided" and not v.detail.startswith("report only"):  # a report decides nothing anywhere
             assert claims[v.id].decided_by != "quick", f"{v.id} is not decided at quick yet declares decided_by='quick'"
             assert claims[v.id].decided_on.split(" ")[0] in v.detail or claims[v.id].decided_by in v.detail, v.detail
     assert any(v.passed for v in result.verdicts), "the quick preset decides at least one claim"
