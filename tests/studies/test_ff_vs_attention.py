@@ -20,13 +20,13 @@ def test_quick_claims(ffa_quick):
     for name in ("bayes-noise-rate", "ablate-ff2", "ff2-stores-noise", "ff-first", "induction-head"):
         assert v[name].passed is True, v[name].detail
     # Off at quick (CPU budget): the reason names the preset that runs it.
-    assert v["no-ff-variant"].passed is None and "--preset no-ff-cpu" in v["no-ff-variant"].detail
-    for name in ("p-sweep", "truncation-helps"):
-        # Not run at quick; the reason says how to measure the reduced version, where its finding is written, and where
-        # it is judged.
+    assert v["no-ff-variant"].passed is None and "--preset cpu" in v["no-ff-variant"].detail
+    for name, where in (("p-sweep", "decided by the cpu preset"), ("truncation-helps", "decided by the lm preset")):
+        # Not run at quick; the reason names the preset that decides it, how to measure the reduced version, and where
+        # its finding is written.
         d = v[name].detail
         assert v[name].passed is None and d.startswith(
-            "not decided:") and "docs/studies/ff-vs-attention.md" in d and "judged at paper size" in d and "--" in d
+            f"not decided: {where}") and "docs/studies/ff-vs-attention.md" in d and "paper size" in d and "--" in d
     assert {"training_dynamics", "ablation_bars"} <= {p.stem for p in ffa_quick.figures}
 
 

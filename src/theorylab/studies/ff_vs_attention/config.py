@@ -142,6 +142,15 @@ PRESETS = {
         lm=(False, "as quick"),
         no_ff_variant=(True, "claim no-ff-variant"),
     ),
+    "cpu": Preset.of(
+        "cpu",
+        "CPU, a few minutes of one core: the quick preset plus the model without FF layers (claim no-ff-variant, as "
+        "no-ff-cpu) and the p sweep (claim p-sweep: three more models at p = 0.1, 0.3, 0.7 beside quick's 0.5), all at "
+        "the card's quick sizes (V = T = d = 64, 800 Adam steps); the real-text LM is the lm preset",
+        lm=(False, "the real-text language model alone takes ~10 min on 2 cores: the lm preset decides its claim"),
+        no_ff_variant=(True, "claim no-ff-variant"),
+        p_sweep=((0.1, 0.3, 0.7), "claim p-sweep: the card's grid {0.1, 0.3, 0.5, 0.7} with quick's 0.5"),
+    ),
     "lm": Preset.of(
         "lm",
         "CPU, minutes: the quick synthetic part plus the real-text language model (King James Bible, 2 layers, d = 64)",

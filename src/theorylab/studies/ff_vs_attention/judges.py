@@ -163,7 +163,7 @@ S_NOFF = ("Without FF layers the association moves into the layer-2 attention va
           "in-context answer too.)")
 
 
-@claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)", departures=[*RECIPE, (
+@claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)", decided_by="cpu", departures=[*RECIPE, (
     "layer-2 W_V truncated to its top-k directions, k picked on half the test sequences, in-context accuracy kept "
     "(card: the layer-2 attention value path dropped): the authors' code truncates W_V (wv_low_rank); dropping the "
     "path also removes the in-context answer (reported)")])
@@ -173,7 +173,7 @@ def judge_no_ff(res, v) -> Verdict:
     if noff.empty:
         raise Undecided("this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU "
                         "budget: "
-                        "--preset no-ff-cpu trains it at quick sizes in ~85 s on 2 cores, the paper preset at "
+                        "--preset cpu (or --preset no-ff-cpu) trains it at quick sizes, the paper preset at "
                         "paper size)")
     p = res.config["p_noise"]
     value = float(v.column(noff, "P_noise_full").mean())
@@ -204,13 +204,12 @@ S_SWEEP = (
 
 # Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper
 # preset.
-SWEEP_AT_QUICK = ("measure it at reduced size with --set p_sweep=0.1,0.3,0.7 (three more models, minutes on 2 CPU "
-                  "cores); what that measured when "
-                  "we ran it, and why the card's accuracy bar needs paper size, is in docs/studies/ff-vs-attention.md; "
-                  "judged at paper size")
+SWEEP_AT_QUICK = ("--preset cpu (or --set p_sweep=0.1,0.3,0.7) trains it at quick sizes (three more models, minutes "
+                  "on a CPU); what that measured, and why the card's accuracy bar may need paper size, is in "
+                  "docs/studies/ff-vs-attention.md; the paper preset judges it at paper size")
 
 
-@claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)", departures=RECIPE)
+@claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)", departures=RECIPE, decided_by="cpu")
 def judge_sweep(res, v) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
@@ -240,7 +239,8 @@ LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on
                 "docs/studies/ff-vs-attention.md; judged at paper size")
 
 
-@claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)", departures=[
+@claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)", decided_by="lm",
+            departures=[
     "a word-level model on real text with the trigger task written in, perplexity on natural text (card: a synthetic "
     "corpus mixing the trigger task with generic bigram text, generic-bigram perplexity): closer to the paper's "
     "Pythia setting",
