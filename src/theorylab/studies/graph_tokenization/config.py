@@ -103,9 +103,19 @@ PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, < 60 s: the exact checks (srg pair, spectral reconstruction, basis "
                                 "ambiguity, eigenvalue 1 of P), 8 models (components and degree x 4 tokenizations, "
                                 "L = 1, d = 64, n = 16, 600 steps) and the srg-pair RW/adjacency models (200 steps)"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores: the quick preset plus the in_K4 srg-discrimination models (adjacency, RW, eigenvalue-only) at "
+        "L = 2, 2000 steps each, which decide srg-discrimination",
+        srg_n_layers=((2,), "card: adjacency at L >= 2; L = 2 alone fits 2 CPU cores (paper preset: 1, 2, 4)"),
+    ),
     "paper": Preset.of(
         "paper",
-        "GPU: n in {16, 32, 64}, L in {1, 2, 4, 8}, all tasks, 20k steps, 5 seeds; srg-pair discrimination on in_K4",
+        "GPU (est. 450 min on one H100: the quick models train at ~5 ms per layer-step on one CPU core at n = 16; "
+        "the paper's 20 models x 5 seeds x L in {1, 2, 4, 8} x 20k steps at n = 16, 32, 64 are ~1.2e6 core-seconds, "
+        "at ~45x a core): n in {16, 32, 64}, L in {1, 2, 4, 8}, all tasks, 20k steps, 5 seeds; srg-pair "
+        "discrimination on in_K4",
+        gpu_minutes=450,
         n_nodes=((16, 32, 64), "card"),
         n_layers=((1, 2, 4, 8), "card"),
         tasks=(("degree", "components", "edge_query", "in_K4", "lambda2_threshold"), "card: all tasks"),

@@ -216,7 +216,7 @@ def _first_depth(v, t: pd.DataFrame, task: str, kind: str, level: float) -> floa
 
 
 @claims.add("depth-regimes", S_DEPTH, REF + ", depth separations between tokenizations (thresholds ours; "
-                                            "reconstructed)", departures=[LR_DECAY])
+                                            "reconstructed)", departures=[LR_DECAY], decided_by="paper")
 def judge_depth(res, v) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
@@ -250,7 +250,10 @@ S_SRG = ("On relabelled srg(16, 6, 2, 2) graphs with the node-level in_K4 task, 
 
 
 @claims.add("srg-discrimination", S_SRG, REF + ", tokenizations that cannot be converted (reconstructed experiment)",
-            departures=[LR_DECAY])
+            departures=[LR_DECAY, Departure.of("adjacency, RW and eigenvalue-only models at L = 2 only (paper preset: "
+                                               "L in {1, 2, 4})", "cpu preset: L = 2 is the smallest depth the claim "
+                                               "names; L = 4 needs more time than 2 CPU cores give",
+                                               presets=["cpu"])], decided_by="cpu")
 def judge_srg(res, v) -> Verdict:
     t = res.table("srg_discrimination")
     deep = t[t["n_layers"] >= 2] if len(t) else t
