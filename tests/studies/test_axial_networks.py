@@ -220,3 +220,15 @@ def test_the_gx_row_the_card_does_not_state_departs_only_when_it_decides(ax_quic
     bad = _edit(ax_quick, "expressivity", lambda f: set_where(
         f, lambda t: (t["model"] == "SX") & (t["d"] == 3), "rel_mse", 0.3))
     assert gap.evaluate(bad).departures == ()
+
+
+def test_cpu_preset_decides_mini_foundation():
+    """The cpu preset is the mini-foundation preset's values; claims 8-10 stay GPU-only (the paper preset)."""
+    from theorylab.core.study import get_study
+
+    study = get_study("axial-networks")
+    cpu = study.make_config("cpu").model_dump()
+    assert cpu == study.make_config("mini-foundation").model_dump() and cpu["mini_foundation"]
+    by = {c.id.split("/")[1]: c.decided_by for c in study.claims}
+    assert by["mini-foundation"] == "cpu" and study.presets["paper"].on_gpu
+    assert by["gp-all-dims"] == by["x-comparable"] == by["multidim-pretraining"] == "paper"

@@ -117,14 +117,30 @@ PRESETS = {
                                 "and read zero-shot on 3-D and 4-D"),
     "paper": Preset.of(
         "paper",
-        "GPU advised: adds the paper toy (claim 8): SXCNN, GXCNN and a 3D-CNN trained per d = 2..5, 10 epochs, "
-        "batch 64, 3 seeds",
+        "GPU: the cpu preset plus claim 8 (the paper toy: SXCNN, GXCNN and a 3D-CNN per d = 2..5, 10 epochs, batch "
+        "64, 3 seeds; on one CPU core its first seed did not finish in the ~2 min of CPU it got: ~1 s a step for "
+        "the d = 2 SXCNN and ~8x that at d = 3, 4, ~2 core-hours) and claims 9-10, XViT vs FieldViT (MPP-Ti "
+        "sizes: width 192, 12 blocks, 3 heads, patch 16) on the kit's PDE tasks at 128² / 32³. Estimate (upper: "
+        "~85 min on one H100): a training step at batch 8 on 128² measured 0.43 s (XViT) and 0.34 s (FieldViT) "
+        "on one CPU core, so ~1.5 s at batch 32; "
+        "claim 9 is 3 tasks x 3 seeds x 2 models x 5000 steps (~140k core-s), claim 10 four pretraining arms x 3 "
+        "seeds x 5000 steps plus 3 targets x 2 arms x 3 seeds x 1000 fine-tuning steps (~110k core-s): ~255k "
+        "core-s, plus ~7k for claim 8, divided by 60 (an H100 taken as 60 CPU cores; short token sequences likely "
+        "run faster)",
+        gpu_minutes=85,
         all_dims=(True, "card: claim 8, the paper's GP toy protocol"),
         epochs=(10, "paper toy: 10 epochs"),
         batch=(64, "paper toy: batch 64"),
         gp_eval_dims=((2, 3, 4, 5), "card: accuracy against d, 2D..5D"),
         mini_foundation=(True, "card: claim 11 (CPU-feasible, 5 seeds)"),
         pde_transformers=(True, "card: claims 9-10, XViT vs FieldViT on the kit's PDE tasks"),
+    ),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, a few minutes: the quick preset plus claim 11 (the mini-foundation test: an axial CNN "
+        "pretrained on AdvDiff1D 64 + AdvDiff2D 32², fine-tuned 200 steps on AdvDiff3D 16³, against scratch; 5 "
+        "seeds), the values of the older 'mini-foundation' preset (kept)",
+        mini_foundation=(True, "card: claim 11, CPU-feasible"),
     ),
     "mini-foundation": Preset.of(
         "mini-foundation",

@@ -157,7 +157,7 @@ S_ALL_DIMS = ("Paper toy: mean accuracy over seeds of the best XCNN (SXCNN or GX
               "{3, 4, 5} and within 0.03 of it at d = 2.")
 
 
-@claims.add("gp-all-dims", S_ALL_DIMS, REF + ", Fig. 4", departures=[
+@claims.add("gp-all-dims", S_ALL_DIMS, REF + ", Fig. 4", decided_by="paper", departures=[
     "separable product kernels (card: the paper's kernels, presumably of the Euclidean distance): the kit samples only "
     "separable ones"])
 def judge_all_dims(res, v) -> Verdict:
@@ -181,7 +181,8 @@ S_X_COMPARABLE = ("On each kit 2-D task (NS2D, DiffReact2D, AdvDiff2D) the media
                   "against CViT / MPP, which are not rebuilt.")
 
 
-@claims.add("x-comparable", S_X_COMPARABLE, REF + ", Tables 2-3 (converted models match the originals)", departures=[
+@claims.add("x-comparable", S_X_COMPARABLE, REF + ", Tables 2-3 (converted models match the originals)",
+            decided_by="paper", departures=[
     "XViT vs FieldViT at MPP-Ti's width, blocks, heads and patch (card: X-CViT-S vs CViT-S and X-MPP-Ti vs MPP-Ti): "
     "CViT and MPP are not rebuilt",
     "trained pde_pretrain_steps steps (card: 120 epochs)"])
@@ -211,7 +212,8 @@ S_MULTIDIM = ("Pretraining on several dimensions (XViT on KS1D + NS2D + AdvDiff2
 
 
 @claims.add("multidim-pretraining", S_MULTIDIM, REF + ", Sec. 5.3 and Fig. 6 (2-D-only arm: the same XViT, since "
-                                                      "MPP cannot take 1-D or 3-D fields)", departures=[
+                                                      "MPP cannot take 1-D or 3-D fields)", decided_by="paper",
+            departures=[
     "2-D-only arm: the same XViT pretrained on 2-D tasks (card: MPP pretrained on 2-D): MPP cannot take 1-D or 3-D "
     "fields",
     "zero-padding arm: FieldViT (card: MPP)"])
@@ -244,10 +246,11 @@ S_MINI = ("An axial CNN (XFieldCNN) pretrained jointly on AdvDiff1D (64) and Adv
           "trained from scratch for 200 steps (median over 5 seeds of the per-seed ratio).")
 
 
-@claims.add("mini-foundation", S_MINI, REF + " (reconstructed, not in the paper: the card's CPU-feasible test)")
+@claims.add("mini-foundation", S_MINI, REF + " (reconstructed, not in the paper: the card's CPU-feasible test)",
+            decided_by="cpu")
 def judge_mini(res, v) -> Verdict:
     if not res.scalar("mini_foundation_trained"):
-        return v.undecided("needs paper preset (or the CPU preset 'mini-foundation', a few minutes): the "
+        return v.undecided("needs the CPU preset 'cpu' (or 'mini-foundation', or paper), a few minutes: the "
                            "pretraining and fine-tuning of claim 11")
     t = res.table("mini_foundation")
     v.column(t, "nrmse")
