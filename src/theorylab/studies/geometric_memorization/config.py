@@ -72,11 +72,26 @@ PRESETS = {
                                 "selector) on N in {128, 2048, 10^4} x R in {1, 2, 4}, the pigeonhole check at one bit "
                                 "fewer, CoT two-hop at N = 2048, R = 4; one trained model N = 256, R = 2, d = 16, MLP "
                                 "64, 500 full-batch AdamW steps, its superposition R² and a short E-only transfer"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores: the quick preset's construction checks, with trained models at N = 2^10, R = 2 and d = 1 and 4 x "
+        "R log2 N (MLP 4d), 1500 full-batch AdamW steps (card), and the E-only transfer at d = 4 R log2 N for half "
+        "the steps, which decides transfer",
+        train_sizes=((1024,), "card: the smallest paper N"),
+        width_multipliers=((1, 4), "card: transfer needs d = 4 R log2 N"),
+        steps=(1500, "card"),
+        transfer_multiplier=(4, "card"),
+        transfer_steps=(750, "card: half the training steps"),
+    ),
     "paper": Preset.of(
         "paper",
-        "GPU: N in {2^10, 2^13, 2^16} x R in {1, 2, 4, 8} x d in {1, 2, 4, 8} x R log2 N, 20k steps, 3 seeds; "
+        "GPU (est. 2500 min on one H100, from the readout's FLOPs: N·R facts x N logits x d per pass, 3 passes a "
+        "step; N = 2^16, R = 8, d = 1024 alone is ~1e14 FLOP a step, 2e18 for 20k steps, ~6 h at ~100 TFLOP/s; the "
+        "whole R x d grid is ~2.5x that, x 3 seeds): N in {2^10, 2^13, 2^16} x R in {1, 2, 4, 8} x d in {1, 2, 4, "
+        "8} x R log2 N, 20k steps, 3 seeds; "
         "transfer at d = 4 R log2 N; the associative-memory baseline (d = 16, MLP width grown); two-hop with and "
         "without CoT at N = 2^13",
+        gpu_minutes=2500,
         train_sizes=((1024, 8192, 65536), "card"),
         train_relations=((1, 2, 4, 8), "card"),
         width_multipliers=((1, 2, 4, 8), "card"),

@@ -130,7 +130,11 @@ S_TRANSFER = ("At d = 4R ceil(log2 N), training only the (re-initialised) subjec
               "accuracy; with the MLP re-drawn at random and frozen, accuracy stays >= 0.2 lower (thresholds ours).")
 
 
-@claims.add("transfer", S_TRANSFER, REF + ", zero-shot transfer of the selector MLP (E-only training: ours)")
+@claims.add("transfer", S_TRANSFER, REF + ", zero-shot transfer of the selector MLP (E-only training: ours)",
+            decided_by="cpu", departures=[Departure.of(
+                "N = 2^10, R = 2, one seed, 1500 steps (paper preset: N in {2^10, 2^13, 2^16} x R in {1, 2, 4, 8}, 3 "
+                "seeds, 20k steps)", "cpu preset: the smallest paper N at the card's quick step count fits 2 CPU "
+                "cores; the larger N need a GPU", presets=["cpu"])])
 def judge_transfer(res, v) -> Verdict:
     t = res.table("transfer")
     if t.empty:
@@ -161,7 +165,8 @@ def _slope(x, y) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
-@claims.add("params-per-fact", S_PARAMS, REF + ", geometric vs associative memory parameter counts")
+@claims.add("params-per-fact", S_PARAMS, REF + ", geometric vs associative memory parameter counts",
+            decided_by="paper")
 def judge_params(res, v) -> Verdict:
     t, a = res.table("training"), res.table("assoc")
     big = t[(t["n"] == 65536) & (t["accuracy"] == 1.0)] if len(t) else t
@@ -191,7 +196,7 @@ S_TWOHOP = ("Without chain of thought a 2-layer model needs a larger width than 
             "all two-hop queries at N = 2^13: d_min(no CoT) >= 2 d_min(CoT) (reconstructed, directional).")
 
 
-@claims.add("two-hop-tradeoff", S_TWOHOP, REF + ", capacity-depth trade-off (reconstructed)")
+@claims.add("two-hop-tradeoff", S_TWOHOP, REF + ", capacity-depth trade-off (reconstructed)", decided_by="paper")
 def judge_twohop(res, v) -> Verdict:
     t = res.table("twohop")
     t = t[t["n"] == 8192] if len(t) else t
