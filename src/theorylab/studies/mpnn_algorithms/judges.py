@@ -237,7 +237,8 @@ S_MST = ("Ours (reconstruction of the paper's MST task): a min-aggregation MPNN 
          "spanning-forest weight within 1e-2 of networkx's, for every seed and test size.")
 
 
-@claims.add("mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)", departures=RECIPE[:2] + [
+@claims.add("mst-minimax", S_MST, REF + ", minimum spanning trees (our bottleneck encoding)", decided_by="paper",
+            departures=RECIPE[:2] + [
     Departure.field_value("mst_steps", 5000, "the card's step count for every model")])
 def judge_mst(res, v) -> Verdict:
     t = res.table("mst", unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: "
