@@ -208,7 +208,7 @@ def fragment_share(t, runs: int) -> tuple[float, int]:
     return float((hits >= (runs - 1) / 2).mean()), len(hits)
 
 
-@claims.add("fragments-recur", S_FRAGMENTS, REF + ", repeated information fragments", departures=[
+@claims.add("fragments-recur", S_FRAGMENTS, REF + ", repeated information fragments", decided_by="paper", departures=[
     BETA, Departure.field_value("fragment_runs", 50, "the card's paper preset matches 25 models x 10 latents (250 "
                                                      "fingerprints of 300 x 300), not all 50 runs")])
 def judge_fragments(res, v) -> Verdict:
