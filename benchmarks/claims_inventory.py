@@ -32,8 +32,8 @@ README_MARKS = ("<!-- claims-summary:start -->", "<!-- claims-summary:end -->")
 
 def tier_sentence(counts: dict[str, int]) -> str:
     """The README's counts of what decides the claims (store-independent; a test compares them with the registry)."""
-    return (f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a `cpu` preset "
-            f"(<= 10 min on 2 cores), {counts['gpu']} only on a GPU")
+    return (f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a larger preset that "
+            f"runs on a CPU (`cpu`, <= 10 min on 2 cores, or a named one), {counts['gpu']} only on a GPU")
 
 
 def outcome_counts(entries, seed: int) -> dict[str, int]:

@@ -36,3 +36,18 @@ def test_readme_is_short_and_its_links_exist():
     for target in re.findall(r"\]\(([^)#]+)\)", README):
         if not target.startswith("http"):
             assert (ROOT / target).exists(), target
+
+
+def test_claims_summary_counts_come_from_the_inventory():
+    """The README's "N claims: a decided at quick, b by a cpu preset, c only on a GPU" is the registry's inventory
+    (benchmarks/claims_inventory.py --write-docs writes it; a claim moved between tiers makes this fail)."""
+    import importlib.util
+
+    from theorylab.core.inventory import inventory, summary
+
+    spec = importlib.util.spec_from_file_location("claims_inventory", ROOT / "benchmarks" / "claims_inventory.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    block = README[README.index("<!-- claims-summary:start -->") : README.index("<!-- claims-summary:end -->")]
+    builtin = {slug: s for slug, s in all_studies().items() if s.module.startswith("theorylab.studies")}
+    assert mod.tier_sentence(summary(inventory(builtin))) in block

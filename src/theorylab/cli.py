@@ -365,8 +365,8 @@ def check(
         if not names:
             _fail(f"no study declares a '{preset}' preset")
         if without:
-            err.print(f"{len(without)} studies have no {preset} preset (every claim decided at quick, or only on a "
-                      f"GPU; `theorylab claims` lists what decides each): {', '.join(without)}", highlight=False,
+            err.print(f"{len(without)} studies have no {preset} preset (their claims are decided at quick or by "
+                      f"another preset; `theorylab claims` lists which): {', '.join(without)}", highlight=False,
                       soft_wrap=True)
     with _user_errors():
         for slug in names:
@@ -432,7 +432,7 @@ def check(
 
 def tier_studies(names: list[str], preset: str) -> tuple[list[str], list[str]]:
     """(the studies of ``names`` that declare ``preset``, the others): ``check --preset cpu`` runs the first, names
-    the second (every claim of theirs is decided at quick, or only on a GPU). Every study has quick and paper."""
+    the second (their claims are decided at quick or by another preset). Every study has quick and paper."""
     without = [slug for slug in names if preset not in get_study(slug).presets]
     return [slug for slug in names if slug not in without], without
 
