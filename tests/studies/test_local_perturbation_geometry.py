@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import theorylab.studies.local_perturbation_geometry as lpg  # registers the study without an entry point
+import theorylab.studies.local_perturbation_geometry.measure as lpg_measure
 from result_edits import edit_table as _edit
 from theorylab.core.result import Result
 from theorylab.probes.second_order import first_order_error, lie_bracket, order_defect, two_step_defect
@@ -77,9 +78,9 @@ def test_order_defect_tends_to_eta_kappa_on_a_smooth_non_quadratic():
 
 def test_crossing_interpolates_on_log_axes():
     x = np.array([1e-3, 1e-2, 1e-1, 1.0])
-    assert lpg._crossing(x, 2 * x, 0.1) == pytest.approx(0.05, rel=1e-12)
-    assert np.isnan(lpg._crossing(x, 1e-3 * x, 0.1))  # never reaches
-    assert np.isnan(lpg._crossing(x, 1 + x, 0.1))  # starts above
+    assert lpg_measure._crossing(x, 2 * x, 0.1) == pytest.approx(0.05, rel=1e-12)
+    assert np.isnan(lpg_measure._crossing(x, 1e-3 * x, 0.1))  # never reaches
+    assert np.isnan(lpg_measure._crossing(x, 1 + x, 0.1))  # starts above
 
 
 # --- the quick run ---------------------------------------------------------------------------------------------------
@@ -257,7 +258,7 @@ def test_bad_config_fails_before_work():
                        (dict(drift_steps=(5, 10)), "drift_steps"), (dict(tasks=("add", "add")), "tasks"),
                        (dict(ts=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6)), "ts"), (dict(prefix_steps=100), "prefix_steps"),
                        (dict(task_a="max", tasks=("add", "sub")), "task_a"), (dict(n_heads=3), "n_heads"),
-                       (dict(etas=(1e-3, 1e-4, 1e-2, 0.1, 1.0)), "etas"), (dict(additivity_ts=(1e-3, 1e-2, 0.1)),
+                       (dict(lrs=(1e-3, 1e-4, 1e-2, 0.1, 1.0)), "lrs"), (dict(additivity_ts=(1e-3, 1e-2, 0.1)),
                                                                           "additivity_ts"),
                        (dict(window_scales=(1e-5, 1e-4, 1e-3, 3e-3)), "window_scales"),
                        (dict(rotation_control=2.0), "rotation_control")):
@@ -276,7 +277,7 @@ def test_paper_path_at_toy_size(tmp_path):
                   overrides=dict(p=5, d_model=16, n_layers=2, n_heads=2, mlp_width=32, seeds=2, base_max_steps=150,
                                  base_batch=64, probe_n=32, sgd_steps=12, drift_steps=(0, 4, 12), prefix_steps=4,
                                  bestofn_draws=4, trace_probes=2, caa_controls=2, lora_steps=10,
-                                 etas=(1e-3, 1e-2, 0.1, 1.0, 10.0)))
+                                 lrs=(1e-3, 1e-2, 0.1, 1.0, 10.0)))
     assert res.status == "done", res.message
     assert set(res.table("base")["seed"]) == {0, 1}
     b = res.table("bestofn")

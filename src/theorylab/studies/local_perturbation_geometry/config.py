@@ -60,7 +60,7 @@ class LocalPerturbationGeometryConfig(StudyConfig):
     drift_rank: Rank = Field(8, description="k of the top-k gradient subspace (card: 8)")
     prefix_steps: Steps = Field(10, description="m: SGD updates in the trajectory-prefix basis (card: 10)")
     # --- the paper's own findings (turn-3 card): order defect, window, onset, rotation, additivity ---
-    etas: tuple[Annotated[float, Field(gt=0, le=100)], ...] = Field(
+    lrs: tuple[Annotated[float, Field(gt=0, le=100)], ...] = Field(
         tuple(round(10 ** (k / 4), 12) for k in range(-16, 5)), min_length=5,
         description="step sizes eta of the two-step order-defect scan (ours: 1e-4..10, 4 per decade; it must reach "
                     "past the onset eta_dagger ~ 0.10/kappa, which was 1.07-1.2 for two pairs of seed 17)")
@@ -108,7 +108,7 @@ class LocalPerturbationGeometryConfig(StudyConfig):
             raise ValueError(f"'task_a' and 'task_b' must differ; both are {self.task_a!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"'n_heads' ({self.n_heads}) must divide 'd_model' ({self.d_model})")
-        for name in ("ts", "drift_steps", "bestofn_ns", "etas", "window_scales", "additivity_ts"):
+        for name in ("ts", "drift_steps", "bestofn_ns", "lrs", "window_scales", "additivity_ts"):
             vals = getattr(self, name)
             if list(vals) != sorted(set(vals)):
                 raise ValueError(f"'{name}' must be strictly ascending; got {vals}")

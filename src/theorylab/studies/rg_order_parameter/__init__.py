@@ -45,13 +45,13 @@ def _chain_check(cfg: RgOrderParameterConfig, ctx: RunContext) -> None:
     lags = np.arange(1, cfg.chain_lags + 1)
     for xi in cfg.xis:
         lam = lazy_lambda(xi)
-        P = lazy_chain(cfg.vocab, lam)
+        P = lazy_chain(cfg.vocab_size, lam)
         eig = np.sort(np.linalg.eigvals(P).real)
-        want = np.sort(np.r_[np.full(cfg.vocab - 1, lam), 1.0])
+        want = np.sort(np.r_[np.full(cfg.vocab_size - 1, lam), 1.0])
         spec.append(dict(xi=xi, lam=lam, eig_error=float(np.abs(eig - want).max())))
         n_seq = -(-cfg.chain_tokens // cfg.length)
         tokens = sample_chain(P, n_seq, cfg.length, ctx.generator(f"chain/{xi}"))
-        emp = indicator_autocorrelation_empirical(tokens, cfg.vocab, lags)
+        emp = indicator_autocorrelation_empirical(tokens, cfg.vocab_size, lags)
         theory = indicator_autocorrelation(P, lags)
         auto += [dict(xi=xi, lag=int(k), empirical=float(e), theory=float(t), lam_k=lam ** int(k))
                  for k, e, t in zip(lags, emp, theory)]
@@ -75,10 +75,10 @@ def _one_run(item: dict, progress) -> dict[str, pd.DataFrame]:
     """One (reading, ξ) job: the untrained net measured at step 0, trained, measured again."""
     cfg = RgOrderParameterConfig(**item["config"])
     reading, xi = item["reading"], item["xi"]
-    P = lazy_chain(cfg.vocab, lazy_lambda(xi))
+    P = lazy_chain(cfg.vocab_size, lazy_lambda(xi))
     tokens = sample_chain(P, cfg.eval_sequences, cfg.length, item["eval_generator"])
-    corrupted, mask = mask_tokens(tokens, cfg.mask_rate, cfg.vocab, item["eval_generator"])
-    model = ResidualMLPStack(cfg.vocab + 1, cfg.vocab, cfg.length, d=cfg.d_model, n_blocks=cfg.n_layers,
+    corrupted, mask = mask_tokens(tokens, cfg.mask_rate, cfg.vocab_size, item["eval_generator"])
+    model = ResidualMLPStack(cfg.vocab_size + 1, cfg.vocab_size, cfg.length, d=cfg.d_model, n_blocks=cfg.n_layers,
                              variant=reading, window=cfg.window, tok_mult=cfg.tok_mult, ch_mult=cfg.mlp_mult,
                              seed=item["init_seed"]).to(item["device"])
     dev = item["device"]
@@ -86,7 +86,7 @@ def _one_run(item: dict, progress) -> dict[str, pd.DataFrame]:
     tag = dict(reading=reading, xi=xi)
     r0, d0, loss0 = _measure(model, tokens, corrupted, mask, dict(tag, trained=False))
     curve = train_masked_chain(model, P, length=cfg.length, batch=cfg.batch, steps=cfg.steps, lr=cfg.lr,
-                               mask_rate=cfg.mask_rate, mask_id=cfg.vocab, generator=item["train_generator"],
+                               mask_rate=cfg.mask_rate, mask_id=cfg.vocab_size, generator=item["train_generator"],
                                log_every=max(1, cfg.steps // 50), device=dev, schedule=cfg.lr_schedule,
                                progress=(lambda it, total: progress(it, f"{reading}, ξ = {xi}", total=total))
                                if progress else None)
@@ -129,6 +129,6 @@ def run(cfg: RgOrderParameterConfig, ctx: RunContext) -> None:
     tables = {name: ctx.table(name, pd.concat(frames, ignore_index=True)) for name, frames in parts.items()}
     for loss in tables["losses"]["loss"]:
         ctx.check_finite("held-out masked loss", loss)
-    figure_ranks(ctx, tables["ranks"], cfg.vocab)
+    figure_ranks(ctx, tables["ranks"], cfg.vocab_size)
     figure_selectivity(ctx, tables["ranks"])
     figure_drift(ctx, tables["drift"])

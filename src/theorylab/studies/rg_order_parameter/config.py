@@ -25,8 +25,8 @@ READINGS: tuple[Reading, ...] = ("mixer", "window", "flat")
 
 
 class RgOrderParameterConfig(StudyConfig):
-    vocab: Annotated[VocabSize, Field(le=256)] = Field(16, description="tokens V of the lazy chain (one-hot inputs; "
-                                                                       "[MASK] is id V); follow-up: 16")
+    vocab_size: Annotated[VocabSize, Field(le=256)] = Field(
+        16, description="tokens V of the lazy chain (one-hot inputs; [MASK] is id V); follow-up: 16")
     xis: tuple[CorrelationLength, ...] = Field((1.2, 6.7), min_length=2, max_length=8, description="correlation "
         "lengths ξ of the chains (lazy chain λ = e^(-1/ξ)); the claims read the shortest and the longest; follow-up: "
         "1.2 and 6.7 (card: 1 and 7)")

@@ -231,7 +231,7 @@ def _add_reading(reading: str) -> None:
     def judge_plateau(res, v) -> Verdict:
         _reading_in_run(res, reading)
         _, long = _xis(res)
-        vocab = int(res.config["vocab"])
+        vocab = int(res.config["vocab_size"])
         e = _erank(res, v, reading, long, True)
         spread = float((e.max() - e.min()) / e.mean())
         r = res.table("ranks")
