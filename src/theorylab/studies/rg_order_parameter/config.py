@@ -66,29 +66,31 @@ class RgOrderParameterConfig(StudyConfig):
         return self
 
 
+
+# The reduced size quick and cpu share (they differ in readings and steps): value, reason.
+CPU_SIZE = dict(
+    length=(16, "CPU budget (the Mixer step costs ~L)"),
+    d_model=(32, "CPU budget; still above V = 16, so an eRank above 16 is possible"),
+    batch=(64, "more masked tokens per step for the fewer steps"),
+    lr=(3e-3, "a larger step for the fewer steps"),
+    lr_schedule=("linear", "a linear decay reaches the Bayes loss in fewer steps"),
+)
+
 PRESETS = {
     "quick": Preset.of(
         "quick",
         "2 CPU cores, <= 60 s: the window reading (the cheapest per-position one) at a reduced size (L = 16, d = 32, "
         "1000 steps of 64 sequences, lr 3e-3 decayed linearly), both ξ; the Mixer and flat readings: cpu preset",
         readings=(("window",), "CPU budget: one reading fits in 60 s, three do not"),
-        length=(16, "CPU budget"),
-        d_model=(32, "CPU budget; still above V = 16, so an eRank above 16 is possible"),
         steps=(1000, "CPU budget"),
-        batch=(64, "more masked tokens per step for the fewer steps"),
-        lr=(3e-3, "a larger step for the fewer steps"),
-        lr_schedule=("linear", "a linear decay reaches the Bayes loss in fewer steps"),
+        **CPU_SIZE,
     ),
     "cpu": Preset.of(
         "cpu",
         "<= 10 min on 2 CPU cores (~3 min at one thread): the three readings (Mixer, window, flat) at the quick size "
         "(L = 16, d = 32) with 1500 steps of 64 sequences, lr 3e-3 decayed linearly",
-        length=(16, "CPU budget (the Mixer step costs ~L)"),
-        d_model=(32, "CPU budget; still above V = 16"),
         steps=(1500, "CPU budget"),
-        batch=(64, "more masked tokens per step for the fewer steps"),
-        lr=(3e-3, "a larger step for the fewer steps"),
-        lr_schedule=("linear", "a linear decay reaches the Bayes loss in fewer steps"),
+        **CPU_SIZE,
     ),
     "paper": Preset.of(
         "paper",
