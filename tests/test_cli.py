@@ -316,3 +316,30 @@ def test_report_carries_departures_known_failures_and_the_seed_grid(root, tmp_pa
     run_pages = list((tmp_path / "site" / "runs").glob("*.html"))
     assert any("† departs:</span> n 200 (card 1000)" in p.read_text() for p in run_pages)
     assert any("pill known" in p.read_text() for p in run_pages)
+
+
+def test_report_and_show_on_a_missing_store_say_so_and_create_nothing(tmp_path):
+    missing = tmp_path / "no" / "such"
+    for args in (["report"], ["show", "abc"]):
+        res = invoke(missing, *args)
+        assert res.exit_code == 2, res.output
+        assert "no store at" in res.output
+        assert not (tmp_path / "no").exists()
+
+
+def test_an_interrupted_run_reads_interrupted_in_list_show_and_report(root):
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    with pytest.raises(KeyboardInterrupt):
+        execute("toy", overrides={"interrupt": True}, store=Store(root))
+    (row,) = Store(root).rows()
+    listed = invoke(root, "list", "--json")
+    toy = next(r for r in json.loads(listed.stdout) if r["slug"] == "toy")
+    assert toy["latest"]["status"] == "interrupted"
+    assert "interrupted" in invoke(root, "list").stdout
+    shown = invoke(root, "show", row["run_id"][:8])
+    assert shown.exit_code == 2 and "was interrupted" in shown.output and "run it again" in shown.output
+    assert invoke(root, "report").exit_code == 0
+    page = (root / "report" / "index.html").read_text()
+    assert ">interrupted</span>" in page and "run failed" not in page

@@ -25,6 +25,7 @@ class ToyConfig(StudyConfig):
     step_sleep: float = Field(0.0, ge=0.0, le=10.0, description="seconds to sleep per step (kill tests)")
     nan_at: int = Field(-1, ge=-1, le=10_000, description="step at which the loss becomes NaN (-1: never)")
     fail: bool = Field(False, description="raise an ordinary exception mid-run")
+    interrupt: bool = Field(False, description="raise KeyboardInterrupt mid-run, as Ctrl-C does")
     scale: float = Field(1.0, gt=0, le=100.0, description="standard deviation of the draws")
     bias: float = Field(0.0, ge=-10.0, le=10.0, description="shift of the draws' mean (non-zero: the claim fails)")
     judge_bug: bool = Field(False, description="the judge reads a misspelt column (it must count as an error)")
@@ -57,6 +58,8 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
     for step in ctx.progress(range(cfg.steps), "toy steps"):
         if cfg.fail and step == 1:
             raise RuntimeError("toy failure")
+        if cfg.interrupt and step == 1:
+            raise KeyboardInterrupt
         if cfg.n >= 100_000:
             x = np.concatenate([rng.normal(cfg.bias, cfg.scale, min(cfg.big_chunk, cfg.n - i)) for i in range(0, cfg.n,
                 cfg.big_chunk)])

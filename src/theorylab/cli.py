@@ -617,10 +617,27 @@ def report(
     """Write a static HTML report (studies, verdicts, figures, configs) of the store."""
     from theorylab.core.report import write_report
 
-    index = write_report(Store(store), out_dir)
+    with _user_errors():
+        index = write_report(Store(store, create=False), out_dir)
     out.print(f"report: {index}")
     if open_:
         webbrowser.open(index.resolve().as_uri())
+
+
+def _load_or_explain(st: Store, run_id: str) -> Result:
+    """A complete run, or a :class:`ConfigError` that says what became of an attempt that left nothing stored
+    (``interrupted``: Ctrl-C or a kill; ``failed``: it raised), so a user is not told only "no such run"."""
+    try:
+        return st.load(run_id)
+    except ConfigError:
+        attempts = [r for r in st.rows() if r["run_id"].startswith(run_id) and r["status"] in ("interrupted",
+                                                                                                "failed")]
+        if len(attempts) == 1:
+            a = attempts[0]
+            raise ConfigError(f"run {a['run_id']} ({a['study']}, preset {a['preset']}, seed {a['seed']}) was "
+                              f"{a['status']}: {a['message'] or 'no message'}; nothing of it is stored, run it "
+                              f"again to redo it") from None
+        raise
 
 
 @app.command()
@@ -631,7 +648,7 @@ def show(
 ) -> None:
     """Show a stored run: config, scalars, verdicts, tables, figures."""
     with _user_errors():
-        res = Store(store).load(run_id)
+        res = _load_or_explain(Store(store, create=False), run_id)
     if as_json:
         print(json.dumps({**res.to_json(), "config": res.config, "scalars": res.scalars}, default=str))
         return

@@ -70,6 +70,24 @@ def test_exception_leaves_no_run_and_marks_failed(store):
     assert row["status"] == "failed" and "toy failure" in row["message"]
 
 
+def test_ctrl_c_leaves_no_run_and_marks_interrupted(store):
+    with pytest.raises(KeyboardInterrupt):
+        execute("toy", overrides={"interrupt": True}, store=store)
+    assert list(store.runs_dir.iterdir()) == [] and list(store.tmp_dir.iterdir()) == []
+    (row,) = store.rows()
+    assert row["status"] == "interrupted" and "KeyboardInterrupt" in row["message"]
+
+
+def test_a_store_that_does_not_exist_is_not_created_when_only_read(tmp_path):
+    from theorylab.core.config import ConfigError
+
+    with pytest.raises(ConfigError, match="no store at"):
+        Store(tmp_path / "no" / "such", create=False)
+    assert not (tmp_path / "no").exists()
+    Store(tmp_path / "made")
+    assert Store(tmp_path / "made", create=False).rows() == []
+
+
 def test_rejudge_from_stored_results(store):
     res = execute("toy", store=store)
     # Tamper with the stored table: the re-judged verdict must follow the stored data.
@@ -118,7 +136,7 @@ def test_sigkill_mid_run_leaves_no_complete_run_and_rerun_completes(tmp_path):
     reopened = Store(root)  # opening a store removes the dead process's work folder
     assert list(reopened.tmp_dir.iterdir()) == []
     row = reopened.row(row["run_id"])
-    assert row["status"] == "failed" and f"process {proc.pid}" in row["message"]
+    assert row["status"] == "interrupted" and f"process {proc.pid}" in row["message"]
     res = execute("toy", overrides={"steps": 40, "step_sleep": 0.05}, store=reopened)
     assert res.status == "done" and not res.reused and res.run_id == row["run_id"]
     assert store.row(res.run_id)["status"] == "done"

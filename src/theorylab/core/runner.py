@@ -128,6 +128,11 @@ def execute_config(
             study.run(cfg, ctx)
     except Diverged as err:
         status, message = "diverged", str(err)
+    except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, or a worker told to stop: not the study's fault
+        store.discard(workdir)
+        store.mark_failed(run_id, f"interrupted ({type(err).__name__}) after "
+                                  f"{time.perf_counter() - started:.1f} s", status="interrupted")
+        raise
     except BaseException as err:
         store.discard(workdir)
         store.mark_failed(run_id, f"{type(err).__name__}: {err}")
@@ -156,9 +161,11 @@ def execute_config(
         meta["fields_read"] = sorted(reads | judged)
         (workdir / "meta.json").write_text(json.dumps(meta, indent=2))
         final = store.commit(workdir, run_id, replace=force)
-    except BaseException:
+    except BaseException as err:
         store.discard(workdir)
-        store.mark_failed(run_id, "interrupted while writing")
+        interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
+        store.mark_failed(run_id, f"{'interrupted' if interrupted else type(err).__name__} while writing",
+                          status="interrupted" if interrupted else "failed")
         raise
     result = Result.load(final)
     store.mark_finished(result)

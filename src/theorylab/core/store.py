@@ -73,8 +73,16 @@ def run_identity(study: str, config: dict[str, Any], seed: int, version: str) ->
 
 
 class Store:
-    def __init__(self, root: str | os.PathLike[str] | None = None):
+    def __init__(self, root: str | os.PathLike[str] | None = None, create: bool = True):
+        """Open the store at ``root`` (default :func:`default_root`), creating it unless ``create`` is False:
+        then a folder that holds no store is a :class:`ConfigError` and nothing is written (commands that only
+        read a store, such as ``report`` and ``show``, must not leave an empty one behind on a typo)."""
         self.root = Path(root) if root is not None else default_root()
+        if not create and not (self.root / "index.sqlite").is_file():
+            from theorylab.core.config import ConfigError
+
+            raise ConfigError(f"no store at {self.root}: nothing has run there (a run writes one: "
+                              f"theorylab run SLUG --store {self.root})")
         self.runs_dir = self.root / "runs"
         self.tmp_dir = self.root / "tmp"
         self.sweeps_dir = self.root / "sweeps"
@@ -129,10 +137,14 @@ class Store:
                 ),
             )
 
-    def mark_failed(self, run_id: str, message: str) -> None:
+    def mark_failed(self, run_id: str, message: str, status: str = "failed") -> None:
+        """Record that a run did not complete: ``failed`` (it raised) or ``interrupted`` (Ctrl-C, a kill, a
+        terminated worker): nothing of it is stored either way."""
+        if status not in ("failed", "interrupted"):
+            raise ValueError(f"status {status!r}: allowed failed, interrupted")
         with self._db() as db:
-            db.execute("UPDATE runs SET status='failed', finished=?, message=? WHERE run_id=?", (time.time(), message,
-                run_id))
+            db.execute("UPDATE runs SET status=?, finished=?, message=? WHERE run_id=?",
+                       (status, time.time(), message, run_id))
 
     def rows(self, study: str | None = None) -> list[dict[str, Any]]:
         """Index rows, newest first."""
@@ -211,7 +223,7 @@ class Store:
         """Remove the work folders of runs whose process is gone (killed, crashed), on this host
         only: a folder of a live process, or of another host sharing the store (a Ray cluster on
         a network file system), is never touched. The index row of such a run, still
-        ``running``, becomes ``failed`` with the reason. Called whenever a store opens; returns
+        ``running``, becomes ``interrupted`` with the reason. Called whenever a store opens; returns
         the names removed."""
         removed = []
         for path in self.tmp_dir.iterdir():
@@ -221,7 +233,8 @@ class Store:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path.name)
             with self._db() as db:
-                db.execute("UPDATE runs SET status='failed', finished=?, message=? WHERE run_id=? AND status='running'",
+                db.execute("UPDATE runs SET status='interrupted', finished=?, message=? WHERE run_id=? "
+                           "AND status='running'",
                            (time.time(), f"killed: process {parts[2]} ended before the run completed", parts[0]))
         return removed
 
