@@ -318,11 +318,20 @@ def procrustes_distance(X: Array, Y: Array, *, kind: Literal["angular", "euclide
 # --- Gaussian 2-Wasserstein ------------------------------------------------------------------------------------------
 
 
+def _rounding_floor(w: torch.Tensor) -> torch.Tensor:
+    """Eigenvalues of a symmetric PSD matrix with those inside ``eigh``'s backward error (d·ε·max|λ|, Golub & Van
+    Loan Sec. 8.1) set to 0: a zero eigenvalue comes back as ±1e-16·‖S‖, whose square root (1e-8·√‖S‖) would
+    otherwise dominate the error of every square-root-based distance of a singular covariance."""
+    floor = w.shape[-1] * torch.finfo(w.dtype).eps * w.abs().amax(dim=-1, keepdim=True)
+    return torch.where(w > floor, w, torch.zeros_like(w))
+
+
 def psd_sqrt(S: Array) -> torch.Tensor:
-    """The PSD square root of a symmetric PSD matrix by ``eigh``, negative rounding eigenvalues clipped to 0."""
+    """The PSD square root of a symmetric PSD matrix by ``eigh``; eigenvalues within rounding of 0 (or below it) are
+    taken as 0 (:func:`_rounding_floor`)."""
     s = torch.as_tensor(S).detach().to(torch.float64)
     w, v = torch.linalg.eigh((s + s.T) / 2)
-    return (v * w.clamp_min(0).sqrt()) @ v.T
+    return (v * _rounding_floor(w).sqrt()) @ v.T
 
 
 def _gaussian(mu: Array, S: Array, name: str, device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -353,11 +362,13 @@ def gaussian_w2(mu1: Array, S1: Array, mu2: Array, S2: Array, *, squared: bool =
     m2, s2 = _gaussian(mu2, S2, "S2", m1.device)
     if len(m1) != len(m2):
         raise ValueError(f"the Gaussians live in different dimensions: {len(m1)} vs {len(m2)}")
+    if torch.equal(m1, m2) and torch.equal(s1, s2):
+        return 0.0  # a Gaussian's distance to itself is 0 exactly, not the square root of the trace's rounding
     r = psd_sqrt(s2)
     c = r @ s1 @ r
-    cross = torch.linalg.eigvalsh((c + c.T) / 2).clamp_min(0).sqrt().sum()  # tr (S2^1/2 S1 S2^1/2)^1/2
+    cross = _rounding_floor(torch.linalg.eigvalsh((c + c.T) / 2)).sqrt().sum()  # tr (S2^1/2 S1 S2^1/2)^1/2
     w2sq = ((m1 - m2) ** 2).sum() + (s1.trace() + s2.trace() - 2 * cross)
-    w2sq = w2sq.clamp_min(0)  # rounding can leave -1e-16 for equal Gaussians
+    w2sq = w2sq.clamp_min(0)  # rounding can leave -1e-16 for nearly equal Gaussians
     return float(w2sq if squared else w2sq.sqrt())
 
 
