@@ -181,3 +181,5 @@ def test_cpu_preset_runs_the_warmup_experiment_with_its_size_declared():
     said = [d.field for d in warm.departures if d.applies(cfg.model_dump(), "cpu")]
     assert said == ["postln_d_model", "postln_n_heads", "postln_length"]
     assert not [d for d in warm.departures if d.applies(study.make_config("paper").model_dump(), "paper")]
+    # seed 0 at cpu: both runs stall at the unigram entropy (a declared known failure there, not at the paper preset)
+    assert warm.known is not None and warm.known.applies("cpu") and not warm.known.applies("paper")

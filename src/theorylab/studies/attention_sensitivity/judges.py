@@ -211,7 +211,17 @@ S_WARM = ("A deep post-LN model (36 layers at the paper preset) trained at lr 5e
           "or ends >= 0.1 nats above the same run with 100-step linear warmup (protocol reconstructed).")
 
 
-@claims.add("warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)", decided_by="cpu", departures=[
+WARM_KNOWN_CPU = KnownFailure.on_every_seed(
+    "at the cpu preset's d = 128 (300 Adam steps, windows of 64) the 36-layer post-LN model learns only character "
+    "frequencies with or without warmup: both runs stall at the corpus's unigram entropy (3.177 nats; the quick "
+    "2-layer model reaches 2.59), final losses 3.160 (no warmup) and 3.162 (warmup 100), gap -0.002 nats, and neither "
+    "diverges (highest loss / running minimum 1.15 and 1.14), so there is no instability for warmup to avert at this "
+    "size; the card's 1280-wide model is the paper preset (GPU). Measured on seed 0 only (the cpu preset's one run)",
+    presets=["cpu"])
+
+
+@claims.add("warmup-needed", S_WARM, REF + ", why warmup is needed (protocol ours)", decided_by="cpu",
+            known=WARM_KNOWN_CPU, departures=[
     Departure.field_value("postln_d_model", 1280, "cpu preset: the 36 post-LN layers at d = 128 (7M parameters) fit "
                           "a CPU; the card's GPT-2-large width needs a GPU (paper preset)", presets=["cpu"]),
     Departure.field_value("postln_n_heads", 20, "cpu preset: 2 heads of width 64 (GPT-2's head width)",
