@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure, tolerance_departures
+from theorylab.core.declared import Departure, KnownFailure, tolerance_departures
 from theorylab.core.errors import Undecided
 
 REF = "arXiv 2607.06621"
@@ -163,8 +163,19 @@ S_PAIR = ("After 20k steps on the same text, in every seed: mean s(encoder) − 
           "(the anchor's BERT/GPT split; thresholds ours).")
 
 
+PAIR_KNOWN_CPU = KnownFailure.on_every_seed(
+    "at the cpu preset's size (d = 64, 2 layers, 4000 steps) the masked-LM encoder has not left the unigram plateau: "
+    "its training loss is 3.09 nats at step 4000 (3.13 at step 250; the corpus's unigram entropy is 3.18) while the "
+    "causal decoder reaches 1.50, so the encoder's attention has learned little and its operators barely moved from "
+    "their shared init (mean s 0.511 -> 0.517, decoder 0.514): s(encoder) - s(decoder) = 0.0027 (need >= 0.05). The "
+    "directional half holds (d decoder +0.353 vs encoder +0.177, difference 0.176 >= 0.1). A masked position carries "
+    "only the mask token, so the encoder must learn positional attention before it beats the unigram loss, whereas "
+    "the decoder gets bigram statistics from its own token at once; the card's 20k steps at d = 256 are the paper "
+    "preset (GPU). Measured on seed 0 only (the cpu preset's one pair)", presets=["cpu"])
+
+
 @claims.add("encoder-symmetric-decoder-directional", S_PAIR, "Saponati et al., arXiv 2502.10927 (anchor)",
-            decided_by="cpu", departures=PAIR_SIZE)
+            decided_by="cpu", departures=PAIR_SIZE, known=PAIR_KNOWN_CPU)
 def judge_pair(res, v) -> Verdict:
     m = _pair_means(res)
     detail = "; ".join(f"seed {int(s)}: s enc {r[('symmetry', 'encoder')]:.3f} / dec {r[('symmetry', 'decoder')]:.3f}, "
