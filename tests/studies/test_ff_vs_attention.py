@@ -297,3 +297,30 @@ def test_nan_evaluations_fail_naming_them_and_recipe_departures_follow_the_confi
     assert [d.split(" (")[0] for d in said] == ["schedule cosine", "weight_decay 0"], said
     card = {**r.config, "schedule": "constant", "weight_decay": 1e-4}
     assert _claim("bayes-noise-rate").declare(_claim("bayes-noise-rate").judge(r), card, "quick").departures == ()
+
+
+class _SweepRes:
+    """A stand-in result for the p-sweep judge: the curves' last evaluations and a quick-size config."""
+
+    config = dict(d_model=64, length=64, steps=800, optimizer="adam", lr=1e-3, schedule="cosine", weight_decay=0.0,
+                  momentum=0.0, seeds=1, batch=64, vocab_size=64)
+
+    def __init__(self, acc: dict[float, float], p_noise: dict[float, float]):
+        self.frame = pd.DataFrame([dict(variant=f"p={p:g}", p_noise=p, ff=True, seed=0, step=800, acc_noFF2=a,
+                                        P_noise_full=p_noise[p]) for p, a in acc.items()])
+
+    def table(self, name, unless=None):
+        return self.frame
+
+
+def test_p_sweep_verdict_measures_the_part_that_fails():
+    """The cpu run of seed 0: P(noise) tracks p (max error 0.029) but accuracy without FF2 is 0.347 at p = 0.7. The
+    verdict's measured value is that accuracy against >= 0.85 (it read 0.029 against 0 ± 0.12, which looks like a
+    pass)."""
+    p_noise = {0.1: 0.109, 0.3: 0.312, 0.5: 0.529, 0.7: 0.720}
+    v = ffa.judges.judge_sweep(_SweepRes({0.1: 0.879, 0.3: 0.942, 0.5: 0.824, 0.7: 0.347}, p_noise))
+    assert v.passed is False and v.measured == 0.347 and v.tolerance == 0.85 and "0.85" in str(v.expected)
+    v = ffa.judges.judge_sweep(_SweepRes({0.1: 0.9, 0.3: 0.9, 0.5: 0.9, 0.7: 0.9}, p_noise))
+    assert v.passed is True and abs(v.measured - 0.029) < 1e-9
+    v = ffa.judges.judge_sweep(_SweepRes({0.1: 0.9, 0.3: 0.9, 0.5: 0.9, 0.7: 0.9}, {**p_noise, 0.7: 0.5}))
+    assert v.passed is False and abs(v.measured - 0.2) < 1e-9

@@ -219,10 +219,13 @@ def judge_sweep(res, v) -> Verdict:
     for col in ("P_noise_full", "acc_noFF2"):
         v.column(end[end["ff"]], col)
     errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
-    ok = bool((errors <= 0.12).all() and (full["acc_noFF2"] >= 0.85).all())
+    tracks, accurate = bool((errors <= 0.12).all()), bool((full["acc_noFF2"] >= 0.85).all())
     detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p,
-                       r in full.iterrows())
-    return v.judged(ok, float(errors.max()), 0.0, 0.12, detail, departures=_reduced(res.config))
+                       r in full.iterrows()) + f"; max |P(noise) - p| {float(errors.max()):.3f}"
+    if tracks and not accurate:  # the measured value is the part that fails (else the P(noise) error, as before)
+        return v.judged(False, float(full["acc_noFF2"].min()), ">= 0.85 at every p (min acc without FF2)", 0.85,
+                        detail, departures=_reduced(res.config))
+    return v.judged(tracks and accurate, float(errors.max()), 0.0, 0.12, detail, departures=_reduced(res.config))
 
 
 S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a "
