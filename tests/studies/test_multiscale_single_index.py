@@ -12,8 +12,8 @@ import theorylab.studies.multiscale_single_index as msi  # registers the study w
 from result_edits import edit_table as _edit
 from result_edits import set_where
 
-CPU_DECIDED = ("sgd-sample-complexity", "same-timescale")  # decided by the cpu preset (K = 3)
-PAPER_ONLY = ("unfolding-vs-sgd", "higher-chaos-plateaus")  # GPU: K = 4 SGD and unfoldings, the second chaos
+# decided by the cpu preset: K = 3, 4 SGD, the K = 4 unfoldings and the second chaos at reduced d
+CPU_DECIDED = ("sgd-sample-complexity", "same-timescale", "unfolding-vs-sgd", "higher-chaos-plateaus")
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +25,6 @@ def test_quick_claims(msi_quick):
     for v in msi_quick.verdicts:
         if v.id.split("/")[-1] in CPU_DECIDED:
             assert v.passed is None and "decided by the cpu preset" in v.detail, v.detail
-        elif v.id.split("/")[-1] in PAPER_ONLY:
-            assert v.passed is None and "GPU (paper preset, est. 20 min" in v.detail, v.detail
         elif v.id.endswith("sgd-k2"):  # declared known failure (the spurious point (-w_1, -w_2)); departs if it passes
             assert v.outcome in ("known", "departed") and v.departures, f"{v.id}: {v.label}: {v.detail}"
         else:
@@ -183,19 +181,25 @@ def test_paper_judges_decide_on_synthetic_tables(msi_quick):
 
 
 @pytest.mark.slow
-def test_paper_path_at_toy_size(tmp_path):
-    """The paper preset's code path (K = 2, 3, 4 SGD, unfolding grid, second chaos) at toy size: judges decide."""
+@pytest.mark.parametrize("preset", ["cpu", "paper"])
+def test_paper_path_at_toy_size(tmp_path, preset):
+    """The cpu and paper presets' code path (K = 2, 3, 4 SGD, unfolding grid, second chaos) at toy size: judges
+    decide, and at the cpu preset the reduced sizes are declared departures."""
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("multiscale-single-index", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
+    res = execute("multiscale-single-index", preset, 0, store=Store(tmp_path / "store"), device="cpu",
                   overrides=dict(edge_dims=(16, 64), edge_samples=20_000, hosvd_dims=(6,), hosvd_report_features=(),
                                  sgd_grid=((2, (6, 8)), (3, (5, 6)), (4, (4, 5))), sgd_seeds=2, sgd_sample_ratio=3.0,
                                  sgd_batch=8, sgd_log_every=2, unfold_dims=(4, 5), unfold_points=6,
                                  chaos2_dims=(4, 5), chaos2_sample_ratio=20.0, chunk=1 << 16))
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
-    for claim in PAPER_ONLY:
+    for claim in CPU_DECIDED:
         assert not by_id[claim].error and by_id[claim].passed is not None, by_id[claim].detail
+    if preset == "cpu":
+        assert any(d.startswith("unfold_dims") for d in by_id["unfolding-vs-sgd"].departures)
+        assert any(d.startswith("chaos2_dims") for d in by_id["higher-chaos-plateaus"].departures)
+        assert any(d.startswith("sgd_grid") for d in by_id["same-timescale"].departures)
     assert set(res.table("sgd")["K"]) == {2, 3, 4} and len(res.table("sgd")) == 2 * 6
     assert set(res.table("unfolding")["estimator"]) == {"mode-wise", "balanced"}
     assert set(res.table("chaos2")["d"]) == {4, 5}

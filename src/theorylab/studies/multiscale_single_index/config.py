@@ -82,11 +82,17 @@ PRESETS = {
                                 "3 seeds)"),
     "cpu": Preset.of(
         "cpu",
-        "2 CPU cores, ~3 min: quick plus spherical SGD at K = 3 (d = 12, 16, 24; n = 200 d^2 log d, 5 seeds), for "
-        "the K = 3 part of sgd-sample-complexity and same-timescale",
-        sgd_grid=(((2, (16, 32, 64)), (3, (12, 16, 24))), "quick's K = 2 grid and K = 3 up to d = 24 (~18k steps "
-                                                          "of 5 batched seeds, ~90 s on one core)"),
+        "2 CPU cores, ~6 min at one thread: quick plus spherical SGD at K = 3 (d = 12, 16, 24) and K = 4 (d = 6, 8, "
+        "10), n = 200 d^(K-1) log d, 5 seeds batched; mode-wise and balanced unfoldings at K = 4 (d = 6, 8, 10) over "
+        "the 40-point n grid; the K = 3 second-chaos spectrum at d = 8, 10, 12 (n = 200 d^3). Decides "
+        "sgd-sample-complexity and same-timescale (K = 3 and 4), unfolding-vs-sgd and higher-chaos-plateaus at "
+        "reduced d (declared departures)",
+        sgd_grid=(((2, (16, 32, 64)), (3, (12, 16, 24)), (4, (6, 8, 10))),
+                  "quick's K = 2 grid, K = 3 up to d = 24 (~18k steps of 5 batched seeds, ~90 s on one core) and "
+                  "K = 4 at d = 6, 8, 10 (~25k steps, ~3 min; the card's d = 12, 16 take 54k and 142k steps)"),
         sgd_seeds=(5, "card: 5 seeds at paper size"),
+        unfold_dims=((6, 8, 10), "the K = 4 SGD grid of this preset, so the exponents compare on one d range"),
+        chaos2_dims=((8, 10, 12), "n D^2 flop: d = 12 is 1e12 (~40 s on one core), d = 16 1.4e13 and d = 24 5e14"),
     ),
     "paper": Preset.of(
         "paper",
