@@ -219,3 +219,15 @@ def test_bad_config_fails_before_work():
         st.make_config("quick", spectral_basis="qr")
     with pytest.raises(Exception, match="n_layers"):
         st.make_config("quick", n_layers=(0,))
+
+
+def test_srg_discrimination_is_a_known_failure_at_cpu_only():
+    """Seed 0 at cpu: the adjacency model memorises its relabelled copies (test 0.426); declared there, not at paper."""
+    from theorylab.core.study import Verdict, get_study
+
+    st = get_study("graph-tokenization")
+    claim = next(c for c in st.claims if c.id.endswith("/srg-discrimination"))
+    assert claim.decided_by == "cpu" and claim.known.applies("cpu") and not claim.known.applies("paper")
+    failed = Verdict(claim.id, claim.statement, 0.426, 0.95, 0.02, False)
+    assert claim.declare(failed, st.make_config("cpu").model_dump(mode="json"), "cpu").outcome == "known"
+    assert claim.declare(failed, st.make_config("paper").model_dump(mode="json"), "paper").outcome == "failed"

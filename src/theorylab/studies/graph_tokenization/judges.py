@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Bechler-Speicher et al., arXiv 2605.22471"
 claims = Claims("graph-tokenization", REF)
@@ -249,11 +249,22 @@ S_SRG = ("On relabelled srg(16, 6, 2, 2) graphs with the node-level in_K4 task, 
          "inputs).")
 
 
+SRG_KNOWN_CPU = KnownFailure.on_every_seed(
+    "the adjacency model memorises the training copies instead of learning in_K4: the cpu run's L = 2 model (256 "
+    "relabelled copies of each graph, 2000 steps) reads 0.426 on fresh copies, below chance; rerun outside the preset "
+    "with the same recipe (one thread, its own data seed) it ends at training loss 0.000 and training accuracy 1.000 "
+    "with test accuracy 0.420, while with 2048 copies of each graph it cannot memorise (training accuracy 0.649, loss "
+    "still falling, 0.55) and generalises above chance (test 0.555): the >= 0.95 needs more relabelled data and steps "
+    "than this recipe's (in_K4 on srg(16, 6, 2, 2) asks for a triangle among a node's 6 neighbours, whose edge count "
+    "is 6 in both graphs). RW and eigenvalue-only models sit at 0.500 as claimed. Measured on seed 0 only (the cpu "
+    "preset's one run and one diagnostic per bank size)", presets=["cpu"])
+
+
 @claims.add("srg-discrimination", S_SRG, REF + ", tokenizations that cannot be converted (reconstructed experiment)",
-            departures=[LR_DECAY, Departure.of("adjacency, RW and eigenvalue-only models at L = 2 only (paper preset: "
-                                               "L in {1, 2, 4})", "cpu preset: L = 2 is the smallest depth the claim "
-                                               "names; L = 4 needs more time than 2 CPU cores give",
-                                               presets=["cpu"])], decided_by="cpu")
+            known=SRG_KNOWN_CPU, decided_by="cpu", departures=[
+                LR_DECAY, Departure.of("adjacency, RW and eigenvalue-only models at L = 2 only (paper preset: "
+                                       "L in {1, 2, 4})", "cpu preset: L = 2 is the smallest depth the claim "
+                                       "names; L = 4 needs more time than 2 CPU cores give", presets=["cpu"])])
 def judge_srg(res, v) -> Verdict:
     t = res.table("srg_discrimination")
     deep = t[t["n_layers"] >= 2] if len(t) else t
