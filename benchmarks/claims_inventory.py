@@ -19,7 +19,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from theorylab.core.inventory import inventory, summary
+from theorylab.core.inventory import inventory, preset_hashes, summary
 from theorylab.core.store import Store
 from theorylab.core.study import all_studies
 
@@ -72,9 +72,11 @@ def cpu_model() -> str:
 
 def record_times(store: Store, presets: tuple[str, ...] = ("quick", "cpu"), note: str = "") -> dict:
     times: dict[str, dict[str, float]] = {}
-    for slug in all_studies():
+    for slug, study in all_studies().items():
+        hashes = preset_hashes(study)  # a --set run, or one of an older preset, is not the preset's time
         for row in store.rows(slug):  # newest first
-            if row["status"] == "done" and row["preset"] in presets and row.get("wall_s"):
+            if (row["status"] == "done" and row["preset"] in presets and row.get("wall_s")
+                    and hashes.get(row["preset"]) == row["config_hash"]):
                 times.setdefault(slug, {}).setdefault(row["preset"], round(float(row["wall_s"]), 1))
     return {"cpu": cpu_model(), "date": datetime.date.today().isoformat(),
             "note": note or "wall seconds of the newest finished run in the store the file was written from",

@@ -84,6 +84,10 @@ def test_inventory_lists_deciding_preset_time_and_latest_verdicts(tiers, tmp_pat
     seed0 = {e.id.split("/")[1]: e for e in inventory([tiers], store, seed=0)}
     assert seed0["small"].verdicts["quick"]["seed"] == 0 and seed0["mid"].verdicts["cpu"]["seed"] == 0
     assert inventory([tiers], store, seed=9)[0].verdicts == {}
+    # A run with --set overrides is stored under the preset's name but is not the preset's verdict.
+    execute("toy-tiers", "cpu", 0, overrides={"n": 50}, store=store)
+    again = {e.id.split("/")[1]: e for e in inventory([tiers], store, seed=0)}
+    assert again["mid"].verdicts["cpu"]["outcome"] == "passed"  # still the n = 100 run, not the newer n = 50 one
 
 
 def test_claims_command_table_and_json(tiers, tmp_path):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Iterable, Mapping, Sequence
 
-from theorylab.core.store import Store
+from theorylab.core.store import Store, run_identity
 from theorylab.core.study import Study
 
 TIMES_FILE = "preset_times.json"
@@ -66,20 +66,38 @@ class ClaimEntry:
         return data
 
 
-def _latest_done(store: Store, slug: str, seed: int | None = None) -> dict[str, dict[str, Any]]:
-    """``{preset: newest finished index row}`` of ``slug`` in ``store`` (of that ``seed`` when given)."""
+def preset_hashes(study: Study) -> dict[str, str]:
+    """``{preset: config hash}`` of every preset of ``study`` that validates: the hash a run of exactly that preset
+    (no ``--set``) is stored under."""
+    hashes = {}
+    for name in study.presets:
+        try:
+            hashes[name] = run_identity(study.slug, study.make_config(name).model_dump(mode="json"), 0, "")[1]
+        except Exception:  # noqa: BLE001 - a preset that does not validate has no runs to find
+            continue
+    return hashes
+
+
+def _latest_done(store: Store, slug: str, seed: int | None = None,
+                 hashes: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """``{preset: newest finished index row}`` of ``slug`` in ``store`` (of that ``seed`` when given). With
+    ``hashes``, only a run of the preset's own config counts: one with ``--set`` overrides, or of an older version
+    of the preset, is stored under the preset's name but is not its verdict."""
     latest: dict[str, dict[str, Any]] = {}
     for row in store.rows(slug):  # newest first
-        if row.get("status") == "done" and row["preset"] not in latest and seed in (None, row["seed"]):
-            latest[row["preset"]] = row
+        if row.get("status") != "done" or row["preset"] in latest or seed not in (None, row["seed"]):
+            continue
+        if hashes is not None and hashes.get(row["preset"]) != row["config_hash"]:
+            continue
+        latest[row["preset"]] = row
     return latest
 
 
 def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Sequence[Store] | None = None,
               rejudge: bool = True, seed: int | None = None) -> list[ClaimEntry]:
     """Every claim of ``studies`` as a :class:`ClaimEntry`, in registry and declaration order, with the newest
-    finished run per preset in ``store`` (of ``seed`` when given: a wall time is then that run's; several stores: the
-    first that has a run of a preset gives it). ``rejudge``
+    finished run of each preset's own config in ``store`` (of ``seed`` when given: a wall time is then that run's;
+    several stores: the first that has a run of a preset gives it). ``rejudge``
     re-evaluates stored runs with the current declarations (as ``theorylab check`` does on reuse); otherwise the
     stored verdicts are read as they were written."""
     from theorylab.core.runner import judge
@@ -94,8 +112,9 @@ def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Seq
     for study in studies:
         rows: dict[str, dict[str, Any]] = {}
         home: dict[str, Store] = {}
+        hashes = preset_hashes(study)
         for one in stores:
-            for preset, row in _latest_done(one, study.slug, seed).items():
+            for preset, row in _latest_done(one, study.slug, seed, hashes).items():
                 if preset not in rows:
                     rows[preset], home[preset] = row, one
         verdicts: dict[str, dict[str, dict[str, Any]]] = {}
