@@ -28,6 +28,15 @@ def test_list_shows_studies(root):
     assert "rmt-diffusion" in res.stdout and "toy" in res.stdout
 
 
+def test_list_markdown_reads_only_runs_of_the_quick_preset_itself(root):
+    toy_row = lambda: next(line for line in invoke(root, "list", "--markdown").stdout.splitlines()  # noqa: E731
+                           if line.startswith("| `toy` "))
+    assert invoke(root, "run", "toy", "--set", "bias=5").exit_code == 1  # a --set run that fails its claim
+    assert "not run" in toy_row()  # ... is not the quick verdict
+    assert invoke(root, "run", "toy").exit_code == 0
+    assert "1 passed" in toy_row() and "0 failed" in toy_row()
+
+
 def test_run_json_object(root):
     res = invoke(root, "run", "toy", "--json", "--set", "n=500", "--seed", "3")
     assert res.exit_code == 0, res.output

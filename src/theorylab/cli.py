@@ -224,13 +224,16 @@ def list_cmd(
     as_json: bool = JsonOpt,
 ) -> None:
     """Every study: slug, paper, number of claims, latest verdict."""
+    from theorylab.core.inventory import preset_hashes
+
     st = Store(store)
     rows = []
     for slug, study in all_studies().items():
         history = st.rows(slug)  # newest first
         latest = next((r for r in history if r["status"] != "running"), None)
+        quick_hash = preset_hashes(study).get("quick")  # a --set run stored as "quick" is not the quick verdict
         quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"
-                      and (seed is None or r["seed"] == seed)), None)
+                      and r["config_hash"] == quick_hash and (seed is None or r["seed"] == seed)), None)
         rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims),
                      "latest": latest, "quick": quick,
                      "not_built": dict(study.not_built)})
