@@ -30,8 +30,20 @@ from theorylab.probes.focus import (
     top_tokens,
 )
 from theorylab.studies.focus_dilution.config import PRESETS, FocusDilutionConfig
-from theorylab.studies.focus_dilution.figures import figure_focus_heatmap, figure_key_scores, figure_stages
+from theorylab.studies.focus_dilution.figures import (
+    figure_focus_heatmap,
+    figure_focus_markers,
+    figure_key_scores,
+    figure_stages,
+)
 from theorylab.studies.focus_dilution.judges import claims
+from theorylab.studies.focus_dilution.paper_setting import (
+    PaperModel,
+    optimal_loss,
+    stationary_law,
+    token_attention,
+    train_population,
+)
 from theorylab.theory.markov import entropy_rate, stationary, unigram_entropy
 from theorylab.train.attention_gd import build_members, card_weights, train_gd
 
@@ -112,3 +124,39 @@ def run(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
     figure_stages(ctx, ctx.tables["curves"], ctx.tables["levels"])
     figure_focus_heatmap(ctx, ctx.tables["token_mass"], ctx.tables["tokens"])
     figure_key_scores(ctx, ctx.tables["curves"], ctx.tables["key_scores"], ctx.tables["tokens"])
+    if cfg.focus_setting == "paper":
+        paper_focus(cfg, ctx)
+
+
+def paper_focus(cfg: FocusDilutionConfig, ctx: RunContext) -> None:
+    """The paper's setting (paper_setting.py): members trained by GD on the exact population last-token loss; per
+    log step the per-token attention A = softmax(Φ) (query token i, key token j), its weight on the high-frequency
+    token 0 and its entropy, both averaged over query tokens, and the same from the last query in context."""
+    pi = stationary_law(cfg.focus_asymmetry)
+    V = len(pi)
+    model = PaperModel(V, cfg.focus_d_model, cfg.focus_init_std,
+                       [ctx.seed(f"paper init {m}") for m in range(cfg.seeds)])
+    rows = []
+
+    def log(step: int, w: dict, losses: torch.Tensor, in_context: torch.Tensor, position_entropy: torch.Tensor) -> None:
+        ctx.check_finite("paper-setting loss", losses, step)
+        phi = PaperModel.phi(w)
+        A = token_attention(phi)  # (S, V, V)
+        entropy = -(A * A.clamp_min(1e-300).log()).sum(-1)  # (S, V): per query token
+        sv = torch.linalg.svdvals(w["W0"])
+        for m in range(A.shape[0]):
+            rows.append(dict(member=m, step=step, loss=float(losses[m]), hf_attention=float(A[m, :, 0].mean()),
+                             entropy=float(entropy[m].mean()), hf_in_context=float(in_context[m, 0]),
+                             entropy_in_context=float(position_entropy[m]),
+                             phi_norm=float(phi[m].norm()), w0_ratio=float(sv[m, 1] / sv[m, 0]),
+                             **{f"hf_attention_q{i}": float(A[m, i, 0]) for i in range(V)}))
+
+    ctx.say(f"paper setting: {cfg.seeds} members, π = ({', '.join(f'{p:.4f}' for p in pi)}), λ = "
+            f"{cfg.focus_lambda}, T = {cfg.focus_length}, d = {cfg.focus_d_model}, ε = {cfg.focus_init_std}, "
+            f"{cfg.focus_steps} GD steps of lr {cfg.focus_lr} on the exact population last-token loss")
+    train_population(model, pi, cfg.focus_lambda, cfg.focus_length, lr=cfg.focus_lr, steps=cfg.focus_steps,
+                     evaluate_every=cfg.focus_every, log=log, progress=lambda it: ctx.progress(it, "paper setting"))
+    ctx.table("focus_curves", pd.DataFrame(rows))
+    ctx.table("focus_levels", pd.DataFrame([dict(ln_v=math.log(V), entropy_rate=optimal_loss(pi, cfg.focus_lambda),
+                                                 **{f"pi_{i}": float(p) for i, p in enumerate(pi)})]))
+    figure_focus_markers(ctx, ctx.tables["focus_curves"], ctx.tables["focus_levels"])

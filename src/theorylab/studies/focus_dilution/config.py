@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,6 +33,26 @@ class FocusDilutionConfig(StudyConfig):
                                                                                    "entropy use query positions t >= "
                                                                                    "this (card: 4)")
 
+    # the paper's setting for `focus-then-dilution` (card update, turn 3; notes on the paper): see paper_setting.py
+    focus_setting: Literal["paper", "card"] = Field(
+        "paper", description="how `focus-then-dilution` is judged: 'paper' trains the paper's model (no W_V, no "
+        "LayerNorm, last-token loss, π = (0.75, 0.19, 0.05, 0.01)) and judges its attention entropy and attention on "
+        "the high-frequency token; 'card' judges the card's top-V/4 focus ratio F on the card's model (the earlier "
+        "reading)")
+    focus_lambda: Annotated[float, Field(ge=0, lt=1)] = Field(0.3, description="λ of the paper's chain P = λI + (1-λ)"
+                                                              "1πᵀ (ours: the notes give no value)")
+    focus_asymmetry: Annotated[float, Field(ge=0, le=2)] = Field(1.0, description="δ: scale of the low-frequency "
+                                                                 "deviations (Definition 2.1); 1 = the paper's π, 0 = "
+                                                                 "perfectly symmetric low frequencies (the control)")
+    focus_length: Length = Field(8, description="T of the paper setting's sequences (ours: not in the notes)")
+    focus_d_model: DModel = Field(8, description="embedding width d of the paper setting (ours: not in the notes)")
+    focus_init_std: float = Field(0.01, gt=0, le=1, description="ε of the paper setting: every weight N(0, ε²) "
+                                                                "(notes: small; the value is ours)")
+    focus_lr: LearningRate = Field(1.0, description="GD step on the exact population loss (a proxy for the flow)")
+    focus_steps: Steps = Field(4000, description="GD steps of the paper setting (the loss is at the entropy "
+                                                   "rate by ~3000)")
+    focus_every: Every = Field(10, description="steps between two log points of the paper setting")
+
     @model_validator(mode="after")
     def _checks(self) -> "FocusDilutionConfig":
         if self.min_position >= self.length:
@@ -42,6 +62,8 @@ class FocusDilutionConfig(StudyConfig):
         if int(self.top_fraction * self.vocab_size) < 1:
             raise ValueError(f"'top_fraction' ({self.top_fraction}) times 'vocab_size' ({self.vocab_size}) must be >= "
                              f"1 token")
+        if self.focus_every > self.focus_steps:
+            raise ValueError(f"'focus_every' ({self.focus_every}) must be <= 'focus_steps' ({self.focus_steps})")
         return self
 
 

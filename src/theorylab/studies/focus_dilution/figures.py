@@ -92,3 +92,30 @@ def figure_key_scores(ctx: RunContext, curves: pd.DataFrame, keys: pd.DataFrame,
     ax.set_ylabel("key score − mean")
     ax.legend(fontsize=7)
     ctx.figure("key_score_vs_freq", fig)
+
+
+def figure_focus_markers(ctx: RunContext, curves: pd.DataFrame, levels: pd.DataFrame) -> None:
+    """The paper setting's markers vs step: the per-token attention on the high-frequency token (averaged over query
+    tokens; dashed: the last query's in-context mass on it) and the per-token attention entropy (averaged over query
+    tokens; dotted: ln V, uniform attention; dashed: the last query's entropy over positions, in context). One thin
+    line per member, the mean bold."""
+    fig, axes = new_figure(nrows=2, width=7, height=6)
+    axes = np.ravel(axes)
+    for i, (m, g) in enumerate(curves.groupby("member")):
+        g = g.sort_values("step")
+        axes[0].plot(g["step"], g["hf_attention"], color=color(i), lw=0.8, label=f"member {m}")
+        axes[0].plot(g["step"], g["hf_in_context"], color=color(i), lw=0.6, ls="--")
+        axes[1].plot(g["step"], g["entropy"], color=color(i), lw=0.8, label=f"member {m}")
+        if "entropy_in_context" in g:
+            axes[1].plot(g["step"], g["entropy_in_context"], color=color(i), lw=0.6, ls="--")
+    axes[0].plot(curves.groupby("step")["hf_attention"].mean(), color="k", lw=1.4, label="mean")
+    axes[1].plot(curves.groupby("step")["entropy"].mean(), color="k", lw=1.4, label="mean")
+    axes[1].axhline(float(levels["ln_v"].iloc[0]), color="k", ls=":", lw=0.8, label="ln V (uniform)")
+    axes[0].set_ylabel("attention on token 0 (π = 0.75)")
+    axes[1].set_ylabel("attention entropy (nats)")
+    axes[1].set_xlabel("step")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.suptitle("focus-dilution, paper setting: per-token attention, averaged over query tokens "
+                 "(dashed: last query in context)", fontsize=8)
+    ctx.figure("focus_markers", fig)
