@@ -98,7 +98,7 @@ def test_quick_claims(quick):
     for claim in ("one-direction-window", "order-onset-inside-window", "tangent-drift", "prefix-basis",
                   "edit-to-activation"):
         assert v[claim].passed is not None, f"{claim}: {v[claim].detail}"
-    assert v["additivity-at-full-scale"].passed is None and "paper preset" in v["additivity-at-full-scale"].detail
+    assert v["additivity-at-full-scale"].passed is None and "cpu preset" in v["additivity-at-full-scale"].detail
     assert v["lora-recovery"].passed is None and "reduced measurement" in v["lora-recovery"].detail
     assert {"taylor", "interference", "drift", "bestofn", "caa", "order", "window"} <= {p.stem for p in quick.figures}
     caa = quick.table("caa")
@@ -196,9 +196,10 @@ def _additivity(full=(1e-4, 1e-3, 0.02, 0.2), linear=1e-16):
                         + [dict(seed=0, t=t, kind="control_linear", departure=linear) for t in ts])
 
 
-def test_additivity_judge_decides_at_the_paper_preset_only():
+def test_additivity_judge_decides_at_the_cpu_and_paper_presets_only():
     out = J.judge_additivity(_result(additivity=_additivity()))
-    assert out.passed is None and "needs the paper preset" in out.detail and "0.2" in out.detail
+    assert out.passed is None and "needs the cpu preset" in out.detail and "0.2" in out.detail
+    assert J.judge_additivity(_result("cpu", additivity=_additivity())).passed is True
     assert J.judge_additivity(_result("paper", additivity=_additivity())).passed is True
     assert J.judge_additivity(_result("paper", additivity=_additivity(full=(1e-4, 1e-3, 0.01, 0.05)))).passed is False
     assert J.judge_additivity(_result("paper", additivity=_additivity(full=(0.2, 0.2, 0.2, 0.2)))).passed is False
@@ -210,7 +211,7 @@ def test_lora_judge_says_what_decides_it():
     out = J.judge_lora(_result(scalars={"lora_skipped_no_peft": True}, prefix=prefix, lora=pd.DataFrame()))
     assert out.passed is None and "needs peft" in out.detail and "pip install peft" in out.detail
     out = J.judge_lora(_result(prefix=prefix, lora=pd.DataFrame()))
-    assert out.passed is None and "paper preset" in out.detail
+    assert out.passed is None and "cpu preset" in out.detail
     lora = lambda prefix, plane: _result(lora=pd.DataFrame(dict(seed=[0], prefix_captured=[prefix],  # noqa: E731
                                                                  plane_captured=[plane])))
     assert J.judge_lora(lora(0.6, 0.2)).passed is True
@@ -219,6 +220,23 @@ def test_lora_judge_says_what_decides_it():
 
 
 @pytest.mark.slow
+def test_cpu_preset_decides_additivity_and_lora_at_a_declared_size():
+    """The cpu preset (the quick model, 3 seeds, LoRA) decides both claims; the model size is a departure there only."""
+    from theorylab.core.study import Verdict, get_study
+
+    st = get_study(SLUG)
+    cfg = st.make_config("cpu")
+    assert (cfg.p, cfg.d_model, cfg.seeds, cfg.lora_steps) == (11, 64, 3, 300) and not st.presets["cpu"].gpu_minutes
+    by = {c.id.split("/")[1]: c for c in st.claims}
+    for cid in ("additivity-at-full-scale", "lora-recovery"):
+        c = by[cid]
+        assert c.decided_by == "cpu"
+        v = c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), cfg.model_dump(mode="json"), "cpu")
+        assert [d.split(" (")[0] for d in v.departures] == ["p 11", "d_model 64", "n_layers 2", "mlp_width 256"]
+        paper = st.make_config("paper").model_dump(mode="json")
+        assert not c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), paper, "paper").departures
+
+
 def test_judges_fail_on_wrong_quick_results(quick):
     r = quick
     # a stale JVP (eps_lin flat in t), or a missing direction

@@ -136,7 +136,12 @@ PRESETS = {
                                 "task; 100-step SGD task vectors; two-step order defect for the 6 task pairs at 21 "
                                 "step sizes; one-direction window to 1e-2; Taylor/interference scans t = 1e-4..1e-1; "
                                 "drift at s = 0, 10, 30, 100; prefix m = 10; best-of-N (N = 4, 16) x 200 on the "
-                                "readout; CAA at layer 1; no LoRA (claim 7 needs the paper preset and peft)"),
+                                "readout; CAA at layer 1; no LoRA (claim 7 needs the cpu preset and peft)"),
+    "cpu": Preset.of("cpu", "2 CPU cores, ~3 min on one thread: the quick model (p = 11, d = 64, 2 layers) at the "
+                            "card's 3 seeds, with the LoRA (rank 8, 300 SGD steps, peft) recovery; decides "
+                            "additivity-at-full-scale and lora-recovery at the quick model's size (declared)",
+                     seeds=(3, "card (the paper preset's 3 seeds)"),
+                     lora_steps=(300, "card: LoRA recovery experiments as in the predecessor")),
     "paper": Preset.of(
         "paper",
         "GPU: p = 97, d = 256, 4 layers, 3 seeds; best-of-N on all parameters; LoRA (rank 8) recovery from weight "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import KnownFailure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.second_order import loglog_slope
 
 REF = "Piontkovskaia & Nikolenko, arXiv 2607.16821"
@@ -34,6 +34,14 @@ ONSET_FACTOR = 1.5  # turn-3 card
 ROTATION_DEG = 45.0  # ours: the largest principal angle of the top-8 subspace reaches 45 degrees...
 ROTATION_WITHIN = 30  # ours: ...within s <= 30 SGD steps ("tens of steps")
 ADDITIVE = 0.1  # ours: departure from additivity |dh(a + b) - dh(a) - dh(b)| / (|dh(a)| + |dh(b)|)
+
+
+# The cpu preset decides additivity-at-full-scale and lora-recovery on the quick model (p = 11, d = 64, 2 layers),
+# not the card's paper-sized one: each departure applies to cpu runs only, while the run's value differs.
+CPU_SIZE = tuple(Departure.field_value(f, card, "cpu preset: the quick model, so the claim is decided on a CPU in a "
+                                                "few minutes; the card's p = 97, d = 256, 4-layer model needs a GPU",
+                                       presets=["cpu"])
+                 for f, card in (("p", 97), ("d_model", 256), ("n_layers", 4), ("mlp_width", 1024)))
 
 
 def _rows(res, name):
@@ -216,9 +224,17 @@ S_ADD = ("Under a fixed activation probe (the residual after block 1 at '=', mea
          "linearised control (dh = J_h delta, exactly additive) must fail.")
 
 
+# Measured at the cpu preset, seed 0 (3 models; docs/studies/local-perturbation-geometry.md, "CPU preset").
+ADDITIVITY_CAUSE = ("the quick model's full task vectors are short (|delta_A| 0.21-0.89, |delta_B| 0.80-1.00 against "
+                    "|theta_0| 47), so the probe's cross term stays second order at t = 1: the departure grows exactly "
+                    "in proportion to t (2.3e-5, 2.3e-4, 2.3e-3, 0.024 at t = 1e-3 ... 1 on model 0) and reaches only "
+                    "0.024, 0.044, 0.068 < 0.1 at t = 1 on the 3 models; the small-t half and the linear control "
+                    "(<= 6e-17) hold")
+
+
 @claims.add("additivity-at-full-scale", S_ADD, REF + ": additivity under a fixed activation probe fails at full "
                                                     "task-vector scale on several models (abstract); 0.1 is ours",
-            decided_by="paper")
+            decided_by="cpu", departures=CPU_SIZE, known=KnownFailure.on_every_seed(ADDITIVITY_CAUSE, presets=["cpu"]))
 def judge_additivity(res, v) -> Verdict:
     t = _rows(res, "additivity")
     full, lin = t[t["kind"] == "full"], t[t["kind"] == "control_linear"]
@@ -228,9 +244,9 @@ def judge_additivity(res, v) -> Verdict:
     said = (f"departure at t = 1: {np.round(at1.to_numpy(), 4).tolist()}; worst at t <= 1e-2: "
             f"{[f'{x:.2e}' for x in small]}; linear control at t = 1: {[f'{x:.1e}' for x in ctrl]}; by t: "
             + ", ".join(f"{r.t:g} {r.departure:.3g}" for r in full.itertuples()))
-    if res.preset != "paper":
-        return v.undecided(f"needs the paper preset (full-size task vectors on the p = 97, d = 256 model); this "
-                           f"{res.preset} run measured {said}")
+    if res.preset not in ("cpu", "paper"):
+        return v.undecided(f"needs the cpu preset (the claim is judged on a declared model size: the cpu preset's "
+                           f"or the paper's); this {res.preset} run measured {said}")
     if at1.empty or small.empty or ctrl.empty:
         return v.failed(np.nan, f"> {ADDITIVE} at t = 1", ADDITIVE, "rows for t = 1, t <= 1e-2 or the control missing")
     ok = bool((at1 > ADDITIVE).all() and (small < ADDITIVE).all() and (ctrl <= ADDITIVE).all())

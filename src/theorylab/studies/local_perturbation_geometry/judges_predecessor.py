@@ -13,6 +13,7 @@ from theorylab.studies.local_perturbation_geometry.judges import (
     BON_RATIO,
     CAA_CONTROL,
     CAA_MIN,
+    CPU_SIZE,
     DRIFT_END,
     DRIFT_UP,
     LORA_MIN,
@@ -146,7 +147,7 @@ S_LORA = ("After random weight noise, a LoRA (rank 8) recovery's first-10-update
 
 
 @claims.add("lora-recovery", S_LORA, PRED + ": prefix basis 77% of LoRA recovery; fixed task plane rejected "
-                                            "(protocol reconstructed)", decided_by="paper")
+                                            "(protocol reconstructed)", decided_by="cpu", departures=CPU_SIZE)
 def judge_lora(res, v) -> Verdict:
     t = res.table("lora")
     if t is None or t.empty:
@@ -156,7 +157,7 @@ def judge_lora(res, v) -> Verdict:
         if res.scalars.get("lora_skipped_no_peft"):
             return v.undecided("not decided: needs peft, the optional package for LoRA adapters (`pip install peft`); "
                                f"the run skipped the LoRA recovery{reduced}")
-        return v.undecided(f"needs paper preset (LoRA recovery via peft, lora_steps > 0){reduced}")
+        return v.undecided(f"needs the cpu preset (LoRA recovery via peft, lora_steps > 0){reduced}")
     ok = bool(((t["prefix_captured"] >= LORA_MIN) & (t["plane_captured"] < t["prefix_captured"])).all())
     return v.judged(ok, float(t["prefix_captured"].min()), ">= 0.5 and > fixed plane", LORA_MIN,
                     f"prefix {np.round(t['prefix_captured'], 3).tolist()}; plane "
