@@ -44,3 +44,17 @@ def test_seeded_init_and_bad_input():
         RNN("transformer", vocab_size=5, hidden=4)
     with pytest.raises(ValueError, match="hidden"):
         RNN("gru", vocab_size=5, hidden=0)
+
+
+def test_stacked_gru_equals_its_models():
+    from theorylab.nn.rnn import StackedGRU
+    models = [RNN("gru", vocab_size=5, hidden=h, embedding=3, seed=h) for h in (2, 5, 4)]
+    stack = StackedGRU(models)
+    tok = torch.randint(0, 5, (3, 4, 7), generator=torch.Generator().manual_seed(0))
+    out = stack(tok)  # (M, B, 2)
+    for i, m in enumerate(models):
+        assert torch.allclose(out[i], m(tok[i]), atol=1e-6)
+    out.sum().backward()  # the models' own parameters receive the gradients
+    assert all(p.grad is not None for m in models for p in m.parameters())
+    with pytest.raises(ValueError, match="one-layer GRU"):
+        StackedGRU([RNN("lstm", vocab_size=5, hidden=4)])

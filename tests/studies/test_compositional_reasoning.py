@@ -21,7 +21,7 @@ def test_quick_claims(cr_quick):
     assert cr_quick.status == "done", cr_quick.message
     for v in cr_quick.verdicts:
         if v.id.endswith(PAPER_ONLY):
-            assert v.passed is None and "needs paper preset" in v.detail
+            assert v.passed is None and ("needs paper preset" in v.detail or "needs the cpu preset" in v.detail)
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert "reduced measurement" in cr_quick.verdicts[5].detail
@@ -114,6 +114,29 @@ def test_paper_path_at_toy_size(tmp_path):
     assert len(t) == 2 * 3 and t["cot"].sum() == 2 and t["accuracy"].between(0, 1).all()
     assert [v.passed for v in res.verdicts[:4]] == [True] * 4
     assert {"stack_depth", "rnn_heatmap", "depth_vs_D"} <= {p.stem for p in res.figures}
+
+
+def test_cpu_preset_decides_rnn_state_scaling():
+    """The cpu preset runs the reduced GRU sweep (its departures declared on the claim); 7-8 stay GPU-only."""
+    from theorylab.core.study import get_study
+
+    st = get_study("compositional-reasoning")
+    cfg = st.make_config("cpu")
+    assert cfg.gru_leaves == (16, 64) and cfg.gru_hidden == (4, 8, 16, 32) and not cfg.tf_tree_levels
+    by = {c.id.split("/")[-1]: c.decided_by for c in st.claims}
+    assert by["rnn-state-scaling"] == "cpu" and by["transformer-depth"] == by["cot-fixed-depth"] == "paper"
+    claim = next(c for c in st.claims if c.id.endswith("rnn-state-scaling"))
+    applied = [d.field for d in claim.departures if d.applies(cfg.model_dump(), "cpu")]
+    assert set(applied) == {"gru_leaves", "gru_hidden", "gru_steps", "gru_seeds"}
+    assert not [d for d in claim.departures if d.applies(st.make_config("paper").model_dump(), "paper")]
+
+
+def test_stacks_group_runs_of_one_n():
+    keys = [dict(n=n, hidden=h, order=o, seed=0) for n in (16, 64) for h in (4, 8, 16, 32) for o in "ab"]
+    stacks = cr._stacks(keys, 64)
+    assert all(len({k["n"] for k in g}) == 1 and sum(k["hidden"] for k in g) <= 64 for g in stacks)
+    assert sorted(map(str, keys)) == sorted(str(k) for g in stacks for k in g)
+    assert len(cr._stacks(keys, 1)) == len(keys)
 
 
 def test_bad_config_fails_before_work():

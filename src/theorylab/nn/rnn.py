@@ -55,3 +55,44 @@ class RNN(nn.Module):
             last = out[torch.arange(out.shape[0], device=out.device), lengths - 1]  # (B, h)
         return self.head(last)
 
+
+
+class StackedGRU(nn.Module):
+    """Several one-layer GRU ``RNN`` models trained as one: their states are stacked into one block-diagonal GRU of
+    state size sum(h_i), so one call of torch's recurrence advances every model (speed: small GRUs on a CPU are
+    bound by the per-token overhead, not by the arithmetic). The parameters are the models' own (each block is
+    assembled from them at every forward pass), so gradients, Adam steps and the models after training are those of
+    separate training, up to floating-point summation order. Each model reads its own tokens.
+
+    ``forward(tokens)``: tokens ``(M, B, T)`` (model i reads ``tokens[i]``) -> logits ``(M, B, d_output)``, read from
+    the state after the last token."""
+
+    def __init__(self, models: list[RNN]):
+        super().__init__()
+        if not models:
+            raise ValueError("StackedGRU needs at least one model")
+        bad = [i for i, m in enumerate(models) if m.kind != "gru" or m.rnn.num_layers != 1]
+        if bad:
+            raise ValueError(f"StackedGRU stacks one-layer GRU models only; models {bad} are not")
+        self.models = nn.ModuleList(models)
+        self.hidden = [m.hidden for m in models]
+        self.offsets = [sum(self.hidden[:i]) for i in range(len(models))]
+
+    def _gates(self, name: str, block: bool) -> Tensor:
+        """The stacked (3H, ...) weight or (3H,) bias: gate by gate (r, z, n), block-diagonal over the models."""
+        parts = []
+        for g in range(3):
+            pieces = [getattr(m.rnn, name)[g * h:(g + 1) * h] for m, h in zip(self.models, self.hidden)]
+            parts.append(torch.block_diag(*pieces) if block else torch.cat(pieces))
+        return torch.cat(parts)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        if tokens.dim() != 3 or tokens.shape[0] != len(self.models):
+            raise ValueError(f"tokens must be (M = {len(self.models)}, B, T); got {tuple(tokens.shape)}")
+        x = torch.cat([m.embed(tokens[i]) for i, m in enumerate(self.models)], dim=-1)  # (B, T, sum e)
+        weights = [self._gates("weight_ih_l0", True), self._gates("weight_hh_l0", True),
+                   self._gates("bias_ih_l0", False), self._gates("bias_hh_l0", False)]
+        h0 = x.new_zeros(1, x.shape[0], sum(self.hidden))
+        out, _ = torch._VF.gru(x, h0, weights, True, 1, 0.0, self.training, False, True)  # (B, T, H)
+        last = out[:, -1]  # (B, H)
+        return torch.stack([m.head(last[:, o:o + h]) for m, o, h in zip(self.models, self.offsets, self.hidden)])

@@ -27,6 +27,7 @@ from theorylab.data.crq import (
     postfix_tokens,
     sample_forest,
 )
+from theorylab.nn.rnn import StackedGRU
 from theorylab.nn.toy_transformer import ToyTransformer
 from theorylab.theory.crq import boolean_values
 
@@ -127,6 +128,43 @@ def train_rnn(model: nn.Module, draw: Callable[[int], FormulaBatch], *, steps: i
 
     return _fresh_batch_adam(model, draw, loss_of, steps=steps, batch=batch, lr=lr, chunk_steps=chunk_steps,
                              label="RNN", check=check, progress=progress)
+
+
+def train_rnn_stack(models: list[nn.Module], draws: list[Callable[[int], FormulaBatch]], *, steps: int,
+                    batch: int = 64, lr: float = 3e-3, chunk_steps: int = 250, device: torch.device | str = "cpu",
+                    check: Callable[[str, Tensor, int], None] | None = None) -> list[list[float]]:
+    """``train_rnn`` for several one-layer GRU ``RNN`` models at once, each on its own formulas (``draws[i]``, all
+    of one token length), as one block-diagonal ``StackedGRU``. The loss is the sum of the models' losses and Adam
+    is elementwise, so each model follows the path ``train_rnn`` would give it (up to floating-point summation
+    order); the models are trained in place. Returns each model's per-step losses."""
+    if len(models) != len(draws):
+        raise ValueError(f"{len(models)} models but {len(draws)} draws")
+    stack = StackedGRU(list(models)).to(device)
+    opt = torch.optim.Adam(stack.parameters(), lr=lr)
+    losses: list[list[float]] = [[] for _ in models]
+    stack.train()
+    chunks: list[FormulaBatch] = []
+    for step in range(steps):
+        i = step % chunk_steps
+        if i == 0:
+            chunks = [draw(min(chunk_steps, steps - step) * batch) for draw in draws]
+        rows = slice(i * batch, (i + 1) * batch)
+        tok = torch.stack([_as_tensor(c.tokens[rows], device) for c in chunks])  # (M, B, T)
+        y = torch.stack([_as_tensor(c.root[rows], device) for c in chunks])  # (M, B)
+        logits = stack(tok)  # (M, B, 2)
+        each = F.cross_entropy(logits.reshape(-1, 2), y.reshape(-1), reduction="none").view(y.shape).mean(1)  # (M,)
+        if check is not None:
+            for k in range(len(models)):
+                check(f"RNN {k} loss", each[k], step)
+        opt.zero_grad()
+        each.sum().backward()
+        opt.step()
+        for k, v in enumerate(each.tolist()):
+            losses[k].append(v)
+    stack.eval()
+    for m in models:
+        m.eval()
+    return losses
 
 
 @torch.no_grad()

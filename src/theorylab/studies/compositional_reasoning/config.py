@@ -44,6 +44,9 @@ class CompositionalReasoningConfig(StudyConfig):
     gru_batch: Batch = Field(64, description="formulas per step (card)")
     gru_lr: LearningRate = Field(3e-3, description="Adam learning rate of the GRU (card)")
     gru_seeds: Seeds = Field(1, description="GRU models per (h, n, order)")
+    gru_stack_hidden: int = Field(64, ge=1, le=4096, description="GRU runs of one n are trained together as one "
+                                  "block-diagonal GRU while their summed state stays <= this (speed only: small GRUs "
+                                  "on a CPU are bound by per-token overhead)")
     eval_formulas: SampleSize = Field(2000, description="fresh formulas of every accuracy (card: 2000)")
     # --- transformer (claims 7-8) ---
     tf_tree_levels: tuple[Annotated[int, Field(ge=1, le=10)], ...] = Field(
@@ -83,20 +86,32 @@ PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~40 s: exact checks (10^4 Boolean formulas and 10^4 real CRQs with "
                                 "n <= 64; the pending-partials meter on 100 trees per family, order and n = 2..1024); "
                                 "two GRUs (h = 16) on n = 16 caterpillars, heavy-first vs light-first, 1000 steps; no "
-                                "transformer (claims 6-8 need the paper preset)"),
+                                "transformer (claim 6 needs the cpu preset, claims 7-8 the paper preset)"),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~6 min at 1 thread: the quick preset plus claim 6 (rnn-state-scaling) at a reduced, declared "
+        "sweep: GRUs h in {4, 8, 16, 32} x n in {16, 64} x heavy-first / light-first, 1000 steps (the quick recipe), "
+        "one seed, trained as block-diagonal stacks; no transformer (claims 7-8 are GPU work)",
+        gru_leaves=((16, 64), "the two n the light-first doubling compares (card: 16..128)"),
+        gru_hidden=((4, 8, 16, 32), "h <= 32 (card: up to 128): on this power-of-2 grid an h_min above 32 at n = 64 "
+                                    "is at least double an h_min(16) <= 32; h = 64, 128 at n = 64 cost ~4 min more"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: GRU h in {4..128} x n in {16..128} x 3 orders, 20k steps, 3 seeds; transformers L in {1, 2, 4, 6, 8} "
         "on complete binary formulas D in {3..6}, 30k steps, 3 seeds; 2-layer CoT transformer on the same D. Est. "
-        "250 min on one H100 (not measured on a slice: 216 GRUs x 20k steps of up to 255 recurrent steps, ~2 ms a "
-        "step, ~145 min; 72 transformers x 30k steps of batch 64, d = 64, ~3 ms a step, ~110 min); on one CPU core "
-        "each of those models takes tens of minutes to hours",
-        gpu_minutes=250,
+        "120 min on one H100, from a measured CPU slice: one training step at 1 thread took 0.05 s (D = 3, L = 1) "
+        "to 13.2 s (D = 6, L = 8; CoT L = 2 at D = 6: 1.6 s), so the 72 transformers x 30k steps are ~4.7M "
+        "core-s, ~42 PFLOP at the ~9 GFLOP/s one core sustained: ~35-70 min at 10-20 TFLOP/s; the 216 GRUs, "
+        "stacked block-diagonally (<= 512 state per stack), are ~6 stacks x 20k steps of 31..255 recurrent steps, "
+        "latency-bound at ~40 us a recurrent step forward and backward: ~40 min",
+        gpu_minutes=120,
         gru_leaves=((16, 32, 64, 128), "card"),
         gru_hidden=((4, 8, 16, 32, 64, 128), "card"),
         gru_orders=(("heavy_first", "light_first", "random"), "card"),
         gru_steps=(20_000, "card"),
         gru_seeds=(3, "card"),
+        gru_stack_hidden=(512, "speed on a GPU: fewer, wider block-diagonal stacks"),
         tf_tree_levels=((3, 4, 5, 6), "card"),
         tf_steps=(30_000, "card"),
         tf_seeds=(3, "card"),

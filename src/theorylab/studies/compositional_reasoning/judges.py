@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
+from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Yehudai, Amsel & Bruna, arXiv 2503.01544"
 claims = Claims("compositional-reasoning", REF)
@@ -138,7 +139,22 @@ S_STATE = ("On caterpillars the smallest GRU state reaching 0.95 is <= 8 in heav
 
 
 @claims.add("rnn-state-scaling", S_STATE, REF + ", Sec. 4: Theta(log n) state in a suitable order, linear otherwise; "
-                                            "thresholds ours", decided_by="paper")
+                                            "thresholds ours", decided_by="cpu", departures=[
+    Departure.field_value("gru_leaves", (16, 32, 64, 128), "n = 16 and 64 only (cpu preset): the two n the "
+                          "light-first doubling compares; heavy-first is checked at these n"),
+    Departure.field_value("gru_hidden", (4, 8, 16, 32, 64, 128), "h <= 32 (cpu preset): on the power-of-2 grid a "
+                          "light-first h_min above 32 at n = 64 is at least double an h_min(16) <= 32, but 'exceeds "
+                          "128' cannot be seen"),
+    Departure.field_value("gru_steps", 20_000, "1000 Adam steps (cpu preset, the quick recipe; card: 20k): a GRU "
+                          "that needs longer to learn counts as not reaching 0.95"),
+    Departure.field_value("gru_seeds", 3, "one seed per (n, h, order) (cpu preset; card: 3, accuracy averaged)"),
+], known=KnownFailure.on_some_seeds(1, 1, [0], (
+    "cpu preset, seed 0 (358 s CPU): heavy-first h_min = 4 at n = 16 and 64 (every h reaches 1.000), but within "
+    "1000 steps every light-first GRU (h = 4..32) stays on the one-leaf plateau of random AND/OR caterpillars "
+    "(accuracy 1 - 2^-2 = 0.75: 0.774-0.781 at n = 16, 0.740-0.747 at n = 64), so light-first h_min is above 32 at "
+    "both n and the grid, capped at 32, can show neither a doubling nor 'exceeds 128'. Leaving the plateau is a "
+    "matter of training length and seed: a standalone n = 16, h = 32 light-first GRU reached 0.988 after 1500 steps "
+    "(escaping near step 600) while h = 128 stayed at 0.74"), presets=["cpu"]))
 def judge_state(res, v) -> Verdict:
     t = res.table("gru")
     hs = sorted(set(t["hidden"])) if len(t) else []
@@ -148,7 +164,7 @@ def judge_state(res, v) -> Verdict:
         if len(t):
             extra = "; reduced measurement: " + ", ".join(
                 f"{r.order} n = {r.n} h = {r.hidden}: {r.accuracy:.3f}" for r in t.itertuples())
-        return v.undecided("needs paper preset (a sweep over h and n = 16..128)" + extra)
+        return v.undecided("needs the cpu preset (a sweep over h and n = 16, 64) or the paper preset" + extra)
     v.column(t, "accuracy")
     heavy = _min_reaching(t[t["order"] == "heavy_first"], "n", "hidden")
     light = _min_reaching(t[t["order"] == "light_first"], "n", "hidden")
