@@ -122,7 +122,7 @@ PRESETS = {
         "the d = 2 SXCNN and ~8x that at d = 3, 4, ~2 core-hours) and claims 9-10, XViT vs FieldViT (MPP-Ti "
         "sizes: width 192, 12 blocks, 3 heads, patch 16) on the kit's PDE tasks at 128² / 32³. Estimate (upper: "
         "~85 min on one H100): a training step at batch 8 on 128² measured 0.43 s (XViT) and 0.34 s (FieldViT) "
-        "on one CPU core, so ~1.5 s at batch 32; "
+        "on one CPU core, so ~1.5 s at batch 32 (re-measured at batch 32: 1.44 s and 1.37 s); "
         "claim 9 is 3 tasks x 3 seeds x 2 models x 5000 steps (~140k core-s), claim 10 four pretraining arms x 3 "
         "seeds x 5000 steps plus 3 targets x 2 arms x 3 seeds x 1000 fine-tuning steps (~110k core-s): ~255k "
         "core-s, plus ~7k for claim 8, divided by 60 (an H100 taken as 60 CPU cores; short token sequences likely "
