@@ -124,9 +124,33 @@ def test_skipped_parts_are_not_decided_with_a_reason(mie_quick, leap_quick):
         assert v.passed is None and not v.error and "parity_c" in v.detail, v.detail
 
 
-def test_generative_leap_declares_what_is_not_built():
-    missing = get_study("generative-leap").not_built
-    assert "generative-leap/sequential-leap" in missing and any("4-parity" in k for k in missing)
+def test_generative_leap_builds_every_card_claim():
+    study = get_study("generative-leap")
+    assert not study.not_built
+    ids = {c.id for c in study.claims}
+    assert {"generative-leap/sequential-leap", "generative-leap/exponents"} <= ids
+
+
+def test_sequential_leap_fails_on_a_leaking_control_a_seeing_single_stage_or_a_wrong_stage(leap_quick):
+    assert leap.judges.judge_staged(leap_quick).passed is True
+    top = leap_quick.table("staged")["alpha"].max()
+    found = _edit(leap_quick, "staged", lambda f: _set(f, lambda g: (g.role == "control") & (g.alpha == top),
+                                                       "overlap", 0.9))
+    assert leap.judges.judge_staged(found).passed is False
+    sees = _edit(leap_quick, "staged", lambda f: _set(f, lambda g: (g.role == "staged") & (g.alpha == top),
+                                                      "single_stage_z2", 0.8))
+    assert leap.judges.judge_staged(sees).passed is False
+    # both directions at once (one stage of order 2) is not the two-stage leap
+    one_stage = _edit(leap_quick, "staged", lambda f: _set(f, lambda g: (g.role == "staged") & (g.alpha == top) & (
+        g.d == g.d.max()) & (g.seed < 5), "stages", "k=2:2"))
+    assert leap.judges.judge_staged(one_stage).passed is False
+    # n ∝ d^1.5 would show as overlaps falling with d at fixed n/d
+    falls = _edit(leap_quick, "staged", lambda f: _set(f, lambda g: (g.role == "staged") & (g.alpha == top) & (
+        g.d == g.d.max()), "overlap", 0.8))
+    assert leap.judges.judge_staged(falls).passed is False
+    moved = _edit(leap_quick, "staged_moments", lambda f: _set(f, lambda g: g.moment.str.startswith("E[y (z2^2"),
+                                                                "measured", 0.05))
+    assert leap.judges.judge_staged(moved).passed is False
 
 
 def test_population_claim_fails_on_a_wrong_hessian_or_a_leaking_sir(mie_quick):
@@ -174,7 +198,7 @@ def test_paper_judges_on_synthetic_tables():
 def test_leap_quick_decides_its_quick_claims(leap_quick):
     verdicts = {v.id.split("/")[1]: v for v in leap_quick.verdicts}
     for name in ("p3-moments", "m3-moment", "leap-values", "u-stat-collapse", "order2-blind",
-                 "m3-linear-above-threshold", "u-beats-v"):
+                 "m3-linear-above-threshold", "u-beats-v", "sequential-leap"):
         assert verdicts[name].passed is True, verdicts[name].detail
     # the card's form (n/d 10, 20, 40) straddles the order-2 threshold: declared to fail on every seed
     assert verdicts["m3-linear"].outcome == "known", verdicts["m3-linear"].detail
@@ -238,12 +262,27 @@ def test_exponent_judge_on_synthetic_crossings():
                 1))))
             rows.append(dict(d=d, c=c, n=n, seed=0, statistic="V", overlap=float(np.clip(np.log(n / (
                 0.2 * d**2)) / np.log(8), 0, 1))))
-    res = Result("generative-leap", "x", "paper", 0, "done", cfg, tables={"parity": pd.DataFrame(rows)})
+    def p4(power):  # the order-4 U-statistic crossing 0.5 at n = 3.5 * 256 (d/16)^power
+        return pd.DataFrame([dict(d=d, c=c, n=int(c * d**2), seed=0, statistic=s, overlap=float(np.clip(0.5 + np.log(
+            c * d**2 / (3.5 * 256 * (d / 16) ** power)) / np.log(64), 0, 1)) if s == "U" else 0.1) for d in (
+            16, 24, 32, 48) for c in (1, 2, 3, 4, 6, 8) for s in ("U", "V")])
+
+    res = Result("generative-leap", "x", "paper", 0, "done", cfg, tables={"parity": pd.DataFrame(rows),
+                                                                          "parity4": p4(2.0)})
     verdict = leap.judges.judge_exponents(res)
     assert verdict.passed is True, verdict.detail
+    assert "4-parity U (order 4): 2.00" in verdict.detail, verdict.detail
     flat = _edit(res, "parity", lambda f: f.assign(overlap=np.where(f.statistic == "V", f.overlap, np.clip(np.log(
         f.n / (0.1 * f.d**2)) / np.log(8), 0, 1))))
     assert leap.judges.judge_exponents(flat).passed is False
+    steep = copy.copy(res)
+    steep.tables = {**res.tables, "parity4": p4(2.4)}
+    v = leap.judges.judge_exponents(steep)
+    assert v.passed is False and "(need 2.0 ± 0.25: FAILS)" in v.detail, v.detail
+    without = copy.copy(res)
+    without.tables = {k: t for k, t in res.tables.items() if k != "parity4"}
+    with pytest.raises(Exception, match="4-parity"):
+        leap.judges.judge_exponents(without)
 
 
 @pytest.mark.parametrize("slug, overrides, field", [("generative-leap", dict(parity_dims=(2,)), "parity_dims"), (

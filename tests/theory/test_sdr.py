@@ -8,7 +8,17 @@ import pytest
 
 from theorylab.data.index_models import IndexModel
 from theorylab.probes.subspace import captures, overlap, principal_angles, projector_distance
-from theorylab.theory.generative import SpectralU3, TransformedPHD, k3_kernel, ustat_k3_matrix
+from theorylab.theory.generative import (
+    CHI2_MEDIAN,
+    SpectralU3,
+    TransformedPHD,
+    k3_kernel,
+    k4_kernel,
+    staged_link,
+    staged_moments,
+    u_and_v_matrices,
+    ustat_k3_matrix,
+)
 from theorylab.theory.hermite import hermite_tensor
 from theorylab.theory.sdr import ADE, OPG, PHD, SAVE, SIR
 
@@ -82,6 +92,55 @@ def test_blocked_ustatistic_equals_the_pair_sum(diagonal):
     pairs = [(i, j) for i in range(9) for j in range(9) if diagonal or i != j]
     ref = sum(y[i] * y[j] * k3_kernel(X[i], X[j]) for i, j in pairs) / len(pairs)
     np.testing.assert_allclose(ustat_k3_matrix(X, y, diagonal=diagonal, block=4), (ref + ref.T) / 2, atol=1e-10)
+
+
+def test_k4_kernel_matches_explicit_hermite_tensors():
+    rng = np.random.default_rng(11)
+    for d in (2, 4, 6):
+        x, xp = rng.standard_normal(d), rng.standard_normal(d)
+        explicit = np.einsum("aceg,bceg->ab", hermite_tensor(4, x), hermite_tensor(4, xp))
+        np.testing.assert_allclose(k4_kernel(x, xp), explicit, atol=1e-10)
+
+
+@pytest.mark.parametrize("order", [3, 4])
+def test_order_k_ustatistic_is_the_average_over_distinct_pairs(order):
+    rng = np.random.default_rng(12)
+    n, d = 7, 3
+    X, y = rng.standard_normal((n, d)), rng.standard_normal(n)
+    h = hermite_tensor(order, X).reshape(n, d, -1)  # unfolded (d, d^(k-1)) per sample
+    kern = np.einsum("iap,jbp->ijab", h, h)  # brute force: every ordered pair from explicit tensors
+    w = y[:, None] * y[None, :]
+    distinct = [(i, j) for i in range(n) for j in range(n) if i != j]
+    u_ref = sum(w[i, j] * kern[i, j] for i, j in distinct) / len(distinct)
+    v_ref = np.einsum("ij,ijab->ab", w, kern) / n**2
+    u, v = u_and_v_matrices(X, y, order, block=3)
+    np.testing.assert_allclose(u, (u_ref + u_ref.T) / 2, atol=1e-9)
+    np.testing.assert_allclose(v, (v_ref + v_ref.T) / 2, atol=1e-9)
+
+
+def test_four_parity_population_matrix_is_six_times_two_over_pi_fourth_projector():
+    rng = np.random.default_rng(13)
+    model = IndexModel.make(6, "parity4", rng, W=np.eye(6)[:, :4])
+    X, y, _ = model.sample(8000, rng)
+    u, _ = u_and_v_matrices(X, y - y.mean(), 4)
+    expected = np.diag([1, 1, 1, 1, 0, 0]) * 6 * (2 / np.pi) ** 4  # 0.985 on the span
+    assert np.abs(u - expected).max() < 0.3  # U-statistic noise at n = 8000, d = 6
+    assert overlap(np.linalg.eigh(u)[1][:, -4:], model.W) > 0.9
+
+
+def test_staged_link_moments_and_its_control():
+    def short(name):  # "E[y z1] (stage 1, degree 1)" -> "E[y z1]"
+        return name.split("] (")[0] + "]" if "] (" in name else name
+
+    rows = {(r["link"], short(r["moment"])): r for t in (1.0, CHI2_MEDIAN)
+            for r in staged_moments(400_000, np.random.default_rng(14), t)}
+    for r in rows.values():
+        assert abs(r["measured"] - r["expected"]) <= 4 * r["se"], r
+    assert rows[("staged", "E[y z1]")]["expected"] == pytest.approx(-0.2916, abs=1e-3)
+    assert rows[("staged", "E[y sign(z1) (z2^2 - 1)]")]["expected"] == pytest.approx(0.9679, abs=1e-3)
+    control = staged_link(CHI2_MEDIAN)
+    assert rows[(control.name, "E[y z1]")]["expected"] == 0.0 and control.generative_exponent == 3
+    assert staged_link().generative_exponent == 2
 
 
 def test_parity_population_matrix_is_two_times_two_over_pi_cubed_projector():

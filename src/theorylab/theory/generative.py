@@ -2,6 +2,8 @@
 
 - :func:`k3_kernel`: the order-3 Hermite kernel ``K_3(x, x')_{ab} = sum_{ce} He_3(x)_{ace} He_3(x')_{bce}``
   in closed form (checked against explicit tensors in the tests);
+- :func:`k4_kernel`, :func:`k4_pair_sums`: the order-4 kernel (contraction over three indices) and its
+  pair sums, for the 4-parity; :func:`u_and_v_matrices` gives the U/V-statistics of order 3 or 4;
 - :func:`ustat_k3_matrix`: ``M = (1/(n(n-1))) sum_{i != j} y_i y_j K_3(x_i, x_j)`` (U-statistic, diagonal
   removed) or the V-statistic ``(1/n^2) sum_{i,j}`` (diagonal kept), computed in O(n^2 d) through the
   Gram matrix in row blocks (memory O(block * n)), on the GPU when the inputs are there. For the
@@ -22,6 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from theorylab.data.index_models import Link
 from theorylab.theory.sdr import ADE, PHD, SAVE, SIR, SubspaceEstimator, label_slices
 
 P3_TRIPLE = (2 / math.pi) ** 1.5  # E[sign(z1 z2 z3) z1 z2 z3] = (E|g|)^3
@@ -73,6 +76,80 @@ def k3_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, 
     wd = yt * yt * (s * s - 6 * s + d + 6)
     diag = (xt * wd[:, None]).T @ xt + 2 * (yt * yt * s).sum() * eye
     return (total - diag).cpu().numpy(), diag.cpu().numpy()
+
+
+def k4_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
+    """``K_4(x, x')_{ab} = sum_{ceg} He_4(x)_{aceg} He_4(x')_{bceg}`` (d, d) for two vectors, closed form
+    (``g = <x,x'>``, ``s = |x|^2``, ``s' = |x'|^2``):
+    ``x x'^T (g^3 + g(3d + 18 - 3s - 3s')) + 6 g x' x^T - (3g^2 - 3s - 3s' + 3d + 12)(x x^T + x' x'^T)
+    + (3g^2 - 3s - 3s' + 3d + 6) I``.
+    """
+    x, xp = np.asarray(x, dtype=np.float64), np.asarray(xp, dtype=np.float64)
+    d = len(x)
+    g, s, sp = x @ xp, x @ x, xp @ xp
+    even = 3 * g * g - 3 * s - 3 * sp + 3 * d
+    return (
+        np.outer(x, xp) * (g**3 + g * (3 * d + 18 - 3 * s - 3 * sp))
+        + 6 * g * np.outer(xp, x)
+        - (even + 12) * (np.outer(x, x) + np.outer(xp, xp))
+        + (even + 6) * np.eye(d)
+    )
+
+
+@torch.no_grad()
+def k4_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, block: int = 2048,
+                 device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sum_{i != j} y_i y_j K_4(x_i, x_j), sum_i y_i^2 K_4(x_i, x_i))``, both (d, d), as :func:`k3_pair_sums`.
+
+    Summed over all ordered pairs, with ``A = X^T diag(y) X``, ``B = X^T diag(y o s) X`` (``s_i = |x_i|^2``),
+    ``Y = sum y``, ``Z = sum y s`` and ``q_i = x_i^T A x_i = sum_j y_j G_ij^2``, only the ``g^3`` term needs the
+    Gram matrix ``G`` (blocks, O(n^2 d)): ``sum_ij y_i y_j G_ij^3 x_i x_j^T + (3d + 24) A^2 - 3(BA + AB)
+    - 2 X^T diag(y o r) X + (3|A|_F^2 - 6 Y Z + (3d + 6) Y^2) I`` with
+    ``r_i = 3 q_i - 3 Z - (3 s_i - 3d - 12) Y``. The diagonal is ``K_4(x, x) = (s^3 - 12 s^2 + (3d + 36) s - 6d - 24)
+    x x^T + (3 s^2 - 6 s + 3d + 6) I``; the U-sum is the total minus it.
+    """
+    xt = torch.as_tensor(X, dtype=torch.float64, device=device)
+    yt = torch.as_tensor(y, dtype=torch.float64, device=xt.device)
+    n, d = xt.shape
+    eye = torch.eye(d, dtype=torch.float64, device=xt.device)
+    s = (xt * xt).sum(1)
+    a = (xt * yt[:, None]).T @ xt
+    b = (xt * (yt * s)[:, None]).T @ xt
+    big_y, big_z = yt.sum(), (yt * s).sum()
+    total = torch.zeros(d, d, dtype=torch.float64, device=xt.device)
+    for start in range(0, n, block):
+        xi, yi = xt[start : start + block], yt[start : start + block]
+        g = xi @ xt.T  # (b, n)
+        g3 = g * g
+        g3.mul_(g).mul_(yt)  # y_j G_ij^3
+        del g
+        total += (xi * yi[:, None]).T @ (g3 @ xt)
+        del g3
+    q = ((xt @ a) * xt).sum(1)
+    r = 3 * q - 3 * big_z - (3 * s - 3 * d - 12) * big_y
+    total += (3 * d + 24) * (a @ a) - 3 * (b @ a + a @ b)
+    total -= 2 * (xt * (yt * r)[:, None]).T @ xt
+    total += (3 * (a * a).sum() - 6 * big_y * big_z + (3 * d + 6) * big_y**2) * eye
+    w2 = yt * yt
+    wd = w2 * (s**3 - 12 * s**2 + (3 * d + 36) * s - 6 * d - 24)
+    diag = (xt * wd[:, None]).T @ xt + (w2 * (3 * s * s - 6 * s + 3 * d + 6)).sum() * eye
+    return (total - diag).cpu().numpy(), diag.cpu().numpy()
+
+
+PAIR_SUMS = {3: k3_pair_sums, 4: k4_pair_sums}
+
+
+def u_and_v_matrices(X: np.ndarray, y: np.ndarray, order: int, *, block: int = 2048,
+                     device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The order-``order`` (3 or 4) U-statistic ``(1/(n(n-1))) sum_{i != j} y_i y_j K_k(x_i, x_j)`` and
+    V-statistic ``(1/n^2) sum_{i,j}``, both symmetrised, from one pass over the pairs. For the Gaussian
+    k-parity the population matrix is ``(k-1)! (2/pi)^k P_span(e1..ek)``."""
+    if order not in PAIR_SUMS:
+        raise ValueError(f"order must be one of {sorted(PAIR_SUMS)}; got {order}")
+    n = len(y)
+    off, diag = PAIR_SUMS[order](X, y, block=block, device=device)
+    u, v = off / (n * (n - 1)), (off + diag) / (n * n)
+    return (u + u.T) / 2, (v + v.T) / 2
 
 
 def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, diagonal: bool = False,
@@ -237,6 +314,53 @@ def index_space(name: str, r: int, X: np.ndarray, y: np.ndarray, n_slices: int =
     if name not in make:
         raise KeyError(f"unknown estimator '{name}'; known: {', '.join(make)}")
     return make[name]().fit(X, y).components_.T
+
+
+CHI2_MEDIAN = 0.45493642311957283  # the median of chi^2_1: P(z^2 < m) = 1/2
+
+
+def staged_link(threshold: float = 1.0) -> Link:
+    """``y = sign(z1) sign(z2^2 - threshold)`` (ours, after Damian, Lee, Bruna; r = 2).
+
+    With ``threshold = 1`` the link has two stages: ``E[y z1] = sqrt(2/pi) (2 P(|z| > 1) - 1) != 0`` reveals ``z1``
+    at degree 1; given ``z1`` the label fixes ``sign(z2^2 - 1)``, so ``E[y sign(z1) (z2^2 - 1)] = E|z2^2 - 1| != 0``
+    reveals ``z2`` at degree 2. Without ``z1`` every order-1 and order-2 moment of ``z2`` vanishes for every label
+    transform (``y`` is +-1, so transforms are affine, and ``E[y He_2(z2)] = E[sign z1] E[...] = 0``): a single-stage
+    method needs order 3 (``E[y z1 He_2(z2)] != 0``). Generative leap: stage degrees 1 then 2, so ``k* = 2`` and
+    ``n ∝ d``. With ``threshold = CHI2_MEDIAN`` the first stage disappears (``E[sign(z2^2 - m)] = 0``), nothing of
+    order <= 2 is visible at any stage, and ``k* = 3`` (the control).
+    """
+    staged = threshold == 1.0
+    return Link("staged" if staged else f"staged-{threshold:.4g}",
+                lambda z: np.sign(z[:, 0]) * np.sign(z[:, 1] ** 2 - threshold), 2,
+                f"sign(z1) sign(z2^2 - {threshold:.4g})" + (": stages of degree 1 then 2, leap 2" if staged else ""),
+                None, 2 if staged else (3 if threshold == CHI2_MEDIAN else None))
+
+
+def staged_moments(n: int, rng: np.random.Generator, threshold: float = 1.0) -> list[dict]:
+    """Monte Carlo checks (``n`` samples) of the stage moments of :func:`staged_link` against their exact values.
+    Rows: link, moment, measured, se, expected."""
+    from scipy.stats import norm
+
+    p_out = 2 * norm.sf(math.sqrt(threshold))  # P(z^2 > threshold)
+    # E[(z^2 - 1) sign(z^2 - t)] = 2 E[(z^2 - 1) 1{z^2 > t}] = 4 sqrt(t) phi(sqrt(t))
+    stage2 = 4 * math.sqrt(threshold) * norm.pdf(math.sqrt(threshold))
+    z = rng.standard_normal((n, 2))
+    link = staged_link(threshold)
+    y = link(z)
+    rows = []
+    for name, samples, expected in (
+        ("E[y z1] (stage 1, degree 1)", y * z[:, 0], math.sqrt(2 / math.pi) * (2 * p_out - 1)),
+        ("E[y z2]", y * z[:, 1], 0.0),
+        ("E[y (z2^2 - 1)] (no z1)", y * (z[:, 1] ** 2 - 1), 0.0),
+        ("E[y z1 z2]", y * z[:, 0] * z[:, 1], 0.0),
+        ("E[y sign(z1) (z2^2 - 1)] (stage 2 given z1, degree 2)", y * np.sign(z[:, 0]) * (z[:, 1] ** 2 - 1), stage2),
+        ("E[y z1 (z2^2 - 1)] (both at once, degree 3)", y * z[:, 0] * (z[:, 1] ** 2 - 1),
+         math.sqrt(2 / math.pi) * stage2),
+    ):
+        rows.append(dict(link=link.name, moment=name, measured=float(samples.mean()),
+                         se=float(samples.std(ddof=1) / math.sqrt(n)), expected=float(expected)))
+    return rows
 
 
 def leap_moment_checks(n: int, rng: np.random.Generator) -> list[dict]:

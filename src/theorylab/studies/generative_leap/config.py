@@ -30,6 +30,16 @@ class GenerativeLeapConfig(StudyConfig):
     sequential_d: Annotated[Dim, Field(ge=4)] = Field(12, description="dimension of the sequential-estimator runs")
     sequential_n: Annotated[SampleSize, Field(ge=100)] = Field(6000, description="samples of the sequential-estimator "
         "runs")
+    parity4_dims: tuple[Annotated[Dim, Field(ge=4)], ...] = Field((), description="dimensions of the 4-parity "
+        "order-4 U/V-statistic runs (card: 16, 24, 32, 48 at the paper preset; none at quick)")
+    parity4_c: tuple[SampleRatio, ...] = Field((1.0, 2.0, 3.0, 4.0, 6.0, 8.0), min_length=1, description="c = n / d^2 "
+        "for the 4-parity (k*/2 = 2)")
+    staged_dims: tuple[Annotated[Dim, Field(ge=4)], ...] = Field((16, 32, 64, 128), min_length=2,
+        description="dimensions of the two-stage link runs (sequential-leap)")
+    staged_alphas: tuple[SampleRatio, ...] = Field((50.0, 100.0), min_length=1, description="alpha = n/d of the "
+        "two-stage link runs; the claim is judged at the largest (the control runs there only), the others are "
+        "reported")
+    staged_seeds: Seeds = Field(10, description="seeds per two-stage point (a success rate over seeds)")
     seeds: Seeds = Field(3, description="seeds per 3-parity point (card: 3; paper 10)")
     monomial_seeds: Seeds = Field(32, description="seeds per monomial point (card: 3; at d = 32 an overlap is near "
         "1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean; 32 leave ±0.02)")
@@ -42,12 +52,13 @@ PRESETS = {
                        "2 CPU cores, < 60 s: the card's moment checks, P3 at d <= 32, M3 at d <= 128, 3 seeds"),
     "cpu": Preset.of(
         "cpu",
-        "2 CPU cores, ~2 min: quick plus the 3-parity U/V statistics at d = 32, 64, 128 on a c grid 1..16, for the "
-        "fitted exponents",
+        "2 CPU cores, ~4 min: quick plus the 3-parity U/V statistics at d = 32, 64, 128 on a c grid 1..16 and the "
+        "4-parity order-4 U/V statistics at d = 16, 24, 32, 48 on c = n/d^2 = 1..8, for the fitted exponents",
         parity_dims=((32, 64, 128), "card's dimensions up to 128 (the judge needs crossings at >= 3 dimensions up to "
                                     "d >= 128)"),
         parity_c=((1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0), "the card's c = 2, 8, 16 refined for the crossing "
                                                               "points"),
+        parity4_dims=((16, 24, 32, 48), "card's 4-parity dimensions (paper preset)"),
     ),
     "paper": Preset.of(
         "paper",
@@ -57,5 +68,7 @@ PRESETS = {
         seeds=(10, "card: 10 seeds"),
         leap_links=(("parity3", "z1z2z3", "parity4"), "the leap of the 4-parity too"),
         leap_n=(1_000_000, "order-4 tensors need more samples"),
+        parity4_dims=((16, 24, 32, 48), "card's 4-parity dimensions"),
+        parity4_c=((1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0), "c = n/d^2 up to 16 (n up to 3.7e4 at d = 48)"),
     ),
 }
