@@ -12,7 +12,7 @@ from result_edits import edit_table as _edit
 from result_edits import set_where
 
 SLUG = "attention-indexed-models"
-PAPER_ONLY = ("direct-vs-tied", "untied-timescales")
+PAPER_ONLY = ("direct-vs-tied", "untied-timescales")  # GPU-only (decided_by="paper")
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,8 @@ def test_quick_claims(aim_quick):
     for v in aim_quick.verdicts:
         if v.id.split("/")[-1] in PAPER_ONLY:
             assert v.passed is None and "needs paper preset" in v.detail, f"{v.id}: {v.detail}"
+        elif v.id.endswith("moment-truncation"):  # a declared known failure: M = 4 is ~80x the seed spread away
+            assert v.outcome == "known" and "falls with M: True" in v.detail, f"{v.id}: {v.outcome} {v.detail}"
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert "reduced measurement" in next(v for v in aim_quick.verdicts if v.id.endswith("direct-vs-tied")).detail
@@ -60,8 +62,10 @@ def test_judges_fail_on_wrong_results(aim_quick):
 
 
 def _paper_compare(r, tied_rho, direct_rho, direct_h1_final=0.9):
+    import pandas as pd
+
     def fn(f):
-        f = f.assign(d=400)
+        f = pd.concat([f.assign(seed=s) for s in range(3)], ignore_index=True).assign(d=400)
         f.loc[f["parametrisation"] == "tied", "rho_at_horizon"] = tied_rho
         f.loc[f["parametrisation"] == "direct", "rho_at_horizon"] = direct_rho
         control = (f["parametrisation"] == "direct") & (f["direct_init"] == "psd")
@@ -98,14 +102,17 @@ def test_paper_path_at_toy_size(tmp_path):
                   overrides=dict(moment_dims=(16, 24), moment_samples=4000, sgd_dims=(10, 12), horizon=0.5, batch=32,
                                  compare_dims=(12,), compare_batch=32, compare_horizon=0.5, compare_seeds=2,
                                  untied_dims=(8, 10, 12), untied_batch=32, untied_horizon=0.5, test_samples=64,
-                                 evaluate_every=5))
+                                 evaluate_every=5, trunc_d=12, trunc_seeds=2, trunc_orders=(2, 3)))
     assert res.status == "done", res.message
     c = res.table("compare")
     assert len(c) == 3 * 2 * 3 and set(c["parametrisation"]) == {"tied", "direct"} and set(c["seed"]) == {0, 1}
     assert set(c["direct_init"]) == {"traceless", "psd"}  # the trace-free start and its PSD control
     u = res.table("untied")
     assert set(u["d"]) == {8, 10, 12} and set(u["link"]) == {"h1", "h2", "h3"}
-    assert [v.id.split("/")[-1] for v in res.verdicts][-2:] == list(PAPER_ONLY)
+    assert [v.id.split("/")[-1] for v in res.verdicts][-3:] == ["direct-vs-tied", "untied-timescales",
+                                                                  "moment-truncation"]
+    tr = res.table("truncation")
+    assert list(tr["curve"]) == ["M = 2", "M = 3", "matrix flow"] and np.isfinite(tr["distance"]).all()
 
 
 def test_departures_are_declared():
@@ -131,6 +138,9 @@ def test_departures_are_declared():
     for c in st.claims:
         cid = c.id.split("/")[-1]
         names, outcome = heads(c, ours)
+        if cid == "moment-truncation":  # the reading of Fig. 1, the horizon, d and B (and a known failure)
+            assert [n[:7] for n in names] == ["Fig.-1 ", "horizon", "trunc_d", "trunc_b"]
+            continue
         assert names == want[cid], (cid, names)
         assert outcome == ("departed" if want[cid] else "passed")
         assert "lr_constant 0.1" not in heads(c, card_lr)[0]
@@ -148,6 +158,8 @@ def test_bad_config_fails_before_work():
         st.make_config("quick", lr_constant=-1.0)
     with pytest.raises(Exception, match="horizon"):
         st.make_config("quick", horizon=0.01)
+    with pytest.raises(Exception, match="trunc_seeds"):
+        st.make_config("quick", trunc_seeds=1)
     with pytest.raises(Exception, match="direct_init"):
         st.make_config("quick", direct_init="identity")
 
@@ -162,3 +174,4 @@ def test_kurtosis_standard_error_matches_replicate_spread():
     assert k.mean() == pytest.approx(12 * np.sum(lam**4) / np.sum(lam**2) ** 2, abs=4 * k.std() / math.sqrt(300) + 0.02)
     gauss = aim_study._kurtosis_se(rng.standard_normal(200_000))
     assert gauss[1] == pytest.approx(math.sqrt(24 / 200_000), rel=0.1)
+

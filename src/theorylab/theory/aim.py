@@ -5,9 +5,8 @@ Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858. The loss depends on the t
 (Isserlis), their higher cumulants are traces of matrix products (so non-Gaussianity is O(1/d) for delocalised S),
 and the population loss of a single-token model reduces to a 2-d Gaussian integral over ``(G, G*)`` whose covariance
 is set by the overlaps ``q_kl = Tr(S_k S_l)/d`` (Corollary 1), evaluated with
-:func:`theorylab.theory.hermite.gauss_hermite_nd`. The paper's moment ODE over words (eq. 11) is not reproduced
-here: :func:`words` enumerates its state, the ODE itself is not built (the paper's eq. 11 was not
-available).
+:func:`theorylab.theory.hermite.gauss_hermite_nd`. The paper's moment ODE over words (eq. 11) and its truncation
+(eq. 13) are in :mod:`theorylab.theory.moment_words`; :func:`words` here enumerates the same state.
 """
 
 from __future__ import annotations

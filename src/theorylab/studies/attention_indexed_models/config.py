@@ -49,6 +49,16 @@ class AttentionIndexedModelsConfig(StudyConfig):
     untied_lr_constant: float = Field(0.02, gt=0, le=2, description="lr constant of the untied runs")
     untied_horizon: float = Field(6.0, gt=0, le=1e4, description="untied samples n_max = untied_horizon * d^2 ln d")
 
+    trunc_d: Dim = Field(100, description="d of the moment-truncation SGD runs (card paper: 400)")
+    trunc_seeds: Seeds = Field(8, description="independent SGD data streams (same init, same teacher) of the "
+                                              "moment-truncation check; their spread is the tolerance")
+    trunc_batch: Batch = Field(256, description="batch of the moment-truncation SGD (card paper: 512)")
+    trunc_lr_constant: float = Field(0.05, gt=0, le=2, description="step = constant * B/(d ln d) on the batch mean "
+                                                                   "(paper Fig. 1: lr 0.01, B = 512, d = 400 is "
+                                                                   "0.047)")
+    trunc_time: float = Field(0.6, gt=0, le=10, description="horizon in the paper's time t = n 4α_d/d (see the claim)")
+    trunc_orders: tuple[int, ...] = Field((2, 3, 4, 5, 6), min_length=2, description="truncation degrees M of eq. 13")
+
     @model_validator(mode="after")
     def _checks(self) -> "AttentionIndexedModelsConfig":
         if list(self.moment_dims) != sorted(set(self.moment_dims)) or self.moment_dims[0] < 8:
@@ -59,6 +69,10 @@ class AttentionIndexedModelsConfig(StudyConfig):
             dims = getattr(self, name)
             if any(d < 8 for d in dims) or len(set(dims)) != len(dims):
                 raise ValueError(f"'{name}' must hold distinct d >= 8 (ln d > 2); got {dims}")
+        if self.trunc_seeds < 2 or list(self.trunc_orders) != sorted(set(self.trunc_orders)) or \
+                self.trunc_orders[0] < 2 or self.trunc_orders[-1] > 9:
+            raise ValueError(f"'trunc_seeds' must be >= 2 (a spread) and 'trunc_orders' increase within 2..9; got "
+                             f"{self.trunc_seeds}, {self.trunc_orders}")
         if len(self.sgd_dims) < 2:
             raise ValueError(f"'sgd_dims' needs at least two d for the scaling claim; got {self.sgd_dims}")
         for dims, hor, b, name in ((self.sgd_dims, self.horizon, self.batch, "horizon"),

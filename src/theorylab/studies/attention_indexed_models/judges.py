@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858"
 claims = Claims("attention-indexed-models")
@@ -15,11 +15,13 @@ PAPER_D = 400  # the paper's Fig.-2 size (claim 6)
 
 # Where the students and the step are not the card's (docs/studies/attention-indexed-models.md, "Normalisations").
 # The card's tied scale 1/sqrt(2d) depends on d, which the constant `kappa` cannot express, so it always applies.
-KAPPA = Departure.of("tied scale S = κWWᵀ with κ = kappa constant in d (default 1/2; card: WWᵀ/sqrt(2d))",
-                     "at the card's scale the student starts O(d^-1/2) below the unit-variance teacher, so the tied "
+KAPPA = Departure.of("tied scale S = κWWᵀ with κ = kappa constant in d (default 1/2; card: WWᵀ/sqrt(2d), a "
+                     "reconstruction the paper does not use)",
+                     "the paper (Sec. 3.1) trains S = W'W'ᵀ with ‖W'(0)‖_F² = Θ(d) and no 1/sqrt(2d); ours is that "
+                     "model with W' = √κ W (‖W'(0)‖_F² = d/2) and the step κ·lr, and the centred G of the paper. At "
+                     "the card's scale the student starts O(d^-1/2) below the unit-variance teacher, so the tied "
                      "drift (∝ t1 p22) is √d weaker: ρ_final 0.52 / 0.24 (h1 / h2) at d = 48, 0.38 / 0.08 at d = 96 by "
-                     "n = 12 d² ln d; κ = 1/2 gives the teacher's law at init (Var G = 1) and Tr S/d of order 1, as "
-                     "the paper's S = WWᵀ with |W_0|_F = Θ(√d) (Sec. 3, Assumption 2)")
+                     "n = 12 d² ln d; κ = 1/2 gives the teacher's law at init (Var G = 1) and Tr S/d of order 1")
 LR_CONSTANT = Departure.field_value("lr_constant", 0.5, "step = lr_constant B/(d ln d) on the batch-mean loss: the "
                                                         "card's 0.5 diverges for h2 at d = 48 and 64 (seeds 0, 1), "
                                                         "0.25 still at d = 48; 0.1 is in the theorem's regime with a "
@@ -209,3 +211,55 @@ def judge_untied(res, v) -> Verdict:
     worst = max(abs(s - 1) for s in slopes)
     return v.judged(worst <= 0.25 and order, float(max(slopes, key=lambda s: abs(s - 1))), "1 ± 0.25", 0.25,
                     f"exponents {_fmt(slopes)}; ordering h1 < h2 < h3 {'holds' if order else 'fails'}; " + detail)
+
+
+S_TRUNC = ("Tied online SGD of the L = 2 softmax attention (S = WWᵀ, MSE between row-softmax maps, Fig. 1 setting at "
+           "reduced d) against the degree-M truncations of the moment ODE over words (eq. 11, words longer than M set "
+           "to 0, eq. 13) over t = n·4α_d/d ∈ [0, 0.6]: the sup-distance of (q11, q12) between the truncated ODE and "
+           "the mean of the SGD runs falls with M (each step at most one standard error of the mean up), M = 2 is "
+           "farther than twice the single-run spread (the check can tell the orders apart), and M = 4 lies within "
+           "twice the single-run spread (sup over t of the seed-to-seed standard deviation).")
+
+
+@claims.add("moment-truncation", S_TRUNC, REF + ", Theorem 2 (eq. 11), truncation eq. 13, Corollary 2, Fig. 1",
+            departures=[
+    Departure.of("Fig.-1 model read as the row-wise softmax attention map of the 2×2 centred forms, ½‖softmax(G) − "
+                 "softmax(G*)‖², tokens N(0, I), Wishart teacher with Var G* = 1, W(0) entries N(0, 1/(2d)) "
+                 "(q11(0) = q22)", "the paper names 'L = 2, softmax activation, MSE' without the output map or the "
+                 "scales; this is the simplest reading, and its potential Φ is a 2-d Gaussian integral"),
+    Departure.of("horizon t <= 0.6 (the paper's is not stated)", "measured against the exact finite-d matrix flow at d "
+                 "= 100: every truncation M <= 8 converges exponentially in M up to t ≈ 0.8 (errors 0.11, 0.07, "
+                 "0.03, 0.012, 0.005 at t = 0.6 for M = 2..6) and departs from the flow beyond t ≈ 1.2 (M = 4: 0.18 "
+                 "at t = 1.2, M = 8: 0.13) — no weight decay, so Corollary 2's constant grows with T"),
+    Departure.field_value("trunc_d", 400, "d = 100 (quick), 8 seeds of B = 256 batched: the order-by-order "
+                          "comparison needs a seed spread below the M = 2 error, not the paper's d"),
+    Departure.field_value("trunc_batch", 512, "B = 256 with the step constant of the paper's lr 0.01 at B = 512, "
+                          "d = 400 (0.047 ≈ 0.05 B/(d ln d) per batch-mean step)")],
+            known=KnownFailure.on_every_seed(
+    "quick, seed 0 (d = 100, 8 runs): the distance falls with M about exponentially (0.117, 0.086, 0.031, 0.019, "
+    "0.005 for M = 2..6) and the SGD mean lies 0.0024 from the exact finite-d matrix flow, but the moments "
+    "self-average: the single-run spread is 0.0004, so the SGD resolves the truncation error of M = 4 (0.031, the "
+    "same as M = 4's distance to the exact flow) ~80-fold; M = 6 is the first order within 0.005. Seed 1: 0.106, "
+    "0.074, 0.025, 0.015, 0.003, spread 0.0002 (ratio 107). The tolerance, fixed before the run, is kept"))
+def judge_truncation(res, v) -> Verdict:
+    t = res.table("truncation")
+    orders = t[t["M"] > 0].sort_values("M")
+    if len(orders) < 2 or not (orders["M"] == 4).any():
+        return v.failed(math.nan, "<= 2 x seed spread", 2.0, "needs truncations at two M including M = 4")
+    spread, se = float(t["seed_spread"].iloc[0]), float(t["mean_se"].iloc[0])
+    dist = orders["distance"].to_numpy()
+    flow = t[t["curve"] == "matrix flow"]
+    detail = (f"d = {int(t['d'].iloc[0])}, {int(t['runs'].iloc[0])} SGD runs to t = {t['t_max'].iloc[0]:.2f}; "
+              f"sup-distance of (q11, q12) to the SGD mean: " + ", ".join(
+                  f"M = {int(r.M)}: {r.distance:.4f}" for r in orders.itertuples())
+              + (f"; exact matrix flow: {flow['distance'].iloc[0]:.4f}" if len(flow) else "")
+              + f"; single-run spread {spread:.4f}, standard error of the mean {se:.4f}")
+    if not np.isfinite(dist).all():
+        return v.failed(math.nan, "<= 2 x seed spread", 2.0, "a truncated trajectory blew up: " + detail)
+    falls = bool(np.all(np.diff(dist) <= se))
+    power = bool(dist[0] > 2 * spread)
+    d4 = float(orders.loc[orders["M"] == 4, "distance"].iloc[0])
+    ratio = d4 / spread if spread > 0 else math.inf
+    return v.judged(falls and power and ratio <= 2, ratio, "M = 4 distance <= 2 x seed spread (and falling in M, "
+                    "M = 2 beyond 2 x spread)", 2.0, detail + f"; falls with M: {falls}; M = 2 beyond 2 x spread: "
+                    f"{power}")
