@@ -152,7 +152,15 @@ def _gate_final(v, t):
     return {g: (_mean(v, x, "lambda1"), _mean(v, x, "participation")) for g, x in last.groupby("gate")}
 
 
-@claims.add("trained-gate-effect", S_TRAINED, REF + ", experiments on trained Mamba-2", decided_by="paper")
+CPU_SHAPE = "cpu preset: the card's random-init shape trained on text; its 130m shape costs ~1 min a step on one core"
+CPU_MAMBA = [Departure.field_value(field, card, CPU_SHAPE, presets=["cpu"]) for field, card in (
+    ("mamba_hidden", 768), ("mamba_n_layers", 24), ("mamba_state", 128), ("mamba_head_dim", 64))] + [
+    Departure.field_value("train_steps", 2000, "cpu preset: 50 steps (2-3.5 s each on one core) instead of the "
+                          "card's 2000: a briefly trained model", presets=["cpu"])]
+
+
+@claims.add("trained-gate-effect", S_TRAINED, REF + ", experiments on trained Mamba-2", decided_by="cpu",
+            departures=CPU_MAMBA)
 def judge_trained(res, v) -> Verdict:
     if not res.config.get("hf", True):
         return v.undecided("the HF parts were switched off (hf = false)")
@@ -165,7 +173,7 @@ def judge_trained(res, v) -> Verdict:
     detail = (f"{t['source'].iloc[0]} model, layer {int(t['layer'].max())}: λ̄₁ gated {lam_on:.3f}, ungated "
               f"{lam_off:.3f} (+{drop:.3f}); r gated {r_on:.2f}, ungated {r_off:.2f} (x{ratio:.2f})")
     if t["source"].iloc[0] == "random-init":
-        return v.undecided("needs paper preset: a trained model (self-trained, or mamba_local); reduced measurement "
+        return v.undecided("needs the cpu preset: a trained model (self-trained, or mamba_local); reduced measurement "
                            "on the card's random-init shape: " + detail, measured=drop)
     ok = drop >= 0.15 and ratio >= 2
     if t["source"].iloc[0] == "local":
