@@ -213,8 +213,12 @@ def _metric_counts(cfg, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     not_built={
         "monomial-networks/hessian-signatures": "the card's claim compares the Hessian index at each A_S (|S| = r) "
         "with the signature formula of the paper's Eckart-Young variant (Sec. 5), which the card leaves 'to be "
-        "transcribed' and which we could not read (only the abstract was available), so no check can fail against "
-        "it; the survey's indices are judged against our own closed form instead (derived-index, ours)",
+        "transcribed' and which we could not read, so no check can fail against it; the survey's indices are judged "
+        "against our own closed form instead (derived-index, ours). Searched again (issue 45): the stored web pages "
+        "hold arxiv.org/html/2501.06074v1 and v2 and summaries (emergentmind, sciencestack, arcxiv, tomesphere, "
+        "scholarfeed, arxivlens), but only from their beginning (abstract and introduction), never Sec. 5; the code "
+        "and issue indexes have the paper only as a citation (exact strings '2501.06074', 'Shallow Polynomial "
+        "Networks', 'Hessian signature', 'variation of the Eckart-Young': no transcription of the formula)",
     },
     cpu_threads=1,
 )
