@@ -120,6 +120,19 @@ PRESETS = {
         seeds=(5, "paper: 5 seeds, minimum reported"),
         eval_chunk=(256, "bounds GPU memory at 4096 heads"),
     ),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~3 min at one thread: the constructions at quick sizes and one attention layer at d = 64, "
+        "N = 16, r in {64, 32, 16}, w = 1, 1500 steps of batch 256, one seed (decides fig1-one-layer at a "
+        "CPU-feasible fraction of Fig. 1: one core trains these jobs at ~30 ms a step; H = 64 heads of rank 1 cost "
+        "~0.4 s a step, so rank 1 stays at the paper and slice presets; the paper's 1e5 steps of 5 seeds need a GPU)",
+        d=(64, "the paper's dimension"),
+        n_points=(16, "Fig. 1 uses N = 16"),
+        n_heads=((1, 2, 4), "r = 64, 32, 16: full rank, the claim's rank 32 and the top of its ranks 1-16"),
+        length_n_points=((), "no length grid (Fig. N is GPU work)"),
+        steps=(1500, "~30 ms of one core a step at d = 64, N = 16, batch 256, H <= 4: 3 jobs in ~2.5 min"),
+        batch=(256, "paper batch size"),
+    ),
     "slice": Preset.of(
         "slice",
         "one GPU for ~15 minutes: 1 layer at d = 64, N = 16, r in {64, 16, 1}, 20k steps (decides fig1-one-layer; "
