@@ -22,15 +22,15 @@ def test_mfw_quick(mfw_quick):
     v = {x.id.split("/")[1]: x for x in mfw_quick.verdicts}
     for name in ("init-gap", "init-gap-monte-carlo", "inverse-width", "no-blowup", "mf-converges", "reduced-dynamics"):
         assert v[name].passed is True, v[name].detail
-    gpu = "not decided: GPU (paper preset, est. 60 min on one H100); "
+    cpu = "not decided: decided by the cpu preset on a CPU; "
     assert v["poly-width-over-d"].passed is None and v["poly-width-over-d"].detail.startswith(
-        gpu) and "needs paper preset" in v["poly-width-over-d"].detail
+        cpu) and "needs the cpu preset" in v["poly-width-over-d"].detail
     sc = v["self-concordance"]
     assert sc.passed is None and not sc.error and sc.detail.startswith(
-        gpu + "the d-exponent needs >= 2 dimensions") and "needs paper preset" in sc.detail
+        cpu + "the d-exponent needs >= 2 dimensions") and "needs the cpu preset" in sc.detail
     eq = v["self-concordance-equator"]
     assert eq.passed is None and not eq.error and eq.detail.startswith(
-        gpu + "at quick size") and "judged at paper size" in eq.detail
+        cpu + "at quick size") and "judged by the cpu preset" in eq.detail
     # the quick preset's reference and seeds are ours: declared on the verdicts
     assert any(d.startswith("m_ref 2048 (card 1024)") for d in v["inverse-width"].departures)
     assert any(d.startswith("seeds 6 (card 3)") for d in v["init-gap"].departures)

@@ -30,7 +30,9 @@ def gap_to_reference(act: HermiteActivation, nets: Tensor, weights: Tensor, ref:
     r = ref.shape[0]
     ref_w = torch.full((r,), 1.0 / r, dtype=ref.dtype, device=ref.device)
     ref_self = kernel_mean(act, ref, ref_w, ref, ref_w)  # shared by every network: computed once
-    cross = kernel_mean(act, nets, weights, ref.expand(nets.shape[0], r, ref.shape[1]), ref_w.expand(nets.shape[0], r))
+    # ref (m_ref, d) broadcasts against the batch as one matrix: an expanded (B, m_ref, d) view would be copied
+    # block by block by the batched matmul (B x cols x d entries: 2 GiB at d = 128)
+    cross = kernel_mean(act, nets, weights, ref, ref_w)
     raw = kernel_mean(act, nets, weights, nets, weights) - 2 * cross + ref_self
     own = split_half_error(act, ref)
     return raw - own, own

@@ -90,6 +90,7 @@ def run_projected_gd(
     escape_threshold: float | None = None,
     samples: tuple[Tensor, Tensor] | None = None,
     max_elements: int | None = None,
+    keep_networks: bool = True,
 ) -> ParticleHistory:
     """Step every network and the reference ``steps`` times with ``w <- normalise(w + eta v(w))``.
 
@@ -101,11 +102,14 @@ def run_projected_gd(
     ``|<w, w*>| >= threshold`` at every step, and each reference particle's first escape time.
 
     Pairwise interactions are formed in blocks of at most ``max_elements`` entries
-    (:func:`~theorylab.theory.mean_field.pair_blocks`), so peak memory is bounded whatever the widths.
+    (:func:`~theorylab.theory.mean_field.pair_blocks`), and the networks are stepped in groups of
+    :func:`network_chunk` networks, so the temporaries of a step stay bounded whatever the widths; the
+    particles themselves are never modified in place. With ``keep_networks=False`` the snapshots hold only
+    the reference (``(None, reference)``): a caller that reads the networks at checkpoints does so in ``on_step``.
     """
     marks = sorted(set(int(k) for k in checkpoints if 0 <= k <= steps))
     ref_c = torch.full((ref.shape[0],), 1.0 / ref.shape[0], dtype=ref.dtype, device=ref.device)
-    w, r = nets.w.clone(), ref.clone()
+    w, r = nets.w, ref  # every update below makes new tensors: the inputs are never written
     losses = np.empty(steps + 1)
     snaps: dict[int, tuple[Tensor, Tensor]] = {}
     net_loss: dict[int, np.ndarray] = {}
@@ -127,23 +131,70 @@ def run_projected_gd(
 
             raise Diverged("mean-field reference loss", step)
         if step in marks:
-            snaps[step] = (w.clone(), r.clone())
+            snaps[step] = (w.clone() if keep_networks else None, r.clone())
             net_loss[step] = population_loss(act, w, nets.c, w_star, max_elements).cpu().numpy()
         if on_step is not None:
             on_step(step, w, r)
         if step == steps:
             break
-        if samples is None:
-            w = projected_step(act, w, nets.c, w_star, eta, max_elements)
-        else:
-            w = w + eta * empirical_velocity(act, w, nets.c, samples[0], samples[1], max_elements=max_elements)
-            w = w / w.norm(dim=-1, keepdim=True)
+        w = _step_networks(act, w, nets.c, w_star, eta, samples, max_elements)
         r = projected_step(act, r, ref_c, w_star, eta, max_elements)
     escape_time = None
     if escape_threshold is not None:
         first = first_escape.cpu().numpy().astype(float)
         escape_time = np.where(first >= 0, first * eta, np.nan)
     return ParticleHistory(eta * np.arange(steps + 1), losses, snaps, net_loss, ref_escaped, escape_time, net_escaped)
+
+
+STEP_CHUNK_ELEMENTS = 1 << 24
+"""Most particle coordinates (float64 entries, 128 MiB) whose update is formed at once: a step's temporaries
+(drive, interaction, projection: about six arrays the size of the particles) are that many per group of
+networks, not per sweep. A sweep smaller than this (every quick preset) is stepped as one group."""
+
+
+def network_chunk(batch: int, width: int, d: int) -> int:
+    """How many networks of ``width`` particles in ``d`` dimensions one group of a step holds."""
+    return max(1, min(batch, STEP_CHUNK_ELEMENTS // max(width * d, 1)))
+
+
+def _step_networks(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, eta: float,
+                   samples: tuple[Tensor, Tensor] | None, max_elements: int | None) -> Tensor:
+    """One projected step of every network ``w (B, M, d)`` (population loss, or the empirical loss on each network's
+    own ``samples``), over groups of :func:`network_chunk` networks written into one new tensor (a sweep that is a
+    single group gets the step's own result)."""
+
+    def update(part: slice) -> Tensor:
+        if samples is None:
+            return projected_step(act, w[part], c[part], w_star, eta, max_elements)
+        moved = w[part] + eta * empirical_velocity(act, w[part], c[part], samples[0][part], samples[1][part],
+                                                   max_elements=max_elements)
+        return moved / moved.norm(dim=-1, keepdim=True)
+
+    size = network_chunk(w.shape[0], w.shape[-2], w.shape[-1])
+    if size >= w.shape[0]:
+        return update(slice(None))
+    out = torch.empty_like(w)
+    for start in range(0, w.shape[0], size):
+        out[start : start + size] = update(slice(start, start + size))
+    return out
+
+
+BASE_BYTES = 600e6
+"""A run's memory before any particle: the interpreter, torch, NumPy, pandas, matplotlib (measured ~0.45 GB)."""
+
+
+def sweep_peak_bytes(networks: int, width: int, d: int, m_ref: int, checkpoints: int, *, keep_networks: bool,
+                     block_mib: float) -> float:
+    """Peak bytes of one :func:`width_sweep` (float64 particles): the networks ``(networks, width, d)`` held three
+    times (the initial batch, the current and the next step's particles), the temporaries of one group of a step
+    (about six times :func:`network_chunk` networks), plus one copy per checkpoint when ``keep_networks``; the
+    reference's ``(m_ref, d)`` once per checkpoint and about eight times more (its step's temporaries, the split
+    halves); and a few pairwise blocks of ``block_mib`` MiB."""
+    net = networks * width * d * 8.0
+    group = network_chunk(networks, width, d) * width * d * 8.0
+    ref = m_ref * d * 8.0
+    return ((3 + (checkpoints if keep_networks else 0)) * net + 6 * group + (checkpoints + 8) * ref
+            + 6 * block_mib * (1 << 20))
 
 
 @dataclass
@@ -268,16 +319,34 @@ def width_sweep(
     progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
     escape_threshold: float | None = None,
     max_elements: int | None = None,
+    inline_gaps: bool = False,
 ) -> WidthSweep:
     """Networks of every width and seed plus a reference of ``m_ref`` particles, all from i.i.d. uniform
-    particles, trained together; ``w* = e_1`` (the losses are rotation invariant)."""
+    particles, trained together; ``w* = e_1`` (the losses are rotation invariant).
+
+    With ``inline_gaps`` the gaps are measured at each checkpoint as the run passes it and the networks'
+    snapshots are not kept (``history.snapshots[step] = (None, reference)``): the same numbers, without holding
+    one copy of every network per checkpoint (the paper presets' largest arrays)."""
     w_star = planted_direction(d, device)
     nets = NetworkBatch.uniform(widths, seeds, d, generator, device=device)
     ref = uniform_sphere((m_ref,), d, generator, device=device)
+    checkpoints = list(checkpoints)
+    if not inline_gaps:
+        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints,
+                                progress=progress, escape_threshold=escape_threshold, max_elements=max_elements)
+        return WidthSweep.measure(act, hist, nets)
+    marks = {int(k) for k in checkpoints if 0 <= k <= steps}
+    gaps, own = {}, {}
+
+    def at_checkpoint(step: int, w: Tensor, r: Tensor) -> None:
+        if step in marks:
+            g, e = gap_to_reference(act, w, nets.c, r)
+            gaps[step], own[step] = g.cpu().numpy(), e
+
     hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress,
-                            escape_threshold=escape_threshold,
-                            max_elements=max_elements)
-    return WidthSweep.measure(act, hist, nets)
+                            on_step=at_checkpoint, escape_threshold=escape_threshold, max_elements=max_elements,
+                            keep_networks=False)
+    return WidthSweep(hist, nets, gaps, own)
 
 
 def sample_sweep(

@@ -37,11 +37,13 @@ from theorylab.theory.mean_field import (
     self_concordance_summary,
 )
 from theorylab.train.mean_field import (
+    BASE_BYTES,
     bounded_memory,
     checkpoint_steps,
     planted_direction,
     reduction_against_reference,
     steps_to_loss_fraction,
+    sweep_peak_bytes,
     width_sweep,
 )
 
@@ -91,6 +93,21 @@ def _one_setting(item: tuple, progress: Progress | None) -> dict[str, pd.DataFra
     return tables
 
 
+def _memory(cfg: MeanFieldWidthConfig) -> tuple[float, str]:
+    """Peak bytes of the largest (d, k) setting: its width sweep with every network kept at each checkpoint (the
+    overlaps, the networks' losses), the reference's snapshots, and one probed particle's Jacobian of the
+    self-concordance ratio (d x m_ref, a few copies)."""
+    d = max(cfg.dims)
+    nets = len(cfg.widths) * cfg.seeds
+    sweep = sweep_peak_bytes(nets, max(cfg.widths), d, cfg.m_ref, len(cfg.checkpoints), keep_networks=True,
+                             block_mib=cfg.block_mib)
+    jacobian = 4 * max(cfg.m_ref * (d + 1) * 8.0, cfg.block_mib * (1 << 20))
+    held = nets * max(cfg.widths) * d * 8.0 * (len(cfg.checkpoints) + 3)
+    fewer = max(1, cfg.seeds // 2)
+    return BASE_BYTES + sweep + jacobian, (f"--set seeds={fewer} (networks per width, now {cfg.seeds}) or "
+                                           f"fewer/smaller widths: the networks take {held / 2**30:.1f} GiB of it")
+
+
 @study(
     "mean-field-width",
     title="Polynomial width tracks the mean-field limit beyond logarithmic time",
@@ -99,6 +116,7 @@ def _one_setting(item: tuple, progress: Progress | None) -> dict[str, pd.DataFra
     presets=PRESETS,
     family="mean field",
     claims=claims,
+    memory=_memory,
 )
 def run(cfg: MeanFieldWidthConfig, ctx: RunContext) -> None:
     with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths or seeds"):

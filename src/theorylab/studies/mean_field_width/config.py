@@ -48,6 +48,18 @@ PRESETS = {
                                  "(seeds 0-9: reduced-dynamics "
                                  "failed seed 5, inverse-width seed 4); at 6 reduced-dynamics passes 10/10, "
                                  "inverse-width 9/10 (see docs/seed-robustness.md)")),
+    "cpu": Preset.of(
+        "cpu",
+        "1 CPU core, < 9 min: d = 16, 24, 32 at k = 4, quick's networks and 2048-particle reference, each run to T "
+        "at 10% of L_MF(0): decides poly-width-over-d and the two self-concordance claims",
+        dims=((16, 24, 32), "three dimensions, the fewest the d-exponents need (the card's 64 and 128 are a GPU's)"),
+        stop_ratio=(0.1, "T at 10% of L_MF(0): the escape from the equator, which sets T ~ d^((k-2)/2), is over by "
+                         "then; the card's 1% adds the local convergence tail (d = 16: past 1200 steps, against ~220)"),
+        m_ref=(2048, "quick's reference (8 x the card's 1024 per width 128 left the late slopes biased)"),
+        seeds=(6, "quick's networks per width"),
+        reduction_n=(0, "the 1-D reduction is decided at quick; here it would rerun each reference at eta/2"),
+        block_mib=(2.0, "2 MiB pairwise blocks stay in a CPU core's cache"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: d in {16, ..., 128}, k in {3, 4, 6}, m up to 2^13, m_ref = 2^16, 8 seeds, T at L_MF <= 1% of L_MF(0). "

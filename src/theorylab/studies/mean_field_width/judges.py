@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.mean_field import (
     reduction_error_budget,
@@ -27,12 +27,22 @@ claims = Claims("mean-field-width")
 M_REF = [Departure.field_value("m_ref", 1024, "the card's 8 x max m left the late slopes biased upward (its split-half "
                                "correction is first order in 1/m_ref): inverse-width failed seeds 8 and 31 at 1024, "
                                "passed at 2048", presets=["quick"]),
+         Departure.field_value("m_ref", 65536, "cpu preset: quick's 2048 reference particles (the card's 2^16 is a "
+                               "GPU's)", presets=["cpu"]),
          Departure.field_value("m_ref", 65536, presets=["paper"])]
 SEEDS = [Departure.field_value("seeds", 3, "3 networks per width left the reference-error estimate and the late slopes "
                                "too noisy (seeds 0-9: reduced-dynamics failed seed 5, inverse-width seed 4)",
                                presets=["quick"]),
+         Departure.field_value("seeds", 8, "cpu preset: quick's 6 networks per width", presets=["cpu"]),
          Departure.field_value("seeds", 8, presets=["paper"])]
 SIZES = M_REF + SEEDS
+# The cpu preset's grid against the card's paper grid (the claims that compare dimensions).
+CPU_GRID = [Departure.field_value("dims", (16, 32, 64, 128), "cpu preset: d = 16, 24, 32, the fewest dimensions a "
+                                  "d-exponent needs; 64 and 128 are a GPU's", presets=["cpu"]),
+            Departure.field_value("ks", (3, 4, 6), "cpu preset: k = 4 only (k = 6 escapes in ~d^2 time)",
+                                  presets=["cpu"]),
+            Departure.field_value("stop_ratio", 0.01, "cpu preset: T at 10% of L_MF(0), once the escape is over (the "
+                                  "tail to 1% took > 1200 steps at d = 16 against ~220)", presets=["cpu"])]
 
 
 S_INIT = ("At initialisation m·gap_m(0), averaged over seeds and widths, is within 0.15 of its closed form K(1) - "
@@ -155,15 +165,15 @@ S_POLY = (
 )
 
 
-@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)", departures=SIZES,
-            decided_by="paper")
+@claims.add("poly-width-over-d", S_POLY, REF + ", polynomial width and time (threshold ours)",
+            departures=SIZES + CPU_GRID, decided_by="cpu")
 def judge_poly(res, v) -> Verdict:
     g, loss = res.table("gaps"), res.table("loss")
     v.column(g, "gap")
     dims = sorted(g["d"].unique())
     if len(dims) < 3:
         raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(map(str, dims))}) and the fit needs >= "
-                        f"3; needs paper preset")
+                        f"3; needs the cpu preset")
     parts, ok = [], True
     for k, grp in g.groupby("k"):
         need = [width_for_sup_gap(s["t"], s["width"], s["gap"], 1e-3) for s in (grp[grp["d"] == d] for d in dims)]
@@ -217,8 +227,16 @@ def _escape_phase(sc: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(keep)
 
 
-@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)", departures=M_REF,
-            decided_by="paper")
+SQRT_D = ("at initialisation the drive alone gives |H|/|v| ~ (k - 1)/|s|, and an equator particle has |s| ~ d^-1/2, so "
+          "the ratio grows like sqrt(d) by construction; the card's d-independence is our reconstruction of the "
+          "paper's constant (its statement not read)")
+
+
+@claims.add("self-concordance", S_SC, REF + ", self-concordance |H| <~ |v| (reconstructed constant)",
+            departures=M_REF + CPU_GRID, decided_by="cpu", known=KnownFailure.on_every_seed(
+                "cpu preset, seed 0: the 95th percentile over the probed particles in the escape phase is 22.4, 24.2, "
+                "31.7 at d = 16, 24, 32 (bound 10k = 40 holds) with d-exponent 0.48 (need <= 0.25): " + SQRT_D,
+                presets=["cpu"]))
 def judge_sc(res, v) -> Verdict:
     sc = res.table("self_concordance")
     v.column(sc, "L_mf")
@@ -230,7 +248,7 @@ def judge_sc(res, v) -> Verdict:
         raise Undecided(
             f"the d-exponent needs >= 2 dimensions (this run: d = {dims[0]}, k = {k}); at this size the 95th "
             f"percentile of |H|/|v| over all particles during the escape phase ({len(escape)} checkpoints) reaches "
-            f"{float(escape['ratio_p95'].max()):.1f} (bound 10k = {10 * k}); needs paper preset")
+            f"{float(escape['ratio_p95'].max()):.1f} (bound 10k = {10 * k}); needs the cpu preset")
     parts, ok = [], True
     for k, grp in escape.groupby("k"):
         good, text = _bounded_in_d(grp.groupby("d")["ratio_p95"].max(), int(k))
@@ -254,7 +272,10 @@ S_SC_EQ = ("Ours (the card's reading restricted to the escape): over particles s
 
 
 @claims.add("self-concordance-equator", S_SC_EQ, "ours: " + REF + "'s self-concordance on the equator band",
-            departures=M_REF, decided_by="paper")
+            departures=M_REF + CPU_GRID, decided_by="cpu", known=KnownFailure.on_every_seed(
+                "cpu preset, seed 0: over the equator band 22.9, 24.4, 32.9 at d = 16, 24, 32 (bound 40 holds), "
+                "d-exponent 0.50 (need <= 0.25), while |s|·|H|/|v| stays 3.10, 2.95, 3.03 (k - 1 = 3): " + SQRT_D,
+                presets=["cpu"]))
 def judge_sc_equator(res, v) -> Verdict:
     sc = res.table("self_concordance")
     dims = sorted(sc["d"].unique())
@@ -267,8 +288,8 @@ def judge_sc_equator(res, v) -> Verdict:
         raise Undecided(
             f"at quick size (one dimension, d = {dims[0]}, k = {k}) it measures a 95th percentile of |H|/|v| over "
             f"escaping particles of up to {worst:.1f} "
-            f"(passes the bound 10k = {10 * k}; the d-exponent needs >= 2 dimensions); judged at paper size, where our "
-            f"reading is expected to fail for a "
+            f"(passes the bound 10k = {10 * k}; the d-exponent needs >= 2 dimensions); judged by the cpu preset "
+            f"(d = 16, 24, 32), where our reading is expected to fail for a "
             f"structural reason, not the scale: at initialisation |s|·|H|/|v| has median "
             f"{init['scaled_median_escaping']:.2f} (drive alone: k - 1 = {k - 1}), "
             f"so |H|/|v| ~ (k - 1)/|s| with |s| ~ d^-1/2 (median |s| here {init['overlap_median_escaping']:.3f}) grows "
