@@ -57,7 +57,8 @@ class AttentionIndexedModelsConfig(StudyConfig):
                                                                    "(paper Fig. 1: lr 0.01, B = 512, d = 400 is "
                                                                    "0.047)")
     trunc_time: float = Field(0.6, gt=0, le=10, description="horizon in the paper's time t = n 4α_d/d (see the claim)")
-    trunc_orders: tuple[int, ...] = Field((2, 3, 4, 5, 6), min_length=2, description="truncation degrees M of eq. 13")
+    trunc_orders: tuple[int, ...] = Field((2, 4, 6, 8), min_length=2, description="truncation degrees M of eq. 13 "
+                                                                                    "(card: 2, 4, 6, 8)")
 
     @model_validator(mode="after")
     def _checks(self) -> "AttentionIndexedModelsConfig":
