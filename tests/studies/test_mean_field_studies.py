@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from result_edits import edit_table as _edit
 from result_edits import set_where
+from theorylab.core import ConfigError
 from theorylab.core.result import Result
+from theorylab.core.runner import check_memory
 from theorylab.core.study import get_study
 from theorylab.studies import mean_field_width as mfw
 from theorylab.studies import propagation_of_chaos as poc
@@ -141,7 +144,7 @@ def test_poc_quick(poc_quick):
         assert v[name].passed is True, v[name].detail
     for name in ("poly-d", "finite-samples", "finite-samples-excess"):
         assert v[name].passed is None and not v[name].error and v[name].detail.startswith(
-            "not decided: GPU (paper preset, est. 60 min on one H100); ") and "needs paper preset" in v[name].detail
+            "not decided: decided by the cpu preset on a CPU; ") and "needs the cpu preset" in v[name].detail
     assert v["slow-contrast"].passed is None and v["slow-contrast"].detail.startswith("report only: d=16")
     assert sorted(poc_quick.tables["discretisation"]["eta"]) == [0.1, 0.2]
 
@@ -255,3 +258,35 @@ def test_poc_poly_d_is_judged_at_the_cards_width():
     # without m = 2^12 the largest width is judged, and the verdict says so
     v = _claim("propagation-of-chaos", "poly-d").evaluate(_edit(res, "sup_gap", lambda f: f[f["width"] != 4096]))
     assert v.passed is False and any("card: m = 2^12" in d for d in v.departures), v.departures
+
+
+def test_memory_estimates_grow_with_the_sizes_and_the_runner_compares_the_papers():
+    bigger = {"mean-field-width": dict(seeds=12, widths=(32, 64, 128, 1024), m_ref=1 << 16, dims=(16, 128)),
+              "propagation-of-chaos": dict(seeds=8, widths=(32, 64, 128, 2048), m_ref=1 << 17, dims=(16, 128))}
+    for slug, grown in bigger.items():
+        st = get_study(slug)
+        quick = st.make_config("quick")
+        base, _ = st.memory(quick)
+        for field, value in grown.items():
+            assert st.memory(quick.model_copy(update={field: value}))[0] > base, (slug, field)
+        paper = st.make_config("paper")
+        need, hint = st.memory(paper)
+        # chunked: the paper preset fits a 24 GB machine (the networks are stepped in groups; propagation-of-chaos
+        # measures its gaps at each checkpoint instead of keeping every network's snapshot)
+        assert base < need < 20 * 2**30, (slug, need)
+        assert check_memory(st, paper, "paper", available=1 << 40) == need
+        with pytest.raises(ConfigError, match=rf"the paper preset of {slug} needs about {need / 2**30:.1f} GiB"):
+            check_memory(st, paper, "paper", available=int(need / 2))
+        assert hint.startswith("--set seeds=4")
+
+
+def test_cpu_presets_decide_the_claims_and_declare_their_sizes():
+    for slug, claim, field in (("mean-field-width", "poly-width-over-d", "dims"),
+                               ("mean-field-width", "self-concordance", "stop_ratio"),
+                               ("propagation-of-chaos", "poly-d", "m_ref"),
+                               ("propagation-of-chaos", "finite-samples-excess", "m_ref")):
+        cfg = get_study(slug).make_config("cpu").model_dump()
+        c = _claim(slug, claim)
+        assert c.decided_by == "cpu"
+        assert any(d.field == field and d.applies(cfg, "cpu") for d in c.departures), (slug, claim)
+        assert not any(d.field == field and d.applies(cfg, "quick") for d in c.departures if d.presets == ("cpu",))

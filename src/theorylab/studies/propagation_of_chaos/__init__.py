@@ -27,7 +27,14 @@ from theorylab.theory.mean_field_rates import (
     loss_decay_summary,
     sup_over_time,
 )
-from theorylab.train.mean_field import bounded_memory, checkpoint_steps, sample_sweep, width_sweep
+from theorylab.train.mean_field import (
+    BASE_BYTES,
+    bounded_memory,
+    checkpoint_steps,
+    sample_sweep,
+    sweep_peak_bytes,
+    width_sweep,
+)
 
 PAPER = "Glasgow, Bruna, arXiv 2605.22010 (2026)"
 
@@ -38,12 +45,31 @@ def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, out: tuple[list, list
     marks = checkpoint_steps(cfg.checkpoints, steps)
     sw = width_sweep(HermiteActivation.he(k), d, widths, seeds, cfg.m_ref, eta=eta, steps=steps, checkpoints=marks,
                      generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device), device=ctx.device,
-                     progress=ctx.progress, max_elements=max_elements_for(cfg.block_mib))
+                     progress=ctx.progress, max_elements=max_elements_for(cfg.block_mib), inline_gaps=True)
     out[0].append(pd.DataFrame({"setting": setting, "d": d, "k": k, "eta": eta, "step": np.arange(steps + 1),
                                 "t": sw.history.times, "L_mf": sw.history.ref_loss}))
     gaps = pd.DataFrame(sw.gap_rows(marks, eta, setting=setting, d=d, k=k, eta=eta))
     out[1].append(gaps.assign(m_gap=lambda f: f["width"] * f["gap"]))
     return sw.history.snapshots[max(sw.history.snapshots)][1]  # only the reference at T is kept
+
+
+def _memory(cfg: PropagationOfChaosConfig) -> tuple[float, str]:
+    """Peak bytes: the largest width sweep (d = max(dims); gaps measured at each checkpoint, so the networks are
+    held three times, not once per checkpoint), the reference at T of every step size, and the finite-sample
+    phase (each network's samples x (n, d) and labels, the sweeps' snapshots at the first d)."""
+    d, marks = max(cfg.dims), len(cfg.checkpoints)
+    widths = sweep_peak_bytes(len(cfg.widths) * cfg.seeds, max(cfg.widths), d, cfg.m_ref, marks, keep_networks=False,
+                              block_mib=cfg.block_mib) + (len(cfg.lrs) + 1) * cfg.m_ref * d * 8.0
+    samples = 0.0
+    if cfg.sample_sizes:
+        d0, n = cfg.dims[0], max(cfg.sample_sizes)
+        samples = (sweep_peak_bytes(cfg.sample_seeds, cfg.sample_width, d0, cfg.m_ref, marks, keep_networks=True,
+                                    block_mib=cfg.block_mib) * len(cfg.sample_sizes)
+                   + cfg.sample_seeds * n * (d0 + 1) * 8.0)
+    need = BASE_BYTES + max(widths, samples)
+    fewer = max(1, cfg.seeds // 2)
+    return need, (f"--set seeds={fewer} (networks per width, now {cfg.seeds}) or fewer/smaller widths: the networks "
+                  f"take {len(cfg.widths) * cfg.seeds * max(cfg.widths) * d * 24 / 2**30:.1f} GiB of it")
 
 
 @study(
@@ -54,6 +80,7 @@ def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, out: tuple[list, list
     presets=PRESETS,
     family="mean field",
     claims=claims,
+    memory=_memory,
 )
 def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
     with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths, seeds, sample_width or sample_sizes"):

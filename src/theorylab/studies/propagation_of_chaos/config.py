@@ -45,6 +45,15 @@ PRESETS = {
         "He_4 contrast",
         lrs=((0.2, 0.1, 0.05), "the discretisation check costs seconds at d = 16: the same T at three step sizes"),
     ),
+    "cpu": Preset.of(
+        "cpu",
+        "1 CPU core, < 9 min: poly-d over the card's d = 16, 32, 64, 128 at m <= 256 (m_ref 1024, quick's fast "
+        "setting), and finite-samples on n = 2^10, 2^12, 2^14 fixed samples at m = 256",
+        dims=((16, 32, 64, 128), "the card's dimensions: the poly(d) fit"),
+        lrs=((), "the step-size check is decided at quick; here it would repeat the eta grid at every d"),
+        sample_sizes=((1024, 4096, 16384), "n = 2^10 .. 2^14: the empirical-loss networks cost ~0.2 s of CPU per "
+                                           "step at n = 2^14 (card: to 2^18, ~16x that, past the CPU tier)"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: d in {16, ..., 128}, m up to 2^14, m_ref = 2^17, 8 seeds, and the discretisation check. Est. 60 min "

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.mean_field_rates import (
     halving_shrink_factors,
@@ -19,6 +19,12 @@ REF = "arXiv 2605.22010"
 
 
 claims = Claims("propagation-of-chaos")
+
+
+# The cpu preset's sizes against the card's paper sizes (the widths and sample sizes a verdict names itself).
+CPU_SIZES = [Departure.field_value("m_ref", 131072, "cpu preset: quick's 1024 reference particles (8 x 128; the "
+                                   "card's 2^17 is a GPU's)", presets=["cpu"]),
+             Departure.field_value("seeds", 8, "cpu preset: quick's 4 networks per width", presets=["cpu"])]
 
 
 def _fast(res) -> pd.DataFrame:
@@ -98,13 +104,13 @@ S_POLY = (
 POLY_WIDTH = 4096  # the card's fixed width m = 2^12 of the poly(d) fit
 
 
-@claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)", decided_by="paper")
+@claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)", departures=CPU_SIZES, decided_by="cpu")
 def judge_poly(res, v) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
     if len(dims) < 3:
         raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
-                        f"fit needs >= 3; needs paper preset")
+                        f"fit needs >= 3; needs the cpu preset")
     top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
     width = POLY_WIDTH if (top["width"] == POLY_WIDTH).any() else int(top["width"].max())
     moved = [] if width == POLY_WIDTH else [f"m = {width}, the largest width (card: m = 2^12, not run here)"]
@@ -162,8 +168,8 @@ SAMPLES_N = 1 << 18  # the card's largest sample size
 
 def _finite_samples(res, v) -> tuple[pd.Series, float, str]:
     """``(sup-gap per n, the population-trained (pure-width) sup-gap at the same width, both in words)``."""
-    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); needs "
-                                            "paper preset")
+    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); "
+                                            "needs the cpu preset")
     v.column(fs, "gap")
     sup = res.table("sup_gap")
     width = int(fs["width"].iloc[0])
@@ -186,7 +192,12 @@ def _sample_departures(res, by_n: pd.Series) -> list[str]:
     return out
 
 
-@claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)", decided_by="paper")
+@claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)", departures=CPU_SIZES[:1],
+            decided_by="cpu", known=KnownFailure.on_every_seed(
+                "cpu preset, seed 0: at m = 256 the sup-gap floors at the width's own error (population-trained "
+                "3.71e-3): n = 2^10, 2^12, 2^14 read 1.13e-2, 4.13e-3, 3.50e-3, so its exponent in n is 0.42 (need >= "
+                "0.5) while the largest n is 0.94x the pure-width gap (need <= 2); the excess over the floor falls "
+                "like n^-2.1 (finite-samples-excess). The card's m = 2^12 lowers that floor 16x", presets=["cpu"]))
 def judge_samples(res, v) -> Verdict:
     by_n, pure_gap, text = _finite_samples(res, v)
     moved = _sample_departures(res, by_n)
@@ -206,7 +217,7 @@ S_SAMPLES_EXCESS = ("Ours: the card's rate read on the excess over the pure-widt
 
 
 @claims.add("finite-samples-excess", S_SAMPLES_EXCESS, "ours: " + REF + ", finitely many samples",
-            decided_by="paper")
+            departures=CPU_SIZES[:1], decided_by="cpu")
 def judge_samples_excess(res, v) -> Verdict:
     by_n, pure_gap, gaps_text = _finite_samples(res, v)
     excess = by_n - pure_gap
