@@ -69,3 +69,15 @@ def test_longest_true_run():
     assert longest_true_run([True, False, True, True], x=[0, 1000, 1010, 1020]) == (2, 3)
     assert longest_true_run([True, True, False, True, True], x=[0, 500, 510, 520, 530]) == (0, 1)  # by span
     assert longest_true_run([False, False]) is None
+
+
+def test_zigzag_finds_the_moves_of_a_curve_beyond_its_hysteresis():
+    from theorylab.probes.stages import moving_average, zigzag
+
+    y = np.array([1.0, 0.5, 0.2, 0.4, 0.6, 0.9, 0.5, 0.1])
+    assert [(s, i, j) for s, i, j, _ in zigzag(y, 0.1)] == [(-1, 0, 2), (1, 2, 5), (-1, 5, 7)]
+    assert [m[:3] for m in zigzag(y, 0.8)] == [(-1, 0, 7)]  # the rise of 0.7 is below it: one fall to the end
+    assert zigzag(np.ones(5), 0.1) == []
+    wiggly = np.linspace(1, 0, 50) + 0.01 * np.sin(np.arange(50) * 3.0)
+    assert [m[0] for m in zigzag(wiggly, 0.05)] == [-1]  # wiggles below tol never end the fall
+    np.testing.assert_allclose(moving_average([1.0, 2.0, 3.0, 4.0], 3), [1.5, 2.0, 3.0, 3.5])

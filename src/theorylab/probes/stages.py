@@ -95,3 +95,36 @@ def longest_true_run(mask, x=None) -> tuple[int, int] | None:
             best = (i, j)
         i = j + 1
     return best
+
+
+def moving_average(y, points: int) -> np.ndarray:
+    """Centred moving average of ``y`` over ``points`` log points (shorter windows at the ends)."""
+    import pandas as pd
+
+    return pd.Series(np.asarray(y, dtype=float)).rolling(points, center=True, min_periods=1).mean().to_numpy()
+
+
+def zigzag(y, tol: float) -> list[tuple[int, int, int, float]]:
+    """The moves of a curve with hysteresis ``tol``: ``(sign, from index, to index, size)`` with alternating signs;
+    a move ends only when the curve turns back by at least ``tol`` (or at the end of the curve). A curve that falls,
+    rises and falls again by more than ``tol`` each gives three moves ``-, +, -`` (Focus and Dilution's attention
+    entropy over a cycle, arXiv 2605.01199); wiggles smaller than ``tol`` never end a move."""
+    y = np.asarray(y, dtype=float)
+    moves: list[tuple[int, int, int, float]] = []
+    trend, lo, hi, pivot, ext = 0, 0, 0, 0, 0
+    for i in range(1, len(y)):
+        if trend == 0:
+            lo, hi = (i if y[i] < y[lo] else lo), (i if y[i] > y[hi] else hi)
+            if y[i] - y[lo] >= tol:
+                trend, pivot, ext = 1, lo, i
+            elif y[hi] - y[i] >= tol:
+                trend, pivot, ext = -1, hi, i
+            continue
+        if (y[i] - y[ext]) * trend > 0:
+            ext = i
+        elif (y[ext] - y[i]) * trend >= tol:
+            moves.append((trend, pivot, ext, abs(y[ext] - y[pivot])))
+            trend, pivot, ext = -trend, ext, i
+    if trend != 0:
+        moves.append((trend, pivot, ext, abs(y[ext] - y[pivot])))
+    return moves

@@ -14,7 +14,7 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure, KnownFailure
-from theorylab.probes.stages import longest_true_run
+from theorylab.probes.stages import longest_true_run, moving_average, zigzag
 
 REF = "Chen, Lin, Xu & Luo, arXiv 2605.01199 (abstract; thresholds reconstructed in the card)"
 claims = Claims("focus-dilution")
@@ -160,32 +160,7 @@ FOCUS_KNOWN = KnownFailure.on_every_seed((
 
 
 def smooth(y: np.ndarray, points: int = SMOOTH_POINTS) -> np.ndarray:
-    """Centred moving average (shorter windows at the ends)."""
-    return pd.Series(np.asarray(y, dtype=float)).rolling(points, center=True, min_periods=1).mean().to_numpy()
-
-
-def zigzag(y: np.ndarray, tol: float) -> list[tuple[int, int, int, float]]:
-    """The moves of ``y`` with hysteresis ``tol``: ``(sign, from index, to index, size)``, alternating signs; a
-    move ends only when the curve turns back by at least ``tol`` (or at the end of the curve)."""
-    y = np.asarray(y, dtype=float)
-    moves: list[tuple[int, int, int, float]] = []
-    trend, lo, hi, pivot, ext = 0, 0, 0, 0, 0
-    for i in range(1, len(y)):
-        if trend == 0:
-            lo, hi = (i if y[i] < y[lo] else lo), (i if y[i] > y[hi] else hi)
-            if y[i] - y[lo] >= tol:
-                trend, pivot, ext = 1, lo, i
-            elif y[hi] - y[i] >= tol:
-                trend, pivot, ext = -1, hi, i
-            continue
-        if (y[i] - y[ext]) * trend > 0:
-            ext = i
-        elif (y[ext] - y[i]) * trend >= tol:
-            moves.append((trend, pivot, ext, abs(y[ext] - y[pivot])))
-            trend, pivot, ext = -trend, ext, i
-    if trend != 0:
-        moves.append((trend, pivot, ext, abs(y[ext] - y[pivot])))
-    return moves
+    return moving_average(y, points)
 
 
 def turn_tolerance(curves: pd.DataFrame, column: str, span: float) -> tuple[float, dict]:
