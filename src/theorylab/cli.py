@@ -627,6 +627,29 @@ def report(
         webbrowser.open(index.resolve().as_uri())
 
 
+
+@app.command()
+def pages(
+    slugs: Optional[List[str]] = typer.Argument(None, help="Studies to write pages for (default: all)."),
+    stores: List[Path] = typer.Option(..., "--store", help="Store to read runs from (repeatable: the first that "
+                                      "has a run of a preset gives it)."),
+    seed: int = typer.Option(0, "--seed", help="The seed whose runs the pages show.", min=0),
+    out_dir: Path = typer.Option(Path("docs/studies"), "--out", help="Folder of the study pages."),
+) -> None:
+    """Write the study pages (claims table, figures, sizes, departures) from stored runs; hand-written prose
+    outside the generated blocks is kept."""
+    from theorylab.pages import write_pages
+
+    with _user_errors():
+        studies = [get_study(slug) for slug in dict.fromkeys(slugs)] if slugs else list(all_studies().values())
+        opened = [Store(path, create=False) for path in stores]
+        reports = write_pages(studies, opened, out_dir, seed=seed)
+    for r in reports:
+        runs = ", ".join(f"{p} {rid}" for p, rid in r.runs.items()) or "no run"
+        size = sum(r.images.values()) / 1024
+        out.print(f"{r.path}: {runs}; {len(r.images)} images, {size:.0f} KB", highlight=False)
+
+
 def _load_or_explain(st: Store, run_id: str) -> Result:
     """A complete run, or a :class:`ConfigError` that says what became of an attempt that left nothing stored
     (``interrupted``: Ctrl-C or a kill; ``failed``: it raised), so a user is not told only "no such run"."""
