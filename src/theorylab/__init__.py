@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 __version__ = package_version()
 
+# The built-in studies' package: `core` imports it from a source tree that has no installed entry points (an
+# installed tree lists each study under the "theorylab.studies" entry-point group). `core` names no study itself.
+BUILTIN_STUDY_PACKAGES = ("theorylab.studies",)
+
 # `import theorylab.nn` (or `.theory`, `.data`) runs this file first: it stays light (no pandas, no
 # study, no matplotlib); the run machinery loads on first use.
 _LAZY = {"Result": "theorylab.core.result", "Store": "theorylab.core.store", "Study": "theorylab.core.study"}

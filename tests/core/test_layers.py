@@ -121,8 +121,10 @@ def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
 
 # Layers, bottom to top (DESIGN.md, "Layers (imports point down only)"): an import never points to a
 # higher rank. The faces are the CLI, a top-level report and the package ``__init__``.
+# The faces (rank 5): the CLI, the package's __init__, the study pages (pages.py) and the public contract suite
+# (testing.py); docs/design.md draws the same picture.
 LAYER_RANK = {"core": 0, "nn": 1, "data": 1, "probes": 2, "theory": 2, "train": 3, "studies": 4, "cli": 5, "report": 5,
-              "__init__": 5}
+              "__init__": 5, "pages": 5, "testing": 5}
 # Beyond the ranks: theory is numbers in, numbers out (no models, no measurements, no loops); core is ML-free.
 FORBIDDEN = {"theory": {"nn", "train", "probes"}}
 ONLY = {"core": {"core"}}

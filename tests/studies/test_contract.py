@@ -7,6 +7,7 @@ import pytest
 from theorylab.core.runner import judge
 from theorylab.core.store import Store
 from theorylab.core.study import all_studies
+from theorylab.testing import CHECKS, StudyUnderCheck
 
 BUILTIN = sorted(slug for slug, s in all_studies().items() if s.module.startswith("theorylab.studies"))
 
@@ -25,6 +26,9 @@ def test_declaration(slug):
     for claim in study.claims:
         assert claim.id.startswith(slug + "/") and claim.statement and claim.reference
     study.make_config("paper")  # the paper preset validates
+    # the public contract suite's checks that need no run (theorylab.testing: what a plugin author runs)
+    for name in ("registry", "presets", "config"):
+        CHECKS[name](StudyUnderCheck(study))
 
 
 @pytest.mark.slow
@@ -53,3 +57,13 @@ def test_quick_preset_runs_and_passes(slug, quick_run):
     # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.
     assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(
         result.run_id)).verdicts] == [v.passed for v in result.verdicts]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slug", BUILTIN)
+def test_claims_cannot_pass_on_nan_or_empty_tables(slug, quick_run):
+    # theorylab.testing's "claims-can-fail" on the shared quick run: every claim that passed is re-judged on the run
+    # with its numbers NaN and with its tables emptied, and must not pass (a judge that ignores what it reads
+    # cannot fail). It found three that passed on empty tables (generative-leap/leap-values,
+    # mean-field-width/init-gap-monte-carlo, multi-index-estimators/population-matrices).
+    CHECKS["claims-can-fail"](StudyUnderCheck(all_studies()[slug], result=quick_run(slug)))

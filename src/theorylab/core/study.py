@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import math
+import sys
 import warnings
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
@@ -271,20 +272,31 @@ def load_studies() -> None:
     from importlib.metadata import entry_points
 
     found = list(entry_points(group=ENTRY_POINT_GROUP))
-    if not any(ep.value.startswith("theorylab.studies.") for ep in found):
+    for package_name in _builtin_packages():
+        if any(ep.value.startswith(package_name + ".") for ep in found):
+            continue  # installed: its entry points below import it
         import pkgutil
 
-        package = importlib.import_module("theorylab.studies")
+        package = importlib.import_module(package_name)
         for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"theorylab.studies.{module.name}")
+            importlib.import_module(f"{package_name}.{module.name}")
+    own = tuple(p + "." for p in _builtin_packages())
     for ep in found:
         try:
             ep.load()
         except Exception as err:  # noqa: BLE001 - one broken plugin must not hide every other study
-            if ep.value.startswith("theorylab."):
+            if ep.value.startswith(own):
                 raise
             warnings.warn(f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}",
                           RuntimeWarning, stacklevel=2)
+
+
+def _builtin_packages() -> tuple[str, ...]:
+    """The packages of built-in studies, as the library's face declares them (``BUILTIN_STUDY_PACKAGES`` in the
+    top-level package): imported directly from a source tree with no installed entry points. ``core`` names no
+    study package itself."""
+    face = sys.modules.get(__name__.split(".")[0])
+    return tuple(getattr(face, "BUILTIN_STUDY_PACKAGES", ()))
 
 
 def _load_one(slug: str) -> None:
