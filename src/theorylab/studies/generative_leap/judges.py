@@ -66,6 +66,8 @@ S_LEAP = (
 def judge_leaps(res, v) -> Verdict:
     t = res.table("leaps")
     found = t.groupby("link")[["leap", "known"]].first()
+    if found.empty:  # no link measured: nothing shown (an empty table must not read as "no wrong leap")
+        return v.judged(False, 0, ">= 1 link", 0, "the 'leaps' table has no link")
     bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
     detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (
         f"; wrong: {', '.join(bad)}" if bad else "")

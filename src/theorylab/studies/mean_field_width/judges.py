@@ -74,6 +74,8 @@ S_INIT_MC = ("Ours (an independent check of the kernel): m·gap_m(0), averaged o
 def judge_init_mc(res, v) -> Verdict:
     g, mc = res.table("gaps"), res.table("kernel_check")
     g0 = g[g["step"] == 0]
+    if g0.empty:  # no initial gap measured (or NaN steps): nothing shown, never a pass
+        return v.judged(False, 0, "Monte Carlo", 0.15, "the 'gaps' table has no step-0 row")
     worst, parts, ok = 0.0, [], True
     for (d, k), grp in g0.groupby(["d", "k"]):
         row = mc[(mc["d"] == d) & (mc["k"] == k)].iloc[0]

@@ -210,6 +210,9 @@ def judge_population(res, v) -> Verdict:
         if abs(r.measured - r.expected) > 4 * r.se:
             bad.append(f"pHd {r.link}[{r.entry}] = {r.measured:.4f} vs {r.expected:g} ± {r.se:.4f}")
     sliced = pop[pop["method"] != "pHd"]
+    if phd.empty or sliced.empty:  # a method with no row was not checked: never a pass
+        return v.judged(False, 0, 0, "4 SE", f"the 'population' table has {len(phd)} pHd and {len(sliced)} "
+                                            "SIR/SAVE rows; each needs at least one")
     for r in sliced.itertuples():
         z = r.measured / r.se
         if r.predicted_nonzero and z < 4:
