@@ -18,8 +18,19 @@ def fig1_models_and_batch(gen: torch.Generator) -> tuple[torch.nn.Module, torch.
     from theorylab.nn.toy_transformer import ToyTransformer
 
     x, y = torch.randn(BATCH, N_POINTS, D, generator=gen), torch.randn(BATCH, N_POINTS, D, generator=gen)
-    toy = ToyTransformer(d_model=D, n_layers=1, n_heads=HEADS, head_rank=RANK, value_dim=RANK, mlp_width=FF,
-                         activation="relu", norm="layer", norm_position="post", bias=True, seed=0)
+    toy = ToyTransformer(
+        d_model=D,
+        n_layers=1,
+        n_heads=HEADS,
+        head_rank=RANK,
+        value_dim=RANK,
+        mlp_width=FF,
+        activation="relu",
+        norm="layer",
+        norm_position="post",
+        bias=True,
+        seed=0,
+    )
     torch.manual_seed(0)
     reference = torch.nn.TransformerEncoderLayer(D, HEADS, FF, dropout=0.0, batch_first=True)
     return toy, reference, x, y

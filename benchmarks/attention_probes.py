@@ -35,8 +35,9 @@ def main() -> int:
     parser.add_argument("--json", default="benchmarks/results/attention_probes.json")
     parser.add_argument("--tokens", type=int, default=256)
     args = parser.parse_args()
-    model = random_init("gpt2", dtype=torch.float32, n_layer=12, n_embd=768, n_head=12, n_positions=1024,
-                        vocab_size=1000)
+    model = random_init(
+        "gpt2", dtype=torch.float32, n_layer=12, n_embd=768, n_head=12, n_positions=1024, vocab_size=1000
+    )
     t_extract = best_time(lambda: head_operators(model), 2)
     ops = head_operators(model)
     t_geometry = best_time(lambda: head_geometry(ops), 2)
@@ -44,8 +45,14 @@ def main() -> int:
 
     def per_matrix():
         for M in sample:
-            symmetry_score(M), directionality_score(M), inertia(M), rotation_content(M), stable_rank(M), effective_rank(
-                M)
+            (
+                symmetry_score(M),
+                directionality_score(M),
+                inertia(M),
+                rotation_content(M),
+                stable_rank(M),
+                effective_rank(M),
+            )
 
     start = time.perf_counter()
     per_matrix()
@@ -63,20 +70,31 @@ def main() -> int:
     n_exact = short.reshape(-1, 20).shape[0]
     t_check = best_time(lambda: operator_logit_errors(model, ids[:, :64]), 1)
     summary = {
-        "heads": len(ops), "d_model": 768, "extract_s": round(t_extract, 3), "head_geometry_s": round(t_geometry, 3),
+        "heads": len(ops),
+        "d_model": 768,
+        "extract_s": round(t_extract, 3),
+        "head_geometry_s": round(t_geometry, 3),
         "per_matrix_full_s_estimated": round(t_full, 2),
         "ratio_full_to_factored": round(t_full / t_geometry, 1),
-        "theta_greedy_rows": int(P[..., 0].numel()), "theta_greedy_s": round(t_greedy, 3), "theta_exact_rows": n_exact,
+        "theta_greedy_rows": int(P[..., 0].numel()),
+        "theta_greedy_s": round(t_greedy, 3),
+        "theta_exact_rows": n_exact,
         "theta_exact_s": round(t_exact, 3),
-        "operator_logit_check_s": round(t_check, 2), "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+        "operator_logit_check_s": round(t_check, 2),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
     }
-    print(f"GPT-2-small shape, {len(ops)} heads: extract M {t_extract:.2f} s; every head's geometry from the factors "
-          f"{t_geometry:.2f} s vs "
-          f"{t_full:.1f} s on the full 768 x 768 matrices ({t_full / t_geometry:.0f}x)")
-    print(f"θ greedy on {summary['theta_greedy_rows']} rows of {args.tokens} keys: {t_greedy:.2f} s; θ exact on "
-          f"{n_exact} rows of <= 20 keys: {t_exact:.2f} s; "
-          f"M vs the modules' logits, all heads, 64 tokens: {t_check:.2f} s")
+    print(
+        f"GPT-2-small shape, {len(ops)} heads: extract M {t_extract:.2f} s; every head's geometry from the factors "
+        f"{t_geometry:.2f} s vs "
+        f"{t_full:.1f} s on the full 768 x 768 matrices ({t_full / t_geometry:.0f}x)"
+    )
+    print(
+        f"θ greedy on {summary['theta_greedy_rows']} rows of {args.tokens} keys: {t_greedy:.2f} s; θ exact on "
+        f"{n_exact} rows of <= 20 keys: {t_exact:.2f} s; "
+        f"M vs the modules' logits, all heads, 64 tokens: {t_check:.2f} s"
+    )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

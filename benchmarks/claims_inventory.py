@@ -32,8 +32,10 @@ README_MARKS = ("<!-- claims-summary:start -->", "<!-- claims-summary:end -->")
 
 def tier_sentence(counts: dict[str, int]) -> str:
     """The README's counts of what decides the claims (store-independent; a test compares them with the registry)."""
-    return (f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a larger preset that "
-            f"runs on a CPU (`cpu`, <= 10 min on 2 cores, or a named one), {counts['gpu']} only on a GPU")
+    return (
+        f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a larger preset that "
+        f"runs on a CPU (`cpu`, <= 10 min on 2 cores, or a named one), {counts['gpu']} only on a GPU"
+    )
 
 
 def outcome_counts(entries, seed: int) -> dict[str, int]:
@@ -54,8 +56,10 @@ def readme_block(store: Store | list[Store], seed: int) -> str:
     words = ", ".join(f"{counts[k]} {OUTCOME_WORDS[k]}" for k in OUTCOME_WORDS if counts.get(k))
     if counts.get("not run"):
         words += f", {counts['not run']} not run"
-    return (f"{README_MARKS[0]}\n{tier_sentence(summary(entries))}. Each judged at the preset that decides it (seed "
-            f"{seed}): {words} ([every claim](docs/claims.md)).\n{README_MARKS[1]}")
+    return (
+        f"{README_MARKS[0]}\n{tier_sentence(summary(entries))}. Each judged at the preset that decides it (seed "
+        f"{seed}): {words} ([every claim](docs/claims.md)).\n{README_MARKS[1]}"
+    )
 
 
 def cpu_model() -> str:
@@ -75,12 +79,19 @@ def record_times(store: Store, presets: tuple[str, ...] = ("quick", "cpu"), note
     for slug, study in all_studies().items():
         hashes = preset_hashes(study)  # a --set run, or one of an older preset, is not the preset's time
         for row in store.rows(slug):  # newest first
-            if (row["status"] == "done" and row["preset"] in presets and row.get("wall_s")
-                    and hashes.get(row["preset"]) == row["config_hash"]):
+            if (
+                row["status"] == "done"
+                and row["preset"] in presets
+                and row.get("wall_s")
+                and hashes.get(row["preset"]) == row["config_hash"]
+            ):
                 times.setdefault(slug, {}).setdefault(row["preset"], round(float(row["wall_s"]), 1))
-    return {"cpu": cpu_model(), "date": datetime.date.today().isoformat(),
-            "note": note or "wall seconds of the newest finished run in the store the file was written from",
-            "times": times}
+    return {
+        "cpu": cpu_model(),
+        "date": datetime.date.today().isoformat(),
+        "note": note or "wall seconds of the newest finished run in the store the file was written from",
+        "times": times,
+    }
 
 
 def _measured(value) -> str:
@@ -119,18 +130,24 @@ def write_docs(store: Store | list[Store], seed: int) -> str:
             v = None
         verdict = v["label"] if v else ("not run: needs a GPU" if e.device == "GPU" else "not run")
         measured = "" if v is None or v["measured"] is None else _measured(v["measured"])
-        declared = (f"{len(e.departures)} departure{'s' if len(e.departures) != 1 else ''}" if e.departures else "")
+        declared = f"{len(e.departures)} departure{'s' if len(e.departures) != 1 else ''}" if e.departures else ""
         if e.known:
             declared += ("; " if declared else "") + "known failure"
-        lines.append(f"| `{e.id}` | {e.decided_by}{' (GPU)' if e.device == 'GPU' else ''} | {_cell(e.time_words())} | "
-                     f"{_cell(verdict)} | {_cell(measured)} | {declared} |")
+        lines.append(
+            f"| `{e.id}` | {e.decided_by}{' (GPU)' if e.device == 'GPU' else ''} | {_cell(e.time_words())} | "
+            f"{_cell(verdict)} | {_cell(measured)} | {declared} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--store", action="append", help="a store root (repeatable: the first store with a run of a "
-                        "preset gives it; --record-times reads the first)")
+    parser.add_argument(
+        "--store",
+        action="append",
+        help="a store root (repeatable: the first store with a run of a "
+        "preset gives it; --record-times reads the first)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--record-times", action="store_true")
     parser.add_argument("--write-docs", action="store_true")

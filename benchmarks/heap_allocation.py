@@ -54,16 +54,26 @@ def main() -> int:
     rows = {}
     for name in models:
         system, heap = best[name, "system"], best[name, "heap"]
-        rows[name] = {"system_ms": round(1e3 * system, 1), "heap_ms": round(1e3 * heap, 1),
-                      "speedup": round(system / heap, 2)}
-        print(f"{name}: {1e3 * system:.1f} ms/step (system malloc) vs {1e3 * heap:.1f} ms/step (heap policy) -> "
-              f"{system / heap:.2f}x")
+        rows[name] = {
+            "system_ms": round(1e3 * system, 1),
+            "heap_ms": round(1e3 * heap, 1),
+            "speedup": round(system / heap, 2),
+        }
+        print(
+            f"{name}: {1e3 * system:.1f} ms/step (system malloc) vs {1e3 * heap:.1f} ms/step (heap policy) -> "
+            f"{system / heap:.2f}x"
+        )
     ratio = best["toy_transformer", "heap"] / best["torch_encoder_layer", "heap"]
     print(f"toy transformer over torch.nn.TransformerEncoderLayer, both under the heap policy: {ratio:.2f}x time")
-    summary = {"cpu_count": os.cpu_count(), "threads": args.threads, "python": platform.python_version(),
-               "torch": torch.__version__, "point": dict(d=D, n_points=N_POINTS, heads=HEADS, rank=RANK, ff=FF,
-                                                         batch=BATCH), "steps": rows,
-               "toy_over_torch_time_heap": round(ratio, 3)}
+    summary = {
+        "cpu_count": os.cpu_count(),
+        "threads": args.threads,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "point": dict(d=D, n_points=N_POINTS, heads=HEADS, rank=RANK, ff=FF, batch=BATCH),
+        "steps": rows,
+        "toy_over_torch_time_heap": round(ratio, 3),
+    }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

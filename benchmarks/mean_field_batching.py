@@ -57,14 +57,30 @@ def main() -> int:
 
     t_big = best_time(big, args.repeats)
     summary = {
-        "sweep": {"d": d, "widths": [32, 64, 128], "seeds": 3, "steps": steps, "batched_s": round(t_batched, 3),
-                  "loop_s": round(t_loop, 3), "speedup": round(t_loop / t_batched, 2)},
-        "throughput": {"m": m, "d": dd, "steps": n_steps, "seconds": round(t_big, 3), "particle_steps_per_s": round(
-            m * n_steps / t_big)},
-        "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+        "sweep": {
+            "d": d,
+            "widths": [32, 64, 128],
+            "seeds": 3,
+            "steps": steps,
+            "batched_s": round(t_batched, 3),
+            "loop_s": round(t_loop, 3),
+            "speedup": round(t_loop / t_batched, 2),
+        },
+        "throughput": {
+            "m": m,
+            "d": dd,
+            "steps": n_steps,
+            "seconds": round(t_big, 3),
+            "particle_steps_per_s": round(m * n_steps / t_big),
+        },
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
     }
-    print(f"width sweep (9 networks, {steps} steps): padded batch {t_batched:.2f} s vs loop {t_loop:.2f} s -> "
-          f"{t_loop / t_batched:.1f}x")
+    print(
+        f"width sweep (9 networks, {steps} steps): padded batch {t_batched:.2f} s vs loop {t_loop:.2f} s -> "
+        f"{t_loop / t_batched:.1f}x"
+    )
     print(f"projected GD at m = {m}, d = {dd}: {m * n_steps / t_big:,.0f} particle-steps/s")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))

@@ -28,7 +28,7 @@ def _rates(step, states: torch.Tensor, steps_batched: int, steps_single: int, re
     """(batched, one-by-one) trajectory-steps per second for ``step(x, n)`` over the batch ``states``."""
     B = states.shape[0]
     batched = B * steps_batched / best_time(lambda: step(states, steps_batched), repeats)
-    single = B * steps_single / best_time(lambda: [step(states[i:i + 1], steps_single) for i in range(B)], repeats)
+    single = B * steps_single / best_time(lambda: [step(states[i : i + 1], steps_single) for i in range(B)], repeats)
     return batched, single
 
 
@@ -50,8 +50,9 @@ def main() -> int:
     qg = QG2L.preset("eddy", N=64)
     q = qg.random_state(16, g, velocity=0.1)
     qg_b, qg_1 = _rates(qg.step, q, 10, 5, args.repeats)
-    per_step = {n: _time_per_step(QG2L.preset("eddy", N=n), g, steps, args.repeats)
-                for n, steps in ((64, 20), (256, 3))}
+    per_step = {
+        n: _time_per_step(QG2L.preset("eddy", N=n), g, steps, args.repeats) for n, steps in ((64, 20), (256, 3))
+    }
     rows = [("KS22, 64 trajectories", ks_b, ks_1), ("QG2L eddy 64², 16 trajectories", qg_b, qg_1)]
     print(f"{'system':34s} {'batched traj-steps/s':>21s} {'one-by-one':>11s} {'ratio':>6s}")
     for name, b, s in rows:
@@ -60,12 +61,17 @@ def main() -> int:
     for n, t in per_step.items():
         print(f"{'QG2L eddy ' + str(n) + '²':34s} {1e3 * t:21.2f}")
     summary = {
-        "ks22_batch64_trajectory_steps_per_s": round(ks_b), "ks22_one_by_one_trajectory_steps_per_s": round(ks_1),
-        "ks22_ratio": round(ks_b / ks_1, 1), "qg64_batch16_trajectory_steps_per_s": round(qg_b),
-        "qg64_one_by_one_trajectory_steps_per_s": round(qg_1), "qg64_ratio": round(qg_b / qg_1, 1),
+        "ks22_batch64_trajectory_steps_per_s": round(ks_b),
+        "ks22_one_by_one_trajectory_steps_per_s": round(ks_1),
+        "ks22_ratio": round(ks_b / ks_1, 1),
+        "qg64_batch16_trajectory_steps_per_s": round(qg_b),
+        "qg64_one_by_one_trajectory_steps_per_s": round(qg_1),
+        "qg64_ratio": round(qg_b / qg_1, 1),
         "qg64_ms_per_step_single": round(1e3 * per_step[64], 3),
         "qg256_ms_per_step_single": round(1e3 * per_step[256], 2),
-        "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -40,15 +40,26 @@ def main() -> int:
 
     def done(slug: str, outcome, k: int) -> None:
         if isinstance(outcome, BaseException):
-            rows.append({"study": slug, "run_s": None, "error": f"{type(outcome).__name__}: {outcome}",
-                         "within_budget": False, "failed": 0})
+            rows.append(
+                {
+                    "study": slug,
+                    "run_s": None,
+                    "error": f"{type(outcome).__name__}: {outcome}",
+                    "within_budget": False,
+                    "failed": 0,
+                }
+            )
             print(f"{slug:28s} error: {type(outcome).__name__}: {outcome}")
             return
         counts = outcome.counts()
-        rows.append({"study": slug, "run_s": round(outcome.wall_s, 2), **counts,
-                     "within_budget": outcome.wall_s <= BUDGET_S})
-        print(f"{k:2d}/{len(slugs)} {slug:28s} run {outcome.wall_s:6.1f} s  (budget {BUDGET_S:.0f} s)  "
-              f"{counts['passed']} passed, {counts['failed']} failed, {counts['undecided']} undecided", flush=True)
+        rows.append(
+            {"study": slug, "run_s": round(outcome.wall_s, 2), **counts, "within_budget": outcome.wall_s <= BUDGET_S}
+        )
+        print(
+            f"{k:2d}/{len(slugs)} {slug:28s} run {outcome.wall_s:6.1f} s  (budget {BUDGET_S:.0f} s)  "
+            f"{counts['passed']} passed, {counts['failed']} failed, {counts['undecided']} undecided",
+            flush=True,
+        )
 
     n_proc, threads = check_workers(workers, len(slugs), "cpu")
     print(f"{len(slugs)} studies, {n_proc} at a time, {threads} thread(s) each", flush=True)
@@ -58,11 +69,21 @@ def main() -> int:
         elapsed = time.perf_counter() - started
     total = sum(r["run_s"] or 0.0 for r in rows)
     over = [r["study"] for r in rows if not r["within_budget"]]
-    print(f"main job {elapsed:.0f} s ({elapsed / 60:.1f} min) for {len(rows)} studies; sum of run times {total:.0f} s "
-          f"({total / max(elapsed, 1e-9):.2f}x); over the {BUDGET_S:.0f} s budget: {', '.join(over) or 'none'}")
-    summary = {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(
-        ), "workers": n_proc, "threads_each": threads, "elapsed_s": round(elapsed, 1), "sum_run_s": round(total, 1),
-        "over_budget": over, "studies": rows}
+    print(
+        f"main job {elapsed:.0f} s ({elapsed / 60:.1f} min) for {len(rows)} studies; sum of run times {total:.0f} s "
+        f"({total / max(elapsed, 1e-9):.2f}x); over the {BUDGET_S:.0f} s budget: {', '.join(over) or 'none'}"
+    )
+    summary = {
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "workers": n_proc,
+        "threads_each": threads,
+        "elapsed_s": round(elapsed, 1),
+        "sum_run_s": round(total, 1),
+        "over_budget": over,
+        "studies": rows,
+    }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     ok = all(r["within_budget"] and r["failed"] == 0 for r in rows) and len(rows) == len(slugs)

@@ -60,12 +60,25 @@ def main() -> None:
     t_draw = (time.perf_counter() - started) / len(sims)
     results = []
     for eps in args.eps:
-        needed = next((b for b in (10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000) if np.abs(sims[:b].mean(
-            0) - reference).max() <= eps), None)
+        needed = next(
+            (
+                b
+                for b in (10, 20, 50, 100, 200, 300, 500, 750, 1000, 1500, 2000)
+                if np.abs(sims[:b].mean(0) - reference).max() <= eps
+            ),
+            None,
+        )
         t_mc = needed * t_draw if needed else None
         reached = err_theory <= eps
-        results.append({"eps": eps, "mc_draws_needed": needed, "mc_s": t_mc, "speedup": (t_mc / t_theory) if (
-            t_mc and reached) else None, "equivalent_reaches": reached})
+        results.append(
+            {
+                "eps": eps,
+                "mc_draws_needed": needed,
+                "mc_s": t_mc,
+                "speedup": (t_mc / t_theory) if (t_mc and reached) else None,
+                "equivalent_reaches": reached,
+            }
+        )
 
     # Bartlett sampler vs explicit samples, per data-set draw at n = 800.
     rng = np.random.default_rng(3)
@@ -78,17 +91,28 @@ def main() -> None:
     t_explicit = (time.perf_counter() - started) / 200
 
     summary = {
-        "d": D, "n": N, "sigma2": S2, "reference_draws": args.reference_draws,
-        "equivalent_error": err_theory, "equivalent_s": t_theory, "mc_s_per_draw": t_draw, "targets": results,
-        "bartlett_s_per_draw": t_bartlett, "explicit_s_per_draw": t_explicit,
+        "d": D,
+        "n": N,
+        "sigma2": S2,
+        "reference_draws": args.reference_draws,
+        "equivalent_error": err_theory,
+        "equivalent_s": t_theory,
+        "mc_s_per_draw": t_draw,
+        "targets": results,
+        "bartlett_s_per_draw": t_bartlett,
+        "explicit_s_per_draw": t_explicit,
         "bartlett_speedup": t_explicit / t_bartlett,
     }
-    print(f"deterministic equivalent: error {err_theory:.4f} vs reference, {t_theory * 1e3:.2f} ms; Monte Carlo "
-          f"{t_draw * 1e3:.2f} ms/draw")
+    print(
+        f"deterministic equivalent: error {err_theory:.4f} vs reference, {t_theory * 1e3:.2f} ms; Monte Carlo "
+        f"{t_draw * 1e3:.2f} ms/draw"
+    )
     for r in results:
         if r["speedup"]:
-            print(f"  eps={r['eps']}: Monte Carlo needs {r['mc_draws_needed']} draws = {r['mc_s']:.2f} s -> equivalent "
-                  f"{r['speedup']:.0f}x faster")
+            print(
+                f"  eps={r['eps']}: Monte Carlo needs {r['mc_draws_needed']} draws = {r['mc_s']:.2f} s -> equivalent "
+                f"{r['speedup']:.0f}x faster"
+            )
         elif not r["equivalent_reaches"]:
             print(f"  eps={r['eps']}: the equivalent's finite-d bias ({err_theory:.4f}) is above eps")
         else:

@@ -25,8 +25,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TABLE_START, TABLE_END = "<!-- seed-table:start -->", "<!-- seed-table:end -->"
 DOCS_PAGE = ROOT / "docs" / "seed-robustness.md"
-MARKS = {"passed": "✓", "departed": "✓", "failed": "✗", "known": "x", "unexpected": "!", "undecided": "·",
-         "error": "E", "not evaluated": "-", "no run": " "}
+MARKS = {
+    "passed": "✓",
+    "departed": "✓",
+    "failed": "✗",
+    "known": "x",
+    "unexpected": "!",
+    "undecided": "·",
+    "error": "E",
+    "not evaluated": "-",
+    "no run": " ",
+}
 
 
 def _interval(claim: dict) -> str:
@@ -50,15 +59,29 @@ def summary(data: dict) -> dict:
     return {
         "claims": len(claims),
         "seeds": len(data["seeds"]),
-        "every_seed": sum(1 for c in claims if c["decided"] and c["passed"] == c["decided"]
-                          and not c["counts"]["departed"]),
-        "every_seed_with_departures": sum(1 for c in claims if c["decided"] and c["passed"] == c["decided"]
-                                          and c["counts"]["departed"]),
+        "every_seed": sum(
+            1 for c in claims if c["decided"] and c["passed"] == c["decided"] and not c["counts"]["departed"]
+        ),
+        "every_seed_with_departures": sum(
+            1 for c in claims if c["decided"] and c["passed"] == c["decided"] and c["counts"]["departed"]
+        ),
         "known": sum(1 for c in claims if c["counts"]["known"]),
         "unexplained": sum(1 for c in claims if c["unexplained_seeds"]),
         "not_decided": sum(1 for c in claims if not c["decided"]),
-        "verdicts": {k: outcomes.count(k) for k in ("passed", "departed", "known", "failed", "unexpected",
-                                                    "undecided", "error", "not evaluated", "no run")},
+        "verdicts": {
+            k: outcomes.count(k)
+            for k in (
+                "passed",
+                "departed",
+                "known",
+                "failed",
+                "unexpected",
+                "undecided",
+                "error",
+                "not evaluated",
+                "no run",
+            )
+        },
     }
 
 
@@ -94,9 +117,11 @@ def markdown(data: dict) -> str:
         if run.get("wall_s") is not None and run.get("status") != "error":
             walls.setdefault(run["study"], []).append(run["wall_s"])
     if walls:
-        lines += ["", "Quick-preset wall time over the seeds (s, min–max; runs reused from the store count their "
-                  "first time): " + "; ".join(f"{slug} {min(w):.0f}–{max(w):.0f}" for slug, w in sorted(
-                      walls.items()))]
+        lines += [
+            "",
+            "Quick-preset wall time over the seeds (s, min–max; runs reused from the store count their "
+            "first time): " + "; ".join(f"{slug} {min(w):.0f}–{max(w):.0f}" for slug, w in sorted(walls.items())),
+        ]
     return "\n".join(lines)
 
 
@@ -104,8 +129,12 @@ def write_docs(text: str) -> None:
     body = DOCS_PAGE.read_text()
     if TABLE_START not in body:
         raise SystemExit(f"{DOCS_PAGE} has no {TABLE_START} marker")
-    body = re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END),
-                  lambda _: TABLE_START + "\n" + text + "\n" + TABLE_END, body, flags=re.S)
+    body = re.sub(
+        re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END),
+        lambda _: TABLE_START + "\n" + text + "\n" + TABLE_END,
+        body,
+        flags=re.S,
+    )
     DOCS_PAGE.write_text(body)
 
 
@@ -124,8 +153,22 @@ def main() -> int:
     if args.from_json:
         data = json.loads(Path(args.from_json).read_text())
     else:
-        cmd = [sys.executable, "-m", "theorylab.cli", "check", *args.studies, "--preset", "quick", "--seeds",
-               args.seeds, "--workers", str(args.workers), "--store", args.store, "--json"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "theorylab.cli",
+            "check",
+            *args.studies,
+            "--preset",
+            "quick",
+            "--seeds",
+            args.seeds,
+            "--workers",
+            str(args.workers),
+            "--store",
+            args.store,
+            "--json",
+        ]
         print("$ " + " ".join(cmd[2:]), file=sys.stderr, flush=True)
         started = time.perf_counter()
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # progress and ETA go to stderr as they come

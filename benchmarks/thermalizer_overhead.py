@@ -27,11 +27,18 @@ def main() -> int:
     result = execute("thermalizer", "quick", 0, store=Store(Path(tempfile.mkdtemp()) / "store"), device="cpu")
     plain, therm = result.scalars["plain_rollout_s"], result.scalars["thermalized_rollout_s"]
     calls = float(result.table("rollouts")["calls_per_step"].mean())
-    summary = dict(plain_rollout_s=round(plain, 2), thermalized_rollout_s=round(therm, 2), ratio=round(therm / plain,
-        1), denoiser_calls_per_step=round(calls, 2),
-                   cpu_count=os.cpu_count(), python=platform.python_version())
-    print(f"KS22, 16 x 1000 steps: plain {plain:.2f} s, thermalized {therm:.2f} s ({therm / plain:.1f}x; {calls:.1f} "
-          f"denoiser calls per step)")
+    summary = dict(
+        plain_rollout_s=round(plain, 2),
+        thermalized_rollout_s=round(therm, 2),
+        ratio=round(therm / plain, 1),
+        denoiser_calls_per_step=round(calls, 2),
+        cpu_count=os.cpu_count(),
+        python=platform.python_version(),
+    )
+    print(
+        f"KS22, 16 x 1000 steps: plain {plain:.2f} s, thermalized {therm:.2f} s ({therm / plain:.1f}x; {calls:.1f} "
+        f"denoiser calls per step)"
+    )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

@@ -66,8 +66,16 @@ def batched_vs_loop(members: int, steps: int, repeats: int, heads: int, batch: i
 
     t_batched, t_loop = best_time(batched, repeats), best_time(loop, repeats)
     return {
-        "members": members, "steps": steps, "d": d, "n_points": n, "batch": batch, "heads": heads, "rank": d // heads,
-        "batched_s": round(t_batched, 3), "loop_s": round(t_loop, 3), "speedup": round(t_loop / t_batched, 2),
+        "members": members,
+        "steps": steps,
+        "d": d,
+        "n_points": n,
+        "batch": batch,
+        "heads": heads,
+        "rank": d // heads,
+        "batched_s": round(t_batched, 3),
+        "loop_s": round(t_loop, 3),
+        "speedup": round(t_loop / t_batched, 2),
     }
 
 
@@ -78,11 +86,20 @@ def toy_vs_torch_encoder(steps: int, repeats: int) -> dict:
     y = torch.randn(batch, length, d, generator=gen)
     torch.manual_seed(0)
     reference = torch.nn.TransformerEncoder(
-        torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True), layers,
-        enable_nested_tensor=False
+        torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True),
+        layers,
+        enable_nested_tensor=False,
     )
-    toy = ToyTransformer(d_model=d, n_heads=heads, n_layers=layers, mlp_width=ff, activation="relu", norm="layer",
-                         norm_position="post", seed=0)
+    toy = ToyTransformer(
+        d_model=d,
+        n_heads=heads,
+        n_layers=layers,
+        mlp_width=ff,
+        activation="relu",
+        norm="layer",
+        norm_position="post",
+        seed=0,
+    )
     assert sum(p.numel() for p in toy.parameters()) == sum(p.numel() for p in reference.parameters())
 
     def trainer(model: torch.nn.Module) -> Callable[[], None]:
@@ -99,9 +116,17 @@ def toy_vs_torch_encoder(steps: int, repeats: int) -> dict:
 
     t_torch, t_toy = best_time(trainer(reference), repeats), best_time(trainer(toy), repeats)
     return {
-        "d_model": d, "heads": heads, "ff": ff, "layers": layers, "batch": batch, "length": length, "steps": steps,
-        "torch_steps_per_s": round(steps / t_torch, 1), "toy_steps_per_s": round(steps / t_toy, 1),
-        "toy_time_over_torch": round(t_toy / t_torch, 3), "target": "<= 1.2",
+        "d_model": d,
+        "heads": heads,
+        "ff": ff,
+        "layers": layers,
+        "batch": batch,
+        "length": length,
+        "steps": steps,
+        "torch_steps_per_s": round(steps / t_torch, 1),
+        "toy_steps_per_s": round(steps / t_toy, 1),
+        "toy_time_over_torch": round(t_toy / t_torch, 3),
+        "target": "<= 1.2",
     }
 
 
@@ -116,17 +141,24 @@ def main() -> int:
     for heads, batch in ((1, 128), (4, 128), (16, 128), (4, 16)):
         row = batched_vs_loop(args.members, args.steps, args.repeats, heads, batch)
         batched.append(row)
-        print(f"{row['members']} seeds, H = {heads} (r = {row['rank']}), batch {batch}: stacked "
-              f"{row['batched_s']:.2f} s "
-              f"vs loop {row['loop_s']:.2f} s -> {row['speedup']:.1f}x (target >= 5x at the quick sizes, batch 128)")
+        print(
+            f"{row['members']} seeds, H = {heads} (r = {row['rank']}), batch {batch}: stacked "
+            f"{row['batched_s']:.2f} s "
+            f"vs loop {row['loop_s']:.2f} s -> {row['speedup']:.1f}x (target >= 5x at the quick sizes, batch 128)"
+        )
     encoder = toy_vs_torch_encoder(args.steps, args.repeats)
-    print(f"toy transformer {encoder['toy_steps_per_s']:.0f} steps/s vs torch.nn.TransformerEncoder "
-          f"{encoder['torch_steps_per_s']:.0f} "
-          f"-> time ratio {encoder['toy_time_over_torch']:.2f} (target <= 1.2)")
+    print(
+        f"toy transformer {encoder['toy_steps_per_s']:.0f} steps/s vs torch.nn.TransformerEncoder "
+        f"{encoder['torch_steps_per_s']:.0f} "
+        f"-> time ratio {encoder['toy_time_over_torch']:.2f} (target <= 1.2)"
+    )
     summary = {
-        "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
         "torch": torch.__version__,
-        "batched_vs_loop": batched, "toy_vs_torch_encoder": encoder,
+        "batched_vs_loop": batched,
+        "toy_vs_torch_encoder": encoder,
     }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))

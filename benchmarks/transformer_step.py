@@ -75,25 +75,44 @@ def main() -> int:
     gen = torch.Generator().manual_seed(0)
     toy, reference, x, y = fig1_models_and_batch(gen)
     a, b = torch.randn(2048, 2048, generator=gen), torch.randn(2048, 2048, generator=gen)
-    cases = {"step": adamw_step(toy, x, y), "ff_block": ff_block(x, gen), "ff_matmuls": ff_matmuls(gen),
-             "square_matmul": lambda: a @ b, "torch_encoder_step": adamw_step(reference, x, y)}
+    cases = {
+        "step": adamw_step(toy, x, y),
+        "ff_block": ff_block(x, gen),
+        "ff_matmuls": ff_matmuls(gen),
+        "square_matmul": lambda: a @ b,
+        "torch_encoder_step": adamw_step(reference, x, y),
+    }
     ms = {name: 1e3 * best_time(lambda fn=fn: [fn() for _ in range(5)], args.repeats) / 5 for name, fn in cases.items()}
     ff_flop = 6 * 2 * BATCH * N_POINTS * D * FF
-    rate = {"ff_matmuls_gflops": ff_flop / ms["ff_matmuls"] / 1e6, "square_gflops": 2 * 2048**3 / ms["square_matmul"]
-            / 1e6}
+    rate = {
+        "ff_matmuls_gflops": ff_flop / ms["ff_matmuls"] / 1e6,
+        "square_gflops": 2 * 2048**3 / ms["square_matmul"] / 1e6,
+    }
     row = {name: round(v, 2) for name, v in ms.items()}
     row.update({k: round(v, 1) for k, v in rate.items()})
-    row.update(ff_share_of_step=round(ms["ff_matmuls"] / ms["step"], 3),
-               lean_step_bound=round(ms["step"] / ms["ff_matmuls"], 2), toy_over_torch=round(ms["step"] /
-                                                                                           ms["torch_encoder_step"], 3))
+    row.update(
+        ff_share_of_step=round(ms["ff_matmuls"] / ms["step"], 3),
+        lean_step_bound=round(ms["step"] / ms["ff_matmuls"], 2),
+        toy_over_torch=round(ms["step"] / ms["torch_encoder_step"], 3),
+    )
     for name in cases:
         print(f"{name:20s} {ms[name]:8.2f} ms")
-    print(f"FF matmuls: {rate['ff_matmuls_gflops']:.0f} GFLOP/s (a 2048^3 matmul: {rate['square_gflops']:.0f}); "
-          f"{100 * row['ff_share_of_step']:.0f}% of the step")
-    print(f"largest fp32 speed-up a leaner step could give here: {row['lean_step_bound']:.2f}x (the issue's target: "
-          f">= 3x); ToyTransformer / TransformerEncoderLayer step time {row['toy_over_torch']:.2f}")
-    summary = {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(), "threads": args.threads,
-               "capability": torch.backends.cpu.get_cpu_capability(), "torch": torch.__version__, **row}
+    print(
+        f"FF matmuls: {rate['ff_matmuls_gflops']:.0f} GFLOP/s (a 2048^3 matmul: {rate['square_gflops']:.0f}); "
+        f"{100 * row['ff_share_of_step']:.0f}% of the step"
+    )
+    print(
+        f"largest fp32 speed-up a leaner step could give here: {row['lean_step_bound']:.2f}x (the issue's target: "
+        f">= 3x); ToyTransformer / TransformerEncoderLayer step time {row['toy_over_torch']:.2f}"
+    )
+    summary = {
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "threads": args.threads,
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "torch": torch.__version__,
+        **row,
+    }
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

@@ -51,14 +51,25 @@ def main() -> int:
     loop_per_pair = (time.perf_counter() - t0) / (small * (small - 1))
     loop_estimate = loop_per_pair * args.n * (args.n - 1)
     summary = {
-        "n": args.n, "d": args.d, "block": args.block, "wall_s": round(wall, 3), "peak_rss_mb": round(rss_after, 1),
-        "rss_growth_mb": round(rss_after - rss_before, 1), "overlap_u": round(ov_u, 4), "overlap_v": round(ov_v, 4),
-        "pair_loop_estimate_s": round(loop_estimate, 1), "speedup_vs_pair_loop": round(loop_estimate / wall, 1),
-        "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+        "n": args.n,
+        "d": args.d,
+        "block": args.block,
+        "wall_s": round(wall, 3),
+        "peak_rss_mb": round(rss_after, 1),
+        "rss_growth_mb": round(rss_after - rss_before, 1),
+        "overlap_u": round(ov_u, 4),
+        "overlap_v": round(ov_v, 4),
+        "pair_loop_estimate_s": round(loop_estimate, 1),
+        "speedup_vs_pair_loop": round(loop_estimate / wall, 1),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
     }
-    print(f"U and V statistics at n = {args.n}, d = {args.d}: {wall:.2f} s, peak RSS {rss_after:.0f} MB "
-          f"(+{rss_after - rss_before:.0f} MB); overlaps U {ov_u:.3f}, V {ov_v:.3f}; "
-          f"an explicit pair loop would take ~{loop_estimate:.0f} s ({loop_estimate / wall:.0f}x)")
+    print(
+        f"U and V statistics at n = {args.n}, d = {args.d}: {wall:.2f} s, peak RSS {rss_after:.0f} MB "
+        f"(+{rss_after - rss_before:.0f} MB); overlaps U {ov_u:.3f}, V {ov_v:.3f}; "
+        f"an explicit pair loop would take ~{loop_estimate:.0f} s ({loop_estimate / wall:.0f}x)"
+    )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))
     return 0

@@ -29,8 +29,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default="benchmarks/results/weight_patches.json")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest for these tiny ops on "
-                                                               "2 cores)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1 is fastest for these tiny ops on 2 cores)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     X = torch.randn(33, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
@@ -44,19 +45,32 @@ def main() -> int:
 
         t_fwd = best_time(forward, args.repeats)
         t_patch = best_time(lambda stack=stack: chain_patches(stack, X, "full"), args.repeats)
-        blocks[family] = {"forward_ms": round(1e3 * t_fwd, 2), "chain_ms": round(1e3 * t_patch, 2), "ratio": round(
-            t_patch / t_fwd, 2)}
-        print(f"{family:9s} depth 8, d 64, context 32: forward {1e3 * t_fwd:6.2f} ms, patches {1e3 * t_patch:6.2f} ms "
-              f"-> {t_patch / t_fwd:.1f}x")
+        blocks[family] = {
+            "forward_ms": round(1e3 * t_fwd, 2),
+            "chain_ms": round(1e3 * t_patch, 2),
+            "ratio": round(t_patch / t_fwd, 2),
+        }
+        print(
+            f"{family:9s} depth 8, d 64, context 32: forward {1e3 * t_fwd:6.2f} ms, patches {1e3 * t_patch:6.2f} ms "
+            f"-> {t_patch / t_fwd:.1f}x"
+        )
     summary = {"blocks": blocks}
     try:
         from theorylab.nn.hf import full_precision_norms, random_init
     except ImportError:  # pragma: no cover
         print("transformers missing: HF part skipped")
     else:
-        model = random_init("gemma3", hidden_size=64, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
-                            num_key_value_heads=1,
-                            head_dim=16, vocab_size=512, sliding_window=8)
+        model = random_init(
+            "gemma3",
+            hidden_size=64,
+            intermediate_size=256,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            vocab_size=512,
+            sliding_window=8,
+        )
         ids = torch.randint(0, 512, (1, 16), generator=torch.Generator().manual_seed(0))
         steps = 20
         with full_precision_norms(model):
@@ -76,15 +90,21 @@ def main() -> int:
             t_chain = best_time(lambda: hf_chain_patches(model, ids), args.repeats)
             t_greedy = best_time(plain_greedy, 1)
             t_patched = best_time(lambda: patched_greedy(model, ids, steps), 1)
-        summary["hf_gemma3"] = {"forward_ms": round(1e3 * t_fwd, 2), "chain_ms": round(1e3 * t_chain, 2),
-                                "chain_ratio": round(t_chain / t_fwd, 2),
-                                "greedy_steps": steps, "greedy_s": round(t_greedy, 3), "patched_greedy_s": round(
-                                    t_patched, 3),
-                                "greedy_ratio": round(t_patched / t_greedy, 2)}
-        print(f"HF Gemma 3 (4 layers, width 64, prompt 16): forward {1e3 * t_fwd:.1f} ms, patches {1e3 * t_chain:.1f} "
-              f"ms -> {t_chain / t_fwd:.1f}x; "
-              f"{steps} greedy tokens: plain {t_greedy:.2f} s, patched (both streams) {t_patched:.2f} s -> "
-              f"{t_patched / t_greedy:.1f}x")
+        summary["hf_gemma3"] = {
+            "forward_ms": round(1e3 * t_fwd, 2),
+            "chain_ms": round(1e3 * t_chain, 2),
+            "chain_ratio": round(t_chain / t_fwd, 2),
+            "greedy_steps": steps,
+            "greedy_s": round(t_greedy, 3),
+            "patched_greedy_s": round(t_patched, 3),
+            "greedy_ratio": round(t_patched / t_greedy, 2),
+        }
+        print(
+            f"HF Gemma 3 (4 layers, width 64, prompt 16): forward {1e3 * t_fwd:.1f} ms, patches {1e3 * t_chain:.1f} "
+            f"ms -> {t_chain / t_fwd:.1f}x; "
+            f"{steps} greedy tokens: plain {t_greedy:.2f} s, patched (both streams) {t_patched:.2f} s -> "
+            f"{t_patched / t_greedy:.1f}x"
+        )
     summary.update(cpu_count=os.cpu_count(), torch_threads=torch.get_num_threads(), python=platform.python_version())
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))

@@ -30,7 +30,8 @@ class LeastSquaresConfig(StudyConfig):
     # Types from core/fields.py carry one bound each; a field narrows one in place with Annotated[...].
     d: Annotated[Dim, Field(le=500)] = Field(20, description="input dimension d")
     sample_sizes: tuple[Annotated[SampleSize, Field(ge=5)], ...] = Field(
-        (30, 40, 80, 160), min_length=2, description="sample sizes n, each >= d + 4")
+        (30, 40, 80, 160), min_length=2, description="sample sizes n, each >= d + 4"
+    )
     draws: Annotated[Draws, Field(ge=100)] = Field(2000, description="Monte Carlo datasets per n")
     noise: float = Field(0.5, gt=0, le=100.0, description="label noise standard deviation s")
 
@@ -45,7 +46,8 @@ class LeastSquaresConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "about a second on one CPU core: d = 20, four n, 2000 datasets each"),
     "paper": Preset.of(
-        "paper", "a finer n grid and 5x the repetitions: relative SE about 0.5% at n = 2d (1% at quick)",
+        "paper",
+        "a finer n grid and 5x the repetitions: relative SE about 0.5% at n = 2d (1% at quick)",
         sample_sizes=((30, 35, 40, 50, 60, 80, 120, 160), "finer grid where the risk bends up near n = d"),
         draws=(10_000, "standard error 2.2x smaller than quick"),
     ),
@@ -56,8 +58,10 @@ MAX_Z = 4.0  # |z| > 4 has probability 6e-5 per n under the CLT: false alarms ar
 MAX_REL_SE = 0.05  # beyond 5% relative SE, even a 20% error could hide inside 4 SE: too noisy to decide.
 
 
-@claims.add("risk-matches-theory", "The measured excess risk of least squares is within 4 standard errors of s^2 "
-                                   "d/(n-d-1) at every n.")
+@claims.add(
+    "risk-matches-theory",
+    "The measured excess risk of least squares is within 4 standard errors of s^2 d/(n-d-1) at every n.",
+)
 def judge_risk(res, v) -> Verdict:
     t = res.table("risk")
     # The expectation is recomputed here from n, d, s (not read from the run's own 'theory' column).
@@ -69,12 +73,23 @@ def judge_risk(res, v) -> Verdict:
     z = (t["risk_mean"] - expected) / t["risk_se"]
     worst = float(z.abs().max())
     rel = float(((t["risk_mean"] - expected) / expected).abs().max())
-    return v.judged(worst <= MAX_Z, worst, 0.0, MAX_Z, f"max |mean - theory|/SE = {worst:.2f} over {len(t)} n; max "
-                                                       f"relative error {rel:.3f}")
+    return v.judged(
+        worst <= MAX_Z,
+        worst,
+        0.0,
+        MAX_Z,
+        f"max |mean - theory|/SE = {worst:.2f} over {len(t)} n; max relative error {rel:.3f}",
+    )
 
 
-@study("example-least-squares", title="Example: exact test risk of least squares", paper=REF,
-       config=LeastSquaresConfig, presets=PRESETS, claims=claims)
+@study(
+    "example-least-squares",
+    title="Example: exact test risk of least squares",
+    paper=REF,
+    config=LeastSquaresConfig,
+    presets=PRESETS,
+    claims=claims,
+)
 def run(cfg: LeastSquaresConfig, ctx: RunContext) -> None:
     gen = ctx.generator("data", ctx.device)  # one named stream: adding another never changes this one
     kw = dict(generator=gen, dtype=torch.float64, device=ctx.device)
@@ -91,9 +106,16 @@ def run(cfg: LeastSquaresConfig, ctx: RunContext) -> None:
         # test points analytically removes their Monte Carlo noise.
         risk = ((w_hat - w_star) ** 2).sum(-1)
         ctx.check_finite("excess risk", risk)
-        rows.append(dict(n=n, d=cfg.d, draws=cfg.draws, risk_mean=risk.mean().item(),
-                         risk_se=(risk.std() / math.sqrt(cfg.draws)).item(), theory=cfg.noise**2 * cfg.d / (
-                             n - cfg.d - 1)))
+        rows.append(
+            dict(
+                n=n,
+                d=cfg.d,
+                draws=cfg.draws,
+                risk_mean=risk.mean().item(),
+                risk_se=(risk.std() / math.sqrt(cfg.draws)).item(),
+                theory=cfg.noise**2 * cfg.d / (n - cfg.d - 1),
+            )
+        )
     table = ctx.table("risk", pd.DataFrame(rows))
     _figure(ctx, table, cfg)
 
@@ -102,8 +124,9 @@ def _figure(ctx: RunContext, t: pd.DataFrame, cfg: LeastSquaresConfig) -> None:
     fig, ax = new_figure()
     grid = np.linspace(t["n"].min(), t["n"].max(), 200)
     theory_line(ax, grid, cfg.noise**2 * cfg.d / (grid - cfg.d - 1), label="theory s²d/(n-d-1)", color=color(0))
-    sim_points(ax, t["n"], t["risk_mean"], 2 * t["risk_se"], label=f"simulation ({cfg.draws} datasets, ±2 SE)",
-               color=color(1))
+    sim_points(
+        ax, t["n"], t["risk_mean"], 2 * t["risk_se"], label=f"simulation ({cfg.draws} datasets, ±2 SE)", color=color(1)
+    )
     log_ticks(ax, t["n"].tolist())
     ax.set_yscale("log")
     ax.set_xlabel("samples n")

@@ -7,8 +7,14 @@ from pathlib import Path
 
 import pytest
 
-CAPITALS = [("France", "Paris", "Rome"), ("Spain", "Madrid", "Berlin"), ("Italy", "Rome", "Oslo"),
-            ("Germany", "Berlin", "Lima"), ("Norway", "Oslo", "Paris"), ("Peru", "Lima", "Madrid")]
+CAPITALS = [
+    ("France", "Paris", "Rome"),
+    ("Spain", "Madrid", "Berlin"),
+    ("Italy", "Rome", "Oslo"),
+    ("Germany", "Berlin", "Lima"),
+    ("Norway", "Oslo", "Paris"),
+    ("Peru", "Lima", "Madrid"),
+]
 
 
 def tiny_gpt2_and_counterfact(folder: Path, n_embd: int = 16) -> tuple[Path, Path]:
@@ -21,10 +27,17 @@ def tiny_gpt2_and_counterfact(folder: Path, n_embd: int = 16) -> tuple[Path, Pat
     tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
     model_dir = folder / "model"
     transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(model_dir)
-    transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=len(words), n_positions=64, n_embd=n_embd,
-                                                         n_layer=1, n_head=2)).save_pretrained(model_dir)
-    records = [dict(requested_rewrite=dict(prompt="The capital of {} is", subject=s, target_true=dict(str=t),
-                                           target_new=dict(str=f))) for s, t, f in CAPITALS]
+    transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=len(words), n_positions=64, n_embd=n_embd, n_layer=1, n_head=2)
+    ).save_pretrained(model_dir)
+    records = [
+        dict(
+            requested_rewrite=dict(
+                prompt="The capital of {} is", subject=s, target_true=dict(str=t), target_new=dict(str=f)
+            )
+        )
+        for s, t, f in CAPITALS
+    ]
     cf = folder / "counterfact.json"
     cf.write_text(json.dumps(records))
     return model_dir, cf

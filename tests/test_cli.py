@@ -29,8 +29,11 @@ def test_list_shows_studies(root):
 
 
 def test_list_markdown_reads_only_runs_of_the_quick_preset_itself(root):
-    toy_row = lambda: next(line for line in invoke(root, "list", "--markdown").stdout.splitlines()  # noqa: E731
-                           if line.startswith("| `toy` "))
+    toy_row = lambda: next(
+        line
+        for line in invoke(root, "list", "--markdown").stdout.splitlines()  # noqa: E731
+        if line.startswith("| `toy` ")
+    )
     assert invoke(root, "run", "toy", "--set", "bias=5").exit_code == 1  # a --set run that fails its claim
     assert "not run" in toy_row()  # ... is not the quick verdict
     assert invoke(root, "run", "toy").exit_code == 0
@@ -41,12 +44,37 @@ def test_run_json_object(root):
     res = invoke(root, "run", "toy", "--json", "--set", "n=500", "--seed", "3")
     assert res.exit_code == 0, res.output
     obj = json.loads(res.stdout)
-    assert set(obj) == {"study", "run_id", "preset", "seed", "status", "message", "counts", "wall_s", "verdicts",
-                        "tables", "figures"}
+    assert set(obj) == {
+        "study",
+        "run_id",
+        "preset",
+        "seed",
+        "status",
+        "message",
+        "counts",
+        "wall_s",
+        "verdicts",
+        "tables",
+        "figures",
+    }
     assert obj["status"] == "done" and obj["study"] == "toy"
     (v,) = obj["verdicts"]
-    assert set(v) == {"id", "statement", "passed", "measured", "expected", "tolerance", "detail", "error", "departures",
-                      "known", "known_strict", "nan", "outcome", "label"}
+    assert set(v) == {
+        "id",
+        "statement",
+        "passed",
+        "measured",
+        "expected",
+        "tolerance",
+        "detail",
+        "error",
+        "departures",
+        "known",
+        "known_strict",
+        "nan",
+        "outcome",
+        "label",
+    }
     assert Path(obj["tables"]["steps"]).exists()
 
 
@@ -108,8 +136,15 @@ def test_judge_that_raises_is_an_error_and_fails(root):
     assert res.exit_code == 1
     (v,) = json.loads(res.stdout)["verdicts"]
     assert v["passed"] is False and v["error"] is True and v["detail"].startswith("judge raised KeyError")
-    assert json.loads(res.stdout)["counts"] == {"passed": 0, "departed": 0, "failed": 0, "known": 0, "unexpected": 0,
-                                                "undecided": 0, "error": 1}
+    assert json.loads(res.stdout)["counts"] == {
+        "passed": 0,
+        "departed": 0,
+        "failed": 0,
+        "known": 0,
+        "unexpected": 0,
+        "undecided": 0,
+        "error": 1,
+    }
     table = invoke(root, "run", "toy", "--set", "judge_bug=true")
     assert table.exit_code == 1 and "ERROR" in table.stdout
 
@@ -227,7 +262,8 @@ def test_parallel_check_gives_the_one_at_a_time_verdicts_and_errors(tmp_path):
     for x, y in zip(a, b):
         assert (x["status"], x["message"], x["counts"]) == (y["status"], y["message"], y["counts"])
         assert [(v["id"], v["passed"], v["measured"]) for v in x["verdicts"]] == [
-            (v["id"], v["passed"], v["measured"]) for v in y["verdicts"]]
+            (v["id"], v["passed"], v["measured"]) for v in y["verdicts"]
+        ]
         assert x["run_id"] == y["run_id"]  # the same runs, stored under the same identities
     assert "3 studies (quick), 2 at a time" in two.stderr and "started toy" in two.stderr
     assert "missing resource: corpus 'toy'" in two.stderr and "toy-broken: error: RuntimeError" in two.stderr
@@ -251,8 +287,12 @@ def test_parallel_check_runs_studies_in_their_own_processes_on_their_share_of_th
     from theorylab.core.runner import check_many
     from theorylab.core.store import Store
 
-    outcomes = check_many(["toy", "toy-grid", "toy-broken", "toy"], store=Store(tmp_path), workers=2,
-                          overrides={"toy-broken": {"unpicklable": True}, "toy-grid": {"seeds": 1}})
+    outcomes = check_many(
+        ["toy", "toy-grid", "toy-broken", "toy"],
+        store=Store(tmp_path),
+        workers=2,
+        overrides={"toy-broken": {"unpicklable": True}, "toy-grid": {"seeds": 1}},
+    )
     toy, grid, broken = outcomes  # the slug named twice is one study
     assert toy.passed and grid.passed
     assert toy.scalars["pid"] != os.getpid() and grid.scalars["jobs_in_run_process"] == 4  # inline jobs, in a worker
@@ -283,8 +323,11 @@ def test_a_known_failure_exits_0_unless_strict_and_an_unexpected_pass_exits_1(ro
 def test_check_counts_split_passed_as_stated_from_departures_and_known(root):
     res = invoke(root, "check", "toy-declared", "toy", "--workers", "1")
     assert res.exit_code == 0, res.output
-    assert re.search(r"3 passed as stated, 1 passed with departures, 1 known failure, 0 failed, 0 passed "
-                     r"unexpectedly, 0 not decided", " ".join(res.stdout.split()))
+    assert re.search(
+        r"3 passed as stated, 1 passed with departures, 1 known failure, 0 failed, 0 passed "
+        r"unexpectedly, 0 not decided",
+        " ".join(res.stdout.split()),
+    )
 
 
 def test_seeds_report_rates_and_exit_1_on_an_unexplained_failure(root):
@@ -294,13 +337,22 @@ def test_seeds_report_rates_and_exit_1_on_an_unexplained_failure(root):
     assert obj["seeds"] == [0, 1, 2] and [r["seed"] for r in obj["runs"]] == [0, 1, 2]
     rates = {c["claim"].split("/")[1]: c for c in obj["claims"]}
     assert rates["odd-seeds-fail"]["rate"] == "2/3" and rates["odd-seeds-fail"]["seeds"] == {
-        "0": "passed", "1": "known", "2": "passed"}
+        "0": "passed",
+        "1": "known",
+        "2": "passed",
+    }
     lo, hi = rates["odd-seeds-fail"]["wilson95"]
     assert 0.2 < lo < 2 / 3 < hi < 1
     assert rates["mean-zero"]["departures"] == ["n 200 (card 1000): fewer draws at quick"]
     # the README table of one seed's quick verdicts (seed 1 adds the odd-seed known failure)
-    row = {s: next(line for line in invoke(root, "list", "--markdown", "--seed", str(s)).stdout.splitlines()
-                   if line.startswith("| `toy-declared`")) for s in (0, 1)}
+    row = {
+        s: next(
+            line
+            for line in invoke(root, "list", "--markdown", "--seed", str(s)).stdout.splitlines()
+            if line.startswith("| `toy-declared`")
+        )
+        for s in (0, 1)
+    }
     assert "1 known failure," in row[0] and "2 known failures" in row[1], row
     res = invoke(root, "check", "toy-declared", "--seeds", "2-4", "--workers", "1")  # seed 3 fails unexplained
     assert res.exit_code == 1

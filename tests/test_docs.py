@@ -31,8 +31,15 @@ def _run(name: str, **replace: str) -> dict:
 
 
 EXECUTED = {  # the pages whose Python blocks a test below runs
-    "kits/toy-transformer.md", "kits/index-models.md", "kits/mean-field.md", "kits/corrupted-data.md",
-    "kits/weight-patches.md", "kits/graphs.md", "kits/pde.md", "kits/attention-geometry.md", "kits/similarity.md",
+    "kits/toy-transformer.md",
+    "kits/index-models.md",
+    "kits/mean-field.md",
+    "kits/corrupted-data.md",
+    "kits/weight-patches.md",
+    "kits/graphs.md",
+    "kits/pde.md",
+    "kits/attention-geometry.md",
+    "kits/similarity.md",
     "verdicts.md",
 }
 

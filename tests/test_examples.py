@@ -55,8 +55,9 @@ def test_quick_preset_runs_and_passes(quick):
 
 def test_judge_fails_on_a_wrong_table(quick):
     # A risk 10% too high at n = 40 is many standard errors off: the claim must fail.
-    wrong = edit_table(quick, "risk", lambda t: t.assign(risk_mean=t["risk_mean"].where(t["n"] != 40, t[
-        "risk_mean"] * 1.1)))
+    wrong = edit_table(
+        quick, "risk", lambda t: t.assign(risk_mean=t["risk_mean"].where(t["n"] != 40, t["risk_mean"] * 1.1))
+    )
     verdict = example.judge_risk(wrong)
     assert verdict.passed is False and not verdict.error, verdict.detail
     assert verdict.measured > 4.0

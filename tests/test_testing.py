@@ -45,9 +45,14 @@ def _judge_reads(res, v) -> Verdict:
     return v.at_most(abs(float(v.column(res.table("t"), "x").mean())), 0.5)
 
 
-@study("always-passes", title="test: a claim that cannot fail", paper="a test", config=_Cfg,
-       presets={"quick": Preset.of("quick", "a table of zeros"), "paper": Preset.of("paper", "the same")},
-       claims=_always)
+@study(
+    "always-passes",
+    title="test: a claim that cannot fail",
+    paper="a test",
+    config=_Cfg,
+    presets={"quick": Preset.of("quick", "a table of zeros"), "paper": Preset.of("paper", "the same")},
+    claims=_always,
+)
 def _run(cfg: _Cfg, ctx: RunContext) -> None:
     ctx.table("t", pd.DataFrame({"x": [0.0] * cfg.n}))
 
@@ -84,9 +89,14 @@ def test_a_bad_preset_and_an_undescribed_field_are_caught():
     def _c(res, v) -> Verdict:
         return v.at_most(0.0, 1.0)
 
-    @study("bad-declaration", title="test: bad declaration", paper="a test", config=Bad,
-           presets={"quick": Preset.of("quick", "fine"), "paper": Preset.of("paper", "invalid", n=(0, "too small"))},
-           claims=claims)
+    @study(
+        "bad-declaration",
+        title="test: bad declaration",
+        paper="a test",
+        config=Bad,
+        presets={"quick": Preset.of("quick", "fine"), "paper": Preset.of("paper", "invalid", n=(0, "too small"))},
+        claims=claims,
+    )
     def _r(cfg, ctx) -> None:
         ctx.table("t", pd.DataFrame({"x": [0.0]}))
 

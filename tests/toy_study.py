@@ -61,8 +61,9 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
         if cfg.interrupt and step == 1:
             raise KeyboardInterrupt
         if cfg.n >= 100_000:
-            x = np.concatenate([rng.normal(cfg.bias, cfg.scale, min(cfg.big_chunk, cfg.n - i)) for i in range(0, cfg.n,
-                cfg.big_chunk)])
+            x = np.concatenate(
+                [rng.normal(cfg.bias, cfg.scale, min(cfg.big_chunk, cfg.n - i)) for i in range(0, cfg.n, cfg.big_chunk)]
+            )
         else:
             x = rng.normal(cfg.bias, cfg.scale, cfg.n)
         loss = float(x.mean()) if step != cfg.nan_at else float("nan")
@@ -102,12 +103,20 @@ def run_broken(cfg: ToyBrokenConfig, ctx: RunContext) -> None:
 
 
 # Two studies that never finish (tests that check goes on past them): one raises, one lacks a resource.
-for _slug, _config, _title in (("toy-broken", ToyBrokenConfig, "A study that always raises"),
-                               ("toy-missing", ToyMissingConfig, "A study whose resource is missing")):
+for _slug, _config, _title in (
+    ("toy-broken", ToyBrokenConfig, "A study that always raises"),
+    ("toy-missing", ToyMissingConfig, "A study whose resource is missing"),
+):
     _never = Claims(_slug, "none")
     _never.add("never", "never judged")(lambda res, v: v.undecided("never judged"))
-    study(_slug, title=_title, paper="(tests only)", config=_config,
-          presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=_never)(run_broken)
+    study(
+        _slug,
+        title=_title,
+        paper="(tests only)",
+        config=_config,
+        presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
+        claims=_never,
+    )(run_broken)
 
 
 class ToyGridConfig(StudyConfig):
@@ -139,11 +148,20 @@ def judge_slope(res, v) -> Verdict:
     return v.judged(abs(slope - 2) <= 0.1, slope, 2.0, 0.1, f"slope {slope:.4f} over {len(t)} jobs")
 
 
-@study("toy-grid", title="A grid of independent jobs (tests of RunContext.map)", paper="(tests only)",
-       config=ToyGridConfig, presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=grid_claims)
+@study(
+    "toy-grid",
+    title="A grid of independent jobs (tests of RunContext.map)",
+    paper="(tests only)",
+    config=ToyGridConfig,
+    presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
+    claims=grid_claims,
+)
 def run_grid(cfg: ToyGridConfig, ctx: RunContext) -> None:
-    items = [(s, k, ctx.generator(f"job/{s}/{k}"), cfg.n, s == cfg.fail_scale, s == cfg.diverge_scale)
-             for s in cfg.scales for k in range(cfg.seeds)]
+    items = [
+        (s, k, ctx.generator(f"job/{s}/{k}"), cfg.n, s == cfg.fail_scale, s == cfg.diverge_scale)
+        for s in cfg.scales
+        for k in range(cfg.seeds)
+    ]
     out = ctx.map(toy_grid_job, items, "toy jobs")
     ctx.table("jobs", pd.DataFrame([row for row, _ in out]))
     ctx.scalar("processes", len({pid for _, pid in out}))
@@ -159,22 +177,31 @@ class ToyDeclaredConfig(StudyConfig):
 declared_claims = Claims("toy-declared", "exact: E = 0")
 
 
-@declared_claims.add("mean-zero", "the sample mean of the card's 1000 draws is within 4 SE of 0",
-                     departures=[Departure.field_value("n", 1000, "fewer draws at quick")])
+@declared_claims.add(
+    "mean-zero",
+    "the sample mean of the card's 1000 draws is within 4 SE of 0",
+    departures=[Departure.field_value("n", 1000, "fewer draws at quick")],
+)
 def judge_declared_mean(res, v) -> Verdict:
     t = res.table("draws")
     z = v.column(t, "z")
     return v.at_most(z.abs(), 4.0, name="|mean|/SE")
 
 
-@declared_claims.add("always-fails", "a claim our reproduction fails on every seed",
-                     known=KnownFailure.on_every_seed("the toy's judge is built to fail (strict_fails)"))
+@declared_claims.add(
+    "always-fails",
+    "a claim our reproduction fails on every seed",
+    known=KnownFailure.on_every_seed("the toy's judge is built to fail (strict_fails)"),
+)
 def judge_always(res, v) -> Verdict:
     return v.judged(not res.config["strict_fails"], 1.0, 0.0, None, "fails while strict_fails")
 
 
-@declared_claims.add("odd-seeds-fail", "a claim that fails on odd seeds",
-                     known=KnownFailure.on_some_seeds(5, 10, [1, 3, 5, 7, 9], "odd seeds fail by construction"))
+@declared_claims.add(
+    "odd-seeds-fail",
+    "a claim that fails on odd seeds",
+    known=KnownFailure.on_some_seeds(5, 10, [1, 3, 5, 7, 9], "odd seeds fail by construction"),
+)
 def judge_odd(res, v) -> Verdict:
     return v.at_most(res.seed % 2, 0, name="seed parity")
 
@@ -184,9 +211,14 @@ def judge_three(res, v) -> Verdict:
     return v.judged(res.seed != 3, res.seed, "!= 3")
 
 
-@study("toy-declared", title="Declared departures and known failures (tests only)", paper="(tests only)",
-       config=ToyDeclaredConfig, claims=declared_claims,
-       presets={"quick": Preset.of("quick", n=(200, "fewer draws")), "paper": Preset.of("paper")})
+@study(
+    "toy-declared",
+    title="Declared departures and known failures (tests only)",
+    paper="(tests only)",
+    config=ToyDeclaredConfig,
+    claims=declared_claims,
+    presets={"quick": Preset.of("quick", n=(200, "fewer draws")), "paper": Preset.of("paper")},
+)
 def run_declared(cfg: ToyDeclaredConfig, ctx: RunContext) -> None:
     x = ctx.rng("draws").normal(0.0, 1.0, (3, cfg.n))
     z = x.mean(1) * np.sqrt(cfg.n)

@@ -37,8 +37,10 @@ D, N_POINTS, FF, BATCH, LR, BETAS = 64, 16, 2048, 256, 1e-2, (0.9, 0.95)
 
 def _import_official(path: Path):
     if not (path / "encoders.py").is_file() or not (path / "task.py").is_file():
-        raise SystemExit(f"--official {path}: no encoders.py/task.py there; clone "
-                         "https://github.com/NoahAmsel/attention-formers and pass its folder")
+        raise SystemExit(
+            f"--official {path}: no encoders.py/task.py there; clone "
+            "https://github.com/NoahAmsel/attention-formers and pass its folder"
+        )
     try:
         import lightning  # noqa: F401
     except ImportError:
@@ -52,8 +54,9 @@ def _import_official(path: Path):
     return Encoder, NearestPointDataset
 
 
-def official(Encoder, NearestPointDataset, seeds: int, steps: int, heads: int, eval_x: torch.Tensor,
-             eval_y: torch.Tensor) -> tuple[float, list[float]]:
+def official(
+    Encoder, NearestPointDataset, seeds: int, steps: int, heads: int, eval_x: torch.Tensor, eval_y: torch.Tensor
+) -> tuple[float, list[float]]:
     """Their model and data, one seed at a time (each of their jobs trains one): seconds and d·MSE per seed."""
     seconds, errors = 0.0, []
     for s in range(seeds):
@@ -78,8 +81,9 @@ def official(Encoder, NearestPointDataset, seeds: int, steps: int, heads: int, e
 def ours(seeds: int, steps: int, heads: int, eval_x: torch.Tensor, eval_y: torch.Tensor) -> tuple[float, list[float]]:
     """attention-rank's encoder, every seed stacked into one computation: seconds and d·MSE per seed."""
     job = AttentionJob(depth=1, heads=heads, rank=D // heads, width=1, n_points=N_POINTS)
-    models = StackedModels([build_attention_model("encoder", D, job, seed=s, ff_width=FF, norm="sphere")
-                            for s in range(seeds)])
+    models = StackedModels(
+        [build_attention_model("encoder", D, job, seed=s, ff_width=FF, norm="sphere") for s in range(seeds)]
+    )
     gens = [torch.Generator().manual_seed(1000 + s) for s in range(seeds)]
 
     def batches(step: int):
@@ -109,14 +113,29 @@ def main() -> int:
     t_off, e_off = official(Encoder, NearestPointDataset, args.seeds, args.steps, args.heads, ev.sequence, ev.targets)
     t_our, e_our = ours(args.seeds, args.steps, args.heads, ev.sequence, ev.targets)
     work = args.seeds * args.steps
-    row = dict(d=D, n_points=N_POINTS, heads=args.heads, ff=FF, batch=BATCH, seeds=args.seeds, steps=args.steps,
-               threads=args.threads, official_seed_steps_per_s=round(work / t_off, 3),
-               ours_seed_steps_per_s=round(work / t_our, 3), speedup=round(t_off / t_our, 2),
-               official_dmse=[round(e, 4) for e in e_off], ours_dmse=[round(e, 4) for e in e_our])
-    print(f"official (one seed at a time): {row['official_seed_steps_per_s']:.2f} seed-steps/s, d·MSE after "
-          f"{args.steps} steps {min(e_off):.3f}-{max(e_off):.3f}")
-    print(f"theorylab (stacked seeds):     {row['ours_seed_steps_per_s']:.2f} seed-steps/s, d·MSE after "
-          f"{args.steps} steps {min(e_our):.3f}-{max(e_our):.3f}")
+    row = dict(
+        d=D,
+        n_points=N_POINTS,
+        heads=args.heads,
+        ff=FF,
+        batch=BATCH,
+        seeds=args.seeds,
+        steps=args.steps,
+        threads=args.threads,
+        official_seed_steps_per_s=round(work / t_off, 3),
+        ours_seed_steps_per_s=round(work / t_our, 3),
+        speedup=round(t_off / t_our, 2),
+        official_dmse=[round(e, 4) for e in e_off],
+        ours_dmse=[round(e, 4) for e in e_our],
+    )
+    print(
+        f"official (one seed at a time): {row['official_seed_steps_per_s']:.2f} seed-steps/s, d·MSE after "
+        f"{args.steps} steps {min(e_off):.3f}-{max(e_off):.3f}"
+    )
+    print(
+        f"theorylab (stacked seeds):     {row['ours_seed_steps_per_s']:.2f} seed-steps/s, d·MSE after "
+        f"{args.steps} steps {min(e_our):.3f}-{max(e_our):.3f}"
+    )
     print(f"speed-up {row['speedup']:.2f}x  (the performance issue's target: >= 5x)")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(row, indent=2))

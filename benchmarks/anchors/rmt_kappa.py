@@ -31,8 +31,10 @@ from theorylab.theory.rmt import solve_kappa
 def _official(path: Path):
     file = path / "rmt_core" / "rmt_kappa_int_lib.py"
     if not file.is_file():
-        raise SystemExit(f"--official {path}: no rmt_core/rmt_kappa_int_lib.py there; clone "
-                         "https://github.com/Animadversio/diffusion-consistency-rmt and pass its folder")
+        raise SystemExit(
+            f"--official {path}: no rmt_core/rmt_kappa_int_lib.py there; clone "
+            "https://github.com/Animadversio/diffusion-consistency-rmt and pass its folder"
+        )
     spec = importlib.util.spec_from_file_location("rmt_kappa_int_lib", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -63,13 +65,31 @@ def main() -> int:
             ours = solve_kappa(s2, lam, n)
         t2 = (time.perf_counter() - started) / args.repeats
         rel = float(np.max(np.abs(ours - theirs) / theirs))
-        rows.append(dict(n=n, gamma=args.d / n, official_s=round(t1, 4), ours_s=round(t2, 6), speedup=round(t1 / t2, 1),
-                         max_rel_diff=rel))
+        rows.append(
+            dict(
+                n=n,
+                gamma=args.d / n,
+                official_s=round(t1, 4),
+                ours_s=round(t2, 6),
+                speedup=round(t1 / t2, 1),
+                max_rel_diff=rel,
+            )
+        )
         t_theirs, t_ours, worst = t_theirs + t1, t_ours + t2, max(worst, rel)
-        print(f"n = {n:5d} (gamma {args.d / n:.2f}): official {t1:8.3f} s, ours {t2 * 1e3:8.3f} ms, "
-              f"{t1 / t2:9.0f}x, max relative difference {rel:.1e}")
-    summary = dict(d=args.d, grid=args.grid, dps=args.dps, official_s=round(t_theirs, 3), ours_s=round(t_ours, 5),
-                   speedup=round(t_theirs / t_ours, 1), max_rel_diff=worst, rows=rows)
+        print(
+            f"n = {n:5d} (gamma {args.d / n:.2f}): official {t1:8.3f} s, ours {t2 * 1e3:8.3f} ms, "
+            f"{t1 / t2:9.0f}x, max relative difference {rel:.1e}"
+        )
+    summary = dict(
+        d=args.d,
+        grid=args.grid,
+        dps=args.dps,
+        official_s=round(t_theirs, 3),
+        ours_s=round(t_ours, 5),
+        speedup=round(t_theirs / t_ours, 1),
+        max_rel_diff=worst,
+        rows=rows,
+    )
     print(f"all: {summary['speedup']:.0f}x at max relative difference {worst:.1e} (target: >= 100x at <= 1e-10)")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))

@@ -64,8 +64,10 @@ def _import_official(path: Path) -> types.SimpleNamespace:
     src = path / "src"
     needed = ("interpolant_utils.py", "mlps.py", "custom_datasets.py", "forward_maps.py", "utils.py")
     if not (path / "scsi_synthetic.py").is_file() or not all((src / f).is_file() for f in needed):
-        raise SystemExit(f"--official {path}: no scsi_synthetic.py and src/{{{','.join(needed)}}} there; clone "
-                         "https://github.com/modichirag/SCSI and pass its folder")
+        raise SystemExit(
+            f"--official {path}: no scsi_synthetic.py and src/{{{','.join(needed)}}} there; clone "
+            "https://github.com/modichirag/SCSI and pass its folder"
+        )
     try:
         import torchvision  # noqa: F401
     except ImportError:  # their image transforms are built at import time; the 2-D path never calls them
@@ -80,17 +82,23 @@ def _import_official(path: Path) -> types.SimpleNamespace:
     from mlps import FeedForwardwithEMB  # type: ignore[import-not-found]
     from utils import infinite_dataloader  # type: ignore[import-not-found]
 
-    return types.SimpleNamespace(corruption_dict=forward_maps.corruption_dict, CorruptedDataset=CorruptedDataset,
-                                 get_dataset=get_dataset, SCSInterpolant=SCSInterpolant,
-                                 FeedForwardwithEMB=FeedForwardwithEMB, infinite_dataloader=infinite_dataloader)
+    return types.SimpleNamespace(
+        corruption_dict=forward_maps.corruption_dict,
+        CorruptedDataset=CorruptedDataset,
+        get_dataset=get_dataset,
+        SCSInterpolant=SCSInterpolant,
+        FeedForwardwithEMB=FeedForwardwithEMB,
+        infinite_dataloader=infinite_dataloader,
+    )
 
 
 def official(lib, clean_dataset, seed: int, steps: int):
     """Their model, interpolant and data loader in their trainer's loop body: (seconds, model, interpolant)."""
     torch.manual_seed(seed)
     fwd = lib.corruption_dict["gaussian_noise"](SIGMA)
-    interpolant = lib.SCSInterpolant(fwd, use_latents=False, n_steps=ODE_STEPS, alpha=ALPHA, resamples=1,
-                                     diffusion_coeff=0.0, gamma_scale=0.0)
+    interpolant = lib.SCSInterpolant(
+        fwd, use_latents=False, n_steps=ODE_STEPS, alpha=ALPHA, resamples=1, diffusion_coeff=0.0, gamma_scale=0.0
+    )
     model = lib.FeedForwardwithEMB(2, T_EMB, [WIDTH] * DEPTH, latent_dim=None)
     dataset = lib.CorruptedDataset(clean_dataset, fwd, tied_rng=False)
     dl = lib.infinite_dataloader(torch.utils.data.DataLoader(dataset, batch_size=BATCH, sampler=None, num_workers=0))
@@ -116,9 +124,20 @@ def ours(clean: torch.Tensor, seed: int, steps: int):
     with seeded(seed):
         model = TimeMLP(2, WIDTH, DEPTH, T_EMB)
     started = time.perf_counter()
-    train_self_consistent(model, observed, channel, steps=steps, batch=BATCH, lr=LR,
-                          generator=torch.Generator().manual_seed(seed), alpha=ALPHA, transport_steps=ODE_STEPS,
-                          method="euler", resamples=1, grad_clip=CLIP)
+    train_self_consistent(
+        model,
+        observed,
+        channel,
+        steps=steps,
+        batch=BATCH,
+        lr=LR,
+        generator=torch.Generator().manual_seed(seed),
+        alpha=ALPHA,
+        transport_steps=ODE_STEPS,
+        method="euler",
+        resamples=1,
+        grad_clip=CLIP,
+    )
     return time.perf_counter() - started, model
 
 
@@ -159,19 +178,43 @@ def main() -> int:
         model.eval()
         t_our.append(seconds)
         sw_our.append(sw(transport(model, eval_y, None, ODE_STEPS, "euler"), truth))
-        print(f"seed {s}: official {args.steps / t_off[-1]:6.2f} steps/s SW2 {sw_off[-1]:.4f} | "
-              f"theorylab {args.steps / t_our[-1]:6.2f} steps/s SW2 {sw_our[-1]:.4f}", flush=True)
+        print(
+            f"seed {s}: official {args.steps / t_off[-1]:6.2f} steps/s SW2 {sw_off[-1]:.4f} | "
+            f"theorylab {args.steps / t_our[-1]:6.2f} steps/s SW2 {sw_our[-1]:.4f}",
+            flush=True,
+        )
     rate_off, rate_our = args.seeds * args.steps / sum(t_off), args.seeds * args.steps / sum(t_our)
-    row = dict(batch=BATCH, width=WIDTH, depth=DEPTH, t_emb=T_EMB, ode_steps=ODE_STEPS, lr=LR, alpha=ALPHA,
-               sigma=SIGMA, n_data=N_DATA, seeds=args.seeds, steps=args.steps, threads=args.threads,
-               official_steps_per_s=round(rate_off, 3), ours_steps_per_s=round(rate_our, 3),
-               speedup=round(rate_our / rate_off, 3), official_sw2=[round(v, 4) for v in sw_off],
-               ours_sw2=[round(v, 4) for v in sw_our], sw2_observed=round(observed_sw, 4), sw2_floor=round(floor, 4),
-               torch=torch.__version__, cpu=torch.backends.cpu.get_cpu_capability())
-    print(f"official:  {rate_off:.2f} steps/s, SW2 after {args.steps} steps {np.mean(sw_off):.4f} "
-          f"(seeds {min(sw_off):.4f}-{max(sw_off):.4f})")
-    print(f"theorylab: {rate_our:.2f} steps/s, SW2 after {args.steps} steps {np.mean(sw_our):.4f} "
-          f"(seeds {min(sw_our):.4f}-{max(sw_our):.4f})")
+    row = dict(
+        batch=BATCH,
+        width=WIDTH,
+        depth=DEPTH,
+        t_emb=T_EMB,
+        ode_steps=ODE_STEPS,
+        lr=LR,
+        alpha=ALPHA,
+        sigma=SIGMA,
+        n_data=N_DATA,
+        seeds=args.seeds,
+        steps=args.steps,
+        threads=args.threads,
+        official_steps_per_s=round(rate_off, 3),
+        ours_steps_per_s=round(rate_our, 3),
+        speedup=round(rate_our / rate_off, 3),
+        official_sw2=[round(v, 4) for v in sw_off],
+        ours_sw2=[round(v, 4) for v in sw_our],
+        sw2_observed=round(observed_sw, 4),
+        sw2_floor=round(floor, 4),
+        torch=torch.__version__,
+        cpu=torch.backends.cpu.get_cpu_capability(),
+    )
+    print(
+        f"official:  {rate_off:.2f} steps/s, SW2 after {args.steps} steps {np.mean(sw_off):.4f} "
+        f"(seeds {min(sw_off):.4f}-{max(sw_off):.4f})"
+    )
+    print(
+        f"theorylab: {rate_our:.2f} steps/s, SW2 after {args.steps} steps {np.mean(sw_our):.4f} "
+        f"(seeds {min(sw_our):.4f}-{max(sw_our):.4f})"
+    )
     print(f"corrupted samples SW2 {observed_sw:.4f}, clean-vs-clean floor {floor:.4f}")
     print(f"speed-up {row['speedup']:.2f}x  (the performance issue's target: >= 3x at the same SW2 within seed noise)")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

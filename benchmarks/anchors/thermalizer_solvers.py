@@ -65,18 +65,23 @@ def _module_from_source(name: str, source: str, origin: str):
 def official_ks(path: Path):
     """Their ``KS`` class, from the work tree or (it was removed upstream) from the checkout's git history."""
     if not (path / "thermalizer").is_dir():
-        raise SystemExit(f"--official {path}: no thermalizer/ package there; clone "
-                         "https://github.com/Chris-Pedersen/thermalizer (a full clone) and pass its folder")
+        raise SystemExit(
+            f"--official {path}: no thermalizer/ package there; clone "
+            "https://github.com/Chris-Pedersen/thermalizer (a full clone) and pass its folder"
+        )
     saved = np.geterr()
     try:
         if (path / KS_FILE).is_file():
             return _module_from_source("thermalizer_ks_solver", (path / KS_FILE).read_text(), str(path / KS_FILE))
-        show = subprocess.run(["git", "-C", str(path), "show", f"{KS_REMOVED_AT}~1:{KS_FILE}"], capture_output=True,
-                              text=True)
+        show = subprocess.run(
+            ["git", "-C", str(path), "show", f"{KS_REMOVED_AT}~1:{KS_FILE}"], capture_output=True, text=True
+        )
         if show.returncode:
-            raise SystemExit(f"--official {path}: {KS_FILE} is not in the work tree (removed upstream at "
-                             f"{KS_REMOVED_AT}) and `git show {KS_REMOVED_AT}~1:{KS_FILE}` failed there "
-                             f"({show.stderr.strip()}); pass a full (not shallow) git clone")
+            raise SystemExit(
+                f"--official {path}: {KS_FILE} is not in the work tree (removed upstream at "
+                f"{KS_REMOVED_AT}) and `git show {KS_REMOVED_AT}~1:{KS_FILE}` failed there "
+                f"({show.stderr.strip()}); pass a full (not shallow) git clone"
+            )
         return _module_from_source("thermalizer_ks_solver", show.stdout, f"{KS_REMOVED_AT}~1:{KS_FILE}")
     finally:
         np.seterr(**saved)  # their module sets over/invalid='raise' for the whole process
@@ -137,8 +142,9 @@ def bench_ks(lib, batch: int, steps: int, agree_steps: list[int], stats_traj: in
     rates = {}
     rates["official_b1"] = _rate(lambda n: _their_steps(_their_ks(lib, u_np[0], L, N, dt), n), steps)
     rates["ours_b1"] = _rate(lambda n: ours.step(u[:1], n), steps)
-    rates["official_bB_offlabel"] = batch * _rate(lambda n: _their_steps(_their_ks(lib, u_np, L, N, dt), n),
-                                                  max(10, steps // 4))
+    rates["official_bB_offlabel"] = batch * _rate(
+        lambda n: _their_steps(_their_ks(lib, u_np, L, N, dt), n), max(10, steps // 4)
+    )
     rates["ours_bB"] = batch * _rate(lambda n: ours.step(u, n), max(10, steps // 4))
     # agreement, trajectory by trajectory from the same states
     agree = {}
@@ -159,10 +165,17 @@ def bench_ks(lib, batch: int, steps: int, agree_steps: list[int], stats_traj: in
         e_theirs += _spectrum(np.real(np.fft.ifft(theirs.v, axis=-1)))
     band = slice(1, 11)  # the energetic modes m = 1..10
     ratio = e_theirs[band] / e_ours[band]
-    return dict(L=L, N=N, dt=dt, batch=batch, rates=rates, max_abs_diff_over_rms=agree,
-                spectrum_ratio_m1_10=[round(float(r), 3) for r in ratio],
-                spectrum_max_abs_log_ratio_m1_10=float(np.abs(np.log(ratio)).max()),
-                stats=dict(trajectories=stats_traj, steps=stats_steps))
+    return dict(
+        L=L,
+        N=N,
+        dt=dt,
+        batch=batch,
+        rates=rates,
+        max_abs_diff_over_rms=agree,
+        spectrum_ratio_m1_10=[round(float(r), 3) for r in ratio],
+        spectrum_max_abs_log_ratio_m1_10=float(np.abs(np.log(ratio)).max()),
+        stats=dict(trajectories=stats_traj, steps=stats_steps),
+    )
 
 
 def _jax_cfd_filter_as_ours(ours: NS2D) -> torch.Tensor:
@@ -225,18 +238,28 @@ def bench_kf(sim, n: int, nu: float, dt: float, steps: int, batch: int, agree_ti
     edge32._mask = _jax_cfd_filter_as_ours(edge32)
     mine_edge32 = edge32.step(torch.from_numpy(w0.T.copy())[None, None], k)[0, 0].double().numpy().T
     rms = float(np.sqrt((theirs**2).mean()))
-    return dict(N=n, nu=nu, dt=dt, batch=batch, steps_timed=steps, rates=rates, agree_time=agree_time, agree_steps=k,
-                rel_l2_diff=float(np.sqrt(((theirs - mine) ** 2).mean()) / rms),
-                rel_l2_diff_their_filter_edge=float(np.sqrt(((theirs - mine_edge) ** 2).mean()) / rms),
-                rel_l2_diff_float32_their_filter_edge=float(np.sqrt(((theirs - mine_edge32) ** 2).mean()) / rms),
-                rms_w=rms,
-                rms_w0=float(np.sqrt((w0**2).mean())))
+    return dict(
+        N=n,
+        nu=nu,
+        dt=dt,
+        batch=batch,
+        steps_timed=steps,
+        rates=rates,
+        agree_time=agree_time,
+        agree_steps=k,
+        rel_l2_diff=float(np.sqrt(((theirs - mine) ** 2).mean()) / rms),
+        rel_l2_diff_their_filter_edge=float(np.sqrt(((theirs - mine_edge) ** 2).mean()) / rms),
+        rel_l2_diff_float32_their_filter_edge=float(np.sqrt(((theirs - mine_edge32) ** 2).mean()) / rms),
+        rms_w=rms,
+        rms_w0=float(np.sqrt((w0**2).mean())),
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", type=Path, required=True, help="a local (full) clone of "
-                        "Chris-Pedersen/thermalizer")
+    parser.add_argument(
+        "--official", type=Path, required=True, help="a local (full) clone of Chris-Pedersen/thermalizer"
+    )
     parser.add_argument("--batch", type=int, default=64, help="KS trajectories stepped together")
     parser.add_argument("--ks-steps", type=int, default=2000)
     parser.add_argument("--ks-agree", type=int, nargs="+", default=[4, 40, 400, 2000])
@@ -244,8 +267,9 @@ def main() -> int:
     parser.add_argument("--kf-n", type=int, nargs="*", default=[64], help="Kolmogorov grids (none: skip)")
     parser.add_argument("--kf-nu", type=float, default=1e-3)
     parser.add_argument("--kf-dt", type=float, default=5e-3)
-    parser.add_argument("--kf-steps", type=int, default=4000, help="solver steps timed at 64² (fewer on "
-                        "larger grids, at least 400)")
+    parser.add_argument(
+        "--kf-steps", type=int, default=4000, help="solver steps timed at 64² (fewer on larger grids, at least 400)"
+    )
     parser.add_argument("--kf-batch", type=int, default=8)
     parser.add_argument("--kf-agree-time", type=float, default=0.5)
     parser.add_argument("--kf-x64", action="store_true", help="run jax-cfd in float64 (theirs runs float32)")
@@ -256,16 +280,26 @@ def main() -> int:
     ks = bench_ks(ks_lib, args.batch, args.ks_steps, args.ks_agree, *args.ks_stats)
     r, B = ks["rates"], args.batch
     print("KS22 (L = 22, N = 64, dt = 0.25, ETDRK4 both), trajectory-steps/s, one thread:")
-    print(f"  batch 1:  official {r['official_b1']:9.0f}   theorylab {r['ours_b1']:9.0f}   "
-          f"{r['ours_b1'] / r['official_b1']:.2f}x")
-    print(f"  batch {B}: official {r['official_bB_offlabel']:9.0f}*  theorylab {r['ours_bB']:9.0f}   "
-          f"{r['ours_bB'] / r['official_bB_offlabel']:.2f}x   (*their step fed a ({B}, N) state: off-label)")
-    print(f"  best against best: {r['ours_bB'] / max(r['official_b1'], r['official_bB_offlabel']):.2f}x, against "
-          f"their class as designed (one trajectory): {r['ours_bB'] / r['official_b1']:.1f}x  (target >= 2x)")
-    print("  same states, max |u_theirs - u_ours| / rms(u): " + ", ".join(
-        f"{v:.1e} after {k} steps" for k, v in ks["max_abs_diff_over_rms"].items()))
-    print(f"  time-averaged spectra ({args.ks_stats[0]} trajectories x {args.ks_stats[1]} steps), theirs/ours at "
-          f"m = 1..10: {ks['spectrum_ratio_m1_10']} (max |ln| {ks['spectrum_max_abs_log_ratio_m1_10']:.3f})")
+    print(
+        f"  batch 1:  official {r['official_b1']:9.0f}   theorylab {r['ours_b1']:9.0f}   "
+        f"{r['ours_b1'] / r['official_b1']:.2f}x"
+    )
+    print(
+        f"  batch {B}: official {r['official_bB_offlabel']:9.0f}*  theorylab {r['ours_bB']:9.0f}   "
+        f"{r['ours_bB'] / r['official_bB_offlabel']:.2f}x   (*their step fed a ({B}, N) state: off-label)"
+    )
+    print(
+        f"  best against best: {r['ours_bB'] / max(r['official_b1'], r['official_bB_offlabel']):.2f}x, against "
+        f"their class as designed (one trajectory): {r['ours_bB'] / r['official_b1']:.1f}x  (target >= 2x)"
+    )
+    print(
+        "  same states, max |u_theirs - u_ours| / rms(u): "
+        + ", ".join(f"{v:.1e} after {k} steps" for k, v in ks["max_abs_diff_over_rms"].items())
+    )
+    print(
+        f"  time-averaged spectra ({args.ks_stats[0]} trajectories x {args.ks_stats[1]} steps), theirs/ours at "
+        f"m = 1..10: {ks['spectrum_ratio_m1_10']} (max |ln| {ks['spectrum_max_abs_log_ratio_m1_10']:.3f})"
+    )
     summary = dict(ks22=ks, kf=[], kf_skipped="")
     if args.kf_n:
         sim, why = official_kf(args.official)
@@ -281,19 +315,29 @@ def main() -> int:
             kf = bench_kf(sim, n, args.kf_nu, args.kf_dt, steps, args.kf_batch, args.kf_agree_time)
             summary["kf"].append(kf)
             r = kf["rates"]
-            print(f"Kolmogorov {n}² (nu = {args.kf_nu:g}, drag 0.1, n = 4, dt = {args.kf_dt:g}; theirs CN-RK4 "
-                  f"{'float64' if args.kf_x64 else 'float32'} via jax-cfd, ours ETDRK4 float64), trajectory-steps/s:")
-            print(f"  batch 1:  official {r['official_b1']:9.1f}   theorylab {r['ours_b1']:9.1f}   "
-                  f"{r['ours_b1'] / r['official_b1']:.2f}x")
-            print(f"  theorylab batch {args.kf_batch}: {r['ours_bB']:9.1f}   {r['ours_bB'] / r['official_b1']:.2f}x "
-                  f"their best (one trajectory per call)  (target >= 2x)")
-            print(f"  theorylab in float32 (NS2D(dtype=torch.float32), as theirs): batch 1 {r['ours32_b1']:9.1f}   "
-                  f"{r['ours32_b1'] / r['official_b1']:.2f}x;  batch {args.kf_batch} {r['ours32_bB']:9.1f}   "
-                  f"{r['ours32_bB'] / r['official_b1']:.2f}x")
-            print(f"  from their initial condition (rms ω {kf['rms_w0']:.2f}), after t = {kf['agree_time']} "
-                  f"({kf['agree_steps']} steps): relative L2 difference {kf['rel_l2_diff']:.1e}; "
-                  f"with their filter edge in ours {kf['rel_l2_diff_their_filter_edge']:.1e} (float32 ours: "
-                  f"{kf['rel_l2_diff_float32_their_filter_edge']:.1e})")
+            print(
+                f"Kolmogorov {n}² (nu = {args.kf_nu:g}, drag 0.1, n = 4, dt = {args.kf_dt:g}; theirs CN-RK4 "
+                f"{'float64' if args.kf_x64 else 'float32'} via jax-cfd, ours ETDRK4 float64), trajectory-steps/s:"
+            )
+            print(
+                f"  batch 1:  official {r['official_b1']:9.1f}   theorylab {r['ours_b1']:9.1f}   "
+                f"{r['ours_b1'] / r['official_b1']:.2f}x"
+            )
+            print(
+                f"  theorylab batch {args.kf_batch}: {r['ours_bB']:9.1f}   {r['ours_bB'] / r['official_b1']:.2f}x "
+                f"their best (one trajectory per call)  (target >= 2x)"
+            )
+            print(
+                f"  theorylab in float32 (NS2D(dtype=torch.float32), as theirs): batch 1 {r['ours32_b1']:9.1f}   "
+                f"{r['ours32_b1'] / r['official_b1']:.2f}x;  batch {args.kf_batch} {r['ours32_bB']:9.1f}   "
+                f"{r['ours32_bB'] / r['official_b1']:.2f}x"
+            )
+            print(
+                f"  from their initial condition (rms ω {kf['rms_w0']:.2f}), after t = {kf['agree_time']} "
+                f"({kf['agree_steps']} steps): relative L2 difference {kf['rel_l2_diff']:.1e}; "
+                f"with their filter edge in ours {kf['rel_l2_diff_their_filter_edge']:.1e} (float32 ours: "
+                f"{kf['rel_l2_diff_float32_their_filter_edge']:.1e})"
+            )
     summary.update(kf_x64=args.kf_x64, cpu_count=os.cpu_count(), torch_threads=torch.get_num_threads())
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=2))

@@ -94,14 +94,31 @@ def check(
     return outcomes  # type: ignore[return-value]
 
 
-def sweep(slug: str, grid: Mapping[str, Any], *, preset: str = "quick", seed: int = 0, executor: str = "inline",
-          address: str | None = None, store: str | Store | None = None, **overrides: Any):
+def sweep(
+    slug: str,
+    grid: Mapping[str, Any],
+    *,
+    preset: str = "quick",
+    seed: int = 0,
+    executor: str = "inline",
+    address: str | None = None,
+    store: str | Store | None = None,
+    **overrides: Any,
+):
     """Run a product grid over config fields; returns a SweepResult with tidy tables."""
     from theorylab.core.sweep import run_sweep
 
     grid = {k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in grid.items()}
-    return run_sweep(slug, grid, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address,
-                     store=_store(store))
+    return run_sweep(
+        slug,
+        grid,
+        preset=preset,
+        seed=seed,
+        overrides=overrides,
+        executor=executor,
+        address=address,
+        store=_store(store),
+    )
 
 
 def load(run_id: str, store: str | Store | None = None) -> Result:

@@ -121,8 +121,12 @@ def _bounded_number(st: Study) -> tuple[str, Any] | None:
         if info.annotation not in (int, float):
             continue
         for bound in info.metadata:
-            for attr, outside in (("gt", lambda b: b), ("ge", lambda b: b - 1), ("lt", lambda b: b),
-                                  ("le", lambda b: b + 1)):
+            for attr, outside in (
+                ("gt", lambda b: b),
+                ("ge", lambda b: b - 1),
+                ("lt", lambda b: b),
+                ("le", lambda b: b + 1),
+            ):
                 value = getattr(bound, attr, None)
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     return name, outside(value)
@@ -150,10 +154,16 @@ def _quick_run(s: StudyUnderCheck) -> None:
     st, res = s.study, s.quick()
     assert res.status == "done", f"{st.slug}: quick run {res.status}: {res.message}"
     assert [v.id for v in res.verdicts] == [c.id for c in st.claims], (
-        f"{st.slug}: verdict ids {[v.id for v in res.verdicts]} are not the claims in order")
-    bad = [f"{v.id}: {v.label}: {v.detail}" for v in res.verdicts
-           if not (v.outcome in ALLOWED or (v.outcome == "undecided" and v.detail.strip()
-                                               and not v.detail.startswith("not evaluated")))]
+        f"{st.slug}: verdict ids {[v.id for v in res.verdicts]} are not the claims in order"
+    )
+    bad = [
+        f"{v.id}: {v.label}: {v.detail}"
+        for v in res.verdicts
+        if not (
+            v.outcome in ALLOWED
+            or (v.outcome == "undecided" and v.detail.strip() and not v.detail.startswith("not evaluated"))
+        )
+    ]
     assert not bad, f"{st.slug}: quick verdicts outside the contract: " + " | ".join(bad)
     assert any(v.passed is not None for v in res.verdicts), f"{st.slug}: the quick preset decides no claim"
 
@@ -164,7 +174,8 @@ def _rejudge(s: StudyUnderCheck) -> None:
     res = s.quick()
     again = judge(s.study, copy.copy(res))
     assert [(v.id, v.passed) for v in again.verdicts] == [(v.id, v.passed) for v in res.verdicts], (
-        f"{s.study.slug}: re-judging the stored run changes verdicts")
+        f"{s.study.slug}: re-judging the stored run changes verdicts"
+    )
 
 
 def _nan_numbers(value: Any) -> Any:
@@ -218,11 +229,17 @@ def _quick_budget(s: StudyUnderCheck) -> None:
     if math.isnan(s.cpu_s):  # reused from a store given by the caller: nothing was timed here
         return
     limit = QUICK_BUDGET_S * QUICK_CORES
-    assert s.cpu_s <= limit, (f"{s.study.slug}: the quick run took {s.cpu_s:.0f} CPU-s, more than {limit:.0f} "
-                              f"(60 s on 2 cores): it cannot fit the quick budget however its work is split")
+    assert s.cpu_s <= limit, (
+        f"{s.study.slug}: the quick run took {s.cpu_s:.0f} CPU-s, more than {limit:.0f} "
+        f"(60 s on 2 cores): it cannot fit the quick budget however its work is split"
+    )
     if s.wall_s > QUICK_BUDGET_S:
-        warnings.warn(f"{s.study.slug}: quick run took {s.wall_s:.0f} s wall here ({s.cpu_s:.0f} CPU-s); the "
-                      f"budget is {QUICK_BUDGET_S:.0f} s on 2 idle cores", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"{s.study.slug}: quick run took {s.wall_s:.0f} s wall here ({s.cpu_s:.0f} CPU-s); the "
+            f"budget is {QUICK_BUDGET_S:.0f} s on 2 idle cores",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 CHECKS: dict[str, Callable[[StudyUnderCheck], None]] = {
@@ -236,17 +253,24 @@ CHECKS: dict[str, Callable[[StudyUnderCheck], None]] = {
 }
 
 
-def study_checks(slug: str, *, seed: int = 0, device: str = "cpu", store: str | Path | None = None,
-                 ) -> Iterator[tuple[str, Callable[[], None]]]:
+def study_checks(
+    slug: str,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    store: str | Path | None = None,
+) -> Iterator[tuple[str, Callable[[], None]]]:
     """``(name, check)`` pairs for ``slug``, sharing one quick run: for ``pytest.mark.parametrize``."""
-    subject = StudyUnderCheck(get_study(slug), seed=seed, device=device,
-                              store_root=Path(store) if store is not None else None)
+    subject = StudyUnderCheck(
+        get_study(slug), seed=seed, device=device, store_root=Path(store) if store is not None else None
+    )
     for name, fn in CHECKS.items():
         yield name, (lambda fn=fn: fn(subject))
 
 
-def check_study(slug: str, *, seed: int = 0, device: str = "cpu", store: str | Path | None = None,
-                skip: tuple[str, ...] = ()) -> dict[str, str]:
+def check_study(
+    slug: str, *, seed: int = 0, device: str = "cpu", store: str | Path | None = None, skip: tuple[str, ...] = ()
+) -> dict[str, str]:
     """Run every contract check on ``slug``; returns ``{check: "ok" | "skipped"}``, or raises
     :class:`StudyCheckError` listing every failed check. ``store``: where the quick run goes (a fresh temporary
     store by default); ``skip``: names of checks not to run (e.g. ``("quick-budget",)`` on a slow machine)."""

@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("scsi_two_moons", ROOT / "benchmarks" / "anchors" /
-                                                  "scsi_two_moons.py")
+    spec = importlib.util.spec_from_file_location(
+        "scsi_two_moons", ROOT / "benchmarks" / "anchors" / "scsi_two_moons.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -35,8 +36,7 @@ def test_a_folder_missing_their_src_modules_is_refused(tmp_path):
 
 def test_main_refuses_before_any_work(tmp_path, monkeypatch):
     out = tmp_path / "result.json"
-    monkeypatch.setattr(sys, "argv", ["scsi_two_moons.py", "--official", str(tmp_path / "nowhere"), "--json",
-                                      str(out)])
+    monkeypatch.setattr(sys, "argv", ["scsi_two_moons.py", "--official", str(tmp_path / "nowhere"), "--json", str(out)])
     with pytest.raises(SystemExit, match="nowhere"):
         _module().main()
     assert not out.exists()

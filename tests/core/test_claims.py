@@ -23,8 +23,12 @@ def test_judgements_carry_the_declared_id_and_statement():
     res.x = 0.5
     verdict = judge(res)
     assert isinstance(verdict, Verdict)
-    assert (verdict.id, verdict.statement, verdict.passed, verdict.measured) == ("demo/small", "x is below 1", True,
-        0.5)
+    assert (verdict.id, verdict.statement, verdict.passed, verdict.measured) == (
+        "demo/small",
+        "x is below 1",
+        True,
+        0.5,
+    )
     res.x = 2.0
     assert judge(res).passed is False
     assert claims.ids() == ["demo/small"] and claims[0].reference == "exact"
@@ -33,8 +37,9 @@ def test_judgements_carry_the_declared_id_and_statement():
 
 def test_undecided_and_explicit_outcomes():
     claims = Claims("demo")
-    claims.add("u", "undecided", reference="ours")(lambda res, v: v.undecided("this config does not run X",
-        measured=3.0))
+    claims.add("u", "undecided", reference="ours")(
+        lambda res, v: v.undecided("this config does not run X", measured=3.0)
+    )
     claims.add("p", "passes")(lambda res, v: v.passed(1.0, 1.0))
     claims.add("f", "fails")(lambda res, v: v.failed(2.0, 1.0))
     u, p, f = (c.evaluate(_Done()) for c in claims)

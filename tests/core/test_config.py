@@ -47,11 +47,23 @@ def test_set_parsing_types():
 
 def test_preset_must_give_reasons_and_known_fields():
     with pytest.raises(ValueError, match="unknown field"):
-        study("bad-a", title="", paper="", config=ToyConfig, presets={"quick": Preset.of("quick", nope=(1, "x")),
-            "paper": Preset.of("paper")}, claims=[])
+        study(
+            "bad-a",
+            title="",
+            paper="",
+            config=ToyConfig,
+            presets={"quick": Preset.of("quick", nope=(1, "x")), "paper": Preset.of("paper")},
+            claims=[],
+        )
     with pytest.raises(ValueError, match="no reason"):
-        study("bad-b", title="", paper="", config=ToyConfig, presets={"quick": Preset("quick", {"n": 5}, {}),
-            "paper": Preset.of("paper")}, claims=[])
+        study(
+            "bad-b",
+            title="",
+            paper="",
+            config=ToyConfig,
+            presets={"quick": Preset("quick", {"n": 5}, {}), "paper": Preset.of("paper")},
+            claims=[],
+        )
 
 
 def test_config_is_frozen():

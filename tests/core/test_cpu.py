@@ -12,8 +12,21 @@ from theorylab.core.errors import ConfigError
 
 
 class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                       "fsmblks", "uordblks", "fordblks", "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _mallinfo() -> MallInfo2:
@@ -34,7 +47,8 @@ def test_heap_policy_keeps_freed_blocks_and_system_policy_maps_them():
     import sys
 
     _mallinfo()
-    code = """
+    code = (
+        """
 import ctypes, torch
 from theorylab.core import cpu
 class MallInfo2(ctypes.Structure):
@@ -50,7 +64,9 @@ with cpu.heap_allocation(True) as on:
     free_after = lib.mallinfo2().fordblks
 t = torch.ones(2 * BIG)  # larger than any chunk the heap kept: only glibc's restored defaults can mmap it
 print(int(on), mapped_during, free_after, lib.mallinfo2().hblkhd)
-""" % BIG
+"""
+        % BIG
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     on, mapped_during, free_after, mapped_after = map(int, out.stdout.split())
@@ -118,16 +134,30 @@ def test_runner_applies_a_study_s_cpu_threads(tmp_path):
     before = torch.get_num_threads()
     target = 1 if before != 1 else 2
 
-    @study("threads-probe", title="t", paper="p", config=Cfg, presets=presets, claims=Claims("threads-probe", "r"),
-           cpu_threads=target)
+    @study(
+        "threads-probe",
+        title="t",
+        paper="p",
+        config=Cfg,
+        presets=presets,
+        claims=Claims("threads-probe", "r"),
+        cpu_threads=target,
+    )
     def run(cfg, ctx):
         seen.append(torch.get_num_threads())
 
     execute("threads-probe", store=Store(tmp_path), device="cpu")
     assert seen == [target] and torch.get_num_threads() == before
     with pytest.raises(ValueError, match="cpu_threads"):
-        study("threads-bad", title="t", paper="p", config=Cfg, presets=presets, claims=Claims("threads-bad", "r"),
-              cpu_threads=0)
+        study(
+            "threads-bad",
+            title="t",
+            paper="p",
+            config=Cfg,
+            presets=presets,
+            claims=Claims("threads-bad", "r"),
+            cpu_threads=0,
+        )
 
 
 def test_a_thread_cap_bounds_every_later_pin_and_workers_share_the_cores(monkeypatch):
@@ -163,8 +193,11 @@ def test_errors_survive_a_process_pool():
     from theorylab.core.errors import Diverged, MissingResource
 
     gap = pickle.loads(pickle.dumps(MissingResource("corpus 'x'", "pip install x")))
-    assert (gap.what, gap.fix, str(gap)) == ("corpus 'x'", "pip install x", str(MissingResource("corpus 'x'",
-                                                                                                "pip install x")))
+    assert (gap.what, gap.fix, str(gap)) == (
+        "corpus 'x'",
+        "pip install x",
+        str(MissingResource("corpus 'x'", "pip install x")),
+    )
     nan = pickle.loads(pickle.dumps(Diverged("loss", 7)))
     assert (nan.what, nan.step, str(nan)) == ("loss", 7, "loss is not finite at step 7")
     from theorylab.core.errors import MissingExtra, RemoteError

@@ -49,15 +49,44 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
     from theorylab.train.farthest_point import job_grid, train_job_grid
 
     inline = execute("toy-grid", store=Store(tmp_path / "inline"))
-    grid_args = dict(architecture="attention", d=4, seeds=2, init_seed=lambda job, s: 10 * s + job.heads,
-                     data_generator=lambda n, s: torch.Generator().manual_seed(100 + s),
-                     eval_generator=lambda n: torch.Generator().manual_seed(n), eval_sets=64, probe_sets=16, batch=8,
-                     steps=3, optim=AdamWSchedule(lr=1e-2), eval_chunk=32)
-    grids = job_grid(4, 4, depths=(1,), heads=(1, 2, 4), widths=(1,), lengths=(4, 6), length_ranks=(2,),
-                     length_depth=1, length_width=1)
+    grid_args = dict(
+        architecture="attention",
+        d=4,
+        seeds=2,
+        init_seed=lambda job, s: 10 * s + job.heads,
+        data_generator=lambda n, s: torch.Generator().manual_seed(100 + s),
+        eval_generator=lambda n: torch.Generator().manual_seed(n),
+        eval_sets=64,
+        probe_sets=16,
+        batch=8,
+        steps=3,
+        optim=AdamWSchedule(lr=1e-2),
+        eval_chunk=32,
+    )
+    grids = job_grid(
+        4,
+        4,
+        depths=(1,),
+        heads=(1, 2, 4),
+        widths=(1,),
+        lengths=(4, 6),
+        length_ranks=(2,),
+        length_depth=1,
+        length_width=1,
+    )
     here = train_job_grid(grids, **grid_args)
-    tiny = dict(dims=(8, 12), ks=(3, 4), widths=(8, 16), seeds=2, m_ref=128, steps=3, checkpoints=(0.0, 1.0),
-                reduction_n=0, concordance_particles=8, init_mc_samples=1 << 12)  # mean-field-width: 4 settings
+    tiny = dict(
+        dims=(8, 12),
+        ks=(3, 4),
+        widths=(8, 16),
+        seeds=2,
+        m_ref=128,
+        steps=3,
+        checkpoints=(0.0, 1.0),
+        reduction_n=0,
+        concordance_particles=8,
+        init_mc_samples=1 << 12,
+    )  # mean-field-width: 4 settings
     mf_inline = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "inline"), device="cpu")
     with ray_session(None, 2):  # one local cluster for every map below (each map leaves it running)
         ray = RayExecutor(workers=2)
@@ -73,13 +102,17 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
             execute("toy-grid", overrides={"fail_scale": 2.0}, store=Store(tmp_path / "fail"), executor=ray)
     assert type(raised.value) is RuntimeError  # the job's own error, as inline, not Ray's wrapper
     here_diverged = execute("toy-grid", overrides={"diverge_scale": 4.0}, store=Store(tmp_path / "inline"))
-    assert (diverged.status, diverged.message) == (here_diverged.status, here_diverged.message) == (
-        "diverged", "toy-grid variance at scale 4.0 is not finite at step 0")
+    assert (
+        (diverged.status, diverged.message)
+        == (here_diverged.status, here_diverged.message)
+        == ("diverged", "toy-grid variance at scale 4.0 is not finite at step 0")
+    )
     assert remote.scalars["jobs_in_run_process"] == 0 and inline.scalars["jobs_in_run_process"] == 8
     assert remote.run_id == inline.run_id  # the executor is not part of the run's identity
     pd.testing.assert_frame_equal(remote.table("jobs"), inline.table("jobs"))
     assert [(v.id, v.passed, v.measured) for v in remote.verdicts] == [
-        (v.id, v.passed, v.measured) for v in inline.verdicts]
+        (v.id, v.passed, v.measured) for v in inline.verdicts
+    ]
     assert inline.scalars["processes"] == 1 and inline.passed
     for a, b in zip(here, there):  # attention-rank's grid: trained, loss curves, heads
         pd.testing.assert_frame_equal(a, b)
@@ -88,6 +121,7 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
         pd.testing.assert_frame_equal(mf_ray.table(name), mf_inline.table(name))
     assert mf_ray.fields_read == mf_inline.fields_read  # reads inside Ray tasks count (no false --set warnings)
     assert [(v.id, v.passed, v.measured) for v in mf_ray.verdicts] == [
-        (v.id, v.passed, v.measured) for v in mf_inline.verdicts]
+        (v.id, v.passed, v.measured) for v in mf_inline.verdicts
+    ]
     runs = tmp_path / "fail" / "runs"
     assert not runs.exists() or not any(runs.iterdir())  # the failed run left nothing behind

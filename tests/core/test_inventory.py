@@ -44,9 +44,18 @@ def _big(res, v):
 
 @pytest.fixture(scope="module")
 def tiers():
-    @study("toy-tiers", title="tiers", paper="(tests)", config=TierConfig, claims=claims, presets={
-        "quick": Preset.of("quick"), "cpu": Preset.of("cpu", n=(100, "decides mid")),
-        "paper": Preset.of("paper", gpu_minutes=12, n=(10_000, "decides big"))})
+    @study(
+        "toy-tiers",
+        title="tiers",
+        paper="(tests)",
+        config=TierConfig,
+        claims=claims,
+        presets={
+            "quick": Preset.of("quick"),
+            "cpu": Preset.of("cpu", n=(100, "decides mid")),
+            "paper": Preset.of("paper", gpu_minutes=12, n=(10_000, "decides big")),
+        },
+    )
     def run(cfg: TierConfig, ctx: RunContext) -> None:
         ctx.scalar("n", cfg.n)
 
@@ -108,8 +117,14 @@ def test_a_claim_must_name_a_declared_preset():
     bad = Claims("toy-bad-tier")
     bad.add("x", "needs a preset that is not there", decided_by="cpu")(lambda res, v: v.passed(1, 1))
     with pytest.raises(ValueError, match="decided by preset 'cpu', which it does not declare"):
-        study("toy-bad-tier", title="t", paper="p", config=TierConfig, claims=bad,
-              presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")})(lambda cfg, ctx: None)
+        study(
+            "toy-bad-tier",
+            title="t",
+            paper="p",
+            config=TierConfig,
+            claims=bad,
+            presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")},
+        )(lambda cfg, ctx: None)
     with pytest.raises(ValueError, match="gpu_minutes must be > 0"):
         Preset.of("paper", gpu_minutes=0)
 

@@ -18,8 +18,13 @@ SRC = ROOT / "src" / "theorylab"
 def _python(code: str, **env: str) -> str:
     import os
 
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env={
-        **os.environ, **env}, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
@@ -79,7 +84,8 @@ def test_every_builtin_study_module_is_an_entry_point():
 def plugin_package(tmp_path):
     """A tiny installed package (what ``pip install`` leaves: the module and its dist-info with an
     entry point), on a path given to a fresh interpreter."""
-    (tmp_path / "tiny_plugin.py").write_text(textwrap.dedent('''
+    (tmp_path / "tiny_plugin.py").write_text(
+        textwrap.dedent("""
         from pydantic import Field
         from theorylab.core import Claims, Preset, StudyConfig, study
 
@@ -97,7 +103,8 @@ def plugin_package(tmp_path):
                presets={"quick": Preset.of("quick"), "paper": Preset.of("paper")}, claims=claims)
         def run(cfg, ctx):
             ctx.table("x", {"x": [cfg.x]})
-    '''))
+    """)
+    )
     info = tmp_path / "tiny_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
@@ -108,13 +115,23 @@ def plugin_package(tmp_path):
 @pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
     env = {"PYTHONPATH": str(plugin_package)}
-    listing = subprocess.run([sys.executable, "-m", "theorylab.cli", "list"], capture_output=True, text=True, env={
-        **__import__("os").environ, **env}, timeout=300)
+    listing = subprocess.run(
+        [sys.executable, "-m", "theorylab.cli", "list"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+        timeout=300,
+    )
     assert listing.returncode == 0, listing.stderr[-2000:]
     assert "tiny-plugin" in listing.stdout and "rmt-diffusion" in listing.stdout
     store = tmp_path / "store"
-    checked = subprocess.run([sys.executable, "-m", "theorylab.cli", "check", "tiny-plugin", "--store", str(store)],
-                             capture_output=True, text=True, env={**__import__("os").environ, **env}, timeout=300)
+    checked = subprocess.run(
+        [sys.executable, "-m", "theorylab.cli", "check", "tiny-plugin", "--store", str(store)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+        timeout=300,
+    )
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
     assert "1 passed" in checked.stdout or "passed" in checked.stdout
 
@@ -123,8 +140,20 @@ def test_a_plugin_package_registers_its_studies(plugin_package, tmp_path):
 # higher rank. The faces are the CLI, a top-level report and the package ``__init__``.
 # The faces (rank 5): the CLI, the package's __init__, the study pages (pages.py) and the public contract suite
 # (testing.py); docs/design.md draws the same picture.
-LAYER_RANK = {"core": 0, "nn": 1, "data": 1, "probes": 2, "theory": 2, "train": 3, "studies": 4, "cli": 5, "report": 5,
-              "__init__": 5, "pages": 5, "testing": 5}
+LAYER_RANK = {
+    "core": 0,
+    "nn": 1,
+    "data": 1,
+    "probes": 2,
+    "theory": 2,
+    "train": 3,
+    "studies": 4,
+    "cli": 5,
+    "report": 5,
+    "__init__": 5,
+    "pages": 5,
+    "testing": 5,
+}
 # Beyond the ranks: theory is numbers in, numbers out (no models, no measurements, no loops); core is ML-free.
 FORBIDDEN = {"theory": {"nn", "train", "probes"}}
 ONLY = {"core": {"core"}}
@@ -156,8 +185,9 @@ def _imported_modules(path: Path) -> list[tuple[int, str]]:
             else:
                 source = node.module or ""
             for alias in node.names:
-                found.append((node.lineno, f"{source}.{alias.name}" if _is_module(
-                    f"{source}.{alias.name}") else source))
+                found.append(
+                    (node.lineno, f"{source}.{alias.name}" if _is_module(f"{source}.{alias.name}") else source)
+                )
     return [(line, name) for line, name in dict.fromkeys(found) if name == "theorylab" or name.startswith("theorylab.")]
 
 
@@ -190,8 +220,12 @@ def test_imports_point_down():
             elif src_layer in ONLY and dst_layer not in ONLY[src_layer]:
                 offences.append(f"{arrow}: {src_layer} imports only {sorted(ONLY[src_layer])}")
             study_of = lambda name: name.split(".")[2] if name.count(".") >= 2 else None  # noqa: E731
-            if src_layer == "studies" and target.startswith("theorylab.studies.") and study_of(here) \
-                    and study_of(target) != study_of(here):
+            if (
+                src_layer == "studies"
+                and target.startswith("theorylab.studies.")
+                and study_of(here)
+                and study_of(target) != study_of(here)
+            ):
                 offences.append(f"{arrow}: a study never imports another study (move what they share down a layer)")
     assert not offences, "imports that break the layers:\n" + "\n".join(offences)
 
@@ -201,17 +235,23 @@ def test_the_layer_check_sees_every_kind_of_import(tmp_path, monkeypatch):
     fake = tmp_path / "theorylab"
     (fake / "nn").mkdir(parents=True)
     (fake / "theory").mkdir()
-    for p in (fake / "__init__.py", fake / "nn" / "__init__.py", fake / "theory" / "__init__.py",
-              fake / "theory" / "patches.py"):
+    for p in (
+        fake / "__init__.py",
+        fake / "nn" / "__init__.py",
+        fake / "theory" / "__init__.py",
+        fake / "theory" / "patches.py",
+    ):
         p.write_text("")
-    (fake / "nn" / "blocks.py").write_text(textwrap.dedent("""
+    (fake / "nn" / "blocks.py").write_text(
+        textwrap.dedent("""
         import theorylab.core
         from theorylab.theory.patches import x
         from theorylab import theory
         from ..theory import patches
         def f():
             from theorylab.train import loop
-    """))
+    """)
+    )
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
     got = [(line, _layer(t)) for line, t in _imported_modules(fake / "nn" / "blocks.py")]
     assert got == [(2, "core"), (3, "theory"), (4, "theory"), (5, "theory"), (7, "train")]

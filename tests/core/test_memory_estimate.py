@@ -23,9 +23,15 @@ ran: list[int] = []
 
 @pytest.fixture(scope="module")
 def mem_study():
-    @study("toy-memory", title="m", paper="(tests)", config=MemConfig, claims=claims,
-           presets={"quick": Preset.of("quick"), "paper": Preset.of("paper", n=(10**12, "the paper's size"))},
-           memory=lambda cfg: (8.0 * cfg.n, "--set n=1000000 needs 8 MB"))
+    @study(
+        "toy-memory",
+        title="m",
+        paper="(tests)",
+        config=MemConfig,
+        claims=claims,
+        presets={"quick": Preset.of("quick"), "paper": Preset.of("paper", n=(10**12, "the paper's size"))},
+        memory=lambda cfg: (8.0 * cfg.n, "--set n=1000000 needs 8 MB"),
+    )
     def run(cfg: MemConfig, ctx: RunContext) -> None:
         ran.append(cfg.n)
 
@@ -40,8 +46,11 @@ def test_available_memory_is_plausible():
 
 def test_estimate_over_available_stops_before_work(mem_study, tmp_path):
     store = Store(tmp_path)
-    with pytest.raises(ConfigError, match=r"the paper preset of toy-memory needs about 7450\.6 GiB at its peak; this "
-                                          r"machine has 1\.0 GiB available: --set n=1000000 needs 8 MB"):
+    with pytest.raises(
+        ConfigError,
+        match=r"the paper preset of toy-memory needs about 7450\.6 GiB at its peak; this "
+        r"machine has 1\.0 GiB available: --set n=1000000 needs 8 MB",
+    ):
         check_memory(mem_study, mem_study.make_config("paper"), "paper", available=2**30)
     before = list(ran)
     with pytest.raises(ConfigError, match="needs about"):

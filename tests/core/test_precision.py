@@ -40,9 +40,17 @@ def test_self_consistent_training_in_bf16_is_a_rounding_of_fp32():
     for precision in ("fp32", "bf16"):
         torch.manual_seed(1)
         model = TimeMLP(2, 32, 2, 8)
-        log = train_self_consistent(model, y, GaussianNoise(0.3), steps=20, batch=64, lr=1e-3,
-                                    generator=torch.Generator().manual_seed(2), transport_steps=5,
-                                    precision=precision)
+        log = train_self_consistent(
+            model,
+            y,
+            GaussianNoise(0.3),
+            steps=20,
+            batch=64,
+            lr=1e-3,
+            generator=torch.Generator().manual_seed(2),
+            transport_steps=5,
+            precision=precision,
+        )
         losses[precision] = torch.tensor(log.losses)
         assert all(math.isfinite(v) for v in log.losses)
     assert not torch.equal(losses["fp32"], losses["bf16"])

@@ -146,21 +146,36 @@ def _parse(path: Path) -> _Page:
 
 def test_badge_tone_is_the_worst_outcome():
     zero = {"passed": 0, "departed": 0, "failed": 0, "known": 0, "unexpected": 0, "undecided": 0, "error": 0}
-    assert badge("done", {**zero, "passed": 9}) == {"text": "9/9 passed", "tone": "good",
-                                                    "detail": "all passed as stated"}
+    assert badge("done", {**zero, "passed": 9}) == {
+        "text": "9/9 passed",
+        "tone": "good",
+        "detail": "all passed as stated",
+    }
     # A pass with departures is a pass, said apart; a declared known failure is its own tone; a pass of a claim
     # declared to fail on every seed is bad.
-    assert badge("done", {**zero, "passed": 7, "departed": 2}) == {"text": "9/9 passed", "tone": "good",
-                                                                   "detail": "2 passed with departures"}
+    assert badge("done", {**zero, "passed": 7, "departed": 2}) == {
+        "text": "9/9 passed",
+        "tone": "good",
+        "detail": "2 passed with departures",
+    }
     assert badge("done", {**zero, "passed": 8, "known": 1})["tone"] == "known"
     assert badge("done", {**zero, "passed": 8, "known": 1, "unexpected": 1})["tone"] == "bad"
     assert badge("done", {**zero, "passed": 8, "undecided": 1})["tone"] == "undecided"
     assert badge("done", {**zero, "passed": 8, "undecided": 1, "failed": 1}) == {
-        "text": "8/10 passed", "tone": "bad", "detail": "1 failed, 1 not decided"}
-    assert badge("done", {**zero, "passed": 8, "error": 1}) == {"text": "8/9 passed", "tone": "bad",
-                                                                "detail": "1 judge error"}
-    assert badge("diverged", {**zero, "undecided": 2}) == {"text": "diverged · 0/2 passed", "tone": "bad",
-                                                           "detail": "2 not decided"}
+        "text": "8/10 passed",
+        "tone": "bad",
+        "detail": "1 failed, 1 not decided",
+    }
+    assert badge("done", {**zero, "passed": 8, "error": 1}) == {
+        "text": "8/9 passed",
+        "tone": "bad",
+        "detail": "1 judge error",
+    }
+    assert badge("diverged", {**zero, "undecided": 2}) == {
+        "text": "diverged · 0/2 passed",
+        "tone": "bad",
+        "detail": "2 not decided",
+    }
     assert badge("done", zero)["tone"] == "none"
 
 
@@ -187,16 +202,18 @@ def test_index_has_totals_and_a_row_per_study(report):
     assert "1 earlier run" in text and f"runs/{report['first']}.html" in toy["links"]
     (thumb,) = toy["imgs"]
     assert thumb["class"] == "thumb" and thumb["src"].endswith("figures/main.png")
-    assert (report["index"].parent / thumb["src"]).resolve() == (report["store"].run_path(report[
-        "latest"]) / "figures" / "main.png").resolve()
+    assert (report["index"].parent / thumb["src"]).resolve() == (
+        report["store"].run_path(report["latest"]) / "figures" / "main.png"
+    ).resolve()
     assert toy["links"][0] == f"runs/{report['latest']}.html"  # the thumbnail links to the run page
     assert re.search(r"\.thumb \{[^}]*max-width: 160px", (report["index"].parent / "style.css").read_text())
 
     broken = page.rows["toy-broken"]
     text = " ".join(" ".join(broken["text"]).split())
     assert "no complete run" in text and "toy-broken always raises" in text
-    assert "".join(broken["badge"]).strip() == "run failed" and "tone-bad" in broken["badge_class"] and not broken[
-        "imgs"]
+    assert (
+        "".join(broken["badge"]).strip() == "run failed" and "tone-bad" in broken["badge_class"] and not broken["imgs"]
+    )
     # Studies with a run come first.
     assert list(page.rows).index("toy") < list(page.rows).index("toy-broken")
 
@@ -205,8 +222,9 @@ def test_report_of_an_empty_store(tmp_path):
     index = write_report(Store(tmp_path / "store"), tmp_path / "out")
     page = _parse(index)
     assert page.cards["passed as stated"] == "0" and page.cards["studies run"].startswith("0/")
-    assert "toy" in page.rows and not page.rows["toy"]["imgs"] and "".join(page.rows["toy"]["badge"]).strip(
-        ) == "not run"
+    assert (
+        "toy" in page.rows and not page.rows["toy"]["imgs"] and "".join(page.rows["toy"]["badge"]).strip() == "not run"
+    )
     assert not list((tmp_path / "out" / "runs").glob("*.html"))
 
 
@@ -229,8 +247,15 @@ def test_run_page_wraps_long_texts(report):
 
 # --- headless Chromium ------------------------------------------------------------------------
 
-_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "chrome-headless-shell",
-             "headless_shell")
+_BROWSERS = (
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+    "chrome",
+    "chrome-headless-shell",
+    "headless_shell",
+)
 
 
 def _chromium() -> str | None:
@@ -261,15 +286,35 @@ class _Browser:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
         extra = shlex.split(os.environ.get("THEORYLAB_CHROMIUM_ARGS", ""))
-        cmd = [sys.executable, "-c", _EXEC_ON_FDS_3_4, str(to_browser_r), str(from_browser_w), binary,
-               "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-               "--no-first-run",
-               "--mute-audio", "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1400,900",
-               *extra, "about:blank"]
+        cmd = [
+            sys.executable,
+            "-c",
+            _EXEC_ON_FDS_3_4,
+            str(to_browser_r),
+            str(from_browser_w),
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--mute-audio",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={profile}",
+            "--window-size=1400,900",
+            *extra,
+            "about:blank",
+        ]
         self.log = profile / "chromium.log"  # a file, not a pipe nobody reads while the browser runs
         with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(cmd, pass_fds=(to_browser_r, from_browser_w), stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                cmd,
+                pass_fds=(to_browser_r, from_browser_w),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buffer = b""
@@ -320,16 +365,20 @@ class _Browser:
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.send("Page.enable", session=session)
-        self.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 900, "deviceScaleFactor": 1,
-                                                         "mobile": False}, session)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+            session,
+        )
         self.send("Page.navigate", {"url": url}, session)
         self.wait_event("Page.loadEventFired", session)
         self.evaluate(session, "document.fonts.ready.then(() => true)")
         return session
 
     def evaluate(self, session: str, expression: str):
-        answer = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
-                           session)
+        answer = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session
+        )
         if "exceptionDetails" in answer:
             raise RuntimeError(f"{expression[:80]}: {answer['exceptionDetails']}")
         return answer["result"].get("value")
@@ -338,8 +387,9 @@ class _Browser:
         """The whole page, 1400 px wide (up to ``max_height`` px high)."""
         height = self.evaluate(session, "document.documentElement.scrollHeight")
         clip = {"x": 0, "y": 0, "width": 1400, "height": min(int(height), max_height), "scale": 1}
-        data = self.send("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True},
-                         session)["data"]
+        data = self.send(
+            "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}, session
+        )["data"]
         png.write_bytes(base64.b64decode(data))
 
     def close(self) -> None:
@@ -374,8 +424,10 @@ _MEASURE = """(() => {
 def chromium(tmp_path_factory: pytest.TempPathFactory):
     binary = _chromium()
     if binary is None:
-        pytest.skip(f"no Chromium binary on PATH ({', '.join(_BROWSERS)}) and THEORYLAB_CHROMIUM unset: "
-                    "the report is not rendered in a browser here")
+        pytest.skip(
+            f"no Chromium binary on PATH ({', '.join(_BROWSERS)}) and THEORYLAB_CHROMIUM unset: "
+            "the report is not rendered in a browser here"
+        )
     try:
         version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -391,8 +443,11 @@ def test_report_renders_in_chromium_without_horizontal_scrolling(report, chromiu
     out = report["index"].parent
     shots = Path(os.environ.get("THEORYLAB_REPORT_SHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    pages = {"index": report["index"], "run": out / "runs" / f"{report['latest']}.html",
-             "run-first": out / "runs" / f"{report['first']}.html"}
+    pages = {
+        "index": report["index"],
+        "run": out / "runs" / f"{report['latest']}.html",
+        "run-first": out / "runs" / f"{report['first']}.html",
+    }
     for name, page in pages.items():
         session = chromium.open(page.as_uri())
         png = shots / f"report-{name}.png"
@@ -411,8 +466,15 @@ def test_prediction_vs_simulation_draws_one_line_and_marker_set_per_group():
 
     from theorylab.core.plotting import new_figure, prediction_vs_simulation
 
-    t = pd.DataFrame({"n": [4, 1, 2, 1, 2, 4], "th": [0.25, 1, 0.5, 2, 1, 0.5], "m": [0.3, 1.1, 0.4, 2.1, 0.9, 0.6],
-                      "e": [0.1] * 6, "g": [0, 0, 0, 1, 1, 1]})
+    t = pd.DataFrame(
+        {
+            "n": [4, 1, 2, 1, 2, 4],
+            "th": [0.25, 1, 0.5, 2, 1, 0.5],
+            "m": [0.3, 1.1, 0.4, 2.1, 0.9, 0.6],
+            "e": [0.1] * 6,
+            "g": [0, 0, 0, 1, 1, 1],
+        }
+    )
     fig, ax = new_figure()
     prediction_vs_simulation(ax, t, "n", "th", "m", "e", group="g", label="g={group}", logx=True)
     assert len(ax.lines) >= 2 and list(ax.lines[0].get_xdata()) == [1, 2, 4]  # sorted by x

@@ -42,8 +42,9 @@ def test_seed_specs():
 def test_rates_from_runs_at_several_seeds(store):
     outcomes = check_seeds(["toy-declared"], range(6), store=store, device="cpu")
     rates = {r.claim.split("/")[1]: r for r in claim_rates(outcomes)}
-    mean, always, odd, three = (rates[c] for c in ("mean-zero", "always-fails", "odd-seeds-fail",
-                                                   "unexplained-on-seed-3"))
+    mean, always, odd, three = (
+        rates[c] for c in ("mean-zero", "always-fails", "odd-seeds-fail", "unexplained-on-seed-3")
+    )
     assert (mean.rate, mean.unexplained, mean.departures) == ("6/6", [], ["n 200 (card 1000): fewer draws at quick"])
     assert (always.rate, always.unexplained, always.count("known")) == ("0/6", [], 6)
     assert odd.rate == "3/6" and odd.marks(range(6)) == "✓x✓x✓x" and not odd.unexplained

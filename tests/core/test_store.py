@@ -109,8 +109,8 @@ def test_load_by_prefix(store):
 def _run_in_subprocess(store_root: Path, overrides: str) -> subprocess.Popen:
     code = (
         "import sys; sys.path.insert(0, %r); import toy_study; from theorylab.core.runner import execute; "
-        "from theorylab.core.store import Store; execute('toy', overrides=%s, store=Store(%r))" % (str(TESTS),
-            overrides, str(store_root))
+        "from theorylab.core.store import Store; execute('toy', overrides=%s, store=Store(%r))"
+        % (str(TESTS), overrides, str(store_root))
     )
     return subprocess.Popen([sys.executable, "-c", code])
 

@@ -18,8 +18,9 @@ def _claim(judge) -> Claim:
 
 
 def test_judge_keyerror_is_an_error_verdict():
-    v = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, bool(r.table("steps")["maen"].max() < 1))).evaluate(_result(
-        steps=pd.DataFrame({"mean": [0.0]})))
+    v = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, bool(r.table("steps")["maen"].max() < 1))).evaluate(
+        _result(steps=pd.DataFrame({"mean": [0.0]}))
+    )
     assert v.passed is False and v.error and v.outcome == "error" and v.label == "ERROR"
     assert v.detail.startswith("judge raised KeyError") and "maen" in v.detail
 
@@ -27,8 +28,11 @@ def test_judge_keyerror_is_an_error_verdict():
 def test_missing_table_is_an_error_unless_the_judge_says_why():
     plain = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, r.table("lm") is not None)).evaluate(_result())
     assert plain.error and "table 'lm'" in plain.detail
-    explained = _claim(lambda r: Verdict("x/c", "a claim", 1, 1, 0, r.table("lm", unless="this config does not train "
-        "the LM (lm=false)") is not None))
+    explained = _claim(
+        lambda r: Verdict(
+            "x/c", "a claim", 1, 1, 0, r.table("lm", unless="this config does not train the LM (lm=false)") is not None
+        )
+    )
     v = explained.evaluate(_result())
     assert v.passed is None and not v.error and v.detail == "not decided: this config does not train the LM (lm=false)"
 
@@ -45,8 +49,11 @@ def test_any_exception_in_a_judge_fails_the_run():
     res = _result()
     res.verdicts = [_claim(lambda r: 1 / 0).evaluate(res)]
     assert res.verdicts[0].error and "ZeroDivisionError" in res.verdicts[0].detail
-    assert res.counts() == {"passed": 0, "departed": 0, "failed": 0, "known": 0, "unexpected": 0, "undecided": 0,
-                            "error": 1} and not res.passed
+    assert (
+        res.counts()
+        == {"passed": 0, "departed": 0, "failed": 0, "known": 0, "unexpected": 0, "undecided": 0, "error": 1}
+        and not res.passed
+    )
 
 
 def test_verdict_of_another_claim_or_not_a_verdict_is_an_error():

@@ -15,8 +15,7 @@ from theorylab.core.result import Result
 
 
 def _result(config=None, preset="quick", seed=0, **tables) -> Result:
-    return Result(study="demo", run_id="r", preset=preset, seed=seed, status="done", config=config or {},
-                  tables=tables)
+    return Result(study="demo", run_id="r", preset=preset, seed=seed, status="done", config=config or {}, tables=tables)
 
 
 def _one(judge, **declared):
@@ -40,8 +39,9 @@ def test_judged_fails_on_a_nan_comparison_and_on_a_nan_measurement():
     assert _one(lambda res, v: v.judged(None, nan, "x")).evaluate(_result()).passed is None
 
 
-@pytest.mark.parametrize("helper, args", [("at_least", (0.5,)), ("at_most", (0.5,)), ("within", (0.0, 1.0)),
-                                          ("close", (0.5,))])
+@pytest.mark.parametrize(
+    "helper, args", [("at_least", (0.5,)), ("at_most", (0.5,)), ("within", (0.0, 1.0)), ("close", (0.5,))]
+)
 def test_every_comparison_helper_fails_on_nan(helper, args):
     series = pd.Series([0.5, float("nan"), 0.5], index=["d = 8", "d = 16", "d = 32"])
     v = _one(lambda res, v: getattr(v, helper)(series, *args, name="overlap")).evaluate(_result())
@@ -87,12 +87,18 @@ def test_comparisons_state_the_bound_once_and_report_the_worst_value():
 
 # --- departures ------------------------------------------------------------------------------------------
 def test_a_field_departure_applies_only_when_the_run_differs_from_the_card():
-    claim = _one(lambda res, v: v.at_least(1.0, 0.5), departures=[
-        Departure.field_value("lr", 1e-3, "the card's rate did not train at quick size"),
-        "sign features (card: Gaussian)"])
+    claim = _one(
+        lambda res, v: v.at_least(1.0, 0.5),
+        departures=[
+            Departure.field_value("lr", 1e-3, "the card's rate did not train at quick size"),
+            "sign features (card: Gaussian)",
+        ],
+    )
     v = claim.evaluate(_result({"lr": 2e-3}))
-    assert v.departures == ("lr 0.002 (card 0.001): the card's rate did not train at quick size",
-                            "sign features (card: Gaussian)")
+    assert v.departures == (
+        "lr 0.002 (card 0.001): the card's rate did not train at quick size",
+        "sign features (card: Gaussian)",
+    )
     assert v.outcome == "departed" and v.label == "passed with departures" and v.passed is True
     v = claim.evaluate(_result({"lr": 1e-3}))  # the user set the card's value back: only the fixed departure
     assert v.departures == ("sign features (card: Gaussian)",)
@@ -102,22 +108,26 @@ def test_a_field_departure_applies_only_when_the_run_differs_from_the_card():
 
 
 def test_a_departure_limited_to_presets_and_one_added_by_the_judge():
-    claim = _one(lambda res, v: v.at_least(1.0, 0.5, departures=["horizon 50 steps (card 1000)"]),
-                 departures=[Departure.of("3 seeds (card 10)", presets=["quick"])])
+    claim = _one(
+        lambda res, v: v.at_least(1.0, 0.5, departures=["horizon 50 steps (card 1000)"]),
+        departures=[Departure.of("3 seeds (card 10)", presets=["quick"])],
+    )
     assert claim.evaluate(_result(preset="quick")).departures == ("3 seeds (card 10)", "horizon 50 steps (card 1000)")
     assert claim.evaluate(_result(preset="paper")).departures == ("horizon 50 steps (card 1000)",)
     # a failure with departures is a failure; an undecided claim carries them too (its reduced measurement)
     failing = _one(lambda res, v: v.at_least(0.1, 0.5), departures=["x"]).evaluate(_result())
     assert failing.outcome == "failed" and failing.departures == ("x",)
-    assert _one(lambda res, v: v.undecided("needs paper preset"), departures=["x"]).evaluate(
-        _result()).departures == ("x",)
+    assert _one(lambda res, v: v.undecided("needs paper preset"), departures=["x"]).evaluate(_result()).departures == (
+        "x",
+    )
 
 
 def test_departures_and_known_failures_survive_the_store_round_trip():
     from theorylab.core.study import Verdict
 
-    v = _one(lambda res, v: v.at_least(0.1, 0.5), departures=["x"],
-             known=KnownFailure.on_every_seed("why")).evaluate(_result())
+    v = _one(lambda res, v: v.at_least(0.1, 0.5), departures=["x"], known=KnownFailure.on_every_seed("why")).evaluate(
+        _result()
+    )
     back = Verdict.from_dict(v.to_dict())
     assert back == v and back.outcome == "known" and v.to_dict()["label"] == "failed (known)"
 
@@ -155,9 +165,11 @@ def test_known_failure_on_some_seeds_reads_as_its_rate_and_its_passes_are_passes
 def test_a_nan_failure_is_never_excused_by_a_known_failure():
     known = KnownFailure.on_every_seed("the claim fails for a reason we understand")
     frame = pd.DataFrame({"d": [8, 16], "x": [0.1, np.nan]})
-    for judge in (lambda res, v: v.at_least(res.table("t")["x"], 0.5),
-                  lambda res, v: v.at_least(v.column(res.table("t"), "x").min(), 0.5),
-                  lambda res, v: v.judged(float("nan"), 0.1, ">= 0.5")):
+    for judge in (
+        lambda res, v: v.at_least(res.table("t")["x"], 0.5),
+        lambda res, v: v.at_least(v.column(res.table("t"), "x").min(), 0.5),
+        lambda res, v: v.judged(float("nan"), 0.1, ">= 0.5"),
+    ):
         verdict = _one(judge, known=known).evaluate(_result(t=frame))
         assert verdict.outcome == "failed" and verdict.nan and verdict.known, verdict
     assert _one(lambda res, v: v.at_least(0.1, 0.5), known=known).evaluate(_result()).outcome == "known"

@@ -15,10 +15,22 @@ SHARED = set(fields.__all__)
 LOCAL = {"Skew", "Multiplier", "Sparsity", "GraphSize", "NoiseVariance"}
 # Spellings this vocabulary retired (issue 19): use the word on the right instead.
 RETIRED = {
-    "eta": "lr / sparsity / leak / skew", "etas": "lrs / sparsities / skews", "hidden": "width or d_model",
-    "seq_len": "length", "n_seeds": "seeds", "n_draws": "draws", "ff_width": "mlp_width", "ff_mult": "mlp_mult",
-    "hidden_mult": "mlp_mult", "eval_every": "evaluate_every", "vocab": "vocab_size", "depth": "n_layers",
-    "depths": "n_layers", "heads": "n_heads", "block": "chunk", "data_path": "image_path",
+    "eta": "lr / sparsity / leak / skew",
+    "etas": "lrs / sparsities / skews",
+    "hidden": "width or d_model",
+    "seq_len": "length",
+    "n_seeds": "seeds",
+    "n_draws": "draws",
+    "ff_width": "mlp_width",
+    "ff_mult": "mlp_mult",
+    "hidden_mult": "mlp_mult",
+    "eval_every": "evaluate_every",
+    "vocab": "vocab_size",
+    "depth": "n_layers",
+    "depths": "n_layers",
+    "heads": "n_heads",
+    "block": "chunk",
+    "data_path": "image_path",
 }
 RETIRED_PREFIXES = {"dn", "kf", "id", "sm", "m3", "p3", "sc", "seq"}  # now deepnorm_, kolmogorov_, identity_, ...
 COUNT_WORDS = {"layers", "heads", "depth", "depths", "context", "vocab"}  # now n_layers, n_heads, length, vocab_size
@@ -45,8 +57,11 @@ def _fields(path: Path):
 def test_no_private_numeric_alias(path):
     tree = ast.parse(path.read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript) \
-                and ast.unparse(node.value).startswith(("Annotated[int", "Annotated[float")):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Subscript)
+            and ast.unparse(node.value).startswith(("Annotated[int", "Annotated[float"))
+        ):
             name = node.targets[0].id
             assert name in LOCAL, f"{path.parent.name}: {name} = {ast.unparse(node.value)}: use core/fields.py"
 

@@ -56,8 +56,15 @@ def test_forms_match_brute_force():
     x = tokens(7, 5, g, torch.tensor([[1.0, 0.3], [0.3, 1.0]]))
     S = torch.randn(5, 5, generator=g, dtype=torch.float64)
     G = bilinear_forms(x, S, chunk=3)
-    ref = torch.tensor([[[sum(float(x[n, i, a] * S[a, b] * x[n, j, b]) for a in range(5) for b in range(5))
-                          for j in range(2)] for i in range(2)] for n in range(7)]) / math.sqrt(5)
+    ref = torch.tensor(
+        [
+            [
+                [sum(float(x[n, i, a] * S[a, b] * x[n, j, b]) for a in range(5) for b in range(5)) for j in range(2)]
+                for i in range(2)
+            ]
+            for n in range(7)
+        ]
+    ) / math.sqrt(5)
     assert torch.allclose(G, ref.double(), atol=1e-12)
     x1 = x[:, 0]
     c = centred_form(x1, S, chunk=2)

@@ -51,7 +51,7 @@ def test_forest_shapes(family, n):
             assert f.n_nodes[b] == 2 * n - 1
         if family == "complete_binary":
             assert {int(f.depth[b, v]) for v in leaves} == {int(np.log2(n))}
-        assert (f.leaves[b, int(f.n_nodes[b]):] == 0).all()
+        assert (f.leaves[b, int(f.n_nodes[b]) :] == 0).all()
 
 
 def test_random_binary_root_split_is_uniform():
@@ -122,7 +122,7 @@ def test_node_tokens_and_trace():
     for b in range(5):
         rank = {int(v): i for i, v in enumerate(post[b])}
         for i, v in enumerate(post[b]):
-            typ, own, par = seq[b, 3 * i: 3 * i + 3]
+            typ, own, par = seq[b, 3 * i : 3 * i + 3]
             assert own == voc["index0"] + i
             p = f.parent[b, v]
             assert par == (voc["root"] if p < 0 else voc["index0"] + rank[int(p)])

@@ -100,7 +100,7 @@ def test_per_field_parameters_match_one_process_per_field(method, boundary):
     batch = sample_separable("periodic", (4, 8), ell, scale, period, boundary=boundary, method=method, noise=z)
     for b in range(3):
         one = SeparableGP("periodic", (4, 8), float(ell[b]), float(scale[b]), float(period[b]), boundary)
-        assert (batch[b] - one.sample(1, method=method, noise=z[b:b + 1])[0]).abs().max() < 1e-12
+        assert (batch[b] - one.sample(1, method=method, noise=z[b : b + 1])[0]).abs().max() < 1e-12
     same = z[:1].expand(3, 4, 8)
     shared = sample_separable("rbf", (4, 8), 0.5, scale, boundary=boundary, method=method, noise=same)
     assert (shared[2] / math.sqrt(3.0) - shared[1]).abs().max() < 1e-12  # only the amplitude differs
@@ -133,25 +133,28 @@ def test_gp_kernel_fields_toy():
     assert (ratio - ratio.round()).abs().max() < 1e-9  # snapped so that the period divides the circle
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: SeparableGP("matern", (4,), 0.5), "kind"),
-    (lambda: SeparableGP("rbf", (4,), 0.0), "lengthscale"),
-    (lambda: SeparableGP("rbf", (4,), 0.5, scale=-1.0), "scale"),
-    (lambda: SeparableGP("periodic", (4,), 0.5), "needs a period"),
-    (lambda: SeparableGP("rbf", (), 0.5), "shape"),
-    (lambda: SeparableGP("rbf", (4, 0), 0.5), "shape"),
-    (lambda: SeparableGP("periodic", (8,), 0.5, period=0.7, boundary="periodic"), "divide"),
-    (lambda: SeparableGP("rbf", (4,), 0.5, boundary="torus"), "boundary"),
-    (lambda: SeparableGP("rbf", (4,), 0.5).sample(2, method="svd"), "method"),
-    (lambda: SeparableGP("rbf", (4,), 0.5).sample(2, method="fft"), "periodic"),
-    (lambda: SeparableGP("rbf", (64,), 0.6).sample(2, method="cholesky"), "not positive definite"),
-    (lambda: sample_separable("rbf", (4,), torch.ones(3), torch.ones(2)), "share one length"),
-    (lambda: sample_separable("rbf", (4,), 0.5), "give n"),
-    (lambda: sample_separable("rbf", (4,), 0.5, noise=torch.zeros(2, 5)), "noise must have shape"),
-    (lambda: GPKernelFields(0), "dims"),
-    (lambda: GPKernelFields(2, lengthscale=(0.6, 0.1)), "lengthscale range"),
-    (lambda: GPKernelFields(2, train_fraction=1.0), "train_fraction"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: SeparableGP("matern", (4,), 0.5), "kind"),
+        (lambda: SeparableGP("rbf", (4,), 0.0), "lengthscale"),
+        (lambda: SeparableGP("rbf", (4,), 0.5, scale=-1.0), "scale"),
+        (lambda: SeparableGP("periodic", (4,), 0.5), "needs a period"),
+        (lambda: SeparableGP("rbf", (), 0.5), "shape"),
+        (lambda: SeparableGP("rbf", (4, 0), 0.5), "shape"),
+        (lambda: SeparableGP("periodic", (8,), 0.5, period=0.7, boundary="periodic"), "divide"),
+        (lambda: SeparableGP("rbf", (4,), 0.5, boundary="torus"), "boundary"),
+        (lambda: SeparableGP("rbf", (4,), 0.5).sample(2, method="svd"), "method"),
+        (lambda: SeparableGP("rbf", (4,), 0.5).sample(2, method="fft"), "periodic"),
+        (lambda: SeparableGP("rbf", (64,), 0.6).sample(2, method="cholesky"), "not positive definite"),
+        (lambda: sample_separable("rbf", (4,), torch.ones(3), torch.ones(2)), "share one length"),
+        (lambda: sample_separable("rbf", (4,), 0.5), "give n"),
+        (lambda: sample_separable("rbf", (4,), 0.5, noise=torch.zeros(2, 5)), "noise must have shape"),
+        (lambda: GPKernelFields(0), "dims"),
+        (lambda: GPKernelFields(2, lengthscale=(0.6, 0.1)), "lengthscale range"),
+        (lambda: GPKernelFields(2, train_fraction=1.0), "train_fraction"),
+    ],
+)
 def test_bad_inputs_fail_with_one_clear_line(call, match):
     with pytest.raises(ValueError, match=match) as err:
         call()

@@ -28,7 +28,8 @@ def test_srg_pair_is_srg_16_6_2_2_non_isomorphic_with_equal_wl_colours():
     for g in (S, R):
         nx.set_node_attributes(g, "0", "colour")  # uniform initial colour (hash without attributes warns)
     assert nx.weisfeiler_lehman_graph_hash(S, node_attr="colour", iterations=5) == nx.weisfeiler_lehman_graph_hash(
-        R, node_attr="colour", iterations=5)
+        R, node_attr="colour", iterations=5
+    )
     assert nx.is_isomorphic(R, nx.cartesian_product(nx.complete_graph(4), nx.complete_graph(4)))
     cliques = lambda g: sum(1 for c in nx.enumerate_all_cliques(g) if len(c) == 4)  # noqa: E731
     assert (cliques(S), cliques(R)) == (0, 8)
@@ -79,7 +80,7 @@ def test_spectral_tokens_match_pyg_laplacian_pe_up_to_sign():
     ei = torch.nonzero(A).T.contiguous()
     pe = AddLaplacianEigenvectorPE(k, attr_name="pe", is_undirected=True)(Data(edge_index=ei, num_nodes=12)).pe
     tok = gt.tokenize(A, "spectral", laplacian_kind="normalized", sign="random", generator=gen)
-    ours = tok[:, 1:k + 1]  # PyG drops the trivial eigenvector
+    ours = tok[:, 1 : k + 1]  # PyG drops the trivial eigenvector
     assert torch.allclose(ours.abs(), pe.double().abs(), atol=1e-4), (ours.abs() - pe.abs()).abs().max()
     assert torch.allclose(tok[0, 12:], lam, atol=1e-10)
 

@@ -32,8 +32,9 @@ def test_minimax_set_covers_both_sides_of_the_kink():
     assert len(gs) == 3 + 9 and all(g.num_nodes <= 3 for g in gs)
     graph, ptr = batch(gs)
     d = minimax_distances(graph, graph.source)
-    paths = [(float(g.weight[0]), float(g.weight[1]), float(d[ptr[i] + 2])) for i, g in enumerate(
-        gs) if g.num_nodes == 3]
+    paths = [
+        (float(g.weight[0]), float(g.weight[1]), float(d[ptr[i] + 2])) for i, g in enumerate(gs) if g.num_nodes == 3
+    ]
     assert all(t == max(a, b) for a, b, t in paths)
     assert any(a < b for a, b, _ in paths) and any(a > b for a, b, _ in paths)
 

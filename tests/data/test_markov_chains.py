@@ -71,8 +71,10 @@ def test_sampler_matches_the_chain_and_the_start_law():
     y = sample_chain(p, 500, 3, torch.Generator().manual_seed(1), start=np.eye(5)[2])
     assert (y[:, 0] == 2).all()
     # seeded
-    assert torch.equal(sample_chain(p, 10, 8, torch.Generator().manual_seed(4)),
-                       sample_chain(p, 10, 8, torch.Generator().manual_seed(4)))
+    assert torch.equal(
+        sample_chain(p, 10, 8, torch.Generator().manual_seed(4)),
+        sample_chain(p, 10, 8, torch.Generator().manual_seed(4)),
+    )
 
 
 def test_sampler_lazy_chain_holds_with_probability_lam_plus():
@@ -108,8 +110,10 @@ def test_empirical_autocorrelation_matches_numpy_corrcoef_and_theory():
     lam = 0.6
     x = sample_chain(lazy_chain(4, lam), 500, 40, torch.Generator().manual_seed(0)).numpy()
     got = indicator_autocorrelation_empirical(x, 4, [1, 2, 3])
-    ref = [np.mean([np.corrcoef((x[:, :-k] == a).ravel(), (x[:, k:] == a).ravel())[0, 1] for a in range(4)])
-           for k in (1, 2, 3)]
+    ref = [
+        np.mean([np.corrcoef((x[:, :-k] == a).ravel(), (x[:, k:] == a).ravel())[0, 1] for a in range(4)])
+        for k in (1, 2, 3)
+    ]
     assert np.allclose(got, ref, atol=1e-12)
     assert np.allclose(got, lam ** np.arange(1, 4), atol=0.02)
     with pytest.raises(ValueError, match="lags"):

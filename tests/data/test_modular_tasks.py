@@ -13,8 +13,12 @@ def test_answers_brute_force():
     tokens, answers, task_ids = multitask_sequences(p)
     assert tokens.shape == (4 * p * p, 4) and answers.shape == task_ids.shape == (4 * p * p,)
     assert int(tokens.max()) < vocab_size(p) == p + 5
-    ref = {"add": lambda a, b: (a + b) % p, "sub": lambda a, b: (a - b) % p, "copy_a": lambda a, b: a,
-           "max": lambda a, b: max(a, b)}
+    ref = {
+        "add": lambda a, b: (a + b) % p,
+        "sub": lambda a, b: (a - b) % p,
+        "copy_a": lambda a, b: a,
+        "max": lambda a, b: max(a, b),
+    }
     for (t, a, b, eq), y, k in zip(tokens.tolist(), answers.tolist(), task_ids.tolist()):
         assert t == p + k and eq == p + 4 and 0 <= a < p and 0 <= b < p
         assert y == ref[TASKS[k]](a, b)

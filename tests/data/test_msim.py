@@ -42,8 +42,7 @@ def test_forward_matches_brute_force_and_shortcut_identity():
     # the shortcut's pieces from the same x: g = <w_1, x_block>, y = upper layers of sigma_1(g), z = <w ⊗ w ⊗ w, x>
     g = x.reshape(5, -1, 3) @ model.features[0]
     np.testing.assert_allclose(model.forward_blocks(msim_link("quadratic")(g), 2), y, rtol=1e-12)
-    np.testing.assert_allclose(g @ model.upper_tensor().reshape(-1), x @ model.teacher_tensor().reshape(-1),
-                               rtol=1e-10)
+    np.testing.assert_allclose(g @ model.upper_tensor().reshape(-1), x @ model.teacher_tensor().reshape(-1), rtol=1e-10)
 
 
 def test_shortcut_has_the_full_sampler_law():
@@ -69,18 +68,20 @@ def test_torch_forward_matches_numpy():
     rng = np.random.default_rng(5)
     models = [msim(4, 3, rng) for _ in range(2)]
     x = rng.standard_normal((2, 7, 64))
-    yt = msim_forward_torch(torch.as_tensor(x), torch.as_tensor(np.stack([np.stack(m.features) for m in models])),
-                            models[0].links)
+    yt = msim_forward_torch(
+        torch.as_tensor(x), torch.as_tensor(np.stack([np.stack(m.features) for m in models])), models[0].links
+    )
     np.testing.assert_allclose(yt.numpy(), np.stack([m(x[i]) for i, m in enumerate(models)]), rtol=1e-10)
 
 
 def test_first_chaos_estimators_against_closed_forms():
     # linear links: y = <w_2 ⊗ w_1, x> exactly, so E[y z] = 1 and E[y x] = w_2 ⊗ w_1
     model = msim(5, 2, np.random.default_rng(6), link="linear")
-    (mean, se), = first_chaos_projection(model, 100_000, np.random.default_rng(7), chunk=10_000)
+    ((mean, se),) = first_chaos_projection(model, 100_000, np.random.default_rng(7), chunk=10_000)
     assert abs(mean - 1) <= 4 * se
-    T, C = first_chaos_tensor(stack_features([model]), model.links, [2000, 40_000], torch.Generator().manual_seed(0),
-                              chunk=5000, control=True)
+    T, C = first_chaos_tensor(
+        stack_features([model]), model.links, [2000, 40_000], torch.Generator().manual_seed(0), chunk=5000, control=True
+    )
     assert T.shape == (2, 1, 5, 5) and C.shape == T.shape
     err = (T[:, 0].numpy() - model.teacher_tensor()).reshape(2, -1)
     assert np.abs(err[1]).max() < 5 / math.sqrt(40_000) and np.abs(err[1]).max() < np.abs(err[0]).max()

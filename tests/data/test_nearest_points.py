@@ -24,8 +24,9 @@ def test_farthest_point_targets_match_brute_force(seed, d, n):
 
 
 def test_separate_queries_target_the_nearest_point():
-    sets = nearest_point_sets(5, 9, 4, torch.Generator().manual_seed(1), mode="separate_nearest", n_queries=3,
-                              dtype=torch.float64)
+    sets = nearest_point_sets(
+        5, 9, 4, torch.Generator().manual_seed(1), mode="separate_nearest", n_queries=3, dtype=torch.float64
+    )
     assert sets.queries.shape == (4, 3, 5) and sets.sequence.shape == (4, 12, 5)
     dist = torch.cdist(sets.queries, sets.points)  # nearest in Euclidean distance = largest inner product on the sphere
     assert torch.equal(sets.index, dist.argmin(-1))

@@ -47,8 +47,9 @@ def test_ks_etdrk4_is_fourth_order():
     g = torch.Generator().manual_seed(1)
     u0 = KS1D(L=22.0, N=64, dt=0.25).spun_up(2, g, time=100)
     ref = KS1D(L=22.0, N=64, dt=0.0625 / 64).step(u0, 64 * 160)
-    errors = [float((KS1D(L=22.0, N=64, dt=dt).step(u0, int(round(10 / dt))) - ref).abs().max()) for dt in (0.125,
-        0.0625)]
+    errors = [
+        float((KS1D(L=22.0, N=64, dt=dt).step(u0, int(round(10 / dt))) - ref).abs().max()) for dt in (0.125, 0.0625)
+    ]
     assert errors[0] / errors[1] >= 8  # K-KS-order: order >= 3
 
 
@@ -202,6 +203,7 @@ def test_coarse_trajectories_store_resampled_fields_and_hold_out_test_states():
     solver = NS2D(N=16, nu=1e-2, dt=5e-3)
     w0 = solver.random_state(5, torch.Generator().manual_seed(0), peak=2, rms=1.0)
     seen = []
+
     def progress(items, what):
         seen.append(what)
         return items

@@ -132,10 +132,15 @@ def test_burgers_batching_determinism_and_bad_arguments():
     assert torch.equal(a, burgers.random_state(3, torch.Generator().manual_seed(5)))
     assert not torch.equal(a, burgers.random_state(3, torch.Generator().manual_seed(6)))
     together = burgers.step(a, 20)
-    alone = torch.cat([burgers.step(a[i:i + 1], 20) for i in range(3)])
+    alone = torch.cat([burgers.step(a[i : i + 1], 20) for i in range(3)])
     assert float((together - alone).abs().max()) <= 1e-14
-    for bad, match in ((dict(nu=0.0), "positive viscosity"), (dict(nu=-1.0), "positive viscosity"),
-                       (dict(N=63), "even grid size"), (dict(N=2), "even grid size"), (dict(dt=0.0), "dt > 0")):
+    for bad, match in (
+        (dict(nu=0.0), "positive viscosity"),
+        (dict(nu=-1.0), "positive viscosity"),
+        (dict(N=63), "even grid size"),
+        (dict(N=2), "even grid size"),
+        (dict(dt=0.0), "dt > 0"),
+    ):
         with pytest.raises(ValueError, match=match):
             Burgers1D(**bad)
     with pytest.raises(ValueError, match="offset > sum"):
@@ -149,8 +154,11 @@ def test_burgers_batching_determinism_and_bad_arguments():
 # --------------------------------------------------------------------------------------------
 
 # dim: (velocity, wavevectors n_j, grid N). Oblique directions; N large enough that I_{N/(2|n|∞)}(β) < 1e-17.
-CASES = {1: ((0.7,), [[1], [3]], 128), 2: ((0.7, -1.3), [[1, 2], [0, 1]], 64),
-         3: ((0.7, -1.3, 0.4), [[1, 1, -1], [0, 1, 0]], 32)}
+CASES = {
+    1: ((0.7,), [[1], [3]], 128),
+    2: ((0.7, -1.3), [[1, 2], [0, 1]], 64),
+    3: ((0.7, -1.3, 0.4), [[1, 1, -1], [0, 1, 0]], 32),
+}
 
 
 @pytest.mark.parametrize("dim", [1, 2, 3])
@@ -163,8 +171,10 @@ def test_advection_diffusion_matches_the_bessel_closed_form(dim):
     g = torch.Generator().manual_seed(dim)
     beta = 0.5 + torch.rand(3, 2, generator=g, dtype=F64)  # 3 trajectories
     u0 = advection_diffusion_bessel(ad.grid, 0.0, beta, n, velocity, ad.kappa).unsqueeze(1)  # (3, 1, *spatial)
-    direct = sum(torch.exp(beta[:, j].view(-1, *[1] * dim) * torch.cos(sum(n[j][i] * ad.grid[i] for i in range(dim))))
-                 for j in range(2)).unsqueeze(1)
+    direct = sum(
+        torch.exp(beta[:, j].view(-1, *[1] * dim) * torch.cos(sum(n[j][i] * ad.grid[i] for i in range(dim))))
+        for j in range(2)
+    ).unsqueeze(1)
     assert float((u0 - direct).abs().max()) <= 1e-13  # the series at t = 0 (measured 4e-15)
     u = ad.step(u0, 100)
     exact = advection_diffusion_bessel(ad.grid, 1.0, beta, n, velocity, ad.kappa).unsqueeze(1)
@@ -205,8 +215,13 @@ def test_pure_advection_by_whole_cells_is_a_roll():
 
 
 def test_advection_diffusion_bad_arguments():
-    for bad, match in ((dict(dim=4), "dim 1, 2 or 3"), (dict(dim=2, velocity=(1.0,)), "one velocity component"),
-                       (dict(kappa=-0.1), "kappa >= 0"), (dict(N=31), "even grid size"), (dict(dt=-1.0), "dt > 0")):
+    for bad, match in (
+        (dict(dim=4), "dim 1, 2 or 3"),
+        (dict(dim=2, velocity=(1.0,)), "one velocity component"),
+        (dict(kappa=-0.1), "kappa >= 0"),
+        (dict(N=31), "even grid size"),
+        (dict(dt=-1.0), "dt > 0"),
+    ):
         with pytest.raises(ValueError, match=match):
             AdvectionDiffusion(**bad)
     assert AdvectionDiffusion(dim=3, N=8).velocity == (1.0, 1.0, 1.0)
@@ -267,8 +282,9 @@ def test_fitzhugh_nagumo_steady_state_and_ode_reduction():
     start = torch.tensor([[0.8, -0.3], [-1.2, 0.5]], dtype=F64)  # two trajectories
     w0 = start.view(2, 2, 1, 1).expand(2, 2, 16, 16).clone()
     rhs = lambda t, z: [z[0] - z[0] ** 3 - fhn.k - z[1], z[0] - z[1]]  # noqa: E731
-    ref = torch.tensor(np.stack([solve_ivp(rhs, (0, 2.0), s, method="DOP853", rtol=1e-12, atol=1e-14).y[:, -1]
-                                 for s in start.numpy()]))
+    ref = torch.tensor(
+        np.stack([solve_ivp(rhs, (0, 2.0), s, method="DOP853", rtol=1e-12, atol=1e-14).y[:, -1] for s in start.numpy()])
+    )
     errors = []
     for dt in (0.01, 0.1):
         solver = DiffReact2D(N=16, dt=dt)
@@ -311,8 +327,13 @@ def test_fitzhugh_nagumo_state_and_bad_arguments():
     assert torch.equal(a, fhn.random_state(3, torch.Generator().manual_seed(1)))
     spectrum = torch.fft.rfft2(a).abs()  # rows m_y = 0..7, −8..−1; columns m_x = 0..8
     assert float(spectrum[..., 6:11, :].amax() + spectrum[..., :, 6:].amax()) <= 1e-12  # 2/3 band: |m| < 16/3
-    for bad, match in ((dict(Du=0.0), "positive diffusivities"), (dict(Dv=-1e-3), "positive diffusivities"),
-                       (dict(N=15), "even grid size"), (dict(dt=0.0), "dt > 0"), (dict(L=0.0), "L > 0")):
+    for bad, match in (
+        (dict(Du=0.0), "positive diffusivities"),
+        (dict(Dv=-1e-3), "positive diffusivities"),
+        (dict(N=15), "even grid size"),
+        (dict(dt=0.0), "dt > 0"),
+        (dict(L=0.0), "L > 0"),
+    ):
         with pytest.raises(ValueError, match=match):
             DiffReact2D(**bad)
 

@@ -23,7 +23,7 @@ def test_pair_partitions_are_telephone_numbers():
 def test_standard_gaussian_fourth_moment_is_isserlis():
     d = 3
     I = np.eye(d)
-    ref = (np.einsum("ij,kl->ijkl", I, I) + np.einsum("ik,jl->ijkl", I, I) + np.einsum("il,jk->ijkl", I, I))
+    ref = np.einsum("ij,kl->ijkl", I, I) + np.einsum("ik,jl->ijkl", I, I) + np.einsum("il,jk->ijkl", I, I)
     assert np.allclose(GaussianLaw(d).moment(4), ref)
     assert np.allclose(GaussianLaw(d).moment(3), 0) and np.allclose(GaussianLaw(d).moment(2), I)
 
@@ -75,7 +75,7 @@ def test_metric_loss_gaussian_and_rademacher_closed_forms():
     B = rng.standard_normal((5, 4, 4))
     B = B + B.transpose(0, 2, 1)
     g = metric_loss(B, GaussianLaw(4).moment(4))
-    assert np.allclose(g, 2 * (B ** 2).sum((1, 2)) + np.trace(B, axis1=1, axis2=2) ** 2)
+    assert np.allclose(g, 2 * (B**2).sum((1, 2)) + np.trace(B, axis1=1, axis2=2) ** 2)
     pts, w = RademacherLaw(4).support()
     exact = np.array([w @ np.einsum("ni,ij,nj->n", pts, b, pts) ** 2 for b in B])
     assert np.allclose(metric_loss(B, RademacherLaw(4).moment(4)), exact)

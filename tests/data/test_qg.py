@@ -92,8 +92,14 @@ def test_etdrk4_matrix_weights_match_matrix_exponentials():
             p1, p2, p3 = X[:2, 2:4], X[:2, 4:6], X[:2, 6:8]
             half = np.zeros((4, 4), dtype=complex)
             half[:2, :2], half[:2, 2:] = A / 2, np.eye(2)
-            expected = dict(E=X[:2, :2], E2=expm(A / 2), Q=dt / 2 * expm(half)[:2, 2:], f1=dt * (p1 - 3 * p2 + 4 * p3),
-                            f2=dt * (p2 - 2 * p3), f3=dt * (-p2 + 4 * p3))
+            expected = dict(
+                E=X[:2, :2],
+                E2=expm(A / 2),
+                Q=dt / 2 * expm(half)[:2, 2:],
+                f1=dt * (p1 - 3 * p2 + 4 * p3),
+                f2=dt * (p2 - 2 * p3),
+                f3=dt * (-p2 + 4 * p3),
+            )
             for name, ref in expected.items():
                 got = model._c[name][:, :, iy, ix].numpy()
                 worst = max(worst, np.abs(got - ref).max() / np.abs(ref).max())
@@ -127,9 +133,20 @@ def test_most_unstable_mode_of_the_presets_grows_at_the_closed_form_rate(name):
     """δ ≠ 1 with bottom drag on the lower layer, using the preset (filter and 2/3 rule on) at N = 32. The
     most unstable wavenumber comes from the closed form. The solver's measured eigenvalue there must match it."""
     model = QG2L.preset(name, N=32, dt=2e6)
-    pairs = {(mx, my): _two_layer_eigenvalues(2 * math.pi * mx / model.L, 2 * math.pi * my / model.L, model.beta,
-                                              model.rd, model.delta, model.U1, model.U2, model.rek)
-             for mx in range(1, 11) for my in range(0, 11)}
+    pairs = {
+        (mx, my): _two_layer_eigenvalues(
+            2 * math.pi * mx / model.L,
+            2 * math.pi * my / model.L,
+            model.beta,
+            model.rd,
+            model.delta,
+            model.U1,
+            model.U2,
+            model.rek,
+        )
+        for mx in range(1, 11)
+        for my in range(0, 11)
+    }
     mode = max(pairs, key=lambda m: pairs[m][0].real)
     best = pairs[mode][0]
     grid_rates = model.linear_eigenvalues()[0].real
@@ -188,7 +205,7 @@ def test_batched_steps_equal_one_trajectory_at_a_time():
     model = QG2L.preset("jet", N=32)
     q = model.random_state(3, torch.Generator().manual_seed(1), velocity=0.1)
     together = model.step(q, 5)
-    alone = torch.cat([model.step(q[i:i + 1], 5) for i in range(3)])
+    alone = torch.cat([model.step(q[i : i + 1], 5) for i in range(3)])
     assert torch.allclose(together, alone, rtol=0, atol=1e-13 * float(together.abs().max()))
     assert torch.isfinite(together).all() and float((together - q).norm()) > 0
 
@@ -207,8 +224,15 @@ def test_closure_target_vanishes_for_fields_inside_the_coarse_band():
 
 
 def test_bad_arguments_raise_one_line_value_errors():
-    for kwargs in (dict(N=7), dict(N=64, delta=0.0), dict(dt=-1.0), dict(rd=0.0), dict(rek=-1e-7),
-                   dict(filterfac=-1.0), dict(beta=float("nan"))):
+    for kwargs in (
+        dict(N=7),
+        dict(N=64, delta=0.0),
+        dict(dt=-1.0),
+        dict(rd=0.0),
+        dict(rek=-1e-7),
+        dict(filterfac=-1.0),
+        dict(beta=float("nan")),
+    ):
         with pytest.raises(ValueError) as err:
             QG2L(**kwargs)
         assert "\n" not in str(err.value) and "QG2L needs" in str(err.value)
@@ -242,14 +266,30 @@ def test_agrees_with_pyqg(name):
     band. Measured: 1.7e-3 at 32², and 4.6e-4 at dt = 900 s."""
     with warnings.catch_warnings():  # pyqg warns at import (no pyfftw) and uses deprecated NumPy paths
         warnings.simplefilter("ignore")
-        pyqg = pytest.importorskip("pyqg", reason="pyqg 0.7.2 is sdist-only and its Cython kernel does not build with "
-                                   "Cython 3 / NumPy 2 (it builds with cython<3 and CFLAGS=-DCYTHON_CCOMPLEX=0)")
+        pyqg = pytest.importorskip(
+            "pyqg",
+            reason="pyqg 0.7.2 is sdist-only and its Cython kernel does not build with "
+            "Cython 3 / NumPy 2 (it builds with cython<3 and CFLAGS=-DCYTHON_CCOMPLEX=0)",
+        )
         p = QG2L.PRESETS[name]
         ours = QG2L.preset(name, N=32, dealias=False)
         q = ours.random_state(1, torch.Generator().manual_seed(1), velocity=0.1)[0]
-        ref = pyqg.QGModel(nx=32, L=p["L"], beta=p["beta"], rd=p["rd"], delta=p["delta"], H1=p["H1"], U1=p["U1"],
-                           U2=p["U2"], rek=p["rek"], dt=p["dt"], filterfac=p["filterfac"], tmax=100 * p["dt"],
-                           twrite=10**9, log_level=0)
+        ref = pyqg.QGModel(
+            nx=32,
+            L=p["L"],
+            beta=p["beta"],
+            rd=p["rd"],
+            delta=p["delta"],
+            H1=p["H1"],
+            U1=p["U1"],
+            U2=p["U2"],
+            rek=p["rek"],
+            dt=p["dt"],
+            filterfac=p["filterfac"],
+            tmax=100 * p["dt"],
+            twrite=10**9,
+            log_level=0,
+        )
         ref.q = q.numpy().copy()
         ref._invert()
         ref._do_advection()

@@ -56,8 +56,9 @@ def test_vocabularies_round_trip():
 def test_proper_names_and_trigger_word_task():
     vocab = WordVocab.from_text(TEXT * 3, 40)
     names = {vocab.words[i] for i in proper_names(vocab)}
-    assert {"Moses", "Aaron", "LORD", "Take"} <= names and "And" not in names and "the" not in [n.lower(
-        ) for n in names]
+    assert (
+        {"Moses", "Aaron", "LORD", "Take"} <= names and "And" not in names and "the" not in [n.lower() for n in names]
+    )
     stream = vocab.encode(TEXT * 3)
     task = TriggerWordTask.from_corpus(vocab, stream, "of")
     assert vocab.words[task.generic] == "Moses" or vocab.words[task.generic] == "the"
@@ -91,8 +92,10 @@ def test_kjv_missing_is_one_line_naming_the_install(tmp_path, monkeypatch):
     assert "\n" not in str(err.value) and "stdlib" in str(err.value)
 
 
-@pytest.mark.skipif(shutil.which("bible") is None, reason="Debian's bible-kjv is not installed here (apt-get install "
-                                                          "bible-kjv); the 'stdlib' corpus needs nothing")
+@pytest.mark.skipif(
+    shutil.which("bible") is None,
+    reason="Debian's bible-kjv is not installed here (apt-get install bible-kjv); the 'stdlib' corpus needs nothing",
+)
 def test_kjv_corpus(tmp_path, monkeypatch):
     text = kjv_text(tmp_path)
     lines = text.splitlines()
@@ -128,8 +131,9 @@ def test_stdlib_paragraphs_are_deterministic_and_keep_only_prose(tmp_path):
     (lib / "b.py").write_text('"""Second module with a docstring that is long enough to be prose here."""\n')
     (lib / "pkg" / "a.py").write_text(
         '"""First module docstring that holds a paragraph of plain English words.\n\n    indented code example '
-        'line\n\n>>> 1 + 1\n\n'
-        'Short.\n"""\n\ndef f():\n    """A function docstring, also a plain sentence in English words."""\n')
+        "line\n\n>>> 1 + 1\n\n"
+        'Short.\n"""\n\ndef f():\n    """A function docstring, also a plain sentence in English words."""\n'
+    )
     (lib / "test" / "t.py").write_text('"""A test module docstring that must be skipped entirely by the reader."""\n')
     (lib / "broken.py").write_text("def (:\n")
     got = stdlib_paragraphs(lib)

@@ -19,8 +19,9 @@ from theorylab.data.trigger_text import (
     word_trigger_corpus,
 )
 
-TEXT = " ".join(f"the son of {name} went unto the house of the LORD ." for name in ["Moses", "Aaron", "David", "Saul",
-    "Jacob"] * 60)
+TEXT = " ".join(
+    f"the son of {name} went unto the house of the LORD ." for name in ["Moses", "Aaron", "David", "Saul", "Jacob"] * 60
+)
 
 
 def test_dirichlet_background_is_the_markov_task():
@@ -65,8 +66,9 @@ def test_probe_windows_draw_probes_then_natural_text():
 
 def test_held_out_probes_use_disjoint_halves():
     corpus = word_trigger_corpus(TEXT, 30, "of", window=16)
-    splits = held_out_probes(corpus.held_out, corpus.task, 4, 16, {k: torch.Generator().manual_seed(i) for i,
-        k in enumerate(("a", "b"))})
+    splits = held_out_probes(
+        corpus.held_out, corpus.task, 4, 16, {k: torch.Generator().manual_seed(i) for i, k in enumerate(("a", "b"))}
+    )
     half = len(corpus.held_out) // 2
     for i, (name, part) in enumerate((("a", corpus.held_out[:half]), ("b", corpus.held_out[half:]))):
         ref = probe_windows(part, corpus.task, 4, 16, torch.Generator().manual_seed(i))

@@ -31,8 +31,10 @@ def test_wrong_sign_computes_the_nearest_point_instead():
 
 def test_softmax_head_converges_as_beta_grows():
     sets = nearest_point_sets(16, 8, 500, torch.Generator().manual_seed(1), dtype=torch.float64)
-    errs = [float(d_mse(full_rank_head(16, beta, dtype=torch.float64)(sets.sequence), sets.targets)) for beta in (3, 30,
-        300, 3000)]
+    errs = [
+        float(d_mse(full_rank_head(16, beta, dtype=torch.float64)(sets.sequence), sets.targets))
+        for beta in (3, 30, 300, 3000)
+    ]
     assert all(a > b for a, b in zip(errs, errs[1:]))
     assert errs[-1] < 1e-3
     assert full_rank_head(16, math.inf).blocks[0].attn.cfg.attention == "hard"

@@ -96,7 +96,7 @@ def test_sx_impulse_response_is_a_symmetric_cross():
     assert profiles[0].abs().max() > 0.1  # not trivially zero
     # the profile is the flipped kernel (cross-correlation), the centre counted once per axis
     expected = torch.zeros(n, dtype=torch.float64)
-    expected[c - 2:c + 3] = m.weight[0, 0].flip(0)
+    expected[c - 2 : c + 3] = m.weight[0, 0].flip(0)
     expected[c] = 3 * m.weight[0, 0, 2]
     assert (profiles[0] - expected).abs().max() < TIGHT
 
@@ -136,10 +136,13 @@ def test_patch_embed_and_unembed_are_dense_patch_convolutions():
     emb = AxialPatchEmbed(2, 4, p).double()
     une = AxialPatchUnembed(4, 2, p).double()
     for d, conv, convT in [(2, F.conv2d, F.conv_transpose2d), (3, F.conv3d, F.conv_transpose3d)]:
-        Ke = sum(emb.weight.view(4, 2, *[p if a == i else 1 for a in range(d)]).expand(4, 2, *[p] * d)
-                 for i in range(d)) / (d * p ** (d - 1))
-        Ku = sum(une.weight.view(4, 2, *[p if a == i else 1 for a in range(d)]).expand(4, 2, *[p] * d)
-                 for i in range(d)) / d
+        Ke = sum(
+            emb.weight.view(4, 2, *[p if a == i else 1 for a in range(d)]).expand(4, 2, *[p] * d) for i in range(d)
+        ) / (d * p ** (d - 1))
+        Ku = (
+            sum(une.weight.view(4, 2, *[p if a == i else 1 for a in range(d)]).expand(4, 2, *[p] * d) for i in range(d))
+            / d
+        )
         x = torch.randn(2, 2, *[p * m for m in (2, 3, 1)[:d]], dtype=torch.float64)
         h = emb(x)
         assert (h - (conv(x, Ke, stride=p) + emb.bias.view(-1, *[1] * d))).abs().max() < TIGHT
@@ -206,14 +209,17 @@ def _gx_stack(message):
     return nn.Sequential(GXLift(2, 4), GXMessage(4, message=message, heads=2))
 
 
-@pytest.mark.parametrize("name, build, output", [
-    ("SXConv", lambda: SXConv(2, 3, 3), "field"),
-    ("SXAttention", lambda: SXAttention(2, heads=2), "field"),
-    ("GXLift", lambda: GXLift(2, 3), "nodes"),
-    ("GXLift+GXMessage(conv)", lambda: _gx_stack("conv"), "nodes"),
-    ("GXLift+GXMessage(attention)", lambda: _gx_stack("attention"), "nodes"),
-    ("GX lift+message+readout", lambda: nn.Sequential(*_gx_stack("conv"), GXReadout()), "field"),
-])
+@pytest.mark.parametrize(
+    "name, build, output",
+    [
+        ("SXConv", lambda: SXConv(2, 3, 3), "field"),
+        ("SXAttention", lambda: SXAttention(2, heads=2), "field"),
+        ("GXLift", lambda: GXLift(2, 3), "nodes"),
+        ("GXLift+GXMessage(conv)", lambda: _gx_stack("conv"), "nodes"),
+        ("GXLift+GXMessage(attention)", lambda: _gx_stack("attention"), "nodes"),
+        ("GX lift+message+readout", lambda: nn.Sequential(*_gx_stack("conv"), GXReadout()), "field"),
+    ],
+)
 def test_layers_are_axis_permutation_equivariant_in_float64(name, build, output):
     df = equivariance_errors(_seeded(build), SHAPES_2D3D, output=output)
     assert len(df) == 2 + 6  # every permutation of 2 and of 3 axes
@@ -225,13 +231,16 @@ def test_sxconv_equivariance_at_four_axes():
     assert max_equivariance_error(_seeded(lambda: SXConv(1, 2, 3)), (1, 1, 3, 4, 5, 2)) < TIGHT
 
 
-@pytest.mark.parametrize("build, shapes", [
-    (lambda: XCNN(), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
-    (lambda: XCNN(kind="gx", width=8), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
-    (lambda: XCNN(kind="gx", width=8, message="attention", heads=2, norm=True), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
-    (lambda: XCNN(norm=True, activation="relu"), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
-    (lambda: XViT(), [(2, 1, 8, 12), (2, 1, 4, 8, 12)]),
-])
+@pytest.mark.parametrize(
+    "build, shapes",
+    [
+        (lambda: XCNN(), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
+        (lambda: XCNN(kind="gx", width=8), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
+        (lambda: XCNN(kind="gx", width=8, message="attention", heads=2, norm=True), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
+        (lambda: XCNN(norm=True, activation="relu"), [(2, 1, 8, 6), (2, 1, 6, 5, 4)]),
+        (lambda: XViT(), [(2, 1, 8, 12), (2, 1, 4, 8, 12)]),
+    ],
+)
 def test_networks_are_axis_permutation_equivariant_in_float64(build, shapes):
     net = _seeded(build)
     if isinstance(net, XCNN):  # logits are invariant, the feature field is equivariant
@@ -250,12 +259,15 @@ def test_float32_equivariance_at_card_sizes():
     assert max_equivariance_error(XViT(), shapes, dtype=torch.float32) <= 1e-5
 
 
-@pytest.mark.parametrize("build, shapes, shifts", [
-    (lambda: SXConv(2, 3, 5), SHAPES_2D3D, [1, 3]),
-    (lambda: nn.Sequential(*_gx_stack("conv"), GXReadout()), SHAPES_2D3D, [1, 2]),
-    (lambda: XCNN().features, [(2, 1, 8, 6), (2, 1, 6, 5, 4)], [1, 2]),
-    (lambda: XCNN(kind="gx", width=8).features, [(2, 1, 8, 6), (2, 1, 6, 5, 4)], [1]),
-])
+@pytest.mark.parametrize(
+    "build, shapes, shifts",
+    [
+        (lambda: SXConv(2, 3, 5), SHAPES_2D3D, [1, 3]),
+        (lambda: nn.Sequential(*_gx_stack("conv"), GXReadout()), SHAPES_2D3D, [1, 2]),
+        (lambda: XCNN().features, [(2, 1, 8, 6), (2, 1, 6, 5, 4)], [1, 2]),
+        (lambda: XCNN(kind="gx", width=8).features, [(2, 1, 8, 6), (2, 1, 6, 5, 4)], [1]),
+    ],
+)
 def test_conv_layers_are_periodic_shift_equivariant(build, shapes, shifts):
     torch.manual_seed(0)
     model = build()
@@ -297,8 +309,11 @@ class _PerAxisConv(nn.Module):
 
 def test_negative_controls_fail_the_probe():
     torch.manual_seed(0)
-    plain = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, padding_mode="circular"), nn.GELU(),
-                          nn.Conv2d(4, 1, 3, padding=1, padding_mode="circular"))
+    plain = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1, padding_mode="circular"),
+        nn.GELU(),
+        nn.Conv2d(4, 1, 3, padding=1, padding_mode="circular"),
+    )
     assert max_equivariance_error(plain, (2, 1, 8, 8)) > 1e-3
     assert max_equivariance_error(plain, (2, 1, 8, 8), perms=None, shifts=[1, 3]) < TIGHT  # but shift-equivariant
     per_axis = _PerAxisConv(2)
@@ -320,11 +335,14 @@ def test_negative_controls_fail_the_probe():
 # ------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build, shapes", [
-    (lambda: XCNN(), [(2, 1, 16), (2, 1, 8, 6), (2, 1, 6, 5, 4), (1, 1, 4, 3, 4, 3)]),
-    (lambda: XCNN(kind="gx", width=8, layers=3), [(2, 1, 16), (2, 1, 8, 6), (2, 1, 6, 5, 4), (1, 1, 4, 3, 4, 3)]),
-    (lambda: XViT(patch=2), [(2, 1, 16), (2, 1, 8, 6), (2, 1, 6, 4, 4), (1, 1, 4, 2, 4, 2)]),
-])
+@pytest.mark.parametrize(
+    "build, shapes",
+    [
+        (lambda: XCNN(), [(2, 1, 16), (2, 1, 8, 6), (2, 1, 6, 5, 4), (1, 1, 4, 3, 4, 3)]),
+        (lambda: XCNN(kind="gx", width=8, layers=3), [(2, 1, 16), (2, 1, 8, 6), (2, 1, 6, 5, 4), (1, 1, 4, 3, 4, 3)]),
+        (lambda: XViT(patch=2), [(2, 1, 16), (2, 1, 8, 6), (2, 1, 6, 4, 4), (1, 1, 4, 2, 4, 2)]),
+    ],
+)
 def test_one_state_dict_runs_on_every_dimension(build, shapes):
     """Card claim 2: one state_dict, loaded into a model built elsewhere, runs unchanged on d = 1..4; the parameter
     count does not change, and the outputs are [B, out] logits or [B, C, *spatial] fields."""
@@ -404,20 +422,23 @@ def test_gx_repeat_trick_keeps_the_added_axis_constant():
 # ------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: SXConv(1, 2, 4), "odd kernel_size"),
-    (lambda: SXConv(1, 2, 3, aggregate="max"), "aggregate"),
-    (lambda: SXConv(2, 2)(torch.randn(1, 3, 8)), r"\[B, 2, n_1"),
-    (lambda: SXConv(2, 2)(torch.randn(1, 2)), r"\[B, 2, n_1"),
-    (lambda: SXAttention(6, heads=4), "divisible by heads"),
-    (lambda: GXLift(1, 2, 5)(torch.randn(1, 1, 8, 1)), "circular padding"),
-    (lambda: GXMessage(4)(torch.randn(1, 3, 4, 5, 5)), "node features"),
-    (lambda: GXReadout()(torch.randn(1, 4, 5, 5)), "node features"),
-    (lambda: XCNN(kind="fx"), "kind"),
-    (lambda: XCNN(activation="swish"), "activation"),
-    (lambda: XViT(patch=4)(torch.randn(1, 1, 8, 6)), "divisible by patch"),
-    (lambda: XCNN(pos_embed=True, max_dims=2)(torch.randn(1, 1, 4, 4, 4)), "at most 2 axes"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: SXConv(1, 2, 4), "odd kernel_size"),
+        (lambda: SXConv(1, 2, 3, aggregate="max"), "aggregate"),
+        (lambda: SXConv(2, 2)(torch.randn(1, 3, 8)), r"\[B, 2, n_1"),
+        (lambda: SXConv(2, 2)(torch.randn(1, 2)), r"\[B, 2, n_1"),
+        (lambda: SXAttention(6, heads=4), "divisible by heads"),
+        (lambda: GXLift(1, 2, 5)(torch.randn(1, 1, 8, 1)), "circular padding"),
+        (lambda: GXMessage(4)(torch.randn(1, 3, 4, 5, 5)), "node features"),
+        (lambda: GXReadout()(torch.randn(1, 4, 5, 5)), "node features"),
+        (lambda: XCNN(kind="fx"), "kind"),
+        (lambda: XCNN(activation="swish"), "activation"),
+        (lambda: XViT(patch=4)(torch.randn(1, 1, 8, 6)), "divisible by patch"),
+        (lambda: XCNN(pos_embed=True, max_dims=2)(torch.randn(1, 1, 4, 4, 4)), "at most 2 axes"),
+    ],
+)
 def test_bad_inputs_fail_with_one_clear_line(call, match):
     with pytest.raises(ValueError, match=match) as err:
         call()

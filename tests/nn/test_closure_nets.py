@@ -132,8 +132,9 @@ def test_matrix_resampling_equals_the_fft_path():
     ms = MultiscaleClosure([8, 16], [_Zero(), _Zero()])
     x = torch.randn(2, 1, 16, dtype=torch.float64)
     assert torch.allclose(ms.resample(x, 8), resample_spectral(x, 8), atol=1e-13)
-    assert torch.allclose(ms.resample(resample_spectral(x, 8), 16), resample_spectral(resample_spectral(x, 8), 16),
-                          atol=1e-13)
+    assert torch.allclose(
+        ms.resample(resample_spectral(x, 8), 16), resample_spectral(resample_spectral(x, 8), 16), atol=1e-13
+    )
     ms2 = MultiscaleClosure([8, 16], [_Zero(), _Zero()], dims=2)
     y = torch.randn(2, 1, 16, 16, dtype=torch.float64)
     assert torch.allclose(ms2.resample(y, 8), resample_spectral(y, 8, dims=2), atol=1e-13)

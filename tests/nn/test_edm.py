@@ -144,11 +144,15 @@ def test_exact_denoiser_minimises_the_loss_over_the_gaussian():
     # On data from N(mu, Sigma) the closed-form denoiser has lower expected loss than a perturbed one.
     mu, cov = _gaussian()
     lin = LinearDenoiser(mu, cov)
-    y = mu + torch.randn(40000, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(4)) @ \
-        torch.linalg.cholesky(cov).T
+    y = (
+        mu
+        + torch.randn(40000, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+        @ torch.linalg.cholesky(cov).T
+    )
     good = edm_loss(EDMPrecond(ExactBackbone(lin)), y, torch.Generator().manual_seed(5)).item()
-    worse = edm_loss(EDMPrecond(ExactBackbone(LinearDenoiser(mu + 0.2, cov * 1.3))), y,
-                     torch.Generator().manual_seed(5)).item()
+    worse = edm_loss(
+        EDMPrecond(ExactBackbone(LinearDenoiser(mu + 0.2, cov * 1.3))), y, torch.Generator().manual_seed(5)
+    ).item()
     assert good < worse
 
 

@@ -17,7 +17,7 @@ def test_block_mean_pool_matches_a_loop(T):
     pool = BlockMeanPool(4, causal=True)
     z = pool.pool(x)
     for b in range(z.shape[1]):
-        assert torch.allclose(z[:, b], x[:, 4 * b:4 * b + 4].mean(1))
+        assert torch.allclose(z[:, b], x[:, 4 * b : 4 * b + 4].mean(1))
     out = pool.broadcast(z, T)
     for t in range(T):
         expected = torch.zeros(2, 3, dtype=torch.float64) if t < 4 else z[:, t // 4 - 1]

@@ -48,8 +48,10 @@ def test_zero_pad_wrapper_equals_padding_by_hand():
 
 def test_xfieldcnn_is_equivariant_and_residual():
     net = XFieldCNN(2, 1, width=4, layers=2)
-    assert max_equivariance_error(net, (2, 2, 6, 5, 4), dtype=torch.float32,
-                                  generator=torch.Generator().manual_seed(0)) <= 1e-5
+    assert (
+        max_equivariance_error(net, (2, 2, 6, 5, 4), dtype=torch.float32, generator=torch.Generator().manual_seed(0))
+        <= 1e-5
+    )
     for p in net.out.parameters():
         torch.nn.init.zeros_(p)
     x = torch.randn(2, 2, 8, 8)

@@ -24,8 +24,9 @@ from theorylab.probes.spectra import gram_spectrum, participation_ratio  # noqa:
 from theorylab.theory.consensus import draw_layer_weights, simulate_ideal_ssm  # noqa: E402
 
 N, M, ELL, LAYERS = 16, 16, 50, 4
-CARD = dict(hidden_size=64, num_hidden_layers=4, state_size=16, head_dim=16, num_heads=8, expand=2, n_groups=1,
-            vocab_size=512)  # the card's random-init config (a)
+CARD = dict(
+    hidden_size=64, num_hidden_layers=4, state_size=16, head_dim=16, num_heads=8, expand=2, n_groups=1, vocab_size=512
+)  # the card's random-init config (a)
 SMALL = dict(CARD, hidden_size=16, num_hidden_layers=2, state_size=8, head_dim=4, num_heads=8, vocab_size=32)
 
 
@@ -54,8 +55,9 @@ def test_idealized_hf_model_is_the_idealised_layer(nonlinearity, gate):
         err64 = idealization_error(ws, z0, nonlinearity=nonlinearity, model=model)
     assert float(err64.max()) <= 1e-6, err64
     # the same against simulate_ideal_ssm's final tokens on the same weights and z0
-    ref = simulate_ideal_ssm(N, M, ELL, 1, LAYERS, nonlinearity=nonlinearity, gate=gate, generator=None,
-                             z0=z0, weights=ws)
+    ref = simulate_ideal_ssm(
+        N, M, ELL, 1, LAYERS, nonlinearity=nonlinearity, gate=gate, generator=None, z0=z0, weights=ws
+    )
     with full_precision_norms(model):
         got = layer_states(model, z0, LAYERS).states[-1]
     assert torch.allclose(got, ref.z, atol=1e-6, rtol=0)
@@ -84,8 +86,8 @@ def test_idealized_model_layout():
     assert (mixer.num_heads, mixer.head_dim, mixer.n_groups, mixer.ssm_state_size) == (N, 1, 1, M)
     assert isinstance(mixer.norm, GateOnly) and mixer.norm.gated and mixer.activation is None
     W = mixer.in_proj.weight.detach()
-    assert torch.equal(W[N:2 * N], torch.eye(N, dtype=torch.float64) / math.sqrt(N))
-    assert torch.equal(W[2 * N:2 * N + M], ws[1].S_B[0] / math.sqrt(N))
+    assert torch.equal(W[N : 2 * N], torch.eye(N, dtype=torch.float64) / math.sqrt(N))
+    assert torch.equal(W[2 * N : 2 * N + M], ws[1].S_B[0] / math.sqrt(N))
     assert torch.allclose(-mixer.A_log.detach().exp(), -ws[1].alpha[0]) and float(mixer.D.detach().abs().max()) == 0
     assert torch.allclose(mixer.out_proj.weight.detach(), 0.5 * math.sqrt(N) * torch.eye(N, dtype=torch.float64))
     assert torch.equal(mixer.conv1d.weight[:, 0, -1], torch.ones(N + 2 * M, dtype=torch.float64))
@@ -139,8 +141,10 @@ def test_layer_states_is_the_real_forward_and_cycles(small_model):
     # final norm's output last; the version this test was written on had block k's output at index k).
     st = layer_states(small_model, ids, 2, project=False, chunk_size=256)  # the model's own chunk size
     outs = []
-    hooks = [b.register_forward_hook(lambda mod, args, out: outs.append(out[0] if isinstance(out, tuple) else out))
-             for b in mamba2_blocks(small_model)]
+    hooks = [
+        b.register_forward_hook(lambda mod, args, out: outs.append(out[0] if isinstance(out, tuple) else out))
+        for b in mamba2_blocks(small_model)
+    ]
     try:
         with torch.no_grad():
             small_model.backbone(ids, use_cache=False)

@@ -62,8 +62,9 @@ def test_max_mpnn_with_x_plus_w_is_the_knapsack_dp():
     _exact_sum_mlp(model)
     with torch.no_grad():
         h, _ = model(torch.zeros(g.num_nodes, 1, dtype=torch.float64), g.edge_index, g.weight, max_rounds=9)
-    assert torch.allclose(h[:, 0], torch.as_tensor(knapsack_dp(inst.weights, inst.values, inst.capacity).flatten()),
-                          atol=1e-12)
+    assert torch.allclose(
+        h[:, 0], torch.as_tensor(knapsack_dp(inst.weights, inst.values, inst.capacity).flatten()), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("aggr", ["min", "max"])
@@ -89,8 +90,12 @@ def test_aggregation_semantics_and_mixed_members():
     with torch.no_grad():
         out = model.step(h.expand(-1, 4).clone(), ei, w)
     msgs = torch.tensor([2.0, 5.0], dtype=torch.float64)  # f(1, 1), f(3, 2)
-    assert out[2].tolist() == [min(10.0, msgs.min().item()), max(10.0, msgs.max().item()), 10.0 + msgs.sum().item(), (
-        10.0 + msgs.sum().item()) / 3]
+    assert out[2].tolist() == [
+        min(10.0, msgs.min().item()),
+        max(10.0, msgs.max().item()),
+        10.0 + msgs.sum().item(),
+        (10.0 + msgs.sum().item()) / 3,
+    ]
     assert torch.equal(out[:2], h[:2].expand(-1, 4))
     # a member of the mixed network behaves like the same member alone
     sub = model.subset([2])
@@ -142,15 +147,36 @@ def test_training_lowers_the_loss_and_respects_masks():
     h0[tiny.source] = 0
     mask = torch.ones(tiny.num_nodes, 2, dtype=torch.bool)
     mask[:, 1] = False  # member 1 sees no data: only its L1 term moves it
-    log = train_members(model, tiny.edge_index, tiny.weight, h0, target[:, None].expand(-1, 2).clone(),
-                        eta=torch.tensor([0.0, 1e-2], dtype=torch.float64),
-                        losses=["mse", "multiplicative"], steps=60, lr=1e-2, rounds=3, mask=mask, log_every=10)
+    log = train_members(
+        model,
+        tiny.edge_index,
+        tiny.weight,
+        h0,
+        target[:, None].expand(-1, 2).clone(),
+        eta=torch.tensor([0.0, 1e-2], dtype=torch.float64),
+        losses=["mse", "multiplicative"],
+        steps=60,
+        lr=1e-2,
+        rounds=3,
+        mask=mask,
+        log_every=10,
+    )
     first, last = log[log.step == 0].set_index("member"), log[log.step == log.step.max()].set_index("member")
     assert last.loc[0, "loss"] < 0.5 * first.loc[0, "loss"]
     assert last.loc[1, "l1"] < first.loc[1, "l1"] and last.loc[1, "loss"] == 0
     with pytest.raises(ValueError, match="members"):
-        train_members(model, tiny.edge_index, tiny.weight, h0, target[:, None], eta=torch.zeros(2), losses=["mse"] * 2,
-                      steps=1, lr=1e-3, rounds=1)
+        train_members(
+            model,
+            tiny.edge_index,
+            tiny.weight,
+            h0,
+            target[:, None],
+            eta=torch.zeros(2),
+            losses=["mse"] * 2,
+            steps=1,
+            lr=1e-3,
+            rounds=1,
+        )
 
 
 def test_losses_and_grid_probe():
@@ -171,8 +197,19 @@ def test_smooth_l1_tends_to_l1_and_unknown_regulariser_fails_early():
     tiny, _ = batch(bf_tiny_training_set())
     h0 = torch.zeros(tiny.num_nodes, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="regulariser"):
-        train_members(model, tiny.edge_index, tiny.weight, h0, h0, eta=torch.zeros(2), losses=["mse"] * 2, steps=1,
-                      lr=1e-3, rounds=1, regulariser="l2")
+        train_members(
+            model,
+            tiny.edge_index,
+            tiny.weight,
+            h0,
+            h0,
+            eta=torch.zeros(2),
+            losses=["mse"] * 2,
+            steps=1,
+            lr=1e-3,
+            rounds=1,
+            regulariser="l2",
+        )
 
 
 def test_chunked_inference_equals_one_block():

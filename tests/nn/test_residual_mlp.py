@@ -43,7 +43,7 @@ def test_window_variant_is_local_and_equals_a_linear_map_of_the_one_hot_window()
     # reference: concatenate the one-hot window (padding id V outside the sequence), one nn.Linear
     pad = torch.nn.functional.pad(x, (w, w), value=V)
     onehot = torch.nn.functional.one_hot(pad, V + 1).float()  # (n, L + 2w, V + 1)
-    win = torch.cat([onehot[:, o:o + L] for o in range(2 * w + 1)], dim=-1)
+    win = torch.cat([onehot[:, o : o + L] for o in range(2 * w + 1)], dim=-1)
     assert torch.allclose(m.embed(x), m.embed_win(win), atol=1e-6)
     # changing a token at distance > w leaves position t's output unchanged; within w it changes
     y = x.clone()

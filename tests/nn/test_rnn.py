@@ -20,7 +20,7 @@ def test_matches_torch_module(kind, cls):
     states = []
     state = (h, torch.zeros_like(h)) if kind == "lstm" else h
     for t in range(9):  # one step at a time through torch's module
-        out, state = ref(x[:, t:t + 1], state)
+        out, state = ref(x[:, t : t + 1], state)
         states.append(out[:, 0])
     want = states[-1] @ model.head.weight.T + model.head.bias
     assert torch.allclose(model(tok), want, atol=1e-6)
@@ -33,7 +33,7 @@ def test_lengths_read_the_last_real_token():
     lengths = torch.tensor([6, 4, 2])
     out = model(tok, lengths)
     for i, n in enumerate(lengths.tolist()):
-        assert torch.allclose(out[i], model(tok[i:i + 1, :n])[0], atol=1e-6)
+        assert torch.allclose(out[i], model(tok[i : i + 1, :n])[0], atol=1e-6)
 
 
 def test_seeded_init_and_bad_input():
@@ -48,6 +48,7 @@ def test_seeded_init_and_bad_input():
 
 def test_stacked_gru_equals_its_models():
     from theorylab.nn.rnn import StackedGRU
+
     models = [RNN("gru", vocab_size=5, hidden=h, embedding=3, seed=h) for h in (2, 5, 4)]
     stack = StackedGRU(models)
     tok = torch.randint(0, 5, (3, 4, 7), generator=torch.Generator().manual_seed(0))

@@ -24,7 +24,8 @@ def test_closed_form_kl_matches_monte_carlo():
     log_var = torch.randn(3, 5, generator=g, dtype=torch.float64)
     z = StochasticEncoder.sample(mu.expand(200_000, 3, 5), log_var.expand(200_000, 3, 5), g)
     terms = diagonal_gaussian_log_prob(z, mu, log_var) - diagonal_gaussian_log_prob(
-        z, torch.zeros_like(mu), torch.zeros_like(log_var))
+        z, torch.zeros_like(mu), torch.zeros_like(log_var)
+    )
     estimate, se = terms.mean(0), terms.std(0) / len(terms) ** 0.5
     assert ((estimate - kl_standard_normal(mu, log_var)).abs() < 4 * se).all()
 

@@ -67,11 +67,18 @@ def test_attention_matches_torch_multihead_attention(causal):
 def test_block_matches_torch_encoder_layer(norm_first):
     torch.manual_seed(1)
     d, h, m = 16, 4, 24
-    ref = torch.nn.TransformerEncoderLayer(d, h, m, dropout=0.0, batch_first=True, norm_first=norm_first,
-                                           dtype=torch.float64)
+    ref = torch.nn.TransformerEncoderLayer(
+        d, h, m, dropout=0.0, batch_first=True, norm_first=norm_first, dtype=torch.float64
+    )
     ref.train()  # the slow path: what training runs
-    model = ToyTransformer(d_model=d, n_heads=h, mlp_width=m, activation="relu", norm="layer",
-                           norm_position="pre" if norm_first else "post")
+    model = ToyTransformer(
+        d_model=d,
+        n_heads=h,
+        mlp_width=m,
+        activation="relu",
+        norm="layer",
+        norm_position="pre" if norm_first else "post",
+    )
     block = model.blocks[0]
     _load_from_torch_mha(block.attn, ref.self_attn)
     with torch.no_grad():
@@ -132,8 +139,9 @@ def test_hard_attention_returns_the_value_of_the_top_scoring_key():
 @given(seed=st.integers(0, 10_000), positional=st.sampled_from(["none", "rotary"]))
 def test_causal_output_ignores_the_future(seed, positional):
     g = torch.Generator().manual_seed(seed)
-    model = ToyTransformer(d_model=8, n_heads=2, n_layers=2, mlp_width=16, causal=True, positional=positional,
-                           seed=seed)
+    model = ToyTransformer(
+        d_model=8, n_heads=2, n_layers=2, mlp_width=16, causal=True, positional=positional, seed=seed
+    )
     x = torch.randn(2, 6, 8, generator=g)
     y = x.clone()
     y[:, 4:] = torch.randn(2, 2, 8, generator=g)
@@ -141,8 +149,11 @@ def test_causal_output_ignores_the_future(seed, positional):
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), norm=st.sampled_from(["layer", "rms", "sphere", "none"]), position=st.sampled_from([
-    "pre", "post"]))
+@given(
+    seed=st.integers(0, 10_000),
+    norm=st.sampled_from(["layer", "rms", "sphere", "none"]),
+    position=st.sampled_from(["pre", "post"]),
+)
 def test_without_positions_the_model_is_permutation_equivariant(seed, norm, position):
     g = torch.Generator().manual_seed(seed)
     model = ToyTransformer(d_model=8, n_heads=2, n_layers=2, mlp_width=8, norm=norm, norm_position=position, seed=seed)
@@ -180,8 +191,13 @@ def test_hook_patching_and_cleanup():
         with model.hooks({"blocks.0.nope": torch.zeros_like}):
             pass
     names = model.hook_names()
-    for expected in ("blocks.0.attn.hook_scores", "blocks.0.attn.hook_pattern", "blocks.0.hook_resid_pre",
-                     "blocks.0.hook_resid_post", "hook_embed"):
+    for expected in (
+        "blocks.0.attn.hook_scores",
+        "blocks.0.attn.hook_pattern",
+        "blocks.0.hook_resid_pre",
+        "blocks.0.hook_resid_post",
+        "hook_embed",
+    ):
         assert expected in names
 
 
@@ -193,8 +209,9 @@ def test_mlp_hooks_see_the_mlp_input_and_output():
     block = model.blocks[0]
     torch.testing.assert_close(cache["blocks.0.hook_mlp_in"], block.norm_mlp(cache["blocks.0.hook_resid_mid"]))
     torch.testing.assert_close(cache["blocks.0.hook_mlp_out"], block.mlp(cache["blocks.0.hook_mlp_in"]))
-    torch.testing.assert_close(cache["blocks.0.hook_resid_post"], cache["blocks.0.hook_resid_mid"] + cache[
-        "blocks.0.hook_mlp_out"])
+    torch.testing.assert_close(
+        cache["blocks.0.hook_resid_post"], cache["blocks.0.hook_resid_mid"] + cache["blocks.0.hook_mlp_out"]
+    )
 
 
 def test_sphere_norm_outputs_unit_vectors_at_init():
@@ -204,8 +221,9 @@ def test_sphere_norm_outputs_unit_vectors_at_init():
 
 
 def test_tokens_frozen_embedding_and_readout():
-    model = ToyTransformer(d_model=8, n_heads=2, vocab_size=11, freeze_embedding=True, positional="learned", max_len=16,
-                           mlp_width=8)
+    model = ToyTransformer(
+        d_model=8, n_heads=2, vocab_size=11, freeze_embedding=True, positional="learned", max_len=16, mlp_width=8
+    )
     logits = model(torch.randint(0, 11, (2, 6)))
     assert logits.shape == (2, 6, 11)
     assert not model.embed.weight.requires_grad
@@ -247,9 +265,18 @@ def test_pattern_rows_sum_to_one_and_match_softmax_of_scores():
 
 
 def test_per_layer_mlp_frozen_readout_and_embedding_scale():
-    m = ToyTransformer(d_model=32, n_layers=3, mlp_width=64, mlp_layers=(0, 2), vocab_size=50, freeze_embedding=True,
-                       freeze_readout=True,
-                       embedding_std=32**-0.5, bias=False, seed=0)
+    m = ToyTransformer(
+        d_model=32,
+        n_layers=3,
+        mlp_width=64,
+        mlp_layers=(0, 2),
+        vocab_size=50,
+        freeze_embedding=True,
+        freeze_readout=True,
+        embedding_std=32**-0.5,
+        bias=False,
+        seed=0,
+    )
     assert m.blocks[0].mlp is not None and m.blocks[1].mlp is None and m.blocks[2].mlp is not None
     assert not m.embed.weight.requires_grad and not m.readout.weight.requires_grad
     assert abs(float(m.embed.weight.std()) - 32**-0.5) < 0.01 and abs(float(m.readout.weight.std()) - 32**-0.5) < 0.01

@@ -12,14 +12,33 @@ from scipy import stats
 
 from theorylab.nn import ToyTransformer
 
-CARD = dict(vocab_size=10, d_model=16, n_heads=1, mlp_width=0, norm="none", residual=False, bias=False, causal=True,
-            output_projection=False)
+CARD = dict(
+    vocab_size=10,
+    d_model=16,
+    n_heads=1,
+    mlp_width=0,
+    norm="none",
+    residual=False,
+    bias=False,
+    causal=True,
+    output_projection=False,
+)
 
 
 def test_every_weight_is_normal_with_std_eps():
     eps = 0.05
-    m = ToyTransformer(vocab_size=50, d_model=64, n_heads=2, mlp_width=32, norm="layer", init="normal", init_std=eps,
-                       positional="learned", max_len=32, seed=0)
+    m = ToyTransformer(
+        vocab_size=50,
+        d_model=64,
+        n_heads=2,
+        mlp_width=32,
+        norm="layer",
+        init="normal",
+        init_std=eps,
+        positional="learned",
+        max_len=32,
+        seed=0,
+    )
     for name, p in m.named_parameters():
         if "norm" in name:
             assert torch.all(p == (1.0 if name.endswith("weight") else 0.0)), name  # norm scales untouched

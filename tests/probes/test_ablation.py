@@ -13,8 +13,17 @@ from theorylab.probes.ablation import ablate, attention_to, best_rank_k, direct_
 
 def _model() -> ToyTransformer:
     return ToyTransformer(
-        d_model=16, n_layers=2, n_heads=2, mlp_width=32, vocab_size=11, causal=True, positional="learned", max_len=9,
-        norm="none", bias=False, seed=0,
+        d_model=16,
+        n_layers=2,
+        n_heads=2,
+        mlp_width=32,
+        vocab_size=11,
+        causal=True,
+        positional="learned",
+        max_len=9,
+        norm="none",
+        bias=False,
+        seed=0,
     ).double()
 
 

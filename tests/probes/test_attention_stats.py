@@ -104,8 +104,9 @@ def test_checkpoint_theta_reads_a_local_checkpoint(tmp_path):
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]").save_pretrained(tmp_path)
-    model = random_init("gpt2", seed=0, dtype=torch.float32, init_std=0.02, n_layer=1, n_embd=16, n_head=2,
-                        n_positions=32, vocab_size=6)
+    model = random_init(
+        "gpt2", seed=0, dtype=torch.float32, init_std=0.02, n_layer=1, n_embd=16, n_head=2, n_positions=32, vocab_size=6
+    )
     model.save_pretrained(tmp_path)
     got = checkpoint_theta(str(tmp_path), text, 4, torch.Generator().manual_seed(0), max_context=16)
     ids = PreTrainedTokenizerFast.from_pretrained(tmp_path)(text, return_tensors="pt").input_ids[0]

@@ -81,8 +81,13 @@ def _capture_input(module):
 def test_gpt2_conv1d_layout_reproduces_attention():
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=4, n_positions=16, vocab_size=50,
-                                       attn_implementation="eager")).double().eval()
+    model = (
+        GPT2LMHeadModel(
+            GPT2Config(n_layer=1, n_embd=32, n_head=4, n_positions=16, vocab_size=50, attn_implementation="eager")
+        )
+        .double()
+        .eval()
+    )
     with torch.no_grad():
         model.transformer.h[0].attn.c_attn.bias.zero_()
         model.transformer.h[0].attn.c_attn.weight.normal_(0, 0.3)
@@ -101,8 +106,20 @@ def test_gpt2_conv1d_layout_reproduces_attention():
 def test_bert_layout_reproduces_attention():
     from transformers import BertConfig, BertModel
 
-    model = BertModel(BertConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=4, intermediate_size=64,
-                                 vocab_size=50, attn_implementation="eager")).double().eval()
+    model = (
+        BertModel(
+            BertConfig(
+                num_hidden_layers=1,
+                hidden_size=32,
+                num_attention_heads=4,
+                intermediate_size=64,
+                vocab_size=50,
+                attn_implementation="eager",
+            )
+        )
+        .double()
+        .eval()
+    )
     sa = model.encoder.layer[0].attention.self
     with torch.no_grad():
         sa.query.bias.zero_()
@@ -121,8 +138,16 @@ def test_bert_layout_reproduces_attention():
 def test_llama_gqa_maps_each_query_head_to_its_key_head():
     from theorylab.nn.hf import random_init
 
-    model = random_init("llama", hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=8, vocab_size=50)
+    model = random_init(
+        "llama",
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        vocab_size=50,
+    )
     ops = head_operators(model)
     assert [op.key_head for op in ops] == [0, 0, 1, 1] and all(op.rope for op in ops)
     x = _rand(3, 32)
@@ -137,8 +162,9 @@ def test_random_init_gpt2_and_bert_operators():
     from theorylab.nn.hf import random_init
 
     gpt2 = random_init("gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=16, vocab_size=50)
-    bert = random_init("bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                       vocab_size=50)
+    bert = random_init(
+        "bert", hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=50
+    )
     assert type(bert).__name__ == "BertForMaskedLM"
     for model in (gpt2, bert):
         ops = head_operators(model)

@@ -103,7 +103,8 @@ def test_full_band_and_band_limited_fields():
     assert torch.equal(full_band(16)(x), resample_spectral(x, 16))
     y = band_limited(x, 16)
     assert torch.fft.rfft(y, dim=-1)[..., 6:].abs().max() < 1e-12 and torch.allclose(
-        torch.fft.rfft(y, dim=-1)[..., :6], torch.fft.rfft(x, dim=-1)[..., :6])
+        torch.fft.rfft(y, dim=-1)[..., :6], torch.fft.rfft(x, dim=-1)[..., :6]
+    )
     z = band_limited(torch.randn(1, 1, 16, 16, dtype=torch.float64), 12, dims=2)
     assert torch.fft.rfft2(z)[..., 4:].abs().max() < 1e-12
 

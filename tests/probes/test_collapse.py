@@ -29,8 +29,9 @@ LENGTHS = (16, 64, 256, 1024)
 
 
 def _model(seed: int = 0) -> ToyTransformer:
-    return ToyTransformer(d_model=64, n_layers=2, n_heads=4, mlp_width=256, causal=True, final_norm=True,
-                          vocab_size=64, seed=seed).double()
+    return ToyTransformer(
+        d_model=64, n_layers=2, n_heads=4, mlp_width=256, causal=True, final_norm=True, vocab_size=64, seed=seed
+    ).double()
 
 
 def _cosine_reference(H: torch.Tensor) -> float:
@@ -38,8 +39,9 @@ def _cosine_reference(H: torch.Tensor) -> float:
     B, L, _ = H.shape
     U = torch.nn.functional.normalize(H.double(), dim=-1)
     within = [float(U[b, i] @ U[b, j]) for b in range(B) for i, j in itertools.permutations(range(L), 2)]
-    across = [float(U[b, i] @ U[c, j]) for b, c in itertools.permutations(range(B), 2)
-              for i in range(L) for j in range(L)]
+    across = [
+        float(U[b, i] @ U[c, j]) for b, c in itertools.permutations(range(B), 2) for i in range(L) for j in range(L)
+    ]
     return float(np.mean(within) - np.mean(across))
 
 
@@ -145,8 +147,9 @@ def test_attention_edit_change_matches_numpy_and_respects_the_bound():
         x_edit[:, 0] = 3 * torch.randn(3, 16, generator=gen, dtype=torch.float64)
         changes = attention_edit_change(attn, x, x_edit)
         for b, e in enumerate(changes):
-            ref = np.linalg.norm(_last_output_reference(attn, x[b].numpy())
-                                 - _last_output_reference(attn, x_edit[b].numpy()))
+            ref = np.linalg.norm(
+                _last_output_reference(attn, x[b].numpy()) - _last_output_reference(attn, x_edit[b].numpy())
+            )
             assert e.change == pytest.approx(ref, rel=1e-10)
             assert e.change <= e.bound
     with pytest.raises(ValueError, match="only at position 1"):

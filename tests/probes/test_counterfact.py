@@ -21,8 +21,10 @@ def test_context_check_on_a_tiny_offline_model(tmp_path):
     # the first all-true row by hand: context of facts 1-3 (true targets), then the query's true target token
     lm = transformers.GPT2LMHeadModel.from_pretrained(model_dir).eval()
     fast = transformers.PreTrainedTokenizerFast.from_pretrained(model_dir)
-    text = "The capital of Spain is Madrid. The capital of Italy is Rome. The capital of Germany is Berlin. " \
-           "The capital of France is"
+    text = (
+        "The capital of Spain is Madrid. The capital of Italy is Rome. The capital of Germany is Berlin. "
+        "The capital of France is"
+    )
     ids = fast(text, return_tensors="pt").input_ids
     target = fast(" Paris", add_special_tokens=False, return_tensors="pt").input_ids
     with torch.no_grad():

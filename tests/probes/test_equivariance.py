@@ -97,12 +97,15 @@ def test_dtype_copy_and_inputs():
     assert a["error"].tolist() == b["error"].tolist()
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(perms=[(0, 1, 2)]), "not a permutation"),
-    (dict(perms="some"), "perms must be"),
-    (dict(shifts=[(1, 2, 3)]), "one entry per spatial axis"),
-    (dict(output="tensor"), "output must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(perms=[(0, 1, 2)]), "not a permutation"),
+        (dict(perms="some"), "perms must be"),
+        (dict(shifts=[(1, 2, 3)]), "one entry per spatial axis"),
+        (dict(output="tensor"), "output must be"),
+    ],
+)
 def test_bad_arguments_fail_with_one_line(kwargs, match):
     with pytest.raises(ValueError, match=match) as err:
         max_equivariance_error(nn.Identity(), (1, 1, 3, 3), **kwargs)

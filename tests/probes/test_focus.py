@@ -27,8 +27,12 @@ def _causal_random(B, H, T, g):
 
 
 def _uniform(B, H, T):
-    return torch.ones(T, T, dtype=torch.float64).tril().div(torch.arange(1, T + 1, dtype=torch.float64)[:, None]) \
+    return (
+        torch.ones(T, T, dtype=torch.float64)
+        .tril()
+        .div(torch.arange(1, T + 1, dtype=torch.float64)[:, None])
         .expand(B, H, T, T)
+    )
 
 
 def test_focus_ratio_by_brute_force():

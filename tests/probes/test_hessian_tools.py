@@ -35,8 +35,12 @@ def test_hessian_matches_dense_autograd_and_finite_differences():
     ref = torch.autograd.functional.hessian(_mlp_loss, theta)
     assert torch.allclose(H, ref, atol=1e-12)
     h = 1e-6
-    fd = torch.stack([(gradient(_mlp_loss, theta + h * e) - gradient(_mlp_loss, theta - h * e)) / (2 * h)
-                      for e in torch.eye(9, dtype=F)])
+    fd = torch.stack(
+        [
+            (gradient(_mlp_loss, theta + h * e) - gradient(_mlp_loss, theta - h * e)) / (2 * h)
+            for e in torch.eye(9, dtype=F)
+        ]
+    )
     assert torch.allclose(H, fd, atol=1e-7)
 
 
@@ -88,7 +92,8 @@ def test_signature_at_polynet_critical_points_matches_the_fibre():
     def f(theta):
         W, a = unflatten_params(theta, r, d)
         D = poly_tensor(W, a, 2) - At
-        return 2 * (D ** 2).sum() + torch.trace(D) ** 2
+        return 2 * (D**2).sum() + torch.trace(D) ** 2
+
     W, a = (torch.tensor(x) for x in pn.realise(lam, V, pn.global_minimum(lam, r)["S"], r))
     sig = signature(f, flatten_params(W, a), symmetry_directions(W, a, 2))
     assert sig["grad_norm"] < 1e-12

@@ -13,8 +13,10 @@ from theorylab.probes.invariance import invariance_gap, invariance_gaps, pair_ac
 def _pairs(kind: str, copies: int = 8):
     S, R = gt.relabelled_pairs(gt.shrikhande(), gt.rook_graph(), copies, torch.Generator().manual_seed(0))
     gen = torch.Generator().manual_seed(1)
-    return (gt.tokenize(S, kind, generator=gen, dtype=torch.float32),
-            gt.tokenize(R, kind, generator=gen, dtype=torch.float32))
+    return (
+        gt.tokenize(S, kind, generator=gen, dtype=torch.float32),
+        gt.tokenize(R, kind, generator=gen, dtype=torch.float32),
+    )
 
 
 def test_rw_tokens_give_identical_pooled_logits_adjacency_does_not():

@@ -51,8 +51,9 @@ def test_attention_gain_vs_length_stays_under_its_bound_and_the_control_grows():
     k = torch.einsum("hrd,td->htr", attn.W_K, X)
     manual = torch.softmax(attn.cfg.scale * q @ k.transpose(1, 2), -1)  # no mask, no biases, no positions
     assert P.shape == (2, 5, 5) and torch.allclose(P, manual, atol=1e-12)
-    t = attention_gain_vs_length(attn, (8, 128), eps=1e-4, restarts=2, steps=10, control_restarts=1,
-                                 generator=torch.Generator().manual_seed(1))
+    t = attention_gain_vs_length(
+        attn, (8, 128), eps=1e-4, restarts=2, steps=10, control_restarts=1, generator=torch.Generator().manual_seed(1)
+    )
     assert list(t["T"]) == [8, 128] and (t["gain"] <= t["bound"]).all() and (t["gain"] > 0).all()
     assert t["gain_sequence_l2"].iloc[1] / t["gain_sequence_l2"].iloc[0] > 2  # ~ √(128/8) = 4
     assert 0.5 <= t["gain"].iloc[1] / t["gain"].iloc[0] <= 2

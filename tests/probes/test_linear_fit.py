@@ -49,8 +49,9 @@ def test_freeze_list_and_rows_keep_frozen_weights_exact():
     x = torch.tensor([[0, 1], [2, 3], [1, 2]])
     y = torch.tensor([0, 1, 3])
     rows = torch.tensor([True, True, True, False, False, False])  # train embedding rows 0-2 only
-    losses = retrain_subset(net, ["0."], x, y, torch.nn.functional.cross_entropy, steps=20, lr=0.1,
-                            rows={"0.weight": rows})
+    losses = retrain_subset(
+        net, ["0."], x, y, torch.nn.functional.cross_entropy, steps=20, lr=0.1, rows={"0.weight": rows}
+    )
     assert losses[-1] < losses[0]
     assert torch.equal(net[2].weight, before["2.weight"]) and torch.equal(net[2].bias, before["2.bias"])
     assert torch.equal(net[0].weight[3:], before["0.weight"][3:])

@@ -61,8 +61,13 @@ def test_laser_grid_measures_each_truncation_and_restores():
             return dict(ranks=ranks, out=float(model(x).sum()))
 
     rows = laser_grid(model, weights, (1, 3), measure)
-    assert [(r["layer"], r["rank"], r["truncated"]) for r in rows] == [(-1, -1, False), (0, 1, True), (0, 3, True), (1,
-        1, True), (1, 3, True)]
+    assert [(r["layer"], r["rank"], r["truncated"]) for r in rows] == [
+        (-1, -1, False),
+        (0, 1, True),
+        (0, 3, True),
+        (1, 1, True),
+        (1, 3, True),
+    ]
     full = rows[0]["ranks"]
     assert rows[1]["ranks"] == [1, full[1]] and rows[4]["ranks"] == [full[0], 3]
     assert rows[1]["out"] != rows[0]["out"]
@@ -71,8 +76,13 @@ def test_laser_grid_measures_each_truncation_and_restores():
 
 def _grid(val: list[tuple], test: list[tuple]) -> pd.DataFrame:
     """(layer, rank, icl_acc, perplexity) rows per split; layer -1 is the untouched model."""
-    return pd.DataFrame([dict(split=s, layer=l, rank=r, truncated=l >= 0, icl_acc=a, perplexity=p, n_layers=4)
-                         for s, rows in (("validation", val), ("test", test)) for l, r, a, p in rows])
+    return pd.DataFrame(
+        [
+            dict(split=s, layer=l, rank=r, truncated=l >= 0, icl_acc=a, perplexity=p, n_layers=4)
+            for s, rows in (("validation", val), ("test", test))
+            for l, r, a, p in rows
+        ]
+    )
 
 
 def test_laser_selection_picks_on_validation_and_reports_test():
@@ -80,8 +90,11 @@ def test_laser_selection_picks_on_validation_and_reports_test():
     test = [(l, r, a - 0.05, p) for l, r, a, p in val]
     pick, table = laser_selection(_grid(val, test))
     # layer 0 is early; layer 3 rank 1 costs 20% perplexity: layer 2 rank 1 (gain 0.2) wins
-    assert (pick["layer"], pick["rank"]) == (2, 1) and abs(pick["gain"] - 0.2) < 1e-12 and abs(pick[
-        "ppl_change"] - 0.04) < 1e-12
+    assert (
+        (pick["layer"], pick["rank"]) == (2, 1)
+        and abs(pick["gain"] - 0.2) < 1e-12
+        and abs(pick["ppl_change"] - 0.04) < 1e-12
+    )
     assert len(table) == 4 and set(table["split"]) == {"test"}
     none, _ = laser_selection(_grid([(-1, -1, 0.3, 50.0), (3, 1, 0.6, 60.0)], [(-1, -1, 0.3, 50.0), (3, 1, 0.6, 60.0)]))
     assert none is None
@@ -89,8 +102,11 @@ def test_laser_selection_picks_on_validation_and_reports_test():
 
 def test_pick_value_rank_keeps_accuracy_on_validation():
     def rows(seed, table):
-        return [dict(seed=seed, split=s, rank=r, P_noise=pn, P_answer=1 - pn, acc=a) for s in ("validation",
-            "test") for r, (pn, a) in table.items()]
+        return [
+            dict(seed=seed, split=s, rank=r, P_noise=pn, P_answer=1 - pn, acc=a)
+            for s in ("validation", "test")
+            for r, (pn, a) in table.items()
+        ]
 
     good = {-1: (0.5, 0.2), 0: (0.01, 0.0), 1: (0.02, 0.1), 4: (0.05, 0.3), 8: (0.1, 0.25)}
     lost = {-1: (0.5, 0.2), 0: (0.01, 0.0), 1: (0.3, 0.1), 4: (0.2, 0.15)}

@@ -11,8 +11,9 @@ from theorylab.probes.qk_identities import bias_gradients, gauge_transform
 
 def _model(positional: str) -> ToyTransformer:
     torch.manual_seed(0)
-    m = ToyTransformer(d_model=16, n_heads=2, n_layers=2, vocab_size=20, bias=True, positional=positional,
-                       seed=1).double()
+    m = ToyTransformer(
+        d_model=16, n_heads=2, n_layers=2, vocab_size=20, bias=True, positional=positional, seed=1
+    ).double()
     with torch.no_grad():
         for block in m.blocks:
             block.attn.b_K.normal_()
@@ -24,6 +25,7 @@ def _loss(ids):
     def fn(model):
         logits = model(ids[:, :-1])
         return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
     return fn
 
 
@@ -41,8 +43,9 @@ def test_gauge_transform_leaves_the_function_unchanged():
     ids = torch.randint(0, 20, (2, 9), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         before = model(ids)
-        G = torch.randn(model.cfg.rank, model.cfg.rank, generator=torch.Generator().manual_seed(2),
-                        dtype=torch.float64) + 3 * torch.eye(model.cfg.rank, dtype=torch.float64)
+        G = torch.randn(
+            model.cfg.rank, model.cfg.rank, generator=torch.Generator().manual_seed(2), dtype=torch.float64
+        ) + 3 * torch.eye(model.cfg.rank, dtype=torch.float64)
         M_before = model.blocks[0].attn.bilinear(1).clone()
         gauge_transform(model.blocks[0].attn, 1, G)
         assert torch.allclose(model.blocks[0].attn.bilinear(1), M_before, atol=1e-12)
@@ -53,8 +56,9 @@ def test_qk_gradients_key_sums_vanish_query_sums_do_not():
     from theorylab.nn.toy_transformer import ToyTransformer
     from theorylab.probes.qk_identities import qk_gradients
 
-    model = ToyTransformer(d_model=16, n_heads=2, n_layers=2, vocab_size=9, causal=True, positional="rotary",
-                           seed=0).double()
+    model = ToyTransformer(
+        d_model=16, n_heads=2, n_layers=2, vocab_size=9, causal=True, positional="rotary", seed=0
+    ).double()
     tokens = torch.randint(0, 9, (2, 7), generator=torch.Generator().manual_seed(0))
     saved = qk_gradients(model, lambda m: m(tokens).pow(2).mean())
     assert len(saved) == 2 and {"q", "k", "S", "dq", "dk", "dS"} <= set(saved[0])
@@ -65,8 +69,17 @@ def test_qk_gradients_key_sums_vanish_query_sums_do_not():
 
 
 def _plain(positional: str, causal: bool = True) -> ToyTransformer:
-    return ToyTransformer(d_model=16, n_heads=2, n_layers=2, mlp_width=32, vocab_size=20, causal=causal,
-                          positional=positional, max_len=12, seed=3).double()
+    return ToyTransformer(
+        d_model=16,
+        n_heads=2,
+        n_layers=2,
+        mlp_width=32,
+        vocab_size=20,
+        causal=causal,
+        positional=positional,
+        max_len=12,
+        seed=3,
+    ).double()
 
 
 def test_next_token_losses_are_the_per_position_cross_entropy():

@@ -10,8 +10,9 @@ from theorylab.probes.qk_scores import operator_logit_errors
 
 
 def test_toy_operator_reproduces_logits_with_biases_and_the_transpose_does_not():
-    model = ToyTransformer(d_model=16, n_heads=2, n_layers=2, vocab_size=20, causal=True, positional="learned",
-                           max_len=8, seed=0).double()
+    model = ToyTransformer(
+        d_model=16, n_heads=2, n_layers=2, vocab_size=20, causal=True, positional="learned", max_len=8, seed=0
+    ).double()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if ".b_" in name:

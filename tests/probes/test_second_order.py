@@ -24,8 +24,18 @@ from theorylab.probes.second_order import (
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
-    model = ToyTransformer(vocab_size=7, d_model=8, n_layers=1, n_heads=2, mlp_width=8, causal=True,
-                           positional="learned", max_len=4, final_norm=True, seed=3).double()
+    model = ToyTransformer(
+        vocab_size=7,
+        d_model=8,
+        n_layers=1,
+        n_heads=2,
+        mlp_width=8,
+        causal=True,
+        positional="learned",
+        max_len=4,
+        final_norm=True,
+        seed=3,
+    ).double()
     x = torch.randint(0, 7, (5, 4), generator=torch.Generator().manual_seed(1))
     y = torch.randint(0, 7, (5,), generator=torch.Generator().manual_seed(2))
     return model, FlatModel(model), x, y
@@ -59,8 +69,18 @@ def test_jvp_matches_dense_jacobian_and_finite_differences(tiny):
 
 def test_hvp_matches_dense_hessian(tiny):
     _, _, x, y = tiny
-    small = ToyTransformer(vocab_size=7, d_model=4, n_layers=1, n_heads=2, mlp_width=4, causal=True,
-                           positional="learned", max_len=4, final_norm=True, seed=4).double()
+    small = ToyTransformer(
+        vocab_size=7,
+        d_model=4,
+        n_layers=1,
+        n_heads=2,
+        mlp_width=4,
+        causal=True,
+        positional="learned",
+        max_len=4,
+        final_norm=True,
+        seed=4,
+    ).double()
     fm = FlatModel(small)  # D = 197: the dense reference Hessian stays fast
     L = lambda t: F.cross_entropy(fm(t, x)[:, -1], y)  # noqa: E731
     th = fm.theta
@@ -94,8 +114,8 @@ def test_taylor_remainder_closed_form():
     g = torch.Generator().manual_seed(0)
     th, d = torch.randn(6, dtype=torch.float64, generator=g), torch.randn(6, dtype=torch.float64, generator=g)
     ts = [1e-3, 1e-2, 1e-1]
-    got = taylor_remainder(lambda t: t ** 2, th, d, ts)
-    want = [float((t * d ** 2).norm() / (2 * th * d + t * d ** 2).norm()) for t in ts]
+    got = taylor_remainder(lambda t: t**2, th, d, ts)
+    want = [float((t * d**2).norm() / (2 * th * d + t * d**2).norm()) for t in ts]
     assert np.allclose(got, want, rtol=1e-8)
     assert abs(loglog_slope(ts, got) - 1) < 0.02
     # a linear map has no remainder
@@ -125,7 +145,7 @@ def test_mixed_difference_and_trace_on_a_quadratic():
 
 def test_loglog_slope():
     x = np.logspace(-3, 0, 6)
-    assert loglog_slope(x, 5 * x ** 3) == pytest.approx(3.0)
+    assert loglog_slope(x, 5 * x**3) == pytest.approx(3.0)
     with pytest.raises(ValueError, match="positive"):
         loglog_slope(x, -x)
 

@@ -41,8 +41,11 @@ def _hsic_song(K, L):
     n = len(K)
     Kt, Lt = K - np.diag(np.diag(K)), L - np.diag(np.diag(L))
     one = np.ones(n)
-    return (np.trace(Kt @ Lt) + (one @ Kt @ one) * (one @ Lt @ one) / ((n - 1) * (n - 2))
-            - 2 / (n - 2) * one @ Kt @ Lt @ one) / (n * (n - 3))
+    return (
+        np.trace(Kt @ Lt)
+        + (one @ Kt @ one) * (one @ Lt @ one) / ((n - 1) * (n - 2))
+        - 2 / (n - 2) * one @ Kt @ Lt @ one
+    ) / (n * (n - 3))
 
 
 def _hsic_u_statistic(K, L):
@@ -65,7 +68,7 @@ def _cka(K, L, hsic_fn=_hsic_biased):
 def _rbf(X, fraction=1.0, sigma=None):
     d = pdist(X)
     s = fraction * np.median(d) if sigma is None else sigma
-    return np.exp(-squareform(d) ** 2 / (2 * s**2))
+    return np.exp(-(squareform(d) ** 2) / (2 * s**2))
 
 
 def _orthogonal(rng, d):
@@ -161,8 +164,13 @@ def test_debiased_cka_is_near_zero_for_independent_representations_where_biased_
 def test_constant_representation_raises_naming_the_input():
     X, Y = _related(5, n=20)
     const = np.full((20, 4), 3.0)
-    for f in (linear_cka, rbf_cka, lambda a, b: linear_cka(a, b, debiased=True),
-              lambda a, b: rbf_cka(a, b, debiased=True), procrustes_distance):
+    for f in (
+        linear_cka,
+        rbf_cka,
+        lambda a, b: linear_cka(a, b, debiased=True),
+        lambda a, b: rbf_cka(a, b, debiased=True),
+        procrustes_distance,
+    ):
         with pytest.raises(ValueError, match="^X .*0/0"):
             f(const, Y)
         with pytest.raises(ValueError, match="^Y .*0/0"):
@@ -254,9 +262,11 @@ def test_procrustes_zero_pads_the_narrower_input():
     a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
     R, _ = orthogonal_procrustes(b, np.c_[a, np.zeros((len(a), 4))])
     assert procrustes_distance(X, Y, kind="euclidean") == pytest.approx(
-        np.linalg.norm(b @ R - np.c_[a, np.zeros((len(a), 4))]), rel=1e-10)
-    assert procrustes_distance(X, Y) == pytest.approx(procrustes_distance(np.c_[X, np.zeros((len(X), 9))], Y),
-                                                      rel=1e-10)
+        np.linalg.norm(b @ R - np.c_[a, np.zeros((len(a), 4))]), rel=1e-10
+    )
+    assert procrustes_distance(X, Y) == pytest.approx(
+        procrustes_distance(np.c_[X, np.zeros((len(X), 9))], Y), rel=1e-10
+    )
     wide = np.random.default_rng(12).standard_normal((len(X), 100))  # more features than inputs: reduced by QR
     assert procrustes_distance(X, wide) == pytest.approx(procrustes_distance(wide, X), rel=1e-10)
 
@@ -267,7 +277,7 @@ def test_procrustes_is_a_metric_invariant_to_orthogonal_maps(kind):
     n, worst = 12, np.inf
     for _ in range(50):
         A, B, C = (rng.standard_normal((n, int(rng.integers(2, 6)))) * rng.uniform(0.1, 10) for _ in range(3))
-        B = B + 0.5 * np.c_[A, np.zeros((n, 5))][:, :B.shape[1]]  # some triples correlated, so distances vary
+        B = B + 0.5 * np.c_[A, np.zeros((n, 5))][:, : B.shape[1]]  # some triples correlated, so distances vary
         dab, dbc, dac = (procrustes_distance(u, v, kind=kind) for u, v in ((A, B), (B, C), (A, C)))
         assert dab == pytest.approx(procrustes_distance(B, A, kind=kind), rel=1e-10)
         worst = min(worst, dab + dbc - dac)
@@ -303,7 +313,8 @@ def test_gaussian_w2_matches_scipy_sqrtm_and_the_1d_closed_form():
     # Commuting covariances: the Bures term is sum (sqrt(a_i) - sqrt(b_i))^2.
     a, b = np.array([1.0, 4.0, 9.0]), np.array([4.0, 1.0, 0.0])
     assert gaussian_w2(np.zeros(3), np.diag(a), np.zeros(3), np.diag(b), squared=True) == pytest.approx(
-        np.sum((np.sqrt(a) - np.sqrt(b)) ** 2), rel=1e-12)
+        np.sum((np.sqrt(a) - np.sqrt(b)) ** 2), rel=1e-12
+    )
 
 
 def test_gaussian_w2_is_a_metric_on_psd_covariances():
@@ -325,7 +336,8 @@ def test_gaussian_w2_from_samples_and_input_checks():
     brute = _w2_scipy(A.mean(0), np.cov(A.T), B.mean(0), np.cov(B.T))
     assert gaussian_w2_from_samples(A, B) == pytest.approx(brute, rel=1e-8)
     assert gaussian_w2_from_samples(A[:, :1], B[:, :1]) == pytest.approx(
-        np.hypot(A[:, 0].mean() - B[:, 0].mean(), A[:, 0].std(ddof=1) - B[:, 0].std(ddof=1)), rel=1e-10)
+        np.hypot(A[:, 0].mean() - B[:, 0].mean(), A[:, 0].std(ddof=1) - B[:, 0].std(ddof=1)), rel=1e-10
+    )
     S = _psd(rng, 3)
     np.testing.assert_allclose(psd_sqrt(S).numpy() @ psd_sqrt(S).numpy(), S, atol=1e-12)
     with pytest.raises(ValueError, match="S2 is not positive semi-definite"):
@@ -342,10 +354,10 @@ def test_kernel_drift_matches_brute_force_and_is_scale_invariant():
     K0, K1 = _rbf(X), X @ X.T + 0.3 * Y @ Y.T
     H = np.eye(30) - 1 / 30
     A, B = H @ K0 @ H, H @ K1 @ H
-    assert kernel_drift(K0, K1) == pytest.approx(1 - np.sum(A * B) / (np.linalg.norm(A) * np.linalg.norm(B)),
-                                                 rel=1e-10)
+    assert kernel_drift(K0, K1) == pytest.approx(1 - np.sum(A * B) / (np.linalg.norm(A) * np.linalg.norm(B)), rel=1e-10)
     assert kernel_drift(K0, K1, center=False) == pytest.approx(
-        1 - np.trace(K0 @ K1) / (np.linalg.norm(K0) * np.linalg.norm(K1)), rel=1e-10)
+        1 - np.trace(K0 @ K1) / (np.linalg.norm(K0) * np.linalg.norm(K1)), rel=1e-10
+    )
     assert kernel_drift(K0, K0) == pytest.approx(0.0, abs=1e-12)
     assert kernel_drift(K0, 40.0 * K0) == pytest.approx(0.0, abs=1e-12)
     assert kernel_drift(0.3 * K0, 5.0 * K1) == pytest.approx(kernel_drift(K0, K1), rel=1e-10)
@@ -356,7 +368,8 @@ def test_feature_kernel_drift_equals_kernel_drift_of_linear_kernels():
     X, Y = _related(18, n=30, p=4, q=40)  # q > n takes the Gram path, p < n the covariance path
     for center in (True, False):
         assert feature_kernel_drift(X, Y, center=center) == pytest.approx(
-            kernel_drift(X @ X.T, Y @ Y.T, center=center), rel=1e-10)
+            kernel_drift(X @ X.T, Y @ Y.T, center=center), rel=1e-10
+        )
     assert feature_kernel_drift(X, Y) == pytest.approx(1 - linear_cka(X, Y), rel=1e-10)
     assert feature_kernel_drift(X, 3.0 * X) == pytest.approx(0.0, abs=1e-12)
 
@@ -401,8 +414,9 @@ def test_stochastic_objective_at_a_fixed_map_is_the_mean_gaussian_w2():
         Q = _orthogonal(rng, 3)
         for R in (np.eye(3), Q):
             brute = np.mean([_w2_scipy(ca[i], S_a[i], R @ cb[i], R @ S_b[i] @ R.T) ** 2 for i in range(len(ca))])
-            ours = np.mean([gaussian_w2(ca[i], S_a[i], R @ cb[i], R @ S_b[i] @ R.T, squared=True)
-                            for i in range(len(ca))])
+            ours = np.mean(
+                [gaussian_w2(ca[i], S_a[i], R @ cb[i], R @ S_b[i] @ R.T, squared=True) for i in range(len(ca))]
+            )
             d = stochastic_shape_distance(mu_a, var_a, mu_b, var_b, rotation=R)
             assert d**2 == pytest.approx(brute, rel=1e-8)
             assert d**2 == pytest.approx(ours, rel=1e-8)

@@ -11,8 +11,17 @@ from theorylab.probes.steering import caa_vector, residual_at, residual_hook
 
 @pytest.fixture(scope="module")
 def model():
-    return ToyTransformer(vocab_size=9, d_model=8, n_layers=2, n_heads=2, mlp_width=8, causal=True,
-                          positional="learned", max_len=5, seed=0).double()
+    return ToyTransformer(
+        vocab_size=9,
+        d_model=8,
+        n_layers=2,
+        n_heads=2,
+        mlp_width=8,
+        causal=True,
+        positional="learned",
+        max_len=5,
+        seed=0,
+    ).double()
 
 
 def test_caa_vector_matches_the_cache(model):

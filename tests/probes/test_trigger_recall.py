@@ -47,15 +47,19 @@ def test_value_truncation_against_ablation_and_full_rank():
     for split, half in halves.items():
         r = rows[rows["split"] == split].set_index("rank")
         m = measure_trigger_recall(model, half, task.noise)
-        assert abs(r.loc[-1, "P_noise"] - m["P_noise_full"]) < 1e-12 and abs(r.loc[16, "P_noise"] - m[
-            "P_noise_full"]) < 1e-9
+        assert (
+            abs(r.loc[-1, "P_noise"] - m["P_noise_full"]) < 1e-12
+            and abs(r.loc[16, "P_noise"] - m["P_noise_full"]) < 1e-9
+        )
         assert abs(r.loc[0, "P_noise"] - m["P_noise_noAttn2"]) < 1e-12
         assert abs(r.loc[2, "P_noise"] - m["P_noise_full"]) > 1e-6  # a real truncation changes the model
 
 
 def test_word_recall_against_brute_force():
-    text = " ".join(f"the son of {n} went unto the house of the LORD and {n} said ." for n in ["Moses", "Aaron",
-        "David", "Saul"] * 40)
+    text = " ".join(
+        f"the son of {n} went unto the house of the LORD and {n} said ."
+        for n in ["Moses", "Aaron", "David", "Saul"] * 40
+    )
     corpus = word_trigger_corpus(text, 30, "of", window=16)
     probes, natural = probe_windows(corpus.held_out, corpus.task, 12, 16, torch.Generator().manual_seed(0))
     model = small_gpt(d_model=16, n_layers=2, n_heads=2, vocab=len(corpus.vocab), max_len=16, seed=0).double()
@@ -77,8 +81,10 @@ def test_word_recall_against_brute_force():
     assert math.isclose(got["P_generic"], sum(p_generic) / len(p_generic), rel_tol=1e-9)
     assert math.isclose(got["icl_acc"], correct / len(p_answer))
     # chunks of 5 windows: the perplexity is exp of the mean of the per-chunk losses
-    chunk_nll = [float(F.cross_entropy(nat[i:i + 5, :-1].reshape(-1, nat.shape[-1]), natural[i:i + 5, 1:].reshape(-1)))
-                 for i in range(0, 12, 5)]
+    chunk_nll = [
+        float(F.cross_entropy(nat[i : i + 5, :-1].reshape(-1, nat.shape[-1]), natural[i : i + 5, 1:].reshape(-1)))
+        for i in range(0, 12, 5)
+    ]
     assert math.isclose(got["perplexity"], math.exp(sum(chunk_nll) / len(chunk_nll)), rel_tol=1e-9)
     where = repeated_names(natural, is_name)
     assert got["natural_positions"] == int(where.sum())
@@ -87,5 +93,6 @@ def test_word_recall_against_brute_force():
     pairs = torch.nonzero(where).tolist()
     p_name = sum(float(probs[i, t, natural[i, t + 1]]) for i, t in pairs) / len(pairs)
     p_succ = sum(float(probs[i, t, successor[natural[i, t]]]) for i, t in pairs) / len(pairs)
-    assert math.isclose(got["natural_P_name"], p_name, rel_tol=1e-9) and math.isclose(got["natural_P_generic"], p_succ,
-        rel_tol=1e-9)
+    assert math.isclose(got["natural_P_name"], p_name, rel_tol=1e-9) and math.isclose(
+        got["natural_P_generic"], p_succ, rel_tol=1e-9
+    )

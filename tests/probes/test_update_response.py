@@ -45,8 +45,19 @@ def test_block_gradient_norms_match_autograd_per_block():
 
 @pytest.mark.slow  # > 5 s on 2 cores: outside the fast tier
 def test_deepnorm_sweep_table_and_post_ln_growth():
-    toy = dict(d_model=16, n_heads=2, vocab_size=16, batch=2, length=8, depths=(2, 8), exponents=(0.0, 0.25), n_seeds=1,
-               lr=1e-3, init_seed=lambda N, s: 10 * N + s, data_generator=lambda s: torch.Generator().manual_seed(s))
+    toy = dict(
+        d_model=16,
+        n_heads=2,
+        vocab_size=16,
+        batch=2,
+        length=8,
+        depths=(2, 8),
+        exponents=(0.0, 0.25),
+        n_seeds=1,
+        lr=1e-3,
+        init_seed=lambda N, s: 10 * N + s,
+        data_generator=lambda s: torch.Generator().manual_seed(s),
+    )
     t = deepnorm_update_sweep(**toy)
     assert list(t.columns) == ["variant", "p", "N", "seed", "update_sgd", "update_sign"] and len(t) == 3 * 2
     assert t["p"].isna().sum() == 2 and set(t["variant"]) == {"deepnorm", "post-LN"}

@@ -179,8 +179,10 @@ def test_context_growth_patches_are_exact_and_their_norms_add_up():
 
 def test_generation_trace_rows():
     trace = GenerationTrace([1, 2], [1, 3], [0.0, 0.5], [2.0, 3.0])
-    assert trace.rows() == [dict(step=1, token_context=1, token_patched=1, logit_error=0.0, logit_scale=2.0),
-                            dict(step=2, token_context=2, token_patched=3, logit_error=0.5, logit_scale=3.0)]
+    assert trace.rows() == [
+        dict(step=1, token_context=1, token_patched=1, logit_error=0.0, logit_scale=2.0),
+        dict(step=2, token_context=2, token_patched=3, logit_error=0.5, logit_scale=3.0),
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,8 +193,15 @@ transformers = pytest.importorskip("transformers")
 
 from theorylab.nn.hf import full_precision_norms, random_init  # noqa: E402
 
-SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1,
-             head_dim=8, vocab_size=97)
+SMALL = dict(
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=1,
+    head_dim=8,
+    vocab_size=97,
+)
 CONFIGS = {
     "gemma3": dict(SMALL, sliding_window=4, layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
     "llama": SMALL,
@@ -279,10 +288,20 @@ def test_hf_input_checks(hf_models):
 
 def test_gemma3_1b_shape_builds_and_runs_one_step_on_cpu():
     # The paper preset's width (1152 / 6912, head_dim 256, 4 heads, 1 KV head) at 2 layers and a small vocabulary.
-    model = random_init("gemma3", seed=0, dtype=torch.float32, hidden_size=1152, intermediate_size=6912,
-                        num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=1, head_dim=256, vocab_size=1024, sliding_window=512, layer_types=[
-                            "sliding_attention", "full_attention"])
+    model = random_init(
+        "gemma3",
+        seed=0,
+        dtype=torch.float32,
+        hidden_size=1152,
+        intermediate_size=6912,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        vocab_size=1024,
+        sliding_window=512,
+        layer_types=["sliding_attention", "full_attention"],
+    )
     res = hf_chain_patches(model, _ids(12) % 1024)
     assert res.logit_error <= 1e-4 * (1 + float(res.logits_context.abs().max()))
 

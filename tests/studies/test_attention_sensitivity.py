@@ -21,27 +21,40 @@ def test_quick_claims(sensitivity_quick):
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert {"theta_landscape", "gain_vs_T", "deepnorm_update", "theta_training", "grad_profile"} <= {
-        p.stem for p in sensitivity_quick.figures}
+        p.stem for p in sensitivity_quick.figures
+    }
 
 
 def test_judges_fail_on_wrong_results(sensitivity_quick):
     r = sensitivity_quick
     # a θ off by a factor τ (the temperature forgotten) on one row
-    assert sens.judges.judge_exact(_edit(r, "theta_rows", lambda f: set_where(f, lambda t: t.index == 7, "rel_error",
-                                                                       1e-6))).passed is False
-    assert sens.judges.judge_exact(_edit(r, "theta_rows", lambda f: f.assign(theta_dp=f[
-        "theta_exact"] - 5e-3))).passed is False
-    assert sens.judges.judge_closed(_edit(r, "closed_forms", lambda f: set_where(f, lambda t: t["case"] == "uniform",
-        "error",
-                                                                          1 / 49))).passed is False
+    assert (
+        sens.judges.judge_exact(
+            _edit(r, "theta_rows", lambda f: set_where(f, lambda t: t.index == 7, "rel_error", 1e-6))
+        ).passed
+        is False
+    )
+    assert (
+        sens.judges.judge_exact(_edit(r, "theta_rows", lambda f: f.assign(theta_dp=f["theta_exact"] - 5e-3))).passed
+        is False
+    )
+    assert (
+        sens.judges.judge_closed(
+            _edit(r, "closed_forms", lambda f: set_where(f, lambda t: t["case"] == "uniform", "error", 1 / 49))
+        ).passed
+        is False
+    )
     # a gain that grows like √T, a gain over the bound, a control that does not grow (a blind measure)
-    assert sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(gain=f["gain"] * np.sqrt(f[
-        "T"] / 16)))).passed is False
+    assert (
+        sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(gain=f["gain"] * np.sqrt(f["T"] / 16)))).passed
+        is False
+    )
     assert sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(bound=f["gain"] * 0.9))).passed is False
     assert sens.judges.judge_gain(_edit(r, "gain", lambda f: f.assign(gain_sequence_l2=f["gain"]))).passed is False
     # β ignored: every p gives the plain-post-LN growth, so the slope never crosses zero
-    no_beta = _edit(r, "deepnorm", lambda f: f.assign(update_sgd=f["update_sgd"].where(f["variant"] != "deepnorm",
-                                                                                       1e-3 * f["N"])))
+    no_beta = _edit(
+        r, "deepnorm", lambda f: f.assign(update_sgd=f["update_sgd"].where(f["variant"] != "deepnorm", 1e-3 * f["N"]))
+    )
     assert sens.judges.judge_deepnorm_sgd(no_beta).passed is False
     flat = _edit(r, "deepnorm", lambda f: set_where(f, lambda t: t["variant"] == "post-LN", "update_sgd", 1e-2))
     assert sens.judges.judge_deepnorm_sgd(flat).passed is False
@@ -51,9 +64,12 @@ def test_judges_fail_on_wrong_results(sensitivity_quick):
     assert card.outcome == "known" and "no zero crossing" in card.detail, card.detail
     as_sgd = _edit(r, "deepnorm", lambda f: f.assign(update_sign=f["update_sgd"]))
     assert _claim("deepnorm-exponent").evaluate(as_sgd).outcome == "unexpected"
-    assert sens.judges.judge_theta_training(_edit(r, "theta_training", lambda f: set_where(f, lambda t: t[
-        "step"] == 100,
-                                                                                    "mean", 0.5))).passed is False
+    assert (
+        sens.judges.judge_theta_training(
+            _edit(r, "theta_training", lambda f: set_where(f, lambda t: t["step"] == 100, "mean", 0.5))
+        ).passed
+        is False
+    )
     # θ ≈ 1 is what an untrained model has: a run whose loss did not fall is not evidence, and fails
     untrained = _edit(r, "lm_loss", lambda f: f.assign(loss=float(f["loss"].iloc[0])))
     assert sens.judges.judge_theta_training(untrained).passed is False
@@ -61,8 +77,9 @@ def test_judges_fail_on_wrong_results(sensitivity_quick):
     assert sens.judges.judge_theta_training(barely).passed is False
     # a model that only learned character frequencies (ends just above the unigram entropy): attention was not used,
     # failed
-    unigram_only = _edit(r, "lm_loss", lambda f: f.assign(loss=np.where(f["step"] < 10, f["loss"], f[
-        "unigram_entropy"] + 0.01)))
+    unigram_only = _edit(
+        r, "lm_loss", lambda f: f.assign(loss=np.where(f["step"] < 10, f["loss"], f["unigram_entropy"] + 0.01))
+    )
     assert sens.judges.judge_theta_training(unigram_only).passed is False
 
 
@@ -88,8 +105,9 @@ class _Res:
         return self.frame
 
 
-def _warmup_table(final_cold: float, final_warm: float, cold_status: str = "ok",
-                  warm_status: str = "ok") -> pd.DataFrame:
+def _warmup_table(
+    final_cold: float, final_warm: float, cold_status: str = "ok", warm_status: str = "ok"
+) -> pd.DataFrame:
     """A warmup table as ``_warmup`` writes it: 20 loss rows per run (falling to ``final``) and a status row."""
     rows = []
     for ramp, final, status in ((0, final_cold, cold_status), (100, final_warm, warm_status)):
@@ -104,16 +122,25 @@ def test_warmup_judge_fails_without_a_warmup_effect():
     assert sens.judges.judge_warmup(_Res(_warmup_table(2.52, 2.5))).passed is False
     assert sens.judges.judge_warmup(_Res(_warmup_table(2.5, 3.0))).passed is False
     # the warmed run diverging does not make the claim: only the cold run's divergence does
-    assert sens.judges.judge_warmup(_Res(_warmup_table(2.5, 2.5,
-                                                       warm_status="diverged (NaN at step 3)"))).passed is False
-    assert sens.judges.judge_warmup(_Res(_warmup_table(2.5, 2.5,
-                                                       cold_status="diverged (NaN at step 3)"))).passed is True
+    assert (
+        sens.judges.judge_warmup(_Res(_warmup_table(2.5, 2.5, warm_status="diverged (NaN at step 3)"))).passed is False
+    )
+    assert (
+        sens.judges.judge_warmup(_Res(_warmup_table(2.5, 2.5, cold_status="diverged (NaN at step 3)"))).passed is True
+    )
 
 
 def test_warmup_path_runs_and_is_judged(tmp_path):
-    cfg = sens.config.AttentionSensitivityConfig(postln=True, postln_n_layers=2, postln_d_model=16, postln_n_heads=2,
-                                          postln_length=16, postln_batch=2,
-                                          postln_steps=6, postln_warmup_steps=3)
+    cfg = sens.config.AttentionSensitivityConfig(
+        postln=True,
+        postln_n_layers=2,
+        postln_d_model=16,
+        postln_n_heads=2,
+        postln_length=16,
+        postln_batch=2,
+        postln_steps=6,
+        postln_warmup_steps=3,
+    )
     ctx = RunContext(0)
     runs = sens._warmup(cfg, ctx)
     assert set(runs["warmup"]) == {0, 3} and (runs["step"] < 0).sum() == 2
@@ -143,11 +170,17 @@ def _claim(name):
 def test_a_nan_control_or_theta_fails_naming_its_row(sensitivity_quick):
     """A NaN control ratio used to pass (`not 0.5 <= nan <= 2` is true); a NaN θ was skipped by the mean's min."""
     nan = float("nan")
-    v = _claim("length-independent-gain").evaluate(_edit(sensitivity_quick, "gain", lambda f: set_where(
-        f, lambda t: t["T"] == 1024, "gain_sequence_l2", nan)))
+    v = _claim("length-independent-gain").evaluate(
+        _edit(sensitivity_quick, "gain", lambda f: set_where(f, lambda t: t["T"] == 1024, "gain_sequence_l2", nan))
+    )
     assert v.passed is False and "T = 1024" in v.detail, v.detail
-    v = _claim("theta-stays-near-one").evaluate(_edit(sensitivity_quick, "theta_training", lambda f: set_where(
-        f, lambda t: (t["step"] == 100) & (t["head"] == 1), "mean", nan)))
+    v = _claim("theta-stays-near-one").evaluate(
+        _edit(
+            sensitivity_quick,
+            "theta_training",
+            lambda f: set_where(f, lambda t: (t["step"] == 100) & (t["head"] == 1), "mean", nan),
+        )
+    )
     assert v.passed is False and "step = 100" in v.detail, v.detail
 
 

@@ -31,32 +31,55 @@ def test_quick_claims(cr_quick):
 def test_judges_fail_on_wrong_results(cr_quick):
     r, j = cr_quick, cr.judges
     # one formula where the encoding disagrees; one wrong internal node; formulas missing
-    assert j.judge_boolean(_edit(r, "boolean", lambda f: f.assign(root_agree=f["root_agree"] - (f.index == 0)))
-                           ).passed is False
-    assert j.judge_boolean(_edit(r, "boolean", lambda f: f.assign(node_mismatches=(f.index == 3).astype(int)))
-                           ).passed is False
+    assert (
+        j.judge_boolean(_edit(r, "boolean", lambda f: f.assign(root_agree=f["root_agree"] - (f.index == 0)))).passed
+        is False
+    )
+    assert (
+        j.judge_boolean(_edit(r, "boolean", lambda f: f.assign(node_mismatches=(f.index == 3).astype(int)))).passed
+        is False
+    )
     assert j.judge_boolean(_edit(r, "boolean", lambda f: f.iloc[: len(f) // 2])).passed is False
     # one fold answer off by a rounding error
-    assert j.judge_fold(_edit(r, "fold", lambda f: f.assign(max_abs_diff=np.where(f.index == 0, 1e-16, 0.0)))
-                        ).passed is False
-    assert j.judge_fold(_edit(r, "fold", lambda f: f.assign(bitwise_equal=f["bitwise_equal"] - (f.index == 1)))
-                        ).passed is False
+    assert (
+        j.judge_fold(_edit(r, "fold", lambda f: f.assign(max_abs_diff=np.where(f.index == 0, 1e-16, 0.0)))).passed
+        is False
+    )
+    assert (
+        j.judge_fold(_edit(r, "fold", lambda f: f.assign(bitwise_equal=f["bitwise_equal"] - (f.index == 1)))).passed
+        is False
+    )
     # one heavy-first tree one above the bound; complete binary one below (bound not tight); n = 1024 missing
-    up = lambda f: f.assign(max_pending=f["max_pending"] + ((f.index == f[f["order"] == "heavy_first"].index[0])))  # noqa
+    up = lambda f: f.assign(max_pending=f["max_pending"] + (f.index == f[f["order"] == "heavy_first"].index[0]))  # noqa
     assert j.judge_heavy(_edit(r, "stack", up)).passed is False
     low = lambda f: f.assign(max_pending=f["max_pending"] - ((f["family"] == "complete_binary") & (f["n"] == 64)))  # noqa
     assert j.judge_heavy(_edit(r, "stack", low)).passed is False
     assert j.judge_heavy(_edit(r, "stack", lambda f: f[f["n"] < 1024])).passed is False
     # light-first caterpillar one short of n - 1; random order within the bound
-    short = lambda f: f.assign(max_pending=f["max_pending"] - ((f["family"] == "caterpillar") & (f["order"] == "light_first") & (f["tree"] == 0) & (f["n"] == 8)))  # noqa: E501
+    short = lambda f: f.assign(
+        max_pending=f["max_pending"]
+        - ((f["family"] == "caterpillar") & (f["order"] == "light_first") & (f["tree"] == 0) & (f["n"] == 8))
+    )  # noqa: E501
     assert j.judge_adversarial(_edit(r, "stack", short)).passed is False
-    flat = lambda f: f.assign(max_pending=np.where((f["family"] == "caterpillar") & (f["order"] == "random"), f["log2_floor"], f["max_pending"]))  # noqa: E501
+    flat = lambda f: f.assign(
+        max_pending=np.where(
+            (f["family"] == "caterpillar") & (f["order"] == "random"), f["log2_floor"], f["max_pending"]
+        )
+    )  # noqa: E501
     assert j.judge_adversarial(_edit(r, "stack", flat)).passed is False
     # GRU: heavy-first short of 0.98, light-first too good, or a missing order
-    assert j.judge_gru(_edit(r, "gru", lambda f: f.assign(accuracy=np.where(f["order"] == "heavy_first", 0.97,
-                                                                            f["accuracy"])))).passed is False
-    assert j.judge_gru(_edit(r, "gru", lambda f: f.assign(accuracy=np.where(f["order"] == "light_first", 0.95,
-                                                                            f["accuracy"])))).passed is False
+    assert (
+        j.judge_gru(
+            _edit(r, "gru", lambda f: f.assign(accuracy=np.where(f["order"] == "heavy_first", 0.97, f["accuracy"])))
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_gru(
+            _edit(r, "gru", lambda f: f.assign(accuracy=np.where(f["order"] == "light_first", 0.95, f["accuracy"])))
+        ).passed
+        is False
+    )
     assert j.judge_gru(_edit(r, "gru", lambda f: f[f["order"] == "heavy_first"])).passed is False
 
 
@@ -102,11 +125,31 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("compositional-reasoning", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(exact_trees=80, exact_max_leaves=8, stack_leaves=(2, 4, 8, 32), stack_trees=4,
-                                 gru_leaves=(4, 8), gru_hidden=(2, 4), gru_steps=3, gru_seeds=2, eval_formulas=20,
-                                 tf_tree_levels=(1, 2), tf_n_layers=(1, 2), tf_steps=3, tf_seeds=1, tf_d_model=16,
-                                 tf_n_heads=2, tf_batch=8))
+    res = execute(
+        "compositional-reasoning",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            exact_trees=80,
+            exact_max_leaves=8,
+            stack_leaves=(2, 4, 8, 32),
+            stack_trees=4,
+            gru_leaves=(4, 8),
+            gru_hidden=(2, 4),
+            gru_steps=3,
+            gru_seeds=2,
+            eval_formulas=20,
+            tf_tree_levels=(1, 2),
+            tf_n_layers=(1, 2),
+            tf_steps=3,
+            tf_seeds=1,
+            tf_d_model=16,
+            tf_n_heads=2,
+            tf_batch=8,
+        ),
+    )
     assert res.status == "done", res.message
     g = res.table("gru")
     assert len(g) == 2 * 2 * 3 * 2 and set(g["order"]) == {"heavy_first", "light_first", "random"}

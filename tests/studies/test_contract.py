@@ -42,8 +42,9 @@ def test_quick_preset_runs_and_passes(slug, quick_run):
         # A claim the quick preset is too small for says so (and what it measured); it never fails
         # unexplained, never errors, and never fakes a pass. A failure declared as known (with its cause and,
         # for some seeds, its measured rate) is allowed: it is a result, not a defect.
-        undecided_ok = v.outcome == "undecided" and ("needs paper preset" in v.detail or v.detail.startswith((
-            "report only", "not decided:")))
+        undecided_ok = v.outcome == "undecided" and (
+            "needs paper preset" in v.detail or v.detail.startswith(("report only", "not decided:"))
+        )
         assert v.outcome in ("passed", "departed", "known") or undecided_ok, f"{v.id}: {v.label}: {v.detail}"
     # A claim quick leaves undecided declares the preset that decides it (theorylab claims lists it), and says so.
     claims = {c.id: c for c in all_studies()[slug].claims}
@@ -55,8 +56,9 @@ def test_quick_preset_runs_and_passes(slug, quick_run):
     # The 60-s budget is measured by benchmarks/quick_presets.py on an idle machine, not asserted
     # here: a timed test fails on a loaded machine whatever the code does.
     # Claims are judged from stored data: re-judging the loaded run gives the same verdicts.
-    assert [v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(
-        result.run_id)).verdicts] == [v.passed for v in result.verdicts]
+    assert [
+        v.passed for v in judge(all_studies()[slug], Store(result.path.parents[1]).load(result.run_id)).verdicts
+    ] == [v.passed for v in result.verdicts]
 
 
 @pytest.mark.slow

@@ -13,9 +13,25 @@ from result_edits import set_where
 
 REDUCED = ("gate-stays-closed", "ablation-neutral")  # 20 of the card's 122 steps at quick
 # The LM at toy size: the code path of every preset, minutes -> seconds.
-LM_TOY = dict(lm_d_model=16, lm_n_layers=2, lm_n_heads=2, lm_mlp_width=32, lm_length=16, lm_batch=4, lm_steps=12,
-              lm_seeds=2, lm_evaluate_every=6, lm_val_windows=4, flop_check_length=8, leak_sequences=1,
-              ode_epsilons=(0.03, 0.01), ode_points=31, manifold_ys=5, phi_steps=50, phi_grid=20)
+LM_TOY = dict(
+    lm_d_model=16,
+    lm_n_layers=2,
+    lm_n_heads=2,
+    lm_mlp_width=32,
+    lm_length=16,
+    lm_batch=4,
+    lm_steps=12,
+    lm_seeds=2,
+    lm_evaluate_every=6,
+    lm_val_windows=4,
+    flop_check_length=8,
+    leak_sequences=1,
+    ode_epsilons=(0.03, 0.01),
+    ode_points=31,
+    manifold_ys=5,
+    phi_steps=50,
+    phi_grid=20,
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +53,16 @@ def _evaluate(res, claim: str):
 def test_quick_claims(fsa_quick):
     for v in fsa_quick.verdicts:
         if v.id.endswith(REDUCED):
-            assert v.passed is None and v.detail.startswith(
-                "not decided: decided by the cpu preset on a CPU; reduced run") and v.measured is not None
+            assert (
+                v.passed is None
+                and v.detail.startswith("not decided: decided by the cpu preset on a CPU; reduced run")
+                and v.measured is not None
+            )
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert {"manifold_tracking", "phi_fit", "gate_trajectory", "ablation_losses", "depth_smoothness"} <= {
-        p.stem for p in fsa_quick.figures}
+        p.stem for p in fsa_quick.figures
+    }
     f = fsa_quick.table("lm_final")
     # every variant is its own initialisation draw: frozen (gate 0) is no longer dense bit for bit, so claim 8's two
     # comparisons are two (they were one number while frozen and dense shared their fast weights)
@@ -73,28 +93,51 @@ def test_judges_fail_on_wrong_results(fsa_quick):
     assert j.judge_phi(_edit(r, "phi", lambda f: f.assign(phi=f["phi_untrained"]))).passed is False
     assert j.judge_phi(_edit(r, "phi", lambda f: f.assign(phi_untrained=f["p_st"]))).passed is False
     # a leak at a block boundary; a control that does not leak
-    leak = _edit(r, "leak", lambda f: set_where(f, lambda t: (t["pooling"] == "shifted (causal)") & (t["t"] == 4),
-                                                "leak", 1e-3))
+    leak = _edit(
+        r, "leak", lambda f: set_where(f, lambda t: (t["pooling"] == "shifted (causal)") & (t["t"] == 4), "leak", 1e-3)
+    )
     assert j.judge_causal(leak).passed is False
     assert j.judge_causal(_edit(r, "leak", lambda f: f.assign(leak=0.0))).passed is False
     # a slow path costing 1/P of the fast one, a miscounted FLOP, or a slow step 2x the dense one
-    assert j.judge_cost(_edit(r, "flops", lambda f: set_where(f, lambda t: t["path"] == "slow", "analytic_score_flops",
-                                                              f.loc[f["path"] == "fast", "analytic_score_flops"].iloc[0]
-                                                              // 4))).passed is False
-    assert j.judge_cost(_edit(r, "flops", lambda f: f.assign(measured_score_flops=f["measured_score_flops"] + 2))
-                        ).passed is False
+    assert (
+        j.judge_cost(
+            _edit(
+                r,
+                "flops",
+                lambda f: set_where(
+                    f,
+                    lambda t: t["path"] == "slow",
+                    "analytic_score_flops",
+                    f.loc[f["path"] == "fast", "analytic_score_flops"].iloc[0] // 4,
+                ),
+            )
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_cost(_edit(r, "flops", lambda f: f.assign(measured_score_flops=f["measured_score_flops"] + 2))).passed
+        is False
+    )
     slow = _edit(r, "step_time", lambda f: f.assign(seconds=np.where(f["variant"] == "coupled", 2.0, 1.0)))
     assert j.judge_cost(slow).passed is False
     assert j.judge_cost(_edit(slow, "step_time", lambda f: f.assign(seconds=1.0))).passed is True
 
 
-@pytest.mark.parametrize("table, column, claim", [
-    ("stationary", "l1_to_limit", "manifold-is-stationary"), ("stationary", "min_p", "manifold-is-stationary"),
-    ("errors", "e0", "tikhonov-order-one"), ("errors", "e1_flipped", "first-order-correction"),
-    ("phi", "phi", "variational-phi"), ("phi", "phi_untrained", "variational-phi"),
-    ("leak", "leak", "causal-pooling"), ("step_time", "seconds", "slow-path-cost"),
-    ("flops", "measured_score_flops", "slow-path-cost"), ("lm_final", "val_loss", "ablation-neutral"),
-])
+@pytest.mark.parametrize(
+    "table, column, claim",
+    [
+        ("stationary", "l1_to_limit", "manifold-is-stationary"),
+        ("stationary", "min_p", "manifold-is-stationary"),
+        ("errors", "e0", "tikhonov-order-one"),
+        ("errors", "e1_flipped", "first-order-correction"),
+        ("phi", "phi", "variational-phi"),
+        ("phi", "phi_untrained", "variational-phi"),
+        ("leak", "leak", "causal-pooling"),
+        ("step_time", "seconds", "slow-path-cost"),
+        ("flops", "measured_score_flops", "slow-path-cost"),
+        ("lm_final", "val_loss", "ablation-neutral"),
+    ],
+)
 def test_a_nan_row_fails_the_claim(fsa_quick, table, column, claim):
     """pandas' max/min and Python's min skip a NaN; the judges read their columns through v.column instead."""
     nan = _edit(fsa_quick, table, lambda f: set_where(f, lambda t: t.index == t.index[-1], column, np.nan))
@@ -105,8 +148,16 @@ def test_a_nan_row_fails_the_claim(fsa_quick, table, column, claim):
 def test_a_nan_gate_fails_the_gate_claim(fsa_quick):
     full = _scalars(fsa_quick, lm_tokens=499_712, adam_gate_bound=0.244)
     last = full.table("lm_curve")["step"].max()
-    nan = _edit(full, "lm_curve", lambda f: set_where(f, lambda t: (t["variant"] == "coupled") & (t["step"] == last)
-                                                      & (t["layer"] == 0) & (t["seed"] == 1), "gate_rms", np.nan))
+    nan = _edit(
+        full,
+        "lm_curve",
+        lambda f: set_where(
+            f,
+            lambda t: (t["variant"] == "coupled") & (t["step"] == last) & (t["layer"] == 0) & (t["seed"] == 1),
+            "gate_rms",
+            np.nan,
+        ),
+    )
     verdict = _evaluate(nan, "gate-stays-closed")
     assert verdict.passed is False and "seed = 1" in verdict.detail, verdict.detail
 
@@ -119,17 +170,24 @@ def test_gate_claim_is_decided_only_where_it_can_fail(fsa_quick):
     card = j.judge_gate(_scalars(fsa_quick, lm_tokens=499_712, adam_gate_bound=0.0615))
     assert card.passed is None and card.detail.startswith("not decided at this budget"), card.detail
     assert "0.0615" in card.detail and "max gate RMS" in card.detail and "longest path" in card.detail
-    assert card.measured == pytest.approx(fsa_quick.table("lm_curve").query("variant == 'coupled'")
-                                          .query("step == step.max()")["gate_rms"].max())
+    assert card.measured == pytest.approx(
+        fsa_quick.table("lm_curve").query("variant == 'coupled'").query("step == step.max()")["gate_rms"].max()
+    )
     decidable = _scalars(fsa_quick, lm_tokens=499_712, adam_gate_bound=0.244)
     assert j.judge_gate(decidable).passed is True
     last = decidable.table("lm_curve")["step"].max()
-    opened = _edit(decidable, "lm_curve", lambda f: set_where(
-        f, lambda t: (t["variant"] == "coupled") & (t["step"] == last) & (t["layer"] == 1), "gate_rms", 0.3))
+    opened = _edit(
+        decidable,
+        "lm_curve",
+        lambda f: set_where(
+            f, lambda t: (t["variant"] == "coupled") & (t["step"] == last) & (t["layer"] == 1), "gate_rms", 0.3
+        ),
+    )
     assert j.judge_gate(opened).passed is False
     # steps that added up to more than 0.1 (a path of 0.2) make the claim decidable even at the card's bound
-    long_path = _edit(_scalars(fsa_quick, lm_tokens=499_712, adam_gate_bound=0.0615), "gate_steps",
-                      lambda f: f.assign(path=0.2))
+    long_path = _edit(
+        _scalars(fsa_quick, lm_tokens=499_712, adam_gate_bound=0.0615), "gate_steps", lambda f: f.assign(path=0.2)
+    )
     assert j.judge_gate(long_path).passed is True
     # the batch-8 preset declares its departure; the card's batch carries none
     verdict = _evaluate(_config(decidable, lm_batch=8), "gate-stays-closed")
@@ -150,13 +208,19 @@ def test_ablation_claim_compares_distinct_runs(fsa_quick):
     j = fsa.judges
     # losses 0.01 apart between seeds and 0.001 apart between variants: means within 0.2 seed SD of each other
     offset = {"dense": 0.0, "coupled": 0.001, "frozen": 0.002}
-    full = _edit(_scalars(fsa_quick, lm_tokens=499_712), "lm_final",
-                 lambda t: t.assign(val_loss=2.5 + 0.01 * t["seed"] + t["variant"].map(offset)))
+    full = _edit(
+        _scalars(fsa_quick, lm_tokens=499_712),
+        "lm_final",
+        lambda t: t.assign(val_loss=2.5 + 0.01 * t["seed"] + t["variant"].map(offset)),
+    )
     assert j.judge_neutral(full).passed is True
     f = full.table("lm_final")
     sd = f.groupby("variant")["val_loss"].std().max()
-    worse = _edit(full, "lm_final", lambda t: t.assign(val_loss=np.where(t["variant"] == "coupled", t["val_loss"] +
-                                                                         5 * sd, t["val_loss"])))
+    worse = _edit(
+        full,
+        "lm_final",
+        lambda t: t.assign(val_loss=np.where(t["variant"] == "coupled", t["val_loss"] + 5 * sd, t["val_loss"])),
+    )
     assert j.judge_neutral(worse).passed is False
     # the card's recipe (cpu-500k) declares the measured false-alarm rate; quick declares none
     at_card = copy.copy(worse)
@@ -172,11 +236,17 @@ def test_ablation_claim_compares_distinct_runs(fsa_quick):
         same = j.judge_neutral(_edit(res, "lm_final", as_dense))
         assert same.passed is False and "bit-identical" in same.detail, same.detail
     last = full.table("lm_curve")["step"].max()
-    moved = _edit(full, "lm_curve", lambda t: set_where(t, lambda c: (c["variant"] == "frozen") & (c["step"] == last),
-                                                        "gate_rms", 1e-3))
+    moved = _edit(
+        full,
+        "lm_curve",
+        lambda t: set_where(t, lambda c: (c["variant"] == "frozen") & (c["step"] == last), "gate_rms", 1e-3),
+    )
     assert j.judge_neutral(moved).passed is False
-    shut = _edit(full, "lm_curve", lambda t: set_where(t, lambda c: (c["variant"] == "coupled") & (c["step"] == last),
-                                                       "gate_rms", 0.0))
+    shut = _edit(
+        full,
+        "lm_curve",
+        lambda t: set_where(t, lambda c: (c["variant"] == "coupled") & (c["step"] == last), "gate_rms", 0.0),
+    )
     assert j.judge_neutral(shut).passed is False
 
 
@@ -202,8 +272,9 @@ def test_variants_are_distinct_ablations():
     optim = AdamWSchedule(lr=1e-2, weight_decay=0.1)
     gen = torch.Generator().manual_seed(0)
     steps = 4
-    log = train_lockstep([m for _, _, m in models], lambda _: torch.randint(0, 11, (4, 16), generator=gen),
-                         steps=steps, optim=optim)
+    log = train_lockstep(
+        [m for _, _, m in models], lambda _: torch.randint(0, 11, (4, 16), generator=gen), steps=steps, optim=optim
+    )
     lr = [1e-2 * optim.lr_factor(steps)(k) for k in range(steps)]
     rows = reads.rows(lr, seed=0)
     assert len({round(x[-1], 12) for x in log.losses}) == 3
@@ -219,8 +290,14 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("fast-slow-attention", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(LM_TOY, lm_pool_sizes=(2, 4)))
+    res = execute(
+        "fast-slow-attention",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(LM_TOY, lm_pool_sizes=(2, 4)),
+    )
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
     assert by_id["causal-pooling"].passed is True, by_id["causal-pooling"].detail
     assert set(res.table("flops")["P"]) == {2, 4} and set(res.table("leak")["P"]) == {2, 4}

@@ -25,8 +25,13 @@ def test_quick_claims(ffa_quick):
         # Not run at quick; the reason names the preset that decides it, how to measure the reduced version, and where
         # its finding is written.
         d = v[name].detail
-        assert v[name].passed is None and d.startswith(
-            f"not decided: {where}") and "docs/studies/ff-vs-attention.md" in d and "paper size" in d and "--" in d
+        assert (
+            v[name].passed is None
+            and d.startswith(f"not decided: {where}")
+            and "docs/studies/ff-vs-attention.md" in d
+            and "paper size" in d
+            and "--" in d
+        )
     assert {"training_dynamics", "ablation_bars"} <= {p.stem for p in ffa_quick.figures}
 
 
@@ -43,14 +48,16 @@ def test_ablation_claim_fails_when_ff2_is_not_the_store(ffa_quick):
     # Dropping FF2 leaves the noise prediction in place: the association is elsewhere.
     bad = _edit(ffa_quick, "curves", lambda f: f.assign(P_noise_noFF2=np.where(_last(f), 0.45, f["P_noise_noFF2"])))
     assert ffa.judges.judge_ablate(bad).passed is False
-    weak = _edit(ffa_quick, "curves", lambda f: f.assign(acc_noFF2=np.where(_last(f), f["acc_full"] + 0.1, f[
-        "acc_noFF2"])))
+    weak = _edit(
+        ffa_quick, "curves", lambda f: f.assign(acc_noFF2=np.where(_last(f), f["acc_full"] + 0.1, f["acc_noFF2"]))
+    )
     assert ffa.judges.judge_ablate(weak).passed is False
 
 
 def test_ff2_claim_fails_on_negative_margins(ffa_quick):
-    bad = _edit(ffa_quick, "curves", lambda f: f.assign(ff2_margin_positive=np.where(_last(f), 0.6, f[
-        "ff2_margin_positive"])))
+    bad = _edit(
+        ffa_quick, "curves", lambda f: f.assign(ff2_margin_positive=np.where(_last(f), 0.6, f["ff2_margin_positive"]))
+    )
     assert ffa.judges.judge_ff2(bad).passed is False
 
 
@@ -73,14 +80,24 @@ def _synthetic_result(ffa_quick, rows: list[dict]):
 
 
 def test_paper_judges_on_synthetic_tables(ffa_quick):
-    base = dict(seed=0, step=800, acc_full=0.5, acc_noFF2=0.95, ff2_margin=1.0, ff2_margin_positive=1.0,
-                induction_mass=0.5, P_noise_noFF2=0.02)
+    base = dict(
+        seed=0,
+        step=800,
+        acc_full=0.5,
+        acc_noFF2=0.95,
+        ff2_margin=1.0,
+        ff2_margin_positive=1.0,
+        induction_mass=0.5,
+        P_noise_noFF2=0.02,
+    )
     sweep_ok = [dict(base, variant=f"p={p}", p_noise=p, ff=True, P_noise_full=p + 0.05) for p in (0.1, 0.3, 0.5, 0.7)]
     only = lambda rows: _edit(ffa_quick, "curves", lambda f: pd.DataFrame(rows))  # noqa: E731
     assert ffa.judges.judge_sweep(only(sweep_ok)).passed is True
     assert ffa.judges.judge_sweep(only([dict(r, P_noise_full=0.5) for r in sweep_ok])).passed is False
-    assert ffa.judges.judge_sweep(only([dict(r, acc_noFF2=0.8) if r[
-        "p_noise"] == 0.7 else r for r in sweep_ok])).passed is False
+    assert (
+        ffa.judges.judge_sweep(only([dict(r, acc_noFF2=0.8) if r["p_noise"] == 0.7 else r for r in sweep_ok])).passed
+        is False
+    )
 
 
 def _claim(slug: str):
@@ -89,19 +106,44 @@ def _claim(slug: str):
 
 def _truncation(rows: dict[int, tuple[float, float]]) -> pd.DataFrame:
     """A value_truncation table: rank -> (P_noise, acc), the same on both halves."""
-    return pd.DataFrame([dict(variant="no-ff", p_noise=0.5, seed=0, split=split, rank=r, positions=100, P_noise=pn,
-                              P_answer=1 - pn, acc=acc)
-                         for split in ("validation", "test") for r, (pn, acc) in rows.items()])
+    return pd.DataFrame(
+        [
+            dict(
+                variant="no-ff",
+                p_noise=0.5,
+                seed=0,
+                split=split,
+                rank=r,
+                positions=100,
+                P_noise=pn,
+                P_answer=1 - pn,
+                acc=acc,
+            )
+            for split in ("validation", "test")
+            for r, (pn, acc) in rows.items()
+        ]
+    )
 
 
 def test_no_ff_judge_reads_the_layer2_value_path(ffa_quick):
-    noff = dict(variant="no-ff", p_noise=0.5, ff=False, seed=0, step=800, P_noise_full=0.5, P_noise_noAttn1=0.04,
-                P_noise_noAttn2=0.05)
+    noff = dict(
+        variant="no-ff",
+        p_noise=0.5,
+        ff=False,
+        seed=0,
+        step=800,
+        P_noise_full=0.5,
+        P_noise_noAttn1=0.04,
+        P_noise_noAttn2=0.05,
+    )
     with_noff = _synthetic_result(ffa_quick, [noff])
 
     def judged(curve_row, trunc):
-        res = _edit(with_noff, "curves", lambda f: pd.concat([f[f["variant"] != "no-ff"], pd.DataFrame([curve_row])],
-                                                             ignore_index=True))
+        res = _edit(
+            with_noff,
+            "curves",
+            lambda f: pd.concat([f[f["variant"] != "no-ff"], pd.DataFrame([curve_row])], ignore_index=True),
+        )
         res.tables["value_truncation"] = trunc
         return ffa.judges.judge_no_ff(res)
 
@@ -112,8 +154,12 @@ def test_no_ff_judge_reads_the_layer2_value_path(ffa_quick):
     # The noise survives every truncation: the association is not in the layer-2 value path.
     assert judged(noff, _truncation({r: (max(pn, 0.3), a) for r, (pn, a) in good.items()})).passed is False
     # Only zeroing the value matrix (the whole layer) removes the noise, and it takes the in-context answer with it.
-    assert judged(noff, _truncation({-1: (0.5, 0.12), 0: (0.05, 0.02), 1: (0.05, 0.02), 8: (0.4, 0.2), 32: (0.5,
-        0.11)})).passed is False
+    assert (
+        judged(
+            noff, _truncation({-1: (0.5, 0.12), 0: (0.05, 0.02), 1: (0.05, 0.02), 8: (0.4, 0.2), 32: (0.5, 0.11)})
+        ).passed
+        is False
+    )
     # No in-context path at all (accuracy 0 before and after): "keeps the in-context answer" would be vacuous.
     dead = {r: (pn, 0.0) for r, (pn, _) in good.items()}
     v = judged(noff, _truncation(dead))
@@ -132,8 +178,9 @@ def test_skipped_parts_are_undecided_not_errors(ffa_quick):
     no_sweep.tables.pop("lm", None)
     for slug in ("p-sweep", "truncation-helps"):
         verdict = _claim(slug).evaluate(no_sweep)
-        assert verdict.passed is None and not verdict.error and verdict.detail.startswith(
-            "not decided:"), verdict.detail
+        assert verdict.passed is None and not verdict.error and verdict.detail.startswith("not decided:"), (
+            verdict.detail
+        )
 
 
 def test_laser_judge(ffa_quick):
@@ -144,9 +191,11 @@ def test_laser_judge(ffa_quick):
         return res
 
     full = dict(layer=-1, rank=-1, truncated=False, icl_acc=0.30, perplexity=50.0)
-    grid = [dict(layer=3, rank=1, truncated=True, icl_acc=0.45, perplexity=53.0), dict(layer=3, rank=16, truncated=True,
-        icl_acc=0.33, perplexity=50.5),
-            dict(layer=0, rank=1, truncated=True, icl_acc=0.9, perplexity=50.0)]  # an early layer never counts
+    grid = [
+        dict(layer=3, rank=1, truncated=True, icl_acc=0.45, perplexity=53.0),
+        dict(layer=3, rank=16, truncated=True, icl_acc=0.33, perplexity=50.5),
+        dict(layer=0, rank=1, truncated=True, icl_acc=0.9, perplexity=50.0),
+    ]  # an early layer never counts
     assert ffa.judges.judge_laser(with_lm([full, *grid], [full, *grid])).passed is True
     # Chosen on validation, judged on test: a gain that does not carry over fails.
     flat_test = [dict(r, icl_acc=0.31) for r in grid]
@@ -157,18 +206,31 @@ def test_laser_judge(ffa_quick):
 
 def test_language_model_part_runs_on_a_local_text(tmp_path):
     """The real-text pipeline end to end on a small local file (a smoke run: sizes far too small for the claim)."""
-    text = " ".join(f"the son of {name} went unto the house of the LORD ." for name in ["Moses", "Aaron", "David",
-        "Saul", "Jacob"] * 60)
+    text = " ".join(
+        f"the son of {name} went unto the house of the LORD ."
+        for name in ["Moses", "Aaron", "David", "Saul", "Jacob"] * 60
+    )
     corpus = tmp_path / "tiny.txt"
     corpus.write_text(text)
-    cfg = ffa.config.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_d_model=16,
-                                         lm_n_layers=2,
-                                  lm_n_heads=2, lm_batch=4, lm_steps=3, lm_ranks=(1, 4), lm_probes=16)
+    cfg = ffa.config.FFvsAttentionConfig(
+        lm_corpus=str(corpus),
+        lm_vocab_size=30,
+        lm_length=16,
+        lm_d_model=16,
+        lm_n_layers=2,
+        lm_n_heads=2,
+        lm_batch=4,
+        lm_steps=3,
+        lm_ranks=(1, 4),
+        lm_probes=16,
+    )
     ctx = RunContext(seed=0)
     table = ffa.run_lm(cfg, ctx)
     assert len(table) == 2 * (1 + 2 * 2) and set(table["split"]) == {"validation", "test"}
-    assert set(table.loc[table["truncated"], "rank"]) == {1, 4} and set(table.loc[table["truncated"], "layer"]) == {0,
-        1}
+    assert set(table.loc[table["truncated"], "rank"]) == {1, 4} and set(table.loc[table["truncated"], "layer"]) == {
+        0,
+        1,
+    }
     assert (table["generic"] == "the").all() and table["perplexity"].gt(1).all()
     assert "lm_loss" in ctx.tables
 
@@ -179,8 +241,19 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    tiny = dict(vocab_size=16, length=32, d_model=16, seeds=2, steps=12, batch=8, evaluate_every=6, test_sequences=64,
-                trigger_boost=0.2, p_sweep=(0.3,), lm=False)
+    tiny = dict(
+        vocab_size=16,
+        length=32,
+        d_model=16,
+        seeds=2,
+        steps=12,
+        batch=8,
+        evaluate_every=6,
+        test_sequences=64,
+        trigger_boost=0.2,
+        p_sweep=(0.3,),
+        lm=False,
+    )
     res = execute("ff-vs-attention", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
     curves = res.table("curves")
     assert set(curves["variant"]) == {"full", "no-ff", "p=0.3"}
@@ -189,8 +262,11 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
     assert v["no-ff-variant"].passed is not None and v["p-sweep"].passed is not None  # judged (tiny sizes: may fail)
     assert v["truncation-helps"].detail.startswith("not decided:")
     trunc = res.table("value_truncation")
-    assert set(trunc["split"]) == {"validation", "test"} and set(trunc["seed"]) == {0, 1} and {-1, 0, 2} <= set(trunc[
-        "rank"])
+    assert (
+        set(trunc["split"]) == {"validation", "test"}
+        and set(trunc["seed"]) == {0, 1}
+        and {-1, 0, 2} <= set(trunc["rank"])
+    )
 
 
 def test_bad_values_fail_before_work():
@@ -239,15 +315,21 @@ def test_local_pretrained_model_path(tmp_path):
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<eos>"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", unk_token="<eos>")
-    config = transformers.GPTNeoXConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2,
-                                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    config = transformers.GPTNeoXConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     model_dir = tmp_path / "neox"
     transformers.GPTNeoXForCausalLM(config).save_pretrained(model_dir)
     fast.save_pretrained(model_dir)
-    cfg = ffa.config.FFvsAttentionConfig(lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_ranks=(1, 4),
-                                         lm_probes=16,
-                                  lm_local=str(model_dir))
+    cfg = ffa.config.FFvsAttentionConfig(
+        lm_corpus=str(corpus), lm_vocab_size=30, lm_length=16, lm_ranks=(1, 4), lm_probes=16, lm_local=str(model_dir)
+    )
     table = ffa.run_lm(cfg, RunContext(seed=0))
     assert len(table) == 2 * (1 + 2 * 2) and set(table.loc[table["truncated"], "layer"]) == {0, 1}
     assert table["P_answer"].between(0, 1).all() and table["perplexity"].gt(1).all() and table["positions"].gt(0).all()
@@ -271,9 +353,14 @@ def test_text_background_uses_character_bigrams(tmp_path):
     t_idx, h_idx = chars.index["t"], chars.index["h"]
     # "t" is always followed by "h" in this text: the background row is that bigram (before the trigger jump).
     assert abs(task.transition[t_idx, h_idx] - (1 - cfg.trigger_boost)) < 1e-12
-    res = execute("ff-vs-attention", "quick", 0, dict(background=str(corpus), lm=False, steps=4, evaluate_every=2,
-                                                      d_model=16, test_sequences=32),
-                  store=Store(tmp_path / "store"), device="cpu")
+    res = execute(
+        "ff-vs-attention",
+        "quick",
+        0,
+        dict(background=str(corpus), lm=False, steps=4, evaluate_every=2, d_model=16, test_sequences=32),
+        store=Store(tmp_path / "store"),
+        device="cpu",
+    )
     assert res.status == "done", res.message
     curves = res.table("curves")
     assert set(curves["variant"]) == {"full"}  # the quick preset trains only the main model
@@ -302,12 +389,27 @@ def test_nan_evaluations_fail_naming_them_and_recipe_departures_follow_the_confi
 class _SweepRes:
     """A stand-in result for the p-sweep judge: the curves' last evaluations and a quick-size config."""
 
-    config = dict(d_model=64, length=64, steps=800, optimizer="adam", lr=1e-3, schedule="cosine", weight_decay=0.0,
-                  momentum=0.0, seeds=1, batch=64, vocab_size=64)
+    config = dict(
+        d_model=64,
+        length=64,
+        steps=800,
+        optimizer="adam",
+        lr=1e-3,
+        schedule="cosine",
+        weight_decay=0.0,
+        momentum=0.0,
+        seeds=1,
+        batch=64,
+        vocab_size=64,
+    )
 
     def __init__(self, acc: dict[float, float], p_noise: dict[float, float]):
-        self.frame = pd.DataFrame([dict(variant=f"p={p:g}", p_noise=p, ff=True, seed=0, step=800, acc_noFF2=a,
-                                        P_noise_full=p_noise[p]) for p, a in acc.items()])
+        self.frame = pd.DataFrame(
+            [
+                dict(variant=f"p={p:g}", p_noise=p, ff=True, seed=0, step=800, acc_noFF2=a, P_noise_full=p_noise[p])
+                for p, a in acc.items()
+            ]
+        )
 
     def table(self, name, unless=None):
         return self.frame

@@ -40,8 +40,13 @@ def test_fast_forward_and_gradients_equal_toy_transformer(residual, table):
         torch.testing.assert_close(pattern[s], cache["blocks.0.attn.hook_pattern"][:, 0], rtol=1e-10, atol=1e-12)
         F.cross_entropy(m(x[s]).reshape(-1, 7), y[s].reshape(-1)).backward()
         a = m.blocks[0].attn
-        for name, ref in (("E", m.embed.weight.grad), ("Q", a.W_Q.grad[0].T), ("K", a.W_K.grad[0].T),
-                          ("W", a.W_V.grad[0].T), ("U", m.readout.weight.grad.T)):
+        for name, ref in (
+            ("E", m.embed.weight.grad),
+            ("Q", a.W_Q.grad[0].T),
+            ("K", a.W_K.grad[0].T),
+            ("W", a.W_V.grad[0].T),
+            ("U", m.readout.weight.grad.T),
+        ):
             torch.testing.assert_close(w[name].grad[s], ref, rtol=1e-9, atol=1e-12, msg=name)
 
 
@@ -49,12 +54,28 @@ def test_lockstep_gd_equals_each_member_alone_and_load_member_round_trips():
     models, x, y = _members()
     w0 = dynamics.card_weights(models)
     logged = []
-    both = dynamics.train_gd(w0, x, y, lr=0.5, steps=3, evaluate_every=2, residual=False,
-                             log=lambda step, w, losses, a: logged.append((step, losses.clone())))
+    both = dynamics.train_gd(
+        w0,
+        x,
+        y,
+        lr=0.5,
+        steps=3,
+        evaluate_every=2,
+        residual=False,
+        log=lambda step, w, losses, a: logged.append((step, losses.clone())),
+    )
     assert [s for s, _ in logged] == [0, 2, 3]
     for s in range(2):
-        alone = dynamics.train_gd({k: t[s:s + 1] for k, t in w0.items()}, x[s:s + 1], y[s:s + 1], lr=0.5, steps=3,
-                                  evaluate_every=10, residual=False, log=lambda *a: None)
+        alone = dynamics.train_gd(
+            {k: t[s : s + 1] for k, t in w0.items()},
+            x[s : s + 1],
+            y[s : s + 1],
+            lr=0.5,
+            steps=3,
+            evaluate_every=10,
+            residual=False,
+            log=lambda *a: None,
+        )
         for k in both:
             torch.testing.assert_close(both[k][s], alone[k][0], rtol=1e-10, atol=1e-13)
     m = dynamics.load_member(models[1], both, 1)
@@ -86,8 +107,12 @@ def _scale_after(frame, column, factor, start=1):
 def test_judges_fail_on_wrong_results(fd_quick):
     r = fd_quick
     # a large init or a bias left on: L(0) away from ln V
-    assert judges.judge_init(_edit(r, "curves", lambda f: f.assign(loss=np.where(f["step"] == 0, f["loss"] + 0.02,
-                                                                                    f["loss"])))).passed is False
+    assert (
+        judges.judge_init(
+            _edit(r, "curves", lambda f: f.assign(loss=np.where(f["step"] == 0, f["loss"] + 0.02, f["loss"])))
+        ).passed
+        is False
+    )
     # attention never frozen (grows from the first step), or no rank-one condensation
     assert judges.judge_condense(_edit(r, "curves", lambda f: _scale_after(f, "qk_norm", 2.0))).passed is False
     assert judges.judge_condense(_edit(r, "curves", lambda f: f.assign(e_ratio=0.6))).passed is False
@@ -96,8 +121,12 @@ def test_judges_fail_on_wrong_results(fd_quick):
     # attention that never grows, or whose entropy stays uniform
     flat_qk = _edit(r, "curves", lambda f: f.assign(qk_norm=f.groupby("member")["qk_norm"].transform("first")))
     assert judges.judge_wake(flat_qk).passed is False
-    assert judges.judge_wake(_edit(r, "curves", lambda f: f.assign(entropy=f.groupby("member")["entropy"]
-                                                                    .transform("first")))).passed is False
+    assert (
+        judges.judge_wake(
+            _edit(r, "curves", lambda f: f.assign(entropy=f.groupby("member")["entropy"].transform("first")))
+        ).passed
+        is False
+    )
     # the earlier reading (focus_setting = card): attention that only sharpens monotonically, or no focus at all
     card = replace(r, config={**r.config, "focus_setting": "card"})
     mono = _edit(card, "curves", lambda f: f.assign(focus=1 + 0.3 * f["step"] / f["step"].max()))
@@ -105,8 +134,9 @@ def test_judges_fail_on_wrong_results(fd_quick):
     assert judges.judge_focus(_edit(card, "curves", lambda f: f.assign(focus=1.0))).passed is False
     # learning stuck at the unigram level
     levels = r.table("levels").set_index("member")["unigram_entropy"]
-    stuck = _edit(r, "curves", lambda f: f.assign(loss=np.where(f["step"] == f["step"].max(),
-                                                                f["member"].map(levels), f["loss"])))
+    stuck = _edit(
+        r, "curves", lambda f: f.assign(loss=np.where(f["step"] == f["step"].max(), f["member"].map(levels), f["loss"]))
+    )
     assert judges.judge_beyond(stuck).passed is False
 
 
@@ -134,16 +164,25 @@ def test_second_cycle_judge_on_constructed_tables():
 
     steps = np.arange(0, 20_001, 500)
     focus = np.interp(steps, [0, 2000, 4000, 8000, 12000, 16000, 20000], [1, 1, 1.2, 1.05, 1.05, 1.08, 1.0])
-    one = pd.DataFrame(dict(step=steps, loss=np.where(steps <= 2000, 1.0, 0.8),
-                            qk_norm=np.where(steps <= 2000, 1.0, 3.0), focus=focus,
-                            e_directions=np.where(steps >= 10_000, 2, 1)))
+    one = pd.DataFrame(
+        dict(
+            step=steps,
+            loss=np.where(steps <= 2000, 1.0, 0.8),
+            qk_norm=np.where(steps <= 2000, 1.0, 3.0),
+            focus=focus,
+            e_directions=np.where(steps >= 10_000, 2, 1),
+        )
+    )
     claim = next(c for c in get_study("focus-dilution").claims if c.id.endswith("second-cycle"))
 
     def judged(*curves):
         table = pd.concat([c.assign(member=m) for m, c in enumerate(curves)], ignore_index=True)
         levels = pd.DataFrame(dict(member=range(len(curves)), unigram_entropy=1.0, entropy_rate=0.5))
-        return claim.evaluate(Result("focus-dilution", "x", "paper", 0, "done", {"steps": 20_000},
-                                     tables={"curves": table, "levels": levels}))
+        return claim.evaluate(
+            Result(
+                "focus-dilution", "x", "paper", 0, "done", {"steps": 20_000}, tables={"curves": table, "levels": levels}
+            )
+        )
 
     assert judged(one, one).passed is True, judged(one, one).detail
     no_direction = one.assign(e_directions=1)
@@ -152,9 +191,23 @@ def test_second_cycle_judge_on_constructed_tables():
     for bad in (no_direction, no_peak, no_decline):
         v = judged(one, bad)
         assert v.passed is False, v.detail
-    assert claim.evaluate(Result("focus-dilution", "x", "quick", 0, "done", {"steps": 4000}, tables={
-        "curves": one.assign(member=0), "levels": pd.DataFrame(dict(member=[0], unigram_entropy=1.0,
-                                                                     entropy_rate=0.5))})).passed is None
+    assert (
+        claim.evaluate(
+            Result(
+                "focus-dilution",
+                "x",
+                "quick",
+                0,
+                "done",
+                {"steps": 4000},
+                tables={
+                    "curves": one.assign(member=0),
+                    "levels": pd.DataFrame(dict(member=[0], unigram_entropy=1.0, entropy_rate=0.5)),
+                },
+            )
+        ).passed
+        is None
+    )
 
 
 def test_bad_config_fails_naming_the_field():
@@ -174,9 +227,24 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("focus-dilution", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(vocab_size=80, d_model=4, length=5, n_sequences=4, seeds=2, steps=20_000, lr=0.1,
-                                 evaluate_every=2000, min_position=2))
+    res = execute(
+        "focus-dilution",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            vocab_size=80,
+            d_model=4,
+            length=5,
+            n_sequences=4,
+            seeds=2,
+            steps=20_000,
+            lr=0.1,
+            evaluate_every=2000,
+            min_position=2,
+        ),
+    )
     assert res.status == "done", res.message
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
     assert by_id["second-cycle"].passed is not None, by_id["second-cycle"].detail  # decided (either way)
@@ -184,6 +252,7 @@ def test_paper_path_at_toy_size(tmp_path):
 
 
 # --- the paper's setting for focus-then-dilution (issue 46) ----------------------------------------------------------
+
 
 def test_paper_model_has_no_value_matrix_or_layernorm_and_its_population_loss_is_exact():
     """Structure: only W_0, W_Q, W_K, W_1 (no W_V, no LayerNorm); the population loss over (last token, counts)
@@ -200,8 +269,9 @@ def test_paper_model_has_no_value_matrix_or_layernorm_and_its_population_loss_is
     assert abs(prob.sum() - 1) < 1e-12
     w = model.weights
     logits = paper.PaperModel.forward(w, torch.from_numpy(last), torch.from_numpy(counts))[0]
-    pop = float((-(torch.from_numpy(P)[torch.from_numpy(last)] * logits.log_softmax(-1)).sum(-1)
-                 * torch.from_numpy(prob)).sum())
+    pop = float(
+        (-(torch.from_numpy(P)[torch.from_numpy(last)] * logits.log_softmax(-1)).sum(-1) * torch.from_numpy(prob)).sum()
+    )
     E, Q, K, U = (w[k][0] for k in ("W0", "WQ", "WK", "W1"))
     brute = 0.0
     for seq in itertools.product(range(4), repeat=T):
@@ -225,11 +295,23 @@ def _focus_result(entropy_fn, hf_fn, members=2):
     rows = []
     for m in range(members):
         t = steps / 2000
-        rows.append(pd.DataFrame(dict(member=m, step=steps, entropy=entropy_fn(t) + 0.001 * m,
-                                      hf_attention=hf_fn(t) + 0.001 * m)))
-    return Result("focus-dilution", "x", "quick", 0, "done", {"focus_setting": "paper"},
-                  tables={"focus_curves": pd.concat(rows, ignore_index=True),
-                          "focus_levels": pd.DataFrame(dict(ln_v=[np.log(4)]))})
+        rows.append(
+            pd.DataFrame(
+                dict(member=m, step=steps, entropy=entropy_fn(t) + 0.001 * m, hf_attention=hf_fn(t) + 0.001 * m)
+            )
+        )
+    return Result(
+        "focus-dilution",
+        "x",
+        "quick",
+        0,
+        "done",
+        {"focus_setting": "paper"},
+        tables={
+            "focus_curves": pd.concat(rows, ignore_index=True),
+            "focus_levels": pd.DataFrame(dict(ln_v=[np.log(4)])),
+        },
+    )
 
 
 def _focus_claim():
@@ -239,8 +321,8 @@ def _focus_claim():
 
 
 LN4 = float(np.log(4))
-CYCLE = (lambda t: np.interp(t, [0, 0.3, 0.6, 1], [LN4, 0.8, 1.1, 0.5]))  # down, up, down
-FOCUS = (lambda t: np.interp(t, [0, 0.3, 1], [0.25, 0.45, 0.3]))  # up, then down
+CYCLE = lambda t: np.interp(t, [0, 0.3, 0.6, 1], [LN4, 0.8, 1.1, 0.5])  # down, up, down
+FOCUS = lambda t: np.interp(t, [0, 0.3, 1], [0.25, 0.45, 0.3])  # up, then down
 
 
 def test_focus_judge_right_and_wrong_tables():
@@ -250,10 +332,10 @@ def test_focus_judge_right_and_wrong_tables():
     claim = _focus_claim()
     ok = claim.evaluate(_focus_result(CYCLE, FOCUS))
     assert ok.passed is True, ok.detail
-    monotone = (lambda t: np.interp(t, [0, 0.3, 1], [LN4, 0.8, 0.1]))
-    stall = (lambda t: np.interp(t, [0, 0.3, 0.6, 1], [LN4, 0.8, 1.1, 1.1]))
-    small_rise = (lambda t: np.interp(t, [0, 0.3, 0.6, 1], [LN4, 0.8, 0.85, 0.5]))
-    never = (lambda t: np.interp(t, [0, 1], [0.25, 0.1]))
+    monotone = lambda t: np.interp(t, [0, 0.3, 1], [LN4, 0.8, 0.1])
+    stall = lambda t: np.interp(t, [0, 0.3, 0.6, 1], [LN4, 0.8, 1.1, 1.1])
+    small_rise = lambda t: np.interp(t, [0, 0.3, 0.6, 1], [LN4, 0.8, 0.85, 0.5])
+    never = lambda t: np.interp(t, [0, 1], [0.25, 0.1])
     for ent, hf in ((monotone, FOCUS), (stall, FOCUS), (small_rise, FOCUS), (CYCLE, never)):
         v = claim.evaluate(_focus_result(ent, hf))
         assert v.passed is False, v.detail

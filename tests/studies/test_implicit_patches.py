@@ -18,15 +18,19 @@ def test_quick_claims(patches_quick):
     for name, verdict in v.items():
         assert verdict.passed is True, f"{name}: {verdict.detail}"
     assert {"patch_error_vs_depth", "patch_spectrum", "generation_trace", "icl_patch_norms"} <= {
-        p.stem for p in patches_quick.figures}
+        p.stem for p in patches_quick.figures
+    }
     sweep = patches_quick.table("sweep")
     assert set(sweep["family"]) == set(FAMILIES) and set(sweep["depth"]) == {1, 2, 4, 8}
 
 
 def test_judges_fail_on_wrong_results(patches_quick):
     # a missing (1 + g) factor or an off-by-one target: O(1) errors in one Gemma case
-    off = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: (t["family"] == "gemma") & (t["seed"] == 0),
-                                                            "error", 0.5))
+    off = _edit(
+        patches_quick,
+        "sweep",
+        lambda f: set_where(f, lambda t: (t["family"] == "gemma") & (t["seed"] == 0), "error", 0.5),
+    )
     assert ip.judges.judge_single(off).passed is False and ip.judges.judge_multi(off).passed is False
     f32 = _edit(patches_quick, "sweep", lambda f: set_where(f, lambda t: t["dtype"] == "float32", "error", 1e-2))
     assert ip.judges.judge_single(f32).passed is False
@@ -41,11 +45,13 @@ def test_judges_fail_on_wrong_results(patches_quick):
     assert ip.judges.judge_token(global_patch).passed is False
     silent = _edit(patches_quick, "controllability", lambda f: set_where(f, lambda t: t.index == 0, "flagged", False))
     assert ip.judges.judge_controllability(silent).passed is False
-    diverged = _edit(patches_quick, "generation", lambda f: set_where(f, lambda t: t["step"] == 20, "token_patched",
-        -1))
+    diverged = _edit(
+        patches_quick, "generation", lambda f: set_where(f, lambda t: t["step"] == 20, "token_patched", -1)
+    )
     assert ip.judges.judge_hf_generation(diverged).passed is False
-    loose = _edit(patches_quick, "hf_exact", lambda f: set_where(f, lambda t: t["arch"] == "mixtral", "logit_error",
-        1e-3))
+    loose = _edit(
+        patches_quick, "hf_exact", lambda f: set_where(f, lambda t: t["arch"] == "mixtral", "logit_error", 1e-3)
+    )
     assert ip.judges.judge_hf_families(loose).passed is False
     flat = _edit(patches_quick, "icl_patches", lambda f: f.assign(increment_norm=1.0))
     assert ip.judges.judge_icl(flat).passed is False
@@ -60,8 +66,9 @@ def _claim(slug: str):
 def test_hf_claims_undecided_without_hf_tables(patches_quick):
     res = _edit(patches_quick, "sweep", lambda f: f)
     del res.tables["hf_exact"], res.tables["generation"]
-    res.tables["controllability"] = res.tables["controllability"][~res.tables["controllability"][
-        "source"].str.startswith(ip.judges.HF_SOURCE)]
+    res.tables["controllability"] = res.tables["controllability"][
+        ~res.tables["controllability"]["source"].str.startswith(ip.judges.HF_SOURCE)
+    ]
     for slug in ("hf-greedy-identical", "hf-families-exact", "controllability-failure"):
         v = _claim(slug).evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided:"), (slug, v.detail)
@@ -76,13 +83,28 @@ def test_without_transformers_the_hf_half_is_not_decided(store, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
-    res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
-        families=("gemma",), n_layers=(1, 2), d_models=(8,), contexts=(2,), seeds=1, icl_steps=2, icl_test=2,
-        icl_length=12))
+    res = execute(
+        "implicit-patches",
+        "quick",
+        0,
+        store=store,
+        device="cpu",
+        overrides=dict(
+            families=("gemma",),
+            n_layers=(1, 2),
+            d_models=(8,),
+            contexts=(2,),
+            seeds=1,
+            icl_steps=2,
+            icl_test=2,
+            icl_length=12,
+        ),
+    )
     assert res.status == "done", res.message
-    assert "hf_exact" not in res.tables and not res.table("controllability")["source"].str.startswith(
-        ip.judges.HF_SOURCE).any(
-        )
+    assert (
+        "hf_exact" not in res.tables
+        and not res.table("controllability")["source"].str.startswith(ip.judges.HF_SOURCE).any()
+    )
     v = {x.id.split("/")[1]: x for x in res.verdicts}
     control = v["controllability-failure"]
     assert control.passed is None and not control.error and control.detail.startswith("not decided:"), control.detail
@@ -108,14 +130,34 @@ def test_one_family_small_sizes_and_the_paper_path(store, tmp_path):
     text = tmp_path / "corpus.txt"
     words = "the cat sat on the mat and the dog ran to the cat in the house of the king " * 40
     text.write_text(words)
-    res = execute("implicit-patches", "quick", 0, store=store, device="cpu", overrides=dict(
-        families=("gemma",), n_layers=(1, 3), d_models=(8,), contexts=(2,), seeds=1, hf_archs=("gemma3",),
-        hf_d_model=16,
-        hf_mlp_width=32,
-        hf_n_layers=2, hf_head_dim=8, hf_vocab_size=32, hf_prompt_lengths=(6,), hf_generate=3, hf_dtypes=("float64",
-            "float32"),
-        hf_train_steps=3,
-        hf_corpus=str(text), icl_steps=2, icl_test=2, icl_length=12))
+    res = execute(
+        "implicit-patches",
+        "quick",
+        0,
+        store=store,
+        device="cpu",
+        overrides=dict(
+            families=("gemma",),
+            n_layers=(1, 3),
+            d_models=(8,),
+            contexts=(2,),
+            seeds=1,
+            hf_archs=("gemma3",),
+            hf_d_model=16,
+            hf_mlp_width=32,
+            hf_n_layers=2,
+            hf_head_dim=8,
+            hf_vocab_size=32,
+            hf_prompt_lengths=(6,),
+            hf_generate=3,
+            hf_dtypes=("float64", "float32"),
+            hf_train_steps=3,
+            hf_corpus=str(text),
+            icl_steps=2,
+            icl_test=2,
+            icl_length=12,
+        ),
+    )
     v = {x.id.split("/")[1]: x for x in res.verdicts}
     assert v["exact-single-block"].passed is True and v["exact-multi-layer"].passed is True
     assert v["hf-greedy-identical"].passed is True, v["hf-greedy-identical"].detail
@@ -133,8 +175,13 @@ def _claim(name):
 
 def test_a_nan_error_fails_naming_its_row(patches_quick):
     """A NaN error used to pass: `error > bound` is false for NaN, and the max skipped it."""
-    bad = _edit(patches_quick, "sweep", lambda f: set_where(
-        f, lambda t: (t["family"] == "gemma") & (t["depth"] == 1) & (t["dtype"] == "float32"), "error", np.nan))
+    bad = _edit(
+        patches_quick,
+        "sweep",
+        lambda f: set_where(
+            f, lambda t: (t["family"] == "gemma") & (t["depth"] == 1) & (t["dtype"] == "float32"), "error", np.nan
+        ),
+    )
     v = _claim("exact-single-block").evaluate(bad)
     assert v.passed is False and "family = gemma" in v.detail, v.detail
     assert _claim("exact-single-block").evaluate(patches_quick).outcome == "passed"
@@ -150,8 +197,16 @@ def test_departures_follow_the_config(patches_quick):
     said = multi.declare(multi.judge(r), {**r.config, "n_layers": [1, 2, 16]}, "quick").departures
     assert any(d.startswith("n_layers (1, 2, 16) (card (1, 2, 4, 8))") for d in said), said
     assert multi.evaluate(r).outcome == "passed"  # the control misses in every case: the card's form
-    hit = _edit(r, "sweep", lambda f: f.assign(independent=f["independent"].where(
-        ~((f["family"] == "vanilla") & (f["depth"] == 2) & (f["seed"] == 0) & (f["context"] == 1)), 0.0)))
+    hit = _edit(
+        r,
+        "sweep",
+        lambda f: f.assign(
+            independent=f["independent"].where(
+                ~((f["family"] == "vanilla") & (f["depth"] == 2) & (f["seed"] == 0) & (f["context"] == 1)), 0.0
+            )
+        ),
+    )
     v = multi.evaluate(hit)  # a few cases hit (< 5%): passes ours, not the card's "fails at depth >= 2"
-    assert v.outcome == "departed" and any(d.startswith("control: the independent patches miss") for d in
-                                           v.departures), (v.detail, v.departures)
+    assert v.outcome == "departed" and any(
+        d.startswith("control: the independent patches miss") for d in v.departures
+    ), (v.detail, v.departures)

@@ -43,7 +43,7 @@ def test_lie_bracket_and_two_step_defect_are_exact_on_quadratics(quadratics):
     torch.testing.assert_close(br["bracket"], B @ ga - A @ gb)
     # for quadratics g_B(theta - eta g_A) = g_B - eta B g_A exactly: the defect is eta^2 [H_B g_A - H_A g_B] at any eta
     for eta in (1e-3, 0.1, 2.0):
-        torch.testing.assert_close(two_step_defect(La, Lb, th, eta), eta ** 2 * (B @ ga - A @ gb))
+        torch.testing.assert_close(two_step_defect(La, Lb, th, eta), eta**2 * (B @ ga - A @ gb))
     etas = [1e-4, 1e-2, 1.0]
     kappa = float((B @ ga - A @ gb).norm() / (ga + gb).norm())
     np.testing.assert_allclose(order_defect(La, Lb, th, etas), np.array(etas) * kappa, rtol=1e-10)
@@ -68,7 +68,7 @@ def test_order_defect_tends_to_eta_kappa_on_a_smooth_non_quadratic():
     W = torch.randn(5, 5, generator=g, dtype=torch.float64)
     th = torch.randn(5, generator=g, dtype=torch.float64)
     La = lambda x: torch.log(torch.cosh(W @ x)).sum()  # noqa: E731
-    Lb = lambda x: (torch.sin(x) ** 2).sum() + (x ** 4).sum() / 4  # noqa: E731
+    Lb = lambda x: (torch.sin(x) ** 2).sum() + (x**4).sum() / 4  # noqa: E731
     br = lie_bracket(La, Lb, th)
     kappa = float(br["bracket"].norm() / (br["g_a"] + br["g_b"]).norm())
     etas = np.array([1e-5, 1e-4, 1e-3])
@@ -95,8 +95,13 @@ def test_quick_claims(quick):
     v = {x.id.split("/")[1]: x for x in quick.verdicts}
     for claim in MATH + ("order-defect-lie-bracket", "subspace-rotation"):
         assert v[claim].passed is True, f"{claim}: {v[claim].detail}"
-    for claim in ("one-direction-window", "order-onset-inside-window", "tangent-drift", "prefix-basis",
-                  "edit-to-activation"):
+    for claim in (
+        "one-direction-window",
+        "order-onset-inside-window",
+        "tangent-drift",
+        "prefix-basis",
+        "edit-to-activation",
+    ):
         assert v[claim].passed is not None, f"{claim}: {v[claim].detail}"
     assert v["additivity-at-full-scale"].passed is None and "cpu preset" in v["additivity-at-full-scale"].detail
     assert v["lora-recovery"].passed is None and "reduced measurement" in v["lora-recovery"].detail
@@ -109,8 +114,9 @@ def test_quick_claims(quick):
 
 # --- judges on made-up tables ----------------------------------------------------------------------------------------
 def _result(preset="quick", scalars=None, **tables) -> Result:
-    return Result(study=SLUG, run_id="", preset=preset, seed=0, status="done", config={}, tables=tables,
-                  scalars=scalars or {})
+    return Result(
+        study=SLUG, run_id="", preset=preset, seed=0, status="done", config={}, tables=tables, scalars=scalars or {}
+    )
 
 
 def _order(scale=1.0, cos=1.0, flip=0.5, drop=1.6, etas=None):
@@ -119,8 +125,20 @@ def _order(scale=1.0, cos=1.0, flip=0.5, drop=1.6, etas=None):
     for pair, kappa in (("add-sub", 0.5), ("max-copy_a", 2.0)):
         for eta in etas:
             c = scale * eta * kappa * (1 + eta * kappa)
-            rows.append(dict(seed=0, pair=pair, eta=eta, defect=c, kappa=kappa, kappa_flip=kappa / flip,
-                             kappa_drop=kappa / drop, cos_bracket=cos, cos_flip=0.3, cos_drop=0.5))
+            rows.append(
+                dict(
+                    seed=0,
+                    pair=pair,
+                    eta=eta,
+                    defect=c,
+                    kappa=kappa,
+                    kappa_flip=kappa / flip,
+                    kappa_drop=kappa / drop,
+                    cos_bracket=cos,
+                    cos_flip=0.3,
+                    cos_drop=0.5,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -144,8 +162,9 @@ def _window(rel=0.02, slope=2.0, control_rel=3.0, control_slope=1.0):
         ctl = d.startswith("control")
         r = (control_rel if ctl else rel) * (s / 1e-2) ** ((control_slope if ctl else slope) - 1)
         pred = 1e-3 * s
-        rows += [dict(seed=0, direction=d, scale=x, error=e * p, predicted=p, rel_error=e)
-                 for x, e, p in zip(s, r, pred)]
+        rows += [
+            dict(seed=0, direction=d, scale=x, error=e * p, predicted=p, rel_error=e) for x, e, p in zip(s, r, pred)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -160,9 +179,18 @@ def test_window_judge():
 
 
 def _onset(ratio=(1.0, 1.2), flip=2.0, drop=0.4):
-    return pd.DataFrame(dict(seed=0, pair=["add-sub", "sub-max"], kappa=[0.5, 2.0], eta_dagger=[0.2 * ratio[0],
-                             0.05 * ratio[1]], eta_pred=[0.2, 0.05], eta_pred_flip=[0.2 / flip, 0.05],
-                             eta_pred_drop=[0.2 / drop, 0.05 / drop], onset_rel_size=[1e-3, 2e-2]))
+    return pd.DataFrame(
+        dict(
+            seed=0,
+            pair=["add-sub", "sub-max"],
+            kappa=[0.5, 2.0],
+            eta_dagger=[0.2 * ratio[0], 0.05 * ratio[1]],
+            eta_pred=[0.2, 0.05],
+            eta_pred_flip=[0.2 / flip, 0.05],
+            eta_pred_drop=[0.2 / drop, 0.05 / drop],
+            onset_rel_size=[1e-3, 2e-2],
+        )
+    )
 
 
 def test_onset_judge():
@@ -174,8 +202,10 @@ def test_onset_judge():
 
 
 def _drift(angles=(0.0, 60.0, 80.0, 85.0), control=0.5, cos=(1.0, 0.8, 0.75, 0.7)):
-    rows = [dict(seed=0, s=s, kind="sgd", mean_cos=c, min_cos=c, max_angle_deg=a, eigengap=1.1)
-            for s, a, c in zip((0, 10, 30, 100), angles, cos)]
+    rows = [
+        dict(seed=0, s=s, kind="sgd", mean_cos=c, min_cos=c, max_angle_deg=a, eigengap=1.1)
+        for s, a, c in zip((0, 10, 30, 100), angles, cos)
+    ]
     rows.append(dict(seed=0, s=30, kind="control", mean_cos=1.0, min_cos=1.0, max_angle_deg=control, eigengap=1.1))
     return pd.DataFrame(rows)
 
@@ -192,8 +222,10 @@ def test_rotation_and_drift_judges():
 
 def _additivity(full=(1e-4, 1e-3, 0.02, 0.2), linear=1e-16):
     ts = (1e-3, 1e-2, 1e-1, 1.0)
-    return pd.DataFrame([dict(seed=0, t=t, kind="full", departure=d) for t, d in zip(ts, full)]
-                        + [dict(seed=0, t=t, kind="control_linear", departure=linear) for t in ts])
+    return pd.DataFrame(
+        [dict(seed=0, t=t, kind="full", departure=d) for t, d in zip(ts, full)]
+        + [dict(seed=0, t=t, kind="control_linear", departure=linear) for t in ts]
+    )
 
 
 def test_additivity_judge_decides_at_the_cpu_and_paper_presets_only():
@@ -212,8 +244,15 @@ def test_lora_judge_says_what_decides_it():
     assert out.passed is None and "needs peft" in out.detail and "pip install peft" in out.detail
     out = J.judge_lora(_result(prefix=prefix, lora=pd.DataFrame()))
     assert out.passed is None and "cpu preset" in out.detail
-    lora = lambda prefix, plane: _result(lora=pd.DataFrame(dict(seed=[0], prefix_captured=[prefix],  # noqa: E731
-                                                                 plane_captured=[plane])))
+    lora = lambda prefix, plane: _result(
+        lora=pd.DataFrame(
+            dict(
+                seed=[0],
+                prefix_captured=[prefix],  # noqa: E731
+                plane_captured=[plane],
+            )
+        )
+    )
     assert J.judge_lora(lora(0.6, 0.2)).passed is True
     assert J.judge_lora(lora(0.4, 0.2)).passed is False
     assert J.judge_lora(lora(0.6, 0.7)).passed is False
@@ -261,8 +300,14 @@ def test_judges_fail_on_wrong_quick_results(quick):
 
     # CAA: a well-aligned edit with a quiet control passes; a weak edit or a loud control fails
     def caa(edit_cos, ctrl_cos):
-        return _edit(r, "caa", lambda f: f.assign(cos=np.select([f["kind"] == "edit_jvp", f["kind"] == "random"],
-                                                                [edit_cos, ctrl_cos], f["cos"])))
+        return _edit(
+            r,
+            "caa",
+            lambda f: f.assign(
+                cos=np.select([f["kind"] == "edit_jvp", f["kind"] == "random"], [edit_cos, ctrl_cos], f["cos"])
+            ),
+        )
+
     assert J.judge_caa(caa(0.5, 0.05)).passed is True
     assert J.judge_caa(caa(0.25, 0.05)).passed is False
     assert J.judge_caa(caa(0.5, 0.15)).passed is False
@@ -272,14 +317,21 @@ def test_bad_config_fails_before_work():
     from theorylab.core.study import get_study
 
     st = get_study(SLUG)
-    for bad, field in ((dict(p=1), "p"), (dict(task_a="sub"), "task_a"), (dict(caa_layer=3), "caa_layer"),
-                       (dict(drift_steps=(5, 10)), "drift_steps"), (dict(tasks=("add", "add")), "tasks"),
-                       (dict(ts=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6)), "ts"), (dict(prefix_steps=100), "prefix_steps"),
-                       (dict(task_a="max", tasks=("add", "sub")), "task_a"), (dict(n_heads=3), "n_heads"),
-                       (dict(lrs=(1e-3, 1e-4, 1e-2, 0.1, 1.0)), "lrs"), (dict(additivity_ts=(1e-3, 1e-2, 0.1)),
-                                                                          "additivity_ts"),
-                       (dict(window_scales=(1e-5, 1e-4, 1e-3, 3e-3)), "window_scales"),
-                       (dict(rotation_control=2.0), "rotation_control")):
+    for bad, field in (
+        (dict(p=1), "p"),
+        (dict(task_a="sub"), "task_a"),
+        (dict(caa_layer=3), "caa_layer"),
+        (dict(drift_steps=(5, 10)), "drift_steps"),
+        (dict(tasks=("add", "add")), "tasks"),
+        (dict(ts=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6)), "ts"),
+        (dict(prefix_steps=100), "prefix_steps"),
+        (dict(task_a="max", tasks=("add", "sub")), "task_a"),
+        (dict(n_heads=3), "n_heads"),
+        (dict(lrs=(1e-3, 1e-4, 1e-2, 0.1, 1.0)), "lrs"),
+        (dict(additivity_ts=(1e-3, 1e-2, 0.1)), "additivity_ts"),
+        (dict(window_scales=(1e-5, 1e-4, 1e-3, 3e-3)), "window_scales"),
+        (dict(rotation_control=2.0), "rotation_control"),
+    ):
         with pytest.raises(Exception, match=field):
             st.make_config("quick", **bad)
 
@@ -291,11 +343,32 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute(SLUG, "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(p=5, d_model=16, n_layers=2, n_heads=2, mlp_width=32, seeds=2, base_max_steps=150,
-                                 base_batch=64, probe_n=32, sgd_steps=12, drift_steps=(0, 4, 12), prefix_steps=4,
-                                 bestofn_draws=4, trace_probes=2, caa_controls=2, lora_steps=10,
-                                 lrs=(1e-3, 1e-2, 0.1, 1.0, 10.0)))
+    res = execute(
+        SLUG,
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            p=5,
+            d_model=16,
+            n_layers=2,
+            n_heads=2,
+            mlp_width=32,
+            seeds=2,
+            base_max_steps=150,
+            base_batch=64,
+            probe_n=32,
+            sgd_steps=12,
+            drift_steps=(0, 4, 12),
+            prefix_steps=4,
+            bestofn_draws=4,
+            trace_probes=2,
+            caa_controls=2,
+            lora_steps=10,
+            lrs=(1e-3, 1e-2, 0.1, 1.0, 10.0),
+        ),
+    )
     assert res.status == "done", res.message
     assert set(res.table("base")["seed"]) == {0, 1}
     b = res.table("bestofn")

@@ -22,8 +22,13 @@ from theorylab.studies import mpnn_algorithms as mpnn
 def test_quick_claims(mpnn_quick):
     for v in mpnn_quick.verdicts:
         if v.id.endswith("mst-minimax"):  # off at quick (CPU budget): the verdict says so and where it is measured
-            assert v.passed is None and not v.error and v.detail.startswith(
-                "not decided: decided by the paper preset on a CPU; this config trains no minimax models"), v.detail
+            assert (
+                v.passed is None
+                and not v.error
+                and v.detail.startswith(
+                    "not decided: decided by the paper preset on a CPU; this config trains no minimax models"
+                )
+            ), v.detail
             assert "--preset mst-cpu" in v.detail
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
@@ -38,36 +43,74 @@ def _min_reg(t):
 
 def test_judges_fail_on_wrong_results(mpnn_quick):
     r = mpnn_quick
-    assert mpnn.judges.judge_reference(_edit(r, "references", lambda f: set_where(f, lambda t: t.index == 3, "error",
-        1e-6))).passed is False
+    assert (
+        mpnn.judges.judge_reference(
+            _edit(r, "references", lambda f: set_where(f, lambda t: t.index == 3, "error", 1e-6))
+        ).passed
+        is False
+    )
     # one seed off by 2% at n = 1024, or an error that grows tenfold with n (below 1e-2 but not flat)
-    big = _edit(r, "size_generalization", lambda f: set_where(f, lambda t: _min_reg(t) & (t["n"] == 1024) & (t[
-        "seed"] == 1), "mean_rel_error", 2e-2))
+    big = _edit(
+        r,
+        "size_generalization",
+        lambda f: set_where(f, lambda t: _min_reg(t) & (t["n"] == 1024) & (t["seed"] == 1), "mean_rel_error", 2e-2),
+    )
     assert mpnn.judges.judge_size(big).passed is False
-    growing = _edit(r, "size_generalization", lambda f: f.assign(mean_rel_error=f["mean_rel_error"].where(~_min_reg(f),
-        1e-4 * f["n"] / 16 * 1.5)))
+    growing = _edit(
+        r,
+        "size_generalization",
+        lambda f: f.assign(mean_rel_error=f["mean_rel_error"].where(~_min_reg(f), 1e-4 * f["n"] / 16 * 1.5)),
+    )
     assert mpnn.judges.judge_size(growing).passed is False
-    assert mpnn.judges.judge_learned_f(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3,
-        "max_rel_error", 0.05))).passed is False
+    assert (
+        mpnn.judges.judge_learned_f(
+            _edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "max_rel_error", 0.05))
+        ).passed
+        is False
+    )
     # a "sum" model that secretly takes the min would score like the min model
-    assert mpnn.judges.judge_aggregation(_edit(r, "size_generalization", lambda f: set_where(f, lambda t: t[
-        "aggr"] == "sum",
-        "mean_rel_error", 1e-5))).passed is False
-    assert mpnn.judges.judge_l1(_edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "l1",
-        300.0))).passed is False
+    assert (
+        mpnn.judges.judge_aggregation(
+            _edit(
+                r, "size_generalization", lambda f: set_where(f, lambda t: t["aggr"] == "sum", "mean_rel_error", 1e-5)
+            )
+        ).passed
+        is False
+    )
+    assert (
+        mpnn.judges.judge_l1(
+            _edit(r, "learned_function", lambda f: set_where(f, lambda t: t["eta"] == 1e-3, "l1", 300.0))
+        ).passed
+        is False
+    )
     # node ids leaking in would make the node MPNN tell the graphs apart
-    assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN",
-        "embedding_gap", 0.3))).passed is False
+    assert (
+        mpnn.judges.judge_wl(
+            _edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"] == "node MPNN", "embedding_gap", 0.3))
+        ).passed
+        is False
+    )
     # the pair-based MPNN (ours) must separate the graphs; the node MPNN claim does not read it
-    no_pair = _edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith("pair"), "embedding_gap",
-                                                      0.0))
+    no_pair = _edit(
+        r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.startswith("pair"), "embedding_gap", 0.0)
+    )
     assert mpnn.judges.judge_pair(no_pair).passed is False
     assert mpnn.judges.judge_wl(no_pair).passed is True
     # a leak control that no longer detects node ids: the card's "a model that leaks node ids fails" is not shown
-    assert mpnn.judges.judge_wl(_edit(r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.contains("leak"),
-                                                                        "embedding_gap", 0.0))).passed is False
-    assert mpnn.judges.judge_knapsack(_edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error",
-        0.05))).passed is False
+    assert (
+        mpnn.judges.judge_wl(
+            _edit(
+                r, "wl_pair", lambda f: set_where(f, lambda t: t["variant"].str.contains("leak"), "embedding_gap", 0.0)
+            )
+        ).passed
+        is False
+    )
+    assert (
+        mpnn.judges.judge_knapsack(
+            _edit(r, "knapsack", lambda f: set_where(f, lambda t: t["seed"] == 1, "rel_error", 0.05))
+        ).passed
+        is False
+    )
 
 
 def _sizes(errors: dict[str, float], nodes=(16, 64, 256, 1024, 4096)):
@@ -77,8 +120,11 @@ def _sizes(errors: dict[str, float], nodes=(16, 64, 256, 1024, 4096)):
     from theorylab.core.result import Result
     from theorylab.core.study import get_study
 
-    rows = [dict(member=i, family="er", n=n, aggr=a, task="bf", eta=1e-3, loss="multiplicative", seed=0,
-                 mean_rel_error=e) for i, (a, e) in enumerate(errors.items()) for n in nodes]
+    rows = [
+        dict(member=i, family="er", n=n, aggr=a, task="bf", eta=1e-3, loss="multiplicative", seed=0, mean_rel_error=e)
+        for i, (a, e) in enumerate(errors.items())
+        for n in nodes
+    ]
     cfg = get_study("mpnn-algorithms").make_config("paper").model_dump()
     return Result("mpnn-algorithms", "x", "paper", 0, "done", cfg, tables={"size_generalization": pd.DataFrame(rows)})
 
@@ -93,15 +139,21 @@ def test_aggregation_control_is_judged_at_the_cards_n():
     v = claim.evaluate(res)
     assert v.passed is True and "n = 1024" in v.detail and not any("largest test size" in d for d in v.departures)
     # a sum baseline that only fails beyond n = 1024 does not show the card's claim
-    late = _edit(res, "size_generalization", lambda f: f.assign(mean_rel_error=np.where((f["aggr"] == "sum") & (f[
-        "n"] <= 1024), 0.05, f["mean_rel_error"])))
+    late = _edit(
+        res,
+        "size_generalization",
+        lambda f: f.assign(mean_rel_error=np.where((f["aggr"] == "sum") & (f["n"] <= 1024), 0.05, f["mean_rel_error"])),
+    )
     assert claim.evaluate(late).passed is False
     # without n = 1024 the largest size is judged, and the verdict says so
     v = claim.evaluate(_sizes({"min": 1e-5, "sum": 0.5, "mean": 0.4}, nodes=(16, 64, 256)))
     assert v.passed is True and any("card: n = 1024" in d for d in v.departures), v.departures
     # a NaN baseline row fails the claim and names it (pandas' min would skip it)
-    nan = _edit(res, "size_generalization", lambda f: set_where(f, lambda t: (t["aggr"] == "mean") & (t["n"] == 1024),
-                                                                "mean_rel_error", np.nan))
+    nan = _edit(
+        res,
+        "size_generalization",
+        lambda f: set_where(f, lambda t: (t["aggr"] == "mean") & (t["n"] == 1024), "mean_rel_error", np.nan),
+    )
     v = claim.evaluate(nan)
     assert v.passed is False and "NaN" in v.detail and "mean" in v.detail, v.detail
 
@@ -115,8 +167,9 @@ def test_quick_declares_the_recipe_and_the_restart_rule():
     knap = [d.describe(cfg) for d in claims["knapsack-extrapolation"].departures if d.applies(cfg, "quick")]
     assert any(d.startswith("knap_restarts 2 (card 1): restart rule") for d in knap), knap
     bf = [d.describe(cfg) for d in claims["size-generalization"].departures if d.applies(cfg, "quick")]
-    assert any(d.startswith("lr 0.01 (card 0.001)") for d in bf) and any(d.startswith("steps 1500 (card 5000)")
-                                                                          for d in bf)
+    assert any(d.startswith("lr 0.01 (card 0.001)") for d in bf) and any(
+        d.startswith("steps 1500 (card 5000)") for d in bf
+    )
     # the card's recipe set back: no recipe departure
     card = {**cfg, "lr": 1e-3, "schedule": "constant", "steps": 5000, "losses": ["mse"]}
     assert not [d for d in claims["size-generalization"].departures if d.applies(card, "quick")]
@@ -153,8 +206,13 @@ def mpnn_mst(mpnn_quick):
 
 def test_mst_cpu_measures_and_reports(mpnn_mst):
     v = next(c for c in mpnn.judges.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
-    assert v.passed is None and not v.error and v.detail.startswith(
-        "not decided: decided by the paper preset on a CPU; at reduced size it measures mean F1"), v.detail
+    assert (
+        v.passed is None
+        and not v.error
+        and v.detail.startswith(
+            "not decided: decided by the paper preset on a CPU; at reduced size it measures mean F1"
+        )
+    ), v.detail
 
 
 def _judged_at(result, n: int):
@@ -171,12 +229,19 @@ def test_mst_judge_fails_on_wrong_results(mpnn_mst):
     assert mpnn.judges.judge_mst(right).passed is True
     r = right
     # one seed misclassifies a fifth of the edges at n = 64
-    assert mpnn.judges.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: (t["seed"] == 1) & (t["n"] == 64),
-        "f1",
-                                                              0.8))).passed is False
+    assert (
+        mpnn.judges.judge_mst(
+            _edit(r, "mst", lambda f: set_where(f, lambda t: (t["seed"] == 1) & (t["n"] == 64), "f1", 0.8))
+        ).passed
+        is False
+    )
     # right F1 on average but the predicted forest weighs 5% too much on one size
-    assert mpnn.judges.judge_mst(_edit(r, "mst", lambda f: set_where(f, lambda t: t["n"] == 16, "weight_rel_error",
-                                                              0.05))).passed is False
+    assert (
+        mpnn.judges.judge_mst(
+            _edit(r, "mst", lambda f: set_where(f, lambda t: t["n"] == 16, "weight_rel_error", 0.05))
+        ).passed
+        is False
+    )
     # a tiny F1 shortfall (0.985) is still a failure: the threshold is 0.99
     assert mpnn.judges.judge_mst(_edit(r, "mst", lambda f: f.assign(f1=0.985))).passed is False
 

@@ -61,9 +61,24 @@ def _sgd_k2(final=0.8, n05=5.0) -> pd.DataFrame:
     rows = []
     for d in (16, 32, 64):
         for s in range(3):
-            rows.append(dict(K=2, d=d, seed=s, n=int(200 * d * np.log(d)), final_min=final, final_min_abs=abs(final),
-                             final_signs="++", n05=n05 * d * np.log(d), n05_scaled=n05, n05_abs_scaled=n05,
-                             final_1=final, final_2=final, n05_1=n05 * d * np.log(d), n05_2=n05 * d * np.log(d)))
+            rows.append(
+                dict(
+                    K=2,
+                    d=d,
+                    seed=s,
+                    n=int(200 * d * np.log(d)),
+                    final_min=final,
+                    final_min_abs=abs(final),
+                    final_signs="++",
+                    n05=n05 * d * np.log(d),
+                    n05_scaled=n05,
+                    n05_abs_scaled=n05,
+                    final_1=final,
+                    final_2=final,
+                    n05_1=n05 * d * np.log(d),
+                    n05_2=n05 * d * np.log(d),
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -87,37 +102,52 @@ def test_judges_fail_on_wrong_results(msi_quick):
     # NaN estimates fail, naming the row (a fit or a max would hide them); a judge raises JudgedNaN and the registered
     # claim turns it into a failed verdict
     claim = {c.id.split("/")[-1]: c for c in j.claims}
-    nan_edge = claim["first-chaos-edgeworth"].evaluate(_edit(r, "edgeworth", lambda f: set_where(
-        f, lambda t: quad(t) & (t["d"] == 64), "rel_dev", np.nan)))
+    nan_edge = claim["first-chaos-edgeworth"].evaluate(
+        _edit(r, "edgeworth", lambda f: set_where(f, lambda t: quad(t) & (t["d"] == 64), "rel_dev", np.nan))
+    )
     assert nan_edge.passed is False and "d = 64" in nan_edge.detail
-    nan_hosvd = claim["hosvd-recovers"].evaluate(_edit(r, "hosvd", lambda f: set_where(
-        f, lambda t: t["judged"] & (t["y"] == "target") & (t["d"] == 12) & (t["estimator"] == "hosvd"), "min_overlap",
-        np.nan)))
+    nan_hosvd = claim["hosvd-recovers"].evaluate(
+        _edit(
+            r,
+            "hosvd",
+            lambda f: set_where(
+                f,
+                lambda t: t["judged"] & (t["y"] == "target") & (t["d"] == 12) & (t["estimator"] == "hosvd"),
+                "min_overlap",
+                np.nan,
+            ),
+        )
+    )
     assert nan_hosvd.passed is False and "NaN" in nan_hosvd.detail
     # sgd-k2 on a synthetic table: every run recovered passes; a run at the spurious point (-w_1, -w_2), whose |.|
     # overlaps look recovered (0.8), fails; so do a seed that never learns, a cost growing like d^2 log d, a NaN
     # final overlap (named), and d = 64 runs that never reach 0.5 (NaN = never, read as infinitely late)
     good = _edit(r, "sgd", lambda f: _sgd_k2())
     assert j.judge_sgd_k2(good).passed is True
-    spurious = _edit(good, "sgd", lambda f: set_where(f, lambda t: (t["d"] == 32) & (t["seed"] == 1), "final_min",
-                                                      -0.8).assign(final_signs=lambda t: np.where(
-                                                          t["final_min"] < 0, "--", "++")))
+    spurious = _edit(
+        good,
+        "sgd",
+        lambda f: set_where(f, lambda t: (t["d"] == 32) & (t["seed"] == 1), "final_min", -0.8).assign(
+            final_signs=lambda t: np.where(t["final_min"] < 0, "--", "++")
+        ),
+    )
     assert spurious.table("sgd")["final_min_abs"].min() >= 0.6  # the card's |.| form would count it as recovered
     assert j.judge_sgd_k2(spurious).passed is False
     stuck = _edit(good, "sgd", lambda f: set_where(f, lambda t: t["seed"] == 0, "final_min", 0.3))
     assert j.judge_sgd_k2(stuck).passed is False
     slow = _edit(good, "sgd", lambda f: f.assign(n05_scaled=f["n05_scaled"] * f["d"] / 16))
     assert j.judge_sgd_k2(slow).passed is False
-    nan_final = claim["sgd-k2"].evaluate(_edit(good, "sgd", lambda f: set_where(
-        f, lambda t: (t["d"] == 64) & (t["seed"] == 2), "final_min", np.nan)))
+    nan_final = claim["sgd-k2"].evaluate(
+        _edit(good, "sgd", lambda f: set_where(f, lambda t: (t["d"] == 64) & (t["seed"] == 2), "final_min", np.nan))
+    )
     assert nan_final.passed is False and "d = 64" in nan_final.detail and "seed = 2" in nan_final.detail
-    never = _edit(good, "sgd", lambda f: set_where(f, lambda t: (t["d"] == 64) & (t["seed"] > 0), "n05_scaled",
-                                                   np.nan))
+    never = _edit(good, "sgd", lambda f: set_where(f, lambda t: (t["d"] == 64) & (t["seed"] > 0), "n05_scaled", np.nan))
     assert j.judge_sgd_k2(never).passed is False
     # ... while one late run of three at d = 16 (NaN, the slowest) leaves the median at the middle run: pandas'
     # NaN-skipping median would have averaged the other two instead
-    one_late = _edit(good, "sgd", lambda f: set_where(f, lambda t: (t["d"] == 16) & (t["seed"] == 0), "n05_scaled",
-                                                      np.nan))
+    one_late = _edit(
+        good, "sgd", lambda f: set_where(f, lambda t: (t["d"] == 16) & (t["seed"] == 0), "n05_scaled", np.nan)
+    )
     assert j._medians(one_late.table("sgd"), "n05_scaled").loc[16] == 5.0
     # a run stored before the overlaps were signed (final_min = |.|, no final_min_abs) cannot decide: it says so
     stale = claim["sgd-k2"].evaluate(_edit(good, "sgd", lambda f: f.drop(columns=["final_min_abs"])))
@@ -137,10 +167,20 @@ def _paper_sgd(K_rates: dict, layer_ratio: float = 1.2, final=(0.92, 0.95, 0.97,
         for i, d in enumerate(dims):
             for s in range(5):
                 n05 = K_rates[K] * d ** (K - 1) * np.log(d) * (1 + 0.05 * s)
-                rows.append(dict(K=K, d=d, seed=s, n=10 * n05, final_min=final[i], final_min_abs=final[i],
-                                 final_signs="+" * K, n05=n05,
-                                 n05_scaled=n05 / (d ** (K - 1) * np.log(d)),
-                                 **{f"n05_{i + 1}": n05 * (layer_ratio if i == 0 else 1) for i in range(K)}))
+                rows.append(
+                    dict(
+                        K=K,
+                        d=d,
+                        seed=s,
+                        n=10 * n05,
+                        final_min=final[i],
+                        final_min_abs=final[i],
+                        final_signs="+" * K,
+                        n05=n05,
+                        n05_scaled=n05 / (d ** (K - 1) * np.log(d)),
+                        **{f"n05_{i + 1}": n05 * (layer_ratio if i == 0 else 1) for i in range(K)},
+                    )
+                )
     return pd.DataFrame(rows)
 
 
@@ -157,6 +197,7 @@ def test_paper_judges_decide_on_synthetic_tables(msi_quick):
     assert j.judge_rate(falling).passed is False
     apart = _edit(msi_quick, "sgd", lambda f: _paper_sgd({3: 5.0, 4: 5.0}, layer_ratio=3.0))
     assert j.judge_same(apart).passed is False
+
     # claim 6: balanced n_0.5 ~ d^2, mode-wise ~ d^3, SGD ~ d^3 (K = 4, no log) passes; balanced ~ d^3 fails
     def unfolding(bal_exp):
         rows = []
@@ -165,10 +206,13 @@ def test_paper_judges_decide_on_synthetic_tables(msi_quick):
                 for n in np.geomspace(0.25 * d**2, 16 * d**3, 40):
                     rows.append(dict(d=d, K=4, n=n, estimator=est, min_overlap=float(n >= d**e)))
         return pd.DataFrame(rows)
-    sgd_cubic = _edit(msi_quick, "sgd", lambda f: _paper_sgd({3: 5.0, 4: 5.0}).assign(
-        n05=lambda t: 3.0 * t["d"].astype(float) ** 3))
+
+    sgd_cubic = _edit(
+        msi_quick, "sgd", lambda f: _paper_sgd({3: 5.0, 4: 5.0}).assign(n05=lambda t: 3.0 * t["d"].astype(float) ** 3)
+    )
     assert j.judge_unfold(_edit(sgd_cubic, "unfolding", lambda f: unfolding(2))).passed is True
     assert j.judge_unfold(_edit(sgd_cubic, "unfolding", lambda f: unfolding(3))).passed is False
+
     # claim 7: a top pair, a d-fold plateau at level d^-1/2 above the noise passes; a level ~ d^-1 fails
     def chaos(level_exp):
         rows = []
@@ -176,6 +220,7 @@ def test_paper_judges_decide_on_synthetic_tables(msi_quick):
             s = np.r_[[1.0, 0.9], np.full(d, 0.2 * (d / 12) ** level_exp), np.full(2 * d, 1e-4)]
             rows += [dict(d=d, n=1, index=i, singular_value=v, noise=1e-4) for i, v in enumerate(s)]
         return pd.DataFrame(rows)
+
     assert j.judge_chaos2(_edit(msi_quick, "chaos2", lambda f: chaos(-0.5))).passed is True
     assert j.judge_chaos2(_edit(msi_quick, "chaos2", lambda f: chaos(-1.0))).passed is False
 
@@ -188,11 +233,29 @@ def test_paper_path_at_toy_size(tmp_path, preset):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("multiscale-single-index", preset, 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(edge_dims=(16, 64), edge_samples=20_000, hosvd_dims=(6,), hosvd_report_features=(),
-                                 sgd_grid=((2, (6, 8)), (3, (5, 6)), (4, (4, 5))), sgd_seeds=2, sgd_sample_ratio=3.0,
-                                 sgd_batch=8, sgd_log_every=2, unfold_dims=(4, 5), unfold_points=6,
-                                 chaos2_dims=(4, 5), chaos2_sample_ratio=20.0, chunk=1 << 16))
+    res = execute(
+        "multiscale-single-index",
+        preset,
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            edge_dims=(16, 64),
+            edge_samples=20_000,
+            hosvd_dims=(6,),
+            hosvd_report_features=(),
+            sgd_grid=((2, (6, 8)), (3, (5, 6)), (4, (4, 5))),
+            sgd_seeds=2,
+            sgd_sample_ratio=3.0,
+            sgd_batch=8,
+            sgd_log_every=2,
+            unfold_dims=(4, 5),
+            unfold_points=6,
+            chaos2_dims=(4, 5),
+            chaos2_sample_ratio=20.0,
+            chunk=1 << 16,
+        ),
+    )
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
     for claim in CPU_DECIDED:
         assert not by_id[claim].error and by_id[claim].passed is not None, by_id[claim].detail

@@ -29,8 +29,9 @@ def test_judges_fail_on_wrong_results(rc_quick):
     # an edit whose effect does not dilute (S flat in L), or a control that dilutes like the model
     flat = _edit(r, "edit", lambda f: set_where(f, lambda t: t["variant"] == "model", "sensitivity", 0.3))
     assert j.judge_dilution(flat).passed is False
-    control = _edit(r, "edit", lambda f: f.assign(sensitivity=np.where(
-        f["variant"] == "model", f["sensitivity"], 10.0 / f["L"])))
+    control = _edit(
+        r, "edit", lambda f: f.assign(sensitivity=np.where(f["variant"] == "model", f["sensitivity"], 10.0 / f["L"]))
+    )
     assert j.judge_dilution(control).passed is False
     # an attention output that moves more than B(L) (e.g. a broken normalisation)
     broken = _edit(r, "bound", lambda f: f.assign(change=np.where(f["L"] == 4096, f["bound"] * 1.01, f["change"])))
@@ -38,19 +39,33 @@ def test_judges_fail_on_wrong_results(rc_quick):
     # a count gap decaying as 1/L, or one whose tail is right but whose segments flatten
     linear = _edit(r, "count", lambda f: f.assign(gap=np.where(f["dtype"] == "float64", 1.0 / f["L"], f["gap"])))
     assert j.judge_count(linear).passed is False
-    bent = _edit(r, "count", lambda f: f.assign(gap=np.where(
-        f["dtype"] == "float64", np.where(f["L"] <= 64, 1.0 / f["L"] ** 2.5, 1.0 / f["L"] ** 2), f["gap"])))
+    bent = _edit(
+        r,
+        "count",
+        lambda f: f.assign(
+            gap=np.where(
+                f["dtype"] == "float64", np.where(f["L"] <= 64, 1.0 / f["L"] ** 2.5, 1.0 / f["L"] ** 2), f["gap"]
+            )
+        ),
+    )
     assert j.judge_count(bent).passed is False
     # bfloat16 states that stay apart at L = 4096, or a float32 gap of zero at a short length
-    apart = _edit(r, "count", lambda f: set_where(f, lambda t: (t["dtype"] == "bfloat16") & (t["L"] == 4096),
-                                                   "identical", False))
+    apart = _edit(
+        r, "count", lambda f: set_where(f, lambda t: (t["dtype"] == "bfloat16") & (t["L"] == 4096), "identical", False)
+    )
     assert j.judge_precision(apart).passed is False
     # two of three models apart (one straddle is tolerated, two are not)
-    two = _edit(r, "count", lambda f: set_where(f, lambda t: (t["dtype"] == "bfloat16") & (t["L"] == 4096)
-                                                 & (t["model"] >= 1), "identical", False))
+    two = _edit(
+        r,
+        "count",
+        lambda f: set_where(
+            f, lambda t: (t["dtype"] == "bfloat16") & (t["L"] == 4096) & (t["model"] >= 1), "identical", False
+        ),
+    )
     assert j.judge_precision(two).passed is False
-    zero32 = _edit(r, "count", lambda f: set_where(f, lambda t: (t["dtype"] == "float32") & (t["L"] == 256),
-                                                    "gap", 0.0))
+    zero32 = _edit(
+        r, "count", lambda f: set_where(f, lambda t: (t["dtype"] == "float32") & (t["L"] == 256), "gap", 0.0)
+    )
     assert j.judge_precision(zero32).passed is False
     # a calibration that leaves anisotropy in (iid states read as collapsed)
     assert j.judge_cosine(_edit(r, "cosine_sanity", lambda f: f.assign(C=[0.1, 0.99]))).passed is False
@@ -65,10 +80,20 @@ def _with_recall(res, cosine, erank, accuracy, models=2):
     import pandas as pd
 
     lengths = (128, 256, 512, 1024, 2048)
-    pick = (lambda x, k: x[k] if isinstance(x, dict) else x)
-    rows = [dict(model=k, L=L, layer=layer, accuracy=pick(accuracy, k)[i], calibrated_cosine=pick(cosine, k)[i],
-                 erank_per_token=pick(erank, k)[i])
-            for k in range(models) for i, L in enumerate(lengths) for layer in (1, 4)]
+    pick = lambda x, k: x[k] if isinstance(x, dict) else x
+    rows = [
+        dict(
+            model=k,
+            L=L,
+            layer=layer,
+            accuracy=pick(accuracy, k)[i],
+            calibrated_cosine=pick(cosine, k)[i],
+            erank_per_token=pick(erank, k)[i],
+        )
+        for k in range(models)
+        for i, L in enumerate(lengths)
+        for layer in (1, 4)
+    ]
     out = copy.copy(res)
     out.tables = {**res.tables, "recall": pd.DataFrame(rows)}
     out.scalars = {**res.scalars, "recall_trained": True}
@@ -119,9 +144,12 @@ def test_nan_fails_the_quick_claims(rc_quick):
     """A NaN in a judged column fails the claim naming the row (a slope, max or min would hide or skip it)."""
     r, nan = rc_quick, float("nan")
     at_256 = lambda t: t["L"] == 256  # noqa: E731
-    bad = {"dilution-slope": ("edit", "sensitivity", at_256), "bound-holds": ("bound", "change", at_256),
-           "count-gap-quadratic": ("count", "gap", lambda t: (t["dtype"] == "float64") & at_256(t)),
-           "precision-collapse": ("count", "gap", lambda t: (t["dtype"] == "float32") & at_256(t))}
+    bad = {
+        "dilution-slope": ("edit", "sensitivity", at_256),
+        "bound-holds": ("bound", "change", at_256),
+        "count-gap-quadratic": ("count", "gap", lambda t: (t["dtype"] == "float64") & at_256(t)),
+        "precision-collapse": ("count", "gap", lambda t: (t["dtype"] == "float32") & at_256(t)),
+    }
     for cid, (table, col, where) in bad.items():
         v = _claim(cid).evaluate(_edit(r, table, lambda f, col=col, where=where: set_where(f, where, col, nan)))
         assert v.passed is False and "NaN" in v.detail and "L = 256" in v.detail, (cid, v.detail)
@@ -135,10 +163,19 @@ def test_departures_are_declared():
 
     st = get_study("representation-collapse")
     config = st.make_config("quick").model_dump(mode="json")
-    n = {c.id.split("/")[-1]: len(c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), config, "quick")
-                                  .departures) for c in st.claims}
-    assert n == {"dilution-slope": 0, "bound-holds": 0, "count-gap-quadratic": 1, "precision-collapse": 2,
-                 "calibrated-cosine-sanity": 0, "collapse-grows-with-length": 0, "collapse-predicts-failure": 0}
+    n = {
+        c.id.split("/")[-1]: len(c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), config, "quick").departures)
+        for c in st.claims
+    }
+    assert n == {
+        "dilution-slope": 0,
+        "bound-holds": 0,
+        "count-gap-quadratic": 1,
+        "precision-collapse": 2,
+        "calibrated-cosine-sanity": 0,
+        "collapse-grows-with-length": 0,
+        "collapse-predicts-failure": 0,
+    }
 
 
 def test_paper_path_at_toy_size(tmp_path):
@@ -146,10 +183,27 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("representation-collapse", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(models=1, lengths=(16, 64, 256), recall=True, recall_models=2, recall_d_model=16,
-                                 recall_n_layers=1, recall_pairs=2, recall_train_length=16, recall_steps=3,
-                                 recall_batch=4, recall_lengths=(16, 32, 64), recall_eval_batch=4))
+    res = execute(
+        "representation-collapse",
+        "quick",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            models=1,
+            lengths=(16, 64, 256),
+            recall=True,
+            recall_models=2,
+            recall_d_model=16,
+            recall_n_layers=1,
+            recall_pairs=2,
+            recall_train_length=16,
+            recall_steps=3,
+            recall_batch=4,
+            recall_lengths=(16, 32, 64),
+            recall_eval_batch=4,
+        ),
+    )
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
     for cid in ("collapse-grows-with-length", "collapse-predicts-failure"):
         assert by_id[cid].passed is not None, by_id[cid].detail

@@ -23,35 +23,67 @@ def _profile(first: float, last: float, n: int = N) -> np.ndarray:
     return np.linspace(first, last, n)
 
 
-def _result(readings=("mixer", "window", "flat"), short=(20.0, 12.0), long=(20.0, 20.5), short0=(18.0, 16.0),
-            long0=(18.0, 16.2), drift_short=(0.4, 0.3, 0.05, 0.05, 0.05), gap=(0.05, 0.05), eig_error=1e-15,
-            auto_dev=0.005) -> Result:
+def _result(
+    readings=("mixer", "window", "flat"),
+    short=(20.0, 12.0),
+    long=(20.0, 20.5),
+    short0=(18.0, 16.0),
+    long0=(18.0, 16.2),
+    drift_short=(0.4, 0.3, 0.05, 0.05, 0.05),
+    gap=(0.05, 0.05),
+    eig_error=1e-15,
+    auto_dev=0.005,
+) -> Result:
     ranks, drift, losses = [], [], []
     for reading in readings:
         for xi, tr, un, g in ((XIS[0], short, short0, gap[0]), (XIS[1], long, long0, gap[1])):
             for trained, prof in ((True, tr), (False, un)):
                 e = _profile(*prof)
                 ranks.append(dict(reading=reading, xi=xi, trained=trained, layer=0, erank=10.0, erank_pooled=10.0))
-                ranks += [dict(reading=reading, xi=xi, trained=trained, layer=i + 1, erank=float(x),
-                               erank_pooled=float(x)) for i, x in enumerate(e)]
+                ranks += [
+                    dict(reading=reading, xi=xi, trained=trained, layer=i + 1, erank=float(x), erank_pooled=float(x))
+                    for i, x in enumerate(e)
+                ]
                 ds = drift_short if (xi == XIS[0] and trained) else (0.2,) * (N - 1)
-                drift += [dict(reading=reading, xi=xi, trained=trained, layer=i + 1, one_minus_cka=x,
-                               kernel_change=x) for i, x in enumerate(ds)]
+                drift += [
+                    dict(reading=reading, xi=xi, trained=trained, layer=i + 1, one_minus_cka=x, kernel_change=x)
+                    for i, x in enumerate(ds)
+                ]
             losses.append(dict(reading=reading, xi=xi, loss=1.0 + g, loss_init=2.8, bayes=1.0, gap=g))
     lags = np.arange(1, 6)
-    auto = [dict(xi=xi, lag=int(k), empirical=np.exp(-k / xi) + auto_dev, theory=np.exp(-k / xi),
-                 lam_k=np.exp(-k / xi)) for xi in XIS for k in lags]
-    tables = dict(ranks=pd.DataFrame(ranks), drift=pd.DataFrame(drift), losses=pd.DataFrame(losses),
-                  chain_spectrum=pd.DataFrame([dict(xi=xi, lam=np.exp(-1 / xi), eig_error=eig_error) for xi in XIS]),
-                  chain_autocorrelation=pd.DataFrame(auto))
+    auto = [
+        dict(xi=xi, lag=int(k), empirical=np.exp(-k / xi) + auto_dev, theory=np.exp(-k / xi), lam_k=np.exp(-k / xi))
+        for xi in XIS
+        for k in lags
+    ]
+    tables = dict(
+        ranks=pd.DataFrame(ranks),
+        drift=pd.DataFrame(drift),
+        losses=pd.DataFrame(losses),
+        chain_spectrum=pd.DataFrame([dict(xi=xi, lam=np.exp(-1 / xi), eig_error=eig_error) for xi in XIS]),
+        chain_autocorrelation=pd.DataFrame(auto),
+    )
     config = RgOrderParameterConfig(readings=readings).model_dump()
-    return Result(study="rg-order-parameter", run_id="made-up", preset="quick", seed=0, status="done", config=config,
-                  tables=tables)
+    return Result(
+        study="rg-order-parameter",
+        run_id="made-up",
+        preset="quick",
+        seed=0,
+        status="done",
+        config=config,
+        tables=tables,
+    )
 
 
-IDS = dict(converged="converged", collapse="collapse-short-xi", no_collapse="no-collapse-long-xi",
-           selectivity="selectivity", untrained="untrained-control", drift="drift-concentration",
-           plateau="long-xi-plateau")
+IDS = dict(
+    converged="converged",
+    collapse="collapse-short-xi",
+    no_collapse="no-collapse-long-xi",
+    selectivity="selectivity",
+    untrained="untrained-control",
+    drift="drift-concentration",
+    plateau="long-xi-plateau",
+)
 
 
 def _judge(short: str, reading: str):
@@ -123,7 +155,7 @@ def test_spectrum_measures_exact():
     # a (B, d) matrix with singular values (3, 1, 0, ...) after centring: eRank = exp(H(3/4, 1/4)), PR = 100 / 82
     B, d = 8, 5
     u = torch.linalg.qr(torch.randn(B, B, generator=torch.Generator().manual_seed(0), dtype=torch.float64))[0]
-    ones = torch.ones(B, 1, dtype=torch.float64) / B ** 0.5
+    ones = torch.ones(B, 1, dtype=torch.float64) / B**0.5
     u = u - ones @ (ones.T @ u)  # centred columns
     u = torch.linalg.qr(u[:, :2])[0]
     h = 3 * u[:, :1] @ torch.eye(d, dtype=torch.float64)[:1] + u[:, 1:2] @ torch.eye(d, dtype=torch.float64)[1:2]
@@ -160,8 +192,18 @@ def test_layer_ranks_and_drift_on_known_layers():
 
 def test_masked_batches_are_fresh_masked_and_reproducible():
     P = np.full((4, 4), 0.25)
-    make = lambda: list(masked_batches(P, length=6, batch=3, steps=5, mask_rate=0.3, mask_id=4,  # noqa: E731
-                                       generator=torch.Generator().manual_seed(0), chunk=2))
+    make = lambda: list(
+        masked_batches(
+            P,
+            length=6,
+            batch=3,
+            steps=5,
+            mask_rate=0.3,
+            mask_id=4,  # noqa: E731
+            generator=torch.Generator().manual_seed(0),
+            chunk=2,
+        )
+    )
     a, b = make(), make()
     assert len(a) == 5 and all(torch.equal(x[1], y[1]) for x, y in zip(a, b))
     for tokens, corrupted, mask in a:
@@ -176,8 +218,19 @@ def test_training_reaches_the_bayes_loss_of_an_iid_chain():
     V = 4
     P = np.full((V, V), 1 / V)
     model = ResidualMLPStack(V + 1, V, 8, d=8, n_blocks=2, variant="window", window=1, seed=0)
-    curve = train_masked_chain(model, P, length=8, batch=32, steps=200, lr=3e-3, mask_rate=0.3, mask_id=V,
-                               generator=torch.Generator().manual_seed(0), log_every=50, schedule="linear")
+    curve = train_masked_chain(
+        model,
+        P,
+        length=8,
+        batch=32,
+        steps=200,
+        lr=3e-3,
+        mask_rate=0.3,
+        mask_id=V,
+        generator=torch.Generator().manual_seed(0),
+        log_every=50,
+        schedule="linear",
+    )
     assert list(curve["step"]) == [50, 100, 150, 200]
     assert curve["loss"].iloc[-1] == pytest.approx(np.log(V), abs=0.05)
 

@@ -56,8 +56,12 @@ def test_undecided_parts_say_why(rmt_quick):
     noisy_map = _mutated(rmt_quick, "sampling_map", var_ratio_se=lambda f: f["var_ratio_se"] * 10)
     small = copy.copy(rmt_quick)
     small.tables = {**rmt_quick.tables, "cross_split": rmt_quick.tables["cross_split"].query("n < 300")}
-    for cid, res in (("sqrt-equivalent", noisy_sqrt), ("variance-factorization", noisy_var), ("sampling-map-equivalent",
-        noisy_map), ("digits-linear-consistency", small)):
+    for cid, res in (
+        ("sqrt-equivalent", noisy_sqrt),
+        ("variance-factorization", noisy_var),
+        ("sampling-map-equivalent", noisy_map),
+        ("digits-linear-consistency", small),
+    ):
         v = _claim(cid).evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (cid, v.detail)
 
@@ -85,8 +89,18 @@ def _with_tables(result, tables):
 def _convergence(result, **columns):
     """``result`` with a synthetic convergence record of the split pair: converged unless ``columns`` say otherwise
     (a flat training loss, 0.1% drop ± 0.1%, and a DSM loss 0.1 below the Gaussian denoiser's, SE 0.002)."""
-    row = dict(n=800, steps=2000, loss_prev=0.6006, loss_last=0.6, rel_drop=0.001, rel_drop_se=0.001,
-               eval_loss_deep=0.6, eval_loss_linear=0.7, eval_gap=-0.1, eval_gap_se=0.002)
+    row = dict(
+        n=800,
+        steps=2000,
+        loss_prev=0.6006,
+        loss_last=0.6,
+        rel_drop=0.001,
+        rel_drop_se=0.001,
+        eval_loss_deep=0.6,
+        eval_loss_linear=0.7,
+        eval_gap=-0.1,
+        eval_gap_se=0.002,
+    )
     row.update(columns)
     frame = pd.DataFrame([{"model": "split 1", **row}, {"model": "split 2", **row}])
     return _with_tables(result, {"deep_convergence": frame})
@@ -96,8 +110,9 @@ def test_deep_claim_fails_on_swapped_seeds_or_memorisation(rmt_quick):
     converged = _convergence(rmt_quick)
     v = _claim("deep-follows-linear").evaluate(converged)
     assert v.passed is True and "converged: split 1" in v.detail, v.detail  # the quick ratios, nets converged
-    swapped = _mutated(converged, "deep_vs_linear", same_mse=lambda f: f["other_mse"],
-                       other_mse=lambda f: f["same_mse"])
+    swapped = _mutated(
+        converged, "deep_vs_linear", same_mse=lambda f: f["other_mse"], other_mse=lambda f: f["same_mse"]
+    )
     assert study.judges.judge_deep(swapped).passed is False
     memorising = _mutated(converged, "deep_cross", cross_mse=lambda f: 0.8 * (f["nearest_mse_1"] + f["nearest_mse_2"]))
     assert study.judges.judge_deep(memorising).passed is False
@@ -107,14 +122,17 @@ def test_deep_claim_fails_on_swapped_seeds_or_memorisation(rmt_quick):
     assert v.passed is None and not v.error, v.detail
 
 
-@pytest.mark.parametrize("columns, why", [
-    (dict(rel_drop=0.046, rel_drop_se=0.003), "still moving"),  # the quick MLP's loss, still falling
-    (dict(rel_drop=0.008, rel_drop_se=0.002), "still moving"),  # under 1%, but not with room for its noise
-    (dict(rel_drop=-0.03, rel_drop_se=0.002), "still moving"),  # a rising loss is no plateau either
-    (dict(eval_gap=0.01, eval_loss_deep=0.71), "NOT below"),  # flat, but worse than the Gaussian denoiser
-    (dict(eval_gap=-0.003, eval_gap_se=0.002), "NOT below"),  # below, but within 2 SE
-    (dict(steps=3, rel_drop=np.nan, rel_drop_se=np.nan), "too few to measure a plateau"),
-])
+@pytest.mark.parametrize(
+    "columns, why",
+    [
+        (dict(rel_drop=0.046, rel_drop_se=0.003), "still moving"),  # the quick MLP's loss, still falling
+        (dict(rel_drop=0.008, rel_drop_se=0.002), "still moving"),  # under 1%, but not with room for its noise
+        (dict(rel_drop=-0.03, rel_drop_se=0.002), "still moving"),  # a rising loss is no plateau either
+        (dict(eval_gap=0.01, eval_loss_deep=0.71), "NOT below"),  # flat, but worse than the Gaussian denoiser
+        (dict(eval_gap=-0.003, eval_gap_se=0.002), "NOT below"),  # below, but within 2 SE
+        (dict(steps=3, rel_drop=np.nan, rel_drop_se=np.nan), "too few to measure a plateau"),
+    ],
+)
 def test_deep_claim_is_not_decided_for_unconverged_nets(rmt_quick, columns, why):
     """Passing (quick) and failing (swapped seeds) ratios alike are not decided when a net has not converged."""
     for res in (rmt_quick, _mutated(rmt_quick, "deep_vs_linear", same_mse=lambda f: f["other_mse"])):
@@ -129,8 +147,9 @@ def test_deep_claim_without_a_convergence_record_or_with_nan_is_never_passed(rmt
     assert v.passed is None and "no convergence record" in v.detail, v.detail
     v = _claim("deep-follows-linear").evaluate(_convergence(rmt_quick, eval_gap=np.nan))
     assert v.passed is False and "eval_gap" in v.detail and "split 1" in v.detail, v.detail
-    nan_seed = _mutated(_convergence(rmt_quick), "deep_vs_linear", same_mse=lambda f: f["same_mse"].where(
-        f["seed"] != 5))
+    nan_seed = _mutated(
+        _convergence(rmt_quick), "deep_vs_linear", same_mse=lambda f: f["same_mse"].where(f["seed"] != 5)
+    )
     v = _claim("deep-follows-linear").evaluate(nan_seed)
     assert v.passed is False and "same_mse" in v.detail and "seed = 5" in v.detail, v.detail
 
@@ -201,8 +220,16 @@ def test_toy_mlp_deep_path_runs():
 def test_toy_paper_deep_path_runs(rmt_quick, backbone):
     pytest.importorskip("diffusers")
     small = dict(unet_channels=8) if backbone == "unet" else dict(dit_d_model=16, dit_n_layers=1, dit_n_heads=2)
-    cfg, tables = _deep_tables(deep_backbone=backbone, deep_steps=2, deep_batch=8, deep_seeds=16, deep_n=40,
-                               deep_sampler_steps=2, pc_group=40, **small)
+    cfg, tables = _deep_tables(
+        deep_backbone=backbone,
+        deep_steps=2,
+        deep_batch=8,
+        deep_seeds=16,
+        deep_n=40,
+        deep_sampler_steps=2,
+        pc_group=40,
+        **small,
+    )
     assert {"deep_mismatch", "deep_cross", "deep_vs_linear"} <= set(tables)
     res = _with_tables(rmt_quick, tables)
     res.config = {**rmt_quick.config, **cfg.model_dump()}
@@ -249,8 +276,15 @@ def test_sqrt_claim_fails_if_population_sqrt_used(rmt_quick):
 def test_variance_claim_fails_without_the_n_minus_df2_scaling(rmt_quick):
     # kappa^2/n instead of kappa^2/(n - df2) under-predicts, so simulated/theory grows.
     t = rmt_quick.tables["variance"]
-    df2 = {n: float(study.rmt.df2(study.rmt.solve_kappa(1e-2, study.PowerLawGaussian(200, 1.0).eigenvalues, n),
-                                  study.PowerLawGaussian(200, 1.0).eigenvalues)) for n in t["n"].unique()}
+    df2 = {
+        n: float(
+            study.rmt.df2(
+                study.rmt.solve_kappa(1e-2, study.PowerLawGaussian(200, 1.0).eigenvalues, n),
+                study.PowerLawGaussian(200, 1.0).eigenvalues,
+            )
+        )
+        for n in t["n"].unique()
+    }
     wrong = _mutated(rmt_quick, "variance", ratio=lambda f: f["ratio"] * f["n"].map(lambda n: n / (n - df2[n])))
     assert study.judges.judge_variance(wrong).passed is False
 
@@ -305,8 +339,14 @@ def test_small_monte_carlo_is_undecided_not_passed(field, value):
     from theorylab.core.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = {field: value, "n": 400, "split_n": [300, 800], "seeds": 64, "seed_level_seeds": 64,
-                     "deep_backbone": "none"}
+        overrides = {
+            field: value,
+            "n": 400,
+            "split_n": [300, 800],
+            "seeds": 64,
+            "seed_level_seeds": 64,
+            "deep_backbone": "none",
+        }
         res = execute("rmt-diffusion", "quick", 0, overrides, store=Store(tmp), device="cpu")
     by_id = {v.id: v for v in res.verdicts}
     if field == "draws":

@@ -52,8 +52,16 @@ def test_paper_judges_on_synthetic_tables(scsi_quick):
     assert scsi.judges.judge_mask2d(res).passed is True
     res.tables["mask2d"] = pd.DataFrame([dict(step=10, weights="raw", mean_error=0.05, cov_error=0.3)])
     assert scsi.judges.judge_mask2d(res).passed is False
-    good = dict(weights="raw", psnr_restored=14.0, psnr_observed=8.0, acc_restored=0.8, acc_observed=0.4,
-                acc_clean=0.95, mmd_recorrupted=0.002, mmd_halves=0.002)
+    good = dict(
+        weights="raw",
+        psnr_restored=14.0,
+        psnr_observed=8.0,
+        acc_restored=0.8,
+        acc_observed=0.4,
+        acc_clean=0.95,
+        mmd_recorrupted=0.002,
+        mmd_halves=0.002,
+    )
     res.tables["digits"] = pd.DataFrame([good])
     assert scsi.judges.judge_digits(res).passed is True and scsi.judges.judge_channel(res).passed is True
     res.tables["digits"] = pd.DataFrame([dict(good, psnr_restored=9.0, mmd_recorrupted=0.01)])
@@ -65,11 +73,23 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    tiny = dict(width=16, batch=32, gauss_steps=4, moons_steps=4, mask2d_steps=4, digits_steps=3, digits_batch=8,
-                digits_width=8,
-                digits_transport_steps=2, transport_steps=2, evaluate_every=2, eval_samples=200, gauss_n=400,
-                moons_n=400,
-                oracle_samples=2000)
+    tiny = dict(
+        width=16,
+        batch=32,
+        gauss_steps=4,
+        moons_steps=4,
+        mask2d_steps=4,
+        digits_steps=3,
+        digits_batch=8,
+        digits_width=8,
+        digits_transport_steps=2,
+        transport_steps=2,
+        evaluate_every=2,
+        eval_samples=200,
+        gauss_n=400,
+        moons_n=400,
+        oracle_samples=2000,
+    )
     res = execute("self-consistent-interpolants", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
     assert res.status == "done", res.message
     assert set(res.table("moons")["channel"]) == {"noise", "mask"}
@@ -88,19 +108,40 @@ def test_local_images_blur_mixture_and_stochastic_interpolant(tmp_path):
 
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "imgs.npz", x=rng.integers(0, 256, size=(60, 16, 16, 3)).astype(np.uint8))
-    tiny = dict(width=16, batch=16, gauss_steps=2, moons_steps=2, transport_steps=2, evaluate_every=2, eval_samples=100,
-                gauss_n=200, moons_n=200,
-                oracle_samples=2000, toy_data="mixture", gamma=0.5, digits=True, image_path=str(tmp_path / "imgs.npz"),
-                digits_channel="blur",
-                digits_steps=2, digits_batch=8, digits_width=8, digits_transport_steps=2, digits_held_out=20)
+    tiny = dict(
+        width=16,
+        batch=16,
+        gauss_steps=2,
+        moons_steps=2,
+        transport_steps=2,
+        evaluate_every=2,
+        eval_samples=100,
+        gauss_n=200,
+        moons_n=200,
+        oracle_samples=2000,
+        toy_data="mixture",
+        gamma=0.5,
+        digits=True,
+        image_path=str(tmp_path / "imgs.npz"),
+        digits_channel="blur",
+        digits_steps=2,
+        digits_batch=8,
+        digits_width=8,
+        digits_transport_steps=2,
+        digits_held_out=20,
+    )
     res = execute("self-consistent-interpolants", "quick", 0, tiny, store=Store(tmp_path / "store"), device="cpu")
     assert res.status == "done", res.message
     d = res.table("digits")
-    assert d["acc_restored"].isna().all() and d["psnr_restored"].notna().all() and d["ssim_observed"].between(-1,
-        1).all()
+    assert (
+        d["acc_restored"].isna().all() and d["psnr_restored"].notna().all() and d["ssim_observed"].between(-1, 1).all()
+    )
     v = {x.id.split("/")[1]: x for x in res.verdicts}
-    assert v["digits-restoration"].passed is None and "no labels" in v["digits-restoration"].detail and v[
-        "digits-restoration"].detail.startswith("not decided:")
+    assert (
+        v["digits-restoration"].passed is None
+        and "no labels" in v["digits-restoration"].detail
+        and v["digits-restoration"].detail.startswith("not decided:")
+    )
 
 
 def _moons(ratios: dict[str, float], cfg_overrides: dict | None = None):
@@ -108,9 +149,21 @@ def _moons(ratios: dict[str, float], cfg_overrides: dict | None = None):
     from theorylab.core.study import get_study
 
     cfg = {**get_study("self-consistent-interpolants").make_config("quick").model_dump(), **(cfg_overrides or {})}
-    rows = [dict(channel=c, step=s, weights=w, ratio=r if s == 1000 else 1.0, sw2=0.1, sw2_observed=0.2,
-                 sw2_generated=0.1, sw2_floor=0.01) for c, r in ratios.items() for s in (500, 1000)
-            for w in ("raw", "ema")]
+    rows = [
+        dict(
+            channel=c,
+            step=s,
+            weights=w,
+            ratio=r if s == 1000 else 1.0,
+            sw2=0.1,
+            sw2_observed=0.2,
+            sw2_generated=0.1,
+            sw2_floor=0.01,
+        )
+        for c, r in ratios.items()
+        for s in (500, 1000)
+        for w in ("raw", "ema")
+    ]
     return Result("self-consistent-interpolants", "x", "quick", 0, "done", cfg, tables={"moons": pd.DataFrame(rows)})
 
 
@@ -120,8 +173,9 @@ def test_moons_judge_on_synthetic_tables():
     # the paper bar 0.35 at the paper's steps and batch
     assert scsi.judges.judge_moons(_moons({"noise": 0.4}, dict(moons_steps=5000, batch=2000))).passed is False
     # a NaN channel fails naming it (pandas' max would have skipped it)
-    v = next(c for c in scsi.judges.claims if c.id.endswith("/moons-sw2")).evaluate(_moons({"noise": 0.3, "mask": float(
-        "nan")}, dict(moons_channels=("noise", "mask"))))
+    v = next(c for c in scsi.judges.claims if c.id.endswith("/moons-sw2")).evaluate(
+        _moons({"noise": 0.3, "mask": float("nan")}, dict(moons_channels=("noise", "mask")))
+    )
     assert v.passed is False and "NaN" in v.detail and "mask" in v.detail, v.detail
     # the channels run are declared when they differ from the card's (noise)
     assert any(d.startswith("moons_channels (noise, mask) (card (noise))") for d in v.departures), v.departures

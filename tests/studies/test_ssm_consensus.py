@@ -41,10 +41,21 @@ def test_judges_fail_on_wrong_results(ssm_quick):
     assert j.judge_linear(_final(r, "linear", "lambda1", 0.8)).passed is False
     assert j.judge_linear(_final(r, "linear", "participation", 2.0)).passed is False
     # a gate that changes nothing
-    same = _edit(r, "final", lambda f: f.assign(lambda1=np.where(f["config"] == "silu+gate", f["lambda1"].where(
-        f["config"] != "silu+gate").mean(), f["lambda1"])))
-    assert j.judge_gate(_final(same, "silu+gate", "lambda1", float(r.table("final").query("config == 'silu'")[
-        "lambda1"].mean()))).passed is False
+    same = _edit(
+        r,
+        "final",
+        lambda f: f.assign(
+            lambda1=np.where(
+                f["config"] == "silu+gate", f["lambda1"].where(f["config"] != "silu+gate").mean(), f["lambda1"]
+            )
+        ),
+    )
+    assert (
+        j.judge_gate(
+            _final(same, "silu+gate", "lambda1", float(r.table("final").query("config == 'silu'")["lambda1"].mean()))
+        ).passed
+        is False
+    )
     # isotropic runs stuck away from consensus
     assert j.judge_isotropic(_final(r, "isotropic", "lambda1", 0.9)).passed is False
     stuck = _edit(r, "trajectory", lambda f: set_where(f, lambda t: t["config"] == "isotropic", "lambda1", 0.9))
@@ -81,18 +92,19 @@ def _claim(cid):
 
 def _one_run_nan(r, table, config, column):
     """``table`` with ``column`` NaN for run 0 of ``config`` only (the other runs keep their values)."""
-    return _edit(r, table, lambda f: set_where(f, lambda t: (t["config"] == config) & (t["run"] == 0), column,
-                                               np.nan))
+    return _edit(r, table, lambda f: set_where(f, lambda t: (t["config"] == config) & (t["run"] == 0), column, np.nan))
 
 
 def test_nan_fails_the_claim_naming_the_run(ssm_quick):
     """One NaN run fails the claims that average or take extremes over runs (pandas would skip it)."""
     r = ssm_quick
-    cases = [("silu-drives-consensus", "final", "silu", "lambda1"),
-             ("linear-no-consensus", "final", "silu", "participation"),
-             ("gate-prevents-consensus", "final", "silu+gate", "lambda1"),
-             ("isotropic-consensus", "final", "isotropic", "lambda1"),
-             ("isotropic-consensus", "trajectory", "isotropic", "lambda1")]
+    cases = [
+        ("silu-drives-consensus", "final", "silu", "lambda1"),
+        ("linear-no-consensus", "final", "silu", "participation"),
+        ("gate-prevents-consensus", "final", "silu+gate", "lambda1"),
+        ("isotropic-consensus", "final", "isotropic", "lambda1"),
+        ("isotropic-consensus", "trajectory", "isotropic", "lambda1"),
+    ]
     for cid, table, config, column in cases:
         v = _claim(cid).evaluate(_one_run_nan(r, table, config, column))
         assert v.passed is False and "NaN" in v.detail and f"config = {config}" in v.detail, (cid, v.detail)
@@ -102,8 +114,15 @@ def test_nan_fails_the_claim_naming_the_run(ssm_quick):
         assert _claim(cid).evaluate(bad).passed is False, cid
     # pe_window NaN means "no window" (stated): the linear runs' NaN is what the claim expects
     assert _claim("persistence-of-excitation").evaluate(_final(r, "linear", "pe_window", np.nan)).passed is True
-    for cid in ("silu-drives-consensus", "linear-no-consensus", "gate-prevents-consensus", "isotropic-consensus",
-                "measure-sanity", "hf-matches-idealization", "persistence-of-excitation"):
+    for cid in (
+        "silu-drives-consensus",
+        "linear-no-consensus",
+        "gate-prevents-consensus",
+        "isotropic-consensus",
+        "measure-sanity",
+        "hf-matches-idealization",
+        "persistence-of-excitation",
+    ):
         assert _claim(cid).evaluate(r).passed is True, cid
 
 
@@ -124,19 +143,31 @@ def test_departures_are_declared():
     assert len(departures("isotropic-consensus", isotropic_n=64)) == 1
     assert departures("isotropic-consensus", "paper", mamba_train=False)[0].startswith("isotropic_n 64 (card 768)")
     assert len(departures("hf-matches-idealization")) == 1
-    for cid in ("measure-sanity", "silu-drives-consensus", "linear-no-consensus", "gate-prevents-consensus",
-                "persistence-of-excitation", "trained-gate-effect"):
+    for cid in (
+        "measure-sanity",
+        "silu-drives-consensus",
+        "linear-no-consensus",
+        "gate-prevents-consensus",
+        "persistence-of-excitation",
+        "trained-gate-effect",
+    ):
         assert departures(cid) == (), cid
     # the cpu preset trains the card's random-init shape briefly: the 130m shape and 2000 steps are departures there
     cpu = departures("trained-gate-effect", "cpu")
-    assert {d.split(" ")[0] for d in cpu} == {"mamba_hidden", "mamba_n_layers", "mamba_state", "mamba_head_dim",
-                                             "train_steps"}, cpu
+    assert {d.split(" ")[0] for d in cpu} == {
+        "mamba_hidden",
+        "mamba_n_layers",
+        "mamba_state",
+        "mamba_head_dim",
+        "train_steps",
+    }, cpu
 
 
 def test_missing_transformers_is_reported_not_failed(ssm_quick):
     r = copy.copy(ssm_quick)
-    r.scalars = dict(ssm_quick.scalars, hf_missing="Hugging Face transformers is not installed: pip install "
-                                                   "'theorylab[hf]'")
+    r.scalars = dict(
+        ssm_quick.scalars, hf_missing="Hugging Face transformers is not installed: pip install 'theorylab[hf]'"
+    )
     for judge in (ssm.judges.judge_hf, ssm.judges.judge_trained):
         v = judge(r)
         assert v.passed is None and "theorylab[hf]" in v.detail
@@ -154,11 +185,36 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("ssm-consensus", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(n=8, m=4, length=8, runs=2, n_layers=10, isotropic_n=4, isotropic_n_layers=10,
-                                 pe_max=10, hf_runs=1, hf_weight_sets=2, hf_n_layers=2, gate_runs=2, gate_n_layers=6,
-                                 mamba_hidden=16, mamba_n_layers=2, mamba_state=4, mamba_head_dim=8,
-                                 mamba_train=True, train_steps=2, train_batch=2, train_length=16))
+    res = execute(
+        "ssm-consensus",
+        "quick",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            n=8,
+            m=4,
+            length=8,
+            runs=2,
+            n_layers=10,
+            isotropic_n=4,
+            isotropic_n_layers=10,
+            pe_max=10,
+            hf_runs=1,
+            hf_weight_sets=2,
+            hf_n_layers=2,
+            gate_runs=2,
+            gate_n_layers=6,
+            mamba_hidden=16,
+            mamba_n_layers=2,
+            mamba_state=4,
+            mamba_head_dim=8,
+            mamba_train=True,
+            train_steps=2,
+            train_batch=2,
+            train_length=16,
+        ),
+    )
     trained = next(v for v in res.verdicts if v.id.endswith("trained-gate-effect"))
     assert trained.passed is not None and "trained model" in trained.detail
     assert set(res.table("hf_gate")["source"]) == {"trained"}

@@ -27,11 +27,32 @@ def ts_paper_toy(tmp_path_factory):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    return execute("truth-subspaces", "paper", 0, store=Store(tmp_path_factory.mktemp("ts") / "store"), device="cpu",
-                   overrides=dict(n_entities=(8,), d_model=16, n_layers=(1, 2), seeds=2, steps=60,
-                                  evaluate_at=(30, 60), test_size=400, histogram_size=100, bayes_samples=2000,
-                                  lm_steps=10, lm_d_model=32, lm_n_layers=2, lm_n_heads=2, lm_n_subjects=10,
-                                  lm_n_attributes=10, lm_batch=16, lm_test_size=200))
+    return execute(
+        "truth-subspaces",
+        "paper",
+        0,
+        store=Store(tmp_path_factory.mktemp("ts") / "store"),
+        device="cpu",
+        overrides=dict(
+            n_entities=(8,),
+            d_model=16,
+            n_layers=(1, 2),
+            seeds=2,
+            steps=60,
+            evaluate_at=(30, 60),
+            test_size=400,
+            histogram_size=100,
+            bayes_samples=2000,
+            lm_steps=10,
+            lm_d_model=32,
+            lm_n_layers=2,
+            lm_n_heads=2,
+            lm_n_subjects=10,
+            lm_n_attributes=10,
+            lm_batch=16,
+            lm_test_size=200,
+        ),
+    )
 
 
 def _by_id(res):
@@ -43,8 +64,9 @@ def test_quick_claims(ts_quick):
     for claim in QUICK:
         assert v[claim].passed is True, f"{claim}: {v[claim].detail}"
     for claim in PAPER_ONLY:
-        assert v[claim].passed is None and ("needs paper preset" in v[claim].detail
-                                            or "needs the cpu preset" in v[claim].detail)
+        assert v[claim].passed is None and (
+            "needs paper preset" in v[claim].detail or "needs the cpu preset" in v[claim].detail
+        )
     assert "reduced measurement" in v["rho-ordering"].detail
     assert {"two_phase", "probe_sites_heatmap", "rho_sweep", "norm_by_context"} <= {p.stem for p in ts_quick.figures}
 
@@ -56,8 +78,13 @@ def _curve(res, **cols):
 def _probe(res, site, value, step=None):
     def edit(f):
         last = f["step"].max() if step is None else step
-        return set_where(f, lambda t: (t["site"] == site) & (t["metric"] == "probe")
-                         & ((t["step"] >= last) if step is None else True), "value", value)
+        return set_where(
+            f,
+            lambda t: (t["site"] == site) & (t["metric"] == "probe") & ((t["step"] >= last) if step is None else True),
+            "value",
+            value,
+        )
+
     return _edit(res, "probes", edit)
 
 
@@ -72,11 +99,13 @@ def test_judges_fail_on_wrong_results(ts_quick):
     # no plateau: the loss falls straight to the Bayes level
     assert j.judge_plateau(_curve(r, loss_y2=0.43)).passed is False
     # truth decodable from the start (no two phases), or never
-    early = _edit(r, "probes", lambda f: set_where(f, lambda t: (t["site"] == "y/post") & (t["metric"] == "probe"),
-                                                   "value", 0.99))
+    early = _edit(
+        r, "probes", lambda f: set_where(f, lambda t: (t["site"] == "y/post") & (t["metric"] == "probe"), "value", 0.99)
+    )
     assert j.judge_later(early).passed is False
-    never = _edit(r, "probes", lambda f: set_where(f, lambda t: (t["site"] == "y/post") & (t["metric"] == "probe"),
-                                                   "value", 0.6))
+    never = _edit(
+        r, "probes", lambda f: set_where(f, lambda t: (t["site"] == "y/post") & (t["metric"] == "probe"), "value", 0.6)
+    )
     assert j.judge_later(never).passed is False
     # a weak final probe, a loss above L_Bayes + 0.08, or no true/false split
     assert j.judge_final(_probe(r, "y/post", 0.93)).passed is False
@@ -102,8 +131,9 @@ def test_nan_fails_the_claim_naming_it(ts_quick):
     # a NaN loss inside the plateau window: the closest distance is NaN, never the next finite point
     window = _edit(r, "curve", lambda f: set_where(f, lambda t: t["step"] == 200, "loss_y2", math.nan))
     assert _claim("plateau").evaluate(window).passed is False
-    v = _claim("bayes-closed-form").evaluate(_edit(r, "bayes", lambda f: set_where(
-        f, lambda t: t["predictor"] == "memorise", "empirical", math.nan)))
+    v = _claim("bayes-closed-form").evaluate(
+        _edit(r, "bayes", lambda f: set_where(f, lambda t: t["predictor"] == "memorise", "empirical", math.nan))
+    )
     assert v.passed is False and "memorise" in v.detail
     # and the right tables still pass
     for cid in ("bayes-closed-form", "plateau", "final-state", "norm-carries-truth"):
@@ -121,8 +151,15 @@ def _declared(cid, passed=True, preset="quick", **overrides):
 def test_departures_and_known_failures_are_declared():
     """The quick recipe (lr 2e-3, embedding decay 0.3) and the 1e6-sequence Bayes check are departures that go away
     with the card's values; the paper preset keeps the card's lr but not its plain Adam; plateau is known on 1/10."""
-    trained = ("memorise-first", "plateau", "truth-later", "final-state", "norm-carries-truth", "no-layernorm",
-               "rho-ordering")
+    trained = (
+        "memorise-first",
+        "plateau",
+        "truth-later",
+        "final-state",
+        "norm-carries-truth",
+        "no-layernorm",
+        "rho-ordering",
+    )
     for cid in trained:
         v = _declared(cid)
         assert v.outcome == "departed" and len(v.departures) == 2, (cid, v.departures)
@@ -173,6 +210,7 @@ def _paper_steps(res):
 
 def _set_t_truth(res, by_rho: dict[float, int]):
     """Probe y/post reaches 0.9 exactly at the given step for each ρ (base N and layers, final LayerNorm)."""
+
     def edit(f):
         f = f.copy()
         sel = (f["site"] == "y/post") & (f["metric"] == "probe") & (f["final_norm"] == "layer")
@@ -180,6 +218,7 @@ def _set_t_truth(res, by_rho: dict[float, int]):
             rows = sel & np.isclose(f["rho"], rho)
             f.loc[rows, "value"] = np.where(f.loc[rows, "step"] >= t, 0.95, 0.6)
         return f
+
     return _edit(res, "probes", edit)
 
 
@@ -188,17 +227,25 @@ def test_paper_judges_decide_and_fail(ts_paper_toy):
     r, j = _paper_steps(ts_paper_toy), ts.judges
     ordered = _set_t_truth(r, {0.5: 10, 0.9: 30, 0.99: 30, 0.999: 60})
     v = j.judge_rho(ordered)
-    assert v.passed is True and "probes at ρ = 0.99, 0.999 fit and scored on test sequences drawn at ρ = 0.9" in (
-        v.departures[0])
+    assert (
+        v.passed is True
+        and "probes at ρ = 0.99, 0.999 fit and scored on test sequences drawn at ρ = 0.9" in (v.departures[0])
+    )
     assert j.judge_rho(_set_t_truth(r, {0.5: 60, 0.9: 30, 0.99: 30, 0.999: 60})).passed is False
     assert j.judge_rho(_set_t_truth(r, {0.5: 10, 0.9: 30, 0.99: 30, 0.999: 10**9})).passed is False
     # no-LN: a decodable no-LN run, or one whose loss falls well below L_mem, fails
-    noln = _edit(r, "probes", lambda f: set_where(f, lambda t: (t["final_norm"] == "none") & (t["metric"] == "probe"),
-                                                  "value", 0.55))
+    noln = _edit(
+        r,
+        "probes",
+        lambda f: set_where(f, lambda t: (t["final_norm"] == "none") & (t["metric"] == "probe"), "value", 0.55),
+    )
     noln = _edit(noln, "curve", lambda f: set_where(f, lambda t: t["final_norm"] == "none", "loss_y2", 5.0))
     assert j.judge_noln(noln).passed is True
-    bad = _edit(noln, "probes", lambda f: set_where(f, lambda t: (t["final_norm"] == "none") & (t["site"] == "x2/pre"),
-                                                    "value", 0.9))
+    bad = _edit(
+        noln,
+        "probes",
+        lambda f: set_where(f, lambda t: (t["final_norm"] == "none") & (t["site"] == "x2/pre"), "value", 0.9),
+    )
     assert j.judge_noln(bad).passed is False
     low = _edit(noln, "curve", lambda f: set_where(f, lambda t: t["final_norm"] == "none", "loss_y2", 0.1))
     assert j.judge_noln(low).passed is False
@@ -233,10 +280,25 @@ def test_local_weights_path_runs_in_the_study(tmp_path):
     from theorylab.core.store import Store
 
     model_dir, cf = tiny_gpt2_and_counterfact(tmp_path)
-    res = execute("truth-subspaces", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(n_entities=(8,), d_model=16, steps=20, evaluate_at=(10, 20), test_size=400,
-                                 histogram_size=100, bayes_samples=2000, local_model_path=model_dir,
-                                 counterfact_path=cf, counterfact_prompts=3))
+    res = execute(
+        "truth-subspaces",
+        "quick",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            n_entities=(8,),
+            d_model=16,
+            steps=20,
+            evaluate_at=(10, 20),
+            test_size=400,
+            histogram_size=100,
+            bayes_samples=2000,
+            local_model_path=model_dir,
+            counterfact_path=cf,
+            counterfact_prompts=3,
+        ),
+    )
     table = res.table("pretrained")
     assert len(table) == 6 and set(table["context"]) == {"all_true", "one_false"}
     assert np.isfinite(table["logp"]).all() and 0.0 <= res.scalars["pretrained_probe"] <= 1.0

@@ -21,9 +21,12 @@ def _isserlis_brute(C, mats, d):
     cov = np.zeros((len(idx), len(idx)))
     for u, (k, i, j) in enumerate(idx):
         for v, (l, i2, j2) in enumerate(idx):
-            cov[u, v] = sum(mats[k][a, b] * mats[l][a2, b2] * (E(i, a, i2, a2) * E(j, b, j2, b2)
-                                                               + E(i, a, j2, b2) * E(j, b, i2, a2))
-                            for a, b, a2, b2 in itertools.product(range(d), repeat=4))
+            cov[u, v] = sum(
+                mats[k][a, b]
+                * mats[l][a2, b2]
+                * (E(i, a, i2, a2) * E(j, b, j2, b2) + E(i, a, j2, b2) * E(j, b, i2, a2))
+                for a, b, a2, b2 in itertools.product(range(d), repeat=4)
+            )
     return mean / math.sqrt(d), cov / d
 
 
@@ -45,7 +48,8 @@ def test_kurtosis_and_cumulants_match_eigenvalue_chi_square_sums():
     assert aim.excess_kurtosis(S) == pytest.approx(48 * np.sum(lam**4) / (2 * np.sum(lam**2)) ** 2, rel=1e-12)
     for k in (2, 3, 4):
         assert aim.quadratic_form_cumulant([S] * k) == pytest.approx(
-            2 ** (k - 1) * math.factorial(k - 1) * np.sum(lam**k), rel=1e-10)
+            2 ** (k - 1) * math.factorial(k - 1) * np.sum(lam**k), rel=1e-10
+        )
     B = rng.standard_normal((7, 7))
     B = B + B.T
     assert aim.quadratic_form_cumulant([S, B]) == pytest.approx(2 * np.trace(S @ B), rel=1e-12)

@@ -24,8 +24,9 @@ def test_bellman_ford_matches_scipy_and_networkx(n):
     g = erdos_renyi_weighted(n, torch.Generator().manual_seed(n))
     d = bellman_ford(g.edge_index, g.weight, g.num_nodes, g.source)
     u, v = g.edge_index.numpy()
-    ref = shortest_path(coo_matrix((g.weight.numpy(), (u, v)), shape=(g.num_nodes,) * 2).tocsr(), directed=True,
-                        indices=g.source)
+    ref = shortest_path(
+        coo_matrix((g.weight.numpy(), (u, v)), shape=(g.num_nodes,) * 2).tocsr(), directed=True, indices=g.source
+    )
     assert np.allclose(d.numpy(), ref, atol=1e-9, rtol=0)
     G = nx.DiGraph()
     G.add_weighted_edges_from(zip(u.tolist(), v.tolist(), g.weight.tolist()))
@@ -46,14 +47,15 @@ def test_batched_bellman_ford_equals_per_graph():
     big, ptr = batch(gs)
     d = bellman_ford(big.edge_index, big.weight, big.num_nodes, big.source)
     for i, g in enumerate(gs):
-        assert torch.allclose(d[ptr[i]:ptr[i + 1]], bellman_ford(g.edge_index, g.weight, g.num_nodes, g.source))
+        assert torch.allclose(d[ptr[i] : ptr[i + 1]], bellman_ford(g.edge_index, g.weight, g.num_nodes, g.source))
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_knapsack_dp_matches_brute_force_and_the_dag(seed):
     gen = torch.Generator().manual_seed(seed)
-    inst = knapsack_instance(int(torch.randint(1, 13, (1,), generator=gen)), int(torch.randint(1, 40, (1,),
-        generator=gen)), gen)
+    inst = knapsack_instance(
+        int(torch.randint(1, 13, (1,), generator=gen)), int(torch.randint(1, 40, (1,), generator=gen)), gen
+    )
     T = knapsack_dp(inst.weights, inst.values, inst.capacity)
     assert T[-1, -1] == pytest.approx(knapsack_brute_force(inst.weights, inst.values, inst.capacity), abs=1e-9)
     g = knapsack_graph(inst)

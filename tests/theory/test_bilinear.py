@@ -139,6 +139,8 @@ def test_random_init_sigma1_bound_by_monte_carlo():
     assert bound == pytest.approx((1 / d) * (16 + 8) ** 2 / 8)
     assert random_init_sigma1_bound(d, dh, sigma2=2 / d) == pytest.approx(2 * bound)
     # W = _rand / √d has N(0, 1/d) entries: M = W_qᵀ W_k / √d_h
-    s1 = [float(torch.linalg.svdvals(_rand(dh, d, seed=i).T @ _rand(dh, d, seed=50 + i) / (d * math.sqrt(dh)))[0])
-          for i in range(5)]
+    s1 = [
+        float(torch.linalg.svdvals(_rand(dh, d, seed=i).T @ _rand(dh, d, seed=50 + i) / (d * math.sqrt(dh)))[0])
+        for i in range(5)
+    ]
     assert all(0.6 * bound < s < 1.02 * bound for s in s1), (s1, bound)

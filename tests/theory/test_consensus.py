@@ -52,8 +52,9 @@ def test_simulator_equals_loop_reference(nonlinearity, gate):
     g = torch.Generator().manual_seed(10)
     z0 = torch.randn(runs, ell, n, generator=g, dtype=torch.float64)
     weights = [draw_layer_weights(runs, n, m, gate=gate, generator=g) for _ in range(depth)]
-    tr = simulate_ideal_ssm(n, m, ell, runs, depth, nonlinearity=nonlinearity, gate=gate, tau=0.7,
-                            generator=g, z0=z0, weights=weights)
+    tr = simulate_ideal_ssm(
+        n, m, ell, runs, depth, nonlinearity=nonlinearity, gate=gate, tau=0.7, generator=g, z0=z0, weights=weights
+    )
     ref = _reference(z0, weights, nonlinearity, 0.7)
     assert (tr.z - ref).abs().max().item() < 1e-10
     assert (tr.z - z0).abs().max().item() > 0.1  # the layers actually move the tokens
@@ -68,8 +69,9 @@ def test_time_invariant_reuses_one_draw_and_isotropic_interaction_is_g_n():
     g = torch.Generator().manual_seed(11)
     z0 = torch.randn(runs, ell, n, generator=g, dtype=torch.float64)
     w = draw_layer_weights(runs, n, n, isotropic=True, generator=g)
-    tr = simulate_ideal_ssm(n, n, ell, runs, depth, isotropic=True, time_invariant=True, generator=g,
-                            z0=z0, weights=[w])
+    tr = simulate_ideal_ssm(
+        n, n, ell, runs, depth, isotropic=True, time_invariant=True, generator=g, z0=z0, weights=[w]
+    )
     ref = _reference(z0, [w] * depth, "linear", 1.0)
     assert (tr.z - ref).abs().max().item() < 1e-10
     gn = w.S_B[:, 0, 0] ** 2  # S_B = √(g n) I, so q_i = g n on unit tokens
@@ -89,7 +91,7 @@ def test_draws_are_reproducible_and_record_every():
 def _pe_brute(q):
     depth = q.shape[0]
     for T in range(1, depth + 1):
-        if all(bool((q[k:k + T].mean(0) > 0).all()) for k in range(depth - T + 1)):
+        if all(bool((q[k : k + T].mean(0) > 0).all()) for k in range(depth - T + 1)):
             return T
     return None
 

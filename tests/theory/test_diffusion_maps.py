@@ -76,8 +76,9 @@ def test_swiss_roll_first_coordinate_follows_the_roll():
     d2 = torch.cdist(X, X).pow(2)
     eps = 2 * float(d2.sort(dim=1).values[:, 10].median())
     _, coords = diffusion_coordinates(gaussian_kernel(X, eps), k=1)
-    rho = torch.corrcoef(torch.stack([coords[:, 0].argsort().argsort().double(), uv[:, 0].argsort().argsort().double(
-        )]))[0, 1]
+    rho = torch.corrcoef(
+        torch.stack([coords[:, 0].argsort().argsort().double(), uv[:, 0].argsort().argsort().double()])
+    )[0, 1]
     assert abs(float(rho)) > 0.9  # Spearman correlation with the roll parameter t
 
 

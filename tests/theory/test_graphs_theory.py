@@ -66,7 +66,7 @@ def test_walk_eigenvalues_count_components_and_traces():
         ev = torch.linalg.eigvals(P[b]).real.sort().values  # the non-symmetric P itself
         assert torch.allclose(ev, mu[b], atol=1e-8)
     tr = tg.walk_traces(A, 8)
-    assert torch.allclose(tr, torch.stack([(mu ** t).sum(-1) for t in range(1, 9)], -1), atol=1e-10)
+    assert torch.allclose(tr, torch.stack([(mu**t).sum(-1) for t in range(1, 9)], -1), atol=1e-10)
 
 
 def test_neighbourhood_components_and_k4_count_against_networkx():

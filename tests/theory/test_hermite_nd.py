@@ -18,8 +18,10 @@ def test_shapes_and_mass():
     assert np.allclose(np.sort(np.unique(p[:, 2])), np.sort(z)) and w.max() == pytest.approx(w1.max() ** 3)
 
 
-@pytest.mark.parametrize(("powers", "moment"), [((2, 0, 0), 1), ((4, 0, 0), 3), ((2, 2, 2), 1), ((6, 0, 2), 15),
-                                                ((1, 1, 0), 0), ((3, 1, 0), 0), ((4, 4, 0), 9)])
+@pytest.mark.parametrize(
+    ("powers", "moment"),
+    [((2, 0, 0), 1), ((4, 0, 0), 3), ((2, 2, 2), 1), ((6, 0, 2), 15), ((1, 1, 0), 0), ((3, 1, 0), 0), ((4, 4, 0), 9)],
+)
 def test_closed_moments_exact(powers, moment):
     # E z^(2j) = (2j - 1)!!: products of independent coordinates; exact for degree < 2 * nodes per axis
     p, w = gauss_hermite_nd(3, 5)

@@ -52,14 +52,20 @@ def test_bc_matches_full_matrix_double_loop():
 
 @pytest.mark.parametrize("m1,s1,m2,s2", [(0.0, 1.0, 1.0, 1.0), (-0.5, 0.4, 1.2, 2.5), (3.0, 1.7, 2.9, 0.3)])
 def test_bc_and_kl_1d_match_quadrature(m1, s1, m2, s2):
-    integral, _ = quad(lambda u: math.sqrt(norm.pdf(u, m1, s1) * norm.pdf(u, m2, s2)), -np.inf, np.inf,
-                       epsabs=1e-13, epsrel=1e-12)
+    integral, _ = quad(
+        lambda u: math.sqrt(norm.pdf(u, m1, s1) * norm.pdf(u, m2, s2)), -np.inf, np.inf, epsabs=1e-13, epsrel=1e-12
+    )
     bc = bhattacharyya_coefficient([[m1], [m2]], [[s1**2], [s2**2]])
     assert float(bc[0, 1]) == pytest.approx(integral, rel=1e-9)
     assert float(bc[1, 0]) == pytest.approx(integral, rel=1e-9)
     # KL(p_0 || p_1) = ∫ p_0 log(p_0 / p_1); the matrix is not symmetric, row = first argument.
-    kl01, _ = quad(lambda u: norm.pdf(u, m1, s1) * (norm.logpdf(u, m1, s1) - norm.logpdf(u, m2, s2)),
-                   -np.inf, np.inf, epsabs=1e-13, epsrel=1e-12)
+    kl01, _ = quad(
+        lambda u: norm.pdf(u, m1, s1) * (norm.logpdf(u, m1, s1) - norm.logpdf(u, m2, s2)),
+        -np.inf,
+        np.inf,
+        epsabs=1e-13,
+        epsrel=1e-12,
+    )
     kl = kl_divergence([[m1], [m2]], [[s1**2], [s2**2]])
     assert float(kl[0, 1]) == pytest.approx(kl01, rel=1e-8)
 
@@ -146,7 +152,8 @@ def test_kt_information_accepts_log_kernel():
     rng = np.random.default_rng(5)
     mu, var = random_channel(rng, 12, 2)
     assert kt_information(bhattacharyya_distance(mu, var).neg(), log=True) == pytest.approx(
-        kt_information(fingerprint(mu, var)), abs=1e-12)
+        kt_information(fingerprint(mu, var)), abs=1e-12
+    )
 
 
 @pytest.mark.parametrize(

@@ -124,8 +124,9 @@ def test_local_hessian_matches_finite_differences():
         raw = ACT.kernel_prime(p @ w_star) * w_star - (ACT.kernel_prime(w @ p) * c) @ w
         return raw - (raw @ p) * p
 
-    jac = torch.stack([(v_at(point + eps * e) - v_at(point - eps * e)) / (2 * eps) for e in torch.eye(d,
-        dtype=torch.float64)], dim=1)
+    jac = torch.stack(
+        [(v_at(point + eps * e) - v_at(point - eps * e)) / (2 * eps) for e in torch.eye(d, dtype=torch.float64)], dim=1
+    )
     proj = torch.eye(d, dtype=torch.float64) - torch.outer(point, point)
     expected = torch.linalg.matrix_norm(proj @ jac @ proj, ord=2)
     assert float(op[0]) == pytest.approx(float(expected), rel=1e-5)
@@ -150,8 +151,9 @@ def test_overlap_reduction_starts_at_the_exact_uniform_loss_and_follows_the_part
     losses, _ = red.run(0.1, 50)
     ref = uniform_sphere((2048,), d, torch.Generator().manual_seed(9))
     nets = NetworkBatch(ref[None, :1], torch.ones(1, 1, dtype=torch.float64), [1], [0])
-    particles = run_projected_gd(act, torch.eye(d, dtype=torch.float64)[0], nets, ref, eta=0.1, steps=50, checkpoints=[
-        0]).ref_loss
+    particles = run_projected_gd(
+        act, torch.eye(d, dtype=torch.float64)[0], nets, ref, eta=0.1, steps=50, checkpoints=[0]
+    ).ref_loss
     assert np.abs(losses - particles).max() < 0.03  # finite-width reference (~1/sqrt(2048)) and O(eta) differences
 
 
@@ -168,8 +170,9 @@ def test_mean_field_net_and_spherical_sgd_match_the_closed_forms():
     opt.zero_grad()
     net.population_loss(w_star).backward()
     opt.step()
-    torch.testing.assert_close(net.weight.detach(), projected_step(ACT, w0, torch.full((8,), 1 / 8,
-        dtype=torch.float64), w_star, 0.1))
+    torch.testing.assert_close(
+        net.weight.detach(), projected_step(ACT, w0, torch.full((8,), 1 / 8, dtype=torch.float64), w_star, 0.1)
+    )
     x = torch.randn(200_000, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     y = hermite_activation_torch(ACT, x[:, 0])
     with torch.no_grad():
@@ -186,13 +189,24 @@ def test_escape_tracking():
     g = torch.Generator().manual_seed(3)
     nets = NetworkBatch.uniform((16,), 2, d, g)
     ref = uniform_sphere((256,), d, g)
-    hist = run_projected_gd(act, torch.eye(d, dtype=torch.float64)[0], nets, ref, eta=0.1, steps=150, checkpoints=[150],
-                            escape_threshold=0.5)
+    hist = run_projected_gd(
+        act,
+        torch.eye(d, dtype=torch.float64)[0],
+        nets,
+        ref,
+        eta=0.1,
+        steps=150,
+        checkpoints=[150],
+        escape_threshold=0.5,
+    )
     assert hist.ref_escaped[0] < 0.2 and hist.ref_escaped[-1] > hist.ref_escaped[0] + 0.3
     assert hist.net_escaped.shape == (151, 2)
     times = hist.ref_escape_time
-    assert np.nanmin(times) >= 0 and np.nanmax(times) <= 15.0 and np.isfinite(times).mean() == pytest.approx(
-        hist.ref_escaped.max(), abs=0.2)
+    assert (
+        np.nanmin(times) >= 0
+        and np.nanmax(times) <= 15.0
+        and np.isfinite(times).mean() == pytest.approx(hist.ref_escaped.max(), abs=0.2)
+    )
 
 
 def test_empirical_velocity_converges_to_the_population_velocity():
@@ -207,8 +221,9 @@ def test_empirical_velocity_converges_to_the_population_velocity():
     for n in (20_000, 320_000):
         x = torch.randn(n, 5, generator=g, dtype=torch.float64)
         y = hermite_activation_torch(act, x[:, 0])
-        errors.append(float((empirical_velocity(act, w, c, x, y, block=4096) - velocity(act, w, c, w_star)).abs().max(
-            )))
+        errors.append(
+            float((empirical_velocity(act, w, c, x, y, block=4096) - velocity(act, w, c, w_star)).abs().max())
+        )
     assert errors[1] < errors[0] / 2.5  # ~ n^-1/2: 16x the samples, ~4x smaller
 
 
@@ -227,16 +242,25 @@ def test_chunked_pairwise_computations_equal_the_unchunked_ones():
     assert len(pair_blocks(6, 12, 12, 10)) > 1 and len(pair_blocks(1, 40, 40, 7)) > len(pair_blocks(1, 40, 40, 80)) > 1
     for limit in (1, 7, 50, 500):
         close = dict(rtol=1e-12, atol=1e-14)
-        torch.testing.assert_close(kernel_mean(ACT, ref, rc, ref, rc, limit), kernel_mean(ACT, ref, rc, ref, rc,
-            1 << 30), **close)
-        torch.testing.assert_close(velocity(ACT, nets.w, nets.c, w_star, limit), velocity(ACT, nets.w, nets.c, w_star,
-            1 << 30), **close)
-        torch.testing.assert_close(velocity(ACT, ref, rc, w_star, limit), velocity(ACT, ref, rc, w_star, 1 << 30),
-                                   **close)
-        torch.testing.assert_close(population_loss(ACT, nets.w, nets.c, w_star, limit), population_loss(ACT, nets.w,
-            nets.c, w_star, 1 << 30), **close)
-        torch.testing.assert_close(function_gap(ACT, nets.w, nets.c, ref, rc, limit), function_gap(ACT, nets.w, nets.c,
-            ref, rc, 1 << 30), **close)
+        torch.testing.assert_close(
+            kernel_mean(ACT, ref, rc, ref, rc, limit), kernel_mean(ACT, ref, rc, ref, rc, 1 << 30), **close
+        )
+        torch.testing.assert_close(
+            velocity(ACT, nets.w, nets.c, w_star, limit), velocity(ACT, nets.w, nets.c, w_star, 1 << 30), **close
+        )
+        torch.testing.assert_close(
+            velocity(ACT, ref, rc, w_star, limit), velocity(ACT, ref, rc, w_star, 1 << 30), **close
+        )
+        torch.testing.assert_close(
+            population_loss(ACT, nets.w, nets.c, w_star, limit),
+            population_loss(ACT, nets.w, nets.c, w_star, 1 << 30),
+            **close,
+        )
+        torch.testing.assert_close(
+            function_gap(ACT, nets.w, nets.c, ref, rc, limit),
+            function_gap(ACT, nets.w, nets.c, ref, rc, 1 << 30),
+            **close,
+        )
         r1, o1 = local_hessian_ratio(ACT, ref, rc, w_star, torch.arange(9), max_elements=limit)
         r2, o2 = local_hessian_ratio(ACT, ref, rc, w_star, torch.arange(9), max_elements=1 << 30)
         torch.testing.assert_close(r1, r2, **close)
@@ -244,8 +268,11 @@ def test_chunked_pairwise_computations_equal_the_unchunked_ones():
         x = torch.randn(2, 30, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
         y = hermite_activation_torch(ACT, x @ w_star)
         w2, c2 = nets.w[:2], nets.c[:2]
-        torch.testing.assert_close(empirical_velocity(ACT, w2, c2, x, y, max_elements=limit), empirical_velocity(ACT,
-            w2, c2, x, y, block=30), **close)
+        torch.testing.assert_close(
+            empirical_velocity(ACT, w2, c2, x, y, max_elements=limit),
+            empirical_velocity(ACT, w2, c2, x, y, block=30),
+            **close,
+        )
     small = run_projected_gd(ACT, w_star, nets, ref, eta=0.2, steps=6, checkpoints=[6], max_elements=13)
     whole = run_projected_gd(ACT, w_star, nets, ref, eta=0.2, steps=6, checkpoints=[6], max_elements=1 << 30)
     np.testing.assert_allclose(small.ref_loss, whole.ref_loss, rtol=1e-12, atol=1e-15)
@@ -256,8 +283,10 @@ def test_an_allocation_failure_is_one_line_naming_the_size_and_the_field():
     from theorylab.core.errors import MissingResource
     from theorylab.train.mean_field import bounded_memory
 
-    cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you "
-                       "tried to allocate 34359738368 bytes. Error code 12")
+    cpu = RuntimeError(
+        "[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: you "
+        "tried to allocate 34359738368 bytes. Error code 12"
+    )
     with pytest.raises(MissingResource) as hit:
         with bounded_memory("block_mib", 16.0, "m_ref"):
             raise cpu
@@ -346,8 +375,14 @@ def test_init_gap_check_puts_the_closed_form_beside_the_monte_carlo():
     act, d = HermiteActivation.he(4), 12
     check = init_gap_check(act, d, 1 << 15, torch.Generator().manual_seed(4))
     est, se, square, cross = init_gap_monte_carlo(act, d, 1 << 15, torch.Generator().manual_seed(4))
-    assert check == dict(init_theory=init_gap_per_width(act, d), init_mc=est, init_mc_se=se, sigma_square=square,
-                         sigma_cross_mc=cross, mc_samples=1 << 15)
+    assert check == dict(
+        init_theory=init_gap_per_width(act, d),
+        init_mc=est,
+        init_mc_se=se,
+        sigma_square=square,
+        sigma_cross_mc=cross,
+        mc_samples=1 << 15,
+    )
     assert abs(check["init_mc"] - check["init_theory"]) < 4 * check["init_mc_se"]
 
 

@@ -94,7 +94,7 @@ def test_growth_over_start():
 
 def test_exponents_in_dimension_and_spread():
     values = {(d, k): 3.0 * d ** (k / 2) for d in (16, 32, 64) for k in (2, 4)}
-    values[(128, 4)] = 3.0 * 128 ** 2
+    values[(128, 4)] = 3.0 * 128**2
     assert exponents_in_dimension(values) == pytest.approx([1.0, 2.0])
     assert exponents_in_dimension({(16, 2): 1.0, (16, 4): 2.0}) == []  # one dimension: nothing to fit
     assert spread_across({(16, 0.1): 1.0, (16, 0.05): 1.3, (32, 0.1): 0.9, (32, 0.05): np.nan}) == pytest.approx(0.3)

@@ -33,8 +33,9 @@ def test_word_count_and_exact_moments():
     assert len(alg) == 2**5 - 2
     mu = alg.moments([S, T])
     assert mu[alg.index[(0, 1, 1, 0)]] == pytest.approx(np.trace(S @ T @ T @ S) / 5)
-    assert alg.q(mu) == pytest.approx(np.array([[np.trace(S @ S), np.trace(S @ T)], [np.trace(T @ S),
-                                                                                        np.trace(T @ T)]]) / 5)
+    assert alg.q(mu) == pytest.approx(
+        np.array([[np.trace(S @ S), np.trace(S @ T)], [np.trace(T @ S), np.trace(T @ T)]]) / 5
+    )
 
 
 def test_rhs_at_untruncated_order_is_the_matrix_derivative():

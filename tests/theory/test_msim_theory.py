@@ -39,7 +39,7 @@ def test_edgeworth_constant_and_exactness_by_monte_carlo():
     model = MSIM((msim(5, 1, rng).features[0], w2), ("quadratic", "quadratic"))
     lead, corr = edgeworth_first_chaos(Q, Q, w2)
     assert abs(corr - np.sum(w2**3) * (2 / 3) / math.sqrt(1.5)) < 1e-12
-    (mean, se), = first_chaos_projection(model, 1_000_000, np.random.default_rng(1))
+    ((mean, se),) = first_chaos_projection(model, 1_000_000, np.random.default_rng(1))
     assert abs(mean - lead - corr) <= 4 * se
     assert abs(mean - lead) > 4 * se  # the correction is resolved, not just the leading term
 

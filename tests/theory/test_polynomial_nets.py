@@ -68,11 +68,13 @@ def test_global_minimum_matches_multistart_optimisation():
     best = pn.global_minimum(lam, r)
 
     def f(th):
-        W, a = th[: r * d].reshape(r, d), th[r * d:]
+        W, a = th[: r * d].reshape(r, d), th[r * d :]
         return float(pn.gaussian_loss(W.T @ (a[:, None] * W), As))
+
     rng = np.random.default_rng(0)
-    found = min(minimize(f, rng.standard_normal(r * (d + 1)), method="BFGS", options=dict(gtol=1e-10)).fun
-                for _ in range(15))
+    found = min(
+        minimize(f, rng.standard_normal(r * (d + 1)), method="BFGS", options=dict(gtol=1e-10)).fun for _ in range(15)
+    )
     assert found >= best["loss"] - 1e-7 and found <= best["loss"] + 1e-6
 
 
@@ -91,8 +93,14 @@ def test_saddle_slopes_match_finite_differences():
     A = W.T @ (a[:, None] * W)
     others = [j for j in range(5) if j not in S]
     h = 1e-6
-    fd = [(pn.gaussian_loss(A + h * np.outer(V[:, j], V[:, j]), As) - pn.gaussian_loss(
-        A - h * np.outer(V[:, j], V[:, j]), As)) / (2 * h) for j in others]
+    fd = [
+        (
+            pn.gaussian_loss(A + h * np.outer(V[:, j], V[:, j]), As)
+            - pn.gaussian_loss(A - h * np.outer(V[:, j], V[:, j]), As)
+        )
+        / (2 * h)
+        for j in others
+    ]
     assert np.allclose(fd, pn.saddle_slopes(lam, S), rtol=1e-6)
     assert np.isclose(pts[S]["t"], pn.t_shift(lam, S))
 
@@ -129,7 +137,7 @@ def test_jacobian_rank_matches_tensor_space_rank(case):
     theta = torch.randn(r * (d + 1), dtype=torch.float64, generator=g)
 
     def tensor(t):
-        W, a = t[: r * d].reshape(r, d), t[r * d:]
+        W, a = t[: r * d].reshape(r, d), t[r * d :]
         out = 0
         for i in range(r):
             T = W[i]
@@ -137,6 +145,7 @@ def test_jacobian_rank_matches_tensor_space_rank(case):
                 T = torch.tensordot(T, W[i], dims=0)
             out = out + a[i] * T
         return out.reshape(-1)
+
     J = torch.autograd.functional.jacobian(tensor, theta)
     ref = int(torch.linalg.matrix_rank(J, rtol=1e-9))
     assert got == ref == pn.ah_dimension(d, k, r)
@@ -156,9 +165,10 @@ def test_derived_index_matches_autograd_hessian(d, r, seed):
     At = torch.tensor(As)
 
     def f(th):
-        W, a = th[: r * d].reshape(r, d), th[r * d:]
+        W, a = th[: r * d].reshape(r, d), th[r * d :]
         D = W.T @ (a[:, None] * W) - At
-        return 2 * (D ** 2).sum() + torch.trace(D) ** 2
+        return 2 * (D**2).sum() + torch.trace(D) ** 2
+
     seen = set()
     for p in pn.critical_points(lam, r):
         if p["s"] != r:

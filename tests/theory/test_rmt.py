@@ -114,8 +114,9 @@ def test_mean_equivalent_vs_monte_carlo(spectra):
         theory = rmt.denoiser_mean_equiv(s2, LAM_S, N)
         err = np.abs(mean - theory)
         # 1/d finite-size corrections at d = 60 are ~0.005; Monte Carlo adds 4 SE.
-        assert err.max() <= 0.006 + 4 * se.max(
-            ), f"sigma2={s2}: theory {theory[err.argmax()]:.4f} vs MC {mean[err.argmax()]:.4f}"
+        assert err.max() <= 0.006 + 4 * se.max(), (
+            f"sigma2={s2}: theory {theory[err.argmax()]:.4f} vs MC {mean[err.argmax()]:.4f}"
+        )
         naive = LAM_S / (LAM_S + s2)
         if s2 <= 1e-2:
             assert np.abs(mean - naive)[-10:].max() > 5 * err[-10:].max()
@@ -148,8 +149,10 @@ def test_sqrt_equivalent_vs_monte_carlo(spectra):
     assert np.abs(sim.mean(0) - theory).max() < 0.005
     assert np.abs(rmt.sqrt_equiv(LAM_S, N, 100) - rmt.sqrt_equiv(LAM_S, N, 200)).max() < 1e-8
     for sigma in (0.0, 0.5):
-        coarse, fine = rmt.sampling_map_mean_equiv(LAM_S, N, sigma, 80.0, 400), rmt.sampling_map_mean_equiv(LAM_S, N,
-            sigma, 80.0, 800)
+        coarse, fine = (
+            rmt.sampling_map_mean_equiv(LAM_S, N, sigma, 80.0, 400),
+            rmt.sampling_map_mean_equiv(LAM_S, N, sigma, 80.0, 800),
+        )
         assert np.abs(coarse / fine - 1).max() < 1e-8
     # Population sqrt is a different (wrong) answer at this n/d.
     assert np.abs(sim.mean(0) - np.sqrt(LAM_S)).max() > 0.02

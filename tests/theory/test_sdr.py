@@ -44,8 +44,14 @@ def test_sir_save_phd_agree_with_statsmodels():
 
 @pytest.mark.parametrize(
     "link, est, sees",
-    [("he1", ADE(1), True), ("he2", ADE(1), False), ("he2", PHD(1), True), ("he2", SIR(1), False), ("he3", SIR(1),
-        True), ("he3", ADE(1), False)],
+    [
+        ("he1", ADE(1), True),
+        ("he2", ADE(1), False),
+        ("he2", PHD(1), True),
+        ("he2", SIR(1), False),
+        ("he3", SIR(1), True),
+        ("he3", ADE(1), False),
+    ],
 )
 def test_estimators_see_what_stein_predicts(link, est, sees):
     model, X, y = _data(link, d=100, n=20_000)  # blind estimators still pick up anisotropic noise at small d
@@ -132,8 +138,11 @@ def test_staged_link_moments_and_its_control():
     def short(name):  # "E[y z1] (stage 1, degree 1)" -> "E[y z1]"
         return name.split("] (")[0] + "]" if "] (" in name else name
 
-    rows = {(r["link"], short(r["moment"])): r for t in (1.0, CHI2_MEDIAN)
-            for r in staged_moments(400_000, np.random.default_rng(14), t)}
+    rows = {
+        (r["link"], short(r["moment"])): r
+        for t in (1.0, CHI2_MEDIAN)
+        for r in staged_moments(400_000, np.random.default_rng(14), t)
+    }
     for r in rows.values():
         assert abs(r["measured"] - r["expected"]) <= 4 * r["se"], r
     assert rows[("staged", "E[y z1]")]["expected"] == pytest.approx(-0.2916, abs=1e-3)
@@ -170,8 +179,9 @@ def test_subspace_measures():
     assert projector_distance(b, u) == pytest.approx(np.sqrt(2))
 
 
-@pytest.mark.parametrize("link, n, leap", [("z1+z1z2", 4000, 1), ("z1z2z3", 8000, 2), ("he2", 4000, 2), ("parity3",
-    12000, 3)])
+@pytest.mark.parametrize(
+    "link, n, leap", [("z1+z1z2", 4000, 1), ("z1z2z3", 8000, 2), ("he2", 4000, 2), ("parity3", 12000, 3)]
+)
 def test_sequential_leap_finds_the_index_space_at_the_right_order(link, n, leap):
     from theorylab.theory.generative import SequentialLeap
 

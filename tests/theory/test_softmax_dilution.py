@@ -72,8 +72,9 @@ def test_count_construction_matches_direct_attention_and_decays_quadratically():
         direct = torch.softmax(K @ q, dim=0) @ V
         np.testing.assert_allclose(count_construction_output(L, va, vb, wa, wb), direct.numpy(), rtol=1e-12)
     Ls = 2.0 ** np.arange(4, 13)  # 16 .. 4096
-    change = np.linalg.norm(count_construction_output(Ls + 1, va, vb, wa, wb)
-                            - count_construction_output(Ls, va, vb, wa, wb), axis=-1)
+    change = np.linalg.norm(
+        count_construction_output(Ls + 1, va, vb, wa, wb) - count_construction_output(Ls, va, vb, wa, wb), axis=-1
+    )
     slope = np.polyfit(np.log(Ls), np.log(change), 1)[0]
     assert -2.05 <= slope <= -1.95, slope
     # the closed form of the change, w_a w_b ‖v_a − v_b‖ / ((L w_a + w_b)((L + 1) w_a + w_b))

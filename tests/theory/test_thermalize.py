@@ -40,8 +40,9 @@ def test_algorithm_1_with_the_optimal_denoiser_matches_the_gain_and_noise():
     g = torch.Generator().manual_seed(0)
     n = 200_000
     x0 = torch.randn(n, 3, generator=g, dtype=torch.float64) * VARIANCES.sqrt()
-    corrector = Thermalize(GaussianOracle(VARIANCES, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g,
-                           noise_blind=False)
+    corrector = Thermalize(
+        GaussianOracle(VARIANCES, 10), BETAS, ABARS, s_init=4, s_stop=4, generator=g, noise_blind=False
+    )
     x1, info = corrector(x0, 1)
     assert bool((info["level"] == 10).all()) and bool((info["calls"] == 7).all()) and not bool(info["aborted"].any())
     gain = (x1 * x0).mean(0) / x0.pow(2).mean(0)

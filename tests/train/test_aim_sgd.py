@@ -18,8 +18,9 @@ from theorylab.train.aim_sgd import aim_lr, train_aim
 def test_one_step_matches_autograd(param):
     d, B, lr, links = 8, 32, 0.3, ("h1", "h2", "h3")
     S_star = teacher(d, torch.Generator().manual_seed(0))
-    run = train_aim(S_star, links, B, B, lr, torch.Generator().manual_seed(1), param, kappa=0.5, n_test=16,
-                    dtype=torch.float64)
+    run = train_aim(
+        S_star, links, B, B, lr, torch.Generator().manual_seed(1), param, kappa=0.5, n_test=16, dtype=torch.float64
+    )
     g = torch.Generator().manual_seed(1)  # replay the trainer's draws: students, test set, one batch
     m = AttentionIndexed(d, param, 3, 0.5, "traceless", g, torch.float64)
     torch.randn(16, d, generator=g, dtype=torch.float64)
@@ -42,8 +43,16 @@ def test_tiny_tied_run_learns_and_records():
     d = 16
     S_star = teacher(d, torch.Generator().manual_seed(2))
     n = int(12 * d * d * math.log(d))
-    run = train_aim(S_star, ("h1", "h2"), n, 64, aim_lr(d, 64, 0.05), torch.Generator().manual_seed(3),
-                    evaluate_every=20, n_test=512)
+    run = train_aim(
+        S_star,
+        ("h1", "h2"),
+        n,
+        64,
+        aim_lr(d, 64, 0.05),
+        torch.Generator().manual_seed(3),
+        evaluate_every=20,
+        n_test=512,
+    )
     assert run.finite and run.rho.shape == (n // 64 + 1, 2)
     assert (run.rho[-1] > 0.7).all() and (run.test_mse[-1] < 0.5 * run.test_mse[0]).all()
     assert np.isfinite(run.n_half).all()
@@ -54,8 +63,17 @@ def test_tiny_tied_run_learns_and_records():
 def test_a_diverging_student_is_frozen_and_others_continue():
     d = 10
     S_star = teacher(d, torch.Generator().manual_seed(4))
-    run = train_aim(S_star, ("h1", "h3"), 64 * 200, 64, 40.0, torch.Generator().manual_seed(5), "direct",
-                    direct_init="psd", n_test=64)
+    run = train_aim(
+        S_star,
+        ("h1", "h3"),
+        64 * 200,
+        64,
+        40.0,
+        torch.Generator().manual_seed(5),
+        "direct",
+        direct_init="psd",
+        n_test=64,
+    )
     assert not run.finite and np.isnan(run.rho[-1, 1])
 
 

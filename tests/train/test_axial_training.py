@@ -9,9 +9,16 @@ from theorylab.nn.axial import XCNN
 from theorylab.train.axial import CNN3DBaseline, accuracy, to_3d, train_classifier
 
 
-@pytest.mark.parametrize("shape, out", [((2, 1, 5), (2, 1, 5, 1, 1)), ((2, 1, 4, 3), (2, 1, 4, 3, 1)),
-                                        ((2, 1, 4, 3, 2), (2, 1, 4, 3, 2)), ((2, 1, 4, 4, 4, 4), (2, 1, 4, 4, 16)),
-                                        ((2, 1, 2, 2, 2, 2, 2), (2, 1, 2, 2, 8))])
+@pytest.mark.parametrize(
+    "shape, out",
+    [
+        ((2, 1, 5), (2, 1, 5, 1, 1)),
+        ((2, 1, 4, 3), (2, 1, 4, 3, 1)),
+        ((2, 1, 4, 3, 2), (2, 1, 4, 3, 2)),
+        ((2, 1, 4, 4, 4, 4), (2, 1, 4, 4, 16)),
+        ((2, 1, 2, 2, 2, 2, 2), (2, 1, 2, 2, 8)),
+    ],
+)
 def test_to_3d_shapes(shape, out):
     x = torch.randn(shape)
     assert tuple(to_3d(x).shape) == out and torch.equal(to_3d(x).flatten(), x.flatten())
@@ -40,8 +47,9 @@ def test_train_classifier_learns_and_is_reproducible():
     for _ in range(2):
         torch.manual_seed(0)
         net = XCNN(1, width=4, layers=1)
-        losses.append(train_classifier(net, x, y, epochs=15, batch=16, lr=1e-2,
-                                       generator=torch.Generator().manual_seed(1)))
+        losses.append(
+            train_classifier(net, x, y, epochs=15, batch=16, lr=1e-2, generator=torch.Generator().manual_seed(1))
+        )
         accs.append(accuracy(net, x, y, batch=50))
     assert losses[0] == losses[1] and losses[0][-1] < losses[0][0]
     assert accs[0] >= 0.9 and not net.training

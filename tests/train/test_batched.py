@@ -22,8 +22,13 @@ def _model(seed: int, **kw) -> ToyTransformer:
 
 def _batches(steps: int, members: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randn(members, B, T, D, generator=g, dtype=torch.float64), torch.randn(members, B, T, D, generator=g,
-        dtype=torch.float64)) for _ in range(steps)]
+    return [
+        (
+            torch.randn(members, B, T, D, generator=g, dtype=torch.float64),
+            torch.randn(members, B, T, D, generator=g, dtype=torch.float64),
+        )
+        for _ in range(steps)
+    ]
 
 
 def _mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -32,8 +37,12 @@ def _mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 def _plain_loop(model: torch.nn.Module, data: list, member: int, optim: AdamWSchedule) -> torch.nn.Module:
     """The reference: one model, torch's AdamW and LambdaLR, torch's clip_grad_norm_."""
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=optim.lr, betas=optim.betas,
-                            weight_decay=optim.weight_decay)
+    opt = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=optim.lr,
+        betas=optim.betas,
+        weight_decay=optim.weight_decay,
+    )
     sched = torch.optim.lr_scheduler.LambdaLR(opt, optim.lr_factor(len(data)))
     for x, y in data:
         loss = _mse(model(x[member]), y[member])
@@ -88,23 +97,32 @@ def test_a_diverging_member_is_reported_and_leaves_the_others_untouched():
         for (n, p), (_, q) in zip(clean.member(s).named_parameters(), stacked.member(s).named_parameters()):
             torch.testing.assert_close(q, p, atol=0, rtol=0, msg=n)
     table = log.table()
-    assert set(table.columns) == {"step", "member", "loss"} and np.isnan(table[(table.member == 1) & (
-        table.step == 11)]["loss"]).all()
+    assert (
+        set(table.columns) == {"step", "member", "loss"}
+        and np.isnan(table[(table.member == 1) & (table.step == 11)]["loss"]).all()
+    )
 
 
 def test_training_stops_when_every_member_diverged():
     data = _batches(30, 2)
     for x, _ in data[3:]:
         x[:] = float("inf")
-    log = train_stacked(StackedModels([_model(0), _model(1)]), lambda step: data[step], _mse, steps=30,
-                        optim=AdamWSchedule(), log_every=1)
+    log = train_stacked(
+        StackedModels([_model(0), _model(1)]),
+        lambda step: data[step],
+        _mse,
+        steps=30,
+        optim=AdamWSchedule(),
+        log_every=1,
+    )
     assert log.diverged_at.tolist() == [3, 3]
     assert log.steps[-1] == 3
 
 
 def test_frozen_parameters_stay_fixed():
-    models = [ToyTransformer(d_model=D, n_heads=2, vocab_size=7, freeze_embedding=True, mlp_width=8,
-                             seed=s) for s in range(2)]
+    models = [
+        ToyTransformer(d_model=D, n_heads=2, vocab_size=7, freeze_embedding=True, mlp_width=8, seed=s) for s in range(2)
+    ]
     stacked = StackedModels(models)
     before = stacked.params["embed__weight"].detach().clone()
     g = torch.Generator().manual_seed(0)
@@ -160,8 +178,13 @@ def test_sgd_schedule_matches_torch_sgd():
     ref = copy.deepcopy(model)
     stack = StackedModels([copy.deepcopy(model)])
     mse = lambda p, t: ((p - t) ** 2).mean()  # noqa: E731
-    train_stacked(stack, lambda s: (x[None], y[None]), mse, steps=20, optim=AdamWSchedule(lr=0.05, kind="sgd",
-        momentum=0.9, weight_decay=1e-3, schedule="constant"))
+    train_stacked(
+        stack,
+        lambda s: (x[None], y[None]),
+        mse,
+        steps=20,
+        optim=AdamWSchedule(lr=0.05, kind="sgd", momentum=0.9, weight_decay=1e-3, schedule="constant"),
+    )
     opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-3)
     for _ in range(20):
         opt.zero_grad()

@@ -93,8 +93,9 @@ def test_closure_trajectories_store_coarse_states_and_level_targets():
     down = lambda x, n: SpectralCoarsen(n, length=L)(x)  # noqa: E731
     x0 = fine.spun_up(2, g, time=20)
     seen = []
-    out = closure_trajectories(fine, coarse, {"sharp": (C, down)}, [16, 32], x0, 3, 4,
-                               on_record=lambda t, x: seen.append(x))
+    out = closure_trajectories(
+        fine, coarse, {"sharp": (C, down)}, [16, 32], x0, 3, 4, on_record=lambda t, x: seen.append(x)
+    )
     states, targets = out["sharp"]
     assert states.shape == (2, 3, 1, 32) and targets[0].shape == (2, 3, 1, 16) and targets[1].shape == (2, 3, 1, 32)
     x2 = fine.step(fine.step(x0, 4), 4)

@@ -52,8 +52,16 @@ def test_short_training_lowers_loss_and_approaches_the_optimal_denoiser():
     before = {s: _gap(net, lin, s) for s in (0.2, 1.0)}
     floor, start = _eval_loss(_Optimal(), data), _eval_loss(net, data)
     seen = []
-    losses = train_edm(net, data, steps=300, batch=128, lr=3e-3, generator=torch.Generator().manual_seed(1),
-                       callback=lambda step, loss: seen.append((step, loss)), every=100)
+    losses = train_edm(
+        net,
+        data,
+        steps=300,
+        batch=128,
+        lr=3e-3,
+        generator=torch.Generator().manual_seed(1),
+        callback=lambda step, loss: seen.append((step, loss)),
+        every=100,
+    )
     assert losses.shape == (300,) and np.isfinite(losses).all()
     end = _eval_loss(net, data)
     # the excess loss over the optimal denoiser's (same noise draws) shrinks by more than half
@@ -94,5 +102,6 @@ def test_callback_can_stop_a_diverging_run():
             raise FloatingPointError(f"loss not finite at step {step}")
 
     with pytest.raises(FloatingPointError):
-        train_edm(net, data, steps=50, batch=32, lr=1e-3, generator=torch.Generator().manual_seed(0),
-                  callback=check, every=10)
+        train_edm(
+            net, data, steps=50, batch=32, lr=1e-3, generator=torch.Generator().manual_seed(0), callback=check, every=10
+        )

@@ -62,8 +62,7 @@ def test_forecaster_learns_the_exact_advection_step():
     train, test = split_trajectories(frames, 0.25, g)
     tr, te = forecast_pairs("adv", train), forecast_pairs("adv", test)
     net = XFieldCNN(1, 1, width=4, layers=0, kernel_size=5)
-    out = train_forecaster(net, [tr], 300, 16, 1e-2, torch.Generator().manual_seed(2), eval_sets=[te],
-                           eval_every=100)
+    out = train_forecaster(net, [tr], 300, 16, 1e-2, torch.Generator().manual_seed(2), eval_sets=[te], eval_every=100)
     assert [c[0] for c in out["curve"]] == [0, 100, 200, 300]
     assert nrmse(net, te) < 0.1 * persistence_nrmse(te, 1)
     assert steps_to_reach(out["curve"], "adv", nrmse(net, te) + 1e-9) is not None
@@ -84,8 +83,15 @@ def test_divergence_is_reported():
         train_forecaster(Blow(), [s], 3, 2, 1e-3, torch.Generator())
     seen = []
     with pytest.raises(RuntimeError):
-        train_forecaster(Blow(), [s], 3, 2, 1e-3, torch.Generator(),
-                         check=lambda what, v, step: (seen.append(step), math.isfinite(v) or _raise()))
+        train_forecaster(
+            Blow(),
+            [s],
+            3,
+            2,
+            1e-3,
+            torch.Generator(),
+            check=lambda what, v, step: (seen.append(step), math.isfinite(v) or _raise()),
+        )
     assert seen == [0]
 
 

@@ -22,9 +22,16 @@ def test_training_lowers_the_test_loss_and_logs_every_step():
     test = in_context_linear_regression(256, 12, 2, generator=torch.Generator().manual_seed(1))
     before = _mse(model, test)
     seen = []
-    log = train_in_context_regression(model, steps=60, tasks=32, length=12, dim=2, lr=1e-2,
-                                      generator=torch.Generator().manual_seed(0),
-                                      check=lambda what, loss, step: seen.append(step))
+    log = train_in_context_regression(
+        model,
+        steps=60,
+        tasks=32,
+        length=12,
+        dim=2,
+        lr=1e-2,
+        generator=torch.Generator().manual_seed(0),
+        check=lambda what, loss, step: seen.append(step),
+    )
     assert [r["step"] for r in log] == list(range(60)) and seen == list(range(60))
     assert _mse(model, test) < 0.5 * before
 

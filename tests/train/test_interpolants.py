@@ -19,7 +19,7 @@ def test_interpolant_endpoints_and_exact_velocity_has_zero_loss():
 
     class Exact(nn.Module):  # b(I_t, t) = x1 - x0 for a deterministic pair: recovered from I_t and t
         def forward(self, x, t, latent=None):
-            return (x1 - x0)
+            return x1 - x0
 
     assert float(interpolant_loss(Exact(), x0, x1, torch.rand(6, generator=g))) == 0.0
 
@@ -49,8 +49,9 @@ def test_loop_calls_evaluate_and_reports_divergence():
     y = torch.randn(64, 2, generator=g)
     seen = []
     model = TimeMLP(2, 16, 2, 8)
-    train_self_consistent(model, y, GaussianNoise(0.5), steps=10, batch=16, lr=1e-3, generator=g, evaluate=seen.append,
-                          evaluate_every=4)
+    train_self_consistent(
+        model, y, GaussianNoise(0.5), steps=10, batch=16, lr=1e-3, generator=g, evaluate=seen.append, evaluate_every=4
+    )
     assert seen == [0, 4, 8, 10]
 
     def poisoned(x, generator):

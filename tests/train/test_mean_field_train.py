@@ -27,6 +27,7 @@ def test_checkpoint_steps():
 
 def test_steps_to_loss_fraction_is_the_first_step_below_the_ratio():
     d, m, eta = 10, 128, 0.2
+
     def horizon(cap):
         gen = torch.Generator().manual_seed(3)
         return steps_to_loss_fraction(ACT, d, m, eta=eta, stop_ratio=0.5, max_steps=cap, generator=gen)
@@ -65,8 +66,18 @@ def test_reduction_against_reference_runs_the_reduction_and_the_half_step_refere
 
 def test_width_sweep_rows_are_the_sweep_s_numbers():
     d, eta = 8, 0.1
-    sw = width_sweep(ACT, d, (8, 16), 2, 64, eta=eta, steps=10, checkpoints=[0, 5, 10],
-                     generator=torch.Generator().manual_seed(0), escape_threshold=0.5)
+    sw = width_sweep(
+        ACT,
+        d,
+        (8, 16),
+        2,
+        64,
+        eta=eta,
+        steps=10,
+        checkpoints=[0, 5, 10],
+        generator=torch.Generator().manual_seed(0),
+        escape_threshold=0.5,
+    )
     rows = sw.gap_rows([0, 10], eta, setting="fast", eta=eta)
     assert len(rows) == 2 * 4 and list(rows[0]) == ["setting", "eta", "step", "t", "width", "seed", "gap", "ref_error"]
     assert [(r["width"], r["seed"]) for r in rows[:4]] == [(8, 0), (8, 1), (16, 0), (16, 1)]

@@ -18,26 +18,57 @@ HAS_PEFT = importlib.util.find_spec("peft") is not None
 
 
 def _tiny(seed=0):
-    return ToyTransformer(vocab_size=vocab_size(3, 2), d_model=16, n_layers=1, n_heads=2, mlp_width=32, causal=True,
-                          positional="learned", max_len=4, final_norm=True, seed=seed)
+    return ToyTransformer(
+        vocab_size=vocab_size(3, 2),
+        d_model=16,
+        n_layers=1,
+        n_heads=2,
+        mlp_width=32,
+        causal=True,
+        positional="learned",
+        max_len=4,
+        final_norm=True,
+        seed=seed,
+    )
 
 
 def test_train_until_accurate_stops_at_target():
     torch.set_num_threads(1)
     tokens, answers, tids = multitask_sequences(3, ("copy_a", "max"))
     model = _tiny()
-    steps, acc, losses = train_until_accurate(model, tokens, answers, tids, position=3, max_steps=400, lr=1e-2,
-                                              batch=18, target=1.0, check_every=10,
-                                              generator=torch.Generator().manual_seed(0))
+    steps, acc, losses = train_until_accurate(
+        model,
+        tokens,
+        answers,
+        tids,
+        position=3,
+        max_steps=400,
+        lr=1e-2,
+        batch=18,
+        target=1.0,
+        check_every=10,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert steps < 400 and steps % 10 == 0 and acc.min() == 1.0
     assert np.allclose(acc, per_task_accuracy(model, tokens, answers, tids, 3))
     assert losses[-1] < losses[0]
     with pytest.raises(ValueError, match="max_steps"):
         train_until_accurate(model, tokens, answers, tids, position=3, max_steps=0, lr=1e-3, batch=4)
     # min_steps: the accuracy stop waits; the same data order reaches the same earlier point on the way
-    more, acc2, losses2 = train_until_accurate(_tiny(), tokens, answers, tids, position=3, max_steps=400, lr=1e-2,
-                                               batch=18, target=1.0, check_every=10, min_steps=steps + 50,
-                                               generator=torch.Generator().manual_seed(0))
+    more, acc2, losses2 = train_until_accurate(
+        _tiny(),
+        tokens,
+        answers,
+        tids,
+        position=3,
+        max_steps=400,
+        lr=1e-2,
+        batch=18,
+        target=1.0,
+        check_every=10,
+        min_steps=steps + 50,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert more >= steps + 50 and len(losses2) == more and losses2[: len(losses)] == losses
     with pytest.raises(ValueError, match="min_steps"):
         train_until_accurate(model, tokens, answers, tids, position=3, max_steps=10, lr=1e-3, batch=4, min_steps=11)
@@ -68,11 +99,30 @@ def test_lora_recovery_reduces_the_noise():
     torch.set_num_threads(1)
     tokens, answers, tids = multitask_sequences(3, ("copy_a", "max"))
     model = _tiny().double()
-    train_until_accurate(model, tokens, answers, tids, position=3, max_steps=300, lr=1e-2, batch=18, target=1.0,
-                         check_every=10, generator=torch.Generator().manual_seed(0))
+    train_until_accurate(
+        model,
+        tokens,
+        answers,
+        tids,
+        position=3,
+        max_steps=300,
+        lr=1e-2,
+        batch=18,
+        target=1.0,
+        check_every=10,
+        generator=torch.Generator().manual_seed(0),
+    )
     targets = ["blocks.0.mlp.up", "blocks.0.mlp.down"]
-    path, clean = lora_recovery(model, lambda m: F.cross_entropy(m(tokens)[:, 3], answers), targets, rank=2,
-                                steps=30, lr=0.5, noise=0.3, generator=torch.Generator().manual_seed(1))
+    path, clean = lora_recovery(
+        model,
+        lambda m: F.cross_entropy(m(tokens)[:, 3], answers),
+        targets,
+        rank=2,
+        steps=30,
+        lr=0.5,
+        noise=0.3,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert path.shape == (31, clean.numel()) == (31, 2 * 16 * 32)
     assert not torch.allclose(path[0], clean)  # the noise is there
     assert torch.linalg.matrix_rank(((path[-1] - path[0])[: 16 * 32]).reshape(32, 16)) <= 2  # a rank-2 update

@@ -44,9 +44,9 @@ def test_batched_adam_equals_each_run_alone_and_takes_the_closed_form_first_step
     a0 = torch.randn(R, r, generator=gen, dtype=torch.float64)
     W, a = adam_polynet(W0, a0, A, M4, steps=50, lr=1e-2)
     for i in range(R):
-        Wi, ai = adam_polynet(W0[i:i + 1], a0[i:i + 1], A, M4, steps=50, lr=1e-2)
-        torch.testing.assert_close(W[i:i + 1], Wi, rtol=0, atol=1e-12)
-        torch.testing.assert_close(a[i:i + 1], ai, rtol=0, atol=1e-12)
+        Wi, ai = adam_polynet(W0[i : i + 1], a0[i : i + 1], A, M4, steps=50, lr=1e-2)
+        torch.testing.assert_close(W[i : i + 1], Wi, rtol=0, atol=1e-12)
+        torch.testing.assert_close(a[i : i + 1], ai, rtol=0, atol=1e-12)
     # Adam's first step is -lr * g / (|g| + eps'), i.e. -lr * sign(g) for the card's gradient G = 2 M4(D),
     # dL/dW = 2 diag(a) W G, dL/da_i = w_i^T G w_i
     lr = 1e-3

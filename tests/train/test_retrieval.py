@@ -10,8 +10,17 @@ from theorylab.train.retrieval import recall_accuracy, train_recall
 
 
 def _tiny(seed: int = 0) -> ToyTransformer:
-    return ToyTransformer(d_model=32, n_layers=2, n_heads=2, mlp_width=64, causal=True, final_norm=True,
-                          vocab_size=16, positional="rotary", seed=seed)
+    return ToyTransformer(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        mlp_width=64,
+        causal=True,
+        final_norm=True,
+        vocab_size=16,
+        positional="rotary",
+        seed=seed,
+    )
 
 
 def test_a_tiny_model_learns_recall_above_chance():
@@ -39,12 +48,20 @@ def test_nan_loss_is_reported_with_its_step():
             raise FloatingPointError(f"{what} diverged at step {step}")
 
     with pytest.raises(FloatingPointError, match="step 0"):
-        train_recall(model, steps=5, n_pairs=2, length=8, vocab=16, batch=4, lr=1e-3,
-                     generator=torch.Generator().manual_seed(0), check=check)
+        train_recall(
+            model,
+            steps=5,
+            n_pairs=2,
+            length=8,
+            vocab=16,
+            batch=4,
+            lr=1e-3,
+            generator=torch.Generator().manual_seed(0),
+            check=check,
+        )
     assert seen == [0]
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="steps"):
-        train_recall(_tiny(), steps=0, n_pairs=2, length=8, vocab=16, batch=4, lr=1e-3,
-                     generator=torch.Generator())
+        train_recall(_tiny(), steps=0, n_pairs=2, length=8, vocab=16, batch=4, lr=1e-3, generator=torch.Generator())

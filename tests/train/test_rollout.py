@@ -121,9 +121,11 @@ def test_per_step_growth_cost_and_spectrum_se():
 
     t = torch.arange(40, 51, dtype=torch.float64)
     assert per_step_growth(t, 3.0 * 1.2 ** (2 * t)) == pytest.approx(1.2, rel=1e-10)
-    logs = {"calls": torch.tensor([[1, 3], [1, 1], [5, 1]]),
-            "thermalized": torch.tensor([[False, True], [False, False], [True, False]]),
-            "aborted": torch.tensor([[False, False], [False, True], [False, False]])}
+    logs = {
+        "calls": torch.tensor([[1, 3], [1, 1], [5, 1]]),
+        "thermalized": torch.tensor([[False, True], [False, False], [True, False]]),
+        "aborted": torch.tensor([[False, False], [False, True], [False, False]]),
+    }
     cost = corrector_cost(logs)
     assert cost["calls_per_step"].tolist() == [7 / 3, 5 / 3] and cost["thermalized_share"].tolist() == [1 / 3, 1 / 3]
     assert cost["aborted"].tolist() == [False, True]

@@ -136,10 +136,21 @@ def test_pipelined_rollout_equals_the_synchronous_one(min_start):
     x0 = torch.randn(7, 1, 8, dtype=torch.float64)
     step = lambda x: 0.9 * x.roll(1, -1) + 0.3  # noqa: E731
     net = Blind(8)
-    sync = rollout(step, x0, 6, corrector=SelfRefine(net, BETAS, ABAR, mode="acdm", noise=False, scale=1.5)
-                   .reset(x0), record_every=2)
-    pipe = rollout_pipelined(step, x0, 6, SelfRefine(net, BETAS, ABAR, mode="acdm", noise=False, scale=1.5)
-                             .reset(x0), record_every=2, min_start=min_start)
+    sync = rollout(
+        step,
+        x0,
+        6,
+        corrector=SelfRefine(net, BETAS, ABAR, mode="acdm", noise=False, scale=1.5).reset(x0),
+        record_every=2,
+    )
+    pipe = rollout_pipelined(
+        step,
+        x0,
+        6,
+        SelfRefine(net, BETAS, ABAR, mode="acdm", noise=False, scale=1.5).reset(x0),
+        record_every=2,
+        min_start=min_start,
+    )
     assert sync.logs["calls"].float().std() > 0  # the trajectories' schedules differ
     torch.testing.assert_close(pipe.states, sync.states, rtol=1e-9, atol=1e-9)
     assert torch.equal(pipe.times, sync.times) and torch.equal(pipe.blowup_step, sync.blowup_step)
@@ -154,8 +165,12 @@ def test_pipelined_sns_schedules(variant):
 
     x0 = torch.randn(5, 1, 8, dtype=torch.float64)
     g = torch.Generator().manual_seed(0)
-    r = rollout_pipelined(lambda x: 0.9 * x.roll(1, -1) + 0.3, x0, 5,
-                          SelfRefine(Blind(8), BETAS, ABAR, variant=variant, generator=g).reset(x0))
+    r = rollout_pipelined(
+        lambda x: 0.9 * x.roll(1, -1) + 0.3,
+        x0,
+        5,
+        SelfRefine(Blind(8), BETAS, ABAR, variant=variant, generator=g).reset(x0),
+    )
     top = r.logs["level"] if variant == "fix_short" else torch.maximum(r.logs["level"], r.logs["level_prev"])
     assert torch.equal(r.logs["calls"], torch.where(top > 0, top + 2, 1)) and torch.isfinite(r.states).all()
 

@@ -45,8 +45,16 @@ def test_projected_sampler_has_the_full_sampler_law():
     W = W / W.norm(dim=-1, keepdim=True)
     out = {}
     for sampler in ("full", "projected"):
-        run = train_msim_sgd(W, ("quadratic",) * 2, 40 * 8, batch=8, c=0.3, generator=torch.Generator().manual_seed(2),
-                             log_every=10, sampler=sampler)
+        run = train_msim_sgd(
+            W,
+            ("quadratic",) * 2,
+            40 * 8,
+            batch=8,
+            c=0.3,
+            generator=torch.Generator().manual_seed(2),
+            log_every=10,
+            sampler=sampler,
+        )
         np.testing.assert_allclose(run.overlaps[0], out.get("init", run.overlaps[0]))  # same start
         out["init"] = run.overlaps[0]
         out[sampler] = np.abs(run.overlaps[-1])

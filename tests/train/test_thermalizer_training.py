@@ -49,8 +49,9 @@ def test_denoiser_learns_the_noise_level():
     snaps = torch.randn(2000, 16) * 0.1
     opt = torch.optim.Adam(net.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(0)
-    log = train_level_denoiser(net, snaps, abar, steps=300, batch=128, levels=20, optimizer=opt, generator=gen,
-                               log_every=100)
+    log = train_level_denoiser(
+        net, snaps, abar, steps=300, batch=128, levels=20, optimizer=opt, generator=gen, log_every=100
+    )
     assert [r["step"] for r in log] == [0, 100, 200, 299]
     assert log[-1]["loss"] < 0.6 * log[0]["loss"]
     out = classify_levels(net.eval(), torch.randn(500, 16) * 0.1, abar, 20, torch.Generator().manual_seed(1))

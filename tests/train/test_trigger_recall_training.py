@@ -24,11 +24,21 @@ def _models(n: int, poison: int | None = None) -> StackedModels:
 
 
 def _train(models, *, train_bank=0, p_noise=1.0, steps=40):
-    return train_trigger_recall(models, TASK, TEST, p_noise=p_noise, steps=steps, batch=16, seq_len=24,
-                                train_bank=train_bank,
-                                optim=AdamWSchedule(lr=1e-2), generator=torch.Generator().manual_seed(0),
-                                evaluate_every=20,
-                                name="tiny", labels=dict(variant="tiny", p_noise=p_noise))
+    return train_trigger_recall(
+        models,
+        TASK,
+        TEST,
+        p_noise=p_noise,
+        steps=steps,
+        batch=16,
+        seq_len=24,
+        train_bank=train_bank,
+        optim=AdamWSchedule(lr=1e-2),
+        generator=torch.Generator().manual_seed(0),
+        evaluate_every=20,
+        name="tiny",
+        labels=dict(variant="tiny", p_noise=p_noise),
+    )
 
 
 @pytest.mark.parametrize("bank", [0, 64])

@@ -49,8 +49,18 @@ def _setup(d=16, seed=0):
 def test_population_variant_is_euler_of_the_ode():
     link = HERMITE_LINKS["staircase"]
     Ws, W0 = _setup()
-    run = train_two_timescale(link, Ws, W0, steps=600, lr=0.01, batch=1, generator=torch.Generator().manual_seed(0),
-                              population=True, coeffs=link, log_every=20)
+    run = train_two_timescale(
+        link,
+        Ws,
+        W0,
+        steps=600,
+        lr=0.01,
+        batch=1,
+        generator=torch.Generator().manual_seed(0),
+        population=True,
+        coeffs=link,
+        log_every=20,
+    )
     ode = run_order_ode(grassmann_rhs(link), Ws.T @ W0, float(run.t[-1]), t_eval=run.t)
     for a, b in zip(_m1_smin(run.M), _m1_smin(ode.states)):
         assert np.abs(a - b).max() < 0.02
@@ -61,8 +71,18 @@ def test_population_variant_is_euler_of_the_ode():
 def test_finite_d_tracks_the_ode(features):
     link = HERMITE_LINKS["staircase"]
     Ws, W0 = _setup()
-    run = train_two_timescale(link, Ws, W0, steps=120, lr=0.05, batch=3000, features=features, n_features=300,
-                              generator=torch.Generator().manual_seed(1), log_every=10)
+    run = train_two_timescale(
+        link,
+        Ws,
+        W0,
+        steps=120,
+        lr=0.05,
+        batch=3000,
+        features=features,
+        n_features=300,
+        generator=torch.Generator().manual_seed(1),
+        log_every=10,
+    )
     m1, smin = _m1_smin(run.M)
     if features == "hermite":  # the exact link class: tracks the ODE from the same M(0)
         ode = run_order_ode(grassmann_rhs(link), Ws.T @ W0, float(run.t[-1]), t_eval=run.t)
@@ -80,8 +100,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match="W0"):
         train_two_timescale(HERMITE_LINKS["staircase"], Ws, W0[:, :1], steps=1, lr=0.1, batch=10, generator=g)
     with pytest.raises(ValueError, match="coeffs"):
-        train_two_timescale(HERMITE_LINKS["staircase"], Ws, W0, steps=1, lr=0.1, batch=10, generator=g,
-                            population=True)
+        train_two_timescale(HERMITE_LINKS["staircase"], Ws, W0, steps=1, lr=0.1, batch=10, generator=g, population=True)
     with pytest.raises(ValueError, match="features"):
-        train_two_timescale(HERMITE_LINKS["staircase"], Ws, W0, steps=1, lr=0.1, batch=10, generator=g,
-                            features="rkhs")
+        train_two_timescale(HERMITE_LINKS["staircase"], Ws, W0, steps=1, lr=0.1, batch=10, generator=g, features="rkhs")

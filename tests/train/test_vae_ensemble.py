@@ -41,7 +41,7 @@ def _alone(x, seed, *, steps, batch_size, beta, lr, kl_warmup, binarize, **arch)
         j = t % per_epoch
         if j == 0:
             order = torch.randperm(len(x), generator=g)
-        xb = x[order[j * batch_size:(j + 1) * batch_size]]
+        xb = x[order[j * batch_size : (j + 1) * batch_size]]
         if binarize == "stochastic":
             xb = torch.bernoulli(xb, generator=g)
         vae.beta = beta * min(1.0, (t + 1) / (kl_warmup * steps)) if kl_warmup > 0 else beta
@@ -73,8 +73,9 @@ def test_each_run_follows_its_solo_trajectory(grey, binarize, kl_warmup):
         torch.testing.assert_close(var[r], m_logvar.detach().exp())
     # A run's trajectory does not depend on its companions: alone, in another order, it is the same.
     solo = train_vae_ensemble(x, [5], dtype=torch.float64, **kw, **arch)
-    torch.testing.assert_close(solo.params["decoder.4.weight"][0], ens.params["decoder.4.weight"][1],
-                               rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(
+        solo.params["decoder.4.weight"][0], ens.params["decoder.4.weight"][1], rtol=1e-12, atol=1e-14
+    )
 
 
 def test_different_seeds_give_different_models(grey):
@@ -98,8 +99,15 @@ def test_training_lowers_the_loss_on_digits(grey):
 
 def test_nonsense_arguments_raise_one_clear_line(grey):
     x = grey[1][:300]
-    cases = [dict(steps=0), dict(batch_size=1000), dict(beta=-1.0), dict(lr=0.0), dict(kl_warmup=1.5),
-             dict(binarize="sometimes"), dict(latent_dim=0)]
+    cases = [
+        dict(steps=0),
+        dict(batch_size=1000),
+        dict(beta=-1.0),
+        dict(lr=0.0),
+        dict(kl_warmup=1.5),
+        dict(binarize="sometimes"),
+        dict(latent_dim=0),
+    ]
     for kw in cases:
         with pytest.raises(ValueError) as err:
             train_vae_ensemble(x, [0], **kw)

@@ -81,8 +81,15 @@ class Judgement:
     statement: str
 
     # --- plain outcomes --------------------------------------------------------------------
-    def judged(self, ok: Any, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
-               departures: Sequence[str] = ()) -> Verdict:
+    def judged(
+        self,
+        ok: Any,
+        measured: Any,
+        expected: Any,
+        tolerance: Any = None,
+        detail: str = "",
+        departures: Sequence[str] = (),
+    ) -> Verdict:
         """Passed when ``ok`` is true, failed when false (numpy booleans accepted); ``ok=None`` is
         not decided (prefer :meth:`undecided`, which says why). A NaN ``ok``, or a pass whose
         measured value is NaN, fails: ``bool(nan)`` is true, and a NaN never passes.
@@ -93,28 +100,55 @@ class Judgement:
         elif ok is not None and bool(ok) and _is_nan(measured):
             ok, nan = False, True
             detail = f"the measured value is NaN; {detail}" if detail else "the measured value is NaN"
-        return Verdict(self.id, self.statement, measured, expected, tolerance, None if ok is None else bool(ok),
-                       detail, departures=tuple(departures), nan=nan)
+        return Verdict(
+            self.id,
+            self.statement,
+            measured,
+            expected,
+            tolerance,
+            None if ok is None else bool(ok),
+            detail,
+            departures=tuple(departures),
+            nan=nan,
+        )
 
-    def passed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
-               departures: Sequence[str] = ()) -> Verdict:
+    def passed(
+        self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "", departures: Sequence[str] = ()
+    ) -> Verdict:
         return self.judged(True, measured, expected, tolerance, detail, departures)
 
-    def failed(self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "",
-               departures: Sequence[str] = ()) -> Verdict:
+    def failed(
+        self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "", departures: Sequence[str] = ()
+    ) -> Verdict:
         return self.judged(False, measured, expected, tolerance, detail, departures)
 
-    def undecided(self, reason: str, measured: Any = None, expected: Any = None, tolerance: Any = None,
-                  departures: Sequence[str] = ()) -> Verdict:
+    def undecided(
+        self,
+        reason: str,
+        measured: Any = None,
+        expected: Any = None,
+        tolerance: Any = None,
+        departures: Sequence[str] = (),
+    ) -> Verdict:
         """Not decided on this run; ``reason`` says why and what would decide it (e.g. the preset).
         A reason that already starts with "not decided", "needs " or "report only" is kept as is."""
         detail = reason if reason.startswith(("not decided", "needs ", "report only")) else f"not decided: {reason}"
-        return Verdict(self.id, self.statement, measured, expected, tolerance, None, detail,
-                       departures=tuple(departures))
+        return Verdict(
+            self.id, self.statement, measured, expected, tolerance, None, detail, departures=tuple(departures)
+        )
 
     # --- comparisons stated once -----------------------------------------------------------
-    def _compare(self, x: Any, excess: Callable[[np.ndarray], np.ndarray], expected: str, tolerance: Any,
-                 name: str, detail: str, departures: Sequence[str], also: Any) -> Verdict:
+    def _compare(
+        self,
+        x: Any,
+        excess: Callable[[np.ndarray], np.ndarray],
+        expected: str,
+        tolerance: Any,
+        name: str,
+        detail: str,
+        departures: Sequence[str],
+        also: Any,
+    ) -> Verdict:
         """The verdict of ``excess(values) <= 0`` for every value of ``x`` (a number, an array or a pandas
         Series): measured is the value with the largest excess; a NaN value fails naming its entry."""
         values, labels = _values(x)
@@ -124,48 +158,121 @@ class Judgement:
         if nan.size:
             where = ", ".join(labels[i] if labels else f"entry {i}" for i in nan[:5]) if values.size > 1 else ""
             said = f"{name} is NaN{' at ' + where if where else ''}" + (f"; {detail}" if detail else "")
-            return Verdict(self.id, self.statement, math.nan, expected, tolerance, False, said,
-                           departures=tuple(departures), nan=True)
+            return Verdict(
+                self.id,
+                self.statement,
+                math.nan,
+                expected,
+                tolerance,
+                False,
+                said,
+                departures=tuple(departures),
+                nan=True,
+            )
         gaps = excess(values)
         worst = int(np.nanargmax(np.where(np.isnan(gaps), np.inf, gaps)))
         measured = float(values[worst])
         ok = bool(np.all(gaps <= 0)) and (also is None or (not _is_nan(also) and bool(also)))
-        said = f"{name} = {_num(measured)}" if values.size == 1 else (
-            f"worst {name} {_num(measured)}" + (f" at {labels[worst]}" if labels else f" (entry {worst})")
-            + f" of {values.size}")
+        said = (
+            f"{name} = {_num(measured)}"
+            if values.size == 1
+            else (
+                f"worst {name} {_num(measured)}"
+                + (f" at {labels[worst]}" if labels else f" (entry {worst})")
+                + f" of {values.size}"
+            )
+        )
         return self.judged(ok, measured, expected, tolerance, f"{said}; {detail}" if detail else said, departures)
 
-    def at_least(self, x: Any, bound: float, *, name: str = "measured", tolerance: Any = None, detail: str = "",
-                 expected: str | None = None, departures: Sequence[str] = (), also: Any = None) -> Verdict:
+    def at_least(
+        self,
+        x: Any,
+        bound: float,
+        *,
+        name: str = "measured",
+        tolerance: Any = None,
+        detail: str = "",
+        expected: str | None = None,
+        departures: Sequence[str] = (),
+        also: Any = None,
+    ) -> Verdict:
         """Passed when every value of ``x`` is ``>= bound`` (and ``also``, a second condition, holds)."""
-        return self._compare(x, lambda v: bound - v, expected or f">= {_num(bound)}", tolerance, name, detail,
-                             departures, also)
+        return self._compare(
+            x, lambda v: bound - v, expected or f">= {_num(bound)}", tolerance, name, detail, departures, also
+        )
 
-    def at_most(self, x: Any, bound: float, *, name: str = "measured", tolerance: Any = None, detail: str = "",
-                expected: str | None = None, departures: Sequence[str] = (), also: Any = None) -> Verdict:
+    def at_most(
+        self,
+        x: Any,
+        bound: float,
+        *,
+        name: str = "measured",
+        tolerance: Any = None,
+        detail: str = "",
+        expected: str | None = None,
+        departures: Sequence[str] = (),
+        also: Any = None,
+    ) -> Verdict:
         """Passed when every value of ``x`` is ``<= bound`` (and ``also`` holds)."""
-        return self._compare(x, lambda v: v - bound, expected or f"<= {_num(bound)}", tolerance, name, detail,
-                             departures, also)
+        return self._compare(
+            x, lambda v: v - bound, expected or f"<= {_num(bound)}", tolerance, name, detail, departures, also
+        )
 
-    def within(self, x: Any, lo: float, hi: float, *, name: str = "measured", tolerance: Any = None,
-               detail: str = "", expected: str | None = None, departures: Sequence[str] = (),
-               also: Any = None) -> Verdict:
+    def within(
+        self,
+        x: Any,
+        lo: float,
+        hi: float,
+        *,
+        name: str = "measured",
+        tolerance: Any = None,
+        detail: str = "",
+        expected: str | None = None,
+        departures: Sequence[str] = (),
+        also: Any = None,
+    ) -> Verdict:
         """Passed when every value of ``x`` lies in ``[lo, hi]`` (and ``also`` holds)."""
         if not lo <= hi:
             raise ValueError(f"{self.id}: empty band [{lo}, {hi}]")
-        return self._compare(x, lambda v: np.maximum(lo - v, v - hi), expected or f"in [{_num(lo)}, {_num(hi)}]",
-                             tolerance, name, detail, departures, also)
+        return self._compare(
+            x,
+            lambda v: np.maximum(lo - v, v - hi),
+            expected or f"in [{_num(lo)}, {_num(hi)}]",
+            tolerance,
+            name,
+            detail,
+            departures,
+            also,
+        )
 
-    def close(self, x: Any, reference: float, *, rtol: float = 0.0, atol: float = 0.0, name: str = "measured",
-              detail: str = "", expected: str | None = None, departures: Sequence[str] = (),
-              also: Any = None) -> Verdict:
+    def close(
+        self,
+        x: Any,
+        reference: float,
+        *,
+        rtol: float = 0.0,
+        atol: float = 0.0,
+        name: str = "measured",
+        detail: str = "",
+        expected: str | None = None,
+        departures: Sequence[str] = (),
+        also: Any = None,
+    ) -> Verdict:
         """Passed when every value of ``x`` is within ``atol + rtol |reference|`` of ``reference``."""
         if _is_nan(reference):
             return self.failed(math.nan, "a finite reference", None, f"the reference for {name} is NaN", departures)
         allowed = atol + rtol * abs(reference)
         tol = " + ".join(f"{word} {_num(t)}" for word, t in (("rtol", rtol), ("atol", atol)) if t)
-        return self._compare(x, lambda v: np.abs(v - reference) - allowed, expected or _num(reference),
-                             tol or 0.0, name, detail, departures, also)
+        return self._compare(
+            x,
+            lambda v: np.abs(v - reference) - allowed,
+            expected or _num(reference),
+            tol or 0.0,
+            name,
+            detail,
+            departures,
+            also,
+        )
 
     # --- reading judged values -------------------------------------------------------------
     def column(self, frame: Any, col: str, *, name: str | None = None) -> Any:
@@ -194,9 +301,16 @@ class Claims:
         self.reference = reference
         self._claims: list[Claim] = []
 
-    def add(self, claim_id: str, statement: str, reference: str | None = None, *,
-            departures: Iterable[Departure | str] = (), known: KnownFailure | None = None,
-            decided_by: str = "quick") -> Callable[[Callable[..., Verdict]], Callable[["Result"], Verdict]]:
+    def add(
+        self,
+        claim_id: str,
+        statement: str,
+        reference: str | None = None,
+        *,
+        departures: Iterable[Departure | str] = (),
+        known: KnownFailure | None = None,
+        decided_by: str = "quick",
+    ) -> Callable[[Callable[..., Verdict]], Callable[["Result"], Verdict]]:
         """Decorator declaring the claim ``<slug>/<claim_id>`` judged by ``judge(result, v)``.
 
         ``reference`` is what the claim is checked against (the paper's section, "ours: ..."); it
@@ -221,8 +335,17 @@ class Claims:
             def bound(result: "Result") -> Verdict:
                 return judge(result, judgement)
 
-            self._claims.append(Claim(full, statement, self.reference if reference is None else reference, bound,
-                                      declared, known, decided_by))
+            self._claims.append(
+                Claim(
+                    full,
+                    statement,
+                    self.reference if reference is None else reference,
+                    bound,
+                    declared,
+                    known,
+                    decided_by,
+                )
+            )
             return bound
 
         return decorate

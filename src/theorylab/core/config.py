@@ -105,8 +105,9 @@ class Preset:
     gpu_minutes: float | None = None
 
     @classmethod
-    def of(cls, name: str, description: str = "", *, gpu_minutes: float | None = None,
-           **fields: tuple[Any, str]) -> "Preset":
+    def of(
+        cls, name: str, description: str = "", *, gpu_minutes: float | None = None, **fields: tuple[Any, str]
+    ) -> "Preset":
         """``Preset.of("paper", n_draws=(4000, "paper's Monte Carlo size"))``; ``gpu_minutes=40`` for a GPU preset."""
         if gpu_minutes is not None and not gpu_minutes > 0:
             raise ValueError(f"preset '{name}': gpu_minutes must be > 0 or None; got {gpu_minutes}")

@@ -51,8 +51,14 @@ class RunContext:
     - ``check_finite``: marks the run diverged, naming the step, when a value is NaN/inf.
     """
 
-    def __init__(self, seed: int, device: str | torch.device = "cpu", workdir: Path | None = None,
-                 show_progress: bool = False, label: str = ""):
+    def __init__(
+        self,
+        seed: int,
+        device: str | torch.device = "cpu",
+        workdir: Path | None = None,
+        show_progress: bool = False,
+        label: str = "",
+    ):
         self.run_seed = int(seed)
         self.label = f"[{label}] " if label else ""
         self._started = time.perf_counter()
@@ -166,8 +172,11 @@ class RunContext:
     def _stage(self, what: str) -> None:
         """A stage finished (a table or figure recorded): a trail on stderr between progress loops."""
         if self.show_progress and not sys.stderr.isatty():
-            print(f"  {self.label}recorded {what} at {time.perf_counter() - self._started:.1f} s", file=sys.stderr,
-                  flush=True)
+            print(
+                f"  {self.label}recorded {what} at {time.perf_counter() - self._started:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def say(self, message: str) -> None:
         """One progress line on stderr (when this run shows progress) and in the run's log."""

@@ -66,8 +66,7 @@ def set_heap_allocation(enabled: bool) -> bool:
         return False
     if enabled:
         return bool(lib.mallopt(M_MMAP_MAX, 0)) and bool(lib.mallopt(M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD))
-    ok = bool(lib.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)) and bool(lib.mallopt(M_TRIM_THRESHOLD,
-                                                                               DEFAULT_TRIM_THRESHOLD))
+    ok = bool(lib.mallopt(M_MMAP_MAX, DEFAULT_MMAP_MAX)) and bool(lib.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD))
     lib.malloc_trim(0)  # hand the kept blocks back to the kernel
     return ok
 
@@ -157,8 +156,11 @@ def available_memory() -> int | None:
             continue
         if text.isdigit() and int(text) < (1 << 60):
             try:
-                used = int(open(path.replace("memory.max", "memory.current").replace("limit_in_bytes",
-                                                                                     "usage_in_bytes")).read())
+                used = int(
+                    open(
+                        path.replace("memory.max", "memory.current").replace("limit_in_bytes", "usage_in_bytes")
+                    ).read()
+                )
             except (OSError, ValueError):
                 used = 0
             avail = min(avail if avail is not None else 1 << 62, int(text) - used)

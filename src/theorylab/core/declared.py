@@ -63,8 +63,7 @@ class Departure:
         return cls(text=text, why=why, presets=tuple(presets) if presets is not None else None)
 
     @classmethod
-    def field_value(cls, field: str, card: Any, why: str = "",
-                    presets: Sequence[str] | None = None) -> "Departure":
+    def field_value(cls, field: str, card: Any, why: str = "", presets: Sequence[str] | None = None) -> "Departure":
         """A departure whenever the run's ``field`` differs from the card's value ``card``."""
         return cls(field=field, card=card, why=why, presets=tuple(presets) if presets is not None else None)
 
@@ -103,14 +102,23 @@ class KnownFailure:
         return cls(cause=cause, every_seed=True, presets=tuple(presets) if presets is not None else None)
 
     @classmethod
-    def on_some_seeds(cls, failed: int, of: int, seeds: Sequence[int], cause: str,
-                      presets: Sequence[str] | None = None) -> "KnownFailure":
+    def on_some_seeds(
+        cls, failed: int, of: int, seeds: Sequence[int], cause: str, presets: Sequence[str] | None = None
+    ) -> "KnownFailure":
         """Fails on ``failed`` of ``of`` seeds measured (``seeds``: the failing ones); its passes are passes."""
         if not 0 < failed <= of or len(seeds) != failed:
-            raise ValueError(f"a known failure on some seeds needs 0 < failed <= of and one seed per failure; got "
-                             f"{failed}/{of} with seeds {list(seeds)}")
-        return cls(cause=cause, every_seed=False, failed=failed, of=of, seeds=tuple(int(s) for s in seeds),
-                   presets=tuple(presets) if presets is not None else None)
+            raise ValueError(
+                f"a known failure on some seeds needs 0 < failed <= of and one seed per failure; got "
+                f"{failed}/{of} with seeds {list(seeds)}"
+            )
+        return cls(
+            cause=cause,
+            every_seed=False,
+            failed=failed,
+            of=of,
+            seeds=tuple(int(s) for s in seeds),
+            presets=tuple(presets) if presets is not None else None,
+        )
 
     def applies(self, preset: str) -> bool:
         return self.presets is None or preset in self.presets
@@ -142,6 +150,8 @@ def tolerance_departures(checks: Sequence[tuple[Any, Any, float, str]], bound_na
         differ = ours != stated
         if differ.any():
             side = "within" if bool(ours[differ].any()) else "above"
-            out.append(f"{what} {float(residual[differ].max()):.1e} {side} {bound_name} "
-                       f"{float(bound[differ].max()):.1e} (card: {card:g})")
+            out.append(
+                f"{what} {float(residual[differ].max()):.1e} {side} {bound_name} "
+                f"{float(bound[differ].max()):.1e} (card: {card:g})"
+            )
     return out

@@ -55,8 +55,9 @@ class JobExecutor:
 
     name = "inline"
 
-    def map(self, fn: Callable[[Any, Any], Any], items: Sequence[Any], progress: Callable | None,
-            description: str) -> list[Any]:
+    def map(
+        self, fn: Callable[[Any, Any], Any], items: Sequence[Any], progress: Callable | None, description: str
+    ) -> list[Any]:
         wrap = progress if progress is not None else (lambda xs, _d: xs)
         return [fn(item, progress) for item in wrap(list(items), description)]
 
@@ -106,8 +107,9 @@ class RayExecutor(JobExecutor):
             raise ConfigError(f"invalid value for 'cpus': {cpus}; allowed: >= 1")
         self.address, self.workers, self.cpus, self.gpu = address, workers, cpus, gpu
 
-    def map(self, fn: Callable[[Any, Any], Any], items: Sequence[Any], progress: Callable | None,
-            description: str) -> list[Any]:
+    def map(
+        self, fn: Callable[[Any, Any], Any], items: Sequence[Any], progress: Callable | None, description: str
+    ) -> list[Any]:
         items = list(items)
         with ray_session(self.address, self.workers) as ray:
             remote = ray.remote(num_cpus=self.cpus, num_gpus=1 if self.gpu else 0, max_retries=0)(_ray_job)
@@ -129,8 +131,11 @@ class RayExecutor(JobExecutor):
                         yield current
 
             try:
-                for _ in (progress(finished(), f"{description} (ray)", total=len(items)) if progress is not None
-                          else finished()):
+                for _ in (
+                    progress(finished(), f"{description} (ray)", total=len(items))
+                    if progress is not None
+                    else finished()
+                ):
                     pass
             except ray.exceptions.RayTaskError as first_seen:
                 failure = _earliest_failure(ray, first_seen, current, pending, index)

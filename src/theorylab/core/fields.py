@@ -16,10 +16,34 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 __all__ = [
-    "Batch", "Chunk", "Concentration", "Corpus", "DModel", "Dim", "Draws", "Every", "Fraction", "GraphNodes",
-    "Horizon", "InformationExponent", "InverseTemperature", "LearningRate", "Length", "MLPMult",
-    "NHeads", "NLayers", "Precision", "Probability", "Rank", "SampleRatio", "SampleSize", "Seeds", "Steps",
-    "TreeLeaves", "VocabSize", "Width",
+    "Batch",
+    "Chunk",
+    "Concentration",
+    "Corpus",
+    "DModel",
+    "Dim",
+    "Draws",
+    "Every",
+    "Fraction",
+    "GraphNodes",
+    "Horizon",
+    "InformationExponent",
+    "InverseTemperature",
+    "LearningRate",
+    "Length",
+    "MLPMult",
+    "NHeads",
+    "NLayers",
+    "Precision",
+    "Probability",
+    "Rank",
+    "SampleRatio",
+    "SampleSize",
+    "Seeds",
+    "Steps",
+    "TreeLeaves",
+    "VocabSize",
+    "Width",
 ]
 
 # --- how many times ------------------------------------------------------------------------------
@@ -160,8 +184,10 @@ Corpus = Annotated[str, Field(min_length=1)]
 ``data.text.check_corpus(field, value)`` in their validator."""
 
 # --- how precisely ---------------------------------------------------------------------------------
-Precision = Annotated[Literal["fp32", "bf16"], Field(description="arithmetic of the no-gradient passes: fp32, or "
-                                                                 "bf16 autocast (fast on GPUs and AMX CPUs)")]
+Precision = Annotated[
+    Literal["fp32", "bf16"],
+    Field(description="arithmetic of the no-gradient passes: fp32, or bf16 autocast (fast on GPUs and AMX CPUs)"),
+]
 """The precision of a study's no-gradient passes (transport, rollouts): ``fp32`` or ``bf16`` autocast
 (:mod:`theorylab.core.precision`). Only studies whose claims tolerate it have the field. Kit:
 ``train_self_consistent(precision=)``, ``RunContext.autocast(precision)``."""

@@ -60,8 +60,22 @@ class ClaimEntry:
         return f"{self.time_s:.0f} s" + ("" if self.time_source == "store" else " (recorded)")
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in ("id", "study", "statement", "decided_by", "device", "gpu_minutes",
-                                              "time_s", "time_source", "departures", "known", "verdicts")}
+        data = {
+            k: getattr(self, k)
+            for k in (
+                "id",
+                "study",
+                "statement",
+                "decided_by",
+                "device",
+                "gpu_minutes",
+                "time_s",
+                "time_source",
+                "departures",
+                "known",
+                "verdicts",
+            )
+        }
         data["decided"] = self.decided
         return data
 
@@ -78,8 +92,9 @@ def preset_hashes(study: Study) -> dict[str, str]:
     return hashes
 
 
-def _latest_done(store: Store, slug: str, seed: int | None = None,
-                 hashes: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def _latest_done(
+    store: Store, slug: str, seed: int | None = None, hashes: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """``{preset: newest finished index row}`` of ``slug`` in ``store`` (of that ``seed`` when given). With
     ``hashes``, only a run of the preset's own config counts: one with ``--set`` overrides, or of an older version
     of the preset, is stored under the preset's name but is not its verdict."""
@@ -93,8 +108,12 @@ def _latest_done(store: Store, slug: str, seed: int | None = None,
     return latest
 
 
-def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Sequence[Store] | None = None,
-              rejudge: bool = True, seed: int | None = None) -> list[ClaimEntry]:
+def inventory(
+    studies: Mapping[str, Study] | Iterable[Study],
+    store: Store | Sequence[Store] | None = None,
+    rejudge: bool = True,
+    seed: int | None = None,
+) -> list[ClaimEntry]:
     """Every claim of ``studies`` as a :class:`ClaimEntry`, in registry and declaration order, with the newest
     finished run of each preset's own config in ``store`` (of ``seed`` when given: a wall time is then that run's;
     several stores: the first that has a run of a preset gives it). ``rejudge``
@@ -127,8 +146,14 @@ def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Seq
                 continue
             for v in result.verdicts:
                 verdicts.setdefault(v.id, {})[preset] = {
-                    "outcome": v.outcome, "label": v.label, "measured": _plain(v.measured),
-                    "expected": _plain(v.expected), "detail": v.detail, "seed": row["seed"], "run_id": row["run_id"]}
+                    "outcome": v.outcome,
+                    "label": v.label,
+                    "measured": _plain(v.measured),
+                    "expected": _plain(v.expected),
+                    "detail": v.detail,
+                    "seed": row["seed"],
+                    "run_id": row["run_id"],
+                }
         for claim in study.claims:
             preset = study.presets[claim.decided_by]
             try:
@@ -144,10 +169,21 @@ def inventory(studies: Mapping[str, Study] | Iterable[Study], store: Store | Seq
                 elif claim.decided_by in rec_times.get(study.slug, {}):
                     time_s = float(rec_times[study.slug][claim.decided_by])
                     source = f"recorded ({rec_where})" if rec_where else "recorded"
-            entries.append(ClaimEntry(
-                id=claim.id, study=study.slug, statement=claim.statement, decided_by=claim.decided_by,
-                device="GPU" if preset.on_gpu else "CPU", gpu_minutes=preset.gpu_minutes, time_s=time_s,
-                time_source=source, departures=departures, known=known, verdicts=verdicts.get(claim.id, {})))
+            entries.append(
+                ClaimEntry(
+                    id=claim.id,
+                    study=study.slug,
+                    statement=claim.statement,
+                    decided_by=claim.decided_by,
+                    device="GPU" if preset.on_gpu else "CPU",
+                    gpu_minutes=preset.gpu_minutes,
+                    time_s=time_s,
+                    time_source=source,
+                    departures=departures,
+                    known=known,
+                    verdicts=verdicts.get(claim.id, {}),
+                )
+            )
     return entries
 
 

@@ -19,8 +19,9 @@ STYLE = {
 }
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None) -> tuple[Figure,
-    Any]:
+def new_figure(
+    ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None
+) -> tuple[Figure, Any]:
     """A figure and its axes in the house style.
 
     A plain :class:`matplotlib.figure.Figure`, not a pyplot one: runs write files and never open
@@ -44,8 +45,14 @@ def theory_line(ax: Any, x: Sequence[float], y: Sequence[float], label: str | No
     return ax.plot(x, y, "-", label=label, **kw)[0]
 
 
-def sim_points(ax: Any, x: Sequence[float], y: Sequence[float], err: Sequence[float] | Any = None,
-               label: str | None = None, **kw: Any) -> Any:
+def sim_points(
+    ax: Any,
+    x: Sequence[float],
+    y: Sequence[float],
+    err: Sequence[float] | Any = None,
+    label: str | None = None,
+    **kw: Any,
+) -> Any:
     """Simulation: markers, with error bars (e.g. 2 standard errors over seeds) when given."""
     kw.setdefault("ms", 4)
     kw.setdefault("capsize", 2)
@@ -95,8 +102,14 @@ def prediction_vs_simulation(
         if theory is not None:
             theory_line(ax, part[x], part[theory], color=c, label=theory_label if i == 0 else None)
         name = None if group is None else label.format(group=value)
-        sim_points(ax, part[x], part[measured], None if err is None else part[err], color=c,
-                   label=name if group is not None else "simulation")
+        sim_points(
+            ax,
+            part[x],
+            part[measured],
+            None if err is None else part[err],
+            color=c,
+            label=name if group is not None else "simulation",
+        )
     if logx:
         ax.set_xscale("log")
     if logy:

@@ -81,8 +81,11 @@ def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
     claim passed, ``none`` without claims) and ``detail`` in words."""
     total = sum(counts.get(k, 0) for k in OUTCOMES)
     passed = counts.get("passed", 0) + counts.get("departed", 0)
-    parts = [counted(counts[k], k) for k in ("departed", "known", "failed", "unexpected", "error", "undecided")
-             if counts.get(k)]
+    parts = [
+        counted(counts[k], k)
+        for k in ("departed", "known", "failed", "unexpected", "error", "undecided")
+        if counts.get(k)
+    ]
     text = f"{passed}/{total} passed" if total else "no claims"
     if status != "done":
         tone, text = "bad", f"{status} · {text}"
@@ -96,8 +99,11 @@ def badge(status: str, counts: dict[str, int]) -> dict[str, str]:
         tone = "good"
     else:
         tone = "none"
-    return {"text": text, "tone": tone, "detail": ", ".join(parts) if parts else (
-        "all passed as stated" if tone == "good" else "")}
+    return {
+        "text": text,
+        "tone": tone,
+        "detail": ", ".join(parts) if parts else ("all passed as stated" if tone == "good" else ""),
+    }
 
 
 def write_report(store: Store, out: Path | None = None) -> Path:
@@ -122,17 +128,19 @@ def write_report(store: Store, out: Path | None = None) -> Path:
     grids = _write_seed_pages(env, out, complete, results, studies)
     for entry in entries:
         entry["seed_grids"] = [g for g in grids if g["study"] == entry["slug"]]
-    (out / "index.html").write_text(env.get_template("index.html").render(
-        studies=entries,
-        totals=_totals(entries),
-        families=_family_totals(entries),
-        words=OUTCOME_WORDS,
-        outcomes=OUTCOMES,
-        grids=grids,
-        root=str(store.root),
-        generated=_when(time.time()),
-        n_runs=len(complete),
-    ))
+    (out / "index.html").write_text(
+        env.get_template("index.html").render(
+            studies=entries,
+            totals=_totals(entries),
+            families=_family_totals(entries),
+            words=OUTCOME_WORDS,
+            outcomes=OUTCOMES,
+            grids=grids,
+            root=str(store.root),
+            generated=_when(time.time()),
+            n_runs=len(complete),
+        )
+    )
     (out / "style.css").write_text(env.get_template("style.css").render())
     return out / "index.html"
 
@@ -165,8 +173,9 @@ def _write_run_page(env: Environment, out: Path, result: Result, study: Any) -> 
     (out / "runs" / f"{result.run_id}.html").write_text(page)
 
 
-def _write_seed_pages(env: Environment, out: Path, complete: list[dict[str, Any]], results: dict[str, Result],
-                      studies: Any) -> list[dict[str, Any]]:
+def _write_seed_pages(
+    env: Environment, out: Path, complete: list[dict[str, Any]], results: dict[str, Result], studies: Any
+) -> list[dict[str, Any]]:
     """One page per (study, preset, config) the store holds at two or more seeds: the claim x seed grid, each
     claim's rate (passed of decided) and 95 % Wilson interval; returns the pages' summaries for the index."""
     groups: dict[tuple[str, str, str], dict[int, Result]] = {}
@@ -181,28 +190,65 @@ def _write_seed_pages(env: Environment, out: Path, complete: list[dict[str, Any]
             continue
         seeds = sorted(by_seed)
         study = studies.get(slug)
-        rates = claim_rates({(slug, s): by_seed[s] for s in seeds},
-                            {slug: [c.id for c in study.claims]} if study else None)
+        rates = claim_rates(
+            {(slug, s): by_seed[s] for s in seeds}, {slug: [c.id for c in study.claims]} if study else None
+        )
         name = f"{slug}-{preset}-{config_hash[:8] or 'config'}.html"
-        rows = [{"claim": r.claim, "statement": r.statement, "rate": r.rate, "interval": r.interval,
-                 "cells": [{"seed": s, "outcome": r.outcomes.get(s, "no run"), "mark": MARKS[r.outcomes.get(
-                     s, "no run")], "run_id": by_seed[s].run_id} for s in seeds],
-                 "departures": r.departures, "known": r.known, "unexplained": r.unexplained,
-                 "first_failure": r.first_failure} for r in rates]
-        summary = {"study": slug, "preset": preset, "config_hash": config_hash, "href": f"seeds/{name}",
-                   "seeds": seeds, "n_claims": len(rates),
-                   "unexplained": sum(1 for r in rates if r.unexplained),
-                   "known": sum(1 for r in rates if r.count("known")),
-                   "every_seed": sum(1 for r in rates if r.decided and r.passed == r.decided)}
-        (out / "seeds" / name).write_text(env.get_template("seeds.html").render(
-            grid=summary, rows=rows, seeds=seeds, title=study.title if study else slug,
-            paper=study.paper if study else "", marks=MARKS))
+        rows = [
+            {
+                "claim": r.claim,
+                "statement": r.statement,
+                "rate": r.rate,
+                "interval": r.interval,
+                "cells": [
+                    {
+                        "seed": s,
+                        "outcome": r.outcomes.get(s, "no run"),
+                        "mark": MARKS[r.outcomes.get(s, "no run")],
+                        "run_id": by_seed[s].run_id,
+                    }
+                    for s in seeds
+                ],
+                "departures": r.departures,
+                "known": r.known,
+                "unexplained": r.unexplained,
+                "first_failure": r.first_failure,
+            }
+            for r in rates
+        ]
+        summary = {
+            "study": slug,
+            "preset": preset,
+            "config_hash": config_hash,
+            "href": f"seeds/{name}",
+            "seeds": seeds,
+            "n_claims": len(rates),
+            "unexplained": sum(1 for r in rates if r.unexplained),
+            "known": sum(1 for r in rates if r.count("known")),
+            "every_seed": sum(1 for r in rates if r.decided and r.passed == r.decided),
+        }
+        (out / "seeds" / name).write_text(
+            env.get_template("seeds.html").render(
+                grid=summary,
+                rows=rows,
+                seeds=seeds,
+                title=study.title if study else slug,
+                paper=study.paper if study else "",
+                marks=MARKS,
+            )
+        )
         grids.append(summary)
     return grids
 
 
-def _index_entry(slug: str, study: Any, rows: list[dict[str, Any]], complete: list[dict[str, Any]],
-                 results: dict[str, Result], out: Path) -> dict[str, Any]:
+def _index_entry(
+    slug: str,
+    study: Any,
+    rows: list[dict[str, Any]],
+    complete: list[dict[str, Any]],
+    results: dict[str, Result],
+    out: Path,
+) -> dict[str, Any]:
     runs = [r for r in complete if r["study"] == slug]  # newest first
     latest_row = runs[0] if runs else None
     # A newer attempt that never completed (it raised, or was killed) is said next to the latest run.

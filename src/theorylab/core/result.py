@@ -112,8 +112,9 @@ class Result:
         config = json.loads((path / "config.json").read_text())
         scalars = json.loads((path / "scalars.json").read_text())
         verdicts_file = path / "verdicts.json"
-        verdicts = [Verdict.from_dict(v) for v in json.loads(verdicts_file.read_text())] if verdicts_file.exists(
-            ) else []
+        verdicts = (
+            [Verdict.from_dict(v) for v in json.loads(verdicts_file.read_text())] if verdicts_file.exists() else []
+        )
         tables = {p.stem: pd.read_parquet(p) for p in sorted((path / "tables").glob("*.parquet"))}
         figures = [path / rel for rel in meta.get("figures", [])]
         return cls(

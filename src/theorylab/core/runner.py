@@ -55,8 +55,18 @@ def _write_run(store: Store, workdir: Path, ctx: RunContext, meta: dict[str, Any
     for name, frame in ctx.tables.items():
         frame.to_parquet(workdir / "tables" / f"{name}.parquet", index=False)
     (workdir / "scalars.json").write_text(json.dumps(ctx.scalars, indent=2, default=str))
-    (workdir / "config.json").write_text(json.dumps({"study": meta["study"], "preset": meta["preset"], "seed": meta[
-        "seed"], "version": meta["version"], "config": config}, indent=2))
+    (workdir / "config.json").write_text(
+        json.dumps(
+            {
+                "study": meta["study"],
+                "preset": meta["preset"],
+                "seed": meta["seed"],
+                "version": meta["version"],
+                "config": config,
+            },
+            indent=2,
+        )
+    )
     (workdir / "log.txt").write_text("\n".join(ctx.log_lines) + ("\n" if ctx.log_lines else ""))
     (workdir / "meta.json").write_text(json.dumps(meta, indent=2))
 
@@ -81,8 +91,17 @@ def execute(
     """
     study = get_study(slug)
     cfg = study.make_config(preset, **dict(overrides or {}))
-    return execute_config(study, cfg, preset, seed, store=store, force=force, device=device,
-                          show_progress=show_progress, executor=executor)
+    return execute_config(
+        study,
+        cfg,
+        preset,
+        seed,
+        store=store,
+        force=force,
+        device=device,
+        show_progress=show_progress,
+        executor=executor,
+    )
 
 
 def execute_config(
@@ -123,15 +142,17 @@ def execute_config(
     if show_progress:
         ctx.say(f"run {run_id}: preset {preset}, seed {seed}, device {torch_device}")
     try:
-        with recording_field_reads() as reads, heap_allocation(), torch_threads(study.cpu_threads,
-                                                                                 torch_device.type):
+        with recording_field_reads() as reads, heap_allocation(), torch_threads(study.cpu_threads, torch_device.type):
             study.run(cfg, ctx)
     except Diverged as err:
         status, message = "diverged", str(err)
     except (KeyboardInterrupt, SystemExit) as err:  # Ctrl-C, or a worker told to stop: not the study's fault
         store.discard(workdir)
-        store.mark_failed(run_id, f"interrupted ({type(err).__name__}) after "
-                                  f"{time.perf_counter() - started:.1f} s", status="interrupted")
+        store.mark_failed(
+            run_id,
+            f"interrupted ({type(err).__name__}) after {time.perf_counter() - started:.1f} s",
+            status="interrupted",
+        )
         raise
     except BaseException as err:
         store.discard(workdir)
@@ -164,16 +185,20 @@ def execute_config(
     except BaseException as err:
         store.discard(workdir)
         interrupted = isinstance(err, (KeyboardInterrupt, SystemExit))
-        store.mark_failed(run_id, f"{'interrupted' if interrupted else type(err).__name__} while writing",
-                          status="interrupted" if interrupted else "failed")
+        store.mark_failed(
+            run_id,
+            f"{'interrupted' if interrupted else type(err).__name__} while writing",
+            status="interrupted" if interrupted else "failed",
+        )
         raise
     result = Result.load(final)
     store.mark_finished(result)
     return result
 
 
-def check_memory(study: Study, cfg: StudyConfig, preset: str, device_type: str = "cpu",
-                 available: int | None = None) -> float | None:
+def check_memory(
+    study: Study, cfg: StudyConfig, preset: str, device_type: str = "cpu", available: int | None = None
+) -> float | None:
     """The study's peak-memory estimate for ``cfg`` in bytes (None when it declares none); a :class:`ConfigError`,
     before any work, when a CPU run's estimate exceeds the available memory (``available``, default the machine's
     :func:`~theorylab.core.cpu.available_memory`), naming what it needs and the ``--set`` that brings it down."""
@@ -186,8 +211,10 @@ def check_memory(study: Study, cfg: StudyConfig, preset: str, device_type: str =
 
     have = available if available is not None else available_memory()
     if have is not None and need > have:
-        raise ConfigError(f"the {preset} preset of {study.slug} needs about {need / 2**30:.1f} GiB at its peak; this "
-                          f"machine has {have / 2**30:.1f} GiB available: {hint}")
+        raise ConfigError(
+            f"the {preset} preset of {study.slug} needs about {need / 2**30:.1f} GiB at its peak; this "
+            f"machine has {have / 2**30:.1f} GiB available: {hint}"
+        )
     return float(need)
 
 
@@ -201,12 +228,22 @@ def rejudge(study: Study, store: Store, run_id: str) -> Result:
     return result
 
 
-def check(slug: str, preset: str = "quick", seed: int = 0, *, store: Store | None = None, force: bool = False,
-          device: str = "auto", show_progress: bool = False, overrides: Mapping[str, Any] | None = None) -> Result:
+def check(
+    slug: str,
+    preset: str = "quick",
+    seed: int = 0,
+    *,
+    store: Store | None = None,
+    force: bool = False,
+    device: str = "auto",
+    show_progress: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+) -> Result:
     """Run (or reuse) one study and judge its claims afresh from the stored results."""
     store = store or Store()
-    result = execute(slug, preset, seed, overrides, store=store, force=force, device=device,
-                     show_progress=show_progress)
+    result = execute(
+        slug, preset, seed, overrides, store=store, force=force, device=device, show_progress=show_progress
+    )
     if result.reused:
         result = rejudge(get_study(slug), store, result.run_id)
         result.reused = True
@@ -229,8 +266,17 @@ def check_workers(workers: int | str, n_studies: int, device: str = "auto") -> t
     return workers, max(1, cores // workers)
 
 
-def _check_in_worker(module: str, slug: str, preset: str, seed: int, store_root: str, force: bool, device: str,
-                     overrides: dict[str, Any] | None, threads: int) -> Result:
+def _check_in_worker(
+    module: str,
+    slug: str,
+    preset: str,
+    seed: int,
+    store_root: str,
+    force: bool,
+    device: str,
+    overrides: dict[str, Any] | None,
+    threads: int,
+) -> Result:
     """A parallel check's worker (a spawned process; top level so that it can be imported there)."""
     cap_threads(threads)
     if module:
@@ -275,11 +321,20 @@ def expected_seconds(store: Store, slug: str, preset: str) -> float:
     return float(recorded) if recorded else float("inf")
 
 
-def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, store: Store | None = None,
-               force: bool = False, device: str = "auto", overrides: Mapping[str, Mapping[str, Any]] | None = None,
-               workers: int | str = 1, show_progress: bool = False,
-               on_start: Callable[[str, int], None] | None = None,
-               on_done: Callable[[str, Outcome, int], None] | None = None) -> list[Outcome]:
+def check_many(
+    slugs: Sequence[str],
+    preset: str = "quick",
+    seed: int = 0,
+    *,
+    store: Store | None = None,
+    force: bool = False,
+    device: str = "auto",
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    workers: int | str = 1,
+    show_progress: bool = False,
+    on_start: Callable[[str, int], None] | None = None,
+    on_done: Callable[[str, Outcome, int], None] | None = None,
+) -> list[Outcome]:
     """:func:`check` every study of ``slugs`` at one seed; one outcome per slug, in ``slugs``' order (a study that
     raises gives its exception, and the others go on). ``workers`` > 1 (or ``"auto"``, see :func:`check_workers`)
     runs studies side by side in spawned processes, longest first by the store's last wall times, each process on
@@ -289,18 +344,36 @@ def check_many(slugs: Sequence[str], preset: str = "quick", seed: int = 0, *, st
     ``if __name__ == "__main__":`` guard (the workers are spawned), and a study must be importable by its module
     name (not defined in ``__main__`` or a notebook cell). :func:`check_seeds` runs several seeds."""
     slugs = list(dict.fromkeys(slugs))  # a slug named twice is one study (never the same run twice at once)
-    outcomes = check_seeds(slugs, [seed], preset, store=store, force=force, device=device, overrides=overrides,
-                           workers=workers, show_progress=show_progress,
-                           on_start=None if on_start is None else lambda slug, _seed, k: on_start(slug, k),
-                           on_done=None if on_done is None else lambda slug, _seed, out, k: on_done(slug, out, k))
+    outcomes = check_seeds(
+        slugs,
+        [seed],
+        preset,
+        store=store,
+        force=force,
+        device=device,
+        overrides=overrides,
+        workers=workers,
+        show_progress=show_progress,
+        on_start=None if on_start is None else lambda slug, _seed, k: on_start(slug, k),
+        on_done=None if on_done is None else lambda slug, _seed, out, k: on_done(slug, out, k),
+    )
     return [outcomes[(s, seed)] for s in slugs]
 
 
-def check_seeds(slugs: Sequence[str], seeds: Sequence[int], preset: str = "quick", *, store: Store | None = None,
-                force: bool = False, device: str = "auto", overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                workers: int | str = 1, show_progress: bool = False,
-                on_start: Callable[[str, int, int], None] | None = None,
-                on_done: Callable[[str, int, Outcome, int], None] | None = None) -> dict[tuple[str, int], Outcome]:
+def check_seeds(
+    slugs: Sequence[str],
+    seeds: Sequence[int],
+    preset: str = "quick",
+    *,
+    store: Store | None = None,
+    force: bool = False,
+    device: str = "auto",
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    workers: int | str = 1,
+    show_progress: bool = False,
+    on_start: Callable[[str, int, int], None] | None = None,
+    on_done: Callable[[str, int, Outcome, int], None] | None = None,
+) -> dict[tuple[str, int], Outcome]:
     """:func:`check` every (study, seed) of ``slugs`` x ``seeds``: ``{(slug, seed): outcome}`` (a run that raises
     gives its exception, and the others go on). Side by side as :func:`check_many` (longest study first, a study's
     seeds in order); finished runs are reused from the store, so an interrupted call resumes where it stopped.
@@ -326,8 +399,16 @@ def check_seeds(slugs: Sequence[str], seeds: Sequence[int], preset: str = "quick
             if on_start is not None:
                 on_start(slug, seed, k)
             try:
-                outcome: Outcome = check(slug, preset, seed, store=store, force=force, device=device,
-                                         show_progress=show_progress, overrides=overrides.get(slug))
+                outcome: Outcome = check(
+                    slug,
+                    preset,
+                    seed,
+                    store=store,
+                    force=force,
+                    device=device,
+                    show_progress=show_progress,
+                    overrides=overrides.get(slug),
+                )
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # noqa: BLE001 - one study's error never stops the others
@@ -346,8 +427,18 @@ def check_seeds(slugs: Sequence[str], seeds: Sequence[int], preset: str = "quick
         slug, seed = job = waiting.pop(0)
         module = get_study(slug).module
         try:
-            future = pool.submit(_check_in_worker, "" if module.startswith("theorylab.") else module, slug, preset,
-                                 seed, str(store.root), force, device, dict(overrides.get(slug) or {}), threads)
+            future = pool.submit(
+                _check_in_worker,
+                "" if module.startswith("theorylab.") else module,
+                slug,
+                preset,
+                seed,
+                str(store.root),
+                force,
+                device,
+                dict(overrides.get(slug) or {}),
+                threads,
+            )
         except Exception as err:  # noqa: BLE001 - a broken pool: this study's outcome, the others go on failing
             finished(job, err)
             return

@@ -15,8 +15,17 @@ from theorylab.core.errors import ConfigError
 from theorylab.core.result import Result
 from theorylab.core.study import OUTCOMES
 
-MARKS = {"passed": "✓", "departed": "✓", "failed": "✗", "known": "x", "unexpected": "!", "undecided": "·",
-         "error": "E", "not evaluated": "-", "no run": " "}
+MARKS = {
+    "passed": "✓",
+    "departed": "✓",
+    "failed": "✗",
+    "known": "x",
+    "unexpected": "!",
+    "undecided": "·",
+    "error": "E",
+    "not evaluated": "-",
+    "no run": " ",
+}
 """One character per seed in a claim's row: ✓ passed (as stated or with departures), ✗ failed unexplained,
 x failed as declared (known), ! passed although declared to fail on every seed, · not decided, E judge error,
 - run did not finish (diverged), blank: the study raised before it could be stored."""
@@ -31,11 +40,13 @@ def parse_seeds(text: str) -> list[int]:
         try:
             a, b = int(lo), int(hi) if dash else int(lo)
         except ValueError:
-            raise ConfigError(f"invalid value for '--seeds': {text!r}; allowed: seeds >= 0 as 'A-B' or 'A,B,C' "
-                              "(e.g. 0-9)") from None
+            raise ConfigError(
+                f"invalid value for '--seeds': {text!r}; allowed: seeds >= 0 as 'A-B' or 'A,B,C' (e.g. 0-9)"
+            ) from None
         if a < 0 or b < a:
-            raise ConfigError(f"invalid value for '--seeds': {text!r}; allowed: seeds >= 0 as 'A-B' with A <= B, "
-                              "or 'A,B,C'")
+            raise ConfigError(
+                f"invalid value for '--seeds': {text!r}; allowed: seeds >= 0 as 'A-B' with A <= B, or 'A,B,C'"
+            )
         seeds.extend(range(a, b + 1))
     return list(dict.fromkeys(seeds))
 
@@ -86,8 +97,9 @@ class ClaimRate:
     def unexplained(self) -> list[int]:
         """Seeds whose outcome fails a check: an unexplained failure, a judge error, an unexpected pass, or a
         run that did not finish or raised."""
-        return [s for s, o in self.outcomes.items() if o in ("failed", "error", "unexpected", "not evaluated",
-                                                              "no run")]
+        return [
+            s for s, o in self.outcomes.items() if o in ("failed", "error", "unexpected", "not evaluated", "no run")
+        ]
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -109,16 +121,26 @@ class ClaimRate:
 
     def to_json(self, seeds: Iterable[int]) -> dict[str, Any]:
         lo, hi = self.interval
-        return {"study": self.study, "claim": self.claim, "statement": self.statement,
-                "seeds": {str(s): self.outcomes.get(s, "no run") for s in seeds}, "passed": self.passed,
-                "decided": self.decided, "rate": self.rate,
-                "wilson95": None if math.isnan(lo) else [round(lo, 4), round(hi, 4)],
-                "counts": {o: self.count(o) for o in OUTCOMES}, "departures": self.departures, "known": self.known,
-                "unexplained_seeds": self.unexplained, "first_failure": self.first_failure}
+        return {
+            "study": self.study,
+            "claim": self.claim,
+            "statement": self.statement,
+            "seeds": {str(s): self.outcomes.get(s, "no run") for s in seeds},
+            "passed": self.passed,
+            "decided": self.decided,
+            "rate": self.rate,
+            "wilson95": None if math.isnan(lo) else [round(lo, 4), round(hi, 4)],
+            "counts": {o: self.count(o) for o in OUTCOMES},
+            "departures": self.departures,
+            "known": self.known,
+            "unexplained_seeds": self.unexplained,
+            "first_failure": self.first_failure,
+        }
 
 
-def claim_rates(outcomes: Mapping[tuple[str, int], Any], claim_ids: Mapping[str, list[str]] | None = None
-                ) -> list[ClaimRate]:
+def claim_rates(
+    outcomes: Mapping[tuple[str, int], Any], claim_ids: Mapping[str, list[str]] | None = None
+) -> list[ClaimRate]:
     """Per-claim rates from ``{(study, seed): Result or exception}`` (``check_seeds``' output). ``claim_ids``
     (study -> its claims in order) fills rows for studies whose every run raised; claims keep declaration order."""
     rates: dict[tuple[str, str], ClaimRate] = {}

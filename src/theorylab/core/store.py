@@ -81,8 +81,10 @@ class Store:
         if not create and not (self.root / "index.sqlite").is_file():
             from theorylab.core.config import ConfigError
 
-            raise ConfigError(f"no store at {self.root}: nothing has run there (a run writes one: "
-                              f"theorylab run SLUG --store {self.root})")
+            raise ConfigError(
+                f"no store at {self.root}: nothing has run there (a run writes one: "
+                f"theorylab run SLUG --store {self.root})"
+            )
         self.runs_dir = self.root / "runs"
         self.tmp_dir = self.root / "tmp"
         self.sweeps_dir = self.root / "sweeps"
@@ -92,7 +94,7 @@ class Store:
             db.executescript(_SCHEMA)
             columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
             for column in ("n_error", "n_departed", "n_known", "n_unexpected"):  # stores written before these
-                if column not in columns:                                         # outcomes were counted apart
+                if column not in columns:  # outcomes were counted apart
                     db.execute(f"ALTER TABLE runs ADD COLUMN {column} INTEGER DEFAULT 0")
         self.clean_stale_workdirs()
 
@@ -130,10 +132,23 @@ class Store:
                 "n_undecided=excluded.n_undecided, n_error=excluded.n_error, n_departed=excluded.n_departed, "
                 "n_known=excluded.n_known, n_unexpected=excluded.n_unexpected, message=excluded.message",
                 (
-                    result.run_id, result.study, result.preset, result.seed, result.status,
-                    time.time() - result.wall_s, time.time(), result.wall_s, result.version,
-                    counts["passed"], counts["failed"], counts["undecided"], counts["error"], counts["departed"],
-                    counts["known"], counts["unexpected"], result.message,
+                    result.run_id,
+                    result.study,
+                    result.preset,
+                    result.seed,
+                    result.status,
+                    time.time() - result.wall_s,
+                    time.time(),
+                    result.wall_s,
+                    result.version,
+                    counts["passed"],
+                    counts["failed"],
+                    counts["undecided"],
+                    counts["error"],
+                    counts["departed"],
+                    counts["known"],
+                    counts["unexpected"],
+                    result.message,
                 ),
             )
 
@@ -143,8 +158,9 @@ class Store:
         if status not in ("failed", "interrupted"):
             raise ValueError(f"status {status!r}: allowed failed, interrupted")
         with self._db() as db:
-            db.execute("UPDATE runs SET status=?, finished=?, message=? WHERE run_id=?",
-                       (status, time.time(), message, run_id))
+            db.execute(
+                "UPDATE runs SET status=?, finished=?, message=? WHERE run_id=?", (status, time.time(), message, run_id)
+            )
 
     def rows(self, study: str | None = None) -> list[dict[str, Any]]:
         """Index rows, newest first."""
@@ -233,9 +249,10 @@ class Store:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path.name)
             with self._db() as db:
-                db.execute("UPDATE runs SET status='interrupted', finished=?, message=? WHERE run_id=? "
-                           "AND status='running'",
-                           (time.time(), f"killed: process {parts[2]} ended before the run completed", parts[0]))
+                db.execute(
+                    "UPDATE runs SET status='interrupted', finished=?, message=? WHERE run_id=? AND status='running'",
+                    (time.time(), f"killed: process {parts[2]} ended before the run completed", parts[0]),
+                )
         return removed
 
 

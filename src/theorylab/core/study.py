@@ -24,9 +24,15 @@ OUTCOMES = ("passed", "departed", "failed", "known", "unexpected", "undecided", 
 """The buckets a verdict is counted in, disjoint: passed as stated, passed with departures, failed (unexplained),
 failed as declared (a known failure), passed although declared to fail on every seed, not decided, judge error."""
 
-OUTCOME_WORDS = {"passed": "passed as stated", "departed": "passed with departures", "failed": "failed",
-                 "known": "known failures", "unexpected": "passed unexpectedly", "undecided": "not decided",
-                 "error": "judge errors"}
+OUTCOME_WORDS = {
+    "passed": "passed as stated",
+    "departed": "passed with departures",
+    "failed": "failed",
+    "known": "known failures",
+    "unexpected": "passed unexpectedly",
+    "undecided": "not decided",
+    "error": "judge errors",
+}
 
 BAD_OUTCOMES = frozenset({"failed", "unexpected", "error"})
 
@@ -37,6 +43,8 @@ def counted(n: int, outcome: str) -> str:
     if n == 1 and words.endswith("s") and outcome in ("known", "error"):
         words = words[:-1]
     return f"{n} {words}"
+
+
 """The outcomes that fail a run or a check (``--strict`` adds ``known``)."""
 
 
@@ -77,10 +85,14 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
-        return cls(**{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed",
-                                               "detail")}, error=bool(data.get("error", False)),
-                   departures=tuple(data.get("departures") or ()), known=data.get("known") or "",
-                   known_strict=bool(data.get("known_strict", False)), nan=bool(data.get("nan", False)))
+        return cls(
+            **{k: data.get(k) for k in ("id", "statement", "measured", "expected", "tolerance", "passed", "detail")},
+            error=bool(data.get("error", False)),
+            departures=tuple(data.get("departures") or ()),
+            known=data.get("known") or "",
+            known_strict=bool(data.get("known_strict", False)),
+            nan=bool(data.get("nan", False)),
+        )
 
     @property
     def outcome(self) -> str:
@@ -102,8 +114,14 @@ class Verdict:
         if outcome == "known":
             rate = "" if self.known_strict else self.known.removeprefix("known failure on ").split(" (", 1)[0]
             return f"failed (known{', ' + rate if rate else ''})"
-        return {"passed": "passed", "departed": "passed with departures", "failed": "FAILED",
-                "unexpected": "PASSED UNEXPECTEDLY", "undecided": "not decided", "error": "ERROR"}[outcome]
+        return {
+            "passed": "passed",
+            "departed": "passed with departures",
+            "failed": "FAILED",
+            "unexpected": "PASSED UNEXPECTEDLY",
+            "undecided": "not decided",
+            "error": "ERROR",
+        }[outcome]
 
     @classmethod
     def maker(cls, slug: str | None) -> Callable[..., "Verdict"]:
@@ -111,8 +129,9 @@ class Verdict:
         passed, detail)`` with ids prefixed ``"slug/"`` (``slug=None``: ids are given whole) and
         ``passed`` coerced to bool, or None when undecided (numpy booleans included)."""
 
-        def make(claim_id: str, statement: str, measured: Any, expected: Any, tolerance: Any, passed: Any,
-                 detail: str) -> "Verdict":
+        def make(
+            claim_id: str, statement: str, measured: Any, expected: Any, tolerance: Any, passed: Any, detail: str
+        ) -> "Verdict":
             full = claim_id if slug is None else f"{slug}/{claim_id}"
             return cls(full, statement, measured, expected, tolerance, None if passed is None else bool(passed), detail)
 
@@ -149,11 +168,15 @@ class Claim:
     def evaluate(self, result: "Result") -> Verdict:
         verdict = self._evaluate(result)
         preset = getattr(result, "preset", "")
-        if (verdict.passed is None and not verdict.error and preset and preset != self.decided_by
-                and result.status == "done"):
+        if (
+            verdict.passed is None
+            and not verdict.error
+            and preset
+            and preset != self.decided_by
+            and result.status == "done"
+        ):
             # Say what decides it: a GPU-only claim reads "not decided: GPU (paper preset, est. N min on one H100)".
-            where = (self.decided_on if self.decided_on != "CPU"
-                     else f"decided by the {self.decided_by} preset on a CPU")
+            where = self.decided_on if self.decided_on != "CPU" else f"decided by the {self.decided_by} preset on a CPU"
             why = verdict.detail.removeprefix("not decided: ").removeprefix("not decided")
             verdict = replace(verdict, detail=f"not decided: {where}" + (f"; {why.lstrip(': ')}" if why else ""))
         return verdict
@@ -170,14 +193,38 @@ class Claim:
             # A judged quantity is NaN: the claim fails, naming where (never a pass, never "not decided").
             verdict = Verdict(self.id, self.statement, None, None, None, False, f"failed: {nan}", nan=True)
         except Exception as err:  # noqa: BLE001 - a judge that raises is a failure, reported whole
-            return Verdict(self.id, self.statement, None, None, None, False,
-                           f"judge raised {type(err).__name__}: {err}", error=True)
+            return Verdict(
+                self.id,
+                self.statement,
+                None,
+                None,
+                None,
+                False,
+                f"judge raised {type(err).__name__}: {err}",
+                error=True,
+            )
         if not isinstance(verdict, Verdict):
-            return Verdict(self.id, self.statement, None, None, None, False, f"judge returned "
-                f"{type(verdict).__name__}, not a Verdict", error=True)
+            return Verdict(
+                self.id,
+                self.statement,
+                None,
+                None,
+                None,
+                False,
+                f"judge returned {type(verdict).__name__}, not a Verdict",
+                error=True,
+            )
         if verdict.id != self.id:
-            return Verdict(self.id, self.statement, verdict.measured, verdict.expected, verdict.tolerance, False,
-                           f"judge returned the verdict of '{verdict.id}' for claim '{self.id}'", error=True)
+            return Verdict(
+                self.id,
+                self.statement,
+                verdict.measured,
+                verdict.expected,
+                verdict.tolerance,
+                False,
+                f"judge returned the verdict of '{verdict.id}' for claim '{self.id}'",
+                error=True,
+            )
         return self.declare(verdict, getattr(result, "config", None) or {}, getattr(result, "preset", ""))
 
     def declare(self, verdict: Verdict, config: Mapping[str, Any], preset: str) -> Verdict:
@@ -186,8 +233,12 @@ class Claim:
         declared = tuple(d.describe(config) for d in self.departures if d.applies(config, preset))
         departures = tuple(dict.fromkeys(declared + tuple(verdict.departures)))
         known = self.known if self.known is not None and self.known.applies(preset) else None
-        return replace(verdict, departures=departures, known=known.describe() if known else "",
-                       known_strict=bool(known and known.every_seed))
+        return replace(
+            verdict,
+            departures=departures,
+            known=known.describe() if known else "",
+            known_strict=bool(known and known.every_seed),
+        )
 
 
 @dataclass(frozen=True)
@@ -287,8 +338,11 @@ def load_studies() -> None:
         except Exception as err:  # noqa: BLE001 - one broken plugin must not hide every other study
             if ep.value.startswith(own):
                 raise
-            warnings.warn(f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"study plugin '{ep.name}' ({ep.value}) failed to import: {type(err).__name__}: {err}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
 
 def _builtin_packages() -> tuple[str, ...]:
@@ -346,8 +400,10 @@ def study(
     claims = tuple(claims)  # a Claims declaration or a list of Claim
     for c in claims:
         if c.decided_by not in presets:
-            raise ValueError(f"claim '{c.id}' of '{slug}' is decided by preset '{c.decided_by}', which it does not "
-                             f"declare; presets: {', '.join(presets)}")
+            raise ValueError(
+                f"claim '{c.id}' of '{slug}' is decided by preset '{c.decided_by}', which it does not "
+                f"declare; presets: {', '.join(presets)}"
+            )
     claims = tuple(replace(c, decided_on=presets[c.decided_by].device_words()) for c in claims)
     ids = [c.id for c in claims]
     if len(set(ids)) != len(ids):

@@ -71,8 +71,16 @@ def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def _run_point(module: str, slug: str, preset: str, seed: int, overrides: dict[str, Any], store_root: str, device: str,
-               threads: int) -> tuple[str, str]:
+def _run_point(
+    module: str,
+    slug: str,
+    preset: str,
+    seed: int,
+    overrides: dict[str, Any],
+    store_root: str,
+    device: str,
+    threads: int,
+) -> tuple[str, str]:
     """Worker entry point (top level so that processes and Ray can import it)."""
     if threads > 0:
         cap_threads(threads)  # this point's share of the cores, which a study's own pin cannot exceed
@@ -145,13 +153,15 @@ def run_sweep(
     for point, run_id, _ in plan:
         rows.append({**point, "run_id": run_id, "ran": run_id in ran})
     points_frame = pd.DataFrame(rows)
-    sweep_id = hashlib.sha256(canonical_json([slug, preset, seed, overrides, {k: list(v) for k, v in grid.items()},
-                                              version]).encode()).hexdigest()[:12]
+    sweep_id = hashlib.sha256(
+        canonical_json([slug, preset, seed, overrides, {k: list(v) for k, v in grid.items()}, version]).encode()
+    ).hexdigest()[:12]
     return collect(study, store, plan, points_frame, sweep_id)
 
 
-def collect(study: Study, store: Store, plan: list[tuple[dict[str, Any], str, bool]], points: pd.DataFrame,
-            sweep_id: str) -> SweepResult:
+def collect(
+    study: Study, store: Store, plan: list[tuple[dict[str, Any], str, bool]], points: pd.DataFrame, sweep_id: str
+) -> SweepResult:
     """Load every point's result and concatenate its tables with the grid values as columns."""
     per_table: dict[str, list[pd.DataFrame]] = {}
     verdict_rows = []
@@ -168,9 +178,20 @@ def collect(study: Study, store: Store, plan: list[tuple[dict[str, Any], str, bo
             frame["run_id"] = run_id
             per_table.setdefault(name, []).append(frame)
         for v in result.verdicts:
-            verdict_rows.append({**grid_cols, "run_id": run_id, "claim": v.id, "passed": v.passed,
-                                 "outcome": v.outcome, "measured": _cell(v.measured), "expected": _cell(v.expected),
-                                 "detail": v.detail, "departures": "; ".join(v.departures), "known": v.known})
+            verdict_rows.append(
+                {
+                    **grid_cols,
+                    "run_id": run_id,
+                    "claim": v.id,
+                    "passed": v.passed,
+                    "outcome": v.outcome,
+                    "measured": _cell(v.measured),
+                    "expected": _cell(v.expected),
+                    "detail": v.detail,
+                    "departures": "; ".join(v.departures),
+                    "known": v.known,
+                }
+            )
     points = points.assign(status=statuses)
     tables = {name: pd.concat(frames, ignore_index=True) for name, frames in per_table.items()}
     tables["verdicts"] = pd.DataFrame(verdict_rows)

@@ -58,8 +58,9 @@ def link_derivative(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
     return _FNS[name][1]
 
 
-def tokens(n: int, d: int, generator: torch.Generator, C: torch.Tensor | None = None,
-           dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def tokens(
+    n: int, d: int, generator: torch.Generator, C: torch.Tensor | None = None, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """``n`` sequences of L tokens, (n, L, d), with ``E[x_i x_j^T] = C_ij I_d`` (C = I, L = 1 when None).
 
     ``x = chol(C) z`` token-wise, ``z`` standard Gaussian, so the d coordinates are independent copies of N(0, C).
@@ -89,8 +90,8 @@ def bilinear_forms(x: torch.Tensor, S: torch.Tensor, chunk: int = 20_000) -> tor
     out = torch.empty(n, L, L, dtype=x.dtype)
     S = S.to(x.dtype)
     for a in range(0, n, chunk):
-        xs = x[a:a + chunk]
-        out[a:a + chunk] = (xs @ S) @ xs.transpose(1, 2)
+        xs = x[a : a + chunk]
+        out[a : a + chunk] = (xs @ S) @ xs.transpose(1, 2)
     return out / math.sqrt(d)
 
 
@@ -105,6 +106,6 @@ def centred_form(x: torch.Tensor, S: torch.Tensor, chunk: int = 20_000) -> torch
     out = torch.empty(n, dtype=torch.float64)
     tr = float(torch.trace(S.double()))
     for a in range(0, n, chunk):
-        xs = x[a:a + chunk]
-        out[a:a + chunk] = ((xs @ S) * xs).sum(1).double()
+        xs = x[a : a + chunk]
+        out[a : a + chunk] = ((xs @ S) * xs).sum(1).double()
     return (out - tr) / math.sqrt(d)

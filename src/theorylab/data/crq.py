@@ -77,7 +77,7 @@ class Forest:
         idx = np.flatnonzero(flat >= 0)
         idx = idx[np.argsort(flat[idx], kind="stable")]
         bounds = np.searchsorted(flat[idx], np.arange(int(flat.max()) + 2))
-        return [idx[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+        return [idx[bounds[d] : bounds[d + 1]] for d in range(len(bounds) - 1)]
 
     def children(self, b: int) -> list[list[int]]:
         """Children lists of tree ``b`` in creation order (for references and tests; not vectorised)."""
@@ -193,15 +193,17 @@ def boolean_labels(forest: Forest, rng: np.random.Generator) -> BooleanLabels:
     """Random gates (AND/OR with probability 1/2) and literals (sign and assignment with probability 1/2)."""
     shape = forest.parent.shape
     internal, leaf = forest.is_internal, forest.is_leaf
-    return BooleanLabels(op_or=(rng.random(shape) < 0.5) & internal, negated=(rng.random(shape) < 0.5) & leaf,
-                         assignment=(rng.random(shape) < 0.5) & leaf)
+    return BooleanLabels(
+        op_or=(rng.random(shape) < 0.5) & internal,
+        negated=(rng.random(shape) < 0.5) & leaf,
+        assignment=(rng.random(shape) < 0.5) & leaf,
+    )
 
 
 def boolean_crq_labels(forest: Forest, labels: BooleanLabels) -> np.ndarray:
     """(B, N, 1) CRQ labels of a Boolean formula (paper, Boolean encoding, m = 1): a leaf is +1 (True) or -1
     (False); an OR gate is +1 (it picks a True child if any), an AND gate -1 (it picks a False child if any)."""
-    z = np.where(forest.is_internal, np.where(labels.op_or, 1.0, -1.0),
-                 np.where(labels.leaf_value, 1.0, -1.0))
+    z = np.where(forest.is_internal, np.where(labels.op_or, 1.0, -1.0), np.where(labels.leaf_value, 1.0, -1.0))
     return np.where(forest.valid, z, 0.0)[..., None]
 
 
@@ -275,13 +277,15 @@ def postorder(forest: Forest, order: str, rng: np.random.Generator | None = None
     return np.where(np.take_along_axis(keep, idx, axis=1), out, -1)
 
 
-def postfix_tokens(forest: Forest, labels: BooleanLabels, order: str,
-                   rng: np.random.Generator | None = None) -> np.ndarray:
+def postfix_tokens(
+    forest: Forest, labels: BooleanLabels, order: str, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """(B, N) postfix tokens of Boolean formulas (TOK_FALSE / TOK_TRUE leaves, TOK_AND / TOK_OR gates, TOK_PAD):
     the RNN's input. Each leaf shows its literal's value (the assignment is folded in)."""
     post = postorder(forest, order, rng)
-    tok = np.where(forest.is_internal, np.where(labels.op_or, TOK_OR, TOK_AND),
-                   np.where(labels.leaf_value, TOK_TRUE, TOK_FALSE))
+    tok = np.where(
+        forest.is_internal, np.where(labels.op_or, TOK_OR, TOK_AND), np.where(labels.leaf_value, TOK_TRUE, TOK_FALSE)
+    )
     tok = np.where(forest.valid, tok, TOK_PAD)
     out = np.take_along_axis(tok, np.maximum(post, 0), axis=1)
     return np.where(post >= 0, out, TOK_PAD)
@@ -290,12 +294,22 @@ def postfix_tokens(forest: Forest, labels: BooleanLabels, order: str,
 def node_token_vocab(width: int) -> dict[str, int]:
     """The transformer vocabulary: PAD, FALSE, TRUE, AND, OR, ROOT (the root's parent), QUERY, then ``width``
     index tokens (post-order positions 0..width-1)."""
-    return dict(pad=TOK_PAD, false=TOK_FALSE, true=TOK_TRUE, op_and=TOK_AND, op_or=TOK_OR, root=5, query=6,
-                index0=7, size=7 + width)
+    return dict(
+        pad=TOK_PAD,
+        false=TOK_FALSE,
+        true=TOK_TRUE,
+        op_and=TOK_AND,
+        op_or=TOK_OR,
+        root=5,
+        query=6,
+        index0=7,
+        size=7 + width,
+    )
 
 
-def node_tokens(forest: Forest, labels: BooleanLabels, order: str = "given",
-                rng: np.random.Generator | None = None) -> np.ndarray:
+def node_tokens(
+    forest: Forest, labels: BooleanLabels, order: str = "given", rng: np.random.Generator | None = None
+) -> np.ndarray:
     """(B, 3N + 1) transformer input: for each node in post-order the triple (type, own index, parent index),
     indices being post-order positions as tokens, the root's parent being ROOT; then one QUERY token at which the
     root answer (or the first CoT token) is read. Rows of one forest have equal length when the trees have equal
@@ -327,8 +341,9 @@ def node_tokens(forest: Forest, labels: BooleanLabels, order: str = "given",
     return seq
 
 
-def cot_trace(forest: Forest, answers: np.ndarray, order: str = "given",
-              rng: np.random.Generator | None = None) -> np.ndarray:
+def cot_trace(
+    forest: Forest, answers: np.ndarray, order: str = "given", rng: np.random.Generator | None = None
+) -> np.ndarray:
     """(B, I) CoT targets: the Boolean answers (TOK_FALSE / TOK_TRUE) of the internal nodes in post-order, the
     root's last, left-padded with TOK_PAD when trees have fewer internal nodes. ``answers`` is (B, N) bool."""
     post = postorder(forest, order, rng)

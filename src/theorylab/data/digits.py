@@ -48,8 +48,9 @@ def disjoint_splits(images: ImageSet, n: int) -> tuple[NDArray[np.float64], NDAr
     return images.x[:n], images.x[n : 2 * n]
 
 
-def stratify_by_pc(images: ImageSet, k: int = 2, frac: float = 1 / 3, size: int | None = None) -> tuple[NDArray[
-    np.float64], NDArray[np.float64]]:
+def stratify_by_pc(
+    images: ImageSet, k: int = 2, frac: float = 1 / 3, size: int | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Top and bottom groups of the set along its k-th principal component (k = 1 is the first).
 
     Each group holds the ``frac`` extreme fraction of images (or exactly ``size`` of them): a

@@ -95,8 +95,9 @@ def zipf_weights(n: int, exponent: float = 1.0) -> Tensor:
     return w / w.sum()
 
 
-def zipf_queries(facts: FactTable, n_samples: int, generator: torch.Generator, exponent: float = 1.0,
-                 order: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def zipf_queries(
+    facts: FactTable, n_samples: int, generator: torch.Generator, exponent: float = 1.0, order: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """``n_samples`` one-hop facts drawn i.i.d. with Zipf frequencies over the N·R facts.
 
     The rank of each fact is a random permutation (``order``, drawn from ``generator`` unless given), so the

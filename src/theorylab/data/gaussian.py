@@ -50,8 +50,9 @@ class PowerLawGaussian:
         u = self.orthogonal_basis
         return (u * self.eigenvalues) @ u.T
 
-    def sample(self, n: int, generator: torch.Generator, batch: tuple[int, ...] = (),
-               dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    def sample(
+        self, n: int, generator: torch.Generator, batch: tuple[int, ...] = (), dtype: torch.dtype = torch.float64
+    ) -> torch.Tensor:
         """Draw ``batch + (n, d)`` points."""
         z = torch.randn(*batch, n, self.d, generator=generator, dtype=dtype)
         root = torch.as_tensor(self.orthogonal_basis * np.sqrt(self.eigenvalues), dtype=dtype)  # U Lambda^(1/2)
@@ -93,8 +94,9 @@ def wishart_sample_covariance(
     return root[:, None] * w * root[None, :] / n
 
 
-def correlated_gaussian(n: int, mean: NDArray[np.float64], cov: NDArray[np.float64],
-                        rng: np.random.Generator) -> torch.Tensor:
+def correlated_gaussian(
+    n: int, mean: NDArray[np.float64], cov: NDArray[np.float64], rng: np.random.Generator
+) -> torch.Tensor:
     """``n`` draws of N(mean, cov) as a float32 tensor (n, d): ``mean + z L^T`` with ``L`` the Cholesky factor
     of ``cov`` and ``z`` standard normals from ``rng`` (computed in float64, then cast)."""
     mean = np.asarray(mean, dtype=np.float64)

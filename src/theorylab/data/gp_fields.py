@@ -53,8 +53,10 @@ def _choice(name: str, value: str, allowed: Sequence[str]) -> None:
 def _positive(name: str, value: float | Tensor) -> Tensor:
     t = torch.as_tensor(value, dtype=DTYPE).reshape(-1)
     if t.numel() == 0 or not bool(torch.isfinite(t).all()) or bool((t <= 0).any()):
-        raise ValueError(f"{name} must be finite and > 0; got {value if t.numel() <= 4 else 'a tensor'} "
-                         f"(min {t.min().item() if t.numel() else 'n/a'})")
+        raise ValueError(
+            f"{name} must be finite and > 0; got {value if t.numel() <= 4 else 'a tensor'} "
+            f"(min {t.min().item() if t.numel() else 'n/a'})"
+        )
     return t
 
 
@@ -69,8 +71,14 @@ def grid_points(n: int, boundary: Boundary = "open", low: float = -2.0, high: fl
     return low + (high - low) * torch.arange(n, dtype=DTYPE) / n
 
 
-def axis_correlation(kind: Kind, points: Tensor, lengthscale: float | Tensor, period: float | Tensor | None = None,
-                     boundary: Boundary = "open", length: float | None = None) -> Tensor:
+def axis_correlation(
+    kind: Kind,
+    points: Tensor,
+    lengthscale: float | Tensor,
+    period: float | Tensor | None = None,
+    boundary: Boundary = "open",
+    length: float | None = None,
+) -> Tensor:
     """The unit-diagonal 1-D correlation matrix ``k(x_m − x_n)`` on ``points`` ``[n]``: ``[n, n]``, or ``[B, n, n]``
     when ``lengthscale`` (and ``period``) hold one value per field ``[B]``. ``length`` is the circle length
     for ``boundary="periodic"``."""
@@ -92,8 +100,10 @@ def axis_correlation(kind: Kind, points: Tensor, lengthscale: float | Tensor, pe
         if boundary == "periodic":
             ratio = length / p
             if bool(((ratio - ratio.round()).abs() > 1e-9 * ratio).any()):
-                raise ValueError(f"on a periodic grid of length {length} the period must divide it; got period "
-                                 f"{period if p.numel() <= 4 else 'a tensor'} (use a period L / m)")
+                raise ValueError(
+                    f"on a periodic grid of length {length} the period must divide it; got period "
+                    f"{period if p.numel() <= 4 else 'a tensor'} (use a period L / m)"
+                )
         c = torch.exp(-2 * torch.sin(math.pi * delta / p[:, None, None]) ** 2 / ell[:, None, None] ** 2)
     return c if batched else c[0]
 
@@ -106,8 +116,9 @@ def _root(c: Tensor, method: str, jitter: float) -> Tensor:
     if method == "cholesky":
         L, info = torch.linalg.cholesky_ex(c)
         if bool((info != 0).any()):
-            raise ValueError(f"a kernel matrix is not positive definite at jitter={jitter}; raise jitter or use "
-                             f"method='eigh'")
+            raise ValueError(
+                f"a kernel matrix is not positive definite at jitter={jitter}; raise jitter or use method='eigh'"
+            )
         return L
     lam, U = torch.linalg.eigh(c)
     return (U * lam.clamp(min=0).sqrt()[..., None, :]) @ U.mT
@@ -121,11 +132,21 @@ def _mode_product(z: Tensor, R: Tensor, axis: int) -> Tensor:
     return out.reshape(shape).movedim(-1, 1 + axis)
 
 
-def sample_separable(kind: Kind, shape: Sequence[int], lengthscale: float | Tensor, scale: float | Tensor = 1.0,
-                     period: float | Tensor | None = None, generator: torch.Generator | None = None,
-                     n: int | None = None, boundary: Boundary = "open", method: Method = "eigh",
-                     low: float = -2.0, high: float = 2.0, jitter: float = 0.0,
-                     noise: Tensor | None = None) -> Tensor:
+def sample_separable(
+    kind: Kind,
+    shape: Sequence[int],
+    lengthscale: float | Tensor,
+    scale: float | Tensor = 1.0,
+    period: float | Tensor | None = None,
+    generator: torch.Generator | None = None,
+    n: int | None = None,
+    boundary: Boundary = "open",
+    method: Method = "eigh",
+    low: float = -2.0,
+    high: float = 2.0,
+    jitter: float = 0.0,
+    noise: Tensor | None = None,
+) -> Tensor:
     """Exact draws of the separable GP on the grid ``shape`` (float64 ``[B, *shape]``).
 
     Parameters are scalars (then ``n`` fields share them) or ``[B]`` tensors (one set per field).
@@ -155,8 +176,9 @@ def sample_separable(kind: Kind, shape: Sequence[int], lengthscale: float | Tens
             raise ValueError(f"give n >= 1 (the number of fields) or per-field parameter tensors; got n={n}")
         noise = torch.randn(B, *shape, generator=generator, dtype=DTYPE)
     elif tuple(noise.shape[1:]) != shape or (batch is not None and noise.shape[0] != batch):
-        raise ValueError(f"noise must have shape [B, *{shape}] with B matching the parameters; got "
-                         f"{tuple(noise.shape)}")
+        raise ValueError(
+            f"noise must have shape [B, *{shape}] with B matching the parameters; got {tuple(noise.shape)}"
+        )
     z = noise.to(DTYPE)
     per_field = batch is not None
     if per_field:  # one parameter set per field: [B] tensors give [B, n, n] roots
@@ -167,8 +189,9 @@ def sample_separable(kind: Kind, shape: Sequence[int], lengthscale: float | Tens
     if method == "fft":
         spec = torch.ones(1, dtype=DTYPE)
         for a, n_a in enumerate(shape):
-            first_row = axis_correlation(kind, grid_points(n_a, "periodic", low, high), ell, p, "periodic",
-                                         length)[..., 0, :]
+            first_row = axis_correlation(kind, grid_points(n_a, "periodic", low, high), ell, p, "periodic", length)[
+                ..., 0, :
+            ]
             lam = torch.fft.fft(first_row).real.clamp(min=0)  # ([B,] n_a): eigenvalues of the circulant
             view = [-1 if per_field else 1] + [1] * len(shape)
             view[1 + a] = n_a
@@ -218,8 +241,14 @@ class SeparableGP:
 
     def axis_correlation(self, n: int) -> Tensor:
         """``C`` ``[n, n]`` for an axis of ``n`` points (jitter not included)."""
-        return axis_correlation(self.kind, grid_points(n, self.boundary, self.low, self.high), self.lengthscale,
-                                self.period, self.boundary, self.high - self.low)
+        return axis_correlation(
+            self.kind,
+            grid_points(n, self.boundary, self.low, self.high),
+            self.lengthscale,
+            self.period,
+            self.boundary,
+            self.high - self.low,
+        )
 
     def covariance(self) -> Tensor:
         """The dense ``[N, N]`` covariance ``scale · ⊗_a (C_a + jitter I)`` (row-major grid order), for checks."""
@@ -231,11 +260,25 @@ class SeparableGP:
             out = torch.kron(out, self.axis_correlation(n) + self.jitter * torch.eye(n, dtype=DTYPE))
         return self.scale * out
 
-    def sample(self, n: int, generator: torch.Generator | None = None, method: Method = "eigh",
-               noise: Tensor | None = None) -> Tensor:
+    def sample(
+        self, n: int, generator: torch.Generator | None = None, method: Method = "eigh", noise: Tensor | None = None
+    ) -> Tensor:
         """``n`` exact draws, float64 ``[n, *shape]``."""
-        return sample_separable(self.kind, self.shape, self.lengthscale, self.scale, self.period, generator, n,
-                                self.boundary, method, self.low, self.high, self.jitter, noise)
+        return sample_separable(
+            self.kind,
+            self.shape,
+            self.lengthscale,
+            self.scale,
+            self.period,
+            generator,
+            n,
+            self.boundary,
+            method,
+            self.low,
+            self.high,
+            self.jitter,
+            noise,
+        )
 
 
 @dataclass(frozen=True)
@@ -301,5 +344,12 @@ class GPKernelFields:
         periods = torch.cat([torch.full((P,), float("nan"), dtype=DTYPE), period])
         n_train = round(self.train_fraction * 2 * P)
         idx = torch.arange(2 * P)
-        return dict(x=torch.cat([rbf, per])[order].unsqueeze(1).float(), y=y[order], lengthscale=ell[order],
-                    scale=amp[order], period=periods[order], train=idx[:n_train], test=idx[n_train:])
+        return dict(
+            x=torch.cat([rbf, per])[order].unsqueeze(1).float(),
+            y=y[order],
+            lengthscale=ell[order],
+            scale=amp[order],
+            period=periods[order],
+            train=idx[:n_train],
+            test=idx[n_train:],
+        )

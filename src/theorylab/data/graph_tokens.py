@@ -112,10 +112,13 @@ def rotate_degenerate(U: Tensor, lam: Tensor, generator: torch.Generator, tol: f
     return U
 
 
-def spectral_decomposition(A: Tensor, basis: Literal["eigh", "random_rotation"] = "eigh",
-                           sign: Literal["random", "none"] = "none", generator: torch.Generator | None = None,
-                           laplacian_kind: Literal["combinatorial", "normalized"] = "combinatorial"
-                           ) -> tuple[Tensor, Tensor]:
+def spectral_decomposition(
+    A: Tensor,
+    basis: Literal["eigh", "random_rotation"] = "eigh",
+    sign: Literal["random", "none"] = "none",
+    generator: torch.Generator | None = None,
+    laplacian_kind: Literal["combinatorial", "normalized"] = "combinatorial",
+) -> tuple[Tensor, Tensor]:
     """Eigenvalues (ascending) and eigenvectors of the Laplacian of ``A`` (..., n, n), with the sign / basis policy."""
     if (sign == "random" or basis == "random_rotation") and generator is None:
         raise ValueError("sign='random' and basis='random_rotation' need a torch.Generator")
@@ -148,10 +151,19 @@ def _pad(x: Tensor, rows: int, cols: int) -> Tensor:
     return torch.nn.functional.pad(x, (0, cols - x.shape[-1], 0, rows - x.shape[-2]))
 
 
-def tokenize(A: Tensor, kind: str, n_max: int | None = None, *, k: int | None = None, rw_steps: int = RW_STEPS,
-             sign: Literal["random", "none"] = "random", basis: Literal["eigh", "random_rotation"] = "eigh",
-             laplacian_kind: Literal["combinatorial", "normalized"] = "combinatorial",
-             generator: torch.Generator | None = None, dtype: torch.dtype = torch.float64) -> Tensor:
+def tokenize(
+    A: Tensor,
+    kind: str,
+    n_max: int | None = None,
+    *,
+    k: int | None = None,
+    rw_steps: int = RW_STEPS,
+    sign: Literal["random", "none"] = "random",
+    basis: Literal["eigh", "random_rotation"] = "eigh",
+    laplacian_kind: Literal["combinatorial", "normalized"] = "combinatorial",
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> Tensor:
     """Tokens of graphs ``A`` (..., n, n) under ``kind``, padded to ``n_max`` tokens: (..., n_max, token_size).
 
     ``k`` (spectral) keeps the first ``k`` eigenpairs (default ``n``: lossless); their block is padded to ``n_max``
@@ -189,7 +201,7 @@ def node_mask(n: int, n_max: int, batch: tuple[int, ...] = ()) -> Tensor:
 
 def adjacency_from_tokens(tokens: Tensor, n_max: int) -> Tensor:
     """Read ``A`` back from adjacency tokens: row ``i`` of A is the second half of the token whose id is ``i``."""
-    ids, rows = tokens[..., :n_max], tokens[..., n_max:2 * n_max]  # (..., T, n_max) each; padding rows are 0
+    ids, rows = tokens[..., :n_max], tokens[..., n_max : 2 * n_max]  # (..., T, n_max) each; padding rows are 0
     return ids.transpose(-1, -2) @ rows  # row j = the A-row of the token whose id is e_j (in any token order)
 
 
@@ -254,8 +266,9 @@ def component_union(n: int, c: int, generator: torch.Generator, p_extra: float =
     return A[perm][:, perm]
 
 
-def component_unions(n: int, count: int, generator: torch.Generator, max_components: int = 4,
-                     p_extra: float = 0.2) -> tuple[Tensor, Tensor]:
+def component_unions(
+    n: int, count: int, generator: torch.Generator, max_components: int = 4, p_extra: float = 0.2
+) -> tuple[Tensor, Tensor]:
     """``count`` unions with ``c`` uniform in ``1..max_components``: adjacency (count, n, n) and ``c`` (count,).
 
     The batched form of :func:`component_union` (same distribution): piece labels per node in canonical order, a
@@ -266,8 +279,9 @@ def component_unions(n: int, count: int, generator: torch.Generator, max_compone
     cs = torch.randint(1, max_components + 1, (count,), generator=generator)
     sizes = [_partition(n, int(c), generator) for c in cs]
     label = torch.stack([torch.repeat_interleave(torch.arange(len(s)), torch.tensor(s)) for s in sizes])  # (B, n)
-    start = torch.stack([torch.tensor([0, *torch.tensor(s).cumsum(0).tolist()[:-1]] + [0] * (max_components - len(s)))
-                         for s in sizes])  # (B, max_c): first position of each piece
+    start = torch.stack(
+        [torch.tensor([0, *torch.tensor(s).cumsum(0).tolist()[:-1]] + [0] * (max_components - len(s))) for s in sizes]
+    )  # (B, max_c): first position of each piece
     first = start.gather(1, label)  # (B, n)
     pos = torch.arange(n) - first  # position inside the piece
     u = torch.rand(count, n, generator=generator, dtype=torch.float64)
@@ -384,8 +398,9 @@ def mark_pairs(tokens: Tensor, pairs: Tensor) -> Tensor:
     return torch.cat([tokens, mark], -1)
 
 
-def task_labels(task: str, A: Tensor, generator: torch.Generator | None = None,
-                lambda2_threshold: float = 0.5) -> tuple[Tensor, Tensor | None]:
+def task_labels(
+    task: str, A: Tensor, generator: torch.Generator | None = None, lambda2_threshold: float = 0.5
+) -> tuple[Tensor, Tensor | None]:
     """Labels of ``task`` on graphs ``A`` (B, n, n): node-level (B, n) or graph-level (B,), and the marked pairs
     (edge_query) or None. ``components`` is 0-based (c - 1)."""
     if task == "degree":
@@ -409,8 +424,16 @@ def n_classes(task: str, n_max: int, max_components: int = 4) -> int:
     return {"degree": n_max, "components": max_components}.get(task, 2)
 
 
-def task_graphs(task: str, n: int, count: int, generator: torch.Generator, p_low: float = 0.1, p_high: float = 0.6,
-                max_components: int = 4, p_extra: float = 0.2) -> Tensor:
+def task_graphs(
+    task: str,
+    n: int,
+    count: int,
+    generator: torch.Generator,
+    p_low: float = 0.1,
+    p_high: float = 0.6,
+    max_components: int = 4,
+    p_extra: float = 0.2,
+) -> Tensor:
     """The graph bank of a task (ours): unions of 1..max_components connected pieces for ``components``;
     G(n, p) with p uniform in [p_low, p_high] per graph for the others (spreads degrees, K4s and λ₂)."""
     if task == "components":

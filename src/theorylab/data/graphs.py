@@ -49,8 +49,12 @@ class WeightedGraph:
             from torch_geometric.data import Data
         except ImportError as err:  # pragma: no cover - depends on the environment
             raise ImportError('PyTorch Geometric is needed here: pip install "theorylab[graphs]"') from err
-        return Data(edge_index=self.edge_index, edge_attr=self.weight[:, None], num_nodes=self.num_nodes,
-                    source=torch.as_tensor(self.source))
+        return Data(
+            edge_index=self.edge_index,
+            edge_attr=self.weight[:, None],
+            num_nodes=self.num_nodes,
+            source=torch.as_tensor(self.source),
+        )
 
 
 def batch(graphs: list[WeightedGraph]) -> tuple[WeightedGraph, Tensor]:
@@ -80,10 +84,12 @@ def bf_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
     lo, hi, mid = g[0], g[-1], g[len(g) // 2]
     graphs = [_graph([(0, 1)], [w], 2) for w in (lo, mid, hi)]
     graphs += [_graph([(0, 1), (1, 2)], ws, 3) for ws in ((lo, hi), (mid, lo), (hi, mid))]
-    graphs += [_graph([(0, 2), (0, 1), (1, 2)], [lo, mid, mid], 3),  # direct edge wins
-               _graph([(0, 2), (0, 1), (1, 2)], [hi, lo, lo], 3),  # path wins
-               _graph([(0, 2), (0, 1), (1, 2)], [mid, lo, hi], 3),
-               _graph([(0, 2), (0, 1), (1, 2)], [hi, mid, lo], 3)]
+    graphs += [
+        _graph([(0, 2), (0, 1), (1, 2)], [lo, mid, mid], 3),  # direct edge wins
+        _graph([(0, 2), (0, 1), (1, 2)], [hi, lo, lo], 3),  # path wins
+        _graph([(0, 2), (0, 1), (1, 2)], [mid, lo, hi], 3),
+        _graph([(0, 2), (0, 1), (1, 2)], [hi, mid, lo], 3),
+    ]
     return graphs[:10]
 
 
@@ -99,19 +105,23 @@ def minimax_tiny_training_set(grid=range(1, 11)) -> list[WeightedGraph]:
     return graphs + [_graph([(0, 1), (1, 2)], [a, b], 3) for a in g for b in g]
 
 
-def minimax_validation_set(generator: torch.Generator, count: int, w_low: float = 1.0, w_high: float = 10.0) -> list[
-    WeightedGraph]:
+def minimax_validation_set(
+    generator: torch.Generator, count: int, w_low: float = 1.0, w_high: float = 10.0
+) -> list[WeightedGraph]:
     """Held-out graphs with the motifs of :func:`minimax_tiny_training_set` (s -> v, s -> u -> v) and
     weights U[w_low, w_high] (off the training grid); a quarter single edges, the rest two-edge paths."""
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     w = w_low + (w_high - w_low) * torch.rand(count, 2, generator=generator, dtype=torch.float64)
-    return [_graph([(0, 1)], [float(w[i, 0])], 2) if i % 4 == 0 else _graph([(0, 1), (1, 2)], w[i].tolist(),
-        3) for i in range(count)]
+    return [
+        _graph([(0, 1)], [float(w[i, 0])], 2) if i % 4 == 0 else _graph([(0, 1), (1, 2)], w[i].tolist(), 3)
+        for i in range(count)
+    ]
 
 
-def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0,
-                         w_high: float = 10.0) -> WeightedGraph:
+def erdos_renyi_weighted(
+    n: int, generator: torch.Generator, c: float = 4.0, w_low: float = 1.0, w_high: float = 10.0
+) -> WeightedGraph:
     """Directed G(n, p = c/n), weights U[w_low, w_high], kept to the nodes reachable from a random source (relabelled,
     source 0)."""
     if n < 2:
@@ -136,7 +146,7 @@ def erdos_renyi_weighted(n: int, generator: torch.Generator, c: float = 4.0, w_l
     while frontier:
         nxt = []
         for a in frontier:
-            for b in v[starts[a]:starts[a + 1]].tolist():
+            for b in v[starts[a] : starts[a + 1]].tolist():
                 if not seen[b]:
                     seen[b] = True
                     nxt.append(b)
@@ -159,16 +169,18 @@ class KnapsackInstance:
         return item * (self.capacity + 1) + cap
 
 
-def knapsack_instance(items: int, capacity: int, generator: torch.Generator, max_weight: int = 10,
-                      max_value: float = 10.0) -> KnapsackInstance:
+def knapsack_instance(
+    items: int, capacity: int, generator: torch.Generator, max_weight: int = 10, max_value: float = 10.0
+) -> KnapsackInstance:
     """Integer weights in 1..max_weight, values U[1, max_value]."""
     w = torch.randint(1, max_weight + 1, (items,), generator=generator).numpy()
     v = (1 + (max_value - 1) * torch.rand(items, generator=generator, dtype=torch.float64)).numpy()
     return KnapsackInstance(w, v, capacity)
 
 
-def knapsack_instances(count: int, max_items: int, max_capacity: int,
-                       generator: torch.Generator) -> list[KnapsackInstance]:
+def knapsack_instances(
+    count: int, max_items: int, max_capacity: int, generator: torch.Generator
+) -> list[KnapsackInstance]:
     """``count`` instances, each with 1..max_items items and capacity 1..max_capacity (uniform; item count, then
     capacity, then :func:`knapsack_instance`'s weights and values, drawn in that order per instance)."""
     out = []
@@ -210,8 +222,9 @@ def wl_indistinguishable_pair() -> tuple[WeightedGraph, WeightedGraph]:
     return (_graph(c6, [1.0] * 6, 6).undirected(), _graph(two_c3, [1.0] * 6, 6).undirected())
 
 
-def grid_weighted(rows: int, cols: int, generator: torch.Generator, w_low: float = 1.0,
-                  w_high: float = 10.0) -> WeightedGraph:
+def grid_weighted(
+    rows: int, cols: int, generator: torch.Generator, w_low: float = 1.0, w_high: float = 10.0
+) -> WeightedGraph:
     """A rows x cols grid, both directions of every edge with one weight U[w_low, w_high], a random source."""
     if rows < 1 or cols < 1 or rows * cols < 2:
         raise ValueError(f"grid needs at least 2 nodes, got {rows} x {cols}")
@@ -254,8 +267,9 @@ def symmetrize(graph: WeightedGraph) -> WeightedGraph:
     keep = a != b
     key = a[keep] * graph.num_nodes + b[keep]
     uniq, inverse = torch.unique(key, return_inverse=True)
-    w = torch.full((len(uniq),), float("inf"), dtype=torch.float64).scatter_reduce(0, inverse, graph.weight[keep],
-        reduce="amin")
+    w = torch.full((len(uniq),), float("inf"), dtype=torch.float64).scatter_reduce(
+        0, inverse, graph.weight[keep], reduce="amin"
+    )
     pairs = torch.stack([uniq // graph.num_nodes, uniq % graph.num_nodes])
     return WeightedGraph(pairs, w, graph.num_nodes, graph.source).undirected()
 

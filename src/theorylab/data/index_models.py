@@ -53,15 +53,34 @@ LINKS: dict[str, Link] = {
         Link("relu", lambda z: _relu(z[:, 0]), 1, "ReLU(z1)", 1, 1),
         Link("z1+z1z2", lambda z: z[:, 0] + z[:, 0] * z[:, 1], 2, "z1 + z1 z2 (survey link A)", None, 1),
         Link("z1z2", lambda z: z[:, 0] * z[:, 1], 2, "z1 z2 (survey link C)", None, 2),
-        Link("z1z2z3", lambda z: z[:, 0] * z[:, 1] * z[:, 2], 3, "z1 z2 z3: information exponent 3, leap 2 (M3)", None,
-             2),
-        Link("parity3", lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2]), 3, "sign(z1 z2 z3): Gaussian 3-parity, "
-            "leap 3 (P3)", None, 3),
-        Link("parity4", lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2] * z[:, 3]), 4, "sign(z1 z2 z3 z4): leap 4 (P4)",
-             None, 4),
+        Link(
+            "z1z2z3", lambda z: z[:, 0] * z[:, 1] * z[:, 2], 3, "z1 z2 z3: information exponent 3, leap 2 (M3)", None, 2
+        ),
+        Link(
+            "parity3",
+            lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2]),
+            3,
+            "sign(z1 z2 z3): Gaussian 3-parity, leap 3 (P3)",
+            None,
+            3,
+        ),
+        Link(
+            "parity4",
+            lambda z: np.sign(z[:, 0] * z[:, 1] * z[:, 2] * z[:, 3]),
+            4,
+            "sign(z1 z2 z3 z4): leap 4 (P4)",
+            None,
+            4,
+        ),
         Link("relu-diff", lambda z: _relu(z[:, 0]) - _relu(z[:, 1]), 2, "ReLU(z1) - ReLU(z2)", None, 1),
-        Link("relu-sum-abs", lambda z: _relu(z[:, 0] + z[:, 1]) + np.abs(z[:, 0] - z[:, 1]), 2, "ReLU(z1 + z2) + "
-            "|z1 - z2|", None, 1),
+        Link(
+            "relu-sum-abs",
+            lambda z: _relu(z[:, 0] + z[:, 1]) + np.abs(z[:, 0] - z[:, 1]),
+            2,
+            "ReLU(z1 + z2) + |z1 - z2|",
+            None,
+            1,
+        ),
     )
 }
 
@@ -99,8 +118,16 @@ class IndexModel:
     W: np.ndarray = field(default=None)  # type: ignore[assignment]
 
     @classmethod
-    def make(cls, d: int, link: str | Link | LinkFn, rng: np.random.Generator, *, r: int | None = None,
-             noise: float = 0.0, W: np.ndarray | None = None) -> "IndexModel":
+    def make(
+        cls,
+        d: int,
+        link: str | Link | LinkFn,
+        rng: np.random.Generator,
+        *,
+        r: int | None = None,
+        noise: float = 0.0,
+        W: np.ndarray | None = None,
+    ) -> "IndexModel":
         lk = get_link(link, r)
         if W is None:
             W = random_stiefel(d, lk.r, rng)
@@ -122,8 +149,9 @@ class IndexModel:
             y = y + self.noise * rng.standard_normal(n)
         return x, y, z
 
-    def stream(self, batch: int, rng: np.random.Generator, total: int | None = None) -> Iterator[tuple[np.ndarray,
-        np.ndarray, np.ndarray]]:
+    def stream(
+        self, batch: int, rng: np.random.Generator, total: int | None = None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Fresh batches for online SGD (``total`` samples in all, or forever)."""
         drawn = 0
         while total is None or drawn < total:
@@ -214,13 +242,24 @@ HERMITE_LINKS: dict[str, HermiteLink] = {
     link.name: link
     for link in (
         *(_pure(k) for k in (1, 2, 3, 4)),
-        HermiteLink("staircase", 2, {1: _e(0), 2: 0.5 * (np.outer(_e(0), _e(1)) + np.outer(_e(1), _e(0)))},
-                    "z1 + z1 z2: C_1 = e1, C_2 = (e1 e2^T + e2 e1^T)/2 (arXiv 2310.19793's staircase)"),
-        HermiteLink("non-staircase", 2, {1: _e(0), 2: np.outer(_e(1), _e(1)) / math.sqrt(2)},
-                    "z1 + He_2(z2)/sqrt(2): C_1 = e1, C_2 = e2 e2^T/sqrt(2)"),
-        HermiteLink("planted-trap", 1, {3: np.full((1, 1, 1), 1 / math.sqrt(6))},
-                    "He_3(z)/sqrt(6), r = 1: the planted (fixed-link) flow from m0 < 0 stalls at m = 0 "
-                    "(reconstructed example)"),
+        HermiteLink(
+            "staircase",
+            2,
+            {1: _e(0), 2: 0.5 * (np.outer(_e(0), _e(1)) + np.outer(_e(1), _e(0)))},
+            "z1 + z1 z2: C_1 = e1, C_2 = (e1 e2^T + e2 e1^T)/2 (arXiv 2310.19793's staircase)",
+        ),
+        HermiteLink(
+            "non-staircase",
+            2,
+            {1: _e(0), 2: np.outer(_e(1), _e(1)) / math.sqrt(2)},
+            "z1 + He_2(z2)/sqrt(2): C_1 = e1, C_2 = e2 e2^T/sqrt(2)",
+        ),
+        HermiteLink(
+            "planted-trap",
+            1,
+            {3: np.full((1, 1, 1), 1 / math.sqrt(6))},
+            "He_3(z)/sqrt(6), r = 1: the planted (fixed-link) flow from m0 < 0 stalls at m = 0 (reconstructed example)",
+        ),
     )
 }
 
@@ -234,7 +273,8 @@ def hermite_link(name: str | HermiteLink) -> HermiteLink:
     return HERMITE_LINKS[name]
 
 
-def multi_index(d: int, link: str | HermiteLink, rng: np.random.Generator, *, noise: float = 0.0,
-                W: np.ndarray | None = None) -> IndexModel:
+def multi_index(
+    d: int, link: str | HermiteLink, rng: np.random.Generator, *, noise: float = 0.0, W: np.ndarray | None = None
+) -> IndexModel:
     """``y = f*(W*^T x) + noise``, ``x ~ N(0, I_d)``, ``W*`` Haar on St(d, r), ``f*`` a :class:`HermiteLink`."""
     return IndexModel.make(d, hermite_link(link).link(), rng, noise=noise, W=W)

@@ -19,8 +19,9 @@ def _frame(d: int, k: int, generator: torch.Generator) -> Tensor:
     return q  # (d, k), orthonormal columns
 
 
-def circle(n: int = 400, d: int = 16, radius: float = 3.0, noise: float = 0.01, *, generator: torch.Generator) -> tuple[
-    Tensor, Tensor]:
+def circle(
+    n: int = 400, d: int = 16, radius: float = 3.0, noise: float = 0.01, *, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
     """Angles ``θ ~ U[0, 2π)`` on a circle of ``radius``, plus isotropic noise; returns ``(X, θ)``."""
     theta = 2 * math.pi * torch.rand(n, generator=generator, dtype=torch.float64)
     pts = radius * torch.stack([theta.cos(), theta.sin()], dim=-1)

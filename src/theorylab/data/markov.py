@@ -113,8 +113,9 @@ class TriggerNoiseTask:
         return cls.from_transition(dirichlet_bigram(vocab, alpha, seed), noise=vocab - 1, trigger_boost=trigger_boost)
 
     @classmethod
-    def from_transition(cls, transition: np.ndarray, noise: int, trigger: int | None = None,
-                        trigger_boost: float = 0.0) -> "TriggerNoiseTask":
+    def from_transition(
+        cls, transition: np.ndarray, noise: int, trigger: int | None = None, trigger_boost: float = 0.0
+    ) -> "TriggerNoiseTask":
         p = np.asarray(transition, dtype=np.float64)
         vocab = p.shape[0]
         if not 0 <= noise < vocab:
@@ -246,8 +247,9 @@ def mixed_random_chain(vocab: int, lam: float, seed: int = 0) -> np.ndarray:
     return lam * np.eye(vocab) + (1.0 - lam) * dirichlet_bigram(vocab, 1.0, seed)
 
 
-def sample_chain(P: np.ndarray, n_seq: int, length: int, generator: torch.Generator,
-                 start: np.ndarray | None = None) -> Tensor:
+def sample_chain(
+    P: np.ndarray, n_seq: int, length: int, generator: torch.Generator, start: np.ndarray | None = None
+) -> Tensor:
     """``n_seq`` sequences of ``length`` states of the chain ``P``: int64 (n_seq, length).
 
     The first state is drawn from ``start`` (default: the stationary law of ``P``); vectorised over

@@ -52,8 +52,7 @@ def task_prompts(p: int, task: str, tasks: Sequence[str] = TASKS) -> tuple[Tenso
     a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
     a, b = a.reshape(-1), b.reshape(-1)
     n = a.numel()
-    tokens = torch.stack([torch.full((n,), p + list(tasks).index(task)), a, b,
-                          torch.full((n,), p + len(tasks))], dim=1)
+    tokens = torch.stack([torch.full((n,), p + list(tasks).index(task)), a, b, torch.full((n,), p + len(tasks))], dim=1)
     return tokens, task_answer(task, a, b, p)
 
 

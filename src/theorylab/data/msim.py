@@ -26,8 +26,17 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-__all__ = ["MSIM", "MSIM_LINKS", "first_chaos_projection", "first_chaos_tensor", "msim", "msim_forward_torch",
-           "msim_link", "second_chaos_matrix", "stack_features"]
+__all__ = [
+    "MSIM",
+    "MSIM_LINKS",
+    "first_chaos_projection",
+    "first_chaos_tensor",
+    "msim",
+    "msim_forward_torch",
+    "msim_link",
+    "second_chaos_matrix",
+    "stack_features",
+]
 
 _SQ15 = math.sqrt(1.5)
 
@@ -61,8 +70,10 @@ class MSIM:
 
     def __post_init__(self):
         if len(self.features) < 1 or len(self.links) != len(self.features):
-            raise ValueError(f"MSIM needs K >= 1 features and one link per layer; got {len(self.features)} features "
-                             f"and {len(self.links)} links")
+            raise ValueError(
+                f"MSIM needs K >= 1 features and one link per layer; got {len(self.features)} features "
+                f"and {len(self.links)} links"
+            )
         d = len(self.features[0])
         for w in self.features:
             if w.shape != (d,) or abs(float(np.linalg.norm(w)) - 1) > 1e-9:
@@ -80,7 +91,7 @@ class MSIM:
 
     @property
     def D(self) -> int:
-        return self.d ** self.K
+        return self.d**self.K
 
     def forward_blocks(self, h: np.ndarray, start: int = 1) -> np.ndarray:
         """Apply layers ``start..K`` to ``h`` (n, d^(K-start+1)) (axes (i_K, ..., i_start), last fastest)."""
@@ -102,8 +113,9 @@ class MSIM:
         x = rng.standard_normal((n, self.D), dtype=dtype)
         return x, self(x)
 
-    def sample_blocks(self, n: int, rng: np.random.Generator, dtype=np.float32) -> tuple[np.ndarray, np.ndarray,
-                                                                                           np.ndarray]:
+    def sample_blocks(
+        self, n: int, rng: np.random.Generator, dtype=np.float32
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The card's exact shortcut: ``g = <w_1, x_block>`` (n, d^(K-1)) i.i.d. N(0, 1), ``y`` and
         ``z = <w_K ⊗ ... ⊗ w_1, x>`` (n,), with the joint law of the full sampler."""
         g = rng.standard_normal((n, self.d ** (self.K - 1)), dtype=dtype)
@@ -127,8 +139,14 @@ def outer(vectors: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-def msim(d: int, K: int, rng: np.random.Generator | None = None, *, features: str = "random",
-         link: str | Sequence[str] = "quadratic") -> MSIM:
+def msim(
+    d: int,
+    K: int,
+    rng: np.random.Generator | None = None,
+    *,
+    features: str = "random",
+    link: str | Sequence[str] = "quadratic",
+) -> MSIM:
     """An MSIM with ``K`` layers on ``D = d^K`` inputs; ``features='random'`` (uniform on S^(d-1), needs ``rng``),
     ``'sign'`` (random signs / sqrt(d): random and maximally delocalised, ``|w|_inf = d^(-1/2)`` at every d, needs
     ``rng``) or ``'flat'`` (``w = 1/sqrt(d)``, for exact-constant checks); ``link`` shared or one per layer."""
@@ -147,16 +165,18 @@ def msim(d: int, K: int, rng: np.random.Generator | None = None, *, features: st
     return MSIM(ws, links)
 
 
-def first_chaos_projection(models: MSIM | Sequence[MSIM], n: int, rng: np.random.Generator, chunk: int = 1 << 22
-                           ) -> list[tuple[float, float]]:
+def first_chaos_projection(
+    models: MSIM | Sequence[MSIM], n: int, rng: np.random.Generator, chunk: int = 1 << 22
+) -> list[tuple[float, float]]:
     """Monte Carlo ``E[y z]`` with ``z = <w_K ⊗ ... ⊗ w_1, x>`` and its standard error, by the shortcut sampler
     in chunks of about ``chunk`` numbers (memory ``O(chunk)``; sums in float64). Several ``models`` with the same
     features (e.g. the quadratic link and its linear control) share the draws of ``g``; one (mean, se) each."""
     models = [models] if isinstance(models, MSIM) else list(models)
     base = models[0]
-    if any(m.features is not base.features and not all(np.array_equal(a, b) for a, b in zip(m.features,
-                                                                                          base.features))
-           for m in models):
+    if any(
+        m.features is not base.features and not all(np.array_equal(a, b) for a, b in zip(m.features, base.features))
+        for m in models
+    ):
         raise ValueError("first_chaos_projection: the models must share their features")
     rows = max(1, chunk // base.d ** (base.K - 1))
     upper = base.upper_tensor().reshape(-1).astype(np.float32)
@@ -191,9 +211,14 @@ def msim_forward_torch(x: torch.Tensor, features: torch.Tensor, links: Sequence[
     return h.reshape(S, -1)
 
 
-def first_chaos_tensor(features: torch.Tensor, links: Sequence[str], sizes: int | Sequence[int],
-                       generator: torch.Generator, chunk: int = 1 << 22, control: bool = False
-                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def first_chaos_tensor(
+    features: torch.Tensor,
+    links: Sequence[str],
+    sizes: int | Sequence[int],
+    generator: torch.Generator,
+    chunk: int = 1 << 22,
+    control: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``T_hat(n) = (1/n) sum_{i <= n} y_i x_i`` for S models at once (``features`` (S, K, d)), by the full sampler
     in chunks of about ``chunk`` numbers per model (on ``features.device``), at every n of ``sizes`` along one
     stream: returns (len(sizes), S, d, ..., d) (or (S, d, ..., d) for an int) in float64.
@@ -229,8 +254,9 @@ def first_chaos_tensor(features: torch.Tensor, links: Sequence[str], sizes: int 
     return main, ctrl
 
 
-def second_chaos_matrix(features: torch.Tensor, links: Sequence[str], n: int, generator: torch.Generator,
-                        chunk: int = 1 << 22) -> torch.Tensor:
+def second_chaos_matrix(
+    features: torch.Tensor, links: Sequence[str], n: int, generator: torch.Generator, chunk: int = 1 << 22
+) -> torch.Tensor:
     """``(1/n) sum_i y_i (x_i x_i^T - I)`` (D, D) for one model (``features`` (1, K, d)): the second-chaos tensor
     ``E[y He_2(x)]`` flattened as d^K x d^K (rows (i_K..i_1), columns (i'_K..i'_1)). Costs ``n D^2``: paper
     sizes need a GPU."""

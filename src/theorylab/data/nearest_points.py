@@ -23,8 +23,15 @@ from torch import Tensor
 QueryMode = Literal["self_farthest", "separate_nearest"]
 
 
-def sphere_points(batch: int, n: int, d: int, generator: torch.Generator, *, device: torch.device | str = "cpu",
-                  dtype: torch.dtype = torch.float32) -> Tensor:
+def sphere_points(
+    batch: int,
+    n: int,
+    d: int,
+    generator: torch.Generator,
+    *,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
     """``(batch, n, d)`` i.i.d. uniform points on the unit sphere ``S^{d-1}``."""
     z = torch.randn(batch, n, d, generator=generator, device=device, dtype=dtype)
     return z / z.norm(dim=-1, keepdim=True)

@@ -131,9 +131,12 @@ class KS1D(UUxStepper1D):
     device: str | torch.device = "cpu"
     _c: dict = field(init=False, repr=False)
 
-    PRESETS = {"ks22": dict(L=22.0, N=64, dt=0.25), "ks22_fine": dict(L=22.0, N=128, dt=0.01), "ks64": dict(L=64.0,
-        N=128, dt=0.25),
-               "ks32pi": dict(L=32 * math.pi, N=256, dt=0.05)}
+    PRESETS = {
+        "ks22": dict(L=22.0, N=64, dt=0.25),
+        "ks22_fine": dict(L=22.0, N=128, dt=0.01),
+        "ks64": dict(L=64.0, N=128, dt=0.25),
+        "ks32pi": dict(L=32 * math.pi, N=256, dt=0.05),
+    }
 
     def __post_init__(self) -> None:
         if self.L <= 0 or self.N < 4 or self.N % 2 or self.dt <= 0:
@@ -156,7 +159,6 @@ class KS1D(UUxStepper1D):
     def x(self) -> Tensor:
         return torch.arange(self.N, dtype=DTYPE) * (self.L / self.N)
 
-
     def random_state(self, batch: int, generator: torch.Generator, amplitude: float = 0.1) -> Tensor:
         """``amplitude · N(0, 1)`` noise with its mean removed, ``[batch, 1, N]``."""
         u = amplitude * torch.randn(batch, 1, self.N, generator=generator, dtype=DTYPE)
@@ -167,8 +169,14 @@ class KS1D(UUxStepper1D):
         return self.step(self.random_state(batch, generator), int(round(time / self.dt)))
 
 
-def ks22_trajectories(n_train: int, train_horizon: int, n_test: int, horizon: int, train_generator: torch.Generator,
-                      test_generator: torch.Generator) -> tuple[KS1D, Tensor, float, Tensor, Tensor]:
+def ks22_trajectories(
+    n_train: int,
+    train_horizon: int,
+    n_test: int,
+    horizon: int,
+    train_generator: torch.Generator,
+    test_generator: torch.Generator,
+) -> tuple[KS1D, Tensor, float, Tensor, Tensor]:
     """The KS22 emulator data of the thermalizer (arXiv 2503.18731) and SNS (arXiv 2603.17750) studies: one
     stored step = 4 solver steps (Δt = 1.0). Returns ``(ks, train [n_train, train_horizon, 1, 64], std, test0
     [n_test, 1, 64], truth [n_test, horizon + 1, 1, 64])``: spun-up training trajectories without their first
@@ -212,13 +220,17 @@ class NS2D:
     device: str | torch.device = "cpu"
     dtype: torch.dtype = torch.float64
 
-    PRESETS = {"kolmo_re1k": dict(nu=1e-3, drag=0.1, forcing_mode=4, dt=5e-3), "kolmo_re10k": dict(nu=1e-4, drag=0.1,
-        forcing_mode=4, dt=1e-3)}
+    PRESETS = {
+        "kolmo_re1k": dict(nu=1e-3, drag=0.1, forcing_mode=4, dt=5e-3),
+        "kolmo_re10k": dict(nu=1e-4, drag=0.1, forcing_mode=4, dt=1e-3),
+    }
 
     def __post_init__(self) -> None:
         if self.N < 8 or self.N % 2 or self.dt <= 0 or self.nu < 0 or self.drag < 0:
-            raise ValueError(f"NS2D needs an even N >= 8, dt > 0, nu >= 0, drag >= 0; got N={self.N}, dt={self.dt}, "
-                             f"nu={self.nu}, drag={self.drag}")
+            raise ValueError(
+                f"NS2D needs an even N >= 8, dt > 0, nu >= 0, drag >= 0; got N={self.N}, dt={self.dt}, "
+                f"nu={self.nu}, drag={self.drag}"
+            )
         if self.dtype not in (torch.float32, torch.float64):
             raise ValueError(f"NS2D's dtype must be torch.float32 or torch.float64; got {self.dtype}")
         N = self.N
@@ -237,8 +249,14 @@ class NS2D:
         self._c = {name: t.to(self.dtype) for name, t in self._c.items()}
         # (û, v̂, ∂_xω̂, ∂_yω̂) = ω̂ times these four spectral multipliers: one inverse FFT for all four fields
         shape = (N, N // 2 + 1)
-        self._advect = torch.stack([(1j * self.ky * self._inv_k2).expand(shape), (-1j * self.kx * self._inv_k2).expand(
-            shape), (1j * self.kx).expand(shape), (1j * self.ky).expand(shape)]).to(complex_dtype)
+        self._advect = torch.stack(
+            [
+                (1j * self.ky * self._inv_k2).expand(shape),
+                (-1j * self.kx * self._inv_k2).expand(shape),
+                (1j * self.kx).expand(shape),
+                (1j * self.ky).expand(shape),
+            ]
+        ).to(complex_dtype)
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "NS2D":
@@ -285,8 +303,9 @@ class NS2D:
     def random_state(self, batch: int, generator: torch.Generator, peak: int = 4, rms: float = 5.0) -> Tensor:
         """Random vorticity ``[batch, 1, N, N]`` with a spectrum peaked at |k| = ``peak``, zero mean, rms ``rms``."""
         shape = (batch, 1, self.N, self.N // 2 + 1)
-        phase = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(shape, generator=generator,
-            dtype=DTYPE)
+        phase = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(
+            shape, generator=generator, dtype=DTYPE
+        )
         k = self.k2.sqrt()
         amp = k * torch.exp(-((k - peak) ** 2) / 2) * self._mask
         w = torch.fft.irfft2(phase * amp, s=(self.N, self.N))
@@ -299,9 +318,15 @@ class NS2D:
 # --------------------------------------------------------------------------------------------
 
 
-def lyapunov_benettin(step: Callable[[Tensor], Tensor], states: Tensor, time: float, dt: float,
-                      renorm_every: float = 1.0, eps: float = 1e-7,
-                      generator: torch.Generator | None = None) -> tuple[float, Tensor]:
+def lyapunov_benettin(
+    step: Callable[[Tensor], Tensor],
+    states: Tensor,
+    time: float,
+    dt: float,
+    renorm_every: float = 1.0,
+    eps: float = 1e-7,
+    generator: torch.Generator | None = None,
+) -> tuple[float, Tensor]:
     """``(mean λ₁, λ₁ per copy)``: each state runs beside a copy perturbed by ``eps`` (relative to its norm);
     every ``renorm_every`` time units the log growth of the gap is recorded and the gap reset to ``eps``
     (Benettin et al. 1980). ``step`` advances a batch by ``dt``."""
@@ -317,7 +342,7 @@ def lyapunov_benettin(step: Callable[[Tensor], Tensor], states: Tensor, time: fl
         both = step(torch.cat([x, y]))
         for _ in range(per - 1):
             both = step(both)
-        x, y = both[: len(x)], both[len(x):]
+        x, y = both[: len(x)], both[len(x) :]
         gap = (y - x).flatten(1).norm(dim=-1)
         total += torch.log(gap / (eps * scale.flatten()))
         y = x + (eps * scale.flatten() / gap).view_as(scale) * (y - x)
@@ -360,8 +385,10 @@ class SpectralCoarsen:
 
     def __init__(self, n_coarse: int, op: str = "sharp", dims: int = 1, length: float = 2 * math.pi):
         if op not in ("sharp", "gauss") or dims not in (1, 2) or n_coarse < 4:
-            raise ValueError(f"SpectralCoarsen needs op 'sharp' or 'gauss', dims 1 or 2 and n_coarse >= 4; got {op!r}, "
-                             f"{dims}, {n_coarse}")
+            raise ValueError(
+                f"SpectralCoarsen needs op 'sharp' or 'gauss', dims 1 or 2 and n_coarse >= 4; got {op!r}, "
+                f"{dims}, {n_coarse}"
+            )
         self.n, self.op, self.dims, self.length = n_coarse, op, dims, length
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -409,9 +436,18 @@ def closure_target(fine: Any, coarse: Any, coarsen: Callable[[Tensor], Tensor], 
     return coarsen(tendency(fine, x)) - tendency(coarse, coarsen(x))
 
 
-def coarse_trajectories(solver: NS2D | KS1D, w0: Tensor, n_train: int, spinup: int, steps: int, substeps: int,
-                        store_n: int, dims: int = 2, progress: Callable | None = None,
-                        label: str = "Kolmogorov") -> tuple[Tensor, Tensor]:
+def coarse_trajectories(
+    solver: NS2D | KS1D,
+    w0: Tensor,
+    n_train: int,
+    spinup: int,
+    steps: int,
+    substeps: int,
+    store_n: int,
+    dims: int = 2,
+    progress: Callable | None = None,
+    label: str = "Kolmogorov",
+) -> tuple[Tensor, Tensor]:
     """``(train [n_train, steps + 1, C, *spatial] float32, test0 [B − n_train, C, *spatial] float64)``: the
     states ``w0`` spun up ``spinup`` solver steps (in blocks of 100), then the first ``n_train`` integrated
     ``steps`` emulator steps of ``substeps`` solver steps each; every stored field (and the held-out initial
@@ -447,16 +483,19 @@ def cache_key(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def generate(system: Any, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int,
-             out: str | None = None) -> tuple[Tensor, dict]:
+def generate(
+    system: Any, n_traj: int, n_steps: int, save_every: int, spinup: float, seed: int, out: str | None = None
+) -> tuple[Tensor, dict]:
     """``(fields [n_traj, n_t, 1, *spatial] float64, config)``: ``n_traj`` trajectories from random states
     integrated ``spinup`` time units, then ``n_steps`` solver steps with every ``save_every``-th kept
     (the first saved state is the spun-up one). With ``out`` the set is also written as HDF5 (see
     :func:`save_trajectories`); an existing file with the same cache key is read instead of regenerated.
     The same seed and config give bitwise-identical trajectories on CPU."""
     if n_traj < 1 or n_steps < 0 or save_every < 1 or spinup < 0:
-        raise ValueError(f"generate needs n_traj >= 1, n_steps >= 0, save_every >= 1, spinup >= 0; got {n_traj}, "
-                         f"{n_steps}, {save_every}, {spinup}")
+        raise ValueError(
+            f"generate needs n_traj >= 1, n_steps >= 0, save_every >= 1, spinup >= 0; got {n_traj}, "
+            f"{n_steps}, {save_every}, {spinup}"
+        )
     kind = type(system).__name__
     # Every parameter the system was built with keys the cache (for KS1D and NS2D the same keys as before; the
     # equations of data.pde_equations add theirs, e.g. Du, Dv, k, velocity, kappa), never the device.
@@ -464,8 +503,17 @@ def generate(system: Any, n_traj: int, n_steps: int, save_every: int, spinup: fl
     if dataclasses.is_dataclass(system):
         names += [f.name for f in dataclasses.fields(system) if f.init and f.name != "device" and f.name not in names]
     params = {k: getattr(system, k) for k in names if hasattr(system, k)}
-    config = dict(system=kind, params=params, n_traj=n_traj, n_steps=n_steps, save_every=save_every, spinup=spinup,
-                  seed=seed, scheme="etdrk4", kit_version=KIT_VERSION)
+    config = dict(
+        system=kind,
+        params=params,
+        n_traj=n_traj,
+        n_steps=n_steps,
+        save_every=save_every,
+        spinup=spinup,
+        seed=seed,
+        scheme="etdrk4",
+        kit_version=KIT_VERSION,
+    )
     if out is not None:
         from pathlib import Path
 
@@ -503,8 +551,13 @@ def save_trajectories(path: str, fields: Tensor, config: dict, dt: float) -> Non
     try:
         with h5py.File(tmp, "w") as f:
             n_t = fields.shape[1]
-            f.create_dataset("fields", data=fields.float().numpy(), chunks=(1, min(n_t, 64), *fields.shape[2:]),
-                             compression="gzip", compression_opts=4)
+            f.create_dataset(
+                "fields",
+                data=fields.float().numpy(),
+                chunks=(1, min(n_t, 64), *fields.shape[2:]),
+                compression="gzip",
+                compression_opts=4,
+            )
             f.create_dataset("t", data=(torch.arange(n_t, dtype=DTYPE) * dt).numpy())
             f.attrs["config"] = json.dumps(config, sort_keys=True, default=str)
             f.attrs["solver"] = config.get("system", "")
@@ -524,9 +577,14 @@ def load_trajectories(path: str) -> tuple[Tensor, dict]:
     h5py = _h5py()
     with h5py.File(path, "r") as f:
         fields = torch.from_numpy(f["fields"][...])
-        meta = dict(config=json.loads(f.attrs["config"]), t=torch.from_numpy(f["t"][...]), solver=str(f.attrs[
-            "solver"]), scheme=str(f.attrs["scheme"]),
-                    kit_version=str(f.attrs["kit_version"]), cache_key=str(f.attrs["cache_key"]))
+        meta = dict(
+            config=json.loads(f.attrs["config"]),
+            t=torch.from_numpy(f["t"][...]),
+            solver=str(f.attrs["solver"]),
+            scheme=str(f.attrs["scheme"]),
+            kit_version=str(f.attrs["kit_version"]),
+            cache_key=str(f.attrs["cache_key"]),
+        )
     return fields, meta
 
 

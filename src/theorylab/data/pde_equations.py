@@ -32,8 +32,16 @@ from torch import Tensor
 
 from theorylab.data.pde import DTYPE, UUxStepper1D, etdrk4_coefficients, etdrk4_step
 
-__all__ = ["Burgers1D", "burgers_cole_hopf", "cole_hopf_coefficients", "AdvectionDiffusion", "AdvDiffND",
-           "advection_diffusion_fourier", "advection_diffusion_bessel", "DiffReact2D"]
+__all__ = [
+    "Burgers1D",
+    "burgers_cole_hopf",
+    "cole_hopf_coefficients",
+    "AdvectionDiffusion",
+    "AdvDiffND",
+    "advection_diffusion_fourier",
+    "advection_diffusion_bessel",
+    "DiffReact2D",
+]
 
 
 def _check_grid(name: str, N: int, dt: float, L: float) -> None:
@@ -46,8 +54,15 @@ def _check_grid(name: str, N: int, dt: float, L: float) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def burgers_cole_hopf(x: Tensor, t: float | Tensor, nu: float, amplitudes: Tensor, phases: Tensor | None = None,
-                      offset: float = 1.0, L: float = 1.0) -> Tensor:
+def burgers_cole_hopf(
+    x: Tensor,
+    t: float | Tensor,
+    nu: float,
+    amplitudes: Tensor,
+    phases: Tensor | None = None,
+    offset: float = 1.0,
+    L: float = 1.0,
+) -> Tensor:
     """The exact periodic solution ``u(x, t) [..., len(x)]`` of ``u_t + u u_x = ν u_xx`` by the Cole–Hopf transform
     ``u = −2ν φ_x / φ``, with the heat-equation solution
     ``φ(x, t) = offset + Σ_m a_m cos(k_m x + θ_m) exp(−ν k_m² t)``, ``k_m = 2π m / L`` for m = 1..M.
@@ -61,8 +76,10 @@ def burgers_cole_hopf(x: Tensor, t: float | Tensor, nu: float, amplitudes: Tenso
     a = torch.as_tensor(amplitudes, dtype=DTYPE)
     theta = torch.zeros_like(a) if phases is None else torch.as_tensor(phases, dtype=DTYPE)
     if not bool((a.abs().sum(-1) < offset).all()):
-        raise ValueError(f"burgers_cole_hopf needs offset > sum |amplitudes| (phi > 0); got offset={offset}, "
-                         f"max sum |a| = {float(a.abs().sum(-1).max()):.4g}")
+        raise ValueError(
+            f"burgers_cole_hopf needs offset > sum |amplitudes| (phi > 0); got offset={offset}, "
+            f"max sum |a| = {float(a.abs().sum(-1).max()):.4g}"
+        )
     k = (2 * math.pi / L) * torch.arange(1, a.shape[-1] + 1, dtype=DTYPE)  # (M,)
     decay = a * torch.exp(-nu * k**2 * t)  # (..., M)
     arg = k[:, None] * torch.as_tensor(x, dtype=DTYPE)[None, :] + theta[..., None]  # (..., M, N)
@@ -71,14 +88,17 @@ def burgers_cole_hopf(x: Tensor, t: float | Tensor, nu: float, amplitudes: Tenso
     return -2 * nu * phi_x / phi
 
 
-def cole_hopf_coefficients(batch: int, generator: torch.Generator, n_modes: int = 3,
-                           margin: float = 0.05) -> tuple[Tensor, Tensor]:
+def cole_hopf_coefficients(
+    batch: int, generator: torch.Generator, n_modes: int = 3, margin: float = 0.05
+) -> tuple[Tensor, Tensor]:
     """Seeded ``(amplitudes, phases)``, each ``[batch, n_modes]``, for :func:`burgers_cole_hopf` with
     ``offset = 1``: non-negative amplitudes summing to ``1 − margin`` (so min φ >= margin; a smaller margin
     gives steeper fronts, of width about sqrt(2 margin) / k_1) and phases uniform on [0, 2π)."""
     if batch < 1 or n_modes < 1 or not 0 < margin < 1:
-        raise ValueError(f"cole_hopf_coefficients needs batch >= 1, n_modes >= 1 and 0 < margin < 1; got {batch}, "
-                         f"{n_modes}, {margin}")
+        raise ValueError(
+            f"cole_hopf_coefficients needs batch >= 1, n_modes >= 1 and 0 < margin < 1; got {batch}, "
+            f"{n_modes}, {margin}"
+        )
     w = torch.rand(batch, n_modes, generator=generator, dtype=DTYPE) + 0.1
     amplitudes = (1 - margin) * w / w.sum(-1, keepdim=True)
     phases = 2 * math.pi * torch.rand(batch, n_modes, generator=generator, dtype=DTYPE)
@@ -125,13 +145,11 @@ class Burgers1D(UUxStepper1D):
     def grid(self) -> Tensor:
         return self.x
 
-
     def exact(self, t: float, amplitudes: Tensor, phases: Tensor | None = None, offset: float = 1.0) -> Tensor:
         """The Cole–Hopf solution on this grid, ``[..., 1, N]`` for ``amplitudes [..., M]``."""
         return burgers_cole_hopf(self.x, t, self.nu, amplitudes, phases, offset, self.L).unsqueeze(-2)
 
-    def random_state(self, batch: int, generator: torch.Generator, n_modes: int = 4,
-                     amplitude: float = 1.0) -> Tensor:
+    def random_state(self, batch: int, generator: torch.Generator, n_modes: int = 4, amplitude: float = 1.0) -> Tensor:
         """PDEBench-style ``Σ_{m=1}^{n_modes} a_m sin(2π m x / L + θ_m)``, ``a_m ~ U(0, amplitude)``,
         ``θ_m ~ U(0, 2π)``; zero mean; ``[batch, 1, N]``."""
         a = amplitude * torch.rand(batch, 1, n_modes, 1, generator=generator, dtype=DTYPE)
@@ -150,8 +168,11 @@ def _wavevectors(dim: int, N: int, L: float, device=None) -> list[Tensor]:
     ks = []
     for axis in range(dim):
         last = axis == dim - 1
-        m = torch.arange(N // 2 + 1, dtype=DTYPE, device=device) if last else torch.fft.fftfreq(
-            N, 1.0 / N, dtype=DTYPE, device=device)
+        m = (
+            torch.arange(N // 2 + 1, dtype=DTYPE, device=device)
+            if last
+            else torch.fft.fftfreq(N, 1.0 / N, dtype=DTYPE, device=device)
+        )
         shape = [1] * dim
         shape[axis] = -1
         ks.append((2 * math.pi / L) * m.view(shape))
@@ -179,8 +200,9 @@ def _check_advection_diffusion(dim: int, velocity, kappa: float) -> tuple[float,
     return c
 
 
-def advection_diffusion_fourier(u0: Tensor, t: float, velocity, kappa: float, L: float = 2 * math.pi,
-                                dim: int | None = None) -> Tensor:
+def advection_diffusion_fourier(
+    u0: Tensor, t: float, velocity, kappa: float, L: float = 2 * math.pi, dim: int | None = None
+) -> Tensor:
     """The exact solution at time ``t`` of ``u_t + c·∇u = κ Δu`` from ``u0 [..., N, (N, (N))]`` (last ``dim``
     axes, default ``len(velocity)``): each Fourier mode times ``exp((−i c·k − κ|k|²) t)``.
 
@@ -193,8 +215,16 @@ def advection_diffusion_fourier(u0: Tensor, t: float, velocity, kappa: float, L:
     return torch.fft.irfftn(torch.fft.rfftn(u0.to(DTYPE), dim=axes) * torch.exp(op * t), s=(N,) * dim, dim=axes)
 
 
-def advection_diffusion_bessel(coords: tuple[Tensor, ...], t: float, beta: Tensor, wavevectors: Tensor, velocity,
-                               kappa: float, L: float = 2 * math.pi, n_terms: int = 40) -> Tensor:
+def advection_diffusion_bessel(
+    coords: tuple[Tensor, ...],
+    t: float,
+    beta: Tensor,
+    wavevectors: Tensor,
+    velocity,
+    kappa: float,
+    L: float = 2 * math.pi,
+    n_terms: int = 40,
+) -> Tensor:
     """Closed-form solution, without FFTs, for ``u0 = Σ_j exp(β_j cos(2π n_j·x / L))``.
 
     With ``exp(β cos θ) = I_0(β) + 2 Σ_{m>=1} I_m(β) cos(mθ)`` (modified Bessel functions), each term evolves as
@@ -209,8 +239,10 @@ def advection_diffusion_bessel(coords: tuple[Tensor, ...], t: float, beta: Tenso
     n = torch.as_tensor(wavevectors, dtype=DTYPE)
     b = torch.as_tensor(beta, dtype=DTYPE)
     if n.ndim != 2 or n.shape[1] != dim or b.shape[-1] != n.shape[0]:
-        raise ValueError(f"advection_diffusion_bessel needs wavevectors [J, {dim}] and beta [..., J]; got "
-                         f"{tuple(n.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"advection_diffusion_bessel needs wavevectors [J, {dim}] and beta [..., J]; got "
+            f"{tuple(n.shape)} and {tuple(b.shape)}"
+        )
     q = (2 * math.pi / L) * n  # (J, d)
     phase = sum(q[:, i].view(-1, *[1] * dim) * (coords[i].to(DTYPE) - c[i] * t) for i in range(dim))  # (J, *sp)
     m = torch.arange(n_terms + 1, dtype=DTYPE)
@@ -271,15 +303,17 @@ class AdvectionDiffusion:
         """:func:`advection_diffusion_fourier` with this equation's parameters."""
         return advection_diffusion_fourier(u0, t, self.velocity, self.kappa, self.L, self.dim)
 
-    def random_state(self, batch: int, generator: torch.Generator, peak: float | None = None,
-                     rms: float = 1.0) -> Tensor:
+    def random_state(
+        self, batch: int, generator: torch.Generator, peak: float | None = None, rms: float = 1.0
+    ) -> Tensor:
         """Smooth random field ``[batch, 1, *spatial]``: Gaussian Fourier coefficients with amplitude
         ``exp(−(|m| − peak)² / 2)`` (m the integer mode; ``peak`` defaults to the equation's), zero mean, rms
         ``rms``."""
         peak = self.peak if peak is None else peak
         shape = (batch, 1, *self.linear.shape)
-        z = torch.complex(torch.randn(shape, generator=generator, dtype=DTYPE),
-                          torch.randn(shape, generator=generator, dtype=DTYPE))
+        z = torch.complex(
+            torch.randn(shape, generator=generator, dtype=DTYPE), torch.randn(shape, generator=generator, dtype=DTYPE)
+        )
         m = torch.sqrt(sum((k * self.L / (2 * math.pi)) ** 2 for k in self.k))
         u = torch.fft.irfftn(z * torch.exp(-((m - peak) ** 2) / 2), s=(self.N,) * self.dim, dim=self._axes)
         u = u - u.mean(self._axes, keepdim=True)

@@ -21,14 +21,16 @@ __all__ = ["GaussianLaw", "MixtureLaw", "RademacherLaw", "gaussian_moment_tensor
 
 def pair_partitions(m: int) -> list[list[tuple[int, ...]]]:
     """Set partitions of {0..m-1} into blocks of size 1 or 2 (the terms of Isserlis' theorem with a mean)."""
+
     def rec(items: tuple[int, ...]) -> list[list[tuple[int, ...]]]:
         if not items:
             return [[]]
         first, rest = items[0], items[1:]
         out = [[(first,)] + p for p in rec(rest)]
         for j, other in enumerate(rest):
-            out += [[(first, other)] + p for p in rec(rest[:j] + rest[j + 1:])]
+            out += [[(first, other)] + p for p in rec(rest[:j] + rest[j + 1 :])]
         return out
+
     return rec(tuple(range(m)))
 
 
@@ -113,8 +115,9 @@ class MixtureLaw:
 
     def __post_init__(self):
         if self.d < 1 or self.shift < 0 or self.scale <= 0:
-            raise ValueError(f"MixtureLaw needs d >= 1, shift >= 0, scale > 0; got {self.d}, {self.shift}, "
-                             f"{self.scale}")
+            raise ValueError(
+                f"MixtureLaw needs d >= 1, shift >= 0, scale > 0; got {self.d}, {self.shift}, {self.scale}"
+            )
         if self.direction is not None and len(self.direction) != self.d:
             raise ValueError(f"direction must have d = {self.d} entries; got {len(self.direction)}")
 
@@ -128,6 +131,6 @@ class MixtureLaw:
         return sign * self.shift * self.u + self.scale * rng.standard_normal((n, self.d))
 
     def moment(self, order: int) -> np.ndarray:
-        cov = self.scale ** 2 * np.eye(self.d)
+        cov = self.scale**2 * np.eye(self.d)
         m = self.shift * self.u
         return 0.5 * (gaussian_moment_tensor(m, cov, order) + gaussian_moment_tensor(-m, cov, order))

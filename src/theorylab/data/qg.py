@@ -119,8 +119,7 @@ def etdrk4_step_2x2(v: Tensor, c: dict[str, Tensor], nonlinear: Callable[[Tensor
     Nb = nonlinear(b)
     cc = matvec2(c["E2"], a) + matvec2(c["Q"], 2 * Nb - Nv)
     Nc = nonlinear(cc)
-    return (matvec2(c["E"], v) + matvec2(c["f1"], Nv) + matvec2(c["f2"], 2 * (Na + Nb))
-            + matvec2(c["f3"], Nc))
+    return matvec2(c["E"], v) + matvec2(c["f1"], Nv) + matvec2(c["f2"], 2 * (Na + Nb)) + matvec2(c["f3"], Nc)
 
 
 @dataclass
@@ -159,26 +158,74 @@ class QG2L:
     # These values match Ross et al. 2023 (pyqg_parameterization_benchmarks: eddy = pyqg defaults; jet = rek 7e-8,
     # δ 0.1, β 1e-11).
     PRESETS = {
-        "eddy": dict(N=256, L=1e6, beta=1.5e-11, rd=15000.0, delta=0.25, H1=500.0, U1=0.025, U2=0.0, rek=5.787e-7,
-                     dt=3600.0, filterfac=23.6),
-        "jet": dict(N=256, L=1e6, beta=1e-11, rd=15000.0, delta=0.1, H1=500.0, U1=0.025, U2=0.0, rek=7e-8,
-                    dt=3600.0, filterfac=23.6),
+        "eddy": dict(
+            N=256,
+            L=1e6,
+            beta=1.5e-11,
+            rd=15000.0,
+            delta=0.25,
+            H1=500.0,
+            U1=0.025,
+            U2=0.0,
+            rek=5.787e-7,
+            dt=3600.0,
+            filterfac=23.6,
+        ),
+        "jet": dict(
+            N=256,
+            L=1e6,
+            beta=1e-11,
+            rd=15000.0,
+            delta=0.1,
+            H1=500.0,
+            U1=0.025,
+            U2=0.0,
+            rek=7e-8,
+            dt=3600.0,
+            filterfac=23.6,
+        ),
     }
 
     def __post_init__(self) -> None:
-        bad = [name for name, ok in (("N (even, >= 8)", self.N >= 8 and self.N % 2 == 0), ("L > 0", self.L > 0),
-                                     ("rd > 0", self.rd > 0), ("delta > 0", self.delta > 0), ("H1 > 0", self.H1 > 0),
-                                     ("dt > 0", self.dt > 0), ("rek >= 0", self.rek >= 0),
-                                     ("filterfac >= 0", self.filterfac >= 0), ("nu4 >= 0", self.nu4 >= 0),
-                                     ("contour_points >= 8", self.contour_points >= 8))
-               if not ok]
-        finite = all(math.isfinite(float(x)) for x in (self.L, self.beta, self.rd, self.delta, self.H1, self.U1,
-                                                        self.U2, self.rek, self.dt, self.filterfac, self.nu4))
+        bad = [
+            name
+            for name, ok in (
+                ("N (even, >= 8)", self.N >= 8 and self.N % 2 == 0),
+                ("L > 0", self.L > 0),
+                ("rd > 0", self.rd > 0),
+                ("delta > 0", self.delta > 0),
+                ("H1 > 0", self.H1 > 0),
+                ("dt > 0", self.dt > 0),
+                ("rek >= 0", self.rek >= 0),
+                ("filterfac >= 0", self.filterfac >= 0),
+                ("nu4 >= 0", self.nu4 >= 0),
+                ("contour_points >= 8", self.contour_points >= 8),
+            )
+            if not ok
+        ]
+        finite = all(
+            math.isfinite(float(x))
+            for x in (
+                self.L,
+                self.beta,
+                self.rd,
+                self.delta,
+                self.H1,
+                self.U1,
+                self.U2,
+                self.rek,
+                self.dt,
+                self.filterfac,
+                self.nu4,
+            )
+        )
         if bad or not finite:
-            raise ValueError(f"QG2L needs {', '.join(bad) if bad else 'finite parameters'}; got N={self.N}, "
-                             f"L={self.L}, rd={self.rd}, delta={self.delta}, H1={self.H1}, dt={self.dt}, "
-                             f"rek={self.rek}, filterfac={self.filterfac}, nu4={self.nu4}, beta={self.beta}, "
-                             f"U1={self.U1}, U2={self.U2}, contour_points={self.contour_points}")
+            raise ValueError(
+                f"QG2L needs {', '.join(bad) if bad else 'finite parameters'}; got N={self.N}, "
+                f"L={self.L}, rd={self.rd}, delta={self.delta}, H1={self.H1}, dt={self.dt}, "
+                f"rek={self.rek}, filterfac={self.filterfac}, nu4={self.nu4}, beta={self.beta}, "
+                f"U1={self.U1}, U2={self.U2}, contour_points={self.contour_points}"
+            )
         N = self.N
         self.H2 = self.H1 / self.delta
         self.H = self.H1 + self.H2
@@ -198,27 +245,33 @@ class QG2L:
         det = k2 * (k2 + F1 + F2)
         det_inv = torch.where(det > 0, 1.0 / torch.where(det > 0, det, 1.0), 0.0)
         # ψ̂ = inv q̂ and q̂ = fwd ψ̂; the κ = 0 mode has ψ̂ = 0
-        self.inv = torch.stack([torch.stack([-(k2 + F2) * det_inv, -F1 * det_inv]),
-                                torch.stack([-F2 * det_inv, -(k2 + F1) * det_inv])])
+        self.inv = torch.stack(
+            [torch.stack([-(k2 + F2) * det_inv, -F1 * det_inv]), torch.stack([-F2 * det_inv, -(k2 + F1) * det_inv])]
+        )
         self.fwd = torch.stack([torch.stack([-k2 - F1, F1 + 0 * k2]), torch.stack([F2 + 0 * k2, -k2 - F2])])
         ik = 1j * self._dx.to(CDTYPE)
         zero = torch.zeros_like(k2)
         U = torch.stack([torch.stack([self.U1 * ik + zero, zero + 0j]), torch.stack([zero + 0j, self.U2 * ik + zero])])
-        Qy = torch.stack([torch.stack([self.Qy[0] * ik + zero, zero + 0j]),
-                          torch.stack([zero + 0j, self.Qy[1] * ik + zero])])
+        Qy = torch.stack(
+            [torch.stack([self.Qy[0] * ik + zero, zero + 0j]), torch.stack([zero + 0j, self.Qy[1] * ik + zero])]
+        )
         drag = torch.stack([torch.stack([zero, zero]), torch.stack([zero, self.rek * k2])]).to(CDTYPE)
         # q̂_t = L q̂ + N(q̂):  L = −ik diag(U) − ik diag(Q_y) inv + r_ek κ² e₂e₂ᵀ inv − ν₄ κ⁴ I
         eye = torch.eye(2, dtype=CDTYPE)[:, :, None, None]
-        self.linear_matrix_physical = (-U - _mm(Qy, self.inv.to(CDTYPE)) + _mm(drag, self.inv.to(CDTYPE))
-                                - self.nu4 * k2**2 * eye)
+        self.linear_matrix_physical = (
+            -U - _mm(Qy, self.inv.to(CDTYPE)) + _mm(drag, self.inv.to(CDTYPE)) - self.nu4 * k2**2 * eye
+        )
         self.filter = self._filter_factor()
         self.filter_rate = torch.where(self.filter > 0, -torch.log(self.filter.clamp_min(1e-300)), 700.0) / self.dt
         self.linear_matrix = self.linear_matrix_physical - self.filter_rate * eye
-        self._c = {name: t.to(self.device) for name, t in
-                   etdrk4_coefficients_2x2(self.linear_matrix, self.dt, self.contour_points).items()}
+        self._c = {
+            name: t.to(self.device)
+            for name, t in etdrk4_coefficients_2x2(self.linear_matrix, self.dt, self.contour_points).items()
+        }
         cut = N / 3
-        self._mask = ((self.m_x.abs() < cut) & (self.m_y.abs() < cut)) if self.dealias else torch.ones_like(k2,
-            dtype=torch.bool)
+        self._mask = (
+            ((self.m_x.abs() < cut) & (self.m_y.abs() < cut)) if self.dealias else torch.ones_like(k2, dtype=torch.bool)
+        )
         # rfft2 weights for Parseval: interior k_x columns stand for two modes
         w = torch.full((N // 2 + 1,), 2.0, dtype=DTYPE)
         w[0] = 1.0
@@ -226,8 +279,22 @@ class QG2L:
         self._parseval = (w[None, :] / float(N) ** 4).expand(N, N // 2 + 1)
         self._shell = torch.floor(torch.sqrt(self.m_x**2 + self.m_y**2) + 0.5).long().expand(N, N // 2 + 1)
         self._idx, self._idy = 1j * self._dx.to(CDTYPE), 1j * self._dy.to(CDTYPE)
-        for name in ("kx", "ky", "_dx", "_dy", "_idx", "_idy", "kappa2", "inv", "fwd", "linear_matrix_physical",
-                     "linear_matrix", "_mask", "_parseval", "_shell"):
+        for name in (
+            "kx",
+            "ky",
+            "_dx",
+            "_dy",
+            "_idx",
+            "_idy",
+            "kappa2",
+            "inv",
+            "fwd",
+            "linear_matrix_physical",
+            "linear_matrix",
+            "_mask",
+            "_parseval",
+            "_shell",
+        ):
             setattr(self, name, getattr(self, name).to(self.device))
 
     @classmethod
@@ -352,17 +419,16 @@ class QG2L:
         return torch.arange(n_shells, dtype=DTYPE, device=E.device), E
 
     # ---------------------------------------------------------------------------------- initial states
-    def random_state(self, batch: int, generator: torch.Generator, peak: float = 8.0,
-                     velocity: float = 0.05) -> Tensor:
+    def random_state(self, batch: int, generator: torch.Generator, peak: float = 8.0, velocity: float = 0.05) -> Tensor:
         """Random PV ``[batch, 2, N, N]``. Each layer's streamfunction is independent, band-limited to the
         dealiased band, with its spectrum peaked at mode ``peak`` and its rms velocity equal to ``velocity``
         (m/s). The mean is zero."""
         if batch < 1 or peak <= 0 or velocity < 0:
-            raise ValueError(f"random_state needs batch >= 1, peak > 0, velocity >= 0; got {batch}, {peak}, "
-                             f"{velocity}")
+            raise ValueError(f"random_state needs batch >= 1, peak > 0, velocity >= 0; got {batch}, {peak}, {velocity}")
         shape = (batch, 2, self.N, self.N // 2 + 1)
-        noise = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(shape, generator=generator,
-                                                                                          dtype=DTYPE)
+        noise = torch.randn(shape, generator=generator, dtype=DTYPE) + 1j * torch.randn(
+            shape, generator=generator, dtype=DTYPE
+        )
         m = torch.sqrt(self.m_x**2 + self.m_y**2)
         width = max(1.0, peak / 4)
         band = (self.m_x.abs() < self.N / 3) & (self.m_y.abs() < self.N / 3)
@@ -374,8 +440,7 @@ class QG2L:
         ph = ph * (velocity / rms_u.clamp_min(1e-300))
         return self.from_hat(self.pv_hat(ph))
 
-    def spun_up(self, batch: int, generator: torch.Generator, time: float = 5 * YEAR,
-                velocity: float = 1e-3) -> Tensor:
+    def spun_up(self, batch: int, generator: torch.Generator, time: float = 5 * YEAR, velocity: float = 1e-3) -> Tensor:
         """States after ``time`` seconds of spin-up from weak random noise. The default of 5 years is the start
         of the averaging window in Ross et al. 2023 (reconstructed). At 256² this is GPU-scale work."""
         return self.step(self.random_state(batch, generator, velocity=velocity), int(round(time / self.dt)))

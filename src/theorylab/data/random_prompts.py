@@ -12,8 +12,9 @@ import torch
 from torch import Tensor
 
 
-def embedded_prompt_pair(vocab: int, d: int, context: int, generator: torch.Generator,
-                         dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor]:
+def embedded_prompt_pair(
+    vocab: int, d: int, context: int, generator: torch.Generator, dtype: torch.dtype = torch.float64
+) -> tuple[Tensor, Tensor]:
     """``(X, other)``: ``X`` ``(context + 1, d)`` the embedded prompt (context rows, then the query),
     ``other`` ``(d,)`` the embedding of a token uniform among the ``vocab - 1`` tokens other than the query.
 

@@ -63,12 +63,14 @@ def _check(size: int, n_scales: int, n_orientations: int, n_positions: int) -> N
     if size < 8:
         raise ValueError(f"size must be >= 8, got {size}")
     if min(n_scales, n_orientations, n_positions) < 1:
-        raise ValueError(f"need n_scales, n_orientations, n_positions >= 1; got {n_scales}, {n_orientations}, "
-                         f"{n_positions}")
+        raise ValueError(
+            f"need n_scales, n_orientations, n_positions >= 1; got {n_scales}, {n_orientations}, {n_positions}"
+        )
 
 
-def factor_values(size: int = 32, *, n_scales: int = 6, n_orientations: int = 40,
-                  n_positions: int = 32) -> dict[str, torch.Tensor]:
+def factor_values(
+    size: int = 32, *, n_scales: int = 6, n_orientations: int = 40, n_positions: int = 32
+) -> dict[str, torch.Tensor]:
     """The float64 value table of each factor (see the module docstring for the grid)."""
     _check(size, n_scales, n_orientations, n_positions)
     margin = 0.2 * size
@@ -94,8 +96,9 @@ def _inside(shape: torch.Tensor, u: torch.Tensor, v: torch.Tensor) -> torch.Tens
     return torch.where(shape == 0, square, torch.where(shape == 1, ellipse, triangle))
 
 
-def render_shapes2d(indices: torch.Tensor, size: int = 32, *, n_scales: int = 6, n_orientations: int = 40,
-                    n_positions: int = 32) -> torch.Tensor:
+def render_shapes2d(
+    indices: torch.Tensor, size: int = 32, *, n_scales: int = 6, n_orientations: int = 40, n_positions: int = 32
+) -> torch.Tensor:
     """Rasterise given factor indices (n, 5) (order :data:`FACTOR_NAMES`) to float32 images (n, size, size) in
     {0, 1}: each pixel centre is mapped into the shape's frame by the inverse translation, rotation and scale."""
     values = factor_values(size, n_scales=n_scales, n_orientations=n_orientations, n_positions=n_positions)
@@ -105,11 +108,12 @@ def render_shapes2d(indices: torch.Tensor, size: int = 32, *, n_scales: int = 6,
     limits = torch.tensor([len(values[name]) for name in FACTOR_NAMES])
     if len(indices) and ((indices < 0).any() or (indices >= limits).any()):
         raise ValueError(f"factor indices out of range (sizes {tuple(limits.tolist())})")
-    rows, cols = torch.meshgrid(torch.arange(size, dtype=torch.float64), torch.arange(size, dtype=torch.float64),
-                                indexing="ij")
+    rows, cols = torch.meshgrid(
+        torch.arange(size, dtype=torch.float64), torch.arange(size, dtype=torch.float64), indexing="ij"
+    )
     out = torch.empty(len(indices), size, size, dtype=torch.float32)
     for start in range(0, len(indices), _CHUNK):
-        idx = indices[start:start + _CHUNK]
+        idx = indices[start : start + _CHUNK]
 
         def col(name: str, idx: torch.Tensor = idx) -> torch.Tensor:
             return values[name][idx[:, FACTOR_NAMES.index(name)]][:, None, None]
@@ -120,12 +124,19 @@ def render_shapes2d(indices: torch.Tensor, size: int = 32, *, n_scales: int = 6,
         # Inverse rotation R(-theta), then divide by the radius: the shape's frame where the tests are fixed.
         u = (torch.cos(theta) * dx + torch.sin(theta) * dy) / radius
         v = (-torch.sin(theta) * dx + torch.cos(theta) * dy) / radius
-        out[start:start + _CHUNK] = _inside(col("shape"), u, v).float()
+        out[start : start + _CHUNK] = _inside(col("shape"), u, v).float()
     return out
 
 
-def shapes2d(n: int, size: int = 32, *, generator: torch.Generator, n_scales: int = 6, n_orientations: int = 40,
-             n_positions: int = 32) -> tuple[torch.Tensor, Shapes2DFactors]:
+def shapes2d(
+    n: int,
+    size: int = 32,
+    *,
+    generator: torch.Generator,
+    n_scales: int = 6,
+    n_orientations: int = 40,
+    n_positions: int = 32,
+) -> tuple[torch.Tensor, Shapes2DFactors]:
     """``n`` images with every factor drawn independently and uniformly from ``generator``.
 
     Returns ``(images, factors)``: images float32 (n, size, size) in {0, 1}; ``factors`` a
@@ -140,8 +151,9 @@ def shapes2d(n: int, size: int = 32, *, generator: torch.Generator, n_scales: in
     return images, Shapes2DFactors(indices, FACTOR_NAMES, values)
 
 
-def shapes2d_grid(size: int = 32, *, n_scales: int = 6, n_orientations: int = 40,
-                  n_positions: int = 32) -> tuple[torch.Tensor, Shapes2DFactors]:
+def shapes2d_grid(
+    size: int = 32, *, n_scales: int = 6, n_orientations: int = 40, n_positions: int = 32
+) -> tuple[torch.Tensor, Shapes2DFactors]:
     """Every factor combination once, in row-major order of :data:`FACTOR_NAMES` (the dSprites layout):
     ``3 * n_scales * n_orientations * n_positions**2`` images, e.g. 737,280 at the defaults
     (3 GB of float32 at size 32)."""

@@ -33,8 +33,15 @@ class RegressionPrompts:
         return self.tokens.shape[1] - 1
 
 
-def in_context_linear_regression(n_tasks: int, length: int, dim: int = 2, *, generator: torch.Generator,
-                                 dtype: torch.dtype = torch.float64, noise: float = 0.0) -> RegressionPrompts:
+def in_context_linear_regression(
+    n_tasks: int,
+    length: int,
+    dim: int = 2,
+    *,
+    generator: torch.Generator,
+    dtype: torch.dtype = torch.float64,
+    noise: float = 0.0,
+) -> RegressionPrompts:
     """``n_tasks`` prompts of ``length`` tokens (``length - 1`` examples, then the query)."""
     if n_tasks < 1 or length < 2 or dim < 1:
         raise ValueError(f"need n_tasks >= 1, length >= 2, dim >= 1; got {n_tasks}, {length}, {dim}")
@@ -95,8 +102,9 @@ def edit_first(x: Tensor, vocab: int, generator: torch.Generator) -> Tensor:
     return out
 
 
-def associative_recall(n_pairs: int, L: int, vocab: int = 64, batch: int = 1, *,
-                       generator: torch.Generator) -> RetrievalPrompts:
+def associative_recall(
+    n_pairs: int, L: int, vocab: int = 64, batch: int = 1, *, generator: torch.Generator
+) -> RetrievalPrompts:
     """Associative recall: ``n_pairs`` key-value pairs, filler, then a query key; the answer is its value.
 
     Layout of each length-``L`` sequence: ``k_1 v_1 ... k_n v_n`` at positions ``0..2n - 1``, filler token 0
@@ -107,15 +115,17 @@ def associative_recall(n_pairs: int, L: int, vocab: int = 64, batch: int = 1, *,
     """
     half = vocab // 2
     if n_pairs < 1 or n_pairs > half - 1 or L < 2 * n_pairs + 1 or batch < 1:
-        raise ValueError(f"need 1 <= n_pairs <= vocab//2 - 1 and L >= 2 n_pairs + 1; got n_pairs = {n_pairs}, "
-                         f"L = {L}, vocab = {vocab}, batch = {batch}")
+        raise ValueError(
+            f"need 1 <= n_pairs <= vocab//2 - 1 and L >= 2 n_pairs + 1; got n_pairs = {n_pairs}, "
+            f"L = {L}, vocab = {vocab}, batch = {batch}"
+        )
     # distinct keys per sequence: the first n_pairs of a random permutation of the key range
     keys = 1 + torch.argsort(torch.rand(batch, half - 1, generator=generator), dim=-1)[:, :n_pairs]
     values = torch.randint(half, vocab, (batch, n_pairs), generator=generator)
     which = torch.randint(n_pairs, (batch,), generator=generator)
     tokens = torch.zeros(batch, L, dtype=torch.long)
-    tokens[:, 0:2 * n_pairs:2] = keys
-    tokens[:, 1:2 * n_pairs:2] = values
+    tokens[:, 0 : 2 * n_pairs : 2] = keys
+    tokens[:, 1 : 2 * n_pairs : 2] = values
     rows = torch.arange(batch)
     tokens[:, -1] = keys[rows, which]
     return RetrievalPrompts(tokens, values[rows, which], torch.full((batch,), L - 1), 2 * which + 1)

@@ -81,14 +81,19 @@ def kjv_text(cache: Path | None = None) -> str:
     if program is None:
         raise CorpusUnavailable("kjv")
     out = subprocess.run(
-        [program, "-f", "-l1000000", "gen1:1-rev22:21"], capture_output=True, text=True, check=True,
+        [program, "-f", "-l1000000", "gen1:1-rev22:21"],
+        capture_output=True,
+        text=True,
+        check=True,
         stdin=subprocess.DEVNULL,
         env={**os.environ, "COLUMNS": "1000000"},
     ).stdout
     verses = [_VERSE_REF.sub("", line).strip() for line in out.splitlines() if line.strip()]
     if len(verses) < 30_000:
-        raise CorpusUnavailable("kjv", f"the 'bible' program returned {len(verses)} verses (expected 31,102); "
-                                       f"reinstall with `{KJV_INSTALL}`")
+        raise CorpusUnavailable(
+            "kjv",
+            f"the 'bible' program returned {len(verses)} verses (expected 31,102); reinstall with `{KJV_INSTALL}`",
+        )
     text = "\n".join(verses) + "\n"
     _write_atomic(cache, target, text)
     return text
@@ -102,8 +107,20 @@ def _write_atomic(cache: Path, target: Path, text: str) -> None:
 
 
 # Folders of the standard library that hold tests, demos, vendored packages or tools, not docs.
-_STDLIB_SKIP = frozenset({"site-packages", "dist-packages", "test", "tests", "idlelib", "lib2to3", "turtledemo",
-                          "__pycache__", "ensurepip", "venv"})
+_STDLIB_SKIP = frozenset(
+    {
+        "site-packages",
+        "dist-packages",
+        "test",
+        "tests",
+        "idlelib",
+        "lib2to3",
+        "turtledemo",
+        "__pycache__",
+        "ensurepip",
+        "venv",
+    }
+)
 _PROSE_CHARS = re.compile(r"[A-Za-z ,.;:'()-]")
 
 
@@ -132,8 +149,12 @@ def stdlib_paragraphs(root: Path | None = None) -> list[str]:
                 if any(line[:1].isspace() or line.lstrip().startswith((">>>", "...")) for line in lines):
                     continue
                 text = " ".join(line.strip() for line in lines)
-                if text.isascii() and len(text) >= 40 and len(text.split()) >= 6 and len(_PROSE_CHARS.findall(
-                    text)) >= 0.9 * len(text):
+                if (
+                    text.isascii()
+                    and len(text) >= 40
+                    and len(text.split()) >= 6
+                    and len(_PROSE_CHARS.findall(text)) >= 0.9 * len(text)
+                ):
                     out.append(text)
     return out
 
@@ -149,9 +170,12 @@ def stdlib_text(cache: Path | None = None) -> str:
         return target.read_text(encoding="utf-8")
     paragraphs = stdlib_paragraphs()
     if len(paragraphs) < 1000:
-        raise CorpusUnavailable("stdlib", f"this Python's standard library gave {len(paragraphs)} prose paragraphs "
-                                          f"(expected thousands: "
-                                "is it installed without its .py sources?); give a local text file instead")
+        raise CorpusUnavailable(
+            "stdlib",
+            f"this Python's standard library gave {len(paragraphs)} prose paragraphs "
+            f"(expected thousands: "
+            "is it installed without its .py sources?); give a local text file instead",
+        )
     text = "\n".join(paragraphs) + "\n"
     _write_atomic(cache, target, text)
     return text
@@ -164,8 +188,9 @@ def check_corpus(field: str, name_or_path: str) -> None:
     """Config validation: ``name_or_path`` must name a corpus in :data:`CORPORA` or an existing file
     (one clear line naming the field otherwise)."""
     if name_or_path not in CORPORA and not Path(name_or_path).expanduser().is_file():
-        raise ValueError(f"'{field}' must be one of {sorted(CORPORA)} or an existing text file; {name_or_path!r} "
-                         f"is neither")
+        raise ValueError(
+            f"'{field}' must be one of {sorted(CORPORA)} or an existing text file; {name_or_path!r} is neither"
+        )
 
 
 def resolve_corpus(name_or_path: str) -> str:
@@ -278,7 +303,7 @@ def random_span(stream: np.ndarray | Tensor, length: int, generator: torch.Gener
     if len(s) <= length:
         raise ValueError(f"the token stream ({len(s)} tokens) is shorter than one span of {length} + 1")
     start = int(torch.randint(0, len(s) - length, (1,), generator=generator))
-    return s[start:start + length]
+    return s[start : start + length]
 
 
 # --------------------------------------------------------------------------------------------
@@ -290,7 +315,8 @@ def proper_names(vocab: WordVocab, min_len: int = 3) -> list[int]:
     """Ids of capitalised words whose lower-case form is not in the vocabulary (``Moses``,
     ``Jerusalem``; not ``And``): the corpus's own names, the answers of name-recall probes."""
     return [
-        i for i, w in enumerate(vocab.words)
+        i
+        for i, w in enumerate(vocab.words)
         if i != vocab.unk and w[:1].isupper() and w.isalpha() and len(w) >= min_len and w.lower() not in vocab.index
     ]
 

@@ -54,8 +54,9 @@ class TriggerCorpus(NamedTuple):
     task: TriggerWordTask
 
 
-def word_trigger_corpus(text: str, vocab_size: int, trigger_word: str, window: int,
-                        train_frac: float = 0.9) -> TriggerCorpus:
+def word_trigger_corpus(
+    text: str, vocab_size: int, trigger_word: str, window: int, train_frac: float = 0.9
+) -> TriggerCorpus:
     """The ``vocab_size`` most frequent words (with ``<unk>``), the first ``train_frac`` of the text as
     the training stream and the rest held out, and the task whose trigger is ``trigger_word`` and
     whose generic word is the trigger's most frequent successor in the training stream.
@@ -69,23 +70,27 @@ def word_trigger_corpus(text: str, vocab_size: int, trigger_word: str, window: i
     return TriggerCorpus(vocab, stream[:cut], stream[cut:], task)
 
 
-def probe_windows(stream: np.ndarray, task: TriggerWordTask, n: int, length: int,
-                  generator: torch.Generator) -> tuple[TriggerBatch, Tensor]:
+def probe_windows(
+    stream: np.ndarray, task: TriggerWordTask, n: int, length: int, generator: torch.Generator
+) -> tuple[TriggerBatch, Tensor]:
     """From one held-out stream: ``n`` windows with the task written in at p = 0 (in-context probes),
     then ``n`` untouched windows (natural text), both of ``length`` tokens, drawn in that order."""
     t = torch.from_numpy(stream)
     return task.write(random_windows(t, n, length, generator), 0.0, generator), random_windows(t, n, length, generator)
 
 
-def held_out_probes(stream: np.ndarray, task: TriggerWordTask, n: int, length: int,
-                    generators: Mapping[str, torch.Generator]) -> dict[str, tuple[TriggerBatch, Tensor]]:
+def held_out_probes(
+    stream: np.ndarray, task: TriggerWordTask, n: int, length: int, generators: Mapping[str, torch.Generator]
+) -> dict[str, tuple[TriggerBatch, Tensor]]:
     """``stream`` cut into as many consecutive disjoint parts as ``generators`` (two: halves), each
     part named by its generator's key and given its :func:`probe_windows` (e.g. 'validation' picks
     an edit, 'test' judges it)."""
     k = len(generators)
     bounds = [i * len(stream) // k for i in range(k + 1)]
-    return {name: probe_windows(stream[bounds[i] : bounds[i + 1]], task, n, length, g)
-            for i, (name, g) in enumerate(generators.items())}
+    return {
+        name: probe_windows(stream[bounds[i] : bounds[i + 1]], task, n, length, g)
+        for i, (name, g) in enumerate(generators.items())
+    }
 
 
 def name_mask(vocab: WordVocab) -> Tensor:

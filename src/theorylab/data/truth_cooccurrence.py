@@ -68,8 +68,9 @@ class TruthDocuments:
 
 def document_vocab(n_subjects: int, n_relations: int, n_attributes: int) -> dict[str, int]:
     """Token layout of :func:`truth_documents`: subjects first, then relations, then attributes."""
-    return dict(subject=0, relation=n_subjects, attribute=n_subjects + n_relations,
-                size=n_subjects + n_relations + n_attributes)
+    return dict(
+        subject=0, relation=n_subjects, attribute=n_subjects + n_relations, size=n_subjects + n_relations + n_attributes
+    )
 
 
 def fact_table(n_subjects: int, n_relations: int, n_attributes: int, generator: torch.Generator) -> Tensor:
@@ -77,8 +78,9 @@ def fact_table(n_subjects: int, n_relations: int, n_attributes: int, generator: 
     return torch.randint(0, n_attributes, (n_subjects, n_relations), generator=generator)
 
 
-def truth_documents(table: Tensor, n_attributes: int, n_facts: int, rho: float, batch: int,
-                    generator: torch.Generator) -> TruthDocuments:
+def truth_documents(
+    table: Tensor, n_attributes: int, n_facts: int, rho: float, batch: int, generator: torch.Generator
+) -> TruthDocuments:
     """``batch`` documents of ``n_facts`` facts: subjects uniform, relations uniform on R; with probability ``rho``
     the document is true (every attribute is ``table[s, r]``), otherwise every attribute is uniform on the
     attributes (the study card's synthetic pretraining corpus for claim 9)."""
@@ -95,8 +97,9 @@ def truth_documents(table: Tensor, n_attributes: int, n_facts: int, rho: float, 
     return TruthDocuments(tokens=tokens, true=true, fact_true=a == table[s, r])
 
 
-def corrupt_one_fact(docs: TruthDocuments, table: Tensor, n_attributes: int, fact: int,
-                     generator: torch.Generator) -> TruthDocuments:
+def corrupt_one_fact(
+    docs: TruthDocuments, table: Tensor, n_attributes: int, fact: int, generator: torch.Generator
+) -> TruthDocuments:
     """The same documents with fact ``fact``'s attribute replaced by a uniformly drawn *wrong* attribute."""
     n_subjects, n_relations = table.shape
     voc = document_vocab(n_subjects, n_relations, n_attributes)

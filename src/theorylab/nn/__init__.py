@@ -14,6 +14,16 @@ from theorylab.nn.toy_transformer import (
 )
 
 __all__ = [
-    "AttentionIndexed", "HermiteActivation", "HookPoint", "LinearDenoiser", "MeanFieldNet", "MultiHeadAttention",
-    "RNN", "SphericalSGD", "ToyTransformer", "ToyTransformerConfig", "attention_only", "linear_sampling_map",
+    "AttentionIndexed",
+    "HermiteActivation",
+    "HookPoint",
+    "LinearDenoiser",
+    "MeanFieldNet",
+    "MultiHeadAttention",
+    "RNN",
+    "SphericalSGD",
+    "ToyTransformer",
+    "ToyTransformerConfig",
+    "attention_only",
+    "linear_sampling_map",
 ]

@@ -32,8 +32,9 @@ def full_rank_head(d: int, beta: float = math.inf, *, dtype: torch.dtype = torch
     return model.requires_grad_(False)  # a construction, not a starting point for training
 
 
-def random_rank1_heads(d: int, n_heads: int, generator: torch.Generator, *,
-                       dtype: torch.dtype = torch.float32) -> ToyTransformer:
+def random_rank1_heads(
+    d: int, n_heads: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float32
+) -> ToyTransformer:
     """``n_heads`` hard-max rank-1 heads with ``q_h = k_h = theta_h`` uniform on the sphere, ``V_h = O_h = I``.
 
     Fit the output weights with :func:`fit_head_weights` before use.
@@ -58,8 +59,9 @@ def head_outputs(model: ToyTransformer, x: Tensor, chunk: int = 256) -> Tensor:
 
 
 @torch.no_grad()
-def fit_head_weights(model: ToyTransformer, x: Tensor, targets: Tensor, chunk: int = 256,
-                     ridge: float = 1e-10) -> Tensor:
+def fit_head_weights(
+    model: ToyTransformer, x: Tensor, targets: Tensor, chunk: int = 256, ridge: float = 1e-10
+) -> Tensor:
     """Least-squares scalar weights ``c_h`` for ``f(X)_i = sum_h c_h z^h_i``; sets ``O_h = c_h I``.
 
     Normal equations accumulated in float64 over chunks of sets: ``G = sum <z^h, z^g>``,

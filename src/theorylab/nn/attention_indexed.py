@@ -24,9 +24,16 @@ DIRECT_INITS = ("traceless", "psd", "zero")
 class AttentionIndexed(nn.Module):
     """K attention-indexed students of one parametrisation (tied / direct / untied), each d x d."""
 
-    def __init__(self, d: int, parametrisation: str = "tied", n_students: int = 1, kappa: float = 0.5,
-                 direct_init: str = "traceless", generator: torch.Generator | None = None,
-                 dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        d: int,
+        parametrisation: str = "tied",
+        n_students: int = 1,
+        kappa: float = 0.5,
+        direct_init: str = "traceless",
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float32,
+    ):
         super().__init__()
         if parametrisation not in PARAMETRISATIONS:
             raise ValueError(f"parametrisation must be one of {PARAMETRISATIONS}; got '{parametrisation}'")

@@ -216,8 +216,10 @@ class MoEBlock(PatchableBlock):
         self.W_d = nn.Parameter(torch.randn(n_experts, d, hidden, dtype=torch.float64) / math.sqrt(hidden))
 
     def experts_parts(self) -> list[GatedMLP]:
-        return [GatedMLP(self.W_g[e].detach(), self.W_u[e].detach(), self.W_d[e].detach(), self.act) for e in range(
-            self.n_experts)]
+        return [
+            GatedMLP(self.W_g[e].detach(), self.W_u[e].detach(), self.W_d[e].detach(), self.act)
+            for e in range(self.n_experts)
+        ]
 
     def route(self, n: Tensor) -> tuple[Tensor, Tensor]:
         """Top-k experts per position and their gate weights (softmax over the selected logits)."""
@@ -257,9 +259,18 @@ class BlockStack(nn.Module):
         return X
 
 
-def make_stack(family: str, depth: int, d: int, *, seed: int, hidden_mult: int = 4, n_heads: int = 2,
-               g_std: float = 0.1,
-               dtype: torch.dtype = torch.float64, **kwargs) -> BlockStack:
+def make_stack(
+    family: str,
+    depth: int,
+    d: int,
+    *,
+    seed: int,
+    hidden_mult: int = 4,
+    n_heads: int = 2,
+    g_std: float = 0.1,
+    dtype: torch.dtype = torch.float64,
+    **kwargs,
+) -> BlockStack:
     """A random-init stack (float64 weights drawn from ``seed``, then cast to ``dtype``)."""
     if family not in BLOCKS:
         raise ValueError(f"unknown block family {family!r}; known: {', '.join(FAMILIES)}")

@@ -46,8 +46,9 @@ class PeriodicConv1d(nn.Conv1d, _Periodic):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True):
         self._check(kernel_size)
-        super().__init__(in_channels, out_channels, kernel_size, padding=kernel_size // 2, padding_mode="circular",
-                         bias=bias)
+        super().__init__(
+            in_channels, out_channels, kernel_size, padding=kernel_size // 2, padding_mode="circular", bias=bias
+        )
 
 
 class PeriodicConv2d(nn.Conv2d, _Periodic):
@@ -55,20 +56,28 @@ class PeriodicConv2d(nn.Conv2d, _Periodic):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, bias: bool = True):
         self._check(kernel_size)
-        super().__init__(in_channels, out_channels, kernel_size, padding=kernel_size // 2, padding_mode="circular",
-                         bias=bias)
+        super().__init__(
+            in_channels, out_channels, kernel_size, padding=kernel_size // 2, padding_mode="circular", bias=bias
+        )
 
 
 class GZFCNN(nn.Module):
     """A periodic fully convolutional net: ``layers = [(channels, kernel), ...]`` with the last entry's channels
     the output's; ``activation`` between layers, none after the last (Guillaumin & Zanna 2021)."""
 
-    def __init__(self, dims: Literal[1, 2], in_channels: int, layers: Sequence[tuple[int, int]],
-                 activation: Literal["relu", "gelu"] = "relu"):
+    def __init__(
+        self,
+        dims: Literal[1, 2],
+        in_channels: int,
+        layers: Sequence[tuple[int, int]],
+        activation: Literal["relu", "gelu"] = "relu",
+    ):
         super().__init__()
         if dims not in (1, 2) or not layers or in_channels < 1 or activation not in ACTIVATIONS:
-            raise ValueError(f"GZFCNN needs dims 1 or 2, in_channels >= 1, at least one layer and an activation in "
-                             f"{sorted(ACTIVATIONS)}; got {dims}, {in_channels}, {len(layers)}, {activation!r}")
+            raise ValueError(
+                f"GZFCNN needs dims 1 or 2, in_channels >= 1, at least one layer and an activation in "
+                f"{sorted(ACTIVATIONS)}; got {dims}, {in_channels}, {len(layers)}, {activation!r}"
+            )
         conv = PeriodicConv1d if dims == 1 else PeriodicConv2d
         mods: list[nn.Module] = []
         c_in = in_channels
@@ -81,8 +90,13 @@ class GZFCNN(nn.Module):
         self.net = nn.Sequential(*mods)
 
     @classmethod
-    def paper(cls, size: Literal["small", "medium", "large"] = "small", in_channels: int = 2,
-              out_channels: int = 2, width: float = 1.0) -> "GZFCNN":
+    def paper(
+        cls,
+        size: Literal["small", "medium", "large"] = "small",
+        in_channels: int = 2,
+        out_channels: int = 2,
+        width: float = 1.0,
+    ) -> "GZFCNN":
         """The paper's 2-D net: 128 (k1), 64 (k1), 32 (k2) x5, ``out_channels`` (k2), ReLU, where (k1, k2) is
         (5, 3) for ``small``, (9, 5) for ``medium`` and (11, 7) for ``large``; ``width`` scales the hidden
         channels (rounded; 1: the paper's)."""
@@ -107,8 +121,9 @@ class GZFCNN(nn.Module):
         return total
 
     @classmethod
-    def quick(cls, in_channels: int = 1, out_channels: int = 1, width: int = 32, n_layers: int = 4,
-              kernel: int = 5) -> "GZFCNN":
+    def quick(
+        cls, in_channels: int = 1, out_channels: int = 1, width: int = 32, n_layers: int = 4, kernel: int = 5
+    ) -> "GZFCNN":
         """The card's 1-D quick net: ``n_layers`` periodic convolutions of ``width`` channels, kernel ``kernel``,
         GELU (width 32: 10,657 parameters with one input channel)."""
         if n_layers < 1:
@@ -164,15 +179,28 @@ class MultiscaleClosure(nn.Module):
     returns every level's prediction; ``forward`` the last (at ``N_c``).
     """
 
-    def __init__(self, levels: Sequence[int], nets: Sequence[nn.Module], dims: Literal[1, 2] = 1,
-                 downscale_input: Literal["resampled", "full"] = "resampled", downsample: Resample | None = None):
+    def __init__(
+        self,
+        levels: Sequence[int],
+        nets: Sequence[nn.Module],
+        dims: Literal[1, 2] = 1,
+        downscale_input: Literal["resampled", "full"] = "resampled",
+        downsample: Resample | None = None,
+    ):
         super().__init__()
         levels = [int(n) for n in levels]
-        if len(levels) < 2 or levels != sorted(set(levels)) or len(nets) != len(levels) or dims not in (1, 2) \
-                or downscale_input not in ("resampled", "full"):
-            raise ValueError(f"MultiscaleClosure needs >= 2 strictly increasing levels, one net per level, dims 1 or "
-                             f"2 and downscale_input 'resampled' or 'full'; got levels {levels}, {len(nets)} nets, "
-                             f"dims {dims}, {downscale_input!r}")
+        if (
+            len(levels) < 2
+            or levels != sorted(set(levels))
+            or len(nets) != len(levels)
+            or dims not in (1, 2)
+            or downscale_input not in ("resampled", "full")
+        ):
+            raise ValueError(
+                f"MultiscaleClosure needs >= 2 strictly increasing levels, one net per level, dims 1 or "
+                f"2 and downscale_input 'resampled' or 'full'; got levels {levels}, {len(nets)} nets, "
+                f"dims {dims}, {downscale_input!r}"
+            )
         self.levels, self.dims, self.downscale_input = levels, dims, downscale_input
         self.nets = nn.ModuleList(nets)
         self._down = downsample or (lambda x, n: resample_spectral(x, n, dims=self.dims))

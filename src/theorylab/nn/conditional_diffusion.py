@@ -44,8 +44,10 @@ class _ResidualMLP(nn.Module):
     def __init__(self, n_in: int, n_out: int, width: int, blocks: int):
         super().__init__()
         self.inp = nn.Linear(n_in, width)
-        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU(),
-                                                  nn.Linear(width, width)) for _ in range(blocks))
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU(), nn.Linear(width, width))
+            for _ in range(blocks)
+        )
         self.norm = nn.LayerNorm(width)
         self.eps = nn.Linear(width, n_out)
         self.features = width
@@ -65,8 +67,9 @@ class _UNetFeatures(UNet):
     """The kit's periodic :class:`theorylab.nn.unet.UNet` returning ``(ε̂, pooled bottleneck)``, so that any number
     of level heads can read the bottleneck."""
 
-    def __init__(self, dims: Literal[1, 2], in_channels: int, out_channels: int, width: int, levels: int,
-                 groups: int = 8):
+    def __init__(
+        self, dims: Literal[1, 2], in_channels: int, out_channels: int, width: int, levels: int, groups: int = 8
+    ):
         super().__init__(dims, in_channels, out_channels, width, levels, groups)
         self.features = width * 2**levels
 
@@ -79,8 +82,9 @@ def mlp_backbone(n: int, frames: int = 2, channels: int = 1, width: int = 256, b
     return _ResidualMLP(frames * channels * n, frames * channels * n, width, blocks)
 
 
-def unet_backbone(dims: Literal[1, 2], frames: int = 2, channels: int = 1, anchors: int = 1, width: int = 64,
-                  levels: int = 3) -> nn.Module:
+def unet_backbone(
+    dims: Literal[1, 2], frames: int = 2, channels: int = 1, anchors: int = 1, width: int = 64, levels: int = 3
+) -> nn.Module:
     """The paper backbone: a periodic U-Net on ``(anchors + frames)·channels`` input and ``frames·channels`` output
     channels (3 -> 2 for one-channel KF with an anchor; 6 -> 4 for two-layer QG)."""
     return _UNetFeatures(dims, (anchors + frames) * channels, frames * channels, width, levels)
@@ -93,12 +97,19 @@ class ConditionalDiffusion(nn.Module):
     logits [B, F, levels])``; ``levels=False`` skips the heads (logits ``None``: a
     reverse-diffusion step needs only ε̂). ``layout`` says how the backbone sees the frames (module docstring)."""
 
-    def __init__(self, backbone: nn.Module, frames: int = 2, levels: int = 1000, anchors: int = 0,
-                 layout: Literal["flat", "channels"] = "flat"):
+    def __init__(
+        self,
+        backbone: nn.Module,
+        frames: int = 2,
+        levels: int = 1000,
+        anchors: int = 0,
+        layout: Literal["flat", "channels"] = "flat",
+    ):
         super().__init__()
         if frames < 1 or levels < 2 or anchors < 0:
-            raise ValueError(f"ConditionalDiffusion needs frames >= 1, levels >= 2, anchors >= 0; got {frames}, "
-                             f"{levels}, {anchors}")
+            raise ValueError(
+                f"ConditionalDiffusion needs frames >= 1, levels >= 2, anchors >= 0; got {frames}, {levels}, {anchors}"
+            )
         if layout not in ("flat", "channels"):
             raise ValueError(f"layout must be 'flat' or 'channels', got {layout!r}")
         if layout == "flat" and anchors:
@@ -106,8 +117,7 @@ class ConditionalDiffusion(nn.Module):
         self.backbone, self.frames, self.levels, self.anchors, self.layout = backbone, frames, levels, anchors, layout
         self.heads = nn.ModuleList(LevelClassifierHead(backbone.features, levels) for _ in range(frames))
 
-    def forward(self, noisy: Tensor, anchor: Tensor | None = None,
-                levels: bool = True) -> tuple[Tensor, Tensor | None]:
+    def forward(self, noisy: Tensor, anchor: Tensor | None = None, levels: bool = True) -> tuple[Tensor, Tensor | None]:
         B, F = noisy.shape[:2]
         if F != self.frames:
             raise ValueError(f"expected {self.frames} frames, got {F}")

@@ -51,8 +51,9 @@ class LinearDenoiser(nn.Module):
         return self.mean + self.spectral(gain, x)
 
 
-def linear_sampling_map(denoiser: LinearDenoiser, x_T: torch.Tensor, sigma_T: float = 80.0,
-                        sigma: float = 0.0) -> torch.Tensor:
+def linear_sampling_map(
+    denoiser: LinearDenoiser, x_T: torch.Tensor, sigma_T: float = 80.0, sigma: float = 0.0
+) -> torch.Tensor:
     """Exact PF-ODE map from noise level sigma_T to sigma for the Gaussian model of ``denoiser``:
     x* = mu + (Sigma + sigma^2)^(1/2) (Sigma + sigma_T^2)^(-1/2) (x_T - mu).
     """

@@ -60,8 +60,14 @@ class EDMPrecond(nn.Module):
         return _bcast(c_skip, x) * x + _bcast(c_out, x) * f.to(x.dtype)
 
 
-def edm_loss(denoiser: EDMPrecond, y: Tensor, generator: torch.Generator | None = None, p_mean: float = -1.2,
-             p_std: float = 1.2, sigma_data: float | None = None) -> Tensor:
+def edm_loss(
+    denoiser: EDMPrecond,
+    y: Tensor,
+    generator: torch.Generator | None = None,
+    p_mean: float = -1.2,
+    p_std: float = 1.2,
+    sigma_data: float | None = None,
+) -> Tensor:
     """EDM's weighted denoising-score-matching loss on clean data ``y`` (B, *event), one log-normal sigma per row."""
     sd = denoiser.sigma_data if sigma_data is None else sigma_data
     ln_sigma = p_mean + p_std * torch.randn(y.shape[0], generator=generator, dtype=y.dtype, device=y.device)
@@ -72,8 +78,9 @@ def edm_loss(denoiser: EDMPrecond, y: Tensor, generator: torch.Generator | None 
     return (_bcast(weight, y) * err).mean()
 
 
-def edm_sigmas(steps: int, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0,
-               dtype: torch.dtype = torch.float64) -> Tensor:
+def edm_sigmas(
+    steps: int, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0, dtype: torch.dtype = torch.float64
+) -> Tensor:
     """EDM's ``steps`` noise levels from ``sigma_max`` down to ``sigma_min`` (rho-warped), followed by 0."""
     if steps < 2:
         raise ValueError(f"steps = {steps}: the EDM schedule needs at least 2 levels")
@@ -134,8 +141,9 @@ def _diffusers():
     try:
         import diffusers
     except ImportError:
-        raise MissingResource("the diffusers package (UNet/DiT backbones of the paper preset)",
-                              "install it with `pip install diffusers`") from None
+        raise MissingResource(
+            "the diffusers package (UNet/DiT backbones of the paper preset)", "install it with `pip install diffusers`"
+        ) from None
     return diffusers
 
 
@@ -175,8 +183,13 @@ class FlatImageBackbone(nn.Module):
         return out.reshape(x.shape[0], -1).to(x.dtype)
 
 
-def diffusers_unet(image_shape: Sequence[int], channels: int = 128, channel_mult: Sequence[int] = (1, 2, 2, 2),
-                   attention_resolution: int = 8, layers_per_block: int = 2) -> FlatImageBackbone:
+def diffusers_unet(
+    image_shape: Sequence[int],
+    channels: int = 128,
+    channel_mult: Sequence[int] = (1, 2, 2, 2),
+    attention_resolution: int = 8,
+    layers_per_block: int = 2,
+) -> FlatImageBackbone:
     """The card's EDM-style UNet (model_channels 128, channel_mult (1,2,2,2), attention at resolution 8) as a
     ``diffusers.UNet2DModel`` taking flat vectors. Needs ``pip install diffusers``."""
     diffusers = _diffusers()
@@ -189,26 +202,41 @@ def diffusers_unet(image_shape: Sequence[int], channels: int = 128, channel_mult
             res //= 2
     up = [b.replace("Down", "Up") for b in reversed(down)]
     net = diffusers.UNet2DModel(
-        sample_size=h, in_channels=c, out_channels=c, layers_per_block=layers_per_block,
-        block_out_channels=tuple(channels * m for m in channel_mult), down_block_types=tuple(down),
-        up_block_types=tuple(up), norm_num_groups=min(32, channels), attention_head_dim=min(64, channels),
+        sample_size=h,
+        in_channels=c,
+        out_channels=c,
+        layers_per_block=layers_per_block,
+        block_out_channels=tuple(channels * m for m in channel_mult),
+        down_block_types=tuple(down),
+        up_block_types=tuple(up),
+        norm_num_groups=min(32, channels),
+        attention_head_dim=min(64, channels),
     )
     return FlatImageBackbone(net, image_shape)
 
 
-def diffusers_dit(image_shape: Sequence[int], patch: int = 2, d_model: int = 384, n_layers: int = 6,
-                  n_heads: int = 6) -> FlatImageBackbone:
+def diffusers_dit(
+    image_shape: Sequence[int], patch: int = 2, d_model: int = 384, n_layers: int = 6, n_heads: int = 6
+) -> FlatImageBackbone:
     """The card's DiT (patch 2, hidden 384, depth 6, 6 heads, mlp_ratio 4) as ``diffusers.DiTTransformer2DModel``
     (unconditional: one dummy class; diffusers' feed-forward has mlp_ratio 4) taking flat vectors. Needs
     ``pip install diffusers`` with that class."""
     diffusers = _diffusers()
     if not hasattr(diffusers, "DiTTransformer2DModel"):
-        raise MissingResource("diffusers.DiTTransformer2DModel (DiT backbone)",
-                              "install a newer version with `pip install -U diffusers`")
+        raise MissingResource(
+            "diffusers.DiTTransformer2DModel (DiT backbone)", "install a newer version with `pip install -U diffusers`"
+        )
     (c, h, _), _ = _chw(image_shape)
     net = diffusers.DiTTransformer2DModel(
-        num_attention_heads=n_heads, attention_head_dim=d_model // n_heads, in_channels=c, out_channels=c,
-        num_layers=n_layers, sample_size=h, patch_size=patch, num_embeds_ada_norm=1, norm_num_groups=1,
+        num_attention_heads=n_heads,
+        attention_head_dim=d_model // n_heads,
+        in_channels=c,
+        out_channels=c,
+        num_layers=n_layers,
+        sample_size=h,
+        patch_size=patch,
+        num_embeds_ada_norm=1,
+        norm_num_groups=1,
     )
 
     class _Uncond(nn.Module):
@@ -223,8 +251,16 @@ def diffusers_dit(image_shape: Sequence[int], patch: int = 2, d_model: int = 384
     return FlatImageBackbone(_Uncond(net), image_shape)
 
 
-def make_backbone(kind: str, dim: int, image_shape: Sequence[int], width: int = 256, unet_channels: int = 128,
-                  dit_d_model: int = 384, dit_n_layers: int = 6, dit_n_heads: int = 6) -> nn.Module:
+def make_backbone(
+    kind: str,
+    dim: int,
+    image_shape: Sequence[int],
+    width: int = 256,
+    unet_channels: int = 128,
+    dit_d_model: int = 384,
+    dit_n_layers: int = 6,
+    dit_n_heads: int = 6,
+) -> nn.Module:
     """One backbone by name: ``'mlp'`` (:class:`FourierMLP`), ``'unet'`` or ``'dit'`` (diffusers)."""
     if kind == "mlp":
         return FourierMLP(dim, width)

@@ -95,12 +95,14 @@ class FastSlowConfig(BaseModel):
     n_layers: int = Field(2, ge=1, le=256, description="layers (each: a fast block and, unless dense, a slow path)")
     n_heads: int = Field(4, ge=1, le=4096, description="heads of the fast and slow attention")
     mlp_width: int = Field(256, ge=0, le=1_000_000, description="fast MLP width (0: none)")
-    pool_size: int = Field(4, ge=1, le=65536, description="block size P: the slow path runs once every P tokens "
-                                                          "(eps = 1/P)")
+    pool_size: int = Field(
+        4, ge=1, le=65536, description="block size P: the slow path runs once every P tokens (eps = 1/P)"
+    )
     max_len: int = Field(128, ge=1, le=1_000_000, description="longest sequence (learned positions)")
     variant: Variant = Field("coupled", description="'coupled', 'frozen' (gate 0, slow weights frozen), 'dense'")
     attention_kernel: Literal["auto", "fused", "explicit"] = Field(
-        "auto", description="attention kernel of every block (see ToyTransformerConfig; 'fused' is torch's SDPA)")
+        "auto", description="attention kernel of every block (see ToyTransformerConfig; 'fused' is torch's SDPA)"
+    )
     causal_pool: bool = Field(True, description="shift the slow path by one block (False leaks the future: a control)")
 
 
@@ -135,9 +137,16 @@ class FastSlowLM(nn.Module):
     def __init__(self, config: FastSlowConfig | None = None, *, seed: int | None = None, **kwargs):
         super().__init__()
         self.cfg = cfg = config if config is not None else FastSlowConfig(**kwargs)
-        block_cfg = ToyTransformerConfig(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                                         mlp_width=cfg.mlp_width, causal=True, norm="layer", norm_position="pre",
-                                         attention_kernel=cfg.attention_kernel)
+        block_cfg = ToyTransformerConfig(
+            d_model=cfg.d_model,
+            n_layers=cfg.n_layers,
+            n_heads=cfg.n_heads,
+            mlp_width=cfg.mlp_width,
+            causal=True,
+            norm="layer",
+            norm_position="pre",
+            attention_kernel=cfg.attention_kernel,
+        )
         with seeded(seed) if seed is not None else nullcontext():
             # Fast weights first, in one order for every variant: frozen and dense share their fast initialisation.
             self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)

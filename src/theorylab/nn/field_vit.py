@@ -27,8 +27,9 @@ class _Block(nn.Module):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = nn.MultiheadAttention(d_model, heads, batch_first=True)
-        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(),
-                                 nn.Linear(mlp_ratio * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)
+        )
 
     def forward(self, h: Tensor) -> Tensor:  # (B, T, D)
         a = self.norm1(h)
@@ -44,8 +45,17 @@ class FieldViT(nn.Module):
     Score entries per head: T² for T = N / patch^d tokens (the axial model: T · Σ_i n_i / patch).
     """
 
-    def __init__(self, grid: tuple[int, ...], in_channels: int = 1, out_channels: int = 1, d_model: int = 32,
-                 depth: int = 2, heads: int = 2, patch: int = 4, mlp_ratio: int = 2):
+    def __init__(
+        self,
+        grid: tuple[int, ...],
+        in_channels: int = 1,
+        out_channels: int = 1,
+        d_model: int = 32,
+        depth: int = 2,
+        heads: int = 2,
+        patch: int = 4,
+        mlp_ratio: int = 2,
+    ):
         super().__init__()
         dims = len(grid)
         if dims not in _CONV:
@@ -53,8 +63,10 @@ class FieldViT(nn.Module):
         if any(n % patch for n in grid) or patch < 1:
             raise ValueError(f"FieldViT grid {grid} must be divisible by patch = {patch}")
         if depth < 0 or mlp_ratio < 1 or d_model % heads:
-            raise ValueError(f"FieldViT needs depth >= 0, mlp_ratio >= 1 and heads dividing d_model; got {depth}, "
-                             f"{mlp_ratio}, {heads} / {d_model}")
+            raise ValueError(
+                f"FieldViT needs depth >= 0, mlp_ratio >= 1 and heads dividing d_model; got {depth}, "
+                f"{mlp_ratio}, {heads} / {d_model}"
+            )
         self.grid, self.in_channels = tuple(grid), in_channels
         self.tokens = tuple(n // patch for n in grid)
         self.embed = _CONV[dims](in_channels, d_model, patch, stride=patch)

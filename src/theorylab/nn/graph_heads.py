@@ -23,19 +23,39 @@ class GraphTransformer(nn.Module):
     ``level="node"``: ``Linear`` per token -> (B, T, C).
     """
 
-    def __init__(self, d_input: int, n_classes: int, level: Literal["graph", "node"], *, n_layers: int = 1,
-                 d_model: int = 64, n_heads: int = 4, mlp_mult: int = 4, seed: int = 0):
+    def __init__(
+        self,
+        d_input: int,
+        n_classes: int,
+        level: Literal["graph", "node"],
+        *,
+        n_layers: int = 1,
+        d_model: int = 64,
+        n_heads: int = 4,
+        mlp_mult: int = 4,
+        seed: int = 0,
+    ):
         super().__init__()
         if level not in ("graph", "node"):
             raise ValueError(f"level must be 'graph' or 'node'; got '{level}'")
         self.level = level
-        self.body = ToyTransformer(d_input=d_input, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-                                   mlp_width=mlp_mult * d_model, positional="none", norm="layer",
-                                   norm_position="pre", final_norm=True, seed=seed)
+        self.body = ToyTransformer(
+            d_input=d_input,
+            d_model=d_model,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            mlp_width=mlp_mult * d_model,
+            positional="none",
+            norm="layer",
+            norm_position="pre",
+            final_norm=True,
+            seed=seed,
+        )
         with seeded(seed + 1):
             if level == "graph":
-                self.head: nn.Module = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(),
-                                                     nn.Linear(d_model, n_classes))
+                self.head: nn.Module = nn.Sequential(
+                    nn.Linear(d_model, d_model), nn.GELU(), nn.Linear(d_model, n_classes)
+                )
             else:
                 self.head = nn.Linear(d_model, n_classes)
 

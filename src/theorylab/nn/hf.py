@@ -74,9 +74,17 @@ def mlp_input_weights(model: nn.Module) -> list[str]:
 load_local = load_local_causal_lm
 
 # arch name -> transformers model_type
-ARCHS = {"gemma3": "gemma3_text", "gemma3_text": "gemma3_text", "llama": "llama", "mistral": "mistral",
-         "qwen2": "qwen2", "mixtral": "mixtral",
-         "gpt2": "gpt2", "bert": "bert", "mamba2": "mamba2"}
+ARCHS = {
+    "gemma3": "gemma3_text",
+    "gemma3_text": "gemma3_text",
+    "llama": "llama",
+    "mistral": "mistral",
+    "qwen2": "qwen2",
+    "mixtral": "mixtral",
+    "gpt2": "gpt2",
+    "bert": "bert",
+    "mamba2": "mamba2",
+}
 MASKED_LM = {"bert"}  # encoders get a masked-LM head; the rest are causal LMs
 
 
@@ -88,9 +96,16 @@ def _transformers():
     return transformers
 
 
-def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64, init_std: float | None = None,
-                norm_std: float = 0.1,
-                attn_implementation: str = "eager", **config: Any) -> nn.Module:
+def random_init(
+    arch: str,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    init_std: float | None = None,
+    norm_std: float = 0.1,
+    attn_implementation: str = "eager",
+    **config: Any,
+) -> nn.Module:
     """A random-weight ``transformers`` causal LM of family ``arch`` built from ``config`` (small sizes).
 
     ``init_std`` (default ``1/sqrt(hidden_size)``) is the Gaussian std of every matrix, so the
@@ -109,11 +124,17 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
     # caller sets them, they mean nothing here, and transformers warns about them on every build.
     defaults = tf.AutoConfig.for_model(model_type)
     vocab = config.get("vocab_size", getattr(defaults, "vocab_size", None))
-    special = {name: None for name in ("bos_token_id", "eos_token_id", "pad_token_id")
-               if name not in config and isinstance(getattr(defaults, name, None),
-                                                    int) and vocab is not None and getattr(defaults, name) >= vocab}
-    cfg = tf.AutoConfig.for_model(model_type, initializer_range=init_std if init_std is not None else hidden**-0.5,
-                                  **special, **config)
+    special = {
+        name: None
+        for name in ("bos_token_id", "eos_token_id", "pad_token_id")
+        if name not in config
+        and isinstance(getattr(defaults, name, None), int)
+        and vocab is not None
+        and getattr(defaults, name) >= vocab
+    }
+    cfg = tf.AutoConfig.for_model(
+        model_type, initializer_range=init_std if init_std is not None else hidden**-0.5, **special, **config
+    )
     cfg._attn_implementation = attn_implementation
     # Fused grouped-matmul experts (the default for MoE families) take no float64; the loop does.
     cfg._experts_implementation = "eager"
@@ -127,7 +148,8 @@ def random_init(arch: str, *, seed: int = 0, dtype: torch.dtype = torch.float64,
             for module in model.modules():
                 # Mamba-2's gated norm (MambaRMSNormGated, scale stored as is) is a norm too
                 if type(module).__name__.endswith(("RMSNorm", "RMSNormGated")) and isinstance(
-                        getattr(module, "weight", None), torch.Tensor):
+                    getattr(module, "weight", None), torch.Tensor
+                ):
                     offset = 0.0 if "Gemma" in type(module).__name__ else 1.0
                     module.weight.copy_(offset + norm_std * torch.randn_like(module.weight))
     return model.to(dtype).eval()
@@ -139,9 +161,22 @@ def gemma3_layer_types(n_layers: int, global_every: int) -> list[str]:
     return ["full_attention" if (i + 1) % global_every == 0 else "sliding_attention" for i in range(n_layers)]
 
 
-def small_config(arch: str, *, hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int, head_dim: int,
-                 vocab: int, max_positions: int = 4096, window: int = 8, global_every: int = 4, experts: int = 4,
-                 experts_per_token: int = 2) -> dict:
+def small_config(
+    arch: str,
+    *,
+    hidden: int,
+    intermediate: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    vocab: int,
+    max_positions: int = 4096,
+    window: int = 8,
+    global_every: int = 4,
+    experts: int = 4,
+    experts_per_token: int = 2,
+) -> dict:
     """The ``transformers`` config keywords of a family at these sizes, for :func:`random_init`.
 
     Common: width ``hidden``, MLP ``intermediate``, ``layers`` decoder layers, ``heads`` query and
@@ -151,9 +186,16 @@ def small_config(arch: str, *, hidden: int, intermediate: int, layers: int, head
     Gemma 3 1B: hidden 1152, intermediate 6912, 26 layers, 4 heads, 1 KV head, head_dim 256,
     vocab 262144, window 512, global_every 6.
     """
-    common = dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
-                  num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab,
-                  max_position_embeddings=max_positions)
+    common = dict(
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        max_position_embeddings=max_positions,
+    )
     if arch in ("gemma3", "gemma3_text"):
         return dict(common, sliding_window=window, layer_types=gemma3_layer_types(layers, global_every))
     if arch == "mixtral":

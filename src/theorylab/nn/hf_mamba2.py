@@ -89,8 +89,10 @@ def mamba2_blocks(model: nn.Module) -> list[nn.Module]:
     layers = getattr(base, "layers", None)
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind != "mamba2" or layers is None or not all(type(b).__name__ == "Mamba2Block" for b in layers):
-        raise ValueError(f"expected a transformers Mamba-2 model (model_type 'mamba2'), got {type(model).__name__} "
-                         f"(model_type {kind!r})")
+        raise ValueError(
+            f"expected a transformers Mamba-2 model (model_type 'mamba2'), got {type(model).__name__} "
+            f"(model_type {kind!r})"
+        )
     return list(layers)
 
 
@@ -192,8 +194,17 @@ def _embed(model: nn.Module, inputs: Tensor, hidden: int, dtype: torch.dtype) ->
     return inputs.to(dtype)
 
 
-def layer_states(model: nn.Module, inputs: Tensor, depth: int, *, gate: bool = True, project: bool = True,
-                 record_every: int = 1, radius: float | None = None, chunk_size: int | None = None) -> LayerStates:
+def layer_states(
+    model: nn.Module,
+    inputs: Tensor,
+    depth: int,
+    *,
+    gate: bool = True,
+    project: bool = True,
+    record_every: int = 1,
+    radius: float | None = None,
+    chunk_size: int | None = None,
+) -> LayerStates:
     """Token states of a Mamba-2 model after each of ``depth`` layers, cycling its ``L`` blocks (layer ``k`` runs
     block ``k mod L``, card "Real architecture": cycle layers to depth 200).
 
@@ -266,9 +277,16 @@ def as_layers(weights) -> list:
     return layers
 
 
-def idealized_mamba2(weights, *, run: int = 0, nonlinearity: str = "silu",
-                     tau: float = 1.0, dtype: torch.dtype = torch.float64, chunk_size: int = 64,
-                     seed: int = 0) -> nn.Module:
+def idealized_mamba2(
+    weights,
+    *,
+    run: int = 0,
+    nonlinearity: str = "silu",
+    tau: float = 1.0,
+    dtype: torch.dtype = torch.float64,
+    chunk_size: int = 64,
+    seed: int = 0,
+) -> nn.Module:
     """A random-init HF ``Mamba2ForCausalLM`` whose blocks are the idealised layers of
     :func:`theorylab.theory.consensus.ideal_ssm_layer` (card claim 7, ``hf-matches-idealization``; mapping in the
     module docstring).
@@ -289,11 +307,27 @@ def idealized_mamba2(weights, *, run: int = 0, nonlinearity: str = "silu",
     runs, m, n = layers[0].S_B.shape
     if not 0 <= run < runs:
         raise ValueError(f"run {run} out of range for weights of {runs} runs")
-    model = random_init("mamba2", seed=seed, dtype=dtype, hidden_size=n, num_hidden_layers=len(layers),
-                        state_size=m, head_dim=1, num_heads=n, expand=1, n_groups=1, vocab_size=16,
-                        conv_kernel=4, use_conv_bias=True, use_bias=False, layer_norm_epsilon=0.0,
-                        residual_in_fp32=False, chunk_size=chunk_size, time_step_limit=(0.0, math.inf),
-                        rescale_prenorm_residual=False)
+    model = random_init(
+        "mamba2",
+        seed=seed,
+        dtype=dtype,
+        hidden_size=n,
+        num_hidden_layers=len(layers),
+        state_size=m,
+        head_dim=1,
+        num_heads=n,
+        expand=1,
+        n_groups=1,
+        vocab_size=16,
+        conv_kernel=4,
+        use_conv_bias=True,
+        use_bias=False,
+        layer_norm_epsilon=0.0,
+        residual_in_fp32=False,
+        chunk_size=chunk_size,
+        time_step_limit=(0.0, math.inf),
+        rescale_prenorm_residual=False,
+    )
     root_n = math.sqrt(n)
     eye = torch.eye(n, dtype=torch.float64)
     with torch.no_grad():
@@ -302,8 +336,13 @@ def idealized_mamba2(weights, *, run: int = 0, nonlinearity: str = "silu",
             mixer = block.mixer
             block.norm.weight.fill_(1.0)
             W_z = w.W_z[run].double() if w.W_z is not None else torch.zeros(n, n, dtype=torch.float64)
-            rows = [W_z, eye / root_n, w.S_B[run].double() / root_n, w.S_C[run].double() / root_n,
-                    w.W_delta[run].double() / root_n]  # in_proj's output order: [gate | x | B | C | dt]
+            rows = [
+                W_z,
+                eye / root_n,
+                w.S_B[run].double() / root_n,
+                w.S_C[run].double() / root_n,
+                w.W_delta[run].double() / root_n,
+            ]  # in_proj's output order: [gate | x | B | C | dt]
             mixer.in_proj.weight.copy_(torch.cat(rows))
             mixer.conv1d.weight.zero_()
             mixer.conv1d.weight[:, 0, -1] = 1.0

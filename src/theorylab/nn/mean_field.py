@@ -22,8 +22,17 @@ class MeanFieldNet(nn.Module):
     """``m`` neurons ``w_i`` (rows of ``weight``, (m, d)) and second layer ``a`` (m,), output ``mean_i a_i sigma(<w_i,
     x>)``."""
 
-    def __init__(self, m: int, d: int, act: HermiteActivation, *, sphere: bool = True, train_second_layer: bool = False,
-                 generator: torch.Generator | None = None, dtype: torch.dtype = torch.float64):
+    def __init__(
+        self,
+        m: int,
+        d: int,
+        act: HermiteActivation,
+        *,
+        sphere: bool = True,
+        train_second_layer: bool = False,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float64,
+    ):
         super().__init__()
         w = torch.randn(m, d, generator=generator, dtype=dtype)
         if sphere:
@@ -48,8 +57,9 @@ class MeanFieldNet(nn.Module):
     def population_loss(self, w_star: Tensor) -> Tensor:
         """Exact ``1/2 E (f(x) - sigma(<w*, x>))^2``; needs unit neurons and a fixed second layer."""
         if not self.sphere or isinstance(self.a, nn.Parameter):
-            raise ValueError("the closed-form loss needs neurons on the sphere and a fixed second layer; use "
-                             "empirical_loss")
+            raise ValueError(
+                "the closed-form loss needs neurons on the sphere and a fixed second layer; use empirical_loss"
+            )
         c = self.a / self.m
         w = self.weight
         one = torch.ones((), dtype=w.dtype, device=w.device)

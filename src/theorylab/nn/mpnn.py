@@ -42,10 +42,35 @@ class StackedMLP(nn.Module):
         weights, biases = [], []
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
             bound = 1 / math.sqrt(fan_in)
-            w = torch.stack([(torch.rand(fan_in, fan_out, generator=torch.Generator().manual_seed(s * 7919 + fan_out),
-                                         dtype=torch.float64) * 2 - 1) * bound for s in seeds])
-            b = torch.stack([(torch.rand(fan_out, generator=torch.Generator().manual_seed(s * 104729 + fan_in),
-                                         dtype=torch.float64) * 2 - 1) * bound for s in seeds])
+            w = torch.stack(
+                [
+                    (
+                        torch.rand(
+                            fan_in,
+                            fan_out,
+                            generator=torch.Generator().manual_seed(s * 7919 + fan_out),
+                            dtype=torch.float64,
+                        )
+                        * 2
+                        - 1
+                    )
+                    * bound
+                    for s in seeds
+                ]
+            )
+            b = torch.stack(
+                [
+                    (
+                        torch.rand(
+                            fan_out, generator=torch.Generator().manual_seed(s * 104729 + fan_in), dtype=torch.float64
+                        )
+                        * 2
+                        - 1
+                    )
+                    * bound
+                    for s in seeds
+                ]
+            )
             weights.append(nn.Parameter(w))
             biases.append(nn.Parameter(b))
         self.weights, self.biases = nn.ParameterList(weights), nn.ParameterList(biases)
@@ -113,8 +138,9 @@ class AlignedMPNN(_message_passing_base()):  # type: ignore[misc]
         kinds = [aggr] * len(seeds) if isinstance(aggr, str) else list(aggr)
         bad = [a for a in kinds if a not in AGGREGATIONS]
         if bad or len(kinds) != len(seeds):
-            raise ValueError(f"aggregation must be one of {AGGREGATIONS} per member ({len(seeds)} members), got "
-                             f"{aggr!r}")
+            raise ValueError(
+                f"aggregation must be one of {AGGREGATIONS} per member ({len(seeds)} members), got {aggr!r}"
+            )
         uniform = len(set(kinds)) == 1
         super().__init__(aggr=kinds[0] if uniform else "sum", node_dim=0)
         self.kinds = kinds
@@ -150,20 +176,23 @@ class AlignedMPNN(_message_passing_base()):  # type: ignore[misc]
         for kind, reduce in (("min", "amin"), ("max", "amax"), ("sum", "sum"), ("mean", "mean")):
             cols = getattr(self, f"_is_{kind}")
             if bool(cols.any()):
-                part = inputs.new_zeros(dim_size, inputs.shape[1]).scatter_reduce(0, idx, inputs, reduce=reduce,
-                    include_self=False)
+                part = inputs.new_zeros(dim_size, inputs.shape[1]).scatter_reduce(
+                    0, idx, inputs, reduce=reduce, include_self=False
+                )
                 out = torch.where(cols, part, out)
         return out
 
     def graph_constants(self, edge_index: Tensor, n: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """``(has an in-edge, in-degree)`` per node, as ``(N, 1)`` columns (computed once per graph)."""
         has_in = torch.zeros(n, dtype=torch.bool, device=edge_index.device).index_fill_(0, edge_index[1], True)[:, None]
-        deg = torch.zeros(n, dtype=dtype, device=edge_index.device).index_add_(0, edge_index[1], torch.ones(
-            edge_index.shape[1], dtype=dtype, device=edge_index.device))[:, None]
+        deg = torch.zeros(n, dtype=dtype, device=edge_index.device).index_add_(
+            0, edge_index[1], torch.ones(edge_index.shape[1], dtype=dtype, device=edge_index.device)
+        )[:, None]
         return has_in, deg
 
-    def step(self, h: Tensor, edge_index: Tensor, weight: Tensor, constants: tuple[Tensor,
-        Tensor] | None = None) -> Tensor:
+    def step(
+        self, h: Tensor, edge_index: Tensor, weight: Tensor, constants: tuple[Tensor, Tensor] | None = None
+    ) -> Tensor:
         """One round; ``h``: ``(N, S)``. The node's own state joins the aggregation as one more value."""
         n = h.shape[0]
         m = self.propagate(edge_index, x=h, w=weight.to(h.dtype), size=(n, n))
@@ -184,9 +213,16 @@ class AlignedMPNN(_message_passing_base()):  # type: ignore[misc]
             out = value if out is None else torch.where(getattr(self, f"_is_{kind}"), value, out)
         return out
 
-    def forward(self, h: Tensor, edge_index: Tensor, weight: Tensor, rounds: int | None = None, tol: float = 1e-9,
-                max_rounds: int | None = None,
-                frontier: bool = True) -> tuple[Tensor, int]:
+    def forward(
+        self,
+        h: Tensor,
+        edge_index: Tensor,
+        weight: Tensor,
+        rounds: int | None = None,
+        tol: float = 1e-9,
+        max_rounds: int | None = None,
+        frontier: bool = True,
+    ) -> tuple[Tensor, int]:
         """``rounds`` fixed rounds, or (``rounds=None``) until no state moves by more than ``tol``·(1+|h|)
         (at most ``max_rounds``, default N). Returns ``(h, rounds run)``. Without gradients, min/max
         networks evaluate only the edges whose source moved (``frontier``; exactly the same states)."""

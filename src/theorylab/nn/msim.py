@@ -25,12 +25,20 @@ class MSIMNet(nn.Module):
     ``x``: (S, B, d^K) (or (S, B, d, ..., d)), one batch per student; returns (S, B).
     """
 
-    def __init__(self, d: int, K: int, links: str | Sequence[str] = "quadratic", replicas: int = 1,
-                 generator: torch.Generator | None = None, device: torch.device | str = "cpu"):
+    def __init__(
+        self,
+        d: int,
+        K: int,
+        links: str | Sequence[str] = "quadratic",
+        replicas: int = 1,
+        generator: torch.Generator | None = None,
+        device: torch.device | str = "cpu",
+    ):
         super().__init__()
         if d < 2 or K < 1 or replicas < 1:
-            raise ValueError(f"MSIMNet needs d >= 2, K >= 1, replicas >= 1; got d = {d}, K = {K}, "
-                             f"replicas = {replicas}")
+            raise ValueError(
+                f"MSIMNet needs d >= 2, K >= 1, replicas >= 1; got d = {d}, K = {K}, replicas = {replicas}"
+            )
         self.links = (links,) * K if isinstance(links, str) else tuple(links)
         if len(self.links) != K:
             raise ValueError(f"MSIMNet needs one link per layer ({K}); got {len(self.links)}")

@@ -51,7 +51,7 @@ def unflatten_params(theta: torch.Tensor, r: int, d: int) -> tuple[torch.Tensor,
     """Inverse of :func:`flatten_params`."""
     if theta.shape[-1] != r * (d + 1):
         raise ValueError(f"theta must have r(d + 1) = {r * (d + 1)} entries; got {theta.shape[-1]}")
-    return theta[..., : r * d].reshape(*theta.shape[:-1], r, d), theta[..., r * d:]
+    return theta[..., : r * d].reshape(*theta.shape[:-1], r, d), theta[..., r * d :]
 
 
 def symmetry_directions(W: torch.Tensor, a: torch.Tensor, k: int) -> torch.Tensor:
@@ -89,8 +89,15 @@ class PolyNet(nn.Module):
     largest |eigenvalue| (exact when rank A <= r).
     """
 
-    def __init__(self, d: int, r: int, k: int = 2, *, dtype: torch.dtype = torch.float64,
-                 generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        d: int,
+        r: int,
+        k: int = 2,
+        *,
+        dtype: torch.dtype = torch.float64,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         if d < 1 or r < 1 or k < 1:
             raise ValueError(f"PolyNet needs d, r, k >= 1; got d={d}, r={r}, k={k}")
@@ -134,6 +141,6 @@ class PolyNet(nn.Module):
         W = torch.zeros(r, A.shape[0], dtype=A.dtype)
         a = torch.ones(r, dtype=A.dtype)
         n = int(keep.sum())
-        W[:n] = (lam[keep].abs().sqrt()[:, None] * V[:, keep].T)
+        W[:n] = lam[keep].abs().sqrt()[:, None] * V[:, keep].T
         a[:n] = torch.sign(lam[keep])
         return cls.from_params(W, a, 2)

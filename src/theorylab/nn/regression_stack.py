@@ -11,8 +11,9 @@ from theorylab.core.rng import seeded
 from theorylab.nn.blocks import BlockStack, VanillaBlock
 
 
-def in_context_regression_stack(dim: int, depth: int = 1, hidden_mult: int = 4, g_std: float = 0.1, *,
-                                seed: int) -> BlockStack:
+def in_context_regression_stack(
+    dim: int, depth: int = 1, hidden_mult: int = 4, g_std: float = 0.1, *, seed: int
+) -> BlockStack:
     """``depth`` vanilla blocks of width ``d = dim + 1``, MLP width ``hidden_mult · d``, one head, no layer
     norm, float64 weights drawn under ``seed`` (``g_std``: std of the norm-scale offsets and biases)."""
     if dim < 1 or depth < 1 or hidden_mult < 1:

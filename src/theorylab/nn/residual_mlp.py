@@ -62,9 +62,19 @@ class ResidualMLPStack(nn.Module):
     readout to every position's logits. ``seed`` (optional) makes
     the default initialisation reproducible without moving the global RNG."""
 
-    def __init__(self, in_vocab: int, out_vocab: int, length: int, d: int = 32, n_blocks: int = 6,
-                 variant: Literal["mixer", "window", "flat"] = "mixer", window: int = 4, tok_mult: int = 2,
-                 ch_mult: int = 4, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        in_vocab: int,
+        out_vocab: int,
+        length: int,
+        d: int = 32,
+        n_blocks: int = 6,
+        variant: Literal["mixer", "window", "flat"] = "mixer",
+        window: int = 4,
+        tok_mult: int = 2,
+        ch_mult: int = 4,
+        seed: int | None = None,
+    ) -> None:
         super().__init__()
         if variant not in ("mixer", "window", "flat"):
             raise ValueError(f"variant must be 'mixer', 'window' or 'flat', got {variant!r}")
@@ -87,8 +97,9 @@ class ResidualMLPStack(nn.Module):
             self.embed_win = nn.Linear((2 * self.window + 1) * (self.in_vocab + 1), d)
         else:  # one linear map on the flattened one-hot sequence
             self.embed_flat = nn.Linear(length * self.in_vocab, d)
-        self.blocks = nn.ModuleList(MixerBlock(d, length, tok_mult, ch_mult, tok=self.variant == "mixer")
-                                    for _ in range(self.n_blocks))
+        self.blocks = nn.ModuleList(
+            MixerBlock(d, length, tok_mult, ch_mult, tok=self.variant == "mixer") for _ in range(self.n_blocks)
+        )
         self.ln_out = nn.LayerNorm(d)
         self.readout = nn.Linear(d, self.out_vocab * (length if self.variant == "flat" else 1))
 

@@ -25,14 +25,28 @@ class RNN(nn.Module):
     """``RNN(kind, vocab_size, hidden, embedding, d_output)``: tokens ``(B, T)`` -> ``(B, d_output)`` logits read from
     the state after the last non-padding token (``lengths``) or after the last token."""
 
-    def __init__(self, kind: Literal["gru", "lstm", "elman"] = "gru", *, vocab_size: int, hidden: int,
-                 embedding: int = 8, d_output: int = 2, n_layers: int = 1, padding_idx: int | None = None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        kind: Literal["gru", "lstm", "elman"] = "gru",
+        *,
+        vocab_size: int,
+        hidden: int,
+        embedding: int = 8,
+        d_output: int = 2,
+        n_layers: int = 1,
+        padding_idx: int | None = None,
+        seed: int | None = None,
+    ):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"unknown RNN kind '{kind}'; allowed: {', '.join(KINDS)}")
-        for name, value, low in (("vocab_size", vocab_size, 2), ("hidden", hidden, 1), ("embedding", embedding, 1),
-                                 ("d_output", d_output, 1), ("n_layers", n_layers, 1)):
+        for name, value, low in (
+            ("vocab_size", vocab_size, 2),
+            ("hidden", hidden, 1),
+            ("embedding", embedding, 1),
+            ("d_output", d_output, 1),
+            ("n_layers", n_layers, 1),
+        ):
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"'{name}' must be an integer >= {low}; got {value}")
         self.kind, self.hidden = kind, hidden
@@ -54,7 +68,6 @@ class RNN(nn.Module):
         else:
             last = out[torch.arange(out.shape[0], device=out.device), lengths - 1]  # (B, h)
         return self.head(last)
-
 
 
 class StackedGRU(nn.Module):
@@ -82,7 +95,7 @@ class StackedGRU(nn.Module):
         """The stacked (3H, ...) weight or (3H,) bias: gate by gate (r, z, n), block-diagonal over the models."""
         parts = []
         for g in range(3):
-            pieces = [getattr(m.rnn, name)[g * h:(g + 1) * h] for m, h in zip(self.models, self.hidden)]
+            pieces = [getattr(m.rnn, name)[g * h : (g + 1) * h] for m, h in zip(self.models, self.hidden)]
             parts.append(torch.block_diag(*pieces) if block else torch.cat(pieces))
         return torch.cat(parts)
 
@@ -90,9 +103,13 @@ class StackedGRU(nn.Module):
         if tokens.dim() != 3 or tokens.shape[0] != len(self.models):
             raise ValueError(f"tokens must be (M = {len(self.models)}, B, T); got {tuple(tokens.shape)}")
         x = torch.cat([m.embed(tokens[i]) for i, m in enumerate(self.models)], dim=-1)  # (B, T, sum e)
-        weights = [self._gates("weight_ih_l0", True), self._gates("weight_hh_l0", True),
-                   self._gates("bias_ih_l0", False), self._gates("bias_hh_l0", False)]
+        weights = [
+            self._gates("weight_ih_l0", True),
+            self._gates("weight_hh_l0", True),
+            self._gates("bias_ih_l0", False),
+            self._gates("bias_hh_l0", False),
+        ]
         h0 = x.new_zeros(1, x.shape[0], sum(self.hidden))
         out, _ = torch._VF.gru(x, h0, weights, True, 1, 0.0, self.training, False, True)  # (B, T, H)
         last = out[:, -1]  # (B, H)
-        return torch.stack([m.head(last[:, o:o + h]) for m, o, h in zip(self.models, self.offsets, self.hidden)])
+        return torch.stack([m.head(last[:, o : o + h]) for m, o, h in zip(self.models, self.offsets, self.hidden)])

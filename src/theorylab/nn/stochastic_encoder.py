@@ -68,8 +68,9 @@ class StochasticEncoder(nn.Module):
     reproducible (drawn under :func:`theorylab.core.rng.seeded`); ``None`` uses the global stream.
     """
 
-    def __init__(self, in_dim: int, latent_dim: int = 10, hidden: int = 256, depth: int = 2, *,
-                 seed: int | None = None):
+    def __init__(
+        self, in_dim: int, latent_dim: int = 10, hidden: int = 256, depth: int = 2, *, seed: int | None = None
+    ):
         super().__init__()
         _check_sizes(in_dim=in_dim, latent_dim=latent_dim, hidden=hidden, depth=depth)
         self.in_dim, self.latent_dim = in_dim, latent_dim
@@ -92,8 +93,16 @@ class BetaVAE(nn.Module):
     """beta-VAE (Higgins et al. 2017) with a :class:`StochasticEncoder` and an MLP decoder
     ``latent_dim -> hidden (x depth) -> in_dim`` producing Bernoulli logits for flattened binary inputs."""
 
-    def __init__(self, in_dim: int, latent_dim: int = 10, hidden: int = 256, beta: float = 1.0, depth: int = 2, *,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        latent_dim: int = 10,
+        hidden: int = 256,
+        beta: float = 1.0,
+        depth: int = 2,
+        *,
+        seed: int | None = None,
+    ):
         super().__init__()
         if beta < 0:
             raise ValueError(f"beta must be >= 0, got {beta}")
@@ -125,8 +134,17 @@ class VIB(nn.Module):
     """Variational information bottleneck (Alemi et al. 2017): a :class:`StochasticEncoder` and a linear
     classifier ``latent_dim -> n_classes`` on the sampled code (Alemi et al.'s softmax decoder)."""
 
-    def __init__(self, in_dim: int, latent_dim: int, n_classes: int, beta: float = 1e-3, hidden: int = 256,
-                 depth: int = 2, *, seed: int | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        latent_dim: int,
+        n_classes: int,
+        beta: float = 1e-3,
+        hidden: int = 256,
+        depth: int = 2,
+        *,
+        seed: int | None = None,
+    ):
         super().__init__()
         _check_sizes(n_classes=n_classes)
         if beta < 0:

@@ -40,73 +40,107 @@ class ToyTransformerConfig(BaseModel):
     d_model: int = Field(ge=1, le=65536, description="width of the residual stream d")
     n_layers: int = Field(1, ge=1, le=256, description="number of blocks")
     n_heads: int = Field(1, ge=1, le=65536, description="attention heads per layer H")
-    head_rank: int | None = Field(None, ge=1, le=65536, description="rank r of each head's Q and K (None: d_model // "
-        "n_heads)")
-    value_dim: int | None = Field(None, ge=1, le=65536, description="rank of each head's V and O (None: d_model // "
-        "n_heads)")
+    head_rank: int | None = Field(
+        None, ge=1, le=65536, description="rank r of each head's Q and K (None: d_model // n_heads)"
+    )
+    value_dim: int | None = Field(
+        None, ge=1, le=65536, description="rank of each head's V and O (None: d_model // n_heads)"
+    )
     qk: Literal["untied", "tied"] = Field("untied", description="'tied' uses one matrix for queries and keys (K = Q)")
-    attention: Literal["softmax", "hard"] = Field("softmax", description="'hard': one-hot on the arg-max key (not "
-        "trainable through the pattern)")
+    attention: Literal["softmax", "hard"] = Field(
+        "softmax", description="'hard': one-hot on the arg-max key (not trainable through the pattern)"
+    )
     attention_kernel: Literal["auto", "fused", "explicit"] = Field(
-        "auto", description="softmax attention's kernel: 'fused' (torch's scaled_dot_product_attention: scores, "
-                            "weights and sums inside one kernel, accumulated in float32 for low-precision inputs, "
-                            "rounded once), 'explicit' (scores and weights as tensors in the model's dtype), 'auto' "
-                            "(fused on GPU, explicit on CPU)")
+        "auto",
+        description="softmax attention's kernel: 'fused' (torch's scaled_dot_product_attention: scores, "
+        "weights and sums inside one kernel, accumulated in float32 for low-precision inputs, "
+        "rounded once), 'explicit' (scores and weights as tensors in the model's dtype), 'auto' "
+        "(fused on GPU, explicit on CPU)",
+    )
     qk_scale: float | None = Field(None, gt=0, description="score scale (None: 1/sqrt(head_rank))")
     mlp_width: int = Field(0, ge=0, le=1_000_000, description="hidden width of the MLP; 0 means no MLP")
-    mlp_layers: tuple[int, ...] | None = Field(None, description="0-based layers that have an MLP (None: every layer, "
-        "when mlp_width > 0)")
+    mlp_layers: tuple[int, ...] | None = Field(
+        None, description="0-based layers that have an MLP (None: every layer, when mlp_width > 0)"
+    )
     activation: Literal["gelu", "relu"] = Field("gelu", description="MLP non-linearity")
-    norm: Literal["layer", "rms", "sphere", "none"] = Field("layer",
-                                                            description="'sphere': x/|x| times a learned scale")
-    norm_position: Literal["pre", "post"] = Field("pre", description="norm before each sub-block (pre) or after the "
-        "residual sum (post)")
+    norm: Literal["layer", "rms", "sphere", "none"] = Field(
+        "layer", description="'sphere': x/|x| times a learned scale"
+    )
+    norm_position: Literal["pre", "post"] = Field(
+        "pre", description="norm before each sub-block (pre) or after the residual sum (post)"
+    )
     final_norm: bool = Field(False, description="a norm after the last block (usual with pre-norm)")
     final_norm_kind: Literal["layer", "rms", "sphere", "none"] | None = Field(
-        None, description="kind of the final norm apart from the blocks' 'norm' (None: the same as 'norm'); e.g. "
-                          "norm='none' with final_norm_kind='layer' is a final LayerNorm only (Ravfogel et al., "
-                          "arXiv 2510.15804)")
+        None,
+        description="kind of the final norm apart from the blocks' 'norm' (None: the same as 'norm'); e.g. "
+        "norm='none' with final_norm_kind='layer' is a final LayerNorm only (Ravfogel et al., "
+        "arXiv 2510.15804)",
+    )
     residual: bool = Field(True, description="residual connections around attention and MLP")
-    residual_scale: float = Field(1.0, gt=0, le=1e6, description="α in norm(α·x + G(x)) (post-norm; DeepNorm: "
-        "(2N)^(1/4)); pre-norm needs 1")
-    init: Literal["default", "xavier", "normal"] = Field("default", description="'xavier': xavier-normal Q, K (gain "
+    residual_scale: float = Field(
+        1.0, gt=0, le=1e6, description="α in norm(α·x + G(x)) (post-norm; DeepNorm: (2N)^(1/4)); pre-norm needs 1"
+    )
+    init: Literal["default", "xavier", "normal"] = Field(
+        "default",
+        description="'xavier': xavier-normal Q, K (gain "
         "1) and V, O, MLP (gain init_gain), zero biases (DeepNet); 'normal': every weight i.i.d. N(0, init_std^2), "
-        "zero biases (small-initialisation regime)")
-    init_std: float | None = Field(None, gt=0, le=1e3, description="std ε of init='normal' (e.g. 0.05 for the "
-                                                                      "small-init regime of Chen et al., arXiv "
-                                                                      "2605.01199)")
-    output_projection: bool = Field(True, description="False: no learned W_O; the heads' values (n_heads * value_dim "
-                                                       "= d_model) go straight into the stream (W_O a fixed identity "
-                                                       "buffer)")
-    init_gain: float = Field(1.0, gt=0, le=1e6, description="xavier gain β of V, O and the MLP weights (DeepNorm: "
-                                                            "(8N)^(-1/4))")
+        "zero biases (small-initialisation regime)",
+    )
+    init_std: float | None = Field(
+        None,
+        gt=0,
+        le=1e3,
+        description="std ε of init='normal' (e.g. 0.05 for the small-init regime of Chen et al., arXiv 2605.01199)",
+    )
+    output_projection: bool = Field(
+        True,
+        description="False: no learned W_O; the heads' values (n_heads * value_dim "
+        "= d_model) go straight into the stream (W_O a fixed identity "
+        "buffer)",
+    )
+    init_gain: float = Field(
+        1.0, gt=0, le=1e6, description="xavier gain β of V, O and the MLP weights (DeepNorm: (8N)^(-1/4))"
+    )
     causal: bool = Field(False, description="mask future positions")
     positional: Literal["none", "learned", "sinusoidal", "rotary"] = Field("none", description="positional encoding")
     max_len: int = Field(1024, ge=1, le=1_000_000, description="longest sequence for learned/sinusoidal positions")
-    vocab_size: int | None = Field(None, ge=2, le=10_000_000, description="token inputs and logits over this "
-        "vocabulary (None: vector inputs)")
-    d_input: int | None = Field(None, ge=1, le=65536, description="vector-input size when != d_model (a linear "
-        "embedding); None: d_model")
-    d_output: int | None = Field(None, ge=1, le=10_000_000, description="linear readout size (None: vocab_size for "
-        "tokens, the residual stream otherwise)")
+    vocab_size: int | None = Field(
+        None, ge=2, le=10_000_000, description="token inputs and logits over this vocabulary (None: vector inputs)"
+    )
+    d_input: int | None = Field(
+        None, ge=1, le=65536, description="vector-input size when != d_model (a linear embedding); None: d_model"
+    )
+    d_output: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="linear readout size (None: vocab_size for tokens, the residual stream otherwise)",
+    )
     freeze_embedding: bool = Field(False, description="keep the token embedding at its initial value")
     freeze_readout: bool = Field(False, description="keep the readout (unembedding) at its initial value")
-    freeze: tuple[str, ...] = Field((), description="parameter-name prefixes kept at their initial value "
-                                                    "(requires_grad False), e.g. ('pos', 'blocks.0.attn.W_Q')")
+    freeze: tuple[str, ...] = Field(
+        (),
+        description="parameter-name prefixes kept at their initial value "
+        "(requires_grad False), e.g. ('pos', 'blocks.0.attn.W_Q')",
+    )
     embedding_std: float | None = Field(
-        None, gt=0, description="init std of the token embedding and readout weights, e.g. d**-0.5 for the N(0, 1/d) "
-                                "random embeddings of Bietti et al. (None: torch's defaults)"
+        None,
+        gt=0,
+        description="init std of the token embedding and readout weights, e.g. d**-0.5 for the N(0, 1/d) "
+        "random embeddings of Bietti et al. (None: torch's defaults)",
     )
     bias: bool = Field(True, description="biases in attention, MLP and embeddings")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ToyTransformerConfig":
         if self.head_rank is None and self.d_model % self.n_heads:
-            raise ValueError(f"'head_rank' must be given when n_heads ({self.n_heads}) does not divide d_model "
-                             f"({self.d_model})")
+            raise ValueError(
+                f"'head_rank' must be given when n_heads ({self.n_heads}) does not divide d_model ({self.d_model})"
+            )
         if self.value_dim is None and self.d_model % self.n_heads:
-            raise ValueError(f"'value_dim' must be given when n_heads ({self.n_heads}) does not divide d_model "
-                             f"({self.d_model})")
+            raise ValueError(
+                f"'value_dim' must be given when n_heads ({self.n_heads}) does not divide d_model ({self.d_model})"
+            )
         if self.positional == "rotary" and self.rank % 2:
             raise ValueError(f"rotary positions need an even 'head_rank'; got {self.rank}")
         if self.positional == "sinusoidal" and self.d_model % 2:
@@ -122,15 +156,19 @@ class ToyTransformerConfig(BaseModel):
             if self.mlp_width == 0 and self.mlp_layers:
                 raise ValueError("'mlp_layers' lists layers but 'mlp_width' is 0")
         if self.residual_scale != 1.0 and self.norm_position != "post":
-            raise ValueError(f"'residual_scale' (α = {self.residual_scale}) is DeepNorm's post-norm residual weight; "
-                             f"set norm_position='post'")
+            raise ValueError(
+                f"'residual_scale' (α = {self.residual_scale}) is DeepNorm's post-norm residual weight; "
+                f"set norm_position='post'"
+            )
         if (self.init == "normal") != (self.init_std is not None):
             raise ValueError("'init_std' is the std of init='normal': set both or neither")
         if self.init == "normal" and self.embedding_std is not None:
             raise ValueError("init='normal' sets the embedding and readout too: leave 'embedding_std' unset")
         if not self.output_projection and self.n_heads * self.v_dim != self.d_model:
-            raise ValueError(f"output_projection=False needs n_heads * value_dim == d_model; got {self.n_heads} * "
-                             f"{self.v_dim} != {self.d_model}")
+            raise ValueError(
+                f"output_projection=False needs n_heads * value_dim == d_model; got {self.n_heads} * "
+                f"{self.v_dim} != {self.d_model}"
+            )
         if self.init_gain != 1.0 and self.init != "xavier":
             raise ValueError("'init_gain' scales the xavier init: set init='xavier'")
         if self.freeze_readout and self.d_output is None and self.vocab_size is None:
@@ -306,8 +344,14 @@ class MultiHeadAttention(nn.Module):
 
     # --- hand-built weights -------------------------------------------------------------------
     @torch.no_grad()
-    def set_head(self, head: int, q: Tensor | None = None, k: Tensor | None = None, v: Tensor | None = None,
-                 o: Tensor | None = None) -> None:
+    def set_head(
+        self,
+        head: int,
+        q: Tensor | None = None,
+        k: Tensor | None = None,
+        v: Tensor | None = None,
+        o: Tensor | None = None,
+    ) -> None:
         """Set head ``head`` so that its score is exactly ``x_i^T q^T k x_j`` and its output ``o v x_j``.
 
         Shapes: ``q, k: (r, d)``, ``v: (value_dim, d)``, ``o: (d, value_dim)``. The score scale is
@@ -377,8 +421,9 @@ class Block(nn.Module):
         for name in ("resid_pre", "attn_out", "resid_mid", "mlp_in", "mlp_out", "resid_post"):
             setattr(self, f"hook_{name}", HookPoint())
 
-    def _sub(self, x: Tensor, layer: nn.Module, norm: nn.Module, hook_in: HookPoint | None,
-             hook_out: HookPoint) -> Tensor:
+    def _sub(
+        self, x: Tensor, layer: nn.Module, norm: nn.Module, hook_in: HookPoint | None, hook_out: HookPoint
+    ) -> Tensor:
         if self.cfg.norm_position == "pre":
             inner = norm(x)
             inner = hook_in(inner) if hook_in is not None else inner
@@ -477,8 +522,12 @@ class ToyTransformer(nn.Module):
         """Small-ε init (Chen, Lin, Xu & Luo, arXiv 2605.01199): every weight matrix (embedding, learned positions,
         Q, K, V, O, MLP, readout) i.i.d. N(0, std²), every bias 0; norm scales keep their 1 and a fixed W_O (a
         buffer) its identity."""
-        norms = {id(p) for m in self.modules() if isinstance(m, (nn.LayerNorm, nn.RMSNorm, SphereNorm))
-                 for p in m.parameters()}
+        norms = {
+            id(p)
+            for m in self.modules()
+            if isinstance(m, (nn.LayerNorm, nn.RMSNorm, SphereNorm))
+            for p in m.parameters()
+        }
         for name, p in self.named_parameters():
             if id(p) in norms:
                 continue
@@ -552,8 +601,9 @@ class ToyTransformer(nn.Module):
             for handle in handles:
                 handle.remove()
 
-    def run_with_cache(self, x: Tensor, names: list[str] | Callable[[str], bool] | None = None) -> tuple[Tensor, dict[
-        str, Tensor]]:
+    def run_with_cache(
+        self, x: Tensor, names: list[str] | Callable[[str], bool] | None = None
+    ) -> tuple[Tensor, dict[str, Tensor]]:
         """Forward pass that also returns the activations at the chosen hook points (all by default)."""
         every = self.hook_names()
         chosen = every if names is None else [n for n in every if names(n)] if callable(names) else list(names)
@@ -573,27 +623,49 @@ class ToyTransformer(nn.Module):
 def deepnorm(n_layers: int, exponent: float = 0.25) -> dict:
     """DeepNorm for an N-layer decoder (Wang et al., "DeepNet", 2022): post-norm with residual weight
     α = (2N)^(1/4) and xavier gain β = (8N)^(−exponent) on V, O and the MLP (exponent 1/4 is DeepNet's)."""
-    return dict(n_layers=n_layers, norm_position="post", residual_scale=(2 * n_layers) ** 0.25, init="xavier",
-                init_gain=(8 * n_layers) ** (-exponent))
+    return dict(
+        n_layers=n_layers,
+        norm_position="post",
+        residual_scale=(2 * n_layers) ** 0.25,
+        init="xavier",
+        init_gain=(8 * n_layers) ** (-exponent),
+    )
 
 
 def attention_only(
-    d: int, n_heads: int, head_rank: int, *, value_dim: int | None = None, attention: Literal["softmax",
-        "hard"] = "softmax",
-    qk: Literal["untied", "tied"] = "untied", qk_scale: float | None = None, seed: int | None = None,
+    d: int,
+    n_heads: int,
+    head_rank: int,
+    *,
+    value_dim: int | None = None,
+    attention: Literal["softmax", "hard"] = "softmax",
+    qk: Literal["untied", "tied"] = "untied",
+    qk_scale: float | None = None,
+    seed: int | None = None,
 ) -> ToyTransformer:
     """One attention layer and nothing else (no MLP, norm, residual or bias):
     ``f(X)_i = sum_h O_h sum_j a^h_ij V_h x_j`` with full-rank values by default (``value_dim = d``),
     the single-layer model of Amsel et al. (arXiv 2407.16153, Eq. 1)."""
     return ToyTransformer(
-        d_model=d, n_layers=1, n_heads=n_heads, head_rank=head_rank, value_dim=value_dim or d, qk=qk,
+        d_model=d,
+        n_layers=1,
+        n_heads=n_heads,
+        head_rank=head_rank,
+        value_dim=value_dim or d,
+        qk=qk,
         attention=attention,
-        qk_scale=qk_scale, mlp_width=0, norm="none", residual=False, bias=False, seed=seed,
+        qk_scale=qk_scale,
+        mlp_width=0,
+        norm="none",
+        residual=False,
+        bias=False,
+        seed=seed,
     )
 
 
-def frozen_attention_layer(d_model: int, n_heads: int, seed: int,
-                           dtype: torch.dtype = torch.float64) -> MultiHeadAttention:
+def frozen_attention_layer(
+    d_model: int, n_heads: int, seed: int, dtype: torch.dtype = torch.float64
+) -> MultiHeadAttention:
     """One :class:`MultiHeadAttention` (no biases) at its random init, drawn under :func:`seeded` (the global
     RNG is neither read nor moved), cast to ``dtype`` and frozen: a fixed random map to probe, e.g. the
     local gain of Emadi (arXiv 2602.18849)."""

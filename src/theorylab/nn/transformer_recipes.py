@@ -17,15 +17,37 @@ def recall_transformer(d_model: int, vocab: int, seq_len: int, ff_width: int, se
     each attention (``0``: no FF layer at all), token embedding and unembedding frozen at N(0, 1/d),
     no biases."""
     return ToyTransformer(
-        d_model=d_model, n_layers=2, n_heads=1, mlp_width=ff_width, activation="relu",
-        norm="none", causal=True, positional="learned", max_len=seq_len, vocab_size=vocab, freeze_embedding=True,
-        freeze_readout=True, embedding_std=d_model**-0.5, bias=False, seed=seed,
+        d_model=d_model,
+        n_layers=2,
+        n_heads=1,
+        mlp_width=ff_width,
+        activation="relu",
+        norm="none",
+        causal=True,
+        positional="learned",
+        max_len=seq_len,
+        vocab_size=vocab,
+        freeze_embedding=True,
+        freeze_readout=True,
+        embedding_std=d_model**-0.5,
+        bias=False,
+        seed=seed,
     )
 
 
 def small_gpt(d_model: int, n_layers: int, n_heads: int, vocab: int, max_len: int, seed: int) -> ToyTransformer:
     """A small GPT-style model: pre-LayerNorm, GELU MLP of width 4d, learned positions, causal."""
     return ToyTransformer(
-        d_model=d_model, n_layers=n_layers, n_heads=n_heads, mlp_width=4 * d_model, activation="gelu",
-        norm="layer", final_norm=True, causal=True, positional="learned", max_len=max_len, vocab_size=vocab, seed=seed,
+        d_model=d_model,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        mlp_width=4 * d_model,
+        activation="gelu",
+        norm="layer",
+        final_norm=True,
+        causal=True,
+        positional="learned",
+        max_len=max_len,
+        vocab_size=vocab,
+        seed=seed,
     )

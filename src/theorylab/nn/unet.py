@@ -29,8 +29,14 @@ def _conv(dims: int, c_in: int, c_out: int) -> nn.Module:
 class _Block(nn.Module):
     def __init__(self, dims: int, c_in: int, c_out: int, groups: int):
         super().__init__()
-        self.net = nn.Sequential(_conv(dims, c_in, c_out), nn.GroupNorm(min(groups, c_out), c_out), nn.GELU(),
-                                 _conv(dims, c_out, c_out), nn.GroupNorm(min(groups, c_out), c_out), nn.GELU())
+        self.net = nn.Sequential(
+            _conv(dims, c_in, c_out),
+            nn.GroupNorm(min(groups, c_out), c_out),
+            nn.GELU(),
+            _conv(dims, c_out, c_out),
+            nn.GroupNorm(min(groups, c_out), c_out),
+            nn.GELU(),
+        )
         self.skip = (nn.Conv1d if dims == 1 else nn.Conv2d)(c_in, c_out, 1) if c_in != c_out else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:
@@ -38,9 +44,17 @@ class _Block(nn.Module):
 
 
 class UNet(nn.Module):
-    def __init__(self, dims: Literal[1, 2], in_channels: int = 1, out_channels: int = 1, width: int = 32,
-                 levels: int = 3, groups: int = 8,
-                 classes: int = 0, residual: bool = False):
+    def __init__(
+        self,
+        dims: Literal[1, 2],
+        in_channels: int = 1,
+        out_channels: int = 1,
+        width: int = 32,
+        levels: int = 3,
+        groups: int = 8,
+        classes: int = 0,
+        residual: bool = False,
+    ):
         super().__init__()
         if dims not in (1, 2) or levels < 1 or width < 1:
             raise ValueError(f"UNet needs dims 1 or 2, levels >= 1, width >= 1; got {dims}, {levels}, {width}")
@@ -52,8 +66,9 @@ class UNet(nn.Module):
         self.inp = _Block(dims, in_channels, chans[0], groups)
         self.down = nn.ModuleList(_Block(dims, chans[i], chans[i + 1], groups) for i in range(levels))
         self.pool = pool(2)
-        self.up = nn.ModuleList(_Block(dims, chans[i + 1] + chans[i], chans[i], groups) for i in reversed(range(
-            levels)))
+        self.up = nn.ModuleList(
+            _Block(dims, chans[i + 1] + chans[i], chans[i], groups) for i in reversed(range(levels))
+        )
         self.out = (nn.Conv1d if dims == 1 else nn.Conv2d)(chans[0], out_channels, 1)
         self.classifier = nn.Linear(chans[-1], classes) if classes else None
 
@@ -86,9 +101,13 @@ class UNet(nn.Module):
         return y
 
 
-def noise_schedule(steps: int, kind: Literal["linear", "cosine"] = "cosine", beta_start: float = 1e-4,
-                   beta_end: float = 0.02,
-                   s: float = 0.008) -> tuple[Tensor, Tensor]:
+def noise_schedule(
+    steps: int,
+    kind: Literal["linear", "cosine"] = "cosine",
+    beta_start: float = 1e-4,
+    beta_end: float = 0.02,
+    s: float = 0.008,
+) -> tuple[Tensor, Tensor]:
     """``(betas, alpha_bars)``, each ``[steps]`` (float64): DDPM's linear betas, or ᾱ_t = f(t)/f(0) with
     f(t) = cos²((t/T + s)/(1 + s)·π/2), betas clipped at 0.999 (Nichol & Dhariwal 2021, eq. 17)."""
     if steps < 1:
@@ -121,8 +140,10 @@ class DenoiserMLP(nn.Module):
     def __init__(self, n: int, width: int = 256, blocks: int = 3, levels: int = 200):
         super().__init__()
         self.inp = nn.Linear(n, width)
-        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU(), nn.Linear(
-            width, width)) for _ in range(blocks))
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU(), nn.Linear(width, width))
+            for _ in range(blocks)
+        )
         self.norm = nn.LayerNorm(width)
         self.eps = nn.Linear(width, n)
         self.level = nn.Linear(width, levels)

@@ -57,8 +57,18 @@ def row_theta(pattern: Tensor, min_keys: int = 16, exact_up_to: int = 20) -> pd.
             lo = hi = theta_exact(p)
         else:
             lo, hi = theta_dp(p)
-        rows.append(dict(batch=b, head=h, row=r, keys=len(p), theta_lo=lo, theta_hi=hi, greedy=float(greedy[b, h, r]),
-                         exact=len(p) <= exact_up_to))
+        rows.append(
+            dict(
+                batch=b,
+                head=h,
+                row=r,
+                keys=len(p),
+                theta_lo=lo,
+                theta_hi=hi,
+                greedy=float(greedy[b, h, r]),
+                exact=len(p) <= exact_up_to,
+            )
+        )
     return pd.DataFrame(rows, columns=["batch", "head", "row", "keys", "theta_lo", "theta_hi", "greedy", "exact"])
 
 
@@ -79,14 +89,23 @@ def head_theta_summary(model: nn.Module, batch: Tensor, min_keys: int = 16) -> p
         use = keys >= min_keys
         for h in range(a.shape[1]):
             vals = th[:, h][use[:, h]]
-            rows.append(dict(layer=layer, head=h, mean=float(vals.mean()), p10=float(vals.quantile(0.1)),
-                             rows=int(vals.numel())))
+            rows.append(
+                dict(
+                    layer=layer, head=h, mean=float(vals.mean()), p10=float(vals.quantile(0.1)), rows=int(vals.numel())
+                )
+            )
     return pd.DataFrame(rows)
 
 
-def checkpoint_theta(path: str, text: str, min_keys: int, generator: torch.Generator,
-                     device: torch.device | str = "cpu", max_chars: int = 200_000,
-                     max_context: int = 256) -> pd.DataFrame:
+def checkpoint_theta(
+    path: str,
+    text: str,
+    min_keys: int,
+    generator: torch.Generator,
+    device: torch.device | str = "cpu",
+    max_chars: int = 200_000,
+    max_context: int = 256,
+) -> pd.DataFrame:
     """:func:`head_theta_summary` of a local Hugging Face causal-LM checkpoint (never downloaded; eager
     attention) on 8 random windows of its own tokenisation of ``text[:max_chars]``, of length
     min(``max_context``, the model's positions)."""

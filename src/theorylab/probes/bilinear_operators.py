@@ -52,8 +52,18 @@ def head_operators(model: nn.Module) -> list[HeadOperator]:
             w_k = a.W_Q if a.W_K is None else a.W_K
             for h in range(model.cfg.n_heads):
                 term = None if a.b_Q is None else (model.cfg.scale * w_k[h].T @ a.b_Q[h]).detach()
-                ops.append(HeadOperator(i, h, a.bilinear(h).detach(), h, rope, key_term=term, query=(
-                    model.cfg.scale * a.W_Q[h]).detach(), key=w_k[h].detach()))
+                ops.append(
+                    HeadOperator(
+                        i,
+                        h,
+                        a.bilinear(h).detach(),
+                        h,
+                        rope,
+                        key_term=term,
+                        query=(model.cfg.scale * a.W_Q[h]).detach(),
+                        key=w_k[h].detach(),
+                    )
+                )
         return ops
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind == "gpt2":
@@ -74,11 +84,20 @@ def _gpt2(model) -> list[HeadOperator]:
     for i, block in enumerate(blocks):
         W = block.attn.c_attn.weight.detach()  # Conv1D (in, 3 d): q = x W[:, :d] + b[:d]
         b = block.attn.c_attn.bias.detach()
-        Wq, Wk = W[:, :d], W[:, d:2 * d]
+        Wq, Wk = W[:, :d], W[:, d : 2 * d]
         for h in range(H):
-            q, k = Wq[:, h * dh:(h + 1) * dh], Wk[:, h * dh:(h + 1) * dh]
-            out.append(HeadOperator(i, h, q @ k.T / math.sqrt(dh), h, key_term=k @ b[h * dh:(h + 1) * dh] / math.sqrt(
-                dh), query=q.T / math.sqrt(dh), key=k.T))
+            q, k = Wq[:, h * dh : (h + 1) * dh], Wk[:, h * dh : (h + 1) * dh]
+            out.append(
+                HeadOperator(
+                    i,
+                    h,
+                    q @ k.T / math.sqrt(dh),
+                    h,
+                    key_term=k @ b[h * dh : (h + 1) * dh] / math.sqrt(dh),
+                    query=q.T / math.sqrt(dh),
+                    key=k.T,
+                )
+            )
     return out
 
 
@@ -93,8 +112,8 @@ def _bert(model) -> list[HeadOperator]:
         Wq, Wk = sa.query.weight.detach(), sa.key.weight.detach()  # (out, in)
         bq = None if sa.query.bias is None else sa.query.bias.detach()
         for h in range(H):
-            q, k = Wq[h * dh:(h + 1) * dh], Wk[h * dh:(h + 1) * dh]
-            term = None if bq is None else k.T @ bq[h * dh:(h + 1) * dh] / math.sqrt(dh)
+            q, k = Wq[h * dh : (h + 1) * dh], Wk[h * dh : (h + 1) * dh]
+            term = None if bq is None else k.T @ bq[h * dh : (h + 1) * dh] / math.sqrt(dh)
             out.append(HeadOperator(i, h, q.T @ k / math.sqrt(dh), h, key_term=term, query=q / math.sqrt(dh), key=k))
     return out
 
@@ -105,7 +124,7 @@ def _llama_like(model) -> list[HeadOperator]:
     kv = getattr(cfg, "num_key_value_heads", H) or H
     dh = getattr(cfg, "head_dim", None) or cfg.hidden_size // H
     scale = getattr(cfg, "query_pre_attn_scalar", None)
-    scale = (scale ** -0.5) if scale else dh ** -0.5
+    scale = (scale**-0.5) if scale else dh**-0.5
     inner = getattr(model, "model", model)
     out = []
     for i, layer in enumerate(inner.layers):
@@ -114,8 +133,8 @@ def _llama_like(model) -> list[HeadOperator]:
         bq = None if sa.q_proj.bias is None else sa.q_proj.bias.detach()  # Qwen2 has one
         for h in range(H):
             g = h // (H // kv)  # the key head this query head shares
-            q, k = Wq[h * dh:(h + 1) * dh], Wk[g * dh:(g + 1) * dh]
-            term = None if bq is None else scale * k.T @ bq[h * dh:(h + 1) * dh]
+            q, k = Wq[h * dh : (h + 1) * dh], Wk[g * dh : (g + 1) * dh]
+            term = None if bq is None else scale * k.T @ bq[h * dh : (h + 1) * dh]
             out.append(HeadOperator(i, h, scale * q.T @ k, g, rope=True, key_term=term, query=scale * q, key=k))
     return out
 
@@ -145,23 +164,44 @@ def head_operator_rows(model: nn.Module, family: str, **extra) -> list[dict]:
         sv = torch.linalg.svdvals(M)
         lam = torch.linalg.eigvals(M)
         norm2 = float(M.pow(2).sum())
-        rows.append(dict(
-            family=family, layer=op.layer, head=op.head, d=M.shape[0], symmetry=float(symmetry_score(M)),
-            directionality=float(directionality_score(M)), skew_ratio=float(A.norm() / S.norm()),
-            split_error=abs(float(M.pow(2).sum() - S.pow(2).sum() - A.pow(2).sum())) / norm2,
-            cross=abs(float((S * A).sum())) / norm2, quad_form=skew_quadratic_residual(A, M),
-            inertia_pos=pos, inertia_neg=neg, inertia_zero=zero, rotation=rotation_content(M),
-            stable_rank=float(stable_rank(M)), effective_rank=float(effective_rank(M)),
-            small_singular=int((sv <= 1e-10 * sv[0]).sum()), conjugate_gap=conjugate_pair_gap(lam, float(sv[0])),
-            sigma1=float(sv[0]), tolerance=M.shape[0] ** 2 * EPS,
-            directionality_tolerance=M.shape[0] ** 2 * EPS * directionality_condition(M), **extra,
-        ))
+        rows.append(
+            dict(
+                family=family,
+                layer=op.layer,
+                head=op.head,
+                d=M.shape[0],
+                symmetry=float(symmetry_score(M)),
+                directionality=float(directionality_score(M)),
+                skew_ratio=float(A.norm() / S.norm()),
+                split_error=abs(float(M.pow(2).sum() - S.pow(2).sum() - A.pow(2).sum())) / norm2,
+                cross=abs(float((S * A).sum())) / norm2,
+                quad_form=skew_quadratic_residual(A, M),
+                inertia_pos=pos,
+                inertia_neg=neg,
+                inertia_zero=zero,
+                rotation=rotation_content(M),
+                stable_rank=float(stable_rank(M)),
+                effective_rank=float(effective_rank(M)),
+                small_singular=int((sv <= 1e-10 * sv[0]).sum()),
+                conjugate_gap=conjugate_pair_gap(lam, float(sv[0])),
+                sigma1=float(sv[0]),
+                tolerance=M.shape[0] ** 2 * EPS,
+                directionality_tolerance=M.shape[0] ** 2 * EPS * directionality_condition(M),
+                **extra,
+            )
+        )
     return rows
 
 
 def random_init_head_rows(
-    d: int, heads: int, seeds: Sequence[int], family: str, *, qk: Literal["untied", "tied"] = "untied",
-    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None, description: str = "random-init heads",
+    d: int,
+    heads: int,
+    seeds: Sequence[int],
+    family: str,
+    *,
+    qk: Literal["untied", "tied"] = "untied",
+    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+    description: str = "random-init heads",
 ) -> list[dict]:
     """:func:`head_operator_rows` of one bias-free, float64, one-layer ToyTransformer (width ``d``, ``heads`` heads)
     per seed, with its position as ``model_index``: the random-init null (entries of W_q, W_k ~ N(0, 1/d)),
@@ -194,7 +234,11 @@ CONVENTION_MODELS = ("toy/False", "toy/True", "gpt2", "bert")
 
 
 def convention_check(
-    width: int, layers: int, tokens: Tensor, seeds: Mapping[str, int], bias_generators: Mapping[str, torch.Generator],
+    width: int,
+    layers: int,
+    tokens: Tensor,
+    seeds: Mapping[str, int],
+    bias_generators: Mapping[str, torch.Generator],
     vocab_size: int = 50,
 ) -> pd.DataFrame:
     """:func:`logit_convention_errors` on small random-init models of every layout :func:`head_operators` reads.
@@ -213,8 +257,17 @@ def convention_check(
 
     frames = []
     for causal in (False, True):
-        model = ToyTransformer(d_model=width, n_heads=4, n_layers=layers, vocab_size=vocab_size, causal=causal,
-                               positional="learned", max_len=16, mlp_width=2 * width, seed=seeds[f"toy/{causal}"])
+        model = ToyTransformer(
+            d_model=width,
+            n_heads=4,
+            n_layers=layers,
+            vocab_size=vocab_size,
+            causal=causal,
+            positional="learned",
+            max_len=16,
+            mlp_width=2 * width,
+            seed=seeds[f"toy/{causal}"],
+        )
         perturb_biases(model, bias_generators[f"toy/{causal}"])
         name = f"ToyTransformer ({'causal' if causal else 'bidirectional'}, biases)"
         frames.append(logit_convention_errors(model, tokens, name))
@@ -225,8 +278,13 @@ def convention_check(
     if random_init is not None:
         hf = {
             "gpt2": dict(n_embd=width, n_layer=layers, n_head=4, n_positions=32, vocab_size=vocab_size),
-            "bert": dict(hidden_size=width, num_hidden_layers=layers, num_attention_heads=4,
-                         intermediate_size=2 * width, vocab_size=vocab_size),
+            "bert": dict(
+                hidden_size=width,
+                num_hidden_layers=layers,
+                num_attention_heads=4,
+                intermediate_size=2 * width,
+                vocab_size=vocab_size,
+            ),
         }
         for arch, small in hf.items():
             model = random_init(arch, seed=seeds[arch], dtype=torch.float32, **small)

@@ -30,8 +30,15 @@ class LeakReport:
 
 
 @torch.no_grad()
-def leak_test(model: nn.Module, T: int, vocab: int, generator: torch.Generator, *, sequences: int = 2,
-              device: torch.device | str = "cpu") -> LeakReport:
+def leak_test(
+    model: nn.Module,
+    T: int,
+    vocab: int,
+    generator: torch.Generator,
+    *,
+    sequences: int = 2,
+    device: torch.device | str = "cpu",
+) -> LeakReport:
     """Perturb each of the ``T`` positions of ``sequences`` random token sequences in turn (one batch of ``T + 1``
     sequences per draw: the original and its ``T`` one-token edits); ``model(tokens: (N, T)) -> (N, T, ...)``.
     Returns the worst |Δ| at earlier positions for every ``t`` (:class:`LeakReport`)."""

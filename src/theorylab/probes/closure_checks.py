@@ -78,8 +78,9 @@ def closure_algebra(fine: Any, coarse: Any, coarsen: Coarsen, u: Tensor, dims: i
     )
 
 
-def germano_errors(fine: Any, coarse: Any, small: Any, coarsen: Coarsen, down: Coarsen, coarsen_small: Coarsen,
-                   u: Tensor) -> Tensor:
+def germano_errors(
+    fine: Any, coarse: Any, small: Any, coarsen: Coarsen, down: Coarsen, coarsen_small: Coarsen, u: Tensor
+) -> Tensor:
     """``[B]`` relative error ``‖LHS − RHS‖ / ‖LHS‖`` of the Germano identity per snapshot ``u[b]``:
     LHS ``= S^(n_0)(u)`` with ``coarsen_small`` (``C_{n_0}``), RHS ``= D(S^(N_c)(u)) + D(F_{N_c}(C u)) −
     F_{n_0}(D C u)`` with ``coarsen`` (``C_{N_c}``) and ``down`` (``D``). ``coarse``/``small`` are the solvers on
@@ -93,13 +94,14 @@ def germano_errors(fine: Any, coarse: Any, small: Any, coarsen: Coarsen, down: C
 
 
 @torch.no_grad()
-def offline_relative_mse(model: torch.nn.Module, x: Tensor, targets: Sequence[Tensor],
-                         chunk: int = 1024) -> list[float]:
+def offline_relative_mse(
+    model: torch.nn.Module, x: Tensor, targets: Sequence[Tensor], chunk: int = 1024
+) -> list[float]:
     """``‖Ŝ_k − S_k‖² / ‖S_k‖²`` per level ``k`` of ``model.levels_forward`` (a multiscale or direct closure) over
     inputs ``x`` and ``targets[k]`` (pooled over every sample, point and channel)."""
     err = [0.0] * len(targets)
     for i in range(0, len(x), chunk):
-        preds = model.levels_forward(x[i:i + chunk])
+        preds = model.levels_forward(x[i : i + chunk])
         for k, (p, t) in enumerate(zip(preds, targets)):
-            err[k] += float((p.double() - t[i:i + chunk].double()).pow(2).sum())
+            err[k] += float((p.double() - t[i : i + chunk].double()).pow(2).sum())
     return [e / float(t.double().pow(2).sum()) for e, t in zip(err, targets)]

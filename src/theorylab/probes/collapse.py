@@ -80,7 +80,7 @@ def sensitivity(model: nn.Module, x: Tensor, x_edit: Tensor, final_module: nn.Mo
     if x.shape != x_edit.shape:
         raise ValueError(f"x and x_edit must have one shape; got {tuple(x.shape)} and {tuple(x_edit.shape)}")
     h = last_hidden(model, torch.cat([x, x_edit]), final_module)
-    return _distance(h[: len(x)], h[len(x):])
+    return _distance(h[: len(x)], h[len(x) :])
 
 
 def bit_identical(h1: Tensor, h2: Tensor) -> bool:
@@ -101,8 +101,9 @@ class CountGap(NamedTuple):
     identical: bool
 
 
-def count_gap(model: nn.Module, L: int, a: int, b: int, dtype: torch.dtype = torch.float64,
-              final_module: nn.Module | None = None) -> CountGap:
+def count_gap(
+    model: nn.Module, L: int, a: int, b: int, dtype: torch.dtype = torch.float64, final_module: nn.Module | None = None
+) -> CountGap:
     """G(L) on Barbero et al.'s count construction [a]^L b vs [a]^{L+1} b, run in ``dtype`` (measurement 2).
 
     The model is cast to ``dtype`` on a copy when its parameters differ (the caller's model is left alone), so
@@ -178,16 +179,19 @@ def attention_edit_change(attn: nn.Module, x: Tensor, x_edit: Tensor) -> list[Ed
     if not torch.equal(x[:, 1:], x_edit[:, 1:]):
         raise ValueError("x and x_edit must differ only at position 1 (index 0)")
     caught: dict[str, list[Tensor]] = {"q": [], "k": []}
-    handles = [getattr(attn, f"hook_{n}").register_forward_hook(lambda _m, _i, out, n=n: caught[n].append(out))
-               for n in caught]
+    handles = [
+        getattr(attn, f"hook_{n}").register_forward_hook(lambda _m, _i, out, n=n: caught[n].append(out)) for n in caught
+    ]
     try:
         out, out_edit = attn(x), attn(x_edit)
     finally:
         for h in handles:
             h.remove()
     # the last query sees every key (causal or not): its scores s_j = scale q_L . k_j, for both inputs
-    last = [attn.cfg.scale * torch.einsum("br,btr->bt", q[:, 0, -1].double(), k[:, 0].double())
-            for q, k in zip(caught["q"], caught["k"])]
+    last = [
+        attn.cfg.scale * torch.einsum("br,btr->bt", q[:, 0, -1].double(), k[:, 0].double())
+        for q, k in zip(caught["q"], caught["k"])
+    ]
     c = torch.maximum(*(s.abs().amax(-1) for s in last))
     values = [torch.einsum("btd,vd->btv", t.double(), attn.W_V[0].double()) for t in (x, x_edit)]
     if attn.b_V is not None:
@@ -196,8 +200,16 @@ def attention_edit_change(attn: nn.Module, x: Tensor, x_edit: Tensor) -> list[Ed
     dv1 = (values[0][:, 0] - values[1][:, 0]).norm(dim=-1)
     change = _distance(out[:, -1], out_edit[:, -1])
     L = x.shape[1]
-    return [EditChange(float(change[b]), dilution_bound(L, float(c[b]), float(v_max[b]), float(dv1[b])),
-                       float(c[b]), float(v_max[b]), float(dv1[b])) for b in range(len(x))]
+    return [
+        EditChange(
+            float(change[b]),
+            dilution_bound(L, float(c[b]), float(v_max[b]), float(dv1[b])),
+            float(c[b]),
+            float(v_max[b]),
+            float(dv1[b]),
+        )
+        for b in range(len(x))
+    ]
 
 
 @contextmanager
@@ -231,5 +243,11 @@ def layer_collapse(model: nn.Module, x: Tensor) -> list[dict[str, float]]:
     names = [f"blocks.{i}.hook_resid_post" for i in range(len(model.blocks))]
     _, cache = model.run_with_cache(x, names)
     L = x.shape[1]
-    return [dict(layer=i + 1, calibrated_cosine=calibrated_cosine(cache[n]),
-                 erank_per_token=float(effective_rank(cache[n]).mean()) / L) for i, n in enumerate(names)]
+    return [
+        dict(
+            layer=i + 1,
+            calibrated_cosine=calibrated_cosine(cache[n]),
+            erank_per_token=float(effective_rank(cache[n]).mean()) / L,
+        )
+        for i, n in enumerate(names)
+    ]

@@ -24,8 +24,9 @@ def nearest_mse(queries: torch.Tensor, references: torch.Tensor, chunk: int = 40
     return torch.cat(out)
 
 
-def spearman(x: ArrayLike, y: ArrayLike, permutations: int = 0, rng: np.random.Generator | None = None) -> tuple[float,
-    float | None]:
+def spearman(
+    x: ArrayLike, y: ArrayLike, permutations: int = 0, rng: np.random.Generator | None = None
+) -> tuple[float, float | None]:
     """Spearman rank correlation, and a one-sided permutation p-value (P[rho_perm >= rho]) if asked."""
     from scipy.stats import rankdata
 
@@ -42,8 +43,9 @@ def spearman(x: ArrayLike, y: ArrayLike, permutations: int = 0, rng: np.random.G
     return rho, float((1 + np.sum(null >= rho)) / (1 + permutations))
 
 
-def sliced_w2(a: torch.Tensor, b: torch.Tensor, directions: int = 200,
-              generator: torch.Generator | None = None) -> float:
+def sliced_w2(
+    a: torch.Tensor, b: torch.Tensor, directions: int = 200, generator: torch.Generator | None = None
+) -> float:
     """Sliced Wasserstein-2 between two samples (n, d) and (m, d): the root mean over ``directions``
     random unit vectors of the 1-D W2^2 of the projections (exact 1-D optimal transport by sorting;
     with n != m the quantile functions are compared on a common grid of max(n, m) levels)."""
@@ -82,8 +84,11 @@ def mmd_rbf(a: torch.Tensor, b: torch.Tensor, bandwidth: float | None = None, bi
     kaa, kbb, kab = k[:n, :n], k[n:, n:], k[:n, n:]
     if biased:
         return float(kaa.mean() + kbb.mean() - 2 * kab.mean())
-    return float((kaa.sum() - kaa.diagonal().sum()) / (n * (n - 1)) + (kbb.sum() - kbb.diagonal().sum()) / (m * (
-        m - 1)) - 2 * kab.mean())
+    return float(
+        (kaa.sum() - kaa.diagonal().sum()) / (n * (n - 1))
+        + (kbb.sum() - kbb.diagonal().sum()) / (m * (m - 1))
+        - 2 * kab.mean()
+    )
 
 
 def psnr(estimate: torch.Tensor, reference: torch.Tensor, data_range: float = 2.0) -> torch.Tensor:

@@ -63,8 +63,9 @@ class _Transform:
         return self.spatial(y, 3)
 
 
-def _transforms(d: int, perms: str | Sequence[Sequence[int]] | None, shifts: Sequence[int | Sequence[int]],
-                reflections: bool) -> list[_Transform]:
+def _transforms(
+    d: int, perms: str | Sequence[Sequence[int]] | None, shifts: Sequence[int | Sequence[int]], reflections: bool
+) -> list[_Transform]:
     out = []
     if perms == "all":
         perm_list = axis_permutations(d)
@@ -88,8 +89,12 @@ def _transforms(d: int, perms: str | Sequence[Sequence[int]] | None, shifts: Seq
     return out
 
 
-def _inputs(inputs: Tensor | Sequence[int] | Sequence[Sequence[int]], dtype: torch.dtype,
-            device: torch.device, generator: torch.Generator | None) -> list[Tensor]:
+def _inputs(
+    inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
+    dtype: torch.dtype,
+    device: torch.device,
+    generator: torch.Generator | None,
+) -> list[Tensor]:
     if isinstance(inputs, Tensor):
         xs = [inputs]
     else:
@@ -102,9 +107,16 @@ def _inputs(inputs: Tensor | Sequence[int] | Sequence[Sequence[int]], dtype: tor
     return [x.to(device=device, dtype=dtype) for x in xs]
 
 
-def _error_rows(model: nn.Module | Callable[[Tensor], Tensor], inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
-                perms: str | Sequence[Sequence[int]] | None, shifts: Sequence[int | Sequence[int]], reflections: bool,
-                dtype: torch.dtype, output: str, generator: torch.Generator | None) -> list[dict]:
+def _error_rows(
+    model: nn.Module | Callable[[Tensor], Tensor],
+    inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
+    perms: str | Sequence[Sequence[int]] | None,
+    shifts: Sequence[int | Sequence[int]],
+    reflections: bool,
+    dtype: torch.dtype,
+    output: str,
+    generator: torch.Generator | None,
+) -> list[dict]:
     if output not in ("auto", "field", "invariant", "nodes"):
         raise ValueError(f"output must be 'auto', 'field', 'invariant' or 'nodes'; got {output!r}")
     owner = model.__self__ if inspect.ismethod(model) and isinstance(model.__self__, nn.Module) else None
@@ -127,21 +139,30 @@ def _error_rows(model: nn.Module | Callable[[Tensor], Tensor], inputs: Tensor | 
                 elif y.ndim == 2:
                     mode = "invariant"
                 else:
-                    raise ValueError(f"cannot tell how a {y.ndim}-D output of a {x.ndim}-D input transforms; pass "
-                                     f"output='field', 'invariant' or 'nodes'")
+                    raise ValueError(
+                        f"cannot tell how a {y.ndim}-D output of a {x.ndim}-D input transforms; pass "
+                        f"output='field', 'invariant' or 'nodes'"
+                    )
             for t in _transforms(d, perms, shifts, reflections):
                 err = (model(t.spatial(x, 2)) - t.on_output(y, mode)).abs().max().item()
-                rows.append(dict(shape=tuple(x.shape), d=d, kind=t.kind, transform=t.name, error=err,
-                                 scale=y.abs().max().item()))
+                rows.append(
+                    dict(
+                        shape=tuple(x.shape), d=d, kind=t.kind, transform=t.name, error=err, scale=y.abs().max().item()
+                    )
+                )
     return rows
 
 
-def equivariance_errors(model: nn.Module | Callable[[Tensor], Tensor],
-                        inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
-                        perms: str | Sequence[Sequence[int]] | None = "all",
-                        shifts: Sequence[int | Sequence[int]] = (), reflections: bool = False,
-                        dtype: torch.dtype = torch.float64, output: Output = "auto",
-                        generator: torch.Generator | None = None) -> pd.DataFrame:
+def equivariance_errors(
+    model: nn.Module | Callable[[Tensor], Tensor],
+    inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
+    perms: str | Sequence[Sequence[int]] | None = "all",
+    shifts: Sequence[int | Sequence[int]] = (),
+    reflections: bool = False,
+    dtype: torch.dtype = torch.float64,
+    output: Output = "auto",
+    generator: torch.Generator | None = None,
+) -> pd.DataFrame:
     """One row per (input, transform): ``shape``, ``d``, ``kind``, ``transform``, ``error`` (max abs of
     ``model(T x) − T' model(x)``) and ``scale`` (max abs of ``model(x)``, to read the error against).
 
@@ -154,12 +175,16 @@ def equivariance_errors(model: nn.Module | Callable[[Tensor], Tensor],
     return pd.DataFrame(rows, columns=["shape", "d", "kind", "transform", "error", "scale"])
 
 
-def max_equivariance_error(model: nn.Module | Callable[[Tensor], Tensor],
-                           inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
-                           perms: str | Sequence[Sequence[int]] | None = "all",
-                           shifts: Sequence[int | Sequence[int]] = (), reflections: bool = False,
-                           dtype: torch.dtype = torch.float64, output: Output = "auto",
-                           generator: torch.Generator | None = None) -> float:
+def max_equivariance_error(
+    model: nn.Module | Callable[[Tensor], Tensor],
+    inputs: Tensor | Sequence[int] | Sequence[Sequence[int]],
+    perms: str | Sequence[Sequence[int]] | None = "all",
+    shifts: Sequence[int | Sequence[int]] = (),
+    reflections: bool = False,
+    dtype: torch.dtype = torch.float64,
+    output: Output = "auto",
+    generator: torch.Generator | None = None,
+) -> float:
     """The largest error of :func:`equivariance_errors` over all inputs and transforms (0.0 if there are none)."""
     rows = _error_rows(model, inputs, perms, shifts, reflections, dtype, output, generator)
     return max((r["error"] for r in rows), default=0.0)

@@ -21,15 +21,31 @@ from torch import Tensor
 from theorylab.probes.attention_stats import attention_entropy
 from theorylab.probes.spectra import stable_rank
 
-__all__ = ["count_above", "focus_ratio", "key_frequency_spearman", "key_scores", "late_entropy", "singular_ratio",
-           "stable_rank", "token_mass", "top_tokens"]
+__all__ = [
+    "count_above",
+    "focus_ratio",
+    "key_frequency_spearman",
+    "key_scores",
+    "late_entropy",
+    "singular_ratio",
+    "stable_rank",
+    "token_mass",
+    "top_tokens",
+]
 
 
 def _check(pattern: Tensor, tokens: Tensor, min_position: int) -> None:
-    if pattern.ndim != 4 or tokens.ndim != 2 or pattern.shape[0] != tokens.shape[0] or pattern.shape[-1] != \
-            tokens.shape[1] or pattern.shape[-2] != tokens.shape[1]:
-        raise ValueError(f"pattern must be (B, H, T, T) and tokens (B, T) with matching B and T; got "
-                         f"{tuple(pattern.shape)} and {tuple(tokens.shape)}")
+    if (
+        pattern.ndim != 4
+        or tokens.ndim != 2
+        or pattern.shape[0] != tokens.shape[0]
+        or pattern.shape[-1] != tokens.shape[1]
+        or pattern.shape[-2] != tokens.shape[1]
+    ):
+        raise ValueError(
+            f"pattern must be (B, H, T, T) and tokens (B, T) with matching B and T; got "
+            f"{tuple(pattern.shape)} and {tuple(tokens.shape)}"
+        )
     if not 0 <= min_position < tokens.shape[1]:
         raise ValueError(f"min_position must lie in [0, T - 1] = [0, {tokens.shape[1] - 1}]; got {min_position}")
 

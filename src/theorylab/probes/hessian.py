@@ -45,6 +45,7 @@ def hvp(f: Scalar, theta: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
     def one(u: torch.Tensor) -> torch.Tensor:
         return jvp(grad(f), (theta,), (u,))[1]
+
     if v.shape == theta.shape:
         return one(v)
     if v.ndim == 2 and v.shape[1] == theta.shape[0]:
@@ -83,8 +84,12 @@ def inertia(H: torch.Tensor, tol: float = 1e-8, relative: bool = False) -> dict:
         raise ValueError(f"tol must be >= 0; got {tol}")
     ev = torch.linalg.eigvalsh(0.5 * (H + H.T))
     cut = tol * float(ev.abs().max()) if relative and ev.numel() else tol
-    return dict(negative=int((ev < -cut).sum()), zero=int((ev.abs() <= cut).sum()), positive=int((ev > cut).sum()),
-                eigenvalues=ev)
+    return dict(
+        negative=int((ev < -cut).sum()),
+        zero=int((ev.abs() <= cut).sum()),
+        positive=int((ev > cut).sum()),
+        eigenvalues=ev,
+    )
 
 
 def signature(f: Scalar, theta: torch.Tensor, directions: torch.Tensor | None = None, tol: float = 1e-8) -> dict:
@@ -95,7 +100,14 @@ def signature(f: Scalar, theta: torch.Tensor, directions: torch.Tensor | None = 
     H = hessian(f, theta)
     full = inertia(H, tol)
     red = inertia(project_out(H, directions), tol)
-    return dict(grad_norm=float(g.norm()), negative=full["negative"], zero=full["zero"], positive=full["positive"],
-                reduced_negative=red["negative"], reduced_zero=red["zero"], reduced_positive=red["positive"],
-                reduced_min_abs=float(red["eigenvalues"].abs().min()) if red["eigenvalues"].numel() else float("nan"),
-                eigenvalues=full["eigenvalues"])
+    return dict(
+        grad_norm=float(g.norm()),
+        negative=full["negative"],
+        zero=full["zero"],
+        positive=full["positive"],
+        reduced_negative=red["negative"],
+        reduced_zero=red["zero"],
+        reduced_positive=red["positive"],
+        reduced_min_abs=float(red["eigenvalues"].abs().min()) if red["eigenvalues"].numel() else float("nan"),
+        eigenvalues=full["eigenvalues"],
+    )

@@ -14,12 +14,14 @@ from torch import Tensor, nn
 
 
 @torch.no_grad()
-def invariance_gaps(model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a: Tensor | None = None,
-                    mask_b: Tensor | None = None) -> Tensor:
+def invariance_gaps(
+    model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a: Tensor | None = None, mask_b: Tensor | None = None
+) -> Tensor:
     """Per pair ``max_c |f(a)_c - f(b)_c|`` of pooled logits (B,); ``model(tokens, mask) -> (B, C)``."""
     if tokens_a.shape != tokens_b.shape:
-        raise ValueError(f"tokens_a and tokens_b must have one shape; got {tuple(tokens_a.shape)} and "
-                         f"{tuple(tokens_b.shape)}")
+        raise ValueError(
+            f"tokens_a and tokens_b must have one shape; got {tuple(tokens_a.shape)} and {tuple(tokens_b.shape)}"
+        )
     was = model.training
     model.eval()
     try:
@@ -31,15 +33,17 @@ def invariance_gaps(model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a
     return (fa.double() - fb.double()).abs().amax(-1)
 
 
-def invariance_gap(model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a: Tensor | None = None,
-                   mask_b: Tensor | None = None) -> float:
+def invariance_gap(
+    model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a: Tensor | None = None, mask_b: Tensor | None = None
+) -> float:
     """``max |f(tokens_a) - f(tokens_b)|`` over pairs and pooled logits (a float)."""
     return float(invariance_gaps(model, tokens_a, tokens_b, mask_a, mask_b).max())
 
 
 @torch.no_grad()
-def pair_accuracy(model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a: Tensor | None = None,
-                  mask_b: Tensor | None = None) -> float:
+def pair_accuracy(
+    model: nn.Module, tokens_a: Tensor, tokens_b: Tensor, mask_a: Tensor | None = None, mask_b: Tensor | None = None
+) -> float:
     """Accuracy of a 2-class pooled model on the pairs (label 0 for ``a``, 1 for ``b``); equal logits give one right
     and one wrong answer per pair, so identical inputs score exactly 0.5."""
     was = model.training

@@ -42,9 +42,16 @@ def _project(delta: Tensor, radius: float) -> Tensor:
     return delta * (radius * math.sqrt(d) / delta.norm(dim=-1, keepdim=True).clamp_min(1e-300))
 
 
-def local_gain(f: Callable[[Tensor], Tensor], X: Tensor, *, eps: float = 1e-4, restarts: int = 5, steps: int = 50,
-               out_norm: Norm = "block_inf_rms",
-               generator: torch.Generator | None = None) -> tuple[float, Tensor]:
+def local_gain(
+    f: Callable[[Tensor], Tensor],
+    X: Tensor,
+    *,
+    eps: float = 1e-4,
+    restarts: int = 5,
+    steps: int = 50,
+    out_norm: Norm = "block_inf_rms",
+    generator: torch.Generator | None = None,
+) -> tuple[float, Tensor]:
     """``(best gain, gain per restart)`` for ``f: (R, T, d) -> (R, T, d')`` at ``X: (T, d)``.
 
     Input perturbations live in the block-∞/RMS ball of radius ``eps``; the output is measured with
@@ -81,8 +88,17 @@ def attention_pattern(attn: nn.Module, X: Tensor) -> Tensor:
     return pattern["p"][0]
 
 
-def attention_gain_vs_length(attn: nn.Module, lengths, *, eps: float, restarts: int, steps: int, control_restarts: int,
-                             generator: torch.Generator, progress: Callable | None = None) -> pd.DataFrame:
+def attention_gain_vs_length(
+    attn: nn.Module,
+    lengths,
+    *,
+    eps: float,
+    restarts: int,
+    steps: int,
+    control_restarts: int,
+    generator: torch.Generator,
+    progress: Callable | None = None,
+) -> pd.DataFrame:
     """Local gain of a multi-head attention layer against the sequence length T (Emadi, arXiv 2602.18849).
 
     For each T: X with T random tokens at RMS 1 (float64, drawn from ``generator``); the
@@ -97,7 +113,7 @@ def attention_gain_vs_length(attn: nn.Module, lengths, *, eps: float, restarts: 
     score_norms = torch.linalg.matrix_norm(attn.cfg.scale * attn.W_Q.transpose(1, 2) @ attn.W_K, ord=2)
     d = attn.W_Q.shape[-1]
     rows = []
-    for T in (lengths if progress is None else progress(lengths, "local gain vs T")):
+    for T in lengths if progress is None else progress(lengths, "local gain vs T"):
         X = torch.randn(T, d, dtype=torch.float64, generator=generator)
         X = X / X.pow(2).mean(-1, keepdim=True).sqrt()  # every token at RMS 1
         with torch.no_grad():
@@ -105,8 +121,18 @@ def attention_gain_vs_length(attn: nn.Module, lengths, *, eps: float, restarts: 
         theta_max = theta_upper(pattern).amax((-1, -2))  # per head, over rows
         bound = float(attention_gain_bound(value_norms, score_norms, math.sqrt(d), theta_max))
         g_block, _ = local_gain(attn, X, eps=eps, restarts=restarts, steps=steps, generator=generator)
-        g_seq, _ = local_gain(attn, X, eps=eps, restarts=control_restarts, steps=steps, out_norm="sequence_rms",
-                              generator=generator)
-        rows.append(dict(T=T, gain=g_block, bound=bound, gain_sequence_l2=g_seq, theta_max_bound=float(theta_max.max()),
-                         value_norm_sum=float(value_norms.sum()), score_norm_max=float(score_norms.max())))
+        g_seq, _ = local_gain(
+            attn, X, eps=eps, restarts=control_restarts, steps=steps, out_norm="sequence_rms", generator=generator
+        )
+        rows.append(
+            dict(
+                T=T,
+                gain=g_block,
+                bound=bound,
+                gain_sequence_l2=g_seq,
+                theta_max_bound=float(theta_max.max()),
+                value_norm_sum=float(value_norms.sum()),
+                score_norm_max=float(score_norms.max()),
+            )
+        )
     return pd.DataFrame(rows)

@@ -43,8 +43,15 @@ def layer_ranks(layers: list[Tensor], mask: Tensor | None = None, first: int = 1
         per_pos = h.transpose(0, 1)  # (L, B, d)
         er, pr = spectrum_measures(per_pos)
         er_pool, pr_pool = spectrum_measures(h.mean(1))
-        row = dict(layer=first + i, erank=float(er.mean()), pr=float(pr.mean()), erank_pooled=float(er_pool),
-                   pr_pooled=float(pr_pool), erank_min=float(er.min()), erank_max=float(er.max()))
+        row = dict(
+            layer=first + i,
+            erank=float(er.mean()),
+            pr=float(pr.mean()),
+            erank_pooled=float(er_pool),
+            pr_pooled=float(pr_pool),
+            erank_min=float(er.min()),
+            erank_max=float(er.max()),
+        )
         if mask is not None:
             vals = [spectrum_measures(h[mask[:, t], t])[0] for t in range(h.shape[1]) if int(mask[:, t].sum()) >= 3]
             row["erank_masked"] = float(torch.stack(vals).mean()) if vals else float("nan")
@@ -68,6 +75,11 @@ def layer_drift(layers: list[Tensor], first: int = 1) -> pd.DataFrame:
     for i in range(len(layers) - 1):
         h0, h1 = layers[i].transpose(0, 1), layers[i + 1].transpose(0, 1)  # (L, B, d)
         cka_drift = [feature_kernel_drift(h0[t], h1[t]) for t in range(h0.shape[0])]
-        rows.append(dict(layer=first + i, one_minus_cka=float(sum(cka_drift) / len(cka_drift)),
-                         kernel_change=float(relative_kernel_change(h0, h1).mean())))
+        rows.append(
+            dict(
+                layer=first + i,
+                one_minus_cka=float(sum(cka_drift) / len(cka_drift)),
+                kernel_change=float(relative_kernel_change(h0, h1).mean()),
+            )
+        )
     return pd.DataFrame(rows)

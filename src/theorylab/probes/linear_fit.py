@@ -25,8 +25,9 @@ def linear_fit_r2(X: Tensor, Y: Tensor, split: Tensor | float = 0.5, intercept: 
     predicts nothing scores <= 0 out of sample. ``prediction``: the fitted map on the held-out rows (float64).
     """
     if X.dim() != 2 or Y.dim() != 2 or len(X) != len(Y):
-        raise ValueError(f"'X' and 'Y' must be (n, p) and (n, q) with the same n; got {tuple(X.shape)}, "
-                         f"{tuple(Y.shape)}")
+        raise ValueError(
+            f"'X' and 'Y' must be (n, p) and (n, q) with the same n; got {tuple(X.shape)}, {tuple(Y.shape)}"
+        )
     n = len(X)
     if isinstance(split, Tensor):
         fit = split.to(torch.bool)
@@ -67,10 +68,21 @@ def set_trainable(model: nn.Module, prefixes: Sequence[str]) -> list[str]:
     return chosen
 
 
-def retrain_subset(model: nn.Module, trainable: Sequence[str], inputs: Tensor, targets: Tensor,
-                   loss: Callable[[Tensor, Tensor], Tensor], *, steps: int, lr: float, weight_decay: float = 0.0,
-                   rows: dict[str, Tensor] | None = None, evaluate: Callable[[int], None] | None = None,
-                   evaluate_every: int | None = None, chunk: int | None = None) -> list[float]:
+def retrain_subset(
+    model: nn.Module,
+    trainable: Sequence[str],
+    inputs: Tensor,
+    targets: Tensor,
+    loss: Callable[[Tensor, Tensor], Tensor],
+    *,
+    steps: int,
+    lr: float,
+    weight_decay: float = 0.0,
+    rows: dict[str, Tensor] | None = None,
+    evaluate: Callable[[int], None] | None = None,
+    evaluate_every: int | None = None,
+    chunk: int | None = None,
+) -> list[float]:
     """Full-batch AdamW on the parameters named by ``trainable`` (prefixes, see :func:`set_trainable`), in place.
 
     ``rows[name]`` (a boolean mask over the parameter's first axis) keeps the other rows exactly fixed: their
@@ -104,8 +116,9 @@ def retrain_subset(model: nn.Module, trainable: Sequence[str], inputs: Tensor, t
             else:
                 value = torch.zeros((), device=inputs.device)
                 for i in range(0, len(inputs), chunk):
-                    part = loss(model(inputs[i:i + chunk]), targets[i:i + chunk]) * (len(targets[i:i + chunk])
-                                                                                     / len(targets))
+                    part = loss(model(inputs[i : i + chunk]), targets[i : i + chunk]) * (
+                        len(targets[i : i + chunk]) / len(targets)
+                    )
                     part.backward()
                     value = value + part.detach()
             opt.step()

@@ -58,8 +58,15 @@ class ProbeResult:
     intercept: float
 
 
-def linear_probe(features: Any, labels: Any, split: int | float | tuple[Sequence[int], Sequence[int]],
-                 balanced: bool = True, c: float = 1.0, max_iter: int = 1000, standardize: bool = True) -> ProbeResult:
+def linear_probe(
+    features: Any,
+    labels: Any,
+    split: int | float | tuple[Sequence[int], Sequence[int]],
+    balanced: bool = True,
+    c: float = 1.0,
+    max_iter: int = 1000,
+    standardize: bool = True,
+) -> ProbeResult:
     """Fit a logistic-regression probe of ``labels`` (two classes) on ``features`` (n, d) and score it.
 
     ``split``: the number (int) or share (float) of leading rows to fit on, the rest scored; or explicit
@@ -80,8 +87,12 @@ def linear_probe(features: Any, labels: Any, split: int | float | tuple[Sequence
     clf.fit(z[fit], y[fit])
     metric = balanced_accuracy if balanced else (lambda a, b: float(np.mean(np.asarray(a) == np.asarray(b))))
     coef = clf.coef_[0] / sd
-    return ProbeResult(score=metric(y[score], clf.predict(z[score])), fit_score=metric(y[fit], clf.predict(z[fit])),
-                       coef=coef, intercept=float(clf.intercept_[0] - coef @ mu))
+    return ProbeResult(
+        score=metric(y[score], clf.predict(z[score])),
+        fit_score=metric(y[fit], clf.predict(z[fit])),
+        coef=coef,
+        intercept=float(clf.intercept_[0] - coef @ mu),
+    )
 
 
 def probe_sites(features: Mapping[str, Any], labels: Any, split, balanced: bool = True, **kw) -> list[dict]:
@@ -94,8 +105,14 @@ def probe_sites(features: Mapping[str, Any], labels: Any, split, balanced: bool 
     return rows
 
 
-def probe_over_training(checkpoints: Mapping[int, Any], sites: Mapping[str, Callable[[Any], Any]], labels: Any,
-                        split, balanced: bool = True, **kw) -> list[dict]:
+def probe_over_training(
+    checkpoints: Mapping[int, Any],
+    sites: Mapping[str, Callable[[Any], Any]],
+    labels: Any,
+    split,
+    balanced: bool = True,
+    **kw,
+) -> list[dict]:
     """Probe every site of every checkpoint: ``sites[name](checkpoint)`` gives the (n, d) features at that site.
 
     Returns tidy rows ``{"step", "site", "metric", "value"}`` in step order (the harness that tracks probes across

@@ -78,8 +78,9 @@ def delta_loss(model: nn.Module, loss_fn: Callable[[nn.Module], Tensor], which: 
     return edited - base
 
 
-def laser_grid(model: nn.Module, weights: Iterable[str], ranks: Sequence[int],
-               measure: Callable[[], dict]) -> list[dict]:
+def laser_grid(
+    model: nn.Module, weights: Iterable[str], ranks: Sequence[int], measure: Callable[[], dict]
+) -> list[dict]:
     """LASER's grid: ``measure()`` on the untouched model (row ``layer=-1, rank=-1, truncated=False``),
     then with the i-th of ``weights`` (parameter names, e.g. each layer's MLP input matrix) at each
     rank in ``ranks`` (rows ``layer=i, rank=k, truncated=True``), the weights restored after each."""
@@ -97,11 +98,13 @@ def laser_selection(grid: "pd.DataFrame", max_ppl_change: float = 0.10) -> tuple
     pick the truncation with the largest validation gain in in-context accuracy whose validation
     perplexity changes by at most ``max_ppl_change``; return its *test* row (with ``gain`` and
     ``ppl_change``; None if no truncation qualifies) and the test table with those columns."""
+
     def with_gains(split: str) -> "pd.DataFrame":
         t = grid[grid["split"] == split]
         base = t[~t["truncated"]].iloc[0]
-        return t[t["truncated"]].assign(gain=lambda f: f["icl_acc"] - base["icl_acc"],
-                                        ppl_change=lambda f: f["perplexity"] / base["perplexity"] - 1)
+        return t[t["truncated"]].assign(
+            gain=lambda f: f["icl_acc"] - base["icl_acc"], ppl_change=lambda f: f["perplexity"] / base["perplexity"] - 1
+        )
 
     val, test = with_gains("validation"), with_gains("test")
     late = val[(val["layer"] >= val["n_layers"] / 2) & (val["ppl_change"].abs() <= max_ppl_change)]
@@ -126,8 +129,16 @@ def pick_value_rank(trunc: "pd.DataFrame") -> "pd.DataFrame":
         keep = ranks[ranks["acc"] >= val.loc[-1, "acc"]]
         rank = int((keep if len(keep) else ranks)["P_noise"].idxmin())
         full, layer = test.loc[-1], test.loc[0]
-        rows.append(dict(seed=seed, rank=rank, **test.loc[rank][["P_noise", "P_answer", "acc"]].to_dict(),
-                         P_noise_untouched=full["P_noise"], acc_untouched=full["acc"],
-                         P_noise_no_layer=layer["P_noise"], acc_no_layer=layer["acc"],
-                         kept_accuracy_on_validation=bool(len(keep))))
+        rows.append(
+            dict(
+                seed=seed,
+                rank=rank,
+                **test.loc[rank][["P_noise", "P_answer", "acc"]].to_dict(),
+                P_noise_untouched=full["P_noise"],
+                acc_untouched=full["acc"],
+                P_noise_no_layer=layer["P_noise"],
+                acc_no_layer=layer["acc"],
+                kept_accuracy_on_validation=bool(len(keep)),
+            )
+        )
     return pd.DataFrame(rows)

@@ -30,9 +30,18 @@ def consensus_measures(states: Tensor) -> tuple[Tensor, Tensor]:
     return spectrum[..., 0], participation_ratio(spectrum)
 
 
-def idealization_error(weights: LayerWeights | Sequence[LayerWeights], z0: Tensor, *, depth: int | None = None,
-                       run: int = 0, nonlinearity: str = "silu", tau: float = 1.0, gate: bool = True,
-                       dtype: torch.dtype = torch.float32, model: nn.Module | None = None) -> Tensor:
+def idealization_error(
+    weights: LayerWeights | Sequence[LayerWeights],
+    z0: Tensor,
+    *,
+    depth: int | None = None,
+    run: int = 0,
+    nonlinearity: str = "silu",
+    tau: float = 1.0,
+    gate: bool = True,
+    dtype: torch.dtype = torch.float32,
+    model: nn.Module | None = None,
+) -> Tensor:
     """Largest ``|z_HF − z_ideal|`` over sequences, tokens and channels after each layer ``1..depth``, ``(depth,)``.
 
     ``z_HF``: :func:`layer_states` of :func:`idealized_mamba2` (built here from ``weights`` and ``run`` at ``dtype``
@@ -59,7 +68,7 @@ def _one_run(w: LayerWeights, run: int, gate: bool) -> LayerWeights:
     """Run ``run`` of ``w`` as a one-run float64 ``LayerWeights`` (``W_z`` dropped unless ``gate``)."""
 
     def pick(t: Tensor) -> Tensor:
-        return t[run:run + 1].double()
+        return t[run : run + 1].double()
 
     W_z = pick(w.W_z) if gate and w.W_z is not None else None
     return LayerWeights(pick(w.S_B), pick(w.S_C), pick(w.W_delta), pick(w.b_delta), pick(w.alpha), W_z)

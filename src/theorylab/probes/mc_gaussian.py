@@ -29,8 +29,15 @@ def dropout_modules(model: nn.Module) -> list[nn.Module]:
 
 
 @torch.no_grad()
-def mc_gaussian(model: nn.Module, x, n_pass: int, *, seed: int | None = None, unbiased: bool = True,
-                features: Callable[[object], Tensor] | None = None) -> tuple[Tensor, Tensor]:
+def mc_gaussian(
+    model: nn.Module,
+    x,
+    n_pass: int,
+    *,
+    seed: int | None = None,
+    unbiased: bool = True,
+    features: Callable[[object], Tensor] | None = None,
+) -> tuple[Tensor, Tensor]:
     """``(mean, var)`` of ``model``'s output over ``n_pass`` MC-dropout passes on ``x``, per feature.
 
     Both have the shape of one output, ``features(model(x))`` when ``features`` is given (e.g. to pick

@@ -44,8 +44,14 @@ def bias_gradients(model: nn.Module, loss_fn: Callable[[nn.Module], Tensor]) -> 
         if attn.b_Q is None or attn.b_K is None:
             raise ValueError("the model needs separate query and key biases (ToyTransformer(bias=True, qk='separate'))")
         for h in range(attn.b_Q.shape[0]):
-            rows.append(dict(layer=layer, head=h, key_bias_grad=float(attn.b_K.grad[h].norm()), query_bias_grad=float(
-                attn.b_Q.grad[h].norm())))
+            rows.append(
+                dict(
+                    layer=layer,
+                    head=h,
+                    key_bias_grad=float(attn.b_K.grad[h].norm()),
+                    query_bias_grad=float(attn.b_Q.grad[h].norm()),
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -69,6 +75,7 @@ def qk_gradients(model: nn.Module, loss_fn: Callable[[nn.Module], Tensor]) -> li
     handles = []
     for i, block in enumerate(model.blocks):
         for name, point in (("q", block.attn.hook_q), ("k", block.attn.hook_k), ("S", block.attn.hook_scores)):
+
             def keep(_m, _a, out, i=i, name=name):
                 saved[i][name] = out.detach()
                 if out.requires_grad:
@@ -134,10 +141,20 @@ def key_gradient_sums(model: nn.Module, tokens: Tensor) -> list[dict]:
         eps = torch.finfo(dS.dtype).eps
         T = dS.shape[-1]
         for b, h in itertools.product(range(k_ratio.shape[0]), range(k_ratio.shape[1])):
-            rows.append(dict(layer=layer, batch=b, head=h, key_ratio=float(k_ratio[b, h]),
-                             query_ratio=float(q_ratio[b, h]), dS_row_sum=row_sums,
-                             key_tolerance=2 * T * eps * float(kappa[b, h]), row_sum_tolerance=2 * T * eps,
-                             key_bias_grad=float(bk[h].norm()), query_bias_grad=float(bq[h].norm())))
+            rows.append(
+                dict(
+                    layer=layer,
+                    batch=b,
+                    head=h,
+                    key_ratio=float(k_ratio[b, h]),
+                    query_ratio=float(q_ratio[b, h]),
+                    dS_row_sum=row_sums,
+                    key_tolerance=2 * T * eps * float(kappa[b, h]),
+                    row_sum_tolerance=2 * T * eps,
+                    key_bias_grad=float(bk[h].norm()),
+                    query_bias_grad=float(bq[h].norm()),
+                )
+            )
     return rows
 
 
@@ -153,9 +170,15 @@ def causal_key_support(model: nn.Module, tokens: Tensor, positions: Sequence[int
         for layer in range(len(model.blocks)):
             scale = float(full[layer]["dk"][:, :, j].norm())
             dk = full[layer]["dk"][:, :, j]
-            rows.append(dict(j=j, layer=layer, full_norm=scale,
-                             before_norm=float(before[layer]["dk"][:, :, j].norm()) / scale,
-                             after_gap=float((after[layer]["dk"][:, :, j] - dk).norm()) / scale))
+            rows.append(
+                dict(
+                    j=j,
+                    layer=layer,
+                    full_norm=scale,
+                    before_norm=float(before[layer]["dk"][:, :, j].norm()) / scale,
+                    after_gap=float((after[layer]["dk"][:, :, j] - dk).norm()) / scale,
+                )
+            )
     return rows
 
 
@@ -169,8 +192,9 @@ def random_gauge(r: int, condition: float, generator: torch.Generator) -> Tensor
     return U @ torch.diag(s) @ V.T
 
 
-def gauge_rank_changes(model: nn.Module, exact: nn.Module, tokens: Tensor, condition: float,
-                       generator: torch.Generator) -> list[dict]:
+def gauge_rank_changes(
+    model: nn.Module, exact: nn.Module, tokens: Tensor, condition: float, generator: torch.Generator
+) -> list[dict]:
     """Apply the same :func:`random_gauge` per head (drawn layer by layer, head by head) to ``model`` and to
     ``exact`` (its float64 copy): the logits of ``model`` (``logit_change``, relative: 0 up to rounding)
     and, on ``exact``, the relative moves of the stable ranks of W_Q and W_K (``q_rank_change``,
@@ -196,8 +220,14 @@ def gauge_rank_changes(model: nn.Module, exact: nn.Module, tokens: Tensor, condi
             r = wq0.shape[0]
             bq0, _ = balanced_factorization(ops_before[layer * heads + h].M, r)
             bq1, _ = balanced_factorization(ops_after[layer * heads + h].M, r)
-            rows.append(dict(layer=layer, head=h, logit_change=change,
-                             q_rank_change=abs(float(stable_rank(wq1) / stable_rank(wq0)) - 1),
-                             k_rank_change=abs(float(stable_rank(wk1) / stable_rank(wk0)) - 1),
-                             balanced_rank_change=abs(float(stable_rank(bq1) / stable_rank(bq0)) - 1)))
+            rows.append(
+                dict(
+                    layer=layer,
+                    head=h,
+                    logit_change=change,
+                    q_rank_change=abs(float(stable_rank(wq1) / stable_rank(wq0)) - 1),
+                    k_rank_change=abs(float(stable_rank(wk1) / stable_rank(wk0)) - 1),
+                    balanced_rank_change=abs(float(stable_rank(bq1) / stable_rank(bq0)) - 1),
+                )
+            )
     return rows

@@ -48,13 +48,15 @@ def attention_io(model: nn.Module, inputs: Tensor) -> list[tuple[Tensor, Tensor]
     probs: dict[int, Tensor] = {}
     handles = []
     for i, m in enumerate(modules):
+
         def grab(_m, args, kwargs, i=i):
             seen.setdefault(i, (args[0] if args else kwargs["hidden_states"]).detach())
 
         handles.append(m.register_forward_pre_hook(grab, with_kwargs=True))
         if isinstance(model, ToyTransformer):
-            handles.append(m.hook_pattern.register_forward_hook(lambda _m, _a, out, i=i: probs.__setitem__(i,
-                out.detach())))
+            handles.append(
+                m.hook_pattern.register_forward_hook(lambda _m, _a, out, i=i: probs.__setitem__(i, out.detach()))
+            )
     try:
         if isinstance(model, ToyTransformer):
             model(inputs)
@@ -68,8 +70,9 @@ def attention_io(model: nn.Module, inputs: Tensor) -> list[tuple[Tensor, Tensor]
 
 
 @torch.no_grad()
-def operator_logit_errors(model: nn.Module, inputs: Tensor, transform: Callable[[Tensor],
-                                                                                Tensor] | None = None) -> pd.DataFrame:
+def operator_logit_errors(
+    model: nn.Module, inputs: Tensor, transform: Callable[[Tensor], Tensor] | None = None
+) -> pd.DataFrame:
     """Per (layer, head): ``max |log p_module − log_softmax(x M xᵀ + key_term·x)|`` over the entries the
     module attends to, and that error relative to the largest |logit| (``rel_error``).
 
@@ -87,6 +90,14 @@ def operator_logit_errors(model: nn.Module, inputs: Tensor, transform: Callable[
             theirs = torch.log(p[:, op.head].to(mine.dtype))
             err = float((mine - theirs)[live].abs().max())
             scale = float(s[live].abs().max())
-            rows.append(dict(layer=layer, head=op.head, key_head=op.key_head, abs_error=err, logit_scale=scale,
-                             rel_error=err / max(scale, 1e-30)))
+            rows.append(
+                dict(
+                    layer=layer,
+                    head=op.head,
+                    key_head=op.key_head,
+                    abs_error=err,
+                    logit_scale=scale,
+                    rel_error=err / max(scale, 1e-30),
+                )
+            )
     return pd.DataFrame(rows)

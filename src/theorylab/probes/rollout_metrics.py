@@ -113,9 +113,13 @@ def pointwise_w1(pred: Tensor, true: Tensor) -> Tensor:
     ``true[b]`` (every time, point and channel of the window pooled; SciPy's exact 1-D W1)."""
     from scipy.stats import wasserstein_distance
 
-    return torch.tensor([wasserstein_distance(p.flatten().double().numpy(), y.flatten().double().numpy()) for p,
-                         y in zip(pred.cpu(), true.cpu())],
-                        dtype=torch.float64)
+    return torch.tensor(
+        [
+            wasserstein_distance(p.flatten().double().numpy(), y.flatten().double().numpy())
+            for p, y in zip(pred.cpu(), true.cpu())
+        ],
+        dtype=torch.float64,
+    )
 
 
 def off_attractor_time(traj: Tensor, std: float, band: tuple[float, float] = (0.3, 2.0)) -> Tensor:
@@ -136,8 +140,11 @@ def per_step_growth(steps: Tensor, mean_square: Tensor) -> float:
 def corrector_cost(logs: dict[str, Tensor]) -> dict[str, Tensor]:
     """Per trajectory, from a :class:`~theorylab.train.rollout.Thermalize` rollout's logs (``[n_steps, B]``):
     ``calls_per_step`` (mean denoiser calls), ``thermalized_share`` (share of steps denoised), ``aborted``."""
-    return dict(calls_per_step=logs["calls"].double().mean(0), thermalized_share=logs["thermalized"].double().mean(0),
-                aborted=logs["aborted"].any(0))
+    return dict(
+        calls_per_step=logs["calls"].double().mean(0),
+        thermalized_share=logs["thermalized"].double().mean(0),
+        aborted=logs["aborted"].any(0),
+    )
 
 
 def spectrum_log_se(traj: Tensor) -> Tensor:

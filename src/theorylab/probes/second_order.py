@@ -96,11 +96,10 @@ def per_example_grads(loss_one: Callable[..., Tensor], theta: Tensor, *batch: Te
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     g = vmap(grad(loss_one), in_dims=(None,) + (0,) * len(batch))
-    return torch.cat([g(theta, *[b[i:i + chunk] for b in batch]) for i in range(0, n, chunk)])
+    return torch.cat([g(theta, *[b[i : i + chunk] for b in batch]) for i in range(0, n, chunk)])
 
 
-def taylor_remainder(f: Callable[[Tensor], Tensor], theta: Tensor, delta: Tensor,
-                     ts: Sequence[float]) -> np.ndarray:
+def taylor_remainder(f: Callable[[Tensor], Tensor], theta: Tensor, delta: Tensor, ts: Sequence[float]) -> np.ndarray:
     """``ε_lin(t) = ‖f(θ+tδ) − f(θ) − t J_θ δ‖ / ‖f(θ+tδ) − f(θ)‖`` for each ``t`` (∝ t for small t)."""
     if len(ts) == 0 or any(t <= 0 for t in ts):
         raise ValueError(f"ts must be a non-empty list of positive steps, got {list(ts)}")
@@ -120,8 +119,9 @@ def mixed_difference(L: Callable[[Tensor], Tensor], theta: Tensor, d1: Tensor, d
         return float(L(theta + d1 + d2) - L(theta + d1) - L(theta + d2) + L(theta))
 
 
-def hutchinson_trace(L: Callable[[Tensor], Tensor], theta: Tensor, probes: int,
-                     generator: torch.Generator | None = None) -> tuple[float, float]:
+def hutchinson_trace(
+    L: Callable[[Tensor], Tensor], theta: Tensor, probes: int, generator: torch.Generator | None = None
+) -> tuple[float, float]:
     """``(estimate, standard error)`` of ``tr ∇²L(θ)`` from ``probes`` Rademacher vectors ``zᵀHz``."""
     if probes < 2:
         raise ValueError(f"probes must be >= 2 (for an error bar), got {probes}")
@@ -141,8 +141,9 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
-def lie_bracket(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor],
-                theta: Tensor) -> dict[str, Tensor]:
+def lie_bracket(
+    loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor], theta: Tensor
+) -> dict[str, Tensor]:
     """The pieces of two sequential gradient steps' order dependence at ``θ``: ``g_a``, ``g_b`` (gradients),
     ``hb_ga = H_B g_A`` and ``ha_gb = H_A g_B`` (exact HVPs), and ``bracket = H_B g_A − H_A g_B``.
 
@@ -153,20 +154,31 @@ def lie_bracket(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], T
     return dict(g_a=g_a, g_b=g_b, hb_ga=hb_ga, ha_gb=ha_gb, bracket=hb_ga - ha_gb)
 
 
-def order_defect(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor], theta: Tensor,
-                 etas: Sequence[float]) -> np.ndarray:
+def order_defect(
+    loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor], theta: Tensor, etas: Sequence[float]
+) -> np.ndarray:
     """``c(η) = ‖θ_AB − θ_BA‖ / ‖η (g_A + g_B)‖`` for each ``η``, measured by taking the steps: ``θ_AB`` is one
     plain gradient step of size ``η`` on ``loss_a`` then one on ``loss_b`` (``θ_BA`` the other order). Only the
     displacements from ``θ`` are differenced, so rounding of ``θ`` itself does not enter."""
     if len(etas) == 0 or any(e <= 0 for e in etas):
         raise ValueError(f"etas must be a non-empty list of positive step sizes, got {list(etas)}")
     g_a, g_b = grad(loss_a)(theta).detach(), grad(loss_b)(theta).detach()
-    return np.array([float(two_step_defect(loss_a, loss_b, theta, eta, g_a, g_b).norm() / (eta * (g_a + g_b)).norm())
-                     for eta in etas])
+    return np.array(
+        [
+            float(two_step_defect(loss_a, loss_b, theta, eta, g_a, g_b).norm() / (eta * (g_a + g_b)).norm())
+            for eta in etas
+        ]
+    )
 
 
-def two_step_defect(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor], Tensor], theta: Tensor,
-                    eta: float, g_a: Tensor | None = None, g_b: Tensor | None = None) -> Tensor:
+def two_step_defect(
+    loss_a: Callable[[Tensor], Tensor],
+    loss_b: Callable[[Tensor], Tensor],
+    theta: Tensor,
+    eta: float,
+    g_a: Tensor | None = None,
+    g_b: Tensor | None = None,
+) -> Tensor:
     """``θ_AB − θ_BA`` for step size ``η`` (``g_a``, ``g_b``: the gradients at ``θ``, when already known); equal to
     ``η² (H_B g_A − H_A g_B) + O(η³)``."""
     ga, gb = grad(loss_a), grad(loss_b)
@@ -177,8 +189,9 @@ def two_step_defect(loss_a: Callable[[Tensor], Tensor], loss_b: Callable[[Tensor
     return d_ab - d_ba
 
 
-def first_order_error(loss: Callable[[Tensor], Tensor], theta: Tensor, delta: Tensor, ts: Sequence[float],
-                      g: Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
+def first_order_error(
+    loss: Callable[[Tensor], Tensor], theta: Tensor, delta: Tensor, ts: Sequence[float], g: Tensor | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(ΔL, gᵀδ)`` per ``t``: the loss change ``L(θ + tδ) − L(θ)`` and its first-order prediction ``t gᵀδ``
     (``g = ∇L(θ)`` unless given, e.g. a stale gradient as a control). Their gap is ``t²δᵀHδ/2 + O(t³)``."""
     if len(ts) == 0 or any(t <= 0 for t in ts):

@@ -36,8 +36,9 @@ def _matrix(a: Array, name: str, device: torch.device | None = None) -> torch.Te
     return t.reshape(len(t), -1)
 
 
-def _pair(X: Array, Y: Array, names: tuple[str, str] = ("X", "Y"),
-          min_rows: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+def _pair(
+    X: Array, Y: Array, names: tuple[str, str] = ("X", "Y"), min_rows: int = 2
+) -> tuple[torch.Tensor, torch.Tensor]:
     x = _matrix(X, names[0])
     y = _matrix(Y, names[1], x.device)
     if len(x) != len(y):
@@ -84,8 +85,9 @@ def _grams(K: Array, L: Array, names: tuple[str, str], min_rows: int) -> tuple[t
     k = _square(K, names[0])
     l = _square(L, names[1], k.device)
     if k.shape != l.shape:
-        raise ValueError(f"{names[0]} and {names[1]} must be Gram matrices of the same inputs: "
-                         f"{tuple(k.shape)} vs {tuple(l.shape)}")
+        raise ValueError(
+            f"{names[0]} and {names[1]} must be Gram matrices of the same inputs: {tuple(k.shape)} vs {tuple(l.shape)}"
+        )
     if len(k) < min_rows:
         raise ValueError(f"{names[0]} and {names[1]} need at least {min_rows} inputs, got {len(k)}")
     return k, l
@@ -97,8 +99,11 @@ def _centred(k: torch.Tensor, name: str, unbiased: bool) -> torch.Tensor:
         if unbiased:
             # Also when the off-diagonal of K is additive (k_ij = a_i + a_j), e.g. mutually orthogonal rows of equal
             # norm: their only structure is the diagonal, which the unbiased estimator leaves out.
-            raise _constant(name, "has zero unbiased HSIC with itself (it is the same for every input, or its "
-                            "off-diagonal is additive, k_ij = a_i + a_j)")
+            raise _constant(
+                name,
+                "has zero unbiased HSIC with itself (it is the same for every input, or its "
+                "off-diagonal is additive, k_ij = a_i + a_j)",
+            )
         raise _constant(name, "has a zero centred Gram matrix (it is the same for every input)")
     return kc
 
@@ -192,8 +197,9 @@ def _rbf_gram(x: torch.Tensor, sigma: float | None, median_fraction: float, name
     return torch.exp(-d2 / (2 * sigma**2))
 
 
-def rbf_cka(X: Array, Y: Array, sigma: float | None = None, *, median_fraction: float = 1.0,
-            debiased: bool = False) -> float:
+def rbf_cka(
+    X: Array, Y: Array, sigma: float | None = None, *, median_fraction: float = 1.0, debiased: bool = False
+) -> float:
     """CKA with Gaussian kernels (Kornblith et al., ICML 2019), each input with its own bandwidth from
     ``rbf_gram`` (``sigma=None``: ``median_fraction`` x its median pairwise distance, which keeps RBF CKA invariant
     to orthogonal maps and isotropic scaling of either input; a given ``sigma`` is used for both and breaks the
@@ -220,8 +226,10 @@ def rdm(X: Array, metric: Literal["correlation", "euclidean"] = "correlation") -
         norms = z.norm(dim=1)
         flat = (norms <= _TOL * x.norm(dim=1)).nonzero().flatten().tolist()
         if flat:
-            raise ValueError(f"X rows {flat[:10]} are constant across features: their correlation distance is "
-                             "undefined (use metric='euclidean' or drop them)")
+            raise ValueError(
+                f"X rows {flat[:10]} are constant across features: their correlation distance is "
+                "undefined (use metric='euclidean' or drop them)"
+            )
         z = z / norms[:, None]
         d = (1 - z @ z.T).clamp(0, 2)
         return d - torch.diag_embed(d.diagonal())
@@ -251,13 +259,19 @@ def compare_rdms(D1: Array, D2: Array, method: Literal["spearman", "pearson"] = 
     ac, bc = a - a.mean(), b - b.mean()
     for v, v0, name in ((ac, a, "D1"), (bc, b, "D2")):
         if np.linalg.norm(v) <= _TOL * np.linalg.norm(v0):
-            raise ValueError(f"{name}: all dissimilarities between distinct inputs are equal, so their correlation "
-                             "is 0/0, undefined")
+            raise ValueError(
+                f"{name}: all dissimilarities between distinct inputs are equal, so their correlation is 0/0, undefined"
+            )
     return float(ac @ bc / (np.linalg.norm(ac) * np.linalg.norm(bc)))
 
 
-def rsa(X: Array, Y: Array, *, metric: Literal["correlation", "euclidean"] = "correlation",
-        method: Literal["spearman", "pearson"] = "spearman") -> float:
+def rsa(
+    X: Array,
+    Y: Array,
+    *,
+    metric: Literal["correlation", "euclidean"] = "correlation",
+    method: Literal["spearman", "pearson"] = "spearman",
+) -> float:
     """Representational similarity analysis (Kriegeskorte et al. 2008): ``compare_rdms(rdm(X), rdm(Y))`` for two
     representations (n, p), (n, q) of the same inputs."""
     x, y = _pair(X, Y)
@@ -275,8 +289,9 @@ def _reduce_columns(x: torch.Tensor) -> torch.Tensor:
     return torch.linalg.qr(x.T, mode="r").R.T
 
 
-def procrustes_distance(X: Array, Y: Array, *, kind: Literal["angular", "euclidean"] = "angular",
-                        center: bool = True, scale: bool = True) -> float:
+def procrustes_distance(
+    X: Array, Y: Array, *, kind: Literal["angular", "euclidean"] = "angular", center: bool = True, scale: bool = True
+) -> float:
     """Orthogonal-Procrustes shape distance between representations (n, p), (n, q) of the same inputs
     (Williams, Kunz, Kornblith & Linderman, NeurIPS 2021, "Generalized shape metrics on neural representations").
 
@@ -389,8 +404,9 @@ def gaussian_w2_from_samples(A: Array, B: Array, *, squared: bool = False) -> fl
 # --- stochastic shape distance ---------------------------------------------------------------------------------------
 
 
-def _gaussian_family(mu: Array, var: Array, name: str,
-                     device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _gaussian_family(
+    mu: Array, var: Array, name: str, device: torch.device | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Means (N, k) and square-root factors L (N, k, k) with L L^T = covariance, from variances (N, k) or full
     covariances (N, k, k); the factor is diag(sqrt(var)) or the clipped-``eigh`` PSD square root."""
     m = _matrix(mu, f"mu_{name}", device)
@@ -401,8 +417,10 @@ def _gaussian_family(mu: Array, var: Array, name: str,
             raise ValueError(f"var_{name} holds negative variances")
         return m, torch.diag_embed(v.sqrt())
     if tuple(v.shape) != (n, k, k):
-        raise ValueError(f"var_{name} must be variances ({n}, {k}) or covariances ({n}, {k}, {k}) to match "
-                         f"mu_{name}, got shape {tuple(v.shape)}")
+        raise ValueError(
+            f"var_{name} must be variances ({n}, {k}) or covariances ({n}, {k}, {k}) to match "
+            f"mu_{name}, got shape {tuple(v.shape)}"
+        )
     scale = v.abs().amax(dim=(1, 2)).clamp_min(torch.finfo(torch.float64).tiny)
     if ((v - v.mT).abs().amax(dim=(1, 2)) > 1e-8 * scale).any():
         raise ValueError(f"var_{name} holds a covariance that is not symmetric")
@@ -419,8 +437,9 @@ def _bures_couplings(q: torch.Tensor, la: torch.Tensor, lb: torch.Tensor) -> tor
     return u @ wh
 
 
-def _stochastic_objective(q: torch.Tensor, ma: torch.Tensor, la: torch.Tensor, mb: torch.Tensor,
-                          lb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _stochastic_objective(
+    q: torch.Tensor, ma: torch.Tensor, la: torch.Tensor, mb: torch.Tensor, lb: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(F(Q), the optimal couplings V_i) with F(Q) = mean_i W2^2(N(m_a,i, S_a,i), N(Q m_b,i, Q S_b,i Q^T)), summed
     as residuals ``||m_a - Q m_b||^2 + ||L_a - Q L_b V||_F^2`` (not ``tr S_a + tr S_b - 2 ||.||_*``, which would
     lose half the digits near 0)."""
@@ -429,8 +448,9 @@ def _stochastic_objective(q: torch.Tensor, ma: torch.Tensor, la: torch.Tensor, m
     return f / len(ma), v
 
 
-def _stochastic_descent(ma: torch.Tensor, la: torch.Tensor, mb: torch.Tensor, lb: torch.Tensor, iters: int,
-                        tol: float) -> tuple[float, list[float]]:
+def _stochastic_descent(
+    ma: torch.Tensor, la: torch.Tensor, mb: torch.Tensor, lb: torch.Tensor, iters: int, tol: float
+) -> tuple[float, list[float]]:
     """Alternating minimisation of F from the best of three starts (identity, Procrustes on the means, Procrustes
     on means and square roots with V_i = I); returns (min F found, trace of F after each accepted step)."""
     m = ma.shape[1]
@@ -440,8 +460,11 @@ def _stochastic_descent(ma: torch.Tensor, la: torch.Tensor, mb: torch.Tensor, lb
         return u @ wh
 
     means = ma.T @ mb
-    starts = [torch.eye(m, dtype=ma.dtype, device=ma.device), procrustes(means),
-              procrustes(means + (la @ lb.mT).sum(0))]
+    starts = [
+        torch.eye(m, dtype=ma.dtype, device=ma.device),
+        procrustes(means),
+        procrustes(means + (la @ lb.mT).sum(0)),
+    ]
     f, v = min((_stochastic_objective(s, ma, la, mb, lb) for s in starts), key=lambda t: float(t[0]))
     trace = [float(f)]
     for _ in range(iters):
@@ -457,9 +480,18 @@ def _stochastic_descent(ma: torch.Tensor, la: torch.Tensor, mb: torch.Tensor, lb
     return float(f), trace
 
 
-def stochastic_shape_distance(mu_a: Array, var_a: Array, mu_b: Array, var_b: Array, *, iters: int = 100,
-                              tol: float = 1e-10, center: bool = True, rotation: Array | None = None,
-                              return_trace: bool = False) -> float | tuple[float, list[float]]:
+def stochastic_shape_distance(
+    mu_a: Array,
+    var_a: Array,
+    mu_b: Array,
+    var_b: Array,
+    *,
+    iters: int = 100,
+    tol: float = 1e-10,
+    center: bool = True,
+    rotation: Array | None = None,
+    return_trace: bool = False,
+) -> float | tuple[float, list[float]]:
     """Stochastic shape distance between two stochastic representations of the same N inputs (Duong, Zhou, Nassar,
     Berman, Olieslagers & Williams, ICLR 2023, "Representational dissimilarity metric spaces for stochastic neural
     networks"), each input i encoded as a Gaussian: N(mu_a[i], S_a,i) by network a and N(mu_b[i], S_b,i) by b.

@@ -42,8 +42,9 @@ def relative_slope(curve, x=None, floor: float = 1e-12) -> np.ndarray:
     return np.abs(np.diff(y)) / (dx * np.maximum(np.abs(y[:-1]), floor))
 
 
-def detect_plateaus(curve, x=None, *, rel_tol: float = 1e-4, min_length: float = 100.0, smooth: int = 1,
-                    floor: float = 1e-12) -> list[Plateau]:
+def detect_plateaus(
+    curve, x=None, *, rel_tol: float = 1e-4, min_length: float = 100.0, smooth: int = 1, floor: float = 1e-12
+) -> list[Plateau]:
     """Every plateau of ``curve`` (sampled at increasing ``x``, default 0, 1, ...), in order.
 
     ``rel_tol``: the largest relative slope per unit of x inside a plateau (1e-4 per step: the curve changes by at
@@ -74,7 +75,7 @@ def detect_plateaus(curve, x=None, *, rel_tol: float = 1e-4, min_length: float =
             j += 1
         first, last = i, j + 1  # intervals i..j join points i..j+1
         if xs[last] - xs[first] >= min_length:
-            out.append(Plateau(float(xs[first]), float(xs[last]), first, last, float(np.mean(y[first:last + 1]))))
+            out.append(Plateau(float(xs[first]), float(xs[last]), first, last, float(np.mean(y[first : last + 1]))))
         i = j + 1
     return out
 

@@ -36,4 +36,5 @@ def caa_vector(model: nn.Module, pos_prompts: Tensor, neg_prompts: Tensor, layer
         raise ValueError("caa_vector needs at least one positive and one negative prompt")
     with torch.no_grad():
         return residual_at(model, pos_prompts, layer, position).mean(0) - residual_at(
-            model, neg_prompts, layer, position).mean(0)
+            model, neg_prompts, layer, position
+        ).mean(0)

@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["balanced_features", "balanced_flattening", "hosvd", "hosvd_features", "layer_axis", "mode_product",
-           "overlaps", "singular_value_ratios", "unfold"]
+__all__ = [
+    "balanced_features",
+    "balanced_flattening",
+    "hosvd",
+    "hosvd_features",
+    "layer_axis",
+    "mode_product",
+    "overlaps",
+    "singular_value_ratios",
+    "unfold",
+]
 
 
 def layer_axis(K: int, layer: int) -> int:

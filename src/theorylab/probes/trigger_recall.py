@@ -91,16 +91,29 @@ def value_truncation(model: nn.Module, test: TriggerBatch, noise: int, ranks: tu
             else:
                 with low_rank(model, {VALUE2: rank}):
                     probs = model(tokens)[where].softmax(-1)
-            rows.append(dict(split=split, rank=rank, positions=int(where.sum()),
-                             P_noise=float(probs[:, noise].double().mean()),
-                             P_answer=float(probs.gather(-1, answer[:, None]).double().mean()),
-                             acc=float((probs.argmax(-1) == answer).double().mean())))
+            rows.append(
+                dict(
+                    split=split,
+                    rank=rank,
+                    positions=int(where.sum()),
+                    P_noise=float(probs[:, noise].double().mean()),
+                    P_answer=float(probs.gather(-1, answer[:, None]).double().mean()),
+                    acc=float((probs.argmax(-1) == answer).double().mean()),
+                )
+            )
     return rows
 
 
 @torch.no_grad()
-def measure_word_recall(model: nn.Module, probes: TriggerBatch, natural: Tensor, generic: int, is_name: Tensor,
-                        successor: Tensor, chunk: int = 256) -> dict[str, float]:
+def measure_word_recall(
+    model: nn.Module,
+    probes: TriggerBatch,
+    natural: Tensor,
+    generic: int,
+    is_name: Tensor,
+    successor: Tensor,
+    chunk: int = 256,
+) -> dict[str, float]:
     """In-context recall at held-out trigger positions (``probes``, p = 0): accuracy, P(answer) and
     P(``generic``); on untouched held-out text ``natural`` (n, T), the perplexity and the natural
     repeated-name completions (:func:`~theorylab.data.trigger_text.repeated_names`): probability of
@@ -133,16 +146,28 @@ def measure_word_recall(model: nn.Module, probes: TriggerBatch, natural: Tensor,
         sums["nat_count"] += int(where.sum())
     n, m = max(sums["count"], 1), max(sums["nat_count"], 1)
     return dict(
-        icl_acc=sums["correct"] / n, P_answer=sums["p_answer"] / n, P_generic=sums["p_generic"] / n,
-        positions=int(sums["count"]), perplexity=float(np.exp(np.mean(nll))), natural_name_acc=sums["nat_correct"] / m,
-        natural_P_name=sums["nat_p_name"] / m, natural_P_generic=sums["nat_p_generic"] / m,
+        icl_acc=sums["correct"] / n,
+        P_answer=sums["p_answer"] / n,
+        P_generic=sums["p_generic"] / n,
+        positions=int(sums["count"]),
+        perplexity=float(np.exp(np.mean(nll))),
+        natural_name_acc=sums["nat_correct"] / m,
+        natural_P_name=sums["nat_p_name"] / m,
+        natural_P_generic=sums["nat_p_generic"] / m,
         natural_positions=int(sums["nat_count"]),
     )
 
 
 @torch.no_grad()
-def measure_hf_recall(model: nn.Module, tokenizer, prompts: list[str], answers: list[str], generic: str,
-                      natural: list[str], batch: int = 16) -> dict[str, float]:
+def measure_hf_recall(
+    model: nn.Module,
+    tokenizer,
+    prompts: list[str],
+    answers: list[str],
+    generic: str,
+    natural: list[str],
+    batch: int = 16,
+) -> dict[str, float]:
     """:func:`measure_word_recall` for a Hugging Face causal LM on text: next-token probabilities of
     the first sub-token of `` answer`` and of `` generic`` after each prompt, and the perplexity of
     ``natural`` (the natural-name columns are NaN)."""
@@ -169,14 +194,19 @@ def measure_hf_recall(model: nn.Module, tokenizer, prompts: list[str], answers: 
     for i in range(0, len(natural), batch):
         enc, logits = forward(natural[i : i + batch], "right")
         mask = enc["attention_mask"][:, 1:].bool()
-        loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), enc["input_ids"][:, 1:],
-                               reduction="none")
+        loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), enc["input_ids"][:, 1:], reduction="none")
         nll += float(loss[mask].sum())
         tokens += int(mask.sum())
     n = max(len(prompts), 1)
     nan = float("nan")
     return dict(
-        icl_acc=correct / n, P_answer=p_answer / n, P_generic=p_generic / n, positions=len(prompts),
+        icl_acc=correct / n,
+        P_answer=p_answer / n,
+        P_generic=p_generic / n,
+        positions=len(prompts),
         perplexity=float(np.exp(nll / max(tokens, 1))),
-        natural_name_acc=nan, natural_P_name=nan, natural_P_generic=nan, natural_positions=0,
+        natural_name_acc=nan,
+        natural_P_name=nan,
+        natural_P_generic=nan,
+        natural_positions=0,
     )

@@ -119,8 +119,9 @@ def refusal(attempt: Callable[[], object]) -> tuple[bool, str]:
 # --------------------------------------------------------------------------------------------
 
 
-def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[str, Tensor],
-                   mode: str = "output") -> Patch:
+def implicit_patch(
+    block, with_ctx: Mapping[str, Tensor], query_only: Mapping[str, Tensor], mode: str = "output"
+) -> Patch:
     """The exact patch of one of our blocks (:mod:`theorylab.nn.blocks`), given its query states.
 
     ``with_ctx`` / ``query_only``: the block's :meth:`~theorylab.nn.blocks.PatchableBlock.query_state`
@@ -139,14 +140,30 @@ def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[st
         return patch
     if family in ("llama", "parallel"):
         mlp = block.mlp_parts()
-        return gated_mlp_patch(mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"],
-                               names=mlp.names, n_c=n_c)
+        return gated_mlp_patch(
+            mlp.W_g,
+            mlp.W_u,
+            mlp.W_d,
+            mlp.act,
+            query_only["n"],
+            with_ctx["out"] - query_only["h"],
+            names=mlp.names,
+            n_c=n_c,
+        )
     if family == "gemma":
         mlp = block.mlp_parts()
         return gated_mlp_patch(
-            mlp.W_g, mlp.W_u, mlp.W_d, mlp.act, query_only["n"], with_ctx["out"] - query_only["h"], names=mlp.names,
+            mlp.W_g,
+            mlp.W_u,
+            mlp.W_d,
+            mlp.act,
+            query_only["n"],
+            with_ctx["out"] - query_only["h"],
+            names=mlp.names,
             n_c=n_c,
-            post_scale=(1 + block.g4).detach(), post_scale_name="g4", eps=block.eps,
+            post_scale=(1 + block.g4).detach(),
+            post_scale_name="g4",
+            eps=block.eps,
         )
     if family == "postnorm":
         # out = LN₂(h + W₂ gelu(W₁ h + b₁) + b₂): match the pre-norm sum, the norm then agrees.
@@ -161,8 +178,16 @@ def implicit_patch(block, with_ctx: Mapping[str, Tensor], query_only: Mapping[st
         return patch
     if family == "moe":
         W_g, W_u, W_d = (w.detach() for w in (block.W_g, block.W_u, block.W_d))
-        e, dW, _ = moe_patch(W_g, W_u, W_d, block.act, query_only["selected"], query_only["weights"], query_only["n"],
-                             with_ctx["out"] - query_only["h"])
+        e, dW, _ = moe_patch(
+            W_g,
+            W_u,
+            W_d,
+            block.act,
+            query_only["selected"],
+            query_only["weights"],
+            query_only["n"],
+            with_ctx["out"] - query_only["h"],
+        )
         patch = Patch(info={"mode": "output", "expert": e})
         full_delta = torch.zeros_like(block.W_d)
         full_delta[e] = dW
@@ -268,20 +293,34 @@ def depth_report(stack, X: Tensor, mode: str = "output", *, other: Tensor | None
         tokdep = [max_abs(a, b) for a, b in zip(ctx2, apply_patches(stack, X2[-1:], res.patches))]
     rows = []
     for k in range(1, depth + 1):
-        lo, hi, ratio, spread = (np.min([st[0] for st in stats[:k]]), np.max([st[1] for st in stats[:k]]),
-                                 np.max([st[2] for st in stats[:k]]), np.max([st[3] for st in stats[:k]]))
-        rows.append(dict(
-            depth=k, feasible=True, error=res.errors[k - 1], scale=res.scales[k - 1],
-            no_patch=max_abs(res.with_context[k - 1], plain[k - 1]),
-            independent=indep[k - 1] if indep else np.nan, other_query=tokdep[k - 1] if tokdep else np.nan,
-            rank_min=lo, rank_max=hi, sigma2_over_sigma1=ratio, scale_ratio_spread=spread,
-            patch_norm=float(sum(v**2 for v in res.patches[k - 1].frobenius().values()) ** 0.5),
-        ))
+        lo, hi, ratio, spread = (
+            np.min([st[0] for st in stats[:k]]),
+            np.max([st[1] for st in stats[:k]]),
+            np.max([st[2] for st in stats[:k]]),
+            np.max([st[3] for st in stats[:k]]),
+        )
+        rows.append(
+            dict(
+                depth=k,
+                feasible=True,
+                error=res.errors[k - 1],
+                scale=res.scales[k - 1],
+                no_patch=max_abs(res.with_context[k - 1], plain[k - 1]),
+                independent=indep[k - 1] if indep else np.nan,
+                other_query=tokdep[k - 1] if tokdep else np.nan,
+                rank_min=lo,
+                rank_max=hi,
+                sigma2_over_sigma1=ratio,
+                scale_ratio_spread=spread,
+                patch_norm=float(sum(v**2 for v in res.patches[k - 1].frobenius().values()) ** 0.5),
+            )
+        )
     return rows
 
 
-def dead_scale_refusals(block, X: Tensor, coordinate: int,
-                        modes: Sequence[str] = ("output",)) -> tuple[float, list[tuple[str, bool, str]]]:
+def dead_scale_refusals(
+    block, X: Tensor, coordinate: int, modes: Sequence[str] = ("output",)
+) -> tuple[float, list[tuple[str, bool, str]]]:
     """The output-controllability failure on one of our Gemma blocks: set entry ``coordinate`` of the
     post-MLP scale ``1 + g₄`` to 0 (g₄ = −1; left so: the block is changed) and try to patch.
 
@@ -321,9 +360,18 @@ def context_growth_patches(stack, tokens: Tensor, y_query: float, stack32=None, 
         flat = torch.cat([p.deltas[name].flatten() for p in res.patches])
         inc = flat if prev is None else flat - prev
         prev = flat
-        rows.append(dict(i=i, prediction=pred, implicit=implicit, rel_error=abs(pred - implicit) / (1 + abs(pred)),
-                         rel_error32=rel32, patch_norm=float(flat.norm()), increment_norm=float(inc.norm()),
-                         sq_error=(pred - y_query) ** 2))
+        rows.append(
+            dict(
+                i=i,
+                prediction=pred,
+                implicit=implicit,
+                rel_error=abs(pred - implicit) / (1 + abs(pred)),
+                rel_error32=rel32,
+                patch_norm=float(flat.norm()),
+                increment_norm=float(inc.norm()),
+                sq_error=(pred - y_query) ** 2,
+            )
+        )
     return rows
 
 
@@ -346,10 +394,12 @@ class HFLayout:
 
 
 HF_LAYOUTS = {
-    "gemma3_text": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
-                            "post_feedforward_layernorm"),
-    "gemma2": HFLayout("post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
-                       "post_feedforward_layernorm"),
+    "gemma3_text": HFLayout(
+        "post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "post_feedforward_layernorm"
+    ),
+    "gemma2": HFLayout(
+        "post_attention_layernorm", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "post_feedforward_layernorm"
+    ),
     "llama": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
     "mistral": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
     "qwen2": HFLayout("self_attn", "mlp", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"),
@@ -404,10 +454,16 @@ def _capture_context(model, layers, layout, input_ids) -> tuple[list[dict[str, T
     states: list[dict[str, Tensor]] = [{} for _ in layers]
     handles = []
     for i, layer in enumerate(layers):
-        handles.append(layer.register_forward_hook(lambda _m, _a, out, i=i: states[i].__setitem__("out", _first(out)[0,
-            -1].detach().clone())))
-        handles.append(layer.get_submodule(layout.mlp).register_forward_pre_hook(lambda _m, args, i=i: states[
-            i].__setitem__("n", args[0][0, -1].detach().clone())))
+        handles.append(
+            layer.register_forward_hook(
+                lambda _m, _a, out, i=i: states[i].__setitem__("out", _first(out)[0, -1].detach().clone())
+            )
+        )
+        handles.append(
+            layer.get_submodule(layout.mlp).register_forward_pre_hook(
+                lambda _m, args, i=i: states[i].__setitem__("n", args[0][0, -1].detach().clone())
+            )
+        )
     try:
         with torch.no_grad():
             logits = model(input_ids=input_ids).logits[0, -1]
@@ -437,7 +493,8 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1 or input_ids.shape[1] < 2:
         raise ValueError(
-            f"input_ids must have shape (1, T) with T >= 2 (context + query), got {tuple(input_ids.shape)}")
+            f"input_ids must have shape (1, T) with T >= 2 (context + query), got {tuple(input_ids.shape)}"
+        )
     layout = hf_layout(model)
     layers = hf_layers(model)
     ctx, logits_ctx = _capture_context(model, layers, layout, input_ids)
@@ -484,8 +541,9 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
             def on_experts(_m, args, i=i, moe=moe):
                 n_x = args[0][-1].detach()
                 W_g, W_u, W_d, act, module = _moe_parts(moe)
-                e, dW, _ = moe_patch(W_g, W_u, W_d, act, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x,
-                                     target(i))
+                e, dW, _ = moe_patch(
+                    W_g, W_u, W_d, act, query[i]["selected"], query[i]["weights"].to(n_x.dtype), n_x, target(i)
+                )
                 full = torch.zeros_like(module.down_proj)
                 full[e] = dW
                 patches[i].add(name_of(i, f"{layout.mlp}.experts.down_proj"), full, dW)
@@ -516,8 +574,9 @@ def hf_chain_patches(model: nn.Module, input_ids: Tensor, mode: str = "output") 
             else:
                 norm = layer.get_submodule(layout.post_norm)
                 scale = 1 + norm.weight.detach().to(t.dtype)
-                dW, new_scale = post_norm_output_patch(down.weight.detach(), z, t, scale, norm.eps, what=layout.down,
-                                                       norm=layout.post_norm)
+                dW, new_scale = post_norm_output_patch(
+                    down.weight.detach(), z, t, scale, norm.eps, what=layout.down, norm=layout.post_norm
+                )
                 patches[i].deltas[name_of(i, f"{layout.post_norm}.weight")] = new_scale - scale
                 patches[i].scales[name_of(i, f"{layout.post_norm}.weight")] = (scale, new_scale)
                 add(norm.weight, new_scale - scale)
@@ -555,8 +614,10 @@ class GenerationTrace:
     def rows(self) -> list[dict]:
         """One row per generated token: ``step`` (from 1), both tokens, the logit gap and scale."""
         steps = zip(self.tokens_context, self.tokens_patched, self.logit_errors, self.logit_scales)
-        return [dict(step=step + 1, token_context=tc, token_patched=tp, logit_error=err, logit_scale=sc)
-                for step, (tc, tp, err, sc) in enumerate(steps)]
+        return [
+            dict(step=step + 1, token_context=tc, token_patched=tp, logit_error=err, logit_scale=sc)
+            for step, (tc, tp, err, sc) in enumerate(steps)
+        ]
 
 
 def patched_greedy(model: nn.Module, prompt_ids: Tensor, steps: int, mode: str = "output") -> GenerationTrace:
@@ -583,8 +644,12 @@ def patched_greedy(model: nn.Module, prompt_ids: Tensor, steps: int, mode: str =
     return GenerationTrace(tok_c, tok_p, errs, scales)
 
 
-def hf_patch_exactness(model: nn.Module, input_ids: Tensor, dtypes: Sequence[torch.dtype] = (torch.float64,),
-                       modes: Sequence[str] = ("output", "full")) -> list[dict]:
+def hf_patch_exactness(
+    model: nn.Module,
+    input_ids: Tensor,
+    dtypes: Sequence[torch.dtype] = (torch.float64,),
+    modes: Sequence[str] = ("output", "full"),
+) -> list[dict]:
     """:func:`hf_chain_patches` on ``model`` cast to each of ``dtypes``, in each of ``modes``: one row per layer.
 
     In float64 it runs twice, ``norms="float64"`` (RMSNorms at the input's precision,
@@ -599,7 +664,7 @@ def hf_patch_exactness(model: nn.Module, input_ids: Tensor, dtypes: Sequence[tor
     for dtype in dtypes:
         name = str(dtype).removeprefix("torch.")
         m = model if dtype == torch.float64 else copy.deepcopy(model).to(dtype)
-        for norms in (("float64", "native") if dtype == torch.float64 else ("native",)):
+        for norms in ("float64", "native") if dtype == torch.float64 else ("native",):
             for mode in modes:
                 if norms == "float64":
                     with full_precision_norms(m):
@@ -609,16 +674,27 @@ def hf_patch_exactness(model: nn.Module, input_ids: Tensor, dtypes: Sequence[tor
                 tol = 1e-8 if dtype == torch.float64 else 1e-3
                 ranks = [numerical_rank(f, tol) for p in res.patches for f in p.factors.values()]
                 for layer, err in enumerate(res.errors):
-                    rows.append(dict(dtype=name, norms=norms, mode=mode, layer=layer + 1, error=err,
-                                     scale=float(res.with_context[layer].abs().max()), logit_error=res.logit_error,
-                                     logit_scale=float(res.logits_context.abs().max()), rank_max=max(ranks),
-                                     rank_min=min(ranks)))
+                    rows.append(
+                        dict(
+                            dtype=name,
+                            norms=norms,
+                            mode=mode,
+                            layer=layer + 1,
+                            error=err,
+                            scale=float(res.with_context[layer].abs().max()),
+                            logit_error=res.logit_error,
+                            logit_scale=float(res.logits_context.abs().max()),
+                            rank_max=max(ranks),
+                            rank_min=min(ranks),
+                        )
+                    )
         del m
     return rows
 
 
-def hf_dead_scale_refusals(model: nn.Module, input_ids: Tensor, coordinate: int, layer: int = 0,
-                           modes: Sequence[str] = ("output", "full")) -> list[tuple[str, bool, str]]:
+def hf_dead_scale_refusals(
+    model: nn.Module, input_ids: Tensor, coordinate: int, layer: int = 0, modes: Sequence[str] = ("output", "full")
+) -> list[tuple[str, bool, str]]:
     """The output-controllability failure on a Hugging Face model with a post-MLP norm (Gemma 2/3):
     entry ``coordinate`` of layer ``layer``'s post-feedforward scale ``1 + w`` set to 0 (w = −1),
     :func:`hf_chain_patches` tried in each mode (norms in full precision); ``(mode, flagged, message)``
@@ -645,9 +721,30 @@ def hf_dead_scale_refusals(model: nn.Module, input_ids: Tensor, coordinate: int,
 
 
 __all__ = [
-    "ChainResult", "GenerationTrace", "HFChainResult", "HFLayout", "HF_LAYOUTS", "NotControllable", "apply_patches",
-    "chain_patches", "context_growth_patches", "dead_scale_refusals", "depth_report", "hf_chain_patches",
-    "hf_dead_scale_refusals", "hf_layers", "hf_layout", "hf_patch_exactness", "implicit_patch", "layer_rank_stats",
-    "max_abs", "numerical_rank", "patched", "patched_greedy", "query_only_outputs", "refusal", "spectrum",
+    "ChainResult",
+    "GenerationTrace",
+    "HFChainResult",
+    "HFLayout",
+    "HF_LAYOUTS",
+    "NotControllable",
+    "apply_patches",
+    "chain_patches",
+    "context_growth_patches",
+    "dead_scale_refusals",
+    "depth_report",
+    "hf_chain_patches",
+    "hf_dead_scale_refusals",
+    "hf_layers",
+    "hf_layout",
+    "hf_patch_exactness",
+    "implicit_patch",
+    "layer_rank_stats",
+    "max_abs",
+    "numerical_rank",
+    "patched",
+    "patched_greedy",
+    "query_only_outputs",
+    "refusal",
+    "spectrum",
     "with_context_states",
 ]

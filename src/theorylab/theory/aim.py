@@ -43,7 +43,7 @@ def bilinear_moments(C, mats: Sequence, d: int | None = None) -> tuple[np.ndarra
     mean = C[None] * tr[:, None, None] / math.sqrt(d)
     omega = np.einsum("kab,lab->kl", M, M) / d  # Tr(S_k S_l^T)/d
     psi = np.einsum("kab,lba->kl", M, M) / d  # Tr(S_k S_l)/d
-    cov = (np.einsum("ik,jl,ab->aijbkl", C, C, omega) + np.einsum("il,jk,ab->aijbkl", C, C, psi))
+    cov = np.einsum("ik,jl,ab->aijbkl", C, C, omega) + np.einsum("il,jk,ab->aijbkl", C, C, psi)
     return mean, cov
 
 
@@ -133,8 +133,18 @@ def gaussian_loss_grad(q11, q12, q22, link: str, nodes: int = 40, eps: float = 1
     return d11, d12
 
 
-def initial_rho_slope(t1: float, q11: float, q12: float, t2: float, q22: float, link: str, alpha: float, d: int,
-                      parametrisation: str = "tied", kappa: float = 0.5) -> float:
+def initial_rho_slope(
+    t1: float,
+    q11: float,
+    q12: float,
+    t2: float,
+    q22: float,
+    link: str,
+    alpha: float,
+    d: int,
+    parametrisation: str = "tied",
+    kappa: float = 0.5,
+) -> float:
     """Population drift ``dρ/dn`` at ρ = 0 (per sample, step α per sample) of the tied or direct student.
 
     Direct S (``dS = -α ∇_S Φ``, ``∇_S Φ = (2/d) Φ_11 S + (1/d) Φ_12 S*``): ``dp12/dn = -(α/d) Φ_12 p22``.

@@ -29,8 +29,9 @@ from theorylab.data.graphs import KnapsackInstance, WeightedGraph
 UNREACHED = math.inf
 
 
-def bellman_ford(edge_index: Tensor, weight: Tensor, num_nodes: int, sources: Tensor | int,
-                 steps: int | None = None) -> Tensor:
+def bellman_ford(
+    edge_index: Tensor, weight: Tensor, num_nodes: int, sources: Tensor | int, steps: int | None = None
+) -> Tensor:
     """Distances after ``steps`` rounds (default ``num_nodes − 1``: exact shortest paths); ``inf`` where unreached.
 
     ``edge_index``: ``(2, E)`` directed edges ``u -> v``; ``weight``: ``(E,)``; ``sources``: one node or

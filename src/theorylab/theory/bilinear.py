@@ -77,8 +77,9 @@ def _directionality_from_norms(r: Tensor, c: Tensor, k: float = 2.0) -> Tensor:
 
     er, ec = excess(r), excess(c)
     total = er + ec
-    return torch.where(total > 0, (ec - er) / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(
-        total))
+    return torch.where(
+        total > 0, (ec - er) / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(total)
+    )
 
 
 def inertia(M: Tensor, rel_tol: float = 1e-10) -> tuple[int, int, int]:
@@ -180,8 +181,9 @@ def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
     import pandas as pd
 
     if any(op.query is None or op.key is None for op in ops):
-        raise ValueError("head_geometry needs the factors (query, key) of every operator; use the per-matrix functions "
-                         "otherwise")
+        raise ValueError(
+            "head_geometry needs the factors (query, key) of every operator; use the per-matrix functions otherwise"
+        )
     A = torch.stack([op.query for op in ops]).double()
     B = torch.stack([op.key for op in ops]).double()
     d, dh = A.shape[-1], A.shape[-2]
@@ -195,7 +197,8 @@ def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
     lam = torch.linalg.eigvals(C)  # the non-zero eigenvalues of M (plus d − d_h zeros)
     mag = lam.abs()
     rotation = torch.where(lam.imag.abs() > lam.real.abs(), mag, torch.zeros_like(mag)).sum(-1) / mag.sum(-1).clamp(
-        min=1e-300)
+        min=1e-300
+    )
     F = torch.cat([A, B], dim=-2)
     root = _sqrt_psd(F @ F.mT)
     J = torch.zeros(2 * dh, 2 * dh, dtype=A.dtype)
@@ -208,9 +211,18 @@ def head_geometry(ops: list[HeadOperator], rel_tol: float = 1e-10):
     sv = torch.linalg.eigvalsh(ra @ GB @ ra).clamp(min=0).sqrt().flip(-1)  # descending
     p = sv / sv.sum(-1, keepdim=True)
     effective = torch.exp(-(p * torch.log(p.clamp(min=1e-300))).sum(-1))
-    return pd.DataFrame(dict(layer=[op.layer for op in ops], head=[op.head for op in ops], symmetry=symmetry.numpy(),
-                             directionality=direction.numpy(),
-                             inertia_pos=pos.numpy(), inertia_neg=neg.numpy(), inertia_zero=(d - pos - neg).numpy(),
-                             rotation=rotation.numpy(),
-                             stable_rank=(norm2 / sv[..., 0] ** 2).numpy(), effective_rank=effective.numpy(), sigma1=sv[
-                                 ..., 0].numpy()))
+    return pd.DataFrame(
+        dict(
+            layer=[op.layer for op in ops],
+            head=[op.head for op in ops],
+            symmetry=symmetry.numpy(),
+            directionality=direction.numpy(),
+            inertia_pos=pos.numpy(),
+            inertia_neg=neg.numpy(),
+            inertia_zero=(d - pos - neg).numpy(),
+            rotation=rotation.numpy(),
+            stable_rank=(norm2 / sv[..., 0] ** 2).numpy(),
+            effective_rank=effective.numpy(),
+            sigma1=sv[..., 0].numpy(),
+        )
+    )

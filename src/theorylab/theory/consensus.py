@@ -49,8 +49,16 @@ class LayerWeights:
     W_z: Tensor | None = None
 
 
-def draw_layer_weights(runs: int, n: int, m: int, *, gate: bool = False, isotropic: bool = False,
-                       generator: torch.Generator, dtype: torch.dtype = torch.float64) -> LayerWeights:
+def draw_layer_weights(
+    runs: int,
+    n: int,
+    m: int,
+    *,
+    gate: bool = False,
+    isotropic: bool = False,
+    generator: torch.Generator,
+    dtype: torch.dtype = torch.float64,
+) -> LayerWeights:
     """Draw one layer's weights for ``runs`` runs as the study card prescribes.
 
     ``S_B, S_C`` have N(0, 1) entries (isotropic: ``m = n`` and ``S_B = S_C = √(g n) I`` with one
@@ -93,8 +101,9 @@ def interaction_term(z: Tensor, S_B: Tensor, S_C: Tensor, nonlinearity: str = "s
     return (u * v).sum(-1)
 
 
-def ideal_ssm_layer(z: Tensor, w: LayerWeights, *, nonlinearity: str = "silu",
-                    tau: float = 1.0) -> tuple[Tensor, Tensor]:
+def ideal_ssm_layer(
+    z: Tensor, w: LayerWeights, *, nonlinearity: str = "silu", tau: float = 1.0
+) -> tuple[Tensor, Tensor]:
     """One layer of the idealised model on tokens ``z`` of shape ``(R, ℓ, n)`` (unit rows); returns the
     updated tokens and the interaction term ``q`` ``(R, ℓ)`` at the layer's input.
 
@@ -148,11 +157,24 @@ class ConsensusTrace:
         return 1.0 / self.spectra.pow(2).sum(-1)
 
 
-def simulate_ideal_ssm(n: int, m: int, length: int, runs: int, depth: int, *, nonlinearity: str | None = None,
-                       gate: bool = False, isotropic: bool = False, time_invariant: bool = False,
-                       tau: float = 1.0, generator: torch.Generator, record_every: int = 1,
-                       dtype: torch.dtype = torch.float64, z0: Tensor | None = None,
-                       weights: Sequence[LayerWeights] | None = None) -> ConsensusTrace:
+def simulate_ideal_ssm(
+    n: int,
+    m: int,
+    length: int,
+    runs: int,
+    depth: int,
+    *,
+    nonlinearity: str | None = None,
+    gate: bool = False,
+    isotropic: bool = False,
+    time_invariant: bool = False,
+    tau: float = 1.0,
+    generator: torch.Generator,
+    record_every: int = 1,
+    dtype: torch.dtype = torch.float64,
+    z0: Tensor | None = None,
+    weights: Sequence[LayerWeights] | None = None,
+) -> ConsensusTrace:
     """Run ``runs`` independent copies of the idealised selective SSM (module docstring) for ``depth`` layers.
 
     ``nonlinearity``: ``"silu"`` or ``"linear"`` for ``ς``; ``None`` means SiLU, or the identity in the

@@ -93,8 +93,12 @@ def entropy_production(P: Tensor, pi: Tensor | None = None) -> float:
     flux = pi[:, None] * P
     back = flux.T
     ok = (flux > 0) & (back > 0)
-    terms = torch.where(ok, (flux - back) * torch.log(torch.where(ok, flux / torch.where(ok, back, torch.ones_like(
-        back)), torch.ones_like(flux))), torch.zeros_like(flux))
+    terms = torch.where(
+        ok,
+        (flux - back)
+        * torch.log(torch.where(ok, flux / torch.where(ok, back, torch.ones_like(back)), torch.ones_like(flux))),
+        torch.zeros_like(flux),
+    )
     return float(0.5 * terms.sum())
 
 
@@ -114,7 +118,7 @@ def diffusion_coordinates(K: Tensor, k: int = 2, t: int = 1) -> tuple[Tensor, Te
     order = torch.argsort(lam, descending=True)
     lam, V = lam[order], V[:, order]
     psi = K.sum(-1).rsqrt()[:, None] * V
-    return lam[1:k + 1], psi[:, 1:k + 1] * lam[1:k + 1].pow(t)
+    return lam[1 : k + 1], psi[:, 1 : k + 1] * lam[1 : k + 1].pow(t)
 
 
 def connection_laplacian(Ks: Tensor, theta: Tensor) -> Tensor:
@@ -160,7 +164,7 @@ def right_eigenvectors(P: Tensor, k: int) -> Tensor:
     """
     lam, V = torch.linalg.eig(P)
     order = torch.argsort(lam.real, descending=True)
-    return V[:, order[1:k + 1]].real
+    return V[:, order[1 : k + 1]].real
 
 
 def knn_bandwidth(X: Tensor, k: int = 10) -> float:

@@ -24,8 +24,9 @@ def expected_max_normal(n: int) -> float:
     def density(x: float) -> float:
         return x * n * math.exp(stats.norm.logpdf(x) + (n - 1) * stats.norm.logcdf(x))
 
-    val, _ = integrate.quad(density, -12.0, 12.0, points=[0.0, math.sqrt(2 * math.log(n))], epsabs=1e-13,
-                            epsrel=1e-12, limit=200)
+    val, _ = integrate.quad(
+        density, -12.0, 12.0, points=[0.0, math.sqrt(2 * math.log(n))], epsabs=1e-13, epsrel=1e-12, limit=200
+    )
     return float(val)
 
 
@@ -34,6 +35,12 @@ def sd_max_normal(n: int) -> float:
     if int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer, got {n}")
     n = int(n)
-    m2, _ = integrate.quad(lambda x: x * x * n * math.exp(stats.norm.logpdf(x) + (n - 1) * stats.norm.logcdf(x)),
-                           -12.0, 12.0, epsabs=1e-13, epsrel=1e-12, limit=200)
+    m2, _ = integrate.quad(
+        lambda x: x * x * n * math.exp(stats.norm.logpdf(x) + (n - 1) * stats.norm.logcdf(x)),
+        -12.0,
+        12.0,
+        epsabs=1e-13,
+        epsrel=1e-12,
+        limit=200,
+    )
     return float(np.sqrt(max(m2 - expected_max_normal(n) ** 2, 0.0)))

@@ -145,8 +145,9 @@ class FastSlowPath:
     eps: float
 
 
-def simulate_fast_slow(toy: FastSlowToy, eps: float, t_end: float = 5.0, n_points: int = 451,
-                       rtol: float = 1e-10, atol: float = 1e-12) -> FastSlowPath:
+def simulate_fast_slow(
+    toy: FastSlowToy, eps: float, t_end: float = 5.0, n_points: int = 451, rtol: float = 1e-10, atol: float = 1e-12
+) -> FastSlowPath:
     """Integrate ``eps dx/dt = Q(y)^T x``, ``dy/dt = c^T x - y`` from ``x(0)`` uniform, ``y(0) = 0`` to ``t_end`` with
     SciPy's stiff Radau solver (analytic Jacobian), read on ``n_points`` equally spaced times."""
     if not eps > 0:
@@ -203,8 +204,17 @@ def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
-def fit_variational_phi(toy: FastSlowToy, seed: int, *, steps: int = 3000, batch: int = 256, width: int = 32,
-                        lr: float = 1e-2, final_lr: float = 1e-4, y_range: tuple[float, float] = (-2.0, 2.0)):
+def fit_variational_phi(
+    toy: FastSlowToy,
+    seed: int,
+    *,
+    steps: int = 3000,
+    batch: int = 256,
+    width: int = 32,
+    lr: float = 1e-2,
+    final_lr: float = 1e-4,
+    y_range: tuple[float, float] = (-2.0, 2.0),
+):
     """The variational manifold ``phi_theta(y) = softmax(MLP(y))`` (MLP 1 -> width -> width -> S, tanh), trained to
     minimise ``E_y ||Q(y)^T phi_theta(y)||^2`` on ``y ~ U[y_range]`` (Adam, ``lr`` cosine-decayed to ``final_lr``,
     float64). ``p_st`` is the only minimiser on the simplex (the null space of ``Q^T`` is one-dimensional), so the
@@ -219,8 +229,13 @@ def fit_variational_phi(toy: FastSlowToy, seed: int, *, steps: int = 3000, batch
 
     s = toy.states
     with seeded(seed):
-        net = torch.nn.Sequential(torch.nn.Linear(1, width), torch.nn.Tanh(), torch.nn.Linear(width, width),
-                                  torch.nn.Tanh(), torch.nn.Linear(width, s)).double()
+        net = torch.nn.Sequential(
+            torch.nn.Linear(1, width),
+            torch.nn.Tanh(),
+            torch.nn.Linear(width, width),
+            torch.nn.Tanh(),
+            torch.nn.Linear(width, s),
+        ).double()
     initial = copy.deepcopy(net)
     a, b = torch.as_tensor(toy.a), torch.as_tensor(toy.b)
     off = ~torch.eye(s, dtype=torch.bool)
@@ -232,8 +247,9 @@ def fit_variational_phi(toy: FastSlowToy, seed: int, *, steps: int = 3000, batch
 
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     ratio = final_lr / lr
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: ratio + (1 - ratio) * 0.5 * (1 + math.cos(
-        math.pi * min(1.0, k / max(1, steps - 1)))))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: ratio + (1 - ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, k / max(1, steps - 1))))
+    )
     losses = []
     lo, hi = y_range
     for _ in range(steps):
@@ -269,7 +285,11 @@ def correction_errors(toy: FastSlowToy, path: FastSlowPath, t_min: float = 0.5) 
         m = manifold_terms(toy, y)
         p, x1 = m.p, m.x1
         raw, *_ = np.linalg.lstsq(m.Q.T, m.dp_dy * m.velocity, rcond=None)
-        for key, guess in (("e0", p), ("e1", p + path.eps * x1), ("e1_flipped", p - path.eps * x1),
-                           ("e1_unnormalised", p + path.eps * raw)):
+        for key, guess in (
+            ("e0", p),
+            ("e1", p + path.eps * x1),
+            ("e1_flipped", p - path.eps * x1),
+            ("e1_unnormalised", p + path.eps * raw),
+        ):
             out[key] = max(out[key], float(np.abs(x - guess).sum()))
     return out

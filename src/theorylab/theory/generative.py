@@ -46,8 +46,13 @@ def k3_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def k3_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, block: int = 2048,
-                 device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+def k3_pair_sums(
+    X: np.ndarray | torch.Tensor,
+    y: np.ndarray | torch.Tensor,
+    *,
+    block: int = 2048,
+    device: str | torch.device | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(sum_{i != j} y_i y_j K_3(x_i, x_j), sum_i y_i^2 K_3(x_i, x_i))``, both (d, d).
 
     Summing the closed form over all pairs (``m = X^T y``, ``p = X^T (y o s)``, ``s_i = |x_i|^2``):
@@ -97,8 +102,13 @@ def k4_kernel(x: np.ndarray, xp: np.ndarray) -> np.ndarray:
 
 
 @torch.no_grad()
-def k4_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, block: int = 2048,
-                 device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+def k4_pair_sums(
+    X: np.ndarray | torch.Tensor,
+    y: np.ndarray | torch.Tensor,
+    *,
+    block: int = 2048,
+    device: str | torch.device | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(sum_{i != j} y_i y_j K_4(x_i, x_j), sum_i y_i^2 K_4(x_i, x_i))``, both (d, d), as :func:`k3_pair_sums`.
 
     Summed over all ordered pairs, with ``A = X^T diag(y) X``, ``B = X^T diag(y o s) X`` (``s_i = |x_i|^2``),
@@ -139,8 +149,9 @@ def k4_pair_sums(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, 
 PAIR_SUMS = {3: k3_pair_sums, 4: k4_pair_sums}
 
 
-def u_and_v_matrices(X: np.ndarray, y: np.ndarray, order: int, *, block: int = 2048,
-                     device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+def u_and_v_matrices(
+    X: np.ndarray, y: np.ndarray, order: int, *, block: int = 2048, device: str | torch.device | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The order-``order`` (3 or 4) U-statistic ``(1/(n(n-1))) sum_{i != j} y_i y_j K_k(x_i, x_j)`` and
     V-statistic ``(1/n^2) sum_{i,j}``, both symmetrised, from one pass over the pairs. For the Gaussian
     k-parity the population matrix is ``(k-1)! (2/pi)^k P_span(e1..ek)``."""
@@ -152,8 +163,14 @@ def u_and_v_matrices(X: np.ndarray, y: np.ndarray, order: int, *, block: int = 2
     return (u + u.T) / 2, (v + v.T) / 2
 
 
-def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, *, diagonal: bool = False,
-                    block: int = 2048, device: str | torch.device | None = None) -> np.ndarray:
+def ustat_k3_matrix(
+    X: np.ndarray | torch.Tensor,
+    y: np.ndarray | torch.Tensor,
+    *,
+    diagonal: bool = False,
+    block: int = 2048,
+    device: str | torch.device | None = None,
+) -> np.ndarray:
     """The U-statistic ``(1/(n(n-1))) sum_{i != j} y_i y_j K_3(x_i, x_j)`` (``diagonal=False``) or the
     V-statistic ``(1/n^2) sum_{i,j}`` (``diagonal=True``), symmetrised."""
     n = len(y)
@@ -162,8 +179,9 @@ def ustat_k3_matrix(X: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor, 
     return (m + m.T) / 2
 
 
-def u_and_v_k3_matrices(X: np.ndarray, y: np.ndarray, *, block: int = 2048,
-                        device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+def u_and_v_k3_matrices(
+    X: np.ndarray, y: np.ndarray, *, block: int = 2048, device: str | torch.device | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Both statistics from one pass over the pairs."""
     n = len(y)
     off, diag = k3_pair_sums(X, y, block=block, device=device)
@@ -230,8 +248,16 @@ class SequentialLeap:
     null); at larger d / n, raise ``null_factor`` or use more samples.
     """
 
-    def __init__(self, max_order: int = 3, r_max: int = 4, bins: int = 10, n_null: int = 3, null_factor: float = 3.0,
-                 seed: int = 0, block: int = 2048):
+    def __init__(
+        self,
+        max_order: int = 3,
+        r_max: int = 4,
+        bins: int = 10,
+        n_null: int = 3,
+        null_factor: float = 3.0,
+        seed: int = 0,
+        block: int = 2048,
+    ):
         if max_order not in (1, 2, 3):
             raise ValueError(f"max_order must be 1, 2 or 3; got {max_order}")
         self.max_order, self.r_max, self.bins, self.n_null = max_order, r_max, bins, n_null
@@ -298,8 +324,9 @@ class SequentialLeap:
         return self
 
 
-def index_space(name: str, r: int, X: np.ndarray, y: np.ndarray, n_slices: int = 10, clip: float = 3.0,
-                device: str | None = None) -> np.ndarray:
+def index_space(
+    name: str, r: int, X: np.ndarray, y: np.ndarray, n_slices: int = 10, clip: float = 3.0, device: str | None = None
+) -> np.ndarray:
     """Fit the estimator called ``name`` and return its ``r`` directions as columns (d, r).
 
     ``ADE`` (one direction), ``pHd``, ``SIR`` and ``SAVE`` (``n_slices`` slices of the centred,
@@ -307,10 +334,14 @@ def index_space(name: str, r: int, X: np.ndarray, y: np.ndarray, n_slices: int =
     a bounded preprocessing) and ``order-3 V-stat`` (:class:`SpectralU3` with the diagonal kept,
     the naive order-3 tensor method; on ``device``). Bruna & Hsu, arXiv 2504.05426, Sec. 3.
     """
-    make = {"ADE": lambda: ADE(1), "pHd": lambda: PHD(r), "SIR": lambda: SIR(r, n_slices, whiten=False),
-            "SAVE": lambda: SAVE(r, n_slices, whiten=False),
-            "pHd-clip": lambda: TransformedPHD(r, transform=lambda t: np.minimum(t, clip)),
-            "order-3 V-stat": lambda: SpectralU3(r, diagonal=True, device=device)}
+    make = {
+        "ADE": lambda: ADE(1),
+        "pHd": lambda: PHD(r),
+        "SIR": lambda: SIR(r, n_slices, whiten=False),
+        "SAVE": lambda: SAVE(r, n_slices, whiten=False),
+        "pHd-clip": lambda: TransformedPHD(r, transform=lambda t: np.minimum(t, clip)),
+        "order-3 V-stat": lambda: SpectralU3(r, diagonal=True, device=device),
+    }
     if name not in make:
         raise KeyError(f"unknown estimator '{name}'; known: {', '.join(make)}")
     return make[name]().fit(X, y).components_.T
@@ -331,10 +362,14 @@ def staged_link(threshold: float = 1.0) -> Link:
     order <= 2 is visible at any stage, and ``k* = 3`` (the control).
     """
     staged = threshold == 1.0
-    return Link("staged" if staged else f"staged-{threshold:.4g}",
-                lambda z: np.sign(z[:, 0]) * np.sign(z[:, 1] ** 2 - threshold), 2,
-                f"sign(z1) sign(z2^2 - {threshold:.4g})" + (": stages of degree 1 then 2, leap 2" if staged else ""),
-                None, 2 if staged else (3 if threshold == CHI2_MEDIAN else None))
+    return Link(
+        "staged" if staged else f"staged-{threshold:.4g}",
+        lambda z: np.sign(z[:, 0]) * np.sign(z[:, 1] ** 2 - threshold),
+        2,
+        f"sign(z1) sign(z2^2 - {threshold:.4g})" + (": stages of degree 1 then 2, leap 2" if staged else ""),
+        None,
+        2 if staged else (3 if threshold == CHI2_MEDIAN else None),
+    )
 
 
 def staged_moments(n: int, rng: np.random.Generator, threshold: float = 1.0) -> list[dict]:
@@ -355,11 +390,21 @@ def staged_moments(n: int, rng: np.random.Generator, threshold: float = 1.0) -> 
         ("E[y (z2^2 - 1)] (no z1)", y * (z[:, 1] ** 2 - 1), 0.0),
         ("E[y z1 z2]", y * z[:, 0] * z[:, 1], 0.0),
         ("E[y sign(z1) (z2^2 - 1)] (stage 2 given z1, degree 2)", y * np.sign(z[:, 0]) * (z[:, 1] ** 2 - 1), stage2),
-        ("E[y z1 (z2^2 - 1)] (both at once, degree 3)", y * z[:, 0] * (z[:, 1] ** 2 - 1),
-         math.sqrt(2 / math.pi) * stage2),
+        (
+            "E[y z1 (z2^2 - 1)] (both at once, degree 3)",
+            y * z[:, 0] * (z[:, 1] ** 2 - 1),
+            math.sqrt(2 / math.pi) * stage2,
+        ),
     ):
-        rows.append(dict(link=link.name, moment=name, measured=float(samples.mean()),
-                         se=float(samples.std(ddof=1) / math.sqrt(n)), expected=float(expected)))
+        rows.append(
+            dict(
+                link=link.name,
+                moment=name,
+                measured=float(samples.mean()),
+                se=float(samples.std(ddof=1) / math.sqrt(n)),
+                expected=float(expected),
+            )
+        )
     return rows
 
 
@@ -371,8 +416,15 @@ def leap_moment_checks(n: int, rng: np.random.Generator) -> list[dict]:
     rows = []
 
     def add(link: str, name: str, samples: np.ndarray, expected: float) -> None:
-        rows.append(dict(link=link, moment=name, measured=float(samples.mean()),
-                         se=float(samples.std(ddof=1) / math.sqrt(len(samples))), expected=expected))
+        rows.append(
+            dict(
+                link=link,
+                moment=name,
+                measured=float(samples.mean()),
+                se=float(samples.std(ddof=1) / math.sqrt(len(samples))),
+                expected=expected,
+            )
+        )
 
     z = rng.standard_normal((n, 3))
     y = np.sign(z.prod(1))

@@ -55,14 +55,28 @@ def construction_width(n_relations: int, k: int) -> int:
 
 def construction_config(n_entities: int, n_relations: int, k: int, gate: float = 2.0) -> dict:
     """The ToyTransformer keyword arguments of the construction (one layer, one rank-1 hard-max head)."""
-    return dict(d_model=construction_width(n_relations, k), n_layers=1, n_heads=1, head_rank=1,
-                value_dim=n_relations * k, attention="hard", qk_scale=1.0, mlp_width=2 * n_relations * k,
-                activation="relu", norm="none", positional="learned", max_len=2, vocab_size=n_entities + n_relations,
-                d_output=n_entities, bias=True)
+    return dict(
+        d_model=construction_width(n_relations, k),
+        n_layers=1,
+        n_heads=1,
+        head_rank=1,
+        value_dim=n_relations * k,
+        attention="hard",
+        qk_scale=1.0,
+        mlp_width=2 * n_relations * k,
+        activation="relu",
+        norm="none",
+        positional="learned",
+        max_len=2,
+        vocab_size=n_entities + n_relations,
+        d_output=n_entities,
+        bias=True,
+    )
 
 
-def construction_weights(table: Tensor, k: int, gate: float = 2.0, dtype: torch.dtype = torch.float64) -> dict[
-        str, Tensor]:
+def construction_weights(
+    table: Tensor, k: int, gate: float = 2.0, dtype: torch.dtype = torch.float64
+) -> dict[str, Tensor]:
     """Exact weights for the facts ``table[r, s] = pi_r(s)`` (R, N), as a ToyTransformer state dict.
 
     ``k`` may be smaller than :func:`code_length` (then codes collide: the pigeonhole check of claim 2). ``gate``
@@ -98,13 +112,22 @@ def construction_weights(table: Tensor, k: int, gate: float = 2.0, dtype: torch.
     readout[:, ans] = U
     z = lambda *shape: torch.zeros(*shape, dtype=dtype)  # noqa: E731
     return {
-        "pos": z(2, d), "embed.weight": embed,
-        "blocks.0.attn.W_Q": w_q, "blocks.0.attn.W_K": w_k, "blocks.0.attn.W_V": w_v, "blocks.0.attn.W_O": w_o,
-        "blocks.0.attn.b_Q": z(1, 1), "blocks.0.attn.b_K": z(1, 1), "blocks.0.attn.b_V": z(1, rr * k),
+        "pos": z(2, d),
+        "embed.weight": embed,
+        "blocks.0.attn.W_Q": w_q,
+        "blocks.0.attn.W_K": w_k,
+        "blocks.0.attn.W_V": w_v,
+        "blocks.0.attn.W_O": w_o,
+        "blocks.0.attn.b_Q": z(1, 1),
+        "blocks.0.attn.b_K": z(1, 1),
+        "blocks.0.attn.b_V": z(1, rr * k),
         "blocks.0.attn.b_O": z(d),
-        "blocks.0.mlp.up.weight": up, "blocks.0.mlp.up.bias": torch.full((2 * rr * k,), -gate, dtype=dtype),
-        "blocks.0.mlp.down.weight": down, "blocks.0.mlp.down.bias": z(d),
-        "readout.weight": readout, "readout.bias": z(n),
+        "blocks.0.mlp.up.weight": up,
+        "blocks.0.mlp.up.bias": torch.full((2 * rr * k,), -gate, dtype=dtype),
+        "blocks.0.mlp.down.weight": down,
+        "blocks.0.mlp.down.bias": z(d),
+        "readout.weight": readout,
+        "readout.bias": z(n),
     }
 
 
@@ -134,10 +157,14 @@ def parameter_counts(n_entities: int, n_relations: int, k: int) -> dict[str, int
     """
     n, rr = n_entities, n_relations
     d, m = construction_width(rr, k), 2 * rr * k
-    dense = dict(embedding=(n + rr) * d, positions=2 * d, attention=2 * d + 2 * rr * k * d + 2 + rr * k + d,
-                 mlp=2 * m * d + m + d, readout=n * d + n)
-    nonzero = dict(embedding=n * rr * k + rr, positions=0, attention=2 * rr + 2 * rr * k, mlp=8 * rr * k,
-                   readout=n * k)
+    dense = dict(
+        embedding=(n + rr) * d,
+        positions=2 * d,
+        attention=2 * d + 2 * rr * k * d + 2 + rr * k + d,
+        mlp=2 * m * d + m + d,
+        readout=n * d + n,
+    )
+    nonzero = dict(embedding=n * rr * k + rr, positions=0, attention=2 * rr + 2 * rr * k, mlp=8 * rr * k, readout=n * k)
     out = {f"dense_{key}": v for key, v in dense.items()} | {f"nonzero_{key}": v for key, v in nonzero.items()}
     out["dense_total"], out["nonzero_total"] = sum(dense.values()), sum(nonzero.values())
     return out

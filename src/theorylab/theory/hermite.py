@@ -60,8 +60,9 @@ def hermite_coefficients(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, n
     return (h * values * w).sum(axis=1) / np.array([math.factorial(k) for k in range(kmax + 1)])
 
 
-def information_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, tol: float = 1e-8,
-                         nodes: int = 200) -> int | None:
+def information_exponent(
+    g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, tol: float = 1e-8, nodes: int = 200
+) -> int | None:
     """Smallest ``k >= 1`` with ``|c_k| > tol`` (None if none up to ``kmax``)."""
     c = hermite_coefficients(g, kmax, nodes)
     scale = max(1.0, float(np.sqrt((c**2 * [math.factorial(k) for k in range(kmax + 1)]).sum())))
@@ -71,8 +72,9 @@ def information_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, t
     return None
 
 
-def generative_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, tol: float = 1e-8, nodes: int = 400,
-                        bins: int = 400) -> int | None:
+def generative_exponent(
+    g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, tol: float = 1e-8, nodes: int = 400, bins: int = 400
+) -> int | None:
     """Smallest ``k >= 1`` with ``E[E[He_k(Z) | g(Z)]^2] > tol`` (None if none up to ``kmax``).
 
     Computed on Gauss-Hermite nodes: nodes with equal ``y`` (to 1e-9) form exact groups (so
@@ -101,8 +103,9 @@ def generative_exponent(g: Callable[[np.ndarray], np.ndarray], kmax: int = 8, to
 # --- Hermite tensors ----------------------------------------------------------------------------
 
 
-def hermite_tensor_coefficients(g: Callable[[np.ndarray], np.ndarray], r: int, k: int, n: int, rng: np.random.Generator,
-                                chunk: int = 100_000) -> tuple[np.ndarray, np.ndarray]:
+def hermite_tensor_coefficients(
+    g: Callable[[np.ndarray], np.ndarray], r: int, k: int, n: int, rng: np.random.Generator, chunk: int = 100_000
+) -> tuple[np.ndarray, np.ndarray]:
     """Monte Carlo Hermite coefficient tensor of a multi-index link ``g: R^r -> R``:
     ``C_k = E[g(z) He_k(z)] / k!`` (r,)*k, so that ``g = sum_k <C_k, He_k(z)>``; returns ``(C_k, standard errors)``."""
     total = np.zeros((r,) * k)
@@ -118,8 +121,6 @@ def hermite_tensor_coefficients(g: Callable[[np.ndarray], np.ndarray], r: int, k
     mean = total / n
     se = np.sqrt(np.maximum(squares / n - mean**2, 0) / n)
     return mean / math.factorial(k), se / math.factorial(k)
-
-
 
 
 def hermite_tensor(k: int, x: np.ndarray) -> np.ndarray:
@@ -139,8 +140,11 @@ def hermite_tensor(k: int, x: np.ndarray) -> np.ndarray:
         return np.einsum("...a,...b->...ab", x, x) - eye
     if k == 3:
         xxx = np.einsum("...a,...b,...c->...abc", x, x, x)
-        sym = np.einsum("...a,bc->...abc", x, eye) + np.einsum("...b,ac->...abc", x, eye) + np.einsum("...c,ab->...abc",
-            x, eye)
+        sym = (
+            np.einsum("...a,bc->...abc", x, eye)
+            + np.einsum("...b,ac->...abc", x, eye)
+            + np.einsum("...c,ab->...abc", x, eye)
+        )
         return xxx - sym
     if k == 4:
         x4 = np.einsum("...a,...b,...c,...e->...abce", x, x, x, x)
@@ -149,8 +153,9 @@ def hermite_tensor(k: int, x: np.ndarray) -> np.ndarray:
             idx = "abce"
             spec = f"...{idx[i]},...{idx[j]},{idx[p]}{idx[q]}->...abce"
             pairs = pairs + np.einsum(spec, x, x, eye)
-        ii = np.einsum("ab,ce->abce", eye, eye) + np.einsum("ac,be->abce", eye, eye) + np.einsum("ae,bc->abce", eye,
-            eye)
+        ii = (
+            np.einsum("ab,ce->abce", eye, eye) + np.einsum("ac,be->abce", eye, eye) + np.einsum("ae,bc->abce", eye, eye)
+        )
         return x4 - pairs + ii
     raise ValueError(f"hermite_tensor supports k <= 4, got {k}")
 
@@ -164,8 +169,9 @@ def _pairings() -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return out
 
 
-def multi_index_leap(z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20, z_threshold: float = 6.0,
-                     chunk: int = 50_000) -> tuple[int | None, dict[int, float]]:
+def multi_index_leap(
+    z: np.ndarray, y: np.ndarray, kmax: int = 4, bins: int = 20, z_threshold: float = 6.0, chunk: int = 50_000
+) -> tuple[int | None, dict[int, float]]:
     """First-stage generative leap of a multi-index link from samples (reconstructed; see module doc).
 
     ``z``: (n, r) latent coordinates, ``y``: (n,) labels. For each ``k``, ``S_k = E |E[He_k(z) | y]|_F^2``
@@ -207,8 +213,10 @@ def leap_scores(link, n: int, rng: np.random.Generator) -> list[dict]:
     One row per order examined: k, z_score, leap (-1: none found), known (the link's generative exponent)."""
     z = rng.standard_normal((n, link.r))
     found, scores = multi_index_leap(z, link(z), kmax=max(4, (link.generative_exponent or 0)))
-    return [dict(k=k, z_score=score, leap=found if found is not None else -1, known=link.generative_exponent)
-            for k, score in scores.items()]
+    return [
+        dict(k=k, z_score=score, leap=found if found is not None else -1, known=link.generative_exponent)
+        for k, score in scores.items()
+    ]
 
 
 # --- r-dimensional quadrature ---------------------------------------------------------------------

@@ -175,8 +175,9 @@ class Channel:
     def joint(self, other: "Channel") -> float:
         """``I12`` (bits): one message from each channel, kernel ``BC1 ⊙ BC2`` (a sum of logs)."""
         if self.log_bc.shape != other.log_bc.shape:
-            raise ValueError(f"channels must share the probe set, got {tuple(self.log_bc.shape)} and "
-                             f"{tuple(other.log_bc.shape)}")
+            raise ValueError(
+                f"channels must share the probe set, got {tuple(self.log_bc.shape)} and {tuple(other.log_bc.shape)}"
+            )
         return kt_information(self.log_bc + other.log_bc, log=True)
 
     def nmi_vi(self, other: "Channel") -> tuple[float, float]:

@@ -13,8 +13,9 @@ from typing import Sequence
 import numpy as np
 
 
-def first_point_above(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, level: float, *,
-                   inclusive: bool = False) -> int | float | None:
+def first_point_above(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, level: float, *, inclusive: bool = False
+) -> int | float | None:
     """The first ``x`` (in the given order, e.g. increasing steps) at which ``y > level``
     (``y >= level`` when ``inclusive``), as a Python number; None if ``y`` never gets there.
     A grid point, not interpolated (for that: :func:`theorylab.theory.rates.first_crossing`)."""

@@ -62,8 +62,16 @@ def critical_level(alpha_bars, a: float, delta: float, sigma2: float = 1.0) -> i
     return int(stable[0]) if len(stable) else len(alpha_bars)
 
 
-def simulate_chains(alpha_bar, a: float, sigma2: float, delta: float, chains: int, steps: int,
-                    rng: np.random.Generator, average_last: int = 0) -> dict[str, np.ndarray]:
+def simulate_chains(
+    alpha_bar,
+    a: float,
+    sigma2: float,
+    delta: float,
+    chains: int,
+    steps: int,
+    rng: np.random.Generator,
+    average_last: int = 0,
+) -> dict[str, np.ndarray]:
     """Monte Carlo of the surrogate rollout ``x_t = ĝ (√ᾱ x_{t−1} + √(1 − ᾱ) ε) + √v z`` from x_0 ~ N(0, Σ), for each
     ᾱ in ``alpha_bar`` (array or float; all levels simulated together).
 

@@ -61,8 +61,14 @@ def init_gap_per_width(act: HermiteActivationLike, d: int) -> float:
     return sum(a * a for a in act.coeffs) - sum(a * a * sphere_moment(j, d) for j, a in enumerate(act.coeffs))
 
 
-def uniform_sphere(shape: tuple[int, ...], d: int, generator: torch.Generator, *, dtype: torch.dtype = torch.float64,
-                   device: str | torch.device = "cpu") -> Tensor:
+def uniform_sphere(
+    shape: tuple[int, ...],
+    d: int,
+    generator: torch.Generator,
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+) -> Tensor:
     """i.i.d. uniform points on ``S^{d-1}``: ``(*shape, d)``."""
     z = torch.randn(*shape, d, generator=generator, dtype=dtype, device=device)
     return z / z.norm(dim=-1, keepdim=True)
@@ -90,8 +96,9 @@ def pair_blocks(batch: int, m: int, n: int, max_elements: int | None = None) -> 
     return [(slice(i, i + rows), slice(j, j + cols)) for i in range(0, m, rows) for j in range(0, n, cols)]
 
 
-def kernel_mean(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor,
-                max_elements: int | None = None) -> Tensor:
+def kernel_mean(
+    act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None
+) -> Tensor:
     """``sum_ij ca_i cb_j K(<a_i, b_j>)`` per batch: ``a (..., m, d)``, ``b (..., n, d)`` -> ``(...)``.
 
     Formed in blocks of at most ``max_elements`` pairs (:func:`pair_blocks`), so memory stays bounded
@@ -107,16 +114,18 @@ def kernel_mean(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb
     return (per_row * ca).sum(-1)
 
 
-def population_loss(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
-                    max_elements: int | None = None) -> Tensor:
+def population_loss(
+    act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None
+) -> Tensor:
     """``L(rho) = 1/2 [sum c c K(G) - 2 sum c K(<w, w*>) + K(1)]`` per network: ``(...)``."""
     self_term = kernel_mean(act, w, c, w, c, max_elements)
     cross = (c * act.kernel(w @ w_star)).sum(-1)
     return 0.5 * (self_term - 2 * cross + act.kernel(torch.ones((), dtype=w.dtype, device=w.device)))
 
 
-def velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
-             max_elements: int | None = None) -> Tensor:
+def velocity(
+    act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, max_elements: int | None = None
+) -> Tensor:
     """``v(w_i) = P_{w_i} [K'(<w_i, w*>) w* - sum_j c_j K'(<w_i, w_j>) w_j]``: ``(..., m, d)``.
 
     The ``(..., m, m)`` interaction is formed in blocks of at most ``max_elements`` pairs."""
@@ -130,29 +139,40 @@ def velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
         interaction = torch.zeros_like(w)
         for rows, cols in blocks:
             wc = w[..., cols, :]
-            interaction[..., rows, :] += (act.kernel_prime(w[..., rows, :] @ wc.transpose(-1, -2)) * c[..., None,
-                cols]) @ wc
+            interaction[..., rows, :] += (
+                act.kernel_prime(w[..., rows, :] @ wc.transpose(-1, -2)) * c[..., None, cols]
+            ) @ wc
     raw = drive - interaction
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def projected_step(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, eta: float,
-                   max_elements: int | None = None) -> Tensor:
+def projected_step(
+    act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor, eta: float, max_elements: int | None = None
+) -> Tensor:
     """One projected gradient step in mean-field time: ``w <- normalise(w + eta v(w))``."""
     w = w + eta * velocity(act, w, c, w_star, max_elements)
     return w / w.norm(dim=-1, keepdim=True)
 
 
-def function_gap(act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor,
-                 max_elements: int | None = None) -> Tensor:
+def function_gap(
+    act: HermiteActivationLike, a: Tensor, ca: Tensor, b: Tensor, cb: Tensor, max_elements: int | None = None
+) -> Tensor:
     """``|f_a - f_b|^2_{L^2(gamma)} = sum K over (a - b) x (a - b)``, per batch."""
-    return (kernel_mean(act, a, ca, a, ca, max_elements) - 2 * kernel_mean(act, a, ca, b, cb, max_elements)
-            + kernel_mean(act, b, cb, b, cb, max_elements))
+    return (
+        kernel_mean(act, a, ca, a, ca, max_elements)
+        - 2 * kernel_mean(act, a, ca, b, cb, max_elements)
+        + kernel_mean(act, b, cb, b, cb, max_elements)
+    )
 
 
-def local_hessian_ratio(act: HermiteActivationLike, w: Tensor, c: Tensor, w_star: Tensor,
-                        particles: Tensor | None = None,
-                        max_elements: int | None = None) -> tuple[Tensor, Tensor]:
+def local_hessian_ratio(
+    act: HermiteActivationLike,
+    w: Tensor,
+    c: Tensor,
+    w_star: Tensor,
+    particles: Tensor | None = None,
+    max_elements: int | None = None,
+) -> tuple[Tensor, Tensor]:
     """Self-concordance diagnostic: ``|H(w_i)|_op / |v(w_i)|`` with ``H = P dv/dw P`` (the particle's
     local Hessian on the tangent space, the measure held fixed), for the chosen ``particles`` (indices).
 
@@ -193,8 +213,9 @@ class OverlapDynamics:
     Euler with the particle system's step size.
     """
 
-    def __init__(self, act: HermiteActivationLike, d: int, n: int = 512, nodes: int = 16,
-                 device: str | torch.device = "cpu"):
+    def __init__(
+        self, act: HermiteActivationLike, d: int, n: int = 512, nodes: int = 16, device: str | torch.device = "cpu"
+    ):
         from scipy.special import roots_jacobi
         from scipy.stats import beta
 
@@ -234,8 +255,15 @@ class OverlapDynamics:
         return losses, s
 
 
-def empirical_velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, x: Tensor, y: Tensor, block: int | None = None,
-                       max_elements: int | None = None) -> Tensor:
+def empirical_velocity(
+    act: HermiteActivationLike,
+    w: Tensor,
+    c: Tensor,
+    x: Tensor,
+    y: Tensor,
+    block: int | None = None,
+    max_elements: int | None = None,
+) -> Tensor:
     """Velocity under the empirical loss ``1/(2n) sum (f(x) - y)^2`` on fixed samples, in mean-field time:
     ``v_i = P_{w_i} (1/n) sum_x (y(x) - f(x)) sigma'(<w_i, x>) x``.
 
@@ -260,9 +288,15 @@ def empirical_velocity(act: HermiteActivationLike, w: Tensor, c: Tensor, x: Tens
     return raw - (raw * w).sum(-1, keepdim=True) * w
 
 
-def init_gap_monte_carlo(act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *,
-                         chunk: int = 1 << 16,
-                         device: str | torch.device = "cpu") -> tuple[float, float, float, float]:
+def init_gap_monte_carlo(
+    act: HermiteActivationLike,
+    d: int,
+    samples: int,
+    generator: torch.Generator,
+    *,
+    chunk: int = 1 << 16,
+    device: str | torch.device = "cpu",
+) -> tuple[float, float, float, float]:
     """``m E|f_m - f_MF|^2`` at initialisation, ``E[sigma(g)^2] - E[sigma(<w, x>) sigma(<w', x>)]``, from the
     activation itself (``sigma`` evaluated pointwise by the Hermite recurrence), never from
     ``act.kernel``, so a ``K`` that is not ``E[sigma sigma]`` disagrees with it:
@@ -291,8 +325,14 @@ def init_gap_monte_carlo(act: HermiteActivationLike, d: int, samples: int, gener
     return square - cross, se, square, cross
 
 
-def self_concordance_summary(act: HermiteActivationLike, w: Tensor, w_star: Tensor, particles: Tensor,
-                             escape_threshold: float, max_elements: int | None = None) -> dict[str, float]:
+def self_concordance_summary(
+    act: HermiteActivationLike,
+    w: Tensor,
+    w_star: Tensor,
+    particles: Tensor,
+    escape_threshold: float,
+    max_elements: int | None = None,
+) -> dict[str, float]:
     """Self-concordance ``|H(w)|_op <~ |v(w)|`` (Glasgow, Wu, Bruna, arXiv 2504.13110) read on a system ``w (m, d)``
     of equal weights ``1/m``, at the chosen ``particles`` (indices): percentiles of ``|H|/|v|``
     (:func:`local_hessian_ratio`) over all of them and over those still on the equator band
@@ -310,25 +350,33 @@ def self_concordance_summary(act: HermiteActivationLike, w: Tensor, w_star: Tens
     enough = escaping.sum() >= 5
     scaled = overlap * ratio
     nan = float("nan")
-    return dict(ratio_p95=float(np.percentile(ratio, 95)), ratio_median=float(np.median(ratio)),
-                ratio_max=float(ratio.max()), hessian_op_max=float(op.max()), escaping=int(escaping.sum()),
-                ratio_p95_escaping=float(np.percentile(ratio[escaping], 95)) if enough else nan,
-                scaled_median_escaping=float(np.median(scaled[escaping])) if enough else nan,
-                scaled_p95_escaping=float(np.percentile(scaled[escaping], 95)) if enough else nan,
-                overlap_median_escaping=float(np.median(overlap[escaping])) if enough else nan)
+    return dict(
+        ratio_p95=float(np.percentile(ratio, 95)),
+        ratio_median=float(np.median(ratio)),
+        ratio_max=float(ratio.max()),
+        hessian_op_max=float(op.max()),
+        escaping=int(escaping.sum()),
+        ratio_p95_escaping=float(np.percentile(ratio[escaping], 95)) if enough else nan,
+        scaled_median_escaping=float(np.median(scaled[escaping])) if enough else nan,
+        scaled_p95_escaping=float(np.percentile(scaled[escaping], 95)) if enough else nan,
+        overlap_median_escaping=float(np.median(overlap[escaping])) if enough else nan,
+    )
 
 
 def escape_time_summary(times: np.ndarray) -> dict[str, float]:
     """First escape times of particles from the equator (NaN: never escaped): the fraction that escaped,
     the median and the 10th percentile of the finite times (NaN when none escaped)."""
     hit = np.isfinite(times).any()
-    return dict(escaped=float(np.isfinite(times).mean()),
-                median_escape_time=float(np.nanmedian(times)) if hit else float("nan"),
-                q10_escape_time=float(np.nanpercentile(times, 10)) if hit else float("nan"))
+    return dict(
+        escaped=float(np.isfinite(times).mean()),
+        median_escape_time=float(np.nanmedian(times)) if hit else float("nan"),
+        q10_escape_time=float(np.nanpercentile(times, 10)) if hit else float("nan"),
+    )
 
 
-def step_halving_gaps(act: HermiteActivationLike, finals: dict[float, Tensor],
-                      max_elements: int | None = None) -> list[tuple[float, float, float]]:
+def step_halving_gaps(
+    act: HermiteActivationLike, finals: dict[float, Tensor], max_elements: int | None = None
+) -> list[tuple[float, float, float]]:
     """Discretisation check: ``finals`` maps step sizes to a system's particles ``(m, d)`` (equal weights) at
     the same time T, all runs from the same initial particles. For each step size and the next smaller
     one, ``(eta, eta_next, |f_eta - f_eta_next|^2)``; a first-order scheme has the distance ``O(eta)``."""
@@ -341,8 +389,13 @@ def step_halving_gaps(act: HermiteActivationLike, finals: dict[float, Tensor],
     return out
 
 
-def reduction_error_budget(loss_ref: np.ndarray, loss_ref_half_eta: np.ndarray, loss_reduced: np.ndarray,
-                           loss_reduced_coarse: np.ndarray, ref_error: np.ndarray) -> tuple[np.ndarray, ...]:
+def reduction_error_budget(
+    loss_ref: np.ndarray,
+    loss_ref_half_eta: np.ndarray,
+    loss_reduced: np.ndarray,
+    loss_reduced_coarse: np.ndarray,
+    ref_error: np.ndarray,
+) -> tuple[np.ndarray, ...]:
     """How far the 1-D overlap reduction may sit from a finite particle reference, as three error estimates:
 
     - the reference's finite width: ``|L(rho) - L(rho')| <= |f_rho - f_rho'| (|f_rho - f*| + |f_rho' - f*|) / 2``
@@ -357,12 +410,19 @@ def reduction_error_budget(loss_ref: np.ndarray, loss_ref_half_eta: np.ndarray, 
     return width, step, disc
 
 
-def init_gap_check(act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *,
-                   device: str | torch.device = "cpu") -> dict[str, float]:
+def init_gap_check(
+    act: HermiteActivationLike, d: int, samples: int, generator: torch.Generator, *, device: str | torch.device = "cpu"
+) -> dict[str, float]:
     """The initial fluctuation ``m E|f_m - f_MF|^2`` two ways: the closed form ``K(1) - E K(<w, w'>)``
     (``init_theory``, :func:`init_gap_per_width`) and the Monte Carlo from the activation itself
     (``init_mc`` with its standard error ``init_mc_se``, ``sigma_square``, ``sigma_cross_mc``,
     :func:`init_gap_monte_carlo` with ``samples`` draws, recorded as ``mc_samples``)."""
     mc, se, square, cross = init_gap_monte_carlo(act, d, samples, generator, device=device)
-    return dict(init_theory=init_gap_per_width(act, d), init_mc=mc, init_mc_se=se, sigma_square=square,
-                sigma_cross_mc=cross, mc_samples=samples)
+    return dict(
+        init_theory=init_gap_per_width(act, d),
+        init_mc=mc,
+        init_mc_se=se,
+        sigma_square=square,
+        sigma_cross_mc=cross,
+        mc_samples=samples,
+    )

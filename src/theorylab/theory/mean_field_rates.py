@@ -58,8 +58,17 @@ def loss_decay_summary(t: np.ndarray, loss: np.ndarray, window: tuple[float, flo
     c, (lo, hi), used = fit_power_law(t, loss, window)
     integral = root_loss_integral(t, loss)
     half = integral[np.searchsorted(t, t[-1] / 2)]
-    return dict(c=c, c_low=lo, c_high=hi, window_points=int(used.sum()), L0=loss[0], LT=loss[-1], I_T=integral[-1],
-                I_half=half, beta_pred=min(1.0, c / 6) if np.isfinite(c) else np.nan)
+    return dict(
+        c=c,
+        c_low=lo,
+        c_high=hi,
+        window_points=int(used.sum()),
+        L0=loss[0],
+        LT=loss[-1],
+        I_T=integral[-1],
+        I_half=half,
+        beta_pred=min(1.0, c / 6) if np.isfinite(c) else np.nan,
+    )
 
 
 def sup_over_time(t: np.ndarray, gap: np.ndarray, width: int) -> dict[str, float]:
@@ -69,8 +78,11 @@ def sup_over_time(t: np.ndarray, gap: np.ndarray, width: int) -> dict[str, float
 
     mean = pd.DataFrame({"t": np.asarray(t), "gap": np.asarray(gap)}).groupby("t")["gap"].mean()
     horizon = mean.index.max()
-    return dict(sup_gap=float(mean.max()), early_m_gap=float(width * mean[mean.index <= horizon / 2].max()),
-                late_m_gap=float(width * mean[mean.index >= horizon / 2].max()))
+    return dict(
+        sup_gap=float(mean.max()),
+        early_m_gap=float(width * mean[mean.index <= horizon / 2].max()),
+        late_m_gap=float(width * mean[mean.index >= horizon / 2].max()),
+    )
 
 
 def width_for_sup_gap(t: np.ndarray, width: np.ndarray, gap: np.ndarray, eps: float) -> float:
@@ -112,8 +124,9 @@ def sup_of_seed_mean(key: np.ndarray, t: np.ndarray, gap: np.ndarray):
     return g.groupby(["key", "t"])["gap"].mean().groupby("key").max()
 
 
-def power_law_through_window(t: np.ndarray, y: np.ndarray, c: float, window: tuple[float, float],
-                             scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def power_law_through_window(
+    t: np.ndarray, y: np.ndarray, c: float, window: tuple[float, float], scale: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
     """The fitted ``y ~ t^-c`` over the points with ``y`` in ``window`` times ``scale`` (the fit window of
     :func:`loss_decay_summary`, relative to ``scale = L(0)``), drawn through the middle one of them:
     ``(t_window, line)``, for a figure."""
@@ -128,8 +141,13 @@ def spread_across(values: dict[tuple, float]) -> float:
     """``values[(group, setting)]``: the largest, over groups, range (max - min, NaNs ignored) across settings;
     e.g. how much a fitted exponent moves across step sizes at a fixed dimension."""
     groups = {g for g, _ in values}
-    return max(float(np.nanmax([v for (g, _), v in values.items() if g == group])
-                     - np.nanmin([v for (g, _), v in values.items() if g == group])) for group in groups)
+    return max(
+        float(
+            np.nanmax([v for (g, _), v in values.items() if g == group])
+            - np.nanmin([v for (g, _), v in values.items() if g == group])
+        )
+        for group in groups
+    )
 
 
 def halving_shrink_factors(etas: np.ndarray, squared_distances: np.ndarray) -> list[float]:

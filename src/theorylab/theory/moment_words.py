@@ -59,7 +59,7 @@ class WordAlgebra:
                     for i, letter in enumerate(w):
                         if letter != k:
                             continue
-                        for new in (w[:i] + (l,) + w[i:], w[:i + 1] + (l,) + w[i + 1:]):
+                        for new in (w[:i] + (l,) + w[i:], w[: i + 1] + (l,) + w[i + 1 :]):
                             b = self.index.get(new)  # None: longer than M, truncated to 0
                             if b is not None:
                                 A[a, b] += 1.0
@@ -113,8 +113,16 @@ def gamma_from_potential(phi: Potential, q: np.ndarray, eps: float = 1e-5) -> np
     return g
 
 
-def integrate(alg: WordAlgebra, mu0: np.ndarray, phi: Potential, times: np.ndarray, weight_decay: float = 0.0,
-              rtol: float = 1e-8, atol: float = 1e-10, blow_up_at: float = 1e3) -> np.ndarray:
+def integrate(
+    alg: WordAlgebra,
+    mu0: np.ndarray,
+    phi: Potential,
+    times: np.ndarray,
+    weight_decay: float = 0.0,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    blow_up_at: float = 1e3,
+) -> np.ndarray:
     """Integrate the truncated eq. 11 from ``mu0`` (the words of ``alg``) to ``times`` (t = n 4α_d/d): (T, N).
 
     LSODA (SciPy; a truncated system can turn stiff). A truncated trajectory that leaves the PSD cone of q is
@@ -133,15 +141,19 @@ def integrate(alg: WordAlgebra, mu0: np.ndarray, phi: Potential, times: np.ndarr
         return blow_up_at - np.abs(mu).max()
 
     blow_up.terminal = True
-    sol = solve_ivp(f, (0.0, float(times[-1])), mu0, t_eval=times, rtol=rtol, atol=atol, method="LSODA",
-                    events=blow_up)
+    sol = solve_ivp(f, (0.0, float(times[-1])), mu0, t_eval=times, rtol=rtol, atol=atol, method="LSODA", events=blow_up)
     out = np.full((len(times), len(alg)), np.nan)
-    out[:sol.y.shape[1]] = sol.y.T
+    out[: sol.y.shape[1]] = sol.y.T
     return out
 
 
-def matrix_flow(mats: Sequence[np.ndarray], phi: Potential, times: np.ndarray, trainable: Sequence[int] = (0,),
-                weight_decay: float = 0.0) -> list[list[np.ndarray]]:
+def matrix_flow(
+    mats: Sequence[np.ndarray],
+    phi: Potential,
+    times: np.ndarray,
+    trainable: Sequence[int] = (0,),
+    weight_decay: float = 0.0,
+) -> list[list[np.ndarray]]:
     """The finite-d matrix flow ``dS_k/dt = -Σ_l Γ_kl (S_l S_k + S_k S_l) - (γ/2) S_k`` (k trainable) that eq. 11
     describes exactly (every word kept): the reference the truncation must approach. Returns the matrices per time."""
     A = [np.asarray(S, dtype=np.float64) for S in mats]

@@ -26,8 +26,15 @@ import numpy as np
 
 from theorylab.theory.hermite import gauss_hermite, hermite
 
-__all__ = ["balanced_noise_scale", "edgeworth_constant", "edgeworth_first_chaos", "leading_coefficient",
-           "link_moments", "mode_noise_scale", "spectral_threshold"]
+__all__ = [
+    "balanced_noise_scale",
+    "edgeworth_constant",
+    "edgeworth_first_chaos",
+    "leading_coefficient",
+    "link_moments",
+    "mode_noise_scale",
+    "spectral_threshold",
+]
 
 
 def link_moments(link: Callable[[np.ndarray], np.ndarray], nodes: int = 200) -> dict[str, float]:
@@ -35,9 +42,16 @@ def link_moments(link: Callable[[np.ndarray], np.ndarray], nodes: int = 200) -> 
     (Stein: ``E sigma^(k) = E[sigma He_k]``), ``E[sigma^2 g]``, ``E[sigma^3]``, ``E[sigma g^2]``."""
     z, w = gauss_hermite(nodes)
     s = np.asarray(link(z), dtype=np.float64)
-    return dict(mean=float(w @ s), second=float(w @ s**2), c1=float(w @ (s * z)),
-                d2=float(w @ (s * hermite(2, z))), d4=float(w @ (s * hermite(4, z))),
-                s2g=float(w @ (s**2 * z)), s3=float(w @ s**3), sg2=float(w @ (s * z**2)))
+    return dict(
+        mean=float(w @ s),
+        second=float(w @ s**2),
+        c1=float(w @ (s * z)),
+        d2=float(w @ (s * hermite(2, z))),
+        d4=float(w @ (s * hermite(4, z))),
+        s2g=float(w @ (s**2 * z)),
+        s3=float(w @ s**3),
+        sg2=float(w @ (s * z**2)),
+    )
 
 
 def leading_coefficient(links: Sequence[Callable]) -> float:

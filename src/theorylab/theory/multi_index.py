@@ -55,8 +55,10 @@ def link_norm2(link) -> float:
 
 def _unfolded(link) -> list[tuple[int, float, np.ndarray]]:
     """``(k, k!, C_k unfolded as (r, r^(k-1)))`` per order: with it ``U_k = C_(1) (M^{⊗(k-1)})`` is one matmul."""
-    return [(k, float(math.factorial(k)), C.reshape(C.shape[0], -1) if k > 1 else C.reshape(-1, 1))
-            for k, C in _coeffs(link).items()]
+    return [
+        (k, float(math.factorial(k)), C.reshape(C.shape[0], -1) if k > 1 else C.reshape(-1, 1))
+        for k, C in _coeffs(link).items()
+    ]
 
 
 def _partials(M: np.ndarray, unfolded) -> list[tuple[int, float, np.ndarray]]:

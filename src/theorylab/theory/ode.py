@@ -15,8 +15,9 @@ from torch import Tensor
 Velocity = Callable[[Tensor, Tensor], Tensor]
 
 
-def integrate(velocity: Velocity, x: Tensor, t0: float, t1: float, steps: int, method: Literal["euler",
-    "heun"] = "euler") -> Tensor:
+def integrate(
+    velocity: Velocity, x: Tensor, t0: float, t1: float, steps: int, method: Literal["euler", "heun"] = "euler"
+) -> Tensor:
     """``X(t1)`` for ``X(t0) = x`` under ``dX/dt = velocity(X, t)``, ``steps`` uniform steps.
 
     ``velocity(x, t)`` receives ``t`` as a tensor of shape ``(n,)`` (one time per sample)."""

@@ -36,10 +36,19 @@ class OrderODEResult:
         return self.states[-1]
 
 
-def run_order_ode(rhs: MatrixRHS, M0: np.ndarray, t_max: float, events: dict[str, MatrixEvent] | None = None, *,
-                  terminal: Iterable[str] = (), method: Literal["LSODA", "Radau", "BDF", "RK45", "DOP853"] = "LSODA",
-                  rtol: float = 1e-10, atol: float = 1e-13, t_eval: np.ndarray | None = None,
-                  max_step: float = np.inf) -> OrderODEResult:
+def run_order_ode(
+    rhs: MatrixRHS,
+    M0: np.ndarray,
+    t_max: float,
+    events: dict[str, MatrixEvent] | None = None,
+    *,
+    terminal: Iterable[str] = (),
+    method: Literal["LSODA", "Radau", "BDF", "RK45", "DOP853"] = "LSODA",
+    rtol: float = 1e-10,
+    atol: float = 1e-13,
+    t_eval: np.ndarray | None = None,
+    max_step: float = np.inf,
+) -> OrderODEResult:
     """Integrate ``dM/dt = rhs(t, M)`` from ``M(0) = M0`` to ``t_max`` (or the first terminal event).
 
     ``events[name](t, M)`` is a scalar that crosses zero upwards at the event (e.g. ``|M_11| - 1/2`` for a plateau
@@ -64,13 +73,24 @@ def run_order_ode(rhs: MatrixRHS, M0: np.ndarray, t_max: float, events: dict[str
     names = list(events)
     wrapped = []
     for name in names:
+
         def ev(t, y, fn=events[name]):
             return float(fn(t, y.reshape(shape)))
+
         ev.direction = 1.0
         ev.terminal = name in terminal
         wrapped.append(ev)
-    sol = solve_ivp(flat_rhs, (0.0, float(t_max)), M0.reshape(-1), method=method, rtol=rtol, atol=atol,
-                    events=wrapped or None, t_eval=t_eval, max_step=max_step)
+    sol = solve_ivp(
+        flat_rhs,
+        (0.0, float(t_max)),
+        M0.reshape(-1),
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        events=wrapped or None,
+        t_eval=t_eval,
+        max_step=max_step,
+    )
     if sol.status < 0:
         raise RuntimeError(f"order-parameter ODE failed: {sol.message}")
     times = {}

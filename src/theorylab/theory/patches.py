@@ -49,8 +49,9 @@ def rank1_to_target(W: Tensor, z: Tensor, target: Tensor, *, what: str = "W") ->
     """
     zz = torch.dot(z, z)
     if not bool(zz > 0):
-        raise NotControllable(f"not output-controllable: the input of {what} is 0, so no patch of {what} reaches "
-                              f"the target")
+        raise NotControllable(
+            f"not output-controllable: the input of {what} is 0, so no patch of {what} reaches the target"
+        )
     return torch.outer(target - W @ z, z) / zz
 
 
@@ -80,12 +81,21 @@ def post_norm_target(target: Tensor, scale: Tensor, *, what: str = "the post-MLP
             f"not output-controllable: the scale (1 + g) of {what} is 0 at coordinate(s) {idx[:8]}, "
             "so the block's output there is 0 whatever the MLP weights, but the target is not"
         )
-    return torch.where(scale == 0, torch.zeros_like(target), target / torch.where(scale == 0, torch.ones_like(scale),
-        scale))
+    return torch.where(
+        scale == 0, torch.zeros_like(target), target / torch.where(scale == 0, torch.ones_like(scale), scale)
+    )
 
 
-def post_norm_output_patch(W_d: Tensor, z: Tensor, target: Tensor, scale: Tensor, eps: float, *, what: str = "W_d",
-                           norm: str = "the post-MLP RMSNorm") -> tuple[Tensor, Tensor]:
+def post_norm_output_patch(
+    W_d: Tensor,
+    z: Tensor,
+    target: Tensor,
+    scale: Tensor,
+    eps: float,
+    *,
+    what: str = "W_d",
+    norm: str = "the post-MLP RMSNorm",
+) -> tuple[Tensor, Tensor]:
     """Output patch through a post-norm (Gemma's N₄): ``(ΔW_d, new scale)`` with ``N₄'((W_d + ΔW_d) z) = target``.
 
     ``W_d + ΔW_d`` maps z to m* = target ⊘ scale, and the scale becomes rms_ε(m*)·scale.
@@ -121,8 +131,14 @@ class Patch:
 # --------------------------------------------------------------------------------------------
 
 
-def gated_inner(W_g: Tensor, W_u: Tensor, act: Callable[[Tensor], Tensor], n: Tensor,
-                dW_g: Tensor | None = None, dW_u: Tensor | None = None) -> Tensor:
+def gated_inner(
+    W_g: Tensor,
+    W_u: Tensor,
+    act: Callable[[Tensor], Tensor],
+    n: Tensor,
+    dW_g: Tensor | None = None,
+    dW_u: Tensor | None = None,
+) -> Tensor:
     """The inner map of a gated MLP ``W_d (act(W_g n) ⊙ W_u n)`` (the HF / Llama layout), with optional patches on W_g,
     W_u."""
     W_g = W_g if dW_g is None else W_g + dW_g
@@ -196,7 +212,13 @@ def moe_patch(
     e, w = int(selected[k]), weights[k]
     if not bool(w > 0):
         raise NotControllable(f"not output-controllable: the gate weight of the selected expert {e} is 0")
-    rest = sum((weights[j] * W_d[int(selected[j])] @ gated_inner(W_g[int(selected[j])], W_u[int(selected[j])], act, n_x)
-                for j in range(len(selected)) if j != k), torch.zeros_like(target))
+    rest = sum(
+        (
+            weights[j] * W_d[int(selected[j])] @ gated_inner(W_g[int(selected[j])], W_u[int(selected[j])], act, n_x)
+            for j in range(len(selected))
+            if j != k
+        ),
+        torch.zeros_like(target),
+    )
     z = gated_inner(W_g[e], W_u[e], act, n_x)
     return e, rank1_to_target(W_d[e], z, (target - rest) / w, what=f"expert {e} down"), z

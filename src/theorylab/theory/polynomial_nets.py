@@ -19,10 +19,24 @@ from math import comb
 import numpy as np
 
 __all__ = [
-    "AH_EXCEPTIONS", "ah_dimension", "critical_points", "critical_value", "derived_index", "expected_dimension",
+    "AH_EXCEPTIONS",
+    "ah_dimension",
+    "critical_points",
+    "critical_value",
+    "derived_index",
+    "expected_dimension",
     "fibre_dimension",
-    "gaussian_gradient", "gaussian_loss", "gaussian_quadratic_moment", "generic_rank", "global_minimum",
-    "jacobian_rank", "polynomial_jacobian", "rademacher_quadratic_moment", "realise", "saddle_slopes", "t_shift",
+    "gaussian_gradient",
+    "gaussian_loss",
+    "gaussian_quadratic_moment",
+    "generic_rank",
+    "global_minimum",
+    "jacobian_rank",
+    "polynomial_jacobian",
+    "rademacher_quadratic_moment",
+    "realise",
+    "saddle_slopes",
+    "t_shift",
 ]
 
 AH_EXCEPTIONS = frozenset({(3, 4, 5), (4, 4, 9), (5, 4, 14), (5, 3, 7)})
@@ -32,14 +46,14 @@ AH_EXCEPTIONS = frozenset({(3, 4, 5), (4, 4, 9), (5, 4, 14), (5, 3, 7)})
 def gaussian_quadratic_moment(B: np.ndarray) -> np.ndarray:
     """E[(x^T B x)^2] for x ~ N(0, I) and symmetric B (..., d, d): 2||B||_F^2 + (tr B)^2."""
     B = np.asarray(B, float)
-    return 2 * (B ** 2).sum(axis=(-1, -2)) + np.trace(B, axis1=-2, axis2=-1) ** 2
+    return 2 * (B**2).sum(axis=(-1, -2)) + np.trace(B, axis1=-2, axis2=-1) ** 2
 
 
 def rademacher_quadratic_moment(B: np.ndarray) -> np.ndarray:
     """E[(x^T B x)^2] for x uniform on {+-1}^d and symmetric B: (tr B)^2 + 2 sum_{i != j} B_ij^2."""
     B = np.asarray(B, float)
     diag = np.diagonal(B, axis1=-2, axis2=-1)
-    return np.trace(B, axis1=-2, axis2=-1) ** 2 + 2 * ((B ** 2).sum(axis=(-1, -2)) - (diag ** 2).sum(-1))
+    return np.trace(B, axis1=-2, axis2=-1) ** 2 + 2 * ((B**2).sum(axis=(-1, -2)) - (diag**2).sum(-1))
 
 
 def gaussian_loss(A: np.ndarray, A_star: np.ndarray) -> np.ndarray:
@@ -85,8 +99,7 @@ def critical_points(lam: np.ndarray, r: int) -> list[dict]:
     for s in range(min(r, lam.size) + 1):
         for S in itertools.combinations(range(lam.size), s):
             t = t_shift(lam, S)
-            rows.append(dict(S=S, s=s, t=t, alpha=tuple(float(lam[i] + t) for i in S),
-                             loss=critical_value(lam, S)))
+            rows.append(dict(S=S, s=s, t=t, alpha=tuple(float(lam[i] + t) for i in S), loss=critical_value(lam, S)))
     return rows
 
 
@@ -133,6 +146,7 @@ def realise(lam: np.ndarray, V: np.ndarray, S, r: int) -> tuple[np.ndarray, np.n
 
 # --- dimensions (Alexander-Hirschowitz) -----------------------------------------------------------------------------
 
+
 def _check_dkr(d: int, k: int, r: int) -> None:
     if d < 1 or k < 1 or r < 0:
         raise ValueError(f"need d >= 1, k >= 1, r >= 0; got d={d}, k={k}, r={r}")
@@ -175,7 +189,7 @@ def polynomial_jacobian(W: np.ndarray, a: np.ndarray, X: np.ndarray, k: int) -> 
     """d f(x_n) / d(W, a) for f = sum_i a_i <w_i, x>^k: (N, r(d + 1)), columns in ``flatten_params`` order."""
     Z = X @ W.T  # (N, r)
     dW = (k * a * Z ** (k - 1))[:, :, None] * X[:, None, :]  # (N, r, d)
-    return np.concatenate([dW.reshape(len(X), -1), Z ** k], axis=1)
+    return np.concatenate([dW.reshape(len(X), -1), Z**k], axis=1)
 
 
 def jacobian_rank(d: int, k: int, r: int, rng: np.random.Generator, extra: int = 40, rtol: float = 1e-9) -> dict:

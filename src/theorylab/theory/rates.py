@@ -7,9 +7,15 @@ import numpy as np
 import pandas as pd
 
 
-def fit_power_law(t: np.ndarray, y: np.ndarray, window: tuple[float, float] | None = None, *,
-                  relative_to_first: bool = True,
-                  n_boot: int = 200, seed: int = 0) -> tuple[float, tuple[float, float], np.ndarray]:
+def fit_power_law(
+    t: np.ndarray,
+    y: np.ndarray,
+    window: tuple[float, float] | None = None,
+    *,
+    relative_to_first: bool = True,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> tuple[float, tuple[float, float], np.ndarray]:
     """Fit ``y ~ C t^{-c}`` by least squares in log-log on the points with ``y / y_0`` in ``window``.
 
     Returns ``(c, (low, high) 95% bootstrap interval, mask of points used)``. With fewer than 3

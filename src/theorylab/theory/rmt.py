@@ -192,8 +192,9 @@ def _map_levels(eigenvalues: Array, n: float, sigma: float, sigma_T: float, node
     return s, k, c
 
 
-def sampling_map_mean_equiv(eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0,
-                            nodes: int = 400) -> Array:
+def sampling_map_mean_equiv(
+    eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0, nodes: int = 400
+) -> Array:
     """Diagonal of E[(Sigma_hat + sigma^2)^(1/2) (Sigma_hat + sigma_T^2)^(-1/2)], the mean linear PF-ODE map.
 
     E[F] ~ (2/pi) int_R w(t) [I - (1 - sigma^2/s) kappa(s) (Sigma + kappa(s))^-1] dt (see ``_map_levels``).
@@ -206,8 +207,9 @@ def sampling_map_mean_equiv(eigenvalues: ArrayLike, n: float, sigma: float = 0.0
     return 1.0 - (c[:, None] * k[:, None] / (lam + k[:, None])).sum(0)
 
 
-def sampling_map_var(inputs: ArrayLike, eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0,
-                     nodes: int = 200) -> Array:
+def sampling_map_var(
+    inputs: ArrayLike, eigenvalues: ArrayLike, n: float, sigma: float = 0.0, sigma_T: float = 80.0, nodes: int = 200
+) -> Array:
     """Per-coordinate variance over data sets of F u for each input u (rows of ``inputs``, eigenbasis).
 
     F = I - int c(t) R(s(t)) dt with R(s) = s (Sigma_hat + s)^-1, and for two levels

@@ -42,12 +42,14 @@ def covariance_error(x: np.ndarray, cov: np.ndarray) -> float:
 def self_consistency_residual(recorrupted: np.ndarray, observed: np.ndarray) -> float:
     """``R(T) = ||Cov(A(T(y))) - Cov(y)||_F / ||Cov(y)||_F`` (second moments of the re-corrupted law)."""
     c_obs = np.cov(np.asarray(observed, dtype=np.float64), rowvar=False)
-    return float(np.linalg.norm(np.cov(np.asarray(recorrupted, dtype=np.float64),
-                                       rowvar=False) - c_obs) / np.linalg.norm(c_obs))
+    return float(
+        np.linalg.norm(np.cov(np.asarray(recorrupted, dtype=np.float64), rowvar=False) - c_obs) / np.linalg.norm(c_obs)
+    )
 
 
-def oracle_fixed_point_checks(y: np.ndarray, sigma: float, recorrupt: Callable[[np.ndarray], np.ndarray],
-                              mean: np.ndarray, cov: np.ndarray) -> list[dict]:
+def oracle_fixed_point_checks(
+    y: np.ndarray, sigma: float, recorrupt: Callable[[np.ndarray], np.ndarray], mean: np.ndarray, cov: np.ndarray
+) -> list[dict]:
     """Training-free check of the fixed point on observations ``y`` of N(mean, cov) under noise ``sigma``:
     the exact transport T* built from the deconvolved moments of ``y``, and the do-nothing map.
 
@@ -60,9 +62,15 @@ def oracle_fixed_point_checks(y: np.ndarray, sigma: float, recorrupt: Callable[[
     rows = []
     for name, mapped in (("oracle", y @ mat.T + shift), ("identity", y)):
         again = recorrupt(mapped)
-        rows.append(dict(map=name, mean_error=float(np.linalg.norm(mapped.mean(0) - mean)),
-                         cov_error=covariance_error(mapped, cov), residual=self_consistency_residual(again, y),
-                         samples=len(y)))
+        rows.append(
+            dict(
+                map=name,
+                mean_error=float(np.linalg.norm(mapped.mean(0) - mean)),
+                cov_error=covariance_error(mapped, cov),
+                residual=self_consistency_residual(again, y),
+                samples=len(y),
+            )
+        )
     return rows
 
 

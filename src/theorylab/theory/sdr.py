@@ -59,8 +59,11 @@ class SubspaceEstimator:
         X, y = self._check(X, y)
         matrix = self._matrix(X, y)
         self.matrix_ = matrix
-        vals, vecs = np.linalg.eig(matrix) if not np.allclose(matrix, matrix.T, atol=1e-12 * max(1.0, np.abs(
-            matrix).max())) else np.linalg.eigh(matrix)
+        vals, vecs = (
+            np.linalg.eig(matrix)
+            if not np.allclose(matrix, matrix.T, atol=1e-12 * max(1.0, np.abs(matrix).max()))
+            else np.linalg.eigh(matrix)
+        )
         vals, vecs = np.real(vals), np.real(vecs)
         order = np.argsort(-(np.abs(vals) if self.by_magnitude else vals), kind="stable")
         self.eigenvalues_ = vals[order]
@@ -138,8 +141,10 @@ class _Sliced(SubspaceEstimator):
             self._chol = np.eye(x.shape[1])
             return np.array_split(x, self.n_slices)
         if len(x) <= x.shape[1]:
-            raise ValueError(f"whitening needs more samples than dimensions (n = {len(x)}, d = {x.shape[1]}); pass "
-                             f"whiten=False for isotropic x")
+            raise ValueError(
+                f"whitening needs more samples than dimensions (n = {len(x)}, d = {x.shape[1]}); pass "
+                f"whiten=False for isotropic x"
+            )
         cov = x.T @ x / len(x)
         self._chol = np.linalg.cholesky(cov)
         white = np.linalg.solve(self._chol, x.T).T
@@ -179,8 +184,14 @@ class OPG(SubspaceEstimator):
     a wide kernel suited to Gaussian designs), ``M = mean_a beta_a beta_a^T``. Cost O(n_anchors n d^2).
     """
 
-    def __init__(self, n_components: int = 1, n_anchors: int = 200, bandwidth: float | None = None, ridge: float = 1e-6,
-                 seed: int = 0):
+    def __init__(
+        self,
+        n_components: int = 1,
+        n_anchors: int = 200,
+        bandwidth: float | None = None,
+        ridge: float = 1e-6,
+        seed: int = 0,
+    ):
         super().__init__(n_components)
         self.n_anchors, self.bandwidth, self.ridge, self.seed = n_anchors, bandwidth, ridge, seed
 
@@ -218,8 +229,12 @@ def phd_noise_moments(link, order: int = 80) -> dict[str, float]:
     g = np.asarray(link(t[:, None]), dtype=np.float64)
     g = g - (w * g).sum()
     y2 = w * g * g
-    return {"u1u1": float((y2 * (t * t - 1) ** 2).sum()), "u1k": float((y2 * t * t).sum()), "kk": float(2 * y2.sum()),
-            "kl": float(y2.sum())}
+    return {
+        "u1u1": float((y2 * (t * t - 1) ** 2).sum()),
+        "u1k": float((y2 * t * t).sum()),
+        "kk": float(2 * y2.sum()),
+        "kl": float(y2.sum()),
+    }
 
 
 def phd_noise_floor(d: int, moments: dict[str, float], draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -251,12 +266,22 @@ def phd_noise_floor(d: int, moments: dict[str, float], draws: int, rng: np.rando
 # identity ADE sees E[grad g] and pHd E[hess g]; SIR sees E[x | y], which vanishes for links even in
 # z -> -z; SAVE sees Cov(x | y). (link, estimator) -> whether each index direction u_i is seen.
 SURVEY_SEES: dict[tuple[str, str], tuple[bool, ...]] = {
-    ("z1+z1z2", "ADE"): (True, False), ("z1+z1z2", "pHd"): (True, True), ("z1+z1z2", "SIR"): (True, True),
+    ("z1+z1z2", "ADE"): (True, False),
+    ("z1+z1z2", "pHd"): (True, True),
+    ("z1+z1z2", "SIR"): (True, True),
     ("z1+z1z2", "SAVE"): (True, True),
-    ("he2", "ADE"): (False,), ("he2", "pHd"): (True,), ("he2", "SIR"): (False,), ("he2", "SAVE"): (True,),
-    ("z1z2", "ADE"): (False, False), ("z1z2", "pHd"): (True, True), ("z1z2", "SIR"): (False, False),
+    ("he2", "ADE"): (False,),
+    ("he2", "pHd"): (True,),
+    ("he2", "SIR"): (False,),
+    ("he2", "SAVE"): (True,),
+    ("z1z2", "ADE"): (False, False),
+    ("z1z2", "pHd"): (True, True),
+    ("z1z2", "SIR"): (False, False),
     ("z1z2", "SAVE"): (True, True),
-    ("he3", "ADE"): (False,), ("he3", "pHd"): (False,), ("he3", "SIR"): (True,), ("he3", "SAVE"): (True,),
+    ("he3", "ADE"): (False,),
+    ("he3", "pHd"): (False,),
+    ("he3", "SIR"): (True,),
+    ("he3", "SAVE"): (True,),
 }
 # E[hess g] restricted to span(U) for the same links: pHd's exact population matrix (Stein).
 SURVEY_HESSIANS: dict[str, np.ndarray] = {
@@ -276,8 +301,15 @@ def phd_blind_floor(link, d: int, draws: int, rng: np.random.Generator) -> dict[
     return dict(floor=float(out.mean()), se=float(out.std(ddof=1) / np.sqrt(len(out))), draws=len(out), **moments)
 
 
-def stein_population_checks(model, rng: np.random.Generator, batches: int, per_batch: int, n_slices: int,
-                            hessian: np.ndarray, sees: Mapping[str, Sequence[bool]]) -> list[dict]:
+def stein_population_checks(
+    model,
+    rng: np.random.Generator,
+    batches: int,
+    per_batch: int,
+    n_slices: int,
+    hessian: np.ndarray,
+    sees: Mapping[str, Sequence[bool]],
+) -> list[dict]:
     """Monte Carlo population matrices of pHd, SIR and SAVE against Stein's predictions (Bruna & Hsu, Sec. 3).
 
     ``model``: an index model (:class:`theorylab.data.index_models.IndexModel`) whose ``W`` is the
@@ -302,19 +334,41 @@ def stein_population_checks(model, rng: np.random.Generator, batches: int, per_b
     rows = []
     for a in range(d):
         for b in range(a, d):
-            rows.append(dict(method="pHd", entry=f"{a},{b}", measured=mean[a, b], expected=expected[a, b], se=se[a, b],
-                             predicted_nonzero=bool(expected[a, b] != 0)))
+            rows.append(
+                dict(
+                    method="pHd",
+                    entry=f"{a},{b}",
+                    measured=mean[a, b],
+                    expected=expected[a, b],
+                    se=se[a, b],
+                    predicted_nonzero=bool(expected[a, b] != 0),
+                )
+            )
     for method in ("SIR", "SAVE"):
         diag = np.diagonal(np.array(mats[method]), axis1=1, axis2=2)  # (batches, d)
         corrected = diag[:, :r] - diag[:, r:].mean(1, keepdims=True)
         for i in range(r):
-            rows.append(dict(method=method, entry=f"u{i + 1}", measured=corrected[:, i].mean(), expected=np.nan,
-                             se=corrected[:, i].std(ddof=1) / np.sqrt(batches), predicted_nonzero=sees[method][i]))
+            rows.append(
+                dict(
+                    method=method,
+                    entry=f"u{i + 1}",
+                    measured=corrected[:, i].mean(),
+                    expected=np.nan,
+                    se=corrected[:, i].std(ddof=1) / np.sqrt(batches),
+                    predicted_nonzero=sees[method][i],
+                )
+            )
     return rows
 
 
-def survey_population_checks(d: int, batches: int, per_batch: int, n_slices: int, rng_for,
-                             links: Sequence[str] = ("z1+z1z2", "he2", "z1z2", "he3")) -> list[dict]:
+def survey_population_checks(
+    d: int,
+    batches: int,
+    per_batch: int,
+    n_slices: int,
+    rng_for,
+    links: Sequence[str] = ("z1+z1z2", "he2", "z1z2", "he3"),
+) -> list[dict]:
     """:func:`stein_population_checks` for each of the survey's links with ``W`` = the first ``r`` axes
     of R^d and the predictions :data:`SURVEY_HESSIANS` / :data:`SURVEY_SEES`; ``rng_for(link)`` gives
     each link's generator. Rows: link, then the check's columns."""

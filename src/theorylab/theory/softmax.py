@@ -157,8 +157,9 @@ def attention_gain_bound(value_norms: Tensor, score_norms: Tensor, radius: float
     return (value_norms * (1 + 2 * torch.as_tensor(theta_max, dtype=value_norms.dtype) * radius**2 * score_norms)).sum()
 
 
-def random_theta_rows(rng: np.random.Generator, count: int, n_max: int, alphas: tuple[float, ...],
-                      taus: tuple[float, ...]) -> pd.DataFrame:
+def random_theta_rows(
+    rng: np.random.Generator, count: int, n_max: int, alphas: tuple[float, ...], taus: tuple[float, ...]
+) -> pd.DataFrame:
     """θ(p) by every method on ``count`` random attention rows, beside the definition (Emadi, arXiv 2602.18849).
 
     Row i has n ~ U{2..n_max} entries drawn from a symmetric Dirichlet(α) with α cycling through
@@ -178,9 +179,21 @@ def random_theta_rows(rng: np.random.Generator, count: int, n_max: int, alphas: 
         brute = inf_to_one_norm_bruteforce(jacobian(torch.as_tensor(p), tau))
         dp_value, dp_bound = theta_dp(p)
         greedy = float(theta_greedy(torch.as_tensor(p)[None])[0])
-        rows.append(dict(row=i, n=n, alpha=alpha, tau=tau, p_max=float(p.max()), theta_exact=exact, brute_norm=brute,
-                         theta_dp=dp_value, theta_dp_bound=dp_bound, theta_greedy=greedy,
-                         rel_error=abs(exact / tau - brute) / max(brute, 1e-300)))
+        rows.append(
+            dict(
+                row=i,
+                n=n,
+                alpha=alpha,
+                tau=tau,
+                p_max=float(p.max()),
+                theta_exact=exact,
+                brute_norm=brute,
+                theta_dp=dp_value,
+                theta_dp_bound=dp_bound,
+                theta_greedy=greedy,
+                rel_error=abs(exact / tau - brute) / max(brute, 1e-300),
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -193,12 +206,21 @@ def theta_closed_form_cases(n_max: int = 12, p_maxes: tuple[float, ...] = (0.5, 
         one_hot = np.zeros(n)
         one_hot[0] = 1.0
         rows.append(dict(case="one-hot", n=n, theta=theta_exact(one_hot), expected=0.0))
-        rows.append(dict(case="uniform", n=n, theta=theta_exact(np.full(n, 1 / n)),
-                         expected=1.0 if n % 2 == 0 else 1 - 1 / n**2))
+        rows.append(
+            dict(
+                case="uniform", n=n, theta=theta_exact(np.full(n, 1 / n)), expected=1.0 if n % 2 == 0 else 1 - 1 / n**2
+            )
+        )
         for pmax in p_maxes:
             rest = np.full(n - 1, (1 - pmax) / (n - 1))
-            rows.append(dict(case=f"p_max = {pmax}", n=n, theta=theta_exact(np.concatenate([[pmax], rest])),
-                             expected=4 * pmax * (1 - pmax)))
+            rows.append(
+                dict(
+                    case=f"p_max = {pmax}",
+                    n=n,
+                    theta=theta_exact(np.concatenate([[pmax], rest])),
+                    expected=4 * pmax * (1 - pmax),
+                )
+            )
     return pd.DataFrame(rows).assign(error=lambda t: (t["theta"] - t["expected"]).abs())
 
 

@@ -58,8 +58,9 @@ def reverse_step_coefficients(betas: Tensor, alpha_bars: Tensor) -> tuple[Tensor
     return c_x, c_eps, sigma
 
 
-def reverse_step_rows(x: Tensor, eps: Tensor, s: Tensor, coefficients: tuple[Tensor, Tensor, Tensor],
-                      z: Tensor | None = None) -> Tensor:
+def reverse_step_rows(
+    x: Tensor, eps: Tensor, s: Tensor, coefficients: tuple[Tensor, Tensor, Tensor], z: Tensor | None = None
+) -> Tensor:
     """:func:`reverse_step` for a batch whose rows sit at different levels ``s`` ``[B]``:
     ``c_x[s] x − c_eps[s] ε + σ[s] z`` with the tables of :func:`reverse_step_coefficients` (no noise term when
     ``z`` is None). The tables stay float64 (only moved to ``x``'s device), as in the scalar step."""

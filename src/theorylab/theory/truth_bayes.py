@@ -60,8 +60,7 @@ def truth_bayes(n: int, rho: float) -> TruthBayes:
     pi = rho / f_true
     q_true = pi + (1 - pi) / n
     loss_bayes = f_true * h_n(q_true, n) + (1 - f_true) * math.log(n)
-    return TruthBayes(n=n, rho=rho, pi=pi, q_true=q_true, f_true=f_true, loss_bayes=loss_bayes,
-                      loss_mem=h_n(f_true, n))
+    return TruthBayes(n=n, rho=rho, pi=pi, q_true=q_true, f_true=f_true, loss_bayes=loss_bayes, loss_mem=h_n(f_true, n))
 
 
 def bayes_y2_logprob(tokens: Tensor, g: Tensor, rho: float, truth_aware: bool = True) -> Tensor:

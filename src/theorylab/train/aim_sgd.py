@@ -37,18 +37,30 @@ class AIMRun:
     finite: bool  # False when a student's S became non-finite or exploded (it is frozen, its records nan)
 
 
-def train_aim(S_star: torch.Tensor, links: tuple[str, ...], n_samples: int, batch: int, lr: float,
-              generator: torch.Generator, parametrisation: str = "tied", kappa: float = 0.5,
-              direct_init: str = "traceless", evaluate_every: int = 50, n_test: int = 4096,
-              device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> AIMRun:
+def train_aim(
+    S_star: torch.Tensor,
+    links: tuple[str, ...],
+    n_samples: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    parametrisation: str = "tied",
+    kappa: float = 0.5,
+    direct_init: str = "traceless",
+    evaluate_every: int = 50,
+    n_test: int = 4096,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> AIMRun:
     """Online SGD of ``len(links)`` students of one parametrisation until ``n_samples`` fresh samples are seen.
 
     ``lr`` is the step on the batch-mean loss (per-sample rate ``lr / batch``). The students are initialised from
     ``generator`` before any data is drawn, so two calls with equal generators see the same stream.
     """
     if not links or batch < 1 or n_samples < batch or lr <= 0:
-        raise ValueError(f"train_aim needs links, batch >= 1, n_samples >= batch, lr > 0; got {links}, {batch}, "
-                         f"{n_samples}, {lr}")
+        raise ValueError(
+            f"train_aim needs links, batch >= 1, n_samples >= batch, lr > 0; got {links}, {batch}, {n_samples}, {lr}"
+        )
     d, K = S_star.shape[0], len(links)
     model = AttentionIndexed(d, parametrisation, K, kappa, direct_init, generator, dtype).to(device)
     Ss = S_star.to(device=device, dtype=dtype)
@@ -97,8 +109,9 @@ def train_aim(S_star: torch.Tensor, links: tuple[str, ...], n_samples: int, batc
     finite = bool(alive.all())
     n = np.arange(steps + 1) * batch
     rho = rec[0]
-    n_half = np.array([n[np.flatnonzero(rho[:, k] >= 0.5)[0]] if (rho[:, k] >= 0.5).any() else np.nan
-                       for k in range(K)], dtype=float)
+    n_half = np.array(
+        [n[np.flatnonzero(rho[:, k] >= 0.5)[0]] if (rho[:, k] >= 0.5).any() else np.nan for k in range(K)], dtype=float
+    )
     return AIMRun(tuple(links), n, rho, rec[1], rec[2], rec[3], np.array(ev_n), np.array(ev), n_half, finite)
 
 

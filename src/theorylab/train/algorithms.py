@@ -50,12 +50,13 @@ def train_members(
     """
     is_mult = torch.tensor([name == "multiplicative" for name in losses])
     any_mult, any_mse = bool(is_mult.any()), not bool(is_mult.all())
-    weights = (torch.ones_like(targets) if mask is None else mask.to(targets.dtype))
+    weights = torch.ones_like(targets) if mask is None else mask.to(targets.dtype)
     weights = weights / weights.sum(0).clamp(min=1)
     model.f.penalty(regulariser)  # an unknown regulariser fails here, before any step
     if len(losses) != model.members or eta.numel() != model.members or targets.shape[1] != model.members:
-        raise ValueError(f"{model.members} members but {len(losses)} losses, {eta.numel()} etas, {targets.shape[1]} "
-                         f"target columns")
+        raise ValueError(
+            f"{model.members} members but {len(losses)} losses, {eta.numel()} etas, {targets.shape[1]} target columns"
+        )
     # The L1 penalty drives weights towards 0 through the subnormal range, where CPU arithmetic is many
     # times slower; flushing them to 0 changes nothing above 2e-308 and keeps the steps uniform.
     flushed = torch.set_flush_denormal(True)
@@ -131,14 +132,37 @@ def train_task_stack(
         targets[rows, j] = target
         mask[rows, j] = True
     model = AlignedMPNN(list(aggregations), seeds=seeds, hidden=hidden)
-    log = train_members(model, union.edge_index, union.weight, h0, targets, eta=eta, losses=losses, steps=steps, lr=lr,
-                        schedule=schedule, regulariser=regulariser, rounds=max(p[3] for p in tasks.values()), mask=mask,
-                        progress=progress, check=check)
+    log = train_members(
+        model,
+        union.edge_index,
+        union.weight,
+        h0,
+        targets,
+        eta=eta,
+        losses=losses,
+        steps=steps,
+        lr=lr,
+        schedule=schedule,
+        regulariser=regulariser,
+        rounds=max(p[3] for p in tasks.values()),
+        mask=mask,
+        progress=progress,
+        check=check,
+    )
     return model, log
 
 
-def select_restarts(net, group: pd.DataFrame, log: pd.DataFrame, graph: WeightedGraph, target: Tensor, *, big: float,
-                    sign: float, max_rounds: int):
+def select_restarts(
+    net,
+    group: pd.DataFrame,
+    log: pd.DataFrame,
+    graph: WeightedGraph,
+    target: Tensor,
+    *,
+    big: float,
+    sign: float,
+    max_rounds: int,
+):
     """Keep, per seed, the restart with the lowest mean relative error on held-out graphs drawn like the training
     set (``graph``, exact node ``target``; :func:`~theorylab.probes.algorithm_errors.mean_relative_errors`):
     model selection that never sees a test graph.
@@ -150,9 +174,11 @@ def select_restarts(net, group: pd.DataFrame, log: pd.DataFrame, graph: Weighted
     """
     rel = mean_relative_errors(net, graph, target, big, sign, max_rounds)
     final = log[log["step"] == log["step"].max()].set_index("member")
-    table = group.reset_index(drop=True).assign(val_rel_error=rel.numpy(),
-                                                 train_loss=final.loc[group["member"], "train_loss"].to_numpy(),
-                                                 l1=final.loc[group["member"], "l1"].to_numpy())
+    table = group.reset_index(drop=True).assign(
+        val_rel_error=rel.numpy(),
+        train_loss=final.loc[group["member"], "train_loss"].to_numpy(),
+        l1=final.loc[group["member"], "l1"].to_numpy(),
+    )
     table["chosen"] = table.index.isin(table.groupby("seed")["val_rel_error"].idxmin().to_numpy())
     pos = [i for i, c in enumerate(table["chosen"]) if c]
     return table, net.subset(pos), group.iloc[pos]

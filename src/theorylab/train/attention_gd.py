@@ -27,12 +27,28 @@ from theorylab.nn import ToyTransformer
 TABLE_VOCAB = 64  # token-table forward up to this vocabulary; the (N, T, V) mass tensor grows with V beyond it
 
 
-def build_members(vocab_size: int, d_model: int, init_std: float, residual: bool, seeds: list[int]) -> list[
-        ToyTransformer]:
+def build_members(
+    vocab_size: int, d_model: int, init_std: float, residual: bool, seeds: list[int]
+) -> list[ToyTransformer]:
     """One ToyTransformer per seed: one layer, one head (rank d), causal, no MLP/norm/bias/W_O, N(0, ε²) weights."""
-    return [ToyTransformer(vocab_size=vocab_size, d_model=d_model, n_heads=1, mlp_width=0, norm="none",
-                           residual=residual, bias=False, causal=True, attention_kernel="explicit", init="normal",
-                           init_std=init_std, output_projection=False, seed=s) for s in seeds]
+    return [
+        ToyTransformer(
+            vocab_size=vocab_size,
+            d_model=d_model,
+            n_heads=1,
+            mlp_width=0,
+            norm="none",
+            residual=residual,
+            bias=False,
+            causal=True,
+            attention_kernel="explicit",
+            init="normal",
+            init_std=init_std,
+            output_projection=False,
+            seed=s,
+        )
+        for s in seeds
+    ]
 
 
 def card_weights(models: list[ToyTransformer]) -> dict[str, Tensor]:
@@ -62,7 +78,8 @@ def load_member(model: ToyTransformer, weights: dict[str, Tensor], member: int) 
 def causal_bias(length: int, dtype: torch.dtype, device) -> Tensor:
     """0 on and below the diagonal, -inf above: (T, T)."""
     return torch.zeros(length, length, dtype=dtype, device=device).masked_fill(
-        torch.ones(length, length, dtype=torch.bool, device=device).triu(1), float("-inf"))
+        torch.ones(length, length, dtype=torch.bool, device=device).triu(1), float("-inf")
+    )
 
 
 def forward(w: dict[str, Tensor], x: Tensor, residual: bool, *, table: bool | None = None) -> tuple[Tensor, Tensor]:
@@ -98,9 +115,18 @@ def member_losses(logits: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(logits.reshape(-1, V), y.reshape(-1), reduction="none").reshape(S, -1).mean(-1)
 
 
-def train_gd(w: dict[str, Tensor], x: Tensor, y: Tensor, *, lr: float, steps: int, evaluate_every: int,
-             residual: bool, log: Callable[[int, dict[str, Tensor], Tensor, Tensor], None],
-             progress: Callable = iter) -> dict[str, Tensor]:
+def train_gd(
+    w: dict[str, Tensor],
+    x: Tensor,
+    y: Tensor,
+    *,
+    lr: float,
+    steps: int,
+    evaluate_every: int,
+    residual: bool,
+    log: Callable[[int, dict[str, Tensor], Tensor, Tensor], None],
+    progress: Callable = iter,
+) -> dict[str, Tensor]:
     """Full-batch GD ``w <- w - lr ∇L`` for every member at once (the summed loss has each member's own gradient).
 
     ``log(step, weights, losses (S,), pattern (S, N, T, T))`` is called at step 0, every ``evaluate_every`` steps

@@ -31,12 +31,14 @@ class CNN3DBaseline(nn.Module):
     """The paper toy's 3D-CNN: ``layers`` x [Conv3d(k³, periodic), act], mean+std pooling, a linear head.
     Inputs of any dimension go through :func:`to_3d`; a singleton axis is padded circularly (a no-op)."""
 
-    def __init__(self, in_channels: int = 1, width: int = 32, layers: int = 3, kernel_size: int = 3,
-                 out_features: int = 2):
+    def __init__(
+        self, in_channels: int = 1, width: int = 32, layers: int = 3, kernel_size: int = 3, out_features: int = 2
+    ):
         super().__init__()
         if layers < 1 or width < 1 or kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"CNN3DBaseline needs layers, width >= 1 and an odd kernel_size; got {layers}, {width}, "
-                             f"{kernel_size}")
+            raise ValueError(
+                f"CNN3DBaseline needs layers, width >= 1 and an odd kernel_size; got {layers}, {width}, {kernel_size}"
+            )
         sizes = [in_channels] + [width] * layers
         self.convs = nn.ModuleList(nn.Conv3d(a, b, kernel_size) for a, b in zip(sizes[:-1], sizes[1:]))
         self.pad = kernel_size // 2
@@ -55,9 +57,17 @@ class CNN3DBaseline(nn.Module):
         return self.head(torch.cat([h.mean(-1), h.std(-1, correction=0)], dim=1))
 
 
-def train_classifier(model: nn.Module, x: Tensor, y: Tensor, epochs: int, batch: int, lr: float,
-                     generator: torch.Generator, check: Callable[..., None] | None = None,
-                     device: torch.device | str = "cpu") -> list[float]:
+def train_classifier(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    epochs: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    check: Callable[..., None] | None = None,
+    device: torch.device | str = "cpu",
+) -> list[float]:
     """Adam (``lr``) on cross-entropy for ``epochs`` passes over ``(x, y)`` in shuffled mini-batches of ``batch``
     (``generator`` draws the order); returns the mean loss per epoch. ``check(what, value, step)`` (e.g.
     ``RunContext.check_finite``) sees every epoch's loss."""
@@ -72,7 +82,7 @@ def train_classifier(model: nn.Module, x: Tensor, y: Tensor, epochs: int, batch:
         order = torch.randperm(len(x), generator=generator)
         total = 0.0
         for start in range(0, len(x), batch):
-            idx = order[start:start + batch]
+            idx = order[start : start + batch]
             loss = F.cross_entropy(model(x[idx].to(device)), y[idx].to(device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -93,6 +103,8 @@ def accuracy(model: nn.Module, x: Tensor, y: Tensor, batch: int = 32, device: to
     if len(x) == 0:
         raise ValueError("accuracy needs at least one sample")
     model.to(device).eval()
-    hits = sum(int((model(x[s:s + batch].to(device)).argmax(-1).cpu() == y[s:s + batch]).sum())
-               for s in range(0, len(x), batch))
+    hits = sum(
+        int((model(x[s : s + batch].to(device)).argmax(-1).cpu() == y[s : s + batch]).sum())
+        for s in range(0, len(x), batch)
+    )
     return hits / len(x)

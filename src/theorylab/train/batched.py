@@ -42,14 +42,16 @@ class StackedModels(nn.Module):
             raise ValueError("StackedModels needs at least one model")
         first = models[0]
         for other in models[1:]:
-            if type(other) is not type(first) or [(n, p.shape) for n, p in other.named_parameters()] != [(n,
-                p.shape) for n, p in first.named_parameters()]:
+            if type(other) is not type(first) or [(n, p.shape) for n, p in other.named_parameters()] != [
+                (n, p.shape) for n, p in first.named_parameters()
+            ]:
                 raise ValueError("all members must share one architecture (same module type and parameter shapes)")
         params, buffers = stack_module_state(list(models))
         trainable = {n: p.requires_grad for n, p in first.named_parameters()}
         self.names = list(params)
-        self.params = nn.ParameterDict({_key(n): nn.Parameter(p.detach().clone(), requires_grad=trainable[n]) for n,
-                                        p in params.items()})
+        self.params = nn.ParameterDict(
+            {_key(n): nn.Parameter(p.detach().clone(), requires_grad=trainable[n]) for n, p in params.items()}
+        )
         for n, b in buffers.items():
             self.register_buffer(_key(n), b.detach().clone())
         self.buffer_names = list(buffers)
@@ -130,11 +132,13 @@ class AdamWSchedule:
 
         return factor
 
-    def build(self, params: Iterable[Tensor], steps: int) -> tuple[torch.optim.Optimizer,
-        torch.optim.lr_scheduler.LambdaLR]:
+    def build(
+        self, params: Iterable[Tensor], steps: int
+    ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
         if self.kind == "sgd":
-            optimizer: torch.optim.Optimizer = torch.optim.SGD(list(params), lr=self.lr, momentum=self.momentum,
-                                                               weight_decay=self.weight_decay)
+            optimizer: torch.optim.Optimizer = torch.optim.SGD(
+                list(params), lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay
+            )
         else:
             optimizer = torch.optim.AdamW(list(params), lr=self.lr, betas=self.betas, weight_decay=self.weight_decay)
         return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor(steps))
@@ -199,8 +203,9 @@ def train_stacked(
     optimizer, scheduler = optim.build(trainable.values(), steps)
     call = models.functional()
 
-    def member_loss(train_p: dict[str, Tensor], frozen_p: dict[str, Tensor], bufs: dict[str, Tensor], x: Tensor,
-                    y: Tensor) -> Tensor:
+    def member_loss(
+        train_p: dict[str, Tensor], frozen_p: dict[str, Tensor], bufs: dict[str, Tensor], x: Tensor, y: Tensor
+    ) -> Tensor:
         return loss(call({**train_p, **frozen_p}, bufs, x), y)
 
     if models.size == 1:

@@ -16,11 +16,19 @@ from torch import Tensor, nn
 from theorylab.data.text import random_windows
 
 
-def train_hf_causal_lm(model: nn.Module, stream: Tensor, steps: int, *, generator: torch.Generator, length: int = 64,
-                       batch: int = 16, lr: float = 3e-3,
-                       progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                       check: Callable[[str, Tensor, int], None] | None = None,
-                       device: torch.device | str = "cpu") -> list[float]:
+def train_hf_causal_lm(
+    model: nn.Module,
+    stream: Tensor,
+    steps: int,
+    *,
+    generator: torch.Generator,
+    length: int = 64,
+    batch: int = 16,
+    lr: float = 3e-3,
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+    check: Callable[[str, Tensor, int], None] | None = None,
+    device: torch.device | str = "cpu",
+) -> list[float]:
     """``steps`` AdamW steps (``lr``, weight decay 0) on ``batch`` windows of ``length`` tokens of ``stream``
     drawn from ``generator`` (:func:`~theorylab.data.text.random_windows`); returns the loss of every step.
 

@@ -40,10 +40,17 @@ Resample = Callable[[Tensor, int], Tensor]
 
 
 # ----------------------------------------------------------------------------------------------- data
-def closure_trajectories(fine, coarse, operators: Mapping[str, tuple[Callable[[Tensor], Tensor], Resample]],
-                         levels: Sequence[int], x0: Tensor, n_records: int, record_every: int,
-                         on_record: Callable[[int, Tensor], None] | None = None,
-                         progress=None) -> dict[str, tuple[Tensor, list[Tensor]]]:
+def closure_trajectories(
+    fine,
+    coarse,
+    operators: Mapping[str, tuple[Callable[[Tensor], Tensor], Resample]],
+    levels: Sequence[int],
+    x0: Tensor,
+    n_records: int,
+    record_every: int,
+    on_record: Callable[[int, Tensor], None] | None = None,
+    progress=None,
+) -> dict[str, tuple[Tensor, list[Tensor]]]:
     """Per coarsening operator ``name -> (C, down)``: ``(ū [B, T, C, *grid_c], [S_k [B, T, C, *grid_k] per
     level])``, float64. The fine solver runs once from ``x0`` for ``n_records`` records of ``record_every``
     steps (record 0 is ``x0``); each record is kept only as its coarse state ``C x`` and the closure
@@ -84,8 +91,13 @@ class ClosureSplit:
     out_scale: Tensor
 
 
-def split_closure_data(states: Tensor, targets: Sequence[Tensor], n_train: int | None = None,
-                       test: tuple[Tensor, Sequence[Tensor]] | None = None, device=None) -> ClosureSplit:
+def split_closure_data(
+    states: Tensor,
+    targets: Sequence[Tensor],
+    n_train: int | None = None,
+    test: tuple[Tensor, Sequence[Tensor]] | None = None,
+    device=None,
+) -> ClosureSplit:
     """The card's split and standardisation of ``states [B, T, C, *grid]`` and per-level ``targets``: records
     ``[:n_train]`` of every trajectory train, the rest test (or, with ``test=(states, targets)`` of other
     trajectories, all of these train and those test); inputs divided by the training inputs' global std per
@@ -104,8 +116,14 @@ def split_closure_data(states: Tensor, targets: Sequence[Tensor], n_train: int |
     def prep(a: Tensor, scale: Tensor) -> Tensor:
         return (flat(a) / scale).float().to(device)
 
-    return ClosureSplit(prep(states, in_scale), [prep(t, out_scale) for t in targets], prep(test[0], in_scale),
-                        [prep(t, out_scale) for t in test[1]], in_scale, out_scale)
+    return ClosureSplit(
+        prep(states, in_scale),
+        [prep(t, out_scale) for t in targets],
+        prep(test[0], in_scale),
+        [prep(t, out_scale) for t in test[1]],
+        in_scale,
+        out_scale,
+    )
 
 
 # ----------------------------------------------------------------------------------------------- training
@@ -124,9 +142,20 @@ def _scheduler(opt: torch.optim.Optimizer, schedule: Schedule, lr: float, steps:
     raise ValueError(f"unknown schedule {schedule!r}; known: one-cycle, constant, warmup-cosine")
 
 
-def _fit(params, loss_fn: Callable[[Tensor], Tensor], n: int, steps: int, batch: int, lr: float,
-         generator: torch.Generator, check: Check | None, progress, what: str, schedule: Schedule = "one-cycle",
-         log_every: int = 50) -> list[dict]:
+def _fit(
+    params,
+    loss_fn: Callable[[Tensor], Tensor],
+    n: int,
+    steps: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    check: Check | None,
+    progress,
+    what: str,
+    schedule: Schedule = "one-cycle",
+    log_every: int = 50,
+) -> list[dict]:
     """Adam on ``loss_fn(indices)`` over minibatches of ``n`` samples (peak/constant learning rate ``lr``)."""
     if steps < 1 or batch < 1 or n < 1:
         raise ValueError(f"{what}: needs steps >= 1, batch >= 1 and samples >= 1; got {steps}, {batch}, {n}")
@@ -158,27 +187,52 @@ def _noised(x: Tensor, noise: float, p_clean: float, generator: torch.Generator)
     return x + noise * torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
 
 
-def train_direct(model: DirectClosure, x: Tensor, target: Tensor, *, steps: int, batch: int, lr: float,
-                 generator: torch.Generator, schedule: Schedule = "one-cycle", noise: float = 0.0,
-                 p_clean: float = 1.0, check: Check | None = None, progress=None) -> list[dict]:
+def train_direct(
+    model: DirectClosure,
+    x: Tensor,
+    target: Tensor,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    schedule: Schedule = "one-cycle",
+    noise: float = 0.0,
+    p_clean: float = 1.0,
+    check: Check | None = None,
+    progress=None,
+) -> list[dict]:
     """Fit ``model(x) ≈ target`` (``[n, C, *grid]`` each, standardised, on the model's device) by MSE."""
 
     def loss(idx: Tensor) -> Tensor:
         return (model(_noised(x[idx], noise, p_clean, generator)) - target[idx]).pow(2).mean()
 
-    return _fit(model.parameters(), loss, len(x), steps, batch, lr, generator, check, progress, "direct closure",
-                schedule)
+    return _fit(
+        model.parameters(), loss, len(x), steps, batch, lr, generator, check, progress, "direct closure", schedule
+    )
 
 
 @torch.no_grad()
 def _chunked(fn: Callable[[Tensor], Tensor], x: Tensor, chunk: int = 1024) -> Tensor:
-    return torch.cat([fn(x[i:i + chunk]) for i in range(0, len(x), chunk)])
+    return torch.cat([fn(x[i : i + chunk]) for i in range(0, len(x), chunk)])
 
 
-def train_multiscale(model: MultiscaleClosure, x: Tensor, targets: Sequence[Tensor], *, steps: Sequence[int],
-                     batch: int, lr: float, generator: torch.Generator, mode: str = "sequential",
-                     schedule: Schedule = "one-cycle", noise: float = 0.0, p_clean: float = 1.0,
-                     check: Check | None = None, progress=None) -> list[dict]:
+def train_multiscale(
+    model: MultiscaleClosure,
+    x: Tensor,
+    targets: Sequence[Tensor],
+    *,
+    steps: Sequence[int],
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    mode: str = "sequential",
+    schedule: Schedule = "one-cycle",
+    noise: float = 0.0,
+    p_clean: float = 1.0,
+    check: Check | None = None,
+    progress=None,
+) -> list[dict]:
     """Fit a multiscale closure: ``targets[k]`` (``[n, C, n_k(, n_k)]``) is the closure at level ``k``.
 
     ``mode="sequential"``: net ``k`` is trained for ``steps[k]`` steps with nets ``< k`` frozen (their predictions
@@ -186,15 +240,29 @@ def train_multiscale(model: MultiscaleClosure, x: Tensor, targets: Sequence[Tens
     ``mode="joint"``: every net at once for ``sum(steps)`` steps on the sum of the level MSEs."""
     K = len(model.levels)
     if len(targets) != K or len(steps) != K or mode not in ("sequential", "joint"):
-        raise ValueError(f"train_multiscale needs one target and one step count per level ({K}) and mode "
-                         f"'sequential' or 'joint'; got {len(targets)} targets, {len(steps)} step counts, {mode!r}")
+        raise ValueError(
+            f"train_multiscale needs one target and one step count per level ({K}) and mode "
+            f"'sequential' or 'joint'; got {len(targets)} targets, {len(steps)} step counts, {mode!r}"
+        )
     if mode == "joint":
+
         def joint(idx: Tensor) -> Tensor:
             preds = model.levels_forward(_noised(x[idx], noise, p_clean, generator))
             return sum((p - t[idx]).pow(2).mean() for p, t in zip(preds, targets))
 
-        return _fit(model.parameters(), joint, len(x), sum(steps), batch, lr, generator, check, progress,
-                    "multiscale closure (joint)", schedule)
+        return _fit(
+            model.parameters(),
+            joint,
+            len(x),
+            sum(steps),
+            batch,
+            lr,
+            generator,
+            check,
+            progress,
+            "multiscale closure (joint)",
+            schedule,
+        )
     log = []
     for k in range(K):
         for j, net in enumerate(model.nets):
@@ -209,14 +277,26 @@ def train_multiscale(model: MultiscaleClosure, x: Tensor, targets: Sequence[Tens
                 p = model.resample(y, model.levels[0]) if k == 0 else base[idx] + y
                 return (p - targets[k][idx]).pow(2).mean()
         else:
+
             def loss(idx: Tensor, k=k) -> Tensor:
                 xb = _noised(x[idx], noise, p_clean, generator)
                 with torch.no_grad():
                     lower = model.levels_forward(xb, upto=k - 1) if k else []
                 return (model.level_output(k, model.level_inputs(xb, k, lower), lower) - targets[k][idx]).pow(2).mean()
 
-        log += _fit(model.nets[k].parameters(), loss, len(x), steps[k], batch, lr, generator, check, progress,
-                    f"multiscale level {k} (n = {model.levels[k]})", schedule)
+        log += _fit(
+            model.nets[k].parameters(),
+            loss,
+            len(x),
+            steps[k],
+            batch,
+            lr,
+            generator,
+            check,
+            progress,
+            f"multiscale level {k} (n = {model.levels[k]})",
+            schedule,
+        )
     for net in model.nets:
         net.requires_grad_(True)
     return log
@@ -305,8 +385,9 @@ class CoupledSolver:
         return self._from(v)
 
 
-def coupled_rollout(solver: CoupledSolver, u0: Tensor, n_steps: int, record_every: int = 1,
-                    limit: float = 1e3) -> tuple[Rollout, Tensor]:
+def coupled_rollout(
+    solver: CoupledSolver, u0: Tensor, n_steps: int, record_every: int = 1, limit: float = 1e3
+) -> tuple[Rollout, Tensor]:
     """``(rollout, blow-up step [B])``: ``n_steps // record_every`` records of ``record_every`` coupled steps from
     ``u0`` (``rollout.times`` in solver steps). The blow-up step is the first recorded step whose state is
     non-finite or has rms above ``limit`` (-1: none); a trajectory is frozen at NaN once non-finite."""

@@ -44,8 +44,16 @@ class FormulaBatch:
     trace: np.ndarray | None = None
 
 
-def sample_formulas(family: str, n: int, count: int, rng: np.random.Generator, *, task: str = "postfix",
-                    order: str = "heavy_first", balanced: bool = False) -> FormulaBatch:
+def sample_formulas(
+    family: str,
+    n: int,
+    count: int,
+    rng: np.random.Generator,
+    *,
+    task: str = "postfix",
+    order: str = "heavy_first",
+    balanced: bool = False,
+) -> FormulaBatch:
     """``count`` random Boolean formulas on ``family`` trees with ``n`` leaves, as postfix tokens in ``order``
     (``task='postfix'``, the RNN input) or as node tokens with their CoT trace (``task='nodes'``, the transformer
     input). ``balanced``: exactly half True roots, by rejection sampling (extra formulas are drawn and the surplus
@@ -74,8 +82,9 @@ def sample_formulas(family: str, n: int, count: int, rng: np.random.Generator, *
         if task == "postfix":
             parts.append(FormulaBatch(postfix_tokens(sub, sub_labels, order, rng), root[rows]))
         else:
-            parts.append(FormulaBatch(node_tokens(sub, sub_labels, order), root[rows],
-                                      cot_trace(sub, values[rows], order)))
+            parts.append(
+                FormulaBatch(node_tokens(sub, sub_labels, order), root[rows], cot_trace(sub, values[rows], order))
+            )
         if not balanced or not any(need.values()):
             break
     if len(parts) == 1:
@@ -83,17 +92,30 @@ def sample_formulas(family: str, n: int, count: int, rng: np.random.Generator, *
     width = max(p.tokens.shape[1] for p in parts)
     if any(p.tokens.shape[1] != width for p in parts):
         raise ValueError("rejection rounds produced different token widths (mixed node counts); use a binary family")
-    return FormulaBatch(np.concatenate([p.tokens for p in parts]), np.concatenate([p.root for p in parts]),
-                        None if parts[0].trace is None else np.concatenate([p.trace for p in parts]))
+    return FormulaBatch(
+        np.concatenate([p.tokens for p in parts]),
+        np.concatenate([p.root for p in parts]),
+        None if parts[0].trace is None else np.concatenate([p.trace for p in parts]),
+    )
 
 
 def _as_tensor(x: np.ndarray, device: torch.device | str) -> Tensor:
     return torch.as_tensor(x, dtype=torch.int64, device=device)
 
 
-def _fresh_batch_adam(model: nn.Module, draw: Callable[[int], FormulaBatch], loss_of: Callable[[FormulaBatch, slice],
-                      Tensor], *, steps: int, batch: int, lr: float, chunk_steps: int, label: str,
-                      check: Callable[[str, Tensor, int], None] | None, progress: Progress | None) -> list[float]:
+def _fresh_batch_adam(
+    model: nn.Module,
+    draw: Callable[[int], FormulaBatch],
+    loss_of: Callable[[FormulaBatch, slice], Tensor],
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    chunk_steps: int,
+    label: str,
+    check: Callable[[str, Tensor, int], None] | None,
+    progress: Progress | None,
+) -> list[float]:
     """Adam with a fresh batch every step: ``draw`` is called once per ``chunk_steps`` steps for that many batches
     (generation stays vectorised) and ``loss_of(chunk, rows)`` gives the loss of one batch's rows. Every step's
     loss is returned; ``check`` sees each (a NaN marks the run diverged at that step)."""
@@ -116,23 +138,51 @@ def _fresh_batch_adam(model: nn.Module, draw: Callable[[int], FormulaBatch], los
     return losses
 
 
-def train_rnn(model: nn.Module, draw: Callable[[int], FormulaBatch], *, steps: int, batch: int = 64,
-              lr: float = 3e-3, chunk_steps: int = 250, device: torch.device | str = "cpu",
-              check: Callable[[str, Tensor, int], None] | None = None, progress: Progress | None = None) -> list[float]:
+def train_rnn(
+    model: nn.Module,
+    draw: Callable[[int], FormulaBatch],
+    *,
+    steps: int,
+    batch: int = 64,
+    lr: float = 3e-3,
+    chunk_steps: int = 250,
+    device: torch.device | str = "cpu",
+    check: Callable[[str, Tensor, int], None] | None = None,
+    progress: Progress | None = None,
+) -> list[float]:
     """Adam on the root answer (2-way cross-entropy on the final state), a fresh batch of formulas every step.
 
     ``draw(k)`` returns k new formulas; it is called once per ``chunk_steps`` steps (k = chunk_steps * batch), so
     generation stays vectorised. Returns every step's loss."""
+
     def loss_of(fb: FormulaBatch, rows: slice) -> Tensor:
         return F.cross_entropy(model(_as_tensor(fb.tokens[rows], device)), _as_tensor(fb.root[rows], device))
 
-    return _fresh_batch_adam(model, draw, loss_of, steps=steps, batch=batch, lr=lr, chunk_steps=chunk_steps,
-                             label="RNN", check=check, progress=progress)
+    return _fresh_batch_adam(
+        model,
+        draw,
+        loss_of,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        chunk_steps=chunk_steps,
+        label="RNN",
+        check=check,
+        progress=progress,
+    )
 
 
-def train_rnn_stack(models: list[nn.Module], draws: list[Callable[[int], FormulaBatch]], *, steps: int,
-                    batch: int = 64, lr: float = 3e-3, chunk_steps: int = 250, device: torch.device | str = "cpu",
-                    check: Callable[[str, Tensor, int], None] | None = None) -> list[list[float]]:
+def train_rnn_stack(
+    models: list[nn.Module],
+    draws: list[Callable[[int], FormulaBatch]],
+    *,
+    steps: int,
+    batch: int = 64,
+    lr: float = 3e-3,
+    chunk_steps: int = 250,
+    device: torch.device | str = "cpu",
+    check: Callable[[str, Tensor, int], None] | None = None,
+) -> list[list[float]]:
     """``train_rnn`` for several one-layer GRU ``RNN`` models at once, each on its own formulas (``draws[i]``, all
     of one token length), as one block-diagonal ``StackedGRU``. The loss is the sum of the models' losses and Adam
     is elementwise, so each model follows the path ``train_rnn`` would give it (up to floating-point summation
@@ -172,21 +222,32 @@ def rnn_accuracy(model: nn.Module, fb: FormulaBatch, *, chunk: int = 4096, devic
     """Root-answer accuracy of ``model`` on ``fb`` (arg-max of the two logits)."""
     model.eval()
     tok, y = _as_tensor(fb.tokens, device), _as_tensor(fb.root, device)
-    hits = sum(int((model(tok[i:i + chunk]).argmax(-1) == y[i:i + chunk]).sum()) for i in range(0, len(y), chunk))
+    hits = sum(int((model(tok[i : i + chunk]).argmax(-1) == y[i : i + chunk]).sum()) for i in range(0, len(y), chunk))
     return hits / len(y)
 
 
 # --- transformer ------------------------------------------------------------------------------------------------
-def crq_transformer(n: int, n_layers: int, *, d_model: int = 64, n_heads: int = 4, cot: bool = False,
-                    seed: int = 0) -> ToyTransformer:
+def crq_transformer(
+    n: int, n_layers: int, *, d_model: int = 64, n_heads: int = 4, cot: bool = False, seed: int = 0
+) -> ToyTransformer:
     """A pre-LN causal ToyTransformer over node tokens of trees with n leaves (2n - 1 nodes): learned positions,
     MLP width 4d, final LayerNorm, logits over the node-token vocabulary (the answer is read as TRUE vs FALSE)."""
     width = 2 * n - 1
     voc = node_token_vocab(width)
     length = 3 * width + 1 + ((n - 1) if cot else 0)
-    return ToyTransformer(d_model=d_model, n_layers=n_layers, n_heads=n_heads, mlp_width=4 * d_model, causal=True,
-                          vocab_size=voc["size"], positional="learned", max_len=length, final_norm=True,
-                          norm_position="pre", seed=seed)
+    return ToyTransformer(
+        d_model=d_model,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        mlp_width=4 * d_model,
+        causal=True,
+        vocab_size=voc["size"],
+        positional="learned",
+        max_len=length,
+        final_norm=True,
+        norm_position="pre",
+        seed=seed,
+    )
 
 
 def _answer_logits(logits: Tensor) -> Tensor:
@@ -198,36 +259,57 @@ def _true_class(tokens: Tensor) -> Tensor:
     return (tokens == TOK_TRUE).long()
 
 
-def train_transformer(model: ToyTransformer, draw: Callable[[int], FormulaBatch], *, steps: int, batch: int = 64,
-                      lr: float = 1e-3, cot: bool = False, chunk_steps: int = 250, device: torch.device | str = "cpu",
-                      check: Callable[[str, Tensor, int], None] | None = None,
-                      progress: Progress | None = None) -> list[float]:
+def train_transformer(
+    model: ToyTransformer,
+    draw: Callable[[int], FormulaBatch],
+    *,
+    steps: int,
+    batch: int = 64,
+    lr: float = 1e-3,
+    cot: bool = False,
+    chunk_steps: int = 250,
+    device: torch.device | str = "cpu",
+    check: Callable[[str, Tensor, int], None] | None = None,
+    progress: Progress | None = None,
+) -> list[float]:
     """Adam, a fresh batch every step. Without CoT: cross-entropy (TRUE vs FALSE) of the root answer read at the
     QUERY token. With CoT (teacher forcing): the input is prompt + trace[:-1]; the QUERY token predicts the first
     trace token and each trace token the next, cross-entropy on every trace token (the root's answer is the last)."""
+
     def loss_of(fb: FormulaBatch, rows: slice) -> Tensor:
         tok, y = _as_tensor(fb.tokens[rows], device), _as_tensor(fb.root[rows], device)
         if not cot:
             return F.cross_entropy(_answer_logits(model(tok)[:, -1]), y)
         tr = _as_tensor(fb.trace[rows], device)  # (B, I)
         seq = torch.cat([tok, tr[:, :-1]], dim=1)  # (B, P + I - 1)
-        out = _answer_logits(model(seq)[:, tok.shape[1] - 1:])  # (B, I, 2)
+        out = _answer_logits(model(seq)[:, tok.shape[1] - 1 :])  # (B, I, 2)
         return F.cross_entropy(out.reshape(-1, 2), _true_class(tr).reshape(-1))
 
-    return _fresh_batch_adam(model, draw, loss_of, steps=steps, batch=batch, lr=lr, chunk_steps=chunk_steps,
-                             label="transformer", check=check, progress=progress)
+    return _fresh_batch_adam(
+        model,
+        draw,
+        loss_of,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        chunk_steps=chunk_steps,
+        label="transformer",
+        check=check,
+        progress=progress,
+    )
 
 
 @torch.no_grad()
-def transformer_accuracy(model: ToyTransformer, fb: FormulaBatch, *, cot: bool = False, chunk: int = 512,
-                         device: torch.device | str = "cpu") -> float:
+def transformer_accuracy(
+    model: ToyTransformer, fb: FormulaBatch, *, cot: bool = False, chunk: int = 512, device: torch.device | str = "cpu"
+) -> float:
     """Root-answer accuracy. With CoT the trace is decoded greedily (each token the arg-max of TRUE vs FALSE, fed
     back), and the root answer is the last decoded token."""
     model.eval()
     tok, y = _as_tensor(fb.tokens, device), _as_tensor(fb.root, device)
     hits = 0
     for i in range(0, len(y), chunk):
-        seq = tok[i:i + chunk]
+        seq = tok[i : i + chunk]
         if not cot:
             pred = _answer_logits(model(seq)[:, -1]).argmax(-1)
         else:
@@ -235,5 +317,5 @@ def transformer_accuracy(model: ToyTransformer, fb: FormulaBatch, *, cot: bool =
                 nxt = _answer_logits(model(seq)[:, -1]).argmax(-1)  # (B,) 0 = FALSE, 1 = TRUE
                 seq = torch.cat([seq, torch.where(nxt == 1, TOK_TRUE, TOK_FALSE)[:, None]], dim=1)
             pred = (seq[:, -1] == TOK_TRUE).long()
-        hits += int((pred == y[i:i + chunk]).sum())
+        hits += int((pred == y[i : i + chunk]).sum())
     return hits / len(y)

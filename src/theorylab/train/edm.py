@@ -18,8 +18,16 @@ from theorylab.core.rng import seeded
 from theorylab.nn.edm import EDMPrecond, edm_heun_sampler, edm_loss, edm_sigmas
 
 
-def train_edm(net: EDMPrecond, data: Tensor, steps: int, batch: int, lr: float, generator: torch.Generator,
-              callback: Callable[[int, float], None] | None = None, every: int = 100) -> np.ndarray:
+def train_edm(
+    net: EDMPrecond,
+    data: Tensor,
+    steps: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    callback: Callable[[int, float], None] | None = None,
+    every: int = 100,
+) -> np.ndarray:
     """Train ``net`` in place for ``steps`` Adam steps of batch ``batch`` (sampled with replacement) and learning
     rate ``lr``; returns the per-step loss (float64 array). ``callback(step, loss)`` is called every ``every``
     steps and after the last one (e.g. ``ctx.check_finite``-style checks that raise on NaN)."""
@@ -51,10 +59,18 @@ def train_edm(net: EDMPrecond, data: Tensor, steps: int, batch: int, lr: float, 
     return losses.cpu().numpy()
 
 
-def train_edm_models(make_backbone: Callable[[], nn.Module], datasets: Sequence[Tensor], steps: int, batch: int,
-                     lr: float, generators: Sequence[torch.Generator], device: str | torch.device = "cpu",
-                     callback: Callable[[int, int, float], None] | None = None, sigma_data: float = 0.5,
-                     workers: int = 1) -> tuple[list[EDMPrecond], list[np.ndarray]]:
+def train_edm_models(
+    make_backbone: Callable[[], nn.Module],
+    datasets: Sequence[Tensor],
+    steps: int,
+    batch: int,
+    lr: float,
+    generators: Sequence[torch.Generator],
+    device: str | torch.device = "cpu",
+    callback: Callable[[int, int, float], None] | None = None,
+    sigma_data: float = 0.5,
+    workers: int = 1,
+) -> tuple[list[EDMPrecond], list[np.ndarray]]:
     """One :class:`EDMPrecond` per training set, each initialised by ``make_backbone()`` right after seeding torch
     from its generator (so each net's initialisation and minibatches come from its own stream).
     ``callback(k, step, loss)`` names the training set k. ``workers > 1`` trains that many nets at once in threads
@@ -80,8 +96,15 @@ def train_edm_models(make_backbone: Callable[[], nn.Module], datasets: Sequence[
 
 
 @torch.no_grad()
-def edm_samples(net: nn.Module, z: Tensor, steps: int = 18, sigma_min: float = 0.002, sigma_max: float = 80.0,
-                rho: float = 7.0, chunk: int = 1024) -> Tensor:
+def edm_samples(
+    net: nn.Module,
+    z: Tensor,
+    steps: int = 18,
+    sigma_min: float = 0.002,
+    sigma_max: float = 80.0,
+    rho: float = 7.0,
+    chunk: int = 1024,
+) -> Tensor:
     """Heun samples (2 steps - 1 evaluations) from the seeds ``z`` (m, *event), started at ``sigma_max * z``;
     float32 on the net's device, returned on the CPU as float64."""
     param = next(net.parameters())

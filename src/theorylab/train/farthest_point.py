@@ -216,16 +216,40 @@ class GridJobItem:
     device: str
 
 
-def train_grid_item(item: GridJobItem, progress: Progress | None = None) -> tuple[list[dict], pd.DataFrame,
-                                                                                   pd.DataFrame, list[str]]:
+def train_grid_item(
+    item: GridJobItem, progress: Progress | None = None
+) -> tuple[list[dict], pd.DataFrame, pd.DataFrame, list[str]]:
     """:func:`train_job` on one grid item: (rows with their "grids", loss curve, heads, log lines)."""
-    models = StackedModels([build_attention_model(item.architecture, item.d, item.job, seed,  # type: ignore[arg-type]
-                                                  ff_width=item.ff_width, norm=item.norm)  # type: ignore[arg-type]
-                            for seed in item.init_seeds]).to(item.device)
+    models = StackedModels(
+        [
+            build_attention_model(
+                item.architecture,
+                item.d,
+                item.job,
+                seed,  # type: ignore[arg-type]
+                ff_width=item.ff_width,
+                norm=item.norm,
+            )  # type: ignore[arg-type]
+            for seed in item.init_seeds
+        ]
+    ).to(item.device)
     lines: list[str] = []
-    rows, curve, heads = train_job(item.job, models, item.data_generators, item.eval_x, item.eval_y, item.probe,
-                                   d=item.d, batch=item.batch, steps=item.steps, optim=item.optim,
-                                   eval_chunk=item.eval_chunk, device=item.device, progress=progress, log=lines.append)
+    rows, curve, heads = train_job(
+        item.job,
+        models,
+        item.data_generators,
+        item.eval_x,
+        item.eval_y,
+        item.probe,
+        d=item.d,
+        batch=item.batch,
+        steps=item.steps,
+        optim=item.optim,
+        eval_chunk=item.eval_chunk,
+        device=item.device,
+        progress=progress,
+        log=lines.append,
+    )
     for row in rows:
         row["grids"] = item.grids
     return rows, curve, heads, lines
@@ -275,11 +299,24 @@ def train_job_grid(
             sets = nearest_point_sets(d, job.n_points, eval_sets, gen, device=device)
             probe = nearest_point_sets(d, job.n_points, probe_sets, gen, device=device)
             evals[job.n_points] = (sets.sequence, sets.targets, probe)
-        items.append(GridJobItem(job, ",".join(sorted(grids[job])), architecture, d,
-                                 tuple(init_seed(job, s) for s in range(seeds)),
-                                 tuple(data_generator(job.n_points, s) for s in range(seeds)), *evals[job.n_points],
-                                 batch=batch, steps=steps, optim=optim, eval_chunk=eval_chunk, ff_width=ff_width,
-                                 norm=norm, device=str(device)))
+        items.append(
+            GridJobItem(
+                job,
+                ",".join(sorted(grids[job])),
+                architecture,
+                d,
+                tuple(init_seed(job, s) for s in range(seeds)),
+                tuple(data_generator(job.n_points, s) for s in range(seeds)),
+                *evals[job.n_points],
+                batch=batch,
+                steps=steps,
+                optim=optim,
+                eval_chunk=eval_chunk,
+                ff_width=ff_width,
+                norm=norm,
+                device=str(device),
+            )
+        )
     if map_jobs is None:
         outputs = JobExecutor().map(train_grid_item, items, progress, "configurations")
     else:

@@ -41,11 +41,18 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def train_lockstep(models: Sequence[nn.Module], batches: Callable[[int], Tensor], *, steps: int, optim: AdamWSchedule,
-                   loss: Callable[[Tensor, Tensor], Tensor] = next_token_loss,
-                   evaluate: Callable[[int], None] | None = None, evaluate_every: int | None = None,
-                   progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
-                   description: str = "train in lockstep") -> LockstepLog:
+def train_lockstep(
+    models: Sequence[nn.Module],
+    batches: Callable[[int], Tensor],
+    *,
+    steps: int,
+    optim: AdamWSchedule,
+    loss: Callable[[Tensor, Tensor], Tensor] = next_token_loss,
+    evaluate: Callable[[int], None] | None = None,
+    evaluate_every: int | None = None,
+    progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
+    description: str = "train in lockstep",
+) -> LockstepLog:
     """Train every model for ``steps`` steps on ``batches(step)`` (token windows (B, T); ``loss(logits, tokens)``,
     next-token by default), each with its own AdamW (``optim``: learning rate, schedule, weight decay) over its
     trainable parameters. ``evaluate(n)`` runs after ``n`` completed steps: at 0, every ``evaluate_every`` and at the
@@ -89,8 +96,10 @@ def mean_next_token_loss(model: nn.Module, windows: Tensor, chunk: int = 64) -> 
     was = model.training
     model.eval()
     try:
-        parts = [next_token_loss(model(windows[i:i + chunk]), windows[i:i + chunk]) * len(windows[i:i + chunk])
-                 for i in range(0, len(windows), chunk)]
+        parts = [
+            next_token_loss(model(windows[i : i + chunk]), windows[i : i + chunk]) * len(windows[i : i + chunk])
+            for i in range(0, len(windows), chunk)
+        ]
     finally:
         model.train(was)
     return float(torch.stack(parts).sum() / len(windows))

@@ -32,8 +32,9 @@ class ForecastSet:
 
     def __post_init__(self) -> None:
         if len(self.x) != len(self.y) or len(self.x) == 0:
-            raise ValueError(f"ForecastSet '{self.name}' needs as many inputs as targets, >= 1; got {len(self.x)}, "
-                             f"{len(self.y)}")
+            raise ValueError(
+                f"ForecastSet '{self.name}' needs as many inputs as targets, >= 1; got {len(self.x)}, {len(self.y)}"
+            )
 
     @property
     def dims(self) -> int:
@@ -51,7 +52,7 @@ def forecast_pairs(name: str, fields: Tensor, history: int = 1) -> ForecastSet:
     if history < 1 or n_t <= history:
         raise ValueError(f"forecast_pairs needs 1 <= history < n_t; got history {history}, n_t {n_t}")
     f = fields.float()
-    x = torch.stack([f[:, s:s + history].flatten(1, 2) for s in range(n_t - history)], 1)  # (n_traj, W, h·C, ..)
+    x = torch.stack([f[:, s : s + history].flatten(1, 2) for s in range(n_t - history)], 1)  # (n_traj, W, h·C, ..)
     y = f[:, history:]  # (n_traj, W, C, ..)
     return ForecastSet(name, x.flatten(0, 1), y.flatten(0, 1))
 
@@ -60,8 +61,9 @@ def split_trajectories(fields: Tensor, test_fraction: float, generator: torch.Ge
     """Random split of trajectories (dim 0) into (train, test); at least one of each."""
     n = len(fields)
     if n < 2 or not 0 < test_fraction < 1:
-        raise ValueError(f"split_trajectories needs >= 2 trajectories and 0 < test_fraction < 1; got {n}, "
-                         f"{test_fraction}")
+        raise ValueError(
+            f"split_trajectories needs >= 2 trajectories and 0 < test_fraction < 1; got {n}, {test_fraction}"
+        )
     n_test = min(n - 1, max(1, round(test_fraction * n)))
     perm = torch.randperm(n, generator=generator)
     return fields[perm[n_test:]], fields[perm[:n_test]]
@@ -78,8 +80,8 @@ def nrmse(model: nn.Module, data: ForecastSet, batch: int = 64, device: torch.de
     model.eval()
     total = 0.0
     for s in range(0, len(data), batch):
-        pred = model(data.x[s:s + batch].to(device))
-        total += nmse(pred, data.y[s:s + batch].to(device)).sqrt().sum().item()
+        pred = model(data.x[s : s + batch].to(device))
+        total += nmse(pred, data.y[s : s + batch].to(device)).sqrt().sum().item()
     model.train()
     return total / len(data)
 
@@ -89,17 +91,28 @@ def persistence_nrmse(data: ForecastSet, channels: int) -> float:
     return nmse(data.x[:, -channels:], data.y).sqrt().mean().item()
 
 
-def train_forecaster(model: nn.Module, sets: Sequence[ForecastSet], steps: int, batch: int, lr: float,
-                     generator: torch.Generator, check: Callable[..., None] | None = None,
-                     device: torch.device | str = "cpu", eval_sets: Sequence[ForecastSet] = (),
-                     eval_every: int = 0, weight_decay: float = 0.0) -> dict[str, list]:
+def train_forecaster(
+    model: nn.Module,
+    sets: Sequence[ForecastSet],
+    steps: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    check: Callable[..., None] | None = None,
+    device: torch.device | str = "cpu",
+    eval_sets: Sequence[ForecastSet] = (),
+    eval_every: int = 0,
+    weight_decay: float = 0.0,
+) -> dict[str, list]:
     """Adam on the mean NMSE for ``steps`` steps, round robin over ``sets`` (one mini-batch of ``batch`` samples
     drawn with ``generator`` per step). Returns ``{"loss": [...], "curve": [(step, {name: nrmse}), ...]}``; the
     curve (when ``eval_sets`` and ``eval_every``) starts at step 0 and ends at ``steps``. ``check(what, value, step)``
     (a RunContext's ``check_finite``) marks a diverged run; without it a NaN loss raises FloatingPointError."""
     if steps < 0 or batch < 1 or lr <= 0 or not sets:
-        raise ValueError(f"train_forecaster needs steps >= 0, batch >= 1, lr > 0 and >= 1 set; got {steps}, {batch}, "
-                         f"{lr}, {len(sets)}")
+        raise ValueError(
+            f"train_forecaster needs steps >= 0, batch >= 1, lr > 0 and >= 1 set; got {steps}, {batch}, "
+            f"{lr}, {len(sets)}"
+        )
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     out: dict[str, list] = {"loss": [], "curve": []}

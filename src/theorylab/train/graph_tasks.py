@@ -62,10 +62,18 @@ def _loss(model: nn.Module, x: Tensor, y: Tensor, mask: Tensor) -> Tensor:
     return F.cross_entropy(logits, y)
 
 
-def train_graph_models(jobs: list[GraphJob], *, steps: int, lr: float = 1e-3, batch: int = 32,
-                       weight_decay: float = 0.01, decay_frac: float = 0.2, clip: float | None = None,
-                       record_every: int = 50,
-                       on_step: Callable[[int], None] | None = None) -> list[list[float]]:
+def train_graph_models(
+    jobs: list[GraphJob],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    batch: int = 32,
+    weight_decay: float = 0.01,
+    decay_frac: float = 0.2,
+    clip: float | None = None,
+    record_every: int = 50,
+    on_step: Callable[[int], None] | None = None,
+) -> list[list[float]]:
     """AdamW on every job for ``steps`` mini-batches of ``batch`` graphs (sampled with replacement from each job's
     bank by its own generator). Returns each job's loss every ``record_every`` steps; raises FloatingPointError
     naming the step when a loss is not finite."""
@@ -101,7 +109,7 @@ def accuracy(model: nn.Module, tokens: Tensor, labels: Tensor, mask: Tensor, chu
     model.eval()
     right, total = 0, 0
     for s in range(0, tokens.shape[0], chunk):
-        x, y, m = tokens[s:s + chunk], labels[s:s + chunk], mask[s:s + chunk]
+        x, y, m = tokens[s : s + chunk], labels[s : s + chunk], mask[s : s + chunk]
         pred = model(x, m).argmax(-1)
         if y.dim() == 2:
             right += int(((pred == y) & m).sum())
@@ -115,8 +123,9 @@ def accuracy(model: nn.Module, tokens: Tensor, labels: Tensor, mask: Tensor, chu
 
 def _signature(model: nn.Module) -> tuple:
     """Models that stack: same parameter names and shapes once the input map is padded (its column count aside)."""
-    return tuple((k, tuple(v.shape[:-1]) if k == "body.embed.weight" else tuple(v.shape))
-                 for k, v in model.state_dict().items())
+    return tuple(
+        (k, tuple(v.shape[:-1]) if k == "body.embed.weight" else tuple(v.shape)) for k, v in model.state_dict().items()
+    )
 
 
 def _pad_input(model: nn.Module, width: int) -> nn.Module:
@@ -128,17 +137,25 @@ def _pad_input(model: nn.Module, width: int) -> nn.Module:
         new = nn.Linear(width, emb.out_features, bias=emb.bias is not None)
         with torch.no_grad():
             new.weight.zero_()
-            new.weight[:, :emb.in_features] = emb.weight
+            new.weight[:, : emb.in_features] = emb.weight
             if emb.bias is not None:
                 new.bias.copy_(emb.bias)
         m.body.embed = new
     return m
 
 
-def train_stacked_graph_models(jobs: list[GraphJob], *, steps: int, lr: float = 1e-3, batch: int = 32,
-                               weight_decay: float = 0.01, decay_frac: float = 0.2, clip: float | None = None,
-                       record_every: int = 50,
-                               on_step: Callable[[int], None] | None = None) -> list[list[float]]:
+def train_stacked_graph_models(
+    jobs: list[GraphJob],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    batch: int = 32,
+    weight_decay: float = 0.01,
+    decay_frac: float = 0.2,
+    clip: float | None = None,
+    record_every: int = 50,
+    on_step: Callable[[int], None] | None = None,
+) -> list[list[float]]:
     """:func:`train_graph_models`, with the jobs grouped by architecture and each group trained as one stacked model
     (one forward/backward per step for the whole group). The trained weights are written back into each job's model
     (input map cut back to its own width). Same data stream per job as the looped version."""

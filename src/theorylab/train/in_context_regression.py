@@ -23,10 +23,18 @@ from theorylab.data.tasks import in_context_linear_regression
 from theorylab.probes.weight_patches import context_growth_patches
 
 
-def train_in_context_regression(model: nn.Module, *, steps: int, tasks: int, length: int, dim: int, lr: float,
-                                generator: torch.Generator,
-                                progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                                check: Callable[[str, Tensor, int], None] | None = None) -> list[dict]:
+def train_in_context_regression(
+    model: nn.Module,
+    *,
+    steps: int,
+    tasks: int,
+    length: int,
+    dim: int,
+    lr: float,
+    generator: torch.Generator,
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+    check: Callable[[str, Tensor, int], None] | None = None,
+) -> list[dict]:
     """Adam (``lr``) for ``steps`` steps, each on ``tasks`` new prompts of ``length`` tokens of width
     ``dim + 1`` drawn from ``generator``; loss ``mean (model(tokens)[:, -1, -1] − y_query)²``.
     Returns ``[{step, loss}]`` for every step; ``check(what, loss, step)`` sees each loss first."""
@@ -44,8 +52,9 @@ def train_in_context_regression(model: nn.Module, *, steps: int, tasks: int, len
     return log
 
 
-def online_finetune(model: nn.Module, tokens: Tensor, y_query: float, lr: float,
-                    param: str = "blocks.0.W1") -> list[float]:
+def online_finetune(
+    model: nn.Module, tokens: Tensor, y_query: float, lr: float, param: str = "blocks.0.W1"
+) -> list[float]:
     """Online SGD on one parameter of a copy of ``model`` (``model`` is left unchanged).
 
     ``tokens``: one prompt ``(T, dim + 1)``, examples ``[x_j, y_j]`` then the query ``[x_q, 0]``. For
@@ -60,7 +69,7 @@ def online_finetune(model: nn.Module, tokens: Tensor, y_query: float, lr: float,
     errors = []
     query = tokens[-1:]
     for i in range(1, len(tokens)):
-        x = tokens[i - 1:i].clone()
+        x = tokens[i - 1 : i].clone()
         y = float(x[0, -1])
         x[0, -1] = 0.0
         loss = 0.5 * (tuned(x)[-1, -1] - y) ** 2
@@ -72,9 +81,14 @@ def online_finetune(model: nn.Module, tokens: Tensor, y_query: float, lr: float,
     return errors
 
 
-def implicit_vs_explicit(model: nn.Module, tokens: Tensor, y_query: Tensor, lr: float, param: str = "W1",
-                         progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                         ) -> tuple[list[dict], list[dict]]:
+def implicit_vs_explicit(
+    model: nn.Module,
+    tokens: Tensor,
+    y_query: Tensor,
+    lr: float,
+    param: str = "W1",
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """Dherin et al.'s comparison on test prompts ``tokens`` ``(n, T, dim + 1)`` with labels ``y_query`` ``(n,)``.
 
     ``model``: a stack of vanilla blocks (:func:`theorylab.nn.regression_stack.in_context_regression_stack`).

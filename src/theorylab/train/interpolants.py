@@ -29,8 +29,9 @@ from theorylab.theory.ode import integrate
 from theorylab.train.batched import AdamWSchedule
 
 
-def interpolate(x0: Tensor, x1: Tensor, t: Tensor, gamma: float = 0.0, z: Tensor | None = None) -> tuple[Tensor,
-    Tensor]:
+def interpolate(
+    x0: Tensor, x1: Tensor, t: Tensor, gamma: float = 0.0, z: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """``(I_t, dI_t/dt)`` for ``I_t = (1 - t) x0 + t x1 + gamma t (1 - t) z`` (``t`` of shape (n,)).
 
     ``gamma = 0`` is the linear interpolant; ``gamma > 0`` the stochastic one (Albergo et al.,
@@ -46,18 +47,29 @@ def interpolate(x0: Tensor, x1: Tensor, t: Tensor, gamma: float = 0.0, z: Tensor
     return point, velocity
 
 
-def interpolant_loss(model: nn.Module, x0: Tensor, x1: Tensor, t: Tensor, latent: Tensor | None = None,
-                     gamma: float = 0.0,
-                     z: Tensor | None = None) -> Tensor:
+def interpolant_loss(
+    model: nn.Module,
+    x0: Tensor,
+    x1: Tensor,
+    t: Tensor,
+    latent: Tensor | None = None,
+    gamma: float = 0.0,
+    z: Tensor | None = None,
+) -> Tensor:
     """``mean |b(I_t, t, latent) - dI_t/dt|^2`` (sum over coordinates, mean over samples)."""
     point, target = interpolate(x0, x1, t, gamma, z)
     return (model(point, t, latent) - target).pow(2).reshape(len(x0), -1).sum(1).mean()
 
 
 @torch.no_grad()
-def transport(model: nn.Module, x: Tensor, latent: Tensor | None = None, steps: int = 20, method: Literal["euler",
-    "heun"] = "euler",
-              backward: bool = True) -> Tensor:
+def transport(
+    model: nn.Module,
+    x: Tensor,
+    latent: Tensor | None = None,
+    steps: int = 20,
+    method: Literal["euler", "heun"] = "euler",
+    backward: bool = True,
+) -> Tensor:
     """Push ``x`` through the learned ODE: from t = 1 to t = 0 (``backward``: corrupted -> clean) or the reverse."""
     t0, t1 = (1.0, 0.0) if backward else (0.0, 1.0)
     return integrate(lambda z, t: model(z, t, latent), x, t0, t1, steps, method)
@@ -168,9 +180,16 @@ def train_self_consistent(
 
 
 @torch.no_grad()
-def generate(model: nn.Module, observed: Tensor, channel: Channel, n: int, generator: torch.Generator,
-             observed_latents: Tensor | None = None,
-             steps: int = 20, method: Literal["euler", "heun"] = "euler") -> Tensor:
+def generate(
+    model: nn.Module,
+    observed: Tensor,
+    channel: Channel,
+    n: int,
+    generator: torch.Generator,
+    observed_latents: Tensor | None = None,
+    steps: int = 20,
+    method: Literal["euler", "heun"] = "euler",
+) -> Tensor:
     """New clean samples (not cleaned copies of the data): clean ``n`` observed samples, corrupt them
     again with fresh channel noise (a new draw from the observed law at the fixed point), and
     transport those back. Uses only the black-box channel and the trained velocity."""

@@ -29,8 +29,14 @@ from theorylab.train.batched import AdamWSchedule, StackedModels, TrainLog, trai
 Objective = Literal["clm", "mlm"]
 
 
-def lm_loss(model: nn.Module, tokens: Tensor, objective: Objective, mask_id: int | None = None, mask_rate: float = 0.15,
-            generator: torch.Generator | None = None) -> Tensor:
+def lm_loss(
+    model: nn.Module,
+    tokens: Tensor,
+    objective: Objective,
+    mask_id: int | None = None,
+    mask_rate: float = 0.15,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """The mean cross-entropy of ``model`` on ``tokens: (B, T + 1)`` (clm) or ``(B, T)`` (mlm)."""
     if objective == "clm":
         logits = model(tokens[:, :-1])
@@ -46,14 +52,24 @@ def lm_loss(model: nn.Module, tokens: Tensor, objective: Objective, mask_id: int
     raise ValueError(f"objective must be 'clm' or 'mlm', got {objective!r}")
 
 
-def train_language_model(model: nn.Module, stream: Tensor, *, objective: Objective, steps: int, batch: int, length: int,
-                         lr: float,
-                         generator: torch.Generator, mask_id: int | None = None, mask_rate: float = 0.15,
-                         log_every: int = 50,
-                         on_log: Callable[[int, float], None] | None = None,
-                         progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                         check: Callable[[str, Tensor, int], None] | None = None,
-                         device: torch.device | str = "cpu") -> list[dict]:
+def train_language_model(
+    model: nn.Module,
+    stream: Tensor,
+    *,
+    objective: Objective,
+    steps: int,
+    batch: int,
+    length: int,
+    lr: float,
+    generator: torch.Generator,
+    mask_id: int | None = None,
+    mask_rate: float = 0.15,
+    log_every: int = 50,
+    on_log: Callable[[int, float], None] | None = None,
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+    check: Callable[[str, Tensor, int], None] | None = None,
+    device: torch.device | str = "cpu",
+) -> list[dict]:
     """AdamW on random windows of ``stream``; returns ``[{step, loss}]`` every ``log_every`` steps and
     calls ``on_log(step, loss)`` there (and after the last step), e.g. to measure the weights."""
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
@@ -76,11 +92,21 @@ def train_language_model(model: nn.Module, stream: Tensor, *, objective: Objecti
     return log
 
 
-def train_trigger_lm(models: StackedModels, stream: np.ndarray | Tensor, task: TriggerWordTask, *, steps: int,
-                     batch: int, length: int, p_noise: float, task_rate: float, optim: AdamWSchedule,
-                     generator: torch.Generator,
-                     progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                     device: torch.device | str = "cpu") -> TrainLog:
+def train_trigger_lm(
+    models: StackedModels,
+    stream: np.ndarray | Tensor,
+    task: TriggerWordTask,
+    *,
+    steps: int,
+    batch: int,
+    length: int,
+    p_noise: float,
+    task_rate: float,
+    optim: AdamWSchedule,
+    generator: torch.Generator,
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+    device: torch.device | str = "cpu",
+) -> TrainLog:
     """Next-token training (:func:`~theorylab.nn.token_losses.next_token_loss`, every position) of
     the S members of ``models`` on ``batch`` random windows of ``length`` tokens of ``stream`` per
     member and step; a fraction ``task_rate`` of the windows (drawn per window) carries ``task``
@@ -97,8 +123,15 @@ def train_trigger_lm(models: StackedModels, stream: np.ndarray | Tensor, task: T
         x = torch.where(carry, written, windows).view(models.size, batch, length).to(device)
         return x, x
 
-    log = train_stacked(models, batches, next_token_loss, steps=steps, optim=optim, progress=progress,
-                        description="train language model")
+    log = train_stacked(
+        models,
+        batches,
+        next_token_loss,
+        steps=steps,
+        optim=optim,
+        progress=progress,
+        description="train language model",
+    )
     if log.diverged_at.min() >= 0:
         raise Diverged("language-model training loss", int(log.diverged_at.min()))
     return log

@@ -23,8 +23,17 @@ def masked_loss(model: nn.Module, tokens: Tensor, corrupted: Tensor, mask: Tenso
     return nn.functional.cross_entropy(logits[mask], tokens[mask])
 
 
-def masked_batches(P: np.ndarray, *, length: int, batch: int, steps: int, mask_rate: float, mask_id: int,
-                   generator: torch.Generator, chunk: int = 250) -> Iterable[tuple[Tensor, Tensor, Tensor]]:
+def masked_batches(
+    P: np.ndarray,
+    *,
+    length: int,
+    batch: int,
+    steps: int,
+    mask_rate: float,
+    mask_id: int,
+    generator: torch.Generator,
+    chunk: int = 250,
+) -> Iterable[tuple[Tensor, Tensor, Tensor]]:
     """``steps`` fresh batches ``(tokens, corrupted, mask)`` of the chain ``P``, each (batch, length), drawn ``chunk``
     steps at a time. A masked position never goes unused: a batch without one gets its first position masked."""
     done = 0
@@ -43,10 +52,23 @@ def masked_batches(P: np.ndarray, *, length: int, batch: int, steps: int, mask_r
         done += n
 
 
-def train_masked_chain(model: nn.Module, P: np.ndarray, *, length: int, batch: int, steps: int, lr: float,
-                       mask_rate: float, mask_id: int, generator: torch.Generator, log_every: int = 50,
-                       progress: Callable | None = None, check: Callable | None = None,
-                       device: str | torch.device = "cpu", schedule: str = "constant") -> pd.DataFrame:
+def train_masked_chain(
+    model: nn.Module,
+    P: np.ndarray,
+    *,
+    length: int,
+    batch: int,
+    steps: int,
+    lr: float,
+    mask_rate: float,
+    mask_id: int,
+    generator: torch.Generator,
+    log_every: int = 50,
+    progress: Callable | None = None,
+    check: Callable | None = None,
+    device: str | torch.device = "cpu",
+    schedule: str = "constant",
+) -> pd.DataFrame:
     """Train ``model`` (token ids (B, L) -> logits (B, L, V)) by Adam on fresh masked batches of ``P``.
 
     Returns the loss curve: one row per ``log_every`` steps, the mean masked loss over those steps (columns
@@ -58,8 +80,9 @@ def train_masked_chain(model: nn.Module, P: np.ndarray, *, length: int, batch: i
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1.0 if schedule == "constant" else 1.0 - k / steps)
     rows, acc, n = [], 0.0, 0
-    batches = masked_batches(P, length=length, batch=batch, steps=steps, mask_rate=mask_rate, mask_id=mask_id,
-                             generator=generator)
+    batches = masked_batches(
+        P, length=length, batch=batch, steps=steps, mask_rate=mask_rate, mask_id=mask_id, generator=generator
+    )
     for step, (tokens, corrupted, mask) in enumerate(progress(batches, total=steps) if progress else batches, 1):
         loss = masked_loss(model, tokens.to(device), corrupted.to(device), mask.to(device))
         opt.zero_grad(set_to_none=True)

@@ -40,8 +40,16 @@ class NetworkBatch:
     seeds: list[int]
 
     @classmethod
-    def uniform(cls, widths: Sequence[int], seeds: int, d: int, generator: torch.Generator, *,
-                dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu") -> "NetworkBatch":
+    def uniform(
+        cls,
+        widths: Sequence[int],
+        seeds: int,
+        d: int,
+        generator: torch.Generator,
+        *,
+        dtype: torch.dtype = torch.float64,
+        device: str | torch.device = "cpu",
+    ) -> "NetworkBatch":
         top = max(widths)
         w = torch.zeros(len(widths) * seeds, top, d, dtype=dtype, device=device)
         c = torch.zeros(len(widths) * seeds, top, dtype=dtype, device=device)
@@ -59,8 +67,10 @@ class NetworkBatch:
 
     def split(self) -> list["NetworkBatch"]:
         """One unpadded batch per network (for the looped comparison)."""
-        return [NetworkBatch(self.w[b : b + 1, : m], self.c[b : b + 1, : m], [m], [s]) for b, (m, s) in enumerate(zip(
-            self.widths, self.seeds))]
+        return [
+            NetworkBatch(self.w[b : b + 1, :m], self.c[b : b + 1, :m], [m], [s])
+            for b, (m, s) in enumerate(zip(self.widths, self.seeds))
+        ]
 
 
 @dataclass
@@ -157,8 +167,15 @@ def network_chunk(batch: int, width: int, d: int) -> int:
     return max(1, min(batch, STEP_CHUNK_ELEMENTS // max(width * d, 1)))
 
 
-def _step_networks(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor, eta: float,
-                   samples: tuple[Tensor, Tensor] | None, max_elements: int | None) -> Tensor:
+def _step_networks(
+    act: HermiteActivation,
+    w: Tensor,
+    c: Tensor,
+    w_star: Tensor,
+    eta: float,
+    samples: tuple[Tensor, Tensor] | None,
+    max_elements: int | None,
+) -> Tensor:
     """One projected step of every network ``w (B, M, d)`` (population loss, or the empirical loss on each network's
     own ``samples``), over groups of :func:`network_chunk` networks written into one new tensor (a sweep that is a
     single group gets the step's own result)."""
@@ -166,8 +183,9 @@ def _step_networks(act: HermiteActivation, w: Tensor, c: Tensor, w_star: Tensor,
     def update(part: slice) -> Tensor:
         if samples is None:
             return projected_step(act, w[part], c[part], w_star, eta, max_elements)
-        moved = w[part] + eta * empirical_velocity(act, w[part], c[part], samples[0][part], samples[1][part],
-                                                   max_elements=max_elements)
+        moved = w[part] + eta * empirical_velocity(
+            act, w[part], c[part], samples[0][part], samples[1][part], max_elements=max_elements
+        )
         return moved / moved.norm(dim=-1, keepdim=True)
 
     size = network_chunk(w.shape[0], w.shape[-2], w.shape[-1])
@@ -183,8 +201,9 @@ BASE_BYTES = 600e6
 """A run's memory before any particle: the interpreter, torch, NumPy, pandas, matplotlib (measured ~0.45 GB)."""
 
 
-def sweep_peak_bytes(networks: int, width: int, d: int, m_ref: int, checkpoints: int, *, keep_networks: bool,
-                     block_mib: float) -> float:
+def sweep_peak_bytes(
+    networks: int, width: int, d: int, m_ref: int, checkpoints: int, *, keep_networks: bool, block_mib: float
+) -> float:
     """Peak bytes of one :func:`width_sweep` (float64 particles): the networks ``(networks, width, d)`` held three
     times (the initial batch, the current and the next step's particles), the temporaries of one group of a step
     (about six times :func:`network_chunk` networks), plus one copy per checkpoint when ``keep_networks``; the
@@ -193,8 +212,12 @@ def sweep_peak_bytes(networks: int, width: int, d: int, m_ref: int, checkpoints:
     net = networks * width * d * 8.0
     group = network_chunk(networks, width, d) * width * d * 8.0
     ref = m_ref * d * 8.0
-    return ((3 + (checkpoints if keep_networks else 0)) * net + 6 * group + (checkpoints + 8) * ref
-            + 6 * block_mib * (1 << 20))
+    return (
+        (3 + (checkpoints if keep_networks else 0)) * net
+        + 6 * group
+        + (checkpoints + 8) * ref
+        + 6 * block_mib * (1 << 20)
+    )
 
 
 @dataclass
@@ -218,9 +241,19 @@ class WidthSweep:
     def gap_rows(self, marks: Iterable[int], eta: float, /, **labels: object) -> list[dict]:
         """One row per checkpoint and network: ``labels``, then step, t (= step * eta), width, seed, the
         reference-corrected gap and the reference's own error estimate."""
-        return [dict(labels, step=step, t=step * eta, width=m, seed=s, gap=float(self.gaps[step][b]),
-                     ref_error=self.ref_error[step])
-                for step in marks for b, (m, s) in enumerate(zip(self.nets.widths, self.nets.seeds))]
+        return [
+            dict(
+                labels,
+                step=step,
+                t=step * eta,
+                width=m,
+                seed=s,
+                gap=float(self.gaps[step][b]),
+                ref_error=self.ref_error[step],
+            )
+            for step in marks
+            for b, (m, s) in enumerate(zip(self.nets.widths, self.nets.seeds))
+        ]
 
     def overlap_samples(self, marks: Iterable[int], w_star: Tensor) -> list[tuple[int, str, np.ndarray]]:
         """``s = <w, w*>`` of every particle at each checkpoint, for the first network (a network of the
@@ -238,11 +271,15 @@ class WidthSweep:
         (width m_ref, seed -1). Needs a run with ``escape_threshold``."""
         hist, marks = self.history, list(marks)
         m_ref = next(iter(hist.snapshots.values()))[1].shape[0]
-        rows = [dict(labels, step=step, t=step * eta,
-                     width=m, seed=s, escaped_fraction=float(hist.net_escaped[step, b]))
-                for step in marks for b, (m, s) in enumerate(zip(self.nets.widths, self.nets.seeds))]
-        return rows + [dict(labels, step=step, t=step * eta, width=m_ref, seed=-1,
-                            escaped_fraction=float(hist.ref_escaped[step])) for step in marks]
+        rows = [
+            dict(labels, step=step, t=step * eta, width=m, seed=s, escaped_fraction=float(hist.net_escaped[step, b]))
+            for step in marks
+            for b, (m, s) in enumerate(zip(self.nets.widths, self.nets.seeds))
+        ]
+        return rows + [
+            dict(labels, step=step, t=step * eta, width=m_ref, seed=-1, escaped_fraction=float(hist.ref_escaped[step]))
+            for step in marks
+        ]
 
 
 def planted_direction(d: int, device: str | torch.device = "cpu") -> Tensor:
@@ -286,8 +323,17 @@ def steps_to_loss_fraction(
     return max_steps
 
 
-def reduction_against_reference(act: HermiteActivation, d: int, ref0: Tensor, *, n: int, nodes: int, eta: float,
-                                steps: int, max_elements: int | None = None) -> dict[str, np.ndarray]:
+def reduction_against_reference(
+    act: HermiteActivation,
+    d: int,
+    ref0: Tensor,
+    *,
+    n: int,
+    nodes: int,
+    eta: float,
+    steps: int,
+    max_elements: int | None = None,
+) -> dict[str, np.ndarray]:
     """What it takes to compare the 1-D overlap reduction (:class:`~theorylab.theory.mean_field.OverlapDynamics`)
     with a particle reference started at ``ref0 (m_ref, d)``: losses at every step ``(steps + 1,)`` of
 
@@ -299,8 +345,9 @@ def reduction_against_reference(act: HermiteActivation, d: int, ref0: Tensor, *,
     coarse, _ = OverlapDynamics(act, d, max(n // 2, 2), nodes, device=ref0.device).run(eta, steps)
     w_star = planted_direction(d, ref0.device)
     dummy = NetworkBatch(ref0[None, :1], torch.ones(1, 1, dtype=torch.float64, device=ref0.device), [1], [0])
-    half = run_projected_gd(act, w_star, dummy, ref0, eta=eta / 2, steps=2 * steps, checkpoints=[0],
-                            max_elements=max_elements).ref_loss[::2]
+    half = run_projected_gd(
+        act, w_star, dummy, ref0, eta=eta / 2, steps=2 * steps, checkpoints=[0], max_elements=max_elements
+    ).ref_loss[::2]
     return dict(L_ref_half_eta=half, L_reduced=fine, L_reduced_coarse=coarse)
 
 
@@ -332,8 +379,18 @@ def width_sweep(
     ref = uniform_sphere((m_ref,), d, generator, device=device)
     checkpoints = list(checkpoints)
     if not inline_gaps:
-        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints,
-                                progress=progress, escape_threshold=escape_threshold, max_elements=max_elements)
+        hist = run_projected_gd(
+            act,
+            w_star,
+            nets,
+            ref,
+            eta=eta,
+            steps=steps,
+            checkpoints=checkpoints,
+            progress=progress,
+            escape_threshold=escape_threshold,
+            max_elements=max_elements,
+        )
         return WidthSweep.measure(act, hist, nets)
     marks = {int(k) for k in checkpoints if 0 <= k <= steps}
     gaps, own = {}, {}
@@ -343,9 +400,20 @@ def width_sweep(
             g, e = gap_to_reference(act, w, nets.c, r)
             gaps[step], own[step] = g.cpu().numpy(), e
 
-    hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, progress=progress,
-                            on_step=at_checkpoint, escape_threshold=escape_threshold, max_elements=max_elements,
-                            keep_networks=False)
+    hist = run_projected_gd(
+        act,
+        w_star,
+        nets,
+        ref,
+        eta=eta,
+        steps=steps,
+        checkpoints=checkpoints,
+        progress=progress,
+        on_step=at_checkpoint,
+        escape_threshold=escape_threshold,
+        max_elements=max_elements,
+        keep_networks=False,
+    )
     return WidthSweep(hist, nets, gaps, own)
 
 
@@ -374,9 +442,18 @@ def sample_sweep(
         ref = uniform_sphere((m_ref,), d, generator, device=device)
         x = torch.randn(seeds, n, d, generator=generator, dtype=torch.float64, device=device)
         y = hermite_activation_torch(act, x @ w_star)
-        hist = run_projected_gd(act, w_star, nets, ref, eta=eta, steps=steps, checkpoints=checkpoints, samples=(x, y),
-                                progress=progress,
-                                max_elements=max_elements)
+        hist = run_projected_gd(
+            act,
+            w_star,
+            nets,
+            ref,
+            eta=eta,
+            steps=steps,
+            checkpoints=checkpoints,
+            samples=(x, y),
+            progress=progress,
+            max_elements=max_elements,
+        )
         out[n] = WidthSweep.measure(act, hist, nets)
     return out
 
@@ -390,8 +467,17 @@ def _asked_gib(message: str) -> str:
     if hit is None:
         return "?"
     value, unit = float(hit.group(1)), (hit.group(2) or "bytes")
-    scale = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 1e3, "MB": 1e6,
-             "GB": 1e9, "TB": 1e12}.get(unit, 1)
+    scale = {
+        "bytes": 1,
+        "KiB": 1 << 10,
+        "MiB": 1 << 20,
+        "GiB": 1 << 30,
+        "TiB": 1 << 40,
+        "KB": 1e3,
+        "MB": 1e6,
+        "GB": 1e9,
+        "TB": 1e12,
+    }.get(unit, 1)
     return f"{value * scale / (1 << 30):.1f} GiB"
 
 
@@ -414,6 +500,7 @@ def bounded_memory(field: str, value: float, sizes: str):
         if not is_out_of_memory(err):
             raise
         first = " ".join(str(err).split())[:160]
-        raise MissingResource(f"memory for one allocation of {_asked_gib(str(err))} ({first})",
-                              f"lower --set {field}=... (now {value:g}; pairwise blocks are at most that many MiB) or "
-                              f"reduce {sizes}") from err
+        raise MissingResource(
+            f"memory for one allocation of {_asked_gib(str(err))} ({first})",
+            f"lower --set {field}=... (now {value:g}; pairwise blocks are at most that many MiB) or reduce {sizes}",
+        ) from err

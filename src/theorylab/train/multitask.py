@@ -32,16 +32,31 @@ def per_task_accuracy(model: nn.Module, tokens: Tensor, answers: Tensor, task_id
     return np.array([float(hit[task_ids == k].mean()) for k in range(int(task_ids.max()) + 1)])
 
 
-def train_until_accurate(model: nn.Module, tokens: Tensor, answers: Tensor, task_ids: Tensor, *, position: int,
-                         max_steps: int, lr: float, batch: int, target: float = 0.95, weight_decay: float = 0.01,
-                         min_steps: int = 0, check_every: int = 50, generator: torch.Generator | None = None,
-                         check: Callable[[str, float], None] | None = None) -> tuple[int, np.ndarray, list[float]]:
+def train_until_accurate(
+    model: nn.Module,
+    tokens: Tensor,
+    answers: Tensor,
+    task_ids: Tensor,
+    *,
+    position: int,
+    max_steps: int,
+    lr: float,
+    batch: int,
+    target: float = 0.95,
+    weight_decay: float = 0.01,
+    min_steps: int = 0,
+    check_every: int = 50,
+    generator: torch.Generator | None = None,
+    check: Callable[[str, float], None] | None = None,
+) -> tuple[int, np.ndarray, list[float]]:
     """AdamW on minibatches drawn from ``tokens`` until every task's accuracy is ``>= target`` (checked every
     ``check_every`` steps, from step ``min_steps`` on) or ``max_steps``. Returns ``(steps taken, per-task
     accuracy, losses)``."""
     if max_steps < 1 or batch < 1 or not 0 < target <= 1 or not 0 <= min_steps <= max_steps:
-        raise ValueError(f"need max_steps >= 1, batch >= 1, 0 < target <= 1, 0 <= min_steps <= max_steps; got "
-                         f"{max_steps}, {batch}, {target}, {min_steps}")
+        raise ValueError(
+            f"need max_steps >= 1, batch >= 1, 0 < target <= 1, 0 <= min_steps <= max_steps; got "
+            f"{max_steps}, {batch}, {target}, {min_steps}"
+        )
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses: list[float] = []
     n = len(tokens)
@@ -62,8 +77,9 @@ def train_until_accurate(model: nn.Module, tokens: Tensor, answers: Tensor, task
     return max_steps, acc, losses
 
 
-def sgd_path(loss: Callable[[Tensor, Tensor], Tensor], theta0: Tensor, batches: Callable[[int], Tensor], *,
-             steps: int, lr: float) -> Tensor:
+def sgd_path(
+    loss: Callable[[Tensor, Tensor], Tensor], theta0: Tensor, batches: Callable[[int], Tensor], *, steps: int, lr: float
+) -> Tensor:
     """``(steps + 1, D)``: θ₀ and every SGD iterate, ``θ_{k+1} = θ_k − lr ∇_θ loss(θ_k, batches(k))``."""
     if steps < 1 or lr <= 0:
         raise ValueError(f"sgd_path needs steps >= 1 and lr > 0; got {steps}, {lr}")
@@ -76,9 +92,17 @@ def sgd_path(loss: Callable[[Tensor, Tensor], Tensor], theta0: Tensor, batches: 
     return torch.stack(path)
 
 
-def lora_recovery(model: nn.Module, loss_of: Callable[[nn.Module], Tensor], targets: list[str], *, rank: int,
-                  steps: int, lr: float, noise: float,
-                  generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+def lora_recovery(
+    model: nn.Module,
+    loss_of: Callable[[nn.Module], Tensor],
+    targets: list[str],
+    *,
+    rank: int,
+    steps: int,
+    lr: float,
+    noise: float,
+    generator: torch.Generator | None = None,
+) -> tuple[Tensor, Tensor]:
     """Perturb the ``targets`` (``nn.Linear`` module names) of a copy of ``model`` with Gaussian weight noise of
     relative size ``noise`` (per matrix, ``‖N‖ = noise ‖W‖``), then recover with rank-``rank`` LoRA adapters (the
     optional package ``peft``) trained by plain SGD on ``loss_of(module)``. Returns ``(path, clean)``: the merged
@@ -87,12 +111,14 @@ def lora_recovery(model: nn.Module, loss_of: Callable[[nn.Module], Tensor], targ
     try:
         import peft
     except ImportError as err:
-        raise MissingResource("the optional package peft (LoRA adapters)",
-                              "install it with `pip install peft`") from err
+        raise MissingResource(
+            "the optional package peft (LoRA adapters)", "install it with `pip install peft`"
+        ) from err
 
     if steps < 1 or rank < 1 or lr <= 0 or noise < 0:
-        raise ValueError(f"lora_recovery needs steps, rank >= 1, lr > 0, noise >= 0; got {steps}, {rank}, {lr}, "
-                         f"{noise}")
+        raise ValueError(
+            f"lora_recovery needs steps, rank >= 1, lr > 0, noise >= 0; got {steps}, {rank}, {lr}, {noise}"
+        )
     noisy = copy.deepcopy(model)
     mods = dict(noisy.named_modules())
     bad = [t for t in targets if not isinstance(mods.get(t), nn.Linear)]
@@ -104,8 +130,9 @@ def lora_recovery(model: nn.Module, loss_of: Callable[[nn.Module], Tensor], targ
             w = mods[t].weight
             z = torch.randn(w.shape, generator=generator, dtype=w.dtype).to(w.device)
             w += noise * w.norm() * z / z.norm()
-    lora = peft.inject_adapter_in_model(peft.LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0,
-                                                        target_modules=list(targets)), noisy)
+    lora = peft.inject_adapter_in_model(
+        peft.LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0, target_modules=list(targets)), noisy
+    )
     params = [p for n, p in lora.named_parameters() if "lora_" in n]
     for n, p in lora.named_parameters():
         p.requires_grad_("lora_" in n)

@@ -59,8 +59,9 @@ def train_online_lm(
         raise ValueError(f"'decay' prefixes {unmatched} match no trainable parameter")
     decayed = [p for n, p in named if n.startswith(prefixes)]
     kept = [p for n, p in named if not n.startswith(prefixes)]
-    groups = [g for g in (dict(params=decayed, weight_decay=weight_decay), dict(params=kept, weight_decay=0.0))
-              if g["params"]]
+    groups = [
+        g for g in (dict(params=decayed, weight_decay=weight_decay), dict(params=kept, weight_decay=0.0)) if g["params"]
+    ]
     # The fused kernel (one call per step instead of ~10 per tensor) is a quarter of a toy step on CPU.
     fused = all(p.device.type in ("cpu", "cuda") for _, p in named)
     opt = torch.optim.AdamW(groups, lr=lr, fused=fused)  # with weight_decay = 0 this is exactly Adam

@@ -17,8 +17,9 @@ from theorylab.nn.polynet import poly_tensor
 from theorylab.probes.hessian import gradient, hessian
 
 
-def polynet_gradients(W: torch.Tensor, a: torch.Tensor, A_star: torch.Tensor, M4: torch.Tensor
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def polynet_gradients(
+    W: torch.Tensor, a: torch.Tensor, A_star: torch.Tensor, M4: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Closed-form gradients of L = <D, M4 D>, D = W^T diag(a) W - A*, for R runs at once: with G = 2 M4(D) (M4
     symmetric), dL/dW = 2 diag(a) W G and dL/da_i = w_i^T G w_i. Returns (loss per run, dW, da); checked against
     autograd in the tests. Autograd through the d^4 contraction is ~5x slower at these sizes."""
@@ -30,9 +31,17 @@ def polynet_gradients(W: torch.Tensor, a: torch.Tensor, A_star: torch.Tensor, M4
     return loss, 2 * a[:, :, None] * (W @ G), torch.einsum("nri,nij,nrj->nr", W, G, W)
 
 
-def adam_polynet(W: torch.Tensor, a: torch.Tensor, A_star: torch.Tensor, M4: torch.Tensor, *, steps: int, lr: float,
-                 check: Callable[[str, float, int], None] | None = None, every: int = 1000
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+def adam_polynet(
+    W: torch.Tensor,
+    a: torch.Tensor,
+    A_star: torch.Tensor,
+    M4: torch.Tensor,
+    *,
+    steps: int,
+    lr: float,
+    check: Callable[[str, float, int], None] | None = None,
+    every: int = 1000,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """torch's Adam on R runs: ``W`` (R, r, d), ``a`` (R, r) -> trained copies, with the closed-form gradients of
     :func:`polynet_gradients`. ``check(name, loss, step)`` sees the summed loss every ``every`` steps and at the end
     (e.g. ``RunContext.check_finite``)."""
@@ -48,8 +57,9 @@ def adam_polynet(W: torch.Tensor, a: torch.Tensor, A_star: torch.Tensor, M4: tor
     return W, a
 
 
-def newton_polish(f: Callable[[torch.Tensor], torch.Tensor], theta: torch.Tensor, steps: int,
-                  tol: float = 1e-13) -> torch.Tensor:
+def newton_polish(
+    f: Callable[[torch.Tensor], torch.Tensor], theta: torch.Tensor, steps: int, tol: float = 1e-13
+) -> torch.Tensor:
     """Damped pseudo-inverse Newton on a flat parameter vector: each step solves H s = g by least squares (rcond
     1e-10, so the symmetry null space is left alone) and halves s until the gradient norm drops; stops at
     ``|g| < tol``, after ``steps`` steps, or when no halving helps."""

@@ -15,11 +15,21 @@ from torch import Tensor, nn
 from theorylab.data.tasks import associative_recall
 
 
-def train_recall(model: nn.Module, *, steps: int, n_pairs: int, length: int, vocab: int, batch: int, lr: float,
-                 generator: torch.Generator, weight_decay: float = 0.01,
-                 progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                 check: Callable[[str, Tensor, int], None] | None = None,
-                 device: torch.device | str = "cpu") -> list[float]:
+def train_recall(
+    model: nn.Module,
+    *,
+    steps: int,
+    n_pairs: int,
+    length: int,
+    vocab: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    weight_decay: float = 0.01,
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+    check: Callable[[str, Tensor, int], None] | None = None,
+    device: torch.device | str = "cpu",
+) -> list[float]:
     """``steps`` AdamW steps on fresh recall batches of ``length`` tokens; returns every step's loss.
 
     ``model`` maps ``(batch, T)`` tokens to ``(batch, T, vocab)`` logits. ``check(what, loss, step)`` sees each
@@ -46,8 +56,16 @@ def train_recall(model: nn.Module, *, steps: int, n_pairs: int, length: int, voc
 
 
 @torch.no_grad()
-def recall_accuracy(model: nn.Module, *, n_pairs: int, length: int, vocab: int, batch: int,
-                    generator: torch.Generator, device: torch.device | str = "cpu") -> float:
+def recall_accuracy(
+    model: nn.Module,
+    *,
+    n_pairs: int,
+    length: int,
+    vocab: int,
+    batch: int,
+    generator: torch.Generator,
+    device: torch.device | str = "cpu",
+) -> float:
     """The share of ``batch`` fresh recall prompts of ``length`` tokens whose arg-max answer is right."""
     p = associative_recall(n_pairs, length, vocab, batch, generator=generator)
     return float((model(p.tokens.to(device))[:, -1].argmax(-1).cpu() == p.answer).double().mean())

@@ -27,9 +27,15 @@ class Rollout:
     logs: dict[str, Tensor] = field(default_factory=dict)  # name -> [n_steps, B] from the corrector
 
 
-def rollout(step: Callable[[Tensor], Tensor], x0: Tensor, n_steps: int, *, corrector: Callable[[Tensor, int],
-    Tensor | tuple[Tensor, dict]] | None = None,
-            record_every: int = 1, stop_on: Literal["nonfinite", "never"] = "nonfinite") -> Rollout:
+def rollout(
+    step: Callable[[Tensor], Tensor],
+    x0: Tensor,
+    n_steps: int,
+    *,
+    corrector: Callable[[Tensor, int], Tensor | tuple[Tensor, dict]] | None = None,
+    record_every: int = 1,
+    stop_on: Literal["nonfinite", "never"] = "nonfinite",
+) -> Rollout:
     if n_steps < 0 or record_every < 1:
         raise ValueError(f"rollout needs n_steps >= 0 and record_every >= 1; got {n_steps}, {record_every}")
     B = x0.shape[0]
@@ -71,9 +77,16 @@ class PipelinedCorrector(Protocol):
     def busy(self) -> bool: ...
 
 
-def rollout_pipelined(step: Callable[[Tensor], Tensor], x0: Tensor, n_steps: int, corrector: PipelinedCorrector, *,
-                      record_every: int = 1, stop_on: Literal["nonfinite", "never"] = "nonfinite",
-                      min_start: int | None = None) -> Rollout:
+def rollout_pipelined(
+    step: Callable[[Tensor], Tensor],
+    x0: Tensor,
+    n_steps: int,
+    corrector: PipelinedCorrector,
+    *,
+    record_every: int = 1,
+    stop_on: Literal["nonfinite", "never"] = "nonfinite",
+    min_start: int | None = None,
+) -> Rollout:
     """:func:`rollout` with a corrector whose cost differs per trajectory, each trajectory advancing on its own clock.
 
     A synchronous rollout waits, every step, for the trajectory whose correction takes the most network calls;
@@ -150,10 +163,19 @@ class Thermalize:
     by it after the correction (1: states already normalised).
     """
 
-    def __init__(self, denoiser, betas: Tensor, alpha_bars: Tensor, s_init: int = 10, s_stop: int = 4,
-                 s_abort: int = 100,
-                 generator: torch.Generator | None = None, noise: bool = True, noise_blind: bool = True,
-                 scale: float = 1.0):
+    def __init__(
+        self,
+        denoiser,
+        betas: Tensor,
+        alpha_bars: Tensor,
+        s_init: int = 10,
+        s_stop: int = 4,
+        s_abort: int = 100,
+        generator: torch.Generator | None = None,
+        noise: bool = True,
+        noise_blind: bool = True,
+        scale: float = 1.0,
+    ):
         if not 0 <= s_stop <= s_init <= s_abort:
             raise ValueError(f"Thermalize needs 0 <= s_stop <= s_init <= s_abort; got {s_stop}, {s_init}, {s_abort}")
         self.denoiser, self.s_init, self.s_stop, self.s_abort = denoiser, s_init, s_stop, s_abort
@@ -195,7 +217,6 @@ class Thermalize:
                 if not (s == top and self.noise_blind):
                     calls += do.long()
         return x, {"level": s_hat, "calls": calls, "thermalized": active, "aborted": aborted}
-
 
     # --- the pipelined protocol (rollout_pipelined): each trajectory on its own reverse schedule -----------------
     def _ensure(self, n: int, like: Tensor) -> None:

@@ -133,8 +133,18 @@ class Corrections:
     l_j (> 0) for s = max(l) .. 0 (``fix_short`` steps only the proposal); ``calls`` counts the level call and
     every reverse call."""
 
-    def __init__(self, model: nn.Module, betas: Tensor, alpha_bars: Tensor, *, batch: int, mode: Mode = "sns",
-                 variant: Variant = "fix_short", generator: torch.Generator | None = None, noise: bool = True):
+    def __init__(
+        self,
+        model: nn.Module,
+        betas: Tensor,
+        alpha_bars: Tensor,
+        *,
+        batch: int,
+        mode: Mode = "sns",
+        variant: Variant = "fix_short",
+        generator: torch.Generator | None = None,
+        noise: bool = True,
+    ):
         if mode not in ("sns", "acdm", "thermo"):
             raise ValueError(f"mode must be 'sns', 'acdm' or 'thermo', got {mode!r}")
         if variant not in ("fix_short", "joint"):
@@ -167,13 +177,17 @@ class Corrections:
         """Start correcting ``proposal`` given ``prev`` (``[R, *frame]``, normalised) for the trajectories ``rows``."""
         R = len(rows)
         if self.frames is None:
-            self.frames = torch.zeros((len(self.level), 2) + tuple(prev.shape[1:]), dtype=prev.dtype,
-                                      device=prev.device)
+            self.frames = torch.zeros(
+                (len(self.level), 2) + tuple(prev.shape[1:]), dtype=prev.dtype, device=prev.device
+            )
         T = len(self.ab)
         cond = prev
         if self.mode == "thermo":
-            cond = diffuse(prev, self.ab[torch.full((R,), T - 1)].to(prev.dtype).to(prev.device),
-                           _noise(prev.shape, self.generator, prev))
+            cond = diffuse(
+                prev,
+                self.ab[torch.full((R,), T - 1)].to(prev.dtype).to(prev.device),
+                _noise(prev.shape, self.generator, prev),
+            )
         _, logits = self._call(torch.stack([cond, proposal], 1), rows, levels=True)
         s_hat = logits.argmax(-1).cpu()
         finite = (torch.isfinite(prev.flatten(1)).all(1) & torch.isfinite(proposal.flatten(1)).all(1)).cpu()
@@ -221,8 +235,9 @@ class Corrections:
                 else:
                     self.frames[rows.to(self.frames.device), 1] = new
             else:
-                mean = reverse_step_rows(sub, eps, s, self._coef,
-                                         _noise(sub.shape, self.generator, sub) if self.noise else None)
+                mean = reverse_step_rows(
+                    sub, eps, s, self._coef, _noise(sub.shape, self.generator, sub) if self.noise else None
+                )
                 lv = self.lv if rows is None else self.lv[rows]
                 do = (lv >= s[:, None]) & (lv > 0)  # [R, 2]: which frames step at this level
                 new = torch.where(do.to(sub.device).view((n, 2) + (1,) * (sub.ndim - 2)), mean, sub)
@@ -243,9 +258,19 @@ class Corrections:
 
 
 @torch.no_grad()
-def refine(model: nn.Module, prev: Tensor, proposal: Tensor, betas: Tensor, alpha_bars: Tensor, *, mode: Mode = "sns",
-           variant: Variant = "fix_short", generator: torch.Generator | None = None, anchor: Tensor | None = None,
-           noise: bool = True) -> tuple[Tensor, dict[str, Tensor]]:
+def refine(
+    model: nn.Module,
+    prev: Tensor,
+    proposal: Tensor,
+    betas: Tensor,
+    alpha_bars: Tensor,
+    *,
+    mode: Mode = "sns",
+    variant: Variant = "fix_short",
+    generator: torch.Generator | None = None,
+    anchor: Tensor | None = None,
+    noise: bool = True,
+) -> tuple[Tensor, dict[str, Tensor]]:
     """One SNS correction of ``proposal`` given ``prev`` (both ``[B, *frame]``, normalised; float64 states, a float32
     model). Returns ``(refined, info)`` with ``level_prev`` (ŝ_1 used), ``level`` (ŝ_2) and ``calls`` per sample.
     Each sample runs its own reverse schedule (:class:`Corrections`); samples share the network calls."""
@@ -281,9 +306,19 @@ class SelfRefine:
 
     Logs per step ``level_prev`` (ŝ_1), ``level`` (ŝ_2) and ``calls`` (denoiser evaluations)."""
 
-    def __init__(self, model: nn.Module, betas: Tensor, alpha_bars: Tensor, *, mode: Mode = "sns",
-                 variant: Variant = "fix_short", generator: torch.Generator | None = None, scale: float = 1.0,
-                 anchor: bool = False, noise: bool = True):
+    def __init__(
+        self,
+        model: nn.Module,
+        betas: Tensor,
+        alpha_bars: Tensor,
+        *,
+        mode: Mode = "sns",
+        variant: Variant = "fix_short",
+        generator: torch.Generator | None = None,
+        scale: float = 1.0,
+        anchor: bool = False,
+        noise: bool = True,
+    ):
         if mode not in ("sns", "acdm", "thermo") or variant not in ("fix_short", "joint"):
             raise ValueError(f"SelfRefine: unknown mode {mode!r} or variant {variant!r}")
         self.model, self.betas, self.alpha_bars = model, betas.double(), alpha_bars.double()
@@ -308,9 +343,18 @@ class SelfRefine:
 
     def __call__(self, x: Tensor, t: int) -> tuple[Tensor, dict[str, Tensor]]:
         prev = self._need_reset(x, whole_batch=True)
-        y, info = refine(self.model, prev / self.scale, x / self.scale, self.betas, self.alpha_bars,
-                         mode=self.mode, variant=self.variant, generator=self.generator, anchor=self.anchor,
-                         noise=self.noise)
+        y, info = refine(
+            self.model,
+            prev / self.scale,
+            x / self.scale,
+            self.betas,
+            self.alpha_bars,
+            mode=self.mode,
+            variant=self.variant,
+            generator=self.generator,
+            anchor=self.anchor,
+            noise=self.noise,
+        )
         y = y * self.scale
         self.prev = y.clone()
         return y, info
@@ -319,8 +363,16 @@ class SelfRefine:
         """Begin correcting the proposals ``x`` (``[R, *frame]``) of the trajectories ``rows``."""
         prev = self._need_reset(x)
         if self.work is None:
-            self.work = Corrections(self.model, self.betas, self.alpha_bars, batch=len(prev), mode=self.mode,
-                                    variant=self.variant, generator=self.generator, noise=self.noise)
+            self.work = Corrections(
+                self.model,
+                self.betas,
+                self.alpha_bars,
+                batch=len(prev),
+                mode=self.mode,
+                variant=self.variant,
+                generator=self.generator,
+                noise=self.noise,
+            )
             if self.anchor is not None:
                 self.work.anchor = self.anchor.unsqueeze(1).float()
         self.work.begin(rows, prev[rows.to(prev.device)] / self.scale, x / self.scale)

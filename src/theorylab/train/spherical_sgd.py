@@ -21,8 +21,7 @@ from theorylab.data.msim import msim_forward_torch, msim_link
 from theorylab.nn.mean_field import SphericalSGD
 from theorylab.nn.msim import MSIMNet
 
-__all__ = ["SGDRun", "crossing", "perp_noise", "projected_batch", "spherical_step",
-           "train_msim_sgd"]
+__all__ = ["SGDRun", "crossing", "perp_noise", "projected_batch", "spherical_step", "train_msim_sgd"]
 
 
 def spherical_step(u: torch.Tensor, grad: torch.Tensor, lr: float | torch.Tensor) -> torch.Tensor:
@@ -50,8 +49,9 @@ def crossing(samples: np.ndarray, values: np.ndarray, level: float) -> np.ndarra
     return out
 
 
-def projected_batch(u1: torch.Tensor, w1: torch.Tensor, batch: int, blocks: int, generator: torch.Generator
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def projected_batch(
+    u1: torch.Tensor, w1: torch.Tensor, batch: int, blocks: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Exact shortcut for one batch of the first layer: ``x_bj = alpha e_1 + beta e_2 + x_perp`` with ``e_1 = u_1``,
     ``e_2`` the unit part of ``w_1`` orthogonal to ``u_1``. Returns the student pre-activations ``a = alpha`` and the
     teacher's ``g = m alpha + sqrt(1 - m^2) beta`` (S, B, blocks), ``e_2`` (S, d) and ``beta``. The orthogonal parts
@@ -73,9 +73,19 @@ def perp_noise(u1: torch.Tensor, e2: torch.Tensor, scale: torch.Tensor, generato
     return scale[:, None] * xi
 
 
-def train_msim_sgd(features: torch.Tensor, links, n: int, *, batch: int = 32, c: float = 0.1,
-                   decay_fraction: float = 0.3, decay: float = 10.0, generator: torch.Generator,
-                   log_every: int = 1, sampler: str = "projected") -> SGDRun:
+def train_msim_sgd(
+    features: torch.Tensor,
+    links,
+    n: int,
+    *,
+    batch: int = 32,
+    c: float = 0.1,
+    decay_fraction: float = 0.3,
+    decay: float = 10.0,
+    generator: torch.Generator,
+    log_every: int = 1,
+    sampler: str = "projected",
+) -> SGDRun:
     """Online spherical SGD of ``S`` MSIMNet students against ``S`` targets ``features`` (S, K, d) on ``n`` fresh
     samples each. Step ``eta = c B / d^(K-1)``, divided by ``decay`` over the last ``decay_fraction`` of the samples.
     Students are initialised from ``generator`` (uniform on the sphere). Returns the overlaps every ``log_every``

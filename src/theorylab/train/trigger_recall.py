@@ -20,12 +20,24 @@ from theorylab.probes.trigger_recall import measure_trigger_recall
 from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
 
 
-def train_trigger_recall(models: StackedModels, task: TriggerNoiseTask, test: TriggerBatch, *, p_noise: float,
-                         steps: int, batch: int, seq_len: int, train_bank: int, optim: AdamWSchedule,
-                         generator: torch.Generator, evaluate_every: int, name: str,
-                         labels: Mapping[str, Any] | None = None,
-                         progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
-                         device: torch.device | str = "cpu") -> tuple[pd.DataFrame, dict[int, int]]:
+def train_trigger_recall(
+    models: StackedModels,
+    task: TriggerNoiseTask,
+    test: TriggerBatch,
+    *,
+    p_noise: float,
+    steps: int,
+    batch: int,
+    seq_len: int,
+    train_bank: int,
+    optim: AdamWSchedule,
+    generator: torch.Generator,
+    evaluate_every: int,
+    name: str,
+    labels: Mapping[str, Any] | None = None,
+    progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
+    device: torch.device | str = "cpu",
+) -> tuple[pd.DataFrame, dict[int, int]]:
     """Train the S members of ``models`` on ``task`` at noise level ``p_noise``: ``batch`` sequences
     of ``seq_len`` tokens per member and step, resampled from a bank of ``train_bank`` sequences
     drawn once (``0``: fresh sequences every step), all from ``generator``. Every member is measured
@@ -54,8 +66,17 @@ def train_trigger_recall(models: StackedModels, task: TriggerNoiseTask, test: Tr
             measured = measure_trigger_recall(models.member(s), test, task.noise)
             rows.append(dict(**(labels or {}), seed=s, step=n_updates, **measured))
 
-    log = train_stacked(models, batches, trigger_loss, steps=steps, optim=optim, progress=progress,
-                        description=f"train {name}", evaluate=evaluate, evaluate_every=evaluate_every)
+    log = train_stacked(
+        models,
+        batches,
+        trigger_loss,
+        steps=steps,
+        optim=optim,
+        progress=progress,
+        description=f"train {name}",
+        evaluate=evaluate,
+        evaluate_every=evaluate_every,
+    )
     if log.diverged_at.min() >= 0:
         raise Diverged(f"training loss of every seed of {name}", int(log.diverged_at.min()))
     curve = pd.DataFrame(rows)

@@ -77,10 +77,24 @@ class TwoTimescaleRun:
     W: np.ndarray
 
 
-def train_two_timescale(link: Callable[[np.ndarray], np.ndarray], W_star: np.ndarray, W0: np.ndarray, *, steps: int,
-                        lr: float, batch: int, generator: torch.Generator, features: Literal["hermite", "random"] =
-                        "hermite", degree: int = 4, n_features: int = 500, lam: float = 1e-6, log_every: int = 1,
-                        population: bool = False, coeffs=None, device: str | torch.device = "cpu") -> TwoTimescaleRun:
+def train_two_timescale(
+    link: Callable[[np.ndarray], np.ndarray],
+    W_star: np.ndarray,
+    W0: np.ndarray,
+    *,
+    steps: int,
+    lr: float,
+    batch: int,
+    generator: torch.Generator,
+    features: Literal["hermite", "random"] = "hermite",
+    degree: int = 4,
+    n_features: int = 500,
+    lam: float = 1e-6,
+    log_every: int = 1,
+    population: bool = False,
+    coeffs=None,
+    device: str | torch.device = "cpu",
+) -> TwoTimescaleRun:
     """Run the two-timescale algorithm from ``W0`` for ``steps`` steps of size ``lr`` (module doc).
 
     ``link`` maps latents (n, r) numpy to labels (n,); ``coeffs`` (``{k: C_k}`` or a HermiteLink) is needed for
@@ -90,8 +104,9 @@ def train_two_timescale(link: Callable[[np.ndarray], np.ndarray], W_star: np.nda
     if W0.shape != (d, r):
         raise ValueError(f"W0 must have shape {(d, r)}; got {W0.shape}")
     if steps < 1 or lr <= 0 or batch < 1 or log_every < 1:
-        raise ValueError(f"need steps >= 1, lr > 0, batch >= 1, log_every >= 1; got {steps}, {lr}, {batch}, "
-                         f"{log_every}")
+        raise ValueError(
+            f"need steps >= 1, lr > 0, batch >= 1, log_every >= 1; got {steps}, {lr}, {batch}, {log_every}"
+        )
     if population and coeffs is None:
         raise ValueError("population=True needs the link's Hermite coefficients 'coeffs'")
     if features not in ("hermite", "random"):
@@ -107,6 +122,7 @@ def train_two_timescale(link: Callable[[np.ndarray], np.ndarray], W_star: np.nda
         def feat(z):
             return torch.relu(z @ rf_w + rf_b) / math.sqrt(n_features)
     else:
+
         def feat(z):
             return hermite_features(z, degree)
 

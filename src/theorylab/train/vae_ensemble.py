@@ -53,8 +53,19 @@ from theorylab.nn.stochastic_encoder import BetaVAE
 Binarize = Literal["none", "threshold", "stochastic"]
 
 #: The digits recipe: the card's quick settings with beta = 1 (see the module docstring for why not 4).
-DIGITS_RECIPE = MappingProxyType(dict(latent_dim=10, hidden=256, depth=2, beta=1.0, lr=1e-3, batch_size=128,
-                                      steps=1500, kl_warmup=0.0, binarize="none"))
+DIGITS_RECIPE = MappingProxyType(
+    dict(
+        latent_dim=10,
+        hidden=256,
+        depth=2,
+        beta=1.0,
+        lr=1e-3,
+        batch_size=128,
+        steps=1500,
+        kl_warmup=0.0,
+        binarize="none",
+    )
+)
 
 
 def ensemble_seeds(seed: int, n_runs: int) -> list[int]:
@@ -171,9 +182,21 @@ class _Adam:
             self.fallback.step()
             return
         torch._foreach_add_(self.steps, 1)
-        torch._fused_adam_(self.params, [p.grad for p in self.params], self.exp_avg, self.exp_avg_sq, [], self.steps,
-                           lr=self.lr, beta1=0.9, beta2=0.999, weight_decay=0.0, eps=1e-8, amsgrad=False,
-                           maximize=False)
+        torch._fused_adam_(
+            self.params,
+            [p.grad for p in self.params],
+            self.exp_avg,
+            self.exp_avg_sq,
+            [],
+            self.steps,
+            lr=self.lr,
+            beta1=0.9,
+            beta2=0.999,
+            weight_decay=0.0,
+            eps=1e-8,
+            amsgrad=False,
+            maximize=False,
+        )
 
 
 def _validate(x: Tensor, seeds: list[int], **a) -> None:
@@ -189,8 +212,9 @@ def _validate(x: Tensor, seeds: list[int], **a) -> None:
     if a["steps"] < 1:
         problems.append(f"steps must be >= 1, got {a['steps']}")
     if min(a["latent_dim"], a["hidden"], a["depth"]) < 1:
-        problems.append(f"latent_dim, hidden and depth must be >= 1, got {a['latent_dim']}, {a['hidden']}, "
-                        f"{a['depth']}")
+        problems.append(
+            f"latent_dim, hidden and depth must be >= 1, got {a['latent_dim']}, {a['hidden']}, {a['depth']}"
+        )
     if not (math.isfinite(a["beta"]) and a["beta"] >= 0):
         problems.append(f"beta must be finite and >= 0, got {a['beta']}")
     if not (math.isfinite(a["lr"]) and a["lr"] > 0):
@@ -243,8 +267,20 @@ def train_vae_ensemble(
     """
     x = torch.as_tensor(x_train, dtype=dtype)
     seeds = [int(s) for s in seeds]
-    _validate(x, seeds, latent_dim=latent_dim, hidden=hidden, depth=depth, beta=beta, lr=lr,
-              batch_size=batch_size, steps=steps, kl_warmup=kl_warmup, binarize=binarize, threshold=threshold)
+    _validate(
+        x,
+        seeds,
+        latent_dim=latent_dim,
+        hidden=hidden,
+        depth=depth,
+        beta=beta,
+        lr=lr,
+        batch_size=batch_size,
+        steps=steps,
+        kl_warmup=kl_warmup,
+        binarize=binarize,
+        threshold=threshold,
+    )
     n, d = x.shape
     R = len(seeds)
     if binarize == "threshold":
@@ -258,7 +294,7 @@ def train_vae_ensemble(
         w = torch.stack([st[f"{name}.weight"] for st in states]).transpose(1, 2).contiguous()
         leaves += [w.requires_grad_(True), torch.stack([st[f"{name}.bias"] for st in states]).requires_grad_(True)]
     layers = list(zip(leaves[0::2], leaves[1::2]))
-    enc, dec = layers[: depth + 1], layers[depth + 1:]
+    enc, dec = layers[: depth + 1], layers[depth + 1 :]
     optimizer = _Adam(leaves, lr)
 
     gens = [run_generator(s) for s in seeds]
@@ -275,7 +311,7 @@ def train_vae_ensemble(
         for r, g in enumerate(gens):
             if j == 0:
                 orders[r] = torch.randperm(n, generator=g)
-            idx[r] = orders[r][j * batch_size:(j + 1) * batch_size]
+            idx[r] = orders[r][j * batch_size : (j + 1) * batch_size]
         xs = x[idx]
         if binarize == "stochastic":
             xs = torch.stack([torch.bernoulli(xs[r], generator=g) for r, g in enumerate(gens)])
@@ -288,9 +324,11 @@ def train_vae_ensemble(
         loss = recon + float(betas[t]) * kl
         if not bool(torch.isfinite(loss).all()):
             r = int(torch.nonzero(~torch.isfinite(loss.detach()))[0, 0])
-            raise FloatingPointError(f"train_vae_ensemble: run {r} (seed {seeds[r]}) has a non-finite loss at "
-                                     f"step {t} (recon {recon[r].item()}, kl {kl[r].item()}, lr {lr}, beta "
-                                     f"{float(betas[t])})")
+            raise FloatingPointError(
+                f"train_vae_ensemble: run {r} (seed {seeds[r]}) has a non-finite loss at "
+                f"step {t} (recon {recon[r].item()}, kl {kl[r].item()}, lr {lr}, beta "
+                f"{float(betas[t])})"
+            )
         optimizer.zero_grad()
         loss.sum().backward()
         with torch.no_grad():
@@ -303,9 +341,23 @@ def train_vae_ensemble(
         params[f"{name}.weight"], params[f"{name}.bias"] = w.detach().transpose(1, 2), b.detach().clone()
     order = list(states[0])
     return VAEEnsemble(
-        seeds=tuple(seeds), params={k: params[k].contiguous() for k in order},
-        recon=recon_log.double().numpy(), kl=kl_log.double().numpy(), beta_schedule=betas, in_dim=d,
-        latent_dim=latent_dim, hidden=hidden, depth=depth, beta=float(beta),
-        config=dict(lr=lr, batch_size=batch_size, steps=steps, kl_warmup=kl_warmup, binarize=binarize,
-                    threshold=threshold, dtype=str(dtype).removeprefix("torch.")),
+        seeds=tuple(seeds),
+        params={k: params[k].contiguous() for k in order},
+        recon=recon_log.double().numpy(),
+        kl=kl_log.double().numpy(),
+        beta_schedule=betas,
+        in_dim=d,
+        latent_dim=latent_dim,
+        hidden=hidden,
+        depth=depth,
+        beta=float(beta),
+        config=dict(
+            lr=lr,
+            batch_size=batch_size,
+            steps=steps,
+            kl_warmup=kl_warmup,
+            binarize=binarize,
+            threshold=threshold,
+            dtype=str(dtype).removeprefix("torch."),
+        ),
     )

@@ -59,17 +59,22 @@ def _operators(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFram
         X, S, A0 = random_attention_draw(cfg.n, cfg.d, g)
         _, A_other = random_sym_skew(cfg.d, g)
         rows.append(dict(draw=k, **operator_identities(X, S, A0, A_other)))
-        entropy += [dict(draw=k, eta=eta, sigma=entropy_production(attention_operator(X,
-            S + eta * A0))) for eta in cfg.skews]
+        entropy += [
+            dict(draw=k, eta=eta, sigma=entropy_production(attention_operator(X, S + eta * A0))) for eta in cfg.skews
+        ]
     ctx.table("operators", pd.DataFrame(rows))
     return pd.DataFrame(entropy)
 
 
 def _tied(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> pd.DataFrame:
     g = ctx.generator("tied")
-    rows = [dict(case=case, **tied_identity(X, cfg.beta))
-            for case, X in (("sphere (equal norms)", 3.0 * sphere(cfg.n, cfg.d, generator=g)), (
-                "gaussian (unequal norms)", gaussian_points(cfg.n, cfg.d, generator=g)))]
+    rows = [
+        dict(case=case, **tied_identity(X, cfg.beta))
+        for case, X in (
+            ("sphere (equal norms)", 3.0 * sphere(cfg.n, cfg.d, generator=g)),
+            ("gaussian (unequal norms)", gaussian_points(cfg.n, cfg.d, generator=g)),
+        )
+    ]
     table = pd.DataFrame(rows)
     ctx.table("tied", table)
     return table
@@ -85,18 +90,33 @@ def _manifolds(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.Da
     roll_phi = right_eigenvectors(corrected_tied_attention(Y, eps_r), 2)
     wide_phi = right_eigenvectors(corrected_tied_attention(Y, cfg.control_factor * eps_r), 1)
     # no correction
-    raw_phi = right_eigenvectors(attention_operator(Y, (2 * math.sqrt(cfg.d) / eps_r) * torch.eye(cfg.d,
-        dtype=torch.float64)), 2)
-    table = pd.DataFrame([
-        dict(manifold="circle", measure="canonical correlation 1", value=float(cc[0]), epsilon=eps_c),
-        dict(manifold="circle", measure="canonical correlation 2", value=float(cc[1]), epsilon=eps_c),
-        dict(manifold="swiss roll", measure="|spearman(phi1, t)|", value=abs(spearmanr(roll_phi[:, 0], uv[:,
-            0]).statistic), epsilon=eps_r),
-        dict(manifold="swiss roll", measure=f"|spearman(phi1, t)| at {cfg.control_factor:g} eps (control)", value=abs(
-            spearmanr(wide_phi[:, 0], uv[:, 0]).statistic), epsilon=cfg.control_factor * eps_r),
-        dict(manifold="swiss roll", measure="|spearman(phi1, t)| without the norm correction (report)", value=abs(
-            spearmanr(raw_phi[:, 0], uv[:, 0]).statistic), epsilon=eps_r),
-    ])
+    raw_phi = right_eigenvectors(
+        attention_operator(Y, (2 * math.sqrt(cfg.d) / eps_r) * torch.eye(cfg.d, dtype=torch.float64)), 2
+    )
+    table = pd.DataFrame(
+        [
+            dict(manifold="circle", measure="canonical correlation 1", value=float(cc[0]), epsilon=eps_c),
+            dict(manifold="circle", measure="canonical correlation 2", value=float(cc[1]), epsilon=eps_c),
+            dict(
+                manifold="swiss roll",
+                measure="|spearman(phi1, t)|",
+                value=abs(spearmanr(roll_phi[:, 0], uv[:, 0]).statistic),
+                epsilon=eps_r,
+            ),
+            dict(
+                manifold="swiss roll",
+                measure=f"|spearman(phi1, t)| at {cfg.control_factor:g} eps (control)",
+                value=abs(spearmanr(wide_phi[:, 0], uv[:, 0]).statistic),
+                epsilon=cfg.control_factor * eps_r,
+            ),
+            dict(
+                manifold="swiss roll",
+                measure="|spearman(phi1, t)| without the norm correction (report)",
+                value=abs(spearmanr(raw_phi[:, 0], uv[:, 0]).statistic),
+                epsilon=eps_r,
+            ),
+        ]
+    )
     ctx.table("manifolds", table)
     return table, dict(circle=(phi, theta), roll=(roll_phi, uv[:, 0]), raw=(raw_phi, uv[:, 0]))
 
@@ -122,7 +142,7 @@ def _magnetic(cfg: AttentionDiffusionMapConfig, ctx: RunContext) -> tuple[pd.Dat
 @study(
     "attention-diffusion-map",
     title="Self-attention as a diffusion operator: tied QK is a diffusion map; "
-          "skew parts drive a non-equilibrium state",
+    "skew parts drive a non-equilibrium state",
     paper=PAPER,
     config=AttentionDiffusionMapConfig,
     presets=PRESETS,

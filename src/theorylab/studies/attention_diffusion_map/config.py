@@ -17,8 +17,9 @@ class AttentionDiffusionMapConfig(StudyConfig):
     n: SampleSize = Field(300, description="points of the random-operator checks")
     draws: Draws = Field(5, description="random M per check (card: 5)")
     beta: InverseTemperature = Field(1.0, description="tied-QK strength: M = βI")
-    skews: tuple[Annotated[Skew, Field(gt=0)], ...] = Field((1e-3, 3e-3, 1e-2, 3e-2, 1e-1), min_length=2,
-        description="skew strengths η of the entropy-production fit")
+    skews: tuple[Annotated[Skew, Field(gt=0)], ...] = Field(
+        (1e-3, 3e-3, 1e-2, 3e-2, 1e-1), min_length=2, description="skew strengths η of the entropy-production fit"
+    )
     circle_n: SampleSize = Field(400, description="points on the circle (radius 3, noise 0.01)")
     roll_n: SampleSize = Field(1000, description="points on the Swiss roll")
     control_factor: float = Field(16.0, gt=1, le=1e4, description="bandwidth multiple of the Swiss-roll control")

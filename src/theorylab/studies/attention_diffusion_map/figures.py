@@ -24,8 +24,13 @@ def figure_tied(ctx: RunContext, cfg: AttentionDiffusionMapConfig) -> None:
     g = ctx.generator("tied-figure")
     fig, axes = new_figure(ncols=2, width=8.4)
     eps = 2 * math.sqrt(cfg.d) / cfg.beta
-    for ax, (name, X) in zip(axes, (("sphere", 3.0 * sphere(200, cfg.d, generator=g)), ("unequal norms",
-        gaussian_points(cfg.n, cfg.d, generator=g)[:200]))):
+    for ax, (name, X) in zip(
+        axes,
+        (
+            ("sphere", 3.0 * sphere(200, cfg.d, generator=g)),
+            ("unequal norms", gaussian_points(cfg.n, cfg.d, generator=g)[:200]),
+        ),
+    ):
         P = attention_operator(X, cfg.beta * torch.eye(cfg.d, dtype=torch.float64))
         Q = random_walk(gaussian_kernel(X, eps))
         ax.loglog(Q.flatten().numpy(), P.flatten().numpy(), ".", ms=1, alpha=0.3)
@@ -60,8 +65,14 @@ def figure_entropy(ctx: RunContext, ent: pd.DataFrame, cfg: AttentionDiffusionMa
 
 def figure_coords(ctx: RunContext, coords: dict) -> None:
     fig, axes = new_figure(ncols=3, width=12)
-    for ax, (key, title) in zip(axes, (("circle", "circle: (φ₁, φ₂) coloured by θ"), ("roll", "Swiss roll: (φ₁, φ₂) "
-        "coloured by t"), ("raw", "Swiss roll without the norm correction"))):
+    for ax, (key, title) in zip(
+        axes,
+        (
+            ("circle", "circle: (φ₁, φ₂) coloured by θ"),
+            ("roll", "Swiss roll: (φ₁, φ₂) coloured by t"),
+            ("raw", "Swiss roll without the norm correction"),
+        ),
+    ):
         phi, c = coords[key]
         ax.scatter(phi[:, 0].numpy(), phi[:, 1].numpy(), c=c.numpy(), s=4, cmap="viridis")
         ax.set_xlabel("φ₁")

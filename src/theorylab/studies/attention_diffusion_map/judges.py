@@ -26,31 +26,46 @@ IDENTITY = "Identity check (a code check of our operators, not evidence for the 
 claims = Claims("attention-diffusion-map")
 
 
-S_ROW = (IDENTITY + "every attention operator P is row-stochastic (rows sum to 1 within 2nε, two n-term float64 sums; "
-                    "entries > 0); its stationary law π is >= 0, "
-         "sums to 1 within 2nε and satisfies πP = π within the eigensolver's backward error nε‖P‖_F‖π‖₂ + nε·max π.")
+S_ROW = (
+    IDENTITY + "every attention operator P is row-stochastic (rows sum to 1 within 2nε, two n-term float64 sums; "
+    "entries > 0); its stationary law π is >= 0, "
+    "sums to 1 within 2nε and satisfies πP = π within the eigensolver's backward error nε‖P‖_F‖π‖₂ + nε·max π."
+)
 
 
 @claims.add("row-stochastic", S_ROW, REF + ", attention as a Markov operator")
 def judge_row(res, v) -> Verdict:
     t = res.table("operators")
     rows, pis, fixed, tol_rows, tol_pi, min_entry, pi_min = _cols(
-        v, t, "row_sum_error", "pi_sum_error", "pi_fixed_error", "tol_rows", "tol_pi", "min_entry", "pi_min")
+        v, t, "row_sum_error", "pi_sum_error", "pi_fixed_error", "tol_rows", "tol_pi", "min_entry", "pi_min"
+    )
     ratios = pd.concat([rows / tol_rows, pis / tol_rows, fixed / tol_pi])
     worst = float(ratios.max())
     ok = worst <= 1 and float(min_entry.min()) > 0 and float(pi_min.min()) >= 0
-    detail = (f"{len(t)} operators: row sums {t['row_sum_error'].max():.1e} (tolerance 2nε = "
-              f"{t['tol_rows'].min():.1e}), min entry {t['min_entry'].min():.1e}, "
-              f"π sum {t['pi_sum_error'].max():.1e}, |πP − π| {t['pi_fixed_error'].max():.1e} (tolerance >= "
-              f"{t['tol_pi'].min():.1e}); worst residual/tolerance {worst:.2g}")
-    return v.judged(ok, worst, "residual/tolerance <= 1", 1.0, detail, departures=_tolerance_departures([
-        (rows, tol_rows, 1e-12, "row sum"), (pis, tol_rows, 1e-12, "π sum"), (fixed, tol_pi, 1e-12, "|πP − π|")]))
+    detail = (
+        f"{len(t)} operators: row sums {t['row_sum_error'].max():.1e} (tolerance 2nε = "
+        f"{t['tol_rows'].min():.1e}), min entry {t['min_entry'].min():.1e}, "
+        f"π sum {t['pi_sum_error'].max():.1e}, |πP − π| {t['pi_fixed_error'].max():.1e} (tolerance >= "
+        f"{t['tol_pi'].min():.1e}); worst residual/tolerance {worst:.2g}"
+    )
+    return v.judged(
+        ok,
+        worst,
+        "residual/tolerance <= 1",
+        1.0,
+        detail,
+        departures=_tolerance_departures(
+            [(rows, tol_rows, 1e-12, "row sum"), (pis, tol_rows, 1e-12, "π sum"), (fixed, tol_pi, 1e-12, "|πP − π|")]
+        ),
+    )
 
 
-S_TIED = (IDENTITY + "tied QK (M = βI): on a sphere P equals the Gaussian random walk with ε = 2√d/β, and for unequal "
-                     "norms P = rownorm(K_gauss diag(w)), w_j = exp(β|x_j|²/(2√d)), "
-          "to a relative 8dε·β·max‖x‖²/√d + 4nε (the exponents' and the normalisers' float64 rounding); the wrong "
-          "bandwidth √d/β misses by > 1e-3.")
+S_TIED = (
+    IDENTITY + "tied QK (M = βI): on a sphere P equals the Gaussian random walk with ε = 2√d/β, and for unequal "
+    "norms P = rownorm(K_gauss diag(w)), w_j = exp(β|x_j|²/(2√d)), "
+    "to a relative 8dε·β·max‖x‖²/√d + 4nε (the exponents' and the normalisers' float64 rounding); the wrong "
+    "bandwidth √d/β misses by > 1e-3."
+)
 
 
 @claims.add("tied-qk-is-dmap", S_TIED, REF + ", tied QK = diffusion map (Coifman-Lafon normalisation)")
@@ -58,49 +73,79 @@ def judge_tied(res, v) -> Verdict:
     t = res.table("tied").set_index("case")
     err, tol, _, wrong_col = _cols(v, t, "error", "tolerance", "plain_random_walk_error", "wrong_bandwidth_error")
     worst = float((err / tol).max())
-    sphere_plain = float(t.loc["sphere (equal norms)", "plain_random_walk_error"] / t.loc["sphere (equal norms)",
-        "tolerance"])
+    sphere_plain = float(
+        t.loc["sphere (equal norms)", "plain_random_walk_error"] / t.loc["sphere (equal norms)", "tolerance"]
+    )
     wrong = float(wrong_col.min())
     ok = worst <= 1 and sphere_plain <= 1 and wrong > 1e-3
-    detail = (f"max relative error {t['error'].max():.1e} (tolerance {t['tolerance'].min():.1e}); sphere vs plain "
-              f"random walk {t.loc['sphere (equal norms)', 'plain_random_walk_error']:.1e}; "
-              f"wrong bandwidth {wrong:.2g}; unequal norms vs plain random walk "
-              f"{t['plain_random_walk_error'].max():.2g} (the weights matter)")
-    return v.judged(ok, worst, "error/tolerance <= 1", 1.0, detail, departures=_tolerance_departures([
-        (err, tol, 1e-12, "relative error")]))
+    detail = (
+        f"max relative error {t['error'].max():.1e} (tolerance {t['tolerance'].min():.1e}); sphere vs plain "
+        f"random walk {t.loc['sphere (equal norms)', 'plain_random_walk_error']:.1e}; "
+        f"wrong bandwidth {wrong:.2g}; unequal norms vs plain random walk "
+        f"{t['plain_random_walk_error'].max():.2g} (the weights matter)"
+    )
+    return v.judged(
+        ok,
+        worst,
+        "error/tolerance <= 1",
+        1.0,
+        detail,
+        departures=_tolerance_departures([(err, tol, 1e-12, "relative error")]),
+    )
 
 
-S_SPLIT = (IDENTITY + "bidivergence split (our form): s_ij = −B_ij + ½s_ii + ½s_jj + a_ij with B_ij = ½(x_i − "
-                      "x_j)ᵀS(x_i − x_j)/√d, and its row-softmax reproduces P, "
-           "both within the float64 rounding of the scores (8r and 16r + 2nε, r = d²ε·max‖x‖²·‖M‖_F/√d).")
+S_SPLIT = (
+    IDENTITY + "bidivergence split (our form): s_ij = −B_ij + ½s_ii + ½s_jj + a_ij with B_ij = ½(x_i − "
+    "x_j)ᵀS(x_i − x_j)/√d, and its row-softmax reproduces P, "
+    "both within the float64 rounding of the scores (8r and 16r + 2nε, r = d²ε·max‖x‖²·‖M‖_F/√d)."
+)
 
 
 @claims.add("bidivergence-split", S_SPLIT, REF + ", bidivergence decomposition (our form)")
 def judge_split(res, v) -> Verdict:
     t = res.table("operators")
-    split, tol_split, soft, tol_soft = _cols(v, t, "split_error", "tol_split", "split_softmax_error",
-                                             "tol_split_softmax")
+    split, tol_split, soft, tol_soft = _cols(
+        v, t, "split_error", "tol_split", "split_softmax_error", "tol_split_softmax"
+    )
     worst = float(max((split / tol_split).max(), (soft / tol_soft).max()))
-    return v.judged(worst <= 1, worst, "residual/tolerance <= 1", 1.0, f"identity {t['split_error'].max():.1e} "
+    return v.judged(
+        worst <= 1,
+        worst,
+        "residual/tolerance <= 1",
+        1.0,
+        f"identity {t['split_error'].max():.1e} "
         f"(tolerance {t['tol_split'].min():.1e}), softmax {t['split_softmax_error'].max():.1e} "
-                    f"(tolerance {t['tol_split_softmax'].min():.1e}) over {len(t)} draws",
-                    departures=_tolerance_departures([(split, tol_split, 1e-12, "identity residual"),
-                                                      (soft, tol_soft, 1e-12, "softmax residual")]))
+        f"(tolerance {t['tol_split_softmax'].min():.1e}) over {len(t)} draws",
+        departures=_tolerance_departures(
+            [(split, tol_split, 1e-12, "identity residual"), (soft, tol_soft, 1e-12, "softmax residual")]
+        ),
+    )
 
 
-S_EQ = (IDENTITY + "with A = 0 the chain is reversible: detailed balance max|π_iP_ij − π_jP_ji| and σ within the "
-                   "float64 error of π (eigensolver backward error "
-        "nε‖P‖_F‖π‖₂ + nε·max π, times max P; σ is second order in it), and by Bauer-Fike the eigenvalues of P are "
-        "real (|Im| <= nε‖P‖_F·sqrt(π_max/π_min)), "
-        "in [−1, 1], with the top one equal to 1, to that tolerance.")
+S_EQ = (
+    IDENTITY + "with A = 0 the chain is reversible: detailed balance max|π_iP_ij − π_jP_ji| and σ within the "
+    "float64 error of π (eigensolver backward error "
+    "nε‖P‖_F‖π‖₂ + nε·max π, times max P; σ is second order in it), and by Bauer-Fike the eigenvalues of P are "
+    "real (|Im| <= nε‖P‖_F·sqrt(π_max/π_min)), "
+    "in [−1, 1], with the top one equal to 1, to that tolerance."
+)
 
 
 @claims.add("equilibrium-when-symmetric", S_EQ, REF + ", detailed balance for symmetric M")
 def judge_equilibrium(res, v) -> Verdict:
     t = res.table("operators")
     db, tol_db, sigma, tol_sigma, imag, tol_eig, max_abs, top = _cols(
-        v, t, "detailed_balance", "tol_detailed_balance", "sigma_symmetric", "tol_sigma", "eig_imag_symmetric",
-        "tol_eig", "eig_max_abs", "eig_top")
+        v,
+        t,
+        "detailed_balance",
+        "tol_detailed_balance",
+        "sigma_symmetric",
+        "tol_sigma",
+        "eig_imag_symmetric",
+        "tol_eig",
+        "eig_max_abs",
+        "eig_top",
+    )
     ratios = {
         "detailed balance": (db / tol_db).max(),
         "σ": (sigma.abs() / tol_sigma).max(),
@@ -109,15 +154,28 @@ def judge_equilibrium(res, v) -> Verdict:
         "|top λ − 1|": ((top - 1).abs() / tol_eig).max(),
     }
     worst = float(max(ratios.values()))
-    detail = (f"detailed balance {t['detailed_balance'].max():.1e} (tolerance >= "
-              f"{t['tol_detailed_balance'].min():.1e}); σ {t['sigma_symmetric'].abs().max():.1e}; "
-              f"|Im λ| {t['eig_imag_symmetric'].max():.1e}; max|λ| {t['eig_max_abs'].max():.12f}; top λ − 1 "
-              f"{(t['eig_top'] - 1).abs().max():.1e} "
-              f"(eigenvalue tolerance >= {t['tol_eig'].min():.1e}); residual/tolerance: " + ", ".join(
-                  f"{k} {r:.2g}" for k, r in ratios.items()))
-    return v.judged(worst <= 1, worst, "residual/tolerance <= 1", 1.0, detail, departures=_tolerance_departures([
-        (db, tol_db, 1e-14, "detailed balance"), (sigma.abs(), tol_sigma, 1e-12, "σ"),
-        (imag, tol_eig, 1e-10, "|Im λ|")]))
+    detail = (
+        f"detailed balance {t['detailed_balance'].max():.1e} (tolerance >= "
+        f"{t['tol_detailed_balance'].min():.1e}); σ {t['sigma_symmetric'].abs().max():.1e}; "
+        f"|Im λ| {t['eig_imag_symmetric'].max():.1e}; max|λ| {t['eig_max_abs'].max():.12f}; top λ − 1 "
+        f"{(t['eig_top'] - 1).abs().max():.1e} "
+        f"(eigenvalue tolerance >= {t['tol_eig'].min():.1e}); residual/tolerance: "
+        + ", ".join(f"{k} {r:.2g}" for k, r in ratios.items())
+    )
+    return v.judged(
+        worst <= 1,
+        worst,
+        "residual/tolerance <= 1",
+        1.0,
+        detail,
+        departures=_tolerance_departures(
+            [
+                (db, tol_db, 1e-14, "detailed balance"),
+                (sigma.abs(), tol_sigma, 1e-12, "σ"),
+                (imag, tol_eig, 1e-10, "|Im λ|"),
+            ]
+        ),
+    )
 
 
 S_NESS = (
@@ -129,12 +187,19 @@ S_NESS = (
 @claims.add("ness-quadratic", S_NESS, REF + ", skew part drives a NESS")
 def judge_ness(res, v) -> Verdict:
     t = res.table("entropy")
-    slopes = [float(np.polyfit(np.log(g["eta"]), np.log(g["sigma"]), 1)[0]) for _, g in t.groupby("draw") if (g[
-        "sigma"] > 0).all()]
+    slopes = [
+        float(np.polyfit(np.log(g["eta"]), np.log(g["sigma"]), 1)[0])
+        for _, g in t.groupby("draw")
+        if (g["sigma"] > 0).all()
+    ]
     v.column(t, "sigma")
     imag = float(v.column(res.table("operators"), "eig_imag_eta1").min())
-    ok = bool((t["sigma"] > 0).all()) and len(slopes) == t["draw"].nunique() and all(
-        1.9 <= s <= 2.1 for s in slopes) and imag >= 1e-3
+    ok = (
+        bool((t["sigma"] > 0).all())
+        and len(slopes) == t["draw"].nunique()
+        and all(1.9 <= s <= 2.1 for s in slopes)
+        and imag >= 1e-3
+    )
     detail = (
         f"slopes {', '.join(f'{s:.3f}' for s in slopes)}; min σ {t['sigma'].min():.2e}; smallest max|Im λ| at η = 1: "
         f"{imag:.2e}"
@@ -142,39 +207,59 @@ def judge_ness(res, v) -> Verdict:
     return v.judged(ok, float(np.median(slopes)) if slopes else None, "[1.9, 2.1]", 0.1, detail)
 
 
-S_POE = (IDENTITY + "P ⊙ Pᵀ is exactly symmetric (IEEE products commute) and equals D_Z⁻¹ exp(2XSXᵀ/√d) D_Z⁻¹ to a "
-                    "relative 8r + 8nε "
-         "(r = d²ε·max‖x‖²·‖M‖_F/√d, the float64 rounding of one score; nε from the softmax normalisers); exp(s + sᵀ) "
-         "does not change when A is replaced (within 8r).")
+S_POE = (
+    IDENTITY + "P ⊙ Pᵀ is exactly symmetric (IEEE products commute) and equals D_Z⁻¹ exp(2XSXᵀ/√d) D_Z⁻¹ to a "
+    "relative 8r + 8nε "
+    "(r = d²ε·max‖x‖²·‖M‖_F/√d, the float64 rounding of one score; nε from the softmax normalisers); exp(s + sᵀ) "
+    "does not change when A is replaced (within 8r)."
+)
 
 
 @claims.add("poe-symmetric", S_POE, REF + ", product-of-experts symmetrisation (our form)")
 def judge_poe(res, v) -> Verdict:
     t = res.table("operators")
-    formula, tol_poe, blind, tol_blind, asym = _cols(v, t, "poe_formula_error", "tol_poe", "poe_a_blind_error",
-                                                     "tol_poe_blind", "poe_asymmetry")
+    formula, tol_poe, blind, tol_blind, asym = _cols(
+        v, t, "poe_formula_error", "tol_poe", "poe_a_blind_error", "tol_poe_blind", "poe_asymmetry"
+    )
     worst = float(max((formula / tol_poe).max(), (blind / tol_blind).max()))
     ok = asym.max() == 0 and worst <= 1
-    detail = (f"asymmetry {t['poe_asymmetry'].max():.1e}; formula {t['poe_formula_error'].max():.1e} (tolerance "
-              f"{t['tol_poe'].min():.1e}); "
-              f"A-blindness {t['poe_a_blind_error'].max():.1e} (tolerance {t['tol_poe_blind'].min():.1e}); worst "
-              f"residual/tolerance {worst:.2g}")
-    return v.judged(bool(ok), worst, "residual/tolerance <= 1", 1.0, detail, departures=_tolerance_departures([
-        (asym, 0.0, 1e-15, "asymmetry"), (formula, tol_poe, 1e-12, "formula residual"),
-        (blind, tol_blind, 1e-12, "A-blindness residual")]))
+    detail = (
+        f"asymmetry {t['poe_asymmetry'].max():.1e}; formula {t['poe_formula_error'].max():.1e} (tolerance "
+        f"{t['tol_poe'].min():.1e}); "
+        f"A-blindness {t['poe_a_blind_error'].max():.1e} (tolerance {t['tol_poe_blind'].min():.1e}); worst "
+        f"residual/tolerance {worst:.2g}"
+    )
+    return v.judged(
+        bool(ok),
+        worst,
+        "residual/tolerance <= 1",
+        1.0,
+        detail,
+        departures=_tolerance_departures(
+            [
+                (asym, 0.0, 1e-15, "asymmetry"),
+                (formula, tol_poe, 1e-12, "formula residual"),
+                (blind, tol_blind, 1e-12, "A-blindness residual"),
+            ]
+        ),
+    )
 
 
-S_MAN = ("Tied-QK attention with the per-key norm correction at the prescribed ε recovers intrinsic coordinates: both "
-         "canonical correlations of (φ₁, φ₂) with (cos θ, sin θ) on the circle >= 0.98, "
-         "|Spearman(φ₁, t)| >= 0.95 on the Swiss roll; at 16x that ε the Swiss-roll Spearman drops below 0.5 (the test "
-         "is sensitive to the bandwidth).")
+S_MAN = (
+    "Tied-QK attention with the per-key norm correction at the prescribed ε recovers intrinsic coordinates: both "
+    "canonical correlations of (φ₁, φ₂) with (cos θ, sin θ) on the circle >= 0.98, "
+    "|Spearman(φ₁, t)| >= 0.95 on the Swiss roll; at 16x that ε the Swiss-roll Spearman drops below 0.5 (the test "
+    "is sensitive to the bandwidth)."
+)
 
 
 @claims.add("manifold-coordinates", S_MAN, REF + ", diffusion coordinates from attention")
 def judge_manifolds(res, v) -> Verdict:
     t = res.table("manifolds").set_index("measure")["value"]
-    cc = min(v.finite(t["canonical correlation 1"], "canonical correlation 1"),
-             v.finite(t["canonical correlation 2"], "canonical correlation 2"))
+    cc = min(
+        v.finite(t["canonical correlation 1"], "canonical correlation 1"),
+        v.finite(t["canonical correlation 2"], "canonical correlation 2"),
+    )
     roll = v.finite(t["|spearman(phi1, t)|"], "Swiss-roll |Spearman|")
     control = v.finite(t[[m for m in t.index if "control" in m][0]], "control |Spearman|")
     raw = t[[m for m in t.index if "without" in m][0]]
@@ -186,28 +271,66 @@ def judge_manifolds(res, v) -> Verdict:
     return v.judged(bool(ok), float(min(cc, roll)), ">= 0.98 / 0.95", None, detail)
 
 
-S_MAG = ("Partly an identity check (a code check, not evidence for the paper): the magnetic Laplacian is Hermitian to "
-         "the rounding of its symmetric kernel and antisymmetric phases, "
-         "λ_min >= −4(n+4)ε·λ_max (eigvalsh is backward stable), at η = 0 it is the graph Laplacian of K_s, and "
-         "pure-gauge phases leave its spectrum unchanged, both to 4(n+4)ε relative; "
-         "measured: generic skew phases (η = 0.1) give λ_min >= 1e-3·λ_max (frustration).")
+S_MAG = (
+    "Partly an identity check (a code check, not evidence for the paper): the magnetic Laplacian is Hermitian to "
+    "the rounding of its symmetric kernel and antisymmetric phases, "
+    "λ_min >= −4(n+4)ε·λ_max (eigvalsh is backward stable), at η = 0 it is the graph Laplacian of K_s, and "
+    "pure-gauge phases leave its spectrum unchanged, both to 4(n+4)ε relative; "
+    "measured: generic skew phases (η = 0.1) give λ_min >= 1e-3·λ_max (frustration)."
+)
 
 
-@claims.add("magnetic-gauge", S_MAG, REF + ", magnetic Laplacian (our form)", departures=[
-    "S and A₀ entries N(0, 1/d) (card: N(0, 1)): with unit-variance entries K_s = exp(x_iᵀSx_j/√d) is nearly one-hot"])
+@claims.add(
+    "magnetic-gauge",
+    S_MAG,
+    REF + ", magnetic Laplacian (our form)",
+    departures=[
+        "S and A₀ entries N(0, 1/d) (card: N(0, 1)): with unit-variance entries K_s = exp(x_iᵀSx_j/√d) is nearly "
+        "one-hot"
+    ],
+)
 def judge_magnetic(res, v) -> Verdict:
     t = res.table("magnetic")
     herm, tol_herm, eta0, gauge, tol_spec, lam_min, lam_max, frustration = _cols(
-        v, t, "hermitian_error", "tol_hermitian", "eta0_error", "gauge_error", "tol_spectrum", "lam_min", "lam_max",
-        "frustration")
-    exact = float(max((herm / tol_herm).max(), (eta0 / tol_spec).max(), (gauge / tol_spec).max(),
-                      (-lam_min / (tol_spec * lam_max)).max()))
+        v,
+        t,
+        "hermitian_error",
+        "tol_hermitian",
+        "eta0_error",
+        "gauge_error",
+        "tol_spectrum",
+        "lam_min",
+        "lam_max",
+        "frustration",
+    )
+    exact = float(
+        max(
+            (herm / tol_herm).max(),
+            (eta0 / tol_spec).max(),
+            (gauge / tol_spec).max(),
+            (-lam_min / (tol_spec * lam_max)).max(),
+        )
+    )
     ok = exact <= 1 and frustration.min() >= 1e-3
-    detail = (f"Hermitian {t['hermitian_error'].max():.1e} (tolerance >= {t['tol_hermitian'].min():.1e}); η = 0 vs "
-              f"graph Laplacian {t['eta0_error'].max():.1e}; "
-              f"gauge {t['gauge_error'].max():.1e} (tolerance {t['tol_spectrum'].min():.1e}); identity "
-              f"residual/tolerance {exact:.2g}; "
-              f"λ_min/λ_max at η = {res.config.get('magnetic_skew', 0.1)}: min {t['frustration'].min():.2e}")
-    return v.judged(bool(ok), float(frustration.min()), ">= 1e-3", 1e-3, detail, departures=_tolerance_departures([
-        (herm, tol_herm, 1e-12, "relative Hermitian error"), (eta0, tol_spec, 1e-12, "η = 0 residual"),
-        (gauge, tol_spec, 1e-10, "gauge residual"), (-lam_min / lam_max, tol_spec, 1e-10, "−λ_min/λ_max")]))
+    detail = (
+        f"Hermitian {t['hermitian_error'].max():.1e} (tolerance >= {t['tol_hermitian'].min():.1e}); η = 0 vs "
+        f"graph Laplacian {t['eta0_error'].max():.1e}; "
+        f"gauge {t['gauge_error'].max():.1e} (tolerance {t['tol_spectrum'].min():.1e}); identity "
+        f"residual/tolerance {exact:.2g}; "
+        f"λ_min/λ_max at η = {res.config.get('magnetic_skew', 0.1)}: min {t['frustration'].min():.2e}"
+    )
+    return v.judged(
+        bool(ok),
+        float(frustration.min()),
+        ">= 1e-3",
+        1e-3,
+        detail,
+        departures=_tolerance_departures(
+            [
+                (herm, tol_herm, 1e-12, "relative Hermitian error"),
+                (eta0, tol_spec, 1e-12, "η = 0 residual"),
+                (gauge, tol_spec, 1e-10, "gauge residual"),
+                (-lam_min / lam_max, tol_spec, 1e-10, "−λ_min/λ_max"),
+            ]
+        ),
+    )

@@ -49,14 +49,29 @@ VOCAB = 64  # tokens of the DeepNorm sweep and the gradient profile (random data
 def _deepnorm(cfg: AttentionSensitivityConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     """DeepNet's one-step model update vs depth N and β = (8N)^(−p), and plain post-LN; then the per-layer
     gradient norms at init, pre- vs post-LN."""
-    shape = dict(d_model=cfg.deepnorm_d_model, n_heads=cfg.deepnorm_n_heads, vocab_size=VOCAB, batch=cfg.deepnorm_batch,
-                 length=cfg.deepnorm_length)
-    table = deepnorm_update_sweep(**shape, depths=cfg.deepnorm_n_layers, exponents=cfg.deepnorm_exponents,
-                                  n_seeds=cfg.deepnorm_seeds,
-                                  lr=cfg.deepnorm_lr, init_seed=lambda N, s: ctx.seed(f"dn/init/{N}/{s}"),
-                                  data_generator=lambda s: ctx.generator(f"dn/data/{s}"), progress=ctx.progress)
-    grads = depth_gradient_profile(**shape, depths=cfg.grad_n_layers, init_seed=lambda N: ctx.seed(f"grad/init/{N}"),
-                                   generator=ctx.generator("grad/data"))
+    shape = dict(
+        d_model=cfg.deepnorm_d_model,
+        n_heads=cfg.deepnorm_n_heads,
+        vocab_size=VOCAB,
+        batch=cfg.deepnorm_batch,
+        length=cfg.deepnorm_length,
+    )
+    table = deepnorm_update_sweep(
+        **shape,
+        depths=cfg.deepnorm_n_layers,
+        exponents=cfg.deepnorm_exponents,
+        n_seeds=cfg.deepnorm_seeds,
+        lr=cfg.deepnorm_lr,
+        init_seed=lambda N, s: ctx.seed(f"dn/init/{N}/{s}"),
+        data_generator=lambda s: ctx.generator(f"dn/data/{s}"),
+        progress=ctx.progress,
+    )
+    grads = depth_gradient_profile(
+        **shape,
+        depths=cfg.grad_n_layers,
+        init_seed=lambda N: ctx.seed(f"grad/init/{N}"),
+        generator=ctx.generator("grad/data"),
+    )
     return ctx.table("deepnorm", table), ctx.table("grad_profile", grads)
 
 
@@ -64,10 +79,24 @@ def _theta_training(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.Data
     """θ over training of a GPT-2 (Hugging Face, random init, trained by us), and of a local checkpoint."""
     vocab, stream = char_stream(cfg.lm_corpus)
     table, loss = theta_over_training(
-        stream, len(vocab), layers=cfg.lm_n_layers, width=cfg.lm_d_model, heads=cfg.lm_n_heads, context=cfg.lm_length,
-        batch=cfg.lm_batch, steps=cfg.lm_steps, lr=cfg.lm_lr, log_every=cfg.lm_log_every, min_keys=cfg.min_keys,
-        init_seed=ctx.seed("lm/init"), probe_generator=ctx.generator("lm/probe"), generator=ctx.generator("lm/data"),
-        progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
+        stream,
+        len(vocab),
+        layers=cfg.lm_n_layers,
+        width=cfg.lm_d_model,
+        heads=cfg.lm_n_heads,
+        context=cfg.lm_length,
+        batch=cfg.lm_batch,
+        steps=cfg.lm_steps,
+        lr=cfg.lm_lr,
+        log_every=cfg.lm_log_every,
+        min_keys=cfg.min_keys,
+        init_seed=ctx.seed("lm/init"),
+        probe_generator=ctx.generator("lm/probe"),
+        generator=ctx.generator("lm/data"),
+        progress=ctx.progress,
+        check=ctx.check_finite,
+        device=ctx.device,
+    )
     ctx.table("lm_loss", loss)
     if cfg.lm_local:
         text = resolve_corpus(cfg.lm_corpus)
@@ -82,15 +111,32 @@ def _warmup(cfg: AttentionSensitivityConfig, ctx: RunContext) -> pd.DataFrame:
     seed = ctx.seed("warmup/init")
 
     def model():
-        return ToyTransformer(d_model=cfg.postln_d_model, n_heads=cfg.postln_n_heads, n_layers=cfg.postln_n_layers,
-                              mlp_width=4 * cfg.postln_d_model, vocab_size=len(vocab), causal=True,
-                              positional="learned",
-                              max_len=cfg.postln_length, norm_position="post", seed=seed)
+        return ToyTransformer(
+            d_model=cfg.postln_d_model,
+            n_heads=cfg.postln_n_heads,
+            n_layers=cfg.postln_n_layers,
+            mlp_width=4 * cfg.postln_d_model,
+            vocab_size=len(vocab),
+            causal=True,
+            positional="learned",
+            max_len=cfg.postln_length,
+            norm_position="post",
+            seed=seed,
+        )
 
-    table = warmup_comparison(model, stream, warmups=(0, cfg.postln_warmup_steps), steps=cfg.postln_steps,
-                              batch=cfg.postln_batch, length=cfg.postln_length, lr=cfg.postln_lr,
-                              make_generator=lambda: ctx.generator("warmup/data"), device=ctx.device,
-                              progress=ctx.progress, log=ctx.log)
+    table = warmup_comparison(
+        model,
+        stream,
+        warmups=(0, cfg.postln_warmup_steps),
+        steps=cfg.postln_steps,
+        batch=cfg.postln_batch,
+        length=cfg.postln_length,
+        lr=cfg.postln_lr,
+        make_generator=lambda: ctx.generator("warmup/data"),
+        device=ctx.device,
+        progress=ctx.progress,
+        log=ctx.log,
+    )
     return ctx.table("warmup", table)
 
 
@@ -115,9 +161,16 @@ def run(cfg: AttentionSensitivityConfig, ctx: RunContext) -> None:
         torch.set_num_threads(threads)
         seed = ctx.seed("gain/init")  # a random attention layer (float64, no biases): local gain vs T and its bound
         attn = frozen_attention_layer(cfg.gain_d_model, cfg.gain_n_heads, seed)
-        gain = attention_gain_vs_length(attn, cfg.gain_lengths, eps=cfg.gain_eps, steps=cfg.gain_steps,
-                                        restarts=cfg.gain_restarts, control_restarts=cfg.control_restarts,
-                                        generator=torch.Generator().manual_seed(seed), progress=ctx.progress)
+        gain = attention_gain_vs_length(
+            attn,
+            cfg.gain_lengths,
+            eps=cfg.gain_eps,
+            steps=cfg.gain_steps,
+            restarts=cfg.gain_restarts,
+            control_restarts=cfg.control_restarts,
+            generator=torch.Generator().manual_seed(seed),
+            progress=ctx.progress,
+        )
         figure_gain(ctx, ctx.table("gain", gain))
         torch.set_num_threads(1 if ctx.device.type == "cpu" else threads)
         deepnorm_table, grads = _deepnorm(cfg, ctx)

@@ -27,8 +27,18 @@ def figure_theta(ctx: RunContext, t: pd.DataFrame) -> None:
 def figure_gain(ctx: RunContext, t: pd.DataFrame) -> None:
     fig, ax = new_figure()
     ax.plot(t["T"], t["gain_sequence_l2"], "v:", color=color(2), label="control: output ℓ2 over the sequence")
-    prediction_vs_simulation(ax, t.assign(what="local gain (block-∞/RMS)"), "T", "bound", "gain", group="what",
-                             theory_label="first-order bound (no T)", xlabel="sequence length T", logx=True, logy=True)
+    prediction_vs_simulation(
+        ax,
+        t.assign(what="local gain (block-∞/RMS)"),
+        "T",
+        "bound",
+        "gain",
+        group="what",
+        theory_label="first-order bound (no T)",
+        xlabel="sequence length T",
+        logx=True,
+        logy=True,
+    )
     ax.set_title("random attention layer, tokens at RMS 1", fontsize=8)
     ctx.figure("gain_vs_T", fig)
 
@@ -39,9 +49,19 @@ def figure_deepnorm(ctx: RunContext, t: pd.DataFrame, update: str) -> None:
     plain = t[t["variant"] == "post-LN"].groupby("N")[col].mean()
     ax.plot(plain.index, plain.to_numpy(), "^--", color="k", ms=4, label="plain post-LN")
     means = t[t["variant"] == "deepnorm"].groupby(["p", "N"], as_index=False)[col].mean()
-    prediction_vs_simulation(ax, means, "N", None, col, group="p", label="DeepNorm, β = (8N)^−{group:g}",
-                             xlabel="depth N", ylabel=f"relative output change after one {update} step",
-                             logx=True, logy=True)
+    prediction_vs_simulation(
+        ax,
+        means,
+        "N",
+        None,
+        col,
+        group="p",
+        label="DeepNorm, β = (8N)^−{group:g}",
+        xlabel="depth N",
+        ylabel=f"relative output change after one {update} step",
+        logx=True,
+        logy=True,
+    )
     for i, u in enumerate(("sgd", "sign")):
         s = _slopes(t, f"update_{u}")
         bx.plot(s["p"], s["slope"], "o-", color=color(i), label=f"{u} step" + (" (judged)" if u == update else ""))
@@ -71,7 +91,8 @@ def figure_theta_training(ctx: RunContext, t: pd.DataFrame) -> None:
 def figure_grad(ctx: RunContext, t: pd.DataFrame) -> None:
     fig, axes = new_figure(ncols=2, width=8.4)
     for ax, (position, g) in zip(np.atleast_1d(axes), t.assign(layer=t["layer"] + 1).groupby("norm_position")):
-        prediction_vs_simulation(ax, g, "layer", None, "grad_norm", group="N", label="N = {group}",
-                                 ylabel="gradient norm at init", logy=True)
+        prediction_vs_simulation(
+            ax, g, "layer", None, "grad_norm", group="N", label="N = {group}", ylabel="gradient norm at init", logy=True
+        )
         ax.set_title(f"{position}-LN", fontsize=8)
     ctx.figure("grad_profile", fig)

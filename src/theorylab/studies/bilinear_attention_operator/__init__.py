@@ -44,8 +44,13 @@ def _convention(cfg: BilinearOperatorConfig, ctx: RunContext) -> pd.DataFrame:
     """Every head's logits from M against the module itself: ours (causal or not, with biases), GPT-2, BERT."""
     tokens = torch.randint(0, 50, (2, 12), generator=ctx.generator("convention/tokens"))
     seeds = {k: ctx.seed(f"convention/{k}") for k in CONVENTION_MODELS}
-    table = convention_check(cfg.hf_d_model, cfg.hf_n_layers, tokens, seeds,
-                             {k: ctx.generator(f"convention/bias/{k}") for k in CONVENTION_MODELS})
+    table = convention_check(
+        cfg.hf_d_model,
+        cfg.hf_n_layers,
+        tokens,
+        seeds,
+        {k: ctx.generator(f"convention/bias/{k}") for k in CONVENTION_MODELS},
+    )
     ctx.table("convention", table)
     return table
 
@@ -54,12 +59,21 @@ def _pair(cfg: BilinearOperatorConfig, ctx: RunContext) -> tuple[pd.DataFrame, p
     """An encoder (masked LM, bidirectional) and a decoder (causal LM) of the same size on the same text."""
     vocab, stream = char_stream(cfg.corpus)
     track, finals = train_encoder_decoder_pairs(
-        stream, len(vocab), width=cfg.pair_d_model, heads=cfg.pair_n_heads, layers=cfg.pair_n_layers,
-        context=cfg.pair_length, batch=cfg.pair_batch, steps=cfg.pair_steps, lr=cfg.pair_lr,
+        stream,
+        len(vocab),
+        width=cfg.pair_d_model,
+        heads=cfg.pair_n_heads,
+        layers=cfg.pair_n_layers,
+        context=cfg.pair_length,
+        batch=cfg.pair_batch,
+        steps=cfg.pair_steps,
+        lr=cfg.pair_lr,
         log_every=cfg.pair_log_every,
         init_seeds=[ctx.seed(f"pair/init/{seed}") for seed in range(cfg.pair_seeds)],
-        data_generator=lambda seed, kind: ctx.generator(f"pair/data/{seed}/{kind}"), device=ctx.device,
-        progress=ctx.progress, check=ctx.check_finite,
+        data_generator=lambda seed, kind: ctx.generator(f"pair/data/{seed}/{kind}"),
+        device=ctx.device,
+        progress=ctx.progress,
+        check=ctx.check_finite,
     )
     ctx.table("pair_tracking", track)
     return track, pd.DataFrame(finals)

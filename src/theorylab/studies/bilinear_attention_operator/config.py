@@ -22,8 +22,9 @@ from theorylab.data.text import check_corpus
 
 
 class BilinearOperatorConfig(StudyConfig):
-    random_models: Draws = Field(64, description="random-init one-layer ToyTransformers of the null (card: 64 x 4 "
-        "heads)")
+    random_models: Draws = Field(
+        64, description="random-init one-layer ToyTransformers of the null (card: 64 x 4 heads)"
+    )
     d_model: DModel = Field(128, description="width d of the random and tied models")
     n_heads: NHeads = Field(4, description="heads per layer (d_h = d / heads)")
     tied_models: Draws = Field(8, description="tied-QK models (W_q = W_k)")
@@ -38,23 +39,32 @@ class BilinearOperatorConfig(StudyConfig):
     pair_lr: LearningRate = Field(1e-3, description="AdamW learning rate")
     pair_seeds: Seeds = Field(1, description="encoder/decoder pairs (card, paper: 3)")
     pair_log_every: Every = Field(50, description="operator scores are logged every this many steps")
-    corpus: Corpus = Field("stdlib", min_length=1, description="character-level text: 'stdlib' (prose of Python's own "
-        "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file")
+    corpus: Corpus = Field(
+        "stdlib",
+        min_length=1,
+        description="character-level text: 'stdlib' (prose of Python's own "
+        "docstrings, 1.1 MB), 'kjv' (Debian's bible-kjv, 4.4 MB) or a local plain-text file",
+    )
 
     @model_validator(mode="after")
     def _checks(self) -> "BilinearOperatorConfig":
         check_corpus("corpus", self.corpus)
-        for width, heads, name in ((self.d_model, self.n_heads, "d_model"), (self.hf_d_model, 4, "hf_d_model"), (
-            self.pair_d_model,
-            self.pair_n_heads, "pair_d_model")):
+        for width, heads, name in (
+            (self.d_model, self.n_heads, "d_model"),
+            (self.hf_d_model, 4, "hf_d_model"),
+            (self.pair_d_model, self.pair_n_heads, "pair_d_model"),
+        ):
             if width % heads:
                 raise ValueError(f"'{name}' ({width}) must be a multiple of its head count ({heads})")
         return self
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~20 s: 256 random heads (d = 128), tied models, random-init BERT/GPT-2 "
-                                "convention checks, a 300-step encoder/decoder pair (descriptive)"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~20 s: 256 random heads (d = 128), tied models, random-init BERT/GPT-2 "
+        "convention checks, a 300-step encoder/decoder pair (descriptive)",
+    ),
     "cpu": Preset.of(
         "cpu",
         "CPU, ~8 min of one core: claims 6-7 on one encoder/decoder pair at d = 64, 2 layers, 4 heads, 4000 steps "
@@ -66,8 +76,11 @@ PRESETS = {
         "paper",
         "GPU: encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
         pair_d_model=(256, "card"),
-        corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
-                       "or a local text file)"),
+        corpus=(
+            "kjv",
+            "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set corpus=stdlib "
+            "or a local text file)",
+        ),
         pair_n_layers=(4, "card"),
         pair_steps=(20_000, "card"),
         pair_seeds=(3, "card"),

@@ -21,8 +21,11 @@ def figure_scatter(ctx: RunContext, heads: pd.DataFrame) -> None:
     null = heads[heads["family"] == "random init"]
     s_lo, s_hi = null["symmetry"].quantile([0.025, 0.975])
     d_lo, d_hi = null["directionality"].quantile([0.025, 0.975])
-    ax.add_patch(__import__("matplotlib").patches.Rectangle((s_lo, d_lo), s_hi - s_lo, d_hi - d_lo, color="0.85",
-                                                            zorder=0, label="random init, 95%"))
+    ax.add_patch(
+        __import__("matplotlib").patches.Rectangle(
+            (s_lo, d_lo), s_hi - s_lo, d_hi - d_lo, color="0.85", zorder=0, label="random init, 95%"
+        )
+    )
     for i, (family, g) in enumerate(heads.groupby("family", sort=False)):
         ax.plot(g["symmetry"], g["directionality"], "o", ms=3, alpha=0.6, color=color(i), label=family)
     ax.set(xlabel="symmetry score ‖S‖²/‖M‖²", ylabel="directionality score")
@@ -85,8 +88,15 @@ def figure_layers(ctx: RunContext, heads: pd.DataFrame) -> None:
     for a, col in ((ax, "symmetry"), (bx, "directionality")):
         for i, (kind, g) in enumerate(trained.groupby("family")):
             by = g.groupby("layer")[col].agg(["mean", "min", "max"])
-            a.errorbar(by.index + 0.1 * i, by["mean"], yerr=[by["mean"] - by["min"], by["max"] - by["mean"]], fmt="o-",
-                       capsize=2, color=color(i), label=kind)
+            a.errorbar(
+                by.index + 0.1 * i,
+                by["mean"],
+                yerr=[by["mean"] - by["min"], by["max"] - by["mean"]],
+                fmt="o-",
+                capsize=2,
+                color=color(i),
+                label=kind,
+            )
         a.axhspan(*null[col].quantile([0.025, 0.975]), color="0.85", zorder=0, label="random init, 95%")
         a.set(xlabel="layer", ylabel=f"{col} score")
         a.legend(fontsize=7)

@@ -19,10 +19,15 @@ PAIR_STEPS_FOR_CLAIMS = 20_000  # the card's steps
 # declared on the claims, and below CPU_PAIR_STEPS the training is too short to judge at all (the quick preset's 300).
 CPU_PAIR_STEPS = 4_000
 PAIR_SIZE = [
-    Departure.field_value("pair_steps", PAIR_STEPS_FOR_CLAIMS, "cpu preset: two 20k-step models take ~40 min of one "
-                          "core; 4000 steps each fit 10 min (the card's 20k: paper preset)"),
-    Departure.field_value("pair_d_model", 256, "cpu preset: a d = 64 pair fits a CPU (the card's d = 256: paper "
-                          "preset)"),
+    Departure.field_value(
+        "pair_steps",
+        PAIR_STEPS_FOR_CLAIMS,
+        "cpu preset: two 20k-step models take ~40 min of one "
+        "core; 4000 steps each fit 10 min (the card's 20k: paper preset)",
+    ),
+    Departure.field_value(
+        "pair_d_model", 256, "cpu preset: a d = 64 pair fits a CPU (the card's d = 256: paper preset)"
+    ),
     Departure.field_value("pair_n_layers", 4, "cpu preset: 2 layers (the card's 4: paper preset)"),
     Departure.field_value("pair_seeds", 3, "one encoder/decoder pair (the card's 3: paper preset)"),
 ]
@@ -38,11 +43,13 @@ def _tolerance_departures(checks: list[tuple[pd.Series, pd.Series | float, float
     return tolerance_departures(checks, "our bound")
 
 
-S_LOGITS = ("Convention check (a code check of our extraction, not evidence for the paper): for every head of "
-            "random-init ToyTransformers (with biases, causal and not) "
-            "and of random-init Hugging Face GPT-2 (Conv1D) and BERT, x M xᵀ (+ the query bias's key term) reproduces "
-            "the module's logits to 1e-5 relative (float32); "
-            "M transposed misses by >= 1e-2.")
+S_LOGITS = (
+    "Convention check (a code check of our extraction, not evidence for the paper): for every head of "
+    "random-init ToyTransformers (with biases, causal and not) "
+    "and of random-init Hugging Face GPT-2 (Conv1D) and BERT, x M xᵀ (+ the query bias's key term) reproduces "
+    "the module's logits to 1e-5 relative (float32); "
+    "M transposed misses by >= 1e-2."
+)
 
 
 @claims.add("logits-match-operator", S_LOGITS, REF + ", score(i, j) = x_iᵀ M x_j")
@@ -53,14 +60,18 @@ def judge_logits(res, v) -> Verdict:
     worst = float(real["rel_error"].max())
     ctrl_min = float(ctrl.groupby("model")["rel_error"].max().min()) if len(ctrl) else math.nan
     ok = worst <= 1e-5 and ctrl_min >= 1e-2
-    detail = "; ".join(f"{m}: {g['rel_error'].max():.1e} over {len(g)} heads" for m, g in real.groupby(
-        "model")) + f"; transposed M: >= {ctrl_min:.2f} (worst head per model)"
+    detail = (
+        "; ".join(f"{m}: {g['rel_error'].max():.1e} over {len(g)} heads" for m, g in real.groupby("model"))
+        + f"; transposed M: >= {ctrl_min:.2f} (worst head per model)"
+    )
     return v.judged(ok, worst, "<= 1e-5", 1e-5, detail)
 
 
-S_SPLIT = (IDENTITY + "M = S + A with ‖M‖² = ‖S‖² + ‖A‖² (relative), ⟨S, A⟩ <= tol·‖M‖² and |xᵀAx| <= tol·‖x‖²‖M‖ on "
-                      "every head, "
-           "with tol = d²ε (the float64 rounding bound of a d²-term sum; 3.6e-12 at d = 128).")
+S_SPLIT = (
+    IDENTITY + "M = S + A with ‖M‖² = ‖S‖² + ‖A‖² (relative), ⟨S, A⟩ <= tol·‖M‖² and |xᵀAx| <= tol·‖x‖²‖M‖ on "
+    "every head, "
+    "with tol = d²ε (the float64 rounding bound of a d²-term sum; 3.6e-12 at d = 128)."
+)
 
 
 @claims.add("split-exact", S_SPLIT, REF + ", symmetric and skew parts (exact)")
@@ -69,12 +80,22 @@ def judge_split(res, v) -> Verdict:
     split, cross, quad, tol = (v.column(t, c) for c in ("split_error", "cross", "quad_form", "tolerance"))
     ratio = t[["split_error", "cross", "quad_form"]].max(axis=1) / t["tolerance"]
     worst = float(ratio.max())
-    return v.judged(worst <= 1, worst, "residual/d²ε <= 1", 1.0, f"{len(t)} heads: split {t['split_error'].max():.1e}, "
+    return v.judged(
+        worst <= 1,
+        worst,
+        "residual/d²ε <= 1",
+        1.0,
+        f"{len(t)} heads: split {t['split_error'].max():.1e}, "
         f"<S, A> {t['cross'].max():.1e}, xᵀAx {t['quad_form'].max():.1e} "
-                    f"(tolerance d²ε >= {t['tolerance'].min():.1e}); worst residual/tolerance {worst:.2g}",
-                    departures=_tolerance_departures([(split, tol, 1e-12, "relative split residual"),
-                                                      (cross, tol, 1e-12, "<S, A>/‖M‖²"),
-                                                      (quad, tol, 1e-12, "|xᵀAx|/(‖x‖²‖M‖)")]))
+        f"(tolerance d²ε >= {t['tolerance'].min():.1e}); worst residual/tolerance {worst:.2g}",
+        departures=_tolerance_departures(
+            [
+                (split, tol, 1e-12, "relative split residual"),
+                (cross, tol, 1e-12, "<S, A>/‖M‖²"),
+                (quad, tol, 1e-12, "|xᵀAx|/(‖x‖²‖M‖)"),
+            ]
+        ),
+    )
 
 
 S_NULL = (
@@ -90,15 +111,23 @@ def judge_null(res, v) -> Verdict:
     s, dmean = float(v.column(null, "symmetry").mean()), float(v.column(null, "directionality").mean())
     theory = 0.5 + 1 / (2 * int(null["d"].iloc[0]))
     ok = 0.48 <= s <= 0.53 and abs(dmean) <= 0.15
-    return v.judged(ok, s, "in [0.48, 0.53]", None, f"{len(null)} heads: mean s {s:.4f} (theory {theory:.4f}, SD "
-                                                    f"{null['symmetry'].std():.4f}); mean d {dmean:+.4f} (SD "
-                                                    f"{null['directionality'].std():.3f})")
+    return v.judged(
+        ok,
+        s,
+        "in [0.48, 0.53]",
+        None,
+        f"{len(null)} heads: mean s {s:.4f} (theory {theory:.4f}, SD "
+        f"{null['symmetry'].std():.4f}); mean d {dmean:+.4f} (SD "
+        f"{null['directionality'].std():.3f})",
+    )
 
 
-S_TIED = (IDENTITY + "with W_q = W_k: s = 1 and the rotation content is 0 to d²ε (the null space's eigenvalues come "
-                     "out of the eigensolver at ~1e-17 with arbitrary phases), "
-          "d = 0 to d²ε times the score's condition number d·max norm/(norm excess), and S is PSD with exactly d_h "
-          "positive and d − d_h zero eigenvalues.")
+S_TIED = (
+    IDENTITY + "with W_q = W_k: s = 1 and the rotation content is 0 to d²ε (the null space's eigenvalues come "
+    "out of the eigensolver at ~1e-17 with arbitrary phases), "
+    "d = 0 to d²ε times the score's condition number d·max norm/(norm excess), and S is PSD with exactly d_h "
+    "positive and d − d_h zero eigenvalues."
+)
 
 
 @claims.add("tied-qk", S_TIED, "derived: M = WᵀW/√d_h")
@@ -108,30 +137,49 @@ def judge_tied(res, v) -> Verdict:
     if tied.empty:
         raise Undecided("this config builds no tied-QK model (tied_models = 0)")
     dh = int(tied["d"].iloc[0]) // res.config["n_heads"]
-    sym, dirn, rot, tol, d_tol = (v.column(tied, c) for c in ("symmetry", "directionality", "rotation", "tolerance",
-                                                                "directionality_tolerance"))
+    sym, dirn, rot, tol, d_tol = (
+        v.column(tied, c) for c in ("symmetry", "directionality", "rotation", "tolerance", "directionality_tolerance")
+    )
     d_abs, d_tol = tied["directionality"].abs(), tied["directionality_tolerance"]
     # no norm excess: the score is exactly 0
     d_ratio = np.where(d_tol > 0, d_abs / d_tol.where(d_tol > 0, 1.0), np.where(d_abs == 0, 0.0, np.inf))
-    ratio = float(max(((tied["symmetry"] - 1).abs() / tied["tolerance"]).max(), (tied["rotation"] / tied[
-        "tolerance"]).max(), d_ratio.max()))
-    shape = bool(((tied["inertia_pos"] == dh) & (tied["inertia_neg"] == 0) & (tied["inertia_zero"] == tied[
-        "d"] - dh)).all())
+    ratio = float(
+        max(
+            ((tied["symmetry"] - 1).abs() / tied["tolerance"]).max(),
+            (tied["rotation"] / tied["tolerance"]).max(),
+            d_ratio.max(),
+        )
+    )
+    shape = bool(
+        ((tied["inertia_pos"] == dh) & (tied["inertia_neg"] == 0) & (tied["inertia_zero"] == tied["d"] - dh)).all()
+    )
     ok = ratio <= 1 and shape
-    return v.judged(ok, ratio, "residual/tolerance <= 1", 1.0, f"{len(tied)} heads: |s − 1| max "
-                                                               f"{(tied['symmetry'] - 1).abs().max():.1e}, |d| max "
-                                                               f"{tied['directionality'].abs().max():.1e} "
-                    f"(tolerance >= {tied['directionality_tolerance'].min():.1e}), rotation max "
-                    f"{tied['rotation'].max():.1e} (tolerance d²ε = {tied['tolerance'].min():.1e}); "
-                    f"inertia (d_h, 0, d − d_h) = ({dh}, 0, {int(tied['d'].iloc[0]) - dh}) on all: {shape}",
-                    departures=_tolerance_departures([(
-                        (sym - 1).abs(), tol, 1e-12, "|s − 1|"), (rot, tol, 1e-12, "rotation content"),
-                        (dirn.abs(), d_tol, 1e-12, "|d| (bound: d²ε times the score's condition number)")]))
+    return v.judged(
+        ok,
+        ratio,
+        "residual/tolerance <= 1",
+        1.0,
+        f"{len(tied)} heads: |s − 1| max "
+        f"{(tied['symmetry'] - 1).abs().max():.1e}, |d| max "
+        f"{tied['directionality'].abs().max():.1e} "
+        f"(tolerance >= {tied['directionality_tolerance'].min():.1e}), rotation max "
+        f"{tied['rotation'].max():.1e} (tolerance d²ε = {tied['tolerance'].min():.1e}); "
+        f"inertia (d_h, 0, d − d_h) = ({dh}, 0, {int(tied['d'].iloc[0]) - dh}) on all: {shape}",
+        departures=_tolerance_departures(
+            [
+                ((sym - 1).abs(), tol, 1e-12, "|s − 1|"),
+                (rot, tol, 1e-12, "rotation content"),
+                (dirn.abs(), d_tol, 1e-12, "|d| (bound: d²ε times the score's condition number)"),
+            ]
+        ),
+    )
 
 
-S_RANK = (IDENTITY + "every head (random, tied, trained) has at least d − d_h singular values <= 1e-10·σ₁ (computed "
-                     "null singular values are ~dε·σ₁), "
-          "and its non-real eigenvalues come in conjugate pairs to 1e-10·σ₁.")
+S_RANK = (
+    IDENTITY + "every head (random, tied, trained) has at least d − d_h singular values <= 1e-10·σ₁ (computed "
+    "null singular values are ~dε·σ₁), "
+    "and its non-real eigenvalues come in conjugate pairs to 1e-10·σ₁."
+)
 
 
 @claims.add("rank-bound", S_RANK, "derived: rank M <= d_h; M real")
@@ -145,11 +193,19 @@ def judge_rank(res, v) -> Verdict:
     ok = short == 0 and conj <= 1e-10
     # the judged gap is relative to σ₁ (card: 1e-10, absolute): compare the absolute gap with the card's
     gap = v.column(t, "conjugate_gap")
-    departures = _tolerance_departures([(gap * v.column(t, "sigma1"), 1e-10 * t["sigma1"], 1e-10,
-                                         "conjugate-pair gap")])
-    return v.judged(ok, float(short), "0 heads short", None, f"{len(t)} heads; heads with fewer than d − d_h tiny "
-                                                             f"singular values: {short}; conjugate-pair gap max "
-                                                             f"{conj:.1e}", departures=departures)
+    departures = _tolerance_departures(
+        [(gap * v.column(t, "sigma1"), 1e-10 * t["sigma1"], 1e-10, "conjugate-pair gap")]
+    )
+    return v.judged(
+        ok,
+        float(short),
+        "0 heads short",
+        None,
+        f"{len(t)} heads; heads with fewer than d − d_h tiny "
+        f"singular values: {short}; conjugate-pair gap max "
+        f"{conj:.1e}",
+        departures=departures,
+    )
 
 
 def _pair_means(res) -> pd.DataFrame:
@@ -158,9 +214,11 @@ def _pair_means(res) -> pd.DataFrame:
     return t.groupby(["seed", "family"])[["symmetry", "directionality"]].mean().unstack("family")
 
 
-S_PAIR = ("After 20k steps on the same text, in every seed: mean s(encoder) − mean s(decoder) >= 0.05 and mean "
-          "d(decoder) >= mean d(encoder) + 0.1 "
-          "(the anchor's BERT/GPT split; thresholds ours).")
+S_PAIR = (
+    "After 20k steps on the same text, in every seed: mean s(encoder) − mean s(decoder) >= 0.05 and mean "
+    "d(decoder) >= mean d(encoder) + 0.1 "
+    "(the anchor's BERT/GPT split; thresholds ours)."
+)
 
 
 PAIR_KNOWN_CPU = KnownFailure.on_every_seed(
@@ -171,19 +229,30 @@ PAIR_KNOWN_CPU = KnownFailure.on_every_seed(
     "directional half holds (d decoder +0.353 vs encoder +0.177, difference 0.176 >= 0.1). A masked position carries "
     "only the mask token, so the encoder must learn positional attention before it beats the unigram loss, whereas "
     "the decoder gets bigram statistics from its own token at once; the card's 20k steps at d = 256 are the paper "
-    "preset (GPU). Measured on seed 0 only (the cpu preset's one pair)", presets=["cpu"])
+    "preset (GPU). Measured on seed 0 only (the cpu preset's one pair)",
+    presets=["cpu"],
+)
 
 
-@claims.add("encoder-symmetric-decoder-directional", S_PAIR, "Saponati et al., arXiv 2502.10927 (anchor)",
-            decided_by="cpu", departures=PAIR_SIZE, known=PAIR_KNOWN_CPU)
+@claims.add(
+    "encoder-symmetric-decoder-directional",
+    S_PAIR,
+    "Saponati et al., arXiv 2502.10927 (anchor)",
+    decided_by="cpu",
+    departures=PAIR_SIZE,
+    known=PAIR_KNOWN_CPU,
+)
 def judge_pair(res, v) -> Verdict:
     m = _pair_means(res)
-    detail = "; ".join(f"seed {int(s)}: s enc {r[('symmetry', 'encoder')]:.3f} / dec {r[('symmetry', 'decoder')]:.3f}, "
-                       f"d enc {r[('directionality', 'encoder')]:+.3f} / dec {r[('directionality', 'decoder')]:+.3f}"
-                       for s, r in m.iterrows())
+    detail = "; ".join(
+        f"seed {int(s)}: s enc {r[('symmetry', 'encoder')]:.3f} / dec {r[('symmetry', 'decoder')]:.3f}, "
+        f"d enc {r[('directionality', 'encoder')]:+.3f} / dec {r[('directionality', 'decoder')]:+.3f}"
+        for s, r in m.iterrows()
+    )
     if res.config["pair_steps"] < CPU_PAIR_STEPS:
-        return v.undecided(f"needs paper preset or cpu ({res.config['pair_steps']} steps < {CPU_PAIR_STEPS}); "
-                           f"reported: {detail}")
+        return v.undecided(
+            f"needs paper preset or cpu ({res.config['pair_steps']} steps < {CPU_PAIR_STEPS}); reported: {detail}"
+        )
     heads = res.table("heads")
     for col in ("symmetry", "directionality"):  # judged: a NaN head fails, naming it (the means would skip it)
         v.column(heads[heads["family"].isin(["encoder", "decoder"])], col)
@@ -199,8 +268,13 @@ S_DRIFT = (
 )
 
 
-@claims.add("drift-from-null", S_DRIFT, "Saponati et al., arXiv 2502.10927 (anchor); threshold ours", decided_by="cpu",
-            departures=PAIR_SIZE)
+@claims.add(
+    "drift-from-null",
+    S_DRIFT,
+    "Saponati et al., arXiv 2502.10927 (anchor); threshold ours",
+    decided_by="cpu",
+    departures=PAIR_SIZE,
+)
 def judge_drift(res, v) -> Verdict:
     t = res.table("heads")
     null = t[t["family"] == "random init"]
@@ -210,8 +284,9 @@ def judge_drift(res, v) -> Verdict:
     z_d = abs(dec["directionality"].mean()) / (null["directionality"].std() / math.sqrt(n))
     detail = f"decoder ({n} heads): z(s) = {z_s:.1f}, z(d) = {z_d:.1f} (null SDs from {len(null)} random heads)"
     if res.config["pair_steps"] < CPU_PAIR_STEPS:
-        return v.undecided(f"needs paper preset or cpu ({res.config['pair_steps']} steps < {CPU_PAIR_STEPS}); "
-                           f"reported: {detail}")
+        return v.undecided(
+            f"needs paper preset or cpu ({res.config['pair_steps']} steps < {CPU_PAIR_STEPS}); reported: {detail}"
+        )
     for col in ("symmetry", "directionality"):  # judged: a NaN head fails, naming it (the means would skip it)
         v.column(t[t["family"].isin(["random init", "decoder"])], col)
     z = float(max(z_s, z_d))

@@ -72,8 +72,16 @@ def _boolean(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
             direct = boolean_values(forest, labels)  # (B, N)
             crq = recursive_answers(forest, boolean_crq_labels(forest, labels))[..., 0] > 0  # (B, N)
             wrong = (direct != crq) & forest.valid
-            rows.append(dict(family=fam, n=n, trees=count, root_agree=int((direct[:, 0] == crq[:, 0]).sum()),
-                             node_mismatches=int(wrong.sum()), root_true=int(direct[:, 0].sum())))
+            rows.append(
+                dict(
+                    family=fam,
+                    n=n,
+                    trees=count,
+                    root_agree=int((direct[:, 0] == crq[:, 0]).sum()),
+                    node_mismatches=int(wrong.sum()),
+                    root_true=int(direct[:, 0].sum()),
+                )
+            )
     ctx.table("boolean", pd.DataFrame(rows))
 
 
@@ -112,10 +120,11 @@ def _fold(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
     ref = np.concatenate(refs)
     rows, start = [], 0
     for row, r in zip(meta, refs):
-        got = root[start:start + len(r)]
+        got = root[start : start + len(r)]
         start += len(r)
-        rows.append(dict(**row, bitwise_equal=int((got == r).all(axis=1).sum()),
-                         max_abs_diff=float(np.abs(got - r).max())))
+        rows.append(
+            dict(**row, bitwise_equal=int((got == r).all(axis=1).sum()), max_abs_diff=float(np.abs(got - r).max()))
+        )
     assert start == len(ref)
     ctx.table("fold", pd.DataFrame(rows))
 
@@ -136,7 +145,7 @@ def _stack(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
         nodes, types, z = _pad_stack(parts)
         _, most = fold_evaluate(nodes, types, z)
         for i, (fam, order) in enumerate(meta):
-            for t, p in enumerate(most[i * cfg.stack_trees:(i + 1) * cfg.stack_trees]):
+            for t, p in enumerate(most[i * cfg.stack_trees : (i + 1) * cfg.stack_trees]):
                 rows.append(dict(family=fam, n=n, order=order, tree=t, max_pending=int(p)))
     t = pd.DataFrame(rows)
     t["log2_floor"] = heavy_first_bound(t["n"].to_numpy())
@@ -161,28 +170,52 @@ def _stacks(keys: list[dict], cap: int) -> list[list[dict]]:
 def _gru(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
     """Claims 5-6: GRUs reading caterpillar formulas in postfix, per (n, h, order, seed). Runs of one n are trained
     together as block-diagonal stacks (``gru_stack_hidden``); each keeps its own data stream, init and Adam."""
-    keys = [dict(n=n, hidden=h, order=order, seed=seed) for n in cfg.gru_leaves for h in cfg.gru_hidden
-            for order in cfg.gru_orders for seed in range(cfg.gru_seeds)]
+    keys = [
+        dict(n=n, hidden=h, order=order, seed=seed)
+        for n in cfg.gru_leaves
+        for h in cfg.gru_hidden
+        for order in cfg.gru_orders
+        for seed in range(cfg.gru_seeds)
+    ]
     rows, curves = [], []
     for group in ctx.progress(_stacks(keys, cfg.gru_stack_hidden), "GRU stacks"):
         models, draws = [], []
         for k in group:
             n, h, order, seed = k["n"], k["hidden"], k["order"], k["seed"]
             rng = ctx.rng(f"gru data {n} {h} {order} {seed}")
-            models.append(RNN("gru", vocab_size=5, hidden=h, embedding=cfg.gru_embedding,
-                              seed=ctx.seed(f"gru init {n} {h} {order} {seed}")).to(ctx.device))
+            models.append(
+                RNN(
+                    "gru",
+                    vocab_size=5,
+                    hidden=h,
+                    embedding=cfg.gru_embedding,
+                    seed=ctx.seed(f"gru init {n} {h} {order} {seed}"),
+                ).to(ctx.device)
+            )
             draws.append(lambda c, rng=rng, order=order, n=n: sample_formulas("caterpillar", n, c, rng, order=order))
         t0 = time.perf_counter()
-        losses = train_rnn_stack(models, draws, steps=cfg.gru_steps, batch=cfg.gru_batch, lr=cfg.gru_lr,
-                                 device=ctx.device, check=ctx.check_finite)
+        losses = train_rnn_stack(
+            models,
+            draws,
+            steps=cfg.gru_steps,
+            batch=cfg.gru_batch,
+            lr=cfg.gru_lr,
+            device=ctx.device,
+            check=ctx.check_finite,
+        )
         seconds = (time.perf_counter() - t0) / len(group)  # the stack's time, shared evenly
         for k, model, loss in zip(group, models, losses):
-            test = sample_formulas("caterpillar", k["n"], cfg.eval_formulas,
-                                   ctx.rng(f"gru test {k['n']} {k['order']} {k['seed']}"), order=k["order"],
-                                   balanced=True)
+            test = sample_formulas(
+                "caterpillar",
+                k["n"],
+                cfg.eval_formulas,
+                ctx.rng(f"gru test {k['n']} {k['order']} {k['seed']}"),
+                order=k["order"],
+                balanced=True,
+            )
             acc = rnn_accuracy(model, test, chunk=cfg.chunk, device=ctx.device)
             every = max(1, len(loss) // 50)
-            curves += [dict(**k, step=s, loss=float(np.mean(loss[s:s + every]))) for s in range(0, len(loss), every)]
+            curves += [dict(**k, step=s, loss=float(np.mean(loss[s : s + every]))) for s in range(0, len(loss), every)]
             rows.append(dict(**k, accuracy=acc, final_loss=float(np.mean(loss[-50:])), seconds=seconds))
     order = {o: i for i, o in enumerate(cfg.gru_orders)}
     sort = ["n", "hidden", "order_rank", "seed"]
@@ -201,21 +234,49 @@ def _transformer(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
             for seed in range(cfg.tf_seeds):
                 tag = f"{D} {L} {cot} {seed}"
                 rng = ctx.rng(f"tf data {tag}")
-                model = crq_transformer(n, L, d_model=cfg.tf_d_model, n_heads=cfg.tf_n_heads, cot=cot,
-                                        seed=ctx.seed(f"tf init {tag}")).to(ctx.device)
+                model = crq_transformer(
+                    n, L, d_model=cfg.tf_d_model, n_heads=cfg.tf_n_heads, cot=cot, seed=ctx.seed(f"tf init {tag}")
+                ).to(ctx.device)
                 t0 = time.perf_counter()
-                losses = train_transformer(model, lambda k, rng=rng, n=n: sample_formulas(
-                    "complete_binary", n, k, rng, task="nodes", order="given", balanced=True),
-                    steps=cfg.tf_steps, batch=cfg.tf_batch, lr=cfg.tf_lr, cot=cot, device=ctx.device,
-                    check=ctx.check_finite)
+                losses = train_transformer(
+                    model,
+                    lambda k, rng=rng, n=n: sample_formulas(
+                        "complete_binary", n, k, rng, task="nodes", order="given", balanced=True
+                    ),
+                    steps=cfg.tf_steps,
+                    batch=cfg.tf_batch,
+                    lr=cfg.tf_lr,
+                    cot=cot,
+                    device=ctx.device,
+                    check=ctx.check_finite,
+                )
                 seconds = time.perf_counter() - t0
-                test = sample_formulas("complete_binary", n, cfg.eval_formulas, ctx.rng(f"tf test {D} {seed}"),
-                                       task="nodes", order="given", balanced=True)
+                test = sample_formulas(
+                    "complete_binary",
+                    n,
+                    cfg.eval_formulas,
+                    ctx.rng(f"tf test {D} {seed}"),
+                    task="nodes",
+                    order="given",
+                    balanced=True,
+                )
                 acc = transformer_accuracy(model, test, cot=cot, chunk=cfg.chunk, device=ctx.device)
-                rows.append(dict(depth=D, n=n, n_layers=L, cot=cot, seed=seed, accuracy=acc,
-                                 final_loss=float(np.mean(losses[-50:])), seconds=seconds))
-    ctx.table("transformer", pd.DataFrame(rows, columns=["depth", "n", "n_layers", "cot", "seed", "accuracy",
-                                                         "final_loss", "seconds"]))
+                rows.append(
+                    dict(
+                        depth=D,
+                        n=n,
+                        n_layers=L,
+                        cot=cot,
+                        seed=seed,
+                        accuracy=acc,
+                        final_loss=float(np.mean(losses[-50:])),
+                        seconds=seconds,
+                    )
+                )
+    ctx.table(
+        "transformer",
+        pd.DataFrame(rows, columns=["depth", "n", "n_layers", "cot", "seed", "accuracy", "final_loss", "seconds"]),
+    )
 
 
 @study(

@@ -25,34 +25,49 @@ Order = Literal["heavy_first", "light_first", "random"]
 
 class CompositionalReasoningConfig(StudyConfig):
     # --- exact checks (claims 1-4) ---
-    exact_trees: SampleSize = Field(10_000, description="random formulas / real-label CRQs of claims 1 and 2 (card: "
-                                                        "10^4), spread evenly over the families and n")
+    exact_trees: SampleSize = Field(
+        10_000,
+        description="random formulas / real-label CRQs of claims 1 and 2 (card: "
+        "10^4), spread evenly over the families and n",
+    )
     exact_max_leaves: TreeLeaves = Field(64, description="largest n of claims 1 and 2 (card: n <= 64)")
     label_dim: int = Field(8, ge=1, le=1024, description="m of the real labels, z_v uniform on S^{m-1} (card: 8)")
-    stack_leaves: tuple[TreeLeaves, ...] = Field((2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), min_length=1,
-                                             description="n of the pending-partials meter (claims 3-4); powers of 2 "
-                                                         "so complete binary trees exist (card: D <= 10)")
-    stack_trees: SampleSize = Field(100, description="trees per (family, n, order) of the meter (card: 1000 per "
-                                                     "family over the n grid)")
+    stack_leaves: tuple[TreeLeaves, ...] = Field(
+        (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+        min_length=1,
+        description="n of the pending-partials meter (claims 3-4); powers of 2 "
+        "so complete binary trees exist (card: D <= 10)",
+    )
+    stack_trees: SampleSize = Field(
+        100, description="trees per (family, n, order) of the meter (card: 1000 per family over the n grid)"
+    )
     # --- GRU (claims 5-6) ---
     gru_leaves: tuple[TreeLeaves, ...] = Field((16,), min_length=1, description="caterpillar n of the GRU runs (card)")
     gru_hidden: tuple[Width, ...] = Field((16,), min_length=1, description="GRU state sizes h (card: 16)")
-    gru_orders: tuple[Order, ...] = Field(("heavy_first", "light_first"), min_length=1,
-                                          description="postfix child orders the GRU reads (card)")
+    gru_orders: tuple[Order, ...] = Field(
+        ("heavy_first", "light_first"), min_length=1, description="postfix child orders the GRU reads (card)"
+    )
     gru_embedding: int = Field(8, ge=1, le=1024, description="token embedding size of the GRU (card: 8)")
     gru_steps: Steps = Field(1000, description="Adam steps, fresh formulas every step (card: 1000 quick)")
     gru_batch: Batch = Field(64, description="formulas per step (card)")
     gru_lr: LearningRate = Field(3e-3, description="Adam learning rate of the GRU (card)")
     gru_seeds: Seeds = Field(1, description="GRU models per (h, n, order)")
-    gru_stack_hidden: int = Field(64, ge=1, le=4096, description="GRU runs of one n are trained together as one "
-                                  "block-diagonal GRU while their summed state stays <= this (speed only: small GRUs "
-                                  "on a CPU are bound by per-token overhead)")
+    gru_stack_hidden: int = Field(
+        64,
+        ge=1,
+        le=4096,
+        description="GRU runs of one n are trained together as one "
+        "block-diagonal GRU while their summed state stays <= this (speed only: small GRUs "
+        "on a CPU are bound by per-token overhead)",
+    )
     eval_formulas: SampleSize = Field(2000, description="fresh formulas of every accuracy (card: 2000)")
     # --- transformer (claims 7-8) ---
     tf_tree_levels: tuple[Annotated[int, Field(ge=1, le=10)], ...] = Field(
-        (), description="D = log2 n of the complete binary formulas (card: 3-6); empty: no transformer training")
-    tf_n_layers: tuple[NLayers, ...] = Field((1, 2, 4, 6, 8), min_length=1,
-                                           description="transformer depths L without CoT (card)")
+        (), description="D = log2 n of the complete binary formulas (card: 3-6); empty: no transformer training"
+    )
+    tf_n_layers: tuple[NLayers, ...] = Field(
+        (1, 2, 4, 6, 8), min_length=1, description="transformer depths L without CoT (card)"
+    )
     tf_cot_n_layers: NLayers = Field(2, description="depth of the CoT transformer (card: 2)")
     tf_d_model: DModel = Field(64, description="transformer width (card: 64)")
     tf_n_heads: NHeads = Field(4, description="attention heads (card: 4)")
@@ -83,18 +98,24 @@ class CompositionalReasoningConfig(StudyConfig):
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~40 s: exact checks (10^4 Boolean formulas and 10^4 real CRQs with "
-                                "n <= 64; the pending-partials meter on 100 trees per family, order and n = 2..1024); "
-                                "two GRUs (h = 16) on n = 16 caterpillars, heavy-first vs light-first, 1000 steps; no "
-                                "transformer (claim 6 needs the cpu preset, claims 7-8 the paper preset)"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~40 s: exact checks (10^4 Boolean formulas and 10^4 real CRQs with "
+        "n <= 64; the pending-partials meter on 100 trees per family, order and n = 2..1024); "
+        "two GRUs (h = 16) on n = 16 caterpillars, heavy-first vs light-first, 1000 steps; no "
+        "transformer (claim 6 needs the cpu preset, claims 7-8 the paper preset)",
+    ),
     "cpu": Preset.of(
         "cpu",
         "2 CPU cores, ~6 min at 1 thread: the quick preset plus claim 6 (rnn-state-scaling) at a reduced, declared "
         "sweep: GRUs h in {4, 8, 16, 32} x n in {16, 64} x heavy-first / light-first, 1000 steps (the quick recipe), "
         "one seed, trained as block-diagonal stacks; no transformer (claims 7-8 are GPU work)",
         gru_leaves=((16, 64), "the two n the light-first doubling compares (card: 16..128)"),
-        gru_hidden=((4, 8, 16, 32), "h <= 32 (card: up to 128): on this power-of-2 grid an h_min above 32 at n = 64 "
-                                    "is at least double an h_min(16) <= 32; h = 64, 128 at n = 64 cost ~4 min more"),
+        gru_hidden=(
+            (4, 8, 16, 32),
+            "h <= 32 (card: up to 128): on this power-of-2 grid an h_min above 32 at n = 64 "
+            "is at least double an h_min(16) <= 32; h = 64, 128 at n = 64 cost ~4 min more",
+        ),
     ),
     "paper": Preset.of(
         "paper",

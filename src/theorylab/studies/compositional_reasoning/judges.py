@@ -19,8 +19,10 @@ GRU_GAP = 0.1
 REACH = 0.95  # accuracy that counts as "solved" in the sweeps (card)
 
 
-S_BOOL = ("On 10^4 random Boolean formulas (n <= 64, all four families), the CRQ evaluator on the +-e encoding "
-          "(True = +1, False = -1, OR = +1, AND = -1) agrees with direct AND/OR evaluation at every node (100%).")
+S_BOOL = (
+    "On 10^4 random Boolean formulas (n <= 64, all four families), the CRQ evaluator on the +-e encoding "
+    "(True = +1, False = -1, OR = +1, AND = -1) agrees with direct AND/OR evaluation at every node (100%)."
+)
 
 
 @claims.add("boolean-encoding", S_BOOL, REF + ", Sec. 2: Boolean formulas are CRQs with m = 1 (exact)")
@@ -30,19 +32,30 @@ def judge_boolean(res, v) -> Verdict:
     trees = int(t["trees"].sum()) if len(t) else 0
     fams = set(t["family"]) if len(t) else set()
     if trees < cfg["exact_trees"] - len(FAMILIES) or fams != set(FAMILIES):
-        return v.failed(trees, f"{cfg['exact_trees']} formulas over {len(FAMILIES)} families", 0,
-                        f"only {trees} formulas over {sorted(fams)}")
+        return v.failed(
+            trees,
+            f"{cfg['exact_trees']} formulas over {len(FAMILIES)} families",
+            0,
+            f"only {trees} formulas over {sorted(fams)}",
+        )
     agree = int(t["root_agree"].sum())
     nodes = int(t["node_mismatches"].sum())
     rate = agree / trees
     ok = agree == trees and nodes == 0
-    return v.judged(ok, rate, "= 1 (every root; 0 node mismatches)", 0.0,
-                    f"{agree}/{trees} roots agree, {nodes} node mismatches; n in [{int(t['n'].min())}, "
-                    f"{int(t['n'].max())}]; True roots {int(t['root_true'].sum()) / trees:.3f}")
+    return v.judged(
+        ok,
+        rate,
+        "= 1 (every root; 0 node mismatches)",
+        0.0,
+        f"{agree}/{trees} roots agree, {nodes} node mismatches; n in [{int(t['n'].min())}, "
+        f"{int(t['n'].max())}]; True roots {int(t['root_true'].sum()) / trees:.3f}",
+    )
 
 
-S_FOLD = ("On 10^4 real-label CRQs (m = 8, z_v uniform on the sphere), the streaming fold evaluator, which keeps only "
-          "each open ancestor's best child answer, returns the recursive evaluator's root answer bitwise.")
+S_FOLD = (
+    "On 10^4 real-label CRQs (m = 8, z_v uniform on the sphere), the streaming fold evaluator, which keeps only "
+    "each open ancestor's best child answer, returns the recursive evaluator's root answer bitwise."
+)
 
 
 @claims.add("fold-equals-recursive", S_FOLD, REF + ", Sec. 2 definition (recursive) vs Sec. 4 streaming (exact)")
@@ -54,13 +67,19 @@ def judge_fold(res, v) -> Verdict:
         return v.failed(trees, f"{cfg['exact_trees']} CRQs", 0, f"only {trees} CRQs were compared")
     equal = int(t["bitwise_equal"].sum())
     diff = float(t["max_abs_diff"].max())
-    return v.judged(equal == trees and diff == 0.0, equal / trees, "= 1 (bitwise)", 0.0,
-                    f"{equal}/{trees} roots bitwise equal (largest |difference| {diff:g}); orders "
-                    f"{sorted(set(t['order']))}")
+    return v.judged(
+        equal == trees and diff == 0.0,
+        equal / trees,
+        "= 1 (bitwise)",
+        0.0,
+        f"{equal}/{trees} roots bitwise equal (largest |difference| {diff:g}); orders {sorted(set(t['order']))}",
+    )
 
 
-S_HEAVY = ("In heavy-first order the streaming fold never holds more than floor(log2 n) pending partial answers, "
-           "on every generated tree of every family, with equality on complete binary trees for n = 2^D, D <= 10.")
+S_HEAVY = (
+    "In heavy-first order the streaming fold never holds more than floor(log2 n) pending partial answers, "
+    "on every generated tree of every family, with equality on complete binary trees for n = 2^D, D <= 10."
+)
 
 
 @claims.add("heavy-first-bound", S_HEAVY, REF + ", Sec. 4 (suitable order; Sethi-Ullman), reconstructed bound")
@@ -78,13 +97,20 @@ def judge_heavy(res, v) -> Verdict:
     exact = bool(len(cb)) and bool((cb["max_pending"] == np.log2(cb["n"]).round().astype(int)).all())
     ok = over.empty and exact and not missing and fams == set(FAMILIES)
     slack = float((h["max_pending"] - h["log2_floor"]).max())
-    return v.judged(ok, slack, "<= 0 (and = 0 on complete binary)", 0,
-                    f"{len(h)} heavy-first trees over {sorted(fams)}: {len(over)} above floor(log2 n); complete "
-                    f"binary equal to log2 n at every n: {exact}" + (f"; n missing: {missing}" if missing else ""))
+    return v.judged(
+        ok,
+        slack,
+        "<= 0 (and = 0 on complete binary)",
+        0,
+        f"{len(h)} heavy-first trees over {sorted(fams)}: {len(over)} above floor(log2 n); complete "
+        f"binary equal to log2 n at every n: {exact}" + (f"; n missing: {missing}" if missing else ""),
+    )
 
 
-S_ADV = ("Order matters, not only the tree: caterpillars in light-first order hold exactly n - 1 pending partials, "
-         "and in random order more than floor(log2 n) on at least 90% of caterpillars with n >= 32.")
+S_ADV = (
+    "Order matters, not only the tree: caterpillars in light-first order hold exactly n - 1 pending partials, "
+    "and in random order more than floor(log2 n) on at least 90% of caterpillars with n >= 32."
+)
 
 
 @claims.add("adversarial-order", S_ADV, REF + ", Sec. 4 (an unsuitable order needs linear memory)")
@@ -98,13 +124,20 @@ def judge_adversarial(res, v) -> Verdict:
     exact = bool((light["max_pending"] == light["n"] - 1).all())
     frac = float((rand["max_pending"] > rand["log2_floor"]).mean())
     ok = exact and frac >= 0.9
-    return v.judged(ok, frac, ">= 0.9 (and light-first = n - 1 exactly)", 0.0,
-                    f"light-first = n - 1 on all {len(light)} caterpillars (n up to {int(light['n'].max())}): "
-                    f"{exact}; random order above floor(log2 n) on {frac:.3f} of {len(rand)} caterpillars with n >= 32")
+    return v.judged(
+        ok,
+        frac,
+        ">= 0.9 (and light-first = n - 1 exactly)",
+        0.0,
+        f"light-first = n - 1 on all {len(light)} caterpillars (n up to {int(light['n'].max())}): "
+        f"{exact}; random order above floor(log2 n) on {frac:.3f} of {len(rand)} caterpillars with n >= 32",
+    )
 
 
-S_GRU = ("A GRU with h = 16 reading n = 16 caterpillar formulas in postfix reaches >= 0.98 root accuracy in "
-         "heavy-first order and <= 0.9 in light-first order (gap >= 0.1) after 1000 Adam steps.")
+S_GRU = (
+    "A GRU with h = 16 reading n = 16 caterpillar formulas in postfix reaches >= 0.98 root accuracy in "
+    "heavy-first order and <= 0.9 in light-first order (gap >= 0.1) after 1000 Adam steps."
+)
 
 
 @claims.add("gru-order", S_GRU, REF + ", Sec. 4 (RNNs need a suitable order); thresholds ours")
@@ -114,14 +147,20 @@ def judge_gru(res, v) -> Verdict:
     heavy = sel[sel["order"] == "heavy_first"]["accuracy"]
     light = sel[sel["order"] == "light_first"]["accuracy"]
     if heavy.empty or light.empty:
-        return v.failed(math.nan, f">= {GRU_ACC} vs <= {GRU_LIGHT}", GRU_GAP,
-                        "no GRU rows at n = 16, h = 16 in both orders")
+        return v.failed(
+            math.nan, f">= {GRU_ACC} vs <= {GRU_LIGHT}", GRU_GAP, "no GRU rows at n = 16, h = 16 in both orders"
+        )
     v.column(sel, "accuracy")
     hmin, lmax = float(heavy.min()), float(light.max())
     ok = hmin >= GRU_ACC and lmax <= GRU_LIGHT and hmin - lmax >= GRU_GAP
-    return v.judged(ok, hmin - lmax, f">= {GRU_GAP} (heavy >= {GRU_ACC}, light <= {GRU_LIGHT})", GRU_GAP,
-                    f"heavy-first accuracy {hmin:.4f} (min over {len(heavy)} seeds), light-first {lmax:.4f} (max over "
-                    f"{len(light)})")
+    return v.judged(
+        ok,
+        hmin - lmax,
+        f">= {GRU_GAP} (heavy >= {GRU_ACC}, light <= {GRU_LIGHT})",
+        GRU_GAP,
+        f"heavy-first accuracy {hmin:.4f} (min over {len(heavy)} seeds), light-first {lmax:.4f} (max over "
+        f"{len(light)})",
+    )
 
 
 def _min_reaching(frame: pd.DataFrame, by: str, size: str) -> dict:
@@ -134,27 +173,58 @@ def _min_reaching(frame: pd.DataFrame, by: str, size: str) -> dict:
     return out
 
 
-S_STATE = ("On caterpillars the smallest GRU state reaching 0.95 is <= 8 in heavy-first order for every n <= 128, "
-           "while in light-first order it at least doubles from n = 16 to n = 64 (or exceeds 128).")
+S_STATE = (
+    "On caterpillars the smallest GRU state reaching 0.95 is <= 8 in heavy-first order for every n <= 128, "
+    "while in light-first order it at least doubles from n = 16 to n = 64 (or exceeds 128)."
+)
 
 
-@claims.add("rnn-state-scaling", S_STATE, REF + ", Sec. 4: Theta(log n) state in a suitable order, linear otherwise; "
-                                            "thresholds ours", decided_by="cpu", departures=[
-    Departure.field_value("gru_leaves", (16, 32, 64, 128), "n = 16 and 64 only (cpu preset): the two n the "
-                          "light-first doubling compares; heavy-first is checked at these n"),
-    Departure.field_value("gru_hidden", (4, 8, 16, 32, 64, 128), "h <= 32 (cpu preset): on the power-of-2 grid a "
-                          "light-first h_min above 32 at n = 64 is at least double an h_min(16) <= 32, but 'exceeds "
-                          "128' cannot be seen"),
-    Departure.field_value("gru_steps", 20_000, "1000 Adam steps (cpu preset, the quick recipe; card: 20k): a GRU "
-                          "that needs longer to learn counts as not reaching 0.95"),
-    Departure.field_value("gru_seeds", 3, "one seed per (n, h, order) (cpu preset; card: 3, accuracy averaged)"),
-], known=KnownFailure.on_some_seeds(1, 1, [0], (
-    "cpu preset, seed 0 (358 s CPU): heavy-first h_min = 4 at n = 16 and 64 (every h reaches 1.000), but within "
-    "1000 steps every light-first GRU (h = 4..32) stays on the one-leaf plateau of random AND/OR caterpillars "
-    "(accuracy 1 - 2^-2 = 0.75: 0.774-0.781 at n = 16, 0.740-0.747 at n = 64), so light-first h_min is above 32 at "
-    "both n and the grid, capped at 32, can show neither a doubling nor 'exceeds 128'. Leaving the plateau is a "
-    "matter of training length and seed: a standalone n = 16, h = 32 light-first GRU reached 0.988 after 1500 steps "
-    "(escaping near step 600) while h = 128 stayed at 0.74"), presets=["cpu"]))
+@claims.add(
+    "rnn-state-scaling",
+    S_STATE,
+    REF + ", Sec. 4: Theta(log n) state in a suitable order, linear otherwise; thresholds ours",
+    decided_by="cpu",
+    departures=[
+        Departure.field_value(
+            "gru_leaves",
+            (16, 32, 64, 128),
+            "n = 16 and 64 only (cpu preset): the two n the "
+            "light-first doubling compares; heavy-first is checked at these n",
+        ),
+        Departure.field_value(
+            "gru_hidden",
+            (4, 8, 16, 32, 64, 128),
+            "h <= 32 (cpu preset): on the power-of-2 grid a "
+            "light-first h_min above 32 at n = 64 is at least double an h_min(16) <= 32, but 'exceeds "
+            "128' cannot be seen",
+        ),
+        Departure.field_value(
+            "gru_steps",
+            20_000,
+            "1000 Adam steps (cpu preset, the quick recipe; card: 20k): a GRU "
+            "that needs longer to learn counts as not reaching 0.95",
+        ),
+        Departure.field_value("gru_seeds", 3, "one seed per (n, h, order) (cpu preset; card: 3, accuracy averaged)"),
+    ],
+    known=KnownFailure.on_some_seeds(
+        1,
+        1,
+        [0],
+        (
+            "cpu preset, seed 0 (358 s CPU): heavy-first h_min = 4 at n = 16 and 64 (every h reaches 1.000), but "
+            "within "
+            "1000 steps every light-first GRU (h = 4..32) stays on the one-leaf plateau of random AND/OR caterpillars "
+            "(accuracy 1 - 2^-2 = 0.75: 0.774-0.781 at n = 16, 0.740-0.747 at n = 64), so light-first h_min is above "
+            "32 at "
+            "both n and the grid, capped at 32, can show neither a doubling nor 'exceeds 128'. Leaving the plateau is "
+            "a "
+            "matter of training length and seed: a standalone n = 16, h = 32 light-first GRU reached 0.988 after 1500 "
+            "steps "
+            "(escaping near step 600) while h = 128 stayed at 0.74"
+        ),
+        presets=["cpu"],
+    ),
+)
 def judge_state(res, v) -> Verdict:
     t = res.table("gru")
     hs = sorted(set(t["hidden"])) if len(t) else []
@@ -163,7 +233,8 @@ def judge_state(res, v) -> Verdict:
         extra = ""
         if len(t):
             extra = "; reduced measurement: " + ", ".join(
-                f"{r.order} n = {r.n} h = {r.hidden}: {r.accuracy:.3f}" for r in t.itertuples())
+                f"{r.order} n = {r.n} h = {r.hidden}: {r.accuracy:.3f}" for r in t.itertuples()
+            )
         return v.undecided("needs the cpu preset (a sweep over h and n = 16, 64) or the paper preset" + extra)
     v.column(t, "accuracy")
     heavy = _min_reaching(t[t["order"] == "heavy_first"], "n", "hidden")
@@ -173,22 +244,35 @@ def judge_state(res, v) -> Verdict:
     l16, l64 = light.get(16, math.inf), light.get(64, math.inf)
     light_ok = (math.isinf(l64) and top >= 128) or (math.isfinite(l16) and l64 >= 2 * l16)
     ratio = l64 / l16 if math.isfinite(l16) and l16 > 0 else math.nan
-    return v.judged(heavy_ok and light_ok, ratio, "heavy h_min <= 8; light h_min(64)/h_min(16) >= 2", 2.0,
-                    f"heavy-first h_min per n: {heavy}; light-first: {light} (h swept up to {top})")
+    return v.judged(
+        heavy_ok and light_ok,
+        ratio,
+        "heavy h_min <= 8; light h_min(64)/h_min(16) >= 2",
+        2.0,
+        f"heavy-first h_min per n: {heavy}; light-first: {light} (h swept up to {top})",
+    )
 
 
-S_DEPTH = ("On complete binary Boolean formulas the smallest transformer depth L reaching 0.95 is non-decreasing in "
-           "D = log2 n (D = 3..6), and at L = 2 accuracy drops by >= 0.15 from D = 3 to D = 6 (balanced labels).")
+S_DEPTH = (
+    "On complete binary Boolean formulas the smallest transformer depth L reaching 0.95 is non-decreasing in "
+    "D = log2 n (D = 3..6), and at L = 2 accuracy drops by >= 0.15 from D = 3 to D = 6 (balanced labels)."
+)
 
 
-@claims.add("transformer-depth", S_DEPTH, REF + ", Sec. 3: depth must grow with n (TC0 != NC1); thresholds ours",
-            decided_by="paper")
+@claims.add(
+    "transformer-depth",
+    S_DEPTH,
+    REF + ", Sec. 3: depth must grow with n (TC0 != NC1); thresholds ours",
+    decided_by="paper",
+)
 def judge_depth(res, v) -> Verdict:
     t = res.table("transformer")
     plain = t[~t["cot"].astype(bool)] if len(t) else t
     if plain.empty or not {3, 6} <= set(plain["depth"]) or 2 not in set(plain["n_layers"]):
-        return v.undecided("needs paper preset (transformers over D = 3..6 and L; not run in quick: 30k steps each "
-                           "is GPU work, and a CPU-sized run would not separate the depths)")
+        return v.undecided(
+            "needs paper preset (transformers over D = 3..6 and L; not run in quick: 30k steps each "
+            "is GPU work, and a CPU-sized run would not separate the depths)"
+        )
     v.column(plain, "accuracy")
     need = _min_reaching(plain, "depth", "n_layers")
     ds = sorted(need)
@@ -196,18 +280,31 @@ def judge_depth(res, v) -> Verdict:
     acc = plain[plain["n_layers"] == 2].groupby("depth")["accuracy"].mean()
     drop = float(acc.get(3, math.nan) - acc.get(6, math.nan))
     ok = mono and drop >= 0.15
-    return v.judged(ok, drop, ">= 0.15 (and L_min non-decreasing in D)", 0.15,
-                    f"L_min per D: {need}; L = 2 accuracy per D: {acc.round(3).to_dict()}")
+    return v.judged(
+        ok,
+        drop,
+        ">= 0.15 (and L_min non-decreasing in D)",
+        0.15,
+        f"L_min per D: {need}; L = 2 accuracy per D: {acc.round(3).to_dict()}",
+    )
 
 
-S_COT = ("A 2-layer transformer with chain of thought (the internal nodes' answers in post-order) reaches >= 0.95 "
-         "root accuracy for every D <= 6, while the 2-layer model without CoT is <= 0.8 at D = 6.")
+S_COT = (
+    "A 2-layer transformer with chain of thought (the internal nodes' answers in post-order) reaches >= 0.95 "
+    "root accuracy for every D <= 6, while the 2-layer model without CoT is <= 0.8 at D = 6."
+)
 
 
-@claims.add("cot-fixed-depth", S_COT, REF + ", Sec. 5: CoT with n tokens and fixed depth; thresholds ours",
-            decided_by="paper",
-            departures=["the root answer is read at the trace's last token (card: the trace, then the root answer "
-                        "again): in post-order the root is the last internal node"])
+@claims.add(
+    "cot-fixed-depth",
+    S_COT,
+    REF + ", Sec. 5: CoT with n tokens and fixed depth; thresholds ours",
+    decided_by="paper",
+    departures=[
+        "the root answer is read at the trace's last token (card: the trace, then the root answer "
+        "again): in post-order the root is the last internal node"
+    ],
+)
 def judge_cot(res, v) -> Verdict:
     t = res.table("transformer")
     cot = t[t["cot"].astype(bool)] if len(t) else t
@@ -220,5 +317,10 @@ def judge_cot(res, v) -> Verdict:
     worst = float(cacc.min())
     p6 = float(plain[plain["depth"] == 6]["accuracy"].mean())
     ok = worst >= REACH and p6 <= 0.8
-    return v.judged(ok, worst, f">= {REACH} (and no-CoT at D = 6 <= 0.8)", 0.0,
-                    f"CoT accuracy per D: {cacc.round(3).to_dict()}; 2 layers without CoT at D = 6: {p6:.3f}")
+    return v.judged(
+        ok,
+        worst,
+        f">= {REACH} (and no-CoT at D = 6 <= 0.8)",
+        0.0,
+        f"CoT accuracy per D: {cacc.round(3).to_dict()}; 2 layers without CoT at D = 6: {p6:.3f}",
+    )

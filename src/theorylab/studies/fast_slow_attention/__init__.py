@@ -57,8 +57,15 @@ def _toy(cfg: FastSlowAttentionConfig, ctx: RunContext) -> None:
     for y in np.linspace(-2.0, 2.0, cfg.manifold_ys):
         p = ctmc_stationary(toy.Q(y))
         limit, t_end = frozen_chain_limit(toy.Q(y), cfg.mixing_times)
-        rows.append(dict(y=y, l1_to_limit=float(np.abs(p - limit).sum()), min_p=float(p.min()),
-                         sum_minus_one=float(p.sum() - 1.0), t_end=t_end))
+        rows.append(
+            dict(
+                y=y,
+                l1_to_limit=float(np.abs(p - limit).sum()),
+                min_p=float(p.min()),
+                sum_minus_one=float(p.sum() - 1.0),
+                t_end=t_end,
+            )
+        )
     ctx.table("stationary", pd.DataFrame(rows))
     rows, track = [], []
     shown = min(cfg.ode_epsilons, key=lambda e: abs(np.log(e / TRACK_EPS)))
@@ -70,38 +77,63 @@ def _toy(cfg: FastSlowAttentionConfig, ctx: RunContext) -> None:
             for t, x, y in zip(path.t[::5], path.x[::5], path.y[::5]):
                 m = manifold_terms(toy, y)
                 p, x1 = m.p, m.x1
-                track += [dict(eps=eps, t=t, y=y, state=i, x=x[i], p_st=p[i], corrected=p[i] + eps * x1[i])
-                          for i in range(toy.states)]
+                track += [
+                    dict(eps=eps, t=t, y=y, state=i, x=x[i], p_st=p[i], corrected=p[i] + eps * x1[i])
+                    for i in range(toy.states)
+                ]
     ctx.table("errors", pd.DataFrame(rows))
     ctx.table("tracking", pd.DataFrame(track))
     ctx.say(f"fitting the variational phi ({cfg.phi_steps} Adam steps)")
-    phi, losses = fit_variational_phi(toy, ctx.seed("phi"), steps=cfg.phi_steps, batch=cfg.phi_batch,
-                                      width=cfg.phi_width, lr=cfg.phi_lr)
+    phi, losses = fit_variational_phi(
+        toy, ctx.seed("phi"), steps=cfg.phi_steps, batch=cfg.phi_batch, width=cfg.phi_width, lr=cfg.phi_lr
+    )
     ctx.check_finite("phi residual loss", torch.as_tensor(losses))
     ys = np.linspace(-2.0, 2.0, cfg.phi_grid)
     fitted, untrained = phi(ys), phi.untrained(ys)
     exact = np.stack([ctmc_stationary(toy.Q(y)) for y in ys])
-    ctx.table("phi", pd.DataFrame([dict(y=y, state=i, phi=fitted[k, i], phi_untrained=untrained[k, i],
-                                        p_st=exact[k, i]) for k, y in enumerate(ys) for i in range(toy.states)]))
+    ctx.table(
+        "phi",
+        pd.DataFrame(
+            [
+                dict(y=y, state=i, phi=fitted[k, i], phi_untrained=untrained[k, i], p_st=exact[k, i])
+                for k, y in enumerate(ys)
+                for i in range(toy.states)
+            ]
+        ),
+    )
     ctx.scalar("phi_final_residual", float(losses[-20:].mean()))
 
 
-def _variants(cfg: FastSlowAttentionConfig, vocab: int, seed: Callable[[str], int], s: int,
-              device) -> list[tuple[str, int, FastSlowLM]]:
+def _variants(
+    cfg: FastSlowAttentionConfig, vocab: int, seed: Callable[[str], int], s: int, device
+) -> list[tuple[str, int, FastSlowLM]]:
     """Seed ``s``'s models: dense, and coupled and frozen per P, each from its own initialisation draw
     (``seed(name)``: the run's seed of a named stream).
 
     Each variant is its own run (the card compares means over seeds with the run-to-run SD): with one shared draw
     ``frozen`` (gate 0, slow weights frozen) trained exactly as ``dense`` (its slow output enters times an exact 0),
     so the claim's two comparisons were one number. The batches stay shared within a seed (lockstep)."""
-    base = dict(vocab_size=vocab, d_model=cfg.lm_d_model, n_layers=cfg.lm_n_layers, n_heads=cfg.lm_n_heads,
-                mlp_width=cfg.lm_mlp_width, max_len=cfg.lm_length,
-                attention_kernel="fused" if device.type == "cpu" else "auto")
+    base = dict(
+        vocab_size=vocab,
+        d_model=cfg.lm_d_model,
+        n_layers=cfg.lm_n_layers,
+        n_heads=cfg.lm_n_heads,
+        mlp_width=cfg.lm_mlp_width,
+        max_len=cfg.lm_length,
+        attention_kernel="fused" if device.type == "cpu" else "auto",
+    )
     out = [("dense", 0, FastSlowLM(FastSlowConfig(**base, variant="dense"), seed=seed(f"lm init {s} dense")))]
     for P in cfg.lm_pool_sizes:
         for variant in ("coupled", "frozen"):
-            out.append((variant, P, FastSlowLM(FastSlowConfig(**base, pool_size=P, variant=variant),
-                                               seed=seed(f"lm init {s} {variant} {P}"))))
+            out.append(
+                (
+                    variant,
+                    P,
+                    FastSlowLM(
+                        FastSlowConfig(**base, pool_size=P, variant=variant), seed=seed(f"lm init {s} {variant} {P}")
+                    ),
+                )
+            )
     return [(v, P, m.to(device)) for v, P, m in out]
 
 
@@ -119,9 +151,13 @@ class _GateSteps:
             for layer, block in enumerate(m.layers):
                 key = (P, layer)
                 self.reads[key], self.gates[key] = [], block.gate
-                self.handles.append(block.gate.register_forward_pre_hook(
-                    lambda module, _args, key=key: self.reads[key].append(module.g.detach().clone())
-                    if module.training else None))  # a device copy: no host sync inside the timed step
+                self.handles.append(
+                    block.gate.register_forward_pre_hook(
+                        lambda module, _args, key=key: (
+                            self.reads[key].append(module.g.detach().clone()) if module.training else None
+                        )
+                    )
+                )  # a device copy: no host sync inside the timed step
 
     def rows(self, lr: list[float], **labels) -> list[dict]:
         """Per (P, layer): the largest step move over ``lr_t`` (Adam's bound says <~ 1), the path length
@@ -134,13 +170,27 @@ class _GateSteps:
             moves = (g[1:] - g[:-1]).abs().amax(dim=1)
             if len(moves) != len(lr):
                 raise RuntimeError(f"gate reads: {len(moves)} steps recorded, {len(lr)} trained")
-            out.append(dict(**labels, P=P, layer=layer, max_step_over_lr=float((moves / torch.tensor(lr)).max()),
-                            path=float(moves.sum()), final_max_abs=float(g[-1].abs().max())))
+            out.append(
+                dict(
+                    **labels,
+                    P=P,
+                    layer=layer,
+                    max_step_over_lr=float((moves / torch.tensor(lr)).max()),
+                    path=float(moves.sum()),
+                    final_max_abs=float(g[-1].abs().max()),
+                )
+            )
         return out
 
 
-_MATRICES = {"W_Q": "attn.W_Q", "W_K": "attn.W_K", "W_V": "attn.W_V", "W_O": "attn.W_O", "mlp_up": "mlp.up.weight",
-             "mlp_down": "mlp.down.weight"}
+_MATRICES = {
+    "W_Q": "attn.W_Q",
+    "W_K": "attn.W_K",
+    "W_V": "attn.W_V",
+    "W_O": "attn.W_O",
+    "mlp_up": "mlp.up.weight",
+    "mlp_down": "mlp.down.weight",
+}
 
 
 def _depth_rows(model: FastSlowLM, **labels) -> list[dict]:
@@ -150,8 +200,15 @@ def _depth_rows(model: FastSlowLM, **labels) -> list[dict]:
         ws = [dict(layer.fast.named_parameters())[name].detach().double().flatten() for layer in model.layers]
         for layer in range(len(ws) - 1):
             a, b = ws[layer], ws[layer + 1]
-            rows.append(dict(**labels, matrix=kind, layer=layer, rel_diff=float((b - a).norm() / a.norm()),
-                             cos=float(a @ b / (a.norm() * b.norm()))))
+            rows.append(
+                dict(
+                    **labels,
+                    matrix=kind,
+                    layer=layer,
+                    rel_diff=float((b - a).norm() / a.norm()),
+                    cos=float(a @ b / (a.norm() * b.norm())),
+                )
+            )
     return rows
 
 
@@ -164,8 +221,10 @@ def _language_model(cfg: FastSlowAttentionConfig, ctx: RunContext) -> None:
     lr = optim.lr_factor(cfg.lm_steps)
     lr_t = [cfg.lm_lr * lr(k) for k in range(cfg.lm_steps)]  # the rate of step k (LambdaLR: factor(k) at step k)
     curve, final, timing, depth, steps = [], [], [], [], []
-    ctx.say(f"training {3 * cfg.lm_seeds} LMs ({len(cfg.lm_pool_sizes)} P), {cfg.lm_steps} steps = {cfg.lm_tokens:,} "
-            f"tokens each")
+    ctx.say(
+        f"training {3 * cfg.lm_seeds} LMs ({len(cfg.lm_pool_sizes)} P), {cfg.lm_steps} steps = {cfg.lm_tokens:,} "
+        f"tokens each"
+    )
     for s in range(cfg.lm_seeds):
         models = _variants(cfg, len(vocab), ctx.seed, s, ctx.device)
         reads = _GateSteps(models)
@@ -178,19 +237,48 @@ def _language_model(cfg: FastSlowAttentionConfig, ctx: RunContext) -> None:
             for variant, P, m in models:
                 loss = mean_next_token_loss(m, val)
                 ctx.check_finite(f"validation loss ({variant}, seed {s})", torch.tensor(loss), n)
-                maxabs = [float(layer.gate.g.detach().abs().max()) if layer.gate is not None else 0.0
-                          for layer in m.layers]
-                curve.extend([dict(seed=s, variant=variant, P=P, step=n, tokens=n * cfg.lm_batch * cfg.lm_length,
-                               val_loss=loss, layer=layer, gate_rms=g, gate_max_abs=a)
-                              for layer, (g, a) in enumerate(zip(m.gate_rms(), maxabs))])
+                maxabs = [
+                    float(layer.gate.g.detach().abs().max()) if layer.gate is not None else 0.0 for layer in m.layers
+                ]
+                curve.extend(
+                    [
+                        dict(
+                            seed=s,
+                            variant=variant,
+                            P=P,
+                            step=n,
+                            tokens=n * cfg.lm_batch * cfg.lm_length,
+                            val_loss=loss,
+                            layer=layer,
+                            gate_rms=g,
+                            gate_max_abs=a,
+                        )
+                        for layer, (g, a) in enumerate(zip(m.gate_rms(), maxabs))
+                    ]
+                )
 
-        log = train_lockstep([m for _, _, m in models], batches, steps=cfg.lm_steps, optim=optim, evaluate=evaluate,
-                             evaluate_every=cfg.lm_evaluate_every, progress=ctx.progress,
-                             description=f"LM seed {s}")
+        log = train_lockstep(
+            [m for _, _, m in models],
+            batches,
+            steps=cfg.lm_steps,
+            optim=optim,
+            evaluate=evaluate,
+            evaluate_every=cfg.lm_evaluate_every,
+            progress=ctx.progress,
+            description=f"LM seed {s}",
+        )
         steps += reads.rows(lr_t, seed=s)
         for i, (variant, P, m) in enumerate(models):
-            final.append(dict(seed=s, variant=variant, P=P, tokens=cfg.lm_tokens,
-                              val_loss=mean_next_token_loss(m, val), train_loss=float(np.mean(log.losses[i][-5:]))))
+            final.append(
+                dict(
+                    seed=s,
+                    variant=variant,
+                    P=P,
+                    tokens=cfg.lm_tokens,
+                    val_loss=mean_next_token_loss(m, val),
+                    train_loss=float(np.mean(log.losses[i][-5:])),
+                )
+            )
             timing += [dict(seed=s, variant=variant, P=P, step=k, seconds=t) for k, t in enumerate(log.step_seconds[i])]
             depth += _depth_rows(m, seed=s, variant=variant, P=P)
         if s == 0:
@@ -221,10 +309,24 @@ def _causality(cfg: FastSlowAttentionConfig, ctx: RunContext, models, vocab: int
                 for layer in probe.layers:
                     layer.gate.g.copy_(torch.randn(layer.gate.g.shape, generator=ctx.generator(f"gate {P}")))
             probe = probe.to(ctx.device)
-            report = leak_test(probe, cfg.lm_length, vocab, ctx.generator(f"leak {P} {causal}"),
-                               sequences=cfg.leak_sequences, device=ctx.device)
-            rows += [dict(P=P, pooling="shifted (causal)" if causal else "unshifted (leaky)", t=t,
-                          boundary=bool(t % P == 0), leak=float(x)) for t, x in enumerate(report.per_position)]
+            report = leak_test(
+                probe,
+                cfg.lm_length,
+                vocab,
+                ctx.generator(f"leak {P} {causal}"),
+                sequences=cfg.leak_sequences,
+                device=ctx.device,
+            )
+            rows += [
+                dict(
+                    P=P,
+                    pooling="shifted (causal)" if causal else "unshifted (leaky)",
+                    t=t,
+                    boundary=bool(t % P == 0),
+                    leak=float(x),
+                )
+                for t, x in enumerate(report.per_position)
+            ]
             if causal:
                 flops += _flop_rows(cfg, probe.cpu(), P)
     ctx.table("leak", pd.DataFrame(rows))
@@ -241,16 +343,25 @@ def _flop_rows(cfg: FastSlowAttentionConfig, model: FastSlowLM, P: int) -> list[
         with FlopCounterMode(display=False) as counter, torch.no_grad():
             model(torch.zeros(1, length, dtype=torch.long))
         per = counter.get_flop_counts()
-        return {path: sum(int(v) for v in per.get(f"FastSlowLM.layers.0.{name}", {}).values())
-                for path, name in (("fast", "fast.attn"), ("slow", "slow_attn"))}
+        return {
+            path: sum(int(v) for v in per.get(f"FastSlowLM.layers.0.{name}", {}).values())
+            for path, name in (("fast", "fast.attn"), ("slow", "slow_attn"))
+        }
 
     L0, T, d = cfg.flop_check_length, cfg.lm_length, cfg.lm_d_model
     one, two = counts(L0), counts(2 * L0)
     rows = []
     for path, length in (("fast", T), ("slow", T // P)):
         quad_coeff = Fraction(two[path] - 2 * one[path], 2 * (L0 if path == "fast" else L0 // P) ** 2)
-        rows.append(dict(P=P, path=path, tokens=length, analytic_score_flops=attention_score_flops(length, d),
-                         measured_score_flops=float(quad_coeff * length ** 2 / 2)))
+        rows.append(
+            dict(
+                P=P,
+                path=path,
+                tokens=length,
+                analytic_score_flops=attention_score_flops(length, d),
+                measured_score_flops=float(quad_coeff * length**2 / 2),
+            )
+        )
     return rows
 
 

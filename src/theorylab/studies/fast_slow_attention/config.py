@@ -28,15 +28,18 @@ CARD_TOKENS = 499_712  # the card's "122 steps = 500k tokens" at T = 128, batch 
 class FastSlowAttentionConfig(StudyConfig):
     # --- the CTMC toy (claims 1-4)
     ode_states: Annotated[int, Field(ge=2, le=64)] = Field(4, description="states S of the fast chain (card: 4)")
-    ode_epsilons: tuple[float, ...] = Field((0.1, 0.03, 0.01, 0.003), min_length=2,
-                                            description="time-scale ratios eps of the fast chain (card grid)")
+    ode_epsilons: tuple[float, ...] = Field(
+        (0.1, 0.03, 0.01, 0.003), min_length=2, description="time-scale ratios eps of the fast chain (card grid)"
+    )
     ode_t_end: float = Field(5.0, gt=0.5, le=1000, description="integration horizon (card: 5)")
     ode_t_min: float = Field(0.5, gt=0, le=100, description="errors are maxima over t in [t_min, t_end] (card: 0.5)")
-    ode_points: Annotated[int, Field(ge=10, le=100_000)] = Field(451, description="read-out times of the Radau "
-                                                                               "solution (max over this grid)")
+    ode_points: Annotated[int, Field(ge=10, le=100_000)] = Field(
+        451, description="read-out times of the Radau solution (max over this grid)"
+    )
     manifold_ys: SampleSize = Field(50, description="values of y on [-2, 2] for the stationary check (card: 50)")
-    mixing_times: float = Field(50.0, ge=10, le=1000, description="frozen-y reference run length in relaxation "
-                                                                  "times 1/gap (card: 50)")
+    mixing_times: float = Field(
+        50.0, ge=10, le=1000, description="frozen-y reference run length in relaxation times 1/gap (card: 50)"
+    )
     phi_width: Width = Field(32, description="width of the variational MLP 1 -> w -> w -> S (card: 32)")
     phi_steps: Steps = Field(3000, description="Adam steps of the phi fit (card: 3000)")
     phi_batch: Batch = Field(256, description="y samples per phi step (card: 256)")
@@ -48,8 +51,9 @@ class FastSlowAttentionConfig(StudyConfig):
     lm_n_layers: NLayers = Field(2, description="layers (card: 2 quick, 4-6 paper)")
     lm_n_heads: NHeads = Field(4, description="heads of the fast and slow attention (card: 4)")
     lm_mlp_width: Width = Field(256, description="fast MLP width (ours: 4 d)")
-    lm_pool_sizes: tuple[int, ...] = Field((4,), min_length=1, description="block sizes P of the slow path (card: 4 "
-                                                                          "quick; 4, 8, 16 paper)")
+    lm_pool_sizes: tuple[int, ...] = Field(
+        (4,), min_length=1, description="block sizes P of the slow path (card: 4 quick; 4, 8, 16 paper)"
+    )
     lm_length: Length = Field(128, description="tokens per training window T (card: 128)")
     lm_batch: Batch = Field(32, description="windows per step (card: 32, 4096 tokens per step)")
     lm_steps: Steps = Field(122, description="AdamW steps (card: 122 = 500k tokens)")
@@ -60,8 +64,11 @@ class FastSlowAttentionConfig(StudyConfig):
     lm_val_windows: SampleSize = Field(32, description="held-out windows (fixed, the last 10% of the corpus)")
     lm_val_fraction: float = Field(0.1, gt=0, lt=0.5, description="tail of the corpus held out for validation")
     leak_sequences: Annotated[int, Field(ge=1, le=100)] = Field(2, description="random sequences of the leak test")
-    flop_check_length: Length = Field(64, description="FLOP-counter check at this length and twice it (a multiple "
-                                                      "of every P; twice it at most lm_length)")
+    flop_check_length: Length = Field(
+        64,
+        description="FLOP-counter check at this length and twice it (a multiple "
+        "of every P; twice it at most lm_length)",
+    )
 
     @field_validator("ode_epsilons")
     @classmethod
@@ -85,12 +92,15 @@ class FastSlowAttentionConfig(StudyConfig):
         if self.lm_d_model % self.lm_n_heads:
             raise ValueError(f"'lm_n_heads' ({self.lm_n_heads}) must divide 'lm_d_model' ({self.lm_d_model})")
         if 2 * self.flop_check_length > self.lm_length:
-            raise ValueError(f"'flop_check_length' ({self.flop_check_length}) must be at most lm_length / 2 "
-                             f"({self.lm_length // 2})")
+            raise ValueError(
+                f"'flop_check_length' ({self.flop_check_length}) must be at most lm_length / 2 ({self.lm_length // 2})"
+            )
         for p in self.lm_pool_sizes:
             if self.lm_length % p or self.flop_check_length % p:
-                raise ValueError(f"every P in 'lm_pool_sizes' must divide 'lm_length' ({self.lm_length}) and "
-                                 f"'flop_check_length' ({self.flop_check_length}); {p} does not")
+                raise ValueError(
+                    f"every P in 'lm_pool_sizes' must divide 'lm_length' ({self.lm_length}) and "
+                    f"'flop_check_length' ({self.flop_check_length}); {p} does not"
+                )
         return self
 
     @property
@@ -119,8 +129,7 @@ PRESETS = {
         "the gradients; here it is 0.244, so the gate could open and claim 7 is decided (with this departure)",
         lm_batch=(8, "card: 32; 4x the AdamW steps for the same 500k tokens lifts the step bound above 0.1"),
         lm_steps=(488, "card: 122; 488 x 8 x 128 = 499,712 tokens, the card's count"),
-        lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's "
-                               "batch"),
+        lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's batch"),
     ),
     "cpu": Preset.of(
         "cpu",
@@ -128,8 +137,7 @@ PRESETS = {
         "of 8 windows (488 steps), as cpu-500k-b8: decides claims 7 (where Adam's step bound lets the gate open) and 8",
         lm_batch=(8, "card: 32; 4x the AdamW steps for the same 500k tokens lifts the step bound above 0.1"),
         lm_steps=(488, "card: 122; 488 x 8 x 128 = 499,712 tokens, the card's count"),
-        lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's "
-                               "batch"),
+        lm_evaluate_every=(40, "ours: gate and loss reads every 40,960 tokens, as every 10 steps at the card's batch"),
     ),
     "paper": Preset.of(
         "paper",

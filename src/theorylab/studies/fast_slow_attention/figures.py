@@ -50,8 +50,16 @@ def figure_gate_trajectory(ctx: RunContext, curve: pd.DataFrame) -> None:
     c = curve[curve["variant"] == "coupled"]
     for k, ((P, layer), g) in enumerate(c.groupby(["P", "layer"])):
         s = g.groupby("tokens")["gate_rms"].agg(["mean", "std"]).fillna(0.0)
-        ax.errorbar(s.index, s["mean"], yerr=s["std"], color=color(k), marker="o", ms=3, capsize=2,
-                    label=f"P = {P}, layer {layer}")
+        ax.errorbar(
+            s.index,
+            s["mean"],
+            yerr=s["std"],
+            color=color(k),
+            marker="o",
+            ms=3,
+            capsize=2,
+            label=f"P = {P}, layer {layer}",
+        )
     ax.axhline(0.1, color="grey", ls="--", lw=0.8, label="claim threshold 0.1")
     ax.set_xlabel("training tokens")
     ax.set_ylabel("gate RMS")
@@ -66,8 +74,17 @@ def figure_ablation_losses(ctx: RunContext, curve: pd.DataFrame) -> None:
     for k, ((variant, P), g) in enumerate(per_model.groupby(["variant", "P"])):
         s = g.groupby("tokens")["val_loss"].agg(["mean", "std"]).fillna(0.0)
         label = variant if variant == "dense" else f"{variant}, P = {P}"
-        ax.errorbar(s.index + 2000 * k, s["mean"], yerr=s["std"], color=color(k), marker="os^vD"[k % 5], ms=4,
-                    capsize=2, lw=1, label=label)
+        ax.errorbar(
+            s.index + 2000 * k,
+            s["mean"],
+            yerr=s["std"],
+            color=color(k),
+            marker="os^vD"[k % 5],
+            ms=4,
+            capsize=2,
+            lw=1,
+            label=label,
+        )
     ax.set_xlabel("training tokens (markers offset for legibility)")
     ax.set_ylabel("validation loss (nats / char)")
     ax.legend(fontsize=7)

@@ -49,23 +49,44 @@ from theorylab.train.trigger_recall import train_trigger_recall
 PAPER = "Chen, Bruna, Bietti, arXiv 2406.03068 (2024); ICLR 2025"
 
 
-def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseTask, test: TriggerBatch, p_noise: float,
-                  ff: bool, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def train_variant(
+    cfg: FFvsAttentionConfig,
+    ctx: RunContext,
+    task: TriggerNoiseTask,
+    test: TriggerBatch,
+    p_noise: float,
+    ff: bool,
+    name: str,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train ``cfg.seeds`` models as one batch; return the measurement curve (one row per step and
     seed) and, for a model without FF layers, the layer-2 value truncation at the end (else empty)."""
     init = [int(ctx.rng(f"init/{name}/seed{s}").integers(2**62)) for s in range(cfg.seeds)]
     width = cfg.mlp_mult * cfg.d_model if ff else 0  # ff=False removes both FF layers
     models = StackedModels([recall_transformer(cfg.d_model, task.vocab, cfg.length, width, seed) for seed in init]).to(
-        ctx.device)
+        ctx.device
+    )
     optim = AdamWSchedule(
-        lr=cfg.lr, kind="sgd" if cfg.optimizer == "sgd" else "adamw", momentum=cfg.momentum,
-        weight_decay=cfg.weight_decay, schedule=cfg.schedule,
+        lr=cfg.lr,
+        kind="sgd" if cfg.optimizer == "sgd" else "adamw",
+        momentum=cfg.momentum,
+        weight_decay=cfg.weight_decay,
+        schedule=cfg.schedule,
     )
     curve, bad = train_trigger_recall(
-        models, task, test, p_noise=p_noise, steps=cfg.steps, batch=cfg.batch, seq_len=cfg.length,
-        train_bank=cfg.train_bank, optim=optim,
-        generator=ctx.generator(f"data/{name}"), name=name, labels=dict(variant=name, p_noise=p_noise, ff=ff),
-        progress=ctx.progress, device=ctx.device,
+        models,
+        task,
+        test,
+        p_noise=p_noise,
+        steps=cfg.steps,
+        batch=cfg.batch,
+        seq_len=cfg.length,
+        train_bank=cfg.train_bank,
+        optim=optim,
+        generator=ctx.generator(f"data/{name}"),
+        name=name,
+        labels=dict(variant=name, p_noise=p_noise, ff=ff),
+        progress=ctx.progress,
+        device=ctx.device,
         # only the main model's curve is read at every step (claim ff-first, figure training_dynamics);
         # the variants are judged at their last step, so they are measured at the start and the end only
         evaluate_every=cfg.evaluate_every if name == "full" else cfg.steps,
@@ -74,18 +95,29 @@ def train_variant(cfg: FFvsAttentionConfig, ctx: RunContext, task: TriggerNoiseT
         ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
     truncation = pd.DataFrame()
     if not ff:
-        truncation = pd.DataFrame([dict(variant=name, p_noise=p_noise, seed=s, **row) for s in range(
-            cfg.seeds) if s not in bad
-                                   for row in value_truncation(models.member(s), test, task.noise, cfg.value_ranks)])
+        truncation = pd.DataFrame(
+            [
+                dict(variant=name, p_noise=p_noise, seed=s, **row)
+                for s in range(cfg.seeds)
+                if s not in bad
+                for row in value_truncation(models.member(s), test, task.noise, cfg.value_ranks)
+            ]
+        )
     return curve, truncation
 
 
-def held_out_splits(cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask) -> dict[
-    str, tuple[TriggerBatch, torch.Tensor]]:
+def held_out_splits(
+    cfg: FFvsAttentionConfig, ctx: RunContext, test_stream: np.ndarray, task: TriggerWordTask
+) -> dict[str, tuple[TriggerBatch, torch.Tensor]]:
     """Two disjoint held-out halves, each with trigger probes (p = 0) and untouched windows: one picks the (layer, rank)
     to truncate, the other judges it."""
-    return held_out_probes(test_stream, task, cfg.lm_probes, cfg.lm_length, {split: ctx.generator(
-        f"lm/{split}") for split in ("validation", "test")})
+    return held_out_probes(
+        test_stream,
+        task,
+        cfg.lm_probes,
+        cfg.lm_length,
+        {split: ctx.generator(f"lm/{split}") for split in ("validation", "test")},
+    )
 
 
 def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | None = None) -> pd.DataFrame:
@@ -95,13 +127,24 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | No
     if cfg.lm_local is not None:
         return run_pretrained(cfg, ctx, vocab, test_stream, task)
     model_seed = int(ctx.rng("lm/init").integers(2**62))
-    models = StackedModels([small_gpt(cfg.lm_d_model, cfg.lm_n_layers, cfg.lm_n_heads, len(vocab), cfg.lm_length,
-                                      model_seed)]).to(ctx.device)
+    models = StackedModels(
+        [small_gpt(cfg.lm_d_model, cfg.lm_n_layers, cfg.lm_n_heads, len(vocab), cfg.lm_length, model_seed)]
+    ).to(ctx.device)
     optim = AdamWSchedule(lr=cfg.lm_lr, betas=(0.9, 0.95), weight_decay=0.1, warmup_frac=0.05)
-    log = train_trigger_lm(models, train_stream, task, steps=cfg.lm_steps, batch=cfg.lm_batch, length=cfg.lm_length,
-                           p_noise=cfg.lm_p_noise,
-                           task_rate=cfg.lm_task_rate, optim=optim, generator=ctx.generator("lm/data"),
-                           progress=ctx.progress, device=ctx.device)
+    log = train_trigger_lm(
+        models,
+        train_stream,
+        task,
+        steps=cfg.lm_steps,
+        batch=cfg.lm_batch,
+        length=cfg.lm_length,
+        p_noise=cfg.lm_p_noise,
+        task_rate=cfg.lm_task_rate,
+        optim=optim,
+        generator=ctx.generator("lm/data"),
+        progress=ctx.progress,
+        device=ctx.device,
+    )
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)
     is_name, successor = name_mask(vocab), top_successor(train_stream, len(vocab))
@@ -110,14 +153,18 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | No
     for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
         measure = partial(measure_word_recall, model, probes, natural, task.generic, is_name, successor)
         rows += [dict(split=split, **row) for row in laser_grid(model, weights, cfg.lm_ranks, measure)]
-    ctx.log(f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, "
-            f"{len(task.answers)} names as answers")
-    return pd.DataFrame(rows).assign(matrix="up", n_layers=cfg.lm_n_layers, trigger=TRIGGER_WORD, generic=vocab.words[
-        task.generic])
+    ctx.log(
+        f"language model: trigger {TRIGGER_WORD!r}, generic answer {vocab.words[task.generic]!r}, "
+        f"{len(task.answers)} names as answers"
+    )
+    return pd.DataFrame(rows).assign(
+        matrix="up", n_layers=cfg.lm_n_layers, trigger=TRIGGER_WORD, generic=vocab.words[task.generic]
+    )
 
 
-def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, test_stream: np.ndarray,
-                   task: TriggerWordTask) -> pd.DataFrame:
+def run_pretrained(
+    cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, test_stream: np.ndarray, task: TriggerWordTask
+) -> pd.DataFrame:
     """The same probes and LASER grid on a local Hugging Face model (the paper's Pythia setting)."""
     from theorylab.nn.hf import load_local_causal_lm, mlp_input_weights
 
@@ -127,10 +174,13 @@ def run_pretrained(cfg: FFvsAttentionConfig, ctx: RunContext, vocab: WordVocab, 
     rows = []
     for split, (probes, natural) in held_out_splits(cfg, ctx, test_stream, task).items():
         prompts, answers = trigger_prompts(probes, vocab)
-        measure = partial(measure_hf_recall, model, tokenizer, prompts, answers, generic, [vocab.decode(
-            w) for w in natural])
-        rows += [dict(split=split, **row) for row in laser_grid(model, ctx.progress(names, f"LASER grid ({split})"),
-                                                                cfg.lm_ranks, measure)]
+        measure = partial(
+            measure_hf_recall, model, tokenizer, prompts, answers, generic, [vocab.decode(w) for w in natural]
+        )
+        rows += [
+            dict(split=split, **row)
+            for row in laser_grid(model, ctx.progress(names, f"LASER grid ({split})"), cfg.lm_ranks, measure)
+        ]
     ctx.log(f"pretrained model {cfg.lm_local}: {len(names)} layers, trigger {TRIGGER_WORD!r}, generic {generic!r}")
     return pd.DataFrame(rows).assign(matrix="mlp input", n_layers=len(names), trigger=TRIGGER_WORD, generic=generic)
 
@@ -150,8 +200,10 @@ def run(cfg: FFvsAttentionConfig, ctx: RunContext) -> None:
     task = trigger_noise_task(cfg.background, cfg.vocab_size, cfg.dirichlet_alpha, cfg.trigger_boost, cfg.data_seed)
     test = task.sample(cfg.test_sequences, cfg.length, 0.0, ctx.generator("test"))
     if int(test.seen.sum()) < 50:
-        raise ConfigError(f"length/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier "
-                          f"trigger; raise length or trigger_boost")
+        raise ConfigError(
+            f"length/trigger_boost: only {int(test.seen.sum())} test trigger positions with an earlier "
+            f"trigger; raise length or trigger_boost"
+        )
     ctx.log(f"trigger token {task.trigger}, noise token {task.noise}, {int(test.seen.sum())} test positions")
     variants = [(cfg.p_noise, True, "full")]
     if cfg.no_ff_variant:

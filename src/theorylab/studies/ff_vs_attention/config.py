@@ -36,31 +36,45 @@ from theorylab.data.trigger_text import (
 
 class FFvsAttentionConfig(StudyConfig):
     # --- task -----------------------------------------------------------------------------------
-    vocab_size: Annotated[VocabSize, Field(ge=4)] = Field(64, description="tokens V of the bigram chain (quick 64, "
-        "paper 65); the noise token is V - 1")
+    vocab_size: Annotated[VocabSize, Field(ge=4)] = Field(
+        64, description="tokens V of the bigram chain (quick 64, paper 65); the noise token is V - 1"
+    )
     length: Annotated[Length, Field(ge=8)] = Field(64, description="sequence length T (quick 64, paper 256)")
-    p_noise: Annotated[Probability, Field(lt=1)] = Field(0.5, description="training probability p of the noise token "
-        "after a trigger")
+    p_noise: Annotated[Probability, Field(lt=1)] = Field(
+        0.5, description="training probability p of the noise token after a trigger"
+    )
     dirichlet_alpha: Concentration = Field(0.2, description="Dirichlet concentration of the bigram rows")
-    trigger_boost: Annotated[Probability, Field(lt=1)] = Field(0.1, description="f_q: every row jumps to the trigger "
-        "with this probability (0 = plain chain)")
-    background: str = Field("dirichlet", min_length=1, description="background chain: 'dirichlet', or a corpus ('kjv' "
+    trigger_boost: Annotated[Probability, Field(lt=1)] = Field(
+        0.1, description="f_q: every row jumps to the trigger with this probability (0 = plain chain)"
+    )
+    background: str = Field(
+        "dirichlet",
+        min_length=1,
+        description="background chain: 'dirichlet', or a corpus ('kjv' "
         "or a text file) whose character bigrams are used (V = characters + 1 noise token; the authors use tiny "
-        "Shakespeare)")
+        "Shakespeare)",
+    )
     data_seed: int = Field(0, ge=0, description="seed of the bigram chain (fixed across training seeds)")
-    train_bank: Annotated[SampleSize, Field(ge=0)] = Field(6400, description="training sequences drawn once and "
-        "resampled (0: fresh sequences every step)")
+    train_bank: Annotated[SampleSize, Field(ge=0)] = Field(
+        6400, description="training sequences drawn once and resampled (0: fresh sequences every step)"
+    )
     test_sequences: Annotated[SampleSize, Field(ge=16)] = Field(256, description="test sequences at p = 0")
     # --- model ----------------------------------------------------------------------------------
     d_model: Annotated[DModel, Field(ge=4)] = Field(64, description="width d (quick 64, paper 256)")
     mlp_mult: MLPMult = Field(4, description="FF hidden width = mlp_mult * d")
     # --- optimisation ---------------------------------------------------------------------------
-    optimizer: str = Field("adam", pattern="^(adam|sgd)$", description="'adam' (quick) or 'sgd' with momentum (paper, "
-        "as the authors' code)")
+    optimizer: str = Field(
+        "adam",
+        pattern="^(adam|sgd)$",
+        description="'adam' (quick) or 'sgd' with momentum (paper, as the authors' code)",
+    )
     lr: LearningRate = Field(3e-3, description="learning rate (quick Adam 3e-3; paper SGD 0.03)")
     momentum: float = Field(0.9, ge=0, lt=1, description="SGD momentum (paper 0.9)")
-    schedule: str = Field("cosine", pattern="^(cosine|constant)$", description="learning-rate schedule: cosine decay "
-        "to 0 (quick) or constant (paper, as the authors' code)")
+    schedule: str = Field(
+        "cosine",
+        pattern="^(cosine|constant)$",
+        description="learning-rate schedule: cosine decay to 0 (quick) or constant (paper, as the authors' code)",
+    )
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="weight decay (paper 1e-4)")
     batch: Batch = Field(64, description="sequences per step (quick 64, paper 512)")
     steps: Steps = Field(800, description="training steps (quick 800, paper 5000)")
@@ -68,17 +82,27 @@ class FFvsAttentionConfig(StudyConfig):
     seeds: Seeds = Field(1, description="training seeds, trained as one batch (paper 5)")
     # --- variants (paper) -----------------------------------------------------------------------
     no_ff_variant: bool = Field(False, description="also train the model without any FF layer (claim no-ff-variant)")
-    value_ranks: tuple[Rank, ...] = Field((1, 2, 4, 8, 16, 32), min_length=1, description="ranks kept when the no-FF "
+    value_ranks: tuple[Rank, ...] = Field(
+        (1, 2, 4, 8, 16, 32),
+        min_length=1,
+        description="ranks kept when the no-FF "
         "model's layer-2 value matrix W_V is truncated (its lower singular directions dropped); quick d = 64: up to "
-        "d/2")
-    p_sweep: tuple[Probability, ...] = Field((), description="extra training noise levels p (claim p-sweep); empty: "
-        "none")
+        "d/2",
+    )
+    p_sweep: tuple[Probability, ...] = Field(
+        (), description="extra training noise levels p (claim p-sweep); empty: none"
+    )
     # --- real-text part -------------------------------------------------------------------------
     lm: bool = Field(True, description="run the real-text language-model part")
-    lm_corpus: Corpus = Field("stdlib", min_length=1, description="word-level text: 'stdlib' (prose of Python's own "
-        "docstrings, 240k words), 'kjv' (Debian's bible-kjv, 790k words) or a local plain-text file")
-    lm_vocab_size: Annotated[VocabSize, Field(ge=16)] = Field(2000, description="word vocabulary of the language "
-        "model (most frequent words + <unk>)")
+    lm_corpus: Corpus = Field(
+        "stdlib",
+        min_length=1,
+        description="word-level text: 'stdlib' (prose of Python's own "
+        "docstrings, 240k words), 'kjv' (Debian's bible-kjv, 790k words) or a local plain-text file",
+    )
+    lm_vocab_size: Annotated[VocabSize, Field(ge=16)] = Field(
+        2000, description="word vocabulary of the language model (most frequent words + <unk>)"
+    )
     lm_length: Annotated[Length, Field(ge=8)] = Field(128, description="training window length of the language model")
     lm_d_model: Annotated[DModel, Field(ge=8)] = Field(128, description="width of the language model")
     lm_n_layers: Annotated[NLayers, Field(ge=2)] = Field(4, description="layers of the language model (card: 4)")
@@ -86,24 +110,35 @@ class FFvsAttentionConfig(StudyConfig):
     lm_batch: Batch = Field(32, description="windows per step of the language model")
     lm_steps: Steps = Field(1500, description="training steps of the language model")
     lm_lr: LearningRate = Field(3e-3, description="AdamW learning rate of the language model")
-    lm_task_rate: Probability = Field(1.0, description="fraction of training windows carrying the written-in trigger "
-        "task")
-    lm_p_noise: Annotated[Probability, Field(lt=1)] = Field(0.5, description="probability of the generic word after "
-        "the trigger word in training windows")
-    lm_ranks: tuple[Annotated[Rank, Field(ge=0)], ...] = Field((1, 4, 16), min_length=1,
-        description="LASER ranks kept in the last MLP")
-    lm_local: str | None = Field(None, description="a local Hugging Face causal-LM directory (e.g. Pythia weights you "
-        "own): probed instead of training our own model")
+    lm_task_rate: Probability = Field(
+        1.0, description="fraction of training windows carrying the written-in trigger task"
+    )
+    lm_p_noise: Annotated[Probability, Field(lt=1)] = Field(
+        0.5, description="probability of the generic word after the trigger word in training windows"
+    )
+    lm_ranks: tuple[Annotated[Rank, Field(ge=0)], ...] = Field(
+        (1, 4, 16), min_length=1, description="LASER ranks kept in the last MLP"
+    )
+    lm_local: str | None = Field(
+        None,
+        description="a local Hugging Face causal-LM directory (e.g. Pythia weights you "
+        "own): probed instead of training our own model",
+    )
     lm_probes: Annotated[SampleSize, Field(ge=16)] = Field(512, description="held-out probe windows")
 
     @model_validator(mode="after")
     def _consistent(self) -> "FFvsAttentionConfig":
         if self.train_bank and self.train_bank < self.batch:
             raise ValueError(f"'train_bank' ({self.train_bank}) must be 0 or >= 'batch' ({self.batch})")
-        if self.background != "dirichlet" and self.background not in CORPORA and not Path(self.background).expanduser(
-            ).is_file():
-            raise ValueError(f"'background' must be 'dirichlet', one of {sorted(CORPORA)} or an existing text file; "
-                             f"{self.background!r} is neither")
+        if (
+            self.background != "dirichlet"
+            and self.background not in CORPORA
+            and not Path(self.background).expanduser().is_file()
+        ):
+            raise ValueError(
+                f"'background' must be 'dirichlet', one of {sorted(CORPORA)} or an existing text file; "
+                f"{self.background!r} is neither"
+            )
         if self.lm:
             check_corpus("lm_corpus", self.lm_corpus)
         if self.lm_local is not None and self.lm and not Path(self.lm_local).expanduser().is_dir():
@@ -122,7 +157,8 @@ def lm_corpus(cfg: FFvsAttentionConfig) -> TriggerCorpus:
         return word_trigger_corpus(resolve_corpus(cfg.lm_corpus), cfg.lm_vocab_size, TRIGGER_WORD, cfg.lm_length)
     except CorpusTooShort as err:
         raise ConfigError(
-            f"lm_corpus: {err.words} words is too short for windows of lm_length = {cfg.lm_length}") from None
+            f"lm_corpus: {err.words} words is too short for windows of lm_length = {cfg.lm_length}"
+        ) from None
 
 
 PRESETS = {
@@ -158,8 +194,11 @@ PRESETS = {
         lm_d_model=(64, "CPU budget"),
         lm_vocab_size=(1000, "CPU budget: the readout dominates the step"),
         lm_steps=(3000, "the in-context path forms after ~2000 steps on this corpus"),
-        lm_corpus=("kjv", "the corpus the lm preset was tuned on (Debian's bible-kjv; elsewhere --set lm_corpus=stdlib "
-                          "or a text file)"),
+        lm_corpus=(
+            "kjv",
+            "the corpus the lm preset was tuned on (Debian's bible-kjv; elsewhere --set lm_corpus=stdlib "
+            "or a text file)",
+        ),
     ),
     "paper": Preset.of(
         "paper",
@@ -188,7 +227,10 @@ PRESETS = {
         lm_steps=(10_000, "GPU minutes"),
         lm_probes=(2048, "held-out probe windows"),
         lm_ranks=((1, 4, 16, 64), "up to a quarter of the 256 dimensions"),
-        lm_corpus=("kjv", "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set "
-                          "lm_corpus=stdlib or a local text file)"),
+        lm_corpus=(
+            "kjv",
+            "the larger real corpus where Debian's bible-kjv is installed (elsewhere: --set "
+            "lm_corpus=stdlib or a local text file)",
+        ),
     ),
 }

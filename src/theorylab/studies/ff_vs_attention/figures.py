@@ -14,8 +14,12 @@ from theorylab.studies.ff_vs_attention.judges import crossing_steps
 def figure_dynamics(ctx: RunContext, curve: pd.DataFrame) -> None:
     fig, ax = new_figure(width=7.5, height=4.2)
     g = curve.groupby("step")
-    lines = [("acc_full", "accuracy (full)"), ("acc_noFF2", "accuracy (FF2 dropped)"), ("P_noise_full",
-        "P(noise) (full)"), ("induction_mass", "layer-2 attention on o")]
+    lines = [
+        ("acc_full", "accuracy (full)"),
+        ("acc_noFF2", "accuracy (FF2 dropped)"),
+        ("P_noise_full", "P(noise) (full)"),
+        ("induction_mass", "layer-2 attention on o"),
+    ]
     for i, (col, label) in enumerate(lines):
         mean, lo, hi = g[col].mean(), g[col].min(), g[col].max()
         ax.plot(mean.index, mean.values, color=color(i), label=label)
@@ -42,8 +46,11 @@ def figure_dynamics(ctx: RunContext, curve: pd.DataFrame) -> None:
 
 def figure_ablation(ctx: RunContext, end: pd.DataFrame) -> None:
     fig, ax = new_figure(width=6.0, height=3.8)
-    settings = [("full", "P_answer_full", "P_noise_full"), ("FF2 dropped", "P_answer_noFF2", "P_noise_noFF2"), (
-        "attention 2 dropped", "P_answer_noAttn2", "P_noise_noAttn2")]
+    settings = [
+        ("full", "P_answer_full", "P_noise_full"),
+        ("FF2 dropped", "P_answer_noFF2", "P_noise_noFF2"),
+        ("attention 2 dropped", "P_answer_noAttn2", "P_noise_noAttn2"),
+    ]
     x = np.arange(len(settings))
     p_o = np.array([end[a].mean() for _, a, _ in settings])
     p_tau = np.array([end[b].mean() for _, _, b in settings])
@@ -63,8 +70,14 @@ def figure_p_sweep(ctx: RunContext, end: pd.DataFrame) -> None:
         return
     fig, ax = new_figure(width=4.8, height=4.0)
     ax.plot([0, 1], [0, 1], color="0.5", ls="--", label="Bayes: P(noise) = p")
-    ax.errorbar(sweep.index, sweep["mean"], yerr=[sweep["mean"] - sweep["min"], sweep["max"] - sweep["mean"]], fmt="o",
-                color=color(0), label="trained (seed range)")
+    ax.errorbar(
+        sweep.index,
+        sweep["mean"],
+        yerr=[sweep["mean"] - sweep["min"], sweep["max"] - sweep["mean"]],
+        fmt="o",
+        color=color(0),
+        label="trained (seed range)",
+    )
     ax.set_xlabel("training noise probability p")
     ax.set_ylabel("P(noise) at test triggers")
     ax.legend(fontsize=8)
@@ -87,12 +100,17 @@ def figure_lm(ctx: RunContext, lm: pd.DataFrame) -> None:
     mid.axhline(base["P_generic"], color="0.4", lw=0.8, ls="--")
     right.axhline(10, color="0.6", ls=":", label="+10%")
     generic = lm["generic"].iloc[0]
-    for ax, ylabel in ((left, "in-context accuracy (test)"), (mid, f"P(name) solid, P('{generic}') dashed (test)"), (
-        right, "natural-text perplexity change (%)")):
+    for ax, ylabel in (
+        (left, "in-context accuracy (test)"),
+        (mid, f"P(name) solid, P('{generic}') dashed (test)"),
+        (right, "natural-text perplexity change (%)"),
+    ):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("rank kept in the MLP input matrix")
         ax.set_ylabel(ylabel)
     left.legend(fontsize=8)
-    fig.suptitle(f"LASER on a {int(lm['n_layers'].iloc[0])}-layer model trained on real text: in-context name vs "
-                 f"generic '{generic}'")
+    fig.suptitle(
+        f"LASER on a {int(lm['n_layers'].iloc[0])}-layer model trained on real text: in-context name vs "
+        f"generic '{generic}'"
+    )
     ctx.figure("lm_truncation", fig)

@@ -22,8 +22,9 @@ def final(curve: pd.DataFrame) -> pd.DataFrame:
 def crossing_steps(curve: pd.DataFrame) -> tuple[int | None, int | None]:
     """t_FF: first evaluation where the mean FF2 margin is > 0; t_ICL: first where mean acc_noFF2 >= 0.5."""
     mean = curve.groupby("step")[["ff2_margin", "acc_noFF2"]].mean().sort_index()
-    return first_point_above(mean.index, mean["ff2_margin"], 0.0), first_point_above(mean.index, mean["acc_noFF2"], 0.5,
-        inclusive=True)
+    return first_point_above(mean.index, mean["ff2_margin"], 0.0), first_point_above(
+        mean.index, mean["acc_noFF2"], 0.5, inclusive=True
+    )
 
 
 claims = Claims("ff-vs-attention")
@@ -35,16 +36,20 @@ def _paper_scale(cfg: dict) -> bool:
 
 # The card's quick recipe changes only the optimiser (Adam, lr 3e-3) from the authors' SGD recipe (constant rate,
 # weight decay 1e-4); the quick preset's schedule and weight decay are ours.
-RECIPE = [Departure.field_value("schedule", "constant", "the quick preset's Adam recipe decays the rate (ours)"),
-          Departure.field_value("weight_decay", 1e-4, "the quick preset's Adam recipe has none (ours)")]
+RECIPE = [
+    Departure.field_value("schedule", "constant", "the quick preset's Adam recipe decays the rate (ours)"),
+    Departure.field_value("weight_decay", 1e-4, "the quick preset's Adam recipe has none (ours)"),
+]
 
 
 def _reduced(cfg: dict) -> list[str]:
     """A paper claim judged below the paper's sizes (the no-ff-cpu preset, or a --set sweep at quick sizes)."""
     if _paper_scale(cfg):
         return []
-    return [f"judged at d = {cfg['d_model']}, T = {cfg['length']}, {cfg['steps']} steps (card: the paper preset, "
-            f"d = T = 256, 5000 steps): the paper's sizes are GPU work"]
+    return [
+        f"judged at d = {cfg['d_model']}, T = {cfg['length']}, {cfg['steps']} steps (card: the paper preset, "
+        f"d = T = 256, 5000 steps): the paper's sizes are GPU work"
+    ]
 
 
 def _main_end(res) -> pd.DataFrame:
@@ -71,9 +76,11 @@ def judge_bayes(res, v) -> Verdict:
     return v.judged(lo <= value <= hi, value, p, "[-0.15, +0.2]", detail)
 
 
-S_ABLATE = ("Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) "
-            "/ 0.9 (paper), "
-            "P(noise) without FF2 <= 0.15, and accuracy gains >= 0.25 over the full model.")
+S_ABLATE = (
+    "Dropping FF2 deletes the association and keeps the in-context answer: accuracy without FF2 >= 0.8 (quick) "
+    "/ 0.9 (paper), "
+    "P(noise) without FF2 <= 0.15, and accuracy gains >= 0.25 over the full model."
+)
 
 
 @claims.add("ablate-ff2", S_ABLATE, REF + ", Sec. 3, Fig. 2 (FF2 ablation)", departures=RECIPE)
@@ -82,8 +89,11 @@ def judge_ablate(res, v) -> Verdict:
     bar = 0.9 if _paper_scale(res.config) else 0.8
     for col in ("acc_noFF2", "acc_full", "P_noise_noFF2"):
         v.column(end, col)
-    acc, acc_full, p_noise = float(end["acc_noFF2"].mean()), float(end["acc_full"].mean()), float(end[
-        "P_noise_noFF2"].mean())
+    acc, acc_full, p_noise = (
+        float(end["acc_noFF2"].mean()),
+        float(end["acc_full"].mean()),
+        float(end["P_noise_noFF2"].mean()),
+    )
     gain = acc - acc_full
     ok = acc >= bar and p_noise <= 0.15 and gain >= 0.25
     detail = (
@@ -123,8 +133,13 @@ def judge_first(res, v) -> Verdict:
     t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
     every = res.config["evaluate_every"]
     if t_icl is None:
-        return v.judged(False, None, None, None, f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); "
-                                                 f"the in-context mechanism did not form")
+        return v.judged(
+            False,
+            None,
+            None,
+            None,
+            f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did not form",
+        )
     if t_ff is None:
         return v.judged(False, None, None, None, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
     detail = (
@@ -152,47 +167,68 @@ def judge_induction(res, v) -> Verdict:
     return v.judged(mass >= bar, mass, f">= {bar}", bar, detail)
 
 
-S_NOFF = ("Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) "
-          "still lies in [p - 0.15, p + 0.2], "
-          "and dropping the lower singular directions of the layer-2 value matrix W_V (keeping its top-k part, k "
-          "chosen on one half of the test "
-          "sequences; the authors' value truncation) brings P(noise) below 0.15 on the other half without lowering the "
-          "in-context accuracy "
-          "(which must be at least 5x chance, 5/V). "
-          "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the "
-          "in-context answer too.)")
+S_NOFF = (
+    "Without FF layers the association moves into the layer-2 attention value path: the no-FF model's P(noise) "
+    "still lies in [p - 0.15, p + 0.2], "
+    "and dropping the lower singular directions of the layer-2 value matrix W_V (keeping its top-k part, k "
+    "chosen on one half of the test "
+    "sequences; the authors' value truncation) brings P(noise) below 0.15 on the other half without lowering the "
+    "in-context accuracy "
+    "(which must be at least 5x chance, 5/V). "
+    "(Second half reconstructed; dropping a whole attention layer is reported, not judged: it removes the "
+    "in-context answer too.)"
+)
 
 
-@claims.add("no-ff-variant", S_NOFF, REF + ", Sec. 3 (models without FF)", decided_by="cpu", departures=[*RECIPE, (
-    "layer-2 W_V truncated to its top-k directions, k picked on half the test sequences, in-context accuracy kept "
-    "(card: the layer-2 attention value path dropped): the authors' code truncates W_V (wv_low_rank); dropping the "
-    "path also removes the in-context answer (reported)")])
+@claims.add(
+    "no-ff-variant",
+    S_NOFF,
+    REF + ", Sec. 3 (models without FF)",
+    decided_by="cpu",
+    departures=[
+        *RECIPE,
+        (
+            "layer-2 W_V truncated to its top-k directions, k picked on half the test sequences, in-context accuracy "
+            "kept "
+            "(card: the layer-2 attention value path dropped): the authors' code truncates W_V (wv_low_rank); dropping "
+            "the "
+            "path also removes the in-context answer (reported)"
+        ),
+    ],
+)
 def judge_no_ff(res, v) -> Verdict:
     end = final(res.table("curves"))
     noff = end[end["variant"] == "no-ff"]
     if noff.empty:
-        raise Undecided("this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU "
-                        "budget: "
-                        "--preset cpu (or --preset no-ff-cpu) trains it at quick sizes, the paper preset at "
-                        "paper size)")
+        raise Undecided(
+            "this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU "
+            "budget: "
+            "--preset cpu (or --preset no-ff-cpu) trains it at quick sizes, the paper preset at "
+            "paper size)"
+        )
     p = res.config["p_noise"]
     value = float(v.column(noff, "P_noise_full").mean())
     for col in ("P_noise", "acc"):
         v.column(res.table("value_truncation"), col)
     picked = pick_value_rank(res.table("value_truncation"))
-    p_cut, acc_cut, acc_full = float(picked["P_noise"].mean()), float(picked["acc"].mean()), float(picked[
-        "acc_untouched"].mean())
+    p_cut, acc_cut, acc_full = (
+        float(picked["P_noise"].mean()),
+        float(picked["acc"].mean()),
+        float(picked["acc_untouched"].mean()),
+    )
     # the in-context path must exist for "keeps the in-context answer" to mean anything: at least 5x chance (1/V)
     floor = 5.0 / res.config["vocab_size"]
     ok = p - 0.15 <= value <= p + 0.2 and p_cut < 0.15 and acc_cut >= max(acc_full, floor)
-    detail = (f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
-              f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation "
-              f"half): on the test half P(noise) "
-              f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy "
-              f"{acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
-              f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, "
-              f"accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
-              f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}")
+    detail = (
+        f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
+        f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation "
+        f"half): on the test half P(noise) "
+        f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy "
+        f"{acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
+        f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, "
+        f"accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
+        f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}"
+    )
     return v.judged(ok, value, p, "[-0.15, +0.2]", detail, departures=_reduced(res.config))
 
 
@@ -204,9 +240,11 @@ S_SWEEP = (
 
 # Measured at quick sizes (seed 0, --set p_sweep=0.1,0.3,0.7): the reason the quick preset leaves the sweep to the paper
 # preset.
-SWEEP_AT_QUICK = ("--preset cpu (or --set p_sweep=0.1,0.3,0.7) trains it at quick sizes (three more models, minutes "
-                  "on a CPU); what that measured, and why the card's accuracy bar may need paper size, is in "
-                  "docs/studies/ff-vs-attention.md; the paper preset judges it at paper size")
+SWEEP_AT_QUICK = (
+    "--preset cpu (or --set p_sweep=0.1,0.3,0.7) trains it at quick sizes (three more models, minutes "
+    "on a CPU); what that measured, and why the card's accuracy bar may need paper size, is in "
+    "docs/studies/ff-vs-attention.md; the paper preset judges it at paper size"
+)
 
 
 @claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)", departures=RECIPE, decided_by="cpu")
@@ -214,56 +252,88 @@ def judge_sweep(res, v) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
     if len(full) < 2:
-        raise Undecided(f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); "
-                        f"{SWEEP_AT_QUICK}")
+        raise Undecided(
+            f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); {SWEEP_AT_QUICK}"
+        )
     for col in ("P_noise_full", "acc_noFF2"):
         v.column(end[end["ff"]], col)
     errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
     tracks, accurate = bool((errors <= 0.12).all()), bool((full["acc_noFF2"] >= 0.85).all())
-    detail = "; ".join(f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p,
-                       r in full.iterrows()) + f"; max |P(noise) - p| {float(errors.max()):.3f}"
+    detail = (
+        "; ".join(
+            f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows()
+        )
+        + f"; max |P(noise) - p| {float(errors.max()):.3f}"
+    )
     if tracks and not accurate:  # the measured value is the part that fails (else the P(noise) error, as before)
-        return v.judged(False, float(full["acc_noFF2"].min()), ">= 0.85 at every p (min acc without FF2)", 0.85,
-                        detail, departures=_reduced(res.config))
+        return v.judged(
+            False,
+            float(full["acc_noFF2"].min()),
+            ">= 0.85 at every p (min acc without FF2)",
+            0.85,
+            detail,
+            departures=_reduced(res.config),
+        )
     return v.judged(tracks and accurate, float(errors.max()), 0.0, 0.12, detail, departures=_reduced(res.config))
 
 
-S_LASER = ("Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a "
-           "late MLP (second half of the layers; "
-           "layer and rank picked on a validation split, as LASER does) raises in-context accuracy at held-out trigger "
-           "prompts by >= 0.1 "
-           "while natural-text perplexity changes by <= 10%.")
+S_LASER = (
+    "Our analogue of the Pythia finding, on a language model trained on real text: a low-rank truncation of a "
+    "late MLP (second half of the layers; "
+    "layer and rank picked on a validation split, as LASER does) raises in-context accuracy at held-out trigger "
+    "prompts by >= 0.1 "
+    "while natural-text perplexity changes by <= 10%."
+)
 
 
 # Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the
 # paper preset.
-LASER_AT_CPU = ("measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured "
-                "when we ran it is in the "
-                "docs/studies/ff-vs-attention.md; judged at paper size")
+LASER_AT_CPU = (
+    "measure it on CPU with --preset lm (a 2-layer language model on the KJV, minutes); what that measured "
+    "when we ran it is in the "
+    "docs/studies/ff-vs-attention.md; judged at paper size"
+)
 
 
-@claims.add("truncation-helps", S_LASER, REF + ", Sec. 5 (LASER on Pythia; our own LM here)", decided_by="lm",
-            departures=[
-    "a word-level model on real text with the trigger task written in, perplexity on natural text (card: a synthetic "
-    "corpus mixing the trigger task with generic bigram text, generic-bigram perplexity): closer to the paper's "
-    "Pythia setting",
-    "a late-layer MLP and its rank picked on a validation split among lm_ranks (card: the last-layer MLP at "
-    "rank-1/10): LASER's own selection",
-    Departure.field_value("lm_n_layers", 4, "the lm preset's CPU model has 2 layers")])
+@claims.add(
+    "truncation-helps",
+    S_LASER,
+    REF + ", Sec. 5 (LASER on Pythia; our own LM here)",
+    decided_by="lm",
+    departures=[
+        "a word-level model on real text with the trigger task written in, perplexity on natural text (card: a "
+        "synthetic "
+        "corpus mixing the trigger task with generic bigram text, generic-bigram perplexity): closer to the paper's "
+        "Pythia setting",
+        "a late-layer MLP and its rank picked on a validation split among lm_ranks (card: the last-layer MLP at "
+        "rank-1/10): LASER's own selection",
+        Departure.field_value("lm_n_layers", 4, "the lm preset's CPU model has 2 layers"),
+    ],
+)
 def judge_laser(res, v) -> Verdict:
-    lm = res.table("lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); "
-                                f"{LASER_AT_CPU}")
+    lm = res.table(
+        "lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); {LASER_AT_CPU}"
+    )
     pick, test = laser_selection(lm)
     base = lm[(lm["split"] == "test") & ~lm["truncated"]].iloc[0]
     late = test[test["layer"] >= test["n_layers"] / 2]
     grid = "; ".join(
-        f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples())
+        f"layer {int(r.layer)} rank {int(r.rank)}: {r.gain:+.3f} ({r.ppl_change:+.0%})" for r in late.itertuples()
+    )
     head = f"test split: full model in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}"
     if pick is None:
-        return v.judged(False, None, ">= 0.1", 0.1, f"{head}; no late-layer truncation keeps validation perplexity "
-                                                    f"within 10% (test grid, gain (perplexity change): {grid})")
+        return v.judged(
+            False,
+            None,
+            ">= 0.1",
+            0.1,
+            f"{head}; no late-layer truncation keeps validation perplexity "
+            f"within 10% (test grid, gain (perplexity change): {grid})",
+        )
     ok = pick["gain"] >= 0.1 and abs(pick["ppl_change"]) <= 0.10
-    detail = (f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test "
-              f"gain {pick['gain']:+.3f} (need >= 0.1), "
-              f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}")
+    detail = (
+        f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test "
+        f"gain {pick['gain']:+.3f} (need >= 0.1), "
+        f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}"
+    )
     return v.judged(ok, float(pick["gain"]), ">= 0.1", 0.1, detail)

@@ -62,8 +62,15 @@ def figure_focus_heatmap(ctx: RunContext, mass: pd.DataFrame, tokens: pd.DataFra
     grid = t.groupby(["rank", "step"])["ratio"].mean().unstack("step")
     fig, ax = new_figure(width=7, height=3.5)
     ax.grid(False)
-    im = ax.imshow(grid.to_numpy(), aspect="auto", cmap="RdBu_r", origin="upper", vmin=0, vmax=2,
-                   extent=(-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5))
+    im = ax.imshow(
+        grid.to_numpy(),
+        aspect="auto",
+        cmap="RdBu_r",
+        origin="upper",
+        vmin=0,
+        vmax=2,
+        extent=(-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5),
+    )
     ticks = np.linspace(0, grid.shape[1] - 1, 6).astype(int)
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(grid.columns[i]) for i in ticks])
@@ -85,8 +92,9 @@ def figure_key_scores(ctx: RunContext, curves: pd.DataFrame, keys: pd.DataFrame,
     for i, (step, name) in enumerate(((at, "focus peak"), (end, "end"))):
         k = keys[(keys["member"] == m) & (keys["step"] == step)].set_index("token")["key_score"]
         rho = float(c.loc[c["step"] == step, "key_spearman"].iloc[0])
-        ax.scatter(pi.loc[k.index], k - k.mean(), color=color(i), s=18, label=f"{name} (step {step:.0f}, ρ = "
-                                                                            f"{rho:.2f})")
+        ax.scatter(
+            pi.loc[k.index], k - k.mean(), color=color(i), s=18, label=f"{name} (step {step:.0f}, ρ = {rho:.2f})"
+        )
     ax.set_xscale("log")
     ax.set_xlabel("π (token frequency)")
     ax.set_ylabel("key score − mean")
@@ -116,6 +124,9 @@ def figure_focus_markers(ctx: RunContext, curves: pd.DataFrame, levels: pd.DataF
     axes[1].set_xlabel("step")
     for ax in axes:
         ax.legend(fontsize=7)
-    fig.suptitle("focus-dilution, paper setting: per-token attention, averaged over query tokens "
-                 "(dashed: last query in context)", fontsize=8)
+    fig.suptitle(
+        "focus-dilution, paper setting: per-token attention, averaged over query tokens "
+        "(dashed: last query in context)",
+        fontsize=8,
+    )
     ctx.figure("focus_markers", fig)

@@ -33,16 +33,22 @@ SECOND_PEAK = 1.03
 SECOND_CYCLE_STEPS = 20_000  # the card: claim 6 needs about 5x the quick budget of 4000 steps
 
 # The paper's setting, from the card's update (secondary notes on the paper), differs from the card's recipe we built.
-PAPER_SETTING = ("W_V, loss on every position, Zipf-mixed chain (the card's update, from notes on the paper: no W_V, "
-                 "last-token loss, π = (0.75, 0.19, 0.05, 0.01), population gradient flow): the paper's setting is "
-                 "built only for focus-then-dilution (paper_setting.py)")
+PAPER_SETTING = (
+    "W_V, loss on every position, Zipf-mixed chain (the card's update, from notes on the paper: no W_V, "
+    "last-token loss, π = (0.75, 0.19, 0.05, 0.01), population gradient flow): the paper's setting is "
+    "built only for focus-then-dilution (paper_setting.py)"
+)
 # The card's paper preset trains about 1e5 steps; ours 20k (the budget claim 6 names).
-PAPER_STEPS = Departure.field_value("steps", 100_000, "the card's claim 6 asks about 5x the quick budget; 1e5 steps "
-                                    "not run", presets=["paper"])
+PAPER_STEPS = Departure.field_value(
+    "steps", 100_000, "the card's claim 6 asks about 5x the quick budget; 1e5 steps not run", presets=["paper"]
+)
 # The cpu preset: quick's model and data at the 20000 steps claim 6 names.
-CPU_SIZE = Departure.of("V = 10, d = 16, T = 16, 512 sequences, 2 members at 20000 steps (paper preset: V = 50, d = "
-                        "256, T = 128, 5 members; card: ~1e5 steps)", "cpu preset: quick's model on 2 CPU cores; the "
-                        "paper's size needs a GPU", presets=["cpu"])
+CPU_SIZE = Departure.of(
+    "V = 10, d = 16, T = 16, 512 sequences, 2 members at 20000 steps (paper preset: V = 50, d = "
+    "256, T = 128, 5 members; card: ~1e5 steps)",
+    "cpu preset: quick's model on 2 CPU cores; the paper's size needs a GPU",
+    presets=["cpu"],
+)
 
 
 def members(res) -> list[tuple[int, pd.DataFrame, pd.Series]]:
@@ -86,17 +92,28 @@ S_INIT = "At initialisation (every weight N(0, ε²), ε = 0.05) the loss is ln 
 def judge_init(res, v) -> Verdict:
     gaps = [abs(float(c["loss"].iloc[0]) - float(lv["ln_v"])) for _, c, lv in members(res)]
     worst = max(gaps)
-    return v.judged(worst <= INIT_TOL, worst, f"<= {INIT_TOL}", INIT_TOL,
-                    "|L(0) - ln V| per member: " + ", ".join(f"{g:.2e}" for g in gaps))
+    return v.judged(
+        worst <= INIT_TOL,
+        worst,
+        f"<= {INIT_TOL}",
+        INIT_TOL,
+        "|L(0) - ln V| per member: " + ", ".join(f"{g:.2e}" for g in gaps),
+    )
 
 
-S_CONDENSE = ("Stage 1: a window W₁ of >= 100 steps where the loss sits at the unigram entropy H(π) (within 2 %) while "
-              "‖W_Q W_Kᵀ‖_F stays <= 1.5x its initial value, and inside it σ₂/σ₁ of both E and U fall to <= 0.3 "
-              "(rank-one condensation with attention frozen).")
+S_CONDENSE = (
+    "Stage 1: a window W₁ of >= 100 steps where the loss sits at the unigram entropy H(π) (within 2 %) while "
+    "‖W_Q W_Kᵀ‖_F stays <= 1.5x its initial value, and inside it σ₂/σ₁ of both E and U fall to <= 0.3 "
+    "(rank-one condensation with attention frozen)."
+)
 
 
-@claims.add("condensation-with-frozen-attention", S_CONDENSE, REF + ", stage 1 (abstract)",
-            departures=[PAPER_SETTING, PAPER_STEPS])
+@claims.add(
+    "condensation-with-frozen-attention",
+    S_CONDENSE,
+    REF + ", stage 1 (abstract)",
+    departures=[PAPER_SETTING, PAPER_STEPS],
+)
 def judge_condense(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
@@ -111,12 +128,13 @@ def judge_condense(res, v) -> Verdict:
     return v.judged(ok, min(lengths), f">= {MIN_WINDOW} steps (σ₂/σ₁ <= {RANK_ONE})", None, detail)
 
 
-S_WAKE = ("Stage 2 begins after stage 1: ‖W_Q W_Kᵀ‖_F grows >= 10x by the end, first exceeds 1.5x its initial value "
-          "after the start of W₁, and the attention entropy (t >= 4) falls by >= 0.3 nats from its uniform start.")
+S_WAKE = (
+    "Stage 2 begins after stage 1: ‖W_Q W_Kᵀ‖_F grows >= 10x by the end, first exceeds 1.5x its initial value "
+    "after the start of W₁, and the attention entropy (t >= 4) falls by >= 0.3 nats from its uniform start."
+)
 
 
-@claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)",
-            departures=[PAPER_SETTING, PAPER_STEPS])
+@claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)", departures=[PAPER_SETTING, PAPER_STEPS])
 def judge_wake(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
@@ -126,19 +144,28 @@ def judge_wake(res, v) -> Verdict:
         wake = float(awake["step"].iloc[0]) if len(awake) else math.inf
         drop = float(c["entropy"].iloc[0] - c["entropy"].iloc[-1])
         good = w is not None and growth >= QK_GROWTH and wake > w[0] and drop >= ENTROPY_DROP
-        return good, growth, (f"‖W_QW_Kᵀ‖ x{growth:.1f}, wakes at step {wake:.0f} (W₁ starts at "
-                              f"{'none' if w is None else f'{w[0]:.0f}'}), entropy drop {drop:.3f} nats")
+        return (
+            good,
+            growth,
+            (
+                f"‖W_QW_Kᵀ‖ x{growth:.1f}, wakes at step {wake:.0f} (W₁ starts at "
+                f"{'none' if w is None else f'{w[0]:.0f}'}), entropy drop {drop:.3f} nats"
+            ),
+        )
 
     ok, growths, detail = every_member(res, check)
-    return v.judged(ok, min(growths), f">= {QK_GROWTH}x (wake after W₁ starts; entropy drop >= {ENTROPY_DROP})", None,
-                    detail)
+    return v.judged(
+        ok, min(growths), f">= {QK_GROWTH}x (wake after W₁ starts; entropy drop >= {ENTROPY_DROP})", None, detail
+    )
 
 
-S_FOCUS = ("Stages 2-3 and the next cycle, the paper's markers (paper setting: no W_V, no LayerNorm, last-token "
-           "cross-entropy, π = (0.75, 0.19, 0.05, 0.01), small init): focus (the attention entropy falls and the "
-           "attention on the high-frequency token rises), then dilution (the entropy rises again and the attention on "
-           "the high-frequency token falls), then the next cycle (the entropy falls again): the entropy goes down, up, "
-           "down, for every member.")
+S_FOCUS = (
+    "Stages 2-3 and the next cycle, the paper's markers (paper setting: no W_V, no LayerNorm, last-token "
+    "cross-entropy, π = (0.75, 0.19, 0.05, 0.01), small init): focus (the attention entropy falls and the "
+    "attention on the high-frequency token rises), then dilution (the entropy rises again and the attention on "
+    "the high-frequency token falls), then the next cycle (the entropy falls again): the entropy goes down, up, "
+    "down, for every member."
+)
 
 # A turn of a marker counts when it moves by at least the largest of: 5 % of the marker's range (ln V nats for the
 # entropy, 1 for an attention weight), 3x the curve's own roughness (SD of raw - smoothed) and the seed-to-seed
@@ -148,15 +175,23 @@ ROUGHNESS_K = 3.0
 SMOOTH_POINTS = 5  # centred moving average over this many log points
 
 # Measured with the paper setting (issue 46; docs/studies/focus-dilution.md): seeds 0-9 at quick, 2 members each.
-FOCUS_KNOWN = KnownFailure.on_every_seed((
-    "paper setting, seeds 0-9 at quick (2 members each, 0/20 pass; cpu runs the same paper setting): focus and "
-    "dilution show on the attention on the high-frequency token (0.250 -> 0.407-0.409 at steps 180-260 while the "
-    "entropy falls, then back to 0.250-0.252), but the per-token attention entropy never rises (largest rise < 1e-4 "
-    "nats against the 0.069 tolerance): it falls in steps from ln 4 = 1.386 to 0.09-0.16 as each query token's "
-    "attention moves onto itself (the Bayes predictor of P = λI + (1-λ)1πᵀ copies the last token), so the mass that "
-    "leaves token 0 lowers the entropy instead of raising it. The δ = 0 control falls the same way. λ, T, d, ε and the "
-    "step are ours (the notes give none; λ = 0.1, 0.6, d = 16, ε = 0.001 also show no rise above the tolerance); the "
-    "tolerance is kept"), presets=["quick", "cpu"])
+FOCUS_KNOWN = KnownFailure.on_every_seed(
+    (
+        "paper setting, seeds 0-9 at quick (2 members each, 0/20 pass; cpu runs the same paper setting): focus and "
+        "dilution show on the attention on the high-frequency token (0.250 -> 0.407-0.409 at steps 180-260 while the "
+        "entropy falls, then back to 0.250-0.252), but the per-token attention entropy never rises (largest rise < "
+        "1e-4 "
+        "nats against the 0.069 tolerance): it falls in steps from ln 4 = 1.386 to 0.09-0.16 as each query token's "
+        "attention moves onto itself (the Bayes predictor of P = λI + (1-λ)1πᵀ copies the last token), so the mass "
+        "that "
+        "leaves token 0 lowers the entropy instead of raising it. The δ = 0 control falls the same way. λ, T, d, ε and "
+        "the "
+        "step are ours (the notes give none; λ = 0.1, 0.6, d = 16, ε = 0.001 also show no rise above the tolerance); "
+        "the "
+        "tolerance is kept"
+    ),
+    presets=["quick", "cpu"],
+)
 
 
 def smooth(y: np.ndarray, points: int = SMOOTH_POINTS) -> np.ndarray:
@@ -206,16 +241,23 @@ def paper_markers(res) -> tuple[bool, float, str]:
             f"first minimum {h[first_min] if first_min is not None else float('nan'):.3f} at step "
             f"{steps[first_min] if first_min is not None else float('nan'):.0f}, largest rise {rise:.4f}, end "
             f"{h[-1]:.3f}; attention on token 0 moves {_signs(ma)} (start {a[0]:.3f}, peak {a[peak]:.3f} at step "
-            f"{steps[peak]:.0f}, end {a[-1]:.3f})")
+            f"{steps[peak]:.0f}, end {a[-1]:.3f})"
+        )
     if "entropy_in_context" in curves:
         tol_c, _ = turn_tolerance(curves, "entropy_in_context", math.log(float(res.config.get("focus_length", 8))))
-        moves = [_signs(zigzag(smooth(g.sort_values("step")["entropy_in_context"].to_numpy()), tol_c))
-                 for _, g in curves.groupby("member")]
-        texts.append(f"extra (not judged): the last query's in-context entropy over positions moves "
-                     f"{', '.join(moves)} (tolerance {tol_c:.3f})")
-    head = (f"turn tolerance: entropy {tol_h:.3f} nats (5 % of ln V {parts_h['range']:.3f}, 3x roughness "
-            f"{parts_h['roughness']:.3f}, seed spread {parts_h['seeds']:.3f}); attention {tol_a:.3f} (5 % "
-            f"{parts_a['range']:.3f}, roughness {parts_a['roughness']:.3f}, seeds {parts_a['seeds']:.3f})")
+        moves = [
+            _signs(zigzag(smooth(g.sort_values("step")["entropy_in_context"].to_numpy()), tol_c))
+            for _, g in curves.groupby("member")
+        ]
+        texts.append(
+            f"extra (not judged): the last query's in-context entropy over positions moves "
+            f"{', '.join(moves)} (tolerance {tol_c:.3f})"
+        )
+    head = (
+        f"turn tolerance: entropy {tol_h:.3f} nats (5 % of ln V {parts_h['range']:.3f}, 3x roughness "
+        f"{parts_h['roughness']:.3f}, seed spread {parts_h['seeds']:.3f}); attention {tol_a:.3f} (5 % "
+        f"{parts_a['range']:.3f}, roughness {parts_a['roughness']:.3f}, seeds {parts_a['seeds']:.3f})"
+    )
     return bool(ok), min(rises), head + "; " + "; ".join(texts)
 
 
@@ -236,6 +278,7 @@ def card_focus_extra(res) -> str:
 
 def judge_card_focus(res, v) -> Verdict:
     """The earlier reading (focus_setting = 'card'): F peaks >= 1.05 after W₁, half its gain undone by the end."""
+
     def check(c, lv):
         w = first_window(c, lv)
         if w is None:
@@ -245,33 +288,54 @@ def judge_card_focus(res, v) -> Verdict:
         return good, peak, f"F_peak {peak:.3f} at step {at:.0f}, F_end {end:.3f} (bound {1 + UNDONE * (peak - 1):.3f})"
 
     ok, peaks, detail = every_member(res, check)
-    return v.judged(ok, float(np.nanmin(peaks)) if not all(map(math.isnan, peaks)) else math.nan,
-                    f"F_peak >= {F_PEAK}, F_end <= 1 + {UNDONE} (F_peak - 1)", None, "focus_setting = card: " + detail,
-                    departures=["judged on the card's top-V/4 focus ratio F (focus_setting = card), not the paper's "
-                                "markers"])
+    return v.judged(
+        ok,
+        float(np.nanmin(peaks)) if not all(map(math.isnan, peaks)) else math.nan,
+        f"F_peak >= {F_PEAK}, F_end <= 1 + {UNDONE} (F_peak - 1)",
+        None,
+        "focus_setting = card: " + detail,
+        departures=["judged on the card's top-V/4 focus ratio F (focus_setting = card), not the paper's markers"],
+    )
 
 
 PAPER_FOCUS_OURS = Departure.of(
     "paper setting's λ, T, d, ε, lr and steps are ours; exact population loss, GD in place of the flow",
-    "the notes give the model, π and the loss but none of these values")
+    "the notes give the model, π and the loss but none of these values",
+)
 
 
-@claims.add("focus-then-dilution", S_FOCUS, REF + "; markers and setting from notes on the paper (card update, turn 3)",
-            known=FOCUS_KNOWN, departures=[PAPER_FOCUS_OURS])
+@claims.add(
+    "focus-then-dilution",
+    S_FOCUS,
+    REF + "; markers and setting from notes on the paper (card update, turn 3)",
+    known=FOCUS_KNOWN,
+    departures=[PAPER_FOCUS_OURS],
+)
 def judge_focus(res, v) -> Verdict:
     if res.config.get("focus_setting", "paper") == "card":
         return judge_card_focus(res, v)
     ok, rise, detail = paper_markers(res)
-    return v.judged(ok, rise, "entropy down, up, down (each move >= the turn tolerance); attention on token 0 up, "
-                    "then down", None, detail + "; " + card_focus_extra(res))
+    return v.judged(
+        ok,
+        rise,
+        "entropy down, up, down (each move >= the turn tolerance); attention on token 0 up, then down",
+        None,
+        detail + "; " + card_focus_extra(res),
+    )
 
 
-S_BEYOND = ("The attention stage learns beyond the unigram level: the final loss is <= H(π) - 0.5 (H(π) - H_cond), "
-            "H_cond the chain's entropy rate.")
+S_BEYOND = (
+    "The attention stage learns beyond the unigram level: the final loss is <= H(π) - 0.5 (H(π) - H_cond), "
+    "H_cond the chain's entropy rate."
+)
 
 
-@claims.add("beyond-unigram", S_BEYOND, REF + "; loss levels from the chain (theory.markov)",
-            departures=[PAPER_SETTING, PAPER_STEPS])
+@claims.add(
+    "beyond-unigram",
+    S_BEYOND,
+    REF + "; loss levels from the chain (theory.markov)",
+    departures=[PAPER_SETTING, PAPER_STEPS],
+)
 def judge_beyond(res, v) -> Verdict:
     def check(c, lv):
         h, hc, last = float(lv["unigram_entropy"]), float(lv["entropy_rate"]), float(c["loss"].iloc[-1])
@@ -288,8 +352,7 @@ def second_cycle(c: pd.DataFrame, w: tuple[float, float]) -> dict:
     peak, at, _ = focus_peak(c, w[1])
     after = c[c["step"] > at]
     diluted = after[after["focus"] <= 1 + UNDONE * (peak - 1)]
-    out = dict(peak=peak, dilution=math.nan, dirs=math.nan, new_dirs=math.nan, peak2=math.nan, end2=math.nan,
-               ok=False)
+    out = dict(peak=peak, dilution=math.nan, dirs=math.nan, new_dirs=math.nan, peak2=math.nan, end2=math.nan, ok=False)
     if not len(diluted):
         return out
     t_d = float(diluted["step"].iloc[0])
@@ -303,32 +366,56 @@ def second_cycle(c: pd.DataFrame, w: tuple[float, float]) -> dict:
     i = rest["focus"].idxmax()
     peak2 = float(rest.loc[i, "focus"])
     end2 = float(c["focus"].iloc[-1])
-    out.update(peak2=peak2, end2=end2, ok=peak2 >= SECOND_PEAK and end2 <= 1 + UNDONE * (peak2 - 1)
-               and rest.loc[i, "step"] < c["step"].iloc[-1])
+    out.update(
+        peak2=peak2,
+        end2=end2,
+        ok=peak2 >= SECOND_PEAK and end2 <= 1 + UNDONE * (peak2 - 1) and rest.loc[i, "step"] < c["step"].iloc[-1],
+    )
     return out
 
 
-S_SECOND = ("Stage 4: after the first dilution a new embedding direction opens (the count of singular values of E "
-            "above 0.3σ₁ grows by >= 1), followed by a second F peak >= 1.03 and a second decline (half its gain "
-            "undone by the end). Needs about 5x the quick step budget.")
+S_SECOND = (
+    "Stage 4: after the first dilution a new embedding direction opens (the count of singular values of E "
+    "above 0.3σ₁ grows by >= 1), followed by a second F peak >= 1.03 and a second decline (half its gain "
+    "undone by the end). Needs about 5x the quick step budget."
+)
 
 
-@claims.add("second-cycle", S_SECOND, REF + ", stage 4 (abstract)", decided_by="cpu", departures=[
-    PAPER_SETTING, PAPER_STEPS, CPU_SIZE,
-    "second decline = half the second peak's gain undone by the end (card: 'a second decline', no size stated): the "
-    "first decline's rule"])
+@claims.add(
+    "second-cycle",
+    S_SECOND,
+    REF + ", stage 4 (abstract)",
+    decided_by="cpu",
+    departures=[
+        PAPER_SETTING,
+        PAPER_STEPS,
+        CPU_SIZE,
+        "second decline = half the second peak's gain undone by the end (card: 'a second decline', no size stated): "
+        "the "
+        "first decline's rule",
+    ],
+)
 def judge_second(res, v) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
         if w is None:
             return False, math.nan, "no W₁"
         s = second_cycle(c, w)
-        return s["ok"], s["peak2"], (f"first dilution at step {s['dilution']:.0f}, E directions {s['dirs']} -> "
-                                     f"{s['new_dirs']}, second F peak {s['peak2']:.3f}, F_end {s['end2']:.3f}")
+        return (
+            s["ok"],
+            s["peak2"],
+            (
+                f"first dilution at step {s['dilution']:.0f}, E directions {s['dirs']} -> "
+                f"{s['new_dirs']}, second F peak {s['peak2']:.3f}, F_end {s['end2']:.3f}"
+            ),
+        )
 
     ok, _, detail = every_member(res, check)
     steps = int(res.config["steps"])
     if steps < SECOND_CYCLE_STEPS:
-        return v.undecided(f"needs >= {SECOND_CYCLE_STEPS} steps (cpu preset; this run has {steps}); reduced "
-                           f"measurement: {detail}", measured=bool(ok), expected="a second direction, peak and decline")
+        return v.undecided(
+            f"needs >= {SECOND_CYCLE_STEPS} steps (cpu preset; this run has {steps}); reduced measurement: {detail}",
+            measured=bool(ok),
+            expected="a second direction, peak and decline",
+        )
     return v.judged(ok, bool(ok), "a second direction, peak >= 1.03 and decline", None, detail)

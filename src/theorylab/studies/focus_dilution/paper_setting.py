@@ -61,8 +61,11 @@ def count_states(pi: np.ndarray, P: np.ndarray, length: int) -> tuple[np.ndarray
                 nxt[key] = nxt.get(key, 0.0) + p * float(P[i, j])
         cur = nxt
     keys = sorted(cur)
-    return (np.array([k[0] for k in keys], dtype=np.int64), np.array([k[1] for k in keys], dtype=np.float64),
-            np.array([cur[k] for k in keys], dtype=np.float64))
+    return (
+        np.array([k[0] for k in keys], dtype=np.int64),
+        np.array([k[1] for k in keys], dtype=np.float64),
+        np.array([cur[k] for k in keys], dtype=np.float64),
+    )
 
 
 class PaperModel:
@@ -99,9 +102,18 @@ def token_attention(phi: Tensor) -> Tensor:
     return phi.softmax(-1)
 
 
-def train_population(model: PaperModel, pi: np.ndarray, lam: float, length: int, *, lr: float, steps: int,
-                     evaluate_every: int, log: Callable[[int, dict[str, Tensor], Tensor, Tensor], None],
-                     progress: Callable = iter) -> dict[str, Tensor]:
+def train_population(
+    model: PaperModel,
+    pi: np.ndarray,
+    lam: float,
+    length: int,
+    *,
+    lr: float,
+    steps: int,
+    evaluate_every: int,
+    log: Callable[[int, dict[str, Tensor], Tensor, Tensor], None],
+    progress: Callable = iter,
+) -> dict[str, Tensor]:
     """Full-batch GD on the exact population last-token cross-entropy, every member at once.
 
     ``log(step, weights, losses (S,), in-context mass on each token from the last query (S, V), in-context entropy of

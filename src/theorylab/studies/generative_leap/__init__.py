@@ -67,8 +67,9 @@ def _staged(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
     rows = []
     for threshold, role in ((1.0, "staged"), (CHI2_MEDIAN, "control")):
         link = staged_link(threshold)
-        moments += [dict(role=role, **r) for r in staged_moments(cfg.moment_n, ctx.rng(f"staged-moments/{role}"),
-                                                                  threshold)]
+        moments += [
+            dict(role=role, **r) for r in staged_moments(cfg.moment_n, ctx.rng(f"staged-moments/{role}"), threshold)
+        ]
         for d in cfg.staged_dims:
             for alpha in cfg.staged_alphas if role == "staged" else (max(cfg.staged_alphas),):
                 for seed in range(cfg.staged_seeds):
@@ -77,12 +78,24 @@ def _staged(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
                     basis = est.components_.T
                     cap = captures(basis, model.W) if basis.shape[1] else np.zeros(2)
                     save = captures(SAVE(2, 10, whiten=False).fit(X, y).components_.T, model.W)
-                    rows.append(dict(role=role, link=link.name, d=d, alpha=alpha, n=len(y), seed=seed,
-                                     stages=";".join(f"k={k}:{m}" for k, m in est.stages_), found=basis.shape[1],
-                                     leap=est.leap_ if est.leap_ is not None else -1,
-                                     overlap=overlap(basis, model.W) if basis.shape[1] else 0.0,
-                                     capture_z1=float(cap[0]), capture_z2=float(cap[1]),
-                                     single_stage_z1=float(save[0]), single_stage_z2=float(save[1])))
+                    rows.append(
+                        dict(
+                            role=role,
+                            link=link.name,
+                            d=d,
+                            alpha=alpha,
+                            n=len(y),
+                            seed=seed,
+                            stages=";".join(f"k={k}:{m}" for k, m in est.stages_),
+                            found=basis.shape[1],
+                            leap=est.leap_ if est.leap_ is not None else -1,
+                            overlap=overlap(basis, model.W) if basis.shape[1] else 0.0,
+                            capture_z1=float(cap[0]),
+                            capture_z2=float(cap[1]),
+                            single_stage_z1=float(save[0]),
+                            single_stage_z2=float(save[1]),
+                        )
+                    )
     ctx.table("staged_moments", pd.DataFrame(moments))
     ctx.table("staged", pd.DataFrame(rows))
 
@@ -97,8 +110,9 @@ def _parity4(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
                 model, X, y = _sample(ctx, f"p4/{d}/{c}/{seed}", d, "parity4", n)
                 u, v = u_and_v_matrices(X, y - y.mean(), 4, block=cfg.chunk, device=str(ctx.device))
                 for stat, m in (("U", u), ("V", v)):
-                    rows.append(dict(d=d, c=c, n=n, seed=seed, statistic=stat, overlap=overlap(top_subspace(m, 4),
-                                                                                               model.W)))
+                    rows.append(
+                        dict(d=d, c=c, n=n, seed=seed, statistic=stat, overlap=overlap(top_subspace(m, 4), model.W))
+                    )
     ctx.table("parity4", pd.DataFrame(rows, columns=["d", "c", "n", "seed", "statistic", "overlap"]))
 
 
@@ -140,8 +154,11 @@ def _monomial(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
 )
 def run(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
     ctx.table("moments", pd.DataFrame(leap_moment_checks(cfg.moment_n, ctx.rng("moments"))))
-    leaps = [dict(link=name, **row) for name in cfg.leap_links
-             for row in leap_scores(get_link(name), cfg.leap_n, ctx.rng(f"leap/{name}"))]
+    leaps = [
+        dict(link=name, **row)
+        for name in cfg.leap_links
+        for row in leap_scores(get_link(name), cfg.leap_n, ctx.rng(f"leap/{name}"))
+    ]
     ctx.table("leaps", pd.DataFrame(leaps))
     _sequential(cfg, ctx)
     _staged(cfg, ctx)

@@ -31,8 +31,18 @@ def figure_overlap_vs_c(ctx: RunContext, parity: pd.DataFrame) -> None:
 def figure_m3_vs_p3(ctx: RunContext, order2: pd.DataFrame) -> None:
     fig, ax = new_figure()
     m3 = order2[order2["link"] == "z1z2z3"].groupby(["d", "alpha"])["overlap"].mean().reset_index()
-    prediction_vs_simulation(ax, m3, "alpha", None, "overlap", group="d", label="M3 = z1 z2 z3, d = {group}",
-                             xlabel="n/d", ylabel="order-2 overlap (T(y) = log|y|; P3: any T)", logx=True)
+    prediction_vs_simulation(
+        ax,
+        m3,
+        "alpha",
+        None,
+        "overlap",
+        group="d",
+        label="M3 = z1 z2 z3, d = {group}",
+        xlabel="n/d",
+        ylabel="order-2 overlap (T(y) = log|y|; P3: any T)",
+        logx=True,
+    )
     p3 = order2[order2["link"] == "parity3"]
     ax.plot(p3["alpha"], p3["overlap"], "kx", ms=7, label=f"P3 = sign(z1 z2 z3), d = {int(p3['d'].iloc[0])}")
     ax.set_ylim(0, 1.02)
@@ -51,7 +61,17 @@ def figure_crossing(ctx: RunContext, parity: pd.DataFrame) -> None:
         cross = _crossings(parity[parity["statistic"] == stat])
         rows += [dict(statistic=f"{stat}-statistic", d=d, n=n) for d, n in cross.items()] if len(cross) >= 2 else []
     cross = pd.DataFrame(rows, columns=["statistic", "d", "n"])
-    prediction_vs_simulation(ax, cross, "d", None, "n", group="statistic", xlabel="d",
-                             ylabel="n where the seed-mean overlap crosses 0.5", logx=True, logy=True)
+    prediction_vs_simulation(
+        ax,
+        cross,
+        "d",
+        None,
+        "n",
+        group="statistic",
+        xlabel="d",
+        ylabel="n where the seed-mean overlap crosses 0.5",
+        logx=True,
+        logy=True,
+    )
     ax.set_title("crossing points of the 3-parity estimators", fontsize=8)
     ctx.figure("crossing_scaling", fig)

@@ -70,15 +70,18 @@ def judge_leaps(res, v) -> Verdict:
         return v.judged(False, 0, ">= 1 link", 0, "the 'leaps' table has no link")
     bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
     detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (
-        f"; wrong: {', '.join(bad)}" if bad else "")
+        f"; wrong: {', '.join(bad)}" if bad else ""
+    )
     zs = t.pivot(index="link", columns="k", values="z_score").round(1).to_dict("index")
     return v.judged(not bad, len(bad), 0, 0, detail + f"; z-scores by k: {zs}")
 
 
-S_SEQ = ("The agnostic sequential spectral estimator (orders 1-3, no knowledge of the link) needs exactly order k* and "
-         "recovers the whole index space "
-         "(overlap >= 0.9, no extra direction) on each leap link, for every seed (ours: a check of our estimator "
-         "against the known first-stage leaps on one-stage links; the card's multi-stage link is sequential-leap).")
+S_SEQ = (
+    "The agnostic sequential spectral estimator (orders 1-3, no knowledge of the link) needs exactly order k* and "
+    "recovers the whole index space "
+    "(overlap >= 0.9, no extra direction) on each leap link, for every seed (ours: a check of our estimator "
+    "against the known first-stage leaps on one-stage links; the card's multi-stage link is sequential-leap)."
+)
 
 
 @claims.add("sequential-estimator", S_SEQ, REF + ", agnostic sequential estimation (our reconstruction)")
@@ -88,8 +91,9 @@ def judge_sequential(res, v) -> Verdict:
     testable = t[known <= 3]  # our estimator stops at order 3
     if testable.empty:
         raise Undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
-    bad = testable[(testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable[
-        "overlap"] < 0.9)]
+    bad = testable[
+        (testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable["overlap"] < 0.9)
+    ]
     detail = "; ".join(f"{r.link} seed {r.seed}: {r.stages} (overlap {r.overlap:.3f})" for r in testable.itertuples())
     return v.judged(bad.empty, len(bad), 0, 0, detail)
 
@@ -108,11 +112,16 @@ S_STAGED = (
 STAGED_LINK = Departure.of(
     "the two-stage link sign(z1) sign(z2^2 - 1) is ours (card: 'pick the link from the paper')",
     "the paper's multi-stage examples could not be read here (arXiv 2506.05500: abstract only); this link has the "
-    "card's structure (degree 1, then degree 2 given x_S) and, being +-1, cannot leak the hidden sign through |y|")
+    "card's structure (degree 1, then degree 2 given x_S) and, being +-1, cannot leak the hidden sign through |y|",
+)
 
 
-@claims.add("sequential-leap", S_STAGED, REF + ", the generative leap of a multi-stage link (sequential estimation; "
-            "reconstructed)", departures=[STAGED_LINK])
+@claims.add(
+    "sequential-leap",
+    S_STAGED,
+    REF + ", the generative leap of a multi-stage link (sequential estimation; reconstructed)",
+    departures=[STAGED_LINK],
+)
 def judge_staged(res, v) -> Verdict:
     mom = res.table("staged_moments").assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
     t = res.table("staged").assign(two_stages=lambda f: f["stages"] == "k=1:1;k=2:1")
@@ -128,17 +137,27 @@ def judge_staged(res, v) -> Verdict:
     single = staged.groupby("d")["single_stage_z2"].mean()
     ctrl = control.groupby("d")["overlap"].mean()
     worst_z = float(mom["z"].max())
-    ok = (worst_z <= 4 and rate.min() >= 0.8 and mean.min() >= 0.85 and spread <= 0.1 and single.max() <= 0.3
-          and ctrl.max() <= 0.3)
+    ok = (
+        worst_z <= 4
+        and rate.min() >= 0.8
+        and mean.min() >= 0.85
+        and spread <= 0.1
+        and single.max() <= 0.3
+        and ctrl.max() <= 0.3
+    )
     others = t[(t["alpha"] != alpha) & (t["role"] == "staged")].groupby(["alpha", "d"])["overlap"].mean()
     detail = (
         f"stage moments: largest deviation {worst_z:.2f} SE over {len(mom)} (need <= 4); at n = {alpha:g} d by d: "
         "stages k=1:1;k=2:1 on " + ", ".join(f"{d}: {r:.0%}" for d, r in rate.items()) + " of seeds (need >= 80%); "
-        "seed-mean overlap " + ", ".join(f"{d}: {x:.3f}" for d, x in mean.items())
+        "seed-mean overlap "
+        + ", ".join(f"{d}: {x:.3f}" for d, x in mean.items())
         + f" (need >= 0.85), spread {spread:.3f} (need <= 0.1); single-stage SAVE capture of z2: "
-        + ", ".join(f"{d}: {x:.3f}" for d, x in single.items()) + " (need <= 0.3); control overlap: "
-        + ", ".join(f"{d}: {x:.3f}" for d, x in ctrl.items()) + " (need <= 0.3); reported, seed-mean overlap at "
-        "smaller alpha: " + ", ".join(f"alpha {a:g} d {d}: {x:.3f}" for (a, d), x in others.items())
+        + ", ".join(f"{d}: {x:.3f}" for d, x in single.items())
+        + " (need <= 0.3); control overlap: "
+        + ", ".join(f"{d}: {x:.3f}" for d, x in ctrl.items())
+        + " (need <= 0.3); reported, seed-mean overlap at "
+        "smaller alpha: "
+        + ", ".join(f"alpha {a:g} d {d}: {x:.3f}" for (a, d), x in others.items())
         + f"; {staged['seed'].nunique()} seeds per point"
     )
     return v.judged(bool(ok), float(mean.min()), ">= 0.85", 0.85, detail)
@@ -158,7 +177,8 @@ def judge_u_collapse(res, v) -> Verdict:
     cs = set(u.index.get_level_values(0))
     if not {2.0, 8.0, 16.0} <= cs:
         raise Undecided(
-            f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'parity_c'")
+            f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'parity_c'"
+        )
     high, mid, low = u[16.0], u[8.0], u[2.0]
     spread = float(mid.max() - mid.min())
     ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
@@ -179,21 +199,28 @@ S_BLIND = (
 def judge_order2_blind(res, v) -> Verdict:
     t = res.table("order2").query("link == 'parity3'")
     worst = float(v.column(t, "overlap").max())
-    detail = f"overlaps over {len(t)} seeds: " + ", ".join(f"{v:.3f}" for v in t[
-        "overlap"]) + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
+    detail = (
+        f"overlaps over {len(t)} seeds: "
+        + ", ".join(f"{v:.3f}" for v in t["overlap"])
+        + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
+    )
     return v.judged(worst <= 0.3, worst, "<= 0.3", 0.3, detail)
 
 
-S_M3_LINEAR = ("Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean "
-               "overlap >= 0.85 at n/d = 40 for every d, and its curves collapse in n/d: spread <= 0.1 across d at "
-               "n/d = 10, 20 and 40 (n ∝ d holds for k* = 2 even though the information exponent is 3).")
-M3_SEEDS = Departure.field_value("monomial_seeds", 3, "at d = 32 an overlap is near 1/3, 2/3 or 1, so 3 seeds leave "
-                                 "±0.1 on the mean; 32 leave ±0.02")
+S_M3_LINEAR = (
+    "Monomial z1 z2 z3 (information exponent 3, k* = 2): the order-2 estimator on log|y| reaches seed-mean "
+    "overlap >= 0.85 at n/d = 40 for every d, and its curves collapse in n/d: spread <= 0.1 across d at "
+    "n/d = 10, 20 and 40 (n ∝ d holds for k* = 2 even though the information exponent is 3)."
+)
+M3_SEEDS = Departure.field_value(
+    "monomial_seeds", 3, "at d = 32 an overlap is near 1/3, 2/3 or 1, so 3 seeds leave ±0.1 on the mean; 32 leave ±0.02"
+)
 M3_KNOWN = KnownFailure.on_every_seed(
     "n/d = 10 lies below the order-2 estimator's spectral threshold, where the proportional-limit overlap is 0 and "
     "finite-d overlaps fall slowly with d (0.50, 0.43, 0.35, 0.22, 0.13 at d = 32, 64, 128, 256, 512; 40 seeds "
     "each): the spread across d at n/d = 10 exceeds 0.1 (0.159 at seed 0 of quick) and grows with the d grid. Above "
-    "the threshold the curves do collapse: m3-linear-above-threshold")
+    "the threshold the curves do collapse: m3-linear-above-threshold"
+)
 M3_JUDGED = (20.0, 40.0)  # above the spectral threshold (fixed from the d-trend above, not from this run)
 
 
@@ -209,13 +236,25 @@ def _m3_verdict(res, v, judged: tuple[float, ...]) -> Verdict:
     top = means[40.0]
     spreads = {a: float(means[a].max() - means[a].min()) for a in alphas}
     others = [a for a in alphas if a not in judged]
-    detail = (f"n/d = 40: min over d {top.min():.3f} (need >= 0.85); spread across d: "
-              + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in judged) + " (need <= 0.1)"
-              + "".join(f"; reported, n/d = {a:g}: spread {spreads[a]:.3f}, by d " + ", ".join(
-                  f"{d}: {x:.3f}" for d, x in means[a].items()) for a in others)
-              + f"; {t['seed'].nunique()} seeds per point")
-    return v.at_most([spreads[a] for a in judged], 0.1, name="spread across d", tolerance=0.1,
-                     also=float(top.min()) >= 0.85, detail=detail)
+    detail = (
+        f"n/d = 40: min over d {top.min():.3f} (need >= 0.85); spread across d: "
+        + ", ".join(f"{a:g}: {spreads[a]:.3f}" for a in judged)
+        + " (need <= 0.1)"
+        + "".join(
+            f"; reported, n/d = {a:g}: spread {spreads[a]:.3f}, by d "
+            + ", ".join(f"{d}: {x:.3f}" for d, x in means[a].items())
+            for a in others
+        )
+        + f"; {t['seed'].nunique()} seeds per point"
+    )
+    return v.at_most(
+        [spreads[a] for a in judged],
+        0.1,
+        name="spread across d",
+        tolerance=0.1,
+        also=float(top.min()) >= 0.85,
+        detail=detail,
+    )
 
 
 @claims.add("m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d", departures=[M3_SEEDS], known=M3_KNOWN)
@@ -223,13 +262,20 @@ def judge_m3_linear(res, v) -> Verdict:
     return _m3_verdict(res, v, (10.0, *M3_JUDGED))
 
 
-S_M3_ABOVE = ("Ours: the card's m3-linear above the estimator's spectral threshold: seed-mean overlap >= 0.85 at "
-              "n/d = 40 for every d and spread <= 0.1 across d at n/d = 20 and 40 (the card's n/d = 10 lies below the "
-              "threshold, where overlaps fall with d; reported).")
+S_M3_ABOVE = (
+    "Ours: the card's m3-linear above the estimator's spectral threshold: seed-mean overlap >= 0.85 at "
+    "n/d = 40 for every d and spread <= 0.1 across d at n/d = 20 and 40 (the card's n/d = 10 lies below the "
+    "threshold, where overlaps fall with d; reported)."
+)
 
 
-@claims.add("m3-linear-above-threshold", S_M3_ABOVE, "ours, after " + REF + ": the collapse above the spectral "
-            "threshold (Damian et al.'s order-2 estimator needs n/d above it)", departures=[M3_SEEDS])
+@claims.add(
+    "m3-linear-above-threshold",
+    S_M3_ABOVE,
+    "ours, after " + REF + ": the collapse above the spectral "
+    "threshold (Damian et al.'s order-2 estimator needs n/d above it)",
+    departures=[M3_SEEDS],
+)
 def judge_m3_above(res, v) -> Verdict:
     return _m3_verdict(res, v, M3_JUDGED)
 
@@ -252,18 +298,40 @@ def judge_u_beats_v(res, v) -> Verdict:
     return v.judged(margin >= 0, margin, ">= 0", 0, detail)
 
 
-S_EXPONENTS = ("Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ "
-               "d^{k*/2}), >= 1.75 for the V-statistic, and 2.0 ± 0.25 for the 4-parity with its order-4 U-statistic.")
+S_EXPONENTS = (
+    "Fitted exponent of the crossing n (overlap 0.5) against d: 1.5 ± 0.2 for the 3-parity U-statistic (n ∝ "
+    "d^{k*/2}), >= 1.75 for the V-statistic, and 2.0 ± 0.25 for the 4-parity with its order-4 U-statistic."
+)
 
 
-@claims.add("exponents", S_EXPONENTS, REF + ", n = Θ(d^{k*/2})", decided_by="cpu", departures=[
-    Departure.field_value("parity_dims", (32, 64, 128, 256), "cpu preset: d = 256 needs n up to 64 d^1.5 = 2.6e5 in "
-                          "an n^2 kernel (a GPU); the fit runs over d = 32..128", presets=["cpu"]),
-    Departure.field_value("parity_c", (2.0, 8.0, 16.0), "cpu preset: the card's grid refined (c = 1..16 in eight "
-                          "steps) so that the crossings of 0.5 are interpolated between close points", presets=["cpu"]),
-    Departure.of("4-parity: n = c d^2 with c = 1..8, so n <= 18432 (card: n up to 1e6) and 3 seeds (card: 10)",
-                 "the order-4 U-statistic crosses 0.5 near c = 4 at every d (measured), so larger n only add points "
-                 "above the crossing; 1e6 samples in an n^2 kernel need a GPU", presets=["cpu"])])
+@claims.add(
+    "exponents",
+    S_EXPONENTS,
+    REF + ", n = Θ(d^{k*/2})",
+    decided_by="cpu",
+    departures=[
+        Departure.field_value(
+            "parity_dims",
+            (32, 64, 128, 256),
+            "cpu preset: d = 256 needs n up to 64 d^1.5 = 2.6e5 in "
+            "an n^2 kernel (a GPU); the fit runs over d = 32..128",
+            presets=["cpu"],
+        ),
+        Departure.field_value(
+            "parity_c",
+            (2.0, 8.0, 16.0),
+            "cpu preset: the card's grid refined (c = 1..16 in eight "
+            "steps) so that the crossings of 0.5 are interpolated between close points",
+            presets=["cpu"],
+        ),
+        Departure.of(
+            "4-parity: n = c d^2 with c = 1..8, so n <= 18432 (card: n up to 1e6) and 3 seeds (card: 10)",
+            "the order-4 U-statistic crosses 0.5 near c = 4 at every d (measured), so larger n only add points "
+            "above the crossing; 1e6 samples in an n^2 kernel need a GPU",
+            presets=["cpu"],
+        ),
+    ],
+)
 def judge_exponents(res, v) -> Verdict:
     t = res.table("parity")
     exps = {}
@@ -274,16 +342,22 @@ def judge_exponents(res, v) -> Verdict:
     p4 = res.table("parity4") if "parity4" in res.tables else pd.DataFrame(columns=["statistic"])
     cross4 = {s: _crossings(p4[p4["statistic"] == s]) if not p4.empty else {} for s in ("U", "V")}
     if len(exps) < 2 or len(cross4["U"]) < 3:
-        raise Undecided("needs the cpu preset (3-parity crossings of 0.5 at >= 3 dimensions up to d >= 128, 4-parity "
-                        "crossings at >= 3 dimensions)")
+        raise Undecided(
+            "needs the cpu preset (3-parity crossings of 0.5 at >= 3 dimensions up to d >= 128, 4-parity "
+            "crossings at >= 3 dimensions)"
+        )
     exps["P4"] = fitted_exponent(cross4["U"])
     parts = {"U": abs(exps["U"] - 1.5) <= 0.2, "V": exps["V"] >= 1.75, "P4": abs(exps["P4"] - 2.0) <= 0.25}
     mark = {k: "holds" if ok else "FAILS" for k, ok in parts.items()}
-    v4 = (f"; reported, 4-parity V-statistic: {fitted_exponent(cross4['V']):.2f} (theory d^{{k*-1}} = d^3)"
-          if len(cross4["V"]) >= 3 else "; reported, 4-parity V-statistic: fewer than 3 crossings (it needs n ∝ d^3)")
+    v4 = (
+        f"; reported, 4-parity V-statistic: {fitted_exponent(cross4['V']):.2f} (theory d^{{k*-1}} = d^3)"
+        if len(cross4["V"]) >= 3
+        else "; reported, 4-parity V-statistic: fewer than 3 crossings (it needs n ∝ d^3)"
+    )
     detail = (
         f"3-parity U: {exps['U']:.2f} (need 1.5 ± 0.2: {mark['U']}); 3-parity V: {exps['V']:.2f} (need >= 1.75: "
         f"{mark['V']}); 4-parity U (order 4): {exps['P4']:.2f} (need 2.0 ± 0.25: {mark['P4']}), crossings "
-        + ", ".join(f"d={d}: n={n:.0f}" for d, n in sorted(cross4["U"].items())) + v4
+        + ", ".join(f"d={d}: n={n:.0f}" for d, n in sorted(cross4["U"].items()))
+        + v4
     )
     return v.judged(all(parts.values()), exps["U"], 1.5, 0.2, detail)

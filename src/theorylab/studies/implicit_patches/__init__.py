@@ -97,18 +97,38 @@ def _controllability(cfg: ImplicitPatchesConfig, ctx: RunContext) -> pd.DataFram
                 j = int(ctx.rng(f"dead/{d}/{c}/{seed}").integers(d))
                 X, _ = _prompt(cfg, ctx, d, c, seed)
                 target_j, tries = dead_scale_refusals(block, X, j, _modes(cfg, "gemma"))
-                rows += [dict(source="GemmaBlock", d=d, context=c, seed=seed, mode=mode, coordinate=j,
-                              unreachable=target_j,
-                              flagged=flagged, message=message) for mode, flagged, message in tries]
+                rows += [
+                    dict(
+                        source="GemmaBlock",
+                        d=d,
+                        context=c,
+                        seed=seed,
+                        mode=mode,
+                        coordinate=j,
+                        unreachable=target_j,
+                        flagged=flagged,
+                        message=message,
+                    )
+                    for mode, flagged, message in tries
+                ]
     return pd.DataFrame(rows)
 
 
 def _hf_config(cfg: ImplicitPatchesConfig, arch: str) -> dict:
-    return small_config(arch, hidden=cfg.hf_d_model, intermediate=cfg.hf_mlp_width, layers=cfg.hf_n_layers,
-                        heads=cfg.hf_n_heads, kv_heads=cfg.hf_n_kv_heads, head_dim=cfg.hf_head_dim,
-                        vocab=cfg.hf_vocab_size,
-                        window=cfg.hf_window, global_every=cfg.hf_global_every, experts=cfg.hf_n_experts,
-                        max_positions=max(4096, max(cfg.hf_prompt_lengths) + cfg.hf_generate + 8))
+    return small_config(
+        arch,
+        hidden=cfg.hf_d_model,
+        intermediate=cfg.hf_mlp_width,
+        layers=cfg.hf_n_layers,
+        heads=cfg.hf_n_heads,
+        kv_heads=cfg.hf_n_kv_heads,
+        head_dim=cfg.hf_head_dim,
+        vocab=cfg.hf_vocab_size,
+        window=cfg.hf_window,
+        global_every=cfg.hf_global_every,
+        experts=cfg.hf_n_experts,
+        max_positions=max(4096, max(cfg.hf_prompt_lengths) + cfg.hf_generate + 8),
+    )
 
 
 def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
@@ -122,9 +142,17 @@ def _hf_models(cfg: ImplicitPatchesConfig, ctx: RunContext):
         _, stream = word_stream(cfg.hf_corpus, cfg.hf_vocab_size)
         seed = ctx.seed("hf/init/trained")
         model = random_init("gemma3", seed=seed, dtype=torch.float32, init_std=0.02, **_hf_config(cfg, "gemma3")).to(
-            ctx.device)
-        losses = train_hf_causal_lm(model, stream, cfg.hf_train_steps, generator=ctx.generator("hf/train"),
-                                    progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
+            ctx.device
+        )
+        losses = train_hf_causal_lm(
+            model,
+            stream,
+            cfg.hf_train_steps,
+            generator=ctx.generator("hf/train"),
+            progress=ctx.progress,
+            check=ctx.check_finite,
+            device=ctx.device,
+        )
         ctx.table("hf_training", pd.DataFrame(dict(step=np.arange(len(losses)), loss=losses)))
         yield "gemma3 (self-trained)", "gemma3", model.double(), stream
     if cfg.hf_local:
@@ -155,9 +183,20 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
             j = int(ctx.rng("hf/dead").integers(model.config.hidden_size))
             g = ctx.generator("hf/dead")
             ids = torch.randint(0, model.config.vocab_size, (1, length), generator=g).to(ctx.device)
-            control += [dict(source=f"{HF_SOURCE} layer 0", d=model.config.hidden_size, context=length - 1, seed=0,
-                             mode=mode, coordinate=j, unreachable=np.nan, flagged=flagged, message=message)
-                        for mode, flagged, message in hf_dead_scale_refusals(model, ids, j)]
+            control += [
+                dict(
+                    source=f"{HF_SOURCE} layer 0",
+                    d=model.config.hidden_size,
+                    context=length - 1,
+                    seed=0,
+                    mode=mode,
+                    coordinate=j,
+                    unreachable=np.nan,
+                    flagged=flagged,
+                    message=message,
+                )
+                for mode, flagged, message in hf_dead_scale_refusals(model, ids, j)
+            ]
         del model
     return pd.DataFrame(exact), pd.DataFrame(gen), pd.DataFrame(control)
 
@@ -165,9 +204,17 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
 def _icl(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     seed = int(ctx.rng("icl/init").integers(2**62))
     model = in_context_regression_stack(cfg.icl_d, cfg.icl_n_layers, cfg.icl_mlp_mult, cfg.g_std, seed=seed)
-    log = train_in_context_regression(model, steps=cfg.icl_steps, tasks=cfg.icl_batch, length=cfg.icl_length,
-                                      dim=cfg.icl_d, lr=cfg.icl_lr, generator=ctx.generator("icl/train"),
-                                      progress=ctx.progress, check=ctx.check_finite)
+    log = train_in_context_regression(
+        model,
+        steps=cfg.icl_steps,
+        tasks=cfg.icl_batch,
+        length=cfg.icl_length,
+        dim=cfg.icl_d,
+        lr=cfg.icl_lr,
+        generator=ctx.generator("icl/train"),
+        progress=ctx.progress,
+        check=ctx.check_finite,
+    )
     model.requires_grad_(False)
     test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_d, generator=ctx.generator("icl/test"))
     rows, ft_rows = implicit_vs_explicit(model, test.tokens, test.y_query, cfg.icl_ft_lr, progress=ctx.progress)

@@ -23,12 +23,14 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.
 def _stack(cfg: ImplicitPatchesConfig, ctx: RunContext, family: str, d: int, seed: int, depth: int) -> BlockStack:
     extra = dict(n_experts=cfg.n_experts, top_k=cfg.top_k) if family == "moe" else {}
     init = int(ctx.rng(f"stack/{family}/{d}/{seed}").integers(2**62))
-    return make_stack(family, depth, d, seed=init, hidden_mult=cfg.mlp_mult, n_heads=cfg.n_heads, g_std=cfg.g_std,
-                      **extra)
+    return make_stack(
+        family, depth, d, seed=init, hidden_mult=cfg.mlp_mult, n_heads=cfg.n_heads, g_std=cfg.g_std, **extra
+    )
 
 
-def _prompt(cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int) -> tuple[torch.Tensor,
-    torch.Tensor]:
+def _prompt(
+    cfg: ImplicitPatchesConfig, ctx: RunContext, d: int, c: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Embedded prompt (context + query) and an alternative query token's embedding (same context)."""
     return embedded_prompt_pair(cfg.vocab_size, d, c, ctx.generator(f"prompt/{d}/{c}/{seed}"))
 
@@ -81,8 +83,14 @@ def figure_generation(ctx: RunContext, gen: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, ((name, length), g) in enumerate(gen.groupby(["model", "prompt"])):
         same = bool((g["token_context"] == g["token_patched"]).all())
-        ax.plot(g["step"], g["logit_error"].clip(lower=1e-18), "o-", ms=3, color=color(i), label=f"{name}, prompt "
-            f"{length}: tokens identical = {same}")
+        ax.plot(
+            g["step"],
+            g["logit_error"].clip(lower=1e-18),
+            "o-",
+            ms=3,
+            color=color(i),
+            label=f"{name}, prompt {length}: tokens identical = {same}",
+        )
     ax.axhline(1e-8, color="k", ls="--", lw=0.8, label="1e-8 (claim bound / (1 + max|logit|))")
     ax.set_yscale("log")
     ax.set_xlabel("generated token")

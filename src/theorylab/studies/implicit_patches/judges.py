@@ -30,8 +30,10 @@ def _exact_detail(v, t: pd.DataFrame) -> tuple[bool, float, str]:
         ok &= bad.empty
         worst = max(worst, float(rel.max() / BOUND[dtype]))
         example = "" if bad.empty else bad.iloc[0][["family", "mode", "d", "context", "seed"]].to_dict()
-        parts.append(f"{dtype}: max |Δ|/(1+max|out|) = {rel.max():.2e} (bound {BOUND[dtype]:g}) over {len(g)} cases"
-                     + (f"; {len(bad)} over the bound, e.g. {example}" if not bad.empty else ""))
+        parts.append(
+            f"{dtype}: max |Δ|/(1+max|out|) = {rel.max():.2e} (bound {BOUND[dtype]:g}) over {len(g)} cases"
+            + (f"; {len(bad)} over the bound, e.g. {example}" if not bad.empty else "")
+        )
     return ok, worst, "; ".join(parts)
 
 
@@ -42,8 +44,9 @@ S_SINGLE = (
 )
 
 
-@claims.add("exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et "
-                                                  "al. Thm 2.2")
+@claims.add(
+    "exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et al. Thm 2.2"
+)
 def judge_single(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
@@ -54,14 +57,20 @@ def judge_single(res, v) -> Verdict:
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
 
 
-S_MULTI = ("With the multi-layer algorithm (patch layer l against the with-context state, feed the patched output to "
-           "layer l+1), the deepest stack's output obeys the same bounds; "
-           "patching every layer against its own unpatched query-only input instead misses (gap >= 1e-3) at depth >= 2 "
-           "in >= 95% of cases.")
+S_MULTI = (
+    "With the multi-layer algorithm (patch layer l against the with-context state, feed the patched output to "
+    "layer l+1), the deepest stack's output obeys the same bounds; "
+    "patching every layer against its own unpatched query-only input instead misses (gap >= 1e-3) at depth >= 2 "
+    "in >= 95% of cases."
+)
 
 
-@claims.add("exact-multi-layer", S_MULTI, REF + ", multi-layer algorithm", departures=[
-    Departure.field_value("n_layers", (1, 2, 4, 8), "the deepest stack is judged (card: depth 8)")])
+@claims.add(
+    "exact-multi-layer",
+    S_MULTI,
+    REF + ", multi-layer algorithm",
+    departures=[Departure.field_value("n_layers", (1, 2, 4, 8), "the deepest stack is judged (card: depth 8)")],
+)
 def judge_multi(res, v) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
@@ -76,14 +85,22 @@ def judge_multi(res, v) -> Verdict:
         f"cases at depth >= 2 (median {ind['independent'].median():.2g})"
     )
     # the card: the independent patches fail at depth >= 2 (every case); ours allows 5% of cases to be hit
-    departures = [f"control: the independent patches miss (gap >= 1e-3) in {frac:.1%} of the depth >= 2 cases, "
-                  f"judged against >= 95% (card: they fail at depth >= 2)"] if frac < 1 else []
+    departures = (
+        [
+            f"control: the independent patches miss (gap >= 1e-3) in {frac:.1%} of the depth >= 2 cases, "
+            f"judged against >= 95% (card: they fail at depth >= 2)"
+        ]
+        if frac < 1
+        else []
+    )
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, detail, departures=departures)
 
 
-S_RANK = ("Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma "
-          "norm-scale patch is a scalar multiple of (1 + g₄) "
-          "(spread of the ratio new/old scale <= 1e-10).")
+S_RANK = (
+    "Every patched matrix has ΔW of numerical rank exactly 1 in float64 (σ₂/σ₁ <= 1e-8) and ΔW != 0; the Gemma "
+    "norm-scale patch is a scalar multiple of (1 + g₄) "
+    "(spread of the ratio new/old scale <= 1e-10)."
+)
 
 
 @claims.add("rank-one", S_RANK, REF + ", rank-1 MLP patches and the RMSNorm-scale patch")
@@ -96,9 +113,11 @@ def judge_rank(res, v) -> Verdict:
     ratio = float(v.column(deep, "sigma2_over_sigma1").max())
     spread = float(v.column(deep, "scale_ratio_spread").max())
     ok = bool((deep["rank_min"] == 1).all() and (deep["rank_max"] == 1).all()) and ratio <= 1e-8 and spread <= 1e-10
-    detail = (f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; "
-              f"max σ₂/σ₁ = {ratio:.1e}; "
-              f"max spread of the Gemma scale ratio = {spread:.1e}")
+    detail = (
+        f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; "
+        f"max σ₂/σ₁ = {ratio:.1e}; "
+        f"max spread of the Gemma scale ratio = {spread:.1e}"
+    )
     return v.judged(ok, ratio, "<= 1e-8", 1e-8, detail)
 
 
@@ -108,8 +127,9 @@ S_CONTEXT = (
 )
 
 
-@claims.add("needs-context-effect", S_CONTEXT,
-            REF + ", control making the exactness claims non-vacuous (the card's claim 4)")
+@claims.add(
+    "needs-context-effect", S_CONTEXT, REF + ", control making the exactness claims non-vacuous (the card's claim 4)"
+)
 def judge_context_effect(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["feasible"]]
@@ -129,8 +149,9 @@ def judge_token(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["other_query"].notna()]
     if t.empty:
-        raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control "
-                        "is measured")
+        raise Undecided(
+            "this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control is measured"
+        )
     frac = float((t["other_query"] >= CONTROL).mean())
     detail = (
         f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median "
@@ -139,10 +160,12 @@ def judge_token(res, v) -> Verdict:
     return v.judged(frac >= 0.95, frac, ">= 0.95", 0.95, detail)
 
 
-S_CONTROL = ("With one entry of the post-MLP norm scale (1 + g₄) set to 0, the Gemma construction (ours and on HF "
-             "Gemma 3) reports 'not output-controllable' "
-             "instead of returning a patch, in every trial; the unreachable target entry is >= 1e-3, so any returned "
-             "patch would be off.")
+S_CONTROL = (
+    "With one entry of the post-MLP norm scale (1 + g₄) set to 0, the Gemma construction (ours and on HF "
+    "Gemma 3) reports 'not output-controllable' "
+    "instead of returning a patch, in every trial; the unreachable target entry is >= 1e-3, so any returned "
+    "patch would be off."
+)
 
 
 HF_SOURCE = "HF Gemma 3"
@@ -153,7 +176,7 @@ def _hf_missing(res) -> str:
     if not res.config.get("hf", True):
         return "this config does not run the Hugging Face part (hf=false)"
     skipped = res.scalars.get("hf_skipped", "transformers is not installed")
-    return f"the Hugging Face part did not run here ({skipped}; pip install \"theorylab[hf]\")"
+    return f'the Hugging Face part did not run here ({skipped}; pip install "theorylab[hf]")'
 
 
 @claims.add("controllability-failure", S_CONTROL, REF + ", output controllability")
@@ -166,21 +189,26 @@ def judge_controllability(res, v) -> Verdict:
     ok = bool(t["flagged"].all()) and (unreachable.empty or float(unreachable.min()) >= CONTROL)
     detail = (
         f"{int(t['flagged'].sum())}/{len(t)} trials refused ({', '.join(sorted(t['source'].unique()))}); smallest "
-        f"unreachable target entry {unreachable.min():.3g}; e.g. \"{t['message'].iloc[0][:140]}\""
+        f'unreachable target entry {unreachable.min():.3g}; e.g. "{t["message"].iloc[0][:140]}"'
     )
     hf = t["source"].str.startswith(HF_SOURCE)
     if ok and not hf.any():
         # The statement names HF Gemma 3: our blocks alone cannot pass it (a silent wrong patch on them still fails it,
         # above).
-        why = (_hf_missing(res) if "generation" not in res.tables
-               else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)")
+        why = (
+            _hf_missing(res)
+            if "generation" not in res.tables
+            else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)"
+        )
         raise Undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
     return v.judged(ok, flagged, 1.0, 0, detail)
 
 
-S_HF_GEN = ("Hugging Face Gemma 3 (random init from the card's config; also self-trained or local weights where run): "
-            "20 greedy tokens from the patched query-only runs equal those of the "
-            "full-context runs, and the logits agree to 1e-8·(1 + max|logit|) in float64 at every step.")
+S_HF_GEN = (
+    "Hugging Face Gemma 3 (random init from the card's config; also self-trained or local weights where run): "
+    "20 greedy tokens from the patched query-only runs equal those of the "
+    "full-context runs, and the logits agree to 1e-8·(1 + max|logit|) in float64 at every step."
+)
 
 
 def _hf_tables(res):
@@ -188,9 +216,16 @@ def _hf_tables(res):
     return res.table("hf_exact", unless=why), res.table("generation", unless=why)
 
 
-@claims.add("hf-greedy-identical", S_HF_GEN, REF + ", Gemma 3 experiment (identical greedy generation)", departures=[
-    "HF's RMSNorms computed in float64 (card: the HF module as is, whose RMSNorm rounds to float32 in a float64 model "
-    "and leaves a ~3e-8 logit gap, reported)"])
+@claims.add(
+    "hf-greedy-identical",
+    S_HF_GEN,
+    REF + ", Gemma 3 experiment (identical greedy generation)",
+    departures=[
+        "HF's RMSNorms computed in float64 (card: the HF module as is, whose RMSNorm rounds to float32 in a float64 "
+        "model "
+        "and leaves a ~3e-8 logit gap, reported)"
+    ],
+)
 def judge_hf_generation(res, v) -> Verdict:
     exact, gen = _hf_tables(res)
     if gen.empty or not (gen["arch"] == "gemma3").any():
@@ -200,12 +235,14 @@ def judge_hf_generation(res, v) -> Verdict:
     same = bool((g["token_context"] == g["token_patched"]).all())
     e = exact[(exact["arch"] == "gemma3") & (exact["dtype"] == "float64")]
     native = e[e["norms"] == "native"]
-    detail = (f"{', '.join(sorted(g['model'].unique()))}: {g.groupby(['model', 'prompt']).ngroups} prompt(s) x "
-              f"{int(g['step'].max())} steps; tokens identical: {same}; "
-              f"max |Δlogit|/(1+max|logit|) = {rel:.2e} (norms in float64). With HF's own float32 RMSNorms in a "
-              f"float64 model the gap is "
-              f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): "
-              f"reported, not judged")
+    detail = (
+        f"{', '.join(sorted(g['model'].unique()))}: {g.groupby(['model', 'prompt']).ngroups} prompt(s) x "
+        f"{int(g['step'].max())} steps; tokens identical: {same}; "
+        f"max |Δlogit|/(1+max|logit|) = {rel:.2e} (norms in float64). With HF's own float32 RMSNorms in a "
+        f"float64 model the gap is "
+        f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): "
+        f"reported, not judged"
+    )
     return v.judged(same and rel <= 1e-8, rel, "<= 1e-8", 1e-8, detail)
 
 
@@ -216,41 +253,57 @@ S_HF_FAMILIES = (
 )
 
 
-@claims.add("hf-families-exact", S_HF_FAMILIES, REF + ", gating, MoE, pre/post-norm on real module code (ours: "
-                                                      "random-init small configs)")
+@claims.add(
+    "hf-families-exact",
+    S_HF_FAMILIES,
+    REF + ", gating, MoE, pre/post-norm on real module code (ours: random-init small configs)",
+)
 def judge_hf_families(res, v) -> Verdict:
     exact, _ = _hf_tables(res)
     if exact.empty:
         raise Undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
     e = exact[(exact["dtype"] == "float64") & (exact["norms"] == "float64")]
-    per = e.assign(rel=e["logit_error"] / (1 + e["logit_scale"])).groupby("model").agg(rel=("rel", "max"), rmin=(
-        "rank_min", "min"), rmax=("rank_max", "max"))
+    per = (
+        e.assign(rel=e["logit_error"] / (1 + e["logit_scale"]))
+        .groupby("model")
+        .agg(rel=("rel", "max"), rmin=("rank_min", "min"), rmax=("rank_max", "max"))
+    )
     worst = float(per["rel"].max())
     ok = worst <= 1e-8 and bool((per["rmin"] == 1).all() and (per["rmax"] == 1).all())
     detail = "; ".join(f"{m}: {r.rel:.1e}, ranks {int(r.rmin)}..{int(r.rmax)}" for m, r in per.iterrows())
     other = exact[exact["dtype"] != "float64"]
     if not other.empty:
         detail += "; reported: " + ", ".join(
-            f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}" for (m, dt), g in other.groupby([
-                "model", "dtype"]))
+            f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}"
+            for (m, dt), g in other.groupby(["model", "dtype"])
+        )
     return v.judged(ok, worst, "<= 1e-8", 1e-8, detail)
 
 
-S_ICL = ("In-context linear regression (Dherin et al.): on the trained model the implicit (patched, query-only) "
-         "prediction equals the model's prediction "
-         "(|Δ|/(1+|pred|) <= 1e-10 in float64, <= 1e-4 in float32), and the incremental patches shrink: mean ‖ΔW_i‖_F "
-         "over i in [40, 49] <= 0.5 x the mean over i in [1, 10].")
+S_ICL = (
+    "In-context linear regression (Dherin et al.): on the trained model the implicit (patched, query-only) "
+    "prediction equals the model's prediction "
+    "(|Δ|/(1+|pred|) <= 1e-10 in float64, <= 1e-4 in float32), and the incremental patches shrink: mean ‖ΔW_i‖_F "
+    "over i in [40, 49] <= 0.5 x the mean over i in [1, 10]."
+)
 
 
-@claims.add("icl-norm-shrinks", S_ICL,
-            "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)", departures=[
-                Departure.field_value("icl_n_layers", 5, "one block: the contextual block of Dherin et al.'s Thm 2.2"),
-                Departure.field_value("icl_steps", 100, "the paper preset trains the regression model longer")])
+@claims.add(
+    "icl-norm-shrinks",
+    S_ICL,
+    "arXiv 2507.16003, Sec. 4 (implicit updates converge as the context is consumed)",
+    departures=[
+        Departure.field_value("icl_n_layers", 5, "one block: the contextual block of Dherin et al.'s Thm 2.2"),
+        Departure.field_value("icl_steps", 100, "the paper preset trains the regression model longer"),
+    ],
+)
 def judge_icl(res, v) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
-        raise Undecided("this config's in-context sequences are too short for the claim's windows (needs icl_length >= "
-                        "50: i up to 49)")
+        raise Undecided(
+            "this config's in-context sequences are too short for the claim's windows (needs icl_length >= "
+            "50: i up to 49)"
+        )
     for col in ("increment_norm", "rel_error", "rel_error32"):
         v.column(t, col)
     early = float(t[t["i"].between(1, 10)]["increment_norm"].mean())

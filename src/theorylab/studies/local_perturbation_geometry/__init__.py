@@ -57,12 +57,19 @@ def _best_of_n(cfg, ctx, seed, model, fm, th0, probe_tokens, probe_answers) -> d
 
         def logits(x):  # x: (..., V*d + V)
             W = x[..., : W0.numel()].reshape(*x.shape[:-1], *W0.shape)
-            return torch.einsum("nd,...vd->...nv", h, W) + x[..., W0.numel():].unsqueeze(-2)
+            return torch.einsum("nd,...vd->...nv", h, W) + x[..., W0.numel() :].unsqueeze(-2)
 
         def L(x):
             z = logits(x)
-            return F.cross_entropy(z.reshape(-1, z.shape[-1]), probe_answers.repeat(z.numel() // z.shape[-1] //
-                                   len(probe_answers)), reduction="none").reshape(z.shape[:-1]).mean(-1)
+            return (
+                F.cross_entropy(
+                    z.reshape(-1, z.shape[-1]),
+                    probe_answers.repeat(z.numel() // z.shape[-1] // len(probe_answers)),
+                    reduction="none",
+                )
+                .reshape(z.shape[:-1])
+                .mean(-1)
+            )
     else:
         x0 = th0
         L = _ce(fm, probe_tokens, probe_answers)
@@ -87,10 +94,22 @@ def _best_of_n(cfg, ctx, seed, model, fm, th0, probe_tokens, probe_answers) -> d
     rows = []
     for n in cfg.bestofn_ns:
         best = gains[:, :n].max(1).values.numpy()
-        rows.append(dict(seed=seed, n=n, mean_gain=float(best.mean()), se=float(best.std(ddof=1) / np.sqrt(len(best))),
-                         s=s, grad_norm=float(g.norm()), trace=tr, trace_se=tr_se, e_n=expected_max_normal(n),
-                         validity=s * abs(tr) / (2 * float(g.norm()) * expected_max_normal(n)),
-                         params=cfg.bestofn_params, dim=x0.numel()))
+        rows.append(
+            dict(
+                seed=seed,
+                n=n,
+                mean_gain=float(best.mean()),
+                se=float(best.std(ddof=1) / np.sqrt(len(best))),
+                s=s,
+                grad_norm=float(g.norm()),
+                trace=tr,
+                trace_se=tr_se,
+                e_n=expected_max_normal(n),
+                validity=s * abs(tr) / (2 * float(g.norm()) * expected_max_normal(n)),
+                params=cfg.bestofn_params,
+                dim=x0.numel(),
+            )
+        )
     return rows
 
 
@@ -117,14 +136,33 @@ def _caa(cfg, ctx, seed, model, fm, th0) -> list[dict]:
             small = 1e-4
             fd = (h(th0 + small * edit) - h(th0)) / small  # finite-difference check of the JVP
             full = h(th0 + edit) - h(th0)
-        rows.append(dict(seed=seed, layer=layer, kind="edit_jvp", cos=cos(dh),
-                         jvp_fd_rel=float((fd - dh).norm() / dh.norm()), edit_norm=float(edit.norm())))
-        rows.append(dict(seed=seed, layer=layer, kind="edit_full_step", cos=cos(full), jvp_fd_rel=np.nan,
-                         edit_norm=float(edit.norm())))
+        rows.append(
+            dict(
+                seed=seed,
+                layer=layer,
+                kind="edit_jvp",
+                cos=cos(dh),
+                jvp_fd_rel=float((fd - dh).norm() / dh.norm()),
+                edit_norm=float(edit.norm()),
+            )
+        )
+        rows.append(
+            dict(
+                seed=seed,
+                layer=layer,
+                kind="edit_full_step",
+                cos=cos(full),
+                jvp_fd_rel=np.nan,
+                edit_norm=float(edit.norm()),
+            )
+        )
         for r in controls:
             _, dr = jvp(h, th0, r * (edit.norm() / r.norm()))
-            rows.append(dict(seed=seed, layer=layer, kind="random", cos=cos(dr), jvp_fd_rel=np.nan,
-                             edit_norm=float(edit.norm())))
+            rows.append(
+                dict(
+                    seed=seed, layer=layer, kind="random", cos=cos(dr), jvp_fd_rel=np.nan, edit_norm=float(edit.norm())
+                )
+            )
     return rows
 
 
@@ -142,15 +180,33 @@ class _Clock:
 
 def _one_seed(cfg, ctx, seed, tables, lora: bool) -> None:
     tokens, answers, task_ids = multitask_sequences(cfg.p, cfg.tasks)
-    model = ToyTransformer(vocab_size=vocab_size(cfg.p, len(cfg.tasks)), d_model=cfg.d_model, n_layers=cfg.n_layers,
-                           n_heads=cfg.n_heads, mlp_width=cfg.mlp_width, causal=True, positional="learned", max_len=4,
-                           final_norm=True, seed=ctx.seed(f"init {seed}")).to(ctx.device)
+    model = ToyTransformer(
+        vocab_size=vocab_size(cfg.p, len(cfg.tasks)),
+        d_model=cfg.d_model,
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        mlp_width=cfg.mlp_width,
+        causal=True,
+        positional="learned",
+        max_len=4,
+        final_norm=True,
+        seed=ctx.seed(f"init {seed}"),
+    ).to(ctx.device)
     clock = _Clock(tables["timing"], seed)
     steps, acc, losses = train_until_accurate(
-        model, tokens.to(ctx.device), answers.to(ctx.device), task_ids.to(ctx.device), position=POS,
-        max_steps=cfg.base_max_steps, min_steps=cfg.base_min_steps, lr=cfg.base_lr, batch=cfg.base_batch,
+        model,
+        tokens.to(ctx.device),
+        answers.to(ctx.device),
+        task_ids.to(ctx.device),
+        position=POS,
+        max_steps=cfg.base_max_steps,
+        min_steps=cfg.base_min_steps,
+        lr=cfg.base_lr,
+        batch=cfg.base_batch,
         target=cfg.base_target,
-        generator=ctx.generator(f"base data {seed}"), check=ctx.check_finite)
+        generator=ctx.generator(f"base data {seed}"),
+        check=ctx.check_finite,
+    )
     clock("base run")
     model = model.cpu().double()  # the analysis runs in float64
     fm = FlatModel(model)
@@ -164,16 +220,35 @@ def _one_seed(cfg, ctx, seed, tables, lora: bool) -> None:
         tk, an = task_prompts(cfg.p, task, cfg.tasks)
         g = ctx.generator(f"sgd {task} {seed}")
         # sgd_batch >= p^2 is full-batch gradient descent on the task's p^2 prompts
-        idx = [torch.arange(len(tk)) if cfg.sgd_batch >= len(tk) else
-               torch.randint(0, len(tk), (cfg.sgd_batch,), generator=g) for _ in range(cfg.sgd_steps)]
-        paths[task] = sgd_path(lambda th, i, tk=tk, an=an: F.cross_entropy(fm(th, tk[i])[:, POS], an[i]), th0,
-                               lambda k, idx=idx: idx[k], steps=cfg.sgd_steps, lr=cfg.sgd_lr)
+        idx = [
+            torch.arange(len(tk))
+            if cfg.sgd_batch >= len(tk)
+            else torch.randint(0, len(tk), (cfg.sgd_batch,), generator=g)
+            for _ in range(cfg.sgd_steps)
+        ]
+        paths[task] = sgd_path(
+            lambda th, i, tk=tk, an=an: F.cross_entropy(fm(th, tk[i])[:, POS], an[i]),
+            th0,
+            lambda k, idx=idx: idx[k],
+            steps=cfg.sgd_steps,
+            lr=cfg.sgd_lr,
+        )
     clock("task-vector SGD paths")
     d_a, d_b = paths[cfg.task_a][-1] - th0, paths[cfg.task_b][-1] - th0
     ctx.check_finite("task vectors", float(d_a.norm() + d_b.norm()))
-    tables["base"].append(dict(seed=seed, steps=steps, min_task_accuracy=float(acc.min()), dim=fm.dim,
-                               theta_norm=float(th0.norm()), probe_loss=float(L(th0)), final_train_loss=losses[-1],
-                               task_a_norm=float(d_a.norm()), task_b_norm=float(d_b.norm())))
+    tables["base"].append(
+        dict(
+            seed=seed,
+            steps=steps,
+            min_task_accuracy=float(acc.min()),
+            dim=fm.dim,
+            theta_norm=float(th0.norm()),
+            probe_loss=float(L(th0)),
+            final_train_loss=losses[-1],
+            task_a_norm=float(d_a.norm()),
+            task_b_norm=float(d_b.norm()),
+        )
+    )
     task_losses = {t: _ce(fm, *task_prompts(cfg.p, t, cfg.tasks)) for t in cfg.tasks}
     order, onset = _pairs(cfg, seed, fm, th0, task_losses)
     tables["order"] += order
@@ -191,11 +266,18 @@ def _one_seed(cfg, ctx, seed, tables, lora: bool) -> None:
     path = paths[cfg.task_a]
     tables["drift"] += _drift(cfg, seed, fm, path, pt, pa)
     clock("drift and rotation")
-    Q = orthonormal((path[1: cfg.prefix_steps + 1] - path[: cfg.prefix_steps]).T.numpy())
+    Q = orthonormal((path[1 : cfg.prefix_steps + 1] - path[: cfg.prefix_steps]).T.numpy())
     disp = (path[-1] - path[0]).numpy()
-    tables["prefix"].append(dict(seed=seed, m=cfg.prefix_steps, steps=cfg.sgd_steps, dim=fm.dim,
-                                 captured=float(np.sum((Q.T @ disp) ** 2) / np.sum(disp ** 2)),
-                                 baseline=cfg.prefix_steps / fm.dim))
+    tables["prefix"].append(
+        dict(
+            seed=seed,
+            m=cfg.prefix_steps,
+            steps=cfg.sgd_steps,
+            dim=fm.dim,
+            captured=float(np.sum((Q.T @ disp) ** 2) / np.sum(disp**2)),
+            baseline=cfg.prefix_steps / fm.dim,
+        )
+    )
     tables["bestofn"] += _best_of_n(cfg, ctx, seed, model, fm, th0, pt, pa)
     clock("best-of-N")
     tables["caa"] += _caa(cfg, ctx, seed, model, fm, th0)
@@ -207,33 +289,47 @@ def _one_seed(cfg, ctx, seed, tables, lora: bool) -> None:
 def _lora(cfg, ctx, seed, model, fm, th0, pt, pa) -> dict:
     """Claim 7: recover from weight noise on the MLP matrices with LoRA; prefix basis vs a fixed task plane."""
     targets = [f"blocks.{i}.mlp.{w}" for i in range(cfg.n_layers) for w in ("up", "down")]
-    path, clean = lora_recovery(model, lambda m: F.cross_entropy(m(pt)[:, POS], pa), targets, rank=cfg.lora_rank,
-                                steps=cfg.lora_steps, lr=cfg.lora_lr, noise=cfg.lora_noise,
-                                generator=ctx.generator(f"lora {seed}"))
+    path, clean = lora_recovery(
+        model,
+        lambda m: F.cross_entropy(m(pt)[:, POS], pa),
+        targets,
+        rank=cfg.lora_rank,
+        steps=cfg.lora_steps,
+        lr=cfg.lora_lr,
+        noise=cfg.lora_noise,
+        generator=ctx.generator(f"lora {seed}"),
+    )
     disp = (path[-1] - path[0]).numpy()
-    Q = orthonormal((path[1: cfg.prefix_steps + 1] - path[: cfg.prefix_steps]).T.numpy())
+    Q = orthonormal((path[1 : cfg.prefix_steps + 1] - path[: cfg.prefix_steps]).T.numpy())
     names = [f"{t}.weight" for t in targets]
     mask = torch.cat([torch.full((n,), name in names) for name, n in zip(fm.names, fm.numels)])
     plane = _drift_basis(cfg, fm, th0, pt, pa)[mask.numpy()]  # the top-k gradient plane at theta_0, on the targets
     P = orthonormal(plane)
-    tot = float(np.sum(disp ** 2))
+    tot = float(np.sum(disp**2))
     with torch.no_grad():
         loss_clean = float(F.cross_entropy(model(pt)[:, POS], pa))
-    return dict(seed=seed, rank=cfg.lora_rank, steps=cfg.lora_steps, dim=int(mask.sum()),
-                prefix_captured=float(np.sum((Q.T @ disp) ** 2) / tot),
-                plane_captured=float(np.sum((P.T @ disp) ** 2) / tot),
-                recovered_distance=float(np.linalg.norm(path[-1].numpy() - clean.numpy())),
-                noisy_distance=float(np.linalg.norm(path[0].numpy() - clean.numpy())), loss_clean=loss_clean)
+    return dict(
+        seed=seed,
+        rank=cfg.lora_rank,
+        steps=cfg.lora_steps,
+        dim=int(mask.sum()),
+        prefix_captured=float(np.sum((Q.T @ disp) ** 2) / tot),
+        plane_captured=float(np.sum((P.T @ disp) ** 2) / tot),
+        recovered_distance=float(np.linalg.norm(path[-1].numpy() - clean.numpy())),
+        noisy_distance=float(np.linalg.norm(path[0].numpy() - clean.numpy())),
+        loss_clean=loss_clean,
+    )
 
 
 def _drift_basis(cfg, fm, th0, pt, pa) -> np.ndarray:
     """The fixed 'task plane' estimated before recovery: the top-k per-example-gradient subspace at theta_0."""
+
     def one(th, x, y):
         return F.cross_entropy(fm(th, x[None])[:, POS], y[None])
 
     G = per_example_grads(one, th0, pt, pa, chunk=cfg.chunk)
     _, V = torch.linalg.eigh(G @ G.T)
-    return orthonormal((G.T @ V[:, -cfg.lora_rank:]).numpy())
+    return orthonormal((G.T @ V[:, -cfg.lora_rank :]).numpy())
 
 
 @study(
@@ -249,10 +345,28 @@ def _drift_basis(cfg, fm, th0, pt, pa) -> np.ndarray:
 def run(cfg: LocalPerturbationGeometryConfig, ctx: RunContext) -> None:
     lora = bool(cfg.lora_steps) and importlib.util.find_spec("peft") is not None
     if cfg.lora_steps and not lora:
-        ctx.say("the optional package peft is not installed: LoRA recovery (claim 7) skipped, not decided "
-                "(install it with `pip install peft`)")
-    tables: dict[str, list] = {k: [] for k in ("base", "order", "onset", "window", "additivity", "taylor",
-                                               "interference", "drift", "prefix", "bestofn", "caa", "lora", "timing")}
+        ctx.say(
+            "the optional package peft is not installed: LoRA recovery (claim 7) skipped, not decided "
+            "(install it with `pip install peft`)"
+        )
+    tables: dict[str, list] = {
+        k: []
+        for k in (
+            "base",
+            "order",
+            "onset",
+            "window",
+            "additivity",
+            "taylor",
+            "interference",
+            "drift",
+            "prefix",
+            "bestofn",
+            "caa",
+            "lora",
+            "timing",
+        )
+    }
     for seed in range(cfg.seeds):
         ctx.say(f"seed {seed}: base run (p = {cfg.p}, d = {cfg.d_model}, {cfg.n_layers} layers), then the probes")
         _one_seed(cfg, ctx, seed, tables, lora)

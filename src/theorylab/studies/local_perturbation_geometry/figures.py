@@ -84,8 +84,9 @@ def draw_all(ctx: RunContext) -> None:
         g = tb["bestofn"]
         ns = np.unique(np.geomspace(2, int(g["n"].max()) * 2, 10).round().astype(int))
         r = g.iloc[0]
-        theory_line(ax, ns, [r["s"] * r["grad_norm"] * expected_max_normal(n) for n in ns], label="s |g| e_N",
-                    color="k")
+        theory_line(
+            ax, ns, [r["s"] * r["grad_norm"] * expected_max_normal(n) for n in ns], label="s |g| e_N", color="k"
+        )
         ax.errorbar(g["n"], g["mean_gain"], 2 * g["se"], fmt="o", capsize=3, label="best-of-N gain (±2 SE)")
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(ScalarFormatter())

@@ -38,10 +38,16 @@ ADDITIVE = 0.1  # ours: departure from additivity |dh(a + b) - dh(a) - dh(b)| / 
 
 # The cpu preset decides additivity-at-full-scale and lora-recovery on the quick model (p = 11, d = 64, 2 layers),
 # not the card's paper-sized one: each departure applies to cpu runs only, while the run's value differs.
-CPU_SIZE = tuple(Departure.field_value(f, card, "cpu preset: the quick model, so the claim is decided on a CPU in a "
-                                                "few minutes; the card's p = 97, d = 256, 4-layer model needs a GPU",
-                                       presets=["cpu"])
-                 for f, card in (("p", 97), ("d_model", 256), ("n_layers", 4), ("mlp_width", 1024)))
+CPU_SIZE = tuple(
+    Departure.field_value(
+        f,
+        card,
+        "cpu preset: the quick model, so the claim is decided on a CPU in a "
+        "few minutes; the card's p = 97, d = 256, 4-layer model needs a GPU",
+        presets=["cpu"],
+    )
+    for f, card in (("p", 97), ("d_model", 256), ("n_layers", 4), ("mlp_width", 1024))
+)
 
 
 def _rows(res, name):
@@ -51,12 +57,14 @@ def _rows(res, name):
     return t
 
 
-S_ORDER = ("For every task pair, one SGD step on A then one on B, against the other order, at step size eta: the "
-           "normalised order defect c(eta) = |theta_AB - theta_BA| / |eta (g_A + g_B)| is eta kappa + O(eta^2) with "
-           "kappa = |H_B g_A - H_A g_B| / |g_A + g_B| (exact HVPs). Over the small-eta range (eta kappa <= 0.02) the "
-           "median of c / (eta kappa) over pairs and eta lies in [0.9, 1.1], every pair's log-log slope of c in eta "
-           "lies in [0.9, 1.1], and the median cosine of the measured defect vector with the bracket is >= 0.99; the "
-           "controls (the bracket's sign flipped; H_A g_B dropped) must fail the same test.")
+S_ORDER = (
+    "For every task pair, one SGD step on A then one on B, against the other order, at step size eta: the "
+    "normalised order defect c(eta) = |theta_AB - theta_BA| / |eta (g_A + g_B)| is eta kappa + O(eta^2) with "
+    "kappa = |H_B g_A - H_A g_B| / |g_A + g_B| (exact HVPs). Over the small-eta range (eta kappa <= 0.02) the "
+    "median of c / (eta kappa) over pairs and eta lies in [0.9, 1.1], every pair's log-log slope of c in eta "
+    "lies in [0.9, 1.1], and the median cosine of the measured defect vector with the bracket is >= 0.99; the "
+    "controls (the bracket's sign flipped; H_A g_B dropped) must fail the same test."
+)
 
 
 def _order_test(t, kind):
@@ -65,8 +73,11 @@ def _order_test(t, kind):
     return ORDER_BAND[0] <= med <= ORDER_BAND[1] and cos >= ORDER_COS, med, cos
 
 
-@claims.add("order-defect-lie-bracket", S_ORDER, REF + ": c(eta) = eta kappa + O(eta^2), median ratio 1.002 "
-                                                     "(abstract); the range, cosine and controls are ours")
+@claims.add(
+    "order-defect-lie-bracket",
+    S_ORDER,
+    REF + ": c(eta) = eta kappa + O(eta^2), median ratio 1.002 (abstract); the range, cosine and controls are ours",
+)
 def judge_order(res, v) -> Verdict:
     t = _rows(res, "order")
     small = t[t["eta"] * t["kappa"] <= SMALL_DEFECT]
@@ -77,26 +88,41 @@ def judge_order(res, v) -> Verdict:
     sl = np.array(list(slopes.values()))
     if not np.isfinite(sl).all():
         bad = [k for k, x in slopes.items() if not np.isfinite(x)]
-        return v.failed(np.nan, "ratio in [0.9, 1.1]", ORDER_BAND, f"fewer than 3 step sizes with eta kappa <= "
-                        f"{SMALL_DEFECT} for {bad}: the eta grid does not reach the small-eta range")
+        return v.failed(
+            np.nan,
+            "ratio in [0.9, 1.1]",
+            ORDER_BAND,
+            f"fewer than 3 step sizes with eta kappa <= "
+            f"{SMALL_DEFECT} for {bad}: the eta grid does not reach the small-eta range",
+        )
     tests = {k: _order_test(small, k) for k in ("bracket", "flip", "drop")}
     ok_b, med, cos = tests["bracket"]
     slopes_ok = bool(((sl >= ORDER_BAND[0]) & (sl <= ORDER_BAND[1])).all())
     controls_fail = not tests["flip"][0] and not tests["drop"][0]
     ok = ok_b and slopes_ok and controls_fail
-    return v.judged(ok, med, "median c / (eta kappa) = 1 (the paper: 1.002)", ORDER_BAND,
-                    f"median ratio {med:.4f}, median cosine {cos:.5f} over {len(small)} (pair, eta) points with "
-                    f"eta kappa <= {SMALL_DEFECT}; slopes " + ", ".join(f"{k} {x:.3f}" for k, x in slopes.items())
-                    + "; controls (median ratio, cosine): " + ", ".join(
-                        f"{k} ({tests[k][1]:.3f}, {tests[k][2]:.3f}) "
-                        + ("PASSES: the test cannot tell it apart" if tests[k][0] else "fails")
-                        for k in ("flip", "drop")))
+    return v.judged(
+        ok,
+        med,
+        "median c / (eta kappa) = 1 (the paper: 1.002)",
+        ORDER_BAND,
+        f"median ratio {med:.4f}, median cosine {cos:.5f} over {len(small)} (pair, eta) points with "
+        f"eta kappa <= {SMALL_DEFECT}; slopes "
+        + ", ".join(f"{k} {x:.3f}" for k, x in slopes.items())
+        + "; controls (median ratio, cosine): "
+        + ", ".join(
+            f"{k} ({tests[k][1]:.3f}, {tests[k][2]:.3f}) "
+            + ("PASSES: the test cannot tell it apart" if tests[k][0] else "fails")
+            for k in ("flip", "drop")
+        ),
+    )
 
 
-S_WINDOW = ("Along a random unit direction and the two normalised task vectors, at sizes |delta| / |theta_0| up to "
-            "1e-2, the probe-loss change dL is predicted by g^T delta to within 10 % of |g^T delta| at every size, and "
-            "the prediction's error |dL - g^T delta| grows like the size squared (log-log slope in [1.8, 2.2]); the "
-            "control (a stale gradient, from the end of the task-A path) must fail.")
+S_WINDOW = (
+    "Along a random unit direction and the two normalised task vectors, at sizes |delta| / |theta_0| up to "
+    "1e-2, the probe-loss change dL is predicted by g^T delta to within 10 % of |g^T delta| at every size, and "
+    "the prediction's error |dL - g^T delta| grows like the size squared (log-log slope in [1.8, 2.2]); the "
+    "control (a stale gradient, from the end of the task-A path) must fail."
+)
 
 
 def _window_test(g):
@@ -110,17 +136,23 @@ def _window_test(g):
     return bool(ok), worst, slope, window
 
 
-WINDOW_CAUSE = ("around our fully trained toy checkpoint the probe loss's gradient is small (the base run stops at 95% "
-                "per task), so the curvature term t^2 delta^T H delta / 2 overtakes g^T delta long before |delta| = "
-                "1e-2 |theta_0|: the 10 % window ends at 1e-4..1e-3 |theta_0| (|delta| ~ 0.005-0.05; seeds 0, 1, 2, "
-                "17, 123), worst relative error at 1e-2 between 0.47 and 4.0. The error does grow like the scale "
-                "squared (slopes 1.89-2.06) and the stale-gradient control fails, so the measurement is sound; the "
-                "paper's operating point (a multitask LoRA point, its own scale unit) is not ours.")
+WINDOW_CAUSE = (
+    "around our fully trained toy checkpoint the probe loss's gradient is small (the base run stops at 95% "
+    "per task), so the curvature term t^2 delta^T H delta / 2 overtakes g^T delta long before |delta| = "
+    "1e-2 |theta_0|: the 10 % window ends at 1e-4..1e-3 |theta_0| (|delta| ~ 0.005-0.05; seeds 0, 1, 2, "
+    "17, 123), worst relative error at 1e-2 between 0.47 and 4.0. The error does grow like the scale "
+    "squared (slopes 1.89-2.06) and the stale-gradient control fails, so the measurement is sound; the "
+    "paper's operating point (a multitask LoRA point, its own scale unit) is not ours."
+)
 
 
-@claims.add("one-direction-window", S_WINDOW, REF + ": first-order predictable up to scale 1e-2 (abstract); the "
-                                                   "10 % bound is ours, the scale-squared error is Taylor's",
-            known=KnownFailure.on_every_seed(WINDOW_CAUSE))
+@claims.add(
+    "one-direction-window",
+    S_WINDOW,
+    REF + ": first-order predictable up to scale 1e-2 (abstract); the "
+    "10 % bound is ours, the scale-squared error is Taylor's",
+    known=KnownFailure.on_every_seed(WINDOW_CAUSE),
+)
 def judge_window(res, v) -> Verdict:
     t = _rows(res, "window")
     out, worst = {}, []
@@ -132,39 +164,57 @@ def judge_window(res, v) -> Verdict:
         return v.failed(np.nan, "<= 0.1", WINDOW_REL, f"directions present: {sorted({d for _, d in out})}")
     worst = max(x[1] for x in real.values())
     ok = all(x[0] for x in real.values()) and not any(x[0] for x in ctrl.values())
-    return v.judged(ok, worst, f"relative error <= {WINDOW_REL} up to 1e-2, error slope in [1.8, 2.2]", WINDOW_REL,
-                    "; ".join(f"{d}/{s}: worst rel. error {x[1]:.3g}, slope {x[2]:.3f}, window to {x[3]:.3g}"
-                              for (s, d), x in out.items()))
+    return v.judged(
+        ok,
+        worst,
+        f"relative error <= {WINDOW_REL} up to 1e-2, error slope in [1.8, 2.2]",
+        WINDOW_REL,
+        "; ".join(
+            f"{d}/{s}: worst rel. error {x[1]:.3g}, slope {x[2]:.3f}, window to {x[3]:.3g}" for (s, d), x in out.items()
+        ),
+    )
 
 
-S_ONSET = ("For every task pair, the measured onset eta_dagger (where the normalised order defect first reaches 0.10, "
-           "log-log interpolated on the eta grid) is within a factor 1.5 of the prediction 0.10 / kappa; the "
-           "predictions from the controls (sign-flipped bracket; H_A g_B dropped) must miss on some pair. Reported: "
-           "the spread of eta_dagger over pairs and the fraction of pairs whose onset step |eta_dagger (g_A + g_B)| "
-           "lies strictly inside the one-direction window (1e-2 |theta_0|; the paper: over a third of (model, pair) "
-           "combinations).")
+S_ONSET = (
+    "For every task pair, the measured onset eta_dagger (where the normalised order defect first reaches 0.10, "
+    "log-log interpolated on the eta grid) is within a factor 1.5 of the prediction 0.10 / kappa; the "
+    "predictions from the controls (sign-flipped bracket; H_A g_B dropped) must miss on some pair. Reported: "
+    "the spread of eta_dagger over pairs and the fraction of pairs whose onset step |eta_dagger (g_A + g_B)| "
+    "lies strictly inside the one-direction window (1e-2 |theta_0|; the paper: over a third of (model, pair) "
+    "combinations)."
+)
 
 
-ONSET_CAUSE = ("0.10 / kappa is the leading-order onset, and at eta ~ 0.1-1 the O(eta^2) part of c(eta) is no "
-               "longer small for the pairs sub-max and sub-copy_a (task sub moves furthest: its 100-step task "
-               "vector is 0.46-1.06 long, add's 0.11-0.32): there c(eta) / (eta kappa) climbs well above 1 before "
-               "c reaches 0.10 and the onset comes early, eta_dagger / (0.10 / kappa) = 0.63 "
-               "(seed 0, sub-max), 0.39 and 0.66 (seed 1, sub-max, sub-copy_a), 0.21 and 0.21 (seed 2); seeds 17 "
-               "and 123 are within x1.5 on every pair (0.74-1.36). The small-eta law itself holds on every seed "
-               "(claim order-defect-lie-bracket).")
+ONSET_CAUSE = (
+    "0.10 / kappa is the leading-order onset, and at eta ~ 0.1-1 the O(eta^2) part of c(eta) is no "
+    "longer small for the pairs sub-max and sub-copy_a (task sub moves furthest: its 100-step task "
+    "vector is 0.46-1.06 long, add's 0.11-0.32): there c(eta) / (eta kappa) climbs well above 1 before "
+    "c reaches 0.10 and the onset comes early, eta_dagger / (0.10 / kappa) = 0.63 "
+    "(seed 0, sub-max), 0.39 and 0.66 (seed 1, sub-max, sub-copy_a), 0.21 and 0.21 (seed 2); seeds 17 "
+    "and 123 are within x1.5 on every pair (0.74-1.36). The small-eta law itself holds on every seed "
+    "(claim order-defect-lie-bracket)."
+)
 
 
-@claims.add("order-onset-inside-window", S_ONSET, REF + ": eta_dagger ~ 0.10 / kappa, spanning three orders of "
-                                                     "magnitude; order matters inside the window on > 1/3 of "
-                                                     "combinations (abstract); factor 1.5 from the card",
-            known=KnownFailure.on_some_seeds(3, 5, [0, 1, 2], ONSET_CAUSE))
+@claims.add(
+    "order-onset-inside-window",
+    S_ONSET,
+    REF + ": eta_dagger ~ 0.10 / kappa, spanning three orders of "
+    "magnitude; order matters inside the window on > 1/3 of "
+    "combinations (abstract); factor 1.5 from the card",
+    known=KnownFailure.on_some_seeds(3, 5, [0, 1, 2], ONSET_CAUSE),
+)
 def judge_onset(res, v) -> Verdict:
     t = _rows(res, "onset")
     ratio = t["eta_dagger"] / t["eta_pred"]
     if ratio.isna().any():
         bad = t["pair"][ratio.isna()].tolist()
-        return v.failed(np.nan, "within x1.5 of 0.10 / kappa", ONSET_FACTOR,
-                        f"no onset on the eta grid for {bad} (c never reaches 0.10, or starts above it)")
+        return v.failed(
+            np.nan,
+            "within x1.5 of 0.10 / kappa",
+            ONSET_FACTOR,
+            f"no onset on the eta grid for {bad} (c never reaches 0.10, or starts above it)",
+        )
     inband = lambda r: (r >= 1 / ONSET_FACTOR) & (r <= ONSET_FACTOR)  # noqa: E731
     ctrl = {k: t["eta_dagger"] / t[f"eta_pred_{k}"] for k in ("flip", "drop")}
     ctrl_pass = {k: bool(inband(r).all()) for k, r in ctrl.items()}
@@ -174,87 +224,129 @@ def judge_onset(res, v) -> Verdict:
     ours = ""
     if w is not None and len(w):
         win = min(_window_test(g)[3] for (_, d), g in w.groupby(["seed", "direction"]) if not d.startswith("control"))
-        ours = (f" and inside our measured window ({win:.3g} |theta_0|, the narrowest direction's) on "
-                f"{float((t['onset_rel_size'] < win).mean()):.0%}")
+        ours = (
+            f" and inside our measured window ({win:.3g} |theta_0|, the narrowest direction's) on "
+            f"{float((t['onset_rel_size'] < win).mean()):.0%}"
+        )
     spread = float(t["eta_dagger"].max() / t["eta_dagger"].min())
     worst = float(ratio.iloc[int(np.argmax(np.abs(np.log(ratio))))])
-    return v.judged(ok, worst, "eta_dagger / (0.10 / kappa) = 1", f"x{ONSET_FACTOR}",
-                    "eta_dagger / prediction: " + ", ".join(f"{p} {r:.3f}" for p, r in zip(t["pair"], ratio))
-                    + f"; eta_dagger {t['eta_dagger'].min():.3g}..{t['eta_dagger'].max():.3g} (spread x{spread:.1f}); "
-                    f"onset inside the paper's window (1e-2 |theta_0|) on {inside:.0%} of pairs{ours} "
-                    f"(paper: over a third); "
-                    f"onset step |eta_dagger (g_A + g_B)| / |theta_0| "
-                    f"{t['onset_rel_size'].min():.2g}..{t['onset_rel_size'].max():.2g}; controls "
-                    + ", ".join(f"{k}: ratios {np.round(r.to_numpy(), 2).tolist()}"
-                                f"{' all within x1.5 (cannot tell apart)' if ctrl_pass[k] else ''}"
-                                for k, r in ctrl.items()))
+    return v.judged(
+        ok,
+        worst,
+        "eta_dagger / (0.10 / kappa) = 1",
+        f"x{ONSET_FACTOR}",
+        "eta_dagger / prediction: "
+        + ", ".join(f"{p} {r:.3f}" for p, r in zip(t["pair"], ratio))
+        + f"; eta_dagger {t['eta_dagger'].min():.3g}..{t['eta_dagger'].max():.3g} (spread x{spread:.1f}); "
+        f"onset inside the paper's window (1e-2 |theta_0|) on {inside:.0%} of pairs{ours} "
+        f"(paper: over a third); "
+        f"onset step |eta_dagger (g_A + g_B)| / |theta_0| "
+        f"{t['onset_rel_size'].min():.2g}..{t['onset_rel_size'].max():.2g}; controls "
+        + ", ".join(
+            f"{k}: ratios {np.round(r.to_numpy(), 2).tolist()}"
+            f"{' all within x1.5 (cannot tell apart)' if ctrl_pass[k] else ''}"
+            for k, r in ctrl.items()
+        ),
+    )
 
 
-S_ROTATION = ("The top-8 per-example-gradient subspace (256 probe examples) along task-A SGD rotates within tens "
-              "of steps: its largest principal angle against theta_0's reaches >= 45 degrees at some s <= 30, while at "
-              "the control point theta_0 + 1e-3 (theta_s - theta_0) (same direction, a thousandth of the distance) it "
-              "stays below 45 degrees.")
+S_ROTATION = (
+    "The top-8 per-example-gradient subspace (256 probe examples) along task-A SGD rotates within tens "
+    "of steps: its largest principal angle against theta_0's reaches >= 45 degrees at some s <= 30, while at "
+    "the control point theta_0 + 1e-3 (theta_s - theta_0) (same direction, a thousandth of the distance) it "
+    "stays below 45 degrees."
+)
 
 
-@claims.add("subspace-rotation", S_ROTATION, REF + ": task-gradient subspaces rotate within tens of steps "
-                                                  "(abstract); 45 degrees and s <= 30 are ours")
+@claims.add(
+    "subspace-rotation",
+    S_ROTATION,
+    REF + ": task-gradient subspaces rotate within tens of steps (abstract); 45 degrees and s <= 30 are ours",
+)
 def judge_rotation(res, v) -> Verdict:
     t = _rows(res, "drift")
     sgd = t[(t["kind"] == "sgd") & (t["s"] > 0) & (t["s"] <= ROTATION_WITHIN)]
     ctrl = t[t["kind"] == "control"]
     if sgd.empty or ctrl.empty:
-        return v.failed(np.nan, f">= {ROTATION_DEG} deg", ROTATION_DEG, f"no drift steps in (0, {ROTATION_WITHIN}] or "
-                        "no control row")
+        return v.failed(
+            np.nan,
+            f">= {ROTATION_DEG} deg",
+            ROTATION_DEG,
+            f"no drift steps in (0, {ROTATION_WITHIN}] or no control row",
+        )
     per_seed = sgd.groupby("seed")["max_angle_deg"].max()
     ctrl_seed = ctrl.groupby("seed")["max_angle_deg"].max()
     ok = bool((per_seed >= ROTATION_DEG).all() and (ctrl_seed < ROTATION_DEG).all())
-    return v.judged(ok, float(per_seed.min()), f">= {ROTATION_DEG} deg by s <= {ROTATION_WITHIN}; control < "
-                    f"{ROTATION_DEG} deg", ROTATION_DEG,
-                    "; ".join(f"model {s}: " + ", ".join(f"s={int(r.s)} {r.max_angle_deg:.1f} deg (mean cos "
-                                                         f"{r.mean_cos:.3f})" for r in g.itertuples())
-                              for s, g in sgd.groupby("seed"))
-                    + "; control " + ", ".join(f"{x:.2f} deg" for x in ctrl_seed)
-                    + "; eigengap sigma_8^2/sigma_9^2 at theta_0 "
-                    + ", ".join(f"{x:.2f}" for x in t[(t["kind"] == "sgd") & (t["s"] == 0)]["eigengap"]))
+    return v.judged(
+        ok,
+        float(per_seed.min()),
+        f">= {ROTATION_DEG} deg by s <= {ROTATION_WITHIN}; control < {ROTATION_DEG} deg",
+        ROTATION_DEG,
+        "; ".join(
+            f"model {s}: "
+            + ", ".join(f"s={int(r.s)} {r.max_angle_deg:.1f} deg (mean cos {r.mean_cos:.3f})" for r in g.itertuples())
+            for s, g in sgd.groupby("seed")
+        )
+        + "; control "
+        + ", ".join(f"{x:.2f} deg" for x in ctrl_seed)
+        + "; eigengap sigma_8^2/sigma_9^2 at theta_0 "
+        + ", ".join(f"{x:.2f}" for x in t[(t["kind"] == "sgd") & (t["s"] == 0)]["eigengap"]),
+    )
 
 
-S_ADD = ("Under a fixed activation probe (the residual after block 1 at '=', mean over the probe set), the effect of "
-         "t delta_A + t delta_B departs from the sum of the single effects, |dh(a + b) - dh(a) - dh(b)| / (|dh(a)| + "
-         "|dh(b)|), by more than 0.1 at full task-vector scale (t = 1) and by less than 0.1 at t <= 1e-2; the "
-         "linearised control (dh = J_h delta, exactly additive) must fail.")
+S_ADD = (
+    "Under a fixed activation probe (the residual after block 1 at '=', mean over the probe set), the effect of "
+    "t delta_A + t delta_B departs from the sum of the single effects, |dh(a + b) - dh(a) - dh(b)| / (|dh(a)| + "
+    "|dh(b)|), by more than 0.1 at full task-vector scale (t = 1) and by less than 0.1 at t <= 1e-2; the "
+    "linearised control (dh = J_h delta, exactly additive) must fail."
+)
 
 
 # Measured at the cpu preset, seed 0 (3 models; docs/studies/local-perturbation-geometry.md, "CPU preset").
-ADDITIVITY_CAUSE = ("the quick model's full task vectors are short (|delta_A| 0.21-0.89, |delta_B| 0.80-1.00 against "
-                    "|theta_0| 47), so the probe's cross term stays second order at t = 1: the departure grows exactly "
-                    "in proportion to t (2.3e-5, 2.3e-4, 2.3e-3, 0.024 at t = 1e-3 ... 1 on model 0) and reaches only "
-                    "0.024, 0.044, 0.068 < 0.1 at t = 1 on the 3 models; the small-t half and the linear control "
-                    "(<= 6e-17) hold")
+ADDITIVITY_CAUSE = (
+    "the quick model's full task vectors are short (|delta_A| 0.21-0.89, |delta_B| 0.80-1.00 against "
+    "|theta_0| 47), so the probe's cross term stays second order at t = 1: the departure grows exactly "
+    "in proportion to t (2.3e-5, 2.3e-4, 2.3e-3, 0.024 at t = 1e-3 ... 1 on model 0) and reaches only "
+    "0.024, 0.044, 0.068 < 0.1 at t = 1 on the 3 models; the small-t half and the linear control "
+    "(<= 6e-17) hold"
+)
 
 
-@claims.add("additivity-at-full-scale", S_ADD, REF + ": additivity under a fixed activation probe fails at full "
-                                                    "task-vector scale on several models (abstract); 0.1 is ours",
-            decided_by="cpu", departures=CPU_SIZE, known=KnownFailure.on_every_seed(ADDITIVITY_CAUSE, presets=["cpu"]))
+@claims.add(
+    "additivity-at-full-scale",
+    S_ADD,
+    REF + ": additivity under a fixed activation probe fails at full "
+    "task-vector scale on several models (abstract); 0.1 is ours",
+    decided_by="cpu",
+    departures=CPU_SIZE,
+    known=KnownFailure.on_every_seed(ADDITIVITY_CAUSE, presets=["cpu"]),
+)
 def judge_additivity(res, v) -> Verdict:
     t = _rows(res, "additivity")
     full, lin = t[t["kind"] == "full"], t[t["kind"] == "control_linear"]
     at1 = full[np.isclose(full["t"], 1.0)].groupby("seed")["departure"].first()
     small = full[full["t"] <= 1e-2 * (1 + 1e-9)].groupby("seed")["departure"].max()
     ctrl = lin[np.isclose(lin["t"], 1.0)].groupby("seed")["departure"].first()
-    said = (f"departure at t = 1: {np.round(at1.to_numpy(), 4).tolist()}; worst at t <= 1e-2: "
-            f"{[f'{x:.2e}' for x in small]}; linear control at t = 1: {[f'{x:.1e}' for x in ctrl]}; by t: "
-            + ", ".join(f"{r.t:g} {r.departure:.3g}" for r in full.itertuples()))
+    said = (
+        f"departure at t = 1: {np.round(at1.to_numpy(), 4).tolist()}; worst at t <= 1e-2: "
+        f"{[f'{x:.2e}' for x in small]}; linear control at t = 1: {[f'{x:.1e}' for x in ctrl]}; by t: "
+        + ", ".join(f"{r.t:g} {r.departure:.3g}" for r in full.itertuples())
+    )
     if res.preset not in ("cpu", "paper"):
-        return v.undecided(f"needs the cpu preset (the claim is judged on a declared model size: the cpu preset's "
-                           f"or the paper's); this {res.preset} run measured {said}")
+        return v.undecided(
+            f"needs the cpu preset (the claim is judged on a declared model size: the cpu preset's "
+            f"or the paper's); this {res.preset} run measured {said}"
+        )
     if at1.empty or small.empty or ctrl.empty:
         return v.failed(np.nan, f"> {ADDITIVE} at t = 1", ADDITIVE, "rows for t = 1, t <= 1e-2 or the control missing")
     ok = bool((at1 > ADDITIVE).all() and (small < ADDITIVE).all() and (ctrl <= ADDITIVE).all())
     return v.judged(ok, float(at1.min()), f"> {ADDITIVE} at t = 1, < {ADDITIVE} at t <= 1e-2", ADDITIVE, said)
 
 
-S_TAYLOR = ("For a random unit direction and for the normalised task vector, the log-log slope of the first-order "
-            "error eps_lin(t u) on the probe logits over t in [1e-4, 1e-2] lies in [0.9, 1.1] (float64).")
+S_TAYLOR = (
+    "For a random unit direction and for the normalised task vector, the log-log slope of the first-order "
+    "error eps_lin(t u) on the probe logits over t in [1e-4, 1e-2] lies in [0.9, 1.1] (float64)."
+)
 
 
 @claims.add("taylor-remainder", S_TAYLOR, REF + ", first-order predictability (Taylor: eps_lin ∝ |delta|)")
@@ -269,20 +361,38 @@ def judge_taylor(res, v) -> Verdict:
     vals = np.array(list(slopes.values()))
     ok = have == need and np.isfinite(vals).all() and ((vals >= TAYLOR_SLOPE[0]) & (vals <= TAYLOR_SLOPE[1])).all()
     r01 = t.groupby("direction")["r01"].mean().to_dict()
-    return v.judged(ok, float(vals[np.argmax(abs(vals - 1))]) if len(vals) else np.nan, "slope 1 (Taylor)",
-                    "[0.9, 1.1]", "slopes " + ", ".join(f"{k} {s:.4f}" for k, s in slopes.items()) + "; r_0.1 "
-                    + ", ".join(f"{k} {r:.3g}" for k, r in r01.items()))
+    return v.judged(
+        ok,
+        float(vals[np.argmax(abs(vals - 1))]) if len(vals) else np.nan,
+        "slope 1 (Taylor)",
+        "[0.9, 1.1]",
+        "slopes "
+        + ", ".join(f"{k} {s:.4f}" for k, s in slopes.items())
+        + "; r_0.1 "
+        + ", ".join(f"{k} {r:.3g}" for k, r in r01.items()),
+    )
 
 
-S_INTERF = ("e(t) = |I(t delta_A, t delta_B) - t^2 delta_A^T H delta_B| has log-log slope in [2.7, 3.3] over t in "
-            "[1e-3, 1e-1], and at t = 1e-3 e(t) <= 1e-3 (|dL(t delta_A)| + |dL(t delta_B)|).")
+S_INTERF = (
+    "e(t) = |I(t delta_A, t delta_B) - t^2 delta_A^T H delta_B| has log-log slope in [2.7, 3.3] over t in "
+    "[1e-3, 1e-1], and at t = 1e-3 e(t) <= 1e-3 (|dL(t delta_A)| + |dL(t delta_B)|)."
+)
 
 
-@claims.add("interference-is-hessian", S_INTERF, REF + ", interference = delta_1^T H delta_2 + O(|delta|^3)",
-            known=KnownFailure.on_some_seeds(1, 12, [3], "seed 3's residual bends at large t (local slopes 3.0, 2.9, "
-                                             "2.6, 1.1 over 1e-3..1e-1): at |t delta_B| ~ 0.09 the step is already at "
-                                             "the task direction's r_0.1 ~ 0.1, past the cubic regime; its slope over "
-                                             "[1e-3, 1e-2] is 2.93"))
+@claims.add(
+    "interference-is-hessian",
+    S_INTERF,
+    REF + ", interference = delta_1^T H delta_2 + O(|delta|^3)",
+    known=KnownFailure.on_some_seeds(
+        1,
+        12,
+        [3],
+        "seed 3's residual bends at large t (local slopes 3.0, 2.9, "
+        "2.6, 1.1 over 1e-3..1e-1): at |t delta_B| ~ 0.09 the step is already at "
+        "the task direction's r_0.1 ~ 0.1, past the cubic regime; its slope over "
+        "[1e-3, 1e-2] is 2.93",
+    ),
+)
 def judge_interference(res, v) -> Verdict:
     t = _rows(res, "interference")
     slopes, rels = [], []
@@ -292,11 +402,18 @@ def judge_interference(res, v) -> Verdict:
         at = g.iloc[(g["t"] - 1e-3).abs().argmin()]
         rels.append(at["residual"] / (abs(at["dl_a"]) + abs(at["dl_b"])) if abs(at["t"] - 1e-3) < 1e-9 else np.inf)
     slopes, rels = np.array(slopes), np.array(rels)
-    ok = (np.isfinite(slopes).all() and ((slopes >= INTERF_SLOPE[0]) & (slopes <= INTERF_SLOPE[1])).all()
-          and (rels <= INTERF_REL).all())
-    return v.judged(ok, float(slopes[np.argmax(abs(slopes - 3))]), "slope 3; relative residual <= 1e-3",
-                    "[2.7, 3.3]", f"slopes {np.round(slopes, 4).tolist()}; e(1e-3)/(|dL_A|+|dL_B|) "
-                    f"{[f'{r:.2e}' for r in rels]}")
+    ok = (
+        np.isfinite(slopes).all()
+        and ((slopes >= INTERF_SLOPE[0]) & (slopes <= INTERF_SLOPE[1])).all()
+        and (rels <= INTERF_REL).all()
+    )
+    return v.judged(
+        ok,
+        float(slopes[np.argmax(abs(slopes - 3))]),
+        "slope 3; relative residual <= 1e-3",
+        "[2.7, 3.3]",
+        f"slopes {np.round(slopes, 4).tolist()}; e(1e-3)/(|dL_A|+|dL_B|) {[f'{r:.2e}' for r in rels]}",
+    )
 
 
 # The predecessor's claims, declared after the paper's own (import order is declaration order).

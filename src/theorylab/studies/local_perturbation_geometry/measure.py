@@ -56,14 +56,24 @@ def _interference(cfg, seed, L, th0, d_a, d_b) -> list[dict]:
         rows = []
         for t in cfg.ts:
             mixed = mixed_difference(L, th0, t * d_a, t * d_b)
-            rows.append(dict(seed=seed, t=t, mixed=mixed, hessian_term=t * t * bil, residual=abs(mixed - t * t * bil),
-                             dl_a=float(L(th0 + t * d_a)) - l0, dl_b=float(L(th0 + t * d_b)) - l0))
+            rows.append(
+                dict(
+                    seed=seed,
+                    t=t,
+                    mixed=mixed,
+                    hessian_term=t * t * bil,
+                    residual=abs(mixed - t * t * bil),
+                    dl_a=float(L(th0 + t * d_a)) - l0,
+                    dl_b=float(L(th0 + t * d_b)) - l0,
+                )
+            )
     return rows
 
 
 def _drift(cfg, seed, fm, path, probe_tokens, probe_answers) -> list[dict]:
     """Top-k per-example-gradient subspaces along the task-A SGD path vs at theta_0 (principal angles); the
     control point theta_0 + c (theta_s - theta_0) (same direction, c = rotation_control) at the largest s <= 30."""
+
     def one(th, x, y):
         return F.cross_entropy(fm(th, x[None])[:, POS], y[None])
 
@@ -71,13 +81,20 @@ def _drift(cfg, seed, fm, path, probe_tokens, probe_answers) -> list[dict]:
         G = per_example_grads(one, th, probe_tokens, probe_answers, chunk=cfg.chunk)  # (N, D)
         ev, V = torch.linalg.eigh(G @ G.T)
         gap = float(ev[-cfg.drift_rank] / ev[-cfg.drift_rank - 1])  # sigma_k^2 / sigma_{k+1}^2: how well defined
-        return (G.T @ V[:, -cfg.drift_rank:]).numpy(), gap  # right singular vectors (unnormalised) of G
+        return (G.T @ V[:, -cfg.drift_rank :]).numpy(), gap  # right singular vectors (unnormalised) of G
 
     def row(s, kind, other, gap):
         ang = principal_angles(base, other)
         cos = np.cos(ang)
-        return dict(seed=seed, s=s, kind=kind, mean_cos=float(cos.mean()), min_cos=float(cos.min()),
-                    max_angle_deg=float(np.degrees(ang.max())), eigengap=gap)
+        return dict(
+            seed=seed,
+            s=s,
+            kind=kind,
+            mean_cos=float(cos.mean()),
+            min_cos=float(cos.min()),
+            max_angle_deg=float(np.degrees(ang.max())),
+            eigengap=gap,
+        )
 
     base, gap0 = top(path[0])
     rows = [row(s, "sgd", *((base, gap0) if s == 0 else top(path[s]))) for s in cfg.drift_steps]
@@ -103,18 +120,34 @@ def _pairs(cfg, seed, fm, th0, task_losses) -> tuple[list[dict], list[dict]]:
         for eta in cfg.lrs:
             vec = two_step_defect(La, Lb, th0, eta, br["g_a"], br["g_b"])
             c.append(float(vec.norm() / (eta * gsum)))
-            row = dict(seed=seed, pair=f"{a}-{b}", eta=eta, defect=c[-1], kappa=kap["bracket"],
-                       kappa_flip=kap["flip"], kappa_drop=kap["drop"], grad_sum_norm=float(gsum))
+            row = dict(
+                seed=seed,
+                pair=f"{a}-{b}",
+                eta=eta,
+                defect=c[-1],
+                kappa=kap["bracket"],
+                kappa_flip=kap["flip"],
+                kappa_drop=kap["drop"],
+                grad_sum_norm=float(gsum),
+            )
             for k, pv in preds.items():
                 row[f"cos_{k}"] = float(vec @ pv / (vec.norm() * pv.norm()))
             order.append(row)
         c = np.array(c)
         measured = _crossing(np.asarray(cfg.lrs), c, ONSET)
-        onset.append(dict(seed=seed, pair=f"{a}-{b}", kappa=kap["bracket"], eta_dagger=measured,
-                          eta_pred=ONSET / kap["bracket"], eta_pred_flip=ONSET / kap["flip"],
-                          eta_pred_drop=ONSET / kap["drop"],
-                          onset_rel_size=measured * float(gsum) / theta_norm,
-                          small_slope=_small_slope(np.asarray(cfg.lrs), c, kap["bracket"])))
+        onset.append(
+            dict(
+                seed=seed,
+                pair=f"{a}-{b}",
+                kappa=kap["bracket"],
+                eta_dagger=measured,
+                eta_pred=ONSET / kap["bracket"],
+                eta_pred_flip=ONSET / kap["flip"],
+                eta_pred_drop=ONSET / kap["drop"],
+                onset_rel_size=measured * float(gsum) / theta_norm,
+                small_slope=_small_slope(np.asarray(cfg.lrs), c, kap["bracket"]),
+            )
+        )
     return order, onset
 
 
@@ -125,7 +158,7 @@ def _crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
     if not above.size or above[0] == 0:
         return float("nan")
     i = above[0]
-    lx, ly = np.log(x[i - 1: i + 1]), np.log(y[i - 1: i + 1])
+    lx, ly = np.log(x[i - 1 : i + 1]), np.log(y[i - 1 : i + 1])
     return float(np.exp(lx[0] + (np.log(level) - ly[0]) * (lx[1] - lx[0]) / (ly[1] - ly[0])))
 
 
@@ -142,11 +175,26 @@ def _window(cfg, ctx, seed, fm, th0, L, d_a, d_b, stale_g) -> list[dict]:
     rows = []
     scales = np.asarray(cfg.window_scales)
     ts = scales * float(th0.norm())
-    for name, d, g in (("random", u / u.norm(), None), ("task_a", d_a / d_a.norm(), None),
-                       ("task_b", d_b / d_b.norm(), None), ("control_stale_grad", d_a / d_a.norm(), stale_g)):
+    for name, d, g in (
+        ("random", u / u.norm(), None),
+        ("task_a", d_a / d_a.norm(), None),
+        ("task_b", d_b / d_b.norm(), None),
+        ("control_stale_grad", d_a / d_a.norm(), stale_g),
+    ):
         dl, lin = first_order_error(L, th0, d, ts, g=g)
-        rows += [dict(seed=seed, direction=name, scale=s, delta_norm=t, dl=x, predicted=y, error=abs(x - y),
-                      rel_error=abs(x - y) / abs(y)) for s, t, x, y in zip(scales, ts, dl, lin)]
+        rows += [
+            dict(
+                seed=seed,
+                direction=name,
+                scale=s,
+                delta_norm=t,
+                dl=x,
+                predicted=y,
+                error=abs(x - y),
+                rel_error=abs(x - y) / abs(y),
+            )
+            for s, t, x, y in zip(scales, ts, dl, lin)
+        ]
     return rows
 
 
@@ -171,6 +219,7 @@ def _additivity(cfg, seed, model, fm, th0, tokens, d_a, d_b) -> list[dict]:
         with torch.no_grad():
             ea, eb, eab = (h(th0 + t * d_a) - h0, h(th0 + t * d_b) - h0, h(th0 + t * (d_a + d_b)) - h0)
         for kind, (xa, xb, xab) in (("full", (ea, eb, eab)), ("control_linear", (t * ja, t * jb, t * (ja + jb)))):
-            rows.append(dict(seed=seed, t=t, kind=kind, departure=float((xab - xa - xb).norm() /
-                                                                        (xa.norm() + xb.norm()))))
+            rows.append(
+                dict(seed=seed, t=t, kind=kind, departure=float((xab - xa - xb).norm() / (xa.norm() + xb.norm())))
+            )
     return rows

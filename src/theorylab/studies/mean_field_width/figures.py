@@ -18,8 +18,17 @@ def figure_gap_vs_time(ctx: RunContext, gaps: pd.DataFrame, loss: pd.DataFrame) 
     fig, ax = new_figure()
     ax.axhline(g["init_theory"].iloc[0], color="grey", ls=":", lw=1, label="theory at t = 0: K(1) - E K")
     means = g.groupby(["width", "t"])["m_gap"].mean().reset_index()
-    prediction_vs_simulation(ax, means, "t", None, "m_gap", group="width", label="m = {group}",
-                             xlabel="mean-field time t", ylabel="m · gap_m(t) (seed mean)")
+    prediction_vs_simulation(
+        ax,
+        means,
+        "t",
+        None,
+        "m_gap",
+        group="width",
+        label="m = {group}",
+        xlabel="mean-field time t",
+        ylabel="m · gap_m(t) (seed mean)",
+    )
     twin = ax.twinx()
     lg = loss[(loss["d"] == d) & (loss["k"] == k)]
     twin.plot(lg["t"], lg["L_mf"], color="black", lw=1, alpha=0.6, label="L_MF(t)")
@@ -37,8 +46,19 @@ def figure_gap_vs_width(ctx: RunContext, gaps: pd.DataFrame) -> None:
     ms = np.array(sorted(g["width"].unique()), dtype=float)
     ax.plot(ms, g["init_theory"].iloc[0] / ms, "k--", lw=1, label="slope -1 (initial theory)")
     means = g.groupby(["t", "width"])["gap"].mean().clip(lower=1e-12).reset_index()
-    prediction_vs_simulation(ax, means, "width", None, "gap", group="t", label="t = {group:g}", xlabel="width m",
-                             ylabel="gap_m(t) (seed mean, reference-corrected)", logx=True, logy=True)
+    prediction_vs_simulation(
+        ax,
+        means,
+        "width",
+        None,
+        "gap",
+        group="t",
+        label="t = {group:g}",
+        xlabel="width m",
+        ylabel="gap_m(t) (seed mean, reference-corrected)",
+        logx=True,
+        logy=True,
+    )
     log_ticks(ax, ms)
     ax.set_title(f"pooled exponent β = {pooled_inverse_width(g['t'], g['width'], g['gap'])[0]:.2f}", fontsize=8)
     ax.legend(fontsize=6)
@@ -63,8 +83,16 @@ def figure_overlaps(ctx: RunContext, overlaps: pd.DataFrame) -> None:
 def figure_reduction(ctx: RunContext, reduction: pd.DataFrame) -> None:
     d, k = reduction["d"].iloc[0], reduction["k"].iloc[0]
     fig, ax = new_figure()
-    prediction_vs_simulation(ax, reduction[(reduction["d"] == d) & (reduction["k"] == k)], "t", "L_reduced", "L_ref",
-                             theory_label="1-D overlap reduction", xlabel="mean-field time t",
-                             ylabel="L_MF(t) (markers: particle reference)", logy=True)
+    prediction_vs_simulation(
+        ax,
+        reduction[(reduction["d"] == d) & (reduction["k"] == k)],
+        "t",
+        "L_reduced",
+        "L_ref",
+        theory_label="1-D overlap reduction",
+        xlabel="mean-field time t",
+        ylabel="L_MF(t) (markers: particle reference)",
+        logy=True,
+    )
     ax.set_title(f"d = {d}, k = {k}: the reduction reproduces the particle system", fontsize=8)
     ctx.figure("reduction_vs_particles", fig)

@@ -31,8 +31,12 @@ PAPER = "Arjevani, Bruna, Kileel, Polak & Trager, arXiv 2501.06074 (2025)"
 EPS = 1e-4  # the card's saddle step
 
 
-def _teacher(d: int, scale: float, rng: np.random.Generator, both_signs: bool = False,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _teacher(
+    d: int,
+    scale: float,
+    rng: np.random.Generator,
+    both_signs: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eigenvalues uniform in [-scale, scale] (sorted), a Haar-random eigenbasis, A* = V diag(lam) V^T. With
     ``both_signs`` the eigenvalues are redrawn until both signs occur (the card's quick teacher; a draw of one sign has
     probability 2^(1-d), and a first draw that has both is kept as it is)."""
@@ -50,6 +54,7 @@ def _loss_fn(A_star: np.ndarray, M4: np.ndarray, r: int, d: int):
     def f(theta: torch.Tensor) -> torch.Tensor:
         W, a = unflatten_params(theta, r, d)
         return metric_loss(poly_tensor(W, a, 2) - At, Mt)
+
     return f
 
 
@@ -59,8 +64,15 @@ def _gd(cfg, ctx: RunContext, law, A_star: np.ndarray, runs: int, tag: str) -> p
     W = rng.standard_normal((runs, r, d)) / np.sqrt(d)
     a = rng.standard_normal((runs, r))
     M4 = law.moment(4)
-    W, a = adam_polynet(torch.tensor(W), torch.tensor(a), torch.as_tensor(A_star), torch.as_tensor(M4),
-                        steps=cfg.gd_steps, lr=cfg.gd_lr, check=ctx.check_finite)
+    W, a = adam_polynet(
+        torch.tensor(W),
+        torch.tensor(a),
+        torch.as_tensor(A_star),
+        torch.as_tensor(M4),
+        steps=cfg.gd_steps,
+        lr=cfg.gd_lr,
+        check=ctx.check_finite,
+    )
     f = _loss_fn(A_star, M4, r, d)
     rows = []
     for i in range(runs):
@@ -68,10 +80,18 @@ def _gd(cfg, ctx: RunContext, law, A_star: np.ndarray, runs: int, tag: str) -> p
         th = newton_polish(f, th0, cfg.polish_steps)
         Wf, af = unflatten_params(th, r, d)
         mu = torch.linalg.eigvalsh(poly_tensor(Wf, af, 2)).abs()
-        rows.append(dict(metric=law.name, run=i, loss_adam=float(f(th0)), loss=float(f(th)),
-                         grad_norm=float(gradient(f, th).norm()), min_row_norm=float(Wf.norm(dim=1).min()),
-                         rank=int((mu > 1e-6 * max(float(mu.max()), 1e-300)).sum()),
-                         negative=inertia(hessian(f, th), cfg.hessian_tol)["negative"]))
+        rows.append(
+            dict(
+                metric=law.name,
+                run=i,
+                loss_adam=float(f(th0)),
+                loss=float(f(th)),
+                grad_norm=float(gradient(f, th).norm()),
+                min_row_norm=float(Wf.norm(dim=1).min()),
+                rank=int((mu > 1e-6 * max(float(mu.max()), 1e-300)).sum()),
+                negative=inertia(hessian(f, th), cfg.hessian_tol)["negative"],
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -83,8 +103,12 @@ def _nearest(t: pd.DataFrame, lam: np.ndarray, r: int) -> pd.DataFrame:
     sizes = np.array([p["s"] for p in crit])
     loss = t["loss"].to_numpy()[:, None]
     nearest_any = np.abs(loss - every).argmin(1)
-    return t.assign(rel_gap=(np.abs(loss - top) / top).min(1), rel_gap_any=(np.abs(loss - every) / every).min(1),
-                    nearest_s=sizes[nearest_any], is_global=np.abs(loss[:, 0] - top.min()) <= 1e-6 * top.min())
+    return t.assign(
+        rel_gap=(np.abs(loss - top) / top).min(1),
+        rel_gap_any=(np.abs(loss - every) / every).min(1),
+        nearest_s=sizes[nearest_any],
+        is_global=np.abs(loss[:, 0] - top.min()) <= 1e-6 * top.min(),
+    )
 
 
 def _critical(cfg, ctx: RunContext, lam: np.ndarray, V: np.ndarray, A_star: np.ndarray) -> pd.DataFrame:
@@ -99,11 +123,22 @@ def _critical(cfg, ctx: RunContext, lam: np.ndarray, V: np.ndarray, A_star: np.n
         theta = flatten_params(Wt, at)
         dirs = symmetry_directions(Wt, at, 2) if p["s"] == r else None
         sig = signature(f, theta, dirs, tol=cfg.hessian_tol)
-        row = dict(S=" ".join(map(str, p["S"])), s=p["s"], t_S=p["t"], loss_closed=p["loss"], loss=float(f(theta)),
-                   grad_norm=sig["grad_norm"], negative=sig["negative"], zero=sig["zero"], positive=sig["positive"],
-                   reduced_negative=sig["reduced_negative"], reduced_zero=sig["reduced_zero"],
-                   reduced_min_abs=sig["reduced_min_abs"], is_global=p["S"] == best,
-                   min_abs_alpha=min((abs(x) for x in p["alpha"]), default=np.nan))
+        row = dict(
+            S=" ".join(map(str, p["S"])),
+            s=p["s"],
+            t_S=p["t"],
+            loss_closed=p["loss"],
+            loss=float(f(theta)),
+            grad_norm=sig["grad_norm"],
+            negative=sig["negative"],
+            zero=sig["zero"],
+            positive=sig["positive"],
+            reduced_negative=sig["reduced_negative"],
+            reduced_zero=sig["reduced_zero"],
+            reduced_min_abs=sig["reduced_min_abs"],
+            is_global=p["S"] == best,
+            min_abs_alpha=min((abs(x) for x in p["alpha"]), default=np.nan),
+        )
         if p["s"] < r:  # a spare zero row: put sqrt(eps) v_j in it with the sign of lambda_j + t_S
             others = [j for j in range(d) if j not in p["S"]]
             slopes = np.array([lam[j] + p["t"] for j in others])
@@ -112,8 +147,12 @@ def _critical(cfg, ctx: RunContext, lam: np.ndarray, V: np.ndarray, A_star: np.n
             W2[p["s"]] = np.sqrt(EPS) * V[:, j]
             a2[p["s"]] = np.sign(lam[j] + p["t"])
             moved = float(f(flatten_params(torch.tensor(W2), torch.tensor(a2))))
-            row.update(saddle_j=j, max_abs_slope=float(np.abs(slopes).max()), saddle_change=moved - row["loss"],
-                       predicted_change=-4 * EPS * abs(lam[j] + p["t"]) + 3 * EPS ** 2)
+            row.update(
+                saddle_j=j,
+                max_abs_slope=float(np.abs(slopes).max()),
+                saddle_change=moved - row["loss"],
+                predicted_change=-4 * EPS * abs(lam[j] + p["t"]) + 3 * EPS**2,
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -132,9 +171,20 @@ def _signatures(cfg, ctx: RunContext) -> pd.DataFrame:
                         continue
                     W, a = (torch.tensor(x) for x in pn.realise(lam, V, p["S"], r))
                     sig = signature(f, flatten_params(W, a), symmetry_directions(W, a, 2), tol=cfg.hessian_tol)
-                    rows.append(dict(d=d, r=r, teacher=t, S=" ".join(map(str, p["S"])), loss=p["loss"],
-                                     grad_norm=sig["grad_norm"], negative=sig["negative"], zero=sig["zero"],
-                                     reduced_zero=sig["reduced_zero"], derived=pn.derived_index(lam, p["S"])))
+                    rows.append(
+                        dict(
+                            d=d,
+                            r=r,
+                            teacher=t,
+                            S=" ".join(map(str, p["S"])),
+                            loss=p["loss"],
+                            grad_norm=sig["grad_norm"],
+                            negative=sig["negative"],
+                            zero=sig["zero"],
+                            reduced_zero=sig["reduced_zero"],
+                            derived=pn.derived_index(lam, p["S"]),
+                        )
+                    )
     return pd.DataFrame(rows)
 
 
@@ -150,11 +200,18 @@ def _monte_carlo(cfg, ctx: RunContext) -> pd.DataFrame:
         x = rng.standard_normal((min(chunk, cfg.mc_n - start), d))
         q = np.einsum("ni,bij,nj->bn", x, B, x, optimize=True) ** 2
         s1 += q.sum(1)
-        s2 += (q ** 2).sum(1)
+        s2 += (q**2).sum(1)
     mean = s1 / cfg.mc_n
-    se = np.sqrt(np.maximum(s2 / cfg.mc_n - mean ** 2, 0) / cfg.mc_n)
-    return pd.DataFrame(dict(matrix=np.arange(cfg.mc_matrices), monte_carlo=mean, std_error=se,
-                             closed_form=pn.gaussian_quadratic_moment(B), n=cfg.mc_n))
+    se = np.sqrt(np.maximum(s2 / cfg.mc_n - mean**2, 0) / cfg.mc_n)
+    return pd.DataFrame(
+        dict(
+            matrix=np.arange(cfg.mc_matrices),
+            monte_carlo=mean,
+            std_error=se,
+            closed_form=pn.gaussian_quadratic_moment(B),
+            n=cfg.mc_n,
+        )
+    )
 
 
 def _rademacher(cfg, ctx: RunContext) -> pd.DataFrame:
@@ -169,14 +226,23 @@ def _rademacher(cfg, ctx: RunContext) -> pd.DataFrame:
 
     def exact(M: np.ndarray) -> float:
         return float(w @ np.einsum("ni,ij,nj->n", pts, M, pts) ** 2)
+
     rows = []
     for i in range(20):
         B, A, A_star = sym(), sym(), sym()
         D = np.diag(rng.standard_normal(d))
         D -= np.trace(D) / d * np.eye(d)
-        rows.append(dict(draw=i, enumeration=exact(B), formula=float(pn.rademacher_quadratic_moment(B)),
-                         gaussian=float(pn.gaussian_quadratic_moment(B)), loss=exact(A - A_star),
-                         loss_shifted=exact(A + D - A_star), diag_norm=float(np.linalg.norm(D))))
+        rows.append(
+            dict(
+                draw=i,
+                enumeration=exact(B),
+                formula=float(pn.rademacher_quadratic_moment(B)),
+                gaussian=float(pn.gaussian_quadratic_moment(B)),
+                loss=exact(A - A_star),
+                loss_shifted=exact(A + D - A_star),
+                diag_norm=float(np.linalg.norm(D)),
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -235,12 +301,18 @@ def run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
     gd = ctx.table("gd", _nearest(gd, lam, cfg.r))
     ctx.table("rademacher", _rademacher(cfg, ctx))
     ctx.say(f"Jacobian ranks for {len(cfg.ah_cases)} (d, k, r)")
-    jac = [pn.jacobian_rank(d, k, r, ctx.rng(f"jacobian {d} {k} {r}"), cfg.jacobian_extra, cfg.jacobian_rtol)
-           for d, k, r in cfg.ah_cases]
-    jac = ctx.table("jacobian", pd.DataFrame(jac).assign(
-        ah=[pn.ah_dimension(d, k, r) for d, k, r in cfg.ah_cases],
-        expected=[pn.expected_dimension(d, k, r) for d, k, r in cfg.ah_cases],
-        ambient=[comb(d + k - 1, k) for d, k, r in cfg.ah_cases]))
+    jac = [
+        pn.jacobian_rank(d, k, r, ctx.rng(f"jacobian {d} {k} {r}"), cfg.jacobian_extra, cfg.jacobian_rtol)
+        for d, k, r in cfg.ah_cases
+    ]
+    jac = ctx.table(
+        "jacobian",
+        pd.DataFrame(jac).assign(
+            ah=[pn.ah_dimension(d, k, r) for d, k, r in cfg.ah_cases],
+            expected=[pn.expected_dimension(d, k, r) for d, k, r in cfg.ah_cases],
+            ambient=[comb(d + k - 1, k) for d, k, r in cfg.ah_cases],
+        ),
+    )
     ctx.say(f"signature survey: d {cfg.signature_dims} x r {cfg.signature_ranks} x {cfg.signature_teachers} teachers")
     ctx.table("signatures", _signatures(cfg, ctx))
     counts, runs = _metric_counts(cfg, ctx)

@@ -17,14 +17,34 @@ def figure_landscape(ctx: RunContext, crit: pd.DataFrame, gd: pd.DataFrame) -> N
     fig, ax = new_figure(width=5.0, height=3.8)
     rng = np.random.default_rng(0)
     jitter = rng.uniform(-0.12, 0.12, len(crit))
-    sc = ax.scatter(crit["s"] + jitter, crit["loss_closed"], c=crit["negative"], cmap="viridis", s=36,
-                    edgecolors="k", linewidths=0.4, label="A_S (colour: Hessian index)")
+    sc = ax.scatter(
+        crit["s"] + jitter,
+        crit["loss_closed"],
+        c=crit["negative"],
+        cmap="viridis",
+        s=36,
+        edgecolors="k",
+        linewidths=0.4,
+        label="A_S (colour: Hessian index)",
+    )
     fig.colorbar(sc, ax=ax, label="negative Hessian eigenvalues")
     if not gd.empty:
-        ax.scatter(gd["nearest_s"] + 0.3, gd["loss"], marker="*", s=90, color="tab:red", alpha=0.6,
-                   label="GD endpoints (polished)")
-    ax.set(xlabel="|S|", ylabel="loss L", xticks=sorted(crit["s"].unique()), yscale="log",
-           title="critical values of the k = 2 Gaussian landscape")
+        ax.scatter(
+            gd["nearest_s"] + 0.3,
+            gd["loss"],
+            marker="*",
+            s=90,
+            color="tab:red",
+            alpha=0.6,
+            label="GD endpoints (polished)",
+        )
+    ax.set(
+        xlabel="|S|",
+        ylabel="loss L",
+        xticks=sorted(crit["s"].unique()),
+        yscale="log",
+        title="critical values of the k = 2 Gaussian landscape",
+    )
     ax.legend(fontsize=7)
     ctx.figure("critical_landscape", fig)
 
@@ -39,13 +59,15 @@ def figure_dimensions(ctx: RunContext, jac: pd.DataFrame, cases) -> None:
         g = jac[(jac["d"] == d) & (jac["k"] == k)].sort_values("r")
         rs = np.arange(1, int(g["r"].max()) + 2)
         ax.plot(rs, [pn.expected_dimension(d, k, r) for r in rs], "--", color=color(i), lw=0.8)
-        theory_line(ax, rs, [pn.ah_dimension(d, k, r) for r in rs], color=color(i), lw=1.2,
-                    label=f"d={d}, k={k} (AH)")
+        theory_line(ax, rs, [pn.ah_dimension(d, k, r) for r in rs], color=color(i), lw=1.2, label=f"d={d}, k={k} (AH)")
         ax.plot(g["r"], g["rank"], "o", color=color(i), mfc="none")
         exc = g[[(d, k, int(r)) in pn.AH_EXCEPTIONS for r in g["r"]]]
         ax.plot(exc["r"], exc["rank"], "x", color="k", ms=9)
-    ax.set(xlabel="width r", ylabel="Jacobian rank (markers) / dimension (lines)",
-           title="dimension counts: dashed min(rd, binom), x = AH exception")
+    ax.set(
+        xlabel="width r",
+        ylabel="Jacobian rank (markers) / dimension (lines)",
+        title="dimension counts: dashed min(rd, binom), x = AH exception",
+    )
     ax.legend(fontsize=6, ncol=2)
     ctx.figure("dimension_table", fig)
 

@@ -25,8 +25,10 @@ def _lam(res) -> np.ndarray:
     return res.table("teacher")["eigenvalue"].to_numpy(float)
 
 
-S_MC = ("For 20 random symmetric B (d = 6), the Monte Carlo estimate of E[(x^T B x)^2] from n = 10^6 Gaussian samples "
-        "is within 4 standard errors of 2||B||_F^2 + (tr B)^2.")
+S_MC = (
+    "For 20 random symmetric B (d = 6), the Monte Carlo estimate of E[(x^T B x)^2] from n = 10^6 Gaussian samples "
+    "is within 4 standard errors of 2||B||_F^2 + (tr B)^2."
+)
 
 
 @claims.add("gaussian-metric", S_MC, REF + ", Sec. 5 (Gaussian metric for k = 2)")
@@ -37,17 +39,24 @@ def judge_mc(res, v) -> Verdict:
         return v.failed(len(t), f"{cfg['mc_matrices']} matrices x {cfg['mc_n']} samples", 0, "rows missing")
     for col in ("monte_carlo", "std_error", "closed_form"):
         v.column(t, col)  # a NaN row fails naming the matrix (pandas' max would skip it)
-    z = (np.abs(t["monte_carlo"] - t["closed_form"]) / t["std_error"]).set_axis(
-        [f"matrix {m}" for m in t["matrix"]])
-    return v.at_most(z, Z_MAX, name="|z|", tolerance=Z_MAX, expected=f"<= {Z_MAX} standard errors",
-                     also=bool((t["std_error"] > 0).all()),
-                     detail=f"{len(t)} matrices, n = {int(t['n'].iloc[0])}; median |z| {float(z.median()):.2f}; "
-                            f"relative std error ~{float((t['std_error'] / t['closed_form']).median()):.1e}")
+    z = (np.abs(t["monte_carlo"] - t["closed_form"]) / t["std_error"]).set_axis([f"matrix {m}" for m in t["matrix"]])
+    return v.at_most(
+        z,
+        Z_MAX,
+        name="|z|",
+        tolerance=Z_MAX,
+        expected=f"<= {Z_MAX} standard errors",
+        also=bool((t["std_error"] > 0).all()),
+        detail=f"{len(t)} matrices, n = {int(t['n'].iloc[0])}; median |z| {float(z.median()):.2f}; "
+        f"relative std error ~{float((t['std_error'] / t['closed_form']).median()):.1e}",
+    )
 
 
-S_CRIT = ("Every A_S with |S| <= r (d = 6, r = 2: 22 points), realised as W rows sqrt|alpha_i| v_i^T, a_i = "
-          "sign(alpha_i), alpha_i = lambda_i + t_S, has parameter gradient norm <= 1e-10 and loss equal to the closed "
-          "form L(S) to relative 1e-12 (float64).")
+S_CRIT = (
+    "Every A_S with |S| <= r (d = 6, r = 2: 22 points), realised as W rows sqrt|alpha_i| v_i^T, a_i = "
+    "sign(alpha_i), alpha_i = lambda_i + t_S, has parameter gradient norm <= 1e-10 and loss equal to the closed "
+    "form L(S) to relative 1e-12 (float64)."
+)
 
 
 @claims.add("critical-points", S_CRIT, REF + ", Sec. 5 Eckart-Young variant (card's reconstruction)")
@@ -65,15 +74,21 @@ def judge_critical(res, v) -> Verdict:
     ok = grad <= GRAD_EXACT and rel <= LOSS_REL
     # min_abs_alpha is NaN at S = {} (no alpha at all): a stated meaning, left out of the reported minimum
     alpha = float(t["min_abs_alpha"].dropna().min())
-    return v.judged(ok, dict(max_grad_norm=grad, max_rel_loss_gap=rel), f"grad <= {GRAD_EXACT}, rel <= {LOSS_REL}",
-                    dict(grad=GRAD_EXACT, rel=LOSS_REL),
-                    f"{len(t)} points; largest gradient norm {grad:.1e}, largest |L - L(S)|/L(S) {rel:.1e}; smallest "
-                    f"|alpha_i| {alpha:.3f} (nondegenerate)")
+    return v.judged(
+        ok,
+        dict(max_grad_norm=grad, max_rel_loss_gap=rel),
+        f"grad <= {GRAD_EXACT}, rel <= {LOSS_REL}",
+        dict(grad=GRAD_EXACT, rel=LOSS_REL),
+        f"{len(t)} points; largest gradient norm {grad:.1e}, largest |L - L(S)|/L(S) {rel:.1e}; smallest "
+        f"|alpha_i| {alpha:.3f} (nondegenerate)",
+    )
 
 
-S_MIN = ("The global minimum of L(S) over |S| = r has Hessian index 0 and nullity r(r + 1)/2 (r scalings and "
-         "r(r - 1)/2 rotations preserving W^T diag(a) W); with those directions projected out the Hessian is positive "
-         "definite.")
+S_MIN = (
+    "The global minimum of L(S) over |S| = r has Hessian index 0 and nullity r(r + 1)/2 (r scalings and "
+    "r(r - 1)/2 rotations preserving W^T diag(a) W); with those directions projected out the Hessian is positive "
+    "definite."
+)
 
 
 @claims.add("global-minimum", S_MIN, REF + ", Sec. 5; fibre dimension r(d + 1) - (r d - r(r - 1)/2)")
@@ -87,12 +102,18 @@ def judge_minimum(res, v) -> Verdict:
         return v.failed(math.nan, f"the point S = {best['S']}", 0, "global minimum missing from the table")
     row = row.iloc[0]
     fibre = pn.fibre_dimension(cfg["d"], 2, cfg["r"])
-    got = {k: int(v.finite(row[k], f"{k} at the global minimum"))  # a NaN count fails, named
-           for k in ("negative", "zero", "reduced_negative", "reduced_zero")}
+    got = {
+        k: int(v.finite(row[k], f"{k} at the global minimum"))  # a NaN count fails, named
+        for k in ("negative", "zero", "reduced_negative", "reduced_zero")
+    }
     ok = got == dict(negative=0, zero=fibre, reduced_negative=0, reduced_zero=0)
-    return v.judged(ok, got, f"index 0, nullity {fibre}, reduced Hessian positive definite", cfg["hessian_tol"],
-                    f"S = {best['S']}, L = {best['loss']:.6g}; smallest reduced |eigenvalue| "
-                    f"{float(row['reduced_min_abs']):.3g}")
+    return v.judged(
+        ok,
+        got,
+        f"index 0, nullity {fibre}, reduced Hessian positive definite",
+        cfg["hessian_tol"],
+        f"S = {best['S']}, L = {best['loss']:.6g}; smallest reduced |eigenvalue| {float(row['reduced_min_abs']):.3g}",
+    )
 
 
 def _gd_rows(res, v):
@@ -112,47 +133,76 @@ def _gd_rows(res, v):
     conv = grad <= cfg["gd_tol"]
     frac_global = float((np.abs(loss - top.min()) <= GD_REL * top.min()).mean())
     dead = conv & (gap > GD_REL) & (gap_any <= GD_REL)
-    return dict(g=g, gap=gap, gap_any=gap_any, conv=conv, frac_global=frac_global, dead=dead,
-                dead_rank=sorted(set(g["rank"].to_numpy()[dead].tolist()))), None
+    return dict(
+        g=g,
+        gap=gap,
+        gap_any=gap_any,
+        conv=conv,
+        frac_global=frac_global,
+        dead=dead,
+        dead_rank=sorted(set(g["rank"].to_numpy()[dead].tolist())),
+    ), None
 
 
-S_GD = ("Every one of 20 GD runs (Adam, lr 1e-2, 6000 steps, float64) under the Gaussian metric, after a float64 "
-        "polish to gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| = r, within relative 1e-6; "
-        "the fraction that reaches the global minimum is reported (no threshold).")
-GD_POLISH = ("damped pseudo-inverse Newton polish (card: L-BFGS), because torch's L-BFGS left some runs at gradient "
-             "norm ~1e-7, above the card's 1e-8")
+S_GD = (
+    "Every one of 20 GD runs (Adam, lr 1e-2, 6000 steps, float64) under the Gaussian metric, after a float64 "
+    "polish to gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| = r, within relative 1e-6; "
+    "the fraction that reaches the global minimum is reported (no threshold)."
+)
+GD_POLISH = (
+    "damped pseudo-inverse Newton polish (card: L-BFGS), because torch's L-BFGS left some runs at gradient "
+    "norm ~1e-7, above the card's 1e-8"
+)
 GD_KNOWN = KnownFailure.on_some_seeds(
-    8, 10, [0, 1, 3, 5, 6, 7, 8, 9],
+    8,
+    10,
+    [0, 1, 3, 5, 6, 7, 8, 9],
     "0-3 of 20 runs per seed end at an |S| < r value: a dead neuron (a zero row, or two collinear rows along one v_i) "
     "realises L(S), |S| = r - 1, at a point with gradient ~1e-14 and Hessian index 0 in (W, a), so gradient descent "
     "stays; in function space these points are saddles (low-rank-saddles), but the descent direction needs a neuron "
-    "whose a_i gets no gradient while w_i = 0 (docs page)")
+    "whose a_i gets no gradient while w_i = 0 (docs page)",
+)
 
 
-@claims.add("gd-endpoints", S_GD, REF + ", Sec. 5 (all critical points are the A_S; card's reconstruction)",
-            departures=[GD_POLISH], known=GD_KNOWN)
+@claims.add(
+    "gd-endpoints",
+    S_GD,
+    REF + ", Sec. 5 (all critical points are the A_S; card's reconstruction)",
+    departures=[GD_POLISH],
+    known=GD_KNOWN,
+)
 def judge_gd(res, v) -> Verdict:
     got, failed = _gd_rows(res, v)
     if failed is not None:
         return failed
     g, conv, gap = got["g"], got["conv"], got["gap"]
     ok = conv & (gap <= GD_REL)
-    return v.judged(bool(ok.all()), int(ok.sum()), f"= {len(g)} runs at some L(S), |S| = r", GD_REL,
-                    f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); "
-                    f"{int((conv & (gap <= GD_REL)).sum())} at an |S| = r value (largest gap {float(gap.max()):.1e}), "
-                    f"{int(got['dead'].sum())} at a dead-neuron |S| < r value (student rank {got['dead_rank']}); "
-                    f"fraction at the global minimum {got['frac_global']:.2f} (report only)")
+    return v.judged(
+        bool(ok.all()),
+        int(ok.sum()),
+        f"= {len(g)} runs at some L(S), |S| = r",
+        GD_REL,
+        f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); "
+        f"{int((conv & (gap <= GD_REL)).sum())} at an |S| = r value (largest gap {float(gap.max()):.1e}), "
+        f"{int(got['dead'].sum())} at a dead-neuron |S| < r value (student rank {got['dead_rank']}); "
+        f"fraction at the global minimum {got['frac_global']:.2f} (report only)",
+    )
 
 
-S_GD2 = ("Ours (not the card's): each of the 20 Gaussian GD runs of gd-endpoints, after the float64 damped Newton "
-         "polish to gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| <= r of the enumerated "
-         "family, within relative 1e-6, with Hessian index 0 in (W, a): gradient descent ends only at second-order "
-         "points of the family, dead-neuron points (|S| < r, saddles in function space) included.")
+S_GD2 = (
+    "Ours (not the card's): each of the 20 Gaussian GD runs of gd-endpoints, after the float64 damped Newton "
+    "polish to gradient norm <= 1e-8, ends at a loss equal to L(S) for some |S| <= r of the enumerated "
+    "family, within relative 1e-6, with Hessian index 0 in (W, a): gradient descent ends only at second-order "
+    "points of the family, dead-neuron points (|S| < r, saddles in function space) included."
+)
 
 
-@claims.add("gd-endpoints-second-order", S_GD2,
-            "ours: gradient descent in (W, a) avoids strict saddles, and the A_S (|S| <= r) are all the critical "
-            "values (card's reconstruction of " + REF + ", Sec. 5)")
+@claims.add(
+    "gd-endpoints-second-order",
+    S_GD2,
+    "ours: gradient descent in (W, a) avoids strict saddles, and the A_S (|S| <= r) are all the critical "
+    "values (card's reconstruction of " + REF + ", Sec. 5)",
+)
 def judge_gd_second_order(res, v) -> Verdict:
     got, failed = _gd_rows(res, v)
     if failed is not None:
@@ -160,17 +210,24 @@ def judge_gd_second_order(res, v) -> Verdict:
     g, conv, gap_any = got["g"], got["conv"], got["gap_any"]
     index = v.column(g, "negative").to_numpy()
     ok = conv & (gap_any <= GD_REL) & (index == 0)
-    return v.judged(bool(ok.all()), int(ok.sum()), f"= {len(g)} runs at some L(S), |S| <= r, index 0", GD_REL,
-                    f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); largest gap "
-                    f"to the family {float(gap_any.max()):.1e}; Hessian indices {sorted(set(index.tolist()))}; "
-                    f"{int((conv & (got['gap'] <= GD_REL)).sum())} at an |S| = r value, {int(got['dead'].sum())} at a "
-                    f"dead-neuron |S| < r value (student rank {got['dead_rank']}); fraction at the global minimum "
-                    f"{got['frac_global']:.2f}")
+    return v.judged(
+        bool(ok.all()),
+        int(ok.sum()),
+        f"= {len(g)} runs at some L(S), |S| <= r, index 0",
+        GD_REL,
+        f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); largest gap "
+        f"to the family {float(gap_any.max()):.1e}; Hessian indices {sorted(set(index.tolist()))}; "
+        f"{int((conv & (got['gap'] <= GD_REL)).sum())} at an |S| = r value, {int(got['dead'].sum())} at a "
+        f"dead-neuron |S| < r value (student rank {got['dead_rank']}); fraction at the global minimum "
+        f"{got['frac_global']:.2f}",
+    )
 
 
-S_SADDLE = ("At every A_S with |S| < r some j not in S has lambda_j + t_S != 0, and the step eps sign(lambda_j + t_S) "
-            "v_j v_j^T (eps = 1e-4, put in a spare neuron) lowers the loss by 4 eps |lambda_j + t_S| - 3 eps^2: these "
-            "points are not local minima in function space.")
+S_SADDLE = (
+    "At every A_S with |S| < r some j not in S has lambda_j + t_S != 0, and the step eps sign(lambda_j + t_S) "
+    "v_j v_j^T (eps = 1e-4, put in a spare neuron) lowers the loss by 4 eps |lambda_j + t_S| - 3 eps^2: these "
+    "points are not local minima in function space."
+)
 
 
 @claims.add("low-rank-saddles", S_SADDLE, REF + ", Sec. 5; first-order slope -4 eps (lambda_j + t_S) (card)")
@@ -187,26 +244,37 @@ def judge_saddle(res, v) -> Verdict:
     for S in low["S"]:
         S = [int(i) for i in str(S).split()]
         tS = pn.t_shift(lam, S)
-        pred.append(-4 * eps * max(abs(lam[j] + tS) for j in range(len(lam)) if j not in S) + 3 * eps ** 2)
+        pred.append(-4 * eps * max(abs(lam[j] + tS) for j in range(len(lam)) if j not in S) + 3 * eps**2)
     pred = np.array(pred)
     change, slope = v.column(low, "saddle_change"), v.column(low, "max_abs_slope")  # a NaN point fails, named
     err = float(np.abs(change.to_numpy() - pred).max())
     worst = float(change.max())
     ok = bool((change < 0).all()) and err <= 1e-9 and bool((slope > 0).all())
-    return v.judged(ok, worst, "< 0 at every |S| < r (= predicted to 1e-9)", 1e-9,
-                    f"{len(low)} points; least decrease {worst:.3e}; largest |change - (-4 eps |lambda_j + t_S| + "
-                    f"3 eps^2)| {err:.1e}; smallest max|lambda_j + t_S| {float(low['max_abs_slope'].min()):.3f}")
+    return v.judged(
+        ok,
+        worst,
+        "< 0 at every |S| < r (= predicted to 1e-9)",
+        1e-9,
+        f"{len(low)} points; least decrease {worst:.3e}; largest |change - (-4 eps |lambda_j + t_S| + "
+        f"3 eps^2)| {err:.1e}; smallest max|lambda_j + t_S| {float(low['max_abs_slope'].min()):.3f}",
+    )
 
 
-S_IDX = ("Ours (not the paper's signature formula, which was not transcribed): at every A_S with |S| = r of the "
-         "signature survey, the autograd Hessian index in (W, a) equals #{(i in S, j not in S): (lambda_i + t_S)"
-         "(lambda_i - lambda_j) < 0}, with gradient norm <= 1e-10 and no zero eigenvalue left once the r(r + 1)/2 "
-         "symmetry directions are projected out.")
+S_IDX = (
+    "Ours (not the paper's signature formula, which was not transcribed): at every A_S with |S| = r of the "
+    "signature survey, the autograd Hessian index in (W, a) equals #{(i in S, j not in S): (lambda_i + t_S)"
+    "(lambda_i - lambda_j) < 0}, with gradient norm <= 1e-10 and no zero eigenvalue left once the r(r + 1)/2 "
+    "symmetry directions are projected out."
+)
 
 
-@claims.add("derived-index", S_IDX, "ours: second variation on the rank-r manifold, block-diagonal with 8 alpha_i "
-                                    "(lambda_i - lambda_j) c_ij^2 on the (i in S, j not in S) mixing directions "
-                                    "(docs page)")
+@claims.add(
+    "derived-index",
+    S_IDX,
+    "ours: second variation on the rank-r manifold, block-diagonal with 8 alpha_i "
+    "(lambda_i - lambda_j) c_ij^2 on the (i in S, j not in S) mixing directions "
+    "(docs page)",
+)
 def judge_derived_index(res, v) -> Verdict:
     t = res.table("signatures")
     if t.empty:
@@ -216,18 +284,27 @@ def judge_derived_index(res, v) -> Verdict:
     agree = neg == derived
     ok = bool(agree.all()) and float(grad.max()) <= GRAD_EXACT and bool((zero == 0).all())
     counts = t.groupby(["d", "r"])["negative"].agg(lambda c: dict(sorted(c.value_counts().items())))
-    wrong = [f"(d = {r.d}, r = {r.r}, teacher {r.teacher}, S = {r.S}: {r.negative} vs {r.derived})"
-             for r in t[~agree].head(3).itertuples()]
-    return v.judged(ok, int(agree.sum()), f"= {len(t)} points (gradient <= {GRAD_EXACT}, reduced nullity 0)", 0,
-                    f"index = derived at {int(agree.sum())}/{len(t)} points" + (f", first mismatches {wrong}"
-                                                                              if wrong else "")
-                    + f"; index histograms {dict((f'd={d},r={r}', c) for (d, r), c in counts.items())}; max gradient "
-                      f"{float(grad.max()):.1e}; reduced nullity 0 at {int((zero == 0).sum())}/{len(t)}")
+    wrong = [
+        f"(d = {r.d}, r = {r.r}, teacher {r.teacher}, S = {r.S}: {r.negative} vs {r.derived})"
+        for r in t[~agree].head(3).itertuples()
+    ]
+    return v.judged(
+        ok,
+        int(agree.sum()),
+        f"= {len(t)} points (gradient <= {GRAD_EXACT}, reduced nullity 0)",
+        0,
+        f"index = derived at {int(agree.sum())}/{len(t)} points"
+        + (f", first mismatches {wrong}" if wrong else "")
+        + f"; index histograms {dict((f'd={d},r={r}', c) for (d, r), c in counts.items())}; max gradient "
+        f"{float(grad.max()):.1e}; reduced nullity 0 at {int((zero == 0).sum())}/{len(t)}",
+    )
 
 
-S_DIM = ("The Jacobian rank of theta -> sum_i a_i w_i^{(x)k} (SVD, relative threshold 1e-9, binom(d + k - 1, k) + 40 "
-         "random points) equals the Alexander-Hirschowitz dimension for the four exceptions (one below expected), "
-         "four non-defective neighbours and three k = 2 cases (r d - r(r - 1)/2).")
+S_DIM = (
+    "The Jacobian rank of theta -> sum_i a_i w_i^{(x)k} (SVD, relative threshold 1e-9, binom(d + k - 1, k) + 40 "
+    "random points) equals the Alexander-Hirschowitz dimension for the four exceptions (one below expected), "
+    "four non-defective neighbours and three k = 2 cases (r d - r(r - 1)/2)."
+)
 
 
 @claims.add("dimension-counts", S_DIM, REF + ", Sec. 3 (Alexander-Hirschowitz; Terracini)")
@@ -242,14 +319,21 @@ def judge_dimensions(res, v) -> Verdict:
     v.column(t, "largest_dropped"), v.column(t, "smallest_kept")  # reported below; a NaN would hide in max/min
     wrong = {c: (got[c], pn.ah_dimension(*c)) for c in cases if got[c] != pn.ah_dimension(*c)}
     defect = sum(pn.expected_dimension(*c) - got[c] for c in cases if c in pn.AH_EXCEPTIONS)
-    return v.judged(not wrong, len(cases) - len(wrong), f"= {len(cases)} cases equal to AH", 0,
-                    (f"mismatches (rank, AH): {wrong}; " if wrong else "") + f"total defect at the 4 exceptions "
-                    f"{defect}; largest dropped singular-value ratio {float(t['largest_dropped'].max()):.1e}, "
-                    f"smallest kept {float(t['smallest_kept'].min()):.1e}")
+    return v.judged(
+        not wrong,
+        len(cases) - len(wrong),
+        f"= {len(cases)} cases equal to AH",
+        0,
+        (f"mismatches (rank, AH): {wrong}; " if wrong else "") + f"total defect at the 4 exceptions "
+        f"{defect}; largest dropped singular-value ratio {float(t['largest_dropped'].max()):.1e}, "
+        f"smallest kept {float(t['smallest_kept'].min()):.1e}",
+    )
 
 
-S_RAD = ("Under Rademacher data E[(x^T B x)^2] = (tr B)^2 + 2 sum_{i != j} B_ij^2, so L(A + D) = L(A) for every "
-         "traceless diagonal D; both to 1e-12 by exact enumeration over {+-1}^6.")
+S_RAD = (
+    "Under Rademacher data E[(x^T B x)^2] = (tr B)^2 + 2 sum_{i != j} B_ij^2, so L(A + D) = L(A) for every "
+    "traceless diagonal D; both to 1e-12 by exact enumeration over {+-1}^6."
+)
 
 
 @claims.add("rademacher-blind-diagonal", S_RAD, REF + ", Sec. 4 (the metric depends on the data law)")
@@ -263,17 +347,28 @@ def judge_rademacher(res, v) -> Verdict:
     e2 = float((np.abs(t["loss_shifted"] - t["loss"]) / np.maximum(1, t["loss"].abs())).max())
     differs = float((np.abs(t["gaussian"] - t["enumeration"]) / t["gaussian"]).min())
     ok = e1 <= EXACT and e2 <= EXACT
-    return v.judged(ok, dict(formula=e1, shift=e2), f"<= {EXACT}", EXACT,
-                    f"{len(t)} draws; |enumeration - formula| {e1:.1e}, |L(A + D) - L(A)| {e2:.1e} (|D| up to "
-                    f"{float(t['diag_norm'].max()):.2f}); Gaussian value differs by >= {differs:.1%}")
+    return v.judged(
+        ok,
+        dict(formula=e1, shift=e2),
+        f"<= {EXACT}",
+        EXACT,
+        f"{len(t)} draws; |enumeration - formula| {e1:.1e}, |L(A + D) - L(A)| {e2:.1e} (|D| up to "
+        f"{float(t['diag_norm'].max()):.2f}); Gaussian value differs by >= {differs:.1%}",
+    )
 
 
-S_NG = ("With a two-component Gaussian-mixture metric at d = 6, r = 2, 200 GD runs end at strictly more distinct "
-        "critical values (relative separation > 1e-4) than under the Gaussian metric for at least 30% of 50 teachers.")
+S_NG = (
+    "With a two-component Gaussian-mixture metric at d = 6, r = 2, 200 GD runs end at strictly more distinct "
+    "critical values (relative separation > 1e-4) than under the Gaussian metric for at least 30% of 50 teachers."
+)
 
 
-@claims.add("non-gaussian-critical-values", S_NG, REF + ", Sec. 4 (non-Gaussian data, many critical points); "
-                                                        "threshold ours", decided_by="paper")
+@claims.add(
+    "non-gaussian-critical-values",
+    S_NG,
+    REF + ", Sec. 4 (non-Gaussian data, many critical points); threshold ours",
+    decided_by="paper",
+)
 def judge_non_gaussian(res, v) -> Verdict:
     t = res.table("metric_counts")
     cfg = res.config
@@ -281,10 +376,13 @@ def judge_non_gaussian(res, v) -> Verdict:
         return v.undecided("no metric-comparison rows")
     more = (t["mixture_distinct"] > t["gaussian_distinct"]).to_numpy()
     frac = float(more.mean())
-    detail = (f"{len(t)} teachers x {cfg['metric_runs']} runs: distinct values Gaussian "
-              f"{t['gaussian_distinct'].tolist()}, mixture {t['mixture_distinct'].tolist()}; more under the mixture "
-              f"for {frac:.0%}")
+    detail = (
+        f"{len(t)} teachers x {cfg['metric_runs']} runs: distinct values Gaussian "
+        f"{t['gaussian_distinct'].tolist()}, mixture {t['mixture_distinct'].tolist()}; more under the mixture "
+        f"for {frac:.0%}"
+    )
     if cfg["metric_teachers"] < PAPER_TEACHERS or cfg["metric_runs"] < PAPER_RUNS:
-        return v.undecided(f"needs paper preset (50 teachers x 200 runs); reduced measurement: {detail}", frac,
-                           f">= {MORE_VALUES}")
+        return v.undecided(
+            f"needs paper preset (50 teachers x 200 runs); reduced measurement: {detail}", frac, f">= {MORE_VALUES}"
+        )
     return v.judged(frac >= MORE_VALUES, frac, f">= {MORE_VALUES}", 0.0, detail)

@@ -91,14 +91,22 @@ def _members(cfg: MPNNAlgorithmsConfig) -> pd.DataFrame:
         for eta in cfg.sparsities:
             rows += [dict(task="bf", aggr="min", eta=eta, loss=loss, seed=s) for s in range(cfg.seeds)]
     for aggr in cfg.controls:
-        rows += [dict(task="bf", aggr=aggr, eta=cfg.control_sparsity, loss=cfg.losses[0], seed=s) for s in range(
-            cfg.control_seeds)]
+        rows += [
+            dict(task="bf", aggr=aggr, eta=cfg.control_sparsity, loss=cfg.losses[0], seed=s)
+            for s in range(cfg.control_seeds)
+        ]
     rows = [dict(r, restart=0) for r in rows]
     if cfg.mst:
-        rows += [dict(task="minimax", aggr="min", eta=cfg.mst_sparsity, loss=cfg.losses[0], seed=s,
-                      restart=k) for s in range(cfg.mst_seeds) for k in range(cfg.mst_restarts)]
-    rows += [dict(task="knapsack", aggr="max", eta=cfg.control_sparsity, loss=cfg.knap_loss, seed=s,
-                  restart=k) for s in range(cfg.knap_seeds) for k in range(cfg.knap_restarts)]
+        rows += [
+            dict(task="minimax", aggr="min", eta=cfg.mst_sparsity, loss=cfg.losses[0], seed=s, restart=k)
+            for s in range(cfg.mst_seeds)
+            for k in range(cfg.mst_restarts)
+        ]
+    rows += [
+        dict(task="knapsack", aggr="max", eta=cfg.control_sparsity, loss=cfg.knap_loss, seed=s, restart=k)
+        for s in range(cfg.knap_seeds)
+        for k in range(cfg.knap_restarts)
+    ]
     return pd.DataFrame(rows).rename_axis("member").reset_index()
 
 
@@ -112,36 +120,54 @@ def _training_tasks(cfg: MPNNAlgorithmsConfig, ctx: RunContext, tasks: set[str])
         mm, _ = batch(minimax_tiny_training_set(cfg.mst_train_weights))
         parts["minimax"] = (mm, minimax_distances(mm, mm.source), 1.0, cfg.train_rounds)
     if "knapsack" in tasks:  # 1..knap_items items, capacity 1..knap_capacity
-        knap = knapsack_instances(cfg.knap_instances, cfg.knap_items, cfg.knap_capacity, ctx.generator(
-            "knapsack/train"))
-        parts["knapsack"] = (batch([knapsack_graph(x) for x in knap])[0], knapsack_dp_targets(knap), -1.0,
-                             cfg.knap_items)
+        knap = knapsack_instances(
+            cfg.knap_instances, cfg.knap_items, cfg.knap_capacity, ctx.generator("knapsack/train")
+        )
+        parts["knapsack"] = (
+            batch([knapsack_graph(x) for x in knap])[0],
+            knapsack_dp_targets(knap),
+            -1.0,
+            cfg.knap_items,
+        )
     return parts
 
 
-def _train(cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, steps: int | None = None) -> tuple[
-    "AlignedMPNN", pd.DataFrame]:
+def _train(
+    cfg: MPNNAlgorithmsConfig, ctx: RunContext, members: pd.DataFrame, steps: int | None = None
+) -> tuple["AlignedMPNN", pd.DataFrame]:
     """The given members as one stack on one disjoint union of their tasks' training graphs; each
     member's loss sees only its own task's graphs (a mask). Returns a network whose member j is the
     j-th row of ``members``.
 
     The 3-node tasks (Bellman-Ford, baselines, minimax) and the knapsack DAG train as two stacks: a
     stack with mixed min/max aggregation over the knapsack graphs costs about 4x the two apart."""
-    seeds = [ctx.seed(f"init/{r.task}/{r.aggr}/{r.seed}" + (
-        f"/restart{r.restart}" if r.restart else "")) for r in members.itertuples()]
-    model, log = train_task_stack(_training_tasks(cfg, ctx, set(members["task"])), list(members["task"]), list(members[
-        "aggr"]), seeds,
-                                  torch.tensor(members["eta"].to_numpy(), dtype=torch.float64), list(members["loss"]),
-                                  hidden=cfg.width,
-                                  big=cfg.big, steps=cfg.steps if steps is None else steps, lr=cfg.lr,
-                                  schedule=cfg.schedule,
-                                  regulariser=cfg.regulariser, progress=ctx.progress, check=ctx.check_finite)
+    seeds = [
+        ctx.seed(f"init/{r.task}/{r.aggr}/{r.seed}" + (f"/restart{r.restart}" if r.restart else ""))
+        for r in members.itertuples()
+    ]
+    model, log = train_task_stack(
+        _training_tasks(cfg, ctx, set(members["task"])),
+        list(members["task"]),
+        list(members["aggr"]),
+        seeds,
+        torch.tensor(members["eta"].to_numpy(), dtype=torch.float64),
+        list(members["loss"]),
+        hidden=cfg.width,
+        big=cfg.big,
+        steps=cfg.steps if steps is None else steps,
+        lr=cfg.lr,
+        schedule=cfg.schedule,
+        regulariser=cfg.regulariser,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+    )
     log["member"] = members["member"].to_numpy()[log["member"].to_numpy()]
     return model, log.rename(columns={"loss": "train_loss"}).merge(members, on="member")
 
 
-def _size_generalisation(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN",
-                         members: pd.DataFrame) -> pd.DataFrame:
+def _size_generalisation(
+    cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "AlignedMPNN", members: pd.DataFrame
+) -> pd.DataFrame:
     bf = members[members["task"] == "bf"]
     mins = bf[bf["aggr"] == "min"]["member"].tolist()
     others = bf[bf["aggr"] != "min"]["member"].tolist()
@@ -153,14 +179,25 @@ def _size_generalisation(cfg: MPNNAlgorithmsConfig, ctx: RunContext, model: "Ali
             g = ctx.generator(f"test/{family}/{n}")
             graph, _ = batch([random_test_graph(family, n, g, cfg.er_degree) for _ in range(cfg.test_graphs)])
             stats, rounds, t_min, t_exact = shortest_path_errors(nets, graph, cfg.big, max_rounds=n + 1)
-            rows += [dict(member=m, family=family, n=n, nodes=graph.num_nodes, rounds=rounds, **st, seconds_mpnn=t_min,
-                          seconds_exact=t_exact)
-                     for m, st in zip(mins + others, stats)]
+            rows += [
+                dict(
+                    member=m,
+                    family=family,
+                    n=n,
+                    nodes=graph.num_nodes,
+                    rounds=rounds,
+                    **st,
+                    seconds_mpnn=t_min,
+                    seconds_exact=t_exact,
+                )
+                for m, st in zip(mins + others, stats)
+            ]
     return ctx.table("size_generalization", pd.DataFrame(rows).merge(members, on="member"))
 
 
-def _learned_function(cfg: MPNNAlgorithmsConfig, ctx: RunContext, stacks: list[tuple["AlignedMPNN",
-    pd.DataFrame]]) -> tuple[pd.DataFrame, tuple]:
+def _learned_function(
+    cfg: MPNNAlgorithmsConfig, ctx: RunContext, stacks: list[tuple["AlignedMPNN", pd.DataFrame]]
+) -> tuple[pd.DataFrame, tuple]:
     """f_θ of every member on the grid x in [0, grid_x_max], w in [1, 10]; ``stacks``: (network, its
     members' rows in order). Returns the table and (X, W, {member: values})."""
     rows, by_member = [], {}
@@ -181,33 +218,47 @@ def _mst(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: 
         g = ctx.generator(f"mst/{n}")
         for i in range(cfg.mst_graphs):
             graph = symmetrize(erdos_renyi_weighted(n, g, c=cfg.er_degree))
-            rows += [dict(member=m, n=n, graph=i, nodes=graph.num_nodes, **st) for m, st in zip(group["member"].tolist(
-                ), mst_classification(net, graph, cfg.big))]
+            rows += [
+                dict(member=m, n=n, graph=i, nodes=graph.num_nodes, **st)
+                for m, st in zip(group["member"].tolist(), mst_classification(net, graph, cfg.big))
+            ]
     return ctx.table("mst", pd.DataFrame(rows).merge(group, on="member"))
 
 
-def _select_knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", knap: pd.DataFrame,
-                     log: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
+def _select_knapsack(
+    cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", knap: pd.DataFrame, log: pd.DataFrame
+) -> tuple["AlignedMPNN", pd.DataFrame]:
     """Restart selection on every DP-table entry of ``knap_val_instances`` held-out instances with
     <= knap_items items (the training distribution; never the test sizes). An init that stalls (run
     seed 5 at quick: training loss 5e-4 against 2e-5 for its restarts, f_θ off by 0.3 already at
     x <= 40, then 1e-1 error at 50 items) scores ~40x its sibling restart here."""
-    val = knapsack_instances(cfg.knap_val_instances, cfg.knap_items, cfg.knap_capacity, ctx.generator(
-        "knapsack/validation"))
+    val = knapsack_instances(
+        cfg.knap_val_instances, cfg.knap_items, cfg.knap_capacity, ctx.generator("knapsack/validation")
+    )
     graph, _ = batch([knapsack_graph(x) for x in val])
-    table, net, kept = select_restarts(net, knap, log, graph, knapsack_dp_targets(val), big=cfg.big, sign=-1.0,
-                                       max_rounds=cfg.knap_items + 2)
+    table, net, kept = select_restarts(
+        net, knap, log, graph, knapsack_dp_targets(val), big=cfg.big, sign=-1.0, max_rounds=cfg.knap_items + 2
+    )
     ctx.table("knapsack_selection", table)
     return net, kept
 
 
-def _select_minimax(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame,
-                    log: pd.DataFrame) -> tuple["AlignedMPNN", pd.DataFrame]:
+def _select_minimax(
+    cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", group: pd.DataFrame, log: pd.DataFrame
+) -> tuple["AlignedMPNN", pd.DataFrame]:
     """Restart selection on ``mst_val_graphs`` held-out one- and two-edge paths with weights U[1, 10]
     (the training motifs at weights off the training grid; never an MST test graph)."""
     graph, _ = batch(minimax_validation_set(ctx.generator("minimax/validation"), cfg.mst_val_graphs))
-    table, net, kept = select_restarts(net, group, log, graph, minimax_distances(graph, graph.source), big=cfg.big,
-                                       sign=1.0, max_rounds=cfg.train_rounds + 1)
+    table, net, kept = select_restarts(
+        net,
+        group,
+        log,
+        graph,
+        minimax_distances(graph, graph.source),
+        big=cfg.big,
+        sign=1.0,
+        max_rounds=cfg.train_rounds + 1,
+    )
     ctx.table("minimax_selection", table)
     return net, kept
 
@@ -220,9 +271,20 @@ def _knapsack(cfg: MPNNAlgorithmsConfig, ctx: RunContext, net: "AlignedMPNN", kn
         insts = [knapsack_instance(items, 2 * items, gt) for _ in range(cfg.knap_test_instances)]
         optima, preds, rounds = knapsack_optima(net, insts, cfg.big, max_rounds=items + 2)
         for i, (x, opt) in enumerate(zip(insts, optima)):
-            rows += [dict(items=items, capacity=x.capacity, instance=i, seed=s, restart=k, optimum=opt, predicted=p,
-                          rel_error=abs(p - opt) / opt, rounds=rounds)
-                     for s, k, p in zip(knap["seed"], knap["restart"], preds[i])]
+            rows += [
+                dict(
+                    items=items,
+                    capacity=x.capacity,
+                    instance=i,
+                    seed=s,
+                    restart=k,
+                    optimum=opt,
+                    predicted=p,
+                    rel_error=abs(p - opt) / opt,
+                    rounds=rounds,
+                )
+                for s, k, p in zip(knap["seed"], knap["restart"], preds[i])
+            ]
     return ctx.table("knapsack", pd.DataFrame(rows))
 
 
@@ -231,15 +293,29 @@ def _references(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
     for family in cfg.test_families:
         for n in cfg.test_nodes:
             g = ctx.generator(f"test/{family}/{n}")  # the same graphs as the MPNN test
-            rows += [dict(check="bellman-ford vs scipy", family=family, n=n, graph=i, error=bellman_ford_scipy_error(
-                random_test_graph(family, n, g, cfg.er_degree)))
-                     for i in range(cfg.test_graphs)]
+            rows += [
+                dict(
+                    check="bellman-ford vs scipy",
+                    family=family,
+                    n=n,
+                    graph=i,
+                    error=bellman_ford_scipy_error(random_test_graph(family, n, g, cfg.er_degree)),
+                )
+                for i in range(cfg.test_graphs)
+            ]
     g = ctx.generator("knapsack/brute")
     for i in range(cfg.brute_instances):
         items = int(torch.randint(1, 13, (1,), generator=g))
         x = knapsack_instance(items, int(torch.randint(1, 4 * items + 1, (1,), generator=g)), g)
-        rows.append(dict(check="knapsack DP vs brute force", family="knapsack", n=items, graph=i,
-                         error=knapsack_brute_force_error(x)))
+        rows.append(
+            dict(
+                check="knapsack DP vs brute force",
+                family="knapsack",
+                n=items,
+                graph=i,
+                error=knapsack_brute_force_error(x),
+            )
+        )
     return ctx.table("references", pd.DataFrame(rows))
 
 
@@ -249,22 +325,35 @@ def _wl(cfg: MPNNAlgorithmsConfig, ctx: RunContext) -> pd.DataFrame:
     pair = c6, tri = wl_indistinguishable_pair()
     rows = []
     seeds = [ctx.seed(f"wl/{i}") for i in range(cfg.wl_models)]
-    wl_same = all(sorted(a) == sorted(b) for a, b in zip(wl_colors(c6.edge_index, 6, cfg.wl_rounds), wl_colors(
-        tri.edge_index, 6, cfg.wl_rounds)))
+    wl_same = all(
+        sorted(a) == sorted(b)
+        for a, b in zip(wl_colors(c6.edge_index, 6, cfg.wl_rounds), wl_colors(tri.edge_index, 6, cfg.wl_rounds))
+    )
     msf = (msf_weight(c6.edge_index, c6.weight, 6), msf_weight(tri.edge_index, tri.weight, 6))
     for aggr in ("min", "max", "sum", "mean"):
         variants = [("node MPNN", torch.ones(6, dtype=torch.float64))]
         if aggr == "sum":  # the leak control: node ids as features must be detected
             variants.append(("node MPNN + node ids (leak)", torch.arange(6, dtype=torch.float64)))
         for variant, feats in variants:
-            gap, readout = node_embedding_gaps(AlignedMPNN(aggr, seeds=seeds, hidden=cfg.width), pair, feats,
-                                               cfg.wl_rounds)
-            rows += [dict(variant=variant, aggr=aggr, model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[
-                i])) for i in range(cfg.wl_models)]
+            gap, readout = node_embedding_gaps(
+                AlignedMPNN(aggr, seeds=seeds, hidden=cfg.width), pair, feats, cfg.wl_rounds
+            )
+            rows += [
+                dict(variant=variant, aggr=aggr, model=i, embedding_gap=float(gap[i]), readout_gap=float(readout[i]))
+                for i in range(cfg.wl_models)
+            ]
     # random min/max pair networks saturate to one value on both graphs; sum keeps the multiset
     gap, readout = pair_embedding_gaps(PairMPNN("sum", seeds=seeds, hidden=16), pair, rounds=3, big=2.0)
-    rows += [dict(variant="pair MPNN (2-WL style)", aggr="sum", model=i, embedding_gap=float(gap[i]), readout_gap=float(
-        readout[i])) for i in range(cfg.wl_models)]
+    rows += [
+        dict(
+            variant="pair MPNN (2-WL style)",
+            aggr="sum",
+            model=i,
+            embedding_gap=float(gap[i]),
+            readout_gap=float(readout[i]),
+        )
+        for i in range(cfg.wl_models)
+    ]
     return ctx.table("wl_pair", pd.DataFrame(rows).assign(wl_colours_equal=wl_same, msf_c6=msf[0], msf_two_c3=msf[1]))
 
 

@@ -22,66 +22,116 @@ GraphSize = Annotated[int, Field(ge=2, le=100_000)]  # nodes of a test graph
 
 
 class MPNNAlgorithmsConfig(StudyConfig):
-    sparsities: tuple[Sparsity, ...] = Field((0.0, 1e-3), min_length=1, description="L1 strengths η of the "
-        "min-aggregation Bellman-Ford models (paper 0, 1e-4, 1e-3, 1e-2)")
-    losses: tuple[Loss, ...] = Field(("multiplicative",), min_length=1, description="training losses of the "
-        "Bellman-Ford models (paper: mse and multiplicative)")
+    sparsities: tuple[Sparsity, ...] = Field(
+        (0.0, 1e-3),
+        min_length=1,
+        description="L1 strengths η of the min-aggregation Bellman-Ford models (paper 0, 1e-4, 1e-3, 1e-2)",
+    )
+    losses: tuple[Loss, ...] = Field(
+        ("multiplicative",),
+        min_length=1,
+        description="training losses of the Bellman-Ford models (paper: mse and multiplicative)",
+    )
     seeds: Seeds = Field(3, description="seeds per (η, loss) (paper 10)")
-    controls: tuple[Literal["sum", "mean"], ...] = Field(("sum", "mean"), description="baseline aggregations trained "
-        "identically (η = control_sparsity)")
-    regulariser: Literal["l1", "smooth-l1"] = Field("l1", description="sparsity penalty: l1 (Nerem et al.) or "
-        "smooth-l1, a differentiable surrogate (reconstructed)")
-    control_seeds: Seeds = Field(1, description="seeds per baseline aggregation (a control; their large-graph runs "
-        "dominate the test time; paper 5)")
+    controls: tuple[Literal["sum", "mean"], ...] = Field(
+        ("sum", "mean"), description="baseline aggregations trained identically (η = control_sparsity)"
+    )
+    regulariser: Literal["l1", "smooth-l1"] = Field(
+        "l1", description="sparsity penalty: l1 (Nerem et al.) or smooth-l1, a differentiable surrogate (reconstructed)"
+    )
+    control_seeds: Seeds = Field(
+        1,
+        description="seeds per baseline aggregation (a control; their large-graph runs "
+        "dominate the test time; paper 5)",
+    )
     control_sparsity: Sparsity = Field(1e-3, description="η of the sum/mean baselines and the knapsack models")
-    steps: Steps = Field(1500, description="full-batch Adam steps of every model, trained as one stack (card: 5000 at "
-        "lr 1e-3)")
+    steps: Steps = Field(
+        1500, description="full-batch Adam steps of every model, trained as one stack (card: 5000 at lr 1e-3)"
+    )
     lr: LearningRate = Field(1e-2, description="Adam learning rate (card: 1e-3, constant)")
-    schedule: Literal["constant", "cosine"] = Field("cosine", description="learning-rate schedule: cosine decay to 0, "
-        "or constant (card)")
+    schedule: Literal["constant", "cosine"] = Field(
+        "cosine", description="learning-rate schedule: cosine decay to 0, or constant (card)"
+    )
     width: Width = Field(64, description="width of f_θ: 2 -> hidden -> hidden -> 1")
-    big: float = Field(1000.0, gt=0, le=1e9, description="sentinel B: initial state of unreached nodes (−B for "
-        "knapsack)")
+    big: float = Field(
+        1000.0, gt=0, le=1e9, description="sentinel B: initial state of unreached nodes (−B for knapsack)"
+    )
     train_rounds: int = Field(3, ge=1, le=1000, description="message-passing rounds during training")
-    test_nodes: tuple[GraphSize, ...] = Field((16, 64, 256, 1024), min_length=1, description="test graph sizes (paper "
-        "up to 10,000)")
+    test_nodes: tuple[GraphSize, ...] = Field(
+        (16, 64, 256, 1024), min_length=1, description="test graph sizes (paper up to 10,000)"
+    )
     test_graphs: SampleSize = Field(20, description="test graphs per (family, n)")
-    test_families: tuple[Family, ...] = Field(("er",), min_length=1, description="test graph families: er (G(n, "
-        "4/n)), grid, tree")
+    test_families: tuple[Family, ...] = Field(
+        ("er",), min_length=1, description="test graph families: er (G(n, 4/n)), grid, tree"
+    )
     er_degree: float = Field(4.0, gt=0, le=1000, description="Erdős–Rényi mean out-degree c (p = c/n)")
     grid_x_max: float = Field(200.0, gt=0, le=1e6, description="probe f_θ on x in [0, grid_x_max], w in [1, 10]")
     knap_items: int = Field(4, ge=1, le=20, description="training knapsack instances have 1..knap_items items")
     knap_capacity: int = Field(8, ge=1, le=1000, description="training capacities 1..knap_capacity")
     knap_instances: SampleSize = Field(16, description="training knapsack instances")
-    knap_loss: Loss = Field("multiplicative", description="knapsack training loss (MSE at the same budget stalls at "
-        "3-7% error at 50 items)")
+    knap_loss: Loss = Field(
+        "multiplicative", description="knapsack training loss (MSE at the same budget stalls at 3-7% error at 50 items)"
+    )
     knap_seeds: Seeds = Field(2, description="knapsack seeds (quick 2: each is two trained restarts; paper 10)")
-    knap_restarts: int = Field(2, ge=1, le=20, description="independent inits per knapsack seed; each seed keeps the "
-        "one with the lowest error on held-out training-size instances (never the test sizes)")
-    knap_val_instances: SampleSize = Field(32, description="held-out validation instances drawn like the training set "
-        "(<= knap_items items, capacity <= knap_capacity)")
-    knap_test_items: tuple[int, ...] = Field((5, 10, 20, 50), min_length=1, description="test item counts (capacity = "
-        "2 x items)")
-    knap_test_instances: SampleSize = Field(10, description="test instances per item count (the 50-item DAGs, 5,000 "
-        "nodes x 52 rounds each, dominate the test time; paper 20)")
-    mst: bool = Field(False, description="train minimax (bottleneck) models and classify minimum-spanning-tree edges "
-        "with them (off at quick for the CPU budget: preset mst-cpu)")
-    mst_seeds: Seeds = Field(2, description="minimax (MST) seeds (quick: 2, the claim is reported there, judged at "
-        "paper size)")
-    mst_restarts: int = Field(1, ge=1, le=20, description="independent inits per minimax seed; each seed keeps the "
-        "one with the lowest error on held-out tiny graphs (never a test graph)")
-    mst_sparsity: Sparsity = Field(1e-3, description="η of the minimax models (1e-4 is no better: see the module "
-        "docstring)")
-    mst_train_weights: tuple[int, ...] = Field((1, 4, 7, 10), min_length=2, description="integer weight grid of the "
+    knap_restarts: int = Field(
+        2,
+        ge=1,
+        le=20,
+        description="independent inits per knapsack seed; each seed keeps the "
+        "one with the lowest error on held-out training-size instances (never the test sizes)",
+    )
+    knap_val_instances: SampleSize = Field(
+        32,
+        description="held-out validation instances drawn like the training set "
+        "(<= knap_items items, capacity <= knap_capacity)",
+    )
+    knap_test_items: tuple[int, ...] = Field(
+        (5, 10, 20, 50), min_length=1, description="test item counts (capacity = 2 x items)"
+    )
+    knap_test_instances: SampleSize = Field(
+        10,
+        description="test instances per item count (the 50-item DAGs, 5,000 "
+        "nodes x 52 rounds each, dominate the test time; paper 20)",
+    )
+    mst: bool = Field(
+        False,
+        description="train minimax (bottleneck) models and classify minimum-spanning-tree edges "
+        "with them (off at quick for the CPU budget: preset mst-cpu)",
+    )
+    mst_seeds: Seeds = Field(
+        2, description="minimax (MST) seeds (quick: 2, the claim is reported there, judged at paper size)"
+    )
+    mst_restarts: int = Field(
+        1,
+        ge=1,
+        le=20,
+        description="independent inits per minimax seed; each seed keeps the "
+        "one with the lowest error on held-out tiny graphs (never a test graph)",
+    )
+    mst_sparsity: Sparsity = Field(
+        1e-3, description="η of the minimax models (1e-4 is no better: see the module docstring)"
+    )
+    mst_train_weights: tuple[int, ...] = Field(
+        (1, 4, 7, 10),
+        min_length=2,
+        description="integer weight grid of the "
         "minimax training paths: one edge per weight, a two-edge path per ordered pair (quick: 20 graphs; paper: "
-        "1..10, 110 graphs)")
-    mst_judged_nodes: GraphSize = Field(256, description="the MST claim is judged only when mst_nodes reaches this "
-        "size (paper); below, the verdict reports what it measured as 'not decided'")
+        "1..10, 110 graphs)",
+    )
+    mst_judged_nodes: GraphSize = Field(
+        256,
+        description="the MST claim is judged only when mst_nodes reaches this "
+        "size (paper); below, the verdict reports what it measured as 'not decided'",
+    )
     mst_steps: Steps = Field(1500, description="full-batch Adam steps of the minimax models")
-    mst_val_graphs: SampleSize = Field(64, description="held-out validation graphs drawn like the minimax training "
-        "set (one- and two-edge paths, weights U[1, 10])")
-    mst_nodes: tuple[GraphSize, ...] = Field((16, 64), min_length=1, description="sizes of the MST test graphs "
-        "(all-pairs, so n² states)")
+    mst_val_graphs: SampleSize = Field(
+        64,
+        description="held-out validation graphs drawn like the minimax training "
+        "set (one- and two-edge paths, weights U[1, 10])",
+    )
+    mst_nodes: tuple[GraphSize, ...] = Field(
+        (16, 64), min_length=1, description="sizes of the MST test graphs (all-pairs, so n² states)"
+    )
     mst_graphs: SampleSize = Field(3, description="MST test graphs per size")
     wl_models: Draws = Field(5, description="random-init models per aggregation on the WL pair")
     wl_rounds: int = Field(6, ge=1, le=100, description="rounds K on the WL pair")
@@ -89,14 +139,20 @@ class MPNNAlgorithmsConfig(StudyConfig):
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, under a minute: η ∈ {0, 1e-3} x 3 seeds + sum/mean (1 seed each) as one "
-                                "stack, ER tests up to 1024 nodes; knapsack 2 seeds x 2 restarts "
-                                 "(kept on held-out training-size instances), tested to 50 items on 10 instances; WL "
-                                 "pair; no minimax (MST) models"),
-    "mst-cpu": Preset.of("mst-cpu", "CPU, ~75 s: the quick preset plus minimax (MST) models, 2 seeds on a 4-weight "
-                                    "training grid, tested to 64 nodes: "
-                                    "mst-minimax measured and reported, judged only at paper size",
-                         mst=(True, "claim mst-minimax at reduced size")),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, under a minute: η ∈ {0, 1e-3} x 3 seeds + sum/mean (1 seed each) as one "
+        "stack, ER tests up to 1024 nodes; knapsack 2 seeds x 2 restarts "
+        "(kept on held-out training-size instances), tested to 50 items on 10 instances; WL "
+        "pair; no minimax (MST) models",
+    ),
+    "mst-cpu": Preset.of(
+        "mst-cpu",
+        "CPU, ~75 s: the quick preset plus minimax (MST) models, 2 seeds on a 4-weight "
+        "training grid, tested to 64 nodes: "
+        "mst-minimax measured and reported, judged only at paper size",
+        mst=(True, "claim mst-minimax at reduced size"),
+    ),
     "paper": Preset.of(
         "paper",
         "η ∈ {0, 1e-4, 1e-3, 1e-2}, both losses, 10 seeds; tests up to 10,000 nodes on ER, grids and trees; MST to "

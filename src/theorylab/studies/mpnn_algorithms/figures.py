@@ -21,9 +21,16 @@ def figure_error_vs_n(ctx: RunContext, table: pd.DataFrame) -> None:
     for i, ((aggr, eta, loss), g) in enumerate(groups):
         stats = g.groupby("n")["mean_rel_error"].agg(["median", "min", "max"])
         shift = 1 + 0.05 * (i - len(groups) / 2)
-        ax.errorbar(stats.index * shift, stats["median"], yerr=[stats["median"] - stats["min"], stats["max"] - stats[
-            "median"]], fmt="o-", ms=4, capsize=2,
-                    color=color(i), label=f"{aggr}, η = {eta:g}" + (f", {loss}" if t["loss"].nunique() > 1 else ""))
+        ax.errorbar(
+            stats.index * shift,
+            stats["median"],
+            yerr=[stats["median"] - stats["min"], stats["max"] - stats["median"]],
+            fmt="o-",
+            ms=4,
+            capsize=2,
+            color=color(i),
+            label=f"{aggr}, η = {eta:g}" + (f", {loss}" if t["loss"].nunique() > 1 else ""),
+        )
     ax.axhline(1e-2, color="k", ls="--", lw=0.8, label="1e-2")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -78,8 +85,13 @@ def figure_wl(ctx: RunContext, cfg: MPNNAlgorithmsConfig) -> None:
     pair = PairMPNN("min", seeds=seeds[:1], hidden=cfg.width)
     with torch.no_grad():
         for graph, name, marker in ((c6, "C6", "o"), (tri, "2 x C3", "x")):
-            h, _ = net(torch.ones(6, 1, dtype=torch.float64), graph.edge_index, graph.weight, rounds=cfg.wl_rounds,
-                       frontier=False)
+            h, _ = net(
+                torch.ones(6, 1, dtype=torch.float64),
+                graph.edge_index,
+                graph.weight,
+                rounds=cfg.wl_rounds,
+                frontier=False,
+            )
             ax.plot(np.sort(h[:, 0].numpy()), marker, ms=7, label=name)
             H = pair(pair_init(graph.edge_index, graph.weight, 6, 1, cfg.big), cfg.wl_rounds)
             bx.plot(np.sort(H.flatten().numpy()), marker, ms=5, label=name)

@@ -59,8 +59,17 @@ GAP_ESTIMATORS = ("ADE", "pHd", "SIR", "order-3 V-stat")  # the last: the naive 
     claims=claims,
 )
 def run(cfg: MultiIndexEstimatorsConfig, ctx: RunContext) -> None:
-    battery = battery_captures(cfg.d, BATTERY_LINKS, cfg.battery_seeds, cfg.alphas, ESTIMATORS, cfg.n_slices,
-                               lambda key: ctx.rng(f"battery/{key}"), cfg.noise, progress=ctx.progress)
+    battery = battery_captures(
+        cfg.d,
+        BATTERY_LINKS,
+        cfg.battery_seeds,
+        cfg.alphas,
+        ESTIMATORS,
+        cfg.n_slices,
+        lambda key: ctx.rng(f"battery/{key}"),
+        cfg.noise,
+        progress=ctx.progress,
+    )
     figure_battery(ctx, ctx.table("battery", pd.DataFrame(battery).assign(d=cfg.d)))
     # pHd on D sees nothing in population, but its anisotropic noise gives it a capture floor (n -> infinity at
     # fixed d) far above chance, computed from the link by quadrature: theory.sdr.phd_noise_floor.
@@ -68,31 +77,61 @@ def run(cfg: MultiIndexEstimatorsConfig, ctx: RunContext) -> None:
     ctx.table("noise_floor", pd.DataFrame([dict(link="he3", estimator="pHd", d=cfg.d, **floor)]))
     collapse = []
     for link, est in COLLAPSE_CELLS:
-        sweep = capture_sweep(link, (est,), cfg.collapse_dims, cfg.collapse_alphas, cfg.collapse_seeds, cfg.n_slices,
-                              lambda key, link=link: ctx.rng(f"collapse/{link}/{key}"), cfg.clip, cfg.noise)
+        sweep = capture_sweep(
+            link,
+            (est,),
+            cfg.collapse_dims,
+            cfg.collapse_alphas,
+            cfg.collapse_seeds,
+            cfg.n_slices,
+            lambda key, link=link: ctx.rng(f"collapse/{link}/{key}"),
+            cfg.clip,
+            cfg.noise,
+        )
         collapse += [dict(link=link, **r) for r in sweep]
     collapse = pd.DataFrame(collapse)[["link", "estimator", "d", "alpha", "seed", "capture"]]
     figure_collapse(ctx, ctx.table("collapse", collapse))
     # Second-order population matrices by Monte Carlo with U = the first r coordinate axes.
     per = cfg.pop_n // cfg.pop_batches
-    population = survey_population_checks(cfg.pop_d, cfg.pop_batches, per, cfg.n_slices,
-                                          lambda link: ctx.rng(f"population/{link}"), BATTERY_LINKS)
+    population = survey_population_checks(
+        cfg.pop_d, cfg.pop_batches, per, cfg.n_slices, lambda link: ctx.rng(f"population/{link}"), BATTERY_LINKS
+    )
     ctx.table("population", pd.DataFrame(population).assign(d=cfg.pop_d, n=per * cfg.pop_batches))
     rng = ctx.rng("statsmodels")
     X, y, _ = IndexModel.make(cfg.statsmodels_d, "z1+z1z2", rng).sample(cfg.statsmodels_n, rng)
     try:
-        ctx.table("statsmodels", pd.DataFrame(statsmodels_angles(X, y, cfg.n_slices)).assign(d=cfg.statsmodels_d,
-            n=cfg.statsmodels_n))
+        ctx.table(
+            "statsmodels",
+            pd.DataFrame(statsmodels_angles(X, y, cfg.n_slices)).assign(d=cfg.statsmodels_d, n=cfg.statsmodels_n),
+        )
     except ImportError:
         ctx.log("statsmodels not installed: the cross-check is skipped (pip install statsmodels)")
     if cfg.gap_dims and cfg.gap_alphas:  # link D over n/d: ADE, pHd, SIR and the naive tensor method
-        gap = capture_sweep("he3", GAP_ESTIMATORS, cfg.gap_dims, cfg.gap_alphas, cfg.gap_seeds, cfg.n_slices,
-                            lambda key: ctx.rng(f"gap/{key}"), noise=cfg.noise, device=str(ctx.device),
-                            progress=ctx.progress, description="information gap")
+        gap = capture_sweep(
+            "he3",
+            GAP_ESTIMATORS,
+            cfg.gap_dims,
+            cfg.gap_alphas,
+            cfg.gap_seeds,
+            cfg.n_slices,
+            lambda key: ctx.rng(f"gap/{key}"),
+            noise=cfg.noise,
+            device=str(ctx.device),
+            progress=ctx.progress,
+            description="information gap",
+        )
         figure_gap(ctx, ctx.table("gap", pd.DataFrame(gap)))
     if cfg.nn_alphas:  # a two-layer ReLU net trained by online SGD on link B at d
         model = IndexModel.make(cfg.d, "he2", ctx.rng("nn/model"), noise=cfg.noise)
         check = lambda loss, seen: ctx.check_finite("two-layer net loss", loss, step=seen)  # noqa: E731
-        rows = train_two_layer_online(model, cfg.nn_width, cfg.nn_lr, cfg.nn_batch, cfg.nn_alphas,
-                                      ctx.generator("nn/init"), ctx.rng("nn/data"), check)
+        rows = train_two_layer_online(
+            model,
+            cfg.nn_width,
+            cfg.nn_lr,
+            cfg.nn_batch,
+            cfg.nn_alphas,
+            ctx.generator("nn/init"),
+            ctx.rng("nn/data"),
+            check,
+        )
         ctx.table("nn_row", pd.DataFrame(rows).assign(d=cfg.d, width=cfg.nn_width))

@@ -29,12 +29,21 @@ def figure_battery(ctx: RunContext, battery: pd.DataFrame) -> None:
     for row, (link, i) in enumerate(labels):
         for col, est in enumerate(ESTIMATORS):
             mark = "✓" if SEES[(link, est)][i - 1] else "✗"
-            ax.text(col, row, f"{grid[row, col]:.2f}\n{mark}", ha="center", va="center", fontsize=7,
-                    color="white" if grid[row, col] < 0.6 else "black")
+            ax.text(
+                col,
+                row,
+                f"{grid[row, col]:.2f}\n{mark}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if grid[row, col] < 0.6 else "black",
+            )
     ax.set_xticks(range(len(ESTIMATORS)), ESTIMATORS)
     ax.set_yticks(range(len(labels)), [f"{LINK_LABEL[l]}, u{i}" for l, i in labels], fontsize=7)
-    ax.set_title(f"capture |P u_i|^2 at d = {int(top['d'].iloc[0])}, n/d = {top['alpha'].max():g} (✓/✗: population "
-                 f"prediction)", fontsize=8)
+    ax.set_title(
+        f"capture |P u_i|^2 at d = {int(top['d'].iloc[0])}, n/d = {top['alpha'].max():g} (✓/✗: population prediction)",
+        fontsize=8,
+    )
     fig.colorbar(im, ax=ax, fraction=0.04)
     ctx.figure("battery_heatmap", fig)
 
@@ -43,8 +52,19 @@ def figure_collapse(ctx: RunContext, collapse: pd.DataFrame) -> None:
     fig, axes = new_figure(ncols=3, width=11)
     for ax, ((link, est), grp) in zip(axes, collapse.groupby(["link", "estimator"], sort=False)):
         m = grp.groupby(["d", "alpha"])["capture"].agg(["mean", "std"]).reset_index()
-        prediction_vs_simulation(ax, m, "alpha", None, "mean", err="std", group="d", label="d = {group}",
-                                 xlabel="α = n/d", ylabel="capture (mean ± sd over seeds)", logx=True)
+        prediction_vs_simulation(
+            ax,
+            m,
+            "alpha",
+            None,
+            "mean",
+            err="std",
+            group="d",
+            label="d = {group}",
+            xlabel="α = n/d",
+            ylabel="capture (mean ± sd over seeds)",
+            logx=True,
+        )
         log_ticks(ax, sorted(grp["alpha"].unique()))
         ax.set_ylim(-0.02, 1.02)
         what = "judged" if est != "pHd" else "reported: unbounded label, drifts with log n"
@@ -58,7 +78,17 @@ def figure_gap(ctx: RunContext, gap: pd.DataFrame) -> None:
     for slope, style in ((1.0, ":"), (1.5, "--"), (2.0, "-.")):
         ax.plot(ds, 10 * ds**slope, style, color="grey", lw=0.8, label=f"∝ d^{slope:g}")
     rows = [dict(estimator=est, d=d, n=n) for est, grp in gap.groupby("estimator") for d, n in _crossings(grp).items()]
-    prediction_vs_simulation(ax, pd.DataFrame(rows, columns=["estimator", "d", "n"]), "d", None, "n", group="estimator",
-                             xlabel="d", ylabel="n where the mean capture crosses 0.5", logx=True, logy=True)
+    prediction_vs_simulation(
+        ax,
+        pd.DataFrame(rows, columns=["estimator", "d", "n"]),
+        "d",
+        None,
+        "n",
+        group="estimator",
+        xlabel="d",
+        ylabel="n where the mean capture crosses 0.5",
+        logx=True,
+        logy=True,
+    )
     ax.set_title("link D = He3(z1): which methods need n ∝ d", fontsize=8)
     ctx.figure("gap_plot", fig)

@@ -56,8 +56,11 @@ def _dist(M: np.ndarray) -> float:
     return float(np.linalg.norm(M.T @ M - np.eye(len(M))))
 
 
-EVENTS = {"first": lambda t, M: _row1(M) - 0.5, "second": lambda t, M: _smin(M) - 0.5,
-          "converged": lambda t, M: CONVERGED - _dist(M)}
+EVENTS = {
+    "first": lambda t, M: _row1(M) - 0.5,
+    "second": lambda t, M: _smin(M) - 0.5,
+    "converged": lambda t, M: CONVERGED - _dist(M),
+}
 
 
 def _monotone(states: np.ndarray, link) -> float:
@@ -87,18 +90,36 @@ def _semigroup(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     z = rng.standard_normal((cfg.semigroup_points, 2))
     rows = []
     for i in range(len(z)):
-        lhs = average(lambda u: average(g, M2, u, cfg.quad_nodes), M1, z[i:i + 1], cfg.quad_nodes)[0]
-        rhs = average(g, M2 @ M1, z[i:i + 1], cfg.quad_nodes)[0]
-        wrong = average(g, M1 @ M2, z[i:i + 1], cfg.quad_nodes)[0]  # the other order: must differ
-        rows.append(dict(check="semigroup", k=-1, point=i, value=lhs, reference=rhs, error=abs(lhs - rhs),
-                         other_order_gap=abs(lhs - wrong)))
+        lhs = average(lambda u: average(g, M2, u, cfg.quad_nodes), M1, z[i : i + 1], cfg.quad_nodes)[0]
+        rhs = average(g, M2 @ M1, z[i : i + 1], cfg.quad_nodes)[0]
+        wrong = average(g, M1 @ M2, z[i : i + 1], cfg.quad_nodes)[0]  # the other order: must differ
+        rows.append(
+            dict(
+                check="semigroup",
+                k=-1,
+                point=i,
+                value=lhs,
+                reference=rhs,
+                error=abs(lhs - rhs),
+                other_order_gap=abs(lhs - wrong),
+            )
+        )
     m = rng.uniform(-cfg.contraction_norm, cfg.contraction_norm)
     t = rng.standard_normal(cfg.semigroup_points)
     for k in range(7):
         val = average(lambda u, k=k: hermite(k, u[:, 0]), np.array([[m]]), t[:, None], cfg.quad_nodes)
         ref = m**k * hermite(k, t)
-        rows.append(dict(check="hermite-1d", k=k, point=-1, value=float(val[0]), reference=float(ref[0]),
-                         error=float(np.abs(val - ref).max()), other_order_gap=math.nan))
+        rows.append(
+            dict(
+                check="hermite-1d",
+                k=k,
+                point=-1,
+                value=float(val[0]),
+                reference=float(ref[0]),
+                error=float(np.abs(val - ref).max()),
+                other_order_gap=math.nan,
+            )
+        )
     ctx.table("semigroup", pd.DataFrame(rows))
     ctx.scalar("semigroup_M1_opnorm", float(np.linalg.norm(M1, 2)))
 
@@ -116,9 +137,23 @@ def _loss_identity(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     a = ridge(F[:half], yt[:half], 1e-10)
     res2 = ((yt[half:] - F[half:] @ a) ** 2).numpy()
     est, se = float(res2.mean()), float(res2.std(ddof=1) / math.sqrt(half))
-    ctx.table("loss_identity", pd.DataFrame([dict(d=cfg.mc_d, n_fit=half, n_test=half, phi=phi(M, hermite_link(
-        "staircase")), estimate=est, se=se, sigma_max=float(np.linalg.svd(M, compute_uv=False)[0]),
-        sigma_min=_smin(M))]))
+    ctx.table(
+        "loss_identity",
+        pd.DataFrame(
+            [
+                dict(
+                    d=cfg.mc_d,
+                    n_fit=half,
+                    n_test=half,
+                    phi=phi(M, hermite_link("staircase")),
+                    estimate=est,
+                    se=se,
+                    sigma_max=float(np.linalg.svd(M, compute_uv=False)[0]),
+                    sigma_min=_smin(M),
+                )
+            ]
+        ),
+    )
 
 
 def _escape(cfg: MultiIndexGradientFlowConfig, ctx: RunContext, rows_path: list) -> None:
@@ -128,16 +163,36 @@ def _escape(cfg: MultiIndexGradientFlowConfig, ctx: RunContext, rows_path: list)
         link = hermite_link(f"pure-he{k}") if k <= 4 else {k: np.full((1,) * k, 1 / math.sqrt(math.factorial(k)))}
         for d in cfg.escape_dims:
             t_int = escape_time(k, d)
-            row = dict(k=k, d=d, t_integral=t_int, t_asymptotic=escape_time_asymptotic(k, d), t_ode=math.nan,
-                       phi_max_rise=math.nan, final_dist=math.nan, method="quadrature")
+            row = dict(
+                k=k,
+                d=d,
+                t_integral=t_int,
+                t_asymptotic=escape_time_asymptotic(k, d),
+                t_ode=math.nan,
+                phi_max_rise=math.nan,
+                final_dist=math.nan,
+                method="quadrature",
+            )
             if k in cfg.escape_orders:
-                res = run_order_ode(escape_rhs_1d(k), np.array([[d**-0.5]]), 10 * t_int + 100,
-                                    {"half": lambda t, M: abs(M[0, 0]) - 0.5, "converged": EVENTS["converged"]},
-                                    terminal=["converged"], rtol=cfg.ode_rtol, atol=1e-15)
-                row.update(t_ode=res.events["half"], phi_max_rise=_monotone(res.states, link),
-                           final_dist=_dist(res.final), method="ode")
-                rows_path += [dict(flow=f"He_{k}", d=d, t=t, m=float(M[0, 0]), phi=phi(M, link))
-                              for t, M in zip(res.t, res.states)]
+                res = run_order_ode(
+                    escape_rhs_1d(k),
+                    np.array([[d**-0.5]]),
+                    10 * t_int + 100,
+                    {"half": lambda t, M: abs(M[0, 0]) - 0.5, "converged": EVENTS["converged"]},
+                    terminal=["converged"],
+                    rtol=cfg.ode_rtol,
+                    atol=1e-15,
+                )
+                row.update(
+                    t_ode=res.events["half"],
+                    phi_max_rise=_monotone(res.states, link),
+                    final_dist=_dist(res.final),
+                    method="ode",
+                )
+                rows_path += [
+                    dict(flow=f"He_{k}", d=d, t=t, m=float(M[0, 0]), phi=phi(M, link))
+                    for t, M in zip(res.t, res.states)
+                ]
             rows.append(row)
     ctx.table("escape", pd.DataFrame(rows))
 
@@ -161,15 +216,27 @@ def _r2(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
                 M0 = base / math.sqrt(d)
                 if np.linalg.norm(M0, 2) >= 1:
                     raise ValueError(f"'r2_dims': d = {d:g} is too small for a Gaussian M(0) of norm < 1")
-                res = run_order_ode(grassmann_rhs(link), M0, 1e3 * d, EVENTS, terminal=["converged"],
-                                    rtol=cfg.ode_rtol, atol=1e-15)
-                rows.append(dict(link=name, start=start, d=d, t_first=res.events["first"],
-                                 t_second=res.events["second"], t_end=float(res.t[-1]), final_dist=_dist(res.final),
-                                 phi_max_rise=_monotone(res.states, link), phi_end=phi(res.final, link)))
+                res = run_order_ode(
+                    grassmann_rhs(link), M0, 1e3 * d, EVENTS, terminal=["converged"], rtol=cfg.ode_rtol, atol=1e-15
+                )
+                rows.append(
+                    dict(
+                        link=name,
+                        start=start,
+                        d=d,
+                        t_first=res.events["first"],
+                        t_second=res.events["second"],
+                        t_end=float(res.t[-1]),
+                        final_dist=_dist(res.final),
+                        phi_max_rise=_monotone(res.states, link),
+                        phi_end=phi(res.final, link),
+                    )
+                )
                 for t, M in zip(res.t, res.states):
                     s = np.linalg.svd(M, compute_uv=False)
-                    path.append(dict(link=name, start=start, d=d, t=t, s_max=s[0], s_min=s[-1], m1=_row1(M),
-                                     phi=phi(M, link)))
+                    path.append(
+                        dict(link=name, start=start, d=d, t=t, s_max=s[0], s_min=s[-1], m1=_row1(M), phi=phi(M, link))
+                    )
     ctx.table("r2", pd.DataFrame(rows))
     ctx.table("r2_path", pd.DataFrame(path))
 
@@ -180,10 +247,19 @@ def _planted(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     rows, path = [], []
     for flow, rhs in (("planted", planted_rhs(link)), ("two-timescale", grassmann_rhs(link))):
         for m0 in (-cfg.planted_m0, cfg.planted_m0):
-            res = run_order_ode(rhs, np.array([[m0]]), cfg.planted_time,
-                                {"reach": lambda t, M: abs(M[0, 0]) - 0.999}, rtol=cfg.ode_rtol, atol=1e-15)
-            rows.append(dict(flow=flow, m0=m0, t_end=float(res.t[-1]), m_end=float(res.final[0, 0]),
-                             t_reach=res.events["reach"]))
+            res = run_order_ode(
+                rhs,
+                np.array([[m0]]),
+                cfg.planted_time,
+                {"reach": lambda t, M: abs(M[0, 0]) - 0.999},
+                rtol=cfg.ode_rtol,
+                atol=1e-15,
+            )
+            rows.append(
+                dict(
+                    flow=flow, m0=m0, t_end=float(res.t[-1]), m_end=float(res.final[0, 0]), t_reach=res.events["reach"]
+                )
+            )
             path += [dict(flow=flow, m0=m0, t=t, m=float(M[0, 0])) for t, M in zip(res.t, res.states)]
     ctx.table("planted", pd.DataFrame(rows))
     ctx.table("planted_path", pd.DataFrame(path))
@@ -203,12 +279,22 @@ def _finite_d(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
                 M0 = W_star.T @ W0
                 for batch in cfg.fd_batches:
                     for kind in kinds:
-                        run = train_two_timescale(link, W_star, W0, steps=steps, lr=cfg.fd_lr, batch=batch,
-                                                  generator=ctx.generator(f"fd {name} {d} {seed} {batch} {kind}"),
-                                                  features=kind, n_features=cfg.fd_n_features,
-                                                  log_every=cfg.fd_log_every, device=ctx.device)
-                        ode = run_order_ode(grassmann_rhs(link), M0, float(run.t[-1]), t_eval=run.t,
-                                            rtol=1e-10, atol=1e-13)
+                        run = train_two_timescale(
+                            link,
+                            W_star,
+                            W0,
+                            steps=steps,
+                            lr=cfg.fd_lr,
+                            batch=batch,
+                            generator=ctx.generator(f"fd {name} {d} {seed} {batch} {kind}"),
+                            features=kind,
+                            n_features=cfg.fd_n_features,
+                            log_every=cfg.fd_log_every,
+                            device=ctx.device,
+                        )
+                        ode = run_order_ode(
+                            grassmann_rhs(link), M0, float(run.t[-1]), t_eval=run.t, rtol=1e-10, atol=1e-13
+                        )
                         key = dict(link=name, d=d, batch=batch, features=kind, seed=seed)
                         m_fd = np.array([_row1(M) for M in run.M])
                         s_fd = np.array([_smin(M) for M in run.M])
@@ -217,23 +303,48 @@ def _finite_d(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
                         done = np.flatnonzero((m_ode >= 0.9) & (s_ode >= 0.9))
                         end = int(done[0]) if len(done) else len(run.t) - 1
                         window = slice(0, end + 1)
-                        track.append(dict(**key, dev_m1=float(np.abs(m_fd - m_ode)[window].max()),
-                                          dev_smin=float(np.abs(s_fd - s_ode)[window].max()),
-                                          t_window=float(run.t[end]), reached=bool(len(done)),
-                                          smin_final=float(s_fd[-1])))
+                        track.append(
+                            dict(
+                                **key,
+                                dev_m1=float(np.abs(m_fd - m_ode)[window].max()),
+                                dev_smin=float(np.abs(s_fd - s_ode)[window].max()),
+                                t_window=float(run.t[end]),
+                                reached=bool(len(done)),
+                                smin_final=float(s_fd[-1]),
+                            )
+                        )
                         for source, m, s in (("finite-d", m_fd, s_fd), ("ode", m_ode, s_ode)):
-                            path += [dict(**key, source=source, t=float(t), m1=float(a), s_min=float(b))
-                                     for t, a, b in zip(run.t, m, s)]
-    ctx.table("finite_d", pd.DataFrame(path, columns=["link", "d", "batch", "features", "seed", "source", "t", "m1",
-                                                      "s_min"]))
-    ctx.table("tracking", pd.DataFrame(track, columns=["link", "d", "batch", "features", "seed", "dev_m1", "dev_smin",
-                                                       "t_window", "reached", "smin_final"]))
+                            path += [
+                                dict(**key, source=source, t=float(t), m1=float(a), s_min=float(b))
+                                for t, a, b in zip(run.t, m, s)
+                            ]
+    ctx.table(
+        "finite_d", pd.DataFrame(path, columns=["link", "d", "batch", "features", "seed", "source", "t", "m1", "s_min"])
+    )
+    ctx.table(
+        "tracking",
+        pd.DataFrame(
+            track,
+            columns=[
+                "link",
+                "d",
+                "batch",
+                "features",
+                "seed",
+                "dev_m1",
+                "dev_smin",
+                "t_window",
+                "reached",
+                "smin_final",
+            ],
+        ),
+    )
 
 
 @study(
     "multi-index-gradient-flow",
     title="Two-timescale Grassmannian gradient flow on Gaussian multi-index models (overlap ODE, Hermite escape "
-          "times, planted trap)",
+    "times, planted trap)",
     paper=PAPER,
     config=MultiIndexGradientFlowConfig,
     presets=PRESETS,

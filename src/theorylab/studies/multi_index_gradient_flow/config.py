@@ -13,48 +13,67 @@ _LINKS = Literal["staircase", "non-staircase", "pure-he1", "pure-he2", "pure-he3
 
 
 class MultiIndexGradientFlowConfig(StudyConfig):
-    escape_dims: tuple[float, ...] = Field((1e2, 1e3, 1e4, 1e5), min_length=2,
-                                           description="dimensions d of the r = 1 escape runs, m0 = d^-1/2 (card)")
-    escape_orders: tuple[int, ...] = Field((1, 2, 3), min_length=1, description="orders k of the pure He_k links "
-                                                                               "integrated as ODEs (card: k <= 3)")
-    r2_dims: tuple[float, ...] = Field((1e2, 1e3, 1e4), min_length=3,
-                                       description="dimensions d of the r = 2 staircase / non-staircase runs (card)")
+    escape_dims: tuple[float, ...] = Field(
+        (1e2, 1e3, 1e4, 1e5), min_length=2, description="dimensions d of the r = 1 escape runs, m0 = d^-1/2 (card)"
+    )
+    escape_orders: tuple[int, ...] = Field(
+        (1, 2, 3), min_length=1, description="orders k of the pure He_k links integrated as ODEs (card: k <= 3)"
+    )
+    r2_dims: tuple[float, ...] = Field(
+        (1e2, 1e3, 1e4), min_length=3, description="dimensions d of the r = 2 staircase / non-staircase runs (card)"
+    )
     r2_start: Literal["gaussian", "identity"] = Field(
-        "gaussian", description="start the r = 2 claims are judged from: 'gaussian' M(0) = G/sqrt(d), G a 2x2 "
+        "gaussian",
+        description="start the r = 2 claims are judged from: 'gaussian' M(0) = G/sqrt(d), G a 2x2 "
         "standard Gaussian from the run's seeded generator, shared by all d (card: entries N(0, 1/d)); 'identity' "
-        "M(0) = I/sqrt(d), seed-free (a declared departure). Both starts are integrated and reported.")
-    ode_rtol: float = Field(1e-12, gt=0, le=1e-6, description="relative tolerance of LSODA (1e-12 keeps Phi "
-                                                               "monotone to < 1e-10 along 10^5-long plateaus)")
+        "M(0) = I/sqrt(d), seed-free (a declared departure). Both starts are integrated and reported.",
+    )
+    ode_rtol: float = Field(
+        1e-12,
+        gt=0,
+        le=1e-6,
+        description="relative tolerance of LSODA (1e-12 keeps Phi monotone to < 1e-10 along 10^5-long plateaus)",
+    )
     quad_nodes: Annotated[int, Field(ge=3, le=60)] = Field(20, description="Gauss-Hermite nodes per axis (card: 20)")
     semigroup_points: SampleSize = Field(50, description="random test points z of the semigroup check (card: 50)")
-    contraction_norm: float = Field(0.9, gt=0, lt=1, description="largest ||M||_op of the random contractions "
-                                                                 "(card: 0.9)")
-    mc_samples: SampleSize = Field(1_000_000, description="Monte Carlo samples of the loss identity (card: 10^6); "
-                                                          "half fit the link, half estimate its loss")
+    contraction_norm: float = Field(
+        0.9, gt=0, lt=1, description="largest ||M||_op of the random contractions (card: 0.9)"
+    )
+    mc_samples: SampleSize = Field(
+        1_000_000,
+        description="Monte Carlo samples of the loss identity (card: 10^6); half fit the link, half estimate its loss",
+    )
     mc_d: Dim = Field(6, description="ambient dimension of the loss-identity check (small, so M is far from 0)")
-    mc_degree: Annotated[int, Field(ge=2, le=6)] = Field(4, description="degree of the Hermite ridge features "
-                                                                        "(card: 4)")
+    mc_degree: Annotated[int, Field(ge=2, le=6)] = Field(
+        4, description="degree of the Hermite ridge features (card: 4)"
+    )
     planted_m0: float = Field(0.1, gt=0, lt=1, description="|m0| of the planted-trap runs (card: 0.1)")
     planted_time: float = Field(1e4, gt=0, le=1e9, description="horizon of the planted-trap runs (card: 10^4)")
     fd_dims: tuple[int, ...] = Field((64,), description="d of the finite-d two-timescale runs (empty: none)")
-    fd_batches: tuple[int, ...] = Field((4000,), min_length=1, description="fresh samples per step n "
-                                                                           "(card paper: 2e4, 2e5, 1e6)")
+    fd_batches: tuple[int, ...] = Field(
+        (4000,), min_length=1, description="fresh samples per step n (card paper: 2e4, 2e5, 1e6)"
+    )
     fd_links: tuple[_LINKS, ...] = Field(("staircase",), min_length=1, description="links of the finite-d runs")
     fd_seeds: Seeds = Field(1, description="seeds per finite-d configuration (card paper: 5)")
     fd_lr: LearningRate = Field(0.05, description="step size = ODE time per step")
     fd_time: float = Field(8.0, gt=0, le=1e5, description="ODE-time horizon of the finite-d runs")
-    fd_features: Literal["hermite", "random", "both"] = Field("hermite", description="fast-step link: ridge on "
-                                                              "degree-4 Hermite features, N random ReLU features, "
-                                                              "or both")
+    fd_features: Literal["hermite", "random", "both"] = Field(
+        "hermite", description="fast-step link: ridge on degree-4 Hermite features, N random ReLU features, or both"
+    )
     fd_n_features: Annotated[int, Field(ge=2, le=1 << 16)] = Field(500, description="random features N (card: 500)")
     fd_log_every: Annotated[int, Field(ge=1, le=100_000)] = Field(4, description="steps between two logged M(t)")
 
     @model_validator(mode="after")
     def _checks(self) -> "MultiIndexGradientFlowConfig":
-        if any(d <= 4 for d in (*self.escape_dims, *self.r2_dims)) or list(self.escape_dims) != sorted(
-                set(self.escape_dims)) or list(self.r2_dims) != sorted(set(self.r2_dims)):
-            raise ValueError("'escape_dims' and 'r2_dims' must increase strictly and exceed 4 (m0 < 1/2); got "
-                             f"{self.escape_dims}, {self.r2_dims}")
+        if (
+            any(d <= 4 for d in (*self.escape_dims, *self.r2_dims))
+            or list(self.escape_dims) != sorted(set(self.escape_dims))
+            or list(self.r2_dims) != sorted(set(self.r2_dims))
+        ):
+            raise ValueError(
+                "'escape_dims' and 'r2_dims' must increase strictly and exceed 4 (m0 < 1/2); got "
+                f"{self.escape_dims}, {self.r2_dims}"
+            )
         if any(not 1 <= k <= 6 for k in self.escape_orders):
             raise ValueError(f"'escape_orders' must lie in 1..6; got {self.escape_orders}")
         if any(d < 4 for d in self.fd_dims):
@@ -67,9 +86,12 @@ class MultiIndexGradientFlowConfig(StudyConfig):
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~20 s: r = 1 escape ODEs (k <= 3, d = 1e2..1e5), r = 2 staircase and "
-                                "non-staircase ODEs (d = 1e2..1e4), the planted trap, quadrature and a 10^6-sample "
-                                "Monte Carlo check, one finite-d run at d = 64 (n = 4000 per step)"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~20 s: r = 1 escape ODEs (k <= 3, d = 1e2..1e5), r = 2 staircase and "
+        "non-staircase ODEs (d = 1e2..1e4), the planted trap, quadrature and a 10^6-sample "
+        "Monte Carlo check, one finite-d run at d = 64 (n = 4000 per step)",
+    ),
     "cpu": Preset.of(
         "cpu",
         "2 CPU cores, ~6 min: quick with its finite-d run moved to the claim's cell, the staircase at d = 256 with "

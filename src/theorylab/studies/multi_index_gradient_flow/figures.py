@@ -18,8 +18,13 @@ def figure_escape_scaling(ctx: RunContext, escape: pd.DataFrame) -> None:
         ode = g.dropna(subset=["t_ode"])
         if len(ode):
             ax.scatter(ode["d"], ode["t_ode"], color=color(i), marker="o", zorder=3)
-    ax.set(xscale="log", yscale="log", xlabel="d", ylabel="time to m = 1/2",
-           title="escape times (markers: ODE; dashed: ln((d-1)/3)/4, d^(k-1)/(4k(k-1)))")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="d",
+        ylabel="time to m = 1/2",
+        title="escape times (markers: ODE; dashed: ln((d-1)/3)/4, d^(k-1)/(4k(k-1)))",
+    )
     ax.legend(fontsize=7)
     ctx.figure("escape_scaling", fig)
 
@@ -38,9 +43,14 @@ def figure_saddle_to_saddle(ctx: RunContext, path: pd.DataFrame, finite: pd.Data
             band = h.groupby("t")["s_min"].agg(["mean", "min", "max"]).reset_index()
             ax.scatter(band["t"], band["mean"], s=6, color=color(i + 5), label=f"finite d = {d}: σ_min (runs)")
             ax.fill_between(band["t"], band["min"], band["max"], color=color(i + 5), alpha=0.2)
-        ax.set(xscale="log", xlabel="t", ylabel="singular values of M(t)", title=f"{name} (M(0): {start})",
-               ylim=(0, 1.05),
-               xlim=(1e-2, None))
+        ax.set(
+            xscale="log",
+            xlabel="t",
+            ylabel="singular values of M(t)",
+            title=f"{name} (M(0): {start})",
+            ylim=(0, 1.05),
+            xlim=(1e-2, None),
+        )
         ax.legend(fontsize=6)
     ctx.figure("saddle_to_saddle", fig)
 
@@ -60,7 +70,12 @@ def figure_planted(ctx: RunContext, path: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, ((flow, m0), h) in enumerate(path.groupby(["flow", "m0"])):
         ax.plot(h["t"], h["m"], color=color(i), ls="-" if flow == "planted" else "--", label=f"{flow}, m0 = {m0:+g}")
-    ax.set(xscale="symlog", xlabel="t", ylabel="m(t)", title="planted (link fixed) vs two-timescale, He_3",
-           ylim=(-1.05, 1.05))
+    ax.set(
+        xscale="symlog",
+        xlabel="t",
+        ylabel="m(t)",
+        title="planted (link fixed) vs two-timescale, He_3",
+        ylim=(-1.05, 1.05),
+    )
     ax.legend(fontsize=7)
     ctx.figure("planted_vs_two_timescale", fig)

@@ -58,9 +58,19 @@ def _edgeworth(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
         est = first_chaos_projection(models, cfg.edge_samples, ctx.rng(f"edgeworth {d}"), chunk=cfg.chunk)
         for name, (mean, se) in zip((LINK, "linear"), est):
             lead = leading_coefficient([msim_link(name)] * 2)
-            rows.append(dict(link=name, d=d, n=cfg.edge_samples, e_yz=mean, se=se, leading=lead,
-                             rel_dev=mean / lead - 1, rel_se=se / lead,
-                             predicted=(a if name == LINK else 0.0) / math.sqrt(d)))
+            rows.append(
+                dict(
+                    link=name,
+                    d=d,
+                    n=cfg.edge_samples,
+                    e_yz=mean,
+                    se=se,
+                    leading=lead,
+                    rel_dev=mean / lead - 1,
+                    rel_se=se / lead,
+                    predicted=(a if name == LINK else 0.0) / math.sqrt(d),
+                )
+            )
     ctx.table("edgeworth", pd.DataFrame(rows))
     ctx.scalar("edgeworth_a_theory", a)
 
@@ -74,20 +84,37 @@ def _hosvd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     for kind, d in ((k, d) for k in kinds for d in cfg.hosvd_dims):
         model = msim(d, K, ctx.rng(f"hosvd features {kind} {d}"), features=kind, link=LINK)
         n = int(round(cfg.hosvd_sample_ratio * d ** (K - 1)))
-        T, C = first_chaos_tensor(stack_features([model], ctx.device), model.links, n,
-                                  ctx.generator(f"hosvd {kind} {d}", ctx.device), chunk=cfg.chunk, control=True)
+        T, C = first_chaos_tensor(
+            stack_features([model], ctx.device),
+            model.links,
+            n,
+            ctx.generator(f"hosvd {kind} {d}", ctx.device),
+            chunk=cfg.chunk,
+            control=True,
+        )
         for y, tensor in (("target", T[0]), ("independent", C[0])):
             tensor = tensor.cpu().numpy()
             for est, feats in (("hosvd", hosvd_features(tensor)), ("balanced", balanced_features(tensor))):
                 # sign-blind: a singular vector is defined up to sign (an ambiguity of the estimator, not of the
                 # model; unlike the SGD student below, whose signs are its own)
                 ov = overlaps(np.stack(feats), np.stack(model.features))
-                ratio = [singular_value_ratios(unfold(tensor, layer_axis(K, layer)), 2)[0]
-                         for layer in range(1, K + 1)]
-                rows.append(dict(features=kind, judged=kind == cfg.hosvd_features, d=d, K=K, n=n, y=y,
-                                 estimator=est, min_overlap=float(ov.min()),
-                                 **{f"overlap_{i + 1}": float(o) for i, o in enumerate(ov)},
-                                 max_sv_ratio=float(max(ratio)), spike=coef, noise=mode_noise_scale(d, K, n)))
+                ratio = [singular_value_ratios(unfold(tensor, layer_axis(K, layer)), 2)[0] for layer in range(1, K + 1)]
+                rows.append(
+                    dict(
+                        features=kind,
+                        judged=kind == cfg.hosvd_features,
+                        d=d,
+                        K=K,
+                        n=n,
+                        y=y,
+                        estimator=est,
+                        min_overlap=float(ov.min()),
+                        **{f"overlap_{i + 1}": float(o) for i, o in enumerate(ov)},
+                        max_sv_ratio=float(max(ratio)),
+                        spike=coef,
+                        noise=mode_noise_scale(d, K, n),
+                    )
+                )
     ctx.table("hosvd", pd.DataFrame(rows))
 
 
@@ -101,10 +128,18 @@ def _sgd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
             W = W / W.norm(dim=-1, keepdim=True)
             scale = d ** (K - 1) * math.log(d)
             n = int(round(cfg.sgd_sample_ratio * scale))
-            run = train_msim_sgd(W, (LINK,) * K, n, batch=cfg.sgd_batch, c=cfg.sgd_lr,
-                                 decay_fraction=cfg.sgd_decay_fraction, decay=cfg.sgd_decay,
-                                 generator=ctx.generator(f"sgd {K} {d}", ctx.device), log_every=cfg.sgd_log_every,
-                                 sampler=cfg.sgd_sampler)
+            run = train_msim_sgd(
+                W,
+                (LINK,) * K,
+                n,
+                batch=cfg.sgd_batch,
+                c=cfg.sgd_lr,
+                decay_fraction=cfg.sgd_decay_fraction,
+                decay=cfg.sgd_decay,
+                generator=ctx.generator(f"sgd {K} {d}", ctx.device),
+                log_every=cfg.sgd_log_every,
+                sampler=cfg.sgd_sampler,
+            )
             # Signed overlaps <u_l, w_l>: no sign flip of (u_1, u_2, ...) other than the identity leaves the network
             # unchanged, because the card's link sigma(t) = (t + He_2(t)/2)/sqrt(1.5) is neither odd nor even:
             # sigma(t) - sigma(-t) = 2t/sqrt(1.5) and sigma(t) + sigma(-t) = (t^2 - 1)/sqrt(1.5) are both non-zero
@@ -120,17 +155,36 @@ def _sgd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
             n05_abs = crossing(run.samples, mins_abs, 0.5)
             n05_layer = crossing(run.samples, ov, 0.5)  # (S, K)
             for s in range(cfg.sgd_seeds):
-                runs.append(dict(K=K, d=d, seed=s, n=n, final_min=float(mins[-1, s]),
-                                 final_min_abs=float(mins_abs[-1, s]),
-                                 final_signs="".join("+" if v > 0 else "-" for v in signed[-1, s]),
-                                 n05=n05[s], n05_scaled=n05[s] / scale, n05_abs_scaled=n05_abs[s] / scale,
-                                 **{f"final_{i + 1}": float(ov[-1, s, i]) for i in range(K)},
-                                 **{f"n05_{i + 1}": float(n05_layer[s, i]) for i in range(K)}))
+                runs.append(
+                    dict(
+                        K=K,
+                        d=d,
+                        seed=s,
+                        n=n,
+                        final_min=float(mins[-1, s]),
+                        final_min_abs=float(mins_abs[-1, s]),
+                        final_signs="".join("+" if v > 0 else "-" for v in signed[-1, s]),
+                        n05=n05[s],
+                        n05_scaled=n05[s] / scale,
+                        n05_abs_scaled=n05_abs[s] / scale,
+                        **{f"final_{i + 1}": float(ov[-1, s, i]) for i in range(K)},
+                        **{f"n05_{i + 1}": float(n05_layer[s, i]) for i in range(K)},
+                    )
+                )
             stride = max(1, len(run.samples) // 200)
             for t in range(0, len(run.samples), stride):
                 for s in range(cfg.sgd_seeds):
-                    path.append(dict(K=K, d=d, seed=s, n=int(run.samples[t]), n_scaled=run.samples[t] / scale,
-                                     min_overlap=float(mins[t, s]), min_abs_overlap=float(mins_abs[t, s])))
+                    path.append(
+                        dict(
+                            K=K,
+                            d=d,
+                            seed=s,
+                            n=int(run.samples[t]),
+                            n_scaled=run.samples[t] / scale,
+                            min_overlap=float(mins[t, s]),
+                            min_abs_overlap=float(mins_abs[t, s]),
+                        )
+                    )
     ctx.table("sgd", pd.DataFrame(runs))
     ctx.table("sgd_path", pd.DataFrame(path))
 
@@ -142,8 +196,13 @@ def _unfolding(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
         model = msim(d, K, ctx.rng(f"unfold features {d}"), link=LINK)
         lo, hi = 0.25 * d ** math.ceil(K / 2), 16.0 * d ** (K - 1)  # below the balanced, above the mode-wise scale
         sizes = sorted({int(round(v)) for v in np.geomspace(lo, hi, cfg.unfold_points)})
-        T, _ = first_chaos_tensor(stack_features([model], ctx.device), model.links, sizes,
-                                  ctx.generator(f"unfold {d}", ctx.device), chunk=cfg.chunk)
+        T, _ = first_chaos_tensor(
+            stack_features([model], ctx.device),
+            model.links,
+            sizes,
+            ctx.generator(f"unfold {d}", ctx.device),
+            chunk=cfg.chunk,
+        )
         for n, tensor in zip(sizes, T[:, 0].cpu().numpy()):
             for est, feats in (("mode-wise", hosvd_features(tensor)), ("balanced", balanced_features(tensor))):
                 ov = overlaps(np.stack(feats), np.stack(model.features))
@@ -157,8 +216,13 @@ def _chaos2(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     for d in cfg.chaos2_dims:
         model = msim(d, 3, ctx.rng(f"chaos2 features {d}"), link=LINK)
         n = int(round(cfg.chaos2_sample_ratio * d**3))
-        C = second_chaos_matrix(stack_features([model], ctx.device), model.links, n,
-                                ctx.generator(f"chaos2 {d}", ctx.device), chunk=cfg.chunk)
+        C = second_chaos_matrix(
+            stack_features([model], ctx.device),
+            model.links,
+            n,
+            ctx.generator(f"chaos2 {d}", ctx.device),
+            chunk=cfg.chunk,
+        )
         s = torch.linalg.eigvalsh(C).abs().sort(descending=True).values.cpu().numpy()  # symmetric: |eigenvalues|
         noise = 2 * math.sqrt(d**3 / n)  # Wigner edge of the sampling noise (E y^2 = 1 per entry)
         for i, v in enumerate(s[: 4 * d]):
@@ -169,7 +233,7 @@ def _chaos2(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
 @study(
     "multiscale-single-index",
     title="Hierarchical feature learning in the multiscale single-index model (Edgeworth first chaos, HOSVD, "
-          "spherical SGD)",
+    "spherical SGD)",
     paper=PAPER,
     config=MultiscaleSingleIndexConfig,
     presets=PRESETS,

@@ -21,11 +21,22 @@ def figure_edgeworth(ctx: RunContext, t: pd.DataFrame) -> None:
     d = np.geomspace(q["d"].min() / 1.5, q["d"].max() * 1.5, 50)
     a, _ = fit_edgeworth(q)
     ax.plot(d, a / np.sqrt(d), color=color(0), lw=1, label=f"fit a d^-1/2, a = {a:.3f}")
-    ax.plot(d, q["predicted"].iloc[0] * math.sqrt(q["d"].iloc[0]) / np.sqrt(d), "k--", lw=0.8,
-            label="prediction 1/sqrt(1.5) d^-1/2")
+    ax.plot(
+        d,
+        q["predicted"].iloc[0] * math.sqrt(q["d"].iloc[0]) / np.sqrt(d),
+        "k--",
+        lw=0.8,
+        label="prediction 1/sqrt(1.5) d^-1/2",
+    )
     lin = t[t["link"] == "linear"].sort_values("d")
-    ax.errorbar(lin["d"], lin["rel_dev"].abs().clip(lower=1e-6), yerr=2 * lin["rel_se"], fmt="s", color=color(1),
-                label="linear link |deviation| (±2 SE)")
+    ax.errorbar(
+        lin["d"],
+        lin["rel_dev"].abs().clip(lower=1e-6),
+        yerr=2 * lin["rel_se"],
+        fmt="s",
+        color=color(1),
+        label="linear link |deviation| (±2 SE)",
+    )
     ax.set(xscale="log", yscale="log", xlabel="d", ylabel="E[y z]/(c1 c1) - 1", title="first chaos, K = 2, flat w")
     ax.legend(fontsize=7)
     ctx.figure("edgeworth", fig)
@@ -43,8 +54,12 @@ def figure_sgd_overlaps(ctx: RunContext, path: pd.DataFrame) -> None:
             ax.fill_between(q.index, q[0.25], q[0.75], color=color(i), alpha=0.2)
         ax.axhline(0.5, color="k", lw=0.6, ls=":")
         ax.axhline(0.0, color="k", lw=0.4)
-        ax.set(xlabel="n / (d^(K-1) log d)", ylabel="min_l <u_l, w_l> (signed)", title=f"spherical SGD, K = {K}",
-               ylim=(-1.02, 1.02))
+        ax.set(
+            xlabel="n / (d^(K-1) log d)",
+            ylabel="min_l <u_l, w_l> (signed)",
+            title=f"spherical SGD, K = {K}",
+            ylim=(-1.02, 1.02),
+        )
         ax.legend(fontsize=7)
     ctx.figure("sgd_overlaps", fig)
 
@@ -62,8 +77,14 @@ def figure_unfolding_vs_sgd(ctx: RunContext, unfolding: pd.DataFrame, sgd: pd.Da
         med = med[np.isfinite(med)]
         if len(med):
             ax.plot(med.index, med.values, "o-", color=color(i), label=f"SGD, K = {K} (median)")
-            ax.plot(med.index, med.values[0] * (med.index / med.index[0]) ** (K - 1), "--", color=color(i), lw=0.8,
-                    label=f"slope K - 1 = {K - 1}")
+            ax.plot(
+                med.index,
+                med.values[0] * (med.index / med.index[0]) ** (K - 1),
+                "--",
+                color=color(i),
+                lw=0.8,
+                label=f"slope K - 1 = {K - 1}",
+            )
             i += 1
     for est, g in unfolding.groupby("estimator"):
         ns = pd.Series({d: crossing_n(h) for d, h in g.groupby("d")}).dropna()
@@ -71,8 +92,14 @@ def figure_unfolding_vs_sgd(ctx: RunContext, unfolding: pd.DataFrame, sgd: pd.Da
             K = int(g["K"].iloc[0])
             slope = math.ceil(K / 2) if est == "balanced" else K - 1
             ax.plot(ns.index, ns.values, "s-", color=color(i), label=f"{est} unfolding, K = {K}")
-            ax.plot(ns.index, ns.values[0] * (ns.index / ns.index[0]) ** slope, ":", color=color(i), lw=0.8,
-                    label=f"slope {slope}")
+            ax.plot(
+                ns.index,
+                ns.values[0] * (ns.index / ns.index[0]) ** slope,
+                ":",
+                color=color(i),
+                lw=0.8,
+                label=f"slope {slope}",
+            )
             i += 1
     note = "" if len(unfolding) else " (unfolding baselines: paper preset only)"
     ax.set(xscale="log", yscale="log", xlabel="d", ylabel="n at min overlap 0.5", title="sample cost" + note)

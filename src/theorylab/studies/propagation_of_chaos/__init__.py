@@ -39,15 +39,48 @@ from theorylab.train.mean_field import (
 PAPER = "Glasgow, Bruna, arXiv 2605.22010 (2026)"
 
 
-def _sweep(cfg: PropagationOfChaosConfig, ctx: RunContext, out: tuple[list, list], setting: str, d: int, k: int, widths,
-           seeds: int, steps: int, eta: float) -> torch.Tensor:
+def _sweep(
+    cfg: PropagationOfChaosConfig,
+    ctx: RunContext,
+    out: tuple[list, list],
+    setting: str,
+    d: int,
+    k: int,
+    widths,
+    seeds: int,
+    steps: int,
+    eta: float,
+) -> torch.Tensor:
     """One width sweep: appends its loss curve and its gaps to ``out``; returns the reference's particles at T."""
     marks = checkpoint_steps(cfg.checkpoints, steps)
-    sw = width_sweep(HermiteActivation.he(k), d, widths, seeds, cfg.m_ref, eta=eta, steps=steps, checkpoints=marks,
-                     generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device), device=ctx.device,
-                     progress=ctx.progress, max_elements=max_elements_for(cfg.block_mib), inline_gaps=True)
-    out[0].append(pd.DataFrame({"setting": setting, "d": d, "k": k, "eta": eta, "step": np.arange(steps + 1),
-                                "t": sw.history.times, "L_mf": sw.history.ref_loss}))
+    sw = width_sweep(
+        HermiteActivation.he(k),
+        d,
+        widths,
+        seeds,
+        cfg.m_ref,
+        eta=eta,
+        steps=steps,
+        checkpoints=marks,
+        generator=ctx.generator(f"particles/{setting}/{d}", device=ctx.device),
+        device=ctx.device,
+        progress=ctx.progress,
+        max_elements=max_elements_for(cfg.block_mib),
+        inline_gaps=True,
+    )
+    out[0].append(
+        pd.DataFrame(
+            {
+                "setting": setting,
+                "d": d,
+                "k": k,
+                "eta": eta,
+                "step": np.arange(steps + 1),
+                "t": sw.history.times,
+                "L_mf": sw.history.ref_loss,
+            }
+        )
+    )
     gaps = pd.DataFrame(sw.gap_rows(marks, eta, setting=setting, d=d, k=k, eta=eta))
     out[1].append(gaps.assign(m_gap=lambda f: f["width"] * f["gap"]))
     return sw.history.snapshots[max(sw.history.snapshots)][1]  # only the reference at T is kept
@@ -58,18 +91,34 @@ def _memory(cfg: PropagationOfChaosConfig) -> tuple[float, str]:
     held three times, not once per checkpoint), the reference at T of every step size, and the finite-sample
     phase (each network's samples x (n, d) and labels, the sweeps' snapshots at the first d)."""
     d, marks = max(cfg.dims), len(cfg.checkpoints)
-    widths = sweep_peak_bytes(len(cfg.widths) * cfg.seeds, max(cfg.widths), d, cfg.m_ref, marks, keep_networks=False,
-                              block_mib=cfg.block_mib) + (len(cfg.lrs) + 1) * cfg.m_ref * d * 8.0
+    widths = (
+        sweep_peak_bytes(
+            len(cfg.widths) * cfg.seeds,
+            max(cfg.widths),
+            d,
+            cfg.m_ref,
+            marks,
+            keep_networks=False,
+            block_mib=cfg.block_mib,
+        )
+        + (len(cfg.lrs) + 1) * cfg.m_ref * d * 8.0
+    )
     samples = 0.0
     if cfg.sample_sizes:
         d0, n = cfg.dims[0], max(cfg.sample_sizes)
-        samples = (sweep_peak_bytes(cfg.sample_seeds, cfg.sample_width, d0, cfg.m_ref, marks, keep_networks=True,
-                                    block_mib=cfg.block_mib) * len(cfg.sample_sizes)
-                   + cfg.sample_seeds * n * (d0 + 1) * 8.0)
+        samples = (
+            sweep_peak_bytes(
+                cfg.sample_seeds, cfg.sample_width, d0, cfg.m_ref, marks, keep_networks=True, block_mib=cfg.block_mib
+            )
+            * len(cfg.sample_sizes)
+            + cfg.sample_seeds * n * (d0 + 1) * 8.0
+        )
     need = BASE_BYTES + max(widths, samples)
     fewer = max(1, cfg.seeds // 2)
-    return need, (f"--set seeds={fewer} (networks per width, now {cfg.seeds}) or fewer/smaller widths: the networks "
-                  f"take {len(cfg.widths) * cfg.seeds * max(cfg.widths) * d * 24 / 2**30:.1f} GiB of it")
+    return need, (
+        f"--set seeds={fewer} (networks per width, now {cfg.seeds}) or fewer/smaller widths: the networks "
+        f"take {len(cfg.widths) * cfg.seeds * max(cfg.widths) * d * 24 / 2**30:.1f} GiB of it"
+    )
 
 
 @study(
@@ -87,10 +136,18 @@ def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
         loss, gap, discs = _run(cfg, ctx)
     # Per setting, d and eta: the decay exponent c, the loss integral and the predicted width exponent; and per
     # width the sup over checkpoints of the seed-mean gap, early and late halves.
-    rates = pd.DataFrame([dict(setting=s, d=d, eta=eta, **loss_decay_summary(g["t"], g["L_mf"], cfg.rate_window))
-                          for (s, d, eta), g in loss.sort_values("t", kind="stable").groupby(["setting", "d", "eta"])])
-    sup = pd.DataFrame([dict(setting=s, d=d, eta=eta, width=m, **sup_over_time(g["t"], g["gap"], m))
-                        for (s, d, eta, m), g in gap.groupby(["setting", "d", "eta", "width"])])
+    rates = pd.DataFrame(
+        [
+            dict(setting=s, d=d, eta=eta, **loss_decay_summary(g["t"], g["L_mf"], cfg.rate_window))
+            for (s, d, eta), g in loss.sort_values("t", kind="stable").groupby(["setting", "d", "eta"])
+        ]
+    )
+    sup = pd.DataFrame(
+        [
+            dict(setting=s, d=d, eta=eta, width=m, **sup_over_time(g["t"], g["gap"], m))
+            for (s, d, eta, m), g in gap.groupby(["setting", "d", "eta", "width"])
+        ]
+    )
     for name, table in (("loss", loss), ("gaps", gap), ("rates", rates), ("sup_gap", sup)):
         ctx.table(name, table)
     if discs:
@@ -104,9 +161,12 @@ def _run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> tuple[pd.DataFrame, 
     out, discs = ([], []), []
     etas = sorted(set(cfg.lrs) | {cfg.lr}, reverse=True)
     for d in cfg.dims:
-        finals = {eta: _sweep(cfg, ctx, out, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds,
-                              int(round(cfg.steps * cfg.lr / eta)), eta)  # the same horizon T for every step size
-                  for eta in etas}
+        finals = {
+            eta: _sweep(
+                cfg, ctx, out, "fast", d, cfg.fast_k, cfg.widths, cfg.seeds, int(round(cfg.steps * cfg.lr / eta)), eta
+            )  # the same horizon T for every step size
+            for eta in etas
+        }
         if len(finals) > 1:
             gaps_at_t = step_halving_gaps(HermiteActivation.he(cfg.fast_k), finals, max_elements_for(cfg.block_mib))
             discs.append(pd.DataFrame([(d, *g) for g in gaps_at_t], columns=["d", "eta", "eta_half", "ref_gap_at_T"]))
@@ -115,10 +175,21 @@ def _run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> tuple[pd.DataFrame, 
     if cfg.sample_sizes:
         d = cfg.dims[0]
         marks = checkpoint_steps(cfg.checkpoints, cfg.steps)
-        sweeps = sample_sweep(HermiteActivation.he(cfg.fast_k), d, cfg.sample_width, cfg.sample_sizes, cfg.sample_seeds,
-                              cfg.m_ref, eta=cfg.lr, steps=cfg.steps, checkpoints=marks, device=ctx.device,
-                              generator=ctx.generator(f"samples/{d}", device=ctx.device), progress=ctx.progress,
-                              max_elements=max_elements_for(cfg.block_mib))
+        sweeps = sample_sweep(
+            HermiteActivation.he(cfg.fast_k),
+            d,
+            cfg.sample_width,
+            cfg.sample_sizes,
+            cfg.sample_seeds,
+            cfg.m_ref,
+            eta=cfg.lr,
+            steps=cfg.steps,
+            checkpoints=marks,
+            device=ctx.device,
+            generator=ctx.generator(f"samples/{d}", device=ctx.device),
+            progress=ctx.progress,
+            max_elements=max_elements_for(cfg.block_mib),
+        )
         labels = dict(setting="samples", d=d, k=cfg.fast_k, eta=cfg.lr)
         rows = [r for n, sw in sweeps.items() for r in sw.gap_rows(marks, cfg.lr, **labels, n=n)]
         ctx.table("finite_samples", pd.DataFrame(rows))

@@ -11,31 +11,44 @@ from theorylab.core.fields import Dim, Fraction, InformationExponent, LearningRa
 
 
 class PropagationOfChaosConfig(StudyConfig):
-    dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field((16,), min_length=1, description="input dimensions d (quick "
-        "16; paper 16..128)")
+    dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field(
+        (16,), min_length=1, description="input dimensions d (quick 16; paper 16..128)"
+    )
     fast_k: InformationExponent = Field(2, description="fast setting: link He_k/sqrt(k!) (card: 2, K(t) = t^2)")
     widths: tuple[Width, ...] = Field((32, 64, 128, 256), min_length=2, description="widths of the fast setting")
     seeds: Seeds = Field(4, description="networks per width, fast setting")
     steps: Annotated[Steps, Field(ge=2)] = Field(400, description="steps of the fast setting (T = eta * steps)")
     m_ref: Annotated[Width, Field(ge=16)] = Field(1024, description="reference particles")
     lr: LearningRate = Field(0.1, description="step size (mean-field time per step)")
-    checkpoints: tuple[Fraction, ...] = Field((0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0), min_length=3,
-        description="checkpoint times as fractions of T")
-    rate_window: tuple[float, float] = Field((1e-3, 1e-1), description="window of L_MF/L_MF(0) where the decay "
-        "exponent c is fitted")
+    checkpoints: tuple[Fraction, ...] = Field(
+        (0.0, 0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0), min_length=3, description="checkpoint times as fractions of T"
+    )
+    rate_window: tuple[float, float] = Field(
+        (1e-3, 1e-1), description="window of L_MF/L_MF(0) where the decay exponent c is fitted"
+    )
     slow_k: InformationExponent | None = Field(4, description="slow contrast link He_k (report only; None: skip)")
     slow_widths: tuple[Width, ...] = Field((32, 64, 128), min_length=2, description="widths of the slow setting")
     slow_seeds: Seeds = Field(3, description="networks per width, slow setting")
     slow_steps: Annotated[Steps, Field(ge=2)] = Field(200, description="steps of the slow setting")
-    lrs: tuple[LearningRate, ...] = Field((), description="discretisation check: step sizes at equal T, eta always "
-        "added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)")
-    sample_sizes: tuple[Annotated[SampleSize, Field(ge=16)], ...] = Field((), description="finite-sample check: n "
-        "fixed samples per network (paper: 2^12 .. 2^18; empty: skip)")
-    sample_width: Width = Field(256, description="width of the finite-sample networks (paper: 2^12; must be one of "
-        "'widths')")
+    lrs: tuple[LearningRate, ...] = Field(
+        (),
+        description="discretisation check: step sizes at equal T, eta always "
+        "added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)",
+    )
+    sample_sizes: tuple[Annotated[SampleSize, Field(ge=16)], ...] = Field(
+        (), description="finite-sample check: n fixed samples per network (paper: 2^12 .. 2^18; empty: skip)"
+    )
+    sample_width: Width = Field(
+        256, description="width of the finite-sample networks (paper: 2^12; must be one of 'widths')"
+    )
     sample_seeds: Seeds = Field(4, description="networks per sample size")
-    block_mib: float = Field(16.0, gt=0, le=1 << 20, description="largest pairwise block formed at once, MiB (16: "
-        "peak memory bounded, fits 24 GB; a large GPU may raise it to ~1000)")
+    block_mib: float = Field(
+        16.0,
+        gt=0,
+        le=1 << 20,
+        description="largest pairwise block formed at once, MiB (16: "
+        "peak memory bounded, fits 24 GB; a large GPU may raise it to ~1000)",
+    )
 
 
 PRESETS = {
@@ -51,8 +64,11 @@ PRESETS = {
         "setting), and finite-samples on n = 2^10, 2^12, 2^14 fixed samples at m = 256",
         dims=((16, 32, 64, 128), "the card's dimensions: the poly(d) fit"),
         lrs=((), "the step-size check is decided at quick; here it would repeat the eta grid at every d"),
-        sample_sizes=((1024, 4096, 16384), "n = 2^10 .. 2^14: the empirical-loss networks cost ~0.2 s of CPU per "
-                                           "step at n = 2^14 (card: to 2^18, ~16x that, past the CPU tier)"),
+        sample_sizes=(
+            (1024, 4096, 16384),
+            "n = 2^10 .. 2^14: the empirical-loss networks cost ~0.2 s of CPU per "
+            "step at n = 2^14 (card: to 2^18, ~16x that, past the CPU tier)",
+        ),
     ),
     "paper": Preset.of(
         "paper",

@@ -25,8 +25,9 @@ def figure_loss(ctx: RunContext, loss: pd.DataFrame, rates: pd.DataFrame, cfg: P
             tt, line = power_law_through_window(grp["t"], grp["L_mf"], r["c"], cfg.rate_window, r["L0"])
             ax.plot(tt, line, "--", color="black", lw=0.8, label=f"fit t^-{r['c']:.2f}")
         twin.plot(grp["t"], root_loss_integral(grp["t"], grp["L_mf"]), ":", color=color(i), lw=1)
-    ax.axhspan(cfg.rate_window[0] * loss["L_mf"].iloc[0], cfg.rate_window[1] * loss["L_mf"].iloc[0], color="grey",
-               alpha=0.1)
+    ax.axhspan(
+        cfg.rate_window[0] * loss["L_mf"].iloc[0], cfg.rate_window[1] * loss["L_mf"].iloc[0], color="grey", alpha=0.1
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("mean-field time t")
@@ -45,8 +46,19 @@ def figure_sup_gap(ctx: RunContext, sup: pd.DataFrame, rates: pd.DataFrame) -> N
         theorem = grp["sup_gap"].iloc[0] * (grp["width"] / grp["width"].iloc[0]) ** -pred  # the theorem's slope
         parts.append(grp.assign(curve=curve, theorem=theorem))
     fig, ax = new_figure()
-    prediction_vs_simulation(ax, pd.concat(parts), "width", "theorem", "sup_gap", group="curve", xlabel="width m",
-                             theory_label="theorem's slope -min(1, c/6)", ylabel="sup_t gap_m(t)", logx=True, logy=True)
+    prediction_vs_simulation(
+        ax,
+        pd.concat(parts),
+        "width",
+        "theorem",
+        "sup_gap",
+        group="curve",
+        xlabel="width m",
+        theory_label="theorem's slope -min(1, c/6)",
+        ylabel="sup_t gap_m(t)",
+        logx=True,
+        logy=True,
+    )
     log_ticks(ax, sorted(sup["width"].unique()))
     ax.legend(fontsize=6)
     ctx.figure("sup_gap_vs_m", fig)
@@ -56,7 +68,18 @@ def figure_long_time(ctx: RunContext, gaps: pd.DataFrame) -> None:
     fast = gaps[(gaps["setting"] == "fast") & (gaps["d"] == gaps["d"].min()) & (gaps["eta"] == gaps["eta"].max())]
     means = fast[fast["t"] > 0].groupby(["width", "t"])["m_gap"].mean().reset_index()
     fig, ax = new_figure()
-    prediction_vs_simulation(ax, means, "t", None, "m_gap", group="width", label="m = {group}", logx=True, logy=True,
-                             xlabel="mean-field time t", ylabel="m · gap_m(t) (seed mean)")
+    prediction_vs_simulation(
+        ax,
+        means,
+        "t",
+        None,
+        "m_gap",
+        group="width",
+        label="m = {group}",
+        logx=True,
+        logy=True,
+        xlabel="mean-field time t",
+        ylabel="m · gap_m(t) (seed mean)",
+    )
     ax.set_title("no late growth of the fluctuation (fast setting)", fontsize=8)
     ctx.figure("gap_over_long_time", fig)

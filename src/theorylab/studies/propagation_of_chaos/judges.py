@@ -22,9 +22,15 @@ claims = Claims("propagation-of-chaos")
 
 
 # The cpu preset's sizes against the card's paper sizes (the widths and sample sizes a verdict names itself).
-CPU_SIZES = [Departure.field_value("m_ref", 131072, "cpu preset: quick's 1024 reference particles (8 x 128; the "
-                                   "card's 2^17 is a GPU's)", presets=["cpu"]),
-             Departure.field_value("seeds", 8, "cpu preset: quick's 4 networks per width", presets=["cpu"])]
+CPU_SIZES = [
+    Departure.field_value(
+        "m_ref",
+        131072,
+        "cpu preset: quick's 1024 reference particles (8 x 128; the card's 2^17 is a GPU's)",
+        presets=["cpu"],
+    ),
+    Departure.field_value("seeds", 8, "cpu preset: quick's 4 networks per width", presets=["cpu"]),
+]
 
 
 def _fast(res) -> pd.DataFrame:
@@ -44,8 +50,11 @@ def judge_rate(res, v) -> Verdict:
     worst_c = float(v.column(fast, "c").min())
     ratio = float((v.column(fast, "LT") / v.column(fast, "L0")).max())
     ok = bool(np.isfinite(worst_c)) and worst_c >= 1.5 and ratio <= 1e-3
-    detail = "; ".join(f"d={int(r.d)}: c = {r.c:.2f} [{r.c_low:.2f}, {r.c_high:.2f}] over {r.window_points} points, "
-                       f"L(T)/L(0) = {r.LT / r.L0:.1e}" for r in fast.itertuples())
+    detail = "; ".join(
+        f"d={int(r.d)}: c = {r.c:.2f} [{r.c_low:.2f}, {r.c_high:.2f}] over {r.window_points} points, "
+        f"L(T)/L(0) = {r.LT / r.L0:.1e}"
+        for r in fast.itertuples()
+    )
     return v.judged(ok, worst_c, ">= 1.5", 1.5, detail)
 
 
@@ -91,8 +100,10 @@ def judge_late(res, v) -> Verdict:
     sup = res.table("sup_gap")
     fast = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
     excess = v.column(fast, "late_m_gap") - v.column(fast, "early_m_gap")
-    detail = "; ".join(f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}"
-                       for r in fast.itertuples())
+    detail = "; ".join(
+        f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}"
+        for r in fast.itertuples()
+    )
     return v.judged(bool((excess <= 0).all()), float(excess.max()), "<= 0", 0, detail)
 
 
@@ -109,8 +120,10 @@ def judge_poly(res, v) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
     if len(dims) < 3:
-        raise Undecided(f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
-                        f"fit needs >= 3; needs the cpu preset")
+        raise Undecided(
+            f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
+            f"fit needs >= 3; needs the cpu preset"
+        )
     top = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
     width = POLY_WIDTH if (top["width"] == POLY_WIDTH).any() else int(top["width"].max())
     moved = [] if width == POLY_WIDTH else [f"m = {width}, the largest width (card: m = 2^12, not run here)"]
@@ -125,19 +138,31 @@ def judge_poly(res, v) -> Verdict:
     return v.judged(exponent <= 3 and ratio <= bound, exponent, "<= 3", 3, detail, departures=moved)
 
 
-S_DISC = ("First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 (same "
-          "initial particles) shrinks by a factor in [1.5, 3] "
-          "per halving, and beta_sup (sup over checkpoints t > 0) changes by at most 0.15 across eta.")
+S_DISC = (
+    "First-order discretisation: the L2 distance at T between reference runs with step eta and eta/2 (same "
+    "initial particles) shrinks by a factor in [1.5, 3] "
+    "per halving, and beta_sup (sup over checkpoints t > 0) changes by at most 0.15 across eta."
+)
 
 
-@claims.add("discretisation", S_DISC, REF + ", discrete time", departures=[
-    Departure.field_value("lrs", (0.2, 0.1, 0.05, 0.025), "three step sizes cost seconds at d = 16"),
-    Departure.of("judged at the quick sizes: d = 16, m <= 256, m_ref 1024, T = 40 (card: a paper claim, d 16-128, "
-                 "m to 2^14, m_ref 2^17)", "the step-size check is cheap at quick", presets=["quick"]),
-    "beta_sup over checkpoints t > 0 (card: all checkpoints): every step size starts from the same particles, so a "
-    "sup attained at t = 0 could not differ across eta",
-    "shrink factor of the L2 distance, the square root of the gap (card: 'the function gap', defined squared): the "
-    "card's band [1.5, 3] and its 'O(eta) in function space' fit a first-order distance (a squared gap shrinks 4x)"])
+@claims.add(
+    "discretisation",
+    S_DISC,
+    REF + ", discrete time",
+    departures=[
+        Departure.field_value("lrs", (0.2, 0.1, 0.05, 0.025), "three step sizes cost seconds at d = 16"),
+        Departure.of(
+            "judged at the quick sizes: d = 16, m <= 256, m_ref 1024, T = 40 (card: a paper claim, d 16-128, "
+            "m to 2^14, m_ref 2^17)",
+            "the step-size check is cheap at quick",
+            presets=["quick"],
+        ),
+        "beta_sup over checkpoints t > 0 (card: all checkpoints): every step size starts from the same particles, so a "
+        "sup attained at t = 0 could not differ across eta",
+        "shrink factor of the L2 distance, the square root of the gap (card: 'the function gap', defined squared): the "
+        "card's band [1.5, 3] and its 'O(eta) in function space' fit a first-order distance (a squared gap shrinks 4x)",
+    ],
+)
 def judge_disc(res, v) -> Verdict:
     disc = res.table("discretisation", unless="this config runs one step size (etas empty)")
     v.column(disc, "ref_gap_at_T")
@@ -148,36 +173,51 @@ def judge_disc(res, v) -> Verdict:
     gaps = res.table("gaps")
     later = gaps[(gaps["setting"] == "fast") & (gaps["t"] > 0)]
     v.column(later, "gap")
-    sups = {(int(d), float(eta)): sup_of_seed_mean(g["width"], g["t"], g["gap"])
-            for (d, eta), g in later.groupby(["d", "eta"])}
+    sups = {
+        (int(d), float(eta)): sup_of_seed_mean(g["width"], g["t"], g["gap"])
+        for (d, eta), g in later.groupby(["d", "eta"])
+    }
     betas = {key: fit_inverse_width(sup.index.to_numpy(), sup.to_numpy()) for key, sup in sups.items()}
     spread = spread_across(betas)
     ok = bool(factors) and all(1.5 <= f <= 3 for f in factors) and spread <= 0.15
-    detail = (f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
-              + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items())) + f"; spread across "
-                  f"eta {spread:.3f} (need <= 0.15)")
+    detail = (
+        f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
+        + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items()))
+        + f"; spread across "
+        f"eta {spread:.3f} (need <= 0.15)"
+    )
     return v.judged(ok, spread, "<= 0.15", 0.15, detail)
 
 
-S_SAMPLES = ("Finite samples: at m = 2^12, the sup-over-time gap of networks trained on n fixed samples to the "
-             "population mean-field reference falls with n with a fitted exponent >= 0.5, and at n = 2^18 is <= 2x the "
-             "pure-width gap (rate reconstructed).")
+S_SAMPLES = (
+    "Finite samples: at m = 2^12, the sup-over-time gap of networks trained on n fixed samples to the "
+    "population mean-field reference falls with n with a fitted exponent >= 0.5, and at n = 2^18 is <= 2x the "
+    "pure-width gap (rate reconstructed)."
+)
 
 SAMPLES_N = 1 << 18  # the card's largest sample size
 
 
 def _finite_samples(res, v) -> tuple[pd.Series, float, str]:
     """``(sup-gap per n, the population-trained (pure-width) sup-gap at the same width, both in words)``."""
-    fs = res.table("finite_samples", unless="this config trains no finite-sample networks (sample_sizes empty); "
-                                            "needs the cpu preset")
+    fs = res.table(
+        "finite_samples",
+        unless="this config trains no finite-sample networks (sample_sizes empty); needs the cpu preset",
+    )
     v.column(fs, "gap")
     sup = res.table("sup_gap")
     width = int(fs["width"].iloc[0])
-    pure = sup[(sup["setting"] == "fast") & (sup["width"] == width) & (sup["eta"] == res.config["lr"]) & (sup[
-        "d"] == fs["d"].iloc[0])]
+    pure = sup[
+        (sup["setting"] == "fast")
+        & (sup["width"] == width)
+        & (sup["eta"] == res.config["lr"])
+        & (sup["d"] == fs["d"].iloc[0])
+    ]
     if pure.empty:
-        raise Undecided(f"the population sweep has no width {width} (sample_width must be one of widths), so there is "
-                        f"no pure-width gap to compare with")
+        raise Undecided(
+            f"the population sweep has no width {width} (sample_width must be one of widths), so there is "
+            f"no pure-width gap to compare with"
+        )
     pure_gap = v.finite(pure["sup_gap"].iloc[0], "pure-width sup-gap")
     by_n = sup_of_seed_mean(fs["n"], fs["t"], fs["gap"])
     text = ", ".join(f"n={n}: {g:.2e}" for n, g in by_n.items()) + f"; population-trained gap {pure_gap:.2e}"
@@ -192,12 +232,20 @@ def _sample_departures(res, by_n: pd.Series) -> list[str]:
     return out
 
 
-@claims.add("finite-samples", S_SAMPLES, REF + ", finitely many samples (rate reconstructed)", departures=CPU_SIZES[:1],
-            decided_by="cpu", known=KnownFailure.on_every_seed(
-                "cpu preset, seed 0: at m = 256 the sup-gap floors at the width's own error (population-trained "
-                "3.71e-3): n = 2^10, 2^12, 2^14 read 1.13e-2, 4.13e-3, 3.50e-3, so its exponent in n is 0.42 (need >= "
-                "0.5) while the largest n is 0.94x the pure-width gap (need <= 2); the excess over the floor falls "
-                "like n^-2.1 (finite-samples-excess). The card's m = 2^12 lowers that floor 16x", presets=["cpu"]))
+@claims.add(
+    "finite-samples",
+    S_SAMPLES,
+    REF + ", finitely many samples (rate reconstructed)",
+    departures=CPU_SIZES[:1],
+    decided_by="cpu",
+    known=KnownFailure.on_every_seed(
+        "cpu preset, seed 0: at m = 256 the sup-gap floors at the width's own error (population-trained "
+        "3.71e-3): n = 2^10, 2^12, 2^14 read 1.13e-2, 4.13e-3, 3.50e-3, so its exponent in n is 0.42 (need >= "
+        "0.5) while the largest n is 0.94x the pure-width gap (need <= 2); the excess over the floor falls "
+        "like n^-2.1 (finite-samples-excess). The card's m = 2^12 lowers that floor 16x",
+        presets=["cpu"],
+    ),
+)
 def judge_samples(res, v) -> Verdict:
     by_n, pure_gap, text = _finite_samples(res, v)
     moved = _sample_departures(res, by_n)
@@ -206,35 +254,46 @@ def judge_samples(res, v) -> Verdict:
     exponent = float(-np.polyfit(np.log(by_n.index.to_numpy(float)), np.log(by_n.to_numpy()), 1)[0])
     final_ratio = float(by_n.iloc[-1] / pure_gap)
     detail = f"{text}; exponent {exponent:.2f} (need >= 0.5); largest n / pure = {final_ratio:.2f} (need <= 2)"
-    return v.at_least(exponent, 0.5, name="exponent in n", tolerance=0.5, detail=detail, also=final_ratio <= 2,
-                      departures=moved)
+    return v.at_least(
+        exponent, 0.5, name="exponent in n", tolerance=0.5, detail=detail, also=final_ratio <= 2, departures=moved
+    )
 
 
-S_SAMPLES_EXCESS = ("Ours: the card's rate read on the excess over the pure-width gap (the sup-gap itself saturates at "
-                    "the width's own error): at fixed width the excess of the finite-sample sup-gap over the "
-                    "population-trained one falls with n with a fitted exponent >= 0.5, and at the largest n the "
-                    "sup-gap is <= 2x the pure-width gap.")
+S_SAMPLES_EXCESS = (
+    "Ours: the card's rate read on the excess over the pure-width gap (the sup-gap itself saturates at "
+    "the width's own error): at fixed width the excess of the finite-sample sup-gap over the "
+    "population-trained one falls with n with a fitted exponent >= 0.5, and at the largest n the "
+    "sup-gap is <= 2x the pure-width gap."
+)
 
 
-@claims.add("finite-samples-excess", S_SAMPLES_EXCESS, "ours: " + REF + ", finitely many samples",
-            departures=CPU_SIZES[:1], decided_by="cpu")
+@claims.add(
+    "finite-samples-excess",
+    S_SAMPLES_EXCESS,
+    "ours: " + REF + ", finitely many samples",
+    departures=CPU_SIZES[:1],
+    decided_by="cpu",
+)
 def judge_samples_excess(res, v) -> Verdict:
     by_n, pure_gap, gaps_text = _finite_samples(res, v)
     excess = by_n - pure_gap
     keep = excess > 0
     final_ratio = float(by_n.iloc[-1] / pure_gap)
     if keep.sum() < 2:
-        raise Undecided(f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the "
-                        f"population-trained gap ({gaps_text}), "
-                        f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes "
-                        f"below the width's own error are needed")
+        raise Undecided(
+            f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the "
+            f"population-trained gap ({gaps_text}), "
+            f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes "
+            f"below the width's own error are needed"
+        )
     exponent = float(-np.polyfit(np.log(by_n.index[keep]), np.log(excess[keep]), 1)[0])
     detail = (
         f"{gaps_text}; excess exponent {exponent:.2f} over {int(keep.sum())} sizes (need >= 0.5); largest n / pure = "
         f"{final_ratio:.2f} (need <= 2)"
     )
-    return v.judged(exponent >= 0.5 and final_ratio <= 2, exponent, ">= 0.5", 0.5, detail,
-                    departures=_sample_departures(res, by_n))
+    return v.judged(
+        exponent >= 0.5 and final_ratio <= 2, exponent, ">= 0.5", 0.5, detail, departures=_sample_departures(res, by_n)
+    )
 
 
 S_SLOW = (
@@ -254,6 +313,8 @@ def judge_slow(res, v) -> Verdict:
     for r in slow.itertuples():
         grp = sup[(sup["setting"] == "slow") & (sup["d"] == r.d)]
         beta = fit_inverse_width(grp["width"], grp["sup_gap"])
-        parts.append(f"d={int(r.d)}: c = {r.c:.2f} ({r.window_points} points in the window), I(T) = {r.I_T:.3f} "
-                     f"(I(T/2) = {r.I_half:.3f}), beta_sup = {beta:.2f}")
+        parts.append(
+            f"d={int(r.d)}: c = {r.c:.2f} ({r.window_points} points in the window), I(T) = {r.I_T:.3f} "
+            f"(I(T/2) = {r.I_half:.3f}), beta_sup = {beta:.2f}"
+        )
     return v.undecided("report only: " + "; ".join(parts))

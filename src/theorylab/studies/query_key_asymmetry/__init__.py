@@ -47,9 +47,17 @@ VOCAB = 50
 
 
 def _model(cfg: QueryKeyAsymmetryConfig, pos: str, causal: bool, seed: int, dtype: torch.dtype) -> ToyTransformer:
-    return ToyTransformer(d_model=cfg.identity_d_model, n_heads=cfg.identity_n_heads, n_layers=cfg.identity_n_layers,
-                          mlp_width=2 * cfg.identity_d_model, vocab_size=VOCAB, causal=causal,
-                          positional=POSITIONAL[pos], max_len=cfg.identity_length, seed=seed).to(dtype)
+    return ToyTransformer(
+        d_model=cfg.identity_d_model,
+        n_heads=cfg.identity_n_heads,
+        n_layers=cfg.identity_n_layers,
+        mlp_width=2 * cfg.identity_d_model,
+        vocab_size=VOCAB,
+        causal=causal,
+        positional=POSITIONAL[pos],
+        max_len=cfg.identity_length,
+        seed=seed,
+    ).to(dtype)
 
 
 def _identities(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -73,8 +81,9 @@ def _causal_support(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFra
     rows = []
     for pos in cfg.positions:
         model = _model(cfg, pos, True, ctx.seed(f"causal/{pos}"), torch.float64)
-        tokens = torch.randint(0, VOCAB, (cfg.identity_batch, cfg.identity_length + 1), generator=ctx.generator(
-            f"causal/data/{pos}"))
+        tokens = torch.randint(
+            0, VOCAB, (cfg.identity_batch, cfg.identity_length + 1), generator=ctx.generator(f"causal/data/{pos}")
+        )
         support = causal_key_support(model, tokens, (1, cfg.identity_length // 2, cfg.identity_length - 1))
         rows += [dict(pos=pos, **row) for row in support]
     return ctx.table("causal_support", pd.DataFrame(rows))
@@ -96,12 +105,25 @@ def _gauge(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> pd.DataFrame:
 def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     vocab, stream = char_stream(cfg.corpus)
     trunc, ranks, lms = thin_key_decoders(
-        stream, len(vocab), width=cfg.lm_d_model, heads=cfg.lm_n_heads, layers=cfg.lm_n_layers, context=cfg.lm_length,
-        batch=cfg.lm_batch, steps=cfg.lm_steps, lr=cfg.lm_lr,
-        thin_fraction=cfg.thin_fraction if cfg.thin_keys else None, rank_fractions=cfg.rank_fractions,
-        eval_batches=cfg.eval_batches, init_seed=ctx.seed("lm/init"),
-        eval_generator=ctx.generator("lm/eval"), data_generator=lambda name: ctx.generator(f"lm/data/{name}"),
-        progress=ctx.progress, check=ctx.check_finite, device=ctx.device)
+        stream,
+        len(vocab),
+        width=cfg.lm_d_model,
+        heads=cfg.lm_n_heads,
+        layers=cfg.lm_n_layers,
+        context=cfg.lm_length,
+        batch=cfg.lm_batch,
+        steps=cfg.lm_steps,
+        lr=cfg.lm_lr,
+        thin_fraction=cfg.thin_fraction if cfg.thin_keys else None,
+        rank_fractions=cfg.rank_fractions,
+        eval_batches=cfg.eval_batches,
+        init_seed=ctx.seed("lm/init"),
+        eval_generator=ctx.generator("lm/eval"),
+        data_generator=lambda name: ctx.generator(f"lm/data/{name}"),
+        progress=ctx.progress,
+        check=ctx.check_finite,
+        device=ctx.device,
+    )
     trunc, ranks = ctx.table("truncation", trunc), ctx.table("ranks", ranks)
     ctx.table("decoders", lms)
     return trunc, ranks
@@ -110,7 +132,7 @@ def _decoders(cfg: QueryKeyAsymmetryConfig, ctx: RunContext) -> tuple[pd.DataFra
 @study(
     "query-key-asymmetry",
     title="Queries and keys: symmetric in form, not in role (invisible key bias, centred key gradients, gauge, "
-          "thin keys)",
+    "thin keys)",
     paper=PAPER,
     config=QueryKeyAsymmetryConfig,
     presets=PRESETS,

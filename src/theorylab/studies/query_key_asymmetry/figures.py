@@ -39,8 +39,13 @@ def figure_gradients(ctx: RunContext, t: pd.DataFrame) -> None:
 def figure_truncation(ctx: RunContext, t: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, (which, g) in enumerate(t.groupby("which")):
-        ax.plot(g["rank"], g["delta_loss"], "o-", color=color(i), label={"q": "truncate W_Q", "k": "truncate W_K",
-            "qk": "truncate M"}[which])
+        ax.plot(
+            g["rank"],
+            g["delta_loss"],
+            "o-",
+            color=color(i),
+            label={"q": "truncate W_Q", "k": "truncate W_K", "qk": "truncate M"}[which],
+        )
     ax.axhline(0, color="k", lw=0.8)
     ax.set_xlabel("rank r")
     ax.set_ylabel("ΔLoss (held-out, nats)")

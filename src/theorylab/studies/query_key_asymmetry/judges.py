@@ -21,19 +21,23 @@ def _corpus(res) -> list[str]:
     text."""
     corpus = str(res.config.get("corpus", ""))
     if corpus in ("stdlib", "kjv"):
-        return [f"character-level '{corpus}' text (card: WikiText-2/103 from a local copy): the packaged corpus; "
-                "--set corpus=<path> takes a local WikiText"]
+        return [
+            f"character-level '{corpus}' text (card: WikiText-2/103 from a local copy): the packaged corpus; "
+            "--set corpus=<path> takes a local WikiText"
+        ]
     return []
 
 
 claims = Claims("query-key-asymmetry")
 
 
-S_BIAS = ("Identity check (derived from softmax over keys; a code check, not evidence for the paper): without rotary "
-          "positions a random key bias of norm 10 changes the output logits by <= 1e-5 relative (float32) / 1e-12 "
-          "(float64) and gets gradient "
-          "<= 1e-10 x the query bias's (float64); the controls (RoPE, or the bias on the query side) change the logits "
-          "by >= 1e-3.")
+S_BIAS = (
+    "Identity check (derived from softmax over keys; a code check, not evidence for the paper): without rotary "
+    "positions a random key bias of norm 10 changes the output logits by <= 1e-5 relative (float32) / 1e-12 "
+    "(float64) and gets gradient "
+    "<= 1e-10 x the query bias's (float64); the controls (RoPE, or the bias on the query side) change the logits "
+    "by >= 1e-3."
+)
 
 
 @claims.add("key-bias-invisible", S_BIAS, REF + ": softmax over keys ignores row constants (derived)")
@@ -42,8 +46,10 @@ def judge_bias(res, v) -> Verdict:
     g = res.table("gradient_sums")
     inv = b[(b["side"] == "key") & (b["pos"] != "rope")]
     if inv.empty:
-        raise Undecided("this config checks only rotary positions (positions = ('rope',)), where a key bias is visible "
-                        "by design; add 'none' or 'absolute'")
+        raise Undecided(
+            "this config checks only rotary positions (positions = ('rope',)), where a key bias is visible "
+            "by design; add 'none' or 'absolute'"
+        )
     v.column(b, "rel_change")
     for col in ("key_bias_grad", "query_bias_grad"):
         v.column(g, col)
@@ -54,21 +60,31 @@ def judge_bias(res, v) -> Verdict:
     controls = b[(b["side"] == "query") | (b["pos"] == "rope")]
     ctrl = float(controls["rel_change"].min())
     ok = worst <= 1 and grad_ratio <= 1e-10 and ctrl >= 1e-3
-    detail = (f"key bias, no RoPE: max change {inv[inv['dtype'] == 'float32']['rel_change'].max():.1e} (float32), "
-              f"{inv[inv['dtype'] == 'float64']['rel_change'].max():.1e} (float64); "
-              f"|∂L/∂b_K| / |∂L/∂b_Q| max {grad_ratio:.1e}; controls min change {ctrl:.2e} ({len(controls)} cases)")
+    detail = (
+        f"key bias, no RoPE: max change {inv[inv['dtype'] == 'float32']['rel_change'].max():.1e} (float32), "
+        f"{inv[inv['dtype'] == 'float64']['rel_change'].max():.1e} (float64); "
+        f"|∂L/∂b_K| / |∂L/∂b_Q| max {grad_ratio:.1e}; controls min change {ctrl:.2e} ({len(controls)} cases)"
+    )
     return v.judged(ok, float(inv["rel_change"].max()), "<= 1e-5 (f32) / 1e-12 (f64)", None, detail)
 
 
-S_GRAD = ("Identity check (softmax over keys has zero-sum score gradients; a code check, not evidence for the paper): "
-          "per head and sequence, ‖Σ_j ∂L/∂k_j‖ <= 1e-6 Σ_j ‖∂L/∂k_j‖ (float32) or <= 1e-12 (float64); for queries the "
-          "same ratio is >= 1e-3 on >= 95% of heads; the dS row sums are <= 1e-6 of the scale of dS (float32).")
+S_GRAD = (
+    "Identity check (softmax over keys has zero-sum score gradients; a code check, not evidence for the paper): "
+    "per head and sequence, ‖Σ_j ∂L/∂k_j‖ <= 1e-6 Σ_j ‖∂L/∂k_j‖ (float32) or <= 1e-12 (float64); for queries the "
+    "same ratio is >= 1e-3 on >= 95% of heads; the dS row sums are <= 1e-6 of the scale of dS (float32)."
+)
 
 KEY_BOUND = {"float32": 1e-6, "float64": 1e-12}
 
 
-@claims.add("key-gradients-centred", S_GRAD, REF + ": dS has zero row sums (derived)", departures=[
-    "dS row sums relative to the largest Σ_j |dS_ij| (card: to max |dS|): the probe records that scale only"])
+@claims.add(
+    "key-gradients-centred",
+    S_GRAD,
+    REF + ": dS has zero row sums (derived)",
+    departures=[
+        "dS row sums relative to the largest Σ_j |dS_ij| (card: to max |dS|): the probe records that scale only"
+    ],
+)
 def judge_gradients(res, v) -> Verdict:
     g = res.table("gradient_sums")
     for col in ("key_ratio", "query_ratio", "dS_row_sum"):
@@ -79,21 +95,36 @@ def judge_gradients(res, v) -> Verdict:
     q_share = float((g["query_ratio"] >= 1e-3).mean())
     rows32 = g[g["dtype"] == "float32"]["dS_row_sum"]
     row_ok = rows32.empty or float(rows32.max()) <= 1e-6
-    detail = (f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32, need <= 1e-6), "
-              f"{g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64, need <= 1e-12) over {len(g)} "
-              f"head-sequences (every position encoding); queries >= 1e-3 on {100 * q_share:.1f}% (need >= 95%; "
-              f"median {g['query_ratio'].median():.2f}); dS row sums (float32) max {rows32.max():.1e} (need <= 1e-6)")
-    ratio = (g["key_ratio"] / bound).set_axis([f"{r.pos}{' causal' if getattr(r, 'causal', False) else ''} {r.dtype} "
-                                               f"layer {r.layer} sequence {r.batch} head {r.head}"
-                                               for r in g.itertuples()])
-    return v.at_most(ratio, 1.0, name="key ratio / bound", tolerance=1.0,
-                     expected="<= 1e-6 (float32) / 1e-12 (float64)", detail=detail, also=q_share >= 0.95 and row_ok)
+    detail = (
+        f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32, need <= 1e-6), "
+        f"{g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64, need <= 1e-12) over {len(g)} "
+        f"head-sequences (every position encoding); queries >= 1e-3 on {100 * q_share:.1f}% (need >= 95%; "
+        f"median {g['query_ratio'].median():.2f}); dS row sums (float32) max {rows32.max():.1e} (need <= 1e-6)"
+    )
+    ratio = (g["key_ratio"] / bound).set_axis(
+        [
+            f"{r.pos}{' causal' if getattr(r, 'causal', False) else ''} {r.dtype} "
+            f"layer {r.layer} sequence {r.batch} head {r.head}"
+            for r in g.itertuples()
+        ]
+    )
+    return v.at_most(
+        ratio,
+        1.0,
+        name="key ratio / bound",
+        tolerance=1.0,
+        expected="<= 1e-6 (float32) / 1e-12 (float64)",
+        detail=detail,
+        also=q_share >= 0.95 and row_ok,
+    )
 
 
-S_ROUND = ("Ours (the identity at its float rounding): per head and sequence, ‖Σ_j ∂L/∂k_j‖ / Σ_j ‖∂L/∂k_j‖ is within "
-           "its rounding bound 2Tε·κ (κ: the condition number of the T²-term sum Σ_ij dS_ij q_i), and the dS row sums "
-           "within 2Tε of Σ_j|dS_ij| (ε of the dtype, float32 and float64), while for queries the ratio is >= 1e-3 on "
-           ">= 95% of heads.")
+S_ROUND = (
+    "Ours (the identity at its float rounding): per head and sequence, ‖Σ_j ∂L/∂k_j‖ / Σ_j ‖∂L/∂k_j‖ is within "
+    "its rounding bound 2Tε·κ (κ: the condition number of the T²-term sum Σ_ij dS_ij q_i), and the dS row sums "
+    "within 2Tε of Σ_j|dS_ij| (ε of the dtype, float32 and float64), while for queries the ratio is >= 1e-3 on "
+    ">= 95% of heads."
+)
 
 
 @claims.add("key-gradients-rounding", S_ROUND, "ours: floating-point rounding of the zero row sums (Higham, ch. 4)")
@@ -105,33 +136,45 @@ def judge_gradients_rounding(res, v) -> Verdict:
     q_share = float((g["query_ratio"] >= 1e-3).mean())
     rows = float((g["dS_row_sum"] / g["row_sum_tolerance"]).max())
     ok = worst <= 1 and q_share >= 0.95 and rows <= 1
-    detail = (f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32), "
-              f"{g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64) over {len(g)} head-sequences "
-              f"(every position encoding), worst ratio/tolerance {worst:.2g} (κ up to "
-              f"{(g['key_tolerance'] / g['row_sum_tolerance']).max():.3g}); "
-              f"queries >= 1e-3 on {100 * q_share:.1f}% (median {g['query_ratio'].median():.2f}); dS row sums / "
-              f"tolerance {rows:.2g}")
+    detail = (
+        f"keys: max ratio {g[g['dtype'] == 'float32']['key_ratio'].max():.1e} (float32), "
+        f"{g[g['dtype'] == 'float64']['key_ratio'].max():.1e} (float64) over {len(g)} head-sequences "
+        f"(every position encoding), worst ratio/tolerance {worst:.2g} (κ up to "
+        f"{(g['key_tolerance'] / g['row_sum_tolerance']).max():.3g}); "
+        f"queries >= 1e-3 on {100 * q_share:.1f}% (median {g['query_ratio'].median():.2f}); dS row sums / "
+        f"tolerance {rows:.2g}"
+    )
     return v.judged(ok, worst, "ratio/(2Tε·κ) <= 1", 1.0, detail)
 
 
-S_CAUSAL = ("Identity check (the causal mask; a code check, not evidence for the paper): in a causal model, ∂L/∂k_j "
-            "from the losses at positions < j is 0 (<= 1e-12 relative, float64), and from the losses at positions >= j "
-            "it equals the full gradient to 1e-12.")
+S_CAUSAL = (
+    "Identity check (the causal mask; a code check, not evidence for the paper): in a causal model, ∂L/∂k_j "
+    "from the losses at positions < j is 0 (<= 1e-12 relative, float64), and from the losses at positions >= j "
+    "it equals the full gradient to 1e-12."
+)
 
 
 @claims.add("causal-key-support", S_CAUSAL, REF + ": the causal mask (derived)")
 def judge_causal(res, v) -> Verdict:
     t = res.table("causal_support")
     worst = float(max(v.column(t, "before_norm").max(), v.column(t, "after_gap").max()))
-    return v.judged(worst <= 1e-12, worst, "<= 1e-12", 1e-12, f"{len(t)} (position encoding, j, layer) cases: before-j "
-                                                              f"share {t['before_norm'].max():.1e}, after-j gap "
-                                                              f"{t['after_gap'].max():.1e}")
+    return v.judged(
+        worst <= 1e-12,
+        worst,
+        "<= 1e-12",
+        1e-12,
+        f"{len(t)} (position encoding, j, layer) cases: before-j "
+        f"share {t['before_norm'].max():.1e}, after-j gap "
+        f"{t['after_gap'].max():.1e}",
+    )
 
 
-S_GAUGE = ("Identity check (scores depend on W_Q, W_K only through M; a code check, not evidence for the paper): a "
-           "random per-head gauge (W_Q, W_K) -> (G W_Q, G⁻ᵀ W_K) with condition number 10 leaves the output logits "
-           "unchanged to 1e-5 relative (float32) while the stable rank "
-           "of W_Q or W_K moves by >= 10% on >= 90% of heads; the balanced-gauge ranks stay within 1e-6.")
+S_GAUGE = (
+    "Identity check (scores depend on W_Q, W_K only through M; a code check, not evidence for the paper): a "
+    "random per-head gauge (W_Q, W_K) -> (G W_Q, G⁻ᵀ W_K) with condition number 10 leaves the output logits "
+    "unchanged to 1e-5 relative (float32) while the stable rank "
+    "of W_Q or W_K moves by >= 10% on >= 90% of heads; the balanced-gauge ranks stay within 1e-6."
+)
 
 
 @claims.add("gauge-freedom", S_GAUGE, REF + ": scores depend on W_Q, W_K only through M (derived)")
@@ -143,15 +186,26 @@ def judge_gauge(res, v) -> Verdict:
     moved = float(((t["q_rank_change"] >= 0.1) | (t["k_rank_change"] >= 0.1)).mean())
     balanced = float(t["balanced_rank_change"].max())
     ok = change <= 1e-5 and moved >= 0.9 and balanced <= 1e-6
-    return v.judged(ok, change, "<= 1e-5", 1e-5, f"logit change {change:.1e}; raw ranks moved >= 10% on "
-                                                 f"{100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}")
+    return v.judged(
+        ok,
+        change,
+        "<= 1e-5",
+        1e-5,
+        f"logit change {change:.1e}; raw ranks moved >= 10% on "
+        f"{100 * moved:.0f}% of {len(t)} heads; balanced ranks {balanced:.1e}",
+    )
 
 
 # Claims 5-6 at the cpu preset: the card's self-trained decoder is 125M parameters (GPT-2-small shape); the cpu
 # preset trains a 2-layer d = 64 decoder for the claims' 5000 steps.
 CPU_SIZE = [
-    Departure.field_value("lm_d_model", 768, "cpu preset: a d = 64 decoder (~0.1M parameters) decides the claims on a "
-                          "CPU; the card's 125M decoder needs a GPU (paper preset)", presets=["cpu"]),
+    Departure.field_value(
+        "lm_d_model",
+        768,
+        "cpu preset: a d = 64 decoder (~0.1M parameters) decides the claims on a "
+        "CPU; the card's 125M decoder needs a GPU (paper preset)",
+        presets=["cpu"],
+    ),
     Departure.field_value("lm_n_layers", 12, "cpu preset: 2 layers; the card's 125M decoder has 12", presets=["cpu"]),
 ]
 
@@ -161,8 +215,13 @@ S_TRUNC = (
 )
 
 
-@claims.add("keys-more-compressible", S_TRUNC, "arXiv 2603.04427 (anchor); threshold ours", decided_by="cpu",
-            departures=CPU_SIZE)
+@claims.add(
+    "keys-more-compressible",
+    S_TRUNC,
+    "arXiv 2603.04427 (anchor); threshold ours",
+    decided_by="cpu",
+    departures=CPU_SIZE,
+)
 def judge_truncation(res, v) -> Verdict:
     t = res.table("truncation")
     at = t[np.isclose(t["fraction"], 0.25)].set_index("which")["delta_loss"]
@@ -171,8 +230,9 @@ def judge_truncation(res, v) -> Verdict:
     ratio = float(at["k"] / at["q"]) if at["q"] > 0 else math.inf
     detail = f"r = d_h/4: ΔLoss W_K {at['k']:.3f}, W_Q {at['q']:.3f}, M {at['qk']:.3f} nats; ratio {ratio:.2f}"
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
-        return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: "
-                           f"{detail}")
+        return v.undecided(
+            f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: {detail}"
+        )
     return v.judged(ratio <= 0.5, ratio, "<= 0.5", 0.5, detail, departures=_corpus(res))
 
 
@@ -188,9 +248,11 @@ def judge_thin(res, v) -> Verdict:
     if "thin keys" not in t.index:
         return v.undecided("needs paper preset (or --set thin_keys=true)")
     ratio = float(t.loc["thin keys", "perplexity"] / t.loc["full", "perplexity"])
-    detail = (f"perplexity thin {t.loc['thin keys', 'perplexity']:.3f} (QK params "
-              f"{int(t.loc['thin keys', 'qk_params'])}) vs full {t.loc['full', 'perplexity']:.3f} "
-              f"({int(t.loc['full', 'qk_params'])}): ratio {ratio:.3f}")
+    detail = (
+        f"perplexity thin {t.loc['thin keys', 'perplexity']:.3f} (QK params "
+        f"{int(t.loc['thin keys', 'qk_params'])}) vs full {t.loc['full', 'perplexity']:.3f} "
+        f"({int(t.loc['full', 'qk_params'])}): ratio {ratio:.3f}"
+    )
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
         return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps); reported: {detail}")
     return v.judged(ratio <= 1.10, ratio, "<= 1.10", 1.10, detail, departures=_corpus(res))

@@ -41,15 +41,26 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.
 
 def _model(cfg: RepresentationCollapseConfig, seed: int, kernel: str = "fused") -> ToyTransformer:
     """The card's random-init model: pre-LN, causal, no positions, GELU MLP, a final norm, PyTorch default init."""
-    return ToyTransformer(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                          mlp_width=cfg.mlp_mult * cfg.d_model, causal=True, final_norm=True,
-                          vocab_size=cfg.vocab_size, attention_kernel=kernel, seed=seed)
+    return ToyTransformer(
+        d_model=cfg.d_model,
+        n_layers=cfg.n_layers,
+        n_heads=cfg.n_heads,
+        mlp_width=cfg.mlp_mult * cfg.d_model,
+        causal=True,
+        final_norm=True,
+        vocab_size=cfg.vocab_size,
+        attention_kernel=kernel,
+        seed=seed,
+    )
 
 
 def _count(cfg, ctx: RunContext, k: int, model: ToyTransformer, a: int, b: int) -> list[dict]:
-    return [dict(model=k, dtype=name, L=L, gap=g.gap, identical=g.identical)
-            for name, dtype in DTYPES.items() for L in cfg.lengths
-            for g in [count_gap(model, L, a, b, dtype)]]
+    return [
+        dict(model=k, dtype=name, L=L, gap=g.gap, identical=g.identical)
+        for name, dtype in DTYPES.items()
+        for L in cfg.lengths
+        for g in [count_gap(model, L, a, b, dtype)]
+    ]
 
 
 def _edit(cfg, ctx: RunContext, k: int, model: ToyTransformer, control: bool) -> list[dict]:
@@ -69,8 +80,9 @@ def _edit(cfg, ctx: RunContext, k: int, model: ToyTransformer, control: bool) ->
 def _bound(cfg, ctx: RunContext, k: int) -> list[dict]:
     """One head, attention only, W_O = I: its last output's change under an edit of position 1 against B(L)."""
     with seeded(ctx.seed(f"bound/{k}")):
-        attn = MultiHeadAttention(ToyTransformerConfig(d_model=cfg.d_model, causal=True,
-                                                       attention_kernel="fused")).double()
+        attn = MultiHeadAttention(
+            ToyTransformerConfig(d_model=cfg.d_model, causal=True, attention_kernel="fused")
+        ).double()
     with torch.no_grad():
         attn.W_O.copy_(torch.eye(cfg.d_model, dtype=torch.float64)[None])
         attn.b_O.zero_()
@@ -89,25 +101,55 @@ def _cosine_sanity(cfg, ctx: RunContext) -> pd.DataFrame:
     gen, S, d = ctx.generator("cosine"), cfg.cosine_sequences, cfg.d_model
     iid = torch.randn(S, 64, d, generator=gen, dtype=torch.float64)
     same = torch.randn(S, 1, d, generator=gen, dtype=torch.float64).expand(S, 64, d)
-    return ctx.table("cosine_sanity", pd.DataFrame([dict(case="iid", C=calibrated_cosine(iid)),
-                                                    dict(case="identical within a sequence",
-                                                         C=calibrated_cosine(same))]))
+    return ctx.table(
+        "cosine_sanity",
+        pd.DataFrame(
+            [
+                dict(case="iid", C=calibrated_cosine(iid)),
+                dict(case="identical within a sequence", C=calibrated_cosine(same)),
+            ]
+        ),
+    )
 
 
 def _recall(cfg, ctx: RunContext) -> pd.DataFrame:
     rows = []
     for r in ctx.progress(range(cfg.recall_models), "recall models"):
-        model = ToyTransformer(d_model=cfg.recall_d_model, n_layers=cfg.recall_n_layers, n_heads=cfg.n_heads,
-                               mlp_width=4 * cfg.recall_d_model, causal=True, final_norm=True,
-                               vocab_size=cfg.vocab_size, positional="rotary", max_len=max(cfg.recall_lengths),
-                               seed=ctx.seed(f"recall/{r}")).to(ctx.device)
+        model = ToyTransformer(
+            d_model=cfg.recall_d_model,
+            n_layers=cfg.recall_n_layers,
+            n_heads=cfg.n_heads,
+            mlp_width=4 * cfg.recall_d_model,
+            causal=True,
+            final_norm=True,
+            vocab_size=cfg.vocab_size,
+            positional="rotary",
+            max_len=max(cfg.recall_lengths),
+            seed=ctx.seed(f"recall/{r}"),
+        ).to(ctx.device)
         gen = ctx.generator(f"recall/{r}")
-        train_recall(model, steps=cfg.recall_steps, n_pairs=cfg.recall_pairs, length=cfg.recall_train_length,
-                     vocab=cfg.vocab_size, batch=cfg.recall_batch, lr=cfg.recall_lr, generator=gen,
-                     check=ctx.check_finite, device=ctx.device)
+        train_recall(
+            model,
+            steps=cfg.recall_steps,
+            n_pairs=cfg.recall_pairs,
+            length=cfg.recall_train_length,
+            vocab=cfg.vocab_size,
+            batch=cfg.recall_batch,
+            lr=cfg.recall_lr,
+            generator=gen,
+            check=ctx.check_finite,
+            device=ctx.device,
+        )
         for L in cfg.recall_lengths:
-            acc = recall_accuracy(model, n_pairs=cfg.recall_pairs, length=L, vocab=cfg.vocab_size,
-                                  batch=cfg.recall_eval_batch, generator=gen, device=ctx.device)
+            acc = recall_accuracy(
+                model,
+                n_pairs=cfg.recall_pairs,
+                length=L,
+                vocab=cfg.vocab_size,
+                batch=cfg.recall_eval_batch,
+                generator=gen,
+                device=ctx.device,
+            )
             x = random_tokens(min(cfg.recall_eval_batch, 16), L, cfg.vocab_size, generator=gen).to(ctx.device)
             rows += [dict(model=r, L=L, accuracy=acc, **m) for m in layer_collapse(model, x)]
     return ctx.table("recall", pd.DataFrame(rows))
@@ -137,8 +179,11 @@ def run(cfg: RepresentationCollapseConfig, ctx: RunContext) -> None:
         if k == 0:  # the same weights with the explicit kernel, which rounds every attention weight to bfloat16
             explicit = _model(cfg, ctx.seed(f"model/{k}"), kernel="explicit")
             # at the second-largest length: the explicit bfloat16 kernel costs ~20 s at L = 4096 on 2 cores
-            kernel = [dict(kernel=kn, L=L, **count_gap(m, L, a, b, torch.bfloat16)._asdict())
-                      for kn, m in (("fused", model), ("explicit", explicit)) for L in cfg.lengths[-2:-1]]
+            kernel = [
+                dict(kernel=kn, L=L, **count_gap(m, L, a, b, torch.bfloat16)._asdict())
+                for kn, m in (("fused", model), ("explicit", explicit))
+                for L in cfg.lengths[-2:-1]
+            ]
     count_t = ctx.table("count", pd.DataFrame(count))
     edit_t = ctx.table("edit", pd.DataFrame(edit))
     bound_t = ctx.table("bound", pd.DataFrame(bound))

@@ -17,14 +17,17 @@ class RepresentationCollapseConfig(StudyConfig):
     n_layers: NLayers = Field(2, description="layers of the random-init models (card: 2)")
     mlp_mult: MLPMult = Field(4, description="GELU MLP width as a multiple of d")
     vocab_size: Annotated[VocabSize, Field(le=100_000)] = Field(64, description="vocabulary V (card: 64)")
-    lengths: tuple[Length, ...] = Field((16, 64, 256, 1024, 4096), min_length=3,
-                                        description="context lengths L, increasing (card: 16 ... 4096)")
+    lengths: tuple[Length, ...] = Field(
+        (16, 64, 256, 1024, 4096), min_length=3, description="context lengths L, increasing (card: 16 ... 4096)"
+    )
     edit_batch: Batch = Field(8, description="sequences per length of the edit test (card: 8)")
     slope_from: Length = Field(64, description="the dilution slope is fitted over lengths >= this (card: 64)")
-    bound_batch: Batch = Field(8, description="input pairs per length of the attention-only bound check (one random "
-                                     "layer)")
-    cosine_sequences: Annotated[int, Field(ge=2, le=100_000)] = Field(64, description="sequences of the calibrated-"
-                                                                                        "cosine sanity data")
+    bound_batch: Batch = Field(
+        8, description="input pairs per length of the attention-only bound check (one random layer)"
+    )
+    cosine_sequences: Annotated[int, Field(ge=2, le=100_000)] = Field(
+        64, description="sequences of the calibrated-cosine sanity data"
+    )
     recall: bool = Field(False, description="train the recall models (paper claims 6-7; GPU advised)")
     recall_models: Seeds = Field(5, description="trained recall models (card: 5 seeds)")
     recall_d_model: DModel = Field(256, description="width of the recall model (card: 256)")
@@ -34,8 +37,9 @@ class RepresentationCollapseConfig(StudyConfig):
     recall_steps: Steps = Field(20_000, description="AdamW steps (card: 20k)")
     recall_lr: LearningRate = Field(3e-4, description="AdamW learning rate (card: 3e-4)")
     recall_batch: Batch = Field(64, description="prompts per step")
-    recall_lengths: tuple[Length, ...] = Field((128, 256, 512, 1024, 2048), min_length=3,
-                                               description="evaluation lengths (card: 128 ... 2048)")
+    recall_lengths: tuple[Length, ...] = Field(
+        (128, 256, 512, 1024, 2048), min_length=3, description="evaluation lengths (card: 128 ... 2048)"
+    )
     recall_eval_batch: Batch = Field(64, description="prompts per evaluation length")
 
     @model_validator(mode="after")
@@ -48,17 +52,24 @@ class RepresentationCollapseConfig(StudyConfig):
             raise ValueError(f"'slope_from' ({self.slope_from}) must leave >= 2 of 'lengths' {self.lengths}")
         if self.d_model % self.n_heads:
             raise ValueError(f"'n_heads' ({self.n_heads}) must divide 'd_model' ({self.d_model})")
-        if 2 * self.recall_pairs + 1 > min(self.recall_train_length, self.recall_lengths[0]) or \
-                self.recall_pairs > self.vocab_size // 2 - 1:
-            raise ValueError(f"'recall_pairs' ({self.recall_pairs}) must satisfy 2 pairs + 1 <= every recall length "
-                             f"and pairs <= vocab_size // 2 - 1")
+        if (
+            2 * self.recall_pairs + 1 > min(self.recall_train_length, self.recall_lengths[0])
+            or self.recall_pairs > self.vocab_size // 2 - 1
+        ):
+            raise ValueError(
+                f"'recall_pairs' ({self.recall_pairs}) must satisfy 2 pairs + 1 <= every recall length "
+                f"and pairs <= vocab_size // 2 - 1"
+            )
         return self
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~30 s: 3 random-init 2-layer d = 64 models, L = 16 ... 4096, the count "
-                                "construction in float64 / float32 / bfloat16, the attention-only bound, the cosine "
-                                "sanity data"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~30 s: 3 random-init 2-layer d = 64 models, L = 16 ... 4096, the count "
+        "construction in float64 / float32 / bfloat16, the attention-only bound, the cosine "
+        "sanity data",
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: adds 5 recall models (d = 256, 4 layers, RoPE) trained 20k steps at L = 128 and read at L = 128 ... 2048."

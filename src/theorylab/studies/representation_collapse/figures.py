@@ -18,8 +18,16 @@ def figure_dilution(ctx: RunContext, edit: pd.DataFrame, bound: pd.DataFrame) ->
     fig, ax = new_figure()
     for i, (variant, g) in enumerate(edit.groupby("variant", sort=False)):
         m = g.groupby("L")["sensitivity"].agg(["median", "min", "max"])
-        ax.errorbar(m.index, m["median"], yerr=[m["median"] - m["min"], m["max"] - m["median"]], color=color(i),
-                    marker="o", ms=4, capsize=2, label=f"S(L): {variant}")
+        ax.errorbar(
+            m.index,
+            m["median"],
+            yerr=[m["median"] - m["min"], m["max"] - m["median"]],
+            color=color(i),
+            marker="o",
+            ms=4,
+            capsize=2,
+            label=f"S(L): {variant}",
+        )
     b = bound.groupby("L")[["change", "bound"]].median()
     ax.plot(b.index, b["change"], color=color(2), marker="s", ms=3, label="one attention layer: |Δo| (median)")
     ax.plot(b.index, b["bound"], color=color(2), ls="--", label="its bound B(L) (median)")
@@ -37,8 +45,15 @@ def figure_count_gap(ctx: RunContext, count: pd.DataFrame) -> None:
     for i, (dtype, g) in enumerate(count.groupby("dtype", sort=False)):
         for k, gm in g.groupby("model"):
             gm = gm.sort_values("L")
-            ax.plot(gm["L"], gm["gap"].where(gm["gap"] > 0, floor), color=color(i), marker="o", ms=3, alpha=0.7,
-                    label=dtype if k == gm["model"].min() and k == g["model"].min() else None)
+            ax.plot(
+                gm["L"],
+                gm["gap"].where(gm["gap"] > 0, floor),
+                color=color(i),
+                marker="o",
+                ms=3,
+                alpha=0.7,
+                label=dtype if k == gm["model"].min() and k == g["model"].min() else None,
+            )
             same = gm[gm["identical"]]
             ax.scatter(same["L"], np.full(len(same), floor), marker="x", s=60, color=color(i), zorder=3)
     f64 = count[count["dtype"] == "float64"].groupby("L")["gap"].median()

@@ -18,9 +18,11 @@ def _slopes(t, col: str, lengths) -> dict[int, float]:
     return {k: loglog_slope(g["L"], g[col]) for k, g in t[t["L"].isin(lengths)].groupby("model")}
 
 
-S_DILUTION = ("Random-init 2-layer NoPE model in float32, an edit at position 1: the log-log slope of the last state's "
-              "change S(L) over L >= 64 lies in [-1.2, -0.75] for every model, while a control that carries position 1 "
-              "to the last state outside the softmax (a skip added to the final residual) is flat (slope > -0.3).")
+S_DILUTION = (
+    "Random-init 2-layer NoPE model in float32, an edit at position 1: the log-log slope of the last state's "
+    "change S(L) over L >= 64 lies in [-1.2, -0.75] for every model, while a control that carries position 1 "
+    "to the last state outside the softmax (a skip added to the final residual) is flat (slope > -0.3)."
+)
 
 
 @claims.add("dilution-slope", S_DILUTION, REF + ", softmax dilution")
@@ -32,14 +34,24 @@ def judge_dilution(res, v) -> Verdict:
     control = _slopes(t[t["variant"] != "model"], "sensitivity", lengths)
     worst = max(main.values(), key=lambda s: abs(s + 0.975))
     ok = all(-1.2 <= s <= -0.75 for s in main.values()) and bool(control) and all(s > -0.3 for s in control.values())
-    return v.judged(ok, worst, "in [-1.2, -0.75] (control > -0.3)", 0.225,
-                    "slopes " + ", ".join(f"{s:.3f}" for s in main.values()) + "; control "
-                    + ", ".join(f"{s:.3f}" for s in control.values()) + f" over L = {lengths}")
+    return v.judged(
+        ok,
+        worst,
+        "in [-1.2, -0.75] (control > -0.3)",
+        0.225,
+        "slopes "
+        + ", ".join(f"{s:.3f}" for s in main.values())
+        + "; control "
+        + ", ".join(f"{s:.3f}" for s in control.values())
+        + f" over L = {lengths}",
+    )
 
 
-S_BOUND = ("One head, attention only, W_O = I: the change of the last attention output under an edit of position 1 is "
-           "<= B(L) (1 + 1e-6) for every input pair and L, with B(L) = (e^(2c)/L)(2 max_j |v_j| + |Δv_1|) measured on "
-           "the same pair (the bound is the card's derivation).")
+S_BOUND = (
+    "One head, attention only, W_O = I: the change of the last attention output under an edit of position 1 is "
+    "<= B(L) (1 + 1e-6) for every input pair and L, with B(L) = (e^(2c)/L)(2 max_j |v_j| + |Δv_1|) measured on "
+    "the same pair (the bound is the card's derivation)."
+)
 
 
 @claims.add("bound-holds", S_BOUND, "theory.softmax.dilution_bound (card's derivation after Barbero et al.)")
@@ -47,23 +59,38 @@ def judge_bound(res, v) -> Verdict:
     t = res.table("bound")
     ratio = v.column(t, "change") / v.column(t, "bound")
     worst = t.loc[ratio.idxmax()]
-    return v.judged(bool((ratio <= 1 + 1e-6).all()), float(ratio.max()), "<= 1 + 1e-6", 1e-6,
-                    f"{len(t)} pairs at L = {sorted(int(x) for x in t['L'].unique())}: largest change/B "
-                    f"{ratio.max():.3g} (L = "
-                    f"{worst['L']}, c = {worst['c']:.2f}); median {ratio.median():.2g}")
+    return v.judged(
+        bool((ratio <= 1 + 1e-6).all()),
+        float(ratio.max()),
+        "<= 1 + 1e-6",
+        1e-6,
+        f"{len(t)} pairs at L = {sorted(int(x) for x in t['L'].unique())}: largest change/B "
+        f"{ratio.max():.3g} (L = "
+        f"{worst['L']}, c = {worst['c']:.2f}); median {ratio.median():.2g}",
+    )
 
 
-S_COUNT = ("In float64 the count gap G(L) = |h(x_L) - h(x_(L+1))| decays as L^-2: its log-log slope over L in "
-           "{16, ..., 4096} lies in [-2.2, -1.8] for every model.")
+S_COUNT = (
+    "In float64 the count gap G(L) = |h(x_L) - h(x_(L+1))| decays as L^-2: its log-log slope over L in "
+    "{16, ..., 4096} lies in [-2.2, -1.8] for every model."
+)
 
 
-@claims.add("count-gap-quadratic", S_COUNT, REF + ", the count construction", departures=[
-    Departure.of("slope over the two largest L, and the segment slopes must steepen toward -2 (card: one fit over "
-                 "16..4096, reported in the detail)",
-                 "the exact single-layer gap is ∝ 1/((L + β)(L + 1 + β)), β = w_b/w_a, so the slope nears -2 only for "
-                 "L ≫ β: the card's full-range fit reads -1.72 to -1.99 on the 30 quick models of seeds 0-9 and "
-                 "leaves the band on 4 (model 0 of seeds 5, 7, 8, 9), while every two-largest-L slope is in -1.975.."
-                 "-2.000")])
+@claims.add(
+    "count-gap-quadratic",
+    S_COUNT,
+    REF + ", the count construction",
+    departures=[
+        Departure.of(
+            "slope over the two largest L, and the segment slopes must steepen toward -2 (card: one fit over "
+            "16..4096, reported in the detail)",
+            "the exact single-layer gap is ∝ 1/((L + β)(L + 1 + β)), β = w_b/w_a, so the slope nears -2 only for "
+            "L ≫ β: the card's full-range fit reads -1.72 to -1.99 on the 30 quick models of seeds 0-9 and "
+            "leaves the band on 4 (model 0 of seeds 5, 7, 8, 9), while every two-largest-L slope is in -1.975.."
+            "-2.000",
+        )
+    ],
+)
 def judge_count(res, v) -> Verdict:
     t = res.table("count")
     t = t[t["dtype"] == "float64"]
@@ -74,32 +101,51 @@ def judge_count(res, v) -> Verdict:
         g = g.set_index("L").loc[lengths]
         if (g["gap"] <= 0).any():
             return v.failed(0.0, "gaps > 0 in float64", detail=f"model {k}: a zero float64 gap")
-        seg = [loglog_slope(lengths[i:i + 2], g["gap"].values[i:i + 2]) for i in range(len(lengths) - 1)]
+        seg = [loglog_slope(lengths[i : i + 2], g["gap"].values[i : i + 2]) for i in range(len(lengths) - 1)]
         tail[k], full[k] = seg[-1], loglog_slope(lengths, g["gap"])
         steepening &= all(b <= a + 0.02 for a, b in zip(seg, seg[1:]))
     worst = max(tail.values(), key=lambda s: abs(s + 2))
     ok = all(-2.2 <= s <= -1.8 for s in tail.values()) and steepening
-    return v.judged(ok, worst, "in [-2.2, -1.8] (segments steepening)", 0.2,
-                    f"slope {lengths[-2]}->{lengths[-1]}: " + ", ".join(f"{s:.3f}" for s in tail.values())
-                    + f"; card's fit over {lengths[0]}..{lengths[-1]}: " + ", ".join(f"{s:.3f}" for s in full.values())
-                    + f"; segments steepen: {steepening}")
+    return v.judged(
+        ok,
+        worst,
+        "in [-2.2, -1.8] (segments steepening)",
+        0.2,
+        f"slope {lengths[-2]}->{lengths[-1]}: "
+        + ", ".join(f"{s:.3f}" for s in tail.values())
+        + f"; card's fit over {lengths[0]}..{lengths[-1]}: "
+        + ", ".join(f"{s:.3f}" for s in full.values())
+        + f"; segments steepen: {steepening}",
+    )
 
 
-S_PRECISION = ("Low-precision collapse in the count construction: in bfloat16 the last states of [a]^L b and "
-               "[a]^(L+1) b are bit-identical at L = 4096 (G(4096) = 0 exactly) for all 3 seeds, while G(16) > 0; in "
-               "float32, G(L) > 0 for every L <= 1024.")
+S_PRECISION = (
+    "Low-precision collapse in the count construction: in bfloat16 the last states of [a]^L b and "
+    "[a]^(L+1) b are bit-identical at L = 4096 (G(4096) = 0 exactly) for all 3 seeds, while G(16) > 0; in "
+    "float32, G(L) > 0 for every L <= 1024."
+)
 
 
-@claims.add("precision-collapse", S_PRECISION, REF + ", low-precision collapse", departures=[
-    Departure.of("bit-identical for at least 2 of 3 models (card: all 3)",
-                 "once the exact change is far below bfloat16's resolution, a state still differs where an exact value "
-                 "straddles a rounding boundary, a coin flip of order Δ/ulp: 1 of 30 quick models at L = 4096 over "
-                 "seeds 0-9 (seed 8, so the card's rule fails 1/10 seeds); 2 of 3 still rules out a format or kernel "
-                 "that does not collapse (explicit: 0 of 3)"),
-    Departure.of("fused attention kernel, float32 sums and one rounding of the output (card: kernel unstated)",
-                 "with the explicit kernel every attention weight is rounded to bfloat16, the a-keys' weights do not "
-                 "sum to 1 and the states stay 0.01-0.04 apart at L = 1024-4096 on every seed: no collapse; the "
-                 "verdict reports both kernels")])
+@claims.add(
+    "precision-collapse",
+    S_PRECISION,
+    REF + ", low-precision collapse",
+    departures=[
+        Departure.of(
+            "bit-identical for at least 2 of 3 models (card: all 3)",
+            "once the exact change is far below bfloat16's resolution, a state still differs where an exact value "
+            "straddles a rounding boundary, a coin flip of order Δ/ulp: 1 of 30 quick models at L = 4096 over "
+            "seeds 0-9 (seed 8, so the card's rule fails 1/10 seeds); 2 of 3 still rules out a format or kernel "
+            "that does not collapse (explicit: 0 of 3)",
+        ),
+        Departure.of(
+            "fused attention kernel, float32 sums and one rounding of the output (card: kernel unstated)",
+            "with the explicit kernel every attention weight is rounded to bfloat16, the a-keys' weights do not "
+            "sum to 1 and the states stay 0.01-0.04 apart at L = 1024-4096 on every seed: no collapse; the "
+            "verdict reports both kernels",
+        ),
+    ],
+)
 def judge_precision(res, v) -> Verdict:
     # Once the exact change (float64 gap ~1e-6 at L = 4096) is far below bfloat16's resolution (~4e-3 per unit
     # coordinate), the two states differ only where an exact value straddles a rounding boundary, a chance of order
@@ -118,24 +164,36 @@ def judge_precision(res, v) -> Verdict:
     kernel = res.table("kernel")
     explicit, fused = (kernel[kernel["kernel"] == kn].iloc[0] for kn in ("explicit", "fused"))
     straddles = ", ".join(f"{g:.2g}" for g in top.loc[~top["identical"], "gap"]) or "none"
-    return v.judged(ok, same, f">= {need} of {len(top)} identical", None,
-                    f"bfloat16 L = {lengths[-1]}: {same}/{len(top)} bit-identical (gaps of the others: {straddles}); "
-                    f"L = {lengths[0]} gaps {', '.join(f'{g:.2g}' for g in low['gap'])}; float32 min gap (L <= 1024) "
-                    f"{f32['gap'].min():.2g}; model 0 at L = {int(fused['L'])}: fused kernel gap {fused['gap']:.2g} "
-                    f"(identical {bool(fused['identical'])}), explicit kernel (bfloat16 weights) gap "
-                    f"{explicit['gap']:.2g} (identical {bool(explicit['identical'])})")
+    return v.judged(
+        ok,
+        same,
+        f">= {need} of {len(top)} identical",
+        None,
+        f"bfloat16 L = {lengths[-1]}: {same}/{len(top)} bit-identical (gaps of the others: {straddles}); "
+        f"L = {lengths[0]} gaps {', '.join(f'{g:.2g}' for g in low['gap'])}; float32 min gap (L <= 1024) "
+        f"{f32['gap'].min():.2g}; model 0 at L = {int(fused['L'])}: fused kernel gap {fused['gap']:.2g} "
+        f"(identical {bool(fused['identical'])}), explicit kernel (bfloat16 weights) gap "
+        f"{explicit['gap']:.2g} (identical {bool(explicit['identical'])})",
+    )
 
 
-S_COSINE = ("The anisotropy calibration: i.i.d. Gaussian states give |C| <= 0.02 and states identical within a "
-            "sequence (random across sequences) give C >= 0.95.")
+S_COSINE = (
+    "The anisotropy calibration: i.i.d. Gaussian states give |C| <= 0.02 and states identical within a "
+    "sequence (random across sequences) give C >= 0.95."
+)
 
 
 @claims.add("calibrated-cosine-sanity", S_COSINE, "Sun & Hsieh, arXiv 2410.12292 (calibrated cosine)")
 def judge_cosine(res, v) -> Verdict:
     t = res.table("cosine_sanity").set_index("case")["C"]
     iid, same = float(t["iid"]), float(t["identical within a sequence"])
-    return v.judged(abs(iid) <= 0.02 and same >= 0.95, iid, "|C| <= 0.02 (identical: >= 0.95)", 0.02,
-                    f"iid C = {iid:.4f}; identical within a sequence C = {same:.4f}")
+    return v.judged(
+        abs(iid) <= 0.02 and same >= 0.95,
+        iid,
+        "|C| <= 0.02 (identical: >= 0.95)",
+        0.02,
+        f"iid C = {iid:.4f}; identical within a sequence C = {same:.4f}",
+    )
 
 
 def _spearman(x, y) -> float:
@@ -154,8 +212,10 @@ def _recall(res):
     return t[t["layer"] == t["layer"].max()]
 
 
-S_GROWS = ("Trained recall model (d = 256, 4 layers, RoPE, L_train = 128), last layer: Spearman(L, C(L)) >= 0.8 over "
-           "the 5 lengths and eRank/L decreasing in L, for every seed.")
+S_GROWS = (
+    "Trained recall model (d = 256, 4 layers, RoPE, L_train = 128), last layer: Spearman(L, C(L)) >= 0.8 over "
+    "the 5 lengths and eRank/L decreasing in L, for every seed."
+)
 
 
 @claims.add("collapse-grows-with-length", S_GROWS, "the abstract's thesis (thresholds: the card's)", decided_by="paper")
@@ -169,17 +229,25 @@ def judge_grows(res, v) -> Verdict:
         g = g.sort_values("L")
         rho[f"model {k}"] = _spearman(g["L"], g["calibrated_cosine"])
         falling[k] = bool(np.all(np.diff(g["erank_per_token"].to_numpy()) < 0))
-    return v.at_least(pd.Series(rho), 0.8, name="Spearman(L, C)", tolerance=0.8, also=all(falling.values()),
-                      expected=">= 0.8 (and eRank/L falling)",
-                      detail="Spearman per seed " + ", ".join(f"{r:.2f}" for r in rho.values())
-                      + f"; eRank/L falling in {sum(falling.values())}/{len(falling)} seeds")
+    return v.at_least(
+        pd.Series(rho),
+        0.8,
+        name="Spearman(L, C)",
+        tolerance=0.8,
+        also=all(falling.values()),
+        expected=">= 0.8 (and eRank/L falling)",
+        detail="Spearman per seed "
+        + ", ".join(f"{r:.2f}" for r in rho.values())
+        + f"; eRank/L falling in {sum(falling.values())}/{len(falling)} seeds",
+    )
 
 
 S_PREDICTS = "Across L, Spearman(C(L), accuracy(L)) <= -0.8 for every seed of the trained recall model."
 
 
-@claims.add("collapse-predicts-failure", S_PREDICTS, "the abstract's thesis (threshold: the card's)",
-            decided_by="paper")
+@claims.add(
+    "collapse-predicts-failure", S_PREDICTS, "the abstract's thesis (threshold: the card's)", decided_by="paper"
+)
 def judge_predicts(res, v) -> Verdict:
     t = _recall(res)
     if t is None:
@@ -188,5 +256,11 @@ def judge_predicts(res, v) -> Verdict:
     rho = {}
     for k, g in t.groupby("model"):
         rho[f"model {k}"] = _spearman(g["calibrated_cosine"], g["accuracy"])
-    return v.at_most(pd.Series(rho), -0.8, name="Spearman(C, accuracy)", tolerance=0.8, expected="<= -0.8",
-                     detail="Spearman(C, accuracy) per seed " + ", ".join(f"{r:.2f}" for r in rho.values()))
+    return v.at_most(
+        pd.Series(rho),
+        -0.8,
+        name="Spearman(C, accuracy)",
+        tolerance=0.8,
+        expected="<= -0.8",
+        detail="Spearman(C, accuracy) per seed " + ", ".join(f"{r:.2f}" for r in rho.values()),
+    )

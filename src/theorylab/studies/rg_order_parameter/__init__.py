@@ -36,7 +36,7 @@ from theorylab.studies.rg_order_parameter.judges import claims
 from theorylab.theory.markov import bayes_masked_loss, indicator_autocorrelation, lazy_lambda
 from theorylab.train.masked_chain import train_masked_chain
 
-PAPER = ("Haggi-Mani & Rish, arXiv 2606.10324 (2026; abstract only), setup from the follow-up arXiv 2607.15449")
+PAPER = "Haggi-Mani & Rish, arXiv 2606.10324 (2026; abstract only), setup from the follow-up arXiv 2607.15449"
 
 
 def _chain_check(cfg: RgOrderParameterConfig, ctx: RunContext) -> None:
@@ -53,14 +53,17 @@ def _chain_check(cfg: RgOrderParameterConfig, ctx: RunContext) -> None:
         tokens = sample_chain(P, n_seq, cfg.length, ctx.generator(f"chain/{xi}"))
         emp = indicator_autocorrelation_empirical(tokens, cfg.vocab_size, lags)
         theory = indicator_autocorrelation(P, lags)
-        auto += [dict(xi=xi, lag=int(k), empirical=float(e), theory=float(t), lam_k=lam ** int(k))
-                 for k, e, t in zip(lags, emp, theory)]
+        auto += [
+            dict(xi=xi, lag=int(k), empirical=float(e), theory=float(t), lam_k=lam ** int(k))
+            for k, e, t in zip(lags, emp, theory)
+        ]
     ctx.table("chain_spectrum", pd.DataFrame(spec))
     figure_chain(ctx, ctx.table("chain_autocorrelation", pd.DataFrame(auto)))
 
 
-def _measure(model: ResidualMLPStack, tokens: torch.Tensor, corrupted: torch.Tensor, mask: torch.Tensor,
-             tag: dict) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+def _measure(
+    model: ResidualMLPStack, tokens: torch.Tensor, corrupted: torch.Tensor, mask: torch.Tensor, tag: dict
+) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     """Ranks of layers 0..N (layer 0 = the embedding, excluded from the claims), drift of the block transitions and
     the masked loss, on the held-out sequences."""
     with torch.no_grad():
@@ -78,23 +81,46 @@ def _one_run(item: dict, progress) -> dict[str, pd.DataFrame]:
     P = lazy_chain(cfg.vocab_size, lazy_lambda(xi))
     tokens = sample_chain(P, cfg.eval_sequences, cfg.length, item["eval_generator"])
     corrupted, mask = mask_tokens(tokens, cfg.mask_rate, cfg.vocab_size, item["eval_generator"])
-    model = ResidualMLPStack(cfg.vocab_size + 1, cfg.vocab_size, cfg.length, d=cfg.d_model, n_blocks=cfg.n_layers,
-                             variant=reading, window=cfg.window, tok_mult=cfg.tok_mult, ch_mult=cfg.mlp_mult,
-                             seed=item["init_seed"]).to(item["device"])
+    model = ResidualMLPStack(
+        cfg.vocab_size + 1,
+        cfg.vocab_size,
+        cfg.length,
+        d=cfg.d_model,
+        n_blocks=cfg.n_layers,
+        variant=reading,
+        window=cfg.window,
+        tok_mult=cfg.tok_mult,
+        ch_mult=cfg.mlp_mult,
+        seed=item["init_seed"],
+    ).to(item["device"])
     dev = item["device"]
     tokens, corrupted, mask = tokens.to(dev), corrupted.to(dev), mask.to(dev)
     tag = dict(reading=reading, xi=xi)
     r0, d0, loss0 = _measure(model, tokens, corrupted, mask, dict(tag, trained=False))
-    curve = train_masked_chain(model, P, length=cfg.length, batch=cfg.batch, steps=cfg.steps, lr=cfg.lr,
-                               mask_rate=cfg.mask_rate, mask_id=cfg.vocab_size, generator=item["train_generator"],
-                               log_every=max(1, cfg.steps // 50), device=dev, schedule=cfg.lr_schedule,
-                               progress=(lambda it, total: progress(it, f"{reading}, ξ = {xi}", total=total))
-                               if progress else None)
+    curve = train_masked_chain(
+        model,
+        P,
+        length=cfg.length,
+        batch=cfg.batch,
+        steps=cfg.steps,
+        lr=cfg.lr,
+        mask_rate=cfg.mask_rate,
+        mask_id=cfg.vocab_size,
+        generator=item["train_generator"],
+        log_every=max(1, cfg.steps // 50),
+        device=dev,
+        schedule=cfg.lr_schedule,
+        progress=(lambda it, total: progress(it, f"{reading}, ξ = {xi}", total=total)) if progress else None,
+    )
     r1, d1, loss1 = _measure(model, tokens, corrupted, mask, dict(tag, trained=True))
     bayes = bayes_masked_loss(P, tokens.cpu().numpy(), mask.cpu().numpy())
     losses = pd.DataFrame([dict(**tag, loss=loss1, loss_init=loss0, bayes=bayes, gap=loss1 - bayes)])
-    return dict(ranks=pd.concat([r0, r1], ignore_index=True), drift=pd.concat([d0, d1], ignore_index=True),
-                losses=losses, training=curve.assign(**tag))
+    return dict(
+        ranks=pd.concat([r0, r1], ignore_index=True),
+        drift=pd.concat([d0, d1], ignore_index=True),
+        losses=losses,
+        training=curve.assign(**tag),
+    )
 
 
 def _memory(cfg: RgOrderParameterConfig) -> tuple[float, str]:
@@ -107,7 +133,7 @@ def _memory(cfg: RgOrderParameterConfig) -> tuple[float, str]:
 @study(
     "rg-order-parameter",
     title="A renormalization-group order parameter in residual MLPs: rank collapse with depth, its selectivity in "
-          "the correlation length, drift on one or two transitions (three readings of how the stack mixes positions)",
+    "the correlation length, drift on one or two transitions (three readings of how the stack mixes positions)",
     paper=PAPER,
     config=RgOrderParameterConfig,
     presets=PRESETS,
@@ -118,10 +144,19 @@ def _memory(cfg: RgOrderParameterConfig) -> tuple[float, str]:
 )
 def run(cfg: RgOrderParameterConfig, ctx: RunContext) -> None:
     _chain_check(cfg, ctx)
-    jobs = [dict(config=cfg.model_dump(), reading=reading, xi=xi, init_seed=ctx.seed(f"init/{reading}/{xi}"),
-                 eval_generator=ctx.generator(f"eval/{xi}"), train_generator=ctx.generator(f"train/{reading}/{xi}"),
-                 device=str(ctx.device))
-            for reading in cfg.readings for xi in cfg.xis]
+    jobs = [
+        dict(
+            config=cfg.model_dump(),
+            reading=reading,
+            xi=xi,
+            init_seed=ctx.seed(f"init/{reading}/{xi}"),
+            eval_generator=ctx.generator(f"eval/{xi}"),
+            train_generator=ctx.generator(f"train/{reading}/{xi}"),
+            device=str(ctx.device),
+        )
+        for reading in cfg.readings
+        for xi in cfg.xis
+    ]
     parts: dict[str, list[pd.DataFrame]] = {}
     for out in ctx.map(_one_run, jobs, "readings x ξ"):
         for name, frame in out.items():

@@ -41,10 +41,17 @@ def figure_selectivity(ctx: RunContext, ranks: pd.DataFrame) -> None:
     for i, reading in enumerate(_readings(r)):
         for trained in (True, False):
             t = r[(r["reading"] == reading) & (r["trained"] == trained)]
-            rho = t.groupby("xi").apply(lambda g: g.sort_values("layer")["erank"].iloc[-1]
-                                        / g.sort_values("layer")["erank"].iloc[0], include_groups=False)
-            ax.plot(rho.index, rho.to_numpy(), "o-" if trained else "x:", color=color(i) if trained else "0.6",
-                    label=reading + ("" if trained else " (step 0)"))
+            rho = t.groupby("xi").apply(
+                lambda g: g.sort_values("layer")["erank"].iloc[-1] / g.sort_values("layer")["erank"].iloc[0],
+                include_groups=False,
+            )
+            ax.plot(
+                rho.index,
+                rho.to_numpy(),
+                "o-" if trained else "x:",
+                color=color(i) if trained else "0.6",
+                label=reading + ("" if trained else " (step 0)"),
+            )
     ax.axhline(0.8, color="k", lw=0.6, ls=":")
     ax.axhline(0.9, color="k", lw=0.6, ls="--")
     ax.set_xlabel("correlation length ξ")

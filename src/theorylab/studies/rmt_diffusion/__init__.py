@@ -62,11 +62,33 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     modes = np.arange(1, cfg.d + 1)
     for n in cfg.n:
         # (1) Spectral statistics: one eigendecomposition per data-set draw.
-        sim = spectral_draws(lam, n, cfg.draws, cfg.chunk, s2, cfg.map_sigma, cfg.sigma_T, map_inputs,
-                             ctx.rng(f"wishart/{n}"), ctx.device, progress=ctx.progress, check=ctx.check_finite)
+        sim = spectral_draws(
+            lam,
+            n,
+            cfg.draws,
+            cfg.chunk,
+            s2,
+            cfg.map_sigma,
+            cfg.sigma_T,
+            map_inputs,
+            ctx.rng(f"wishart/{n}"),
+            ctx.device,
+            progress=ctx.progress,
+            check=ctx.check_finite,
+        )
         # (2) Bilinear forms v^T D(x) = v^T x - sigma^2 v^T (Sigma_hat + sigma^2)^-1 x, by Cholesky.
-        values = bilinear_denoiser_draws(lam, n, cfg.var_draws, cfg.chunk, cfg.var_sigma2, probe_v, probe_x,
-                                         ctx.rng(f"wishart-var/{n}"), ctx.device, progress=ctx.progress)
+        values = bilinear_denoiser_draws(
+            lam,
+            n,
+            cfg.var_draws,
+            cfg.chunk,
+            cfg.var_sigma2,
+            probe_v,
+            probe_x,
+            ctx.rng(f"wishart-var/{n}"),
+            ctx.device,
+            progress=ctx.progress,
+        )
         ctx.check_finite(f"denoiser bilinear forms (n={n})", values)
 
         # Theory next to each measurement.
@@ -75,42 +97,86 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
         kappa = rmt.solve_kappa(s2, lam, n)
         gain = sim["gain"]
         for si, sig2 in enumerate(s2):
-            ctx.table("mean_equiv", {
-                "n": n, "gamma": cfg.d / n, "sigma2": sig2, "kappa": kappa[si], "mode": modes, "lambda": lam,
-                "sim_mean": gain.mean[si], "sim_se": gain.se[si], "rmt": rmt_mean[si], "naive": naive[si],
-            })
-        ctx.table("sqrt_equiv", {
-            "n": n, "mode": modes, "lambda": lam, "sim_mean": sim["sqrt"].mean, "sim_se": sim["sqrt"].se,
-            "quad": rmt.sqrt_equiv(lam, n, cfg.quad_nodes), "quad_2x": rmt.sqrt_equiv(lam, n, 2 * cfg.quad_nodes),
-        })
+            ctx.table(
+                "mean_equiv",
+                {
+                    "n": n,
+                    "gamma": cfg.d / n,
+                    "sigma2": sig2,
+                    "kappa": kappa[si],
+                    "mode": modes,
+                    "lambda": lam,
+                    "sim_mean": gain.mean[si],
+                    "sim_se": gain.se[si],
+                    "rmt": rmt_mean[si],
+                    "naive": naive[si],
+                },
+            )
+        ctx.table(
+            "sqrt_equiv",
+            {
+                "n": n,
+                "mode": modes,
+                "lambda": lam,
+                "sim_mean": sim["sqrt"].mean,
+                "sim_se": sim["sqrt"].se,
+                "quad": rmt.sqrt_equiv(lam, n, cfg.quad_nodes),
+                "quad_2x": rmt.sqrt_equiv(lam, n, 2 * cfg.quad_nodes),
+            },
+        )
         sim_var, sim_var_se = variance_with_se(values)
         theory = rmt.denoiser_var_equiv(probe_v, probe_x, cfg.var_sigma2, lam, n)
         scaling, weights = rmt.variance_factors(cfg.var_sigma2, lam, n)
         v_idx, x_idx = (a.ravel() for a in np.meshgrid(np.arange(cfg.n_probe), np.arange(cfg.n_probe), indexing="ij"))
-        ctx.table("variance", {
-            "n": n, "v": v_idx, "x": x_idx, "sim_var": sim_var.ravel(), "theory_var": theory.ravel(),
-            "scaling": scaling,
-            "anisotropy": (probe_v**2 * weights).sum(-1)[v_idx], "inhomogeneity": (probe_x**2 * weights).sum(-1)[x_idx],
-            "ratio": (sim_var / theory).ravel(), "ratio_se": (sim_var_se / theory).ravel(),
-        })
+        ctx.table(
+            "variance",
+            {
+                "n": n,
+                "v": v_idx,
+                "x": x_idx,
+                "sim_var": sim_var.ravel(),
+                "theory_var": theory.ravel(),
+                "scaling": scaling,
+                "anisotropy": (probe_v**2 * weights).sum(-1)[v_idx],
+                "inhomogeneity": (probe_x**2 * weights).sum(-1)[x_idx],
+                "ratio": (sim_var / theory).ravel(),
+                "ratio_se": (sim_var_se / theory).ravel(),
+            },
+        )
         for s in cfg.map_sigma:
             eq_mean = rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, cfg.map_nodes)
-            ctx.table("sampling_map_mean", {
-                "n": n, "sigma": s, "mode": modes, "lambda": lam,
-                "sim_mean": sim["map_mean"][s].mean, "sim_se": sim["map_mean"][s].se, "equiv": eq_mean,
-                "equiv_2x": rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, 2 * cfg.map_nodes),
-            })
+            ctx.table(
+                "sampling_map_mean",
+                {
+                    "n": n,
+                    "sigma": s,
+                    "mode": modes,
+                    "lambda": lam,
+                    "sim_mean": sim["map_mean"][s].mean,
+                    "sim_se": sim["map_mean"][s].se,
+                    "equiv": eq_mean,
+                    "equiv_2x": rmt.sampling_map_mean_equiv(lam, n, s, cfg.sigma_T, 2 * cfg.map_nodes),
+                },
+            )
             outputs = sim["map_outputs"][s]  # (draws, m, d)
             eq_var = rmt.sampling_map_var(map_inputs, lam, n, s, cfg.sigma_T, cfg.map_nodes // 2).sum(-1)
             sim_var_total, sim_var_se = variance_with_se(outputs, event_dims=1)  # of ||F u||: (m,)
             eq_out = map_inputs * eq_mean
             eq_norm = np.linalg.norm(eq_out, axis=1)
-            ctx.table("sampling_map", {
-                "n": n, "sigma": s, "input": np.arange(cfg.n_probe), "sim_var": sim_var_total, "theory_var": eq_var,
-                "var_ratio": sim_var_total / eq_var, "var_ratio_se": sim_var_se / eq_var,
-                "mean_rel_err": np.linalg.norm(outputs.mean(0) - eq_out, axis=1) / eq_norm,
-                "mean_rel_se": np.sqrt(sim_var_total / len(outputs)) / eq_norm,
-            })
+            ctx.table(
+                "sampling_map",
+                {
+                    "n": n,
+                    "sigma": s,
+                    "input": np.arange(cfg.n_probe),
+                    "sim_var": sim_var_total,
+                    "theory_var": eq_var,
+                    "var_ratio": sim_var_total / eq_var,
+                    "var_ratio_se": sim_var_se / eq_var,
+                    "mean_rel_err": np.linalg.norm(outputs.mean(0) - eq_out, axis=1) / eq_norm,
+                    "mean_rel_se": np.sqrt(sim_var_total / len(outputs)) / eq_norm,
+                },
+            )
 
 
 def _kappa_grid(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
@@ -135,15 +201,20 @@ def _plateau(losses: np.ndarray) -> dict[str, list[float]]:
     q = len(losses) // 4
     if q < 1:
         return {"loss_prev": [np.nan], "loss_last": [np.nan], "rel_drop": [np.nan], "rel_drop_se": [np.nan]}
-    prev, last = losses[-2 * q:-q], losses[-q:]
+    prev, last = losses[-2 * q : -q], losses[-q:]
     se = np.sqrt(prev.var(ddof=1 if q > 1 else 0) / q + last.var(ddof=1 if q > 1 else 0) / q)
-    return {"loss_prev": [float(prev.mean())], "loss_last": [float(last.mean())],
-            "rel_drop": [float((prev.mean() - last.mean()) / last.mean())], "rel_drop_se": [float(se / last.mean())]}
+    return {
+        "loss_prev": [float(prev.mean())],
+        "loss_last": [float(last.mean())],
+        "rel_drop": [float((prev.mean() - last.mean()) / last.mean())],
+        "rel_drop_se": [float(se / last.mean())],
+    }
 
 
 @torch.no_grad()
-def _loss_vs_linear(net: torch.nn.Module, train: np.ndarray, ctx: RunContext, name: str,
-                    samples: int = 8192) -> dict[str, list[float]]:
+def _loss_vs_linear(
+    net: torch.nn.Module, train: np.ndarray, ctx: RunContext, name: str, samples: int = 8192
+) -> dict[str, list[float]]:
     """EDM's weighted DSM loss on the training set of the trained net and of the linear (Gaussian) denoiser of the
     same set, on one fixed draw of (image, sigma, noise) shared by both (paired, so their difference has a small
     error): a net that does not beat the Gaussian denoiser on its own training loss has not learnt even the
@@ -155,14 +226,22 @@ def _loss_vs_linear(net: torch.nn.Module, train: np.ndarray, ctx: RunContext, na
     x = y + sigma[:, None] * torch.as_tensor(rng.standard_normal(y.shape))
     weight = (sigma**2 + 0.25) / (0.5 * sigma) ** 2  # sigma_data = 0.5
     param = next(net.parameters())
-    deep = torch.cat([net(xs.to(param.device, param.dtype), ss.to(param.device, param.dtype)).to("cpu", torch.float64)
-                      for xs, ss in zip(torch.split(x, 1024), torch.split(sigma, 1024))])
+    deep = torch.cat(
+        [
+            net(xs.to(param.device, param.dtype), ss.to(param.device, param.dtype)).to("cpu", torch.float64)
+            for xs, ss in zip(torch.split(x, 1024), torch.split(sigma, 1024))
+        ]
+    )
     lin = LinearDenoiser.fit(torch.as_tensor(train, dtype=torch.float64))(x, sigma)
     per_deep = weight * ((deep - y) ** 2).mean(1)
     per_lin = weight * ((lin - y) ** 2).mean(1)
     diff = per_deep - per_lin
-    return {"eval_loss_deep": [float(per_deep.mean())], "eval_loss_linear": [float(per_lin.mean())],
-            "eval_gap": [float(diff.mean())], "eval_gap_se": [float(diff.std() / np.sqrt(m))]}
+    return {
+        "eval_loss_deep": [float(per_deep.mean())],
+        "eval_loss_linear": [float(per_lin.mean())],
+        "eval_gap": [float(diff.mean())],
+        "eval_gap_se": [float(diff.std() / np.sqrt(m))],
+    }
 
 
 def _deep_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> pd.DataFrame | None:
@@ -192,38 +271,77 @@ def _deep_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet) -> pd
     for name, train in sets.items():
         ctx.say(f"training the {cfg.deep_backbone} EDM denoiser on {name} ({len(train)} images)")
         nets, losses = train_edm_models(
-            backbone, [torch.as_tensor(train, dtype=torch.float32)], cfg.deep_steps, cfg.deep_batch, cfg.deep_lr,
-            [ctx.generator(f"deep/{name}")], device=ctx.device,
-            callback=lambda k, step, loss, name=name: ctx.check_finite(f"EDM loss ({name})", loss, step))
+            backbone,
+            [torch.as_tensor(train, dtype=torch.float32)],
+            cfg.deep_steps,
+            cfg.deep_batch,
+            cfg.deep_lr,
+            [ctx.generator(f"deep/{name}")],
+            device=ctx.device,
+            callback=lambda k, step, loss, name=name: ctx.check_finite(f"EDM loss ({name})", loss, step),
+        )
         keep = np.unique(np.linspace(0, cfg.deep_steps - 1, min(cfg.deep_steps, 200)).astype(int))
         ctx.table("deep_loss", {"model": name, "step": keep, "loss": losses[0][keep]})
-        ctx.table("deep_convergence", {"model": [name], "n": [len(train)], "steps": [cfg.deep_steps],
-                                       **_plateau(losses[0]), **_loss_vs_linear(nets[0], train, ctx, name)})
+        ctx.table(
+            "deep_convergence",
+            {
+                "model": [name],
+                "n": [len(train)],
+                "steps": [cfg.deep_steps],
+                **_plateau(losses[0]),
+                **_loss_vs_linear(nets[0], train, ctx, name),
+            },
+        )
         deep[name] = edm_samples(nets[0], z, cfg.deep_sampler_steps, sigma_max=cfg.sigma_T)
         ctx.check_finite(f"deep samples ({name})", deep[name])
     lin_a, lin_b = linear_samples(a, cfg.sigma_T * z, cfg.sigma_T), linear_samples(b, cfg.sigma_T * z, cfg.sigma_T)
     seeds = np.arange(cfg.deep_seeds)
     for k, (out, lin) in enumerate(((deep["split 1"], lin_a), (deep["split 2"], lin_b)), start=1):
         # mismatched seeds: seed i's deep sample against the linear sample of seed i+1 (a derangement)
-        ctx.table("deep_vs_linear", {"split": k, "seed": seeds, "same_mse": paired_mse(out, lin).numpy(),
-                                     "other_mse": paired_mse(out, lin.roll(-1, 0)).numpy()})
+        ctx.table(
+            "deep_vs_linear",
+            {
+                "split": k,
+                "seed": seeds,
+                "same_mse": paired_mse(out, lin).numpy(),
+                "other_mse": paired_mse(out, lin.roll(-1, 0)).numpy(),
+            },
+        )
     predicted = rmt.seed_disagreement_from_moments(z.numpy(), images.mean, images.covariance, cfg.deep_n, cfg.sigma_T)
-    cross = ctx.table("deep_cross", {
-        "seed": seeds, "cross_mse": paired_mse(deep["split 1"], deep["split 2"]).numpy(),
-        "nearest_mse_1": nearest_mse(deep["split 1"], torch.as_tensor(a)).numpy(),
-        "nearest_mse_2": nearest_mse(deep["split 2"], torch.as_tensor(b)).numpy(),
-        "linear_cross_mse": paired_mse(lin_a, lin_b).numpy(), "predicted": predicted,
-    })
+    cross = ctx.table(
+        "deep_cross",
+        {
+            "seed": seeds,
+            "cross_mse": paired_mse(deep["split 1"], deep["split 2"]).numpy(),
+            "nearest_mse_1": nearest_mse(deep["split 1"], torch.as_tensor(a)).numpy(),
+            "nearest_mse_2": nearest_mse(deep["split 2"], torch.as_tensor(b)).numpy(),
+            "linear_cross_mse": paired_mse(lin_a, lin_b).numpy(),
+            "predicted": predicted,
+        },
+    )
     if "PC2 top" in deep:
-        ctx.table("deep_mismatch", {"seed": seeds, "iid_mse": paired_mse(deep["iid 1"], deep["iid 2"]).numpy(),
-                                    "mismatch_mse": paired_mse(deep["PC2 top"], deep["PC2 bottom"]).numpy()})
-    figure_deep_samples(ctx, deep["split 1"][:8].numpy(), deep["split 2"][:8].numpy(), lin_a[:8].numpy(),
-                        images.image_shape, cfg.deep_backbone)
+        ctx.table(
+            "deep_mismatch",
+            {
+                "seed": seeds,
+                "iid_mse": paired_mse(deep["iid 1"], deep["iid 2"]).numpy(),
+                "mismatch_mse": paired_mse(deep["PC2 top"], deep["PC2 bottom"]).numpy(),
+            },
+        )
+    figure_deep_samples(
+        ctx,
+        deep["split 1"][:8].numpy(),
+        deep["split 2"][:8].numpy(),
+        lin_a[:8].numpy(),
+        images.image_shape,
+        cfg.deep_backbone,
+    )
     return cross
 
 
-def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet,
-                 deep_cross: pd.DataFrame | None = None) -> None:
+def _images_part(
+    cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet, deep_cross: pd.DataFrame | None = None
+) -> None:
     total, d = images.x.shape
     z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.seeds, d)))
     x_T = cfg.sigma_T * z
@@ -240,8 +358,10 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet,
     iid_a, iid_b = disjoint_splits(images, cfg.pc_group)
     mismatch = linear_map_disagreement(top, bottom, x_T, cfg.sigma_T)
     iid = linear_map_disagreement(iid_a, iid_b, x_T, cfg.sigma_T)
-    ctx.table("moment_mismatch", pd.DataFrame({"seed": np.arange(cfg.seeds), "iid_mse": iid.numpy(),
-                                               "mismatch_mse": mismatch.numpy()}))
+    ctx.table(
+        "moment_mismatch",
+        pd.DataFrame({"seed": np.arange(cfg.seeds), "iid_mse": iid.numpy(), "mismatch_mse": mismatch.numpy()}),
+    )
 
     # Seed-level: RMT-predicted disagreement from the population (mu, Sigma) and n alone, against
     # the disagreement realised by the two real splits.
@@ -251,8 +371,13 @@ def _images_part(cfg: RMTDiffusionConfig, ctx: RunContext, images: ImageSet,
     a, b = disjoint_splits(images, cfg.seed_level_n)
     realized = linear_map_disagreement(a, b, x_T[:m], cfg.sigma_T).numpy()
     ctx.table("seed_level", pd.DataFrame({"seed": np.arange(m), "predicted": predicted, "realized": realized}))
-    figure_cross_split(ctx, ctx.tables["cross_split"], samples, images.image_shape,
-                       None if deep_cross is None else (cfg.deep_n, cfg.deep_backbone, deep_cross))
+    figure_cross_split(
+        ctx,
+        ctx.tables["cross_split"],
+        samples,
+        images.image_shape,
+        None if deep_cross is None else (cfg.deep_n, cfg.deep_backbone, deep_cross),
+    )
     rho, _ = spearman(predicted, realized)
     fig, ax = new_figure()
     ax.scatter(predicted, realized, s=8, alpha=0.6)

@@ -32,50 +32,71 @@ class RMTDiffusionConfig(StudyConfig):
     # --- synthetic power-law Gaussian: theory vs Monte Carlo over data-set draws --------------
     d: Annotated[Dim, Field(ge=8)] = Field(200, description="dimension of the power-law Gaussian data (typ. 200)")
     decay: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")
-    n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field((200, 400, 800), min_length=1,
-        description="samples per data set for the synthetic checks")
-    sigma2: tuple[NoiseVariance, ...] = Field((1e-3, 1e-2, 1e-1), min_length=1, description="denoiser noise levels "
-        "sigma^2")
-    draws: Annotated[Draws, Field(ge=20)] = Field(500, description="data-set draws per n for the spectral "
-        "(eigendecomposition) checks (card: 400; 500 keeps 4 Monte Carlo SE under the 0.01 tolerances)")
-    var_draws: Annotated[Draws, Field(ge=20)] = Field(2000, description="data-set draws per n for the variance check "
-        "(card: 1000; 2000 puts the 0.15 tolerance at ~4.5 Monte Carlo SE over 192 ratios)")
+    n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field(
+        (200, 400, 800), min_length=1, description="samples per data set for the synthetic checks"
+    )
+    sigma2: tuple[NoiseVariance, ...] = Field(
+        (1e-3, 1e-2, 1e-1), min_length=1, description="denoiser noise levels sigma^2"
+    )
+    draws: Annotated[Draws, Field(ge=20)] = Field(
+        500,
+        description="data-set draws per n for the spectral "
+        "(eigendecomposition) checks (card: 400; 500 keeps 4 Monte Carlo SE under the 0.01 tolerances)",
+    )
+    var_draws: Annotated[Draws, Field(ge=20)] = Field(
+        2000,
+        description="data-set draws per n for the variance check "
+        "(card: 1000; 2000 puts the 0.15 tolerance at ~4.5 Monte Carlo SE over 192 ratios)",
+    )
     var_sigma2: NoiseVariance = Field(1e-2, description="noise level of the variance-factorisation check")
-    n_probe: int = Field(8, ge=2, le=64, description="number of readout vectors v and of inputs x in the variance "
-        "check")
-    map_sigma: tuple[Annotated[float, Field(ge=0, le=1e3)], ...] = Field((0.0, 0.5), min_length=1,
-        description="end noise levels sigma of the PF-ODE map (0 = clean sample)")
+    n_probe: int = Field(
+        8, ge=2, le=64, description="number of readout vectors v and of inputs x in the variance check"
+    )
+    map_sigma: tuple[Annotated[float, Field(ge=0, le=1e3)], ...] = Field(
+        (0.0, 0.5), min_length=1, description="end noise levels sigma of the PF-ODE map (0 = clean sample)"
+    )
     sigma_T: float = Field(80.0, gt=1, le=1e4, description="start noise level of the PF-ODE map (EDM: 80)")
-    quad_nodes: int = Field(100, ge=10, le=2000, description="Gauss-Legendre nodes (u = tan theta) for "
-        "E[Sigma_hat^(1/2)]")
-    map_nodes: int = Field(400, ge=20, le=4000, description="log-grid nodes for the sampling-map mean (half of them "
-        "for its variance)")
+    quad_nodes: int = Field(
+        100, ge=10, le=2000, description="Gauss-Legendre nodes (u = tan theta) for E[Sigma_hat^(1/2)]"
+    )
+    map_nodes: int = Field(
+        400, ge=20, le=4000, description="log-grid nodes for the sampling-map mean (half of them for its variance)"
+    )
     chunk: Chunk = Field(250, description="data-set draws processed at once (memory vs speed)")
     # --- digits (or a local image set): linear maps on disjoint splits -----------------------
-    dataset: Literal["digits", "local"] = Field("digits", description="'digits' ships with scikit-learn; 'local' "
-        "reads image_path")
-    image_path: str | None = Field(None, description="local .npz or image folder when dataset='local' (never "
-        "downloaded)")
-    split_n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field((100, 300, 800), min_length=1,
-        description="split sizes for cross-split consistency")
+    dataset: Literal["digits", "local"] = Field(
+        "digits", description="'digits' ships with scikit-learn; 'local' reads image_path"
+    )
+    image_path: str | None = Field(
+        None, description="local .npz or image folder when dataset='local' (never downloaded)"
+    )
+    split_n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field(
+        (100, 300, 800), min_length=1, description="split sizes for cross-split consistency"
+    )
     seeds: Annotated[Seeds, Field(ge=16)] = Field(1000, description="noise seeds z per split size")
-    pc_group: Annotated[SampleSize, Field(ge=10)] = Field(500, description="size of the PC2-top/-bottom groups "
-        "(moment mismatch)")
-    seed_level_n: Annotated[SampleSize, Field(ge=10)] = Field(300, description="split size for the seed-level "
-        "prediction")
+    pc_group: Annotated[SampleSize, Field(ge=10)] = Field(
+        500, description="size of the PC2-top/-bottom groups (moment mismatch)"
+    )
+    seed_level_n: Annotated[SampleSize, Field(ge=10)] = Field(
+        300, description="split size for the seed-level prediction"
+    )
     seed_level_seeds: Annotated[Seeds, Field(ge=16)] = Field(256, description="seeds for the seed-level Spearman")
 
     # --- deep EDM denoisers on two disjoint splits (quick: the card's MLP; paper: UNet/DiT via diffusers) ------
-    deep_backbone: Literal["mlp", "unet", "dit", "none"] = Field("mlp", description="backbone of the deep EDM "
-        "denoisers: 'mlp' (FourierMLP), 'unet'/'dit' (need `pip install diffusers`), 'none' skips the deep part")
+    deep_backbone: Literal["mlp", "unet", "dit", "none"] = Field(
+        "mlp",
+        description="backbone of the deep EDM "
+        "denoisers: 'mlp' (FourierMLP), 'unet'/'dit' (need `pip install diffusers`), 'none' skips the deep part",
+    )
     deep_n: Annotated[SampleSize, Field(ge=10)] = Field(800, description="images per split for the deep pair")
     deep_steps: Annotated[Steps, Field(le=1_000_000)] = Field(2000, description="Adam steps per deep denoiser")
     deep_batch: Batch = Field(128, description="minibatch of the deep denoisers' training")
     deep_lr: LearningRate = Field(1e-3, description="Adam learning rate of the deep denoisers")
     deep_width: Width = Field(256, description="hidden width of the MLP backbone (3 hidden layers)")
     deep_seeds: Annotated[Seeds, Field(ge=16)] = Field(256, description="noise seeds sampled from each deep denoiser")
-    deep_sampler_steps: Annotated[Steps, Field(ge=2, le=1000)] = Field(18, description="EDM noise levels of the "
-        "Heun sampler (2 x steps - 1 network evaluations)")
+    deep_sampler_steps: Annotated[Steps, Field(ge=2, le=1000)] = Field(
+        18, description="EDM noise levels of the Heun sampler (2 x steps - 1 network evaluations)"
+    )
     unet_channels: Width = Field(128, description="UNet base channels (channel_mult 1,2,2,2; paper backbone)")
     dit_d_model: DModel = Field(384, description="DiT hidden size (patch 2; paper backbone)")
     dit_n_layers: NLayers = Field(6, description="DiT depth")
@@ -97,14 +118,19 @@ def _check_split_sizes(cfg: "RMTDiffusionConfig", total: int) -> None:
         sizes.append(("deep_n", cfg.deep_n))
     for name, value in sizes:
         if 2 * value > total:
-            raise ValueError(f"'{name}' = {value} is too large: two disjoint splits need 2 x {name} <= {total} images, "
-                             f"so {name} <= {total // 2}")
+            raise ValueError(
+                f"'{name}' = {value} is too large: two disjoint splits need 2 x {name} <= {total} images, "
+                f"so {name} <= {total // 2}"
+            )
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, < 60 s: the card's quick sizes (d = 200, digits, one MLP "
-                       "EDM pair at n = 800, 2000 steps); 500 spectral and 2000 variance draws (card: 400 and 1000; "
-                       "the judges need their Monte Carlo errors well under the tolerances)"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, < 60 s: the card's quick sizes (d = 200, digits, one MLP "
+        "EDM pair at n = 800, 2000 steps); 500 spectral and 2000 variance draws (card: 400 and 1000; "
+        "the judges need their Monte Carlo errors well under the tolerances)",
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: larger dimension and finer grids for the synthetic theory; "

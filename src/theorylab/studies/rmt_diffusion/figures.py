@@ -46,8 +46,9 @@ def figure_variance(ctx: RunContext, var: pd.DataFrame) -> None:
     for i, (n, grp) in enumerate(var.groupby("n")):
         jitter = np.linspace(-0.08, 0.08, len(grp))
         sim_points(ax, n * np.exp(jitter), grp["ratio"], 2 * grp["ratio_se"], color=color(i), ms=2, alpha=0.5)
-    theory_line(ax, sorted(var["n"].unique()), [1.0] * var["n"].nunique(), color="k",
-                label="theory: κ²/(n−df₂)·factors")
+    theory_line(
+        ax, sorted(var["n"].unique()), [1.0] * var["n"].nunique(), color="k", label="theory: κ²/(n−df₂)·factors"
+    )
     log_ticks(ax, sorted(var["n"].unique()))
     ax.set_xlabel("n")
     ax.set_ylabel(r"Var$[v^\top D(x)]\cdot(n-\mathrm{df}_2)/\kappa^2$ / factors")
@@ -59,8 +60,14 @@ def figure_variance(ctx: RunContext, var: pd.DataFrame) -> None:
 def figure_sampling_map(ctx: RunContext, smap: pd.DataFrame) -> None:
     fig, ax = new_figure()
     for i, ((n, s), grp) in enumerate(smap.groupby(["n", "sigma"])):
-        sim_points(ax, grp["theory_var"], grp["sim_var"], 2 * grp["var_ratio_se"] * grp["theory_var"], color=color(i),
-                   label=f"n={n}, σ={s:g}")
+        sim_points(
+            ax,
+            grp["theory_var"],
+            grp["sim_var"],
+            2 * grp["var_ratio_se"] * grp["theory_var"],
+            color=color(i),
+            label=f"n={n}, σ={s:g}",
+        )
     lo, hi = smap["theory_var"].min(), smap["theory_var"].max()
     theory_line(ax, [lo, hi], [lo, hi], color="k", label="theory = simulation")
     ax.set_xscale("log")
@@ -75,8 +82,9 @@ def _tile(img: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return img.reshape(shape)[..., 0] if len(shape) == 3 else img.reshape(shape[:2])
 
 
-def figure_deep_samples(ctx: RunContext, deep_1: np.ndarray, deep_2: np.ndarray, linear_1: np.ndarray,
-                        shape: tuple[int, ...], backbone: str) -> None:
+def figure_deep_samples(
+    ctx: RunContext, deep_1: np.ndarray, deep_2: np.ndarray, linear_1: np.ndarray, shape: tuple[int, ...], backbone: str
+) -> None:
     """The same seeds (columns) through the deep denoiser of split 1, of split 2, and the linear map of split 1."""
     if len(shape) < 2:
         return
@@ -94,17 +102,24 @@ def figure_deep_samples(ctx: RunContext, deep_1: np.ndarray, deep_2: np.ndarray,
     ctx.figure("deep_vs_linear_samples", fig)
 
 
-def figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shape: tuple[int, ...],
-                       deep: tuple[int, str, pd.DataFrame] | None = None) -> None:
+def figure_cross_split(
+    ctx: RunContext,
+    cross: pd.DataFrame,
+    samples: dict,
+    shape: tuple[int, ...],
+    deep: tuple[int, str, pd.DataFrame] | None = None,
+) -> None:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 4))
     ax = fig.add_subplot(1, 2, 1)
     stats = cross.groupby("n").agg(
-        cross_med=("cross_mse", "median"), cross_lo=("cross_mse", lambda s: s.quantile(0.25)), cross_hi=("cross_mse",
-            lambda s: s.quantile(0.75)),
-        near_med=("nearest_mse_1", "median"), near_lo=("nearest_mse_1", lambda s: s.quantile(0.25)), near_hi=(
-            "nearest_mse_1", lambda s: s.quantile(0.75)),
+        cross_med=("cross_mse", "median"),
+        cross_lo=("cross_mse", lambda s: s.quantile(0.25)),
+        cross_hi=("cross_mse", lambda s: s.quantile(0.75)),
+        near_med=("nearest_mse_1", "median"),
+        near_lo=("nearest_mse_1", lambda s: s.quantile(0.25)),
+        near_hi=("nearest_mse_1", lambda s: s.quantile(0.75)),
     )
     ns = stats.index.to_numpy()
     for i, (key, label) in enumerate((("cross", "cross-split MSE (same seed)"), ("near", "nearest-training MSE"))):
@@ -115,8 +130,15 @@ def figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shap
         n_deep, backbone, t = deep
         for i, (col, label) in enumerate((("cross_mse", "cross-split"), ("nearest_mse_1", "nearest-training"))):
             q = t[col].quantile([0.25, 0.5, 0.75]).to_numpy()
-            ax.errorbar([n_deep * 1.05], [q[1]], yerr=[[q[1] - q[0]], [q[2] - q[1]]], fmt="D", mfc="none",
-                        color=color(i), label=f"{backbone} EDM: {label}")
+            ax.errorbar(
+                [n_deep * 1.05],
+                [q[1]],
+                yerr=[[q[1] - q[0]], [q[2] - q[1]]],
+                fmt="D",
+                mfc="none",
+                color=color(i),
+                label=f"{backbone} EDM: {label}",
+            )
     log_ticks(ax, ns)
     ax.set_yscale("log")
     ax.set_xlabel("n per split")
@@ -127,9 +149,13 @@ def figure_cross_split(ctx: RunContext, cross: pd.DataFrame, samples: dict, shap
     if len(shape) >= 2:
         # One montage: a row per (n, split), the same six seeds in the columns.
         h, w = shape[:2]
-        tiles = [np.concatenate([img.reshape(shape)[..., 0] if len(shape) == 3 else img.reshape(h, w) for img in split[
-            :6]], axis=1)
-                 for pair in samples.values() for split in pair]
+        tiles = [
+            np.concatenate(
+                [img.reshape(shape)[..., 0] if len(shape) == 3 else img.reshape(h, w) for img in split[:6]], axis=1
+            )
+            for pair in samples.values()
+            for split in pair
+        ]
         sub = fig.add_subplot(1, 2, 2)
         sub.imshow(np.concatenate(tiles, axis=0).clip(-1, 1), cmap="gray", vmin=-1, vmax=1)
         sub.set_xticks([])

@@ -17,10 +17,12 @@ claims = Claims("rmt-diffusion")
 
 # The quick preset's Monte Carlo sizes, above the card's (both upwards: the judges need their Monte Carlo errors
 # well under the tolerances; with fewer draws they say "not decided", never pass).
-DRAWS = Departure.field_value("draws", 400, "500 data-set draws keep 4 Monte Carlo SE (<= 0.0085) under the 0.01 "
-                              "tolerance", presets=["quick"])
-VAR_DRAWS = Departure.field_value("var_draws", 1000, "2000 draws put the 0.15 tolerance at ~4.5 Monte Carlo SE "
-                                  "over 192 ratios", presets=["quick"])
+DRAWS = Departure.field_value(
+    "draws", 400, "500 data-set draws keep 4 Monte Carlo SE (<= 0.0085) under the 0.01 tolerance", presets=["quick"]
+)
+VAR_DRAWS = Departure.field_value(
+    "var_draws", 1000, "2000 draws put the 0.15 tolerance at ~4.5 Monte Carlo SE over 192 ratios", presets=["quick"]
+)
 
 
 S_KAPPA = (
@@ -33,17 +35,21 @@ S_KAPPA = (
 def judge_kappa(res, v) -> Verdict:
     k = res.table("kappa")
     above = bool((k["kappa"] >= k["sigma2"] * (1 - 1e-12)).all())
-    falls = all(np.all(np.diff(g.sort_values("sigma2")["ratio"].to_numpy()) <= 1e-12 * g["ratio"].max()) for _,
-                g in k.groupby("n"))
+    falls = all(
+        np.all(np.diff(g.sort_values("sigma2")["ratio"].to_numpy()) <= 1e-12 * g["ratio"].max())
+        for _, g in k.groupby("n")
+    )
     grows = all(np.all(np.diff(g.sort_values("gamma")["ratio"].to_numpy()) >= -1e-12) for _, g in k.groupby("sigma2"))
     ratio, asym = res.scalar("ratio_gamma_half_tiny"), res.scalar("asymptote_gamma_half")
     k_tiny, k0 = res.scalar("kappa_gamma_two_tiny"), res.scalar("kappa0_gamma_two_brentq")
     rel0 = abs(k_tiny - k0) / k0
     ok = above and falls and grows and abs(ratio - asym) <= 1e-3 and rel0 <= 1e-3
-    detail = (f"kappa>=sigma2: {above}; ratio falls in sigma2: {falls}; grows in gamma: {grows}; "
-              f"gamma=1/2, sigma2={res.scalar('tiny_sigma2'):.3g}: kappa/sigma2={ratio:.6f} vs 1/(1-gamma)={asym:g}; "
-              f"gamma=2: kappa(1e-10)={k_tiny:.6g} vs kappa0={k0:.6g} (brentq on df1=n), "
-              f"rel. err {rel0:.1e} (tol 1e-3)")
+    detail = (
+        f"kappa>=sigma2: {above}; ratio falls in sigma2: {falls}; grows in gamma: {grows}; "
+        f"gamma=1/2, sigma2={res.scalar('tiny_sigma2'):.3g}: kappa/sigma2={ratio:.6f} vs 1/(1-gamma)={asym:g}; "
+        f"gamma=2: kappa(1e-10)={k_tiny:.6g} vs kappa0={k0:.6g} (brentq on df1=n), "
+        f"rel. err {rel0:.1e} (tol 1e-3)"
+    )
     return v.judged(ok, abs(ratio - asym), 0.0, 1e-3, detail)
 
 
@@ -53,8 +59,7 @@ S_MEAN = (
 )
 
 
-@claims.add("mean-equivalent", S_MEAN, REF + ", deterministic equivalent of the linear denoiser",
-            departures=[DRAWS])
+@claims.add("mean-equivalent", S_MEAN, REF + ", deterministic equivalent of the linear denoiser", departures=[DRAWS])
 def judge_mean(res, v) -> Verdict:
     t = res.table("mean_equiv").assign(err=lambda f: (f["sim_mean"] - f["rmt"]).abs())
     worst = float(t["err"].max())
@@ -65,12 +70,16 @@ def judge_mean(res, v) -> Verdict:
     naive_err = float((low["sim_mean"] - low["naive"]).abs().max())
     rmt_err = float(low["err"].max())
     factor = naive_err / max(rmt_err, 1e-300)
-    detail = (f"max |sim - RMT| over modes, n and sigma2 = {worst:.4f} (tol 0.01; Monte Carlo 4 SE = {noise:.4f}); "
-              f"20 smallest modes at n={int(n0)}, sigma2={s0:g}: naive error {naive_err:.4f} = {factor:.1f} x RMT "
-              f"error {rmt_err:.4f} (need >= 5)")
+    detail = (
+        f"max |sim - RMT| over modes, n and sigma2 = {worst:.4f} (tol 0.01; Monte Carlo 4 SE = {noise:.4f}); "
+        f"20 smallest modes at n={int(n0)}, sigma2={s0:g}: naive error {naive_err:.4f} = {factor:.1f} x RMT "
+        f"error {rmt_err:.4f} (need >= 5)"
+    )
     if noise > 0.01:
-        raise Undecided(f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
-                        f"tolerance; {detail}")
+        raise Undecided(
+            f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
+            f"tolerance; {detail}"
+        )
     return v.judged(worst <= 0.01 and factor >= 5, worst, 0.0, 0.01, detail)
 
 
@@ -91,8 +100,10 @@ def judge_sqrt(res, v) -> Verdict:
         f"by {nodes:.1e} (tol 1e-6)"
     )
     if noise > 0.01:
-        raise Undecided(f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
-                        f"tolerance; {detail}")
+        raise Undecided(
+            f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
+            f"tolerance; {detail}"
+        )
     return v.judged(worst <= 0.01 and nodes <= 1e-6, worst, 0.0, 0.01, detail)
 
 
@@ -102,13 +113,21 @@ S_VAR = (
 )
 
 
-@claims.add("variance-factorization", S_VAR, REF + ", variance: scaling x anisotropy x inhomogeneity",
-            departures=[VAR_DRAWS, Departure.of(
-                "theory kappa^2/(n - df2) (<>(v) <>(x) + <>(v, x)^2) (card: <>(v) <>(x))",
-                "the Gaussian pairing term <>(v, x)^2 of the variance of a bilinear form; the card's factorised form "
-                "is its generic-position limit and under-predicts by up to 2x when v is aligned with x (at the quick "
-                "probes, random v and x, the term is small: the card's form gives ratios 0.873-1.110 over seeds "
-                "0-9, ours 0.869-1.106)")])
+@claims.add(
+    "variance-factorization",
+    S_VAR,
+    REF + ", variance: scaling x anisotropy x inhomogeneity",
+    departures=[
+        VAR_DRAWS,
+        Departure.of(
+            "theory kappa^2/(n - df2) (<>(v) <>(x) + <>(v, x)^2) (card: <>(v) <>(x))",
+            "the Gaussian pairing term <>(v, x)^2 of the variance of a bilinear form; the card's factorised form "
+            "is its generic-position limit and under-predicts by up to 2x when v is aligned with x (at the quick "
+            "probes, random v and x, the term is small: the card's form gives ratios 0.873-1.110 over seeds "
+            "0-9, ours 0.869-1.106)",
+        ),
+    ],
+)
 def judge_variance(res, v) -> Verdict:
     t = res.table("variance")
     dev = float((t["ratio"] - 1).abs().max())
@@ -119,13 +138,16 @@ def judge_variance(res, v) -> Verdict:
         fit = grid.mean(1, keepdims=True) + grid.mean(0, keepdims=True) - grid.mean()
         resid.append(float(np.sqrt(((grid - fit) ** 2).mean())))
     worst_resid = max(resid)
-    detail = (f"simulated/theory variance in [{t['ratio'].min():.3f}, {t['ratio'].max():.3f}] over {len(t)} (v, x, n) "
-              f"(need within 1 +- 0.15; "
-              f"Monte Carlo SE of a ratio {se:.3f}); RMS residual of log Var = a(v) + b(x): {worst_resid:.3f} "
-              f"(need <= 0.1)")
+    detail = (
+        f"simulated/theory variance in [{t['ratio'].min():.3f}, {t['ratio'].max():.3f}] over {len(t)} (v, x, n) "
+        f"(need within 1 +- 0.15; "
+        f"Monte Carlo SE of a ratio {se:.3f}); RMS residual of log Var = a(v) + b(x): {worst_resid:.3f} "
+        f"(need <= 0.1)"
+    )
     if 3.5 * se > 0.15:
-        raise Undecided(f"needs more draws (var_draws = {res.config['var_draws']}; >= 1500 brings 3.5 SE under 0.15): "
-                        f"{detail}")
+        raise Undecided(
+            f"needs more draws (var_draws = {res.config['var_draws']}; >= 1500 brings 3.5 SE under 0.15): {detail}"
+        )
     return v.judged(dev <= 0.15 and worst_resid <= 0.1, dev, 0.0, 0.15, detail)
 
 
@@ -146,13 +168,16 @@ def judge_sampling_map(res, v) -> Verdict:
     se = float(t["var_ratio_se"].max())
     # 3%: a map built with sigma^2 in place of kappa is off by tens of percent on the small modes,
     # while Monte Carlo (4 SE) and finite-d corrections stay near 1% at the quick sizes.
-    detail = (f"max relative error of E[F]_kk over modes = {rel:.4f} (tol 0.03; Monte Carlo SE {rel_se:.4f}; "
-              f"doubling the quadrature nodes moves it by {nodes:.1e}, tol 1e-6); "
-              f"simulated/theory variance of F u in [{t['var_ratio'].min():.3f}, {t['var_ratio'].max():.3f}] (need "
-              f"within 1 +- 0.15; largest SE {se:.3f})")
+    detail = (
+        f"max relative error of E[F]_kk over modes = {rel:.4f} (tol 0.03; Monte Carlo SE {rel_se:.4f}; "
+        f"doubling the quadrature nodes moves it by {nodes:.1e}, tol 1e-6); "
+        f"simulated/theory variance of F u in [{t['var_ratio'].min():.3f}, {t['var_ratio'].max():.3f}] (need "
+        f"within 1 +- 0.15; largest SE {se:.3f})"
+    )
     if 3.5 * se > 0.15 or 4 * rel_se > 0.03:
-        raise Undecided(f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the "
-                        f"tolerances; {detail}")
+        raise Undecided(
+            f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the tolerances; {detail}"
+        )
     return v.judged(rel <= 0.03 and dev <= 0.15 and nodes <= 1e-6, dev, 0.0, 0.15, detail)
 
 
@@ -170,21 +195,26 @@ def judge_digits(res, v) -> Verdict:
     ratios = (big["cross"] / big["near"]).to_dict()
     worst = max(ratios.values()) if ratios else None
     falls = bool(np.all(np.diff(med["cross"].to_numpy()) < 0)) if len(med) >= 2 else None
-    detail = (f"median cross/nearest MSE for n>=300: "
-              f"{', '.join(f'n={n}: {r:.3f}' for n, r in ratios.items()) or 'none'} (need <= 0.5); "
-              f"median cross-split MSE by n: {', '.join(f'{n}: {c:.4f}' for n, c in med['cross'].items())} (need "
-              f"strictly falling)")
+    detail = (
+        f"median cross/nearest MSE for n>=300: "
+        f"{', '.join(f'n={n}: {r:.3f}' for n, r in ratios.items()) or 'none'} (need <= 0.5); "
+        f"median cross-split MSE by n: {', '.join(f'{n}: {c:.4f}' for n, c in med['cross'].items())} (need "
+        f"strictly falling)"
+    )
     if worst is None or falls is None:
-        raise Undecided(f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: "
-                        f"{detail}")
+        raise Undecided(
+            f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: {detail}"
+        )
     return v.judged(worst <= 0.5 and falls, worst, 0.5, "ratio <= 0.5", detail)
 
 
 def _deep_undecided(res) -> str:
     """Why a claim's deep half is not decided in this run."""
     backbone = res.config.get("deep_backbone", "none")
-    return (f"deep half not decided: needs the paper preset's UNet/DiT pair (this run: deep_backbone = '{backbone}'; "
-            f"`--preset paper`, diffusers installed)")
+    return (
+        f"deep half not decided: needs the paper preset's UNet/DiT pair (this run: deep_backbone = '{backbone}'; "
+        f"`--preset paper`, diffusers installed)"
+    )
 
 
 def _deep_half(res, table: str) -> str | None:
@@ -192,9 +222,11 @@ def _deep_half(res, table: str) -> str | None:
     return None if table in res.tables else _deep_undecided(res)
 
 
-S_MISMATCH = ("Diffusion models fitted on sets with mismatched moments (PC2-top vs PC2-bottom) disagree far more "
-              "than models fitted on i.i.d. splits of the same size "
-              "(quick: linear maps; the deep-net half is judged only on the paper preset's UNet/DiT).")
+S_MISMATCH = (
+    "Diffusion models fitted on sets with mismatched moments (PC2-top vs PC2-bottom) disagree far more "
+    "than models fitted on i.i.d. splits of the same size "
+    "(quick: linear maps; the deep-net half is judged only on the paper preset's UNet/DiT)."
+)
 
 
 @claims.add("moment-mismatch", S_MISMATCH, REF + ", stratified counterfactual splits")
@@ -211,8 +243,10 @@ def judge_mismatch(res, v) -> Verdict:
     if why is None:
         d = res.table("deep_mismatch")
         deep_ratio = float(d["mismatch_mse"].median() / d["iid_mse"].median())
-        detail += (f"; deep ({res.config.get('deep_backbone')}): mismatched {d['mismatch_mse'].median():.4f}, i.i.d. "
-                   f"{d['iid_mse'].median():.4f}, ratio {deep_ratio:.2f} (need >= 3)")
+        detail += (
+            f"; deep ({res.config.get('deep_backbone')}): mismatched {d['mismatch_mse'].median():.4f}, i.i.d. "
+            f"{d['iid_mse'].median():.4f}, ratio {deep_ratio:.2f} (need >= 3)"
+        )
         ok = ok and deep_ratio >= 3.0
         ratio = min(ratio, deep_ratio)
     else:
@@ -252,19 +286,25 @@ def _convergence(res, v, models) -> tuple[bool, str]:
             flat, plateau = False, f"{r.steps} steps, too few to measure a plateau"
         else:
             flat = abs(r.rel_drop) + 2 * r.rel_drop_se <= PLATEAU
-            plateau = (f"training loss {r.loss_prev:.4f} -> {r.loss_last:.4f} over the last two quarters of {r.steps} "
-                       f"steps, drop {r.rel_drop:+.2%} ± {r.rel_drop_se:.2%} ({'plateau' if flat else 'still moving'}: "
-                       f"need |drop| + 2 SE <= {PLATEAU:.0%})")
+            plateau = (
+                f"training loss {r.loss_prev:.4f} -> {r.loss_last:.4f} over the last two quarters of {r.steps} "
+                f"steps, drop {r.rel_drop:+.2%} ± {r.rel_drop_se:.2%} ({'plateau' if flat else 'still moving'}: "
+                f"need |drop| + 2 SE <= {PLATEAU:.0%})"
+            )
         beats = bool(gap.iloc[i] + 2 * gap_se.iloc[i] < 0)
-        said.append(f"{r.model}: {plateau}; DSM loss {deep.iloc[i]:.4f} vs Gaussian denoiser {lin.iloc[i]:.4f} "
-                    f"({'below' if beats else 'NOT below'} by > 2 SE = {2 * gap_se.iloc[i]:.4f})")
+        said.append(
+            f"{r.model}: {plateau}; DSM loss {deep.iloc[i]:.4f} vs Gaussian denoiser {lin.iloc[i]:.4f} "
+            f"({'below' if beats else 'NOT below'} by > 2 SE = {2 * gap_se.iloc[i]:.4f})"
+        )
         ok = ok and flat and beats
     return ok, "; ".join(said)
 
 
-S_SEED = ("The RMT seed-level predictor, from the population moments and n alone, ranks noise seeds by how much two "
-          "split models will disagree "
-          "(quick: linear maps; the deep-net half is judged only on the paper preset's UNet/DiT).")
+S_SEED = (
+    "The RMT seed-level predictor, from the population moments and n alone, ranks noise seeds by how much two "
+    "split models will disagree "
+    "(quick: linear maps; the deep-net half is judged only on the paper preset's UNet/DiT)."
+)
 
 
 @claims.add("seed-level-prediction", S_SEED, REF + ", seed-level predictor")
@@ -285,47 +325,69 @@ def judge_seed_level(res, v) -> Verdict:
             detail += f"; deep ({backbone}): Spearman rho = {deep_rho:.3f} over {len(d)} seeds (need >= 0.2)"
             ok = ok and deep_rho >= 0.2
         elif backbone in ("unet", "dit"):
-            detail += (f"; deep half not decided: the {backbone} pair is not converged ({conv}); its Spearman rho = "
-                       f"{deep_rho:.3f} is reported, not judged (needs more steps)")
+            detail += (
+                f"; deep half not decided: the {backbone} pair is not converged ({conv}); its Spearman rho = "
+                f"{deep_rho:.3f} is reported, not judged (needs more steps)"
+            )
         else:
-            detail += (f"; reported, not judged: the {backbone} pair at n = {res.config.get('deep_n')} gives Spearman "
-                       f"rho = {deep_rho:.3f} (the card judges the deep half only for converged UNet/DiT nets); "
-                       + _deep_undecided(res))
+            detail += (
+                f"; reported, not judged: the {backbone} pair at n = {res.config.get('deep_n')} gives Spearman "
+                f"rho = {deep_rho:.3f} (the card judges the deep half only for converged UNet/DiT nets); "
+                + _deep_undecided(res)
+            )
     else:
         detail += "; " + _deep_undecided(res)
     return v.judged(ok, rho, 0.3, ">= 0.3", detail)
 
 
-S_DEEP = ("Trained deep EDM denoisers follow the linear (Gaussian) model: each seed's deep sample is much closer to "
-          "the linear map's sample for the same seed than for another seed (median MSE ratio <= 0.5), and the deep "
-          "pair on disjoint splits agree far better than either matches its nearest training image (median ratio <= "
-          "0.5, no memorisation). Decided only for converged denoisers (training-loss plateau and below the Gaussian "
-          "denoiser's loss); otherwise not decided.")
+S_DEEP = (
+    "Trained deep EDM denoisers follow the linear (Gaussian) model: each seed's deep sample is much closer to "
+    "the linear map's sample for the same seed than for another seed (median MSE ratio <= 0.5), and the deep "
+    "pair on disjoint splits agree far better than either matches its nearest training image (median ratio <= "
+    "0.5, no memorisation). Decided only for converged denoisers (training-loss plateau and below the Gaussian "
+    "denoiser's loss); otherwise not decided."
+)
 
 
-@claims.add("deep-follows-linear", S_DEEP, REF + ", deep vs linear denoisers (quick: the card's MLP pair)",
-            decided_by="paper")
+@claims.add(
+    "deep-follows-linear", S_DEEP, REF + ", deep vs linear denoisers (quick: the card's MLP pair)", decided_by="paper"
+)
 def judge_deep(res, v) -> Verdict:
     if "deep_vs_linear" not in res.tables:
-        raise Undecided(f"needs the deep part (this run has deep_backbone = '{res.config.get('deep_backbone')}'; "
-                        f"set 'mlp', 'unet' or 'dit')")
+        raise Undecided(
+            f"needs the deep part (this run has deep_backbone = '{res.config.get('deep_backbone')}'; "
+            f"set 'mlp', 'unet' or 'dit')"
+        )
     t = res.table("deep_vs_linear")
     same, other = float(v.column(t, "same_mse").median()), float(v.column(t, "other_mse").median())
     c = res.table("deep_cross")
     cross = float(v.column(c, "cross_mse").median())
-    near = float(np.median(np.concatenate([v.column(c, "nearest_mse_1").to_numpy(),
-                                           v.column(c, "nearest_mse_2").to_numpy()])))
+    near = float(
+        np.median(np.concatenate([v.column(c, "nearest_mse_1").to_numpy(), v.column(c, "nearest_mse_2").to_numpy()]))
+    )
     r_seed, r_mem = same / other, cross / near
     backbone = res.config.get("deep_backbone")
-    detail = (f"{backbone} pair at n = {res.config.get('deep_n')}, {len(c)} seeds: median MSE(deep, linear) same seed "
-              f"{same:.4f} vs other seed {other:.4f}, ratio {r_seed:.3f} (need <= 0.5); median deep cross-split MSE "
-              f"{cross:.4f} vs nearest-training {near:.4f}, ratio {r_mem:.3f} (need <= 0.5); linear maps' cross-split "
-              f"MSE {float(v.column(c, 'linear_cross_mse').median()):.4f}")
+    detail = (
+        f"{backbone} pair at n = {res.config.get('deep_n')}, {len(c)} seeds: median MSE(deep, linear) same seed "
+        f"{same:.4f} vs other seed {other:.4f}, ratio {r_seed:.3f} (need <= 0.5); median deep cross-split MSE "
+        f"{cross:.4f} vs nearest-training {near:.4f}, ratio {r_mem:.3f} (need <= 0.5); linear maps' cross-split "
+        f"MSE {float(v.column(c, 'linear_cross_mse').median()):.4f}"
+    )
     converged, conv = _convergence(res, v, ["split 1", "split 2"])
     if not converged:
-        return v.undecided(f"the deep denoisers are not converged: {conv}. Ratios as measured, not judged: {detail}. "
-                           f"Decide it with nets trained to a plateau: the paper preset (50k steps), or more "
-                           f"deep_steps until the last-quarter drop is under {PLATEAU:.0%}",
-                           measured=max(r_seed, r_mem), expected="both ratios <= 0.5", tolerance=0.5)
-    return v.at_most(pd.Series({"same/other-seed MSE ratio": r_seed, "cross/nearest MSE ratio": r_mem}), 0.5,
-                     name="ratio", tolerance=0.5, expected="both ratios <= 0.5", detail=f"{detail}; converged: {conv}")
+        return v.undecided(
+            f"the deep denoisers are not converged: {conv}. Ratios as measured, not judged: {detail}. "
+            f"Decide it with nets trained to a plateau: the paper preset (50k steps), or more "
+            f"deep_steps until the last-quarter drop is under {PLATEAU:.0%}",
+            measured=max(r_seed, r_mem),
+            expected="both ratios <= 0.5",
+            tolerance=0.5,
+        )
+    return v.at_most(
+        pd.Series({"same/other-seed MSE ratio": r_seed, "cross/nearest MSE ratio": r_mem}),
+        0.5,
+        name="ratio",
+        tolerance=0.5,
+        expected="both ratios <= 0.5",
+        detail=f"{detail}; converged: {conv}",
+    )

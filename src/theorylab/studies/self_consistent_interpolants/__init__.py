@@ -47,8 +47,17 @@ from theorylab.train.interpolants import generate, train_and_measure, transport
 PAPER = "Modi, Han, Vanden-Eijnden, Bruna, arXiv 2512.10857 (2025); ICLR 2026"
 
 
-SHARED_TRAINING = {"batch", "lr", "transport_steps", "method", "resamples", "gamma", "schedule", "ema_decay",
-                   "precision"}
+SHARED_TRAINING = {
+    "batch",
+    "lr",
+    "transport_steps",
+    "method",
+    "resamples",
+    "gamma",
+    "schedule",
+    "ema_decay",
+    "precision",
+}
 
 
 def _velocity(cfg: SCSIConfig, seed: int, latent_dim: int = 0) -> TimeMLP:
@@ -56,13 +65,25 @@ def _velocity(cfg: SCSIConfig, seed: int, latent_dim: int = 0) -> TimeMLP:
         return TimeMLP(2, cfg.width, cfg.n_layers, cfg.time_dim, latent_dim)
 
 
-def _train(cfg: SCSIConfig, ctx: RunContext, name: str, model, observed, channel, latents, steps, measure,
-           **kw) -> pd.DataFrame:
+def _train(
+    cfg: SCSIConfig, ctx: RunContext, name: str, model, observed, channel, latents, steps, measure, **kw
+) -> pd.DataFrame:
     """Self-consistent training with the shared settings (``kw`` overrides them); ``measure`` rows as a table."""
-    opts = cfg.model_dump(include=SHARED_TRAINING) | dict(alpha=cfg.p_recorrupt, evaluate_every=cfg.evaluate_every,
-                                                        progress=ctx.progress) | kw
-    rows, log = train_and_measure(model, observed, channel, measure, observed_latents=latents, steps=steps,
-                                  generator=ctx.generator(f"{name}/train"), **opts)
+    opts = (
+        cfg.model_dump(include=SHARED_TRAINING)
+        | dict(alpha=cfg.p_recorrupt, evaluate_every=cfg.evaluate_every, progress=ctx.progress)
+        | kw
+    )
+    rows, log = train_and_measure(
+        model,
+        observed,
+        channel,
+        measure,
+        observed_latents=latents,
+        steps=steps,
+        generator=ctx.generator(f"{name}/train"),
+        **opts,
+    )
     if log.diverged_at >= 0:
         raise Diverged(f"{name} training loss", log.diverged_at)
     ctx.table(f"{name}_loss", pd.DataFrame({"step": log.steps, "loss": log.losses}))
@@ -110,8 +131,18 @@ def moons_part(cfg: SCSIConfig, ctx: RunContext) -> None:
         probe, probe_lat = observed[: cfg.eval_samples], (latents[: cfg.eval_samples] if latents is not None else None)
         corrupted_sw = sw(probe, held_out, f"{kind}/observed")
 
-        def measure(step: int, weights: str, net, kind=kind, probe=probe, probe_lat=probe_lat,
-                    corrupted_sw=corrupted_sw, observed=observed, latents=latents, channel=channel) -> dict:
+        def measure(
+            step: int,
+            weights: str,
+            net,
+            kind=kind,
+            probe=probe,
+            probe_lat=probe_lat,
+            corrupted_sw=corrupted_sw,
+            observed=observed,
+            latents=latents,
+            channel=channel,
+        ) -> dict:
             cleaned = transport(net, probe, probe_lat, cfg.transport_steps, cfg.method)
             d, generated = sw(cleaned, held_out, f"{kind}/{step}"), float("nan")
             if weights == "raw" and step == cfg.moons_steps:  # newly generated samples, not cleaned copies of the data
@@ -119,8 +150,16 @@ def moons_part(cfg: SCSIConfig, ctx: RunContext) -> None:
                 gen = ctx.generator(f"moons/{kind}/generate")
                 new = generate(net, observed, channel, cfg.eval_samples, gen, latents, cfg.transport_steps, cfg.method)
                 generated = sw(new, held_out, f"{kind}/generated")
-            return dict(channel=kind, step=step, weights=weights, sw2=d, sw2_observed=corrupted_sw,
-                        ratio=d / corrupted_sw, sw2_floor=floor, sw2_generated=generated)
+            return dict(
+                channel=kind,
+                step=step,
+                weights=weights,
+                sw2=d,
+                sw2_observed=corrupted_sw,
+                ratio=d / corrupted_sw,
+                sw2_floor=floor,
+                sw2_generated=generated,
+            )
 
         scatter[f"observed/{kind}"] = probe.numpy()
         model = _velocity(cfg, ctx.seed(f"moons/{kind}/init"), 2 if latents is not None else 0)
@@ -136,11 +175,14 @@ def mask2d_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     observed, latents = channel(clean, ctx.generator("mask2d/observe"))
     probe, probe_lat = observed[: cfg.eval_samples], latents[: cfg.eval_samples]
     measure = lambda step, weights, net: dict(  # noqa: E731
-        step=step, weights=weights,
-        **gaussian_moment_errors(net, probe, probe_lat, MEAN, COV, cfg.transport_steps, cfg.method))
+        step=step,
+        weights=weights,
+        **gaussian_moment_errors(net, probe, probe_lat, MEAN, COV, cfg.transport_steps, cfg.method),
+    )
     model = _velocity(cfg, ctx.seed("mask2d/init"), 2)
-    return _train(cfg, ctx, "mask2d", model, observed, channel, latents, cfg.mask2d_steps, measure,
-                  batch=cfg.mask2d_batch)
+    return _train(
+        cfg, ctx, "mask2d", model, observed, channel, latents, cfg.mask2d_steps, measure, batch=cfg.mask2d_batch
+    )
 
 
 def digits_part(cfg: SCSIConfig, ctx: RunContext) -> None:
@@ -167,16 +209,40 @@ def digits_part(cfg: SCSIConfig, ctx: RunContext) -> None:
         if step != cfg.digits_steps:
             return None
         scores, restored = image_restoration_scores(
-            net, test_obs, test_lat, test_x, observed, latents, channel, gen, steps=cfg.digits_transport_steps,
-            method=cfg.method, bandwidth=bandwidth, accuracy=accuracy, device=device)
+            net,
+            test_obs,
+            test_lat,
+            test_x,
+            observed,
+            latents,
+            channel,
+            gen,
+            steps=cfg.digits_transport_steps,
+            method=cfg.method,
+            bandwidth=bandwidth,
+            accuracy=accuracy,
+            device=device,
+        )
         if weights == "raw":
             grid.update(clean=test_x[:10].numpy(), observed=test_obs[:10].numpy(), restored=restored[:10].numpy())
         return dict(weights=weights, **scores)
 
     on_device = None if latents is None else latents.to(device)
-    table = _train(cfg, ctx, "digits", model, observed.to(device), channel, on_device, cfg.digits_steps, measure,
-                   batch=cfg.digits_batch, lr=cfg.digits_lr, transport_steps=cfg.digits_transport_steps,
-                   schedule="cosine")
+    table = _train(
+        cfg,
+        ctx,
+        "digits",
+        model,
+        observed.to(device),
+        channel,
+        on_device,
+        cfg.digits_steps,
+        measure,
+        batch=cfg.digits_batch,
+        lr=cfg.digits_lr,
+        transport_steps=cfg.digits_transport_steps,
+        schedule="cosine",
+    )
     ctx.table("digits", table)
     if grid:
         figure_digits(ctx, grid)

@@ -13,52 +13,71 @@ from theorylab.data.toy2d import ToyChannel as MoonsChannel
 
 class SCSIConfig(StudyConfig):
     # --- shared training --------------------------------------------------------------------------
-    width: Annotated[Width, Field(ge=8)] = Field(128, description="hidden width of the 2-D velocity MLP (quick 128, "
-        "paper 256)")
+    width: Annotated[Width, Field(ge=8)] = Field(
+        128, description="hidden width of the 2-D velocity MLP (quick 128, paper 256)"
+    )
     n_layers: NLayers = Field(3, description="hidden layers of the velocity MLP")
-    time_dim: int = Field(16, ge=2, le=1024, multiple_of=2, description="sinusoidal time-embedding size (even; quick "
-        "16, paper 32)")
+    time_dim: int = Field(
+        16, ge=2, le=1024, multiple_of=2, description="sinusoidal time-embedding size (even; quick 16, paper 32)"
+    )
     transport_steps: Steps = Field(20, description="Euler steps K of the backward transport (quick 20, paper 40)")
     method: Literal["euler", "heun"] = Field("euler", description="ODE integrator of the transport")
-    batch: Annotated[Batch, Field(ge=8)] = Field(512, description="batch of observed samples per step (quick 512, "
-        "paper 2000)")
+    batch: Annotated[Batch, Field(ge=8)] = Field(
+        512, description="batch of observed samples per step (quick 512, paper 2000)"
+    )
     lr: LearningRate = Field(3e-3, description="Adam learning rate")
-    p_recorrupt: Probability = Field(0.9, description="probability of re-corrupting x0 (else the observed y is kept "
-        "as x1)")
+    p_recorrupt: Probability = Field(
+        0.9, description="probability of re-corrupting x0 (else the observed y is kept as x1)"
+    )
     resamples: int = Field(1, ge=1, le=64, description="channel draws per step")
-    gamma: float = Field(0.0, ge=0.0, le=10.0, description="stochastic interpolant: I_t += gamma t (1 - t) z (0: "
-        "linear interpolant)")
-    schedule: Literal["constant", "cosine"] = Field("cosine", description="learning-rate schedule of the 2-D parts "
-        "(ours): cosine decay, so the judged last snapshot of the raw weights is not one draw of SGD noise")
-    ema_decay: float = Field(0.995, ge=0.0, lt=1.0, description="EMA decay, applied every 10 steps (reported; quick "
-        "claims use raw weights)")
+    gamma: float = Field(
+        0.0, ge=0.0, le=10.0, description="stochastic interpolant: I_t += gamma t (1 - t) z (0: linear interpolant)"
+    )
+    schedule: Literal["constant", "cosine"] = Field(
+        "cosine",
+        description="learning-rate schedule of the 2-D parts "
+        "(ours): cosine decay, so the judged last snapshot of the raw weights is not one draw of SGD noise",
+    )
+    ema_decay: float = Field(
+        0.995, ge=0.0, lt=1.0, description="EMA decay, applied every 10 steps (reported; quick claims use raw weights)"
+    )
     evaluate_every: Every = Field(100, description="steps between evaluations")
-    precision: Precision = Field("fp32", description="arithmetic of the per-step transport inside training (no "
-        "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs); evaluations stay fp32")
-    eval_samples: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="observed samples transported per "
-        "evaluation")
+    precision: Precision = Field(
+        "fp32",
+        description="arithmetic of the per-step transport inside training (no "
+        "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs); evaluations stay fp32",
+    )
+    eval_samples: Annotated[SampleSize, Field(ge=100)] = Field(
+        4000, description="observed samples transported per evaluation"
+    )
     # --- linear-Gaussian ----------------------------------------------------------------------------
-    gauss_n: Annotated[SampleSize, Field(ge=100)] = Field(4000, description="observed samples of the linear-Gaussian "
-        "case")
+    gauss_n: Annotated[SampleSize, Field(ge=100)] = Field(
+        4000, description="observed samples of the linear-Gaussian case"
+    )
     gauss_sigma: float = Field(0.6, gt=0, le=10, description="channel noise sigma of the linear-Gaussian case")
-    gauss_steps: Steps = Field(400, description="training steps, linear-Gaussian (converged by ~100 steps at the "
-        "quick width)")
-    oracle_samples: Annotated[SampleSize, Field(ge=1000)] = Field(20_000, description="samples for the oracle "
-        "(training-free) checks")
+    gauss_steps: Steps = Field(
+        400, description="training steps, linear-Gaussian (converged by ~100 steps at the quick width)"
+    )
+    oracle_samples: Annotated[SampleSize, Field(ge=1000)] = Field(
+        20_000, description="samples for the oracle (training-free) checks"
+    )
     # --- two moons ----------------------------------------------------------------------------------
-    toy_data: Literal["moons", "mixture"] = Field("moons", description="2-D toy law: two moons, or 8 Gaussians on a "
-        "circle")
+    toy_data: Literal["moons", "mixture"] = Field(
+        "moons", description="2-D toy law: two moons, or 8 Gaussians on a circle"
+    )
     moons_n: Annotated[SampleSize, Field(ge=100)] = Field(6000, description="observed two-moons samples")
-    moons_channels: tuple[MoonsChannel, ...] = Field(("noise",), description="channels the moons are observed through "
-        "(noise, mask, saturate, quantise)")
+    moons_channels: tuple[MoonsChannel, ...] = Field(
+        ("noise",), description="channels the moons are observed through (noise, mask, saturate, quantise)"
+    )
     moons_sigma: float = Field(0.5, gt=0, le=10, description="noise sigma of the moons 'noise' channel")
     moons_steps: Steps = Field(1000, description="training steps, two moons")
     # --- 2-D masking (paper) -------------------------------------------------------------------------
     mask2d: bool = Field(False, description="Gaussian data under independent 50% coordinate masking (claim mask-2d)")
     mask_ratio: Annotated[Probability, Field(gt=0, lt=1)] = Field(0.5, description="masking probability per coordinate")
     mask2d_steps: Steps = Field(3000, description="training steps, 2-D masking")
-    mask2d_batch: Annotated[Batch, Field(ge=8)] = Field(512, description="batch of observed samples per step, 2-D "
-        "masking")
+    mask2d_batch: Annotated[Batch, Field(ge=8)] = Field(
+        512, description="batch of observed samples per step, 2-D masking"
+    )
     # --- digits (paper) -------------------------------------------------------------------------------
     digits: bool = Field(False, description="8x8 digits under random masking with a small U-Net (claims digits-*)")
     digits_steps: Steps = Field(20_000, description="training steps, digits")
@@ -66,12 +85,17 @@ class SCSIConfig(StudyConfig):
     digits_lr: LearningRate = Field(5e-4, description="learning rate, digits (cosine schedule)")
     digits_transport_steps: Steps = Field(64, description="Euler steps, digits")
     digits_width: Annotated[Width, Field(ge=8)] = Field(64, description="U-Net width, digits")
-    digits_channel: Literal["mask", "blur"] = Field("mask", description="digits channel: random mask (noise fill) or "
-        "Gaussian blur (sigma 1) + noise 0.1")
-    image_path: str | None = Field(None, description="local images (.npz or a folder of PNG/JPEG) instead of the 8x8 "
-        "digits: MNIST/CIFAR-size, never downloaded")
-    digits_held_out: Annotated[SampleSize, Field(ge=10)] = Field(297, description="digits held out for evaluation "
-        "(the rest is observed, masked once)")
+    digits_channel: Literal["mask", "blur"] = Field(
+        "mask", description="digits channel: random mask (noise fill) or Gaussian blur (sigma 1) + noise 0.1"
+    )
+    image_path: str | None = Field(
+        None,
+        description="local images (.npz or a folder of PNG/JPEG) instead of the 8x8 "
+        "digits: MNIST/CIFAR-size, never downloaded",
+    )
+    digits_held_out: Annotated[SampleSize, Field(ge=10)] = Field(
+        297, description="digits held out for evaluation (the rest is observed, masked once)"
+    )
 
 
 PRESETS = {

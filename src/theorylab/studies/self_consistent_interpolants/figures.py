@@ -20,24 +20,38 @@ def figure_gauss(ctx: RunContext, curve: pd.DataFrame, observed: pd.DataFrame, s
     fig, (left, right) = new_figure(ncols=2, width=10.5, height=4.2)
     left.plot(*covariance_ellipse(COV, MEAN), color="k", lw=2, label="truth S (theory)")
     o = observed.iloc[0]
-    left.plot(*covariance_ellipse(np.array([[o.c11, o.c12], [o.c12, o.c22]]), MEAN), color="0.6", ls="--",
-              label=f"observed Cov(y) (σ = {sigma})")
+    left.plot(
+        *covariance_ellipse(np.array([[o.c11, o.c12], [o.c12, o.c22]]), MEAN),
+        color="0.6",
+        ls="--",
+        label=f"observed Cov(y) (σ = {sigma})",
+    )
     raw = curve[curve["weights"] == "raw"]
     picks = raw["step"].unique()[[len(raw["step"].unique()) // 4, len(raw["step"].unique()) // 2, -1]]
     for i, step in enumerate(picks):
         r = raw[raw["step"] == step].iloc[0]
-        left.plot(*covariance_ellipse(np.array([[r.c11, r.c12], [r.c12, r.c22]]), MEAN), color=color(i), ls=":",
-                  marker="",
-                  label=f"Cov(T(y)) at step {int(step)}")
+        left.plot(
+            *covariance_ellipse(np.array([[r.c11, r.c12], [r.c12, r.c22]]), MEAN),
+            color=color(i),
+            ls=":",
+            marker="",
+            label=f"Cov(T(y)) at step {int(step)}",
+        )
     left.set_aspect("equal")
     left.legend(fontsize=7)
     left.set_title("2-σ ellipses")
     for w, g in curve.groupby("weights"):
         g = g[g["step"] > 0]
-        right.semilogy(g["step"], g["cov_error"], color=color(0), ls="-" if w == "raw" else "--", label=f"covariance "
-            f"error ({w})")
-        right.semilogy(g["step"], g["residual"], color=color(1), ls="-" if w == "raw" else "--",
-                       label=f"self-consistency residual R ({w})")
+        right.semilogy(
+            g["step"], g["cov_error"], color=color(0), ls="-" if w == "raw" else "--", label=f"covariance error ({w})"
+        )
+        right.semilogy(
+            g["step"],
+            g["residual"],
+            color=color(1),
+            ls="-" if w == "raw" else "--",
+            label=f"self-consistency residual R ({w})",
+        )
     right.axhline(0.12, color="0.5", lw=0.8, ls=":")
     right.set_xlabel("training step")
     right.legend(fontsize=7)

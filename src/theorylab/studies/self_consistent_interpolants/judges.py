@@ -15,23 +15,47 @@ REF = "arXiv 2512.10857"
 claims = Claims("self-consistent-interpolants")
 
 # Where the judged form differs from the card's (a field departure applies only when the run's value differs).
-SCHEDULE = Departure.field_value("schedule", "constant", "at a constant rate the raw weights' moments wander with SGD "
-                                 "noise (seed 1, 1500 steps: mean error 0.02-0.24 from one evaluation to the next), so "
-                                 "the judged last snapshot would be one draw of it")
+SCHEDULE = Departure.field_value(
+    "schedule",
+    "constant",
+    "at a constant rate the raw weights' moments wander with SGD "
+    "noise (seed 1, 1500 steps: mean error 0.02-0.24 from one evaluation to the next), so "
+    "the judged last snapshot would be one draw of it",
+)
 ONE_DRAW = Departure.field_value("resamples", 1, "the paper preset's digits setting (2 draws) applies to every part")
-GAUSS = [SCHEDULE, ONE_DRAW,
-         Departure.field_value("gauss_steps", 800, "converged by ~100 steps at the quick width; CPU budget",
-                               presets=["quick", "digits-cpu", "cpu"]),
-         Departure.field_value("gauss_steps", 5000, presets=["paper"])]
+GAUSS = [
+    SCHEDULE,
+    ONE_DRAW,
+    Departure.field_value(
+        "gauss_steps",
+        800,
+        "converged by ~100 steps at the quick width; CPU budget",
+        presets=["quick", "digits-cpu", "cpu"],
+    ),
+    Departure.field_value("gauss_steps", 5000, presets=["paper"]),
+]
 # mask-2d is a paper claim: the card's sizes are its paper 2-D ones at every preset.
-MASK2D = [SCHEDULE, ONE_DRAW] + [Departure.field_value(f, card, "CPU budget: judged at the quick sizes")
-                                 for f, card in (("width", 256), ("time_dim", 32), ("transport_steps", 40),
-                                                 ("mask2d_batch", 2000), ("mask2d_steps", 5000))]
+MASK2D = [SCHEDULE, ONE_DRAW] + [
+    Departure.field_value(f, card, "CPU budget: judged at the quick sizes")
+    for f, card in (
+        ("width", 256),
+        ("time_dim", 32),
+        ("transport_steps", 40),
+        ("mask2d_batch", 2000),
+        ("mask2d_steps", 5000),
+    )
+]
 # The digits claims at the card's digits recipe (paper); digits-cpu runs them at reduced sizes.
-DIGITS = [Departure.field_value(f, card, "CPU budget (presets cpu and digits-cpu)",
-                                presets=["paper", "digits-cpu", "cpu"])
-          for f, card in (("digits_steps", 20_000), ("digits_batch", 128), ("digits_transport_steps", 64),
-                          ("digits_lr", 5e-4), ("resamples", 2))]
+DIGITS = [
+    Departure.field_value(f, card, "CPU budget (presets cpu and digits-cpu)", presets=["paper", "digits-cpu", "cpu"])
+    for f, card in (
+        ("digits_steps", 20_000),
+        ("digits_batch", 128),
+        ("digits_transport_steps", 64),
+        ("digits_lr", 5e-4),
+        ("resamples", 2),
+    )
+]
 
 
 S_ORACLE = (
@@ -45,9 +69,11 @@ def judge_oracle(res, v) -> Verdict:
     t = res.table("oracle").set_index("map")
     o, i = t.loc["oracle"], t.loc["identity"]
     ok = o.cov_error <= 0.05 and o.residual <= 0.05 and i.residual >= 0.15
-    detail = (f"T*: covariance error {o.cov_error:.4f} (need <= 0.05), R {o.residual:.4f} (need <= 0.05); identity: R "
-              f"{i.residual:.4f} "
-              f"(need >= 0.15), covariance error {i.cov_error:.3f}; {int(o.samples)} samples")
+    detail = (
+        f"T*: covariance error {o.cov_error:.4f} (need <= 0.05), R {o.residual:.4f} (need <= 0.05); identity: R "
+        f"{i.residual:.4f} "
+        f"(need >= 0.15), covariance error {i.cov_error:.3f}; {int(o.samples)} samples"
+    )
     return v.judged(ok, float(o.residual), 0.0, 0.05, detail)
 
 
@@ -83,8 +109,9 @@ S_SELF = (
 @claims.add("gauss-self-consistent", S_SELF, REF + ", Sec. 3 (self-consistency)", departures=GAUSS)
 def judge_self(res, v) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
-    return v.judged(r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R "
-        f"{e.residual:.4f}")
+    return v.judged(
+        r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R {e.residual:.4f}"
+    )
 
 
 S_MOONS = (
@@ -93,9 +120,16 @@ S_MOONS = (
 )
 
 
-@claims.add("moons-sw2", S_MOONS, REF + ", Sec. 5 (two moons)", departures=[
-    SCHEDULE, ONE_DRAW, Departure.field_value("moons_channels", ("noise",), "the channels this run observes the moons "
-                                                         "through")])
+@claims.add(
+    "moons-sw2",
+    S_MOONS,
+    REF + ", Sec. 5 (two moons)",
+    departures=[
+        SCHEDULE,
+        ONE_DRAW,
+        Departure.field_value("moons_channels", ("noise",), "the channels this run observes the moons through"),
+    ],
+)
 def judge_moons(res, v) -> Verdict:
     t = res.table("moons", unless="this config runs no two-moons channel (moons_channels is empty)")
     t = t[t["weights"] == "raw"]
@@ -108,8 +142,9 @@ def judge_moons(res, v) -> Verdict:
         for r in ends.itertuples()
     )
     ratios = v.column(ends, "ratio")
-    return v.at_most(pd.Series(ratios.to_numpy(), index=ends["channel"]), bar, name="SW2 ratio", tolerance=bar,
-                     detail=detail)
+    return v.at_most(
+        pd.Series(ratios.to_numpy(), index=ends["channel"]), bar, name="SW2 ratio", tolerance=bar, detail=detail
+    )
 
 
 S_MASK2D = (
@@ -123,13 +158,17 @@ def judge_mask2d(res, v) -> Verdict:
     t = res.table("mask2d", unless="this config does not run the 2-D masking part (mask2d=false)")
     r = t[(t["weights"] == "raw") & (t["step"] == t["step"].max())].iloc[0]
     ok = r.mean_error <= 0.15 and r.cov_error <= 0.2
-    return v.judged(ok, float(r.cov_error), 0.0, 0.2, f"mean error {r.mean_error:.4f} (need <= 0.15), covariance error "
-                                                      f"{r.cov_error:.4f} (need <= 0.2)")
+    return v.judged(
+        ok,
+        float(r.cov_error),
+        0.0,
+        0.2,
+        f"mean error {r.mean_error:.4f} (need <= 0.15), covariance error {r.cov_error:.4f} (need <= 0.2)",
+    )
 
 
 NO_DIGITS = (
-    "this config does not run the digits part (digits=false; judged at paper size, and on CPU by preset cpu "
-    "in ~80 s)"
+    "this config does not run the digits part (digits=false; judged at paper size, and on CPU by preset cpu in ~80 s)"
 )
 
 
@@ -139,32 +178,42 @@ S_DIGITS = (
 )
 
 
-@claims.add("digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)", departures=DIGITS,
-            decided_by="cpu")
+@claims.add(
+    "digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)", departures=DIGITS, decided_by="cpu"
+)
 def judge_digits(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     gain, acc_gain = r.psnr_restored - r.psnr_observed, r.acc_restored - r.acc_observed
     has_labels = bool(np.isfinite(r.acc_restored))
-    detail = (f"PSNR {r.psnr_observed:.2f} -> {r.psnr_restored:.2f} dB (gain {gain:+.2f}, need >= 3); SSIM "
-              f"{r.get('ssim_observed', float('nan')):.3f} -> "
-              f"{r.get('ssim_restored', float('nan')):.3f}; classifier accuracy {r.acc_observed:.3f} -> "
-              f"{r.acc_restored:.3f} (gain {acc_gain:+.3f}, need >= 0.2; clean {r.acc_clean:.3f})")
+    detail = (
+        f"PSNR {r.psnr_observed:.2f} -> {r.psnr_restored:.2f} dB (gain {gain:+.2f}, need >= 3); SSIM "
+        f"{r.get('ssim_observed', float('nan')):.3f} -> "
+        f"{r.get('ssim_restored', float('nan')):.3f}; classifier accuracy {r.acc_observed:.3f} -> "
+        f"{r.acc_restored:.3f} (gain {acc_gain:+.3f}, need >= 0.2; clean {r.acc_clean:.3f})"
+    )
     if not has_labels:
         raise Undecided(f"local images carry no labels, so the classifier half cannot be judged; measured: {detail}")
     return v.judged(gain >= 3 and acc_gain >= 0.2, float(gain), ">= 3", 3.0, detail)
 
 
-S_CHANNEL = ("Masked digits: the re-corrupted cleaned law matches the observed one: MMD²(A(T(y)), held-out y) <= 1.5x "
-             "the MMD² between two disjoint halves "
-             "of the observed set (biased estimates of equal sample sizes, one median-heuristic kernel).")
+S_CHANNEL = (
+    "Masked digits: the re-corrupted cleaned law matches the observed one: MMD²(A(T(y)), held-out y) <= 1.5x "
+    "the MMD² between two disjoint halves "
+    "of the observed set (biased estimates of equal sample sizes, one median-heuristic kernel)."
+)
 
 
-@claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)", departures=DIGITS,
-            decided_by="cpu")
+@claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)", departures=DIGITS, decided_by="cpu")
 def judge_channel(res, v) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     ratio = r.mmd_recorrupted / max(r.mmd_halves, 1e-12)
-    return v.judged(ratio <= 1.5, float(ratio), "<= 1.5", 1.5, f"MMD² re-corrupted {r.mmd_recorrupted:.5f} vs observed "
-                                                               f"halves {r.mmd_halves:.5f} (ratio {ratio:.2f}, need "
-                                                               f"<= 1.5); "
-                    f"re-corrupting y itself (no cleaning) gives {r.get('mmd_identity', float('nan')):.5f}")
+    return v.judged(
+        ratio <= 1.5,
+        float(ratio),
+        "<= 1.5",
+        1.5,
+        f"MMD² re-corrupted {r.mmd_recorrupted:.5f} vs observed "
+        f"halves {r.mmd_halves:.5f} (ratio {ratio:.2f}, need "
+        f"<= 1.5); "
+        f"re-corrupting y itself (no cleaning) gives {r.get('mmd_identity', float('nan')):.5f}",
+    )

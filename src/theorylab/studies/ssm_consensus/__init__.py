@@ -45,8 +45,10 @@ def _sanity(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
     rows = []
     for case, Z, lam, r in (("collinear", collinear, 1.0, 1.0), ("orthonormal", orthonormal, 1 / ell, float(ell))):
         spec = gram_spectrum(Z)
-        rows += [dict(case=case, measure="lambda1", measured=float(spec[0]), expected=lam),
-                 dict(case=case, measure="participation", measured=float(participation_ratio(spec)), expected=r)]
+        rows += [
+            dict(case=case, measure="lambda1", measured=float(spec[0]), expected=lam),
+            dict(case=case, measure="participation", measured=float(participation_ratio(spec)), expected=r),
+        ]
     return ctx.table("sanity", pd.DataFrame(rows))
 
 
@@ -54,16 +56,38 @@ def _simulate(cfg: SSMConsensusConfig, ctx: RunContext, name: str) -> tuple[pd.D
     iso = name == "isotropic"
     n = cfg.isotropic_n if iso else cfg.n
     depth = cfg.isotropic_n_layers if iso else cfg.n_layers
-    trace = simulate_ideal_ssm(n, n if iso else cfg.m, cfg.length, cfg.runs, depth, tau=cfg.tau,
-                               generator=ctx.generator(f"ideal/{name}"), record_every=cfg.record_every,
-                               **CONFIGS[name])
+    trace = simulate_ideal_ssm(
+        n,
+        n if iso else cfg.m,
+        cfg.length,
+        cfg.runs,
+        depth,
+        tau=cfg.tau,
+        generator=ctx.generator(f"ideal/{name}"),
+        record_every=cfg.record_every,
+        **CONFIGS[name],
+    )
     ctx.check_finite(f"{name} tokens", trace.z)
     lam, r = trace.lambda1.numpy(), trace.participation.numpy()
-    trajectory = pd.DataFrame([dict(config=name, layer=layer, run=k, lambda1=lam[i, k], participation=r[i, k])
-                               for i, layer in enumerate(trace.layers) for k in range(cfg.runs)])
+    trajectory = pd.DataFrame(
+        [
+            dict(config=name, layer=layer, run=k, lambda1=lam[i, k], participation=r[i, k])
+            for i, layer in enumerate(trace.layers)
+            for k in range(cfg.runs)
+        ]
+    )
     windows = [pe_window(trace.q[:, k]) for k in range(cfg.runs)]
-    final = pd.DataFrame(dict(config=name, run=np.arange(cfg.runs), n=n, depth=depth, lambda1=lam[-1],
-                              participation=r[-1], pe_window=[np.nan if w is None else w for w in windows]))
+    final = pd.DataFrame(
+        dict(
+            config=name,
+            run=np.arange(cfg.runs),
+            n=n,
+            depth=depth,
+            lambda1=lam[-1],
+            participation=r[-1],
+            pe_window=[np.nan if w is None else w for w in windows],
+        )
+    )
     return trajectory, final
 
 
@@ -75,12 +99,21 @@ def _hf_equivalence(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
     for name in ("silu", "linear", "silu+gate"):
         kw = CONFIGS[name]
         g = ctx.generator(f"hf/{name}")
-        weights = [draw_layer_weights(cfg.hf_runs, cfg.n, cfg.m, gate=kw.get("gate", False), generator=g)
-                   for _ in range(cfg.hf_weight_sets)]
+        weights = [
+            draw_layer_weights(cfg.hf_runs, cfg.n, cfg.m, gate=kw.get("gate", False), generator=g)
+            for _ in range(cfg.hf_weight_sets)
+        ]
         z0 = torch.randn(1, cfg.length, cfg.n, generator=g, dtype=torch.float64)
         for r in range(cfg.hf_runs):
-            err = idealization_error(weights, z0.float(), depth=cfg.hf_n_layers, run=r, nonlinearity=kw["nonlinearity"],
-                                     tau=cfg.tau, dtype=torch.float32)
+            err = idealization_error(
+                weights,
+                z0.float(),
+                depth=cfg.hf_n_layers,
+                run=r,
+                nonlinearity=kw["nonlinearity"],
+                tau=cfg.tau,
+                dtype=torch.float32,
+            )
             rows.append(dict(config=name, run=r, max_error=float(err.max()), first_layer_error=float(err[0])))
     return ctx.table("hf_equivalence", pd.DataFrame(rows))
 
@@ -98,14 +131,33 @@ def _hf_model(cfg: SSMConsensusConfig, ctx: RunContext):
 
         vocab, stream = char_stream(cfg.train_corpus)
     heads = 2 * cfg.mamba_hidden // cfg.mamba_head_dim
-    model = random_init("mamba2", seed=ctx.seed("hf/model"), dtype=torch.float32, hidden_size=cfg.mamba_hidden,
-                        num_hidden_layers=cfg.mamba_n_layers, state_size=cfg.mamba_state, head_dim=cfg.mamba_head_dim,
-                        num_heads=heads, expand=2, n_groups=1, vocab_size=len(vocab) if vocab else 512).to(ctx.device)
+    model = random_init(
+        "mamba2",
+        seed=ctx.seed("hf/model"),
+        dtype=torch.float32,
+        hidden_size=cfg.mamba_hidden,
+        num_hidden_layers=cfg.mamba_n_layers,
+        state_size=cfg.mamba_state,
+        head_dim=cfg.mamba_head_dim,
+        num_heads=heads,
+        expand=2,
+        n_groups=1,
+        vocab_size=len(vocab) if vocab else 512,
+    ).to(ctx.device)
     if stream is None:
         return model, "random-init"
-    train_hf_causal_lm(model, stream, cfg.train_steps, generator=ctx.generator("hf/train"), length=cfg.train_length,
-                       batch=cfg.train_batch, lr=cfg.train_lr, progress=ctx.progress, check=ctx.check_finite,
-                       device=ctx.device)
+    train_hf_causal_lm(
+        model,
+        stream,
+        cfg.train_steps,
+        generator=ctx.generator("hf/train"),
+        length=cfg.train_length,
+        batch=cfg.train_batch,
+        lr=cfg.train_lr,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+        device=ctx.device,
+    )
     return model, "trained"
 
 
@@ -119,12 +171,21 @@ def _hf_gate(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
     tokens = torch.randint(vocab, (cfg.gate_runs, cfg.length), generator=ctx.generator("hf/tokens")).to(ctx.device)
     rows = []
     for gate in (True, False):
-        states = layer_states(model, tokens, cfg.gate_n_layers, gate=gate, project=False,
-                              record_every=cfg.record_every)
+        states = layer_states(model, tokens, cfg.gate_n_layers, gate=gate, project=False, record_every=cfg.record_every)
         ctx.check_finite(f"HF Mamba-2 states (gate {'on' if gate else 'off'})", states.states)
         lam, r = (m.cpu().numpy() for m in consensus_measures(states.states))
-        rows += [dict(source=source, gate="on" if gate else "off", layer=layer, run=k, lambda1=lam[i, k],
-                      participation=r[i, k]) for i, layer in enumerate(states.layers) for k in range(cfg.gate_runs)]
+        rows += [
+            dict(
+                source=source,
+                gate="on" if gate else "off",
+                layer=layer,
+                run=k,
+                lambda1=lam[i, k],
+                participation=r[i, k],
+            )
+            for i, layer in enumerate(states.layers)
+            for k in range(cfg.gate_runs)
+        ]
     return ctx.table("hf_gate", pd.DataFrame(rows))
 
 

@@ -50,9 +50,21 @@ EMBEDDINGS = ("embed", "pos")  # the parameters cfg.weight_decay acts on: token 
 def toy_model(n: int, d: int, n_layers: int, final_norm: str, seed: int) -> ToyTransformer:
     """The card's model: attention-only, 1 head, no pre-attention norm, learned positions, N(0, 1/d) embeddings and
     untied unembedding, and a final norm of kind ``final_norm`` ('layer' or 'none') before the readout."""
-    return ToyTransformer(d_model=d, n_layers=n_layers, n_heads=1, mlp_width=0, norm="none", final_norm=True,
-                          final_norm_kind=final_norm, causal=True, positional="learned", max_len=4, vocab_size=2 * n,
-                          embedding_std=d ** -0.5, seed=seed)
+    return ToyTransformer(
+        d_model=d,
+        n_layers=n_layers,
+        n_heads=1,
+        mlp_width=0,
+        norm="none",
+        final_norm=True,
+        final_norm_kind=final_norm,
+        causal=True,
+        positional="learned",
+        max_len=4,
+        vocab_size=2 * n,
+        embedding_std=d**-0.5,
+        seed=seed,
+    )
 
 
 def _sites(model: ToyTransformer, every: bool) -> dict[str, tuple[str, int]]:
@@ -75,8 +87,17 @@ def _bayes(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     for n in cfg.n_entities:
         for rho in cfg.rhos:
             th = truth_bayes(n, rho)
-            theory.append(dict(n=n, rho=rho, pi=th.pi, q_true=th.q_true, f_true=th.f_true, loss_bayes=th.loss_bayes,
-                               loss_mem=th.loss_mem))
+            theory.append(
+                dict(
+                    n=n,
+                    rho=rho,
+                    pi=th.pi,
+                    q_true=th.q_true,
+                    f_true=th.f_true,
+                    loss_bayes=th.loss_bayes,
+                    loss_mem=th.loss_mem,
+                )
+            )
     ctx.table("theory", pd.DataFrame(theory))
     n, rho = cfg.n_entities[0], cfg.rhos[0]
     gen = ctx.generator("bayes")
@@ -85,8 +106,17 @@ def _bayes(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     th = truth_bayes(n, rho)
     for name, aware, closed in (("bayes", True, th.loss_bayes), ("memorise", False, th.loss_mem)):
         nll = -bayes_y2_logprob(batch.tokens, g, rho, truth_aware=aware)
-        rows.append(dict(predictor=name, n=n, rho=rho, samples=cfg.bayes_samples, empirical=float(nll.mean()),
-                         se=float(nll.std() / math.sqrt(len(nll))), closed_form=closed))
+        rows.append(
+            dict(
+                predictor=name,
+                n=n,
+                rho=rho,
+                samples=cfg.bayes_samples,
+                empirical=float(nll.mean()),
+                se=float(nll.std() / math.sqrt(len(nll))),
+                closed_form=closed,
+            )
+        )
     ctx.table("bayes", pd.DataFrame(rows))
 
 
@@ -99,8 +129,16 @@ def _runs(cfg: TruthSubspacesConfig) -> list[tuple[int, int, float, str]]:
     return list(dict.fromkeys(runs))
 
 
-def _toy_run(cfg: TruthSubspacesConfig, ctx: RunContext, n: int, n_layers: int, rho: float, kind: str, seed: int,
-             out: dict[str, list]) -> None:
+def _toy_run(
+    cfg: TruthSubspacesConfig,
+    ctx: RunContext,
+    n: int,
+    n_layers: int,
+    rho: float,
+    kind: str,
+    seed: int,
+    out: dict[str, list],
+) -> None:
     key = dict(n=n, n_layers=n_layers, rho=rho, final_norm=kind, seed=seed)
     tag = f"N={n} L={n_layers} rho={rho} norm={kind} seed={seed}"
     gen = ctx.generator(f"data {tag}")
@@ -126,21 +164,41 @@ def _toy_run(cfg: TruthSubspacesConfig, ctx: RunContext, n: int, n_layers: int, 
         features[step] = {s: cache[h][:, t].double().cpu().numpy() for s, (h, t) in sites.items()}
         if step in (cfg.evaluate_at[0], last):
             k = cfg.histogram_size
-            out["norms"] += [dict(**key, step=step, true=bool(a), norm=float(b))
-                             for a, b in zip(truth[:k].tolist(), resid[:k].tolist())]
+            out["norms"] += [
+                dict(**key, step=step, true=bool(a), norm=float(b))
+                for a, b in zip(truth[:k].tolist(), resid[:k].tolist())
+            ]
         l_true, l_false = float(nll[truth].mean()), float(nll[~truth].mean())
         loss = float(nll.mean()) if test_rho == rho else rho * l_true + (1 - rho) * l_false
-        return dict(**key, step=step, mem_acc=mem, loss_y2=loss, loss_y2_true=l_true,
-                    loss_y2_false=l_false, norm_x2_true=float(resid[truth].mean()),
-                    norm_x2_false=float(resid[~truth].mean()))
+        return dict(
+            **key,
+            step=step,
+            mem_acc=mem,
+            loss_y2=loss,
+            loss_y2_true=l_true,
+            loss_y2_false=l_false,
+            norm_x2_true=float(resid[truth].mean()),
+            norm_x2_false=float(resid[~truth].mean()),
+        )
 
     def sample(b: int, generator: torch.Generator) -> torch.Tensor:
         return truth_cooccurrence(n, rho, b, g, generator).tokens
 
-    measured, _ = train_online_lm(model, sample, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, generator=gen,
-                                  targets=(1, 2, 3), evaluate_at=cfg.evaluate_at, measure=measure, device=ctx.device,
-                                  progress=lambda it, d: ctx.progress(it, f"{d} ({tag})"),
-                                  weight_decay=cfg.weight_decay, decay=EMBEDDINGS)
+    measured, _ = train_online_lm(
+        model,
+        sample,
+        steps=cfg.steps,
+        batch=cfg.batch,
+        lr=cfg.lr,
+        generator=gen,
+        targets=(1, 2, 3),
+        evaluate_at=cfg.evaluate_at,
+        measure=measure,
+        device=ctx.device,
+        progress=lambda it, d: ctx.progress(it, f"{d} ({tag})"),
+        weight_decay=cfg.weight_decay,
+        decay=EMBEDDINGS,
+    )
     out["curve"] += [measured[s] for s in sorted(measured)]
     half = cfg.test_size // 2
     rows = probe_over_training(features, {s: (lambda c, s=s: c[s]) for s in sites}, truth.numpy(), half)
@@ -154,14 +212,31 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     gen = ctx.generator("own LM data")
     table = fact_table(s, r, a, ctx.generator("own LM facts"))
     voc = document_vocab(s, r, a)
-    model = ToyTransformer(d_model=cfg.lm_d_model, n_layers=cfg.lm_n_layers, n_heads=cfg.lm_n_heads,
-                           mlp_width=4 * cfg.lm_d_model, norm="layer", final_norm=True, causal=True,
-                           positional="learned", max_len=3 * f, vocab_size=voc["size"],
-                           seed=ctx.seed("own LM model")).to(ctx.device)
+    model = ToyTransformer(
+        d_model=cfg.lm_d_model,
+        n_layers=cfg.lm_n_layers,
+        n_heads=cfg.lm_n_heads,
+        mlp_width=4 * cfg.lm_d_model,
+        norm="layer",
+        final_norm=True,
+        causal=True,
+        positional="learned",
+        max_len=3 * f,
+        vocab_size=voc["size"],
+        seed=ctx.seed("own LM model"),
+    ).to(ctx.device)
     attrs = [3 * k + 2 for k in range(f)]
-    train_online_lm(model, lambda b, gg: truth_documents(table, a, f, cfg.lm_rho, b, gg).tokens, steps=cfg.lm_steps,
-                    batch=cfg.lm_batch, lr=cfg.lm_lr, generator=gen, targets=attrs, device=ctx.device,
-                    progress=lambda it, d: ctx.progress(it, f"{d} (own LM)"))
+    train_online_lm(
+        model,
+        lambda b, gg: truth_documents(table, a, f, cfg.lm_rho, b, gg).tokens,
+        steps=cfg.lm_steps,
+        batch=cfg.lm_batch,
+        lr=cfg.lm_lr,
+        generator=gen,
+        targets=attrs,
+        device=ctx.device,
+        progress=lambda it, d: ctx.progress(it, f"{d} (own LM)"),
+    )
     model.eval()
     clean = truth_documents(table, a, f, 1.0, cfg.lm_test_size, gen)
     dirty = corrupt_one_fact(clean, table, a, 0, gen)
@@ -170,12 +245,14 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     with torch.no_grad():
         for name, docs in (("all_true", clean), ("one_false", dirty)):
             logits = model(docs.tokens[:, :t].to(ctx.device))[:, t - 1].log_softmax(-1)
-            lp = logits.gather(1, docs.tokens[:, t:t + 1].to(ctx.device))[:, 0].cpu()
-            rows.append(dict(metric=f"logp_last_{name}", value=float(lp.mean()), se=float(lp.std() / math.sqrt(
-                len(lp)))))
+            lp = logits.gather(1, docs.tokens[:, t : t + 1].to(ctx.device))[:, 0].cpu()
+            rows.append(
+                dict(metric=f"logp_last_{name}", value=float(lp.mean()), se=float(lp.std() / math.sqrt(len(lp))))
+            )
         mixed = truth_documents(table, a, f, 0.5, cfg.lm_test_size, gen)
-        _, cache = model.run_with_cache(mixed.tokens[:, :t].to(ctx.device), [f"blocks.{cfg.lm_n_layers - 1}."
-                                                                             "hook_resid_post"])
+        _, cache = model.run_with_cache(
+            mixed.tokens[:, :t].to(ctx.device), [f"blocks.{cfg.lm_n_layers - 1}.hook_resid_post"]
+        )
         feats = next(iter(cache.values())).mean(1).double().cpu().numpy()
     probe = linear_probe(feats, mixed.true.numpy(), cfg.lm_test_size // 2)
     rows.append(dict(metric="probe_mean_residual", value=probe.score, se=math.nan))
@@ -185,7 +262,7 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
 @study(
     "truth-subspaces",
     title="Linear truth encodings emerging in a one-layer transformer (truth co-occurrence, two-phase dynamics, "
-          "final LayerNorm)",
+    "final LayerNorm)",
     paper=PAPER,
     config=TruthSubspacesConfig,
     presets=PRESETS,
@@ -208,8 +285,9 @@ def run(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
         ctx.say(f"own LM: {cfg.lm_n_layers} layers, d = {cfg.lm_d_model}, {cfg.lm_steps} steps")
         _own_lm(cfg, ctx)
     if cfg.local_model_path is not None:
-        rows = counterfact_context_check(cfg.local_model_path, cfg.counterfact_path, cfg.counterfact_prompts,
-                                         ctx.device)
+        rows = counterfact_context_check(
+            cfg.local_model_path, cfg.counterfact_path, cfg.counterfact_prompts, ctx.device
+        )
         feats = np.stack([r.pop("feature") for r in rows])
         labels = np.array([r["context"] == "all_true" for r in rows])
         order = np.argsort([r["prompt"] for r in rows], kind="stable")

@@ -12,50 +12,94 @@ from theorylab.core.fields import Batch, DModel, LearningRate, NLayers, SampleSi
 
 QUICK_STEPS = (50, 100, 200, 300, 500, 700, 1000, 1500, 2000, 2500, 3000, 4000)  # card
 # Paper: a roughly log-spaced grid to 1e5 steps (the card's quick grid, continued).
-PAPER_STEPS = (50, 100, 200, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 10_000, 15_000, 20_000,
-               30_000, 40_000, 60_000, 80_000, 100_000)
+PAPER_STEPS = (
+    50,
+    100,
+    200,
+    300,
+    500,
+    700,
+    1000,
+    1500,
+    2000,
+    3000,
+    4000,
+    6000,
+    8000,
+    10_000,
+    15_000,
+    20_000,
+    30_000,
+    40_000,
+    60_000,
+    80_000,
+    100_000,
+)
 
 
 class TruthSubspacesConfig(StudyConfig):
     n_entities: tuple[Annotated[int, Field(ge=2, le=1 << 16)], ...] = Field(
-        (64,), min_length=1, description="|X| = |Y| = N of the toy runs (card quick: 64; paper: 64, 256)")
+        (64,), min_length=1, description="|X| = |Y| = N of the toy runs (card quick: 64; paper: 64, 256)"
+    )
     d_model: DModel = Field(64, description="width d of the one-layer toy transformer (card quick: 64; paper: 128)")
-    n_layers: tuple[NLayers, ...] = Field((1,), min_length=1, description="attention-only layers of the toy runs "
-                                                                          "(paper: 1, 2, 3)")
+    n_layers: tuple[NLayers, ...] = Field(
+        (1,), min_length=1, description="attention-only layers of the toy runs (paper: 1, 2, 3)"
+    )
     rhos: tuple[Annotated[float, Field(gt=0, lt=1)], ...] = Field(
-        (0.9,), min_length=1, description="truth rates ρ; the first is the base, the others form the ρ sweep "
-                                          "(paper: 0.9, then 0.5, 0.99, 0.999)")
+        (0.9,),
+        min_length=1,
+        description="truth rates ρ; the first is the base, the others form the ρ sweep "
+        "(paper: 0.9, then 0.5, 0.99, 0.999)",
+    )
     final_norms: tuple[Literal["layer", "none"], ...] = Field(
-        ("layer",), min_length=1, description="final norm before the unembedding; 'none' is the no-LayerNorm "
-                                              "ablation, run at the base N, layers and ρ (claim 7)")
+        ("layer",),
+        min_length=1,
+        description="final norm before the unembedding; 'none' is the no-LayerNorm "
+        "ablation, run at the base N, layers and ρ (claim 7)",
+    )
     seeds: Seeds = Field(1, description="training seeds per configuration (paper: 5)")
     steps: Steps = Field(4000, description="Adam steps of each toy run (card quick: 4000)")
-    lr: LearningRate = Field(2e-3, description="Adam learning rate (ours for quick: 2e-3, since at the card's 1e-3 the "
-                                               "truth phase has not finished by step 4000)")
+    lr: LearningRate = Field(
+        2e-3,
+        description="Adam learning rate (ours for quick: 2e-3, since at the card's 1e-3 the "
+        "truth phase has not finished by step 4000)",
+    )
     weight_decay: float = Field(
-        0.3, ge=0, le=1.0, description="AdamW decoupled weight decay on the token embeddings and positions only "
-                                       "(ours: it bounds the attention logits, which are linear in them; without it "
-                                       "2 of 10 seeds collapse attention onto the current token and never leave the "
-                                       "memorise-only plateau). 0: plain Adam, as the card")
+        0.3,
+        ge=0,
+        le=1.0,
+        description="AdamW decoupled weight decay on the token embeddings and positions only "
+        "(ours: it bounds the attention logits, which are linear in them; without it "
+        "2 of 10 seeds collapse attention onto the current token and never leave the "
+        "memorise-only plateau). 0: plain Adam, as the card",
+    )
     batch: Batch = Field(256, description="fresh sequences per step (card: 256)")
     evaluate_at: tuple[int, ...] = Field(QUICK_STEPS, min_length=2, description="logged evaluation steps")
-    test_size: SampleSize = Field(4000, description="fixed test sequences (card: 4000); the probes fit on the first "
-                                                    "half and score on the second")
-    probe_every_site: bool = Field(False, description="probe every layer's residual at the y and x' positions "
-                                                      "before and after the final norm (paper); quick: the two "
-                                                      "post-norm sites and the pre-norm y site (card)")
-    bayes_samples: SampleSize = Field(1_000_000, description="generated sequences for the Bayes check (card: 2e5, "
+    test_size: SampleSize = Field(
+        4000, description="fixed test sequences (card: 4000); the probes fit on the first half and score on the second"
+    )
+    probe_every_site: bool = Field(
+        False,
+        description="probe every layer's residual at the y and x' positions "
+        "before and after the final norm (paper); quick: the two "
+        "post-norm sites and the pre-norm y site (card)",
+    )
+    bayes_samples: SampleSize = Field(
+        1_000_000,
+        description="generated sequences for the Bayes check (card: 2e5, "
         "where the memorise-only loss's standard error is 0.0042 and the 0.01 tolerance only 2.4 of them: seed 47 "
-        "failed at 0.0105; 1e6 takes 0.1 s and puts the tolerance at 5 standard errors)")
-    histogram_size: SampleSize = Field(2000, description="test sequences whose x' residual norms are kept for the "
-                                                         "norm-by-context figure")
+        "failed at 0.0105; 1e6 takes 0.1 s and puts the tolerance at 5 standard errors)",
+    )
+    histogram_size: SampleSize = Field(
+        2000, description="test sequences whose x' residual norms are kept for the norm-by-context figure"
+    )
     lm_steps: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
-        0, description="Adam steps of our own LM on synthetic documents (claim 9); 0: no own-LM run")
+        0, description="Adam steps of our own LM on synthetic documents (claim 9); 0: no own-LM run"
+    )
     lm_d_model: DModel = Field(256, description="width of our own LM (card: 256)")
     lm_n_layers: NLayers = Field(4, description="blocks of our own LM (card: 4)")
     lm_n_heads: Annotated[int, Field(ge=1, le=64)] = Field(4, description="heads per block of our own LM (ours)")
-    lm_n_subjects: Annotated[int, Field(ge=2, le=1 << 16)] = Field(256, description="subjects of the fact table "
-                                                                                    "(ours)")
+    lm_n_subjects: Annotated[int, Field(ge=2, le=1 << 16)] = Field(256, description="subjects of the fact table (ours)")
     lm_n_relations: Annotated[int, Field(ge=1, le=256)] = Field(4, description="relations R (card: 4)")
     lm_n_attributes: Annotated[int, Field(ge=2, le=1 << 16)] = Field(256, description="attributes (ours)")
     lm_n_facts: Annotated[int, Field(ge=2, le=64)] = Field(8, description="facts per document (card: 8)")
@@ -63,26 +107,32 @@ class TruthSubspacesConfig(StudyConfig):
     lm_lr: LearningRate = Field(1e-3, description="Adam learning rate of our own LM (ours)")
     lm_batch: Batch = Field(128, description="documents per step of our own LM (ours)")
     lm_test_size: SampleSize = Field(2000, description="test documents of the own-LM measurements")
-    local_model_path: Path | None = Field(None, description="optional: a local Hugging Face causal-LM folder for "
-                                                            "the pretrained-LM check (never downloaded)")
-    counterfact_path: Path | None = Field(None, description="optional: a local CounterFact-format JSON file (the "
-                                                            "paper used 128 prompts with LLaMA3-8B)")
-    counterfact_prompts: Annotated[int, Field(ge=2, le=100_000)] = Field(128, description="CounterFact prompts used "
-                                                                                          "(paper: 128)")
+    local_model_path: Path | None = Field(
+        None,
+        description="optional: a local Hugging Face causal-LM folder for the pretrained-LM check (never downloaded)",
+    )
+    counterfact_path: Path | None = Field(
+        None, description="optional: a local CounterFact-format JSON file (the paper used 128 prompts with LLaMA3-8B)"
+    )
+    counterfact_prompts: Annotated[int, Field(ge=2, le=100_000)] = Field(
+        128, description="CounterFact prompts used (paper: 128)"
+    )
 
     @model_validator(mode="after")
     def _checks(self) -> "TruthSubspacesConfig":
         ev = self.evaluate_at
         if list(ev) != sorted(set(ev)) or ev[0] < 1 or ev[-1] != self.steps:
-            raise ValueError(f"'evaluate_at' must increase strictly from >= 1 and end at steps = {self.steps}; got "
-                             f"{ev}")
+            raise ValueError(
+                f"'evaluate_at' must increase strictly from >= 1 and end at steps = {self.steps}; got {ev}"
+            )
         if self.test_size < 200 or self.test_size % 2:
             raise ValueError(f"'test_size' must be even and >= 200 (half fits the probes); got {self.test_size}")
         if self.histogram_size > self.test_size:
             raise ValueError(f"'histogram_size' ({self.histogram_size}) must not exceed test_size ({self.test_size})")
         if self.final_norms[0] != "layer" or len(set(self.final_norms)) != len(self.final_norms):
-            raise ValueError(f"'final_norms' must start with 'layer' (the model of the card) without repeats; got "
-                             f"{self.final_norms}")
+            raise ValueError(
+                f"'final_norms' must start with 'layer' (the model of the card) without repeats; got {self.final_norms}"
+            )
         if self.lm_steps and self.lm_d_model % self.lm_n_heads:
             raise ValueError(f"'lm_n_heads' ({self.lm_n_heads}) must divide lm_d_model ({self.lm_d_model})")
         if (self.local_model_path is None) != (self.counterfact_path is None):
@@ -90,22 +140,30 @@ class TruthSubspacesConfig(StudyConfig):
         for name in ("local_model_path", "counterfact_path"):
             path = getattr(self, name)
             if path is not None and not Path(path).expanduser().exists():
-                raise ValueError(f"'{name}': {path} does not exist. The pretrained-LM check needs local files only: "
-                                 "a Hugging Face causal-LM folder (config.json + weights, e.g. saved with "
-                                 "save_pretrained) and a CounterFact JSON (a list of records with "
-                                 "requested_rewrite.prompt/subject/target_true/target_new); theorylab never "
-                                 "downloads them")
+                raise ValueError(
+                    f"'{name}': {path} does not exist. The pretrained-LM check needs local files only: "
+                    "a Hugging Face causal-LM folder (config.json + weights, e.g. saved with "
+                    "save_pretrained) and a CounterFact JSON (a list of records with "
+                    "requested_rewrite.prompt/subject/target_true/target_new); theorylab never "
+                    "downloads them"
+                )
         return self
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~30 s on one thread: N = 64, d = 64, ρ = 0.9, one 1-layer run of 4000 "
-                                "AdamW steps (lr 2e-3, decay 0.3 on the embeddings only, batch 256) with probes at "
-                                "the two post-norm sites and the pre-norm y site, and the 1e6-sequence Bayes check"),
-    "cpu": Preset.of("cpu", "2 CPU cores, ~1 min on one thread: the quick preset plus the no-LayerNorm ablation (a "
-                            "second 4000-step run of the quick model without its final norm), which decides "
-                            "no-layernorm; the two runs together exceed quick's 60 s budget",
-                     final_norms=(("layer", "none"), "card: the no-LayerNorm ablation")),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~30 s on one thread: N = 64, d = 64, ρ = 0.9, one 1-layer run of 4000 "
+        "AdamW steps (lr 2e-3, decay 0.3 on the embeddings only, batch 256) with probes at "
+        "the two post-norm sites and the pre-norm y site, and the 1e6-sequence Bayes check",
+    ),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~1 min on one thread: the quick preset plus the no-LayerNorm ablation (a "
+        "second 4000-step run of the quick model without its final norm), which decides "
+        "no-layernorm; the two runs together exceed quick's 60 s budget",
+        final_norms=(("layer", "none"), "card: the no-LayerNorm ablation"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU (est. 150 min on one H100: the quick model's 4000 steps take ~25 s on one CPU core, ~6 ms a step of a "

@@ -10,12 +10,17 @@ from theorylab.core.plotting import color, new_figure
 
 
 def _base(frame: pd.DataFrame, base: dict, final_norm: str = "layer") -> pd.DataFrame:
-    return frame[(frame["n"] == base["n"]) & (frame["n_layers"] == base["n_layers"])
-                 & np.isclose(frame["rho"], base["rho"]) & (frame["final_norm"] == final_norm)]
+    return frame[
+        (frame["n"] == base["n"])
+        & (frame["n_layers"] == base["n_layers"])
+        & np.isclose(frame["rho"], base["rho"])
+        & (frame["final_norm"] == final_norm)
+    ]
 
 
-def figure_two_phase(ctx: RunContext, curve: pd.DataFrame, probes: pd.DataFrame, theory: pd.DataFrame,
-                     base: dict) -> None:
+def figure_two_phase(
+    ctx: RunContext, curve: pd.DataFrame, probes: pd.DataFrame, theory: pd.DataFrame, base: dict
+) -> None:
     """Memorisation accuracy, y-probe accuracy (pre/post norm) and y'-loss on one log step axis; L_mem and L_Bayes
     as horizontal lines; markers are seed means with min-max bars."""
     c, p = _base(curve, base), _base(probes, base)
@@ -57,8 +62,13 @@ def figure_probe_sites(ctx: RunContext, probes: pd.DataFrame) -> None:
 
 def figure_rho_sweep(ctx: RunContext, probes: pd.DataFrame, base: dict) -> None:
     """t_truth vs ρ (log-log): medians over seeds with quartile bars; runs that never separate are left out."""
-    p = probes[(probes["metric"] == "probe") & (probes["site"] == "y/post") & (probes["final_norm"] == "layer")
-               & (probes["n"] == base["n"]) & (probes["n_layers"] == base["n_layers"])]
+    p = probes[
+        (probes["metric"] == "probe")
+        & (probes["site"] == "y/post")
+        & (probes["final_norm"] == "layer")
+        & (probes["n"] == base["n"])
+        & (probes["n_layers"] == base["n_layers"])
+    ]
     rows = []
     for (rho, _seed), g in p.groupby(["rho", "seed"]):
         hit = g[g["value"] >= 0.9]["step"]
@@ -71,8 +81,13 @@ def figure_rho_sweep(ctx: RunContext, probes: pd.DataFrame, base: dict) -> None:
         ax.errorbar(x, q[0.5], yerr=[q[0.5] - q[0.25], q[0.75] - q[0.5]], marker="o", color=color(0))
         ax.set_xlim(x.min() / 3, x.max() * 3)  # a single ρ (quick) still gets a visible, non-degenerate axis
         ax.set_ylim(q[0.25].min() / 3, q[0.75].max() * 3)
-    ax.set(xscale="log", yscale="log", xlabel="1 - ρ", ylabel="t_truth (first step with y-probe >= 0.9)",
-           title="when truth becomes linearly decodable, by ρ")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="1 - ρ",
+        ylabel="t_truth (first step with y-probe >= 0.9)",
+        title="when truth becomes linearly decodable, by ρ",
+    )
     ctx.figure("rho_sweep", fig)
 
 

@@ -18,12 +18,20 @@ MEMORISED = 0.9  # card: t_mem is the first logged step with memorisation accura
 
 # The recipe of the toy runs where it is not the card's (docs/studies/truth-subspaces.md, "Ours: ..."). Each applies
 # only while the run's value differs from the card's, so `--set lr=0.001 --set weight_decay=0` judges as stated.
-LR = Departure.field_value("lr", 1e-3, "at the card's rate the truth phase starts near step 2000-2500 and the final "
-                                       "post-norm probe read 0.93 < 0.95 on the pilot seed: 4000 steps end before "
-                                       "the truth phase settles")
-DECAY = Departure.field_value("weight_decay", 0.0, "AdamW decay on the token embeddings and positions only (card: "
-                                                   "plain Adam): without it 2 of 10 seeds collapse attention onto the "
-                                                   "current token and never leave the memorise-only plateau")
+LR = Departure.field_value(
+    "lr",
+    1e-3,
+    "at the card's rate the truth phase starts near step 2000-2500 and the final "
+    "post-norm probe read 0.93 < 0.95 on the pilot seed: 4000 steps end before "
+    "the truth phase settles",
+)
+DECAY = Departure.field_value(
+    "weight_decay",
+    0.0,
+    "AdamW decay on the token embeddings and positions only (card: "
+    "plain Adam): without it 2 of 10 seeds collapse attention onto the "
+    "current token and never leave the memorise-only plateau",
+)
 RECIPE = (LR, DECAY)
 TEST_RHO_MAX = 0.9  # the largest truth rate a test set is drawn at (so the probes see >= 10% false contexts)
 
@@ -61,12 +69,23 @@ def phases(res, final_norm: str = "layer", **key) -> pd.DataFrame:
         last = c.iloc[-1]
         final = p.loc[p.index.max()] if len(p) else pd.Series(dtype=float)
         window = c[(c["step"] >= 3 * t_mem) & (c["step"] < t_truth)]
-        rows.append(dict(seed=seed, t_mem=t_mem, t_truth=t_truth, step_end=int(last["step"]),
-                         plateau_steps=list(window["step"]), plateau_loss=list(window["loss_y2"]),
-                         loss_end=last["loss_y2"], loss_true_end=last["loss_y2_true"],
-                         loss_false_end=last["loss_y2_false"], probe_post_end=final.get("y/post", math.nan),
-                         probe_pre_end=final.get("y/pre", math.nan), probe_x2_end=final.get("x2/post", math.nan),
-                         probe_max_end=float(final.max()) if len(final) else math.nan))
+        rows.append(
+            dict(
+                seed=seed,
+                t_mem=t_mem,
+                t_truth=t_truth,
+                step_end=int(last["step"]),
+                plateau_steps=list(window["step"]),
+                plateau_loss=list(window["loss_y2"]),
+                loss_end=last["loss_y2"],
+                loss_true_end=last["loss_y2_true"],
+                loss_false_end=last["loss_y2_false"],
+                probe_post_end=final.get("y/post", math.nan),
+                probe_pre_end=final.get("y/pre", math.nan),
+                probe_x2_end=final.get("x2/post", math.nan),
+                probe_max_end=float(final.max()) if len(final) else math.nan,
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -79,15 +98,27 @@ def _empty(v, what: str) -> Verdict:
     return v.failed(math.nan, what, None, "no base-configuration training run in the tables")
 
 
-S_BAYES = ("On 2e5 generated sequences (N = 64, ρ = 0.9), the Bayes predictor's empirical y'-loss is within 0.01 nats "
-           "of L_Bayes = f_T h_N(q_T) + (1 - f_T) ln N and the memorise-only predictor's within 0.01 of L_mem = "
-           "h_N(f_T) (the gap L_mem - L_Bayes is ~0.30 nats, so generator bugs show).")
+S_BAYES = (
+    "On 2e5 generated sequences (N = 64, ρ = 0.9), the Bayes predictor's empirical y'-loss is within 0.01 nats "
+    "of L_Bayes = f_T h_N(q_T) + (1 - f_T) ln N and the memorise-only predictor's within 0.01 of L_mem = "
+    "h_N(f_T) (the gap L_mem - L_Bayes is ~0.30 nats, so generator bugs show)."
+)
 
 
-@claims.add("bayes-closed-form", S_BAYES, REF + ", Sec. 3 (closed forms derived for the card's generator)", departures=[
-    Departure.field_value("bayes_samples", 200_000, "at 2e5 the memorise-only loss's standard error is 0.0042 nats, so "
-                                                    "the 0.01 tolerance is 2.4 of them and a correct generator failed "
-                                                    "on seed 47 (0.0105); 1e6 puts it at 5")])
+@claims.add(
+    "bayes-closed-form",
+    S_BAYES,
+    REF + ", Sec. 3 (closed forms derived for the card's generator)",
+    departures=[
+        Departure.field_value(
+            "bayes_samples",
+            200_000,
+            "at 2e5 the memorise-only loss's standard error is 0.0042 nats, so "
+            "the 0.01 tolerance is 2.4 of them and a correct generator failed "
+            "on seed 47 (0.0105); 1e6 puts it at 5",
+        )
+    ],
+)
 def judge_bayes(res, v) -> Verdict:
     t = res.table("bayes")
     if set(t["predictor"]) != {"bayes", "memorise"}:
@@ -95,12 +126,19 @@ def judge_bayes(res, v) -> Verdict:
     err = (v.column(t, "empirical") - v.column(t, "closed_form")).abs()
     th = truth_bayes(int(t["n"].iloc[0]), float(t["rho"].iloc[0]))
     detail = "; ".join(f"{r.predictor}: {r.empirical:.4f} ± {r.se:.4f} vs {r.closed_form:.4f}" for r in t.itertuples())
-    return v.at_most(err.set_axis(t["predictor"]), 0.01, name="|empirical - closed form|", tolerance=0.01,
-                     expected="<= 0.01 nats", detail=detail + f" (gap L_mem - L_Bayes = {th.gap:.3f})")
+    return v.at_most(
+        err.set_axis(t["predictor"]),
+        0.01,
+        name="|empirical - closed form|",
+        tolerance=0.01,
+        expected="<= 0.01 nats",
+        detail=detail + f" (gap L_mem - L_Bayes = {th.gap:.3f})",
+    )
 
 
-S_MEM = ("Memorisation accuracy (argmax over Y at the x position equals g(x)) reaches >= 0.9 at a logged step "
-         "t_mem <= 300.")
+S_MEM = (
+    "Memorisation accuracy (argmax over Y at the x position equals g(x)) reaches >= 0.9 at a logged step t_mem <= 300."
+)
 
 
 @claims.add("memorise-first", S_MEM, REF + ", Sec. 4 (two-phase dynamics)", departures=RECIPE)
@@ -109,20 +147,34 @@ def judge_memorise(res, v) -> Verdict:
     if ph.empty:
         return _empty(v, "<= 300")
     worst = float(ph["t_mem"].max())
-    return v.judged(worst <= 300, worst, "t_mem <= 300", 300,
-                    f"t_mem by seed: {[int(t) if math.isfinite(t) else 'never' for t in ph['t_mem']]}")
+    return v.judged(
+        worst <= 300,
+        worst,
+        "t_mem <= 300",
+        300,
+        f"t_mem by seed: {[int(t) if math.isfinite(t) else 'never' for t in ph['t_mem']]}",
+    )
 
 
 # Measured over seeds 0-9 of the quick preset (docs/studies/truth-subspaces.md, docs/seed-robustness.md).
-PLATEAU_CAUSE = ("the truth phase starts before the memorise-only plateau settles: seed 3's post-norm probe crosses "
-                 "0.9 at step 700, and its y'-loss at the window's steps 200, 300, 500 is 0.818, 0.815, 0.791, 0.061 "
-                 "nats above L_mem at the closest (band 0.05; seed 31 likewise, 0.0512); the later claims pass on it")
-S_PLATEAU = ("At some logged step t in [3 t_mem, t_truth) the y'-loss is within 0.05 nats of L_mem: the model sits on "
-             "the memorise-only plateau before the truth phase.")
+PLATEAU_CAUSE = (
+    "the truth phase starts before the memorise-only plateau settles: seed 3's post-norm probe crosses "
+    "0.9 at step 700, and its y'-loss at the window's steps 200, 300, 500 is 0.818, 0.815, 0.791, 0.061 "
+    "nats above L_mem at the closest (band 0.05; seed 31 likewise, 0.0512); the later claims pass on it"
+)
+S_PLATEAU = (
+    "At some logged step t in [3 t_mem, t_truth) the y'-loss is within 0.05 nats of L_mem: the model sits on "
+    "the memorise-only plateau before the truth phase."
+)
 
 
-@claims.add("plateau", S_PLATEAU, REF + ", Sec. 4 (reconstructed threshold)", departures=RECIPE,
-            known=KnownFailure.on_some_seeds(1, 10, [3], PLATEAU_CAUSE, presets=["quick"]))
+@claims.add(
+    "plateau",
+    S_PLATEAU,
+    REF + ", Sec. 4 (reconstructed threshold)",
+    departures=RECIPE,
+    known=KnownFailure.on_some_seeds(1, 10, [3], PLATEAU_CAUSE, presets=["quick"]),
+)
 def judge_plateau(res, v) -> Verdict:
     ph = phases(res)
     if ph.empty:
@@ -130,18 +182,26 @@ def judge_plateau(res, v) -> Verdict:
     b = _base(res)
     l_mem = truth_bayes(b["n"], b["rho"]).loss_mem
     # np.min/np.max, not Python's min/max: a NaN loss in a window must propagate (and fail), not be skipped.
-    best = [float(np.min(np.abs(np.asarray(r.plateau_loss, dtype=float) - l_mem))) if len(r.plateau_loss)
-            else math.inf for r in ph.itertuples()]
+    best = [
+        float(np.min(np.abs(np.asarray(r.plateau_loss, dtype=float) - l_mem))) if len(r.plateau_loss) else math.inf
+        for r in ph.itertuples()
+    ]
     worst = float(np.max(best))
-    return v.judged(worst <= 0.05, worst, "<= 0.05 nats", 0.05,
-                    f"L_mem = {l_mem:.4f}; closest |loss - L_mem| in the window by seed: "
-                    f"{[round(x, 4) for x in best]}; y'-loss in the window (seed {ph['seed'].iloc[0]}): "
-                    + ", ".join(f"{t}: {x:.3f}" for t, x in zip(ph["plateau_steps"].iloc[0],
-                                                                 ph["plateau_loss"].iloc[0])))
+    return v.judged(
+        worst <= 0.05,
+        worst,
+        "<= 0.05 nats",
+        0.05,
+        f"L_mem = {l_mem:.4f}; closest |loss - L_mem| in the window by seed: "
+        f"{[round(x, 4) for x in best]}; y'-loss in the window (seed {ph['seed'].iloc[0]}): "
+        + ", ".join(f"{t}: {x:.3f}" for t, x in zip(ph["plateau_steps"].iloc[0], ph["plateau_loss"].iloc[0])),
+    )
 
 
-S_LATER = ("t_truth, the first logged step where the post-norm probe at the y position has balanced accuracy >= 0.9, "
-           "satisfies t_truth >= 5 t_mem: truth becomes linearly decodable only well after memorisation.")
+S_LATER = (
+    "t_truth, the first logged step where the post-norm probe at the y position has balanced accuracy >= 0.9, "
+    "satisfies t_truth >= 5 t_mem: truth becomes linearly decodable only well after memorisation."
+)
 
 
 @claims.add("truth-later", S_LATER, REF + ", Sec. 4 (two-phase signature)", departures=RECIPE)
@@ -152,12 +212,19 @@ def judge_later(res, v) -> Verdict:
     ratio = (ph["t_truth"] / ph["t_mem"]).to_numpy()
     worst = float(ratio.min())
     ok = bool(np.isfinite(ph["t_truth"]).all() and worst >= 5)
-    return v.judged(ok, worst, "t_truth / t_mem >= 5 (t_truth finite)", 5,
-                    f"(t_mem, t_truth) by seed: {list(zip(ph['t_mem'], ph['t_truth']))}")
+    return v.judged(
+        ok,
+        worst,
+        "t_truth / t_mem >= 5 (t_truth finite)",
+        5,
+        f"(t_mem, t_truth) by seed: {list(zip(ph['t_mem'], ph['t_truth']))}",
+    )
 
 
-S_FINAL = ("At the last step: post-norm probe balanced accuracy >= 0.95 at the y position; y'-loss <= L_Bayes + 0.08; "
-           "y'-loss in false contexts minus y'-loss in true contexts >= 3 nats.")
+S_FINAL = (
+    "At the last step: post-norm probe balanced accuracy >= 0.95 at the y position; y'-loss <= L_Bayes + 0.08; "
+    "y'-loss in false contexts minus y'-loss in true contexts >= 3 nats."
+)
 
 
 @claims.add("final-state", S_FINAL, REF + ", Sec. 4", departures=RECIPE)
@@ -170,13 +237,20 @@ def judge_final(res, v) -> Verdict:
     probe, loss = float(_col(v, ph, "probe_post_end").min()), float(_col(v, ph, "loss_end").max())
     split = float((_col(v, ph, "loss_false_end") - _col(v, ph, "loss_true_end")).min())
     ok = probe >= 0.95 and loss <= l_bayes + 0.08 and split >= 3
-    return v.judged(ok, probe, "probe >= 0.95, loss <= L_Bayes + 0.08, false - true >= 3", 0.95,
-                    f"worst seed: probe {probe:.3f}, y'-loss {loss:.4f} (L_Bayes + 0.08 = {l_bayes + 0.08:.4f}), "
-                    f"false - true {split:.2f} nats")
+    return v.judged(
+        ok,
+        probe,
+        "probe >= 0.95, loss <= L_Bayes + 0.08, false - true >= 3",
+        0.95,
+        f"worst seed: probe {probe:.3f}, y'-loss {loss:.4f} (L_Bayes + 0.08 = {l_bayes + 0.08:.4f}), "
+        f"false - true {split:.2f} nats",
+    )
 
 
-S_NORM = ("At the final step the pre-norm probe at the y position has balanced accuracy at least 0.2 below the "
-          "post-norm probe: the truth signal is a norm difference that the final LayerNorm linearises.")
+S_NORM = (
+    "At the final step the pre-norm probe at the y position has balanced accuracy at least 0.2 below the "
+    "post-norm probe: the truth signal is a norm difference that the final LayerNorm linearises."
+)
 
 
 @claims.add("norm-carries-truth", S_NORM, REF + ", Sec. 4 mechanism (reconstructed)", departures=RECIPE)
@@ -189,30 +263,39 @@ def judge_norm(res, v) -> Verdict:
     return v.judged(gap >= 0.2, gap, "post - pre >= 0.2", 0.2, f"(pre, post) by seed: {pairs}")
 
 
-S_NOLN = ("Without the final LayerNorm, after the same number of steps, probe balanced accuracy is <= 0.65 at every "
-          "site and the y'-loss stays >= L_mem - 0.03.")
+S_NOLN = (
+    "Without the final LayerNorm, after the same number of steps, probe balanced accuracy is <= 0.65 at every "
+    "site and the y'-loss stays >= L_mem - 0.03."
+)
 
 
-@claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)", departures=RECIPE,
-            decided_by="cpu")
+@claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)", departures=RECIPE, decided_by="cpu")
 def judge_noln(res, v) -> Verdict:
     curve = res.table("curve")
     if not (curve["final_norm"] == "none").any():
-        return v.undecided("needs the cpu preset (no no-LayerNorm run in this preset; reduced measurement: none, a "
-                           "second training run does not fit the quick budget: at one thread, seed 0, quick took "
-                           "50.9 s of CPU and quick plus the ablation 110.1 s, over quick's 60 s)")
+        return v.undecided(
+            "needs the cpu preset (no no-LayerNorm run in this preset; reduced measurement: none, a "
+            "second training run does not fit the quick budget: at one thread, seed 0, quick took "
+            "50.9 s of CPU and quick plus the ablation 110.1 s, over quick's 60 s)"
+        )
     ph = phases(res, final_norm="none")
     b = _base(res)
     l_mem = truth_bayes(b["n"], b["rho"]).loss_mem
     probe, loss = float(_col(v, ph, "probe_max_end").max()), float(_col(v, ph, "loss_end").min())
     ok = probe <= 0.65 and loss >= l_mem - 0.03
-    return v.judged(ok, probe, "probe <= 0.65 at every site and loss >= L_mem - 0.03", 0.65,
-                    f"largest final probe {probe:.3f}; smallest final y'-loss {loss:.4f} vs L_mem - 0.03 = "
-                    f"{l_mem - 0.03:.4f}")
+    return v.judged(
+        ok,
+        probe,
+        "probe <= 0.65 at every site and loss >= L_mem - 0.03",
+        0.65,
+        f"largest final probe {probe:.3f}; smallest final y'-loss {loss:.4f} vs L_mem - 0.03 = {l_mem - 0.03:.4f}",
+    )
 
 
-S_RHO = ("The median t_truth over seeds is non-decreasing in ρ in {0.5, 0.9, 0.99}, and at ρ = 0.999 t_truth is "
-         "finite within 1e5 steps.")
+S_RHO = (
+    "The median t_truth over seeds is non-decreasing in ρ in {0.5, 0.9, 0.99}, and at ρ = 0.999 t_truth is "
+    "finite within 1e5 steps."
+)
 
 
 @claims.add("rho-ordering", S_RHO, REF + ", ρ sweep", departures=RECIPE, decided_by="paper")
@@ -226,31 +309,46 @@ def judge_rho(res, v) -> Verdict:
     have = {r for r in med if any(math.isclose(r, x) for x in (0.5, 0.9, 0.99, 0.999))}
     detail = f"median t_truth by ρ: {med}"
     if len(have) < 4 or res.config["steps"] < 100_000:
-        return v.undecided(f"needs paper preset (ρ in {{0.5, 0.9, 0.99, 0.999}}, 1e5 steps); reduced measurement: "
-                           f"{detail}")
+        return v.undecided(
+            f"needs paper preset (ρ in {{0.5, 0.9, 0.99, 0.999}}, 1e5 steps); reduced measurement: {detail}"
+        )
     seq = [med[r] for r in sorted(med) if r <= 0.99 + 1e-12 and r >= 0.5 - 1e-12]
     ok = all(a <= b2 for a, b2 in zip(seq, seq[1:])) and math.isfinite(med[max(med)])
     # The run draws the test set of a ρ above TEST_RHO_MAX at TEST_RHO_MAX, so that both probe
     # classes have rows; t_truth there is a probe of such a test set, not of one drawn at the run's ρ.
     above = [r for r in med if r > TEST_RHO_MAX + 1e-12]
-    departures = [f"probes at ρ = {', '.join(f'{r:g}' for r in above)} fit and scored on test sequences drawn at ρ = "
-                  f"{TEST_RHO_MAX:g} (card: at the run's ρ): at ρ = 0.999 a 4000-sequence test set holds about four "
-                  f"false contexts"] if above else []
+    departures = (
+        [
+            f"probes at ρ = {', '.join(f'{r:g}' for r in above)} fit and scored on test sequences drawn at ρ = "
+            f"{TEST_RHO_MAX:g} (card: at the run's ρ): at ρ = 0.999 a 4000-sequence test set holds about four "
+            f"false contexts"
+        ]
+        if above
+        else []
+    )
     return v.judged(ok, seq, "non-decreasing; finite at 0.999", None, detail, departures=departures)
 
 
-S_LM = ("In our own trained 4-layer LM on synthetic 8-fact documents, mean log P(correct attribute of the last true "
-        "fact) is lower by >= 0.5 nats after one false fact than after an all-true context, and a linear probe on the "
-        "mean residual of the context reaches balanced accuracy >= 0.9.")
+S_LM = (
+    "In our own trained 4-layer LM on synthetic 8-fact documents, mean log P(correct attribute of the last true "
+    "fact) is lower by >= 0.5 nats after one false fact than after an all-true context, and a linear probe on the "
+    "mean residual of the context reaches balanced accuracy >= 0.9."
+)
 
 
-@claims.add("own-lm-cooccurrence", S_LM, REF + ", Sec. 5 (our own LM stands in for the pretrained models)",
-            decided_by="paper")
+@claims.add(
+    "own-lm-cooccurrence", S_LM, REF + ", Sec. 5 (our own LM stands in for the pretrained models)", decided_by="paper"
+)
 def judge_lm(res, v) -> Verdict:
     if "own_lm" not in res.tables:
         return v.undecided("needs paper preset (no own-LM run in this preset)")
     t = res.table("own_lm").set_index("metric")["value"]
     drop = float(t["logp_last_all_true"] - t["logp_last_one_false"])
     probe = float(t["probe_mean_residual"])
-    return v.judged(drop >= 0.5 and probe >= 0.9, drop, "drop >= 0.5 nats and probe >= 0.9", 0.5,
-                    f"log P drop after one false fact {drop:.3f} nats; mean-residual probe {probe:.3f}")
+    return v.judged(
+        drop >= 0.5 and probe >= 0.9,
+        drop,
+        "drop >= 0.5 nats and probe >= 0.9",
+        0.5,
+        f"log P drop after one false fact {drop:.3f} nats; mean-residual probe {probe:.3f}",
+    )
