@@ -9,7 +9,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure, KnownFailure, tolerance_departures
-from theorylab.core.errors import Undecided
 
 REF = "arXiv 2607.06621"
 
@@ -135,7 +134,7 @@ def judge_tied(res, v) -> Verdict:
     t = res.table("heads")
     tied = t[t["family"] == "tied QK"]
     if tied.empty:
-        raise Undecided("this config builds no tied-QK model (tied_models = 0)")
+        return v.undecided("this config builds no tied-QK model (tied_models = 0)")
     dh = int(tied["d"].iloc[0]) // res.config["n_heads"]
     sym, dirn, rot, tol, d_tol = (
         v.column(tied, c) for c in ("symmetry", "directionality", "rotation", "tolerance", "directionality_tolerance")

@@ -6,7 +6,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure
-from theorylab.core.errors import Undecided
 from theorylab.probes.lowrank import laser_selection, pick_value_rank
 from theorylab.theory.level_crossings import first_point_above
 
@@ -200,7 +199,7 @@ def judge_no_ff(res, v) -> Verdict:
     end = final(res.table("curves"))
     noff = end[end["variant"] == "no-ff"]
     if noff.empty:
-        raise Undecided(
+        return v.undecided(
             "this config trains no model without FF layers (no_ff_variant=false; off at quick for the CPU "
             "budget: "
             "--preset cpu (or --preset no-ff-cpu) trains it at quick sizes, the paper preset at "
@@ -252,7 +251,7 @@ def judge_sweep(res, v) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
     if len(full) < 2:
-        raise Undecided(
+        return v.undecided(
             f"this config trains no p sweep (p_sweep empty; four models exceed the quick budget); {SWEEP_AT_QUICK}"
         )
     for col in ("P_noise_full", "acc_noFF2"):

@@ -90,7 +90,7 @@ def judge_sequential(res, v) -> Verdict:
     known = t["known"].astype(int)
     testable = t[known <= 3]  # our estimator stops at order 3
     if testable.empty:
-        raise Undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
+        return v.undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
     bad = testable[
         (testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable["overlap"] < 0.9)
     ]
@@ -129,7 +129,7 @@ def judge_staged(res, v) -> Verdict:
     at = t[t["alpha"] == alpha]
     staged, control = at[at["role"] == "staged"], at[at["role"] == "control"]
     if staged.empty or control.empty:
-        raise Undecided("this run has no staged or control rows at the largest alpha")
+        return v.undecided("this run has no staged or control rows at the largest alpha")
     v.column(staged, "overlap")
     rate = staged.groupby("d")["two_stages"].mean()
     mean = staged.groupby("d")["overlap"].mean()
@@ -176,7 +176,7 @@ def judge_u_collapse(res, v) -> Verdict:
     u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
     cs = set(u.index.get_level_values(0))
     if not {2.0, 8.0, 16.0} <= cs:
-        raise Undecided(
+        return v.undecided(
             f"this config has no c = {', '.join(f'{c:g}' for c in sorted({2.0, 8.0, 16.0} - cs))} in 'parity_c'"
         )
     high, mid, low = u[16.0], u[8.0], u[2.0]
@@ -291,7 +291,7 @@ def judge_u_beats_v(res, v) -> Verdict:
     t = res.table("parity")
     at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
     if at.empty:
-        raise Undecided("this config has no c = 8 in 'parity_c'")
+        return v.undecided("this config has no c = 8 in 'parity_c'")
     v.column(t[t["c"] == 8.0], "overlap")
     margin = float((at["U"] - at["V"]).min())
     detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
@@ -342,7 +342,7 @@ def judge_exponents(res, v) -> Verdict:
     p4 = res.table("parity4") if "parity4" in res.tables else pd.DataFrame(columns=["statistic"])
     cross4 = {s: _crossings(p4[p4["statistic"] == s]) if not p4.empty else {} for s in ("U", "V")}
     if len(exps) < 2 or len(cross4["U"]) < 3:
-        raise Undecided(
+        return v.undecided(
             "needs the cpu preset (3-parity crossings of 0.5 at >= 3 dimensions up to d >= 128, 4-parity "
             "crossings at >= 3 dimensions)"
         )

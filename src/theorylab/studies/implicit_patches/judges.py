@@ -6,7 +6,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure
-from theorylab.core.errors import Undecided
 
 REF = "arXiv 2511.17864"
 
@@ -51,7 +50,7 @@ def judge_single(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
     if t.empty:
-        raise Undecided("this config has no depth-1 stack (needs 1 in 'n_layers')")
+        return v.undecided("this config has no depth-1 stack (needs 1 in 'n_layers')")
     ok, worst, detail = _exact_detail(v, t)
     fams = ", ".join(sorted(t["family"].unique()))
     return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
@@ -75,7 +74,7 @@ def judge_multi(res, v) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
-        raise Undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'n_layers')")
+        return v.undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'n_layers')")
     ok, worst, detail = _exact_detail(v, deep)
     ind = t[(t["depth"] >= 2) & t["independent"].notna()]
     frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
@@ -108,7 +107,7 @@ def judge_rank(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[(t["dtype"] == "float64") & t["feasible"]]
     if t.empty:
-        raise Undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where rank is measured")
+        return v.undecided("this config runs no float64 sweep (needs float64 in 'dtypes'), where rank is measured")
     deep = t[t["depth"] == t["depth"].max()]
     ratio = float(v.column(deep, "sigma2_over_sigma1").max())
     spread = float(v.column(deep, "scale_ratio_spread").max())
@@ -149,7 +148,7 @@ def judge_token(res, v) -> Verdict:
     t = res.table("sweep")
     t = t[t["other_query"].notna()]
     if t.empty:
-        raise Undecided(
+        return v.undecided(
             "this config runs no float64 sweep (needs float64 in 'dtypes'), where the other-query control is measured"
         )
     frac = float((t["other_query"] >= CONTROL).mean())
@@ -183,7 +182,7 @@ def _hf_missing(res) -> str:
 def judge_controllability(res, v) -> Verdict:
     t = res.table("controllability")
     if t.empty:
-        raise Undecided("no controllability trials were run")
+        return v.undecided("no controllability trials were run")
     flagged = float(t["flagged"].mean())
     unreachable = t["unreachable"].dropna()
     ok = bool(t["flagged"].all()) and (unreachable.empty or float(unreachable.min()) >= CONTROL)
@@ -200,7 +199,7 @@ def judge_controllability(res, v) -> Verdict:
             if "generation" not in res.tables
             else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)"
         )
-        raise Undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
+        return v.undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
     return v.judged(ok, flagged, 1.0, 0, detail)
 
 
@@ -229,7 +228,7 @@ def _hf_tables(res):
 def judge_hf_generation(res, v) -> Verdict:
     exact, gen = _hf_tables(res)
     if gen.empty or not (gen["arch"] == "gemma3").any():
-        raise Undecided("this config runs no Hugging Face Gemma 3 (gemma3 not in hf_archs)")
+        return v.undecided("this config runs no Hugging Face Gemma 3 (gemma3 not in hf_archs)")
     g = gen[gen["arch"] == "gemma3"]
     rel = float((v.column(g, "logit_error") / (1 + v.column(g, "logit_scale"))).max())
     same = bool((g["token_context"] == g["token_patched"]).all())
@@ -261,7 +260,7 @@ S_HF_FAMILIES = (
 def judge_hf_families(res, v) -> Verdict:
     exact, _ = _hf_tables(res)
     if exact.empty:
-        raise Undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
+        return v.undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
     e = exact[(exact["dtype"] == "float64") & (exact["norms"] == "float64")]
     per = (
         e.assign(rel=e["logit_error"] / (1 + e["logit_scale"]))
@@ -300,7 +299,7 @@ S_ICL = (
 def judge_icl(res, v) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
-        raise Undecided(
+        return v.undecided(
             "this config's in-context sequences are too short for the claim's windows (needs icl_length >= "
             "50: i up to 49)"
         )

@@ -7,7 +7,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure, KnownFailure
-from theorylab.core.errors import Undecided
 from theorylab.theory.mean_field import (
     reduction_error_budget,
 )
@@ -233,7 +232,7 @@ def judge_poly(res, v) -> Verdict:
     v.column(g, "gap")
     dims = sorted(g["d"].unique())
     if len(dims) < 3:
-        raise Undecided(
+        return v.undecided(
             f"this config runs {len(dims)} dimension(s) ({', '.join(map(str, dims))}) and the fit needs >= "
             f"3; needs the cpu preset"
         )
@@ -327,7 +326,7 @@ def judge_sc(res, v) -> Verdict:
     dims = sorted(sc["d"].unique())
     if len(dims) < 2:
         k = int(sc["k"].iloc[0])
-        raise Undecided(
+        return v.undecided(
             f"the d-exponent needs >= 2 dimensions (this run: d = {dims[0]}, k = {k}); at this size the 95th "
             f"percentile of |H|/|v| over all particles during the escape phase ({len(escape)} checkpoints) reaches "
             f"{float(escape['ratio_p95'].max()):.1f} (bound 10k = {10 * k}); needs the cpu preset"
@@ -380,7 +379,7 @@ def judge_sc_equator(res, v) -> Verdict:
         worst = float(valid["ratio_p95_escaping"].max()) if not valid.empty else float("nan")
         k = int(sc["k"].iloc[0])
         init = sc[sc["step"] == 0].iloc[0]
-        raise Undecided(
+        return v.undecided(
             f"at quick size (one dimension, d = {dims[0]}, k = {k}) it measures a 95th percentile of |H|/|v| over "
             f"escaping particles of up to {worst:.1f} "
             f"(passes the bound 10k = {10 * k}; the d-exponent needs >= 2 dimensions); judged by the cpu preset "

@@ -7,7 +7,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure, KnownFailure
-from theorylab.core.errors import Undecided
 
 REF = "arXiv 2602.13106"
 
@@ -101,7 +100,7 @@ S_SIZE = (
 def judge_size(res, v) -> Verdict:
     t = _bf_min(res)
     if t.empty:
-        raise Undecided(
+        return v.undecided(
             f"this config trains no min-aggregation model with η = 1e-3 (eta={tuple(res.config.get('sparsities', ()))})"
         )
     v.column(t, "mean_rel_error")
@@ -137,7 +136,7 @@ def judge_learned_f(res, v) -> Verdict:
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     reg = t[np.isclose(t["eta"], 1e-3)]
     if reg.empty:
-        raise Undecided(
+        return v.undecided(
             f"this config trains no min-aggregation model with η = 1e-3 (eta={tuple(res.config.get('sparsities', ()))})"
         )
     v.column(reg, "max_rel_error")
@@ -161,7 +160,7 @@ def judge_aggregation(res, v) -> Verdict:
     t = res.table("size_generalization")
     t = t[t["aggr"].isin(["sum", "mean"])]
     if t.empty:
-        raise Undecided("this config trains no sum/mean baseline (controls=())")
+        return v.undecided("this config trains no sum/mean baseline (controls=())")
     n = AGG_N if (t["n"] == AGG_N).any() else int(t["n"].max())
     moved = [] if n == AGG_N else [f"judged at n = {n}, the largest test size (card: n = {AGG_N}, not tested here)"]
     top = t[t["n"] == n]
@@ -183,7 +182,7 @@ def judge_l1(res, v) -> Verdict:
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     a, b = t[np.isclose(t["eta"], 1e-3)], t[t["eta"] == 0]
     if a.empty or b.empty:
-        raise Undecided(
+        return v.undecided(
             f"this config does not train both η = 0 and η = 1e-3 (eta={tuple(res.config.get('sparsities', ()))})"
         )
     pairs = a.merge(b, on=["seed", "loss"], suffixes=("_reg", "_free"))
@@ -281,7 +280,7 @@ def judge_knapsack(res, v) -> Verdict:
     t = res.table("knapsack")
     top = t[t["items"] == t["items"].max()]
     if int(top["items"].max()) < 50:
-        raise Undecided(
+        return v.undecided(
             f"this config tests knapsack only up to {int(top['items'].max())} items (the claim is at 50: "
             f"knap_test_items)"
         )
@@ -355,7 +354,7 @@ def judge_mst(res, v) -> Verdict:
         if "minimax_selection" in res.tables:
             losses = res.tables["minimax_selection"]["train_loss"]
             fits = f" (final training loss {losses.min():.0e}..{losses.max():.0e} here)"
-        raise Undecided(
+        return v.undecided(
             f"at reduced size it measures {detail} (n <= {int(t['n'].max())}, {t['seed'].nunique()} seeds, "
             f"{inits} init(s) each, training weights {grid}; "
             f"{'passes' if ok else f'fails F1 >= 0.99 / weight error <= 1e-2 in seeds {bad}'}); judged at "

@@ -340,7 +340,7 @@ def judge_gap(res, v) -> Verdict:
     e_sir = fitted_exponent(_crossings(gap[gap["estimator"] == "SIR"]))
     e_tensor = fitted_exponent(_crossings(gap[gap["estimator"] == "order-3 V-stat"]))
     if e_sir is None or e_tensor is None:
-        raise Undecided(
+        return v.undecided(
             f"needs crossings of 0.5 at >= 2 dimensions for SIR and the tensor method (exponents: {e_sir}, {e_tensor})"
         )
     ok = worst_blind <= 0.5 and e_sir <= 1.25 and e_tensor >= 1.4
@@ -364,7 +364,7 @@ def judge_nn(res, v) -> Verdict:
     init = t[t["alpha"] == 0]
     trained = t[(t["alpha"] > 0) & (t["alpha"] <= 200)]
     if trained.empty:
-        raise Undecided("this config has no checkpoint of the net at n/d <= 200 in 'nn_alphas'")
+        return v.undecided("this config has no checkpoint of the net at n/d <= 200 in 'nn_alphas'")
     v.column(t, "capture")
     best = float(trained["capture"].max())
     start = float(init["capture"].iloc[0]) if len(init) else float("nan")

@@ -120,7 +120,7 @@ def judge_poly(res, v) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
     if len(dims) < 3:
-        raise Undecided(
+        return v.undecided(
             f"this config runs {len(dims)} dimension(s) ({', '.join(str(int(d)) for d in dims)}) and the "
             f"fit needs >= 3; needs the cpu preset"
         )
@@ -250,7 +250,7 @@ def judge_samples(res, v) -> Verdict:
     by_n, pure_gap, text = _finite_samples(res, v)
     moved = _sample_departures(res, by_n)
     if len(by_n) < 2 or (by_n <= 0).any():
-        raise Undecided(f"needs >= 2 sample sizes with a positive sup-gap to fit the rate in n ({text})")
+        return v.undecided(f"needs >= 2 sample sizes with a positive sup-gap to fit the rate in n ({text})")
     exponent = float(-np.polyfit(np.log(by_n.index.to_numpy(float)), np.log(by_n.to_numpy()), 1)[0])
     final_ratio = float(by_n.iloc[-1] / pure_gap)
     detail = f"{text}; exponent {exponent:.2f} (need >= 0.5); largest n / pure = {final_ratio:.2f} (need <= 2)"
@@ -280,7 +280,7 @@ def judge_samples_excess(res, v) -> Verdict:
     keep = excess > 0
     final_ratio = float(by_n.iloc[-1] / pure_gap)
     if keep.sum() < 2:
-        raise Undecided(
+        return v.undecided(
             f"only {int(keep.sum())} of {len(by_n)} sample sizes show an excess over the "
             f"population-trained gap ({gaps_text}), "
             f"so the rate in n cannot be fitted (largest n / pure = {final_ratio:.2f}); more sample sizes "

@@ -8,7 +8,6 @@ import numpy as np
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure
-from theorylab.core.errors import Undecided
 
 REF = "query-key asymmetry (reconstructed)"
 
@@ -46,7 +45,7 @@ def judge_bias(res, v) -> Verdict:
     g = res.table("gradient_sums")
     inv = b[(b["side"] == "key") & (b["pos"] != "rope")]
     if inv.empty:
-        raise Undecided(
+        return v.undecided(
             "this config checks only rotary positions (positions = ('rope',)), where a key bias is visible "
             "by design; add 'none' or 'absolute'"
         )
@@ -91,7 +90,7 @@ def judge_gradients(res, v) -> Verdict:
         v.column(g, col)
     bound = g["dtype"].map(KEY_BOUND)
     if bound.isna().any():
-        raise Undecided(f"no stated bound for dtype(s) {sorted(set(g['dtype'][bound.isna()]))}")
+        return v.undecided(f"no stated bound for dtype(s) {sorted(set(g['dtype'][bound.isna()]))}")
     q_share = float((g["query_ratio"] >= 1e-3).mean())
     rows32 = g[g["dtype"] == "float32"]["dS_row_sum"]
     row_ok = rows32.empty or float(rows32.max()) <= 1e-6
@@ -226,7 +225,7 @@ def judge_truncation(res, v) -> Verdict:
     t = res.table("truncation")
     at = t[np.isclose(t["fraction"], 0.25)].set_index("which")["delta_loss"]
     if at.empty:
-        raise Undecided("this config truncates at no r = d_h/4 (add 0.25 to 'rank_fractions')")
+        return v.undecided("this config truncates at no r = d_h/4 (add 0.25 to 'rank_fractions')")
     ratio = float(at["k"] / at["q"]) if at["q"] > 0 else math.inf
     detail = f"r = d_h/4: ΔLoss W_K {at['k']:.3f}, W_Q {at['q']:.3f}, M {at['qk']:.3f} nats; ratio {ratio:.2f}"
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:

@@ -293,7 +293,7 @@ def _add_reading(reading: str) -> None:
         d = res.table("drift")
         d = d[(d["reading"] == reading) & np.isclose(d["xi"], short) & d["trained"]].set_index("layer").sort_index()
         if len(d) < 3:
-            raise Undecided(f"{len(d)} transitions: the claim needs at least 3 (n_layers >= 4)")
+            return v.undecided(f"{len(d)} transitions: the claim needs at least 3 (n_layers >= 4)")
         shares = (v.column(d, "one_minus_cka") / d["one_minus_cka"].sum()).sort_values(ascending=False)
         top2 = float(shares.iloc[:2].sum())
         rest = float(shares.iloc[2:].max())

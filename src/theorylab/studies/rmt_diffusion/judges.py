@@ -7,7 +7,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure
-from theorylab.core.errors import Undecided
 from theorylab.probes.distances import spearman
 
 REF = "arXiv 2602.02908"
@@ -76,7 +75,7 @@ def judge_mean(res, v) -> Verdict:
         f"error {rmt_err:.4f} (need >= 5)"
     )
     if noise > 0.01:
-        raise Undecided(
+        return v.undecided(
             f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
             f"tolerance; {detail}"
         )
@@ -100,7 +99,7 @@ def judge_sqrt(res, v) -> Verdict:
         f"by {nodes:.1e} (tol 1e-6)"
     )
     if noise > 0.01:
-        raise Undecided(
+        return v.undecided(
             f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the 0.01 "
             f"tolerance; {detail}"
         )
@@ -145,7 +144,7 @@ def judge_variance(res, v) -> Verdict:
         f"(need <= 0.1)"
     )
     if 3.5 * se > 0.15:
-        raise Undecided(
+        return v.undecided(
             f"needs more draws (var_draws = {res.config['var_draws']}; >= 1500 brings 3.5 SE under 0.15): {detail}"
         )
     return v.judged(dev <= 0.15 and worst_resid <= 0.1, dev, 0.0, 0.15, detail)
@@ -175,7 +174,7 @@ def judge_sampling_map(res, v) -> Verdict:
         f"within 1 +- 0.15; largest SE {se:.3f})"
     )
     if 3.5 * se > 0.15 or 4 * rel_se > 0.03:
-        raise Undecided(
+        return v.undecided(
             f"needs more draws (draws = {res.config['draws']}): the Monte Carlo error exceeds the tolerances; {detail}"
         )
     return v.judged(rel <= 0.03 and dev <= 0.15 and nodes <= 1e-6, dev, 0.0, 0.15, detail)
@@ -202,7 +201,7 @@ def judge_digits(res, v) -> Verdict:
         f"strictly falling)"
     )
     if worst is None or falls is None:
-        raise Undecided(
+        return v.undecided(
             f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: {detail}"
         )
     return v.judged(worst <= 0.5 and falls, worst, 0.5, "ratio <= 0.5", detail)
@@ -354,7 +353,7 @@ S_DEEP = (
 )
 def judge_deep(res, v) -> Verdict:
     if "deep_vs_linear" not in res.tables:
-        raise Undecided(
+        return v.undecided(
             f"needs the deep part (this run has deep_backbone = '{res.config.get('deep_backbone')}'; "
             f"set 'mlp', 'unet' or 'dit')"
         )

@@ -7,7 +7,6 @@ import pandas as pd
 
 from theorylab.core import Claims, Verdict
 from theorylab.core.declared import Departure
-from theorylab.core.errors import Undecided
 
 REF = "arXiv 2512.10857"
 
@@ -192,7 +191,7 @@ def judge_digits(res, v) -> Verdict:
         f"{r.acc_restored:.3f} (gain {acc_gain:+.3f}, need >= 0.2; clean {r.acc_clean:.3f})"
     )
     if not has_labels:
-        raise Undecided(f"local images carry no labels, so the classifier half cannot be judged; measured: {detail}")
+        return v.undecided(f"local images carry no labels, so the classifier half cannot be judged; measured: {detail}")
     return v.judged(gain >= 3 and acc_gain >= 0.2, float(gain), ">= 3", 3.0, detail)
 
 
