@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import tolerance_departures
 
 REF = "arXiv 2604.09560"
@@ -34,7 +34,7 @@ S_ROW = (
 
 
 @claims.add("row-stochastic", S_ROW, REF + ", attention as a Markov operator")
-def judge_row(res, v) -> Verdict:
+def judge_row(res: Result, v: Judgement) -> Verdict:
     t = res.table("operators")
     rows, pis, fixed, tol_rows, tol_pi, min_entry, pi_min = _cols(
         v, t, "row_sum_error", "pi_sum_error", "pi_fixed_error", "tol_rows", "tol_pi", "min_entry", "pi_min"
@@ -69,7 +69,7 @@ S_TIED = (
 
 
 @claims.add("tied-qk-is-dmap", S_TIED, REF + ", tied QK = diffusion map (Coifman-Lafon normalisation)")
-def judge_tied(res, v) -> Verdict:
+def judge_tied(res: Result, v: Judgement) -> Verdict:
     t = res.table("tied").set_index("case")
     err, tol, _, wrong_col = _cols(v, t, "error", "tolerance", "plain_random_walk_error", "wrong_bandwidth_error")
     worst = float((err / tol).max())
@@ -102,7 +102,7 @@ S_SPLIT = (
 
 
 @claims.add("bidivergence-split", S_SPLIT, REF + ", bidivergence decomposition (our form)")
-def judge_split(res, v) -> Verdict:
+def judge_split(res: Result, v: Judgement) -> Verdict:
     t = res.table("operators")
     split, tol_split, soft, tol_soft = _cols(
         v, t, "split_error", "tol_split", "split_softmax_error", "tol_split_softmax"
@@ -132,7 +132,7 @@ S_EQ = (
 
 
 @claims.add("equilibrium-when-symmetric", S_EQ, REF + ", detailed balance for symmetric M")
-def judge_equilibrium(res, v) -> Verdict:
+def judge_equilibrium(res: Result, v: Judgement) -> Verdict:
     t = res.table("operators")
     db, tol_db, sigma, tol_sigma, imag, tol_eig, max_abs, top = _cols(
         v,
@@ -185,7 +185,7 @@ S_NESS = (
 
 
 @claims.add("ness-quadratic", S_NESS, REF + ", skew part drives a NESS")
-def judge_ness(res, v) -> Verdict:
+def judge_ness(res: Result, v: Judgement) -> Verdict:
     t = res.table("entropy")
     slopes = [
         float(np.polyfit(np.log(g["eta"]), np.log(g["sigma"]), 1)[0])
@@ -216,7 +216,7 @@ S_POE = (
 
 
 @claims.add("poe-symmetric", S_POE, REF + ", product-of-experts symmetrisation (our form)")
-def judge_poe(res, v) -> Verdict:
+def judge_poe(res: Result, v: Judgement) -> Verdict:
     t = res.table("operators")
     formula, tol_poe, blind, tol_blind, asym = _cols(
         v, t, "poe_formula_error", "tol_poe", "poe_a_blind_error", "tol_poe_blind", "poe_asymmetry"
@@ -254,7 +254,7 @@ S_MAN = (
 
 
 @claims.add("manifold-coordinates", S_MAN, REF + ", diffusion coordinates from attention")
-def judge_manifolds(res, v) -> Verdict:
+def judge_manifolds(res: Result, v: Judgement) -> Verdict:
     t = res.table("manifolds").set_index("measure")["value"]
     cc = min(
         v.finite(t["canonical correlation 1"], "canonical correlation 1"),
@@ -289,7 +289,7 @@ S_MAG = (
         "one-hot"
     ],
 )
-def judge_magnetic(res, v) -> Verdict:
+def judge_magnetic(res: Result, v: Judgement) -> Verdict:
     t = res.table("magnetic")
     herm, tol_herm, eta0, gauge, tol_spec, lam_min, lam_max, frustration = _cols(
         v,

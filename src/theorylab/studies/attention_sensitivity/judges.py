@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.rates import loglog_slopes, zero_crossing
 
@@ -31,7 +31,7 @@ S_EXACT = (
 
 
 @claims.add("theta-exact", S_EXACT, REF + ", ‖J‖_{∞→1} = θ(p)/τ (our derivation)")
-def judge_exact(res, v) -> Verdict:
+def judge_exact(res: Result, v: Judgement) -> Verdict:
     t = res.table("theta_rows")
     for col in ("theta_exact", "rel_error", "brute_norm", "tau", "theta_dp", "theta_dp_bound"):
         v.column(t, col)
@@ -79,7 +79,7 @@ S_CLOSED = (
 
 
 @claims.add("theta-closed-forms", S_CLOSED, REF + ", the balanced-mass factor")
-def judge_closed(res, v) -> Verdict:
+def judge_closed(res: Result, v: Judgement) -> Verdict:
     c = res.table("closed_forms")
     t = res.table("theta_rows")
     for col in ("p_max", "theta_greedy", "theta_exact"):
@@ -123,7 +123,7 @@ S_GAIN = (
         ),
     ],
 )
-def judge_gain(res, v) -> Verdict:
+def judge_gain(res: Result, v: Judgement) -> Verdict:
     t = res.table("gain").sort_values("T")
     for col in ("gain", "gain_sequence_l2", "bound"):
         v.column(t, col)
@@ -201,7 +201,7 @@ DN_KNOWN = KnownFailure.on_every_seed(
 @claims.add(
     "deepnorm-exponent", S_DN, REF + "; Wang et al. (DeepNet) 2022, α = (2N)^(1/4), β = (8N)^(−1/4)", known=DN_KNOWN
 )
-def judge_deepnorm(res, v) -> Verdict:
+def judge_deepnorm(res: Result, v: Judgement) -> Verdict:
     return _deepnorm_verdict(res, v, "sign")
 
 
@@ -215,7 +215,7 @@ S_DN_SGD = (
 @claims.add(
     "deepnorm-exponent-sgd", S_DN_SGD, "ours, after Wang et al. (DeepNet) 2022, Sec. 4: the SGD update's size ∝ β²/α²"
 )
-def judge_deepnorm_sgd(res, v) -> Verdict:
+def judge_deepnorm_sgd(res: Result, v: Judgement) -> Verdict:
     return _deepnorm_verdict(res, v, "sgd")
 
 
@@ -241,7 +241,7 @@ S_THETA = (
         "GPT-2 without dropout (card: GPT-2's config, dropout 0.1): dropout would randomise the rows θ is measured on"
     ],
 )
-def judge_theta_training(res, v) -> Verdict:
+def judge_theta_training(res: Result, v: Judgement) -> Verdict:
     t = res.table("theta_training")
     ours = t[t["step"] >= 0]
     v.column(ours, "mean")
@@ -323,7 +323,7 @@ WARM_KNOWN_CPU = KnownFailure.on_every_seed(
         Departure.field_value("postln_length", 256, "cpu preset: windows of 64 characters", presets=["cpu"]),
     ],
 )
-def judge_warmup(res, v) -> Verdict:
+def judge_warmup(res: Result, v: Judgement) -> Verdict:
     t = res.table(
         "warmup",
         unless="needs paper preset: this config does not run the warmup experiment (postln=false; "

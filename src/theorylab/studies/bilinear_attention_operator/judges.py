@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure, tolerance_departures
 
 REF = "arXiv 2607.06621"
@@ -52,7 +52,7 @@ S_LOGITS = (
 
 
 @claims.add("logits-match-operator", S_LOGITS, REF + ", score(i, j) = x_iᵀ M x_j")
-def judge_logits(res, v) -> Verdict:
+def judge_logits(res: Result, v: Judgement) -> Verdict:
     t = res.table("convention")
     real, ctrl = t[~t["control"]], t[t["control"]]
     v.column(t, "rel_error")
@@ -74,7 +74,7 @@ S_SPLIT = (
 
 
 @claims.add("split-exact", S_SPLIT, REF + ", symmetric and skew parts (exact)")
-def judge_split(res, v) -> Verdict:
+def judge_split(res: Result, v: Judgement) -> Verdict:
     t = res.table("heads")
     split, cross, quad, tol = (v.column(t, c) for c in ("split_error", "cross", "quad_form", "tolerance"))
     ratio = t[["split_error", "cross", "quad_form"]].max(axis=1) / t["tolerance"]
@@ -104,7 +104,7 @@ S_NULL = (
 
 
 @claims.add("random-baseline", S_NULL, "derived: E tr(M²) = d d_h σ⁴, E‖M‖² = d² d_h σ⁴")
-def judge_null(res, v) -> Verdict:
+def judge_null(res: Result, v: Judgement) -> Verdict:
     t = res.table("heads")
     null = t[t["family"] == "random init"]
     s, dmean = float(v.column(null, "symmetry").mean()), float(v.column(null, "directionality").mean())
@@ -130,7 +130,7 @@ S_TIED = (
 
 
 @claims.add("tied-qk", S_TIED, "derived: M = WᵀW/√d_h")
-def judge_tied(res, v) -> Verdict:
+def judge_tied(res: Result, v: Judgement) -> Verdict:
     t = res.table("heads")
     tied = t[t["family"] == "tied QK"]
     if tied.empty:
@@ -182,7 +182,7 @@ S_RANK = (
 
 
 @claims.add("rank-bound", S_RANK, "derived: rank M <= d_h; M real")
-def judge_rank(res, v) -> Verdict:
+def judge_rank(res: Result, v: Judgement) -> Verdict:
     t = res.table("heads")
     dh = t["d"] // res.config["n_heads"]
     pair_dh = t["d"] // res.config["pair_n_heads"]
@@ -241,7 +241,7 @@ PAIR_KNOWN_CPU = KnownFailure.on_every_seed(
     departures=PAIR_SIZE,
     known=PAIR_KNOWN_CPU,
 )
-def judge_pair(res, v) -> Verdict:
+def judge_pair(res: Result, v: Judgement) -> Verdict:
     m = _pair_means(res)
     detail = "; ".join(
         f"seed {int(s)}: s enc {r[('symmetry', 'encoder')]:.3f} / dec {r[('symmetry', 'decoder')]:.3f}, "
@@ -274,7 +274,7 @@ S_DRIFT = (
     decided_by="cpu",
     departures=PAIR_SIZE,
 )
-def judge_drift(res, v) -> Verdict:
+def judge_drift(res: Result, v: Judgement) -> Verdict:
     t = res.table("heads")
     null = t[t["family"] == "random init"]
     dec = t[t["family"] == "decoder"]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Yehudai, Amsel & Bruna, arXiv 2503.01544"
@@ -26,7 +26,7 @@ S_BOOL = (
 
 
 @claims.add("boolean-encoding", S_BOOL, REF + ", Sec. 2: Boolean formulas are CRQs with m = 1 (exact)")
-def judge_boolean(res, v) -> Verdict:
+def judge_boolean(res: Result, v: Judgement) -> Verdict:
     t = res.table("boolean")
     cfg = res.config
     trees = int(t["trees"].sum()) if len(t) else 0
@@ -59,7 +59,7 @@ S_FOLD = (
 
 
 @claims.add("fold-equals-recursive", S_FOLD, REF + ", Sec. 2 definition (recursive) vs Sec. 4 streaming (exact)")
-def judge_fold(res, v) -> Verdict:
+def judge_fold(res: Result, v: Judgement) -> Verdict:
     t = res.table("fold")
     cfg = res.config
     trees = int(t["trees"].sum()) if len(t) else 0
@@ -83,7 +83,7 @@ S_HEAVY = (
 
 
 @claims.add("heavy-first-bound", S_HEAVY, REF + ", Sec. 4 (suitable order; Sethi-Ullman), reconstructed bound")
-def judge_heavy(res, v) -> Verdict:
+def judge_heavy(res: Result, v: Judgement) -> Verdict:
     t = res.table("stack")
     cfg = res.config
     h = t[t["order"] == "heavy_first"] if len(t) else t
@@ -114,7 +114,7 @@ S_ADV = (
 
 
 @claims.add("adversarial-order", S_ADV, REF + ", Sec. 4 (an unsuitable order needs linear memory)")
-def judge_adversarial(res, v) -> Verdict:
+def judge_adversarial(res: Result, v: Judgement) -> Verdict:
     t = res.table("stack")
     c = t[t["family"] == "caterpillar"] if len(t) else t
     light = c[c["order"] == "light_first"] if len(c) else c
@@ -141,7 +141,7 @@ S_GRU = (
 
 
 @claims.add("gru-order", S_GRU, REF + ", Sec. 4 (RNNs need a suitable order); thresholds ours")
-def judge_gru(res, v) -> Verdict:
+def judge_gru(res: Result, v: Judgement) -> Verdict:
     t = res.table("gru")
     sel = t[(t["n"] == 16) & (t["hidden"] == 16)] if len(t) else t
     heavy = sel[sel["order"] == "heavy_first"]["accuracy"]
@@ -225,7 +225,7 @@ S_STATE = (
         presets=["cpu"],
     ),
 )
-def judge_state(res, v) -> Verdict:
+def judge_state(res: Result, v: Judgement) -> Verdict:
     t = res.table("gru")
     hs = sorted(set(t["hidden"])) if len(t) else []
     ns = set(t["n"]) if len(t) else set()
@@ -265,7 +265,7 @@ S_DEPTH = (
     REF + ", Sec. 3: depth must grow with n (TC0 != NC1); thresholds ours",
     decided_by="paper",
 )
-def judge_depth(res, v) -> Verdict:
+def judge_depth(res: Result, v: Judgement) -> Verdict:
     t = res.table("transformer")
     plain = t[~t["cot"].astype(bool)] if len(t) else t
     if plain.empty or not {3, 6} <= set(plain["depth"]) or 2 not in set(plain["n_layers"]):
@@ -305,7 +305,7 @@ S_COT = (
         "again): in post-order the root is the last internal node"
     ],
 )
-def judge_cot(res, v) -> Verdict:
+def judge_cot(res: Result, v: Judgement) -> Verdict:
     t = res.table("transformer")
     cot = t[t["cot"].astype(bool)] if len(t) else t
     plain = t[~t["cot"].astype(bool) & (t["n_layers"] == 2)] if len(t) else t

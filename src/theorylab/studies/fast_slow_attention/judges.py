@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.studies.fast_slow_attention.config import CARD_TOKENS
 from theorylab.theory.fastslow import loglog_slope
@@ -24,7 +24,7 @@ S_STATIONARY = (
 
 
 @claims.add("manifold-is-stationary", S_STATIONARY, REF + "; reference: scipy.linalg.expm of the frozen chain")
-def judge_stationary(res, v) -> Verdict:
+def judge_stationary(res: Result, v: Judgement) -> Verdict:
     t = res.table("stationary")
     if len(t) < 2:
         return v.failed(len(t), ">= 2 values of y", None, "no stationary rows recorded")
@@ -55,7 +55,7 @@ def _errors(res, v, *columns: str):
 
 
 @claims.add("tikhonov-order-one", S_ORDER_ONE, REF + "; Tikhonov's theorem; reference: SciPy Radau")
-def judge_order_one(res, v) -> Verdict:
+def judge_order_one(res: Result, v: Judgement) -> Verdict:
     t = _errors(res, v, "e0")
     if len(t) < 2 or not (t["e0"] > 0).all():
         return v.failed(math.nan, "[0.9, 1.1]", 0.1, "needs >= 2 eps with positive e0")
@@ -84,7 +84,7 @@ def _first_order(t, column: str) -> tuple[float, float]:
 
 
 @claims.add("first-order-correction", S_FIRST_ORDER, REF + "; Tikhonov / Fenichel first-order matching")
-def judge_first_order(res, v) -> Verdict:
+def judge_first_order(res: Result, v: Judgement) -> Verdict:
     controls = ("e1_flipped", "e1_unnormalised")
     t = _errors(res, v, "e0", "e1", *(c for c in controls if c in res.table("errors")))
     if len(t) < 2 or not (t[["e0", "e1"]] > 0).all().all():
@@ -116,7 +116,7 @@ S_PHI = (
 
 
 @claims.add("variational-phi", S_PHI, REF + "; variational reading of the master equation")
-def judge_phi(res, v) -> Verdict:
+def judge_phi(res: Result, v: Judgement) -> Verdict:
     t = res.table("phi")
     if t.empty:
         return v.failed(math.nan, "<= 0.03", 0.03, "no phi rows")
@@ -142,7 +142,7 @@ S_CAUSAL = (
 
 
 @claims.add("causal-pooling", S_CAUSAL, REF + "; ours: perturbation test (probes.causality)")
-def judge_causal(res, v) -> Verdict:
+def judge_causal(res: Result, v: Judgement) -> Verdict:
     t = res.table("leak")
     causal, leaky = t[t["pooling"] == "shifted (causal)"], t[t["pooling"] == "unshifted (leaky)"]
     if causal.empty or leaky.empty or not causal["boundary"].any():
@@ -170,7 +170,7 @@ S_COST = (
 
 
 @claims.add("slow-path-cost", S_COST, REF + "; ours: torch.utils.flop_counter, interleaved step timing")
-def judge_cost(res, v) -> Verdict:
+def judge_cost(res: Result, v: Judgement) -> Verdict:
     f, st = res.table("flops"), res.table("step_time")
     limit = 1.2 if res.scalars.get("timing_on_gpu") else 1.5
     if f.empty or st.empty:
@@ -255,7 +255,7 @@ def _last(res, variant: str):
     departures=[*SEEDS, BATCH],
     decided_by="cpu",
 )
-def judge_gate(res, v) -> Verdict:
+def judge_gate(res: Result, v: Judgement) -> Verdict:
     """Judged only where it can fail. Adam's normalised step m/sqrt(v) is about 1 or less for a gradient of steady
     scale (Kingma & Ba 2015, Sec. 2.1: |step| <~ lr; at most 3.16 lr, for a gradient that was zero until that step),
     and weight decay only shrinks g; so no |g_i|, hence no RMS, passes ``sum_t lr_t``. The run also measures how
@@ -348,7 +348,7 @@ NEUTRAL_KNOWN = KnownFailure.on_some_seeds(
     known=NEUTRAL_KNOWN,
     decided_by="cpu",
 )
-def judge_neutral(res, v) -> Verdict:
+def judge_neutral(res: Result, v: Judgement) -> Verdict:
     f = res.table("lm_final")
     v.column(f, "val_loss")
     broken = _no_op(res, v, f)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 from theorylab.probes.lowrank import laser_selection, pick_value_rank
 from theorylab.theory.level_crossings import first_point_above
@@ -63,7 +63,7 @@ S_BAYES = (
 
 
 @claims.add("bayes-noise-rate", S_BAYES, REF + ", Sec. 3 (Bayes-optimal noise rate)", departures=RECIPE)
-def judge_bayes(res, v) -> Verdict:
+def judge_bayes(res: Result, v: Judgement) -> Verdict:
     p = res.config["p_noise"]
     end = _main_end(res)
     value = float(v.column(end, "P_noise_full").mean())
@@ -83,7 +83,7 @@ S_ABLATE = (
 
 
 @claims.add("ablate-ff2", S_ABLATE, REF + ", Sec. 3, Fig. 2 (FF2 ablation)", departures=RECIPE)
-def judge_ablate(res, v) -> Verdict:
+def judge_ablate(res: Result, v: Judgement) -> Verdict:
     end = _main_end(res)
     bar = 0.9 if _paper_scale(res.config) else 0.8
     for col in ("acc_noFF2", "acc_full", "P_noise_noFF2"):
@@ -109,7 +109,7 @@ S_FF2 = (
 
 
 @claims.add("ff2-stores-noise", S_FF2, REF + ", Sec. 3 (FF stores the bigram)", departures=RECIPE)
-def judge_ff2(res, v) -> Verdict:
+def judge_ff2(res: Result, v: Judgement) -> Verdict:
     end = _main_end(res)
     frac = float(v.column(end, "ff2_margin_positive").mean())
     detail = (
@@ -125,7 +125,7 @@ S_FIRST = (
 
 
 @claims.add("ff-first", S_FIRST, REF + ", Sec. 4 (gradient noise: FF learns first)", departures=RECIPE)
-def judge_first(res, v) -> Verdict:
+def judge_first(res: Result, v: Judgement) -> Verdict:
     curve = res.table("curves")
     for col in ("ff2_margin", "acc_noFF2"):  # a NaN evaluation would be skipped by the means over seeds
         v.column(curve[curve["variant"] == "full"], col)
@@ -155,7 +155,7 @@ S_INDUCTION = (
 
 
 @claims.add("induction-head", S_INDUCTION, REF + ", Sec. 3 (induction head)", departures=RECIPE)
-def judge_induction(res, v) -> Verdict:
+def judge_induction(res: Result, v: Judgement) -> Verdict:
     end = _main_end(res)
     bar = 0.4 if _paper_scale(res.config) else 0.2
     mass = float(v.column(end, "induction_mass").mean())
@@ -195,7 +195,7 @@ S_NOFF = (
         ),
     ],
 )
-def judge_no_ff(res, v) -> Verdict:
+def judge_no_ff(res: Result, v: Judgement) -> Verdict:
     end = final(res.table("curves"))
     noff = end[end["variant"] == "no-ff"]
     if noff.empty:
@@ -247,7 +247,7 @@ SWEEP_AT_QUICK = (
 
 
 @claims.add("p-sweep", S_SWEEP, REF + ", Sec. 3 (noise level)", departures=RECIPE, decided_by="cpu")
-def judge_sweep(res, v) -> Verdict:
+def judge_sweep(res: Result, v: Judgement) -> Verdict:
     end = final(res.table("curves"))
     full = end[end["ff"]].groupby("p_noise")[["P_noise_full", "acc_noFF2"]].mean()
     if len(full) < 2:
@@ -309,7 +309,7 @@ LASER_AT_CPU = (
         Departure.field_value("lm_n_layers", 4, "the lm preset's CPU model has 2 layers"),
     ],
 )
-def judge_laser(res, v) -> Verdict:
+def judge_laser(res: Result, v: Judgement) -> Verdict:
     lm = res.table(
         "lm", unless=f"this config does not train the language model (lm=false: minutes on CPU); {LASER_AT_CPU}"
     )

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.stages import longest_true_run, moving_average, zigzag
 
@@ -89,7 +89,7 @@ S_INIT = "At initialisation (every weight N(0, ε²), ε = 0.05) the loss is ln 
 
 
 @claims.add("init-loss", S_INIT, REF + ", small-initialisation regime", departures=[PAPER_SETTING])
-def judge_init(res, v) -> Verdict:
+def judge_init(res: Result, v: Judgement) -> Verdict:
     gaps = [abs(float(c["loss"].iloc[0]) - float(lv["ln_v"])) for _, c, lv in members(res)]
     worst = max(gaps)
     return v.judged(
@@ -114,7 +114,7 @@ S_CONDENSE = (
     REF + ", stage 1 (abstract)",
     departures=[PAPER_SETTING, PAPER_STEPS],
 )
-def judge_condense(res, v) -> Verdict:
+def judge_condense(res: Result, v: Judgement) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
         if w is None:
@@ -135,7 +135,7 @@ S_WAKE = (
 
 
 @claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)", departures=[PAPER_SETTING, PAPER_STEPS])
-def judge_wake(res, v) -> Verdict:
+def judge_wake(res: Result, v: Judgement) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
         q0 = float(c["qk_norm"].iloc[0])
@@ -276,7 +276,7 @@ def card_focus_extra(res) -> str:
     return "extra (card's top-V/4 ratio F, not judged): " + "; ".join(parts)
 
 
-def judge_card_focus(res, v) -> Verdict:
+def judge_card_focus(res: Result, v: Judgement) -> Verdict:
     """The earlier reading (focus_setting = 'card'): F peaks >= 1.05 after W₁, half its gain undone by the end."""
 
     def check(c, lv):
@@ -311,7 +311,7 @@ PAPER_FOCUS_OURS = Departure.of(
     known=FOCUS_KNOWN,
     departures=[PAPER_FOCUS_OURS],
 )
-def judge_focus(res, v) -> Verdict:
+def judge_focus(res: Result, v: Judgement) -> Verdict:
     if res.config.get("focus_setting", "paper") == "card":
         return judge_card_focus(res, v)
     ok, rise, detail = paper_markers(res)
@@ -336,7 +336,7 @@ S_BEYOND = (
     REF + "; loss levels from the chain (theory.markov)",
     departures=[PAPER_SETTING, PAPER_STEPS],
 )
-def judge_beyond(res, v) -> Verdict:
+def judge_beyond(res: Result, v: Judgement) -> Verdict:
     def check(c, lv):
         h, hc, last = float(lv["unigram_entropy"]), float(lv["entropy_rate"]), float(c["loss"].iloc[-1])
         frac = (h - last) / (h - hc)
@@ -395,7 +395,7 @@ S_SECOND = (
         "first decline's rule",
     ],
 )
-def judge_second(res, v) -> Verdict:
+def judge_second(res: Result, v: Judgement) -> Verdict:
     def check(c, lv):
         w = first_window(c, lv)
         if w is None:

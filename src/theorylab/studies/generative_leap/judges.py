@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.generative import P3_TRIPLE
@@ -29,7 +29,7 @@ S_P3 = (
 
 
 @claims.add("p3-moments", S_P3, REF + ", the 3-parity's moments")
-def judge_p3_moments(res, v) -> Verdict:
+def judge_p3_moments(res: Result, v: Judgement) -> Verdict:
     t = res.table("moments")
     t = t[t["link"] == "parity3"].assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
     v.column(t, "z")
@@ -49,7 +49,7 @@ S_M3 = (
 
 
 @claims.add("m3-moment", S_M3, REF + ", label transforms lower the exponent")
-def judge_m3_moment(res, v) -> Verdict:
+def judge_m3_moment(res: Result, v: Judgement) -> Verdict:
     row = res.table("moments").query("link == 'z1z2z3'").iloc[0]
     z = abs(row["measured"] - 2.0) / row["se"]
     detail = f"{row['measured']:.4f} ± {row['se']:.4f} vs 2 ({z:.2f} SE)"
@@ -63,7 +63,7 @@ S_LEAP = (
 
 
 @claims.add("leap-values", S_LEAP, REF + ", definition of the generative leap (first stage; reconstructed)")
-def judge_leaps(res, v) -> Verdict:
+def judge_leaps(res: Result, v: Judgement) -> Verdict:
     t = res.table("leaps")
     found = t.groupby("link")[["leap", "known"]].first()
     if found.empty:  # no link measured: nothing shown (an empty table must not read as "no wrong leap")
@@ -85,7 +85,7 @@ S_SEQ = (
 
 
 @claims.add("sequential-estimator", S_SEQ, REF + ", agnostic sequential estimation (our reconstruction)")
-def judge_sequential(res, v) -> Verdict:
+def judge_sequential(res: Result, v: Judgement) -> Verdict:
     t = res.table("sequential")
     known = t["known"].astype(int)
     testable = t[known <= 3]  # our estimator stops at order 3
@@ -122,7 +122,7 @@ STAGED_LINK = Departure.of(
     REF + ", the generative leap of a multi-stage link (sequential estimation; reconstructed)",
     departures=[STAGED_LINK],
 )
-def judge_staged(res, v) -> Verdict:
+def judge_staged(res: Result, v: Judgement) -> Verdict:
     mom = res.table("staged_moments").assign(z=lambda f: (f["measured"] - f["expected"]).abs() / f["se"])
     t = res.table("staged").assign(two_stages=lambda f: f["stages"] == "k=1:1;k=2:1")
     alpha = float(t["alpha"].max())
@@ -170,7 +170,7 @@ S_COLLAPSE = (
 
 
 @claims.add("u-stat-collapse", S_COLLAPSE, REF + ", sufficiency of the spectral U-statistic")
-def judge_u_collapse(res, v) -> Verdict:
+def judge_u_collapse(res: Result, v: Judgement) -> Verdict:
     t = res.table("parity")
     v.column(t[t["statistic"] == "U"], "overlap")
     u = t[t["statistic"] == "U"].groupby(["c", "d"])["overlap"].mean()
@@ -196,7 +196,7 @@ S_BLIND = (
 
 
 @claims.add("order2-blind", S_BLIND, REF + ", necessity (low-degree lower bound)")
-def judge_order2_blind(res, v) -> Verdict:
+def judge_order2_blind(res: Result, v: Judgement) -> Verdict:
     t = res.table("order2").query("link == 'parity3'")
     worst = float(v.column(t, "overlap").max())
     detail = (
@@ -258,7 +258,7 @@ def _m3_verdict(res, v, judged: tuple[float, ...]) -> Verdict:
 
 
 @claims.add("m3-linear", S_M3_LINEAR, REF + ", k* = 2 gives n ∝ d", departures=[M3_SEEDS], known=M3_KNOWN)
-def judge_m3_linear(res, v) -> Verdict:
+def judge_m3_linear(res: Result, v: Judgement) -> Verdict:
     return _m3_verdict(res, v, (10.0, *M3_JUDGED))
 
 
@@ -276,7 +276,7 @@ S_M3_ABOVE = (
     "threshold (Damian et al.'s order-2 estimator needs n/d above it)",
     departures=[M3_SEEDS],
 )
-def judge_m3_above(res, v) -> Verdict:
+def judge_m3_above(res: Result, v: Judgement) -> Verdict:
     return _m3_verdict(res, v, M3_JUDGED)
 
 
@@ -287,7 +287,7 @@ S_U_BEATS_V = (
 
 
 @claims.add("u-beats-v", S_U_BEATS_V, REF + ", U- vs V-statistic")
-def judge_u_beats_v(res, v) -> Verdict:
+def judge_u_beats_v(res: Result, v: Judgement) -> Verdict:
     t = res.table("parity")
     at = t[t["c"] == 8.0].groupby(["d", "statistic"])["overlap"].mean().unstack()
     if at.empty:
@@ -332,7 +332,7 @@ S_EXPONENTS = (
         ),
     ],
 )
-def judge_exponents(res, v) -> Verdict:
+def judge_exponents(res: Result, v: Judgement) -> Verdict:
     t = res.table("parity")
     exps = {}
     for stat in ("U", "V"):

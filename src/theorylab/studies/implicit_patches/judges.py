@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "arXiv 2511.17864"
@@ -46,7 +46,7 @@ S_SINGLE = (
 @claims.add(
     "exact-single-block", S_SINGLE, REF + ", Thms (Gemma block; controllability framework); Dherin et al. Thm 2.2"
 )
-def judge_single(res, v) -> Verdict:
+def judge_single(res: Result, v: Judgement) -> Verdict:
     t = res.table("sweep")
     t = t[t["depth"] == 1]
     if t.empty:
@@ -70,7 +70,7 @@ S_MULTI = (
     REF + ", multi-layer algorithm",
     departures=[Departure.field_value("n_layers", (1, 2, 4, 8), "the deepest stack is judged (card: depth 8)")],
 )
-def judge_multi(res, v) -> Verdict:
+def judge_multi(res: Result, v: Judgement) -> Verdict:
     t = res.table("sweep")
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
@@ -103,7 +103,7 @@ S_RANK = (
 
 
 @claims.add("rank-one", S_RANK, REF + ", rank-1 MLP patches and the RMSNorm-scale patch")
-def judge_rank(res, v) -> Verdict:
+def judge_rank(res: Result, v: Judgement) -> Verdict:
     t = res.table("sweep")
     t = t[(t["dtype"] == "float64") & t["feasible"]]
     if t.empty:
@@ -129,7 +129,7 @@ S_CONTEXT = (
 @claims.add(
     "needs-context-effect", S_CONTEXT, REF + ", control making the exactness claims non-vacuous (the card's claim 4)"
 )
-def judge_context_effect(res, v) -> Verdict:
+def judge_context_effect(res: Result, v: Judgement) -> Verdict:
     t = res.table("sweep")
     t = t[t["feasible"]]
     low = float(v.column(t, "no_patch").min())
@@ -144,7 +144,7 @@ S_TOKEN = (
 
 
 @claims.add("token-dependence", S_TOKEN, REF + ", limitation: patches are token dependent")
-def judge_token(res, v) -> Verdict:
+def judge_token(res: Result, v: Judgement) -> Verdict:
     t = res.table("sweep")
     t = t[t["other_query"].notna()]
     if t.empty:
@@ -179,7 +179,7 @@ def _hf_missing(res) -> str:
 
 
 @claims.add("controllability-failure", S_CONTROL, REF + ", output controllability")
-def judge_controllability(res, v) -> Verdict:
+def judge_controllability(res: Result, v: Judgement) -> Verdict:
     t = res.table("controllability")
     if t.empty:
         return v.undecided("no controllability trials were run")
@@ -225,7 +225,7 @@ def _hf_tables(res):
         "and leaves a ~3e-8 logit gap, reported)"
     ],
 )
-def judge_hf_generation(res, v) -> Verdict:
+def judge_hf_generation(res: Result, v: Judgement) -> Verdict:
     exact, gen = _hf_tables(res)
     if gen.empty or not (gen["arch"] == "gemma3").any():
         return v.undecided("this config runs no Hugging Face Gemma 3 (gemma3 not in hf_archs)")
@@ -257,7 +257,7 @@ S_HF_FAMILIES = (
     S_HF_FAMILIES,
     REF + ", gating, MoE, pre/post-norm on real module code (ours: random-init small configs)",
 )
-def judge_hf_families(res, v) -> Verdict:
+def judge_hf_families(res: Result, v: Judgement) -> Verdict:
     exact, _ = _hf_tables(res)
     if exact.empty:
         return v.undecided("this config runs no Hugging Face model (hf_archs empty, no local model)")
@@ -296,7 +296,7 @@ S_ICL = (
         Departure.field_value("icl_steps", 100, "the paper preset trains the regression model longer"),
     ],
 )
-def judge_icl(res, v) -> Verdict:
+def judge_icl(res: Result, v: Judgement) -> Verdict:
     t = res.table("icl_patches")
     if t["i"].max() < 49:
         return v.undecided(

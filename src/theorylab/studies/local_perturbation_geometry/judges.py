@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.second_order import loglog_slope
 
@@ -78,7 +78,7 @@ def _order_test(t, kind):
     S_ORDER,
     REF + ": c(eta) = eta kappa + O(eta^2), median ratio 1.002 (abstract); the range, cosine and controls are ours",
 )
-def judge_order(res, v) -> Verdict:
+def judge_order(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "order")
     small = t[t["eta"] * t["kappa"] <= SMALL_DEFECT]
     slopes = {}
@@ -153,7 +153,7 @@ WINDOW_CAUSE = (
     "10 % bound is ours, the scale-squared error is Taylor's",
     known=KnownFailure.on_every_seed(WINDOW_CAUSE),
 )
-def judge_window(res, v) -> Verdict:
+def judge_window(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "window")
     out, worst = {}, []
     for (seed, d), g in t.groupby(["seed", "direction"]):
@@ -204,7 +204,7 @@ ONSET_CAUSE = (
     "combinations (abstract); factor 1.5 from the card",
     known=KnownFailure.on_some_seeds(3, 5, [0, 1, 2], ONSET_CAUSE),
 )
-def judge_onset(res, v) -> Verdict:
+def judge_onset(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "onset")
     ratio = t["eta_dagger"] / t["eta_pred"]
     if ratio.isna().any():
@@ -263,7 +263,7 @@ S_ROTATION = (
     S_ROTATION,
     REF + ": task-gradient subspaces rotate within tens of steps (abstract); 45 degrees and s <= 30 are ours",
 )
-def judge_rotation(res, v) -> Verdict:
+def judge_rotation(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "drift")
     sgd = t[(t["kind"] == "sgd") & (t["s"] > 0) & (t["s"] <= ROTATION_WITHIN)]
     ctrl = t[t["kind"] == "control"]
@@ -321,7 +321,7 @@ ADDITIVITY_CAUSE = (
     departures=CPU_SIZE,
     known=KnownFailure.on_every_seed(ADDITIVITY_CAUSE, presets=["cpu"]),
 )
-def judge_additivity(res, v) -> Verdict:
+def judge_additivity(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "additivity")
     full, lin = t[t["kind"] == "full"], t[t["kind"] == "control_linear"]
     at1 = full[np.isclose(full["t"], 1.0)].groupby("seed")["departure"].first()
@@ -350,7 +350,7 @@ S_TAYLOR = (
 
 
 @claims.add("taylor-remainder", S_TAYLOR, REF + ", first-order predictability (Taylor: eps_lin ∝ |delta|)")
-def judge_taylor(res, v) -> Verdict:
+def judge_taylor(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "taylor")
     slopes = {}
     for (seed, d), g in t.groupby(["seed", "direction"]):
@@ -393,7 +393,7 @@ S_INTERF = (
         "[1e-3, 1e-2] is 2.93",
     ),
 )
-def judge_interference(res, v) -> Verdict:
+def judge_interference(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "interference")
     slopes, rels = [], []
     for _, g in t.groupby("seed"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.core import Verdict
+from theorylab.core import Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.studies.local_perturbation_geometry.judges import (
     BON_GROWTH,
@@ -54,7 +54,7 @@ S_DRIFT = (
         "0.9 (seeds 0-9, 17, 123 measured: 0.26-0.90)",
     ),
 )
-def judge_drift(res, v) -> Verdict:
+def judge_drift(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "drift")
     if "kind" in t:
         t = t[t["kind"] == "sgd"]
@@ -102,7 +102,7 @@ S_PREFIX = (
         "0.41-0.78 on seeds 0-9, 17, 123 otherwise",
     ),
 )
-def judge_prefix(res, v) -> Verdict:
+def judge_prefix(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "prefix")
     ok = bool(
         ((t["captured"] >= PREFIX_MIN) & (t["captured"] >= PREFIX_X * t["m"] / t["dim"])).all()
@@ -140,7 +140,7 @@ S_BON = (
         )
     ],
 )
-def judge_best_of_n(res, v) -> Verdict:
+def judge_best_of_n(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "bestofn")
     ratios, growth, valid = [], [], []
     for seed, g in t.groupby("seed"):
@@ -201,7 +201,7 @@ CAA_CAUSE = (
     ],
     known=KnownFailure.on_some_seeds(11, 12, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 17], CAA_CAUSE),
 )
-def judge_caa(res, v) -> Verdict:
+def judge_caa(res: Result, v: Judgement) -> Verdict:
     t = _rows(res, "caa")
     layer = int(res.config["caa_layer"])
     t = t[t["layer"] == layer]
@@ -233,7 +233,7 @@ S_LORA = (
     decided_by="cpu",
     departures=CPU_SIZE,
 )
-def judge_lora(res, v) -> Verdict:
+def judge_lora(res: Result, v: Judgement) -> Verdict:
     t = res.table("lora")
     if t is None or t.empty:
         p = res.table("prefix")

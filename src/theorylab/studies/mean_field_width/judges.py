@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.mean_field import (
     reduction_error_budget,
@@ -76,7 +76,7 @@ S_INIT = (
 
 
 @claims.add("init-gap", S_INIT, REF + ", fluctuations at initialisation (exact in expectation)", departures=SIZES)
-def judge_init(res, v) -> Verdict:
+def judge_init(res: Result, v: Judgement) -> Verdict:
     g = res.table("gaps")
     g0 = g[g["step"] == 0]
     diffs, parts = {}, []
@@ -99,7 +99,7 @@ S_INIT_MC = (
 @claims.add(
     "init-gap-monte-carlo", S_INIT_MC, "ours: the activation itself against " + REF + "'s kernel", departures=SIZES
 )
-def judge_init_mc(res, v) -> Verdict:
+def judge_init_mc(res: Result, v: Judgement) -> Verdict:
     g, mc = res.table("gaps"), res.table("kernel_check")
     g0 = g[g["step"] == 0]
     if g0.empty:  # no initial gap measured (or NaN steps): nothing shown, never a pass
@@ -128,7 +128,7 @@ S_INVERSE = (
 
 
 @claims.add("inverse-width", S_INVERSE, REF + ", Thm. (propagation of chaos beyond log time)", departures=SIZES)
-def judge_inverse(res, v) -> Verdict:
+def judge_inverse(res: Result, v: Judgement) -> Verdict:
     g = res.table("gaps")
     v.column(g, "gap")
     bad, parts, pooled_all = [], [], []
@@ -154,7 +154,7 @@ S_BLOWUP = (
 
 
 @claims.add("no-blowup", S_BLOWUP, REF + ", poly(d) instead of exp(T) width", departures=SIZES)
-def judge_blowup(res, v) -> Verdict:
+def judge_blowup(res: Result, v: Judgement) -> Verdict:
     g, sc = res.table("gaps"), res.table("self_concordance")
     v.column(g, "m_gap")
     ratios, parts = {}, []
@@ -193,7 +193,7 @@ S_CONVERGES = (
 
 
 @claims.add("mf-converges", S_CONVERGES, REF + ", convergence of the mean-field dynamics", departures=M_REF)
-def judge_converges(res, v) -> Verdict:
+def judge_converges(res: Result, v: Judgement) -> Verdict:
     loss = res.table("loss")
     v.column(loss, "L_mf")
     violations, parts, ok = {}, [], True
@@ -227,7 +227,7 @@ S_POLY = (
     departures=SIZES + CPU_GRID,
     decided_by="cpu",
 )
-def judge_poly(res, v) -> Verdict:
+def judge_poly(res: Result, v: Judgement) -> Verdict:
     g, loss = res.table("gaps"), res.table("loss")
     v.column(g, "gap")
     dims = sorted(g["d"].unique())
@@ -262,7 +262,7 @@ S_REDUCTION = (
 @claims.add(
     "reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics", departures=SIZES
 )
-def judge_reduction(res, v) -> Verdict:
+def judge_reduction(res: Result, v: Judgement) -> Verdict:
     r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_n = 0)")
     for col in ("L_ref", "L_ref_half_eta", "L_reduced", "L_reduced_coarse", "ref_error"):
         v.column(r, col)
@@ -318,7 +318,7 @@ SQRT_D = (
         presets=["cpu"],
     ),
 )
-def judge_sc(res, v) -> Verdict:
+def judge_sc(res: Result, v: Judgement) -> Verdict:
     sc = res.table("self_concordance")
     v.column(sc, "L_mf")
     escape = _escape_phase(sc)
@@ -370,7 +370,7 @@ S_SC_EQ = (
         presets=["cpu"],
     ),
 )
-def judge_sc_equator(res, v) -> Verdict:
+def judge_sc_equator(res: Result, v: Judgement) -> Verdict:
     sc = res.table("self_concordance")
     dims = sorted(sc["d"].unique())
     # NaN here has a meaning: fewer than 5 of the probed particles are still on the equator band.

@@ -7,7 +7,7 @@ from math import comb
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import KnownFailure
 from theorylab.theory import polynomial_nets as pn
 
@@ -32,7 +32,7 @@ S_MC = (
 
 
 @claims.add("gaussian-metric", S_MC, REF + ", Sec. 5 (Gaussian metric for k = 2)")
-def judge_mc(res, v) -> Verdict:
+def judge_mc(res: Result, v: Judgement) -> Verdict:
     t = res.table("gaussian_mc")
     cfg = res.config
     if len(t) < cfg["mc_matrices"] or (t["n"] < cfg["mc_n"]).any():
@@ -60,7 +60,7 @@ S_CRIT = (
 
 
 @claims.add("critical-points", S_CRIT, REF + ", Sec. 5 Eckart-Young variant (card's reconstruction)")
-def judge_critical(res, v) -> Verdict:
+def judge_critical(res: Result, v: Judgement) -> Verdict:
     t = res.table("critical")
     cfg = res.config
     lam = _lam(res)
@@ -92,7 +92,7 @@ S_MIN = (
 
 
 @claims.add("global-minimum", S_MIN, REF + ", Sec. 5; fibre dimension r(d + 1) - (r d - r(r - 1)/2)")
-def judge_minimum(res, v) -> Verdict:
+def judge_minimum(res: Result, v: Judgement) -> Verdict:
     t = res.table("critical")
     cfg = res.config
     lam = _lam(res)
@@ -171,7 +171,7 @@ GD_KNOWN = KnownFailure.on_some_seeds(
     departures=[GD_POLISH],
     known=GD_KNOWN,
 )
-def judge_gd(res, v) -> Verdict:
+def judge_gd(res: Result, v: Judgement) -> Verdict:
     got, failed = _gd_rows(res, v)
     if failed is not None:
         return failed
@@ -203,7 +203,7 @@ S_GD2 = (
     "ours: gradient descent in (W, a) avoids strict saddles, and the A_S (|S| <= r) are all the critical "
     "values (card's reconstruction of " + REF + ", Sec. 5)",
 )
-def judge_gd_second_order(res, v) -> Verdict:
+def judge_gd_second_order(res: Result, v: Judgement) -> Verdict:
     got, failed = _gd_rows(res, v)
     if failed is not None:
         return failed
@@ -231,7 +231,7 @@ S_SADDLE = (
 
 
 @claims.add("low-rank-saddles", S_SADDLE, REF + ", Sec. 5; first-order slope -4 eps (lambda_j + t_S) (card)")
-def judge_saddle(res, v) -> Verdict:
+def judge_saddle(res: Result, v: Judgement) -> Verdict:
     t = res.table("critical")
     cfg = res.config
     low = t[t["s"] < cfg["r"]]
@@ -275,7 +275,7 @@ S_IDX = (
     "(lambda_i - lambda_j) c_ij^2 on the (i in S, j not in S) mixing directions "
     "(docs page)",
 )
-def judge_derived_index(res, v) -> Verdict:
+def judge_derived_index(res: Result, v: Judgement) -> Verdict:
     t = res.table("signatures")
     if t.empty:
         return v.failed(0, "survey points", 0, "no signature survey rows")
@@ -308,7 +308,7 @@ S_DIM = (
 
 
 @claims.add("dimension-counts", S_DIM, REF + ", Sec. 3 (Alexander-Hirschowitz; Terracini)")
-def judge_dimensions(res, v) -> Verdict:
+def judge_dimensions(res: Result, v: Judgement) -> Verdict:
     t = res.table("jacobian")
     cfg = res.config
     cases = [tuple(c) for c in cfg["ah_cases"]]
@@ -337,7 +337,7 @@ S_RAD = (
 
 
 @claims.add("rademacher-blind-diagonal", S_RAD, REF + ", Sec. 4 (the metric depends on the data law)")
-def judge_rademacher(res, v) -> Verdict:
+def judge_rademacher(res: Result, v: Judgement) -> Verdict:
     t = res.table("rademacher")
     if len(t) < 20:
         return v.failed(len(t), "20 draws", 0, "rows missing")
@@ -369,7 +369,7 @@ S_NG = (
     REF + ", Sec. 4 (non-Gaussian data, many critical points); threshold ours",
     decided_by="paper",
 )
-def judge_non_gaussian(res, v) -> Verdict:
+def judge_non_gaussian(res: Result, v: Judgement) -> Verdict:
     t = res.table("metric_counts")
     cfg = res.config
     if t.empty:

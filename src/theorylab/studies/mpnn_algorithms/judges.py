@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "arXiv 2602.13106"
@@ -68,7 +68,7 @@ S_REF = (
 
 
 @claims.add("reference-bf", S_REF, "oracles (ours)")
-def judge_reference(res, v) -> Verdict:
+def judge_reference(res: Result, v: Judgement) -> Verdict:
     t = res.table("references")
     v.column(t, "error")
     worst = t.groupby("check")["error"].max()
@@ -97,7 +97,7 @@ S_SIZE = (
 @claims.add(
     "size-generalization", S_SIZE, REF + "; Nerem et al. arXiv 2503.19173 (extrapolation guarantee)", departures=BF
 )
-def judge_size(res, v) -> Verdict:
+def judge_size(res: Result, v: Judgement) -> Verdict:
     t = _bf_min(res)
     if t.empty:
         return v.undecided(
@@ -131,7 +131,7 @@ S_F = (
 
 
 @claims.add("learned-function", S_F, REF + ", the aligned target x + w", departures=BF)
-def judge_learned_f(res, v) -> Verdict:
+def judge_learned_f(res: Result, v: Judgement) -> Verdict:
     t = res.table("learned_function")
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     reg = t[np.isclose(t["eta"], 1e-3)]
@@ -156,7 +156,7 @@ AGG_N = 1024  # the card's test size of the aggregation control
 
 
 @claims.add("aggregation-control", S_AGG, REF + ", algorithmic alignment of the aggregation", departures=BF + CONTROLS)
-def judge_aggregation(res, v) -> Verdict:
+def judge_aggregation(res: Result, v: Judgement) -> Verdict:
     t = res.table("size_generalization")
     t = t[t["aggr"].isin(["sum", "mean"])]
     if t.empty:
@@ -177,7 +177,7 @@ S_L1 = (
 
 
 @claims.add("regulariser-active", S_L1, REF + ", the sparsity regulariser", departures=BF)
-def judge_l1(res, v) -> Verdict:
+def judge_l1(res: Result, v: Judgement) -> Verdict:
     t = res.table("learned_function")
     t = t[(t["task"] == "bf") & (t["aggr"] == "min")]
     a, b = t[np.isclose(t["eta"], 1e-3)], t[t["eta"] == 0]
@@ -201,7 +201,7 @@ S_WL = (
 
 
 @claims.add("wl-impossibility", S_WL, REF + ", tasks standard MPNNs cannot do; 1-WL")
-def judge_wl(res, v) -> Verdict:
+def judge_wl(res: Result, v: Judgement) -> Verdict:
     t = res.table("wl_pair")
     node = t[t["variant"] == "node MPNN"]
     leak = t[t["variant"].str.contains("leak")]
@@ -230,7 +230,7 @@ S_PAIR = (
 
 
 @claims.add("pair-mpnn-separates", S_PAIR, "ours: " + REF + ", more expressive MPNN-like architectures")
-def judge_pair(res, v) -> Verdict:
+def judge_pair(res: Result, v: Judgement) -> Verdict:
     t = res.table("wl_pair")
     pair = t[t["variant"].str.startswith("pair")]
     gaps = v.column(pair, "embedding_gap")
@@ -276,7 +276,7 @@ KNAPSACK_KNOWN = KnownFailure.on_some_seeds(
     departures=KNAPSACK,
     known=KNAPSACK_KNOWN,
 )
-def judge_knapsack(res, v) -> Verdict:
+def judge_knapsack(res: Result, v: Judgement) -> Verdict:
     t = res.table("knapsack")
     top = t[t["items"] == t["items"].max()]
     if int(top["items"].max()) < 50:
@@ -320,7 +320,7 @@ S_MST = (
     decided_by="paper",
     departures=RECIPE[:2] + [Departure.field_value("mst_steps", 5000, "the card's step count for every model")],
 )
-def judge_mst(res, v) -> Verdict:
+def judge_mst(res: Result, v: Judgement) -> Verdict:
     t = res.table(
         "mst",
         unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: "

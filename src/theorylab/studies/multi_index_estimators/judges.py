@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.sample_complexity import crossings_from_table, fitted_exponent
@@ -85,7 +85,7 @@ def _cell_means(battery: pd.DataFrame, alpha: float) -> pd.Series:
 
 
 @claims.add("battery", S_BATTERY, REF + ", Sec. 3 (first- and second-order methods)", departures=BATTERY_SEEDS)
-def judge_battery(res, v) -> Verdict:
+def judge_battery(res: Result, v: Judgement) -> Verdict:
     battery = res.table("battery")
     v.column(battery, "capture")
     alpha = max(res.config["alphas"])
@@ -125,7 +125,7 @@ def _zero_gains(res, v) -> tuple[pd.DataFrame, pd.DataFrame, float, float]:
 
 
 @claims.add("failures-do-not-improve", S_FAILURES, REF + ", population zeros", departures=BATTERY_SEEDS)
-def judge_failures(res, v) -> Verdict:
+def judge_failures(res: Result, v: Judgement) -> Verdict:
     _, gains, lo, hi = _zero_gains(res, v)
     worst_key = gains["mean"].idxmax()
     worst = float(gains.loc[worst_key, "mean"])
@@ -147,7 +147,7 @@ S_FLOOR = (
 
 
 @claims.add("phd-noise-floor", S_FLOOR, "ours: the finite-d noise floor of a blind pHd", departures=BATTERY_SEEDS)
-def judge_floor(res, v) -> Verdict:
+def judge_floor(res: Result, v: Judgement) -> Verdict:
     zero, _, _, hi = _zero_gains(res, v)
     floor = res.table("noise_floor").iloc[0]
     bound = v.finite(floor["floor"], "pHd noise floor")
@@ -216,7 +216,7 @@ RAW_PHD_DRIFT = KnownFailure.on_some_seeds(
     departures=COLLAPSE_SIZES,
     known=RAW_PHD_DRIFT,
 )
-def judge_collapse(res, v) -> Verdict:
+def judge_collapse(res: Result, v: Judgement) -> Verdict:
     spreads, floors, means = _collapse(res, v, (("he2", "pHd"), ("he3", "SIR")))
     raw = "; raw pHd on B at n/d = 5: " + ", ".join(f"d={d}: {x:.3f}" for d, x in means[("he2", "pHd", 5.0)].items())
     return _collapse_verdict(v, spreads, floors, raw)
@@ -240,7 +240,7 @@ JUDGED_COLLAPSE = (("he2", "pHd-clip"), ("he3", "SIR"))
     "ours: " + REF + ", sample complexity n ∝ d with a bounded label",
     departures=COLLAPSE_SIZES,
 )
-def judge_collapse_clipped(res, v) -> Verdict:
+def judge_collapse_clipped(res: Result, v: Judgement) -> Verdict:
     spreads, floors, _ = _collapse(res, v, JUDGED_COLLAPSE)
     return _collapse_verdict(v, spreads, floors)
 
@@ -252,7 +252,7 @@ S_POPULATION = (
 
 
 @claims.add("population-matrices", S_POPULATION, REF + ", Stein's identity")
-def judge_population(res, v) -> Verdict:
+def judge_population(res: Result, v: Judgement) -> Verdict:
     pop = res.table("population")
     for col in ("measured", "se"):
         v.column(pop, col)
@@ -291,7 +291,7 @@ S_STATSMODELS = (
 
 
 @claims.add("statsmodels-agreement", S_STATSMODELS, "statsmodels.regression.dimred (reference implementation)")
-def judge_statsmodels(res, v) -> Verdict:
+def judge_statsmodels(res: Result, v: Judgement) -> Verdict:
     t = res.table("statsmodels", unless='statsmodels is not installed here (pip install "theorylab[stats]")')
     detail = ", ".join(f"{r.method}: {r.max_angle:.1e} rad" for r in t.itertuples())
     angles = v.column(t, "max_angle")
@@ -329,7 +329,7 @@ S_GAP = (
         "stated): tolerances ours",
     ],
 )
-def judge_gap(res, v) -> Verdict:
+def judge_gap(res: Result, v: Judgement) -> Verdict:
     gap = res.table(
         "gap",
         unless="needs the cpu preset (this config skips the information-gap sweep on D: gap_dims/gap_alphas empty)",
@@ -359,7 +359,7 @@ S_NN = (
 
 
 @claims.add("nn-gd-row", S_NN, REF + ", neural networks trained by gradient descent")
-def judge_nn(res, v) -> Verdict:
+def judge_nn(res: Result, v: Judgement) -> Verdict:
     t = res.table("nn_row", unless="this config does not train the two-layer net (nn_alphas empty)")
     init = t[t["alpha"] == 0]
     trained = t[(t["alpha"] > 0) & (t["alpha"] <= 200)]

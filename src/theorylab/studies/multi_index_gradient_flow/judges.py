@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Bietti, Bruna & Pillaud-Vivien, arXiv 2310.19793"
@@ -46,7 +46,7 @@ S_SEMIGROUP = (
 
 
 @claims.add("semigroup", S_SEMIGROUP, REF + ", semigroup of A_M (Sec. 3)")
-def judge_semigroup(res, v) -> Verdict:
+def judge_semigroup(res: Result, v: Judgement) -> Verdict:
     t = res.table("semigroup")
     sg, he = t[t["check"] == "semigroup"], t[t["check"] == "hermite-1d"]
     if sg.empty or he.empty:
@@ -81,7 +81,7 @@ S_LOSS = (
 
 
 @claims.add("loss-identity", S_LOSS, REF + ", two-timescale loss (reconstructed form)")
-def judge_loss(res, v) -> Verdict:
+def judge_loss(res: Result, v: Judgement) -> Verdict:
     r = res.table("loss_identity").iloc[0]
     est, phi_m, se = (v.finite(r[c], c) for c in ("estimate", "phi", "se"))
     tol = 4 * se + 1e-3
@@ -104,7 +104,7 @@ S_ESCAPE = (
 
 
 @claims.add("escape-exponent", S_ESCAPE, REF + ", Hermite timescales (our time normalisation)")
-def judge_escape(res, v) -> Verdict:
+def judge_escape(res: Result, v: Judgement) -> Verdict:
     t = res.table("escape")
     ode = t[t["method"] == "ode"]
     if ode.empty:
@@ -167,7 +167,7 @@ S_STAIR = (
 
 
 @claims.add("staircase-log-time", S_STAIR, REF + ", staircase: saddle-to-saddle in O(log d)", departures=[START])
-def judge_stair(res, v) -> Verdict:
+def judge_stair(res: Result, v: Judgement) -> Verdict:
     start, other = _starts(res)
     s, o = _r2(res, "staircase", start), _r2(res, "staircase", other)
     if len(s) < 2:
@@ -227,7 +227,7 @@ NONSTAIR_FAILS = KnownFailure.on_some_seeds(
     departures=[START, FIRST_EXIT],
     known=NONSTAIR_FAILS,
 )
-def judge_nonstair(res, v) -> Verdict:
+def judge_nonstair(res: Result, v: Judgement) -> Verdict:
     start, other = _starts(res)
     n, s = _r2(res, "non-staircase", start), _r2(res, "staircase", start)
     if len(n) < 3 or len(s) != len(n) or list(n["d"]) != list(s["d"]):
@@ -269,7 +269,7 @@ S_MONO = (
 
 
 @claims.add("monotone-and-global", S_MONO, REF + ", global convergence of the Grassmann flow")
-def judge_mono(res, v) -> Verdict:
+def judge_mono(res: Result, v: Judgement) -> Verdict:
     e = res.table("escape")
     e = e[e["method"] == "ode"]  # quadrature-only rows (k = 4) have no run: NaN there means "not integrated"
     t = res.table("r2")
@@ -297,7 +297,7 @@ S_PLANTED = (
 
 
 @claims.add("planted-trap", S_PLANTED, REF + ", planted problem (our r = 1 example)")
-def judge_planted(res, v) -> Verdict:
+def judge_planted(res: Result, v: Judgement) -> Verdict:
     t = res.table("planted")
 
     def row(flow, sign):
@@ -335,7 +335,7 @@ S_TRACK = (
     decided_by="cpu",
     departures=[Departure.of("||M_1,:||(t) (card: M_11(t))", FIRST_EXIT.why)],
 )
-def judge_track(res, v) -> Verdict:
+def judge_track(res: Result, v: Judgement) -> Verdict:
     t = res.table("tracking")
     if t.empty:
         return v.undecided("needs the cpu preset (no finite-d run in this preset)")

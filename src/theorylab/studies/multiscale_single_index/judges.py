@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 
@@ -38,7 +38,7 @@ S_EDGE = (
 
 
 @claims.add("first-chaos-edgeworth", S_EDGE, REF + ", first chaos = spike + O(d^-1/2) (Edgeworth term: our derivation)")
-def judge_edgeworth(res, v) -> Verdict:
+def judge_edgeworth(res: Result, v: Judgement) -> Verdict:
     t = res.table("edgeworth")
     q, lin = t[t["link"] == "quadratic"].sort_values("d"), t[t["link"] == "linear"].sort_values("d")
     if len(q) < 2 or lin.empty:
@@ -92,7 +92,7 @@ def _hosvd_verdict(h: pd.DataFrame, v) -> tuple[float, float, pd.DataFrame]:
     REF + ", MSIM as non-linear tensor PCA: unfolding recovers the features",
     departures=[HOSVD_FEATURES],
 )
-def judge_hosvd(res, v) -> Verdict:
+def judge_hosvd(res: Result, v: Judgement) -> Verdict:
     t = res.table("hosvd")
     rest = t[~t["judged"] & (t["estimator"] == "hosvd")]
     t = t[t["judged"]]
@@ -216,7 +216,7 @@ SGD2_KNOWN = KnownFailure.on_some_seeds(
     departures=[SIGNED],
     known=SGD2_KNOWN,
 )
-def judge_sgd_k2(res, v) -> Verdict:
+def judge_sgd_k2(res: Result, v: Judgement) -> Verdict:
     t = _signed_sgd(res)
     t = t[t["K"] == 2]
     if t["d"].nunique() < 2:
@@ -273,7 +273,7 @@ S_RATE = (
         "larger at the largest d than at the smallest (card: aggregation and monotonicity not stated)",
     ],
 )
-def judge_rate(res, v) -> Verdict:
+def judge_rate(res: Result, v: Judgement) -> Verdict:
     t = _signed_sgd(res)
     hi = t[t["K"] >= 3]
     if hi.empty:
@@ -325,7 +325,7 @@ S_SAME = (
         "crossing ratio (card: per run or aggregated not stated)",
     ],
 )
-def judge_same(res, v) -> Verdict:
+def judge_same(res: Result, v: Judgement) -> Verdict:
     t = _signed_sgd(res)
     hi = t[t["K"] >= 3]
     if hi.empty:
@@ -378,7 +378,7 @@ S_UNFOLD = (
         "unfoldings' the log-interpolated crossing on a 40-point n grid (card: not stated)",
     ],
 )
-def judge_unfold(res, v) -> Verdict:
+def judge_unfold(res: Result, v: Judgement) -> Verdict:
     u, t = res.table("unfolding"), _signed_sgd(res)
     sgd = t[t["K"] == 4]
     if u.empty or sgd.empty:
@@ -436,7 +436,7 @@ S_CHAOS2 = (
         "(card: none of these defined): ours, until the paper's definitions are read",
     ],
 )
-def judge_chaos2(res, v) -> Verdict:
+def judge_chaos2(res: Result, v: Judgement) -> Verdict:
     t = res.table("chaos2")
     if t.empty:
         return v.undecided("needs the cpu preset (the D x D second-chaos matrix at d = 8..12; reconstructed claim)")

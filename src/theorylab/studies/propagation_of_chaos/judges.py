@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.mean_field_rates import (
@@ -45,7 +45,7 @@ S_RATE = (
 
 
 @claims.add("fast-rate", S_RATE, REF + ", premise L_t <~ t^-c")
-def judge_rate(res, v) -> Verdict:
+def judge_rate(res: Result, v: Judgement) -> Verdict:
     fast = _fast(res)
     worst_c = float(v.column(fast, "c").min())
     ratio = float((v.column(fast, "LT") / v.column(fast, "L0")).max())
@@ -65,7 +65,7 @@ S_INTEGRAL = (
 
 
 @claims.add("integral-finite", S_INTEGRAL, REF + ", premise ∫ L^1/2 dt = O(log d)")
-def judge_integral(res, v) -> Verdict:
+def judge_integral(res: Result, v: Judgement) -> Verdict:
     fast = _fast(res)
     growth = float(((v.column(fast, "I_T") - v.column(fast, "I_half")) / fast["I_half"]).max())
     total = float(fast["I_T"].max())
@@ -80,7 +80,7 @@ S_UNIFORM = (
 
 
 @claims.add("uniform-exponent", S_UNIFORM, REF + ", main theorem: m^{-min(1, c/6)}")
-def judge_uniform(res, v) -> Verdict:
+def judge_uniform(res: Result, v: Judgement) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     parts, ok, betas = [], True, []
     for r in fast.itertuples():
@@ -96,7 +96,7 @@ S_LATE = "No late growth: for every width, max over t in [T/2, T] of m·gap_m(t)
 
 
 @claims.add("no-late-growth", S_LATE, REF + ", uniform in time")
-def judge_late(res, v) -> Verdict:
+def judge_late(res: Result, v: Judgement) -> Verdict:
     sup = res.table("sup_gap")
     fast = sup[(sup["setting"] == "fast") & (sup["eta"] == res.config["lr"])]
     excess = v.column(fast, "late_m_gap") - v.column(fast, "early_m_gap")
@@ -116,7 +116,7 @@ POLY_WIDTH = 4096  # the card's fixed width m = 2^12 of the poly(d) fit
 
 
 @claims.add("poly-d", S_POLY, REF + ", poly(d) dependence (threshold ours)", departures=CPU_SIZES, decided_by="cpu")
-def judge_poly(res, v) -> Verdict:
+def judge_poly(res: Result, v: Judgement) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
     dims = sorted(fast["d"].unique())
     if len(dims) < 3:
@@ -163,7 +163,7 @@ S_DISC = (
         "card's band [1.5, 3] and its 'O(eta) in function space' fit a first-order distance (a squared gap shrinks 4x)",
     ],
 )
-def judge_disc(res, v) -> Verdict:
+def judge_disc(res: Result, v: Judgement) -> Verdict:
     disc = res.table("discretisation", unless="this config runs one step size (etas empty)")
     v.column(disc, "ref_gap_at_T")
     # The gap is a squared L2 distance; a first-order scheme's error is O(eta) in the distance itself.
@@ -246,7 +246,7 @@ def _sample_departures(res, by_n: pd.Series) -> list[str]:
         presets=["cpu"],
     ),
 )
-def judge_samples(res, v) -> Verdict:
+def judge_samples(res: Result, v: Judgement) -> Verdict:
     by_n, pure_gap, text = _finite_samples(res, v)
     moved = _sample_departures(res, by_n)
     if len(by_n) < 2 or (by_n <= 0).any():
@@ -274,7 +274,7 @@ S_SAMPLES_EXCESS = (
     departures=CPU_SIZES[:1],
     decided_by="cpu",
 )
-def judge_samples_excess(res, v) -> Verdict:
+def judge_samples_excess(res: Result, v: Judgement) -> Verdict:
     by_n, pure_gap, gaps_text = _finite_samples(res, v)
     excess = by_n - pure_gap
     keep = excess > 0
@@ -303,7 +303,7 @@ S_SLOW = (
 
 
 @claims.add("slow-contrast", S_SLOW, REF + ", contrast (report only)")
-def judge_slow(res, v) -> Verdict:
+def judge_slow(res: Result, v: Judgement) -> Verdict:
     rates = res.table("rates")
     slow = rates[rates["setting"] == "slow"]
     if slow.empty:

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "query-key asymmetry (reconstructed)"
@@ -40,7 +40,7 @@ S_BIAS = (
 
 
 @claims.add("key-bias-invisible", S_BIAS, REF + ": softmax over keys ignores row constants (derived)")
-def judge_bias(res, v) -> Verdict:
+def judge_bias(res: Result, v: Judgement) -> Verdict:
     b = res.table("bias_invariance")
     g = res.table("gradient_sums")
     inv = b[(b["side"] == "key") & (b["pos"] != "rope")]
@@ -84,7 +84,7 @@ KEY_BOUND = {"float32": 1e-6, "float64": 1e-12}
         "dS row sums relative to the largest Σ_j |dS_ij| (card: to max |dS|): the probe records that scale only"
     ],
 )
-def judge_gradients(res, v) -> Verdict:
+def judge_gradients(res: Result, v: Judgement) -> Verdict:
     g = res.table("gradient_sums")
     for col in ("key_ratio", "query_ratio", "dS_row_sum"):
         v.column(g, col)
@@ -127,7 +127,7 @@ S_ROUND = (
 
 
 @claims.add("key-gradients-rounding", S_ROUND, "ours: floating-point rounding of the zero row sums (Higham, ch. 4)")
-def judge_gradients_rounding(res, v) -> Verdict:
+def judge_gradients_rounding(res: Result, v: Judgement) -> Verdict:
     g = res.table("gradient_sums")
     for col in ("key_ratio", "key_tolerance", "query_ratio", "dS_row_sum", "row_sum_tolerance"):
         v.column(g, col)
@@ -154,7 +154,7 @@ S_CAUSAL = (
 
 
 @claims.add("causal-key-support", S_CAUSAL, REF + ": the causal mask (derived)")
-def judge_causal(res, v) -> Verdict:
+def judge_causal(res: Result, v: Judgement) -> Verdict:
     t = res.table("causal_support")
     worst = float(max(v.column(t, "before_norm").max(), v.column(t, "after_gap").max()))
     return v.judged(
@@ -177,7 +177,7 @@ S_GAUGE = (
 
 
 @claims.add("gauge-freedom", S_GAUGE, REF + ": scores depend on W_Q, W_K only through M (derived)")
-def judge_gauge(res, v) -> Verdict:
+def judge_gauge(res: Result, v: Judgement) -> Verdict:
     t = res.table("gauge")
     for col in ("logit_change", "q_rank_change", "k_rank_change", "balanced_rank_change"):
         v.column(t, col)
@@ -221,7 +221,7 @@ S_TRUNC = (
     decided_by="cpu",
     departures=CPU_SIZE,
 )
-def judge_truncation(res, v) -> Verdict:
+def judge_truncation(res: Result, v: Judgement) -> Verdict:
     t = res.table("truncation")
     at = t[np.isclose(t["fraction"], 0.25)].set_index("which")["delta_loss"]
     if at.empty:
@@ -242,7 +242,7 @@ S_THIN = (
 
 
 @claims.add("thin-keys", S_THIN, "arXiv 2603.04427 (anchor); threshold ours", decided_by="cpu", departures=CPU_SIZE)
-def judge_thin(res, v) -> Verdict:
+def judge_thin(res: Result, v: Judgement) -> Verdict:
     t = res.table("decoders").set_index("variant")
     if "thin keys" not in t.index:
         return v.undecided("needs paper preset (or --set thin_keys=true)")

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 from theorylab.probes.collapse import loglog_slope
 
@@ -26,7 +26,7 @@ S_DILUTION = (
 
 
 @claims.add("dilution-slope", S_DILUTION, REF + ", softmax dilution")
-def judge_dilution(res, v) -> Verdict:
+def judge_dilution(res: Result, v: Judgement) -> Verdict:
     t = res.table("edit")
     v.column(t, "sensitivity")  # a NaN sensitivity fails the claim naming its row (a slope would hide it)
     lengths = [L for L in res.config["lengths"] if L >= res.config["slope_from"]]
@@ -55,7 +55,7 @@ S_BOUND = (
 
 
 @claims.add("bound-holds", S_BOUND, "theory.softmax.dilution_bound (card's derivation after Barbero et al.)")
-def judge_bound(res, v) -> Verdict:
+def judge_bound(res: Result, v: Judgement) -> Verdict:
     t = res.table("bound")
     ratio = v.column(t, "change") / v.column(t, "bound")
     worst = t.loc[ratio.idxmax()]
@@ -91,7 +91,7 @@ S_COUNT = (
         )
     ],
 )
-def judge_count(res, v) -> Verdict:
+def judge_count(res: Result, v: Judgement) -> Verdict:
     t = res.table("count")
     t = t[t["dtype"] == "float64"]
     v.column(t, "gap")  # a NaN gap fails the claim naming its row
@@ -146,7 +146,7 @@ S_PRECISION = (
         ),
     ],
 )
-def judge_precision(res, v) -> Verdict:
+def judge_precision(res: Result, v: Judgement) -> Verdict:
     # Once the exact change (float64 gap ~1e-6 at L = 4096) is far below bfloat16's resolution (~4e-3 per unit
     # coordinate), the two states differ only where an exact value straddles a rounding boundary, a chance of order
     # Δ/ulp per coordinate and rounding step: measured 1 of 30 models at L = 4096 over seeds 0-9. Requiring every
@@ -184,7 +184,7 @@ S_COSINE = (
 
 
 @claims.add("calibrated-cosine-sanity", S_COSINE, "Sun & Hsieh, arXiv 2410.12292 (calibrated cosine)")
-def judge_cosine(res, v) -> Verdict:
+def judge_cosine(res: Result, v: Judgement) -> Verdict:
     t = res.table("cosine_sanity").set_index("case")["C"]
     iid, same = float(t["iid"]), float(t["identical within a sequence"])
     return v.judged(
@@ -219,7 +219,7 @@ S_GROWS = (
 
 
 @claims.add("collapse-grows-with-length", S_GROWS, "the abstract's thesis (thresholds: the card's)", decided_by="paper")
-def judge_grows(res, v) -> Verdict:
+def judge_grows(res: Result, v: Judgement) -> Verdict:
     t = _recall(res)
     if t is None:
         return v.undecided("needs paper preset: the trained recall models (recall=true)")
@@ -248,7 +248,7 @@ S_PREDICTS = "Across L, Spearman(C(L), accuracy(L)) <= -0.8 for every seed of th
 @claims.add(
     "collapse-predicts-failure", S_PREDICTS, "the abstract's thesis (threshold: the card's)", decided_by="paper"
 )
-def judge_predicts(res, v) -> Verdict:
+def judge_predicts(res: Result, v: Judgement) -> Verdict:
     t = _recall(res)
     if t is None:
         return v.undecided("needs paper preset: the trained recall models (recall=true)")

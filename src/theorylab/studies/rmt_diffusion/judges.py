@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 from theorylab.probes.distances import spearman
 
@@ -31,7 +31,7 @@ S_KAPPA = (
 
 
 @claims.add("kappa-fixed-point", S_KAPPA, REF + ", fixed-point equation for kappa")
-def judge_kappa(res, v) -> Verdict:
+def judge_kappa(res: Result, v: Judgement) -> Verdict:
     k = res.table("kappa")
     above = bool((k["kappa"] >= k["sigma2"] * (1 - 1e-12)).all())
     falls = all(
@@ -59,7 +59,7 @@ S_MEAN = (
 
 
 @claims.add("mean-equivalent", S_MEAN, REF + ", deterministic equivalent of the linear denoiser", departures=[DRAWS])
-def judge_mean(res, v) -> Verdict:
+def judge_mean(res: Result, v: Judgement) -> Verdict:
     t = res.table("mean_equiv").assign(err=lambda f: (f["sim_mean"] - f["rmt"]).abs())
     worst = float(t["err"].max())
     noise = 4 * float(t["sim_se"].max())
@@ -89,7 +89,7 @@ S_SQRT = (
 
 
 @claims.add("sqrt-equivalent", S_SQRT, REF + ", fractional matrix powers", departures=[DRAWS])
-def judge_sqrt(res, v) -> Verdict:
+def judge_sqrt(res: Result, v: Judgement) -> Verdict:
     t = res.table("sqrt_equiv")
     worst = float((t["sim_mean"] - t["quad"]).abs().max())
     nodes = float((t["quad"] - t["quad_2x"]).abs().max())
@@ -127,7 +127,7 @@ S_VAR = (
         ),
     ],
 )
-def judge_variance(res, v) -> Verdict:
+def judge_variance(res: Result, v: Judgement) -> Verdict:
     t = res.table("variance")
     dev = float((t["ratio"] - 1).abs().max())
     se = float(t["ratio_se"].max())
@@ -157,7 +157,7 @@ S_MAP = (
 
 
 @claims.add("sampling-map-equivalent", S_MAP, REF + ", PF-ODE sampling map (our extension)")
-def judge_sampling_map(res, v) -> Verdict:
+def judge_sampling_map(res: Result, v: Judgement) -> Verdict:
     means = res.table("sampling_map_mean")
     rel = ((means["sim_mean"] - means["equiv"]).abs() / means["equiv"]).max()
     rel_se = (means["sim_se"] / means["equiv"]).max()
@@ -187,7 +187,7 @@ S_DIGITS = (
 
 
 @claims.add("digits-linear-consistency", S_DIGITS, REF + ", cross-split consistency (digits stand-in)")
-def judge_digits(res, v) -> Verdict:
+def judge_digits(res: Result, v: Judgement) -> Verdict:
     t = res.table("cross_split")
     med = t.groupby("n").agg(cross=("cross_mse", "median"), near=("nearest_mse_1", "median")).sort_index()
     big = med[med.index >= 300]
@@ -229,7 +229,7 @@ S_MISMATCH = (
 
 
 @claims.add("moment-mismatch", S_MISMATCH, REF + ", stratified counterfactual splits")
-def judge_mismatch(res, v) -> Verdict:
+def judge_mismatch(res: Result, v: Judgement) -> Verdict:
     t = res.table("moment_mismatch")
     ratio = float(t["mismatch_mse"].median() / t["iid_mse"].median())
     detail = (
@@ -307,7 +307,7 @@ S_SEED = (
 
 
 @claims.add("seed-level-prediction", S_SEED, REF + ", seed-level predictor")
-def judge_seed_level(res, v) -> Verdict:
+def judge_seed_level(res: Result, v: Judgement) -> Verdict:
     t = res.table("seed_level")
     rho, p = spearman(t["predicted"], t["realized"], permutations=2000)
     detail = (
@@ -351,7 +351,7 @@ S_DEEP = (
 @claims.add(
     "deep-follows-linear", S_DEEP, REF + ", deep vs linear denoisers (quick: the card's MLP pair)", decided_by="paper"
 )
-def judge_deep(res, v) -> Verdict:
+def judge_deep(res: Result, v: Judgement) -> Verdict:
     if "deep_vs_linear" not in res.tables:
         return v.undecided(
             f"needs the deep part (this run has deep_backbone = '{res.config.get('deep_backbone')}'; "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "arXiv 2512.10857"
@@ -64,7 +64,7 @@ S_ORACLE = (
 
 
 @claims.add("oracle-fixed-point", S_ORACLE, REF + ", Sec. 3 (fixed point; linear-Gaussian case)")
-def judge_oracle(res, v) -> Verdict:
+def judge_oracle(res: Result, v: Judgement) -> Verdict:
     t = res.table("oracle").set_index("map")
     o, i = t.loc["oracle"], t.loc["identity"]
     ok = o.cov_error <= 0.05 and o.residual <= 0.05 and i.residual >= 0.15
@@ -89,7 +89,7 @@ S_MOMENTS = (
 
 
 @claims.add("gauss-moments", S_MOMENTS, REF + ", Sec. 5 (synthetic)", departures=GAUSS)
-def judge_moments(res, v) -> Verdict:
+def judge_moments(res: Result, v: Judgement) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
     ok = r.mean_error <= 0.1 and r.cov_error <= 0.12
     detail = (
@@ -106,7 +106,7 @@ S_SELF = (
 
 
 @claims.add("gauss-self-consistent", S_SELF, REF + ", Sec. 3 (self-consistency)", departures=GAUSS)
-def judge_self(res, v) -> Verdict:
+def judge_self(res: Result, v: Judgement) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
     return v.judged(
         r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R {e.residual:.4f}"
@@ -129,7 +129,7 @@ S_MOONS = (
         Departure.field_value("moons_channels", ("noise",), "the channels this run observes the moons through"),
     ],
 )
-def judge_moons(res, v) -> Verdict:
+def judge_moons(res: Result, v: Judgement) -> Verdict:
     t = res.table("moons", unless="this config runs no two-moons channel (moons_channels is empty)")
     t = t[t["weights"] == "raw"]
     paper = res.config["moons_steps"] >= 5000 and res.config["batch"] >= 2000
@@ -153,7 +153,7 @@ S_MASK2D = (
 
 
 @claims.add("mask-2d", S_MASK2D, REF + ", Sec. 5 (masking)", departures=MASK2D)
-def judge_mask2d(res, v) -> Verdict:
+def judge_mask2d(res: Result, v: Judgement) -> Verdict:
     t = res.table("mask2d", unless="this config does not run the 2-D masking part (mask2d=false)")
     r = t[(t["weights"] == "raw") & (t["step"] == t["step"].max())].iloc[0]
     ok = r.mean_error <= 0.15 and r.cov_error <= 0.2
@@ -180,7 +180,7 @@ S_DIGITS = (
 @claims.add(
     "digits-restoration", S_DIGITS, REF + ", Sec. 5 (images; our digits analogue)", departures=DIGITS, decided_by="cpu"
 )
-def judge_digits(res, v) -> Verdict:
+def judge_digits(res: Result, v: Judgement) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     gain, acc_gain = r.psnr_restored - r.psnr_observed, r.acc_restored - r.acc_observed
     has_labels = bool(np.isfinite(r.acc_restored))
@@ -203,7 +203,7 @@ S_CHANNEL = (
 
 
 @claims.add("channel-consistency", S_CHANNEL, REF + ", Sec. 3 (A_# mu* = nu_obs)", departures=DIGITS, decided_by="cpu")
-def judge_channel(res, v) -> Verdict:
+def judge_channel(res: Result, v: Judgement) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     ratio = r.mmd_recorrupted / max(r.mmd_halves, 1e-12)
     return v.judged(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Silvestre, Rodríguez Abella, Tabuada (2026)"
@@ -29,7 +29,7 @@ S_SANITY = (
 
 
 @claims.add("measure-sanity", S_SANITY, "definitions: λ̄₁ of the normalised Gram matrix, r = 1/Σλ̄²")
-def judge_sanity(res, v) -> Verdict:
+def judge_sanity(res: Result, v: Judgement) -> Verdict:
     t = res.table("sanity")
     err = float((v.column(t, "measured") - v.column(t, "expected")).abs().div(t["expected"].abs()).max())
     detail = "; ".join(f"{r.case} {r.measure}: {r.measured:.15g} (exact {r.expected:g})" for r in t.itertuples())
@@ -43,7 +43,7 @@ S_SILU = (
 
 
 @claims.add("silu-drives-consensus", S_SILU, REF + ", random-weight experiments")
-def judge_silu(res, v) -> Verdict:
+def judge_silu(res: Result, v: Judgement) -> Verdict:
     f = _final(res, "silu")
     lam, r = _mean(v, f, "lambda1"), _mean(v, f, "participation")
     return v.judged(
@@ -63,7 +63,7 @@ S_LINEAR = (
 
 
 @claims.add("linear-no-consensus", S_LINEAR, REF + ", random-weight experiments")
-def judge_linear(res, v) -> Verdict:
+def judge_linear(res: Result, v: Judgement) -> Verdict:
     f, s = _final(res, "linear"), _final(res, "silu")
     lam, r, r_silu = _mean(v, f, "lambda1"), _mean(v, f, "participation"), _mean(v, s, "participation")
     ok = lam <= 0.5 and r >= 3 and r >= 2 * r_silu
@@ -83,7 +83,7 @@ S_GATE = (
 
 
 @claims.add("gate-prevents-consensus", S_GATE, REF + ", the output gate")
-def judge_gate(res, v) -> Verdict:
+def judge_gate(res: Result, v: Judgement) -> Verdict:
     g, s = _final(res, "silu+gate"), _final(res, "silu")
     drop = _mean(v, s, "lambda1") - _mean(v, g, "lambda1")
     ratio = _mean(v, g, "participation") / _mean(v, s, "participation")
@@ -125,7 +125,7 @@ S_ISO = (
         ),
     ],
 )
-def judge_isotropic(res, v) -> Verdict:
+def judge_isotropic(res: Result, v: Judgement) -> Verdict:
     f = _final(res, "isotropic")
     t = res.table("trajectory")
     # "reach": the best recorded layer of each run (every record_every layers up to the depth); single runs can
@@ -150,7 +150,7 @@ S_PE = (
 
 
 @claims.add("persistence-of-excitation", S_PE, REF + ", the persistence-of-excitation condition")
-def judge_pe(res, v) -> Verdict:
+def judge_pe(res: Result, v: Judgement) -> Verdict:
     s, lin = _final(res, "silu"), _final(res, "linear")
     # pe_window is NaN by definition where no window T <= depth makes every window average positive (T* = "none"):
     # with SiLU that run counts as not found, without SiLU it is what the claim expects.
@@ -189,7 +189,7 @@ S_HF = (
         )
     ],
 )
-def judge_hf(res, v) -> Verdict:
+def judge_hf(res: Result, v: Judgement) -> Verdict:
     if not res.config.get("hf", True):
         return v.undecided("the HF parts were switched off (hf = false)")
     if res.scalar("hf_missing"):
@@ -236,7 +236,7 @@ CPU_MAMBA = [
 @claims.add(
     "trained-gate-effect", S_TRAINED, REF + ", experiments on trained Mamba-2", decided_by="cpu", departures=CPU_MAMBA
 )
-def judge_trained(res, v) -> Verdict:
+def judge_trained(res: Result, v: Judgement) -> Verdict:
     if not res.config.get("hf", True):
         return v.undecided("the HF parts were switched off (hf = false)")
     if res.scalar("hf_missing"):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.truth_bayes import truth_bayes
 
@@ -119,7 +119,7 @@ S_BAYES = (
         )
     ],
 )
-def judge_bayes(res, v) -> Verdict:
+def judge_bayes(res: Result, v: Judgement) -> Verdict:
     t = res.table("bayes")
     if set(t["predictor"]) != {"bayes", "memorise"}:
         return v.failed(math.nan, "<= 0.01", 0.01, "missing Bayes or memorise-only rows")
@@ -142,7 +142,7 @@ S_MEM = (
 
 
 @claims.add("memorise-first", S_MEM, REF + ", Sec. 4 (two-phase dynamics)", departures=RECIPE)
-def judge_memorise(res, v) -> Verdict:
+def judge_memorise(res: Result, v: Judgement) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, "<= 300")
@@ -175,7 +175,7 @@ S_PLATEAU = (
     departures=RECIPE,
     known=KnownFailure.on_some_seeds(1, 10, [3], PLATEAU_CAUSE, presets=["quick"]),
 )
-def judge_plateau(res, v) -> Verdict:
+def judge_plateau(res: Result, v: Judgement) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, "<= 0.05")
@@ -205,7 +205,7 @@ S_LATER = (
 
 
 @claims.add("truth-later", S_LATER, REF + ", Sec. 4 (two-phase signature)", departures=RECIPE)
-def judge_later(res, v) -> Verdict:
+def judge_later(res: Result, v: Judgement) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, ">= 5")
@@ -228,7 +228,7 @@ S_FINAL = (
 
 
 @claims.add("final-state", S_FINAL, REF + ", Sec. 4", departures=RECIPE)
-def judge_final(res, v) -> Verdict:
+def judge_final(res: Result, v: Judgement) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, ">= 0.95")
@@ -254,7 +254,7 @@ S_NORM = (
 
 
 @claims.add("norm-carries-truth", S_NORM, REF + ", Sec. 4 mechanism (reconstructed)", departures=RECIPE)
-def judge_norm(res, v) -> Verdict:
+def judge_norm(res: Result, v: Judgement) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, ">= 0.2")
@@ -270,7 +270,7 @@ S_NOLN = (
 
 
 @claims.add("no-layernorm", S_NOLN, REF + ", LayerNorm ablation (reconstructed)", departures=RECIPE, decided_by="cpu")
-def judge_noln(res, v) -> Verdict:
+def judge_noln(res: Result, v: Judgement) -> Verdict:
     curve = res.table("curve")
     if not (curve["final_norm"] == "none").any():
         return v.undecided(
@@ -299,7 +299,7 @@ S_RHO = (
 
 
 @claims.add("rho-ordering", S_RHO, REF + ", ρ sweep", departures=RECIPE, decided_by="paper")
-def judge_rho(res, v) -> Verdict:
+def judge_rho(res: Result, v: Judgement) -> Verdict:
     b = _base(res)
     med = {}
     for rho in sorted(set(res.table("curve")["rho"])):
@@ -339,7 +339,7 @@ S_LM = (
 @claims.add(
     "own-lm-cooccurrence", S_LM, REF + ", Sec. 5 (our own LM stands in for the pretrained models)", decided_by="paper"
 )
-def judge_lm(res, v) -> Verdict:
+def judge_lm(res: Result, v: Judgement) -> Verdict:
     if "own_lm" not in res.tables:
         return v.undecided("needs paper preset (no own-LM run in this preset)")
     t = res.table("own_lm").set_index("metric")["value"]
