@@ -142,7 +142,16 @@ PRESETS = {
                  "11.5M core-s), 42 ms per QG2L step at 256² (116 trajectories x 130k steps ~ 0.6M core-s) and 0.14 s "
                  "per sample of a small GZ-FCNN training step (60 QG net pairs x 10k steps x batch 32 ~ 7M core-s "
                  "with medium/large at 2x/4x; online runs ~1M core-s): ~20M core-s, divided by 60 (an H100 taken "
-                 "as 60 CPU cores; FFT-bound truth solves likely run faster, so this is an upper estimate)",
+                 "as 60 CPU cores; FFT-bound truth solves likely run faster, so this is an upper estimate). No CPU "
+                 "preset: a reduced stated form (QG 128 -> 32 or 64 -> 32, hidden channels 1/8, all three sizes, 5 "
+                 "seeds) was costed at one thread: QG2L eddy steps 2.6 ms at 64² and 8.3 ms at 128² (the 5-year spin-"
+                 "up, 43,200 steps, 112 s / 360 s per trajectory); batch-32 training steps at 32² of 0.10 / 0.71 / "
+                 "1.46 s for small / medium / large (5k / 16k / 25k parameters; the kernels, not the channels, set the"
+                 " cost), ~27 s per step for the 15 direct + multiscale pairs, so 1000 steps ~7.5 h; ten-year coupled "
+                 "runs are 86,400 coarse steps with 4 closure calls (small net 0.84 ms per sample at 32², 54 ms at 64²"
+                 " full width): >= 1.3e4 s for 16 runs x 2 closures at 32²; KF: NS2D 1.2 / 3.7 / 20 ms per step at 64²"
+                 " / 128² / 256², so the warm-up to t = 40 at the card's step (195k steps) is ~720 s per trajectory at"
+                 " 128². Claims 7-9 each need >> 540 s of one CPU core and stay GPU-only",
         gpu_minutes=5700,
         qg=(True, "card: claims 7-8 on QG eddy"),
         kolmogorov=(True, "card: claims 8-9 on Kolmogorov flow"),
