@@ -1,5 +1,53 @@
-"""Training and evaluation loops shared by studies, batched over seeds."""
+"""Training and evaluation loops shared by studies, batched over seeds.
 
-from theorylab.train.batched import AdamWSchedule, StackedModels, TrainLog, evaluate_stacked, train_stacked
+The package-level names below are the curated surface (the pieces more than one study uses), loaded on
+first use, so ``import theorylab.train`` stays light; every module stays importable on its own.
 
-__all__ = ["AdamWSchedule", "StackedModels", "TrainLog", "evaluate_stacked", "train_stacked"]
+- Many models as one computation: ``batched`` (AdamWSchedule, StackedModels, TrainLog, evaluate_stacked,
+  train_stacked)
+- Language models: ``language`` (train_language_model, lm_loss)
+- Emulator rollouts: ``rollout`` (Rollout, rollout_pipelined, Thermalize, noisy_emulator, float32_denoiser)
+- Diffusion and transport: ``edm`` (train_edm, edm_samples); ``interpolants`` (transport, train_self_consistent)
+- Mean-field networks: ``mean_field`` (width_sweep, checkpoint_steps)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "AdamWSchedule": "theorylab.train.batched",
+    "StackedModels": "theorylab.train.batched",
+    "TrainLog": "theorylab.train.batched",
+    "evaluate_stacked": "theorylab.train.batched",
+    "train_stacked": "theorylab.train.batched",
+    "train_language_model": "theorylab.train.language",
+    "lm_loss": "theorylab.train.language",
+    "Rollout": "theorylab.train.rollout",
+    "rollout_pipelined": "theorylab.train.rollout",
+    "Thermalize": "theorylab.train.rollout",
+    "noisy_emulator": "theorylab.train.rollout",
+    "float32_denoiser": "theorylab.train.rollout",
+    "train_edm": "theorylab.train.edm",
+    "edm_samples": "theorylab.train.edm",
+    "transport": "theorylab.train.interpolants",
+    "train_self_consistent": "theorylab.train.interpolants",
+    "width_sweep": "theorylab.train.mean_field",
+    "checkpoint_steps": "theorylab.train.mean_field",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value  # once loaded, a plain attribute
+        return value
+    raise AttributeError(f"module 'theorylab.train' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+__all__ = sorted(_WHERE)
