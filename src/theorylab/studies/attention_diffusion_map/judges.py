@@ -108,14 +108,15 @@ def judge_split(res: Result, v: Judgement) -> Verdict:
         v, t, "split_error", "tol_split", "split_softmax_error", "tol_split_softmax"
     )
     worst = float(max((split / tol_split).max(), (soft / tol_soft).max()))
-    return v.judged(
-        worst <= 1,
+    return v.at_most(
         worst,
-        "residual/tolerance <= 1",
-        1.0,
-        f"identity {t['split_error'].max():.1e} "
-        f"(tolerance {t['tol_split'].min():.1e}), softmax {t['split_softmax_error'].max():.1e} "
-        f"(tolerance {t['tol_split_softmax'].min():.1e}) over {len(t)} draws",
+        1,
+        expected="residual/tolerance <= 1",
+        tolerance=1.0,
+        detail=(
+            f"identity {t['split_error'].max():.1e} (tolerance {t['tol_split'].min():.1e}), softmax "
+            f"{t['split_softmax_error'].max():.1e} (tolerance {t['tol_split_softmax'].min():.1e}) over {len(t)} draws"
+        ),
         departures=_tolerance_departures(
             [(split, tol_split, 1e-12, "identity residual"), (soft, tol_soft, 1e-12, "softmax residual")]
         ),
@@ -162,12 +163,12 @@ def judge_equilibrium(res: Result, v: Judgement) -> Verdict:
         f"(eigenvalue tolerance >= {t['tol_eig'].min():.1e}); residual/tolerance: "
         + ", ".join(f"{k} {r:.2g}" for k, r in ratios.items())
     )
-    return v.judged(
-        worst <= 1,
+    return v.at_most(
         worst,
-        "residual/tolerance <= 1",
-        1.0,
-        detail,
+        1,
+        expected="residual/tolerance <= 1",
+        tolerance=1.0,
+        detail=detail,
         departures=_tolerance_departures(
             [
                 (db, tol_db, 1e-14, "detailed balance"),

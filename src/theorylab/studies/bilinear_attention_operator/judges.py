@@ -79,14 +79,16 @@ def judge_split(res: Result, v: Judgement) -> Verdict:
     split, cross, quad, tol = (v.column(t, c) for c in ("split_error", "cross", "quad_form", "tolerance"))
     ratio = t[["split_error", "cross", "quad_form"]].max(axis=1) / t["tolerance"]
     worst = float(ratio.max())
-    return v.judged(
-        worst <= 1,
+    return v.at_most(
         worst,
-        "residual/d²ε <= 1",
-        1.0,
-        f"{len(t)} heads: split {t['split_error'].max():.1e}, "
-        f"<S, A> {t['cross'].max():.1e}, xᵀAx {t['quad_form'].max():.1e} "
-        f"(tolerance d²ε >= {t['tolerance'].min():.1e}); worst residual/tolerance {worst:.2g}",
+        1,
+        expected="residual/d²ε <= 1",
+        tolerance=1.0,
+        detail=(
+            f"{len(t)} heads: split {t['split_error'].max():.1e}, <S, A> {t['cross'].max():.1e}, xᵀAx "
+            f"{t['quad_form'].max():.1e} (tolerance d²ε >= {t['tolerance'].min():.1e}); worst residual/tolerance "
+            f"{worst:.2g}"
+        ),
         departures=_tolerance_departures(
             [
                 (split, tol, 1e-12, "relative split residual"),

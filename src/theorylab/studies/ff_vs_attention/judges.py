@@ -115,7 +115,7 @@ def judge_ff2(res: Result, v: Judgement) -> Verdict:
     detail = (
         f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
     )
-    return v.judged(frac >= 0.9, frac, ">= 0.9", 0.9, detail)
+    return v.at_least(frac, 0.9, expected=">= 0.9", tolerance=0.9, detail=detail)
 
 
 S_FIRST = (
@@ -163,7 +163,7 @@ def judge_induction(res: Result, v: Judgement) -> Verdict:
     detail = (
         f"induction mass {mass:.3f} (need >= {bar}); uniform attention over the prefix would give about {uniform:.3f}"
     )
-    return v.judged(mass >= bar, mass, f">= {bar}", bar, detail)
+    return v.at_least(mass, bar, expected=f">= {bar}", tolerance=bar, detail=detail)
 
 
 S_NOFF = (

@@ -92,12 +92,12 @@ S_INIT = "At initialisation (every weight N(0, ε²), ε = 0.05) the loss is ln 
 def judge_init(res: Result, v: Judgement) -> Verdict:
     gaps = [abs(float(c["loss"].iloc[0]) - float(lv["ln_v"])) for _, c, lv in members(res)]
     worst = max(gaps)
-    return v.judged(
-        worst <= INIT_TOL,
+    return v.at_most(
         worst,
-        f"<= {INIT_TOL}",
         INIT_TOL,
-        "|L(0) - ln V| per member: " + ", ".join(f"{g:.2e}" for g in gaps),
+        expected=f"<= {INIT_TOL}",
+        tolerance=INIT_TOL,
+        detail="|L(0) - ln V| per member: " + ", ".join((f"{g:.2e}" for g in gaps)),
     )
 
 

@@ -385,4 +385,4 @@ def judge_non_gaussian(res: Result, v: Judgement) -> Verdict:
         return v.undecided(
             f"needs paper preset (50 teachers x 200 runs); reduced measurement: {detail}", frac, f">= {MORE_VALUES}"
         )
-    return v.judged(frac >= MORE_VALUES, frac, f">= {MORE_VALUES}", 0.0, detail)
+    return v.at_least(frac, MORE_VALUES, expected=f">= {MORE_VALUES}", tolerance=0.0, detail=detail)

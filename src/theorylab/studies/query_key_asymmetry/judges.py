@@ -157,14 +157,15 @@ S_CAUSAL = (
 def judge_causal(res: Result, v: Judgement) -> Verdict:
     t = res.table("causal_support")
     worst = float(max(v.column(t, "before_norm").max(), v.column(t, "after_gap").max()))
-    return v.judged(
-        worst <= 1e-12,
+    return v.at_most(
         worst,
-        "<= 1e-12",
         1e-12,
-        f"{len(t)} (position encoding, j, layer) cases: before-j "
-        f"share {t['before_norm'].max():.1e}, after-j gap "
-        f"{t['after_gap'].max():.1e}",
+        expected="<= 1e-12",
+        tolerance=1e-12,
+        detail=(
+            f"{len(t)} (position encoding, j, layer) cases: before-j share {t['before_norm'].max():.1e}, after-j gap "
+            f"{t['after_gap'].max():.1e}"
+        ),
     )
 
 
@@ -232,7 +233,7 @@ def judge_truncation(res: Result, v: Judgement) -> Verdict:
         return v.undecided(
             f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: {detail}"
         )
-    return v.judged(ratio <= 0.5, ratio, "<= 0.5", 0.5, detail, departures=_corpus(res))
+    return v.at_most(ratio, 0.5, expected="<= 0.5", tolerance=0.5, detail=detail, departures=_corpus(res))
 
 
 S_THIN = (
@@ -254,4 +255,4 @@ def judge_thin(res: Result, v: Judgement) -> Verdict:
     )
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
         return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps); reported: {detail}")
-    return v.judged(ratio <= 1.10, ratio, "<= 1.10", 1.10, detail, departures=_corpus(res))
+    return v.at_most(ratio, 1.1, expected="<= 1.10", tolerance=1.1, detail=detail, departures=_corpus(res))

@@ -147,12 +147,12 @@ def judge_memorise(res: Result, v: Judgement) -> Verdict:
     if ph.empty:
         return _empty(v, "<= 300")
     worst = float(ph["t_mem"].max())
-    return v.judged(
-        worst <= 300,
+    return v.at_most(
         worst,
-        "t_mem <= 300",
         300,
-        f"t_mem by seed: {[int(t) if math.isfinite(t) else 'never' for t in ph['t_mem']]}",
+        expected="t_mem <= 300",
+        tolerance=300,
+        detail=f"t_mem by seed: {[int(t) if math.isfinite(t) else 'never' for t in ph['t_mem']]}",
     )
 
 
@@ -187,14 +187,16 @@ def judge_plateau(res: Result, v: Judgement) -> Verdict:
         for r in ph.itertuples()
     ]
     worst = float(np.max(best))
-    return v.judged(
-        worst <= 0.05,
+    return v.at_most(
         worst,
-        "<= 0.05 nats",
         0.05,
-        f"L_mem = {l_mem:.4f}; closest |loss - L_mem| in the window by seed: "
-        f"{[round(x, 4) for x in best]}; y'-loss in the window (seed {ph['seed'].iloc[0]}): "
-        + ", ".join(f"{t}: {x:.3f}" for t, x in zip(ph["plateau_steps"].iloc[0], ph["plateau_loss"].iloc[0])),
+        expected="<= 0.05 nats",
+        tolerance=0.05,
+        detail=(
+            f"L_mem = {l_mem:.4f}; closest |loss - L_mem| in the window by seed: {[round(x, 4) for x in best]}; "
+            f"y'-loss in the window (seed {ph['seed'].iloc[0]}): "
+        )
+        + ", ".join((f"{t}: {x:.3f}" for t, x in zip(ph["plateau_steps"].iloc[0], ph["plateau_loss"].iloc[0]))),
     )
 
 
@@ -260,7 +262,7 @@ def judge_norm(res: Result, v: Judgement) -> Verdict:
         return _empty(v, ">= 0.2")
     gap = float((_col(v, ph, "probe_post_end") - _col(v, ph, "probe_pre_end")).min())
     pairs = [(round(a, 3), round(b, 3)) for a, b in zip(ph["probe_pre_end"], ph["probe_post_end"])]
-    return v.judged(gap >= 0.2, gap, "post - pre >= 0.2", 0.2, f"(pre, post) by seed: {pairs}")
+    return v.at_least(gap, 0.2, expected="post - pre >= 0.2", tolerance=0.2, detail=f"(pre, post) by seed: {pairs}")
 
 
 S_NOLN = (
