@@ -41,6 +41,7 @@ END = "<!-- end generated -->"
 PAGE_PRESETS = ("quick", "cpu")
 MAX_FIGURES = 4
 MAX_WIDTH = 900
+MAX_BYTES = 150_000  # a figure larger than this once quantised (a dense heatmap) is shrunk until it fits
 _BLOCK_RE = re.compile(r"<!-- generated: ([a-z]+) -->\n.*?" + re.escape(END), re.S)
 _ARXIV_RE = re.compile(r"arXiv[: ]*(\d{4}\.\d{4,5})")
 _DESIGN_CARDS = "../design.md#cards"
@@ -139,6 +140,8 @@ def fmt(value: Any, limit: int = 60) -> str:
 def short_departure(text: str, limit: int = 60) -> str:
     """A departure's head (``"steps 1500 (card 100000)"``), for a table cell."""
     head = text.split(": ", 1)[0]
+    if head.count("(") > head.count(")"):  # cut inside a parenthesis: keep what comes before it
+        head = head[:head.rfind("(")].rstrip() or head
     return head if len(head) <= limit else head[:limit - 1] + "…"
 
 
@@ -213,7 +216,10 @@ def _verdict_words(v: Verdict | None) -> str:
         return "not run"
     label = v.label
     if v.outcome == "undecided" and v.detail:
-        label += f": {fmt(v.detail.removeprefix('not decided: '), 70)}"
+        parts = v.detail.removeprefix("not decided: ").split("; ")
+        if len(parts) > 1 and parts[0].startswith(("GPU (", "decided by ")):  # the "decided by" column says it
+            parts = parts[1:]
+        label += f": {fmt('; '.join(parts), 70)}"
     return label
 
 
@@ -229,20 +235,23 @@ def claims_block(study: Study, entries: Sequence[ClaimEntry], runs: Mapping[str,
     else:
         lines.append(f"No stored run of this study at seed {seed}: every verdict reads \"not run\".")
     lines.append("")
-    head = ["claim", "decided by", *[f"{p} verdict" for p in presets], "measured", "expected", "departures"]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "---|" * len(head))
+    lines += ["| claim (decided by) | verdict | measured | expected | departures |", "|---|---|---|---|---|"]
     for e in entries:
         short = e.id.split("/", 1)[-1]
         verdicts = {p: runs[p].verdicts.get(e.id) if p in runs else None for p in presets}
         main = verdicts.get(e.decided_by) or next((verdicts[p] for p in reversed(presets) if verdicts[p]), None)
         decided = e.decided_by + (f" (GPU, est. {e.gpu_minutes:g} min)" if e.device == "GPU" else "")
+        shown = [p for p in presets if p in runs or p == e.decided_by]  # a preset not run: only where it decides
+        if len(presets) == 1:
+            verdict = cell(_verdict_words(verdicts[presets[0]]))
+        else:
+            verdict = "<br>".join(cell(f"{p}: {_verdict_words(verdicts[p])}") for p in shown) or "not run"
         deps = [short_departure(d) for d in (main.departures if main else ())]
         if main is not None and main.outcome == "known":
             deps.append("known failure")
-        row = [f"`{short}`", decided, *[_verdict_words(verdicts[p]) for p in presets],
-               fmt(main.measured) if main else "", fmt(main.expected) if main else "", "; ".join(deps)]
-        lines.append("| " + " | ".join(cell(c) for c in row) + " |")
+        row = [f"{cell(f'`{short}`')}<br>{cell(decided)}", verdict, cell(fmt(main.measured) if main else ""),
+               cell(fmt(main.expected) if main else ""), cell("; ".join(deps))]
+        lines.append("| " + " | ".join(row) + " |")
     lines += ["", "Statements:", ""]
     lines += [f"- `{e.id.split('/', 1)[-1]}`: {e.statement}" for e in entries]
     return "\n".join(lines)
@@ -354,18 +363,23 @@ def choose_figures(runs: Mapping[str, PickedRun], page_text: str) -> dict[str, l
     return chosen
 
 
-def write_image(source: Path, target: Path, max_width: int = MAX_WIDTH) -> int:
-    """Copy a PNG downsized to ``max_width`` pixels and quantised to 256 colours; returns the bytes written."""
+def write_image(source: Path, target: Path, max_width: int = MAX_WIDTH, max_bytes: int = MAX_BYTES) -> int:
+    """Copy a PNG downsized to ``max_width`` pixels and quantised to 256 colours (narrower still while it is over
+    ``max_bytes``, down to 400 pixels); returns the bytes written."""
     from PIL import Image
 
+    target.parent.mkdir(parents=True, exist_ok=True)
     with Image.open(source) as img:
         img = img.convert("RGB")
-        if img.width > max_width:
-            img = img.resize((max_width, round(img.height * max_width / img.width)), Image.LANCZOS)
-        small = img.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        small.save(target, optimize=True)
-    return target.stat().st_size
+        width = min(img.width, max_width)
+        while True:
+            sized = img if width == img.width else img.resize((width, round(img.height * width / img.width)),
+                                                               Image.LANCZOS)
+            small = sized.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+            small.save(target, optimize=True)
+            if target.stat().st_size <= max_bytes or width <= 400:
+                return target.stat().st_size
+            width = max(400, int(width * 0.8))
 
 
 def write_images(study: Study, runs: Mapping[str, PickedRun], chosen: Mapping[str, list[str]],
@@ -428,7 +442,7 @@ def update_page(text: str, blocks: Mapping[str, str]) -> str:
 def page_claim_ids(text: str) -> list[str]:
     """The claim ids (short) in a page's claims table."""
     block = generated_blocks(text).get("claims", "")
-    return re.findall(r"^\| `([^`]+)` \|", block, re.M)
+    return re.findall(r"^\| `([^`]+)`", block, re.M)
 
 
 @dataclass
