@@ -41,9 +41,10 @@ ForceOpt = typer.Option(False, "--force", help="Run again even if the store has 
 SeedsOpt = typer.Option(None, "--seeds", help="Several seeds, e.g. 0-9 or 0,3,7: runs (or reuses) each and reports "
                         "every claim's pass rate over them (k/n seeds, 95% Wilson interval); overrides --seed.")
 StrictOpt = typer.Option(False, "--strict", help="Count declared known failures as failures (exit 1).")
-PrecisionOpt = typer.Option(None, "--precision", help="fp32 | bf16: the arithmetic of no-gradient passes (transport, "
-                                                      "rollouts) in studies that offer the choice (default: the "
-                                                      "preset's; bf16 pays off on GPUs and AMX CPUs).")
+PrecisionOpt = typer.Option(None, "--precision", help="auto | fp32 | bf16: the arithmetic of no-gradient passes "
+                                                      "(transport, rollouts) in studies that offer the choice "
+                                                      "(default: the preset's; auto picks bf16 on GPUs and CPUs with "
+                                                      "AMX/AVX512-BF16, fp32 elsewhere; the run records the choice).")
 
 
 _DEBUG = {"on": False}
@@ -189,12 +190,12 @@ def _overrides(slug: str, items: Optional[List[str]], precision: Optional[str] =
 def _precision(slug: str, precision: Optional[str]) -> dict[str, Any]:
     """``{"precision": ...}`` for a study with the choice; a note (and nothing) for one whose claims need full
     precision."""
-    from theorylab.core.precision import PRECISIONS
+    from theorylab.core.precision import CHOICES
 
     if precision is None:
         return {}
-    if precision not in PRECISIONS:
-        raise ConfigError(f"invalid value for '--precision': {precision!r}; allowed: {', '.join(PRECISIONS)}")
+    if precision not in CHOICES:
+        raise ConfigError(f"invalid value for '--precision': {precision!r}; allowed: {', '.join(CHOICES)}")
     if "precision" not in get_study(slug).config.model_fields:
         err.print(f"{slug}: no precision choice (its claims need full-precision arithmetic); --precision "
                   f"{precision} ignored", highlight=False)

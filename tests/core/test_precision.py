@@ -76,3 +76,42 @@ def test_precision_is_part_of_the_run_identity():
     assert study.make_config("quick", precision="bf16").precision == "bf16"
     with pytest.raises(Exception, match="precision"):
         study.make_config("quick", precision="fp16")
+
+
+def test_auto_picks_bf16_only_where_the_hardware_has_it(tmp_path: Path):
+    from theorylab.core.precision import cpu_flags, hardware_bf16, resolve
+
+    assert resolve("auto", "cpu", flags={"avx2", "fma"}) == "fp32"  # AVX2 only: bf16 is slower there
+    assert resolve("auto", "cpu", flags={"avx512f", "amx_bf16", "amx_tile"}) == "bf16"
+    assert resolve("auto", "cpu", flags={"avx512_bf16"}) == "bf16"
+    assert resolve("fp32", "cpu", flags={"amx_bf16"}) == "fp32" and resolve("bf16", "cpu", flags=set()) == "bf16"
+    ok, why = hardware_bf16("cpu", flags={"sse2"})
+    assert not ok and "AMX" in why
+    if not torch.cuda.is_available():
+        assert resolve("auto", "cuda") == "fp32"
+    with pytest.raises(ValueError, match="precision must be one of auto, fp32, bf16"):
+        resolve("fp16")
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 amx_bf16\n")
+    assert cpu_flags(str(info)) == {"fpu", "avx2", "amx_bf16"}
+    assert cpu_flags(str(tmp_path / "missing")) == set()
+
+
+def test_a_config_records_the_choice_and_bf16_verdicts_say_so(monkeypatch):
+    from theorylab.core import precision
+    from theorylab.core.declared import BF16_DEPARTURE
+    from theorylab.core.study import get_study
+
+    sci = get_study("self-consistent-interpolants")
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2"})
+    assert sci.make_config("quick").precision == "fp32"  # the default is auto: fp32 on an AVX2-only CPU
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"amx_bf16"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = sci.make_config("quick")
+    assert cfg.precision == "bf16" and cfg.model_dump()["precision"] == "bf16"  # never "auto" in a stored config
+    claim = sci.claims[0]
+    from theorylab.core.study import Verdict
+
+    plain = Verdict(claim.id, claim.statement, 1.0, 1.0, None, True, "ok")
+    assert BF16_DEPARTURE in claim.declare(plain, cfg.model_dump(), "quick").departures
+    assert BF16_DEPARTURE not in claim.declare(plain, {**cfg.model_dump(), "precision": "fp32"}, "quick").departures

@@ -40,6 +40,12 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+# The departure every verdict of a run in bf16 autocast carries (core.precision: "auto" picks bf16 by hardware).
+BF16_DEPARTURE = (
+    "bf16 autocast on the no-gradient passes (card: fp32): chosen for speed where the hardware has bf16 units"
+)
+
+
 @dataclass(frozen=True)
 class Departure:
     """One difference between the claim as judged and the claim as stated.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 __all__ = [
     "Batch",
@@ -183,11 +183,23 @@ Corpus = Annotated[str, Field(min_length=1)]
 """'stdlib', 'kjv' or the path of a local plain-text file. Studies still call
 ``data.text.check_corpus(field, value)`` in their validator."""
 
+
 # --- how precisely ---------------------------------------------------------------------------------
+def _resolve_precision(value: str) -> str:
+    from theorylab.core.precision import resolve  # torch is imported only when a config says "auto"
+
+    return resolve(value)
+
+
 Precision = Annotated[
     Literal["fp32", "bf16"],
-    Field(description="arithmetic of the no-gradient passes: fp32, or bf16 autocast (fast on GPUs and AMX CPUs)"),
+    BeforeValidator(lambda v: _resolve_precision(v) if v == "auto" else v),
+    Field(
+        description="arithmetic of the no-gradient passes: fp32, bf16 autocast, or auto (bf16 on GPUs and CPUs with "
+        "AMX/AVX512-BF16, fp32 elsewhere)"
+    ),
 ]
 """The precision of a study's no-gradient passes (transport, rollouts): ``fp32`` or ``bf16`` autocast
-(:mod:`theorylab.core.precision`). Only studies whose claims tolerate it have the field. Kit:
+(:mod:`theorylab.core.precision`); ``auto`` is resolved by hardware when the config is built, so a config always
+records the arithmetic that ran. Only studies whose claims tolerate it have the field. Kit:
 ``train_self_consistent(precision=)``, ``RunContext.autocast(precision)``."""

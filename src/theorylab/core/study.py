@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from theorylab.core.config import ConfigError, Preset, StudyConfig
-from theorylab.core.declared import Departure, KnownFailure
+from theorylab.core.declared import BF16_DEPARTURE, Departure, KnownFailure
 from theorylab.core.errors import JudgedNaN, Undecided
 
 if TYPE_CHECKING:
@@ -231,6 +231,8 @@ class Claim:
         """``verdict`` with this claim's departures (those that apply to ``config`` at ``preset``) ahead of the
         judge's own, and its known failure if it applies at ``preset``."""
         declared = tuple(d.describe(config) for d in self.departures if d.applies(config, preset))
+        if config.get("precision") == "bf16":  # the run's arithmetic is part of what was shown
+            declared += (BF16_DEPARTURE,)
         departures = tuple(dict.fromkeys(declared + tuple(verdict.departures)))
         known = self.known if self.known is not None and self.known.applies(preset) else None
         return replace(

@@ -43,9 +43,9 @@ class SCSIConfig(StudyConfig):
     )
     evaluate_every: Every = Field(100, description="steps between evaluations")
     precision: Precision = Field(
-        "fp32",
-        description="arithmetic of the per-step transport inside training (no "
-        "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs); evaluations stay fp32",
+        "auto",
+        description="arithmetic of the per-step transport inside training (no gradient): fp32, bf16 autocast, or "
+        "auto (bf16 on GPUs and AMX/AVX512-BF16 CPUs, fp32 elsewhere; the config records which); evaluations stay fp32",
     )
     eval_samples: Annotated[SampleSize, Field(ge=100)] = Field(
         4000, description="observed samples transported per evaluation"
