@@ -120,6 +120,15 @@ def cell(text: Any) -> str:
     return out.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
 
 
+def prose(text: Any) -> str:
+    """Declared text safe in a Markdown paragraph or list item: no raw HTML (``<w, w*>``), no emphasis from a
+    starred symbol (``w*``); code spans are left alone."""
+    parts = str(text).split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"(?<=[\w)'\]])\*(?!\*)", r"\\*", parts[i].replace("<", "&lt;"))
+    return "`".join(parts)
+
+
 def fmt(value: Any, limit: int = 60) -> str:
     """A measured or expected value, short."""
     if value is None:
@@ -211,11 +220,12 @@ def _meta(res: Result) -> dict[str, Any]:
         return {}
 
 
-def _verdict_words(v: Verdict | None) -> str:
+def _verdict_words(v: Verdict | None, reason: bool = True) -> str:
+    """A verdict's label; an undecided one with its reason (``reason``: the run is of the deciding preset)."""
     if v is None:
         return "not run"
     label = v.label
-    if v.outcome == "undecided" and v.detail:
+    if v.outcome == "undecided" and v.detail and reason:
         parts = v.detail.removeprefix("not decided: ").split("; ")
         if len(parts) > 1 and parts[0].startswith(("GPU (", "decided by ")):  # the "decided by" column says it
             parts = parts[1:]
@@ -243,9 +253,10 @@ def claims_block(study: Study, entries: Sequence[ClaimEntry], runs: Mapping[str,
         decided = e.decided_by + (f" (GPU, est. {e.gpu_minutes:g} min)" if e.device == "GPU" else "")
         shown = [p for p in presets if p in runs or p == e.decided_by]  # a preset not run: only where it decides
         if len(presets) == 1:
-            verdict = cell(_verdict_words(verdicts[presets[0]]))
+            verdict = cell(_verdict_words(verdicts[presets[0]], presets[0] == e.decided_by))
         else:
-            verdict = "<br>".join(cell(f"{p}: {_verdict_words(verdicts[p])}") for p in shown) or "not run"
+            verdict = "<br>".join(cell(f"{p}: {_verdict_words(verdicts[p], p == e.decided_by)}")
+                                  for p in shown) or "not run"
         deps = [short_departure(d) for d in (main.departures if main else ())]
         if main is not None and main.outcome == "known":
             deps.append("known failure")
@@ -253,24 +264,25 @@ def claims_block(study: Study, entries: Sequence[ClaimEntry], runs: Mapping[str,
                cell(fmt(main.expected) if main else ""), cell("; ".join(deps))]
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "Statements:", ""]
-    lines += [f"- `{e.id.split('/', 1)[-1]}`: {e.statement}" for e in entries]
+    lines += [f"- `{e.id.split('/', 1)[-1]}`: {prose(e.statement)}" for e in entries]
     return "\n".join(lines)
 
 
 def figures_block(study: Study, runs: Mapping[str, PickedRun], chosen: Mapping[str, list[str]]) -> str:
+    """The chosen figures two to a row (a figure beside its cpu-preset counterpart where both are shown)."""
     lines = ["## Figures", ""]
-    shown = False
-    for preset, names in chosen.items():
-        if not names:
-            continue
-        res = runs[preset].result
-        lines.append(f"From the {preset} run (seed {res.seed}, run `{res.run_id}`):")
-        lines.append("")
-        for name in names:
-            lines += [f"![{preset}: {name}](img/{study.slug}/{preset}-{name}.png)", "", f"*`{name}`*", ""]
-        shown = True
+    order = list(dict.fromkeys(name for names in chosen.values() for name in names))
+    shown = [(preset, name) for name in order for preset in chosen if name in chosen[preset]]
     if not shown:
-        lines += ["No stored run with figures.", ""]
+        return "\n".join([*lines, "No stored run with figures."])
+    where = "; ".join(f"{p}: run `{runs[p].result.run_id}`, seed {runs[p].result.seed}" for p in chosen if chosen[p])
+    lines += [f"From the stored runs ({where}); click a figure for full size.", ""]
+    for i in range(0, len(shown), 2):
+        pair = shown[i:i + 2]
+        heads = [f"{p}: `{n}`" for p, n in pair] + [""] * (2 - len(pair))
+        images = [f"[![{p}: {n}](img/{study.slug}/{p}-{n}.png)](img/{study.slug}/{p}-{n}.png)" for p, n in pair]
+        images += [""] * (2 - len(pair))
+        lines += ["| " + " | ".join(heads) + " |", "|---|---|", "| " + " | ".join(images) + " |", ""]
     return "\n".join(lines).rstrip()
 
 
@@ -297,7 +309,7 @@ def sizes_block(study: Study) -> str:
     for p in _ordered(study):
         where = "CPU" if p.gpu_minutes is None else f"GPU, est. {p.gpu_minutes:g} min on one H100"
         desc = p.description.strip() or "(no description)"
-        lines.append(f"- **{p.name}** ({where}): {desc}")
+        lines.append(f"- **{p.name}** ({where}): {prose(desc)}")
     if fields:
         names = [p.name for p in _ordered(study)]
         lines += ["", "The fields the presets set (quick: the config's defaults unless it sets them):", "",
@@ -311,7 +323,7 @@ def sizes_block(study: Study) -> str:
             for pname in names:
                 mine = [(f, r) for n, f, r in reasons if n == pname]
                 if mine:
-                    lines.append(f"- **{pname}**: " + "; ".join(f"`{f}`: {r}" for f, r in mine))
+                    lines.append(f"- **{pname}**: " + "; ".join(f"`{f}`: {prose(r)}" for f, r in mine))
     else:
         lines += ["", "No preset sets a field: every preset runs the config's defaults."]
     return "\n".join(lines)
@@ -328,14 +340,14 @@ def differs_block(study: Study, entries: Sequence[ClaimEntry]) -> str:
             continue
         any_listed = True
         lines.append(f"- `{e.id.split('/', 1)[-1]}` ({e.decided_by}):")
-        lines += [f"    - {d}" for d in e.departures]
+        lines += [f"    - {prose(d)}" for d in e.departures]
         if e.known:
-            lines.append(f"    - **{e.known}**")
+            lines.append(f"    - **{prose(e.known)}**")
     if not any_listed:
         lines.append("- No claim declares a departure or a known failure at its deciding preset.")
     if study.not_built:
         lines += ["", "Claims of the card that are not built:", ""]
-        lines += [f"- `{cid}`: {why}" for cid, why in study.not_built.items()]
+        lines += [f"- `{cid}`: {prose(why)}" for cid, why in study.not_built.items()]
     return "\n".join(lines)
 
 
