@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from torch import Tensor, nn
 
 from theorylab.core.rng import seeded
+from theorylab.nn.chunked_ff import chunked_ff
 
 
 class ToyTransformerConfig(BaseModel):
@@ -63,6 +64,14 @@ class ToyTransformerConfig(BaseModel):
         None, description="0-based layers that have an MLP (None: every layer, when mlp_width > 0)"
     )
     activation: Literal["gelu", "relu"] = Field("gelu", description="MLP non-linearity")
+    ff_chunk: int = Field(
+        0,
+        ge=0,
+        le=1 << 24,
+        description="tokens per chunk of the cache-friendly MLP path (nn.chunked_ff: forward by chunks, backward "
+        "recomputing each chunk's hidden; equal to the plain path to fp32 rounding); 0: the plain path. Used only "
+        "when no MLP hook is active and autocast is off",
+    )
     norm: Literal["layer", "rms", "sphere", "none"] = Field(
         "layer", description="'sphere': x/|x| times a learned scale"
     )
@@ -397,10 +406,18 @@ class MLP(nn.Module):
         self.up = nn.Linear(cfg.d_model, cfg.mlp_width, bias=cfg.bias)
         self.down = nn.Linear(cfg.mlp_width, cfg.d_model, bias=cfg.bias)
         self.act = nn.GELU() if cfg.activation == "gelu" else nn.ReLU()
+        self.activation, self.ff_chunk = cfg.activation, cfg.ff_chunk
         self.hook_pre = HookPoint()
         self.hook_post = HookPoint()
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.ff_chunk and not (self.hook_pre.active or self.hook_post.active or torch.is_autocast_enabled()):
+            # the hidden (tokens x width) stays in cache; the hooks read it, so they take the plain path
+            flat = x.reshape(-1, x.shape[-1])  # (B*T, d): every token of the batch is chunked, not only T
+            out = chunked_ff(
+                flat, self.up.weight, self.up.bias, self.down.weight, self.down.bias, self.activation, self.ff_chunk
+            )
+            return out.reshape(*x.shape[:-1], out.shape[-1])
         return self.down(self.hook_post(self.act(self.hook_pre(self.up(x)))))
 
 
