@@ -19,8 +19,7 @@ first use, so ``import theorylab.probes`` stays light; every module stays import
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from theorylab.core.lazy import lazy_attributes
 
 _WHERE = {
     "stable_rank": "theorylab.probes.spectra",
@@ -62,16 +61,5 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value  # once loaded, a plain attribute
-        return value
-    raise AttributeError(f"module 'theorylab.probes' has no attribute '{name}'")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
-
-
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE)
 __all__ = sorted(_WHERE)

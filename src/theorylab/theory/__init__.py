@@ -21,8 +21,7 @@ first use, so ``import theorylab.theory`` stays light; every module stays import
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from theorylab.core.lazy import lazy_attributes
 
 _WHERE = {
     "hermite_all": "theorylab.theory.hermite",
@@ -70,16 +69,5 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(_WHERE[name]), name)
-        globals()[name] = value  # once loaded, a plain attribute
-        return value
-    raise AttributeError(f"module 'theorylab.theory' has no attribute '{name}'")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
-
-
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE)
 __all__ = sorted(_WHERE)
