@@ -323,7 +323,8 @@ def sizes_block(study: Study) -> str:
             for pname in names:
                 mine = [(f, r) for n, f, r in reasons if n == pname]
                 if mine:
-                    lines.append(f"- **{pname}**: " + "; ".join(f"`{f}`: {prose(r)}" for f, r in mine))
+                    lines.append(f"- **{pname}**:")
+                    lines += [f"    - `{f}`: {prose(r)}" for f, r in mine]
     else:
         lines += ["", "No preset sets a field: every preset runs the config's defaults."]
     return "\n".join(lines)
@@ -334,16 +335,16 @@ def differs_block(study: Study, entries: Sequence[ClaimEntry]) -> str:
     lines.append("Declared on the claims, at the preset that decides each one (a run's own departures are in its "
                  "verdicts above):")
     lines.append("")
-    any_listed = False
+    groups: dict[tuple[Any, ...], list[str]] = {}  # claims that declare the same departures are listed together
     for e in entries:
-        if not e.departures and not e.known:
-            continue
-        any_listed = True
-        lines.append(f"- `{e.id.split('/', 1)[-1]}` ({e.decided_by}):")
-        lines += [f"    - {prose(d)}" for d in e.departures]
-        if e.known:
-            lines.append(f"    - **{prose(e.known)}**")
-    if not any_listed:
+        if e.departures or e.known:
+            groups.setdefault((e.decided_by, tuple(e.departures), e.known), []).append(e.id.split("/", 1)[-1])
+    for (decided_by, departures, known), ids in groups.items():
+        lines.append("- " + ", ".join(f"`{i}`" for i in ids) + f" ({decided_by}):")
+        lines += [f"    - {prose(d)}" for d in departures]
+        if known:
+            lines.append(f"    - **{prose(known)}**")
+    if not groups:
         lines.append("- No claim declares a departure or a known failure at its deciding preset.")
     if study.not_built:
         lines += ["", "Claims of the card that are not built:", ""]
