@@ -125,3 +125,20 @@ def test_verdicts_page_example_declares_what_it_says():
     (claim,) = namespace["claims"]
     assert claim.id == "my-study/plateau" and len(claim.departures) == 2
     assert claim.departures[0].applies({"lr": 2e-3}, "quick") and not claim.departures[0].applies({"lr": 1e-3}, "quick")
+
+
+def test_nothing_points_outside_the_repository():
+    # The repository stands alone: the design is docs/design.md and each study's card is carried by its page.
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    pattern = re.compile("|".join([re.escape("../" + "shared"), "beside the " + "repository"]))  # split: no self-match
+    hits = []
+    for name in files:
+        path = ROOT / name
+        if path.suffix not in {".py", ".md", ".toml", ".yml", ".yaml", ".txt", ".cfg", ".sh"} or not path.is_file():
+            continue
+        for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if pattern.search(line):
+                hits.append(f"{name}:{i}: {line.strip()[:80]}")
+    assert not hits, "references outside the repository:\n" + "\n".join(hits)

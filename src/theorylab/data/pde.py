@@ -1,6 +1,6 @@
 """Periodic pseudo-spectral PDE solvers in PyTorch, batched over trajectories (the PDE kit).
 
-Conventions (``_pde-kit`` card): tensors are batch first, ``[B, C, *spatial]`` with ``C = 1`` here;
+Conventions (the PDE kit, docs/kits/pde.md): tensors are batch first, ``[B, C, *spatial]`` with ``C = 1`` here;
 periodic domains; real FFTs on the last axes; integration in float64 (stored data may be float32);
 the k = 0 mode is conserved, so initial conditions have zero mean. Small FFT loops are
 overhead-bound: run them with one intra-op thread (``torch.set_num_threads(1)``) on a small CPU.

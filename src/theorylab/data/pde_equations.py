@@ -1,5 +1,5 @@
-"""More periodic pseudo-spectral PDEs for the PDE kit, each with a closed-form check (the ``_pde-kit`` card's
-"small extras for studies/axial-networks.md": ``Burgers1D``, ``AdvDiffND(d=1..3)``, ``DiffReact2D``).
+"""More periodic pseudo-spectral PDEs for the PDE kit, each with a closed-form check (the PDE kit's
+"small extras for axial-networks": ``Burgers1D``, ``AdvDiffND(d=1..3)``, ``DiffReact2D``).
 
 Conventions follow :mod:`theorylab.data.pde`: tensors are batch first, ``[B, C, *spatial]``; periodic
 domains; real FFTs on the last axes; integration in float64; ETDRK4 (Kassam & Trefethen 2005) through

@@ -1,4 +1,4 @@
-"""Metrics of emulator rollouts against the truth (the _pde-kit card's conventions).
+"""Metrics of emulator rollouts against the truth (the PDE kit's conventions: docs/kits/pde.md).
 
 Trajectories are ``[B, T, C, *spatial]``; every metric is per trajectory (and per time where it says
 so), to be summarised as median and IQR over trajectories.
