@@ -12,7 +12,8 @@ from result_edits import edit_table as _edit
 from result_edits import set_where
 
 SLUG = "attention-indexed-models"
-PAPER_ONLY = ("direct-vs-tied", "untied-timescales")  # GPU-only (decided_by="paper")
+PAPER_ONLY = ("untied-timescales",)  # GPU-only (decided_by="paper")
+CPU_ONLY = ("direct-vs-tied",)  # decided by the cpu preset (d = 96)
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,8 @@ def test_quick_claims(aim_quick):
     for v in aim_quick.verdicts:
         if v.id.split("/")[-1] in PAPER_ONLY:
             assert v.passed is None and "needs paper preset" in v.detail, f"{v.id}: {v.detail}"
+        elif v.id.split("/")[-1] in CPU_ONLY:
+            assert v.passed is None and "needs the cpu preset" in v.detail, f"{v.id}: {v.detail}"
         elif v.id.endswith("moment-truncation"):  # the card's form: non-increasing in M, <= 0.05 at M = 8
             assert v.passed is True and "non-increasing in M" in v.detail, f"{v.id}: {v.outcome} {v.detail}"
         else:
@@ -70,11 +73,11 @@ def test_judges_fail_on_wrong_results(aim_quick):
     assert j.judge_truncation(noisy).outcome == "undecided"
 
 
-def _paper_compare(r, tied_rho, direct_rho, direct_h1_final=0.9):
+def _paper_compare(r, tied_rho, direct_rho, direct_h1_final=0.9, d=400):
     import pandas as pd
 
     def fn(f):
-        f = pd.concat([f.assign(seed=s) for s in range(3)], ignore_index=True).assign(d=400)
+        f = pd.concat([f.assign(seed=s) for s in range(3)], ignore_index=True).assign(d=d)
         f.loc[f["parametrisation"] == "tied", "rho_at_horizon"] = tied_rho
         f.loc[f["parametrisation"] == "direct", "rho_at_horizon"] = direct_rho
         control = (f["parametrisation"] == "direct") & (f["direct_init"] == "psd")
@@ -90,6 +93,11 @@ def test_paper_judges_decide_at_paper_size(aim_quick):
     assert j.judge_direct(_paper_compare(aim_quick, 0.8, 0.3)).passed is False  # direct h2/h3 learn: claim fails
     assert j.judge_direct(_paper_compare(aim_quick, 0.3, 0.02)).passed is False  # tied does not learn
     assert j.judge_direct(_paper_compare(aim_quick, 0.8, 0.02, direct_h1_final=0.2)).passed is False
+    # at the cpu preset's d = 96 the same table decides; quick's d = 48 only measures
+    assert j.judge_direct(_paper_compare(aim_quick, 0.8, 0.02, d=96)).passed is True
+    assert j.judge_direct(_paper_compare(aim_quick, 0.8, 0.12, d=96)).passed is False  # direct h3 drifts past 0.1
+    assert j.judge_direct(_paper_compare(aim_quick, 0.45, 0.02, d=96)).passed is False  # tied short of 0.5
+    assert j.judge_direct(_paper_compare(aim_quick, 0.8, 0.02, d=48)).outcome == "undecided"
     import pandas as pd
     rows = [dict(link=k, d=d, n_half_m=100.0 * d, n_half_rho=100.0 * d * d * (1 + i), m_final=1.0, rho_final=0.9)
             for i, k in enumerate(("h1", "h2", "h3")) for d in (200, 400, 800)]
@@ -184,3 +192,22 @@ def test_kurtosis_standard_error_matches_replicate_spread():
     gauss = aim_study._kurtosis_se(rng.standard_normal(200_000))
     assert gauss[1] == pytest.approx(math.sqrt(24 / 200_000), rel=0.1)
 
+
+
+def test_cpu_preset_decides_direct_vs_tied():
+    """The cpu preset validates, runs tied vs direct at d = 96 with the paper's Fig.-2 step, and its departure (d)
+    applies at cpu only; quick keeps d = 48 and no cpu departure."""
+    from theorylab.core.study import Verdict, get_study
+
+    st = get_study(SLUG)
+    cpu = st.make_config("cpu")
+    assert cpu.compare_dims == (96,) and cpu.compare_batch == 512 and cpu.compare_seeds == 3
+    assert cpu.compare_lr_constant == st.make_config("paper").compare_lr_constant
+    assert cpu.untied_dims == () and cpu.sgd_dims == st.make_config("quick").sgd_dims  # quick otherwise
+    claim = next(c for c in st.claims if c.id.endswith("direct-vs-tied"))
+    assert claim.decided_by == "cpu"
+    base = Verdict(claim.id, claim.statement, 0.0, 0.0, 0.0, True)
+    at_cpu = claim.declare(base, cpu.model_dump(mode="json"), "cpu").departures
+    at_quick = claim.declare(base, st.make_config("quick").model_dump(mode="json"), "quick").departures
+    assert any(d.startswith("compare_dims (96) (card (400))") for d in at_cpu), at_cpu
+    assert not any(d.startswith("compare_dims") for d in at_quick), at_quick

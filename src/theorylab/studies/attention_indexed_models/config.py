@@ -89,6 +89,19 @@ PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~20 s: exact moments, kurtosis and landscape by 2e5 Monte Carlo draws "
                                 "at d = 64, 256; tied SGD (h1, h2) at d = 48, 64, 96 to n = 12 d^2 ln d; a reduced "
                                 "tied-vs-direct run at d = 48"),
+    "cpu": Preset.of(
+        "cpu",
+        "1 CPU core, 274-284 s CPU measured (seeds 0, 1): quick plus tied vs direct at d = 96 with the paper's "
+        "Fig.-2 step (B = 512, lr constant 0.0234) to n = 50 d^2 ln d, 3 seeds (9 runs of ~4100 steps, ~25 s each at "
+        "one thread). Decides direct-vs-tied at reduced d (declared departure)",
+        compare_dims=((96,), "card Fig. 2: d = 400; a run costs ~d^4 ln d (d^2 a sample over 50 d^2 ln d samples), "
+                             "so d = 400 is ~400x d = 96 (~2 h a run on one core); 96 is quick's largest SGD d"),
+        compare_batch=(512, "card Fig. 2"),
+        compare_lr_constant=(0.0234, "card Fig. 2: lr 0.005 at B = 512, d = 400, read as a batch-mean step (the "
+                                     "paper preset's); quick's 0.05 diverges for tied h3 at d = 96 before ρ = 0.5"),
+        compare_seeds=(3, "card"),
+        compare_horizon=(50.0, "the paper preset's: n = 50 d^2 ln d, ~5x the tied model's latest n_0.5"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: tied vs direct at d = 400 (B = 512), untied at d = 200, 400, 800 (B = 4096), 3 seeds. Est. 40 min on "
