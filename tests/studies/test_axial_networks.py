@@ -232,3 +232,40 @@ def test_cpu_preset_decides_mini_foundation():
     by = {c.id.split("/")[1]: c.decided_by for c in study.claims}
     assert by["mini-foundation"] == "cpu" and study.presets["paper"].on_gpu
     assert by["gp-all-dims"] == by["x-comparable"] == by["multidim-pretraining"] == "paper"
+
+
+def _sxconv_folded(conv, x):
+    """The card's SXConv by definition: one periodic Conv1d along each axis (others folded into the batch), summed."""
+    import torch.nn.functional as F
+
+    d, pad, total = x.ndim - 2, conv.kernel_size // 2, 0
+    for i in range(d):
+        xi = x.movedim(2 + i, -1)  # (B, C, *others, n_i)
+        folded = xi.movedim(1, -2).reshape(-1, conv.in_channels, xi.shape[-1])
+        y = F.conv1d(F.pad(folded, (pad, pad), mode="circular"), conv.weight)
+        total = total + y.reshape(xi.shape[0], *xi.shape[2:-1], conv.out_channels, -1).movedim(-2, 1).movedim(-1, 2 + i)
+    return (total / d if conv.aggregate == "mean" else total) + conv.bias.view(-1, *[1] * d)
+
+
+@pytest.mark.parametrize("c_in,c_out", [(1, 16), (3, 8), (8, 8), (8, 3)])
+def test_sxconv_fast_paths_equal_the_folded_conv1d(c_in, c_out):
+    """SXConv's input-side path (fewer input than output channels: taps shifted before one GEMM, the cheap first
+    layer) and its output-side path (GEMM, then shifted adds) equal the folded-Conv1d definition, outputs and
+    gradients, to float rounding (float64: <= 1e-12; float32: <= 1e-5 relative)."""
+    import torch
+
+    from theorylab.nn.axial import SXConv
+
+    gen = torch.Generator().manual_seed(0)
+    for d in (1, 2, 3):
+        for aggregate in ("sum", "mean"):
+            torch.manual_seed(d)
+            for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+                conv = SXConv(c_in, c_out, 5, aggregate).to(dtype)
+                x = torch.randn(2, c_in, *(7, 6, 5)[:d], generator=gen, dtype=dtype).requires_grad_()
+                y, ref = conv(x), _sxconv_folded(conv, x)
+                g = torch.randn(y.shape, generator=gen, dtype=dtype)
+                got = (y, *torch.autograd.grad(y, (x, conv.weight, conv.bias), g))
+                want = (ref, *torch.autograd.grad(ref, (x, conv.weight, conv.bias), g))
+                for a, b in zip(got, want):
+                    assert ((a - b).abs().max() / b.abs().max()).item() <= tol, (c_in, c_out, d, aggregate, dtype)

@@ -147,6 +147,17 @@ def _add_rolled(dst: Tensor, src: Tensor, shift: int, dim: int) -> None:
     dst.narrow(dim, 0, s).add_(src.narrow(dim, n - s, s))
 
 
+def _copy_rolled(dst: Tensor, src: Tensor, shift: int, dim: int) -> None:
+    """``dst[:] = torch.roll(src, shift, dim)`` in place."""
+    n = src.shape[dim]
+    s = shift % n
+    if s == 0:
+        dst.copy_(src)
+        return
+    dst.narrow(dim, s, n - s).copy_(src.narrow(dim, 0, n - s))
+    dst.narrow(dim, 0, s).copy_(src.narrow(dim, n - s, s))
+
+
 def _shift_sum(z: Tensor) -> Tensor:
     """``Σ_i Σ_t roll(z[..., t, :], pad − t, axis i)`` for channels-last taps ``z`` ``[B, *spatial, k, C]``
     (pad = k // 2)."""
@@ -189,12 +200,13 @@ class _AxisShiftSumAdjoint(torch.autograd.Function):
     @staticmethod
     def forward(g: Tensor, k: int) -> Tensor:
         d, pad = g.ndim - 2, k // 2
-        out = g.new_zeros(*g.shape[:-1], k, g.shape[-1])
+        out = g.new_empty(*g.shape[:-1], k, g.shape[-1])
         for t in range(k):
             if t == pad:
                 out[..., t, :] = d * g
             else:
-                for i in range(d):
+                _copy_rolled(out[..., t, :], g, t - pad, 1)  # the first axis writes, the others add
+                for i in range(1, d):
                     _add_rolled(out[..., t, :], g, t - pad, 1 + i)
         return out
 
@@ -235,7 +247,9 @@ class SXConv(nn.Module):
 
     Computed as one channel mix per tap, ``z_t = W_t x`` (shared by all axes), then periodic shifts of the
     taps along each axis, added in place: d times less channel mixing than d folded ``Conv1d`` calls and
-    no transposes. A kernel wider than an axis wraps around it (a periodic convolution)."""
+    no transposes. With fewer input than output channels (a first layer) the input is shifted instead
+    (``k·C_in`` values per point, not ``k·C_out``) before one GEMM; both paths equal the folded ``Conv1d``s to
+    float rounding. A kernel wider than an axis wraps around it (a periodic convolution)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, aggregate: Aggregate = "sum",
                  bias: bool = True):
@@ -256,12 +270,22 @@ class SXConv(nn.Module):
         # Conv1d along axis i is y[n] = Σ_t W_t x[n + t − pad] (circular). The channel mixes z_t = W_t x do not
         # depend on the axis, so they are computed once (one matmul) and only the shifts differ per axis.
         # Channels last, so that the mix is one GEMM and a stack of SXConvs never copies between layers.
-        w = self.weight.permute(1, 2, 0).reshape(self.in_channels, k * self.out_channels)
-        if self.aggregate == "mean":
-            w = w / d
+        # With fewer input than output channels (a first layer) the shifts are cheaper on the input side:
+        # u_t = Σ_i roll(x, pad − t, axis i) (k·C_in values per point, the adjoint's taps reversed), then one
+        # GEMM y = Σ_t W_t u_t; the same sums in another order (equal to float rounding).
         xl = x.movedim(1, -1)  # (B, *spatial, C_in)
-        z = xl * w[0] if self.in_channels == 1 else xl @ w  # an outer product is slow as a GEMM
-        y = _AxisShiftSum.apply(z.unflatten(-1, (k, self.out_channels)))  # (B, *spatial, C_out)
+        if self.in_channels < self.out_channels:
+            w = self.weight.flip(2).permute(2, 1, 0).reshape(k * self.in_channels, self.out_channels)
+            if self.aggregate == "mean":
+                w = w / d
+            u = _AxisShiftSumAdjoint.apply(xl, k)  # (B, *spatial, k, C_in), tap t' = k − 1 − t
+            y = u.flatten(-2) @ w
+        else:
+            w = self.weight.permute(1, 2, 0).reshape(self.in_channels, k * self.out_channels)
+            if self.aggregate == "mean":
+                w = w / d
+            z = xl * w[0] if self.in_channels == 1 else xl @ w  # an outer product is slow as a GEMM
+            y = _AxisShiftSum.apply(z.unflatten(-1, (k, self.out_channels)))  # (B, *spatial, C_out)
         if self.bias is not None:
             y = y + self.bias
         return y.movedim(-1, 1)

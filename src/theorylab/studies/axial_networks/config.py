@@ -118,15 +118,18 @@ PRESETS = {
     "paper": Preset.of(
         "paper",
         "GPU: the cpu preset plus claim 8 (the paper toy: SXCNN, GXCNN and a 3D-CNN per d = 2..5, 10 epochs, batch "
-        "64, 3 seeds; on one CPU core its first seed did not finish in the ~2 min of CPU it got: ~1 s a step for "
-        "the d = 2 SXCNN and ~8x that at d = 3, 4, ~2 core-hours) and claims 9-10, XViT vs FieldViT (MPP-Ti "
+        "64, 3 seeds: CPU ms per sample and training step at batch 8 on one core (SXConv's input-side first layer; "
+        "load ~19, so upper), SXCNN / GXCNN / 3D-CNN: d = 2: 26 / 36 / 23, d = 3: 96 / 321 / 40, d = 4: "
+        "80 / 1346 / 41, d = 5: 18 / 421 / 11; x 6,400 sample-steps (640 fields x 10 epochs) is ~15.7k core-s a "
+        "seed, ~47k for 3: it does not fit a 10-min CPU preset at any size that keeps the paper's models and "
+        "fields) and claims 9-10, XViT vs FieldViT (MPP-Ti "
         "sizes: width 192, 12 blocks, 3 heads, patch 16) on the kit's PDE tasks at 128² / 32³. Estimate (upper: "
         "~85 min on one H100): a training step at batch 8 on 128² measured 0.43 s (XViT) and 0.34 s (FieldViT) "
         "on one CPU core, so ~1.5 s at batch 32 (re-measured at batch 32: 1.44 s and 1.37 s); "
         "claim 9 is 3 tasks x 3 seeds x 2 models x 5000 steps (~140k core-s), claim 10 four pretraining arms x 3 "
         "seeds x 5000 steps plus 3 targets x 2 arms x 3 seeds x 1000 fine-tuning steps (~110k core-s): ~255k "
-        "core-s, plus ~7k for claim 8, divided by 60 (an H100 taken as 60 CPU cores; short token sequences likely "
-        "run faster)",
+        "core-s, plus ~47k for claim 8, divided by 60 (an H100 taken as 60 CPU cores: ~84 min; short token "
+        "sequences likely run faster)",
         gpu_minutes=85,
         all_dims=(True, "card: claim 8, the paper's GP toy protocol"),
         epochs=(10, "paper toy: 10 epochs"),
@@ -137,9 +140,11 @@ PRESETS = {
     ),
     "cpu": Preset.of(
         "cpu",
-        "2 CPU cores, a few minutes: the quick preset plus claim 11 (the mini-foundation test: an axial CNN "
+        "1 CPU thread, a few minutes: the quick preset plus claim 11 (the mini-foundation test: an axial CNN "
         "pretrained on AdvDiff1D 64 + AdvDiff2D 32², fine-tuned 200 steps on AdvDiff3D 16³, against scratch; 5 "
-        "seeds), the values of the older 'mini-foundation' preset (kept)",
+        "seeds), the values of the older 'mini-foundation' preset (kept). Measured 617 s CPU before SXConv's "
+        "input-side first layer, which cuts a training step's CPU (A/B, one thread, load ~19) from 0.64 to 0.41 s "
+        "on 16³ and 0.075 to 0.046 s on 32²: ~385 s projected",
         mini_foundation=(True, "card: claim 11, CPU-feasible"),
     ),
     "mini-foundation": Preset.of(
