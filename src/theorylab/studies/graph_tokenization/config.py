@@ -114,7 +114,11 @@ PRESETS = {
         "GPU (est. 450 min on one H100: the quick models train at ~5 ms per layer-step on one CPU core at n = 16; "
         "the paper's 20 models x 5 seeds x L in {1, 2, 4, 8} x 20k steps at n = 16, 32, 64 are ~1.2e6 core-seconds, "
         "at ~45x a core): n in {16, 32, 64}, L in {1, 2, 4, 8}, all tasks, 20k steps, 5 seeds; srg-pair "
-        "discrimination on in_K4",
+        "discrimination on in_K4. depth-regimes stays here: measured slice (seed 0, quick's recipe, n = 16, 600 "
+        "steps, L = 1, 2, 4; 217 s CPU for these 12 models at load ~17 on 2 cores): edge_query adjacency 0.682, "
+        "0.516, 0.604 and spectral 0.514, 0.486, 0.514 (final losses 0.51-0.70, near chance's 0.693: 600 steps do "
+        "not train edge_query at any depth, so the depths cannot be told apart there); components adjacency 0.766, "
+        "0.732, 0.750, spectral 1.000, 0.996, 0.998",
         gpu_minutes=450,
         n_nodes=((16, 32, 64), "card"),
         n_layers=((1, 2, 4, 8), "card"),
