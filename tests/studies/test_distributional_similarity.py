@@ -159,6 +159,47 @@ def test_fragments_judged_on_a_50_run_table(ds_quick):
         "300 x 300), not all 50 runs",)
 
 
+def test_fragments_decided_at_the_cpu_preset(ds_quick):
+    """The cpu preset (25 runs, all matched; distances over 4) decides the claim, with its reductions declared at cpu
+    only; fewer matched runs stay not decided."""
+    from theorylab.core.study import get_study
+
+    st, j = get_study("distributional-similarity"), ds.judges
+    cfg = st.make_config("cpu")
+    assert (cfg.runs, cfg.fragment_runs, cfg.distance_runs, cfg.dataset) == (25, 25, 4, "digits")
+    cpu = copy.copy(ds_quick)
+    cpu.config, cpu.preset = cfg.model_dump(mode="json"), "cpu"
+    right = _evaluate(_edit(cpu, "dim_nmi", lambda _: _fragments(0.6, runs=25)), "fragments-recur")
+    assert right.passed is True and right.measured == pytest.approx(0.6)
+    assert {d.split(":")[0] for d in right.departures} == {"beta 1 (card 4)", "fragment_runs 25 (card 50)",
+                                                           "runs 25 (card 50)", "dataset digits (card shapes2d)"}
+    wrong = _evaluate(_edit(cpu, "dim_nmi", lambda _: _fragments(0.4, runs=25)), "fragments-recur")
+    assert wrong.passed is False and wrong.measured == 0.0
+    # matching fewer runs than the card's 25 is a reduced measurement, not a verdict
+    few = _config(cpu, fragment_runs=10)
+    assert j.judge_fragments(_edit(few, "dim_nmi", lambda _: _fragments(0.6, runs=10))).passed is None
+    # the cpu departures do not apply to the paper preset's config
+    paper = st.make_config("paper").model_dump(mode="json")
+    assert not any(d.applies(paper, "paper") for d in j.CPU_FRAGMENTS)
+    # seed 0 at cpu: 23% recur (runs share information as a whole, not axis by axis); known there, not at paper
+    claim = next(c for c in st.claims if c.id.endswith("/fragments-recur"))
+    assert claim.decided_by == "cpu" and claim.known.applies("cpu") and not claim.known.applies("paper")
+    assert claim.declare(wrong, cfg.model_dump(mode="json"), "cpu").outcome == "known"
+    assert claim.declare(wrong, paper, "paper").outcome == "failed"
+
+
+def test_distances_over_the_first_runs(tmp_path):
+    """``distance_runs`` limits the shape distances to the first runs' ordered pairs (the cpu preset's 4 of 25)."""
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    res = execute("distributional-similarity", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
+                  overrides=dict(probes=40, runs=5, steps=5, width=16, latent_dim=3, batch=32, cell_repeats=2,
+                                 shape_iters=2, distance_runs=3))
+    it = res.table("distances").query("method == 'iterative' and b.str.isdigit()")
+    assert set(it["a"]) | set(it["b"]) == {"0", "1", "2"} and len(it) == 6
+
+
 def test_fragment_share_counts_recurring_dimensions():
     import pandas as pd
 

@@ -183,9 +183,10 @@ def one_way_shape_distance(mu_a, var_a, mu_b, var_b, iters: int) -> float:
 
 def _distances(cfg, ctx: RunContext, mu: torch.Tensor, var: torch.Tensor) -> None:
     """Claim 6: the closed-form shape distance (Procrustes between centred mean matrices) and the iterative
-    stochastic shape distance over every ordered pair of runs (each order its own descent), plus identical and
-    orthogonally rotated copies of run 0 (the rotated copy's covariances rotated with its means)."""
-    R = mu.shape[0]
+    stochastic shape distance over every ordered pair of runs (the first ``distance_runs``; each order its own
+    descent), plus identical and orthogonally rotated copies of run 0 (the rotated copy's covariances rotated with
+    its means)."""
+    R = mu.shape[0] if cfg.distance_runs is None else min(mu.shape[0], cfg.distance_runs)
     Q = torch.linalg.qr(torch.randn(mu.shape[2], mu.shape[2], generator=ctx.generator("rotation"),
                                     dtype=torch.float64))[0]
     rows = []

@@ -39,6 +39,9 @@ class DistributionalSimilarityConfig(StudyConfig):
                                                                                 "stochastic shape distance (on the "
                                                                                 "digits, 20 vs 100 rounds change d by "
                                                                                 "~2e-5 relative)")
+    distance_runs: Annotated[int, Field(ge=3, le=1000)] | None = Field(None, description="runs whose every ordered "
+                                                                                       "pair gets the two shape "
+                                                                                       "distances (None: all runs)")
     fragment_runs: Annotated[int, Field(ge=2, le=1000)] = Field(25, description="runs whose latent dimensions enter "
                                                                                 "the fragment matching (card: 25)")
 
@@ -58,6 +61,17 @@ class DistributionalSimilarityConfig(StudyConfig):
 PRESETS = {
     "quick": Preset.of("quick", "2 CPU cores, ~40 s: synthetic channels (N = 320), 4 β-VAEs (k = 10, β = 1) on the "
                                 "8x8 digits in lockstep, 1500 steps, 300 held-out probes"),
+    "cpu": Preset.of(
+        "cpu",
+        "1 CPU core, 234 s CPU measured (seed 0, at load ~17 on 2 cores): quick's recipe (8x8 digits, β = 1, 1500 "
+        "steps, 300 probes) with 25 β-VAEs, the 25 runs the card's paper preset matches fragment by fragment; "
+        "decides fragments-recur (a known failure here: 23% recur)",
+        runs=(25, "the card matches 25 models x 10 latents; runs 26-50 of its ensemble enter no fragment matching, "
+                  "and 50 runs' 2450 iterative shape distances alone take ~11 min of one core"),
+        fragment_runs=(25, "card: 25 models x 10 latents"),
+        distance_runs=(4, "metric-axioms is decided at quick on 4 runs; its 600 iterative descents over 25 runs "
+                          "would take ~165 s of the core"),
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: 50 β-VAEs on shapes2d at 64x64 (or --set local_images=FILE for dSprites etc.), 300 probes, fragment "

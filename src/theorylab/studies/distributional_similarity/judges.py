@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Murphy, Dillavou & Bassett, arXiv 2405.21042 (the method 2608.30720 builds on)"
 claims = Claims("distributional-similarity")
@@ -208,17 +208,41 @@ def fragment_share(t, runs: int) -> tuple[float, int]:
     return float((hits >= (runs - 1) / 2).mean()), len(hits)
 
 
-@claims.add("fragments-recur", S_FRAGMENTS, REF + ", repeated information fragments", decided_by="paper", departures=[
+# The fragment matching is decided once as many runs are matched as the card's paper preset matches (25 models x 10
+# latents); quick's 4 runs report the reduced measurement.
+MATCHED_RUNS = 25
+CPU_FRAGMENTS = [
+    Departure.field_value("runs", 50, "cpu preset: the 25 runs that enter the fragment matching (the card matches 25 "
+                                      "of its 50); the other 25 would only add shape distances and pairs",
+                          presets=["cpu"]),
+    Departure.field_value("dataset", "shapes2d", "cpu preset: quick's 8x8 digits with 1500 steps (the paper preset's "
+                                                 "64x64 shapes2d with 20k steps is a GPU's)", presets=["cpu"]),
+]
+
+
+FRAGMENTS_KNOWN_CPU = KnownFailure.on_every_seed(
+    "cpu preset, seed 0 (the only seed run; 234 s CPU): 23% of the 100 active dimensions recur (>= 0.8 best-match NMI "
+    "in >= 12 of the 24 other runs), not >= 50%. The runs share their information as a whole (all-latent NMI "
+    "0.985-0.994 over the 300 pairs, 3.5-3.8 bits each; 0.20-0.27 shuffled) but not axis by axis: every run has "
+    "exactly 4 active dimensions; 21 of the 23 that recur are their run's weakest (mean 0.65 bits), while the "
+    "other ~1-bit ones (77 dimensions, mean 1.02 bits) split the shared bits along run-specific axes (median "
+    "best-match NMI 0.64). At β = 1 on 8x8 digits (β = 4 collapses them) the KL term pins the latent axes only "
+    "weakly; the card's fragments are a β = 4 ensemble on larger images", presets=["cpu"])
+
+
+@claims.add("fragments-recur", S_FRAGMENTS, REF + ", repeated information fragments", decided_by="cpu",
+            known=FRAGMENTS_KNOWN_CPU, departures=[
     BETA, Departure.field_value("fragment_runs", 50, "the card's paper preset matches 25 models x 10 latents (250 "
-                                                     "fingerprints of 300 x 300), not all 50 runs")])
+                                                     "fingerprints of 300 x 300), not all 50 runs"), *CPU_FRAGMENTS])
 def judge_fragments(res, v) -> Verdict:
     runs = min(res.config["runs"], res.config["fragment_runs"])
     t = res.table("dim_nmi")
     v.column(t, "nmi")  # a NaN NMI (a dimension with no information) fails, not skipped by the max
     share, active = fragment_share(t, runs)
     detail = f"{active} active dimensions over {runs} runs; {share:.0%} recur in >= half of the other runs"
-    if res.config["runs"] < 50:
-        return v.undecided("needs paper preset (50 runs); reduced measurement: " + detail, measured=share)
+    if runs < MATCHED_RUNS:
+        return v.undecided(f"needs the cpu preset ({MATCHED_RUNS} runs matched); reduced measurement: " + detail,
+                           measured=share)
     if active == 0:
         return v.failed(0.0, ">= 0.5", 0.5, "no active latent dimension: " + detail)
     return v.at_least(share, 0.5, name="share of recurring dimensions", tolerance=0.5, detail=detail)
