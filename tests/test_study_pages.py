@@ -33,8 +33,10 @@ def test_page_claims_table_lists_exactly_the_registered_claims(slug):
     text = path.read_text()
     registered = [c.id.split("/", 1)[1] for c in all_studies()[slug].claims]
     in_page = page_claim_ids(text)
-    assert in_page == registered, (f"{slug}: the page's claims table ({in_page}) is not the registry's "
-                                   f"({registered}); regenerate it with `theorylab pages`")
+    assert in_page == registered, (
+        f"{slug}: the page's claims table ({in_page}) is not the registry's "
+        f"({registered}); regenerate it with `theorylab pages`"
+    )
     assert set(generated_blocks(text)) == set(BLOCKS)
 
 
@@ -74,10 +76,18 @@ def _big(res, v):
 
 @pytest.fixture(scope="module")
 def toy_pages():
-    @study("toy-pages", title="A toy for the page generator", paper="Someone, arXiv 2401.00001 (2024)",
-           config=PageConfig, claims=claims, presets={
-               "quick": Preset.of("quick", "seconds"), "cpu": Preset.of("cpu", "a minute", n=(100, "decides mid")),
-               "paper": Preset.of("paper", "the paper's", gpu_minutes=3, n=(10_000, "decides big"))})
+    @study(
+        "toy-pages",
+        title="A toy for the page generator",
+        paper="Someone, arXiv 2401.00001 (2024)",
+        config=PageConfig,
+        claims=claims,
+        presets={
+            "quick": Preset.of("quick", "seconds"),
+            "cpu": Preset.of("cpu", "a minute", n=(100, "decides mid")),
+            "paper": Preset.of("paper", "the paper's", gpu_minutes=3, n=(10_000, "decides big")),
+        },
+    )
     def run(cfg: PageConfig, ctx: RunContext) -> None:
         ctx.scalar("n", cfg.n)
         for name in ("curve", "extra"):

@@ -22,37 +22,49 @@ from theorylab.core.result import Result
 from theorylab.core.store import Store
 from theorylab.core.study import Verdict, all_studies, counted, get_study
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked "
-    "studies.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked studies."
+)
 out = Console()
 if not out.is_terminal:
     out = Console(width=140)  # pipes and logs: wide enough for the claims table
 err = Console(stderr=True)
 
-StoreOpt = typer.Option(None, "--store", help="Store root (default ./runs or $THEORYLAB_STORE).",
-                        envvar="THEORYLAB_STORE")
+StoreOpt = typer.Option(
+    None, "--store", help="Store root (default ./runs or $THEORYLAB_STORE).", envvar="THEORYLAB_STORE"
+)
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
-PresetOpt = typer.Option("quick", "--preset", "-p", help="quick (2 CPU cores, <= 60 s) or paper (the paper's "
-                                                         "sizes; GPU).")
+PresetOpt = typer.Option(
+    "quick", "--preset", "-p", help="quick (2 CPU cores, <= 60 s) or paper (the paper's sizes; GPU)."
+)
 SeedOpt = typer.Option(0, "--seed", help="Run seed; every random stream derives from it.", min=0)
 DeviceOpt = typer.Option("auto", "--device", help="auto | cpu | cuda")
 SetOpt = typer.Option(None, "--set", "-s", help="Override a config field: key=value (repeatable).")
 ForceOpt = typer.Option(False, "--force", help="Run again even if the store has this exact run.")
-SeedsOpt = typer.Option(None, "--seeds", help="Several seeds, e.g. 0-9 or 0,3,7: runs (or reuses) each and reports "
-                        "every claim's pass rate over them (k/n seeds, 95% Wilson interval); overrides --seed.")
+SeedsOpt = typer.Option(
+    None,
+    "--seeds",
+    help="Several seeds, e.g. 0-9 or 0,3,7: runs (or reuses) each and reports "
+    "every claim's pass rate over them (k/n seeds, 95% Wilson interval); overrides --seed.",
+)
 StrictOpt = typer.Option(False, "--strict", help="Count declared known failures as failures (exit 1).")
-PrecisionOpt = typer.Option(None, "--precision", help="auto | fp32 | bf16: the arithmetic of no-gradient passes "
-                                                      "(transport, rollouts) in studies that offer the choice "
-                                                      "(default: the preset's; auto picks bf16 on GPUs and CPUs with "
-                                                      "AMX/AVX512-BF16, fp32 elsewhere; the run records the choice).")
+PrecisionOpt = typer.Option(
+    None,
+    "--precision",
+    help="auto | fp32 | bf16: the arithmetic of no-gradient passes "
+    "(transport, rollouts) in studies that offer the choice "
+    "(default: the preset's; auto picks bf16 on GPUs and CPUs with "
+    "AMX/AVX512-BF16, fp32 elsewhere; the run records the choice).",
+)
 
 
 _DEBUG = {"on": False}
 
 
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug",
-                                        help="Show the full traceback of an unexpected error.")) -> None:
+def _options(
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an unexpected error."),
+) -> None:
     """Deep-learning theory papers as executable, checked studies."""
     _DEBUG["on"] = debug
 
@@ -113,9 +125,12 @@ def _warn_unread(res: Result, overrides: dict[str, Any]) -> None:
     from theorylab.core.runner import unread_overrides
 
     for key in unread_overrides(res, overrides):
-        err.print(f"[yellow]warning:[/] --set {escape(key)}={escape(str(overrides[key]))} had no effect: "
-                  f"the {res.preset} preset of {res.study} never reads '{escape(key)}'", highlight=False,
-                  soft_wrap=True)
+        err.print(
+            f"[yellow]warning:[/] --set {escape(key)}={escape(str(overrides[key]))} had no effect: "
+            f"the {res.preset} preset of {res.study} never reads '{escape(key)}'",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _fmt(value: Any) -> str:
@@ -124,9 +139,14 @@ def _fmt(value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
-_CELL = {"passed": "[green]passed[/]", "departed": "[green]passed[/][cyan]†[/]", "failed": "[bold red]FAILED[/]",
-         "unexpected": "[bold red]PASSED UNEXPECTEDLY[/]", "undecided": "[yellow]not decided[/]",
-         "error": "[bold red]ERROR[/]"}
+_CELL = {
+    "passed": "[green]passed[/]",
+    "departed": "[green]passed[/][cyan]†[/]",
+    "failed": "[bold red]FAILED[/]",
+    "unexpected": "[bold red]PASSED UNEXPECTEDLY[/]",
+    "undecided": "[yellow]not decided[/]",
+    "error": "[bold red]ERROR[/]",
+}
 
 
 def _verdict_cell(v: Verdict) -> str:
@@ -142,8 +162,14 @@ def _claims_table(results: list[Result], title: str) -> Table:
         table.add_column(col, no_wrap=col != "claim", overflow="fold")
     for res in results:
         for v in res.verdicts:
-            table.add_row(res.study, v.id.split("/", 1)[-1] + (" †" if v.departures else ""), _verdict_cell(v),
-                          _fmt(v.measured), _fmt(v.expected), _fmt(v.tolerance))
+            table.add_row(
+                res.study,
+                v.id.split("/", 1)[-1] + (" †" if v.departures else ""),
+                _verdict_cell(v),
+                _fmt(v.measured),
+                _fmt(v.expected),
+                _fmt(v.tolerance),
+            )
         if not res.verdicts:
             status = "[bold red]error[/]" if res.status == "error" else escape(res.status)
             table.add_row(res.study, "-", status, "", "", "")
@@ -167,14 +193,22 @@ def _print_claims(results: list[Result], title: str) -> None:
 def _counts_line(counts: dict[str, int], compact: bool = False) -> str:
     """``"150 passed as stated, 39 passed with departures, 2 known failures, 0 failed, ..."`` (``compact``: the
     buckets that are not zero)."""
-    return ", ".join(counted(counts[k], k) for k in ("passed", "departed", "known", "failed", "unexpected",
-                                                     "undecided", "error") if counts[k] or not compact) or "no claims"
+    return (
+        ", ".join(
+            counted(counts[k], k)
+            for k in ("passed", "departed", "known", "failed", "unexpected", "undecided", "error")
+            if counts[k] or not compact
+        )
+        or "no claims"
+    )
 
 
 def _run_summary(res: Result) -> None:
     reused = " (reused from the store; --force to rerun)" if res.reused else ""
-    out.print(f"[bold]{res.study}[/] run [cyan]{res.run_id}[/] · preset {res.preset} · seed {res.seed} · {res.status} "
-              f"· {res.wall_s:.1f} s{reused}")
+    out.print(
+        f"[bold]{res.study}[/] run [cyan]{res.run_id}[/] · preset {res.preset} · seed {res.seed} · {res.status} "
+        f"· {res.wall_s:.1f} s{reused}"
+    )
     _print_claims([res], "claims")
     if res.figures:
         out.print("figures: " + ", ".join(str(p) for p in res.figures))
@@ -197,30 +231,42 @@ def _precision(slug: str, precision: Optional[str]) -> dict[str, Any]:
     if precision not in CHOICES:
         raise ConfigError(f"invalid value for '--precision': {precision!r}; allowed: {', '.join(CHOICES)}")
     if "precision" not in get_study(slug).config.model_fields:
-        err.print(f"{slug}: no precision choice (its claims need full-precision arithmetic); --precision "
-                  f"{precision} ignored", highlight=False)
+        err.print(
+            f"{slug}: no precision choice (its claims need full-precision arithmetic); --precision {precision} ignored",
+            highlight=False,
+        )
         return {}
     return {"precision": precision}
 
 
 def _row_verdict(row: dict[str, Any], short: bool = False) -> str:
     """An index row's verdict counts in words (zero buckets other than passed, failed, not decided left out)."""
-    counts = {k: row.get(f"n_{k}") or 0 for k in ("passed", "departed", "known", "failed", "unexpected", "undecided",
-                                                   "error")}
+    counts = {
+        k: row.get(f"n_{k}") or 0 for k in ("passed", "departed", "known", "failed", "unexpected", "undecided", "error")
+    }
     shown = {k: n for k, n in counts.items() if n or k in ("passed", "failed", "undecided")}
     if not short:
         return ", ".join(counted(n, k) for k, n in shown.items())
-    words = {"passed": "passed", "departed": "passed†", "known": "known", "failed": "failed",
-             "unexpected": "passed unexpectedly", "undecided": "not decided", "error": "errors"}
+    words = {
+        "passed": "passed",
+        "departed": "passed†",
+        "known": "known",
+        "failed": "failed",
+        "unexpected": "passed unexpectedly",
+        "undecided": "not decided",
+        "error": "errors",
+    }
     return ", ".join(f"{n} {words[k]}" for k, n in shown.items())
 
 
 @app.command("list")
 def list_cmd(
-    markdown: bool = typer.Option(False, "--markdown", help="Print the README studies table (with the latest quick "
-                                                            "verdicts)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="The quick verdict of this seed's run (default: the "
-                                       "newest quick run, any seed)."),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print the README studies table (with the latest quick verdicts)."
+    ),
+    seed: Optional[int] = typer.Option(
+        None, "--seed", help="The quick verdict of this seed's run (default: the newest quick run, any seed)."
+    ),
     store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -233,11 +279,28 @@ def list_cmd(
         history = st.rows(slug)  # newest first
         latest = next((r for r in history if r["status"] != "running"), None)
         quick_hash = preset_hashes(study).get("quick")  # a --set run stored as "quick" is not the quick verdict
-        quick = next((r for r in history if r["preset"] == "quick" and r["status"] == "done"
-                      and r["config_hash"] == quick_hash and (seed is None or r["seed"] == seed)), None)
-        rows.append({"slug": slug, "paper": study.paper, "family": study.family, "claims": len(study.claims),
-                     "latest": latest, "quick": quick,
-                     "not_built": dict(study.not_built)})
+        quick = next(
+            (
+                r
+                for r in history
+                if r["preset"] == "quick"
+                and r["status"] == "done"
+                and r["config_hash"] == quick_hash
+                and (seed is None or r["seed"] == seed)
+            ),
+            None,
+        )
+        rows.append(
+            {
+                "slug": slug,
+                "paper": study.paper,
+                "family": study.family,
+                "claims": len(study.claims),
+                "latest": latest,
+                "quick": quick,
+                "not_built": dict(study.not_built),
+            }
+        )
     if as_json:
         print(json.dumps([{k: v for k, v in r.items()} for r in rows], default=str))
         return
@@ -266,8 +329,9 @@ def list_cmd(
 @app.command("claims")
 def claims_cmd(
     slugs: Optional[List[str]] = typer.Argument(None, help="Studies to list (default: all)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Verdicts of this seed's runs (default: the newest run "
-                                       "per preset, any seed)."),
+    seed: Optional[int] = typer.Option(
+        None, "--seed", help="Verdicts of this seed's runs (default: the newest run per preset, any seed)."
+    ),
     store: Optional[Path] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -286,17 +350,25 @@ def claims_cmd(
     for col in ("claim", "decided by", "time", "latest verdicts (preset: verdict)", "departures"):
         table.add_column(col, overflow="fold")
     for e in entries:
-        latest = "; ".join(f"{p} (seed {v['seed']}): {v['label']}"
-                           + (f", {_fmt(v['measured'])}" if v["measured"] is not None else "")
-                           for p, v in e.verdicts.items()) or "not run"
+        latest = (
+            "; ".join(
+                f"{p} (seed {v['seed']}): {v['label']}"
+                + (f", {_fmt(v['measured'])}" if v["measured"] is not None else "")
+                for p, v in e.verdicts.items()
+            )
+            or "not run"
+        )
         first = (e.departures[0][:70] + ("..." if len(e.departures[0]) > 70 else "")) if e.departures else ""
         deps = (f"{len(e.departures)}: {first}" if e.departures else "none") + ("; known failure" if e.known else "")
-        table.add_row(e.id, e.decided_by + (" (GPU)" if e.device == "GPU" else ""), e.time_words(), escape(latest),
-                      escape(deps))
+        table.add_row(
+            e.id, e.decided_by + (" (GPU)" if e.device == "GPU" else ""), e.time_words(), escape(latest), escape(deps)
+        )
     out.print(table)
-    out.print(f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a CPU preset, "
-              f"{counts['gpu']} only on a GPU; {counts['decided_in_store']} decided by a run in this store",
-              highlight=False)
+    out.print(
+        f"{counts['claims']} claims: {counts['quick']} decided at quick, {counts['cpu']} by a CPU preset, "
+        f"{counts['gpu']} only on a GPU; {counts['decided_in_store']} decided by a run in this store",
+        highlight=False,
+    )
 
 
 @app.command()
@@ -309,10 +381,16 @@ def run(
     device: str = DeviceOpt,
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
-    executor: str = typer.Option("inline", "--executor", "-e", help="Where a study's independent grid jobs run: "
-                                 "inline (here) or ray (one Ray task per job; same tables and verdicts)."),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address for --executor ray "
-                                          "(default: start a local Ray on every core)."),
+    executor: str = typer.Option(
+        "inline",
+        "--executor",
+        "-e",
+        help="Where a study's independent grid jobs run: "
+        "inline (here) or ray (one Ray task per job; same tables and verdicts).",
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="Ray cluster address for --executor ray (default: start a local Ray on every core)."
+    ),
     strict: bool = StrictOpt,
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
@@ -329,8 +407,17 @@ def run(
     with _user_errors():
         overrides = _overrides(slug, set_, precision)
         jobs = make_executor(executor, address, gpu=resolve_device(device).type == "cuda")
-        res = execute(slug, preset, seed, overrides, store=Store(store), force=force, device=device, show_progress=True,
-                      executor=jobs)
+        res = execute(
+            slug,
+            preset,
+            seed,
+            overrides,
+            store=Store(store),
+            force=force,
+            device=device,
+            show_progress=True,
+            executor=jobs,
+        )
     if as_json:
         print(json.dumps(res.to_json()))
     else:
@@ -349,8 +436,13 @@ def check(
     device: str = DeviceOpt,
     force: bool = ForceOpt,
     precision: Optional[str] = PrecisionOpt,
-    workers: str = typer.Option("auto", "--workers", "-w", help="Studies run side by side: 'auto' (one per core, "
-                                "at most 8; one on a GPU) or a number; 1 runs them one at a time with progress bars."),
+    workers: str = typer.Option(
+        "auto",
+        "--workers",
+        "-w",
+        help="Studies run side by side: 'auto' (one per core, "
+        "at most 8; one on a GPU) or a number; 1 runs them one at a time with progress bars.",
+    ),
     strict: bool = StrictOpt,
     as_json: bool = JsonOpt,
     store: Optional[Path] = StoreOpt,
@@ -369,9 +461,12 @@ def check(
         if not names:
             _fail(f"no study declares a '{preset}' preset")
         if without:
-            err.print(f"{len(without)} studies have no {preset} preset (their claims are decided at quick or by "
-                      f"another preset; `theorylab claims` lists which): {', '.join(without)}", highlight=False,
-                      soft_wrap=True)
+            err.print(
+                f"{len(without)} studies have no {preset} preset (their claims are decided at quick or by "
+                f"another preset; `theorylab claims` lists which): {', '.join(without)}",
+                highlight=False,
+                soft_wrap=True,
+            )
     with _user_errors():
         for slug in names:
             get_study(slug)  # unknown slugs fail before any work
@@ -388,8 +483,11 @@ def check(
     error_lines: dict[str, str] = {}  # a study that raised: its one line, said once as it happens
     started = time.perf_counter()
     if n_proc > 1:
-        err.print(f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
-                  f"{'s' if threads > 1 else ''} each ...", highlight=False)
+        err.print(
+            f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
+            f"{'s' if threads > 1 else ''} each ...",
+            highlight=False,
+        )
 
     from theorylab.core.runner import expected_seconds
 
@@ -407,25 +505,46 @@ def check(
         if isinstance(outcome, BaseException):
             error_lines[slug] = _error_line(outcome, slug, missing)
         elif n_proc > 1 or preset != "quick":  # one at a time at quick: the progress bars say it all
-            err.print(f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
-                      f"{_counts_line(outcome.counts(), compact=True)}{_eta(names, finished, expected, n_proc)}",
-                      highlight=False, soft_wrap=True)
+            err.print(
+                f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
+                f"{_counts_line(outcome.counts(), compact=True)}{_eta(names, finished, expected, n_proc)}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
-    for slug, outcome in zip(names, check_many(names, preset, seed, store=st, force=force, device=device,
-                                               overrides=per_study, workers=n_proc, show_progress=True,
-                                               on_start=starting, on_done=done)):
-        results.append(Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException)
-                       else outcome)
+    for slug, outcome in zip(
+        names,
+        check_many(
+            names,
+            preset,
+            seed,
+            store=st,
+            force=force,
+            device=device,
+            overrides=per_study,
+            workers=n_proc,
+            show_progress=True,
+            on_start=starting,
+            on_done=done,
+        ),
+    ):
+        results.append(
+            Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException) else outcome
+        )
     if as_json:
         print(json.dumps(_check_json(results)))
     else:
         _print_claims(results, f"theorylab check --preset {preset}")
         errored = [r.study for r in results if r.status == "error"]
         walls = ", ".join(
-            f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error")
-        out.print(f"{len(results) - len(errored)} of {len(results)} studies judged · {_counts_line(_total(results))}, "
-                  f"{len(errored)} study errors{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
-                  f"{time.perf_counter() - started:.1f} s", highlight=False)
+            f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error"
+        )
+        out.print(
+            f"{len(results) - len(errored)} of {len(results)} studies judged · {_counts_line(_total(results))}, "
+            f"{len(errored)} study errors{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
+            f"{time.perf_counter() - started:.1f} s",
+            highlight=False,
+        )
         _say_meaning()
     broken = [r for r in results if not r.ok(strict) and r.study not in missing]
     if broken:
@@ -477,15 +596,29 @@ def _check_json(results: list[Result]) -> list[dict[str, Any]]:
 
 
 def _say_meaning() -> None:
-    out.print("passed as stated: the claim in the form its card or paper states it; passed with departures (†): a "
-              "recipe, size, definition or threshold differs, as declared; known failures: the stated claim fails in "
-              "our reproduction for a declared reason (exit 0 unless --strict); not decided: this preset cannot "
-              "decide it (the detail says what does).", highlight=False, soft_wrap=True, style="dim")
+    out.print(
+        "passed as stated: the claim in the form its card or paper states it; passed with departures (†): a "
+        "recipe, size, definition or threshold differs, as declared; known failures: the stated claim fails in "
+        "our reproduction for a declared reason (exit 0 unless --strict); not decided: this preset cannot "
+        "decide it (the detail says what does).",
+        highlight=False,
+        soft_wrap=True,
+        style="dim",
+    )
 
 
-def _check_over_seeds(names: list[str], seeds_text: str, preset: str, device: str, force: bool,
-                      overrides: dict[str, dict[str, Any]], workers: str, strict: bool, as_json: bool,
-                      store: Optional[Path]) -> None:
+def _check_over_seeds(
+    names: list[str],
+    seeds_text: str,
+    preset: str,
+    device: str,
+    force: bool,
+    overrides: dict[str, dict[str, Any]],
+    workers: str,
+    strict: bool,
+    as_json: bool,
+    store: Optional[Path],
+) -> None:
     """``check --seeds`` / ``run --seeds``: every study at every seed, then each claim's rate over the seeds."""
     from theorylab.core.runner import check_seeds, check_workers
     from theorylab.core.seeds import MARKS, claim_rates, parse_seeds
@@ -497,8 +630,11 @@ def _check_over_seeds(names: list[str], seeds_text: str, preset: str, device: st
     n_jobs = len(names) * len(seed_list)
     missing: list[str] = []
     started = time.perf_counter()
-    err.print(f"checking {len(names)} stud{'y' if len(names) == 1 else 'ies'} ({preset}) at {len(seed_list)} seeds "
-              f"({seeds_text}): {n_jobs} runs, {n_proc} at a time ...", highlight=False)
+    err.print(
+        f"checking {len(names)} stud{'y' if len(names) == 1 else 'ies'} ({preset}) at {len(seed_list)} seeds "
+        f"({seeds_text}): {n_jobs} runs, {n_proc} at a time ...",
+        highlight=False,
+    )
 
     def done(slug: str, seed: int, outcome: Result | BaseException, k: int) -> None:
         if isinstance(outcome, BaseException):
@@ -506,19 +642,44 @@ def _check_over_seeds(names: list[str], seeds_text: str, preset: str, device: st
             return
         elapsed = time.perf_counter() - started
         eta = elapsed / k * (n_jobs - k)
-        err.print(f"  {k}/{n_jobs} {slug} seed {seed}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''},"
-                  f" {_counts_line(outcome.counts(), compact=True)} · ETA {eta / 60:.1f} min", highlight=False,
-                  soft_wrap=True)
+        err.print(
+            f"  {k}/{n_jobs} {slug} seed {seed}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''},"
+            f" {_counts_line(outcome.counts(), compact=True)} · ETA {eta / 60:.1f} min",
+            highlight=False,
+            soft_wrap=True,
+        )
 
-    outcomes = check_seeds(names, seed_list, preset, store=st, force=force, device=device, overrides=overrides,
-                           workers=n_proc, show_progress=n_proc == 1, on_done=done)
+    outcomes = check_seeds(
+        names,
+        seed_list,
+        preset,
+        store=st,
+        force=force,
+        device=device,
+        overrides=overrides,
+        workers=n_proc,
+        show_progress=n_proc == 1,
+        on_done=done,
+    )
     rates = claim_rates(outcomes, {slug: [c.id for c in get_study(slug).claims] for slug in names})
     unexplained = [r for r in rates if r.unexplained]
     known = [r for r in rates if r.count("known")]
     if as_json:
-        print(json.dumps({"preset": preset, "seeds": seed_list, "claims": [r.to_json(seed_list) for r in rates],
-                          "runs": [o.to_json() if isinstance(o, Result) else {"study": slug, "seed": seed, "status":
-                                   "error", "message": _one_line(o)} for (slug, seed), o in outcomes.items()]}))
+        print(
+            json.dumps(
+                {
+                    "preset": preset,
+                    "seeds": seed_list,
+                    "claims": [r.to_json(seed_list) for r in rates],
+                    "runs": [
+                        o.to_json()
+                        if isinstance(o, Result)
+                        else {"study": slug, "seed": seed, "status": "error", "message": _one_line(o)}
+                        for (slug, seed), o in outcomes.items()
+                    ],
+                }
+            )
+        )
     else:
         table = Table(title=f"theorylab check --preset {preset} --seeds {seeds_text}: claims over seeds")
         for col in ("study", "claim", "passed/decided", "95% interval", f"seeds {seeds_text}", "declared"):
@@ -527,32 +688,56 @@ def _check_over_seeds(names: list[str], seeds_text: str, preset: str, device: st
             lo, hi = r.interval
             note = []
             if r.known:
-                note.append("[magenta]known: " + escape(r.known.removeprefix("known failure on ").split(":", 1)[0])
-                            + "[/]")
+                note.append(
+                    "[magenta]known: " + escape(r.known.removeprefix("known failure on ").split(":", 1)[0]) + "[/]"
+                )
             if r.departures:
                 note.append(f"[cyan]† {len(r.departures)} departure{'s' if len(r.departures) > 1 else ''}[/]")
             rate = f"[bold red]{r.rate}[/]" if r.unexplained else r.rate
-            table.add_row(r.study, r.claim.split("/", 1)[-1], rate, "" if r.decided == 0 else f"[{lo:.2f}, {hi:.2f}]",
-                          r.marks(seed_list), ", ".join(note))
+            table.add_row(
+                r.study,
+                r.claim.split("/", 1)[-1],
+                rate,
+                "" if r.decided == 0 else f"[{lo:.2f}, {hi:.2f}]",
+                r.marks(seed_list),
+                ", ".join(note),
+            )
         out.print(table)
-        out.print("seeds " + ", ".join(map(str, seed_list)) + ": " + ", ".join(
-            f"{m} {w}" for w, m in (("passed", MARKS["passed"]), ("failed", MARKS["failed"]), ("known failure",
-                                    MARKS["known"]), ("passed unexpectedly", MARKS["unexpected"]), ("not decided",
-                                    MARKS["undecided"]), ("judge error", MARKS["error"]), ("run did not finish",
-                                    MARKS["not evaluated"]))), highlight=False, soft_wrap=True)
+        out.print(
+            "seeds "
+            + ", ".join(map(str, seed_list))
+            + ": "
+            + ", ".join(
+                f"{m} {w}"
+                for w, m in (
+                    ("passed", MARKS["passed"]),
+                    ("failed", MARKS["failed"]),
+                    ("known failure", MARKS["known"]),
+                    ("passed unexpectedly", MARKS["unexpected"]),
+                    ("not decided", MARKS["undecided"]),
+                    ("judge error", MARKS["error"]),
+                    ("run did not finish", MARKS["not evaluated"]),
+                )
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
         for r in unexplained + [r for r in known if not r.unexplained]:
             tag = "[bold red]unexplained[/]" if r.unexplained else "[magenta]known[/]"
             out.print(f"  {tag} [bold]{r.claim}[/] {r.rate}: {escape(r.first_failure)}", highlight=False)
         runs = [o for o in outcomes.values() if isinstance(o, Result)]
         always = sum(1 for r in rates if r.decided and r.passed == r.decided)
-        out.print(f"{len(rates)} claims over {len(seed_list)} seeds: {always} passed on every seed that decided them, "
-                  f"{len(known)} with known failures, {len(unexplained)} with unexplained failures, "
-                  f"{sum(1 for r in rates if not r.decided)} not decided on any seed · runs: "
-                  f"{_counts_line(_total(runs))} · {len(outcomes) - len(runs)} run errors · total "
-                  f"{time.perf_counter() - started:.1f} s", highlight=False, soft_wrap=True)
+        out.print(
+            f"{len(rates)} claims over {len(seed_list)} seeds: {always} passed on every seed that decided them, "
+            f"{len(known)} with known failures, {len(unexplained)} with unexplained failures, "
+            f"{sum(1 for r in rates if not r.decided)} not decided on any seed · runs: "
+            f"{_counts_line(_total(runs))} · {len(outcomes) - len(runs)} run errors · total "
+            f"{time.perf_counter() - started:.1f} s",
+            highlight=False,
+            soft_wrap=True,
+        )
         _say_meaning()
-    if unexplained or (strict and known) or any(not o.ok(strict) for o in outcomes.values()
-                                                if isinstance(o, Result)):
+    if unexplained or (strict and known) or any(not o.ok(strict) for o in outcomes.values() if isinstance(o, Result)):
         raise typer.Exit(1)
     if missing:
         raise typer.Exit(2)
@@ -585,20 +770,48 @@ def sweep(
         def report_point(point: dict[str, Any], run_id: str, status: str) -> None:
             err.print(f"  {point} -> {run_id} {status}", highlight=False)
 
-        res = run_sweep(slug, parsed, preset=preset, seed=seed, overrides=overrides, executor=executor, address=address,
-                        workers=workers, store=st, device=device, on_point=report_point)
+        res = run_sweep(
+            slug,
+            parsed,
+            preset=preset,
+            seed=seed,
+            overrides=overrides,
+            executor=executor,
+            address=address,
+            workers=workers,
+            store=st,
+            device=device,
+            on_point=report_point,
+        )
     if as_json:
-        print(json.dumps({"sweep_id": res.sweep_id, "study": slug, "ran": res.n_ran, "reused": res.n_reused,
-                          "path": str(res.path),
-                          "tables": {k: str(res.path / f"{k}.parquet") for k in res.tables}, "points": json.loads(
-                              res.points.to_json(orient="records"))}))
+        print(
+            json.dumps(
+                {
+                    "sweep_id": res.sweep_id,
+                    "study": slug,
+                    "ran": res.n_ran,
+                    "reused": res.n_reused,
+                    "path": str(res.path),
+                    "tables": {k: str(res.path / f"{k}.parquet") for k in res.tables},
+                    "points": json.loads(res.points.to_json(orient="records")),
+                }
+            )
+        )
         return
-    out.print(f"sweep [cyan]{res.sweep_id}[/] of {slug}: {len(res.points)} points, ran {res.n_ran}, reused "
-              f"{res.n_reused}")
+    out.print(
+        f"sweep [cyan]{res.sweep_id}[/] of {slug}: {len(res.points)} points, ran {res.n_ran}, reused {res.n_reused}"
+    )
     verdicts = res.tables["verdicts"]
     if len(verdicts):
-        words = {"passed": "passed", "departed": "passed†", "failed": "FAILED", "known": "failed (known)",
-                 "unexpected": "PASSED UNEXPECTEDLY", "undecided": "not decided", "error": "ERROR"}
+        words = {
+            "passed": "passed",
+            "departed": "passed†",
+            "failed": "FAILED",
+            "known": "failed (known)",
+            "unexpected": "PASSED UNEXPECTEDLY",
+            "undecided": "not decided",
+            "error": "ERROR",
+        }
         summary = verdicts.assign(passed=verdicts["outcome"].map(words))
         keys = list(parsed)
         pivot = summary.pivot_table(index=keys, columns="claim", values="passed", aggfunc="first")
@@ -628,12 +841,12 @@ def report(
         webbrowser.open(index.resolve().as_uri())
 
 
-
 @app.command()
 def pages(
     slugs: Optional[List[str]] = typer.Argument(None, help="Studies to write pages for (default: all)."),
-    stores: List[Path] = typer.Option(..., "--store", help="Store to read runs from (repeatable: the first that "
-                                      "has a run of a preset gives it)."),
+    stores: List[Path] = typer.Option(
+        ..., "--store", help="Store to read runs from (repeatable: the first that has a run of a preset gives it)."
+    ),
     seed: int = typer.Option(0, "--seed", help="The seed whose runs the pages show.", min=0),
     out_dir: Path = typer.Option(Path("docs/studies"), "--out", help="Folder of the study pages."),
 ) -> None:
@@ -657,13 +870,14 @@ def _load_or_explain(st: Store, run_id: str) -> Result:
     try:
         return st.load(run_id)
     except ConfigError:
-        attempts = [r for r in st.rows() if r["run_id"].startswith(run_id) and r["status"] in ("interrupted",
-                                                                                                "failed")]
+        attempts = [r for r in st.rows() if r["run_id"].startswith(run_id) and r["status"] in ("interrupted", "failed")]
         if len(attempts) == 1:
             a = attempts[0]
-            raise ConfigError(f"run {a['run_id']} ({a['study']}, preset {a['preset']}, seed {a['seed']}) was "
-                              f"{a['status']}: {a['message'] or 'no message'}; nothing of it is stored, run it "
-                              f"again to redo it") from None
+            raise ConfigError(
+                f"run {a['run_id']} ({a['study']}, preset {a['preset']}, seed {a['seed']}) was "
+                f"{a['status']}: {a['message'] or 'no message'}; nothing of it is stored, run it "
+                f"again to redo it"
+            ) from None
         raise
 
 

@@ -63,8 +63,9 @@ class PickedRun:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
 
 
-def pick_run(study: Study, stores: Sequence[Store], preset: str, seed: int,
-             hashes: Mapping[str, str] | None = None) -> PickedRun | None:
+def pick_run(
+    study: Study, stores: Sequence[Store], preset: str, seed: int, hashes: Mapping[str, str] | None = None
+) -> PickedRun | None:
     """The run of ``preset`` at ``seed`` a page shows: the newest finished run of the preset's current config in
     the first store that has one, else the newest finished run of the preset (an older config) in the first store
     that has one; None when no store has a finished run of it."""
@@ -143,15 +144,15 @@ def fmt(value: Any, limit: int = 60) -> str:
     if isinstance(value, dict):
         return fmt(json.dumps(value, default=str), limit)
     text = str(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def short_departure(text: str, limit: int = 60) -> str:
     """A departure's head (``"steps 1500 (card 100000)"``), for a table cell."""
     head = text.split(": ", 1)[0]
     if head.count("(") > head.count(")"):  # cut inside a parenthesis: keep what comes before it
-        head = head[:head.rfind("(")].rstrip() or head
-    return head if len(head) <= limit else head[:limit - 1] + "…"
+        head = head[: head.rfind("(")].rstrip() or head
+    return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
 def _date(row: Mapping[str, Any]) -> str:
@@ -179,8 +180,12 @@ def header_block(study: Study) -> str:
 
 
 def run_block(study: Study) -> str:
-    lines = ["## How to run", "", "```bash",
-             f"theorylab run {study.slug}          # quick preset: <= 60 s on 2 CPU cores"]
+    lines = [
+        "## How to run",
+        "",
+        "```bash",
+        f"theorylab run {study.slug}          # quick preset: <= 60 s on 2 CPU cores",
+    ]
     if "cpu" in study.presets:
         lines.append(f"theorylab run {study.slug} -p cpu   # cpu preset: <= 10 min on 2 CPU cores")
     lines.append("```")
@@ -206,8 +211,10 @@ def _run_line(picked: PickedRun) -> str:
     text = f"**{picked.preset}**, seed {res.seed}: " + ", ".join(where)
     if not picked.current:
         flag = "" if picked.preset == "quick" else f" -p {picked.preset}"
-        text += (f". This run's config is not today's {picked.preset} preset (hash `{picked.current_hash}`): its "
-                 f"verdicts read as stored; `theorylab run {res.study}{flag}` gives today's")
+        text += (
+            f". This run's config is not today's {picked.preset} preset (hash `{picked.current_hash}`): its "
+            f"verdicts read as stored; `theorylab run {res.study}{flag}` gives today's"
+        )
     return text + "."
 
 
@@ -237,13 +244,14 @@ def claims_block(study: Study, entries: Sequence[ClaimEntry], runs: Mapping[str,
     presets = [p for p in PAGE_PRESETS if p in study.presets]
     lines = ["## Claims", ""]
     if runs:
-        lines.append(f"Verdicts of the stored runs at seed {seed} (`theorylab claims {study.slug}` lists the same "
-                     "declarations):")
+        lines.append(
+            f"Verdicts of the stored runs at seed {seed} (`theorylab claims {study.slug}` lists the same declarations):"
+        )
         lines.append("")
         lines += [f"- {_run_line(runs[p])}" for p in presets if p in runs]
         lines += [f"- **{p}**, seed {seed}: not run." for p in presets if p not in runs]
     else:
-        lines.append(f"No stored run of this study at seed {seed}: every verdict reads \"not run\".")
+        lines.append(f'No stored run of this study at seed {seed}: every verdict reads "not run".')
     lines.append("")
     lines += ["| claim (decided by) | verdict | measured | expected | departures |", "|---|---|---|---|---|"]
     for e in entries:
@@ -255,13 +263,19 @@ def claims_block(study: Study, entries: Sequence[ClaimEntry], runs: Mapping[str,
         if len(presets) == 1:
             verdict = cell(_verdict_words(verdicts[presets[0]], presets[0] == e.decided_by))
         else:
-            verdict = "<br>".join(cell(f"{p}: {_verdict_words(verdicts[p], p == e.decided_by)}")
-                                  for p in shown) or "not run"
+            verdict = (
+                "<br>".join(cell(f"{p}: {_verdict_words(verdicts[p], p == e.decided_by)}") for p in shown) or "not run"
+            )
         deps = [short_departure(d) for d in (main.departures if main else ())]
         if main is not None and main.outcome == "known":
             deps.append("known failure")
-        row = [f"{cell(f'`{short}`')}<br>{cell(decided)}", verdict, cell(fmt(main.measured) if main else ""),
-               cell(fmt(main.expected) if main else ""), cell("; ".join(deps))]
+        row = [
+            f"{cell(f'`{short}`')}<br>{cell(decided)}",
+            verdict,
+            cell(fmt(main.measured) if main else ""),
+            cell(fmt(main.expected) if main else ""),
+            cell("; ".join(deps)),
+        ]
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "Statements:", ""]
     lines += [f"- `{e.id.split('/', 1)[-1]}`: {prose(e.statement)}" for e in entries]
@@ -278,7 +292,7 @@ def figures_block(study: Study, runs: Mapping[str, PickedRun], chosen: Mapping[s
     where = "; ".join(f"{p}: run `{runs[p].result.run_id}`, seed {runs[p].result.seed}" for p in chosen if chosen[p])
     lines += [f"From the stored runs ({where}); click a figure for full size.", ""]
     for i in range(0, len(shown), 2):
-        pair = shown[i:i + 2]
+        pair = shown[i : i + 2]
         heads = [f"{p}: `{n}`" for p, n in pair] + [""] * (2 - len(pair))
         images = [f"[![{p}: {n}](img/{study.slug}/{p}-{n}.png)](img/{study.slug}/{p}-{n}.png)" for p, n in pair]
         images += [""] * (2 - len(pair))
@@ -312,8 +326,13 @@ def sizes_block(study: Study) -> str:
         lines.append(f"- **{p.name}** ({where}): {prose(desc)}")
     if fields:
         names = [p.name for p in _ordered(study)]
-        lines += ["", "The fields the presets set (quick: the config's defaults unless it sets them):", "",
-                  "| field | meaning | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 2)]
+        lines += [
+            "",
+            "The fields the presets set (quick: the config's defaults unless it sets them):",
+            "",
+            "| field | meaning | " + " | ".join(names) + " |",
+            "|" + "---|" * (len(names) + 2),
+        ]
         for f in fields:
             row = [f"`{f}`", meaning.get(f, ""), *[_value(configs[n].get(f, "")) for n in names]]
             lines.append("| " + " | ".join(cell(c) for c in row) + " |")
@@ -332,8 +351,10 @@ def sizes_block(study: Study) -> str:
 
 def differs_block(study: Study, entries: Sequence[ClaimEntry]) -> str:
     lines = ["## What differs from the paper", ""]
-    lines.append("Declared on the claims, at the preset that decides each one (a run's own departures are in its "
-                 "verdicts above):")
+    lines.append(
+        "Declared on the claims, at the preset that decides each one (a run's own departures are in its "
+        "verdicts above):"
+    )
     lines.append("")
     groups: dict[tuple[Any, ...], list[str]] = {}  # claims that declare the same departures are listed together
     for e in entries:
@@ -386,8 +407,9 @@ def write_image(source: Path, target: Path, max_width: int = MAX_WIDTH, max_byte
         img = img.convert("RGB")
         width = min(img.width, max_width)
         while True:
-            sized = img if width == img.width else img.resize((width, round(img.height * width / img.width)),
-                                                               Image.LANCZOS)
+            sized = (
+                img if width == img.width else img.resize((width, round(img.height * width / img.width)), Image.LANCZOS)
+            )
             small = sized.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
             small.save(target, optimize=True)
             if target.stat().st_size <= max_bytes or width <= 400:
@@ -395,12 +417,16 @@ def write_image(source: Path, target: Path, max_width: int = MAX_WIDTH, max_byte
             width = max(400, int(width * 0.8))
 
 
-def write_images(study: Study, runs: Mapping[str, PickedRun], chosen: Mapping[str, list[str]],
-                 out_dir: Path) -> dict[str, int]:
+def write_images(
+    study: Study, runs: Mapping[str, PickedRun], chosen: Mapping[str, list[str]], out_dir: Path
+) -> dict[str, int]:
     """Write the chosen figures into ``out_dir/img/<slug>/`` (removing our older ones there); ``{file: bytes}``."""
     folder = out_dir / "img" / study.slug
-    wanted = {f"{preset}-{name}.png": runs[preset].result.path / "figures" / f"{name}.png"  # type: ignore[operator]
-              for preset, names in chosen.items() for name in names}
+    wanted = {
+        f"{preset}-{name}.png": runs[preset].result.path / "figures" / f"{name}.png"  # type: ignore[operator]
+        for preset, names in chosen.items()
+        for name in names
+    }
     if folder.is_dir():
         for old in folder.glob("*.png"):
             if old.name not in wanted:
@@ -416,8 +442,9 @@ def strip_generated(text: str) -> str:
 
 def generated_blocks(text: str) -> dict[str, str]:
     """``{name: content}`` of a page's generated blocks."""
-    return {m.group(1): m.group(0)[len(start(m.group(1))) + 1:-len(END)].strip("\n")
-            for m in _BLOCK_RE.finditer(text)}
+    return {
+        m.group(1): m.group(0)[len(start(m.group(1))) + 1 : -len(END)].strip("\n") for m in _BLOCK_RE.finditer(text)
+    }
 
 
 def wrap(name: str, content: str) -> str:
@@ -430,10 +457,20 @@ def skeleton(slug: str, old: str = "") -> str:
     body = old.strip()
     if body.startswith("# "):
         body = body.split("\n", 1)[1].strip() if "\n" in body else ""
-    parts = [f"# {slug}", wrap("header", ""), wrap("run", ""), wrap("claims", ""), wrap("figures", ""),
-             "## What the card asks",
-             f"The study's [card]({_DESIGN_CARDS}) (its specification) is summarised here.",
-             "## What is built", wrap("sizes", ""), wrap("differs", ""), "## Measurements", body]
+    parts = [
+        f"# {slug}",
+        wrap("header", ""),
+        wrap("run", ""),
+        wrap("claims", ""),
+        wrap("figures", ""),
+        "## What the card asks",
+        f"The study's [card]({_DESIGN_CARDS}) (its specification) is summarised here.",
+        "## What is built",
+        wrap("sizes", ""),
+        wrap("differs", ""),
+        "## Measurements",
+        body,
+    ]
     return "\n\n".join(p for p in parts if p is not None).rstrip() + "\n"
 
 
@@ -476,12 +513,21 @@ def write_page(study: Study, stores: Sequence[Store], out_dir: Path, seed: int =
     runs = pick_runs(study, stores, seed)
     chosen = choose_figures(runs, text)
     images = write_images(study, runs, chosen, out_dir)
-    blocks = {"header": header_block(study), "run": run_block(study),
-              "claims": claims_block(study, entries, runs, seed), "figures": figures_block(study, runs, chosen),
-              "sizes": sizes_block(study), "differs": differs_block(study, entries)}
+    blocks = {
+        "header": header_block(study),
+        "run": run_block(study),
+        "claims": claims_block(study, entries, runs, seed),
+        "figures": figures_block(study, runs, chosen),
+        "sizes": sizes_block(study),
+        "differs": differs_block(study, entries),
+    }
     path.write_text(update_page(text, blocks))
-    return PageReport(study.slug, path, {p: r.row["run_id"] + ("" if r.current else " (older config)")
-                                         for p, r in runs.items()}, images)
+    return PageReport(
+        study.slug,
+        path,
+        {p: r.row["run_id"] + ("" if r.current else " (older config)") for p, r in runs.items()},
+        images,
+    )
 
 
 def write_pages(studies: Iterable[Study], stores: Sequence[Store], out_dir: Path, seed: int = 0) -> list[PageReport]:

@@ -38,24 +38,49 @@ def test_quick_claims(aim_quick):
 def test_judges_fail_on_wrong_results(aim_quick):
     r, j = aim_quick, aim_study.judges
     # a wrong sqrt(d) in the mean, a covariance off by 5%, or a check that cannot tell Ω from Ψ
-    assert j.judge_moments(_edit(r, "moments", lambda f: set_where(
-        f, lambda t: t["kind"] == "mean", "predicted", f["predicted"] * math.sqrt(64)))).passed is False
-    assert j.judge_moments(_edit(r, "moments", lambda f: set_where(
-        f, lambda t: t["kind"] == "cov", "predicted", f["predicted"] * 1.05))).passed is False
+    assert (
+        j.judge_moments(
+            _edit(
+                r,
+                "moments",
+                lambda f: set_where(f, lambda t: t["kind"] == "mean", "predicted", f["predicted"] * math.sqrt(64)),
+            )
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_moments(
+            _edit(
+                r, "moments", lambda f: set_where(f, lambda t: t["kind"] == "cov", "predicted", f["predicted"] * 1.05)
+            )
+        ).passed
+        is False
+    )
     assert j.judge_moments(_edit(r, "moments", lambda f: f.assign(predicted_swapped=f["predicted"]))).passed is False
     # a kurtosis formula off by a factor 2, or one that does not fall like 1/d
     assert j.judge_kurtosis(_edit(r, "kurtosis", lambda f: f.assign(predicted=2 * f["predicted"]))).passed is False
-    flat = _edit(r, "kurtosis", lambda f: f.assign(predicted=f["predicted"] * (f["d"] / 64) ** 0.5,
-                                                   measured=f["predicted"] * (f["d"] / 64) ** 0.5))
+    flat = _edit(
+        r,
+        "kurtosis",
+        lambda f: f.assign(
+            predicted=f["predicted"] * (f["d"] / 64) ** 0.5, measured=f["predicted"] * (f["d"] / 64) ** 0.5
+        ),
+    )
     assert j.judge_kurtosis(flat).passed is False
     # Φ for h1 off by a factor 1/2 on q12, or an h2 discrepancy that does not shrink
-    assert j.judge_landscape(_edit(r, "landscape", lambda f: set_where(
-        f, lambda t: t["link"] == "h1", "phi", f["phi"] + 0.05))).passed is False
+    assert (
+        j.judge_landscape(
+            _edit(r, "landscape", lambda f: set_where(f, lambda t: t["link"] == "h1", "phi", f["phi"] + 0.05))
+        ).passed
+        is False
+    )
     stuck = _edit(r, "landscape", lambda f: f.assign(discrepancy=np.where(f["link"] == "h2", 0.2, f["discrepancy"])))
     assert j.judge_landscape(stuck).passed is False
     # a tied h2 student that does not learn, or one that diverged
-    assert j.judge_tied(_edit(r, "sgd", lambda f: set_where(f, lambda t: t["link"] == "h2", "rho_final", 0.3))
-                        ).passed is False
+    assert (
+        j.judge_tied(_edit(r, "sgd", lambda f: set_where(f, lambda t: t["link"] == "h2", "rho_final", 0.3))).passed
+        is False
+    )
     assert j.judge_tied(_edit(r, "sgd", lambda f: f.assign(finite=False))).passed is False
     # n_0.5 growing like d^3 ln d (one power of d too many), or a run that never reaches ρ = 0.5
     cubic = _edit(r, "sgd", lambda f: f.assign(n_half_scaled=f["n_half_scaled"] * f["d"] / 48 * 1.0))
@@ -84,6 +109,7 @@ def _paper_compare(r, tied_rho, direct_rho, direct_h1_final=0.9, d=400):
         f.loc[control, "rho_at_horizon"] = 0.9  # the PSD-start controls learn: not part of the claim
         f.loc[(f["parametrisation"] == "direct") & (f["link"] == "h1"), "rho_final"] = direct_h1_final
         return f
+
     return _edit(r, "compare", fn)
 
 
@@ -99,14 +125,21 @@ def test_paper_judges_decide_at_paper_size(aim_quick):
     assert j.judge_direct(_paper_compare(aim_quick, 0.45, 0.02, d=96)).passed is False  # tied short of 0.5
     assert j.judge_direct(_paper_compare(aim_quick, 0.8, 0.02, d=48)).outcome == "undecided"
     import pandas as pd
-    rows = [dict(link=k, d=d, n_half_m=100.0 * d, n_half_rho=100.0 * d * d * (1 + i), m_final=1.0, rho_final=0.9)
-            for i, k in enumerate(("h1", "h2", "h3")) for d in (200, 400, 800)]
+
+    rows = [
+        dict(link=k, d=d, n_half_m=100.0 * d, n_half_rho=100.0 * d * d * (1 + i), m_final=1.0, rho_final=0.9)
+        for i, k in enumerate(("h1", "h2", "h3"))
+        for d in (200, 400, 800)
+    ]
     good = _edit(aim_quick, "untied", lambda f: pd.DataFrame(rows))
     assert j.judge_untied(good).passed is True
     flat = _edit(good, "untied", lambda f: f.assign(n_half_rho=f["n_half_m"] * 3))
     assert j.judge_untied(flat).passed is False
-    swapped = _edit(good, "untied", lambda f: f.assign(n_half_rho=np.where(f["link"] == "h1", f["n_half_rho"] * 10,
-                                                                           f["n_half_rho"])))
+    swapped = _edit(
+        good,
+        "untied",
+        lambda f: f.assign(n_half_rho=np.where(f["link"] == "h1", f["n_half_rho"] * 10, f["n_half_rho"])),
+    )
     assert j.judge_untied(swapped).passed is False
 
 
@@ -115,19 +148,43 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute(SLUG, "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(moment_dims=(16, 24), moment_samples=4000, sgd_dims=(10, 12), horizon=0.5, batch=32,
-                                 compare_dims=(12,), compare_batch=32, compare_horizon=0.5, compare_seeds=2,
-                                 untied_dims=(8, 10, 12), untied_batch=32, untied_horizon=0.5, test_samples=64,
-                                 evaluate_every=5, trunc_d=12, trunc_seeds=2, trunc_orders=(2, 3)))
+    res = execute(
+        SLUG,
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            moment_dims=(16, 24),
+            moment_samples=4000,
+            sgd_dims=(10, 12),
+            horizon=0.5,
+            batch=32,
+            compare_dims=(12,),
+            compare_batch=32,
+            compare_horizon=0.5,
+            compare_seeds=2,
+            untied_dims=(8, 10, 12),
+            untied_batch=32,
+            untied_horizon=0.5,
+            test_samples=64,
+            evaluate_every=5,
+            trunc_d=12,
+            trunc_seeds=2,
+            trunc_orders=(2, 3),
+        ),
+    )
     assert res.status == "done", res.message
     c = res.table("compare")
     assert len(c) == 3 * 2 * 3 and set(c["parametrisation"]) == {"tied", "direct"} and set(c["seed"]) == {0, 1}
     assert set(c["direct_init"]) == {"traceless", "psd"}  # the trace-free start and its PSD control
     u = res.table("untied")
     assert set(u["d"]) == {8, 10, 12} and set(u["link"]) == {"h1", "h2", "h3"}
-    assert [v.id.split("/")[-1] for v in res.verdicts][-3:] == ["direct-vs-tied", "untied-timescales",
-                                                                  "moment-truncation"]
+    assert [v.id.split("/")[-1] for v in res.verdicts][-3:] == [
+        "direct-vs-tied",
+        "untied-timescales",
+        "moment-truncation",
+    ]
     tr = res.table("truncation")
     assert list(tr["curve"]) == ["M = 2", "M = 3", "matrix flow"] and np.isfinite(tr["distance"]).all()
 
@@ -145,13 +202,18 @@ def test_departures_are_declared():
         got = c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), config, "quick")
         return [d.split(" (")[0].split(":")[0] for d in got.departures], got.outcome
 
-    want = {"exact-moments": ["non-symmetric S, S' with a trace"], "kurtosis": [],
-            "landscape-reduction": ["tied scale S = κWWᵀ with κ = kappa constant in d"],
-            "tied-learns": ["tied scale S = κWWᵀ with κ = kappa constant in d", "lr_constant 0.1"],
-            "d2logd-scaling": ["tied scale S = κWWᵀ with κ = kappa constant in d", "lr_constant 0.1"],
-            "direct-vs-tied": ["initial direct S drawn as `direct_init` says",
-                               "tied scale S = κWWᵀ with κ = kappa constant in d"],
-            "untied-timescales": ["S = UVᵀ with U, V entries N(0, 1/d)"]}
+    want = {
+        "exact-moments": ["non-symmetric S, S' with a trace"],
+        "kurtosis": [],
+        "landscape-reduction": ["tied scale S = κWWᵀ with κ = kappa constant in d"],
+        "tied-learns": ["tied scale S = κWWᵀ with κ = kappa constant in d", "lr_constant 0.1"],
+        "d2logd-scaling": ["tied scale S = κWWᵀ with κ = kappa constant in d", "lr_constant 0.1"],
+        "direct-vs-tied": [
+            "initial direct S drawn as `direct_init` says",
+            "tied scale S = κWWᵀ with κ = kappa constant in d",
+        ],
+        "untied-timescales": ["S = UVᵀ with U, V entries N(0, 1/d)"],
+    }
     for c in st.claims:
         cid = c.id.split("/")[-1]
         names, outcome = heads(c, ours)
@@ -191,7 +253,6 @@ def test_kurtosis_standard_error_matches_replicate_spread():
     assert k.mean() == pytest.approx(12 * np.sum(lam**4) / np.sum(lam**2) ** 2, abs=4 * k.std() / math.sqrt(300) + 0.02)
     gauss = aim_study._kurtosis_se(rng.standard_normal(200_000))
     assert gauss[1] == pytest.approx(math.sqrt(24 / 200_000), rel=0.1)
-
 
 
 def test_cpu_preset_decides_direct_vs_tied():

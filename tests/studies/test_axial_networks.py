@@ -11,10 +11,26 @@ from result_edits import set_where
 
 PAPER_ONLY = ("gp-all-dims", "x-comparable", "multidim-pretraining", "mini-foundation")
 # The PDE claims (9-11) at toy size: grids of 8-16 points, a few steps, one-block transformers.
-PDE_TOY = dict(mini_seeds=5, mini_traj=4, mini_frames=4, mini_pretrain_steps=4, mini_finetune_steps=4,
-               mini_grids=(16, 8, 8), mini_width=4, pde_grids=(16, 16, 8), pde_traj=4, pde_frames=4, pde_seeds=2,
-               pde_pretrain_steps=4, pde_finetune_steps=4, pde_evaluate_every=2, vit_d_model=8, vit_n_layers=1,
-               vit_n_heads=2, vit_patch=4)
+PDE_TOY = dict(
+    mini_seeds=5,
+    mini_traj=4,
+    mini_frames=4,
+    mini_pretrain_steps=4,
+    mini_finetune_steps=4,
+    mini_grids=(16, 8, 8),
+    mini_width=4,
+    pde_grids=(16, 16, 8),
+    pde_traj=4,
+    pde_frames=4,
+    pde_seeds=2,
+    pde_pretrain_steps=4,
+    pde_finetune_steps=4,
+    pde_evaluate_every=2,
+    vit_d_model=8,
+    vit_n_layers=1,
+    vit_n_heads=2,
+    vit_patch=4,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +50,11 @@ def test_quick_claims(ax_quick):
 def test_judges_fail_on_wrong_results(ax_quick):
     r, j = ax_quick, ax.judges
     # a layer that mixes axes (PE-off error 1e-3), or a PE control that stays equivariant
-    leak = _edit(r, "equivariance", lambda f: set_where(f, lambda t: (t["layer"] == "SXAttention") & (t["d"] == 3),
-                                                         "error", 1e-3))
+    leak = _edit(
+        r,
+        "equivariance",
+        lambda f: set_where(f, lambda t: (t["layer"] == "SXAttention") & (t["d"] == 3), "error", 1e-3),
+    )
     assert j.judge_equivariance(leak).passed is False
     blind = _edit(r, "equivariance", lambda f: set_where(f, lambda t: t["pe"] & (t["d"] == 2), "error", 1e-7))
     assert j.judge_equivariance(blind).passed is False
@@ -49,22 +68,32 @@ def test_judges_fail_on_wrong_results(ax_quick):
     # full attention counted, or one random shape off by a row
     full = _edit(r, "attention_cost", lambda f: f.assign(counted=f["full"]))
     assert j.judge_cost(full).passed is False
-    off = _edit(r, "attention_cost", lambda f: set_where(f, lambda t: t["group"] == "random", "counted",
-                                                          f.loc[f["group"] == "random", "axial"] + 1))
+    off = _edit(
+        r,
+        "attention_cost",
+        lambda f: set_where(f, lambda t: t["group"] == "random", "counted", f.loc[f["group"] == "random", "axial"] + 1),
+    )
     assert j.judge_cost(off).passed is False
     # a kernel with mass off the axes, or one axis with its own profile, or a zero kernel (vacuous)
     assert j.judge_kernel(_edit(r, "sx_kernel", lambda f: f.assign(off_axis=1e-3))).passed is False
     assert j.judge_kernel(_edit(r, "sx_kernel", lambda f: f.assign(profile_spread=0.1))).passed is False
     assert j.judge_kernel(_edit(r, "sx_kernel", lambda f: f.assign(on_axis=0.0))).passed is False
     # SX fitting ∂x∂y (no gap), ∂x_1 below (d-1)/d (axis identity leaks), GX missing the Laplacian
-    fits = _edit(r, "expressivity", lambda f: set_where(f, lambda t: (t["target"] == "dxdy") & (t["model"] == "SX"),
-                                                         "rel_mse", 0.5))
+    fits = _edit(
+        r,
+        "expressivity",
+        lambda f: set_where(f, lambda t: (t["target"] == "dxdy") & (t["model"] == "SX"), "rel_mse", 0.5),
+    )
     assert j.judge_expressivity(fits).passed is False
-    leaks = _edit(r, "expressivity", lambda f: set_where(f, lambda t: (t["target"] == "dx1") & (t["d"] == 3),
-                                                          "rel_mse", 0.6))
+    leaks = _edit(
+        r, "expressivity", lambda f: set_where(f, lambda t: (t["target"] == "dx1") & (t["d"] == 3), "rel_mse", 0.6)
+    )
     assert j.judge_expressivity(leaks).passed is False
-    lap = _edit(r, "expressivity", lambda f: set_where(f, lambda t: (t["target"] == "laplacian") & (t["model"] == "GX"),
-                                                        "rel_mse", 1e-4))
+    lap = _edit(
+        r,
+        "expressivity",
+        lambda f: set_where(f, lambda t: (t["target"] == "laplacian") & (t["model"] == "GX"), "rel_mse", 1e-4),
+    )
     assert j.judge_expressivity(lap).passed is False
     missing = _edit(r, "expressivity", lambda f: f[f["d"] == 2])
     assert j.judge_expressivity(missing).passed is False
@@ -82,14 +111,33 @@ def test_all_dims_judge_fails_on_wrong_results(ax_quick):
     res = copy.copy(ax_quick)
     res.tables = dict(ax_quick.tables)
     res.scalars = dict(ax_quick.scalars, all_dims_trained=True)
-    rows = [dict(seed=0, d=d, model=m, accuracy=a) for d in (2, 3, 4, 5)
-            for m, a in (("SXCNN", 0.95), ("GXCNN", 0.9), ("3D-CNN", 0.93 if d == 2 else 0.7))]
+    rows = [
+        dict(seed=0, d=d, model=m, accuracy=a)
+        for d in (2, 3, 4, 5)
+        for m, a in (("SXCNN", 0.95), ("GXCNN", 0.9), ("3D-CNN", 0.93 if d == 2 else 0.7))
+    ]
     res.tables["gp_all_dims"] = pd.DataFrame(rows)
     assert ax.judges.judge_all_dims(res).passed is True
-    assert ax.judges.judge_all_dims(_edit(res, "gp_all_dims", lambda f: set_where(
-        f, lambda t: (t["model"] == "3D-CNN") & (t["d"] == 4), "accuracy", 0.99))).passed is False
-    assert ax.judges.judge_all_dims(_edit(res, "gp_all_dims", lambda f: set_where(
-        f, lambda t: (t["model"] != "3D-CNN") & (t["d"] == 2), "accuracy", 0.89))).passed is False
+    assert (
+        ax.judges.judge_all_dims(
+            _edit(
+                res,
+                "gp_all_dims",
+                lambda f: set_where(f, lambda t: (t["model"] == "3D-CNN") & (t["d"] == 4), "accuracy", 0.99),
+            )
+        ).passed
+        is False
+    )
+    assert (
+        ax.judges.judge_all_dims(
+            _edit(
+                res,
+                "gp_all_dims",
+                lambda f: set_where(f, lambda t: (t["model"] != "3D-CNN") & (t["d"] == 2), "accuracy", 0.89),
+            )
+        ).passed
+        is False
+    )
 
 
 def test_paper_path_at_toy_size(tmp_path):
@@ -97,11 +145,34 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("axial-networks", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(equivariance_dims=(2,), ls_fields=2, ls_n2=8, ls_n3=6, cost_shapes=5, gp_per_class=8,
-                                 gp_eval_dims=(2, 3), xcnn_width=4, epochs=1, batch=8, gp_all_dims=(2, 3, 5),
-                                 all_dims_seeds=2, sx_width=4, sx_n_layers=2, gx_width=4, gx_n_layers=2, cnn_width=4,
-                                 cnn_n_layers=2, **PDE_TOY))
+    res = execute(
+        "axial-networks",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            equivariance_dims=(2,),
+            ls_fields=2,
+            ls_n2=8,
+            ls_n3=6,
+            cost_shapes=5,
+            gp_per_class=8,
+            gp_eval_dims=(2, 3),
+            xcnn_width=4,
+            epochs=1,
+            batch=8,
+            gp_all_dims=(2, 3, 5),
+            all_dims_seeds=2,
+            sx_width=4,
+            sx_n_layers=2,
+            gx_width=4,
+            gx_n_layers=2,
+            cnn_width=4,
+            cnn_n_layers=2,
+            **PDE_TOY,
+        ),
+    )
     by_id = {v.id.split("/")[-1]: v for v in res.verdicts}
     for claim in ("gp-all-dims", "x-comparable", "multidim-pretraining", "mini-foundation"):
         assert by_id[claim].passed is not None, by_id[claim].detail  # decided (either way) at toy size
@@ -130,44 +201,77 @@ def test_pde_judges_fail_on_wrong_results(ax_quick):
 
     j = ax.judges
     # claim 9: XViT within 10 % of FieldViT on every task; 15 % worse on one task fails
-    xc = pd.DataFrame([dict(task=t, seed=s, model=m, nrmse=0.1 * (1.05 if m == "XViT" else 1.0))
-                       for t in ("NS2D", "DiffReact2D", "AdvDiff2D") for s in range(3) for m in ("XViT", "FieldViT")])
+    xc = pd.DataFrame(
+        [
+            dict(task=t, seed=s, model=m, nrmse=0.1 * (1.05 if m == "XViT" else 1.0))
+            for t in ("NS2D", "DiffReact2D", "AdvDiff2D")
+            for s in range(3)
+            for m in ("XViT", "FieldViT")
+        ]
+    )
     good = _with_tables(ax_quick, dict(pde_transformers_trained=True), x_comparable=xc)
     assert j.judge_x_comparable(good).passed is True
-    worse = _edit(good, "x_comparable", lambda f: set_where(f, lambda t: (t["task"] == "NS2D") & (t["model"] == "XViT"),
-                                                             "nrmse", 0.115))
+    worse = _edit(
+        good,
+        "x_comparable",
+        lambda f: set_where(f, lambda t: (t["task"] == "NS2D") & (t["model"] == "XViT"), "nrmse", 0.115),
+    )
     assert j.judge_x_comparable(worse).passed is False
     # claim 10: multi beats 2-D-only on 2 of 3 targets, zero-pad worse on 2-D, multi reaches scratch's final early
-    rows = [dict(phase="pretrain", seed=s, arm=a, task=t, step=10, nrmse=0.3 if "zero-pad" in a else 0.2)
-            for s in range(3) for a in ("XViT 1D+2D+3D", "XViT 2D", "FieldViT 2D", "FieldViT 1D+2D zero-pad")
-            for t in ("NS2D", "AdvDiff2D")]
+    rows = [
+        dict(phase="pretrain", seed=s, arm=a, task=t, step=10, nrmse=0.3 if "zero-pad" in a else 0.2)
+        for s in range(3)
+        for a in ("XViT 1D+2D+3D", "XViT 2D", "FieldViT 2D", "FieldViT 1D+2D zero-pad")
+        for t in ("NS2D", "AdvDiff2D")
+    ]
     final = {"XViT 1D+2D+3D": 0.1, "XViT 2D": 0.2, "XViT scratch": 0.3}
     for s in range(3):
         for t in ("Burgers1D", "AdvDiff1D", "AdvDiff3D"):
             for a, f in final.items():
-                rows += [dict(phase="finetune", seed=s, arm=a, task=t, step=st, nrmse=f * (1 + (4 - st / 25)))
-                         for st in (0, 25, 50, 75, 100)]
+                rows += [
+                    dict(phase="finetune", seed=s, arm=a, task=t, step=st, nrmse=f * (1 + (4 - st / 25)))
+                    for st in (0, 25, 50, 75, 100)
+                ]
     md = pd.DataFrame(rows)
     good = _with_tables(ax_quick, dict(pde_transformers_trained=True), multidim_pretraining=md)
     assert j.judge_multidim(good).passed is True, j.judge_multidim(good).detail
-    lose = _edit(good, "multidim_pretraining", lambda f: set_where(
-        f, lambda t: (t["arm"] == "XViT 1D+2D+3D") & t["task"].isin(["AdvDiff1D", "Burgers1D"]), "nrmse", 5.0))
+    lose = _edit(
+        good,
+        "multidim_pretraining",
+        lambda f: set_where(
+            f, lambda t: (t["arm"] == "XViT 1D+2D+3D") & t["task"].isin(["AdvDiff1D", "Burgers1D"]), "nrmse", 5.0
+        ),
+    )
     assert j.judge_multidim(lose).passed is False
-    pad = _edit(good, "multidim_pretraining", lambda f: set_where(
-        f, lambda t: t["arm"] == "FieldViT 1D+2D zero-pad", "nrmse", 0.1))
+    pad = _edit(
+        good,
+        "multidim_pretraining",
+        lambda f: set_where(f, lambda t: t["arm"] == "FieldViT 1D+2D zero-pad", "nrmse", 0.1),
+    )
     assert j.judge_multidim(pad).passed is False
-    slow = _edit(good, "multidim_pretraining", lambda f: set_where(  # never reaches scratch's final on AdvDiff3D
-        f, lambda t: (t["arm"] == "XViT 1D+2D+3D") & (t["task"] == "AdvDiff3D"), "nrmse", 0.35))
+    slow = _edit(
+        good,
+        "multidim_pretraining",
+        lambda f: set_where(  # never reaches scratch's final on AdvDiff3D
+            f, lambda t: (t["arm"] == "XViT 1D+2D+3D") & (t["task"] == "AdvDiff3D"), "nrmse", 0.35
+        ),
+    )
     assert j.judge_multidim(slow).passed is False
     # claim 11: median per-seed ratio <= 0.9; 0.95 fails; fewer than 5 seeds is not decided
-    mini = pd.DataFrame([dict(seed=s, arm=a, step=st, nrmse=(0.5 if a == "pretrained" else 1.0) / (1 + st))
-                         for s in range(5) for a in ("pretrained", "scratch") for st in (0, 200)]
-                        + [dict(seed=s, arm="zero-shot", step=0, nrmse=0.7) for s in range(5)])
-    good = _with_tables(ax_quick, dict(mini_foundation_trained=True, mini_persistence_nrmse=0.2),
-                        mini_foundation=mini)
+    mini = pd.DataFrame(
+        [
+            dict(seed=s, arm=a, step=st, nrmse=(0.5 if a == "pretrained" else 1.0) / (1 + st))
+            for s in range(5)
+            for a in ("pretrained", "scratch")
+            for st in (0, 200)
+        ]
+        + [dict(seed=s, arm="zero-shot", step=0, nrmse=0.7) for s in range(5)]
+    )
+    good = _with_tables(ax_quick, dict(mini_foundation_trained=True, mini_persistence_nrmse=0.2), mini_foundation=mini)
     assert j.judge_mini(good).passed is True
-    close = _edit(good, "mini_foundation", lambda f: set_where(
-        f, lambda t: t["arm"] == "pretrained", "nrmse", 0.95 / 201))
+    close = _edit(
+        good, "mini_foundation", lambda f: set_where(f, lambda t: t["arm"] == "pretrained", "nrmse", 0.95 / 201)
+    )
     assert j.judge_mini(close).passed is False
     few = _edit(good, "mini_foundation", lambda f: f[f["seed"] < 3])
     assert j.judge_mini(few).passed is None and j.judge_mini(few).detail.startswith("not decided:")
@@ -199,26 +303,34 @@ def _claim(name):
 
 def test_nan_rows_fail_naming_them_and_departures_follow_the_config(ax_quick):
     nan = float("nan")
-    v = _claim("equivariance").evaluate(_edit(ax_quick, "equivariance", lambda f: set_where(
-        f, lambda t: (t["layer"] == "SXConv") & (t["d"] == 3), "error", nan)))
+    v = _claim("equivariance").evaluate(
+        _edit(
+            ax_quick,
+            "equivariance",
+            lambda f: set_where(f, lambda t: (t["layer"] == "SXConv") & (t["d"] == 3), "error", nan),
+        )
+    )
     assert v.passed is False and "layer = SXConv" in v.detail and "d = 3" in v.detail, v.detail
     assert any("features before pooling" in d for d in _claim("equivariance").evaluate(ax_quick).departures)
     zero_shot = _claim("gp-zero-shot")
     assert zero_shot.evaluate(ax_quick).outcome == "passed"
-    said = zero_shot.declare(zero_shot.judge(ax_quick), {**ax_quick.config, "epochs": 10, "batch": 64},
-                             "paper").departures
+    said = zero_shot.declare(
+        zero_shot.judge(ax_quick), {**ax_quick.config, "epochs": 10, "batch": 64}, "paper"
+    ).departures
     assert [d.split(" (")[0] for d in said] == ["epochs 10", "batch 64"], said
 
 
 def test_the_gx_row_the_card_does_not_state_departs_only_when_it_decides(ax_quick):
     gap = _claim("expressivity-gap")
     assert gap.evaluate(ax_quick).outcome == "passed"
-    bad = _edit(ax_quick, "expressivity", lambda f: set_where(
-        f, lambda t: (t["model"] == "GX") & (t["d"] == 3), "rel_mse", 0.3))
+    bad = _edit(
+        ax_quick, "expressivity", lambda f: set_where(f, lambda t: (t["model"] == "GX") & (t["d"] == 3), "rel_mse", 0.3)
+    )
     v = gap.evaluate(bad)
     assert v.passed is False and any("GX dx1 d=3" in d for d in v.departures), v.departures
-    bad = _edit(ax_quick, "expressivity", lambda f: set_where(
-        f, lambda t: (t["model"] == "SX") & (t["d"] == 3), "rel_mse", 0.3))
+    bad = _edit(
+        ax_quick, "expressivity", lambda f: set_where(f, lambda t: (t["model"] == "SX") & (t["d"] == 3), "rel_mse", 0.3)
+    )
     assert gap.evaluate(bad).departures == ()
 
 

@@ -79,8 +79,13 @@ def test_judges_fail_on_wrong_results(ds_quick):
     sat = j.judge_share(_edit(r, "pairs", lambda f: f.assign(I_a=8.0)))
     assert sat.passed is None and "saturated" in sat.detail
     # a "distance" that breaks the triangle inequality, or is not zero on a rotated copy
-    broken = _edit(r, "distances", lambda f: set_where(f, lambda t: (t["method"] == "closed form") & (t["a"] == "0")
-                                                       & (t["b"] == "1"), "d", 100.0))
+    broken = _edit(
+        r,
+        "distances",
+        lambda f: set_where(
+            f, lambda t: (t["method"] == "closed form") & (t["a"] == "0") & (t["b"] == "1"), "d", 100.0
+        ),
+    )
     assert j.judge_metric(broken).passed is False
     rotated = _edit(r, "distances", lambda f: set_where(f, lambda t: t["b"] == "0 rotated", "d", 1e-6))
     assert j.judge_metric(rotated).passed is False
@@ -93,14 +98,17 @@ def test_identity_fails_on_a_wrong_fingerprint(ds_quick):
     assert j.judge_identity(r).passed is True
     # a fingerprint that is not the card's D_B (say 1/4 for 1/8 in the quadratic term), though NMI = 1, VI = 0
     assert j.judge_identity(_edit(r, "identity", lambda f: f.assign(fp_err=1e-3))).passed is False
-    one = _edit(r, "identity", lambda f: set_where(f, lambda t: (t["run"] == 2) & (t["channel"] == "z3"),
-                                                   "fp_err", 1e-8))
+    one = _edit(
+        r, "identity", lambda f: set_where(f, lambda t: (t["run"] == 2) & (t["channel"] == "z3"), "fp_err", 1e-8)
+    )
     assert "vae 2 z3" in j.judge_identity(one).detail and j.judge_identity(one).passed is False
 
     def bc_self_term(f):  # the self term with kernel BC instead of BC²: then NMI(x, x) = (2 I - I_joint) / I
         f = f.assign(I_self=f["I"], I_self_copy=f["I_copy"])
-        return f.assign(nmi=(f["I"] + f["I_copy"] - f["I_joint"]) / np.sqrt(f["I"] * f["I_copy"]),
-                        vi=2 * f["I_joint"] - f["I"] - f["I_copy"])
+        return f.assign(
+            nmi=(f["I"] + f["I_copy"] - f["I_joint"]) / np.sqrt(f["I"] * f["I_copy"]),
+            vi=2 * f["I_joint"] - f["I"] - f["I_copy"],
+        )
 
     assert j.judge_identity(_edit(r, "identity", bc_self_term)).passed is False
     # NMI = 1, VI = 0 written down, but not what the recorded estimates give
@@ -115,14 +123,22 @@ def test_metric_axioms_see_an_asymmetric_estimate(ds_quick):
     assert j.judge_metric(r).passed is True
     it = r.table("distances").query("method == 'iterative'")
     scale, d12 = it["d"].max(), it.query("a == '1' and b == '2'")["d"].iloc[0]
-    skew = _edit(r, "distances", lambda f: set_where(f, lambda t: (t["method"] == "iterative") & (t["a"] == "2")
-                                                     & (t["b"] == "1"), "d", d12 + 1e-3 * scale))
+    skew = _edit(
+        r,
+        "distances",
+        lambda f: set_where(
+            f, lambda t: (t["method"] == "iterative") & (t["a"] == "2") & (t["b"] == "1"), "d", d12 + 1e-3 * scale
+        ),
+    )
     verdict = j.judge_metric(skew)
     assert verdict.passed is False and "iterative asymmetry" in verdict.detail, verdict.detail
     gone = _edit(r, "distances", lambda f: f[~((f["method"] == "iterative") & (f["a"] == "3") & (f["b"] == "0"))])
     assert j.judge_metric(gone).passed is False
-    turned = _edit(r, "distances", lambda f: set_where(f, lambda t: (t["method"] == "iterative")
-                                                       & (t["b"] == "0 rotated"), "d", 1e-3 * scale))
+    turned = _edit(
+        r,
+        "distances",
+        lambda f: set_where(f, lambda t: (t["method"] == "iterative") & (t["b"] == "0 rotated"), "d", 1e-3 * scale),
+    )
     assert j.judge_metric(turned).passed is False
 
 
@@ -152,11 +168,14 @@ def test_fragments_judged_on_a_50_run_table(ds_quick):
     nan = _evaluate(_edit(fifty, "dim_nmi", lambda _: _fragments(0.6).assign(nmi=np.nan)), "fragments-recur")
     assert nan.passed is False and "NaN" in nan.detail
     # 25 of 50 runs matched, as the card's paper preset does: a declared departure
-    verdict = _evaluate(_edit(_config(ds_quick, runs=50, fragment_runs=25, beta=4.0), "dim_nmi",
-                              lambda _: _fragments(0.6, runs=25)), "fragments-recur")
+    verdict = _evaluate(
+        _edit(_config(ds_quick, runs=50, fragment_runs=25, beta=4.0), "dim_nmi", lambda _: _fragments(0.6, runs=25)),
+        "fragments-recur",
+    )
     assert verdict.passed is True and verdict.departures == (
         "fragment_runs 25 (card 50): the card's paper preset matches 25 models x 10 latents (250 fingerprints of "
-        "300 x 300), not all 50 runs",)
+        "300 x 300), not all 50 runs",
+    )
 
 
 def test_fragments_decided_at_the_cpu_preset(ds_quick):
@@ -171,8 +190,12 @@ def test_fragments_decided_at_the_cpu_preset(ds_quick):
     cpu.config, cpu.preset = cfg.model_dump(mode="json"), "cpu"
     right = _evaluate(_edit(cpu, "dim_nmi", lambda _: _fragments(0.6, runs=25)), "fragments-recur")
     assert right.passed is True and right.measured == pytest.approx(0.6)
-    assert {d.split(":")[0] for d in right.departures} == {"beta 1 (card 4)", "fragment_runs 25 (card 50)",
-                                                           "runs 25 (card 50)", "dataset digits (card shapes2d)"}
+    assert {d.split(":")[0] for d in right.departures} == {
+        "beta 1 (card 4)",
+        "fragment_runs 25 (card 50)",
+        "runs 25 (card 50)",
+        "dataset digits (card shapes2d)",
+    }
     wrong = _evaluate(_edit(cpu, "dim_nmi", lambda _: _fragments(0.4, runs=25)), "fragments-recur")
     assert wrong.passed is False and wrong.measured == 0.0
     # matching fewer runs than the card's 25 is a reduced measurement, not a verdict
@@ -193,9 +216,16 @@ def test_distances_over_the_first_runs(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("distributional-similarity", "quick", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(probes=40, runs=5, steps=5, width=16, latent_dim=3, batch=32, cell_repeats=2,
-                                 shape_iters=2, distance_runs=3))
+    res = execute(
+        "distributional-similarity",
+        "quick",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            probes=40, runs=5, steps=5, width=16, latent_dim=3, batch=32, cell_repeats=2, shape_iters=2, distance_runs=3
+        ),
+    )
     it = res.table("distances").query("method == 'iterative' and b.str.isdigit()")
     assert set(it["a"]) | set(it["b"]) == {"0", "1", "2"} and len(it) == 6
 
@@ -215,9 +245,25 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("distributional-similarity", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(shapes_size=8, shapes_train=256, probes=40, runs=3, steps=5, width=16,
-                                 latent_dim=3, batch=32, cell_repeats=2, shape_iters=2))
+    res = execute(
+        "distributional-similarity",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            shapes_size=8,
+            shapes_train=256,
+            probes=40,
+            runs=3,
+            steps=5,
+            width=16,
+            latent_dim=3,
+            batch=32,
+            cell_repeats=2,
+            shape_iters=2,
+        ),
+    )
     assert {v.id.split("/")[-1] for v in res.verdicts} >= {"identity", "metric-axioms", "fragments-recur"}
     assert res.table("probe_labels")["label"].nunique() >= 2  # shapes sorted by their shape factor
 

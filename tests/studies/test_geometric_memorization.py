@@ -24,7 +24,8 @@ def test_quick_claims(gm_quick):
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert {"construction_margin", "capacity_curves", "superposition_scatter", "transfer_curve"} <= {
-        p.stem for p in gm_quick.figures}
+        p.stem for p in gm_quick.figures
+    }
 
 
 def test_judges_fail_on_wrong_results(gm_quick):
@@ -33,8 +34,10 @@ def test_judges_fail_on_wrong_results(gm_quick):
     assert j.judge_exact(_edit(r, "construction", lambda f: f.assign(accuracy=f["accuracy"] - 1e-5))).passed is False
     assert j.judge_exact(_edit(r, "construction", lambda f: f.assign(min_margin=1.0))).passed is False
     assert j.judge_exact(_edit(r, "construction", lambda f: f.iloc[:-1])).passed is False
-    assert j.judge_exact(_edit(r, "construction", lambda f: f.assign(nonzero_params=f["nonzero_params"] + 1))
-                         ).passed is False
+    assert (
+        j.judge_exact(_edit(r, "construction", lambda f: f.assign(nonzero_params=f["nonzero_params"] + 1))).passed
+        is False
+    )
     # a construction that leaks dimensions recalls everything with one bit fewer
     assert j.judge_tight(_edit(r, "tight", lambda f: f.assign(accuracy=1.0, min_margin=2.0))).passed is False
     assert j.judge_tight(_edit(r, "tight", lambda f: f.assign(accuracy=f["recall_bound"] + 0.01))).passed is False
@@ -47,7 +50,6 @@ def test_judges_fail_on_wrong_results(gm_quick):
     # embeddings not explained by their attributes, or a control that is explained too (leak)
     assert j.judge_sup(_edit(r, "training", lambda f: f.assign(r2=0.3))).passed is False
     assert j.judge_sup(_edit(r, "training", lambda f: f.assign(r2_control=0.2))).passed is False
-
 
 
 def test_paper_only_judges_decide_on_paper_tables(gm_quick):
@@ -63,8 +65,16 @@ def test_paper_only_judges_decide_on_paper_tables(gm_quick):
     assert j.judge_transfer(low).passed is False
     # parameters per fact at N = 2^16 with a linear baseline
     big = _edit(r, "training", lambda f: f.assign(n=65536, r=1, d=16, mlp_params=2 * 16 * 64 + 80, accuracy=1.0))
-    base = pd.DataFrame(dict(n=[1024, 4096, 16384], r=1, d=16, mlp_width=[64, 256, 1024], accuracy=1.0,
-                             mlp_params=[2 * 16 * w + w + 16 for w in (64, 256, 1024)]))
+    base = pd.DataFrame(
+        dict(
+            n=[1024, 4096, 16384],
+            r=1,
+            d=16,
+            mlp_width=[64, 256, 1024],
+            accuracy=1.0,
+            mlp_params=[2 * 16 * w + w + 16 for w in (64, 256, 1024)],
+        )
+    )
     ok = _edit(big, "assoc", lambda f: base)
     assert j.judge_params(ok).passed is True
     flat = _edit(big, "assoc", lambda f: base.assign(mlp_params=[2000, 2100, 2200]))
@@ -72,8 +82,16 @@ def test_paper_only_judges_decide_on_paper_tables(gm_quick):
     fat = _edit(ok, "training", lambda f: f.assign(mlp_params=10_000))
     assert j.judge_params(fat).passed is False
     # two-hop: no-CoT needs twice the width, or not
-    rows = pd.DataFrame(dict(n=8192, r=2, d=[13, 26, 52, 13, 26, 52], mode=["cot"] * 3 + ["no-cot"] * 3,
-                             n_layers=[1] * 3 + [2] * 3, accuracy=[0.5, 1, 1, 0.1, 0.4, 1.0]))
+    rows = pd.DataFrame(
+        dict(
+            n=8192,
+            r=2,
+            d=[13, 26, 52, 13, 26, 52],
+            mode=["cot"] * 3 + ["no-cot"] * 3,
+            n_layers=[1] * 3 + [2] * 3,
+            accuracy=[0.5, 1, 1, 0.1, 0.4, 1.0],
+        )
+    )
     assert j.judge_twohop(_edit(r, "twohop", lambda f: rows)).passed is True
     same = rows.assign(accuracy=[0.5, 1, 1, 0.1, 1.0, 1.0])
     assert j.judge_twohop(_edit(r, "twohop", lambda f: same)).passed is False
@@ -88,8 +106,17 @@ def test_cpu_preset_decides_two_hop_with_its_departures(gm_quick):
     cpu = get_study("geometric-memorization").make_config("cpu").model_dump()
     assert cpu["twohop_sizes"] == (256,) and cpu["twohop_dims"][0] == 4 and cpu["steps"] == 1500
     # the cpu sweep's shape: CoT stops at its first 100%, no-CoT once it failed at d >= 2 d_min(CoT)
-    right = pd.DataFrame(dict(n=256, r=2, d=[4, 4, 8], mode=["cot", "no-cot", "no-cot"], n_layers=[1, 2, 2],
-                              accuracy=[1.0, 0.49, 0.93], seconds=1.0))
+    right = pd.DataFrame(
+        dict(
+            n=256,
+            r=2,
+            d=[4, 4, 8],
+            mode=["cot", "no-cot", "no-cot"],
+            n_layers=[1, 2, 2],
+            accuracy=[1.0, 0.49, 0.93],
+            seconds=1.0,
+        )
+    )
     v = j.judge_twohop(_edit(r, "twohop", lambda f: right))
     assert v.passed is True and "without inf" in v.detail and "no-cot d = 8: 0.9300" in v.detail, v.detail
     edge = right.assign(accuracy=[1.0, 0.49, 1.0])  # no-CoT solves at exactly 2 d_min(CoT): ratio 2 passes
@@ -110,12 +137,32 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("geometric-memorization", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(construction_sizes=(16, 40), construction_relations=(1, 2), cot_size=16,
-                                 cot_relations=2, train_sizes=(16, 32), train_relations=(1, 2),
-                                 width_multipliers=(1, 4), seeds=2, steps=20, evaluate_every=10, train_chunk=24,
-                                 chunk=32, transfer_steps=10, assoc_sizes=(16, 32), assoc_widths=(4, 8),
-                                 twohop_sizes=(16,), twohop_dims=(4, 8)))
+    res = execute(
+        "geometric-memorization",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            construction_sizes=(16, 40),
+            construction_relations=(1, 2),
+            cot_size=16,
+            cot_relations=2,
+            train_sizes=(16, 32),
+            train_relations=(1, 2),
+            width_multipliers=(1, 4),
+            seeds=2,
+            steps=20,
+            evaluate_every=10,
+            train_chunk=24,
+            chunk=32,
+            transfer_steps=10,
+            assoc_sizes=(16, 32),
+            assoc_widths=(4, 8),
+            twohop_sizes=(16,),
+            twohop_dims=(4, 8),
+        ),
+    )
     assert res.status == "done", res.message
     t = res.table("training")
     assert len(t) == 2 * 2 * 2 * 2 and set(t["d"]) == {4, 8, 5, 10, 16, 20, 32, 40}
@@ -125,8 +172,11 @@ def test_paper_path_at_toy_size(tmp_path):
     cot = hop[hop["mode"] == "cot"]
     assert (cot["accuracy"].iloc[:-1] < 1).all()
     assert len(res.table("assoc")) >= 2
-    assert [v.id.split("/")[-1] for v in res.verdicts][:3] == ["construction-exact", "construction-tight",
-                                                               "cot-two-hop-exact"]
+    assert [v.id.split("/")[-1] for v in res.verdicts][:3] == [
+        "construction-exact",
+        "construction-tight",
+        "cot-two-hop-exact",
+    ]
     assert all(v.passed is not False for v in res.verdicts[:3])
 
 

@@ -42,45 +42,93 @@ def test_judges_fail_on_wrong_results(quick):
     assert j.judge_collision(_edit(r, "srg_facts", lambda f: f.assign(k4_count=[0, 0]))).passed is False
     assert j.judge_collision(_edit(r, "srg_facts", lambda f: f.assign(isomorphic=True))).passed is False
     # claim 2: one vertex read wrong
-    assert j.judge_adjacency(_edit(r, "nbhd_components", lambda f: set_where(f, lambda g: g["vertex"] == 3,
-                                                                            "nbhd_components", 2))).passed is False
+    assert (
+        j.judge_adjacency(
+            _edit(r, "nbhd_components", lambda f: set_where(f, lambda g: g["vertex"] == 3, "nbhd_components", 2))
+        ).passed
+        is False
+    )
     assert j.judge_adjacency(_edit(r, "nbhd_components", lambda f: f.iloc[1:])).passed is False
     # claim 3: one bad reconstruction, a graph missing
-    assert j.judge_lossless(_edit(r, "spectral_reconstruction", lambda f: set_where(
-        f, lambda g: g["index"] == 5, "max_error", 1e-6))).passed is False
+    assert (
+        j.judge_lossless(
+            _edit(r, "spectral_reconstruction", lambda f: set_where(f, lambda g: g["index"] == 5, "max_error", 1e-6))
+        ).passed
+        is False
+    )
     assert j.judge_lossless(_edit(r, "spectral_reconstruction", lambda f: f.iloc[:-1])).passed is False
     # claim 4: a rotation that is not a valid decomposition, or one that changes no token
     assert j.judge_basis(_edit(r, "basis_ambiguity", lambda f: f.assign(error_rotated=1e-3))).passed is False
     assert j.judge_basis(_edit(r, "basis_ambiguity", lambda f: f.assign(max_token_change=0.05))).passed is False
     # claim 5: a gap above 1e-5, or a pair accuracy off 0.5
-    assert j.judge_rw_invariance(_edit(r, "srg_pair", lambda f: set_where(
-        f, lambda g: g["tokenization"] == "random_walk", "max_logit_gap", 1e-3))).passed is False
-    assert j.judge_rw_invariance(_edit(r, "srg_pair", lambda f: set_where(
-        f, lambda g: g["tokenization"] == "random_walk", "pair_accuracy", 0.52))).passed is False
+    assert (
+        j.judge_rw_invariance(
+            _edit(
+                r,
+                "srg_pair",
+                lambda f: set_where(f, lambda g: g["tokenization"] == "random_walk", "max_logit_gap", 1e-3),
+            )
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_rw_invariance(
+            _edit(
+                r,
+                "srg_pair",
+                lambda f: set_where(f, lambda g: g["tokenization"] == "random_walk", "pair_accuracy", 0.52),
+            )
+        ).passed
+        is False
+    )
     # claim 6: spectral below 0.95; adjacency too close to the best
-    assert j.judge_components(_edit(r, "accuracy", lambda f: set_where(f, _is("components", "spectral"),
-                                                                       "accuracy", 0.9))).passed is False
-    assert j.judge_components(_edit(r, "accuracy", lambda f: set_where(f, _is("components", "adjacency"),
-                                                                       "accuracy", 0.95))).passed is False
+    assert (
+        j.judge_components(
+            _edit(r, "accuracy", lambda f: set_where(f, _is("components", "spectral"), "accuracy", 0.9))
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_components(
+            _edit(r, "accuracy", lambda f: set_where(f, _is("components", "adjacency"), "accuracy", 0.95))
+        ).passed
+        is False
+    )
     # claim 7: concat well below the best single one; degree adjacency below 0.98
-    assert j.judge_concat(_edit(r, "accuracy", lambda f: set_where(f, _is("degree", "concat"), "accuracy",
-                                                                   0.9))).passed is False
-    assert j.judge_concat(_edit(r, "accuracy", lambda f: set_where(f, _is("components", "concat"), "accuracy",
-                                                                   0.9))).passed is False
-    assert j.judge_concat(_edit(r, "accuracy", lambda f: set_where(f, _is("degree", "adjacency"), "accuracy",
-                                                                   0.97))).passed is False
+    assert (
+        j.judge_concat(_edit(r, "accuracy", lambda f: set_where(f, _is("degree", "concat"), "accuracy", 0.9))).passed
+        is False
+    )
+    assert (
+        j.judge_concat(
+            _edit(r, "accuracy", lambda f: set_where(f, _is("components", "concat"), "accuracy", 0.9))
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_concat(
+            _edit(r, "accuracy", lambda f: set_where(f, _is("degree", "adjacency"), "accuracy", 0.97))
+        ).passed
+        is False
+    )
     # claim 8: one graph whose unit-eigenvalue count is off (a mis-normalised walk), a trace mismatch
-    assert j.judge_eigen(_edit(r, "rw_eigen", lambda f: set_where(f, lambda g: g["graph"] == 0, "unit_eigenvalues",
-                                                                  5))).passed is False
+    assert (
+        j.judge_eigen(
+            _edit(r, "rw_eigen", lambda f: set_where(f, lambda g: g["graph"] == 0, "unit_eigenvalues", 5))
+        ).passed
+        is False
+    )
     assert j.judge_eigen(_edit(r, "rw_eigen", lambda f: f.assign(max_trace_error=1e-6))).passed is False
 
 
 def _depth_table(edge_adj, edge_spec, comp_adj):
     rows = []
     for L, a, s, c in zip((1, 2, 4, 8), edge_adj, edge_spec, comp_adj):
-        rows += [dict(task="edge_query", tokenization="adjacency", n=16, n_layers=L, seed=0, accuracy=a),
-                 dict(task="edge_query", tokenization="spectral", n=16, n_layers=L, seed=0, accuracy=s),
-                 dict(task="components", tokenization="adjacency", n=16, n_layers=L, seed=0, accuracy=c)]
+        rows += [
+            dict(task="edge_query", tokenization="adjacency", n=16, n_layers=L, seed=0, accuracy=a),
+            dict(task="edge_query", tokenization="spectral", n=16, n_layers=L, seed=0, accuracy=s),
+            dict(task="components", tokenization="adjacency", n=16, n_layers=L, seed=0, accuracy=c),
+        ]
     return pd.DataFrame(rows)
 
 
@@ -92,8 +140,14 @@ def test_paper_only_judges_decide_on_paper_tables(quick):
     assert j.judge_depth(_edit(r, "accuracy", lambda f: spectral_fast)).passed is False
     comp_shallow = _depth_table([0.9, 0.97, 0.99, 0.99], [0.6, 0.7, 0.8, 0.85], [0.6, 0.96, 0.99, 0.99])
     assert j.judge_depth(_edit(r, "accuracy", lambda f: comp_shallow)).passed is False
-    srg = pd.DataFrame(dict(tokenization=["adjacency"] * 2 + ["random_walk"] * 2 + ["eigenvalues"] * 2,
-                            n_layers=[2, 4] * 3, steps=10, accuracy=[0.97, 0.99, 0.5, 0.5, 0.5, 0.5]))
+    srg = pd.DataFrame(
+        dict(
+            tokenization=["adjacency"] * 2 + ["random_walk"] * 2 + ["eigenvalues"] * 2,
+            n_layers=[2, 4] * 3,
+            steps=10,
+            accuracy=[0.97, 0.99, 0.5, 0.5, 0.5, 0.5],
+        )
+    )
     assert j.judge_srg(_edit(r, "srg_discrimination", lambda f: srg)).passed is True
     weak = srg.assign(accuracy=[0.9, 0.99, 0.5, 0.5, 0.5, 0.5])
     assert j.judge_srg(_edit(r, "srg_discrimination", lambda f: weak)).passed is False
@@ -115,9 +169,11 @@ def test_nan_fails_the_claim_naming_the_row(quick):
     nan_concat = _edit(r, "accuracy", lambda f: set_where(f, _is("degree", "concat"), "accuracy", float("nan")))
     assert _claim("concat-best-of-both").evaluate(nan_concat).passed is False
     assert _claim("components-favour-global").evaluate(nan_concat).passed is True  # it does not read that row
-    for cid, table, col in (("rw-collision", "rw_collision", "max_pair_diff"),
-                            ("spectral-lossless", "spectral_reconstruction", "max_error"),
-                            ("rw-eigenvalue-one", "rw_eigen", "max_trace_error")):
+    for cid, table, col in (
+        ("rw-collision", "rw_collision", "max_pair_diff"),
+        ("spectral-lossless", "spectral_reconstruction", "max_error"),
+        ("rw-eigenvalue-one", "rw_eigen", "max_trace_error"),
+    ):
         bad = _edit(r, table, lambda f, col=col: set_where(f, lambda g: g.index == g.index[2], col, float("nan")))
         v = _claim(cid).evaluate(bad)
         assert v.passed is False and "NaN" in v.detail, (cid, v.detail)
@@ -127,8 +183,14 @@ def test_nan_fails_the_claim_naming_the_row(quick):
     assert _claim("depth-regimes").evaluate(_edit(r, "accuracy", lambda f: good)).passed is True
     nan_depth = good.assign(accuracy=good["accuracy"].where(good["n_layers"] != 4))
     assert _claim("depth-regimes").evaluate(_edit(r, "accuracy", lambda f: nan_depth)).passed is False
-    srg = pd.DataFrame(dict(tokenization=["adjacency"] * 2 + ["random_walk"] * 2 + ["eigenvalues"] * 2,
-                            n_layers=[2, 4] * 3, steps=10, accuracy=[0.97, 0.99, 0.5, 0.5, 0.5, 0.5]))
+    srg = pd.DataFrame(
+        dict(
+            tokenization=["adjacency"] * 2 + ["random_walk"] * 2 + ["eigenvalues"] * 2,
+            n_layers=[2, 4] * 3,
+            steps=10,
+            accuracy=[0.97, 0.99, 0.5, 0.5, 0.5, 0.5],
+        )
+    )
     assert _claim("srg-discrimination").evaluate(_edit(r, "srg_discrimination", lambda f: srg)).passed is True
     nan_rw = srg.assign(accuracy=[0.97, 0.99, 0.5, float("nan"), 0.5, 0.5])
     v = _claim("srg-discrimination").evaluate(_edit(r, "srg_discrimination", lambda f: nan_rw))
@@ -159,10 +221,30 @@ def test_paper_path_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    res = execute("graph-tokenization", "paper", 0, store=Store(tmp_path / "store"), device="cpu",
-                  overrides=dict(n_nodes=(8, 10), n_layers=(1, 2), seeds=2, steps=3, train_graphs=12, test_graphs=6,
-                                 exact_er_graphs=3, rw_horizon=8, pair_steps=2, pair_train_copies=4,
-                                 pair_test_copies=2, srg_n_layers=(1, 2), srg_steps=2, d_model=16, batch=4))
+    res = execute(
+        "graph-tokenization",
+        "paper",
+        0,
+        store=Store(tmp_path / "store"),
+        device="cpu",
+        overrides=dict(
+            n_nodes=(8, 10),
+            n_layers=(1, 2),
+            seeds=2,
+            steps=3,
+            train_graphs=12,
+            test_graphs=6,
+            exact_er_graphs=3,
+            rw_horizon=8,
+            pair_steps=2,
+            pair_train_copies=4,
+            pair_test_copies=2,
+            srg_n_layers=(1, 2),
+            srg_steps=2,
+            d_model=16,
+            batch=4,
+        ),
+    )
     assert res.status == "done", res.message
     acc = res.table("accuracy")
     assert len(acc) == 2 * 2 * 5 * 4 * 2  # n x seeds x tasks x tokenizations x depths
@@ -201,8 +283,9 @@ def test_stacked_training_equals_one_by_one():
         with torch.no_grad():  # normalises into lr-sized noise steps that change no attention pattern
             fa, fb = ja.model(ja.tokens, ja.mask), jb.model(jb.tokens, jb.mask)
         assert torch.allclose(fa, fb, atol=1e-4), (fa - fb).abs().max()
-        assert not torch.allclose(fa, GraphTransformer(ja.tokens.shape[-1], 4, "graph", d_model=16, seed=0)(
-            ja.tokens, ja.mask), atol=1e-3)  # training moved them
+        assert not torch.allclose(
+            fa, GraphTransformer(ja.tokens.shape[-1], 4, "graph", d_model=16, seed=0)(ja.tokens, ja.mask), atol=1e-3
+        )  # training moved them
 
 
 def test_bad_config_fails_before_work():

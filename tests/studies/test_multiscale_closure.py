@@ -67,8 +67,10 @@ def test_judges_fail_on_wrong_results(msc_quick):
     # online: a closure that only halves the spectrum error, a blown-up run (NaN spectrum, not all finite), a
     # closure that tracks only 1.5x longer
     s = r.table("online_summary").set_index("model")
-    assert j.judge_spectrum(_set(r, "online_summary", "lsd", "model", "multiscale", 0.5 * s.loc["none", "lsd"])
-                            ).passed is False
+    assert (
+        j.judge_spectrum(_set(r, "online_summary", "lsd", "model", "multiscale", 0.5 * s.loc["none", "lsd"])).passed
+        is False
+    )
     assert j.judge_spectrum(_set(r, "online_summary", "lsd", "model", "direct", np.nan)).passed is False
     assert j.judge_spectrum(_set(r, "online_summary", "finite", "model", "direct", 23 / 24)).passed is False
     slow = 1.5 * s.loc["none", "median_corr_time"]
@@ -81,12 +83,21 @@ def _quick_tables(ms_mse: float = 0.03, ms_corr: float = 20.0):
     from theorylab.core.study import get_study
 
     cfg = get_study("multiscale-closure").make_config("quick").model_dump()
-    offline = pd.DataFrame([dict(system="ks", model="direct", final=True, rel_mse=0.02, params=10_657),
-                            dict(system="ks", model="multiscale", final=True, rel_mse=ms_mse, params=11_295)])
-    online = pd.DataFrame([dict(model=m, lsd=lsd, finite=1.0, horizon=79.0, median_corr_time=ct) for m, lsd, ct in (
-        ("none", 1.3, 5.0), ("direct", 0.05, 22.0), ("multiscale", 0.04, ms_corr))])
-    return Result("multiscale-closure", "x", "quick", 0, "done", cfg, tables={"offline": offline,
-                                                                              "online_summary": online})
+    offline = pd.DataFrame(
+        [
+            dict(system="ks", model="direct", final=True, rel_mse=0.02, params=10_657),
+            dict(system="ks", model="multiscale", final=True, rel_mse=ms_mse, params=11_295),
+        ]
+    )
+    online = pd.DataFrame(
+        [
+            dict(model=m, lsd=lsd, finite=1.0, horizon=79.0, median_corr_time=ct)
+            for m, lsd, ct in (("none", 1.3, 5.0), ("direct", 0.05, 22.0), ("multiscale", 0.04, ms_corr))
+        ]
+    )
+    return Result(
+        "multiscale-closure", "x", "quick", 0, "done", cfg, tables={"offline": offline, "online_summary": online}
+    )
 
 
 def test_quick_judges_on_synthetic_tables():
@@ -107,19 +118,64 @@ def _qg_offline(ms_wins: int, gains=(0.3, 0.2, 0.1)) -> pd.DataFrame:
         for seed in range(5):
             d = 0.1
             m = d * (1 - gain) if seed < ms_wins else d * 1.1
-            rows += [dict(system="qg", operator="sharp", model=name, size=size, seed=seed, level=0, n=64, final=True,
-                          rel_mse=val, params=1000) for name, val in (("direct", d), ("multiscale", m))]
+            rows += [
+                dict(
+                    system="qg",
+                    operator="sharp",
+                    model=name,
+                    size=size,
+                    seed=seed,
+                    level=0,
+                    n=64,
+                    final=True,
+                    rel_mse=val,
+                    params=1000,
+                )
+                for name, val in (("direct", d), ("multiscale", m))
+            ]
     return pd.DataFrame(rows)
 
 
 def _online_2d(ms_time: float, ms_err: float, clean_blown: float, noisy_blown: float) -> pd.DataFrame:
-    rows = [dict(system="qg", operator="sharp", size="small", noise=False, model="direct", runs=16, blown_up=0.5,
-                 median_blowup_time=5.0, spectrum_error=0.2),
-            dict(system="qg", operator="sharp", size="small", noise=False, model="multiscale", runs=16, blown_up=0.2,
-                 median_blowup_time=ms_time, spectrum_error=ms_err)]
+    rows = [
+        dict(
+            system="qg",
+            operator="sharp",
+            size="small",
+            noise=False,
+            model="direct",
+            runs=16,
+            blown_up=0.5,
+            median_blowup_time=5.0,
+            spectrum_error=0.2,
+        ),
+        dict(
+            system="qg",
+            operator="sharp",
+            size="small",
+            noise=False,
+            model="multiscale",
+            runs=16,
+            blown_up=0.2,
+            median_blowup_time=ms_time,
+            spectrum_error=ms_err,
+        ),
+    ]
     for noise, blown in ((False, clean_blown), (True, noisy_blown)):
-        rows += [dict(system="kf", operator="sharp", size="small", noise=noise, model=m, runs=16, blown_up=blown,
-                      median_blowup_time=70.0, spectrum_error=0.1) for m in ("direct", "multiscale")]
+        rows += [
+            dict(
+                system="kf",
+                operator="sharp",
+                size="small",
+                noise=noise,
+                model=m,
+                runs=16,
+                blown_up=blown,
+                median_blowup_time=70.0,
+                spectrum_error=0.1,
+            )
+            for m in ("direct", "multiscale")
+        ]
     return pd.DataFrame(rows)
 
 
@@ -139,16 +195,43 @@ def test_paper_judges_decide_both_ways(msc_quick):
 
 TOY = dict(
     # KS at toy size
-    truth_n=64, domain_length=22.0, levels=(16, 32), trajectories=3, snapshots=20, spinup=5.0, germano_snapshots=4,
-    direct_width=4, multiscale_width=3, direct_steps=3, multiscale_steps=3, batch=8,
+    truth_n=64,
+    domain_length=22.0,
+    levels=(16, 32),
+    trajectories=3,
+    snapshots=20,
+    spinup=5.0,
+    germano_snapshots=4,
+    direct_width=4,
+    multiscale_width=3,
+    direct_steps=3,
+    multiscale_steps=3,
+    batch=8,
     # QG: 32² truth -> 16 with levels 8/16, both operators, one size, two seeds, a few steps
-    qg=True, qg_truth_n=32, qg_levels=(8, 16), qg_sizes=("small",), qg_seeds=2, qg_spinup=7200.0,
-    qg_train_trajectories=2, qg_train_records=3, qg_record_every=2, qg_online_trajectories=2,
-    qg_online_time=4 * 7200.0, paper_steps=2, paper_batch=4,
+    qg=True,
+    qg_truth_n=32,
+    qg_levels=(8, 16),
+    qg_sizes=("small",),
+    qg_seeds=2,
+    qg_spinup=7200.0,
+    qg_train_trajectories=2,
+    qg_train_records=3,
+    qg_record_every=2,
+    qg_online_trajectories=2,
+    qg_online_time=4 * 7200.0,
+    paper_steps=2,
+    paper_batch=4,
     # Kolmogorov flow: 32² truth -> 16 with levels 8/16, t = 0.02 .. 0.06
-    kolmogorov=True, kolmogorov_truth_n=32, kolmogorov_levels=(8, 16), kolmogorov_dt=0.0025,
-    kolmogorov_coarse_dt=0.005, kolmogorov_snapshot_every=0.01, kolmogorov_warmup=0.02, kolmogorov_end=0.06,
-    kolmogorov_train_trajectories=2, kolmogorov_online_trajectories=2,
+    kolmogorov=True,
+    kolmogorov_truth_n=32,
+    kolmogorov_levels=(8, 16),
+    kolmogorov_dt=0.0025,
+    kolmogorov_coarse_dt=0.005,
+    kolmogorov_snapshot_every=0.01,
+    kolmogorov_warmup=0.02,
+    kolmogorov_end=0.06,
+    kolmogorov_train_trajectories=2,
+    kolmogorov_online_trajectories=2,
 )
 
 

@@ -14,9 +14,25 @@ from result_edits import set_where
 from theorylab.studies import self_refining_surrogate as sns
 from theorylab.studies.self_refining_surrogate.config import SelfRefiningSurrogateConfig
 
-TOY = dict(gauss_chains=100, gauss_steps=100, train_trajectories=4, train_horizon=40, test_trajectories=3, horizon=20,
-           baseline_horizon=10, spectrum_window=10, pairs=12, calibration_pairs=100, levels=50, low_levels=10,
-           width=16, blocks=1, steps=10, batch=16, refine_levels=(5, 10, 15))
+TOY = dict(
+    gauss_chains=100,
+    gauss_steps=100,
+    train_trajectories=4,
+    train_horizon=40,
+    test_trajectories=3,
+    horizon=20,
+    baseline_horizon=10,
+    spectrum_window=10,
+    pairs=12,
+    calibration_pairs=100,
+    levels=50,
+    low_levels=10,
+    width=16,
+    blocks=1,
+    steps=10,
+    batch=16,
+    refine_levels=(5, 10, 15),
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +45,23 @@ def toy(tmp_path_factory):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    return execute("self-refining-surrogate", "quick", 0, TOY, store=Store(tmp_path_factory.mktemp("s") / "store"),
-                   device="cpu")
+    return execute(
+        "self-refining-surrogate", "quick", 0, TOY, store=Store(tmp_path_factory.mktemp("s") / "store"), device="cpu"
+    )
 
 
-@pytest.mark.parametrize("bad, field", [(dict(variant="down_left"), "variant"), (dict(low_levels=2000), "low_levels"),
-                                        (dict(refine_levels=(0, 100)), "refine_levels"),
-                                        (dict(spectrum_window=700), "spectrum_window"),
-                                        (dict(baseline_horizon=700), "baseline_horizon"), (dict(steps=0), "steps"),
-                                        (dict(low_share=1.5), "low_share")])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        (dict(variant="down_left"), "variant"),
+        (dict(low_levels=2000), "low_levels"),
+        (dict(refine_levels=(0, 100)), "refine_levels"),
+        (dict(spectrum_window=700), "spectrum_window"),
+        (dict(baseline_horizon=700), "baseline_horizon"),
+        (dict(steps=0), "steps"),
+        (dict(low_share=1.5), "low_share"),
+    ],
+)
 def test_config_errors_name_the_field(bad, field):
     with pytest.raises(ValidationError, match=field):
         SelfRefiningSurrogateConfig(**bad)
@@ -64,10 +88,17 @@ def test_quick_claims(sns_quick):
     assert {"tradeoff", "corr_decay", "one_step", "spectrum"} <= {p.stem for p in sns_quick.figures}
     # the quick preset's departures from the card travel with the verdicts they touch, with their reasons
     ids = {v.id.split("/")[-1]: v for v in sns_quick.verdicts}
-    for claim in ("classifier", "conditioning-helps", "no-op-on-clean", "stabilizes", "beats-thermo-short",
-                  "energetic-stats"):
-        assert ids[claim].outcome == "departed" and any(d.startswith("steps 1600 (card 2000): CPU budget")
-                                                        for d in ids[claim].departures), ids[claim].departures
+    for claim in (
+        "classifier",
+        "conditioning-helps",
+        "no-op-on-clean",
+        "stabilizes",
+        "beats-thermo-short",
+        "energetic-stats",
+    ):
+        assert ids[claim].outcome == "departed" and any(
+            d.startswith("steps 1600 (card 2000): CPU budget") for d in ids[claim].departures
+        ), ids[claim].departures
     assert any(d.startswith("baseline_horizon 50 (card 200)") for d in ids["beats-thermo-short"].departures)
     assert ids["gauss-tradeoff"].outcome == "passed" and not ids["gauss-tradeoff"].departures
     assert "known failure on" in ids["classifier"].known and "47" in ids["classifier"].known
@@ -89,48 +120,111 @@ def test_card_values_set_back_are_the_claim_as_stated():
 def test_judges_fail_on_wrong_results(sns_quick):
     r, j = sns_quick, sns.judges
     # a non-monotone trade-off, or a Monte Carlo chain off its closed form
-    assert j.judge_tradeoff(_edit(r, "gauss", lambda f: set_where(f, lambda t: (t["delta"] == 0.04) & (
-        t["level"] == 400), "mse", 0.2))).passed is False
-    assert j.judge_tradeoff(_edit(r, "gauss", lambda f: set_where(f, lambda t: (t["delta"] == 0.04) & (
-        t["level"] == 50), "mc_variance", 2.95))).passed is False
+    assert (
+        j.judge_tradeoff(
+            _edit(r, "gauss", lambda f: set_where(f, lambda t: (t["delta"] == 0.04) & (t["level"] == 400), "mse", 0.2))
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_tradeoff(
+            _edit(
+                r,
+                "gauss",
+                lambda f: set_where(f, lambda t: (t["delta"] == 0.04) & (t["level"] == 50), "mc_variance", 2.95),
+            )
+        ).passed
+        is False
+    )
     # a chain that does not diverge below c*, or a V_100 off by 20%
-    assert j.judge_critical(_edit(r, "gauss", lambda f: set_where(f, lambda t: (t["delta"] == 0.08) & (
-        t["level"] == 50), "mc_max_variance", 30.0))).passed is False
-    assert j.judge_critical(_edit(r, "gauss", lambda f: set_where(f, lambda t: (t["delta"] == 0.08) & (
-        t["level"] == 100), "mc_variance", 29.0))).passed is False
+    assert (
+        j.judge_critical(
+            _edit(
+                r,
+                "gauss",
+                lambda f: set_where(f, lambda t: (t["delta"] == 0.08) & (t["level"] == 50), "mc_max_variance", 30.0),
+            )
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_critical(
+            _edit(
+                r,
+                "gauss",
+                lambda f: set_where(f, lambda t: (t["delta"] == 0.08) & (t["level"] == 100), "mc_variance", 29.0),
+            )
+        ).passed
+        is False
+    )
     # a head that guesses, or that calls clean pairs noisy
-    assert j.judge_classifier(_edit(r, "calibration", lambda f: f.assign(predicted=f["level"].sample(
-        frac=1, random_state=0).to_numpy()))).passed is False
+    assert (
+        j.judge_classifier(
+            _edit(r, "calibration", lambda f: f.assign(predicted=f["level"].sample(frac=1, random_state=0).to_numpy()))
+        ).passed
+        is False
+    )
     assert j.judge_classifier(_edit(r, "calibration", lambda f: f.assign(clean=40))).passed is False
     # conditioning that does not help (thermo as good as SNS), or a refinement that adds error
     assert j.judge_conditioning(_edit(r, "one_step", lambda f: f.assign(mse_thermo=f["mse_sns"] * 1.2))).passed is False
-    assert j.judge_conditioning(_edit(r, "one_step", lambda f: f.assign(mse_sns=f["mse_input"] * 1.01,
-                                                                        mse_thermo=f["mse_input"] * 2))).passed is False
+    assert (
+        j.judge_conditioning(
+            _edit(r, "one_step", lambda f: f.assign(mse_sns=f["mse_input"] * 1.01, mse_thermo=f["mse_input"] * 2))
+        ).passed
+        is False
+    )
     assert j.judge_noop(_edit(r, "no_op", lambda f: f.assign(relative_change=0.05))).passed is False
     # an emulator that does not drift; an SNS rollout that leaves the attractor
-    assert j.judge_stabilizes(_edit(r, "rollouts", lambda f: set_where(f, lambda t: t["rollout"] == "plain",
-                                                                       "off_attractor", math.inf))).passed is False
-    assert j.judge_stabilizes(_edit(r, "rollouts", lambda f: set_where(f, lambda t: t["rollout"] == "sns",
-                                                                       "off_attractor", 90.0))).passed is False
-    assert j.judge_short(_edit(r, "rollouts", lambda f: set_where(f, lambda t: t["rollout"] == "thermo",
-                                                                  "corr_time_0.8", 1000.0))).passed is False
+    assert (
+        j.judge_stabilizes(
+            _edit(r, "rollouts", lambda f: set_where(f, lambda t: t["rollout"] == "plain", "off_attractor", math.inf))
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_stabilizes(
+            _edit(r, "rollouts", lambda f: set_where(f, lambda t: t["rollout"] == "sns", "off_attractor", 90.0))
+        ).passed
+        is False
+    )
+    assert (
+        j.judge_short(
+            _edit(r, "rollouts", lambda f: set_where(f, lambda t: t["rollout"] == "thermo", "corr_time_0.8", 1000.0))
+        ).passed
+        is False
+    )
     # a rollout shorter than the card's 600 steps does not decide stability (it must not pass)
     short = j.judge_stabilizes(_edit(r, "rollouts", lambda f: f.assign(horizon=np.minimum(f["horizon"], 300))))
     assert short.passed is None and "reduced" in short.detail
     # a NaN in a judged column fails the claim naming the row (pandas' mean/median would skip it)
-    nan = _claim("no-op-on-clean").evaluate(_edit(r, "no_op", lambda f: set_where(f, lambda t: t.index == 3,
-                                                                                  "relative_change", math.nan)))
+    nan = _claim("no-op-on-clean").evaluate(
+        _edit(r, "no_op", lambda f: set_where(f, lambda t: t.index == 3, "relative_change", math.nan))
+    )
     assert nan.passed is False and "NaN" in nan.detail
-    nan = _claim("beats-thermo-short").evaluate(_edit(r, "rollouts", lambda f: set_where(
-        f, lambda t: (t["rollout"] == "sns") & (t["trajectory"] == 0), "corr_time_0.8", math.nan)))
+    nan = _claim("beats-thermo-short").evaluate(
+        _edit(
+            r,
+            "rollouts",
+            lambda f: set_where(
+                f, lambda t: (t["rollout"] == "sns") & (t["trajectory"] == 0), "corr_time_0.8", math.nan
+            ),
+        )
+    )
     assert nan.passed is False and "NaN" in nan.detail
-    nan = _claim("classifier").evaluate(_edit(r, "calibration", lambda f: set_where(f, lambda t: t.index == 0,
-                                                                                    "clean", math.nan)))
+    nan = _claim("classifier").evaluate(
+        _edit(r, "calibration", lambda f: set_where(f, lambda t: t.index == 0, "clean", math.nan))
+    )
     assert nan.passed is False and "NaN" in nan.detail
-    assert j.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3, "ratio",
-                                                                     1.3))).passed is False
-    assert j.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"].between(1, 6), "ratio",
-                                                                     1.15))).passed is False
+    assert (
+        j.judge_spectrum(_edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"] == 3, "ratio", 1.3))).passed
+        is False
+    )
+    assert (
+        j.judge_spectrum(
+            _edit(r, "spectrum", lambda f: set_where(f, lambda t: t["mode"].between(1, 6), "ratio", 1.15))
+        ).passed
+        is False
+    )
 
 
 class _Tables:
@@ -150,8 +244,17 @@ def _ks_rollouts(sns_time, thermo_time, sns_horizon=600, thermo_horizon=50, n=16
     rows = []
     for k, times, h in (("sns", sns_time, sns_horizon), ("thermo", thermo_time, thermo_horizon)):
         times = times if isinstance(times, list) else [times] * n
-        rows += [{"rollout": k, "trajectory": i, "horizon": h, "corr_time_0.8": float(t), "calls_per_step": 12.0,
-                  "off_attractor": math.inf} for i, t in enumerate(times)]
+        rows += [
+            {
+                "rollout": k,
+                "trajectory": i,
+                "horizon": h,
+                "corr_time_0.8": float(t),
+                "calls_per_step": 12.0,
+                "off_attractor": math.inf,
+            }
+            for i, t in enumerate(times)
+        ]
     return _Tables({"rollouts": pd.DataFrame(rows)})
 
 
@@ -174,11 +277,26 @@ def test_short_judge_reads_censored_times_as_lower_bounds():
 def _with_kf(sns_time=50.0, sns_sim=0.1, horizon=10_000, acdm_time=40.0, acdm_censored=False):
     import pandas as pd
 
-    rows = [dict(rollout=k, trajectory=i, corr_time_0_8=t, corr_censored=cens, corr_horizon=1990,
-                 spectral_similarity=s, calls_per_step=c, off_attractor=math.inf, horizon=horizon)
-            for k, t, cens, s, c in (("plain", 20.0, False, 0.5, 0), ("sns", sns_time, sns_time >= 1990, sns_sim, 12),
-                                     ("acdm", acdm_time, acdm_censored, 0.3, 12), ("thermo", 10.0, False, 0.2, 60))
-            for i in range(8)]
+    rows = [
+        dict(
+            rollout=k,
+            trajectory=i,
+            corr_time_0_8=t,
+            corr_censored=cens,
+            corr_horizon=1990,
+            spectral_similarity=s,
+            calls_per_step=c,
+            off_attractor=math.inf,
+            horizon=horizon,
+        )
+        for k, t, cens, s, c in (
+            ("plain", 20.0, False, 0.5, 0),
+            ("sns", sns_time, sns_time >= 1990, sns_sim, 12),
+            ("acdm", acdm_time, acdm_censored, 0.3, 12),
+            ("thermo", 10.0, False, 0.2, 60),
+        )
+        for i in range(8)
+    ]
     return _Tables({"kolmogorov": pd.DataFrame(rows)})
 
 
@@ -199,9 +317,11 @@ def test_kf_judge_passes_right_and_fails_wrong():
 def _with_qg(sns_done=10, acdm_done=4, acdm_calls=12.0, horizon=50_000):
     import pandas as pd
 
-    rows = [dict(rollout=k, trajectory=i, completed=i < done, calls_per_step=c, horizon=horizon)
-            for k, done, c in (("plain", 0, 0.0), ("sns", sns_done, 12.0), ("acdm", acdm_done, acdm_calls))
-            for i in range(10)]
+    rows = [
+        dict(rollout=k, trajectory=i, completed=i < done, calls_per_step=c, horizon=horizon)
+        for k, done, c in (("plain", 0, 0.0), ("sns", sns_done, 12.0), ("acdm", acdm_done, acdm_calls))
+        for i in range(10)
+    ]
     return _Tables({"qg": pd.DataFrame(rows)})
 
 
@@ -220,11 +340,24 @@ def test_paper_path_runs_at_toy_size(tmp_path):
     from theorylab.core.runner import execute
     from theorylab.core.store import Store
 
-    small = dict(TOY, kolmogorov=True, kolmogorov_solve_n=32, kolmogorov_store_n=16, kolmogorov_nu=1e-2,
-                 kolmogorov_dt=5e-3, kolmogorov_spinup=50, kolmogorov_train_trajectories=3,
-                 kolmogorov_train_horizon=12, kolmogorov_test_trajectories=2, kolmogorov_horizon=8,
-                 kolmogorov_width=8, kolmogorov_levels=1, kolmogorov_emulator_steps=3, kolmogorov_steps=3,
-                 kolmogorov_batch=4)
+    small = dict(
+        TOY,
+        kolmogorov=True,
+        kolmogorov_solve_n=32,
+        kolmogorov_store_n=16,
+        kolmogorov_nu=1e-2,
+        kolmogorov_dt=5e-3,
+        kolmogorov_spinup=50,
+        kolmogorov_train_trajectories=3,
+        kolmogorov_train_horizon=12,
+        kolmogorov_test_trajectories=2,
+        kolmogorov_horizon=8,
+        kolmogorov_width=8,
+        kolmogorov_levels=1,
+        kolmogorov_emulator_steps=3,
+        kolmogorov_steps=3,
+        kolmogorov_batch=4,
+    )
     res = execute("self-refining-surrogate", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
     t = res.table("kolmogorov")
     assert set(t["rollout"]) == {"plain", "sns", "acdm", "thermo"} and len(t) == 8
@@ -240,9 +373,23 @@ def test_qg_path_runs_at_toy_size(tmp_path):
     from theorylab.core.store import Store
 
     # in bf16: the autocast path of the rollouts (U-Net emulator and SNS model) runs end to end too
-    small = dict(TOY, precision="bf16", qg=True, qg_solve_n=16, qg_store_n=8, qg_spinup=20, qg_train_trajectories=2,
-                 qg_train_horizon=10, qg_test_trajectories=2, qg_horizon=6, qg_width=8, kolmogorov_levels=1,
-                 qg_emulator_steps=3, qg_steps=3, kolmogorov_batch=4)
+    small = dict(
+        TOY,
+        precision="bf16",
+        qg=True,
+        qg_solve_n=16,
+        qg_store_n=8,
+        qg_spinup=20,
+        qg_train_trajectories=2,
+        qg_train_horizon=10,
+        qg_test_trajectories=2,
+        qg_horizon=6,
+        qg_width=8,
+        kolmogorov_levels=1,
+        qg_emulator_steps=3,
+        qg_steps=3,
+        kolmogorov_batch=4,
+    )
     res = execute("self-refining-surrogate", "quick", 0, small, store=Store(tmp_path / "store"), device="cpu")
     t = res.table("qg")
     assert set(t["rollout"]) == {"plain", "sns", "acdm"} and len(t) == 6

@@ -76,8 +76,9 @@ def permute_axes(x: Tensor, perm: Sequence[int], start: int = 2) -> Tensor:
     (``x.permute(0, .., start - 1, start + perm[0], ...)``; ``start = 2`` for ``[B, C, *spatial]``)."""
     d = x.ndim - start
     if sorted(perm) != list(range(d)):
-        raise ValueError(f"perm {tuple(perm)} is not a permutation of the {d} axes from dim {start} of a "
-                         f"{x.ndim}-D tensor")
+        raise ValueError(
+            f"perm {tuple(perm)} is not a permutation of the {d} axes from dim {start} of a {x.ndim}-D tensor"
+        )
     return x.permute(*range(start), *(start + p for p in perm))
 
 
@@ -118,14 +119,17 @@ def _check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
 
 def _check_field(x: Tensor, channels: int, name: str, min_dims: int = 1) -> None:
     if x.ndim < 2 + min_dims or x.shape[1] != channels:
-        raise ValueError(f"{name} needs a field [B, {channels}, n_1, ..., n_d] with d >= {min_dims}; "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} needs a field [B, {channels}, n_1, ..., n_d] with d >= {min_dims}; got shape {tuple(x.shape)}"
+        )
 
 
 def _check_sizes(x: Tensor, pad: int, name: str) -> None:
     if any(n < pad for n in x.shape[2:]):
-        raise ValueError(f"{name}: every spatial size must be >= kernel_size // 2 = {pad} for circular padding; "
-                         f"got {tuple(x.shape[2:])}")
+        raise ValueError(
+            f"{name}: every spatial size must be >= kernel_size // 2 = {pad} for circular padding; "
+            f"got {tuple(x.shape[2:])}"
+        )
 
 
 def _init_conv(weight: Tensor, bias: Tensor | None, fan_in: int) -> None:
@@ -251,15 +255,22 @@ class SXConv(nn.Module):
     (``k·C_in`` values per point, not ``k·C_out``) before one GEMM; both paths equal the folded ``Conv1d``s to
     float rounding. A kernel wider than an axis wraps around it (a periodic convolution)."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, aggregate: Aggregate = "sum",
-                 bias: bool = True):
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: int = 3, aggregate: Aggregate = "sum", bias: bool = True
+    ):
         super().__init__()
         if in_channels < 1 or out_channels < 1 or kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"SXConv needs channels >= 1 and an odd kernel_size >= 1; got in={in_channels}, "
-                             f"out={out_channels}, kernel_size={kernel_size}")
+            raise ValueError(
+                f"SXConv needs channels >= 1 and an odd kernel_size >= 1; got in={in_channels}, "
+                f"out={out_channels}, kernel_size={kernel_size}"
+            )
         _check_choice("aggregate", aggregate, AGGREGATES)
-        self.in_channels, self.out_channels, self.kernel_size, self.aggregate = (in_channels, out_channels,
-                                                                                 kernel_size, aggregate)
+        self.in_channels, self.out_channels, self.kernel_size, self.aggregate = (
+            in_channels,
+            out_channels,
+            kernel_size,
+            aggregate,
+        )
         self.weight = nn.Parameter(torch.empty(out_channels, in_channels, kernel_size))
         self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
         _init_conv(self.weight, self.bias, in_channels * kernel_size)
@@ -301,8 +312,9 @@ class _AxisSelfAttention(nn.Module):
     def __init__(self, channels: int, heads: int, bias: bool = True):
         super().__init__()
         if channels < 1 or heads < 1 or channels % heads:
-            raise ValueError(f"attention needs channels divisible by heads >= 1; got channels={channels}, "
-                             f"heads={heads}")
+            raise ValueError(
+                f"attention needs channels divisible by heads >= 1; got channels={channels}, heads={heads}"
+            )
         self.channels, self.heads = channels, heads
         self.qkv = nn.Linear(channels, 3 * channels, bias=bias)
         self.out = nn.Linear(channels, channels, bias=bias)
@@ -337,8 +349,9 @@ class SXAttention(nn.Module):
 
     def forward_channels_last(self, h: Tensor) -> Tensor:
         if h.ndim < 3 or h.shape[-1] != self.channels:
-            raise ValueError(f"SXAttention needs [B, n_1, ..., n_d, {self.channels}] (channels last); "
-                             f"got shape {tuple(h.shape)}")
+            raise ValueError(
+                f"SXAttention needs [B, n_1, ..., n_d, {self.channels}] (channels last); got shape {tuple(h.shape)}"
+            )
         d = h.ndim - 2
         qkv = self.attn.qkv(h)
         total, entries = None, 0
@@ -377,15 +390,27 @@ class GXLift(nn.Module):
     is shared by all ordered pairs; its first kernel axis runs along the node axis. A 1-D field is
     repeated to 2-D first (:func:`repeat_to_2d`), giving 2 nodes on ``[n, n]``."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, aggregate: Aggregate = "mean",
-                 bias: bool = True):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int = 3,
+        aggregate: Aggregate = "mean",
+        bias: bool = True,
+    ):
         super().__init__()
         if in_channels < 1 or out_channels < 1 or kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"GXLift needs channels >= 1 and an odd kernel_size >= 1; got in={in_channels}, "
-                             f"out={out_channels}, kernel_size={kernel_size}")
+            raise ValueError(
+                f"GXLift needs channels >= 1 and an odd kernel_size >= 1; got in={in_channels}, "
+                f"out={out_channels}, kernel_size={kernel_size}"
+            )
         _check_choice("aggregate", aggregate, AGGREGATES)
-        self.in_channels, self.out_channels, self.kernel_size, self.aggregate = (in_channels, out_channels,
-                                                                                 kernel_size, aggregate)
+        self.in_channels, self.out_channels, self.kernel_size, self.aggregate = (
+            in_channels,
+            out_channels,
+            kernel_size,
+            aggregate,
+        )
         self.weight = nn.Parameter(torch.empty(out_channels, in_channels, kernel_size, kernel_size))
         self.bias = nn.Parameter(torch.empty(out_channels)) if bias else None
         _init_conv(self.weight, self.bias, in_channels * kernel_size**2)
@@ -431,16 +456,26 @@ class GXMessage(nn.Module):
     axis i, M_{j→i} = SelfAttn of h_j along its own axis j (card: "SelfAttn(h_j) mapped back to axis i";
     all nodes share one spatial layout, so the map back is the identity); two weight sets."""
 
-    def __init__(self, channels: int, kernel_size: int = 3, message: Literal["conv", "attention"] = "conv",
-                 heads: int = 1, aggregate: Aggregate = "mean", activation: str | None = "gelu", norm: bool = False):
+    def __init__(
+        self,
+        channels: int,
+        kernel_size: int = 3,
+        message: Literal["conv", "attention"] = "conv",
+        heads: int = 1,
+        aggregate: Aggregate = "mean",
+        activation: str | None = "gelu",
+        norm: bool = False,
+    ):
         super().__init__()
         _check_choice("message", message, ("conv", "attention"))
         _check_choice("aggregate", aggregate, AGGREGATES)
         if activation is not None:
             _check_choice("activation", activation, tuple(ACTIVATIONS))
         if channels < 1 or kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"GXMessage needs channels >= 1 and an odd kernel_size >= 1; got channels={channels}, "
-                             f"kernel_size={kernel_size}")
+            raise ValueError(
+                f"GXMessage needs channels >= 1 and an odd kernel_size >= 1; got channels={channels}, "
+                f"kernel_size={kernel_size}"
+            )
         self.channels, self.kernel_size, self.message, self.aggregate = channels, kernel_size, message, aggregate
         self.act = ACTIVATIONS[activation] if activation is not None else _identity
         self.norm = _ChannelNorm(channels, 2) if norm else None
@@ -471,13 +506,17 @@ class GXMessage(nn.Module):
         hl = h.movedim(2, -1)  # (B, d, *spatial, C)
         own = [self.node_attn.out(self.node_attn.attend(self.node_attn.qkv(hl[:, i]), i)[0]) for i in range(d)]
         sent = [self.edge_attn.out(self.edge_attn.attend(self.edge_attn.qkv(hl[:, j]), j)[0]) for j in range(d)]
-        return [(own[i] + _aggregate(sum(sent[j] for j in range(d) if j != i), d - 1, self.aggregate)).movedim(-1, 1)
-                for i in range(d)]
+        return [
+            (own[i] + _aggregate(sum(sent[j] for j in range(d) if j != i), d - 1, self.aggregate)).movedim(-1, 1)
+            for i in range(d)
+        ]
 
     def forward(self, h: Tensor) -> Tensor:
         if h.ndim < 5 or h.shape[1] != h.ndim - 3 or h.shape[2] != self.channels:
-            raise ValueError(f"GXMessage needs node features [B, d, {self.channels}, n_1, ..., n_d] with d >= 2; "
-                             f"got shape {tuple(h.shape)}")
+            raise ValueError(
+                f"GXMessage needs node features [B, d, {self.channels}, n_1, ..., n_d] with d >= 2; "
+                f"got shape {tuple(h.shape)}"
+            )
         u = torch.stack(self._updates(h), dim=1)
         if self.norm is not None:
             u = self.norm(u)
@@ -516,13 +555,15 @@ class AxisPositionalEncoding(nn.Module):
     def __init__(self, channels: int, max_dims: int = 4, frequencies: int = 4):
         super().__init__()
         if channels < 1 or max_dims < 1 or frequencies < 1:
-            raise ValueError(f"AxisPositionalEncoding needs channels, max_dims, frequencies >= 1; got {channels}, "
-                             f"{max_dims}, {frequencies}")
+            raise ValueError(
+                f"AxisPositionalEncoding needs channels, max_dims, frequencies >= 1; got {channels}, "
+                f"{max_dims}, {frequencies}"
+            )
         self.max_dims, self.frequencies = max_dims, frequencies
         self.weight = nn.Parameter(torch.randn(max_dims, channels, 2 * frequencies) / math.sqrt(2 * frequencies))
 
     def forward(self, x: Tensor, channel_dim: int = 1) -> Tensor:
-        sp = x.shape[channel_dim + 1:]
+        sp = x.shape[channel_dim + 1 :]
         if len(sp) > self.max_dims:
             raise ValueError(f"AxisPositionalEncoding was built for at most {self.max_dims} axes; got {len(sp)}")
         f = torch.arange(1, self.frequencies + 1, dtype=x.dtype, device=x.device)
@@ -567,8 +608,9 @@ class AxialPatchEmbed(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, patch: int, aggregate: Aggregate = "mean"):
         super().__init__()
         if in_channels < 1 or out_channels < 1 or patch < 1:
-            raise ValueError(f"AxialPatchEmbed needs channels >= 1 and patch >= 1; got {in_channels}, "
-                             f"{out_channels}, {patch}")
+            raise ValueError(
+                f"AxialPatchEmbed needs channels >= 1 and patch >= 1; got {in_channels}, {out_channels}, {patch}"
+            )
         _check_choice("aggregate", aggregate, AGGREGATES)
         self.in_channels, self.patch, self.aggregate = in_channels, patch, aggregate
         self.weight = nn.Parameter(torch.empty(out_channels, in_channels, patch))
@@ -595,8 +637,9 @@ class AxialPatchUnembed(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, patch: int, aggregate: Aggregate = "mean"):
         super().__init__()
         if in_channels < 1 or out_channels < 1 or patch < 1:
-            raise ValueError(f"AxialPatchUnembed needs channels >= 1 and patch >= 1; got {in_channels}, "
-                             f"{out_channels}, {patch}")
+            raise ValueError(
+                f"AxialPatchUnembed needs channels >= 1 and patch >= 1; got {in_channels}, {out_channels}, {patch}"
+            )
         _check_choice("aggregate", aggregate, AGGREGATES)
         self.in_channels, self.patch, self.aggregate = in_channels, patch, aggregate
         self.weight = nn.Parameter(torch.empty(in_channels, out_channels, patch))
@@ -635,10 +678,22 @@ class XCNN(nn.Module):
     Paper toy: SXCNN ``width=64, layers=5``; GXCNN ``kind="gx", width=32, layers=5`` (1 lift + 4 rounds).
     """
 
-    def __init__(self, in_channels: int = 1, width: int = 16, layers: int = 3, kernel_size: int = 3,
-                 out_features: int = 2, kind: Literal["sx", "gx"] = "sx", aggregate: Aggregate = "mean",
-                 activation: str = "gelu", norm: bool = False, message: Literal["conv", "attention"] = "conv",
-                 heads: int = 1, pos_embed: bool = False, max_dims: int = 4):
+    def __init__(
+        self,
+        in_channels: int = 1,
+        width: int = 16,
+        layers: int = 3,
+        kernel_size: int = 3,
+        out_features: int = 2,
+        kind: Literal["sx", "gx"] = "sx",
+        aggregate: Aggregate = "mean",
+        activation: str = "gelu",
+        norm: bool = False,
+        message: Literal["conv", "attention"] = "conv",
+        heads: int = 1,
+        pos_embed: bool = False,
+        max_dims: int = 4,
+    ):
         super().__init__()
         _check_choice("kind", kind, ("sx", "gx"))
         _check_choice("activation", activation, tuple(ACTIVATIONS))
@@ -653,8 +708,9 @@ class XCNN(nn.Module):
         else:
             self.lift = GXLift(in_channels, width, kernel_size, aggregate)
             self.lift_norm = _ChannelNorm(width, 2) if norm else None
-            self.messages = nn.ModuleList(GXMessage(width, kernel_size, message, heads, aggregate, activation, norm)
-                                          for _ in range(layers - 1))
+            self.messages = nn.ModuleList(
+                GXMessage(width, kernel_size, message, heads, aggregate, activation, norm) for _ in range(layers - 1)
+            )
             self.readout = GXReadout(aggregate)
         self.pos = AxisPositionalEncoding(width, max_dims) if pos_embed else None
         self.head = nn.Linear(2 * width, out_features)
@@ -694,8 +750,9 @@ class _XViTBlock(nn.Module):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = SXAttention(d_model, heads, aggregate)
-        self.mlp = nn.Sequential(nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model,
-                                                                                               d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, mlp_ratio * d_model), nn.GELU(), nn.Linear(mlp_ratio * d_model, d_model)
+        )
 
     def forward(self, h: Tensor) -> Tensor:  # (B, *spatial, D)
         h = h + self.attn.forward_channels_last(self.norm1(h))
@@ -713,9 +770,20 @@ class XViT(nn.Module):
     if any, goes into the channels.
     """
 
-    def __init__(self, in_channels: int = 1, out_channels: int = 1, d_model: int = 32, depth: int = 2,
-                 heads: int = 2, patch: int = 4, mlp_ratio: int = 2, aggregate: Aggregate = "mean",
-                 pos_embed: bool = False, deembed: bool = True, max_dims: int = 4):
+    def __init__(
+        self,
+        in_channels: int = 1,
+        out_channels: int = 1,
+        d_model: int = 32,
+        depth: int = 2,
+        heads: int = 2,
+        patch: int = 4,
+        mlp_ratio: int = 2,
+        aggregate: Aggregate = "mean",
+        pos_embed: bool = False,
+        deembed: bool = True,
+        max_dims: int = 4,
+    ):
         super().__init__()
         if depth < 0 or mlp_ratio < 1:
             raise ValueError(f"XViT needs depth >= 0 and mlp_ratio >= 1; got {depth}, {mlp_ratio}")
@@ -748,17 +816,25 @@ class XFieldCNN(nn.Module):
     channels (oldest first). Equivariant to axis permutations and periodic shifts.
     """
 
-    def __init__(self, in_channels: int = 1, out_channels: int = 1, width: int = 16, layers: int = 2,
-                 kernel_size: int = 5, aggregate: Aggregate = "sum", activation: str = "gelu",
-                 residual: bool = True):
+    def __init__(
+        self,
+        in_channels: int = 1,
+        out_channels: int = 1,
+        width: int = 16,
+        layers: int = 2,
+        kernel_size: int = 5,
+        aggregate: Aggregate = "sum",
+        activation: str = "gelu",
+        residual: bool = True,
+    ):
         super().__init__()
         _check_choice("activation", activation, tuple(ACTIVATIONS))
         if layers < 0 or width < 1 or out_channels < 1:
-            raise ValueError(f"XFieldCNN needs layers >= 0, width >= 1, out_channels >= 1; got {layers}, {width}, "
-                             f"{out_channels}")
+            raise ValueError(
+                f"XFieldCNN needs layers >= 0, width >= 1, out_channels >= 1; got {layers}, {width}, {out_channels}"
+            )
         if residual and out_channels > in_channels:
-            raise ValueError(f"a residual XFieldCNN needs out_channels ({out_channels}) <= in_channels "
-                             f"({in_channels})")
+            raise ValueError(f"a residual XFieldCNN needs out_channels ({out_channels}) <= in_channels ({in_channels})")
         self.in_channels, self.out_channels, self.residual = in_channels, out_channels, residual
         sizes = [in_channels] + [width] * layers
         self.convs = nn.ModuleList(SXConv(a, b, kernel_size, aggregate) for a, b in zip(sizes[:-1], sizes[1:]))
@@ -771,4 +847,4 @@ class XFieldCNN(nn.Module):
         for conv in self.convs:
             h = self.act(conv(h))
         y = self.out(h)
-        return y + x[:, -self.out_channels:] if self.residual else y
+        return y + x[:, -self.out_channels :] if self.residual else y

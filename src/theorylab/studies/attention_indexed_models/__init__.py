@@ -57,15 +57,22 @@ def _moments(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     rng = ctx.rng("moments")
     # non-symmetric S, S' with a trace: the mean C_ij Tr S/sqrt(d) is O(sqrt d) (a wrong sqrt(d) shows), and
     # Ω = Tr(S S'^T)/d differs from Ψ = Tr(S S')/d (a transposed S shows)
-    mats = [rng.standard_normal((d, d)) / math.sqrt(d) + 0.5 * np.eye(d),
-            rng.standard_normal((d, d)) / math.sqrt(d) - 0.3 * np.eye(d)]
+    mats = [
+        rng.standard_normal((d, d)) / math.sqrt(d) + 0.5 * np.eye(d),
+        rng.standard_normal((d, d)) / math.sqrt(d) - 0.3 * np.eye(d),
+    ]
     C = np.array([[1.0, cfg.token_correlation], [cfg.token_correlation, 1.0]])
     gen = ctx.generator("moment tokens")
     G = np.empty((n, 8))
     for a in range(0, n, CHUNK):
         x = tokens(min(CHUNK, n - a), d, gen, torch.as_tensor(C), dtype=torch.float32)
-        G[a:a + len(x)] = np.concatenate([bilinear_forms(x, torch.as_tensor(S, dtype=torch.float32)).reshape(
-            len(x), 4).double().numpy() for S in mats], axis=1)
+        G[a : a + len(x)] = np.concatenate(
+            [
+                bilinear_forms(x, torch.as_tensor(S, dtype=torch.float32)).reshape(len(x), 4).double().numpy()
+                for S in mats
+            ],
+            axis=1,
+        )
     mean, cov = bilinear_moments(C, mats, d)
     # the classic slip, Ω = Tr(S S'^T)/d and Ψ = Tr(S S')/d exchanged (a transposed S' inside the trace): the check
     # must reject it (transposing every S leaves the set of G_ij unchanged, so that is not a test)
@@ -79,14 +86,23 @@ def _moments(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     names = [f"{s}[{i}{j}]" for s in ("S", "S'") for i in range(2) for j in range(2)]
     for a in range(8):
         se = Z[:, a].std(ddof=1) / math.sqrt(n)
-        rows.append(dict(d=d, kind="mean", entry=names[a], predicted=mean[a], measured=mu[a], se=se,
-                         predicted_swapped=mean[a]))
+        rows.append(
+            dict(d=d, kind="mean", entry=names[a], predicted=mean[a], measured=mu[a], se=se, predicted_swapped=mean[a])
+        )
     for a in range(8):
         for b in range(a, 8):
             prod = Z[:, a] * Z[:, b]
-            rows.append(dict(d=d, kind="cov", entry=f"{names[a]},{names[b]}", predicted=cov[a, b],
-                             measured=prod.mean() * n / (n - 1), se=prod.std(ddof=1) / math.sqrt(n),
-                             predicted_swapped=cov_t[a, b]))
+            rows.append(
+                dict(
+                    d=d,
+                    kind="cov",
+                    entry=f"{names[a]},{names[b]}",
+                    predicted=cov[a, b],
+                    measured=prod.mean() * n / (n - 1),
+                    se=prod.std(ddof=1) / math.sqrt(n),
+                    predicted_swapped=cov_t[a, b],
+                )
+            )
     ctx.table("moments", pd.DataFrame(rows))
 
 
@@ -101,18 +117,37 @@ def _single_token(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
         for a in range(0, cfg.moment_samples, CHUNK):
             m = min(CHUNK, cfg.moment_samples - a)
             x = torch.randn(m, d, generator=gen, dtype=torch.float32)
-            g[a:a + m], gs[a:a + m] = centred_form(x, S).numpy(), centred_form(x, S_star).numpy()
+            g[a : a + m], gs[a : a + m] = centred_form(x, S).numpy(), centred_form(x, S_star).numpy()
         k, se = _kurtosis_se(g)
-        kurt.append(dict(d=d, measured=k, se=se, predicted=excess_kurtosis(S), variance_mc=float(g.var()),
-                         variance_predicted=float(2 * (S * S).sum() / d)))
+        kurt.append(
+            dict(
+                d=d,
+                measured=k,
+                se=se,
+                predicted=excess_kurtosis(S),
+                variance_mc=float(g.var()),
+                variance_predicted=float(2 * (S * S).sum() / d),
+            )
+        )
         t, q = overlaps([S, S_star])
         for name in ("h1", "h2"):
             h = link(name)
             loss = 0.5 * (h(g) - h(gs)) ** 2
             phi = float(gaussian_loss(q[0, 0], q[0, 1], q[1, 1], name))
             exact = 0.5 * (q[0, 0] + q[1, 1] - 2 * q[0, 1]) * 2 if name == "h1" else exact_loss_h2(S, S_star)
-            land.append(dict(d=d, link=name, mc=float(loss.mean()), se=float(loss.std(ddof=1) / math.sqrt(len(g))),
-                             phi=phi, exact=float(exact), t1=float(t[0]), q11=float(q[0, 0]), q12=float(q[0, 1])))
+            land.append(
+                dict(
+                    d=d,
+                    link=name,
+                    mc=float(loss.mean()),
+                    se=float(loss.std(ddof=1) / math.sqrt(len(g))),
+                    phi=phi,
+                    exact=float(exact),
+                    t1=float(t[0]),
+                    q11=float(q[0, 0]),
+                    q12=float(q[0, 1]),
+                )
+            )
     ctx.table("kurtosis", pd.DataFrame(kurt))
     land = pd.DataFrame(land)
     land["discrepancy"] = land["mc"] - land["phi"]
@@ -121,8 +156,19 @@ def _single_token(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
 
 def _path_rows(run, d: int, every: int, **key) -> list[dict]:
     keep = np.unique(np.r_[np.arange(0, len(run.n), every), len(run.n) - 1])
-    return [dict(**key, d=d, link=name, n=int(run.n[i]), n_scaled=float(run.n[i] / _scale(d)),
-                 rho=float(run.rho[i, k]), t1=float(run.t1[i, k])) for k, name in enumerate(run.links) for i in keep]
+    return [
+        dict(
+            **key,
+            d=d,
+            link=name,
+            n=int(run.n[i]),
+            n_scaled=float(run.n[i] / _scale(d)),
+            rho=float(run.rho[i, k]),
+            t1=float(run.t1[i, k]),
+        )
+        for k, name in enumerate(run.links)
+        for i in keep
+    ]
 
 
 def _slopes(run, d: int, alpha: float, t2: float, q22: float, param: str, kappa: float) -> list[tuple[float, float]]:
@@ -144,15 +190,38 @@ def _sgd(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
         S_star = teacher(d, gen)
         t, q = overlaps([S_star])
         lr = aim_lr(d, cfg.batch, cfg.lr_constant)
-        run = train_aim(S_star, cfg.sgd_links, int(cfg.horizon * _scale(d)), cfg.batch, lr, gen, "tied", cfg.kappa,
-                        evaluate_every=cfg.evaluate_every, n_test=cfg.test_samples, device=ctx.device)
+        run = train_aim(
+            S_star,
+            cfg.sgd_links,
+            int(cfg.horizon * _scale(d)),
+            cfg.batch,
+            lr,
+            gen,
+            "tied",
+            cfg.kappa,
+            evaluate_every=cfg.evaluate_every,
+            n_test=cfg.test_samples,
+            device=ctx.device,
+        )
         slopes = _slopes(run, d, lr / cfg.batch, float(t[0]), float(q[0, 0]), "tied", cfg.kappa)
         for k, name in enumerate(run.links):
-            rows.append(dict(link=name, d=d, n_max=int(run.n[-1]), n_half=run.n_half[k],
-                             n_half_scaled=run.n_half[k] / _scale(d), rho_final=float(run.rho[-1, k]),
-                             t1_initial=float(run.t1[0, k]), t1_final=float(run.t1[-1, k]),
-                             test_mse_initial=float(run.test_mse[0, k]), test_mse_final=float(run.test_mse[-1, k]),
-                             slope_measured=slopes[k][0], slope_predicted=slopes[k][1], finite=run.finite))
+            rows.append(
+                dict(
+                    link=name,
+                    d=d,
+                    n_max=int(run.n[-1]),
+                    n_half=run.n_half[k],
+                    n_half_scaled=run.n_half[k] / _scale(d),
+                    rho_final=float(run.rho[-1, k]),
+                    t1_initial=float(run.t1[0, k]),
+                    t1_final=float(run.t1[-1, k]),
+                    test_mse_initial=float(run.test_mse[0, k]),
+                    test_mse_final=float(run.test_mse[-1, k]),
+                    slope_measured=slopes[k][0],
+                    slope_predicted=slopes[k][1],
+                    finite=run.finite,
+                )
+            )
         path += _path_rows(run, d, max(1, cfg.evaluate_every // 10), parametrisation="tied", seed=0)
     ctx.table("sgd", pd.DataFrame(rows))
     ctx.table("sgd_path", pd.DataFrame(path))
@@ -172,10 +241,20 @@ def _compare(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
                 starts.append(("direct", "psd"))
             for param, init in starts:
                 gen = ctx.generator(f"compare {d} {seed}")  # same data stream for all: only the student differs
-                runs[param, init] = train_aim(S_star, cfg.compare_links, int(cfg.compare_horizon * _scale(d)),
-                                              cfg.compare_batch, lr, gen, param, cfg.kappa, init,
-                                              evaluate_every=cfg.evaluate_every, n_test=cfg.test_samples,
-                                              device=ctx.device)
+                runs[param, init] = train_aim(
+                    S_star,
+                    cfg.compare_links,
+                    int(cfg.compare_horizon * _scale(d)),
+                    cfg.compare_batch,
+                    lr,
+                    gen,
+                    param,
+                    cfg.kappa,
+                    init,
+                    evaluate_every=cfg.evaluate_every,
+                    n_test=cfg.test_samples,
+                    device=ctx.device,
+                )
             tied_half = runs["tied", "psd"].n_half
             horizon = float(np.nanmax(tied_half)) if np.isfinite(tied_half).any() else math.nan
             for (param, init), run in runs.items():
@@ -183,18 +262,49 @@ def _compare(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
                 at = int(np.searchsorted(run.n, horizon)) if np.isfinite(horizon) else len(run.n) - 1
                 at = min(at, len(run.n) - 1)
                 for k, name in enumerate(run.links):
-                    rows.append(dict(parametrisation=param, link=name, d=d, seed=seed, direct_init=init,
-                                     n_half=run.n_half[k], n_half_scaled=run.n_half[k] / _scale(d),
-                                     tied_horizon=horizon, rho_at_horizon=float(run.rho[at, k]),
-                                     rho_final=float(run.rho[-1, k]), t1_initial=float(run.t1[0, k]),
-                                     slope_measured=slopes[k][0], slope_predicted=slopes[k][1],
-                                     # train_aim freezes a student whose S is non-finite or has q11 >= 1e6
-                                     diverged=bool(not np.isfinite(run.rho[-1, k]) or run.q11[-1, k] >= 1e6)))
+                    rows.append(
+                        dict(
+                            parametrisation=param,
+                            link=name,
+                            d=d,
+                            seed=seed,
+                            direct_init=init,
+                            n_half=run.n_half[k],
+                            n_half_scaled=run.n_half[k] / _scale(d),
+                            tied_horizon=horizon,
+                            rho_at_horizon=float(run.rho[at, k]),
+                            rho_final=float(run.rho[-1, k]),
+                            t1_initial=float(run.t1[0, k]),
+                            slope_measured=slopes[k][0],
+                            slope_predicted=slopes[k][1],
+                            # train_aim freezes a student whose S is non-finite or has q11 >= 1e6
+                            diverged=bool(not np.isfinite(run.rho[-1, k]) or run.q11[-1, k] >= 1e6),
+                        )
+                    )
                 label = param if param == "tied" or init == cfg.direct_init else f"{param} ({init})"
                 path += _path_rows(run, d, max(1, cfg.evaluate_every // 10), parametrisation=label, seed=seed)
-    ctx.table("compare", pd.DataFrame(rows, columns=[
-        "parametrisation", "link", "d", "seed", "direct_init", "n_half", "n_half_scaled", "tied_horizon",
-        "rho_at_horizon", "rho_final", "t1_initial", "slope_measured", "slope_predicted", "diverged"]))
+    ctx.table(
+        "compare",
+        pd.DataFrame(
+            rows,
+            columns=[
+                "parametrisation",
+                "link",
+                "d",
+                "seed",
+                "direct_init",
+                "n_half",
+                "n_half_scaled",
+                "tied_horizon",
+                "rho_at_horizon",
+                "rho_final",
+                "t1_initial",
+                "slope_measured",
+                "slope_predicted",
+                "diverged",
+            ],
+        ),
+    )
     ctx.table("compare_path", pd.DataFrame(path))
 
 
@@ -214,18 +324,44 @@ def _untied(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     for d in cfg.untied_dims:
         gen = ctx.generator(f"untied {d}")
         S_star = teacher(d, gen)
-        run = train_aim(S_star, cfg.untied_links, int(cfg.untied_horizon * _scale(d)), cfg.untied_batch,
-                        aim_lr(d, cfg.untied_batch, cfg.untied_lr_constant), gen, "untied", 1.0,
-                        evaluate_every=cfg.evaluate_every, n_test=cfg.test_samples, device=ctx.device)
+        run = train_aim(
+            S_star,
+            cfg.untied_links,
+            int(cfg.untied_horizon * _scale(d)),
+            cfg.untied_batch,
+            aim_lr(d, cfg.untied_batch, cfg.untied_lr_constant),
+            gen,
+            "untied",
+            1.0,
+            evaluate_every=cfg.evaluate_every,
+            n_test=cfg.test_samples,
+            device=ctx.device,
+        )
         for k, name in enumerate(run.links):
             m = run.t1[:, k] * math.sqrt(d)
-            rows.append(dict(link=name, d=d, n_half_m=_half_time(run.n, m), n_half_rho=_half_time(run.n, run.rho[:, k]),
-                             m_final=float(m[-1]), rho_final=float(run.rho[-1, k])))
+            rows.append(
+                dict(
+                    link=name,
+                    d=d,
+                    n_half_m=_half_time(run.n, m),
+                    n_half_rho=_half_time(run.n, run.rho[:, k]),
+                    m_final=float(m[-1]),
+                    rho_final=float(run.rho[-1, k]),
+                )
+            )
     ctx.table("untied", pd.DataFrame(rows, columns=["link", "d", "n_half_m", "n_half_rho", "m_final", "rho_final"]))
 
 
-def _softmax2_sgd(S_star: torch.Tensor, W0: torch.Tensor, runs: int, batch: int, lr: float, steps: int,
-                  every: int, gen: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _softmax2_sgd(
+    S_star: torch.Tensor,
+    W0: torch.Tensor,
+    runs: int,
+    batch: int,
+    lr: float,
+    steps: int,
+    every: int,
+    gen: torch.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """Online SGD of ``runs`` tied students ``S = W W^T`` (the paper's normalisation, Sec. 3.1) from the same W0 on
     independent data streams: L = 2 tokens ~ N(0, I_2 ⊗ I_d), centred forms ``G_ij = (x_i^T S x_j - δ_ij Tr S)/√d``,
     loss ``½ ‖softmax(G) - softmax(G*)‖²`` (row-wise softmax), step ``lr`` on the batch mean. Returns the step counts
@@ -241,8 +377,13 @@ def _softmax2_sgd(S_star: torch.Tensor, W0: torch.Tensor, runs: int, batch: int,
         with torch.no_grad():
             S = W @ W.transpose(1, 2)
             rec_n.append(n)
-            rec.append(torch.stack([S.diagonal(dim1=1, dim2=2).sum(-1) / d, (S * S).sum((1, 2)) / d,
-                                    (S * T).sum((1, 2)) / d], 1).double().numpy())
+            rec.append(
+                torch.stack(
+                    [S.diagonal(dim1=1, dim2=2).sum(-1) / d, (S * S).sum((1, 2)) / d, (S * T).sum((1, 2)) / d], 1
+                )
+                .double()
+                .numpy()
+            )
 
     for n in range(steps + 1):
         if n % every == 0 or n == steps:
@@ -273,8 +414,9 @@ def _truncation(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     S0 = W0 @ W0.T
     lr = aim_lr(d, cfg.trunc_batch, cfg.trunc_lr_constant)
     steps = max(1, math.ceil(cfg.trunc_time * d / (4 * lr)))  # t = n 4α_d/d with α_d = lr/B, n = steps·B
-    n, obs = _softmax2_sgd(S_star, W0, cfg.trunc_seeds, cfg.trunc_batch, lr, steps, max(1, steps // 60),
-                           ctx.generator("truncation sgd"))
+    n, obs = _softmax2_sgd(
+        S_star, W0, cfg.trunc_seeds, cfg.trunc_batch, lr, steps, max(1, steps // 60), ctx.generator("truncation sgd")
+    )
     t = n * 4 * lr / d
     mean, std = obs.mean(1), obs.std(1, ddof=1)
     curves = {}
@@ -283,24 +425,44 @@ def _truncation(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
         mu = integrate(alg, alg.moments([S0, S_star]), softmax2_potential, t)
         curves[f"M = {M}"] = np.stack([mu[:, alg.index[(0,)]], mu[:, alg.index[(0, 0)]], mu[:, alg.index[(0, 1)]]], 1)
     ref = matrix_flow([S0.numpy(), S_star.numpy()], softmax2_potential, t)
-    curves["matrix flow"] = np.array([[np.trace(S) / d, np.trace(S @ S) / d, np.trace(S @ S_star.numpy()) / d]
-                                      for S, _ in ref])
+    curves["matrix flow"] = np.array(
+        [[np.trace(S) / d, np.trace(S @ S) / d, np.trace(S @ S_star.numpy()) / d] for S, _ in ref]
+    )
     rows, path = [], []
     spread = float(std[:, 1:].max())
     for name, c in curves.items():
         gap = np.abs(c - mean)
         flow_gap = np.abs(c - curves["matrix flow"])
-        rows.append(dict(curve=name, M=int(name.split("= ")[1]) if name.startswith("M") else 0, d=d,
-                         runs=cfg.trunc_seeds, t_max=float(t[-1]), distance=float(np.nanmax(gap[:, 1:])) if
-                         np.isfinite(gap).all() else math.nan, distance_q11=float(np.nanmax(gap[:, 1])),
-                         distance_q12=float(np.nanmax(gap[:, 2])), distance_t1=float(np.nanmax(gap[:, 0])),
-                         distance_to_flow=float(np.nanmax(flow_gap[:, 1:])), seed_spread=spread,
-                         mean_se=spread / math.sqrt(cfg.trunc_seeds)))
+        rows.append(
+            dict(
+                curve=name,
+                M=int(name.split("= ")[1]) if name.startswith("M") else 0,
+                d=d,
+                runs=cfg.trunc_seeds,
+                t_max=float(t[-1]),
+                distance=float(np.nanmax(gap[:, 1:])) if np.isfinite(gap).all() else math.nan,
+                distance_q11=float(np.nanmax(gap[:, 1])),
+                distance_q12=float(np.nanmax(gap[:, 2])),
+                distance_t1=float(np.nanmax(gap[:, 0])),
+                distance_to_flow=float(np.nanmax(flow_gap[:, 1:])),
+                seed_spread=spread,
+                mean_se=spread / math.sqrt(cfg.trunc_seeds),
+            )
+        )
         for i in range(len(t)):
             path.append(dict(curve=name, t=float(t[i]), t1=c[i, 0], q11=c[i, 1], q12=c[i, 2]))
     for i in range(len(t)):
-        path.append(dict(curve="SGD (mean)", t=float(t[i]), t1=mean[i, 0], q11=mean[i, 1], q12=mean[i, 2],
-                         sd_q11=std[i, 1], sd_q12=std[i, 2]))
+        path.append(
+            dict(
+                curve="SGD (mean)",
+                t=float(t[i]),
+                t1=mean[i, 0],
+                q11=mean[i, 1],
+                q12=mean[i, 2],
+                sd_q11=std[i, 1],
+                sd_q12=std[i, 2],
+            )
+        )
     ctx.table("truncation", pd.DataFrame(rows))
     ctx.table("truncation_path", pd.DataFrame(path))
 
@@ -308,7 +470,7 @@ def _truncation(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
 @study(
     "attention-indexed-models",
     title="Attention-indexed models: Gaussian bilinear forms, the landscape reduction, and Θ(d² log d) weak recovery "
-          "of tied attention",
+    "of tied attention",
     paper=PAPER,
     config=AttentionIndexedModelsConfig,
     presets=PRESETS,

@@ -15,33 +15,49 @@ PAPER_D = 400  # the paper's Fig.-2 size (claim 6)
 
 # Where the students and the step are not the card's (docs/studies/attention-indexed-models.md, "Normalisations").
 # The card's tied scale 1/sqrt(2d) depends on d, which the constant `kappa` cannot express, so it always applies.
-KAPPA = Departure.of("tied scale S = κWWᵀ with κ = kappa constant in d (default 1/2; card: WWᵀ/sqrt(2d), a "
-                     "reconstruction the paper does not use)",
-                     "the paper (Sec. 3.1) trains S = W'W'ᵀ with ‖W'(0)‖_F² = Θ(d) and no 1/sqrt(2d); ours is that "
-                     "model with W' = √κ W (‖W'(0)‖_F² = d/2) and the step κ·lr, and the centred G of the paper. At "
-                     "the card's scale the student starts O(d^-1/2) below the unit-variance teacher, so the tied "
-                     "drift (∝ t1 p22) is √d weaker: ρ_final 0.52 / 0.24 (h1 / h2) at d = 48, 0.38 / 0.08 at d = 96 by "
-                     "n = 12 d² ln d; κ = 1/2 gives the teacher's law at init (Var G = 1) and Tr S/d of order 1")
-LR_CONSTANT = Departure.field_value("lr_constant", 0.5, "step = lr_constant B/(d ln d) on the batch-mean loss: the "
-                                                        "card's 0.5 diverges for h2 at d = 48 and 64 (seeds 0, 1), "
-                                                        "0.25 still at d = 48; 0.1 is in the theorem's regime with a "
-                                                        "smaller constant")
+KAPPA = Departure.of(
+    "tied scale S = κWWᵀ with κ = kappa constant in d (default 1/2; card: WWᵀ/sqrt(2d), a "
+    "reconstruction the paper does not use)",
+    "the paper (Sec. 3.1) trains S = W'W'ᵀ with ‖W'(0)‖_F² = Θ(d) and no 1/sqrt(2d); ours is that "
+    "model with W' = √κ W (‖W'(0)‖_F² = d/2) and the step κ·lr, and the centred G of the paper. At "
+    "the card's scale the student starts O(d^-1/2) below the unit-variance teacher, so the tied "
+    "drift (∝ t1 p22) is √d weaker: ρ_final 0.52 / 0.24 (h1 / h2) at d = 48, 0.38 / 0.08 at d = 96 by "
+    "n = 12 d² ln d; κ = 1/2 gives the teacher's law at init (Var G = 1) and Tr S/d of order 1",
+)
+LR_CONSTANT = Departure.field_value(
+    "lr_constant",
+    0.5,
+    "step = lr_constant B/(d ln d) on the batch-mean loss: the "
+    "card's 0.5 diverges for h2 at d = 48 and 64 (seeds 0, 1), "
+    "0.25 still at d = 48; 0.1 is in the theorem's regime with a "
+    "smaller constant",
+)
 
 
 def _fmt(xs) -> str:
     return ", ".join(f"{x:.3g}" for x in xs)
 
 
-S_MOMENTS = ("For tokens x ~ N(0, C ⊗ I_d) with C = [[1, 0.5], [0.5, 1]] and two random (non-symmetric) S, S' at "
-             "d = 64, the Monte Carlo mean and covariance of all eight G_ij = x_i^T S x_j / sqrt(d) match E G_ij = "
-             "C_ij Tr S/sqrt(d) and Cov = C_ii'C_jj' Tr(S S'^T)/d + C_ij'C_ji' Tr(S S')/d within 4 standard errors "
-             "(2e5 draws); the formulas with Tr(S S'^T) and Tr(S S') exchanged (a transposed S) are rejected.")
+S_MOMENTS = (
+    "For tokens x ~ N(0, C ⊗ I_d) with C = [[1, 0.5], [0.5, 1]] and two random (non-symmetric) S, S' at "
+    "d = 64, the Monte Carlo mean and covariance of all eight G_ij = x_i^T S x_j / sqrt(d) match E G_ij = "
+    "C_ij Tr S/sqrt(d) and Cov = C_ii'C_jj' Tr(S S'^T)/d + C_ij'C_ji' Tr(S S')/d within 4 standard errors "
+    "(2e5 draws); the formulas with Tr(S S'^T) and Tr(S S') exchanged (a transposed S) are rejected."
+)
 
 
-@claims.add("exact-moments", S_MOMENTS, REF + ", Isserlis moments of the bilinear forms (Sec. 2)", departures=[
-    Departure.of("non-symmetric S, S' with a trace (card: random symmetric S, S')",
-                 "for symmetric S the formulas with S and Sᵀ coincide, so a transposed S, which the card asks the "
-                 "check to catch, could not fail")])
+@claims.add(
+    "exact-moments",
+    S_MOMENTS,
+    REF + ", Isserlis moments of the bilinear forms (Sec. 2)",
+    departures=[
+        Departure.of(
+            "non-symmetric S, S' with a trace (card: random symmetric S, S')",
+            "for symmetric S the formulas with S and Sᵀ coincide, so a transposed S, which the card asks the "
+            "check to catch, could not fail",
+        )
+    ],
+)
 def judge_moments(res, v) -> Verdict:
     t = res.table("moments")
     if t.empty or not np.isfinite(t[["measured", "se"]].to_numpy()).all():
@@ -50,16 +66,23 @@ def judge_moments(res, v) -> Verdict:
     zt = ((t["measured"] - t["predicted_swapped"]) / t["se"]).abs()
     worst, power = float(z.max()), float(zt.max())
     ok = worst <= 4 and power > 4
-    return v.judged(ok, worst, "<= 4 standard errors", 4.0,
-                    f"{len(t)} entries ({(t['kind'] == 'mean').sum()} means, {(t['kind'] == 'cov').sum()} covariances) "
-                    f"at d = {int(t['d'].iloc[0])}: largest |z| {worst:.2f} (mean {z[t['kind'] == 'mean'].max():.2f}, "
-                    f"cov {z[t['kind'] == 'cov'].max():.2f}); with Tr(S S'^T) and Tr(S S') exchanged |z| reaches "
-                    f"{power:.1f}")
+    return v.judged(
+        ok,
+        worst,
+        "<= 4 standard errors",
+        4.0,
+        f"{len(t)} entries ({(t['kind'] == 'mean').sum()} means, {(t['kind'] == 'cov').sum()} covariances) "
+        f"at d = {int(t['d'].iloc[0])}: largest |z| {worst:.2f} (mean {z[t['kind'] == 'mean'].max():.2f}, "
+        f"cov {z[t['kind'] == 'cov'].max():.2f}); with Tr(S S'^T) and Tr(S S') exchanged |z| reaches "
+        f"{power:.1f}",
+    )
 
 
-S_KURT = ("The excess kurtosis of the single-token G(S) (tied random S) matches 12 Tr(S^4)/Tr(S^2)^2 within 4 "
-          "standard errors (delta method, 2e5 draws) at d = 64 and d = 256, and the formula's value falls by a factor "
-          "in [3, 5] from d = 64 to d = 256 (O(1/d)).")
+S_KURT = (
+    "The excess kurtosis of the single-token G(S) (tied random S) matches 12 Tr(S^4)/Tr(S^2)^2 within 4 "
+    "standard errors (delta method, 2e5 draws) at d = 64 and d = 256, and the formula's value falls by a factor "
+    "in [3, 5] from d = 64 to d = 256 (O(1/d))."
+)
 
 
 @claims.add("kurtosis", S_KURT, REF + ", non-Gaussianity of G is O(1/d)")
@@ -71,19 +94,29 @@ def judge_kurtosis(res, v) -> Verdict:
     lo, hi = t.iloc[0], t.iloc[-1]
     fall = float(lo["predicted"] / hi["predicted"])
     ok = bool(z.max() <= 4) and 3 <= fall <= 5
-    return v.judged(ok, float(z.max()), "<= 4 se (and fall in [3, 5])", 4.0,
-                    "; ".join(f"d = {int(r.d)}: {r.measured:.4f} ± {r.se:.4f} vs 12 Tr S^4/Tr(S^2)^2 = "
-                              f"{r.predicted:.4f} (|z| = {zz:.2f})" for r, zz in zip(t.itertuples(), z))
-                    + f"; formula falls by {fall:.2f} from d = {int(lo.d)} to {int(hi.d)}")
+    return v.judged(
+        ok,
+        float(z.max()),
+        "<= 4 se (and fall in [3, 5])",
+        4.0,
+        "; ".join(
+            f"d = {int(r.d)}: {r.measured:.4f} ± {r.se:.4f} vs 12 Tr S^4/Tr(S^2)^2 = {r.predicted:.4f} (|z| = {zz:.2f})"
+            for r, zz in zip(t.itertuples(), z)
+        )
+        + f"; formula falls by {fall:.2f} from d = {int(lo.d)} to {int(hi.d)}",
+    )
 
 
-S_LAND = ("For h1 the Monte Carlo population loss at a random tied S equals the Gaussian reduction Φ(q) (2-d "
-          "Gauss-Hermite) within 4 standard errors at d = 64; for h2 the discrepancy MC - Φ at d = 256 is <= 0.4 x "
-          "the discrepancy at d = 64 (non-Gaussian corrections vanish like 1/d).")
+S_LAND = (
+    "For h1 the Monte Carlo population loss at a random tied S equals the Gaussian reduction Φ(q) (2-d "
+    "Gauss-Hermite) within 4 standard errors at d = 64; for h2 the discrepancy MC - Φ at d = 256 is <= 0.4 x "
+    "the discrepancy at d = 64 (non-Gaussian corrections vanish like 1/d)."
+)
 
 
-@claims.add("landscape-reduction", S_LAND, REF + ", Corollary 1 (Gaussian reduction of the population loss)",
-            departures=[KAPPA])
+@claims.add(
+    "landscape-reduction", S_LAND, REF + ", Corollary 1 (Gaussian reduction of the population loss)", departures=[KAPPA]
+)
 def judge_landscape(res, v) -> Verdict:
     t = res.table("landscape")
     h1 = t[t["link"] == "h1"].sort_values("d")
@@ -95,20 +128,28 @@ def judge_landscape(res, v) -> Verdict:
     lo, hi = h2.iloc[0], h2.iloc[-1]
     ratio = abs(hi["discrepancy"]) / abs(lo["discrepancy"]) if lo["discrepancy"] != 0 else math.inf
     ok = bool(z1 <= 4) and ratio <= 0.4
-    return v.judged(ok, float(ratio), "h2 ratio <= 0.4 (and h1 |z| <= 4)", 0.4,
-                    f"h1 at d = {int(r1.d)}: MC {r1.mc:.4f} ± {r1.se:.4f} vs Φ {r1.phi:.4f} (|z| = {z1:.2f}); h2 "
-                    f"MC - Φ: {lo.discrepancy:.4f} ± {lo.se:.4f} at d = {int(lo.d)}, {hi.discrepancy:.4f} ± "
-                    f"{hi.se:.4f} at d = {int(hi.d)} (ratio {ratio:.3f}); exact fourth-cumulant correction "
-                    f"{lo.exact - lo.phi:.4f}, {hi.exact - hi.phi:.4f}")
+    return v.judged(
+        ok,
+        float(ratio),
+        "h2 ratio <= 0.4 (and h1 |z| <= 4)",
+        0.4,
+        f"h1 at d = {int(r1.d)}: MC {r1.mc:.4f} ± {r1.se:.4f} vs Φ {r1.phi:.4f} (|z| = {z1:.2f}); h2 "
+        f"MC - Φ: {lo.discrepancy:.4f} ± {lo.se:.4f} at d = {int(lo.d)}, {hi.discrepancy:.4f} ± "
+        f"{hi.se:.4f} at d = {int(hi.d)} (ratio {ratio:.3f}); exact fourth-cumulant correction "
+        f"{lo.exact - lo.phi:.4f}, {hi.exact - hi.phi:.4f}",
+    )
 
 
-S_TIED = ("Tied online SGD (S = WW^T/sqrt(2d), B = 256, step 0.5 B/(d ln d)) reaches ρ >= 0.9 by n = 12 d^2 ln d for "
-          "both h1 and h2 at every d in {48, 64, 96}: with the PSD parametrisation even the link with no linear "
-          "Hermite component is learned.")
+S_TIED = (
+    "Tied online SGD (S = WW^T/sqrt(2d), B = 256, step 0.5 B/(d ln d)) reaches ρ >= 0.9 by n = 12 d^2 ln d for "
+    "both h1 and h2 at every d in {48, 64, 96}: with the PSD parametrisation even the link with no linear "
+    "Hermite component is learned."
+)
 
 
-@claims.add("tied-learns", S_TIED, REF + ", tied weak and strong recovery (Sec. 5, Fig. 2)",
-            departures=[KAPPA, LR_CONSTANT])
+@claims.add(
+    "tied-learns", S_TIED, REF + ", tied weak and strong recovery (Sec. 5, Fig. 2)", departures=[KAPPA, LR_CONSTANT]
+)
 def judge_tied(res, v) -> Verdict:
     t = res.table("sgd")
     need = {"h1", "h2"}
@@ -116,18 +157,29 @@ def judge_tied(res, v) -> Verdict:
         return v.failed(math.nan, ">= 0.9", 0.9, "needs h1 and h2 runs at three d")
     worst = float(t["rho_final"].min()) if np.isfinite(t["rho_final"]).all() else math.nan
     ok = bool(np.isfinite(worst) and worst >= 0.9 and t["finite"].all())
-    return v.judged(ok, worst, ">= 0.9", 0.9, "; ".join(
-        f"{r.link} d = {r.d}: ρ = {r.rho_final:.3f} at n = {r.n_max / (r.d**2 * math.log(r.d)):.1f} d² ln d, test "
-        f"MSE {r.test_mse_initial:.3g} → {r.test_mse_final:.3g}" for r in t.itertuples()))
+    return v.judged(
+        ok,
+        worst,
+        ">= 0.9",
+        0.9,
+        "; ".join(
+            f"{r.link} d = {r.d}: ρ = {r.rho_final:.3f} at n = {r.n_max / (r.d**2 * math.log(r.d)):.1f} d² ln d, test "
+            f"MSE {r.test_mse_initial:.3g} → {r.test_mse_final:.3g}"
+            for r in t.itertuples()
+        ),
+    )
 
 
-S_SCALE = ("Across d in {48, 64, 96}, n_0.5/(d^2 ln d) (first sample count with ρ >= 0.5) varies by a factor <= 2 "
-           "for h1 and <= 2.5 for h2: the Θ(d^2 log d) weak-recovery law (Corollary 3) within the room left for "
-           "logarithmic corrections at small d.")
+S_SCALE = (
+    "Across d in {48, 64, 96}, n_0.5/(d^2 ln d) (first sample count with ρ >= 0.5) varies by a factor <= 2 "
+    "for h1 and <= 2.5 for h2: the Θ(d^2 log d) weak-recovery law (Corollary 3) within the room left for "
+    "logarithmic corrections at small d."
+)
 
 
-@claims.add("d2logd-scaling", S_SCALE, REF + ", Corollary 3: N_wr = Θ(d/α_d) = Θ(d² log d)",
-            departures=[KAPPA, LR_CONSTANT])
+@claims.add(
+    "d2logd-scaling", S_SCALE, REF + ", Corollary 3: N_wr = Θ(d/α_d) = Θ(d² log d)", departures=[KAPPA, LR_CONSTANT]
+)
 def judge_scaling(res, v) -> Verdict:
     t = res.table("sgd")
     tol = {"h1": 2.0, "h2": 2.5}
@@ -140,80 +192,116 @@ def judge_scaling(res, v) -> Verdict:
         r = float(s.max() / s.min())
         ok &= r <= lim
         worst = max(worst, r / lim)
-        parts.append(f"{name}: n_0.5/(d² ln d) = {_fmt(s)} at d = {_fmt(g['d'])} (max/min {r:.2f} <= {lim}); initial "
-                     f"dρ/dn measured/predicted {_fmt(g['slope_measured'] / g['slope_predicted'])}")
+        parts.append(
+            f"{name}: n_0.5/(d² ln d) = {_fmt(s)} at d = {_fmt(g['d'])} (max/min {r:.2f} <= {lim}); initial "
+            f"dρ/dn measured/predicted {_fmt(g['slope_measured'] / g['slope_predicted'])}"
+        )
     return v.judged(ok, worst, "max/min <= 2 (h1), <= 2.5 (h2), as a fraction of the limit", 1.0, "; ".join(parts))
 
 
-S_DIRECT = ("With the paper's direct-S initialisation and its Fig.-2 settings (d = 400, B = 512), direct S reaches "
-            "ρ >= 0.5 for h1 only; for h2 and h3 its ρ stays below 0.1 over the tied model's weak-recovery horizon "
-            "(the latest tied n_0.5), while tied W exceeds 0.5 for all three links (reconstructed).")
+S_DIRECT = (
+    "With the paper's direct-S initialisation and its Fig.-2 settings (d = 400, B = 512), direct S reaches "
+    "ρ >= 0.5 for h1 only; for h2 and h3 its ρ stays below 0.1 over the tied model's weak-recovery horizon "
+    "(the latest tied n_0.5), while tied W exceeds 0.5 for all three links (reconstructed)."
+)
 CPU_D = 96  # the cpu preset's d: the smallest at which the claim is judged (quick's d = 48 only measures)
 
 CPU_COMPARE = [
     Departure.field_value(
-        "compare_dims", [PAPER_D],
+        "compare_dims",
+        [PAPER_D],
         "cpu preset: d = 96 (a run costs ~d⁴ ln d: ~2 h at d = 400 on one core). The tied n_0.5/(d² ln d) is "
         "d-independent (Corollary 3); the direct h2/h3 drift vanishes on the uninformative manifold and grows from the "
         "random initial overlap ρ(0) ~ √2/d, so small d makes the direct test harder: direct h3 ρ at the tied horizon "
         "(~9.4 d² ln d) measured 0.28 at d = 48, 0.12 at d = 64 (one side run each) and 0.035-0.074 at d = 96 (6 "
-        "runs: run seeds 0, 1)", presets=["cpu"]),
+        "runs: run seeds 0, 1)",
+        presets=["cpu"],
+    ),
 ]
 
 
-@claims.add("direct-vs-tied", S_DIRECT, REF + ", tied vs direct parametrisation (Fig. 2)", decided_by="cpu",
-            departures=[
-    Departure.of("initial direct S drawn as `direct_init` says (default: a symmetric Gaussian with its trace removed; "
-                 "card: the paper's exact initialisation)",
-                 "the paper starts direct S on its uninformative manifold t1 = 0, Ψ12 = Ω12 = 0 (App. E, Corollary "
-                 "7) without stating the draw; ours is on it up to the random overlap ρ(0) ~ √2/d. The outcome "
-                 "hinges on the trace: a PSD start (t1 = 1/2) learns h2 like the tied model, a trace-free one has "
-                 "zero initial drift for h2 and h3"),
-    KAPPA, *CPU_COMPARE])
+@claims.add(
+    "direct-vs-tied",
+    S_DIRECT,
+    REF + ", tied vs direct parametrisation (Fig. 2)",
+    decided_by="cpu",
+    departures=[
+        Departure.of(
+            "initial direct S drawn as `direct_init` says (default: a symmetric Gaussian with its trace removed; "
+            "card: the paper's exact initialisation)",
+            "the paper starts direct S on its uninformative manifold t1 = 0, Ψ12 = Ω12 = 0 (App. E, Corollary "
+            "7) without stating the draw; ours is on it up to the random overlap ρ(0) ~ √2/d. The outcome "
+            "hinges on the trace: a PSD start (t1 = 1/2) learns h2 like the tied model, a trace-free one has "
+            "zero initial drift for h2 and h3",
+        ),
+        KAPPA,
+        *CPU_COMPARE,
+    ],
+)
 def judge_direct(res, v) -> Verdict:
     t = res.table("compare")
     if t.empty:
         return v.undecided("needs the cpu preset (no tied-vs-direct run)")
-    detail = "; ".join(f"{r.parametrisation} ({r.direct_init} start) {r.link} d = {r.d} seed {r.seed}: ρ = "
-                       f"{r.rho_at_horizon:.3f} at the tied "
-                       f"horizon {r.tied_horizon / (r.d**2 * math.log(r.d)):.2f} d² ln d, n_0.5 = "
-                       f"{r.n_half_scaled:.2f} d² ln d, ρ_final {r.rho_final:.3f}"
-                       f"{' (blew up later: q11 >= 1e6)' if r.diverged else ''}, t1(0) = "
-                       f"{r.t1_initial:.3f}" for r in t.itertuples())
+    detail = "; ".join(
+        f"{r.parametrisation} ({r.direct_init} start) {r.link} d = {r.d} seed {r.seed}: ρ = "
+        f"{r.rho_at_horizon:.3f} at the tied "
+        f"horizon {r.tied_horizon / (r.d**2 * math.log(r.d)):.2f} d² ln d, n_0.5 = "
+        f"{r.n_half_scaled:.2f} d² ln d, ρ_final {r.rho_final:.3f}"
+        f"{' (blew up later: q11 >= 1e6)' if r.diverged else ''}, t1(0) = "
+        f"{r.t1_initial:.3f}"
+        for r in t.itertuples()
+    )
     tied = t[t["parametrisation"] == "tied"]
     direct = t[(t["parametrisation"] == "direct") & (t["direct_init"] == "traceless")]
     sized = bool((t["d"] >= CPU_D).all() and set(t["link"]) >= {"h1", "h2", "h3"} and len(direct))
     if not sized:
-        return v.undecided(f"needs the cpu preset (d >= {CPU_D}, trace-free direct start, h1-h3); reduced "
-                           "measurement: " + detail,
-                           measured=float(direct.loc[direct["link"] != "h1", "rho_at_horizon"].abs().max())
-                           if len(direct) else None)
+        return v.undecided(
+            f"needs the cpu preset (d >= {CPU_D}, trace-free direct start, h1-h3); reduced measurement: " + detail,
+            measured=float(direct.loc[direct["link"] != "h1", "rho_at_horizon"].abs().max()) if len(direct) else None,
+        )
     tied_ok = bool((tied["rho_at_horizon"] >= 0.5).all())
     d1 = direct[direct["link"] == "h1"]
     dn = direct[direct["link"] != "h1"]
     direct_ok = bool((d1["rho_final"] >= 0.5).all()) and bool((dn["rho_at_horizon"].abs() < 0.1).all())
     worst = float(dn["rho_at_horizon"].abs().max())
-    return v.judged(tied_ok and direct_ok, worst, "< 0.1 (direct h2, h3 at the tied horizon; tied >= 0.5, direct "
-                    "h1 final >= 0.5)", 0.1, detail)
+    return v.judged(
+        tied_ok and direct_ok,
+        worst,
+        "< 0.1 (direct h2, h3 at the tied horizon; tied >= 0.5, direct h1 final >= 0.5)",
+        0.1,
+        detail,
+    )
 
 
-S_UNTIED = ("In the untied model S = UV^T, m = Tr(S)/sqrt(d) moves on the fast time n α_d and ρ on the slow time "
-            "n α_d / d: the ratio of their half-way sample counts grows linearly in d (fitted exponent 1 ± 0.25 over "
-            "d in {200, 400, 800}); ρ's half-way time orders h1 < h2 < h3 at every d (Fig. 3).")
+S_UNTIED = (
+    "In the untied model S = UV^T, m = Tr(S)/sqrt(d) moves on the fast time n α_d and ρ on the slow time "
+    "n α_d / d: the ratio of their half-way sample counts grows linearly in d (fitted exponent 1 ± 0.25 over "
+    "d in {200, 400, 800}); ρ's half-way time orders h1 < h2 < h3 at every d (Fig. 3)."
+)
 
 
-@claims.add("untied-timescales", S_UNTIED, REF + ", untied fast/slow separation (Fig. 3)", decided_by="paper",
-            departures=[
-    Departure.of("S = UVᵀ with U, V entries N(0, 1/d) (card, Fig. 3: standard Gaussian init)",
-                 "ours: the paper's scale was not available when this was built; entries N(0, 1/d) keep Var G of "
-                 "order 1 at init")])
+@claims.add(
+    "untied-timescales",
+    S_UNTIED,
+    REF + ", untied fast/slow separation (Fig. 3)",
+    decided_by="paper",
+    departures=[
+        Departure.of(
+            "S = UVᵀ with U, V entries N(0, 1/d) (card, Fig. 3: standard Gaussian init)",
+            "ours: the paper's scale was not available when this was built; entries N(0, 1/d) keep Var G of "
+            "order 1 at init",
+        )
+    ],
+)
 def judge_untied(res, v) -> Verdict:
     t = res.table("untied")
     if t.empty:
         return v.undecided("needs paper preset (untied runs at d = 200, 400, 800)")
     t = t.assign(ratio=t["n_half_rho"] / t["n_half_m"])
-    detail = "; ".join(f"{r.link} d = {r.d}: n½(m) = {r.n_half_m:.3g}, n½(ρ) = {r.n_half_rho:.3g}, ρ_final "
-                       f"{r.rho_final:.3f}" for r in t.itertuples())
+    detail = "; ".join(
+        f"{r.link} d = {r.d}: n½(m) = {r.n_half_m:.3g}, n½(ρ) = {r.n_half_rho:.3g}, ρ_final {r.rho_final:.3f}"
+        for r in t.itertuples()
+    )
     if t["d"].nunique() < 3 or t["d"].max() < 800:
         return v.undecided("needs paper preset (d = 200, 400, 800); reduced measurement: " + detail)
     slopes = []
@@ -224,35 +312,62 @@ def judge_untied(res, v) -> Verdict:
         slopes.append(float(np.polyfit(np.log(g["d"]), np.log(g["ratio"]), 1)[0]))
     order = all(list(g.sort_values("link")["n_half_rho"]) == sorted(g["n_half_rho"]) for _, g in t.groupby("d"))
     worst = max(abs(s - 1) for s in slopes)
-    return v.judged(worst <= 0.25 and order, float(max(slopes, key=lambda s: abs(s - 1))), "1 ± 0.25", 0.25,
-                    f"exponents {_fmt(slopes)}; ordering h1 < h2 < h3 {'holds' if order else 'fails'}; " + detail)
+    return v.judged(
+        worst <= 0.25 and order,
+        float(max(slopes, key=lambda s: abs(s - 1))),
+        "1 ± 0.25",
+        0.25,
+        f"exponents {_fmt(slopes)}; ordering h1 < h2 < h3 {'holds' if order else 'fails'}; " + detail,
+    )
 
 
-S_TRUNC = ("Tied online SGD of the L = 2 softmax attention (S = WWᵀ, MSE between row-softmax maps, Fig. 1 setting at "
-           "reduced d) against the degree-M truncations of the moment ODE over words (eq. 11, words longer than M set "
-           "to 0, eq. 13) over t = n·4α_d/d ∈ [0, 0.6]: the sup-over-time distance of the overlaps (q11, q12) "
-           "between the truncated ODE and the SGD mean is non-increasing in M ∈ {2, 4, 6, 8} (a step up of at most "
-           "one standard error of the SGD mean counts as level) and <= 0.05 at M = 8 (card claim 7, Fig. 1).")
+S_TRUNC = (
+    "Tied online SGD of the L = 2 softmax attention (S = WWᵀ, MSE between row-softmax maps, Fig. 1 setting at "
+    "reduced d) against the degree-M truncations of the moment ODE over words (eq. 11, words longer than M set "
+    "to 0, eq. 13) over t = n·4α_d/d ∈ [0, 0.6]: the sup-over-time distance of the overlaps (q11, q12) "
+    "between the truncated ODE and the SGD mean is non-increasing in M ∈ {2, 4, 6, 8} (a step up of at most "
+    "one standard error of the SGD mean counts as level) and <= 0.05 at M = 8 (card claim 7, Fig. 1)."
+)
 
 TRUNC_TOL = 0.05  # the card's tolerance at M = 8
 
 
-@claims.add("moment-truncation", S_TRUNC, REF + ", Theorem 2 (eq. 11), truncation eq. 13, Corollary 2, Fig. 1",
-            departures=[
-    Departure.of("Fig.-1 model read as the row-wise softmax attention map of the 2×2 centred forms, ½‖softmax(G) − "
-                 "softmax(G*)‖², tokens N(0, I), Wishart teacher with Var G* = 1, W(0) entries N(0, 1/(2d)) "
-                 "(q11(0) = q22)", "the paper names 'L = 2, softmax activation, MSE' without the output map or the "
-                 "scales; this is the simplest reading, and its potential Φ is a 2-d Gaussian integral"),
-    Departure.of("horizon t <= 0.6 (the paper's is not stated)", "measured against the exact finite-d matrix flow at d "
-                 "= 100: every truncation M <= 8 converges exponentially in M up to t ≈ 0.8 (errors 0.11, 0.07, "
-                 "0.03, 0.012, 0.005 at t = 0.6 for M = 2..6) and departs from the flow beyond t ≈ 1.2 (M = 4: 0.18 "
-                 "at t = 1.2, M = 8: 0.13) — no weight decay, so Corollary 2's constant grows with T"),
-    Departure.field_value("trunc_d", 400, "d = 100 (quick), 8 seeds of B = 256 batched: the SGD mean lies 0.0024 from "
-                          "the exact finite-d flow there, far inside the card's 0.05"),
-    Departure.field_value("trunc_batch", 512, "B = 256 with the step constant of the paper's lr 0.01 at B = 512, "
-                          "d = 400 (0.047 ≈ 0.05 B/(d ln d) per batch-mean step)"),
-    Departure.field_value("trunc_orders", [2, 4, 6, 8], "the card's M ∈ {2, 4, 6, 8}; the largest M given is held to "
-                          "the card's 0.05")])
+@claims.add(
+    "moment-truncation",
+    S_TRUNC,
+    REF + ", Theorem 2 (eq. 11), truncation eq. 13, Corollary 2, Fig. 1",
+    departures=[
+        Departure.of(
+            "Fig.-1 model read as the row-wise softmax attention map of the 2×2 centred forms, ½‖softmax(G) − "
+            "softmax(G*)‖², tokens N(0, I), Wishart teacher with Var G* = 1, W(0) entries N(0, 1/(2d)) "
+            "(q11(0) = q22)",
+            "the paper names 'L = 2, softmax activation, MSE' without the output map or the "
+            "scales; this is the simplest reading, and its potential Φ is a 2-d Gaussian integral",
+        ),
+        Departure.of(
+            "horizon t <= 0.6 (the paper's is not stated)",
+            "measured against the exact finite-d matrix flow at d "
+            "= 100: every truncation M <= 8 converges exponentially in M up to t ≈ 0.8 (errors 0.11, 0.07, "
+            "0.03, 0.012, 0.005 at t = 0.6 for M = 2..6) and departs from the flow beyond t ≈ 1.2 (M = 4: 0.18 "
+            "at t = 1.2, M = 8: 0.13) — no weight decay, so Corollary 2's constant grows with T",
+        ),
+        Departure.field_value(
+            "trunc_d",
+            400,
+            "d = 100 (quick), 8 seeds of B = 256 batched: the SGD mean lies 0.0024 from "
+            "the exact finite-d flow there, far inside the card's 0.05",
+        ),
+        Departure.field_value(
+            "trunc_batch",
+            512,
+            "B = 256 with the step constant of the paper's lr 0.01 at B = 512, "
+            "d = 400 (0.047 ≈ 0.05 B/(d ln d) per batch-mean step)",
+        ),
+        Departure.field_value(
+            "trunc_orders", [2, 4, 6, 8], "the card's M ∈ {2, 4, 6, 8}; the largest M given is held to the card's 0.05"
+        ),
+    ],
+)
 def judge_truncation(res, v) -> Verdict:
     t = res.table("truncation")
     orders = t[t["M"] > 0].sort_values("M")
@@ -263,19 +378,31 @@ def judge_truncation(res, v) -> Verdict:
     dist = orders["distance"].to_numpy()
     flow = t[t["curve"] == "matrix flow"]
     top = int(orders["M"].iloc[-1])
-    detail = (f"d = {int(t['d'].iloc[0])}, {int(t['runs'].iloc[0])} SGD runs to t = {t['t_max'].iloc[0]:.2f}; "
-              f"sup-distance of (q11, q12) to the SGD mean: " + ", ".join(
-                  f"M = {int(r.M)}: {r.distance:.4f}" for r in orders.itertuples())
-              + (f"; exact matrix flow: {flow['distance'].iloc[0]:.4f}" if len(flow) else "")
-              + f"; single-run spread {spread:.4f}, standard error of the mean {se:.4f}")
+    detail = (
+        f"d = {int(t['d'].iloc[0])}, {int(t['runs'].iloc[0])} SGD runs to t = {t['t_max'].iloc[0]:.2f}; "
+        f"sup-distance of (q11, q12) to the SGD mean: "
+        + ", ".join(f"M = {int(r.M)}: {r.distance:.4f}" for r in orders.itertuples())
+        + (f"; exact matrix flow: {flow['distance'].iloc[0]:.4f}" if len(flow) else "")
+        + f"; single-run spread {spread:.4f}, standard error of the mean {se:.4f}"
+    )
     if not np.isfinite(dist).all():
         return v.failed(math.nan, expected, TRUNC_TOL, "a truncated trajectory blew up: " + detail)
     if dist[0] <= 2 * spread:  # the SGD noise hides even the lowest order's error: nothing tells the orders apart
-        return v.undecided(f"M = {int(orders['M'].iloc[0])} lies within twice the single-run spread, so the runs "
-                           "cannot rank the orders (more runs or a larger d decide it); " + detail)
+        return v.undecided(
+            f"M = {int(orders['M'].iloc[0])} lies within twice the single-run spread, so the runs "
+            "cannot rank the orders (more runs or a larger d decide it); " + detail
+        )
     ms = orders["M"].to_numpy()
-    rises = [f"M = {int(ms[i])} -> {int(ms[i + 1])}: +{dist[i + 1] - dist[i]:.4f}" for i in range(len(dist) - 1)
-             if dist[i + 1] - dist[i] > se]
-    return v.at_most(float(dist[-1]), TRUNC_TOL, name=f"distance at M = {top}", detail=detail + (
-        f"; rises beyond one SE: {', '.join(rises)}" if rises else "; non-increasing in M"),
-        expected=f"<= {TRUNC_TOL} at M = {top}, non-increasing in M", also=not rises)
+    rises = [
+        f"M = {int(ms[i])} -> {int(ms[i + 1])}: +{dist[i + 1] - dist[i]:.4f}"
+        for i in range(len(dist) - 1)
+        if dist[i + 1] - dist[i] > se
+    ]
+    return v.at_most(
+        float(dist[-1]),
+        TRUNC_TOL,
+        name=f"distance at M = {top}",
+        detail=detail + (f"; rises beyond one SE: {', '.join(rises)}" if rises else "; non-increasing in M"),
+        expected=f"<= {TRUNC_TOL} at M = {top}, non-increasing in M",
+        also=not rises,
+    )

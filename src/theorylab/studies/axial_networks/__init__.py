@@ -58,8 +58,11 @@ def _equivariance(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     rows, c = [], EQ_CHANNELS
     for d in cfg.equivariance_dims:
         with seeded(ctx.seed(f"equivariance/{d}")):
-            nets = {("SXConv", False): SXConv(c, c), ("SXAttention", False): SXAttention(c, heads=2),
-                    ("GX lift+message+readout", False): _gx_stack(c)}
+            nets = {
+                ("SXConv", False): SXConv(c, c),
+                ("SXAttention", False): SXAttention(c, heads=2),
+                ("GX lift+message+readout", False): _gx_stack(c),
+            }
             for kind in ("sx", "gx"):
                 for pe in (False, True):
                     nets[(f"XCNN-{kind.upper()}", pe)] = XCNN(c, width=8, layers=3, kind=kind, pos_embed=pe).features
@@ -89,9 +92,19 @@ def _dimension_free(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
             unused = sum(p.numel() for p in net.parameters() if p.grad is None or not p.grad.abs().sum() > 0)
             with torch.no_grad():
                 out_diff = (other.features(x) - feats).abs().max().item()
-            rows.append(dict(kind=kind, d=d, params=sum(p.numel() for p in net.parameters()), unused=unused,
-                             shape=str(tuple(feats.shape)), shape_ok=tuple(feats.shape) == (2, 8, *sizes),
-                             logits_ok=tuple(net(x).shape) == (2, 2), tensor_diff=tensor_diff, output_diff=out_diff))
+            rows.append(
+                dict(
+                    kind=kind,
+                    d=d,
+                    params=sum(p.numel() for p in net.parameters()),
+                    unused=unused,
+                    shape=str(tuple(feats.shape)),
+                    shape_ok=tuple(feats.shape) == (2, 8, *sizes),
+                    logits_ok=tuple(net(x).shape) == (2, 2),
+                    tensor_diff=tensor_diff,
+                    output_diff=out_diff,
+                )
+            )
     return ctx.table("dimension_free", pd.DataFrame(rows))
 
 
@@ -108,9 +121,18 @@ def _attention_cost(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     with torch.no_grad():
         for group, sp in shapes:
             attn(torch.randn(1, 4, *sp, generator=gen))
-            rows.append(dict(group=group, shape=str(sp), d=len(sp), n=sp[0], N=int(np.prod(sp)),
-                             counted=attn.last_score_entries, axial=axial_score_entries(sp),
-                             full=full_score_entries(sp)))
+            rows.append(
+                dict(
+                    group=group,
+                    shape=str(sp),
+                    d=len(sp),
+                    n=sp[0],
+                    N=int(np.prod(sp)),
+                    counted=attn.last_score_entries,
+                    axial=axial_score_entries(sp),
+                    full=full_score_entries(sp),
+                )
+            )
     return ctx.table("attention_cost", pd.DataFrame(rows))
 
 
@@ -128,8 +150,14 @@ def _sx_kernel(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
         grid = torch.stack(torch.meshgrid(*[torch.arange(n)] * d, indexing="ij"))
         off = (grid != c).sum(0) > 1
         profiles = torch.stack([y[tuple(slice(None) if a == i else c for a in range(d))] for i in range(d)])
-        rows.append(dict(d=d, off_axis=y[off].abs().max().item(), on_axis=profiles.abs().max().item(),
-                         profile_spread=(profiles - profiles[0]).abs().max().item()))
+        rows.append(
+            dict(
+                d=d,
+                off_axis=y[off].abs().max().item(),
+                on_axis=profiles.abs().max().item(),
+                profile_spread=(profiles - profiles[0]).abs().max().item(),
+            )
+        )
     return ctx.table("sx_kernel", pd.DataFrame(rows))
 
 
@@ -139,8 +167,9 @@ def _roll(x: torch.Tensor, shifts: dict[int, int]) -> torch.Tensor:
 
 TARGETS = {
     "laplacian": lambda x: sum(_roll(x, {i: 1}) + _roll(x, {i: -1}) - 2 * x for i in range(x.ndim - 2)),
-    "dxdy": lambda x: (_roll(x, {0: -1, 1: -1}) - _roll(x, {0: -1, 1: 1}) - _roll(x, {0: 1, 1: -1})
-                       + _roll(x, {0: 1, 1: 1})) / 4,
+    "dxdy": lambda x: (
+        (_roll(x, {0: -1, 1: -1}) - _roll(x, {0: -1, 1: 1}) - _roll(x, {0: 1, 1: -1}) + _roll(x, {0: 1, 1: 1})) / 4
+    ),
     "dx1": lambda x: (_roll(x, {0: -1}) - _roll(x, {0: 1})) / 2,
 }
 THEORY = {"laplacian": lambda d: 0.0, "dxdy": lambda d: 1.0, "dx1": lambda d: (d - 1) / d}
@@ -160,8 +189,9 @@ def _design(layer: nn.Module, weight: torch.Tensor, fwd, x: torch.Tensor) -> tor
 def _expressivity(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     """Least-squares relative MSE of linear SX (SXConv k=3) and GX (GXLift 3×3 + GXReadout) layers on white noise."""
     gen, rows = ctx.generator("least squares"), []
-    cases = [(2, cfg.ls_n2, t, m) for t in TARGETS for m in ("SX", "GX")] + [(3, cfg.ls_n3, "dx1", m)
-                                                                           for m in ("SX", "GX")]
+    cases = [(2, cfg.ls_n2, t, m) for t in TARGETS for m in ("SX", "GX")] + [
+        (3, cfg.ls_n3, "dx1", m) for m in ("SX", "GX")
+    ]
     fields = {}
     for d, n, target, model in cases:
         if d not in fields:
@@ -182,20 +212,36 @@ def _expressivity(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
 
 def _gp(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     """XCNN trained on one dimension's GP fields, read held-out there and zero-shot on every field of the others."""
-    data = {d: GPKernelFields(d, per_class=cfg.gp_per_class).generate(ctx.generator(f"gp/{d}"))
-            for d in cfg.gp_eval_dims}
+    data = {
+        d: GPKernelFields(d, per_class=cfg.gp_per_class).generate(ctx.generator(f"gp/{d}")) for d in cfg.gp_eval_dims
+    }
     tr = data[cfg.gp_train_dim]
     with seeded(ctx.seed("xcnn")):
         net = XCNN(1, cfg.xcnn_width, cfg.xcnn_n_layers, 3, 2).to(ctx.device)
-    losses = train_classifier(net, tr["x"][tr["train"]], tr["y"][tr["train"]], cfg.epochs, cfg.batch, cfg.lr,
-                              ctx.generator("xcnn order"), ctx.check_finite, ctx.device)
+    losses = train_classifier(
+        net,
+        tr["x"][tr["train"]],
+        tr["y"][tr["train"]],
+        cfg.epochs,
+        cfg.batch,
+        cfg.lr,
+        ctx.generator("xcnn order"),
+        ctx.check_finite,
+        ctx.device,
+    )
     ctx.scalar("xcnn_params", sum(p.numel() for p in net.parameters()))
     ctx.scalar("final_train_loss", losses[-1])
     rows = []
     for d, g in ctx.progress(data.items(), "GP accuracy per d"):
         idx = g["test"] if d == cfg.gp_train_dim else torch.arange(len(g["y"]))
-        rows.append(dict(d=d, split="held-out" if d == cfg.gp_train_dim else "zero-shot", n=len(idx),
-                         accuracy=accuracy(net, g["x"][idx], g["y"][idx], device=ctx.device)))
+        rows.append(
+            dict(
+                d=d,
+                split="held-out" if d == cfg.gp_train_dim else "zero-shot",
+                n=len(idx),
+                accuracy=accuracy(net, g["x"][idx], g["y"][idx], device=ctx.device),
+            )
+        )
     return ctx.table("gp", pd.DataFrame(rows))
 
 
@@ -205,23 +251,40 @@ def _gp_all_dims(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     for s in ctx.progress(range(cfg.all_dims_seeds), "paper toy seeds"):
         for d in cfg.gp_all_dims:
             g = GPKernelFields(d, per_class=cfg.gp_per_class).generate(ctx.generator(f"all/{s}/{d}"))
-            makers = {"SXCNN": lambda: XCNN(1, cfg.sx_width, cfg.sx_n_layers, 3, 2),
-                      "GXCNN": lambda: XCNN(1, cfg.gx_width, cfg.gx_n_layers, 3, 2, kind="gx"),
-                      "3D-CNN": lambda: CNN3DBaseline(1, cfg.cnn_width, cfg.cnn_n_layers, 3, 2)}
+            makers = {
+                "SXCNN": lambda: XCNN(1, cfg.sx_width, cfg.sx_n_layers, 3, 2),
+                "GXCNN": lambda: XCNN(1, cfg.gx_width, cfg.gx_n_layers, 3, 2, kind="gx"),
+                "3D-CNN": lambda: CNN3DBaseline(1, cfg.cnn_width, cfg.cnn_n_layers, 3, 2),
+            }
             for name, make in makers.items():
                 with seeded(ctx.seed(f"all/{s}/{d}/{name}")):
                     net = make()
-                train_classifier(net, g["x"][g["train"]], g["y"][g["train"]], cfg.epochs, cfg.batch, cfg.lr,
-                                 ctx.generator(f"all/{s}/{d}/{name}/order"), ctx.check_finite, ctx.device)
-                rows.append(dict(seed=s, d=d, model=name, accuracy=accuracy(net, g["x"][g["test"]],
-                                                                            g["y"][g["test"]], device=ctx.device)))
+                train_classifier(
+                    net,
+                    g["x"][g["train"]],
+                    g["y"][g["train"]],
+                    cfg.epochs,
+                    cfg.batch,
+                    cfg.lr,
+                    ctx.generator(f"all/{s}/{d}/{name}/order"),
+                    ctx.check_finite,
+                    ctx.device,
+                )
+                rows.append(
+                    dict(
+                        seed=s,
+                        d=d,
+                        model=name,
+                        accuracy=accuracy(net, g["x"][g["test"]], g["y"][g["test"]], device=ctx.device),
+                    )
+                )
     return ctx.table("gp_all_dims", pd.DataFrame(rows))
 
 
 @study(
     "axial-networks",
     title="Axial networks: one set of axis-shared weights on fields of any dimension (exact symmetry, cost, "
-          "expressivity, zero-shot GP accuracy)",
+    "expressivity, zero-shot GP accuracy)",
     paper=PAPER,
     config=AxialNetworksConfig,
     presets=PRESETS,

@@ -21,25 +21,29 @@ from theorylab.core.fields import (
     Width,
 )
 
-Grids = tuple[Annotated[int, Field(ge=4, le=4096)], Annotated[int, Field(ge=4, le=4096)],
-              Annotated[int, Field(ge=4, le=512)]]
+Grids = tuple[
+    Annotated[int, Field(ge=4, le=4096)], Annotated[int, Field(ge=4, le=4096)], Annotated[int, Field(ge=4, le=512)]
+]
 
 # The kit-generated PDE tasks of claims 9-11 (solvers and parameters: studies/axial_networks/pde.py).
 TASKS = ("AdvDiff1D", "AdvDiff2D", "AdvDiff3D", "AdvDiff3D-pre", "NS2D", "DiffReact2D", "KS1D", "Burgers1D")
 
 
 class AxialNetworksConfig(StudyConfig):
-    equivariance_dims: tuple[Dim, ...] = Field((2, 3, 4), min_length=1,
-                                               description="dimensions d of the equivariance test (card: 2, 3, 4)")
+    equivariance_dims: tuple[Dim, ...] = Field(
+        (2, 3, 4), min_length=1, description="dimensions d of the equivariance test (card: 2, 3, 4)"
+    )
     ls_fields: SampleSize = Field(16, description="white-noise fields of the least-squares fits (card: 16)")
     ls_n2: Annotated[SampleSize, Field(ge=4, le=1024)] = Field(32, description="points per axis, 2-D fits (32)")
     ls_n3: Annotated[SampleSize, Field(ge=4, le=128)] = Field(16, description="points per axis, 3-D fit (16)")
     cost_shapes: SampleSize = Field(5, description="random shapes of the score-count check (card: 5)")
     gp_per_class: SampleSize = Field(400, description="GP fields per class and dimension (card: 400)")
     gp_train_dim: Dim = Field(2, description="the dimension the XCNN trains on (card quick: 2)")
-    gp_eval_dims: tuple[Dim, ...] = Field((2, 3, 4), min_length=1,
-                                          description="dimensions the trained XCNN is read on (2-D held out; others "
-                                                      "zero-shot on every field)")
+    gp_eval_dims: tuple[Dim, ...] = Field(
+        (2, 3, 4),
+        min_length=1,
+        description="dimensions the trained XCNN is read on (2-D held out; others zero-shot on every field)",
+    )
     xcnn_width: Width = Field(16, description="XCNN channels (card quick: 16)")
     xcnn_n_layers: NLayers = Field(3, description="SXConv layers (card quick: 3)")
     epochs: Steps = Field(8, description="training epochs (card quick: 8, paper: 10)")
@@ -55,8 +59,9 @@ class AxialNetworksConfig(StudyConfig):
     cnn_width: Width = Field(32, description="paper 3D-CNN filters (card: 32)")
     cnn_n_layers: NLayers = Field(3, description="paper 3D-CNN conv layers (card: 3)")
     # Claim 11, the mini-foundation test (reconstructed; CPU minutes): preset 'mini-foundation' or 'paper'.
-    mini_foundation: bool = Field(False, description="claim 11: XFieldCNN pretrained on AdvDiff1D+2D, fine-tuned "
-                                                     "on AdvDiff3D, against scratch")
+    mini_foundation: bool = Field(
+        False, description="claim 11: XFieldCNN pretrained on AdvDiff1D+2D, fine-tuned on AdvDiff3D, against scratch"
+    )
     mini_grids: Grids = Field((64, 32, 16), description="points per axis of the 1-D, 2-D, 3-D tasks (card: 64, 32, 16)")
     mini_seeds: Seeds = Field(5, description="seeds of claim 11 (card: 5, median)")
     mini_traj: SampleSize = Field(16, description="trajectories per task (25 % held out)")
@@ -67,10 +72,14 @@ class AxialNetworksConfig(StudyConfig):
     mini_n_layers: NLayers = Field(2, description="XFieldCNN hidden SXConv layers")
     # Claims 9-10: axial (XViT) against full-attention (FieldViT) transformers; paper preset (GPU).
     pde_transformers: bool = Field(False, description="claims 9-10: XViT vs FieldViT on the kit's PDE tasks")
-    pde_grids: Grids = Field((128, 128, 32), description="points per axis of the 1-D, 2-D, 3-D tasks (card: 2-D "
-                                                         "at 128², 3-D at 32³)")
-    pde_tasks_2d: tuple[str, ...] = Field(("NS2D", "DiffReact2D", "AdvDiff2D"), min_length=1,
-                                          description="2-D tasks of claim 9 (card: NS2D, DiffReact2D, AdvDiff2D)")
+    pde_grids: Grids = Field(
+        (128, 128, 32), description="points per axis of the 1-D, 2-D, 3-D tasks (card: 2-D at 128², 3-D at 32³)"
+    )
+    pde_tasks_2d: tuple[str, ...] = Field(
+        ("NS2D", "DiffReact2D", "AdvDiff2D"),
+        min_length=1,
+        description="2-D tasks of claim 9 (card: NS2D, DiffReact2D, AdvDiff2D)",
+    )
     pde_traj: SampleSize = Field(64, description="trajectories per task (25 % held out)")
     pde_frames: Annotated[int, Field(ge=3, le=100_000)] = Field(21, description="frames per trajectory")
     pde_history: Annotated[int, Field(ge=1, le=64)] = Field(2, description="input frames (card: CViT history 2)")
@@ -92,14 +101,16 @@ class AxialNetworksConfig(StudyConfig):
             if list(values) != sorted(set(values)) or max(values) > 6:
                 raise ValueError(f"'{name}' must be strictly increasing dimensions <= 6; got {values}")
         if max(self.equivariance_dims) > 4:
-            raise ValueError(f"'equivariance_dims' must be <= 4 (d! permutations, max_dims of the PE); "
-                             f"got {self.equivariance_dims}")
+            raise ValueError(
+                f"'equivariance_dims' must be <= 4 (d! permutations, max_dims of the PE); got {self.equivariance_dims}"
+            )
         if self.gp_train_dim not in self.gp_eval_dims:
             raise ValueError(f"'gp_eval_dims' {self.gp_eval_dims} must contain 'gp_train_dim' ({self.gp_train_dim})")
         unknown = [t for t in self.pde_tasks_2d if t not in TASKS or not t.endswith("2D")]
         if unknown:
-            raise ValueError(f"'pde_tasks_2d' has unknown 2-D tasks {unknown}; known: "
-                             f"{[t for t in TASKS if t.endswith('2D')]}")
+            raise ValueError(
+                f"'pde_tasks_2d' has unknown 2-D tasks {unknown}; known: {[t for t in TASKS if t.endswith('2D')]}"
+            )
         for name in ("pde_grids", "mini_grids"):
             bad = [n for n in getattr(self, name) if n % 2]
             if bad:
@@ -112,9 +123,12 @@ class AxialNetworksConfig(StudyConfig):
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~25 s: exact property tests (d = 2, 3, 4), least-squares fits on 16 "
-                                "white-noise fields, an XCNN (3 SXConv, 16 channels) trained 8 epochs on 2-D GP fields "
-                                "and read zero-shot on 3-D and 4-D"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~25 s: exact property tests (d = 2, 3, 4), least-squares fits on 16 "
+        "white-noise fields, an XCNN (3 SXConv, 16 channels) trained 8 epochs on 2-D GP fields "
+        "and read zero-shot on 3-D and 4-D",
+    ),
     "paper": Preset.of(
         "paper",
         "GPU: the cpu preset plus claim 8 (the paper toy: SXCNN, GXCNN and a 3D-CNN per d = 2..5, 10 epochs, batch "

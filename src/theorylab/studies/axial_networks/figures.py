@@ -16,10 +16,18 @@ def figure_equivariance(ctx: RunContext, t: pd.DataFrame) -> None:
     w = 0.8 / len(dims)
     for k, d in enumerate(dims):
         g = t[t["d"] == d]
-        vals = [np.log10(max(float(g[(g["layer"] + np.where(g["pe"], " +PE", "")) == lab]["error"].max()), 1e-16))
-                for lab in labels]
-        ax.bar(np.arange(len(labels)) + (k - (len(dims) - 1) / 2) * w, np.array(vals) + 16, w, bottom=-16,
-               color=color(k), label=f"d = {d}")
+        vals = [
+            np.log10(max(float(g[(g["layer"] + np.where(g["pe"], " +PE", "")) == lab]["error"].max()), 1e-16))
+            for lab in labels
+        ]
+        ax.bar(
+            np.arange(len(labels)) + (k - (len(dims) - 1) / 2) * w,
+            np.array(vals) + 16,
+            w,
+            bottom=-16,
+            color=color(k),
+            label=f"d = {d}",
+        )
     ax.axhline(-5, color="0.4", ls="--", lw=1, label="claim: PE off <= 1e-5")
     ax.axhline(-3, color="0.4", ls=":", lw=1, label="claim: PE on >= 1e-3")
     ax.set_xticks(np.arange(len(labels)), labels, rotation=30, ha="right", fontsize=7)
@@ -64,8 +72,16 @@ def figure_gp(ctx: RunContext, gp: pd.DataFrame, all_dims: pd.DataFrame | None) 
     if all_dims is not None and len(all_dims):
         for k, (model, g) in enumerate(all_dims.groupby("model"), start=1):
             m = g.groupby("d")["accuracy"].agg(["mean", "min", "max"])
-            ax.errorbar(m.index, m["mean"], yerr=[m["mean"] - m["min"], m["max"] - m["mean"]], marker="s", ms=4,
-                        capsize=2, color=color(k), label=f"{model} trained per d (mean, min-max)")
+            ax.errorbar(
+                m.index,
+                m["mean"],
+                yerr=[m["mean"] - m["min"], m["max"] - m["mean"]],
+                marker="s",
+                ms=4,
+                capsize=2,
+                color=color(k),
+                label=f"{model} trained per d (mean, min-max)",
+            )
     ax.axhline(0.5, color="0.5", ls=":", lw=1, label="chance")
     ax.set(xlabel="dimension d", ylabel="test accuracy", ylim=(0.4, 1.02))
     ax.set_xticks(sorted(set(gp["d"]) | (set(all_dims["d"]) if all_dims is not None else set())))
@@ -75,7 +91,7 @@ def figure_gp(ctx: RunContext, gp: pd.DataFrame, all_dims: pd.DataFrame | None) 
 
 def figure_pde_transfer(ctx: RunContext, mini: pd.DataFrame | None, multidim: pd.DataFrame | None) -> None:
     """Fine-tuning curves on unseen-dimension targets: median test nRMSE over seeds (min-max band) per arm."""
-    panels = ([("AdvDiff3D (claim 11: XFieldCNN)", mini)] if mini is not None else [])
+    panels = [("AdvDiff3D (claim 11: XFieldCNN)", mini)] if mini is not None else []
     if multidim is not None:
         ft = multidim[multidim["phase"] == "finetune"]
         panels += [(f"{task} (claim 10: XViT)", g) for task, g in ft.groupby("task")]

@@ -9,18 +9,28 @@ REF = "Kim et al., arXiv 2510.13665"
 claims = Claims("axial-networks")
 
 # The quick GP classifier is the card's quick recipe; the paper preset trains it with the paper toy's epochs and batch.
-QUICK_RECIPE = [Departure.field_value("epochs", 8, "the paper preset trains the paper toy's 10 epochs"),
-                Departure.field_value("batch", 32, "the paper preset trains the paper toy's batch 64")]
+QUICK_RECIPE = [
+    Departure.field_value("epochs", 8, "the paper preset trains the paper toy's 10 epochs"),
+    Departure.field_value("batch", 32, "the paper preset trains the paper toy's batch 64"),
+]
 
 
-S_EQUIVARIANCE = ("float32 max |f(Πx) − Πf(x)| over all axis permutations is <= 1e-5 for SXConv, SXAttention, "
-                  "GXLift+GXMessage+GXReadout and the full XCNN (SX and GX, features) at d = 2, 3, 4; with positional "
-                  "encodings on (negative control, features) it is >= 1e-3.")
+S_EQUIVARIANCE = (
+    "float32 max |f(Πx) − Πf(x)| over all axis permutations is <= 1e-5 for SXConv, SXAttention, "
+    "GXLift+GXMessage+GXReadout and the full XCNN (SX and GX, features) at d = 2, 3, 4; with positional "
+    "encodings on (negative control, features) it is >= 1e-3."
+)
 
 
-@claims.add("equivariance", S_EQUIVARIANCE, REF + ", axis-permutation equivariance of axis-shared layers", departures=[
-    "the full XCNN (and the PE control) read on its features before pooling (card: the model's output): its logits "
-    "are invariant, a weaker test, and the PE's logit effect (~3e-3) sits near 1e-3"])
+@claims.add(
+    "equivariance",
+    S_EQUIVARIANCE,
+    REF + ", axis-permutation equivariance of axis-shared layers",
+    departures=[
+        "the full XCNN (and the PE control) read on its features before pooling (card: the model's output): its logits "
+        "are invariant, a weaker test, and the PE's logit effect (~3e-3) sits near 1e-3"
+    ],
+)
 def judge_equivariance(res, v) -> Verdict:
     t = res.table("equivariance")
     v.column(t, "error")
@@ -30,34 +40,58 @@ def judge_equivariance(res, v) -> Verdict:
         return v.failed(None, "<= 1e-5 (PE on: >= 1e-3)", detail="no PE-off or no PE-on rows")
     worst = off.loc[off["error"].idxmax()]
     ok = bool((off["error"] <= 1e-5).all()) and bool((on["error"] >= 1e-3).all())
-    return v.judged(ok, float(off["error"].max()), "<= 1e-5 (PE on: >= 1e-3)", 1e-5,
-                    f"d = {dims}: worst PE-off {worst['error']:.2g} ({worst['layer']}, d = {worst['d']}); PE-on "
-                    f"min {on['error'].min():.2g}")
+    return v.judged(
+        ok,
+        float(off["error"].max()),
+        "<= 1e-5 (PE on: >= 1e-3)",
+        1e-5,
+        f"d = {dims}: worst PE-off {worst['error']:.2g} ({worst['layer']}, d = {worst['d']}); PE-on "
+        f"min {on['error'].min():.2g}",
+    )
 
 
-S_DIMFREE = ("One XCNN state_dict (SX and GX) runs unchanged on d = 1, 2, 3, 4 (GX on 1-D via the repeat trick): the "
-             "same parameter count, every parameter used, features [B, C, n_1..n_d] and logits [B, 2]; loading it "
-             "into a fresh model changes no tensor and no output.")
+S_DIMFREE = (
+    "One XCNN state_dict (SX and GX) runs unchanged on d = 1, 2, 3, 4 (GX on 1-D via the repeat trick): the "
+    "same parameter count, every parameter used, features [B, C, n_1..n_d] and logits [B, 2]; loading it "
+    "into a fresh model changes no tensor and no output."
+)
 
 
-@claims.add("dimension-free", S_DIMFREE, REF + ", dimension-free parameters", departures=[
-    "reload into a fresh instance (card: into a model built for another d): an XCNN is not built for a d"])
+@claims.add(
+    "dimension-free",
+    S_DIMFREE,
+    REF + ", dimension-free parameters",
+    departures=["reload into a fresh instance (card: into a model built for another d): an XCNN is not built for a d"],
+)
 def judge_dimension_free(res, v) -> Verdict:
     t = res.table("dimension_free")
     per_kind = t.groupby("kind")["params"].nunique()
     same = bool((per_kind == 1).all())
-    ok = (same and set(t["d"]) >= {1, 2, 3, 4} and bool(t["shape_ok"].all()) and bool(t["logits_ok"].all())
-          and bool((t["unused"] == 0).all()) and bool((t["tensor_diff"] == 0).all())
-          and bool((t["output_diff"] == 0).all()))
+    ok = (
+        same
+        and set(t["d"]) >= {1, 2, 3, 4}
+        and bool(t["shape_ok"].all())
+        and bool(t["logits_ok"].all())
+        and bool((t["unused"] == 0).all())
+        and bool((t["tensor_diff"] == 0).all())
+        and bool((t["output_diff"] == 0).all())
+    )
     counts = ", ".join(f"{k}: {sorted(set(g['params']))}" for k, g in t.groupby("kind"))
-    return v.judged(ok, int(t["params"].nunique()), "one parameter count per model over d", None,
-                    f"params {counts}; d = {sorted(set(t['d']))}; shapes ok {bool(t['shape_ok'].all())}; unused "
-                    f"params {int(t['unused'].max())}; reload max diff tensors {t['tensor_diff'].max():.2g}, "
-                    f"outputs {t['output_diff'].max():.2g}")
+    return v.judged(
+        ok,
+        int(t["params"].nunique()),
+        "one parameter count per model over d",
+        None,
+        f"params {counts}; d = {sorted(set(t['d']))}; shapes ok {bool(t['shape_ok'].all())}; unused "
+        f"params {int(t['unused'].max())}; reload max diff tensors {t['tensor_diff'].max():.2g}, "
+        f"outputs {t['output_diff'].max():.2g}",
+    )
 
 
-S_COST = ("For a 16³ input SXAttention forms exactly 3·16⁴ = 196,608 score entries per head and sample (full "
-          "attention: 16,777,216), and the counted entries equal N·Σ_i n_i for every measured shape (>= 5 random).")
+S_COST = (
+    "For a 16³ input SXAttention forms exactly 3·16⁴ = 196,608 score entries per head and sample (full "
+    "attention: 16,777,216), and the counted entries equal N·Σ_i n_i for every measured shape (>= 5 random)."
+)
 
 
 @claims.add("attention-cost", S_COST, REF + ", axial attention cost")
@@ -65,16 +99,27 @@ def judge_cost(res, v) -> Verdict:
     t = res.table("attention_cost")
     card = t[t["group"] == "card"]
     counted = int(card["counted"].iloc[0]) if len(card) else -1
-    ok = (counted == 3 * 16**4 and int(card["full"].iloc[0]) == 16**6 and bool((t["counted"] == t["axial"]).all())
-          and int((t["group"] == "random").sum()) >= 5)
+    ok = (
+        counted == 3 * 16**4
+        and int(card["full"].iloc[0]) == 16**6
+        and bool((t["counted"] == t["axial"]).all())
+        and int((t["group"] == "random").sum()) >= 5
+    )
     bad = t[t["counted"] != t["axial"]]
-    return v.judged(ok, counted, 3 * 16**4, 0,
-                    f"16³: {counted} vs full {int(card['full'].iloc[0]) if len(card) else 'n/a'}; {len(t)} shapes, "
-                    f"{len(bad)} mismatching N·Σn_i" + (f" (e.g. {bad['shape'].iloc[0]})" if len(bad) else ""))
+    return v.judged(
+        ok,
+        counted,
+        3 * 16**4,
+        0,
+        f"16³: {counted} vs full {int(card['full'].iloc[0]) if len(card) else 'n/a'}; {len(t)} shapes, "
+        f"{len(bad)} mismatching N·Σn_i" + (f" (e.g. {bad['shape'].iloc[0]})" if len(bad) else ""),
+    )
 
 
-S_KERNEL = ("The impulse response of a linear SXConv (k = 5) is zero off the axes through the impulse (<= 1e-7) and "
-            "has the same profile along every axis (spread <= 1e-6), at d = 2 and 3.")
+S_KERNEL = (
+    "The impulse response of a linear SXConv (k = 5) is zero off the axes through the impulse (<= 1e-7) and "
+    "has the same profile along every axis (spread <= 1e-6), at d = 2 and 3."
+)
 
 
 @claims.add("sx-kernel-cross", S_KERNEL, REF + ", eq. 14 (cross-shaped kernel)")
@@ -82,17 +127,27 @@ def judge_kernel(res, v) -> Verdict:
     t = res.table("sx_kernel")
     for col in ("off_axis", "profile_spread", "on_axis"):
         v.column(t, col)
-    ok = bool((t["off_axis"] <= 1e-7).all()) and bool((t["profile_spread"] <= 1e-6).all()) \
+    ok = (
+        bool((t["off_axis"] <= 1e-7).all())
+        and bool((t["profile_spread"] <= 1e-6).all())
         and bool((t["on_axis"] > 1e-3).all())
-    return v.judged(ok, float(t["off_axis"].max()), "<= 1e-7 off axis (profile spread <= 1e-6)", 1e-7,
-                    f"d = {list(t['d'])}: off-axis {', '.join(f'{x:.2g}' for x in t['off_axis'])}; profile spread "
-                    f"{', '.join(f'{x:.2g}' for x in t['profile_spread'])}; on-axis max "
-                    f"{', '.join(f'{x:.2g}' for x in t['on_axis'])}")
+    )
+    return v.judged(
+        ok,
+        float(t["off_axis"].max()),
+        "<= 1e-7 off axis (profile spread <= 1e-6)",
+        1e-7,
+        f"d = {list(t['d'])}: off-axis {', '.join(f'{x:.2g}' for x in t['off_axis'])}; profile spread "
+        f"{', '.join(f'{x:.2g}' for x in t['profile_spread'])}; on-axis max "
+        f"{', '.join(f'{x:.2g}' for x in t['on_axis'])}",
+    )
 
 
-S_EXPRESSIVITY = ("Least squares on white-noise periodic fields (16 of 32²; 16 of 16³): the Laplacian is fitted by SX "
-                  "and GX (rel. MSE <= 1e-8); ∂x∂y: SX >= 0.99, GX <= 1e-8; ∂x_1: SX and GX in 0.50 ± 0.02 at d = 2 "
-                  "and in 0.667 ± 0.02 at d = 3 (the equivariant optimum (1/d)Σ_i ∂_i leaves (d−1)/d).")
+S_EXPRESSIVITY = (
+    "Least squares on white-noise periodic fields (16 of 32²; 16 of 16³): the Laplacian is fitted by SX "
+    "and GX (rel. MSE <= 1e-8); ∂x∂y: SX >= 0.99, GX <= 1e-8; ∂x_1: SX and GX in 0.50 ± 0.02 at d = 2 "
+    "and in 0.667 ± 0.02 at d = 3 (the equivariant optimum (1/d)Σ_i ∂_i leaves (d−1)/d)."
+)
 
 
 def _band(target: str, model: str, d: int) -> tuple[float, float]:
@@ -106,40 +161,66 @@ def _band(target: str, model: str, d: int) -> tuple[float, float]:
 @claims.add("expressivity-gap", S_EXPRESSIVITY, REF + ", SX vs GX expressivity (card's least-squares formalisation)")
 def judge_expressivity(res, v) -> Verdict:
     t = res.table("expressivity")
-    need = {("laplacian", "SX", 2), ("laplacian", "GX", 2), ("dxdy", "SX", 2), ("dxdy", "GX", 2), ("dx1", "SX", 2),
-            ("dx1", "GX", 2), ("dx1", "SX", 3)}
+    need = {
+        ("laplacian", "SX", 2),
+        ("laplacian", "GX", 2),
+        ("dxdy", "SX", 2),
+        ("dxdy", "GX", 2),
+        ("dx1", "SX", 2),
+        ("dx1", "GX", 2),
+        ("dx1", "SX", 3),
+    }
     have = {(r.target, r.model, int(r.d)) for r in t.itertuples()}
-    misses = [f"{r.model} {r.target} d={r.d}: {r.rel_mse:.3g}" for r in t.itertuples()
-              if not _band(r.target, r.model, int(r.d))[0] <= r.rel_mse <= _band(r.target, r.model, int(r.d))[1]]
+    misses = [
+        f"{r.model} {r.target} d={r.d}: {r.rel_mse:.3g}"
+        for r in t.itertuples()
+        if not _band(r.target, r.model, int(r.d))[0] <= r.rel_mse <= _band(r.target, r.model, int(r.d))[1]
+    ]
     sx = t[(t["target"] == "dxdy") & (t["model"] == "SX")]["rel_mse"]
     # rows the card does not state (GX on ∂x₁ at d = 3): ours, a departure only where they decide the verdict
     extra = [m for m in misses if not any(m.startswith(f"{mo} {ta} d={d}:") for ta, mo, d in need)]
-    departures = [f"also judged, out of band: {', '.join(extra)} (card: SX only at d = 3)"] if extra and len(
-        extra) == len(misses) and need <= have else []
-    return v.judged(need <= have and not misses, float(sx.iloc[0]) if len(sx) else None, "SX ∂x∂y >= 0.99 (see "
-                    "statement for the rest)", None,
-                    "; ".join(f"{r.model} {r.target} d={r.d}: {r.rel_mse:.3g}" for r in t.itertuples())
-                    + (f"; out of band: {', '.join(misses)}" if misses else "")
-                    + (f"; missing {sorted(need - have)}" if not need <= have else ""), departures=departures)
+    departures = (
+        [f"also judged, out of band: {', '.join(extra)} (card: SX only at d = 3)"]
+        if extra and len(extra) == len(misses) and need <= have
+        else []
+    )
+    return v.judged(
+        need <= have and not misses,
+        float(sx.iloc[0]) if len(sx) else None,
+        "SX ∂x∂y >= 0.99 (see statement for the rest)",
+        None,
+        "; ".join(f"{r.model} {r.target} d={r.d}: {r.rel_mse:.3g}" for r in t.itertuples())
+        + (f"; out of band: {', '.join(misses)}" if misses else "")
+        + (f"; missing {sorted(need - have)}" if not need <= have else ""),
+        departures=departures,
+    )
 
 
 S_IN_DIM = "The quick XCNN (3 SXConv, 16 channels) trained on 2-D GP fields reaches held-out 2-D accuracy >= 0.90."
 
 
-@claims.add("gp-in-dim", S_IN_DIM, REF + ", Sec. 5.1 GP toy (separable kernels: the card's deviation)",
-            departures=QUICK_RECIPE)
+@claims.add(
+    "gp-in-dim", S_IN_DIM, REF + ", Sec. 5.1 GP toy (separable kernels: the card's deviation)", departures=QUICK_RECIPE
+)
 def judge_in_dim(res, v) -> Verdict:
     t = res.table("gp")
     row = t[t["split"] == "held-out"]
     if row.empty:
         return v.failed(None, ">= 0.90", detail="no held-out row")
     acc = float(row["accuracy"].iloc[0])
-    return v.judged(acc >= 0.90, acc, ">= 0.90", None,
-                    f"d = {int(row['d'].iloc[0])}, {int(row['n'].iloc[0])} held-out fields: {acc:.3f}")
+    return v.judged(
+        acc >= 0.90,
+        acc,
+        ">= 0.90",
+        None,
+        f"d = {int(row['d'].iloc[0])}, {int(row['n'].iloc[0])} held-out fields: {acc:.3f}",
+    )
 
 
-S_ZERO_SHOT = ("The same weights, not retrained, reach accuracy >= 0.75 on all generated 3-D 16³ GP fields (chance "
-               "0.5); other dimensions are reported.")
+S_ZERO_SHOT = (
+    "The same weights, not retrained, reach accuracy >= 0.75 on all generated 3-D 16³ GP fields (chance "
+    "0.5); other dimensions are reported."
+)
 
 
 @claims.add("gp-zero-shot", S_ZERO_SHOT, REF + ", Sec. 5.1 zero-shot across dimensions", departures=QUICK_RECIPE)
@@ -153,13 +234,23 @@ def judge_zero_shot(res, v) -> Verdict:
     return v.judged(acc >= 0.75, acc, ">= 0.75", None, "; ".join(rows))
 
 
-S_ALL_DIMS = ("Paper toy: mean accuracy over seeds of the best XCNN (SXCNN or GXCNN) is >= the 3D-CNN's at each d in "
-              "{3, 4, 5} and within 0.03 of it at d = 2.")
+S_ALL_DIMS = (
+    "Paper toy: mean accuracy over seeds of the best XCNN (SXCNN or GXCNN) is >= the 3D-CNN's at each d in "
+    "{3, 4, 5} and within 0.03 of it at d = 2."
+)
 
 
-@claims.add("gp-all-dims", S_ALL_DIMS, REF + ", Fig. 4", decided_by="paper", departures=[
-    "separable product kernels (card: the paper's kernels, presumably of the Euclidean distance): the kit samples only "
-    "separable ones"])
+@claims.add(
+    "gp-all-dims",
+    S_ALL_DIMS,
+    REF + ", Fig. 4",
+    decided_by="paper",
+    departures=[
+        "separable product kernels (card: the paper's kernels, presumably of the Euclidean distance): the kit samples "
+        "only "
+        "separable ones"
+    ],
+)
 def judge_all_dims(res, v) -> Verdict:
     if not res.scalar("all_dims_trained"):
         return v.undecided("needs paper preset: the paper toy (all_dims=true)")
@@ -171,58 +262,87 @@ def judge_all_dims(res, v) -> Verdict:
     margin = m[[c for c in ("SXCNN", "GXCNN") if c in m]].max(axis=1) - m["3D-CNN"]
     need = margin.index.map(lambda d: -0.03 if d == 2 else 0.0)
     ok = bool((margin >= need).all())
-    return v.judged(ok, float(margin.min()), ">= 0 (d >= 3), >= -0.03 (d = 2)", 0.03,
-                    "; ".join(f"d = {d}: " + ", ".join(f"{c} {m.loc[d, c]:.3f}" for c in m.columns) for d in m.index))
+    return v.judged(
+        ok,
+        float(margin.min()),
+        ">= 0 (d >= 3), >= -0.03 (d = 2)",
+        0.03,
+        "; ".join(f"d = {d}: " + ", ".join(f"{c} {m.loc[d, c]:.3f}" for c in m.columns) for d in m.index),
+    )
 
 
-S_X_COMPARABLE = ("On each kit 2-D task (NS2D, DiffReact2D, AdvDiff2D) the median over seeds (card: 3) of the test "
-                  "nRMSE of the axial transformer (XViT) is <= 1.10x that of its full-attention counterpart (FieldViT: "
-                  "same width, blocks, heads, patch) at equal training steps; our stand-ins for X-CViT / X-MPP "
-                  "against CViT / MPP, which are not rebuilt.")
+S_X_COMPARABLE = (
+    "On each kit 2-D task (NS2D, DiffReact2D, AdvDiff2D) the median over seeds (card: 3) of the test "
+    "nRMSE of the axial transformer (XViT) is <= 1.10x that of its full-attention counterpart (FieldViT: "
+    "same width, blocks, heads, patch) at equal training steps; our stand-ins for X-CViT / X-MPP "
+    "against CViT / MPP, which are not rebuilt."
+)
 
 
-@claims.add("x-comparable", S_X_COMPARABLE, REF + ", Tables 2-3 (converted models match the originals)",
-            decided_by="paper", departures=[
-    "XViT vs FieldViT at MPP-Ti's width, blocks, heads and patch (card: X-CViT-S vs CViT-S and X-MPP-Ti vs MPP-Ti): "
-    "CViT and MPP are not rebuilt",
-    "trained pde_pretrain_steps steps (card: 120 epochs)"])
+@claims.add(
+    "x-comparable",
+    S_X_COMPARABLE,
+    REF + ", Tables 2-3 (converted models match the originals)",
+    decided_by="paper",
+    departures=[
+        "XViT vs FieldViT at MPP-Ti's width, blocks, heads and patch (card: X-CViT-S vs CViT-S and X-MPP-Ti vs "
+        "MPP-Ti): "
+        "CViT and MPP are not rebuilt",
+        "trained pde_pretrain_steps steps (card: 120 epochs)",
+    ],
+)
 def judge_x_comparable(res, v) -> Verdict:
     if not res.scalar("pde_transformers_trained"):
-        return v.undecided("needs paper preset: XViT and FieldViT trained on the kit's 2-D tasks "
-                           "(pde_transformers=true; GPU advised)")
+        return v.undecided(
+            "needs paper preset: XViT and FieldViT trained on the kit's 2-D tasks (pde_transformers=true; GPU advised)"
+        )
     runs = res.table("x_comparable")
     v.column(runs, "nrmse")
     m = runs.groupby(["task", "model"])["nrmse"].median().unstack()
     if not {"XViT", "FieldViT"} <= set(m.columns):
         return v.failed(None, "<= 1.10", detail=f"models {list(m.columns)}")
     ratio = m["XViT"] / m["FieldViT"]
-    return v.judged(bool((ratio <= 1.10).all()), float(ratio.max()), "<= 1.10 on every task", None,
-                    "; ".join(f"{t}: XViT {m.loc[t, 'XViT']:.3g} / FieldViT {m.loc[t, 'FieldViT']:.3g} = "
-                              f"{ratio[t]:.2f}" for t in m.index))
+    return v.judged(
+        bool((ratio <= 1.10).all()),
+        float(ratio.max()),
+        "<= 1.10 on every task",
+        None,
+        "; ".join(
+            f"{t}: XViT {m.loc[t, 'XViT']:.3g} / FieldViT {m.loc[t, 'FieldViT']:.3g} = {ratio[t]:.2f}" for t in m.index
+        ),
+    )
 
 
-S_MULTIDIM = ("Pretraining on several dimensions (XViT on KS1D + NS2D + AdvDiff2D + a 3-D advection-diffusion), "
-              "against 2-D only (NS2D + AdvDiff2D): (a) after fine-tuning on the unseen-dimension targets (Burgers1D, "
-              "AdvDiff1D, AdvDiff3D), the multi-dimension model has the lower median test nRMSE on >= 2 of 3; (b) a "
-              "full-attention "
-              "ViT pretrained on 1D+2D by zero-padding 1-D fields to 2-D is worse on the 2-D tasks (mean of medians) "
-              "than the same ViT pretrained on 2-D only; (c) the multi-dimension model reaches the from-scratch "
-              "model's final nRMSE in fewer fine-tuning steps (median over seeds) on AdvDiff3D and AdvDiff1D "
-              "(Burgers1D exempt, the paper's exception).")
+S_MULTIDIM = (
+    "Pretraining on several dimensions (XViT on KS1D + NS2D + AdvDiff2D + a 3-D advection-diffusion), "
+    "against 2-D only (NS2D + AdvDiff2D): (a) after fine-tuning on the unseen-dimension targets (Burgers1D, "
+    "AdvDiff1D, AdvDiff3D), the multi-dimension model has the lower median test nRMSE on >= 2 of 3; (b) a "
+    "full-attention "
+    "ViT pretrained on 1D+2D by zero-padding 1-D fields to 2-D is worse on the 2-D tasks (mean of medians) "
+    "than the same ViT pretrained on 2-D only; (c) the multi-dimension model reaches the from-scratch "
+    "model's final nRMSE in fewer fine-tuning steps (median over seeds) on AdvDiff3D and AdvDiff1D "
+    "(Burgers1D exempt, the paper's exception)."
+)
 
 
-@claims.add("multidim-pretraining", S_MULTIDIM, REF + ", Sec. 5.3 and Fig. 6 (2-D-only arm: the same XViT, since "
-                                                      "MPP cannot take 1-D or 3-D fields)", decided_by="paper",
-            departures=[
-    "2-D-only arm: the same XViT pretrained on 2-D tasks (card: MPP pretrained on 2-D): MPP cannot take 1-D or 3-D "
-    "fields",
-    "zero-padding arm: FieldViT (card: MPP)"])
+@claims.add(
+    "multidim-pretraining",
+    S_MULTIDIM,
+    REF + ", Sec. 5.3 and Fig. 6 (2-D-only arm: the same XViT, since MPP cannot take 1-D or 3-D fields)",
+    decided_by="paper",
+    departures=[
+        "2-D-only arm: the same XViT pretrained on 2-D tasks (card: MPP pretrained on 2-D): MPP cannot take 1-D or 3-D "
+        "fields",
+        "zero-padding arm: FieldViT (card: MPP)",
+    ],
+)
 def judge_multidim(res, v) -> Verdict:
     from theorylab.studies.axial_networks.pde import finetune_summary
 
     if not res.scalar("pde_transformers_trained"):
-        return v.undecided("needs paper preset: the multi-dimension pretraining and fine-tuning "
-                           "(pde_transformers=true; GPU advised)")
+        return v.undecided(
+            "needs paper preset: the multi-dimension pretraining and fine-tuning (pde_transformers=true; GPU advised)"
+        )
     t = res.table("multidim_pretraining")
     v.column(t, "nrmse")
     ft = finetune_summary(t).set_index("task")
@@ -234,24 +354,37 @@ def judge_multidim(res, v) -> Verdict:
     pad, two = float(pre.loc["FieldViT 1D+2D zero-pad"].mean()), float(pre.loc["FieldViT 2D"].mean())
     faster = {k: bool(ft.loc[k, "reach_step"] < ft.loc[k, "steps"]) for k in ("AdvDiff3D", "AdvDiff1D")}
     ok = wins >= 2 and pad > two and all(faster.values())
-    return v.judged(ok, wins, ">= 2 of 3 targets (and (b), (c))", None,
-                    "(a) final nRMSE multi / 2-D-only / scratch: " + "; ".join(
-                        f"{k} {r.multi:.3g} / {r.two_d:.3g} / {r.scratch:.3g}" for k, r in ft.iterrows())
-                    + f"; (b) 2-D tasks zero-pad {pad:.3g} vs 2-D only {two:.3g}; (c) steps to scratch's final: "
-                    + ", ".join(f"{k} {ft.loc[k, 'reach_step']} of {int(ft.loc[k, 'steps'])}" for k in faster))
+    return v.judged(
+        ok,
+        wins,
+        ">= 2 of 3 targets (and (b), (c))",
+        None,
+        "(a) final nRMSE multi / 2-D-only / scratch: "
+        + "; ".join(f"{k} {r.multi:.3g} / {r.two_d:.3g} / {r.scratch:.3g}" for k, r in ft.iterrows())
+        + f"; (b) 2-D tasks zero-pad {pad:.3g} vs 2-D only {two:.3g}; (c) steps to scratch's final: "
+        + ", ".join(f"{k} {ft.loc[k, 'reach_step']} of {int(ft.loc[k, 'steps'])}" for k in faster),
+    )
 
 
-S_MINI = ("An axial CNN (XFieldCNN) pretrained jointly on AdvDiff1D (64) and AdvDiff2D (32²) next-step prediction, "
-          "then fine-tuned for 200 steps on AdvDiff3D (16³), has test nRMSE <= 0.9x that of the same architecture "
-          "trained from scratch for 200 steps (median over 5 seeds of the per-seed ratio).")
+S_MINI = (
+    "An axial CNN (XFieldCNN) pretrained jointly on AdvDiff1D (64) and AdvDiff2D (32²) next-step prediction, "
+    "then fine-tuned for 200 steps on AdvDiff3D (16³), has test nRMSE <= 0.9x that of the same architecture "
+    "trained from scratch for 200 steps (median over 5 seeds of the per-seed ratio)."
+)
 
 
-@claims.add("mini-foundation", S_MINI, REF + " (reconstructed, not in the paper: the card's CPU-feasible test)",
-            decided_by="cpu")
+@claims.add(
+    "mini-foundation",
+    S_MINI,
+    REF + " (reconstructed, not in the paper: the card's CPU-feasible test)",
+    decided_by="cpu",
+)
 def judge_mini(res, v) -> Verdict:
     if not res.scalar("mini_foundation_trained"):
-        return v.undecided("needs the CPU preset 'cpu' (or 'mini-foundation', or paper), a few minutes: the "
-                           "pretraining and fine-tuning of claim 11")
+        return v.undecided(
+            "needs the CPU preset 'cpu' (or 'mini-foundation', or paper), a few minutes: the "
+            "pretraining and fine-tuning of claim 11"
+        )
     t = res.table("mini_foundation")
     v.column(t, "nrmse")
     last = t[(t["arm"] != "zero-shot") & (t["step"] == t[t["arm"] != "zero-shot"]["step"].max())]
@@ -260,12 +393,14 @@ def judge_mini(res, v) -> Verdict:
         return v.failed(None, "<= 0.9", detail=f"arms {list(per.columns)}")
     ratio = per["pretrained"] / per["scratch"]
     med = float(ratio.median())
-    detail = (f"{len(ratio)} seeds, final step {int(last['step'].max())}: nRMSE pretrained "
-              f"{per['pretrained'].median():.3g} vs scratch {per['scratch'].median():.3g} (medians); per-seed ratios "
-              + ", ".join(f"{r:.2f}" for r in ratio) + f"; zero-shot on 3-D "
-              f"{t[t['arm'] == 'zero-shot']['nrmse'].median():.3g}; persistence "
-              f"{res.scalar('mini_persistence_nrmse'):.3g}")
+    detail = (
+        f"{len(ratio)} seeds, final step {int(last['step'].max())}: nRMSE pretrained "
+        f"{per['pretrained'].median():.3g} vs scratch {per['scratch'].median():.3g} (medians); per-seed ratios "
+        + ", ".join(f"{r:.2f}" for r in ratio)
+        + f"; zero-shot on 3-D "
+        f"{t[t['arm'] == 'zero-shot']['nrmse'].median():.3g}; persistence "
+        f"{res.scalar('mini_persistence_nrmse'):.3g}"
+    )
     if len(ratio) < 5:
-        return v.undecided(f"not decided: the card asks 5 seeds, ran {len(ratio)} (median ratio {med:.2f}); "
-                           + detail)
+        return v.undecided(f"not decided: the card asks 5 seeds, ran {len(ratio)} (median ratio {med:.2f}); " + detail)
     return v.judged(med <= 0.9, med, "<= 0.9", None, detail)

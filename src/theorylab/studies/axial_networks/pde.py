@@ -63,8 +63,9 @@ def task_system(name: str, grids: tuple[int, int, int]) -> tuple[object, int, fl
     return table[name]
 
 
-def task_sets(name: str, grids: tuple[int, int, int], ctx: RunContext, n_traj: int, frames: int,
-              history: int) -> tuple[ForecastSet, ForecastSet]:
+def task_sets(
+    name: str, grids: tuple[int, int, int], ctx: RunContext, n_traj: int, frames: int, history: int
+) -> tuple[ForecastSet, ForecastSet]:
     """(train, test) forecast pairs of one task; the test trajectories are a random 25 % (>= 1)."""
     system, every, spinup = task_system(name, grids)
     fields, _ = generate(system, n_traj, (frames - 1) * every, every, spinup, ctx.seed(f"pde data/{name}"))
@@ -80,24 +81,44 @@ def task_sets(name: str, grids: tuple[int, int, int], ctx: RunContext, n_traj: i
 def mini_foundation(cfg, ctx: RunContext) -> pd.DataFrame:
     """Per seed: XFieldCNN pretrained on AdvDiff1D + AdvDiff2D, then fine-tuned ``mini_finetune_steps`` on
     AdvDiff3D, against the same net trained from scratch for as many steps; test nRMSE curves."""
-    sets = {name: task_sets(name, cfg.mini_grids, ctx, cfg.mini_traj, cfg.mini_frames, 1)
-            for name in ("AdvDiff1D", "AdvDiff2D", "AdvDiff3D")}
+    sets = {
+        name: task_sets(name, cfg.mini_grids, ctx, cfg.mini_traj, cfg.mini_frames, 1)
+        for name in ("AdvDiff1D", "AdvDiff2D", "AdvDiff3D")
+    }
     pre_sets = [sets["AdvDiff1D"][0], sets["AdvDiff2D"][0]]
     target, test = sets["AdvDiff3D"]
     rows = []
     for s in ctx.progress(range(cfg.mini_seeds), "mini-foundation seeds"):
+
         def make():
             return XFieldCNN(1, 1, cfg.mini_width, cfg.mini_n_layers, 5)
 
         with seeded(ctx.seed(f"mini/{s}/init")):
             pre, scratch = make(), make()
-        train_forecaster(pre, pre_sets, cfg.mini_pretrain_steps, cfg.pde_batch, cfg.pde_lr,
-                         ctx.generator(f"mini/{s}/pretrain"), ctx.check_finite, ctx.device)
+        train_forecaster(
+            pre,
+            pre_sets,
+            cfg.mini_pretrain_steps,
+            cfg.pde_batch,
+            cfg.pde_lr,
+            ctx.generator(f"mini/{s}/pretrain"),
+            ctx.check_finite,
+            ctx.device,
+        )
         zero_shot = nrmse(pre, test, device=ctx.device)
         for arm, net in (("pretrained", pre), ("scratch", scratch)):
-            out = train_forecaster(net, [target], cfg.mini_finetune_steps, cfg.pde_batch, cfg.pde_lr,
-                                   ctx.generator(f"mini/{s}/finetune"), ctx.check_finite, ctx.device,
-                                   eval_sets=[test], eval_every=max(1, cfg.mini_finetune_steps // 4))
+            out = train_forecaster(
+                net,
+                [target],
+                cfg.mini_finetune_steps,
+                cfg.pde_batch,
+                cfg.pde_lr,
+                ctx.generator(f"mini/{s}/finetune"),
+                ctx.check_finite,
+                ctx.device,
+                eval_sets=[test],
+                eval_every=max(1, cfg.mini_finetune_steps // 4),
+            )
             for step, values in out["curve"]:
                 rows.append(dict(seed=s, arm=arm, step=step, nrmse=values[test.name]))
         rows.append(dict(seed=s, arm="zero-shot", step=0, nrmse=zero_shot))
@@ -111,13 +132,21 @@ def mini_foundation(cfg, ctx: RunContext) -> pd.DataFrame:
 
 
 def _xvit(cfg, channels: int) -> XViT:
-    return XViT(cfg.pde_history * channels, channels, cfg.vit_d_model, cfg.vit_n_layers, cfg.vit_n_heads, cfg.vit_patch,
-                pos_embed=True)
+    return XViT(
+        cfg.pde_history * channels,
+        channels,
+        cfg.vit_d_model,
+        cfg.vit_n_layers,
+        cfg.vit_n_heads,
+        cfg.vit_patch,
+        pos_embed=True,
+    )
 
 
 def _vit(cfg, grid: tuple[int, ...], channels: int) -> FieldViT:
-    return FieldViT(grid, cfg.pde_history * channels, channels, cfg.vit_d_model, cfg.vit_n_layers, cfg.vit_n_heads,
-                    cfg.vit_patch)
+    return FieldViT(
+        grid, cfg.pde_history * channels, channels, cfg.vit_d_model, cfg.vit_n_layers, cfg.vit_n_heads, cfg.vit_patch
+    )
 
 
 def x_comparable(cfg, ctx: RunContext) -> pd.DataFrame:
@@ -130,16 +159,35 @@ def x_comparable(cfg, ctx: RunContext) -> pd.DataFrame:
             for model in ("XViT", "FieldViT"):
                 with seeded(ctx.seed(f"x-comparable/{name}/{s}/{model}")):
                     net = _xvit(cfg, channels) if model == "XViT" else _vit(cfg, tuple(train.y.shape[2:]), channels)
-                train_forecaster(net, [train], cfg.pde_pretrain_steps, cfg.pde_batch, cfg.pde_lr,
-                                 ctx.generator(f"x-comparable/{name}/{s}/order"), ctx.check_finite, ctx.device)
-                rows.append(dict(task=name, seed=s, model=model, nrmse=nrmse(net, test, device=ctx.device),
-                                 persistence=persistence_nrmse(test, channels),
-                                 params=sum(p.numel() for p in net.parameters())))
+                train_forecaster(
+                    net,
+                    [train],
+                    cfg.pde_pretrain_steps,
+                    cfg.pde_batch,
+                    cfg.pde_lr,
+                    ctx.generator(f"x-comparable/{name}/{s}/order"),
+                    ctx.check_finite,
+                    ctx.device,
+                )
+                rows.append(
+                    dict(
+                        task=name,
+                        seed=s,
+                        model=model,
+                        nrmse=nrmse(net, test, device=ctx.device),
+                        persistence=persistence_nrmse(test, channels),
+                        params=sum(p.numel() for p in net.parameters()),
+                    )
+                )
     return ctx.table("x_comparable", pd.DataFrame(rows))
 
 
-PRETRAIN = {"XViT 1D+2D+3D": ("KS1D", "NS2D", "AdvDiff2D", "AdvDiff3D-pre"), "XViT 2D": ("NS2D", "AdvDiff2D"),
-            "FieldViT 2D": ("NS2D", "AdvDiff2D"), "FieldViT 1D+2D zero-pad": ("KS1D", "NS2D", "AdvDiff2D")}
+PRETRAIN = {
+    "XViT 1D+2D+3D": ("KS1D", "NS2D", "AdvDiff2D", "AdvDiff3D-pre"),
+    "XViT 2D": ("NS2D", "AdvDiff2D"),
+    "FieldViT 2D": ("NS2D", "AdvDiff2D"),
+    "FieldViT 1D+2D zero-pad": ("KS1D", "NS2D", "AdvDiff2D"),
+}
 TARGETS = ("Burgers1D", "AdvDiff1D", "AdvDiff3D")
 
 
@@ -159,11 +207,27 @@ def multidim_pretraining(cfg, ctx: RunContext) -> pd.DataFrame:
                     net = ZeroPadToDims(_vit(cfg, (cfg.pde_grids[1],) * 2, 1), 2, cfg.pde_grids[1])
                 else:
                     net = _vit(cfg, (cfg.pde_grids[1],) * 2, 1)
-            train_forecaster(net, [data[t][0] for t in tasks], cfg.pde_pretrain_steps, cfg.pde_batch, cfg.pde_lr,
-                             ctx.generator(f"multidim/{s}/{arm}/order"), ctx.check_finite, ctx.device)
+            train_forecaster(
+                net,
+                [data[t][0] for t in tasks],
+                cfg.pde_pretrain_steps,
+                cfg.pde_batch,
+                cfg.pde_lr,
+                ctx.generator(f"multidim/{s}/{arm}/order"),
+                ctx.check_finite,
+                ctx.device,
+            )
             for t in ("NS2D", "AdvDiff2D"):
-                rows.append(dict(phase="pretrain", seed=s, arm=arm, task=t, step=cfg.pde_pretrain_steps,
-                                 nrmse=nrmse(net, data[t][1], device=ctx.device)))
+                rows.append(
+                    dict(
+                        phase="pretrain",
+                        seed=s,
+                        arm=arm,
+                        task=t,
+                        step=cfg.pde_pretrain_steps,
+                        nrmse=nrmse(net, data[t][1], device=ctx.device),
+                    )
+                )
             nets[arm] = net
         for target in TARGETS:
             train, test = data[target]
@@ -174,12 +238,20 @@ def multidim_pretraining(cfg, ctx: RunContext) -> pd.DataFrame:
                         net = _xvit(cfg, 1)
                 else:  # fine-tune a copy: the same pretrained weights start every target
                     net = copy.deepcopy(nets[arm])
-                out = train_forecaster(net, [train], cfg.pde_finetune_steps, cfg.pde_batch, cfg.pde_lr,
-                                       ctx.generator(f"multidim/{s}/{target}/finetune"), ctx.check_finite,
-                                       ctx.device, eval_sets=[test], eval_every=cfg.pde_evaluate_every)
+                out = train_forecaster(
+                    net,
+                    [train],
+                    cfg.pde_finetune_steps,
+                    cfg.pde_batch,
+                    cfg.pde_lr,
+                    ctx.generator(f"multidim/{s}/{target}/finetune"),
+                    ctx.check_finite,
+                    ctx.device,
+                    eval_sets=[test],
+                    eval_every=cfg.pde_evaluate_every,
+                )
                 for step, values in out["curve"]:
-                    rows.append(dict(phase="finetune", seed=s, arm=arm, task=target, step=step,
-                                     nrmse=values[target]))
+                    rows.append(dict(phase="finetune", seed=s, arm=arm, task=target, step=step, nrmse=values[target]))
     return ctx.table("multidim_pretraining", pd.DataFrame(rows))
 
 
@@ -197,6 +269,14 @@ def finetune_summary(t: pd.DataFrame) -> pd.DataFrame:
             curve = [(int(r.step), {target: r.nrmse}) for r in gs[gs["arm"] == "XViT 1D+2D+3D"].itertuples()]
             hit = steps_to_reach(sorted(curve, key=lambda c: c[0]), target, goal)
             reach.append(math.inf if hit is None else hit)
-        rows.append(dict(task=target, multi=final.get("XViT 1D+2D+3D"), two_d=final.get("XViT 2D"),
-                         scratch=final.get("XViT scratch"), steps=int(g["step"].max()), reach_step=median(reach)))
+        rows.append(
+            dict(
+                task=target,
+                multi=final.get("XViT 1D+2D+3D"),
+                two_d=final.get("XViT 2D"),
+                scratch=final.get("XViT scratch"),
+                steps=int(g["step"].max()),
+                reach_step=median(reach),
+            )
+        )
     return pd.DataFrame(rows)

@@ -38,13 +38,20 @@ def _synthetic(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> dict[str
     cells = torch.tensor(list(itertools.product(range(4), range(4))), dtype=torch.float64)
     ab = cells.repeat_interleave(cfg.cell_repeats, dim=0)  # (16 * repeats, 2)
     unit = torch.ones(len(ab), 1, dtype=torch.float64)
-    enc = {name: (cfg.gap * values[:, None], unit) for name, values in
-           (("a", ab[:, 0]), ("b", ab[:, 1]), ("a mod 2", ab[:, 0] % 2))}
+    enc = {
+        name: (cfg.gap * values[:, None], unit)
+        for name, values in (("a", ab[:, 0]), ("b", ab[:, 1]), ("a mod 2", ab[:, 0] % 2))
+    }
     a, b, parity = (Channel(*enc[name]) for name in ("a", "b", "a mod 2"))
     nmi_ab, vi_ab = a.nmi_vi(b)
     nmi_ap, vi_ap = a.nmi_vi(parity)
-    rows = [("I(a)", a.I, 2.0), ("NMI(a, b)", nmi_ab, 0.0), ("VI(a, b)", vi_ab, 4.0),
-            ("NMI(a, a mod 2)", nmi_ap, 2 ** -0.5), ("VI(a, a mod 2)", vi_ap, 1.0)]
+    rows = [
+        ("I(a)", a.I, 2.0),
+        ("NMI(a, b)", nmi_ab, 0.0),
+        ("VI(a, b)", vi_ab, 4.0),
+        ("NMI(a, a mod 2)", nmi_ap, 2**-0.5),
+        ("VI(a, a mod 2)", vi_ap, 1.0),
+    ]
     ctx.table("synthetic", pd.DataFrame(rows, columns=["quantity", "measured", "exact"]).assign(N=len(ab)))
     return enc
 
@@ -60,11 +67,11 @@ def reference_fingerprint(mu, var) -> np.ndarray:
     out = np.empty((n, n))
     rows = max(1, 2_000_000 // (n * k * k))
     for i in range(0, n, rows):
-        sbar = (cov[i:i + rows, None] + cov[None]) / 2  # (rows, n, k, k)
-        dmu = mu[i:i + rows, None] - mu[None]
+        sbar = (cov[i : i + rows, None] + cov[None]) / 2  # (rows, n, k, k)
+        dmu = mu[i : i + rows, None] - mu[None]
         quad = np.einsum("rnk,rnk->rn", dmu, np.linalg.solve(sbar, dmu[..., None])[..., 0])
-        log_ratio = np.linalg.slogdet(sbar)[1] - 0.5 * (logdet[i:i + rows, None] + logdet[None])
-        out[i:i + rows] = np.exp(-(quad / 8 + 0.5 * log_ratio))
+        log_ratio = np.linalg.slogdet(sbar)[1] - 0.5 * (logdet[i : i + rows, None] + logdet[None])
+        out[i : i + rows] = np.exp(-(quad / 8 + 0.5 * log_ratio))
     return out
 
 
@@ -76,8 +83,17 @@ def _identity_row(mu, var, **labels) -> dict:
     x, copy = Channel(mu, var), Channel(mu.clone(), var.clone())
     nmi, vi = x.nmi_vi(copy)
     fp_err = float(np.abs(x.log_bc.exp().numpy() - reference_fingerprint(mu, var)).max())
-    return dict(**labels, I=x.I, I_copy=copy.I, I_self=x.I_self, I_self_copy=copy.I_self, I_joint=x.joint(copy),
-                nmi=nmi, vi=vi, fp_err=fp_err)
+    return dict(
+        **labels,
+        I=x.I,
+        I_copy=copy.I,
+        I_self=x.I_self,
+        I_self_copy=copy.I_self,
+        I_joint=x.joint(copy),
+        nmi=nmi,
+        vi=vi,
+        fp_err=fp_err,
+    )
 
 
 def _images(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
@@ -100,7 +116,7 @@ def _images(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> tuple[torch
         x, labels = images.reshape(len(images), -1), factors.indices[: cfg.probes, 0].numpy()  # the shape factor
     if float(x.min()) < 0 or float(x.max()) > 1:
         raise ValueError(f"images must lie in [0, 1]; got [{float(x.min()):g}, {float(x.max()):g}]")
-    return x[cfg.probes:], x[: cfg.probes], np.asarray(labels)
+    return x[cfg.probes :], x[: cfg.probes], np.asarray(labels)
 
 
 def _channels(mu: torch.Tensor, var: torch.Tensor) -> dict[tuple[int, str], Channel]:
@@ -109,7 +125,7 @@ def _channels(mu: torch.Tensor, var: torch.Tensor) -> dict[tuple[int, str], Chan
     for r in range(mu.shape[0]):
         out[r, "all"] = Channel(mu[r], var[r])
         for d in range(mu.shape[2]):
-            out[r, f"z{d}"] = Channel(mu[r, :, d:d + 1], var[r, :, d:d + 1])
+            out[r, f"z{d}"] = Channel(mu[r, :, d : d + 1], var[r, :, d : d + 1])
     return out
 
 
@@ -123,8 +139,9 @@ def _reparametrize(mu: torch.Tensor, var: torch.Tensor, g: torch.Generator) -> t
     return (mu * scale + shift)[..., perm], (var * scale**2)[..., perm]
 
 
-def _measure(cfg, ctx: RunContext, mu: torch.Tensor, var: torch.Tensor,
-             synthetic: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
+def _measure(
+    cfg, ctx: RunContext, mu: torch.Tensor, var: torch.Tensor, synthetic: dict[str, tuple[torch.Tensor, torch.Tensor]]
+) -> None:
     R, N, k = mu.shape
     ch = _channels(mu, var)
     ctx.table("info", pd.DataFrame([dict(run=r, channel=c, I=x.I) for (r, c), x in ch.items()]))
@@ -141,13 +158,23 @@ def _measure(cfg, ctx: RunContext, mu: torch.Tensor, var: torch.Tensor,
         transformed[r] = (mu_t, var_t)
         t = Channel(mu_t, var_t)
         nmi, vi = ch[r, "all"].nmi_vi(t)
-        rep.append(dict(run=r, bc_max_diff=float((ch[r, "all"].log_bc.exp() - t.log_bc.exp()).abs().max()),
-                        I=ch[r, "all"].I, I_transformed=t.I, nmi=nmi, vi=vi,
-                        cka=linear_cka(mu[r], mu_t)))
+        rep.append(
+            dict(
+                run=r,
+                bc_max_diff=float((ch[r, "all"].log_bc.exp() - t.log_bc.exp()).abs().max()),
+                I=ch[r, "all"].I,
+                I_transformed=t.I,
+                nmi=nmi,
+                vi=vi,
+                cka=linear_cka(mu[r], mu_t),
+            )
+        )
         for c in ["all"] + [f"z{d}" for d in range(k)]:
             dims = slice(None) if c == "all" else slice(int(c[1:]), int(c[1:]) + 1)
-            noise += [dict(run=r, channel=c, c=s, I=Channel(mu[r][:, dims], var[r][:, dims] * s**2).I)
-                      for s in cfg.noise_scales]
+            noise += [
+                dict(run=r, channel=c, c=s, I=Channel(mu[r][:, dims], var[r][:, dims] * s**2).I)
+                for s in cfg.noise_scales
+            ]
     ctx.table("reparam", pd.DataFrame(rep))
     ctx.table("noise", pd.DataFrame(noise))
     rng = ctx.rng("shuffle")
@@ -156,11 +183,20 @@ def _measure(cfg, ctx: RunContext, mu: torch.Tensor, var: torch.Tensor,
         perm = rng.permutation(N)  # b's encodings assigned to the wrong probes: no shared information is left
         shuffled = Channel(mu[b][perm], var[b][perm])
         nmi, vi = ch[a, "all"].nmi_vi(ch[b, "all"])
-        pairs.append(dict(a=a, b=b, nmi=nmi, vi=vi, nmi_shuffled=ch[a, "all"].nmi_vi(shuffled)[0],
-                          I_a=ch[a, "all"].I, I_b=ch[b, "all"].I, cka=linear_cka(mu[a], mu[b]),
-                          cka_transformed=linear_cka(mu[a], transformed[b][0]),
-                          **dict(zip(("nmi_transformed", "vi_transformed"),
-                                     ch[a, "all"].nmi_vi(Channel(*transformed[b]))))))
+        pairs.append(
+            dict(
+                a=a,
+                b=b,
+                nmi=nmi,
+                vi=vi,
+                nmi_shuffled=ch[a, "all"].nmi_vi(shuffled)[0],
+                I_a=ch[a, "all"].I,
+                I_b=ch[b, "all"].I,
+                cka=linear_cka(mu[a], mu[b]),
+                cka_transformed=linear_cka(mu[a], transformed[b][0]),
+                **dict(zip(("nmi_transformed", "vi_transformed"), ch[a, "all"].nmi_vi(Channel(*transformed[b])))),
+            )
+        )
     ctx.table("pairs", pd.DataFrame(pairs))
     _distances(cfg, ctx, mu, var)
     _fragments(cfg, ctx, ch, R, k)
@@ -187,22 +223,53 @@ def _distances(cfg, ctx: RunContext, mu: torch.Tensor, var: torch.Tensor) -> Non
     descent), plus identical and orthogonally rotated copies of run 0 (the rotated copy's covariances rotated with
     its means)."""
     R = mu.shape[0] if cfg.distance_runs is None else min(mu.shape[0], cfg.distance_runs)
-    Q = torch.linalg.qr(torch.randn(mu.shape[2], mu.shape[2], generator=ctx.generator("rotation"),
-                                    dtype=torch.float64))[0]
+    Q = torch.linalg.qr(
+        torch.randn(mu.shape[2], mu.shape[2], generator=ctx.generator("rotation"), dtype=torch.float64)
+    )[0]
     rows = []
     for a, b in itertools.product(range(R), repeat=2):
-        rows.append(dict(method="closed form", a=str(a), b=str(b),
-                         d=procrustes_distance(mu[a], mu[b], kind="euclidean", scale=False)))
+        rows.append(
+            dict(
+                method="closed form",
+                a=str(a),
+                b=str(b),
+                d=procrustes_distance(mu[a], mu[b], kind="euclidean", scale=False),
+            )
+        )
         if a != b:
-            rows.append(dict(method="iterative", a=str(a), b=str(b),
-                             d=one_way_shape_distance(mu[a], var[a], mu[b], var[b], cfg.shape_iters)))
-    rows.append(dict(method="closed form", a="0", b="0 rotated",
-                     d=procrustes_distance(mu[0], mu[0] @ Q, kind="euclidean", scale=False)))
-    rows.append(dict(method="iterative", a="0", b="0 (itself)",
-                     d=one_way_shape_distance(mu[0], var[0], mu[0], var[0], cfg.shape_iters)))
+            rows.append(
+                dict(
+                    method="iterative",
+                    a=str(a),
+                    b=str(b),
+                    d=one_way_shape_distance(mu[a], var[a], mu[b], var[b], cfg.shape_iters),
+                )
+            )
+    rows.append(
+        dict(
+            method="closed form",
+            a="0",
+            b="0 rotated",
+            d=procrustes_distance(mu[0], mu[0] @ Q, kind="euclidean", scale=False),
+        )
+    )
+    rows.append(
+        dict(
+            method="iterative",
+            a="0",
+            b="0 (itself)",
+            d=one_way_shape_distance(mu[0], var[0], mu[0], var[0], cfg.shape_iters),
+        )
+    )
     rotated_cov = Q.T @ torch.diag_embed(var[0]) @ Q  # row i: N(Q^T mu_i, Q^T S_i Q)
-    rows.append(dict(method="iterative", a="0", b="0 rotated",
-                     d=one_way_shape_distance(mu[0], var[0], mu[0] @ Q, rotated_cov, cfg.shape_iters)))
+    rows.append(
+        dict(
+            method="iterative",
+            a="0",
+            b="0 rotated",
+            d=one_way_shape_distance(mu[0], var[0], mu[0] @ Q, rotated_cov, cfg.shape_iters),
+        )
+    )
     ctx.table("distances", pd.DataFrame(rows))
 
 
@@ -210,15 +277,18 @@ def _fragments(cfg, ctx: RunContext, ch: dict, R: int, k: int) -> None:
     """NMI between every pair of latent dimensions of different runs (the first ``fragment_runs`` runs)."""
     runs = range(min(R, cfg.fragment_runs))
     active = [(r, f"z{d}") for r in runs for d in range(k) if ch[r, f"z{d}"].I >= cfg.active_bits]
-    rows = [dict(run_a=ra, dim_a=da, run_b=rb, dim_b=db, nmi=ch[ra, da].nmi_vi(ch[rb, db])[0])
-            for (ra, da), (rb, db) in itertools.permutations(active, 2) if ra != rb]
+    rows = [
+        dict(run_a=ra, dim_a=da, run_b=rb, dim_b=db, nmi=ch[ra, da].nmi_vi(ch[rb, db])[0])
+        for (ra, da), (rb, db) in itertools.permutations(active, 2)
+        if ra != rb
+    ]
     ctx.table("dim_nmi", pd.DataFrame(rows, columns=["run_a", "dim_a", "run_b", "dim_b", "nmi"]))
 
 
 @study(
     "distributional-similarity",
     title="Information-based similarity of distribution-valued representations (NMI / VI of Bhattacharyya "
-          "fingerprints)",
+    "fingerprints)",
     paper=PAPER,
     config=DistributionalSimilarityConfig,
     presets=PRESETS,
@@ -231,14 +301,29 @@ def _fragments(cfg, ctx: RunContext, ch: dict, R: int, k: int) -> None:
 def run(cfg: DistributionalSimilarityConfig, ctx: RunContext) -> None:
     synthetic = _synthetic(cfg, ctx)
     train, probes, labels = _images(cfg, ctx)
-    ctx.say(f"training {cfg.runs} β-VAEs in lockstep ({cfg.steps} steps, {len(train)} images of {train.shape[1]} "
-            f"pixels)")
-    ensemble = train_vae_ensemble(train.to(ctx.device), ensemble_seeds(ctx.seed("vaes"), cfg.runs),
-                                  latent_dim=cfg.latent_dim, hidden=cfg.width, beta=cfg.beta, lr=cfg.lr,
-                                  batch_size=cfg.batch, steps=cfg.steps)
-    ctx.table("training", pd.DataFrame([dict(run=r, step=s, recon=float(ensemble.recon[r, s]),
-                                             kl=float(ensemble.kl[r, s]))
-                                        for r in range(cfg.runs) for s in range(0, cfg.steps, 50)]))
+    ctx.say(
+        f"training {cfg.runs} β-VAEs in lockstep ({cfg.steps} steps, {len(train)} images of {train.shape[1]} pixels)"
+    )
+    ensemble = train_vae_ensemble(
+        train.to(ctx.device),
+        ensemble_seeds(ctx.seed("vaes"), cfg.runs),
+        latent_dim=cfg.latent_dim,
+        hidden=cfg.width,
+        beta=cfg.beta,
+        lr=cfg.lr,
+        batch_size=cfg.batch,
+        steps=cfg.steps,
+    )
+    ctx.table(
+        "training",
+        pd.DataFrame(
+            [
+                dict(run=r, step=s, recon=float(ensemble.recon[r, s]), kl=float(ensemble.kl[r, s]))
+                for r in range(cfg.runs)
+                for s in range(0, cfg.steps, 50)
+            ]
+        ),
+    )
     mu, var = (t.double().cpu() for t in ensemble.encode(probes.to(ctx.device)))
     ctx.check_finite("probe encodings", mu)
     ctx.table("probe_labels", pd.DataFrame(dict(probe=np.arange(len(labels)), label=labels)))

@@ -13,8 +13,9 @@ from theorylab.core.plotting import color, new_figure
 from theorylab.theory.info import bhattacharyya_coefficient
 
 
-def figure_fingerprints(ctx: RunContext, mu: torch.Tensor, var: torch.Tensor, labels: np.ndarray,
-                        info: pd.DataFrame) -> None:
+def figure_fingerprints(
+    ctx: RunContext, mu: torch.Tensor, var: torch.Tensor, labels: np.ndarray, info: pd.DataFrame
+) -> None:
     """BC matrices of the two most informative latent dimensions of runs 0 and 1, probes sorted by their label."""
     order = np.argsort(labels, kind="stable")
     fig, axes = new_figure(ncols=2, nrows=2, width=8, height=8)
@@ -22,7 +23,7 @@ def figure_fingerprints(ctx: RunContext, mu: torch.Tensor, var: torch.Tensor, la
         dims = info[(info["run"] == run) & (info["channel"] != "all")].nlargest(2, "I")
         for col, (c, bits) in enumerate(zip(dims["channel"], dims["I"])):
             d = int(c[1:])
-            bc = bhattacharyya_coefficient(mu[run][:, d:d + 1], var[run][:, d:d + 1])[order][:, order]
+            bc = bhattacharyya_coefficient(mu[run][:, d : d + 1], var[run][:, d : d + 1])[order][:, order]
             ax = axes[row][col]
             ax.imshow(bc.numpy(), vmin=0, vmax=1, cmap="viridis")
             ax.set_title(f"run {run}, {c}: {bits:.2f} bits", fontsize=8)
@@ -61,11 +62,16 @@ def figure_invariance(ctx: RunContext, pairs: pd.DataFrame) -> None:
     """CKA against NMI for each pair of runs, before and after reparametrising the second run (paired markers)."""
     fig, ax = new_figure()
     for r in pairs.itertuples():
-        ax.annotate("", xy=(r.cka_transformed, r.nmi_transformed), xytext=(r.cka, r.nmi),
-                    arrowprops=dict(arrowstyle="->", color="0.6", lw=0.8))
+        ax.annotate(
+            "",
+            xy=(r.cka_transformed, r.nmi_transformed),
+            xytext=(r.cka, r.nmi),
+            arrowprops=dict(arrowstyle="->", color="0.6", lw=0.8),
+        )
     ax.scatter(pairs["cka"], pairs["nmi"], color=color(0), label="runs a, b")
-    ax.scatter(pairs["cka_transformed"], pairs["nmi_transformed"], color=color(1), marker="s",
-               label="a, reparametrised b")
+    ax.scatter(
+        pairs["cka_transformed"], pairs["nmi_transformed"], color=color(1), marker="s", label="a, reparametrised b"
+    )
     ax.set(xlabel="linear CKA of the means", ylabel="NMI of the fingerprints", xlim=(0, 1.02), ylim=(0, 1.02))
     ax.legend(fontsize=7)
     ctx.figure("invariance", fig)

@@ -61,8 +61,9 @@ def _construction(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
             facts = random_bijections(n, r, ctx.generator(f"facts {n} {r}"))
             seq, tgt = (t.to(ctx.device) for t in facts.queries())
             k = code_length(n)
-            offsets = ([0] if r in cfg.construction_relations else []) + ([-1] if r in cfg.tight_relations and k > 1
-                                                                          else [])
+            offsets = ([0] if r in cfg.construction_relations else []) + (
+                [-1] if r in cfg.tight_relations and k > 1 else []
+            )
             for off in offsets:
                 kk = k + off
                 t0 = time.perf_counter()
@@ -72,13 +73,25 @@ def _construction(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
                 closed = parameter_counts(n, r, kk)
                 nonzero = sum(int(p.count_nonzero()) for p in model.parameters())
                 dense = sum(p.numel() for p in model.parameters())
-                row = dict(n=n, r=r, k=kk, k_log=k, d=construction_width(r, kk), n_facts=len(m),
-                           accuracy=float((m > 0).double().mean()), min_margin=float(m.min()),
-                           max_margin=float(m.max()), margin_closed_form=construction_margin(n, kk),
-                           recall_bound=recall_bound(n, kk), nonzero_params=nonzero,
-                           nonzero_closed_form=closed["nonzero_total"], dense_params=dense,
-                           dense_closed_form=closed["dense_total"], mlp_nonzero=closed["nonzero_mlp"],
-                           seconds=time.perf_counter() - t0)
+                row = dict(
+                    n=n,
+                    r=r,
+                    k=kk,
+                    k_log=k,
+                    d=construction_width(r, kk),
+                    n_facts=len(m),
+                    accuracy=float((m > 0).double().mean()),
+                    min_margin=float(m.min()),
+                    max_margin=float(m.max()),
+                    margin_closed_form=construction_margin(n, kk),
+                    recall_bound=recall_bound(n, kk),
+                    nonzero_params=nonzero,
+                    nonzero_closed_form=closed["nonzero_total"],
+                    dense_params=dense,
+                    dense_closed_form=closed["dense_total"],
+                    mlp_nonzero=closed["nonzero_mlp"],
+                    seconds=time.perf_counter() - t0,
+                )
                 (rows if off == 0 else tight).append(row)
                 if off == 0:
                     values, counts = torch.unique(m, return_counts=True)
@@ -94,8 +107,21 @@ def _cot(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     k = code_length(cfg.cot_size)
     model = construction_model(facts, k, cfg.gate, getattr(torch, cfg.eval_dtype), ctx.device)
     m = cot_margins(model, facts, cfg.chunk, ctx.device).double().cpu()
-    ctx.table("cot", pd.DataFrame([dict(n=cfg.cot_size, r=cfg.cot_relations, k=k, n_queries=len(m),
-                                        accuracy=float((m > 0).double().mean()), min_margin=float(m.min()))]))
+    ctx.table(
+        "cot",
+        pd.DataFrame(
+            [
+                dict(
+                    n=cfg.cot_size,
+                    r=cfg.cot_relations,
+                    k=k,
+                    n_queries=len(m),
+                    accuracy=float((m > 0).double().mean()),
+                    min_margin=float(m.min()),
+                )
+            ]
+        ),
+    )
 
 
 def _superposition(model, facts: FactTable, control: FactTable, gen: torch.Generator) -> tuple[dict, list]:
@@ -123,8 +149,9 @@ def _superposition(model, facts: FactTable, control: FactTable, gen: torch.Gener
 def _random_mlp(model, seed: int):
     """A copy of ``model`` whose MLP is re-drawn at its initial distribution (the random-selector control)."""
     c = model.cfg
-    fresh = fact_model(c.d_output, c.vocab_size - c.d_output, c.d_model, c.mlp_width, n_layers=c.n_layers,
-                       length=c.max_len, seed=seed)
+    fresh = fact_model(
+        c.d_output, c.vocab_size - c.d_output, c.d_model, c.mlp_width, n_layers=c.n_layers, length=c.max_len, seed=seed
+    )
     twin = copy.deepcopy(model)
     for blk, new in zip(twin.blocks, fresh.blocks):
         blk.mlp.load_state_dict(new.mlp.state_dict())
@@ -152,8 +179,16 @@ def _training(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
                         curve.append(dict(**key, step=updates, accuracy=float((m > 0).double().mean())))
 
                     t0 = time.perf_counter()
-                    losses = train_facts(model, seq, tgt, steps=cfg.steps, lr=cfg.lr, evaluate=evaluate,
-                                         evaluate_every=cfg.evaluate_every, chunk=cfg.train_chunk)
+                    losses = train_facts(
+                        model,
+                        seq,
+                        tgt,
+                        steps=cfg.steps,
+                        lr=cfg.lr,
+                        evaluate=evaluate,
+                        evaluate_every=cfg.evaluate_every,
+                        chunk=cfg.train_chunk,
+                    )
                     seconds = time.perf_counter() - t0
                     ctx.check_finite(f"loss (N = {n}, R = {r}, d = {d}, seed {seed})", losses[-1])
                     m, _ = fact_margins(model, seq, tgt, cfg.chunk)
@@ -164,29 +199,53 @@ def _training(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
                     points += [dict(**key, **p) for p in pts]
                     curves += curve
                     first = next((c["step"] for c in curve if c["accuracy"] == 1.0), -1)
-                    rows.append(dict(**key, mlp_width=cfg.mlp_mult * d, accuracy=float((m > 0).double().mean()),
-                                     min_margin=float(m.min()), final_loss=losses[-1], first_full_step=first,
-                                     r2=r2["real"], r2_control=r2["control"],
-                                     mlp_params=_mlp_params(d, cfg.mlp_mult * d), seconds=seconds))
+                    rows.append(
+                        dict(
+                            **key,
+                            mlp_width=cfg.mlp_mult * d,
+                            accuracy=float((m > 0).double().mean()),
+                            min_margin=float(m.min()),
+                            final_loss=losses[-1],
+                            first_full_step=first,
+                            r2=r2["real"],
+                            r2_control=r2["control"],
+                            mlp_params=_mlp_params(d, cfg.mlp_mult * d),
+                            seconds=seconds,
+                        )
+                    )
                     if mult == cfg.transfer_multiplier:
                         new = random_bijections(n, r, ctx.generator(f"new facts {n} {r} {seed}"))
                         for mlp in ("trained", "random"):
-                            twin = copy.deepcopy(model) if mlp == "trained" else _random_mlp(
-                                model, ctx.seed(f"random mlp {n} {r} {seed}"))
-                            c = transfer(twin, new, steps=cfg.transfer_steps, lr=cfg.lr,
-                                         generator=ctx.generator(f"re-init {n} {r} {seed} {mlp}"),
-                                         evaluate_every=max(1, cfg.transfer_steps // 10), device=ctx.device,
-                                         chunk=cfg.train_chunk)
+                            twin = (
+                                copy.deepcopy(model)
+                                if mlp == "trained"
+                                else _random_mlp(model, ctx.seed(f"random mlp {n} {r} {seed}"))
+                            )
+                            c = transfer(
+                                twin,
+                                new,
+                                steps=cfg.transfer_steps,
+                                lr=cfg.lr,
+                                generator=ctx.generator(f"re-init {n} {r} {seed} {mlp}"),
+                                evaluate_every=max(1, cfg.transfer_steps // 10),
+                                device=ctx.device,
+                                chunk=cfg.train_chunk,
+                            )
                             tcurves += [dict(**key, mlp=mlp, step=s, accuracy=a) for s, a in c]
                             trans.append(dict(**key, mlp=mlp, steps=cfg.transfer_steps, accuracy=c[-1][1]))
     ctx.table("training", pd.DataFrame(rows))
     ctx.table("training_curve", pd.DataFrame(curves))
-    ctx.table("superposition_points", pd.DataFrame(points, columns=["n", "r", "multiplier", "d", "seed", "fit",
-                                                                    "predicted", "actual"]))
-    ctx.table("transfer", pd.DataFrame(trans, columns=["n", "r", "multiplier", "d", "seed", "mlp", "steps",
-                                                       "accuracy"]))
-    ctx.table("transfer_curve", pd.DataFrame(tcurves, columns=["n", "r", "multiplier", "d", "seed", "mlp", "step",
-                                                               "accuracy"]))
+    ctx.table(
+        "superposition_points",
+        pd.DataFrame(points, columns=["n", "r", "multiplier", "d", "seed", "fit", "predicted", "actual"]),
+    )
+    ctx.table(
+        "transfer", pd.DataFrame(trans, columns=["n", "r", "multiplier", "d", "seed", "mlp", "steps", "accuracy"])
+    )
+    ctx.table(
+        "transfer_curve",
+        pd.DataFrame(tcurves, columns=["n", "r", "multiplier", "d", "seed", "mlp", "step", "accuracy"]),
+    )
 
 
 def _assoc(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
@@ -200,8 +259,16 @@ def _assoc(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
             model = model.to(ctx.device)
             train_facts(model, seq, tgt, steps=cfg.steps, lr=cfg.lr, chunk=cfg.train_chunk)
             acc = float((fact_margins(model, seq, tgt, cfg.chunk)[0] > 0).double().mean())
-            rows.append(dict(n=n, r=cfg.assoc_relations, d=cfg.assoc_d_model, mlp_width=width, accuracy=acc,
-                             mlp_params=_mlp_params(cfg.assoc_d_model, width)))
+            rows.append(
+                dict(
+                    n=n,
+                    r=cfg.assoc_relations,
+                    d=cfg.assoc_d_model,
+                    mlp_width=width,
+                    accuracy=acc,
+                    mlp_params=_mlp_params(cfg.assoc_d_model, width),
+                )
+            )
             if acc == 1.0:
                 break
     ctx.table("assoc", pd.DataFrame(rows, columns=["n", "r", "d", "mlp_width", "accuracy", "mlp_params"]))
@@ -225,19 +292,18 @@ def _twohop(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
             cot = fact_model(n, r, d, cfg.mlp_mult * d, seed=ctx.seed(f"cot {n} {d}")).to(ctx.device)
             train_facts(cot, one_seq, one_tgt, steps=cfg.steps, lr=cfg.lr, chunk=cfg.train_chunk)
             acc = float((cot_margins(cot, facts, cfg.chunk, ctx.device) > 0).double().mean())
-            rows.append(dict(n=n, r=r, d=d, mode="cot", n_layers=1, accuracy=acc,
-                             seconds=time.perf_counter() - t0))
+            rows.append(dict(n=n, r=r, d=d, mode="cot", n_layers=1, accuracy=acc, seconds=time.perf_counter() - t0))
             if acc == 1.0:
                 d_cot = d
                 break
         for d in cfg.twohop_dims:
             t0 = time.perf_counter()
-            deep = fact_model(n, r, d, cfg.mlp_mult * d, n_layers=2, length=3,
-                              seed=ctx.seed(f"no-cot {n} {d}")).to(ctx.device)
+            deep = fact_model(n, r, d, cfg.mlp_mult * d, n_layers=2, length=3, seed=ctx.seed(f"no-cot {n} {d}")).to(
+                ctx.device
+            )
             train_facts(deep, two_seq, two_tgt, steps=cfg.steps, lr=cfg.lr, chunk=cfg.train_chunk)
             acc = float((fact_margins(deep, two_seq, two_tgt, cfg.chunk)[0] > 0).double().mean())
-            rows.append(dict(n=n, r=r, d=d, mode="no-cot", n_layers=2, accuracy=acc,
-                             seconds=time.perf_counter() - t0))
+            rows.append(dict(n=n, r=r, d=d, mode="no-cot", n_layers=2, accuracy=acc, seconds=time.perf_counter() - t0))
             if acc == 1.0 or d >= 2 * d_cot:
                 break
     ctx.table("twohop", pd.DataFrame(rows, columns=["n", "r", "d", "mode", "n_layers", "accuracy", "seconds"]))
@@ -246,7 +312,7 @@ def _twohop(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
 @study(
     "geometric-memorization",
     title="Geometric factual recall: superposed sign codes and a ReLU selector MLP memorise R bijections at "
-          "d = O(R log N)",
+    "d = O(R log N)",
     paper=PAPER,
     config=GeometricMemorizationConfig,
     presets=PRESETS,
@@ -260,8 +326,10 @@ def run(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     _construction(cfg, ctx)
     ctx.say(f"chain-of-thought two-hop at N = {cfg.cot_size}, R = {cfg.cot_relations}")
     _cot(cfg, ctx)
-    ctx.say(f"training {len(cfg.train_sizes) * len(cfg.train_relations) * len(cfg.width_multipliers) * cfg.seeds} "
-            f"model(s), {cfg.steps} full-batch steps")
+    ctx.say(
+        f"training {len(cfg.train_sizes) * len(cfg.train_relations) * len(cfg.width_multipliers) * cfg.seeds} "
+        f"model(s), {cfg.steps} full-batch steps"
+    )
     _training(cfg, ctx)
     if cfg.assoc_sizes:
         ctx.say("associative-memory baseline")
@@ -269,8 +337,14 @@ def run(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     if cfg.twohop_sizes:
         ctx.say("two-hop: CoT vs 2 layers")
     _twohop(cfg, ctx)
-    ctx.scalar("trained_mlp_params_per_fact", float(np.mean([
-        _mlp_params(row.d, row.mlp_width) / (row.n * row.r) for row in ctx.tables["training"].itertuples()])))
+    ctx.scalar(
+        "trained_mlp_params_per_fact",
+        float(
+            np.mean(
+                [_mlp_params(row.d, row.mlp_width) / (row.n * row.r) for row in ctx.tables["training"].itertuples()]
+            )
+        ),
+    )
     figure_construction(ctx, ctx.tables["margin_hist"], ctx.tables["construction"], ctx.tables["tight"])
     figure_capacity(ctx, ctx.tables["training"])
     figure_superposition(ctx, ctx.tables["superposition_points"])

@@ -11,36 +11,51 @@ from theorylab.core.fields import Chunk, DModel, Entities, Every, LearningRate, 
 
 
 class GeometricMemorizationConfig(StudyConfig):
-    construction_sizes: tuple[Entities, ...] = Field((128, 2048, 10_000), min_length=1,
-                                                description="entity counts N of the exact-construction grid (card)")
-    construction_relations: tuple[Relations, ...] = Field((1, 2, 4), min_length=1,
-                                                    description="relation counts R of the construction grid (card)")
-    tight_relations: tuple[Relations, ...] = Field((1,), min_length=1,
-                                             description="R of the pigeonhole check at k = ceil(log2 N) - 1 (ours: "
-                                                         "codes collide per relation block, R does not matter)")
+    construction_sizes: tuple[Entities, ...] = Field(
+        (128, 2048, 10_000), min_length=1, description="entity counts N of the exact-construction grid (card)"
+    )
+    construction_relations: tuple[Relations, ...] = Field(
+        (1, 2, 4), min_length=1, description="relation counts R of the construction grid (card)"
+    )
+    tight_relations: tuple[Relations, ...] = Field(
+        (1,),
+        min_length=1,
+        description="R of the pigeonhole check at k = ceil(log2 N) - 1 (ours: "
+        "codes collide per relation block, R does not matter)",
+    )
     gate: float = Field(2.0, gt=1, le=100, description="gate M of the ReLU selector (card: 2; any M > 1 works)")
     cot_size: Entities = Field(2048, description="N of the chain-of-thought two-hop construction check (card)")
     cot_relations: Relations = Field(4, description="R of the two-hop check: N·R² queries (card)")
-    eval_dtype: Literal["float32", "float64"] = Field("float32", description="dtype of the construction's forward "
-                                                                             "pass (its logits are small integers, "
-                                                                             "exact in float32)")
+    eval_dtype: Literal["float32", "float64"] = Field(
+        "float32",
+        description="dtype of the construction's forward pass (its logits are small integers, exact in float32)",
+    )
     chunk: Chunk = Field(2048, description="queries per forward pass when scoring N logits each")
     train_sizes: tuple[Entities, ...] = Field((256,), min_length=1, description="N of the trained models (card)")
     train_relations: tuple[Relations, ...] = Field((2,), min_length=1, description="R of the trained models (card)")
-    width_multipliers: tuple[int, ...] = Field((1,), min_length=1, description="d = multiplier x R ceil(log2 N) of "
-                                                                                "the trained models (card)")
+    width_multipliers: tuple[int, ...] = Field(
+        (1,), min_length=1, description="d = multiplier x R ceil(log2 N) of the trained models (card)"
+    )
     mlp_mult: MLPMult = Field(4, description="MLP width = mlp_mult x d (card: 4d)")
     seeds: Seeds = Field(1, description="trained models per (N, R, d)")
-    steps: Steps = Field(500, description="full-batch AdamW steps (card: 1500; quick 500 for the CPU budget: 100% "
-                                          "is reached by step 250 and the R² moves < 0.01 after it)")
+    steps: Steps = Field(
+        500,
+        description="full-batch AdamW steps (card: 1500; quick 500 for the CPU budget: 100% "
+        "is reached by step 250 and the R² moves < 0.01 after it)",
+    )
     lr: LearningRate = Field(1e-2, description="AdamW learning rate (card), weight decay 0")
     evaluate_every: Every = Field(100, description="steps between accuracy evaluations of the training curve")
     train_chunk: Chunk | None = Field(None, description="row chunk of the full-batch gradient (None: one pass)")
-    transfer_multiplier: int = Field(1, ge=1, le=64, description="d multiplier of the models whose MLP is transferred "
-                                                                 "(card: 4; quick: the one trained model)")
+    transfer_multiplier: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="d multiplier of the models whose MLP is transferred (card: 4; quick: the one trained model)",
+    )
     transfer_steps: Steps = Field(150, description="E-only steps on new bijections (card: half the training steps)")
-    assoc_sizes: tuple[Entities, ...] = Field((), description="N of the associative-memory baseline (d fixed, MLP "
-                                                              "width grown until 100%); empty: skipped")
+    assoc_sizes: tuple[Entities, ...] = Field(
+        (), description="N of the associative-memory baseline (d fixed, MLP width grown until 100%); empty: skipped"
+    )
     assoc_relations: Relations = Field(1, description="R of the associative-memory baseline")
     assoc_d_model: DModel = Field(16, description="fixed width d of the associative-memory baseline (card)")
     assoc_widths: tuple[int, ...] = Field((), description="MLP widths tried in order until 100% recall")
@@ -62,16 +77,21 @@ class GeometricMemorizationConfig(StudyConfig):
         if self.twohop_sizes and not self.twohop_dims:
             raise ValueError("'twohop_dims' must be given when 'twohop_sizes' is")
         if self.transfer_multiplier not in self.width_multipliers:
-            raise ValueError(f"'transfer_multiplier' ({self.transfer_multiplier}) must be one of 'width_multipliers' "
-                             f"{self.width_multipliers}")
+            raise ValueError(
+                f"'transfer_multiplier' ({self.transfer_multiplier}) must be one of 'width_multipliers' "
+                f"{self.width_multipliers}"
+            )
         return self
 
 
 PRESETS = {
-    "quick": Preset.of("quick", "2 CPU cores, ~40 s: the exact construction (sign codes, hard attention, ReLU "
-                                "selector) on N in {128, 2048, 10^4} x R in {1, 2, 4}, the pigeonhole check at one bit "
-                                "fewer, CoT two-hop at N = 2048, R = 4; one trained model N = 256, R = 2, d = 16, MLP "
-                                "64, 500 full-batch AdamW steps, its superposition R² and a short E-only transfer"),
+    "quick": Preset.of(
+        "quick",
+        "2 CPU cores, ~40 s: the exact construction (sign codes, hard attention, ReLU "
+        "selector) on N in {128, 2048, 10^4} x R in {1, 2, 4}, the pigeonhole check at one bit "
+        "fewer, CoT two-hop at N = 2048, R = 4; one trained model N = 256, R = 2, d = 16, MLP "
+        "64, 500 full-batch AdamW steps, its superposition R² and a short E-only transfer",
+    ),
     "cpu": Preset.of(
         "cpu",
         "1 CPU core: the quick preset's construction checks, with trained models at N = 2^10, R = 2 and d = 1 and 4 x "
@@ -84,10 +104,16 @@ PRESETS = {
         steps=(1500, "card"),
         transfer_multiplier=(4, "card"),
         transfer_steps=(750, "card: half the training steps"),
-        twohop_sizes=((256,), "two-hop: N = 2^8 (card 2^13): every sweep point trains on all N·R² queries x N "
-                              "logits: 3 models at seed 0, ~90 s of CPU"),
-        twohop_dims=((4, 8, 16, 32), "two-hop: doubling from 4, below R log2 N = 16, since real-valued weights "
-                                     "let the one-hop model recall all facts at d = 4 (seed-0 exploration)"),
+        twohop_sizes=(
+            (256,),
+            "two-hop: N = 2^8 (card 2^13): every sweep point trains on all N·R² queries x N "
+            "logits: 3 models at seed 0, ~90 s of CPU",
+        ),
+        twohop_dims=(
+            (4, 8, 16, 32),
+            "two-hop: doubling from 4, below R log2 N = 16, since real-valued weights "
+            "let the one-hop model recall all facts at d = 4 (seed-0 exploration)",
+        ),
     ),
     "paper": Preset.of(
         "paper",

@@ -14,14 +14,22 @@ claims = Claims("geometric-memorization")
 TOL = 1e-9
 
 # The card trains the quick model 1500 full-batch steps and the paper models 20k.
-STEPS = [Departure.field_value("steps", 1500, "100% is reached by step 250 and the held-out R² moves < 0.01 after "
-                               "step 500 (seeds 0 and 1, tracked to 1500)", presets=["quick"]),
-         Departure.field_value("steps", 20_000, presets=["paper"])]
+STEPS = [
+    Departure.field_value(
+        "steps",
+        1500,
+        "100% is reached by step 250 and the held-out R² moves < 0.01 after step 500 (seeds 0 and 1, tracked to 1500)",
+        presets=["quick"],
+    ),
+    Departure.field_value("steps", 20_000, presets=["paper"]),
+]
 
 
-S_EXACT = ("For every (N, R) in the grid, the sign-code construction with k = ceil(log2 N) bits (d = Rk + R + k), run "
-           "as a ToyTransformer with hard attention and a ReLU selector MLP, recalls all N·R facts with minimum margin "
-           "exactly 2 (± 1e-9); its nonzero parameters match the closed form N k (R + 1) + 3R + 10Rk.")
+S_EXACT = (
+    "For every (N, R) in the grid, the sign-code construction with k = ceil(log2 N) bits (d = Rk + R + k), run "
+    "as a ToyTransformer with hard attention and a ReLU selector MLP, recalls all N·R facts with minimum margin "
+    "exactly 2 (± 1e-9); its nonzero parameters match the closed form N k (R + 1) + 3R + 10Rk."
+)
 
 
 @claims.add("construction-exact", S_EXACT, REF + ", one-layer construction with d = O(R log N) (our reconstruction)")
@@ -35,24 +43,40 @@ def judge_exact(res, v) -> Verdict:
     worst = float((v.column(t, "min_margin") - 2).abs().max())
     acc = float(v.column(t, "accuracy").min())
     facts_ok = bool((t["n_facts"] == t["n"] * t["r"]).all())
-    params_ok = bool((t["nonzero_params"] == t["nonzero_closed_form"]).all()
-                     and (t["dense_params"] == t["dense_closed_form"]).all())
+    params_ok = bool(
+        (t["nonzero_params"] == t["nonzero_closed_form"]).all() and (t["dense_params"] == t["dense_closed_form"]).all()
+    )
     ok = acc == 1.0 and worst <= TOL and facts_ok and params_ok
-    return v.judged(ok, float(t["min_margin"].min()), "= 2 ± 1e-9 (and accuracy 1)", TOL,
-                    f"{len(t)} grid points, {int(t['n_facts'].sum())} facts: accuracy >= {acc:.6f}, margins in "
-                    f"[{t['min_margin'].min():g}, {t['max_margin'].max():g}]; every fact counted: {facts_ok}; "
-                    f"parameter counts = closed forms: {params_ok} (largest: {int(t['nonzero_params'].max())} nonzero "
-                    f"of {int(t['dense_params'].max())})")
+    return v.judged(
+        ok,
+        float(t["min_margin"].min()),
+        "= 2 ± 1e-9 (and accuracy 1)",
+        TOL,
+        f"{len(t)} grid points, {int(t['n_facts'].sum())} facts: accuracy >= {acc:.6f}, margins in "
+        f"[{t['min_margin'].min():g}, {t['max_margin'].max():g}]; every fact counted: {facts_ok}; "
+        f"parameter counts = closed forms: {params_ok} (largest: {int(t['nonzero_params'].max())} nonzero "
+        f"of {int(t['dense_params'].max())})",
+    )
 
 
-S_TIGHT = ("With one bit fewer, k = ceil(log2 N) - 1 and N > 2^k, codes must collide: the construction's strict "
-           "recall is < 1 and at most the pigeonhole bound (2^k - 1)/N, with minimum margin 0.")
+S_TIGHT = (
+    "With one bit fewer, k = ceil(log2 N) - 1 and N > 2^k, codes must collide: the construction's strict "
+    "recall is < 1 and at most the pigeonhole bound (2^k - 1)/N, with minimum margin 0."
+)
 
 
-@claims.add("construction-tight", S_TIGHT, REF + ", pigeonhole (codes need log2 N bits per relation)", departures=[
-    "strict recall, a tie counts as a miss (card: accuracy): what the pigeonhole bound bounds for any code assignment",
-    Departure.field_value("tight_relations", (1, 2, 4), "codes collide per relation block: more relations add cost "
-                          "and no information")])
+@claims.add(
+    "construction-tight",
+    S_TIGHT,
+    REF + ", pigeonhole (codes need log2 N bits per relation)",
+    departures=[
+        "strict recall, a tie counts as a miss (card: accuracy): what the pigeonhole bound bounds for any code "
+        "assignment",
+        Departure.field_value(
+            "tight_relations", (1, 2, 4), "codes collide per relation block: more relations add cost and no information"
+        ),
+    ],
+)
 def judge_tight(res, v) -> Verdict:
     t = res.table("tight")
     if t.empty:
@@ -62,14 +86,24 @@ def judge_tight(res, v) -> Verdict:
     crowded = bool((t["n"] > 2 ** t["k"]).all())
     excess = float((t["accuracy"] - t["recall_bound"]).max())
     ok = crowded and excess <= TOL and bool((t["accuracy"] < 1).all()) and bool((t["min_margin"] <= TOL).all())
-    return v.judged(ok, float(t["accuracy"].max()), "< 1 and <= (2^k - 1)/N", 0.0,
-                    "; ".join(f"N = {row.n}, R = {row.r}, k = {row.k}: accuracy {row.accuracy:.4f} (bound "
-                              f"{row.recall_bound:.4f}), min margin {row.min_margin:g}" for row in t.itertuples())
-                    + ("" if crowded else "; some row has N <= 2^k (no collision forced)"))
+    return v.judged(
+        ok,
+        float(t["accuracy"].max()),
+        "< 1 and <= (2^k - 1)/N",
+        0.0,
+        "; ".join(
+            f"N = {row.n}, R = {row.r}, k = {row.k}: accuracy {row.accuracy:.4f} (bound "
+            f"{row.recall_bound:.4f}), min margin {row.min_margin:g}"
+            for row in t.itertuples()
+        )
+        + ("" if crowded else "; some row has N <= 2^k (no collision forced)"),
+    )
 
 
-S_COT = ("Applying the construction twice (chain of thought: the predicted intermediate entity fed back as the "
-         "subject) answers all N·R² two-hop queries (N = 2048, R = 4) with both hops' margins exactly 2.")
+S_COT = (
+    "Applying the construction twice (chain of thought: the predicted intermediate entity fed back as the "
+    "subject) answers all N·R² two-hop queries (N = 2048, R = 4) with both hops' margins exactly 2."
+)
 
 
 @claims.add("cot-two-hop-exact", S_COT, REF + ", multi-hop with chain of thought")
@@ -78,11 +112,19 @@ def judge_cot(res, v) -> Verdict:
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no two-hop row")
     row = t.iloc[0]
-    ok = (row["accuracy"] == 1.0 and int(row["n_queries"]) == int(row["n"]) * int(row["r"]) ** 2
-          and abs(row["min_margin"] - 2) <= TOL)
-    return v.judged(bool(ok), float(row["accuracy"]), "= 1 (margin 2)", 0.0,
-                    f"N = {int(row['n'])}, R = {int(row['r'])}: {int(row['n_queries'])} queries, accuracy "
-                    f"{row['accuracy']:.6f}, min margin {row['min_margin']:g}")
+    ok = (
+        row["accuracy"] == 1.0
+        and int(row["n_queries"]) == int(row["n"]) * int(row["r"]) ** 2
+        and abs(row["min_margin"] - 2) <= TOL
+    )
+    return v.judged(
+        bool(ok),
+        float(row["accuracy"]),
+        "= 1 (margin 2)",
+        0.0,
+        f"N = {int(row['n'])}, R = {int(row['r'])}: {int(row['n_queries'])} queries, accuracy "
+        f"{row['accuracy']:.6f}, min margin {row['min_margin']:g}",
+    )
 
 
 def _base(res):
@@ -90,9 +132,11 @@ def _base(res):
     return t[(t["multiplier"] == 1) & (t["r"] <= 4)] if len(t) else t
 
 
-S_GD = ("Full-batch AdamW (lr 1e-2) on all N·R facts reaches 100% training accuracy at d = R ceil(log2 N) (quick: "
-        "N = 256, R = 2, d = 16, MLP 64, 500 steps (card: 1500); paper: every N with R <= 4, 20k steps), every "
-        "seed.")
+S_GD = (
+    "Full-batch AdamW (lr 1e-2) on all N·R facts reaches 100% training accuracy at d = R ceil(log2 N) (quick: "
+    "N = 256, R = 2, d = 16, MLP 64, 500 steps (card: 1500); paper: every N with R <= 4, 20k steps), every "
+    "seed."
+)
 
 
 @claims.add("gd-log-dim", S_GD, REF + ", gradient descent finds d = O(R log N) solutions", departures=STEPS)
@@ -101,40 +145,69 @@ def judge_gd(res, v) -> Verdict:
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no trained model at d = R ceil(log2 N) with R <= 4")
     worst = float(v.column(t, "accuracy").min())
-    return v.judged(worst == 1.0, worst, "= 1", 0.0,
-                    "; ".join(f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: accuracy {row.accuracy:.4f} "
-                              f"(100% from step {row.first_full_step}), min margin {row.min_margin:.3g}, "
-                              f"{row.seconds:.1f} s" for row in t.itertuples()))
+    return v.judged(
+        worst == 1.0,
+        worst,
+        "= 1",
+        0.0,
+        "; ".join(
+            f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: accuracy {row.accuracy:.4f} "
+            f"(100% from step {row.first_full_step}), min margin {row.min_margin:.3g}, "
+            f"{row.seconds:.1f} s"
+            for row in t.itertuples()
+        ),
+    )
 
 
-S_SUP = ("Learned subject embeddings are linear superpositions of their own attributes' unembedding rows: one linear "
-         "map from [U_pi1(s), ..., U_piR(s)] to e_s, fitted on half the subjects, has held-out R² >= 0.45; the same "
-         "fit on independent (shuffled) bijections has R² <= 0.05 (d = R ceil(log2 N), R >= 2).")
+S_SUP = (
+    "Learned subject embeddings are linear superpositions of their own attributes' unembedding rows: one linear "
+    "map from [U_pi1(s), ..., U_piR(s)] to e_s, fitted on half the subjects, has held-out R² >= 0.45; the same "
+    "fit on independent (shuffled) bijections has R² <= 0.05 (d = R ceil(log2 N), R >= 2)."
+)
 
 
-@claims.add("superposition", S_SUP, REF + ", subject embeddings as superpositions of attribute vectors",
-            departures=STEPS)
+@claims.add(
+    "superposition", S_SUP, REF + ", subject embeddings as superpositions of attribute vectors", departures=STEPS
+)
 def judge_sup(res, v) -> Verdict:
     t = _base(res)
     t = t[(t["r"] >= 2) & np.isfinite(t["r2"]) & np.isfinite(t["r2_control"])] if len(t) else t
     if t.empty:
         return v.failed(math.nan, ">= 0.45", 0.45, "no model with R >= 2 and a determined fit")
     low, high = float(t["r2"].min()), float(t["r2_control"].max())
-    return v.judged(low >= 0.45 and high <= 0.05, low, ">= 0.45 (control <= 0.05)", 0.45,
-                    "; ".join(f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: R² {row.r2:.3f}, shuffled "
-                              f"{row.r2_control:.3f}" for row in t.itertuples()))
+    return v.judged(
+        low >= 0.45 and high <= 0.05,
+        low,
+        ">= 0.45 (control <= 0.05)",
+        0.45,
+        "; ".join(
+            f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: R² {row.r2:.3f}, shuffled {row.r2_control:.3f}"
+            for row in t.itertuples()
+        ),
+    )
 
 
-S_TRANSFER = ("At d = 4R ceil(log2 N), training only the (re-initialised) subject embeddings on new bijections for "
-              "half the step budget, with attention, MLP, relation embeddings and readout frozen, reaches >= 0.9 "
-              "accuracy; with the MLP re-drawn at random and frozen, accuracy stays >= 0.2 lower (thresholds ours).")
+S_TRANSFER = (
+    "At d = 4R ceil(log2 N), training only the (re-initialised) subject embeddings on new bijections for "
+    "half the step budget, with attention, MLP, relation embeddings and readout frozen, reaches >= 0.9 "
+    "accuracy; with the MLP re-drawn at random and frozen, accuracy stays >= 0.2 lower (thresholds ours)."
+)
 
 
-@claims.add("transfer", S_TRANSFER, REF + ", zero-shot transfer of the selector MLP (E-only training: ours)",
-            decided_by="cpu", departures=[Departure.of(
-                "N = 2^10, R = 2, one seed, 1500 steps (paper preset: N in {2^10, 2^13, 2^16} x R in {1, 2, 4, 8}, 3 "
-                "seeds, 20k steps)", "cpu preset: the smallest paper N at the card's quick step count fits 2 CPU "
-                "cores; the larger N need a GPU", presets=["cpu"])])
+@claims.add(
+    "transfer",
+    S_TRANSFER,
+    REF + ", zero-shot transfer of the selector MLP (E-only training: ours)",
+    decided_by="cpu",
+    departures=[
+        Departure.of(
+            "N = 2^10, R = 2, one seed, 1500 steps (paper preset: N in {2^10, 2^13, 2^16} x R in {1, 2, 4, 8}, 3 "
+            "seeds, 20k steps)",
+            "cpu preset: the smallest paper N at the card's quick step count fits 2 CPU cores; the larger N need a GPU",
+            presets=["cpu"],
+        )
+    ],
+)
 def judge_transfer(res, v) -> Verdict:
     t = res.table("transfer")
     if t.empty:
@@ -142,31 +215,37 @@ def judge_transfer(res, v) -> Verdict:
     piv = t.pivot_table(index=["n", "r", "d", "seed", "multiplier"], columns="mlp", values="accuracy").reset_index()
     if not {"trained", "random"} <= set(piv.columns):
         return v.failed(math.nan, ">= 0.9", 0.9, "transfer rows lack the trained or the random-MLP arm")
-    detail = "; ".join(f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: trained MLP {row.trained:.3f}, random "
-                       f"MLP {row.random:.3f}" for row in piv.itertuples())
+    detail = "; ".join(
+        f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: trained MLP {row.trained:.3f}, random "
+        f"MLP {row.random:.3f}"
+        for row in piv.itertuples()
+    )
     steps = int(t["steps"].iloc[0])
     at_paper = piv[piv["multiplier"] == 4]
     if at_paper.empty or 2 * steps < int(res.config["steps"]):
-        return v.undecided("needs paper preset (d = 4R log2 N, half the training steps); reduced measurement at "
-                           f"d = {int(piv['d'].iloc[0])}, {steps} steps: " + detail,
-                           measured=float(piv["trained"].min()))
+        return v.undecided(
+            "needs paper preset (d = 4R log2 N, half the training steps); reduced measurement at "
+            f"d = {int(piv['d'].iloc[0])}, {steps} steps: " + detail,
+            measured=float(piv["trained"].min()),
+        )
     v.column(t, "accuracy")
     low = float(at_paper["trained"].min())
     gap = float((at_paper["trained"] - at_paper["random"]).min())
     return v.judged(low >= 0.9 and gap >= 0.2, low, ">= 0.9 (random MLP >= 0.2 lower)", 0.9, detail)
 
 
-S_PARAMS = ("At 100% recall and N = 2^16, the geometric solution's MLP has fewer than 0.1 N·R parameters (smallest "
-            "trained d per R), while the associative-memory baseline (d = 16, MLP width grown until 100%) needs MLP "
-            "parameters growing linearly in N·R: log-log slope 1 ± 0.25 (tolerance ours).")
+S_PARAMS = (
+    "At 100% recall and N = 2^16, the geometric solution's MLP has fewer than 0.1 N·R parameters (smallest "
+    "trained d per R), while the associative-memory baseline (d = 16, MLP width grown until 100%) needs MLP "
+    "parameters growing linearly in N·R: log-log slope 1 ± 0.25 (tolerance ours)."
+)
 
 
 def _slope(x, y) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
-@claims.add("params-per-fact", S_PARAMS, REF + ", geometric vs associative memory parameter counts",
-            decided_by="paper")
+@claims.add("params-per-fact", S_PARAMS, REF + ", geometric vs associative memory parameter counts", decided_by="paper")
 def judge_params(res, v) -> Verdict:
     t, a = res.table("training"), res.table("assoc")
     big = t[(t["n"] == 65536) & (t["accuracy"] == 1.0)] if len(t) else t
@@ -175,41 +254,69 @@ def judge_params(res, v) -> Verdict:
         top = c.sort_values(["n", "r"]).iloc[-1]
         ratio = float(t["mlp_params"].iloc[0] / (t["n"].iloc[0] * t["r"].iloc[0])) if len(t) else math.nan
         per_fact = float(top["mlp_nonzero"] / (top["n"] * top["r"]))
-        return v.undecided(f"needs paper preset (N = 2^16 and the baseline sweep); reduced measurement: the "
-                           f"construction's MLP uses {int(top['mlp_nonzero'])} nonzero weights at N = {int(top['n'])}, "
-                           f"R = {int(top['r'])} ({per_fact:.2g} per fact); the quick trained MLP has {ratio:.3g} "
-                           f"parameters per fact at N = {int(t['n'].iloc[0]) if len(t) else '?'}",
-                           measured=per_fact)
+        return v.undecided(
+            f"needs paper preset (N = 2^16 and the baseline sweep); reduced measurement: the "
+            f"construction's MLP uses {int(top['mlp_nonzero'])} nonzero weights at N = {int(top['n'])}, "
+            f"R = {int(top['r'])} ({per_fact:.2g} per fact); the quick trained MLP has {ratio:.3g} "
+            f"parameters per fact at N = {int(t['n'].iloc[0]) if len(t) else '?'}",
+            measured=per_fact,
+        )
     per_r = big.groupby("r").apply(lambda g: g.sort_values("d").iloc[0], include_groups=False).reset_index()
     ratio = float((per_r["mlp_params"] / (65536 * per_r["r"])).max())
     solved = a[a["accuracy"] == 1.0]
     facts = solved["n"] * solved["r"]
     slope = _slope(facts, solved["mlp_params"]) if len(solved) >= 2 else math.nan
     ok = ratio < 0.1 and len(solved) >= 2 and abs(slope - 1) <= 0.25
-    return v.judged(bool(ok), ratio, "< 0.1 (baseline slope 1 ± 0.25)", 0.1,
-                    "geometric at N = 2^16: " + ", ".join(f"R = {row.r}: d = {row.d}, {row.mlp_params} MLP params"
-                                                          for row in per_r.itertuples())
-                    + f"; baseline: {len(solved)} sizes solved, slope {slope:.3f}")
+    return v.judged(
+        bool(ok),
+        ratio,
+        "< 0.1 (baseline slope 1 ± 0.25)",
+        0.1,
+        "geometric at N = 2^16: "
+        + ", ".join(f"R = {row.r}: d = {row.d}, {row.mlp_params} MLP params" for row in per_r.itertuples())
+        + f"; baseline: {len(solved)} sizes solved, slope {slope:.3f}",
+    )
 
 
-S_TWOHOP = ("Without chain of thought a 2-layer model needs a larger width than the 1-layer model with CoT to answer "
-            "all two-hop queries at N = 2^13: d_min(no CoT) >= 2 d_min(CoT) (reconstructed, directional).")
+S_TWOHOP = (
+    "Without chain of thought a 2-layer model needs a larger width than the 1-layer model with CoT to answer "
+    "all two-hop queries at N = 2^13: d_min(no CoT) >= 2 d_min(CoT) (reconstructed, directional)."
+)
 
 TWOHOP_CPU = [
-    Departure.field_value("twohop_sizes", (8192,), "cpu preset: both sweeps train full-batch on every query (N·R² "
-                          "two-hop queries x N logits); N = 2^8 fits one CPU core, 2^13 needs a GPU", presets=["cpu"]),
-    Departure.field_value("steps", 20_000, "cpu preset: the card's quick step count; the one-hop model reaches 100% "
-                          "within it at this N", presets=["cpu"])]
+    Departure.field_value(
+        "twohop_sizes",
+        (8192,),
+        "cpu preset: both sweeps train full-batch on every query (N·R² "
+        "two-hop queries x N logits); N = 2^8 fits one CPU core, 2^13 needs a GPU",
+        presets=["cpu"],
+    ),
+    Departure.field_value(
+        "steps",
+        20_000,
+        "cpu preset: the card's quick step count; the one-hop model reaches 100% within it at this N",
+        presets=["cpu"],
+    ),
+]
 
 
-@claims.add("two-hop-tradeoff", S_TWOHOP, REF + ", capacity-depth trade-off (reconstructed)", decided_by="cpu",
-            departures=TWOHOP_CPU)
+@claims.add(
+    "two-hop-tradeoff",
+    S_TWOHOP,
+    REF + ", capacity-depth trade-off (reconstructed)",
+    decided_by="cpu",
+    departures=TWOHOP_CPU,
+)
 def judge_twohop(res, v) -> Verdict:
     t = res.table("twohop")
     if t.empty:
         c = res.table("cot")
-        extra = (f"; reduced measurement: the CoT construction answers {c['accuracy'].iloc[0]:.4f} of two-hop queries "
-                 f"at N = {int(c['n'].iloc[0])}" if len(c) else "")
+        extra = (
+            f"; reduced measurement: the CoT construction answers {c['accuracy'].iloc[0]:.4f} of two-hop queries "
+            f"at N = {int(c['n'].iloc[0])}"
+            if len(c)
+            else ""
+        )
         return v.undecided("needs the cpu preset (no two-hop training in this preset)" + extra)
     n = int(t["n"].max())  # the claim's N: 2^13 at paper, the cpu preset's reduced N there (a declared departure)
     t = t[t["n"] == n]
@@ -222,8 +329,16 @@ def judge_twohop(res, v) -> Verdict:
     cot, deep = d_min("cot"), d_min("no-cot")
     top = float(t.loc[t["mode"] == "no-cot", "d"].max()) if (t["mode"] == "no-cot").any() else math.nan
     ok = math.isfinite(cot) and deep >= 2 * cot and (math.isfinite(deep) or top >= 2 * cot)
-    sweep = "; ".join(f"{mode} d = {row.d}: {row.accuracy:.4f}" for mode in ("cot", "no-cot")
-                      for row in t[t["mode"] == mode].sort_values("d").itertuples())
-    return v.judged(bool(ok), deep / cot if math.isfinite(cot) else math.nan, ">= 2", 2.0,
-                    f"N = {n}, R = {int(t['r'].iloc[0])}: d_min with CoT {cot:g}, without {deep:g} (no-CoT swept to "
-                    f"d = {top:g}); {sweep}")
+    sweep = "; ".join(
+        f"{mode} d = {row.d}: {row.accuracy:.4f}"
+        for mode in ("cot", "no-cot")
+        for row in t[t["mode"] == mode].sort_values("d").itertuples()
+    )
+    return v.judged(
+        bool(ok),
+        deep / cot if math.isfinite(cot) else math.nan,
+        ">= 2",
+        2.0,
+        f"N = {n}, R = {int(t['r'].iloc[0])}: d_min with CoT {cot:g}, without {deep:g} (no-CoT swept to "
+        f"d = {top:g}); {sweep}",
+    )

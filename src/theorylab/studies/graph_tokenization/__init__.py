@@ -59,15 +59,29 @@ def _srg_exact(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     rows = []
     for t in range(cfg.rw_horizon):
         both = torch.cat([ts[:, t], tr[:, t]])
-        rows.append(dict(t=t + 1, shrikhande_mean=float(ts[:, t].mean()), rook_mean=float(tr[:, t].mean()),
-                         closed_form=float(closed[t]), max_pair_diff=float(both.max() - both.min()),
-                         max_closed_form_diff=float((both - closed[t]).abs().max())))
+        rows.append(
+            dict(
+                t=t + 1,
+                shrikhande_mean=float(ts[:, t].mean()),
+                rook_mean=float(tr[:, t].mean()),
+                closed_form=float(closed[t]),
+                max_pair_diff=float(both.max() - both.min()),
+                max_closed_form_diff=float((both - closed[t]).abs().max()),
+            )
+        )
     ctx.table("rw_collision", pd.DataFrame(rows))
     facts = []
     for name, A in (("shrikhande", S1), ("rook", R1)):
         p = tg.srg_parameters(A)
-        facts.append(dict(graph=name, k4_count=tg.clique4_count(A), srg=str(p), spectrum=str(sorted(
-            np.round(np.linalg.eigvalsh(A.numpy()), 8).tolist())), wl_hash=_wl_hash(A)))
+        facts.append(
+            dict(
+                graph=name,
+                k4_count=tg.clique4_count(A),
+                srg=str(p),
+                spectrum=str(sorted(np.round(np.linalg.eigvalsh(A.numpy()), 8).tolist())),
+                wl_hash=_wl_hash(A),
+            )
+        )
     iso = nx.is_isomorphic(_nx(S1), _nx(R1))
     ctx.table("srg_facts", pd.DataFrame(facts).assign(isomorphic=iso))
     nb = []
@@ -100,12 +114,24 @@ def _spectral_exact(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     V = tg.rotate_eigenspace(U, (p, q), math.pi / 4)
     L = gt.laplacian(C)
     before, after = gt.spectral_tokens(lam, U), gt.spectral_tokens(lam, V)
-    ctx.table("basis_ambiguity", pd.DataFrame([dict(
-        n=n, eigenvalue=float(lam[p]), expected_eigenvalue=2 - 2 * math.cos(2 * math.pi / n), columns=f"{p},{q}",
-        angle=math.pi / 4, error_eigh=float((tg.laplacian_from_spectral(U, lam) - L).abs().max()),
-        error_rotated=float((tg.laplacian_from_spectral(V, lam) - L).abs().max()),
-        orthonormal_error=float((V.T @ V - torch.eye(n, dtype=V.dtype)).abs().max()),
-        max_token_change=float((after - before).abs().max()))]))
+    ctx.table(
+        "basis_ambiguity",
+        pd.DataFrame(
+            [
+                dict(
+                    n=n,
+                    eigenvalue=float(lam[p]),
+                    expected_eigenvalue=2 - 2 * math.cos(2 * math.pi / n),
+                    columns=f"{p},{q}",
+                    angle=math.pi / 4,
+                    error_eigh=float((tg.laplacian_from_spectral(U, lam) - L).abs().max()),
+                    error_rotated=float((tg.laplacian_from_spectral(V, lam) - L).abs().max()),
+                    orthonormal_error=float((V.T @ V - torch.eye(n, dtype=V.dtype)).abs().max()),
+                    max_token_change=float((after - before).abs().max()),
+                )
+            ]
+        ),
+    )
 
 
 def _bank(ctx: RunContext, cfg: GraphTokenizationConfig, task: str, n: int, replica: int, split: str):
@@ -126,18 +152,41 @@ def _walk_exact(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     A, _, _, c = _bank(ctx, cfg, "components", n, 0, "test")
     mu = tg.walk_eigenvalues(A)  # (B, n)
     traces = tg.walk_traces(A, cfg.trace_steps)  # (B, T)
-    powers = torch.stack([(mu ** t).sum(-1) for t in range(1, cfg.trace_steps + 1)], -1)
-    ctx.table("rw_eigen", pd.DataFrame(dict(
-        graph=np.arange(len(c)), n=n, components=c.numpy(),
-        unit_eigenvalues=((mu - 1).abs() <= UNIT_TOL).sum(-1).numpy(),
-        max_trace_error=(traces - powers).abs().amax(-1).numpy(), trace_last=traces[:, -1].numpy())))
+    powers = torch.stack([(mu**t).sum(-1) for t in range(1, cfg.trace_steps + 1)], -1)
+    ctx.table(
+        "rw_eigen",
+        pd.DataFrame(
+            dict(
+                graph=np.arange(len(c)),
+                n=n,
+                components=c.numpy(),
+                unit_eigenvalues=((mu - 1).abs() <= UNIT_TOL).sum(-1).numpy(),
+                max_trace_error=(traces - powers).abs().amax(-1).numpy(),
+                trace_last=traces[:, -1].numpy(),
+            )
+        ),
+    )
 
 
 # --- training -----------------------------------------------------------------------------------------------------
-def _tokens(cfg: GraphTokenizationConfig, A: torch.Tensor, kind: str, n_max: int, gen: torch.Generator,
-            pairs: torch.Tensor | None) -> torch.Tensor:
-    x = gt.tokenize(A, kind, n_max, rw_steps=cfg.rw_steps, sign=cfg.spectral_sign, basis=cfg.spectral_basis,
-                    generator=gen, dtype=torch.float32)
+def _tokens(
+    cfg: GraphTokenizationConfig,
+    A: torch.Tensor,
+    kind: str,
+    n_max: int,
+    gen: torch.Generator,
+    pairs: torch.Tensor | None,
+) -> torch.Tensor:
+    x = gt.tokenize(
+        A,
+        kind,
+        n_max,
+        rw_steps=cfg.rw_steps,
+        sign=cfg.spectral_sign,
+        basis=cfg.spectral_basis,
+        generator=gen,
+        dtype=torch.float32,
+    )
     return gt.mark_pairs(x, pairs) if pairs is not None else x
 
 
@@ -162,13 +211,26 @@ def _train(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.device) 
                     xte = _tokens(cfg, Ate, kind, n, gen, pte).to(device)
                     for L in cfg.n_layers:
                         key = dict(task=task, tokenization=kind, n=n, n_layers=L, seed=replica)
-                        model = GraphTransformer(xtr.shape[-1], gt.n_classes(task, n, cfg.max_components), level,
-                                                 n_layers=L, d_model=cfg.d_model, n_heads=cfg.n_heads,
-                                                 mlp_mult=cfg.mlp_mult,
-                                                 seed=ctx.seed(f"init {task} {kind} {n} {L} {replica}")).to(device)
-                        jobs.append(GraphJob(model, xtr, ytr.to(device), gt.node_mask(n, n, (len(xtr),)).to(device),
-                                             ctx.generator(f"batches {task} {kind} {n} {L} {replica}"),
-                                             _augment(cfg, kind, n)))
+                        model = GraphTransformer(
+                            xtr.shape[-1],
+                            gt.n_classes(task, n, cfg.max_components),
+                            level,
+                            n_layers=L,
+                            d_model=cfg.d_model,
+                            n_heads=cfg.n_heads,
+                            mlp_mult=cfg.mlp_mult,
+                            seed=ctx.seed(f"init {task} {kind} {n} {L} {replica}"),
+                        ).to(device)
+                        jobs.append(
+                            GraphJob(
+                                model,
+                                xtr,
+                                ytr.to(device),
+                                gt.node_mask(n, n, (len(xtr),)).to(device),
+                                ctx.generator(f"batches {task} {kind} {n} {L} {replica}"),
+                                _augment(cfg, kind, n),
+                            )
+                        )
                         meta.append((key, xte, yte.to(device), gt.node_mask(n, n, (len(xte),)).to(device)))
     ctx.say(f"training {len(jobs)} model(s), {cfg.steps} steps ({'stacked' if cfg.stacked else 'one by one'})")
     t0 = time.perf_counter()
@@ -178,13 +240,19 @@ def _train(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.device) 
     except FloatingPointError as e:
         ctx.check_finite(f"graph-model loss ({e})", math.nan)
     seconds = time.perf_counter() - t0
-    rows = [dict(**key, accuracy=accuracy(j.model, xte, yte, mte), final_loss=j.losses[-1], steps=cfg.steps)
-            for j, (key, xte, yte, mte) in zip(jobs, meta)]
+    rows = [
+        dict(**key, accuracy=accuracy(j.model, xte, yte, mte), final_loss=j.losses[-1], steps=cfg.steps)
+        for j, (key, xte, yte, mte) in zip(jobs, meta)
+    ]
     ctx.table("accuracy", pd.DataFrame(rows))
     every = 50  # train_graph_models records the loss every 50 steps and at the last
     recorded = sorted(set(range(0, cfg.steps, every)) | {cfg.steps - 1})
-    ctx.table("loss_curve", pd.DataFrame([dict(**key, step=s, loss=v) for j, (key, *_) in zip(jobs, meta)
-                                          for s, v in zip(recorded, j.losses)]))
+    ctx.table(
+        "loss_curve",
+        pd.DataFrame(
+            [dict(**key, step=s, loss=v) for j, (key, *_) in zip(jobs, meta) for s, v in zip(recorded, j.losses)]
+        ),
+    )
     ctx.scalar("training_seconds", seconds)
 
 
@@ -197,9 +265,16 @@ def _pair_data(cfg: GraphTokenizationConfig, ctx: RunContext, copies: int, name:
 
 def _srg_tokens(cfg: GraphTokenizationConfig, A: torch.Tensor, kind: str, gen: torch.Generator) -> torch.Tensor:
     if kind == "eigenvalues":  # claim 10's eigenvalue-only spectral tokens: [λ_1..λ_n] at every node
-        return gt.tokenize(A, "spectral", generator=gen, dtype=torch.float32)[..., A.shape[-1]:]
-    return gt.tokenize(A, kind, rw_steps=cfg.rw_steps, sign=cfg.spectral_sign, basis=cfg.spectral_basis,
-                       generator=gen, dtype=torch.float32)
+        return gt.tokenize(A, "spectral", generator=gen, dtype=torch.float32)[..., A.shape[-1] :]
+    return gt.tokenize(
+        A,
+        kind,
+        rw_steps=cfg.rw_steps,
+        sign=cfg.spectral_sign,
+        basis=cfg.spectral_basis,
+        generator=gen,
+        dtype=torch.float32,
+    )
 
 
 def _srg_pair(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.device) -> None:
@@ -212,10 +287,19 @@ def _srg_pair(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.devic
     jobs, kinds = [], ("random_walk", "adjacency")
     for kind in kinds:
         x = torch.cat([_srg_tokens(cfg, Str, kind, gtr), _srg_tokens(cfg, Rtr, kind, gtr)]).to(device)
-        model = GraphTransformer(x.shape[-1], 2, "graph", n_layers=cfg.pair_n_layers, d_model=cfg.d_model,
-                                 n_heads=cfg.n_heads, mlp_mult=cfg.mlp_mult, seed=ctx.seed(f"pair init {kind}"))
-        jobs.append(GraphJob(model.to(device), x, y, mask_tr, ctx.generator(f"pair batches {kind}"),
-                             _augment(cfg, kind, 16)))
+        model = GraphTransformer(
+            x.shape[-1],
+            2,
+            "graph",
+            n_layers=cfg.pair_n_layers,
+            d_model=cfg.d_model,
+            n_heads=cfg.n_heads,
+            mlp_mult=cfg.mlp_mult,
+            seed=ctx.seed(f"pair init {kind}"),
+        )
+        jobs.append(
+            GraphJob(model.to(device), x, y, mask_tr, ctx.generator(f"pair batches {kind}"), _augment(cfg, kind, 16))
+        )
     try:
         train_graph_models(jobs, steps=cfg.pair_steps, lr=cfg.lr, batch=cfg.batch, decay_frac=cfg.lr_decay_frac)
     except FloatingPointError as e:
@@ -224,9 +308,18 @@ def _srg_pair(cfg: GraphTokenizationConfig, ctx: RunContext, device: torch.devic
     for kind, j in zip(kinds, jobs):
         a, b = _srg_tokens(cfg, Ste, kind, gte).to(device), _srg_tokens(cfg, Rte, kind, gte).to(device)
         gaps = invariance_gaps(j.model, a, b)
-        rows.append(dict(tokenization=kind, steps=cfg.pair_steps, n_layers=cfg.pair_n_layers, pairs=len(gaps),
-                         max_logit_gap=float(gaps.max()), median_logit_gap=float(gaps.median()),
-                         pair_accuracy=pair_accuracy(j.model, a, b), final_loss=j.losses[-1]))
+        rows.append(
+            dict(
+                tokenization=kind,
+                steps=cfg.pair_steps,
+                n_layers=cfg.pair_n_layers,
+                pairs=len(gaps),
+                max_logit_gap=float(gaps.max()),
+                median_logit_gap=float(gaps.median()),
+                pair_accuracy=pair_accuracy(j.model, a, b),
+                final_loss=j.losses[-1],
+            )
+        )
     ctx.table("srg_pair", pd.DataFrame(rows))
 
 
@@ -244,27 +337,44 @@ def _srg_discrimination(cfg: GraphTokenizationConfig, ctx: RunContext, device: t
             xtr = _srg_tokens(cfg, Atr, kind, gtr).to(device)
             xte = _srg_tokens(cfg, Ate, kind, gte).to(device)
             for L in cfg.srg_n_layers:
-                model = GraphTransformer(xtr.shape[-1], 2, "node", n_layers=L, d_model=cfg.d_model,
-                                         n_heads=cfg.n_heads, mlp_mult=cfg.mlp_mult,
-                                         seed=ctx.seed(f"k4 init {kind} {L}")).to(device)
+                model = GraphTransformer(
+                    xtr.shape[-1],
+                    2,
+                    "node",
+                    n_layers=L,
+                    d_model=cfg.d_model,
+                    n_heads=cfg.n_heads,
+                    mlp_mult=cfg.mlp_mult,
+                    seed=ctx.seed(f"k4 init {kind} {L}"),
+                ).to(device)
                 mtr = gt.node_mask(16, 16, (len(xtr),)).to(device)
-                jobs.append(GraphJob(model, xtr, ytr, mtr, ctx.generator(f"k4 batches {kind} {L}"),
-                                     _augment(cfg, kind, 16) if kind != "eigenvalues" else None))
+                jobs.append(
+                    GraphJob(
+                        model,
+                        xtr,
+                        ytr,
+                        mtr,
+                        ctx.generator(f"k4 batches {kind} {L}"),
+                        _augment(cfg, kind, 16) if kind != "eigenvalues" else None,
+                    )
+                )
                 keys.append((kind, L, xte))
         try:
             train_graph_models(jobs, steps=cfg.srg_steps, lr=cfg.lr, batch=cfg.batch, decay_frac=cfg.lr_decay_frac)
         except FloatingPointError as e:
             ctx.check_finite(f"in_K4 srg loss ({e})", math.nan)
         mte = gt.node_mask(16, 16, (len(Ate),)).to(device)
-        rows = [dict(tokenization=kind, n_layers=L, steps=cfg.srg_steps, accuracy=accuracy(j.model, xte, yte, mte))
-                for j, (kind, L, xte) in zip(jobs, keys)]
+        rows = [
+            dict(tokenization=kind, n_layers=L, steps=cfg.srg_steps, accuracy=accuracy(j.model, xte, yte, mte))
+            for j, (kind, L, xte) in zip(jobs, keys)
+        ]
     ctx.table("srg_discrimination", pd.DataFrame(rows, columns=["tokenization", "n_layers", "steps", "accuracy"]))
 
 
 @study(
     "graph-tokenization",
     title="Graph tokenization and transformer expressivity: RW tokens are lossy, spectral tokens lossless but "
-          "basis-ambiguous, adjacency tokens local; tasks favour different views and concatenation helps",
+    "basis-ambiguous, adjacency tokens local; tasks favour different views and concatenation helps",
     paper=PAPER,
     config=GraphTokenizationConfig,
     presets=PRESETS,

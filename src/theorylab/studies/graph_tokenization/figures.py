@@ -29,8 +29,15 @@ def figure_heatmap(ctx: RunContext, acc: pd.DataFrame) -> None:
         for i in range(mean.shape[0]):
             for j in range(mean.shape[1]):
                 s = std.values[i, j]
-                ax.text(j, i, f"{mean.values[i, j]:.3f}" + (f"\n± {s:.3f}" if np.isfinite(s) else ""), ha="center",
-                        va="center", fontsize=7, color="w" if mean.values[i, j] < 0.6 else "k")
+                ax.text(
+                    j,
+                    i,
+                    f"{mean.values[i, j]:.3f}" + (f"\n± {s:.3f}" if np.isfinite(s) else ""),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="w" if mean.values[i, j] < 0.6 else "k",
+                )
         ax.set_xticks(range(len(cols)), cols, rotation=20, fontsize=7)
         ax.set_yticks(range(mean.shape[0]), list(mean.index), fontsize=7)
         ax.set_title(f"test accuracy, L = {L}, n = {int(acc['n'].min())}")
@@ -55,8 +62,9 @@ def figure_depth_curves(ctx: RunContext, acc: pd.DataFrame) -> None:
     ctx.figure("depth_curves", fig)
 
 
-def figure_srg_pair(ctx: RunContext, shrikhande: torch.Tensor, rook: torch.Tensor, rw_steps: int,
-                    pair: pd.DataFrame) -> None:
+def figure_srg_pair(
+    ctx: RunContext, shrikhande: torch.Tensor, rook: torch.Tensor, rw_steps: int, pair: pd.DataFrame
+) -> None:
     """The two srg(16, 6, 2, 2) graphs, their RW-token matrices (identical) and the trained models' logit gaps."""
     fig, axes = new_figure(ncols=5, width=17, height=3.4)
     for ax, (name, A) in zip(axes[:2], (("Shrikhande", shrikhande), ("4x4 rook's graph", rook))):

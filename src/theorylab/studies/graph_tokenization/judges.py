@@ -27,11 +27,15 @@ DEPTH_GAP = 0.1  # card
 
 # The training recipe where it is not the card's (docs/studies/graph-tokenization.md, "Training recipe"); it applies
 # only while the run's value differs from the card's constant rate, so `--set lr_decay_frac=0` judges as stated.
-LR_DECAY = Departure.field_value("lr_decay_frac", 0.0, "linear decay to 0 over that last share of the steps (card: "
-                                                       "constant lr): at the constant rate seed 1's spectral "
-                                                       "components model ended at 0.826 after Adam's late loss spikes "
-                                                       "(claim 6 failed); a cosine decay slowed degree (adjacency "
-                                                       "0.952)")
+LR_DECAY = Departure.field_value(
+    "lr_decay_frac",
+    0.0,
+    "linear decay to 0 over that last share of the steps (card: "
+    "constant lr): at the constant rate seed 1's spectral "
+    "components model ended at 0.826 after Adam's late loss spikes "
+    "(claim 6 failed); a cosine decay slowed degree (adjacency "
+    "0.952)",
+)
 
 
 def _acc(v, t: pd.DataFrame, task: str, kind: str, **where) -> pd.Series:
@@ -43,10 +47,12 @@ def _acc(v, t: pd.DataFrame, task: str, kind: str, **where) -> pd.Series:
     return v.column(s, "accuracy")
 
 
-S_COLLISION = ("The random-walk tokens [(P^t)_ii] of the Shrikhande graph and the 4x4 rook's graph agree at every "
-               "vertex for t = 1..32 (within 1e-12) and equal the srg(16, 6, 2, 2) closed form (A^t)_ii / 6^t, "
-               "although the graphs are not isomorphic (K4 counts 0 vs 8 by brute force; networkx: not isomorphic, "
-               "equal 1-WL hashes).")
+S_COLLISION = (
+    "The random-walk tokens [(P^t)_ii] of the Shrikhande graph and the 4x4 rook's graph agree at every "
+    "vertex for t = 1..32 (within 1e-12) and equal the srg(16, 6, 2, 2) closed form (A^t)_ii / 6^t, "
+    "although the graphs are not isomorphic (K4 counts 0 vs 8 by brute force; networkx: not isomorphic, "
+    "equal 1-WL hashes)."
+)
 
 
 @claims.add("rw-collision", S_COLLISION, REF + ", RW tokenization is lossy for every walk length (srg argument)")
@@ -59,18 +65,32 @@ def judge_collision(res, v) -> Verdict:
     k4 = dict(zip(f["graph"], f["k4_count"]))
     srg = set(f["srg"])
     hashes = set(f["wl_hash"])
-    ok = (worst <= RW_TOL and k4.get("shrikhande") == 0 and k4.get("rook") == 8 and srg == {"(16, 6, 2, 2)"}
-          and not bool(f["isomorphic"].any()) and len(hashes) == 1 and len(f) == 2)
-    return v.judged(ok, worst, f"<= {RW_TOL} (K4: 0 vs 8, non-isomorphic, same 1-WL hash)", RW_TOL,
-                    f"max RW-token difference over all vertices of both graphs and t <= {horizon}: {worst:.2e} "
-                    f"(closed form at t = 2: {float(t['closed_form'].iloc[1]):.6f} = 6/36); K4 counts {k4}; srg "
-                    f"parameters {sorted(srg)}; isomorphic: {bool(f['isomorphic'].any())}; 1-WL hashes equal: "
-                    f"{len(hashes) == 1}")
+    ok = (
+        worst <= RW_TOL
+        and k4.get("shrikhande") == 0
+        and k4.get("rook") == 8
+        and srg == {"(16, 6, 2, 2)"}
+        and not bool(f["isomorphic"].any())
+        and len(hashes) == 1
+        and len(f) == 2
+    )
+    return v.judged(
+        ok,
+        worst,
+        f"<= {RW_TOL} (K4: 0 vs 8, non-isomorphic, same 1-WL hash)",
+        RW_TOL,
+        f"max RW-token difference over all vertices of both graphs and t <= {horizon}: {worst:.2e} "
+        f"(closed form at t = 2: {float(t['closed_form'].iloc[1]):.6f} = 6/36); K4 counts {k4}; srg "
+        f"parameters {sorted(srg)}; isomorphic: {bool(f['isomorphic'].any())}; 1-WL hashes equal: "
+        f"{len(hashes) == 1}",
+    )
 
 
-S_ADJ = ("From adjacency tokens, the number of components of the neighbourhood subgraph G[N(i)] is 1 at every "
-         "Shrikhande vertex (a 6-cycle) and 2 at every rook vertex (two triangles): the adjacency view keeps what the "
-         "RW view loses.")
+S_ADJ = (
+    "From adjacency tokens, the number of components of the neighbourhood subgraph G[N(i)] is 1 at every "
+    "Shrikhande vertex (a 6-cycle) and 2 at every rook vertex (two triangles): the adjacency view keeps what the "
+    "RW view loses."
+)
 
 
 @claims.add("adjacency-separates", S_ADJ, REF + ", adjacency tokenization is lossless (card's statistic)")
@@ -78,12 +98,19 @@ def judge_adjacency(res, v) -> Verdict:
     t = res.table("nbhd_components")
     s, r = t[t["graph"] == "shrikhande"]["nbhd_components"], t[t["graph"] == "rook"]["nbhd_components"]
     ok = len(s) == 16 and len(r) == 16 and bool((s == 1).all()) and bool((r == 2).all())
-    return v.judged(ok, f"shrikhande {sorted(set(s))}, rook {sorted(set(r))}", "shrikhande {1}, rook {2} (16 "
-                    "vertices each)", 0, f"{len(s)} + {len(r)} vertices read back from relabelled adjacency tokens")
+    return v.judged(
+        ok,
+        f"shrikhande {sorted(set(s))}, rook {sorted(set(r))}",
+        "shrikhande {1}, rook {2} (16 vertices each)",
+        0,
+        f"{len(s)} + {len(r)} vertices read back from relabelled adjacency tokens",
+    )
 
 
-S_LOSSLESS = ("Spectral tokens (k = n, random signs, random rotations inside repeated eigenvalues) rebuild the "
-              "Laplacian L = U Λ Uᵀ with maximum entry error <= 1e-10 on both srg graphs and 100 random G(16, 0.3).")
+S_LOSSLESS = (
+    "Spectral tokens (k = n, random signs, random rotations inside repeated eigenvalues) rebuild the "
+    "Laplacian L = U Λ Uᵀ with maximum entry error <= 1e-10 on both srg graphs and 100 random G(16, 0.3)."
+)
 
 
 @claims.add("spectral-lossless", S_LOSSLESS, REF + ", spectral tokenization is lossless")
@@ -94,12 +121,19 @@ def judge_lossless(res, v) -> Verdict:
     if have.get("erdos_renyi", 0) != want or have.get("shrikhande", 0) != 1 or have.get("rook", 0) != 1:
         return v.failed(math.nan, f"<= {RECON_TOL}", RECON_TOL, f"graphs missing: {have}")
     worst = float(v.column(t, "max_error").max())
-    return v.judged(worst <= RECON_TOL, worst, f"<= {RECON_TOL}", RECON_TOL,
-                    f"{len(t)} graphs; worst on {t.loc[t['max_error'].idxmax(), 'graph']}")
+    return v.judged(
+        worst <= RECON_TOL,
+        worst,
+        f"<= {RECON_TOL}",
+        RECON_TOL,
+        f"{len(t)} graphs; worst on {t.loc[t['max_error'].idxmax(), 'graph']}",
+    )
 
 
-S_BASIS = ("For the cycle C_12, rotating the basis of a 2-dimensional eigenspace by π/4 gives a second valid "
-           "decomposition (reconstruction error <= 1e-12) while some spectral token entry changes by >= 0.1.")
+S_BASIS = (
+    "For the cycle C_12, rotating the basis of a 2-dimensional eigenspace by π/4 gives a second valid "
+    "decomposition (reconstruction error <= 1e-12) while some spectral token entry changes by >= 0.1."
+)
 
 
 @claims.add("spectral-basis-ambiguity", S_BASIS, REF + ", spectral tokens are ill-conditioned (basis ambiguity)")
@@ -108,19 +142,30 @@ def judge_basis(res, v) -> Verdict:
     if len(t) != 1:
         return v.failed(math.nan, f">= {TOKEN_CHANGE}", TOKEN_CHANGE, f"{len(t)} rows, expected 1")
     r = t.iloc[0]
-    ok = (r["error_rotated"] <= ROTATION_TOL and r["error_eigh"] <= ROTATION_TOL and r["orthonormal_error"]
-          <= ROTATION_TOL and abs(r["eigenvalue"] - r["expected_eigenvalue"]) <= ROTATION_TOL
-          and r["max_token_change"] >= TOKEN_CHANGE)
-    return v.judged(ok, float(r["max_token_change"]), f">= {TOKEN_CHANGE} with reconstruction error <= {ROTATION_TOL}",
-                    ROTATION_TOL, f"C_{int(r['n'])}, eigenvalue {r['eigenvalue']:.6f} (2 - 2cos(2π/n) = "
-                    f"{r['expected_eigenvalue']:.6f}), columns {r['columns']}: reconstruction error "
-                    f"{r['error_rotated']:.1e} after the rotation, {r['error_eigh']:.1e} before; largest token change "
-                    f"{r['max_token_change']:.3f}")
+    ok = (
+        r["error_rotated"] <= ROTATION_TOL
+        and r["error_eigh"] <= ROTATION_TOL
+        and r["orthonormal_error"] <= ROTATION_TOL
+        and abs(r["eigenvalue"] - r["expected_eigenvalue"]) <= ROTATION_TOL
+        and r["max_token_change"] >= TOKEN_CHANGE
+    )
+    return v.judged(
+        ok,
+        float(r["max_token_change"]),
+        f">= {TOKEN_CHANGE} with reconstruction error <= {ROTATION_TOL}",
+        ROTATION_TOL,
+        f"C_{int(r['n'])}, eigenvalue {r['eigenvalue']:.6f} (2 - 2cos(2π/n) = "
+        f"{r['expected_eigenvalue']:.6f}), columns {r['columns']}: reconstruction error "
+        f"{r['error_rotated']:.1e} after the rotation, {r['error_eigh']:.1e} before; largest token change "
+        f"{r['max_token_change']:.3f}",
+    )
 
 
-S_RWINV = ("A random-walk-token transformer with no positional encoding gives pooled logits that differ by <= 1e-5 "
-           "between relabelled Shrikhande and rook graphs, even when trained to tell them apart: pair accuracy "
-           "exactly 0.5.")
+S_RWINV = (
+    "A random-walk-token transformer with no positional encoding gives pooled logits that differ by <= 1e-5 "
+    "between relabelled Shrikhande and rook graphs, even when trained to tell them apart: pair accuracy "
+    "exactly 0.5."
+)
 
 
 @claims.add("rw-invariance", S_RWINV, REF + ", RW tokenization is lossy (consequence for any RW-token model)")
@@ -131,20 +176,35 @@ def judge_rw_invariance(res, v) -> Verdict:
         return v.failed(math.nan, f"<= {GAP_TOL}", GAP_TOL, "no RW-model row")
     gap, acc = float(rw["max_logit_gap"].iloc[0]), float(rw["pair_accuracy"].iloc[0])
     adj = t[t["tokenization"] == "adjacency"]
-    extra = (f"; the adjacency model trained alike: gap {float(adj['max_logit_gap'].iloc[0]):.3g}, pair accuracy "
-             f"{float(adj['pair_accuracy'].iloc[0]):.3f}" if len(adj) else "")
-    return v.judged(gap <= GAP_TOL and acc == 0.5, gap, f"<= {GAP_TOL} and pair accuracy = 0.5", GAP_TOL,
-                    f"{int(rw['pairs'].iloc[0])} fresh relabelled pairs after {int(rw['steps'].iloc[0])} steps: "
-                    f"max gap {gap:.2e}, pair accuracy {acc:.4f}" + extra)
+    extra = (
+        f"; the adjacency model trained alike: gap {float(adj['max_logit_gap'].iloc[0]):.3g}, pair accuracy "
+        f"{float(adj['pair_accuracy'].iloc[0]):.3f}"
+        if len(adj)
+        else ""
+    )
+    return v.judged(
+        gap <= GAP_TOL and acc == 0.5,
+        gap,
+        f"<= {GAP_TOL} and pair accuracy = 0.5",
+        GAP_TOL,
+        f"{int(rw['pairs'].iloc[0])} fresh relabelled pairs after {int(rw['steps'].iloc[0])} steps: "
+        f"max gap {gap:.2e}, pair accuracy {acc:.4f}" + extra,
+    )
 
 
-S_COMPONENTS = ("At L = 1 on 'components', spectral and RW tokens both reach accuracy >= 0.95 while adjacency tokens "
-                "stay at least 0.08 below the better of them: global counting is a readout of eigenvalues or return "
-                "probabilities but needs propagation in the adjacency view.")
+S_COMPONENTS = (
+    "At L = 1 on 'components', spectral and RW tokens both reach accuracy >= 0.95 while adjacency tokens "
+    "stay at least 0.08 below the better of them: global counting is a readout of eigenvalues or return "
+    "probabilities but needs propagation in the adjacency view."
+)
 
 
-@claims.add("components-favour-global", S_COMPONENTS, REF + ", experiments: tasks favour different tokenizations",
-            departures=[LR_DECAY])
+@claims.add(
+    "components-favour-global",
+    S_COMPONENTS,
+    REF + ", experiments: tasks favour different tokenizations",
+    departures=[LR_DECAY],
+)
 def judge_components(res, v) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
@@ -154,17 +214,28 @@ def judge_components(res, v) -> Verdict:
     m = {k: float(a.mean()) for k, a in accs.items()}
     best = max(m["spectral"], m["random_walk"])
     ok = m["spectral"] >= ACC_HIGH and m["random_walk"] >= ACC_HIGH and m["adjacency"] <= best - ADJ_MARGIN
-    return v.judged(ok, best - m["adjacency"], f">= {ADJ_MARGIN} (spectral, RW >= {ACC_HIGH})", ADJ_MARGIN,
-                    f"n = {n}, L = 1, mean over {len(accs['adjacency'])} seed(s): adjacency {m['adjacency']:.3f}, "
-                    f"spectral {m['spectral']:.3f}, RW {m['random_walk']:.3f}")
+    return v.judged(
+        ok,
+        best - m["adjacency"],
+        f">= {ADJ_MARGIN} (spectral, RW >= {ACC_HIGH})",
+        ADJ_MARGIN,
+        f"n = {n}, L = 1, mean over {len(accs['adjacency'])} seed(s): adjacency {m['adjacency']:.3f}, "
+        f"spectral {m['spectral']:.3f}, RW {m['random_walk']:.3f}",
+    )
 
 
-S_CONCAT = ("On both 'components' and 'degree' (L = 1), the concatenated tokens score >= the best single tokenization "
-            "- 0.02; on 'degree' adjacency tokens score >= 0.98.")
+S_CONCAT = (
+    "On both 'components' and 'degree' (L = 1), the concatenated tokens score >= the best single tokenization "
+    "- 0.02; on 'degree' adjacency tokens score >= 0.98."
+)
 
 
-@claims.add("concat-best-of-both", S_CONCAT, REF + ", experiments: combining complementary tokenizations helps",
-            departures=[LR_DECAY])
+@claims.add(
+    "concat-best-of-both",
+    S_CONCAT,
+    REF + ", experiments: combining complementary tokenizations helps",
+    departures=[LR_DECAY],
+)
 def judge_concat(res, v) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
@@ -178,16 +249,22 @@ def judge_concat(res, v) -> Verdict:
         margin = m["concat"] - best
         worst = min(worst, margin)
         ok = ok and margin >= -CONCAT_SLACK
-        parts.append(f"{task}: concat {m['concat']:.3f} vs best single {best:.3f} ("
-                     + ", ".join(f"{k} {m[k]:.3f}" for k in ("adjacency", "spectral", "random_walk")) + ")")
+        parts.append(
+            f"{task}: concat {m['concat']:.3f} vs best single {best:.3f} ("
+            + ", ".join(f"{k} {m[k]:.3f}" for k in ("adjacency", "spectral", "random_walk"))
+            + ")"
+        )
         if task == "degree":
             ok = ok and m["adjacency"] >= DEGREE_ADJ
-    return v.judged(ok, worst, f">= -{CONCAT_SLACK} (and degree adjacency >= {DEGREE_ADJ})", CONCAT_SLACK,
-                    "; ".join(parts))
+    return v.judged(
+        ok, worst, f">= -{CONCAT_SLACK} (and degree adjacency >= {DEGREE_ADJ})", CONCAT_SLACK, "; ".join(parts)
+    )
 
 
-S_EIGEN = ("On every test union graph, the number of eigenvalues of P = D^{-1}A (from D^{-1/2} A D^{-1/2}) within 1e-9 "
-           "of 1 equals its number of components c, and tr(P^t) = Σ_k μ_k^t within 1e-9 for t <= 16.")
+S_EIGEN = (
+    "On every test union graph, the number of eigenvalues of P = D^{-1}A (from D^{-1/2} A D^{-1/2}) within 1e-9 "
+    "of 1 equals its number of components c, and tr(P^t) = Σ_k μ_k^t within 1e-9 for t <= 16."
+)
 
 
 @claims.add("rw-eigenvalue-one", S_EIGEN, REF + ", why RW tokens suit component counting (tr(P^t) -> c)")
@@ -198,14 +275,21 @@ def judge_eigen(res, v) -> Verdict:
         return v.failed(math.nan, "0 mismatches", TRACE_TOL, f"{len(t)} graphs, expected {want}")
     wrong = int((v.column(t, "unit_eigenvalues") != v.column(t, "components")).sum())
     err = float(v.column(t, "max_trace_error").max())
-    return v.judged(wrong == 0 and err <= TRACE_TOL, wrong, f"0 mismatches, trace error <= {TRACE_TOL}", TRACE_TOL,
-                    f"{len(t)} unions (c = {sorted(set(t['components']))}): {wrong} with #(μ = 1) != c; max "
-                    f"|tr(P^t) - Σ μ^t| = {err:.1e}")
+    return v.judged(
+        wrong == 0 and err <= TRACE_TOL,
+        wrong,
+        f"0 mismatches, trace error <= {TRACE_TOL}",
+        TRACE_TOL,
+        f"{len(t)} unions (c = {sorted(set(t['components']))}): {wrong} with #(μ = 1) != c; max "
+        f"|tr(P^t) - Σ μ^t| = {err:.1e}",
+    )
 
 
-S_DEPTH = ("Depth regimes: on 'edge_query' adjacency reaches >= 0.95 at L <= 2 while spectral needs >= 2 more layers "
-           "to match it (or stays >= 0.1 below at the largest L); on 'components' adjacency needs L >= 4 to reach "
-           "0.95.")
+S_DEPTH = (
+    "Depth regimes: on 'edge_query' adjacency reaches >= 0.95 at L <= 2 while spectral needs >= 2 more layers "
+    "to match it (or stays >= 0.1 below at the largest L); on 'components' adjacency needs L >= 4 to reach "
+    "0.95."
+)
 
 
 def _first_depth(v, t: pd.DataFrame, task: str, kind: str, level: float) -> float:
@@ -215,8 +299,13 @@ def _first_depth(v, t: pd.DataFrame, task: str, kind: str, level: float) -> floa
     return float(hit.index.min()) if len(hit) else math.inf
 
 
-@claims.add("depth-regimes", S_DEPTH, REF + ", depth separations between tokenizations (thresholds ours; "
-                                            "reconstructed)", departures=[LR_DECAY], decided_by="paper")
+@claims.add(
+    "depth-regimes",
+    S_DEPTH,
+    REF + ", depth separations between tokenizations (thresholds ours; reconstructed)",
+    departures=[LR_DECAY],
+    decided_by="paper",
+)
 def judge_depth(res, v) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
@@ -237,16 +326,20 @@ def judge_depth(res, v) -> Verdict:
     adj_comp = _first_depth(v, t, "components", "adjacency", ACC_HIGH)
     spectral_slow = spec_eq >= adj_eq + 2 or spec_top <= adj_top - DEPTH_GAP
     ok = adj_eq <= 2 and spectral_slow and adj_comp >= 4
-    return v.judged(ok, f"edge_query: adjacency L* = {adj_eq:g}, spectral L* = {spec_eq:g}; components: adjacency "
-                        f"L* = {adj_comp:g}", "adjacency L* <= 2, spectral L* >= adjacency + 2 (or -0.1 at L = "
-                    f"{top}); components adjacency L* >= 4", DEPTH_GAP,
-                    f"n = {n}, depths {depths}; at L = {top}: edge_query adjacency {adj_top:.3f}, spectral "
-                    f"{spec_top:.3f}")
+    return v.judged(
+        ok,
+        f"edge_query: adjacency L* = {adj_eq:g}, spectral L* = {spec_eq:g}; components: adjacency L* = {adj_comp:g}",
+        f"adjacency L* <= 2, spectral L* >= adjacency + 2 (or -0.1 at L = {top}); components adjacency L* >= 4",
+        DEPTH_GAP,
+        f"n = {n}, depths {depths}; at L = {top}: edge_query adjacency {adj_top:.3f}, spectral {spec_top:.3f}",
+    )
 
 
-S_SRG = ("On relabelled srg(16, 6, 2, 2) graphs with the node-level in_K4 task, adjacency models (L >= 2) reach >= "
-         "0.95 while RW models and eigenvalue-only spectral models stay at 0.5 ± 0.02 (identical or cospectral "
-         "inputs).")
+S_SRG = (
+    "On relabelled srg(16, 6, 2, 2) graphs with the node-level in_K4 task, adjacency models (L >= 2) reach >= "
+    "0.95 while RW models and eigenvalue-only spectral models stay at 0.5 ± 0.02 (identical or cospectral "
+    "inputs)."
+)
 
 
 SRG_KNOWN_CPU = KnownFailure.on_every_seed(
@@ -257,28 +350,51 @@ SRG_KNOWN_CPU = KnownFailure.on_every_seed(
     "still falling, 0.55) and generalises above chance (test 0.555): the >= 0.95 needs more relabelled data and steps "
     "than this recipe's (in_K4 on srg(16, 6, 2, 2) asks for a triangle among a node's 6 neighbours, whose edge count "
     "is 6 in both graphs). RW and eigenvalue-only models sit at 0.500 as claimed. Measured on seed 0 only (the cpu "
-    "preset's one run and one diagnostic per bank size)", presets=["cpu"])
+    "preset's one run and one diagnostic per bank size)",
+    presets=["cpu"],
+)
 
 
-@claims.add("srg-discrimination", S_SRG, REF + ", tokenizations that cannot be converted (reconstructed experiment)",
-            known=SRG_KNOWN_CPU, decided_by="cpu", departures=[
-                LR_DECAY, Departure.of("adjacency, RW and eigenvalue-only models at L = 2 only (paper preset: "
-                                       "L in {1, 2, 4})", "cpu preset: L = 2 is the smallest depth the claim "
-                                       "names; L = 4 needs more time than 2 CPU cores give", presets=["cpu"])])
+@claims.add(
+    "srg-discrimination",
+    S_SRG,
+    REF + ", tokenizations that cannot be converted (reconstructed experiment)",
+    known=SRG_KNOWN_CPU,
+    decided_by="cpu",
+    departures=[
+        LR_DECAY,
+        Departure.of(
+            "adjacency, RW and eigenvalue-only models at L = 2 only (paper preset: L in {1, 2, 4})",
+            "cpu preset: L = 2 is the smallest depth the claim names; L = 4 needs more time than 2 CPU cores give",
+            presets=["cpu"],
+        ),
+    ],
+)
 def judge_srg(res, v) -> Verdict:
     t = res.table("srg_discrimination")
     deep = t[t["n_layers"] >= 2] if len(t) else t
     if deep.empty or not {"adjacency", "random_walk", "eigenvalues"} <= set(deep["tokenization"]):
         p = res.table("srg_pair")
-        extra = "; reduced measurement: " + ", ".join(
-            f"{r.tokenization} L = {r.n_layers} after {r.steps} steps tells the pair apart at {r.pair_accuracy:.3f}"
-            for r in p.itertuples()) if len(p) else ""
+        extra = (
+            "; reduced measurement: "
+            + ", ".join(
+                f"{r.tokenization} L = {r.n_layers} after {r.steps} steps tells the pair apart at {r.pair_accuracy:.3f}"
+                for r in p.itertuples()
+            )
+            if len(p)
+            else ""
+        )
         return v.undecided("needs paper preset (in_K4 srg models at L >= 2)" + extra)
     adj = v.column(deep[deep["tokenization"] == "adjacency"], "accuracy")
     rw = v.column(t[t["tokenization"] == "random_walk"], "accuracy")
     ev = v.column(t[t["tokenization"] == "eigenvalues"], "accuracy")
     chance = max(float((rw - 0.5).abs().max()), float((ev - 0.5).abs().max()))
     ok = float(adj.min()) >= ACC_HIGH and chance <= SRG_CHANCE_TOL
-    return v.judged(ok, float(adj.min()), f">= {ACC_HIGH} (RW and eigenvalue-only within 0.5 ± {SRG_CHANCE_TOL})",
-                    SRG_CHANCE_TOL, f"adjacency (L >= 2) min {float(adj.min()):.3f}; RW {sorted(rw.round(3))}; "
-                                    f"eigenvalue-only {sorted(ev.round(3))}")
+    return v.judged(
+        ok,
+        float(adj.min()),
+        f">= {ACC_HIGH} (RW and eigenvalue-only within 0.5 ± {SRG_CHANCE_TOL})",
+        SRG_CHANCE_TOL,
+        f"adjacency (L >= 2) min {float(adj.min()):.3f}; RW {sorted(rw.round(3))}; "
+        f"eigenvalue-only {sorted(ev.round(3))}",
+    )

@@ -67,9 +67,16 @@ def _data(cfg: MultiscaleClosureConfig, ctx: RunContext):
     x0 = fine.spun_up(cfg.trajectories, ctx.generator("ks/init"), time=cfg.spinup)
     keep = -(-cfg.germano_snapshots // cfg.trajectories)  # records whose fine states the Germano check reuses
     snaps: list[torch.Tensor] = []
-    states, targets = closure_trajectories(fine, systems[cfg.levels[-1]], {cfg.operator: (C, down)}, cfg.levels, x0,
-                                           cfg.snapshots, round(cfg.snapshot_every / cfg.dt),
-                                           on_record=lambda t, x: snaps.append(x) if t < keep else None)[cfg.operator]
+    states, targets = closure_trajectories(
+        fine,
+        systems[cfg.levels[-1]],
+        {cfg.operator: (C, down)},
+        cfg.levels,
+        x0,
+        cfg.snapshots,
+        round(cfg.snapshot_every / cfg.dt),
+        on_record=lambda t, x: snaps.append(x) if t < keep else None,
+    )[cfg.operator]
     return fine, systems, states, targets, torch.cat(snaps)[: cfg.germano_snapshots]
 
 
@@ -80,11 +87,16 @@ def _exact(cfg: MultiscaleClosureConfig, ctx: RunContext, fine, systems, snaps, 
     algebra = closure_algebra(fine, coarse, C, snaps)
     ctx.table("algebra", pd.DataFrame([dict(check=k, value=v, operator=cfg.operator) for k, v in algebra.items()]))
     sharp = [SpectralCoarsen(n, "sharp", length=L) for n in (nc, n0)]
-    variants = {"sharp (dealiased band)": (sharp[0], sharp[1], sharp[1]),
-                "full band (consistent)": (full_band(nc), full_band(n0), full_band(n0)),
-                "mismatched band (control)": (sharp[0], sharp[1], full_band(n0))}
-    rows = [dict(variant=name, snapshot=i, error=float(e)) for name, (c, d, c0) in variants.items()
-            for i, e in enumerate(germano_errors(fine, coarse, small, c, d, c0, snaps))]
+    variants = {
+        "sharp (dealiased band)": (sharp[0], sharp[1], sharp[1]),
+        "full band (consistent)": (full_band(nc), full_band(n0), full_band(n0)),
+        "mismatched band (control)": (sharp[0], sharp[1], full_band(n0)),
+    }
+    rows = [
+        dict(variant=name, snapshot=i, error=float(e))
+        for name, (c, d, c0) in variants.items()
+        for i, e in enumerate(germano_errors(fine, coarse, small, c, d, c0, snaps))
+    ]
     ctx.table("germano", pd.DataFrame(rows))
     figure_germano(ctx, pd.DataFrame(rows))
     # the closure's size against the coarse model's own nonlinear tendency, for the run's operator (all data)
@@ -93,9 +105,15 @@ def _exact(cfg: MultiscaleClosureConfig, ctx: RunContext, fine, systems, snaps, 
     nl = torch.fft.irfft(coarse.nonlinear(torch.fft.rfft(ub, dim=-1)), n=nc, dim=-1)
     S_full = closure_target(fine, coarse, full_band(nc), snaps)
     nl_full = tendency(coarse, full_band(nc)(snaps)) - tendency(linear_only(coarse), full_band(nc)(snaps))
-    ctx.table("closure_size", pd.DataFrame([
-        dict(operator=cfg.operator, samples=len(ub), ratio=float(targets[-1].std() / nl.std())),
-        dict(operator="full band", samples=len(snaps), ratio=float(S_full.std() / nl_full.std()))]))
+    ctx.table(
+        "closure_size",
+        pd.DataFrame(
+            [
+                dict(operator=cfg.operator, samples=len(ub), ratio=float(targets[-1].std() / nl.std())),
+                dict(operator="full band", samples=len(snaps), ratio=float(S_full.std() / nl_full.std())),
+            ]
+        ),
+    )
 
 
 def _train(cfg: MultiscaleClosureConfig, ctx: RunContext, split) -> dict:
@@ -106,13 +124,31 @@ def _train(cfg: MultiscaleClosureConfig, ctx: RunContext, split) -> dict:
         nets = [GZFCNN.quick(1 + k, 1, cfg.multiscale_width, cfg.n_layers, cfg.kernel) for k in range(len(cfg.levels))]
         ms = MultiscaleClosure(cfg.levels, nets, dims=1, downscale_input=cfg.downscale_input, downsample=down)
     start = time.perf_counter()
-    log = train_direct(direct, split.x_train, split.y_train[-1], steps=cfg.direct_steps, batch=cfg.batch, lr=cfg.lr,
-                       generator=ctx.generator("direct/train"), check=ctx.check_finite, progress=ctx.progress)
+    log = train_direct(
+        direct,
+        split.x_train,
+        split.y_train[-1],
+        steps=cfg.direct_steps,
+        batch=cfg.batch,
+        lr=cfg.lr,
+        generator=ctx.generator("direct/train"),
+        check=ctx.check_finite,
+        progress=ctx.progress,
+    )
     ctx.scalar("direct_train_s", time.perf_counter() - start)
     start = time.perf_counter()
-    log += train_multiscale(ms, split.x_train, split.y_train, steps=[cfg.multiscale_steps] * len(cfg.levels),
-                            batch=cfg.batch, lr=cfg.lr, generator=ctx.generator("multiscale/train"),
-                            mode=cfg.training, check=ctx.check_finite, progress=ctx.progress)
+    log += train_multiscale(
+        ms,
+        split.x_train,
+        split.y_train,
+        steps=[cfg.multiscale_steps] * len(cfg.levels),
+        batch=cfg.batch,
+        lr=cfg.lr,
+        generator=ctx.generator("multiscale/train"),
+        mode=cfg.training,
+        check=ctx.check_finite,
+        progress=ctx.progress,
+    )
     ctx.scalar("multiscale_train_s", time.perf_counter() - start)
     ctx.table("training", pd.DataFrame(log))
     models = {"direct": direct.eval(), "multiscale": ms.eval()}
@@ -121,14 +157,27 @@ def _train(cfg: MultiscaleClosureConfig, ctx: RunContext, split) -> dict:
         targets = split.y_test[-1:] if name == "direct" else split.y_test
         for k, err in enumerate(offline_relative_mse(model, split.x_test, targets)):
             n = model.levels[k]
-            rows.append(dict(system="ks", operator=cfg.operator, model=name, size="quick", seed=0, level=k, n=n,
-                             final=n == cfg.levels[-1], rel_mse=err, params=parameter_count(model)))
+            rows.append(
+                dict(
+                    system="ks",
+                    operator=cfg.operator,
+                    model=name,
+                    size="quick",
+                    seed=0,
+                    level=k,
+                    n=n,
+                    final=n == cfg.levels[-1],
+                    rel_mse=err,
+                    params=parameter_count(model),
+                )
+            )
     ctx.table("offline", pd.DataFrame(rows))
     return models
 
 
-def _online(cfg: MultiscaleClosureConfig, ctx: RunContext, coarse: KS1D, states: torch.Tensor, n_train: int,
-            models: dict, split) -> None:
+def _online(
+    cfg: MultiscaleClosureConfig, ctx: RunContext, coarse: KS1D, states: torch.Tensor, n_train: int, models: dict, split
+) -> None:
     truth = states[:, n_train:]  # [B, T, 1, N_c]: the filtered truth on the test window
     every = round(cfg.snapshot_every / cfg.coarse_dt)
     horizon = (truth.shape[1] - 1) * every
@@ -144,16 +193,40 @@ def _online(cfg: MultiscaleClosureConfig, ctx: RunContext, coarse: KS1D, states:
         rho = pearson_t(run.states, truth)
         ct, censored = corr_time(rho, cfg.corr_threshold, dt=cfg.snapshot_every)
         finite = torch.isfinite(run.states.flatten(1)).all(1)
-        rows += [dict(model=name, trajectory=i, finite=bool(finite[i]), blowup_step=int(blow[i]),
-                      corr_time=float(ct[i]), censored=bool(censored[i])) for i in range(len(truth))]
+        rows += [
+            dict(
+                model=name,
+                trajectory=i,
+                finite=bool(finite[i]),
+                blowup_step=int(blow[i]),
+                corr_time=float(ct[i]),
+                censored=bool(censored[i]),
+            )
+            for i in range(len(truth))
+        ]
         E_t, E_p = spectrum_1d(truth[:, half:]), spectrum_1d(run.states[:, half:])
-        summary.append(dict(model=name, lsd=log_spectral_distance(E_p[: m_max + 1], E_t[: m_max + 1]),
-                            modes=m_max, median_corr_time=float(ct.median()), finite=float(finite.double().mean()),
-                            horizon=horizon * cfg.coarse_dt))
-        ctx.table("tracking", pd.DataFrame(dict(model=name, time=np.arange(rho.shape[1]) * cfg.snapshot_every,
-                                                rho_median=rho.nanmedian(0).values.numpy(),
-                                                rho_q25=rho.nanquantile(0.25, 0).numpy(),
-                                                rho_q75=rho.nanquantile(0.75, 0).numpy())))
+        summary.append(
+            dict(
+                model=name,
+                lsd=log_spectral_distance(E_p[: m_max + 1], E_t[: m_max + 1]),
+                modes=m_max,
+                median_corr_time=float(ct.median()),
+                finite=float(finite.double().mean()),
+                horizon=horizon * cfg.coarse_dt,
+            )
+        )
+        ctx.table(
+            "tracking",
+            pd.DataFrame(
+                dict(
+                    model=name,
+                    time=np.arange(rho.shape[1]) * cfg.snapshot_every,
+                    rho_median=rho.nanmedian(0).values.numpy(),
+                    rho_q25=rho.nanquantile(0.25, 0).numpy(),
+                    rho_q75=rho.nanquantile(0.75, 0).numpy(),
+                )
+            ),
+        )
     ctx.table("online", pd.DataFrame(rows))
     ctx.table("online_summary", pd.DataFrame(summary))
     spec = []
@@ -161,8 +234,16 @@ def _online(cfg: MultiscaleClosureConfig, ctx: RunContext, coarse: KS1D, states:
         xh = torch.fft.rfft(traj[:, half:].double(), dim=-1) / traj.shape[-1]
         per = xh.abs().pow(2).flatten(1, -2).mean(1)  # [B, modes]: spectrum_1d per trajectory
         pooled = spectrum_1d(traj[:, half:])
-        spec += [dict(model=name, mode=m, E=float(pooled[m]), q25=float(per[:, m].nanquantile(0.25)),
-                      q75=float(per[:, m].nanquantile(0.75))) for m in range(1, m_max + 1)]
+        spec += [
+            dict(
+                model=name,
+                mode=m,
+                E=float(pooled[m]),
+                q25=float(per[:, m].nanquantile(0.25)),
+                q75=float(per[:, m].nanquantile(0.75)),
+            )
+            for m in range(1, m_max + 1)
+        ]
     spec = ctx.table("spectrum", pd.DataFrame(spec))
     figure_spectrum(ctx, spec)
     figure_tracking(ctx, ctx.tables["tracking"])

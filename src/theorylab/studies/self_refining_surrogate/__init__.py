@@ -56,14 +56,26 @@ def _gauss(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, abar: torch.Tensor
     rows = []
     for delta, mc_levels in ((0.04, (50,)), (0.08, (0, 10, 50, 100, 200))):
         curves = ar1_curves(ab[list(GAUSS_LEVELS)], 0.95, 1.0, delta)
-        mc = simulate_chains(ab[list(mc_levels)], 0.95, 1.0, delta, cfg.gauss_chains, cfg.gauss_steps, rng,
-                             average_last=cfg.gauss_steps // 2)
+        mc = simulate_chains(
+            ab[list(mc_levels)],
+            0.95,
+            1.0,
+            delta,
+            cfg.gauss_chains,
+            cfg.gauss_steps,
+            rng,
+            average_last=cfg.gauss_steps // 2,
+        )
         for i, c in enumerate(GAUSS_LEVELS):
             row = dict(delta=delta, level=c, **{k: float(v[i]) for k, v in curves.items()})
             if c in mc_levels:
                 j = mc_levels.index(c)
-                row.update(mc_variance=mc["variance"][j], mc_se=mc["se"][j], mc_max_variance=mc["max_variance"][j],
-                           mc_mse=mc["mse"][j])
+                row.update(
+                    mc_variance=mc["variance"][j],
+                    mc_se=mc["se"][j],
+                    mc_max_variance=mc["max_variance"][j],
+                    mc_mse=mc["mse"][j],
+                )
             rows.append(row)
     table = ctx.table("gauss", pd.DataFrame(rows))
     ctx.scalar("critical_alpha_bar", critical_alpha_bar(0.95, 0.08))
@@ -72,20 +84,39 @@ def _gauss(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, abar: torch.Tensor
 
 
 def _data(cfg: SelfRefiningSurrogateConfig, ctx: RunContext):
-    return ks22_trajectories(cfg.train_trajectories, cfg.train_horizon, cfg.test_trajectories, cfg.horizon,
-                             ctx.generator("data/train"), ctx.generator("data/test"))
+    return ks22_trajectories(
+        cfg.train_trajectories,
+        cfg.train_horizon,
+        cfg.test_trajectories,
+        cfg.horizon,
+        ctx.generator("data/train"),
+        ctx.generator("data/test"),
+    )
 
 
-def _train(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, train: torch.Tensor, std: float,
-           abar: torch.Tensor) -> ConditionalDiffusion:
+def _train(
+    cfg: SelfRefiningSurrogateConfig, ctx: RunContext, train: torch.Tensor, std: float, abar: torch.Tensor
+) -> ConditionalDiffusion:
     with seeded(ctx.seed("sns/init")):
         net = ConditionalDiffusion(mlp_backbone(train.shape[-1], 2, 1, cfg.width, cfg.blocks), 2, cfg.levels)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True)  # fused: ~3x faster Adam step on CPU
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps)
-    log = train_sns(net, (train / std).float(), abar, steps=cfg.steps, batch=cfg.batch, optimizer=opt,
-                    scheduler=sched, generator=ctx.generator("sns/train"), levels=cfg.levels,
-                    low_levels=cfg.low_levels, low_share=cfg.low_share, ce_weight=cfg.ce_weight,
-                    progress=ctx.progress, check=ctx.check_finite)
+    log = train_sns(
+        net,
+        (train / std).float(),
+        abar,
+        steps=cfg.steps,
+        batch=cfg.batch,
+        optimizer=opt,
+        scheduler=sched,
+        generator=ctx.generator("sns/train"),
+        levels=cfg.levels,
+        low_levels=cfg.low_levels,
+        low_share=cfg.low_share,
+        ce_weight=cfg.ce_weight,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+    )
     ctx.table("training", pd.DataFrame(log))
     ctx.scalar("parameters", sum(p.numel() for p in net.parameters()))
     return net.eval()
@@ -109,9 +140,17 @@ def _calibration(cfg, ctx, net, truth, std, abar) -> pd.DataFrame:
     with torch.no_grad():
         pred = net(a.sqrt() * pair + (1 - a).sqrt() * e)[1].argmax(-1)
         clean = net(pair)[1].argmax(-1)
-    return ctx.table("calibration", dict(level_prev=s[:, 0].numpy(), level=s[:, 1].numpy(),
-                                         predicted_prev=pred[:, 0].numpy(), predicted=pred[:, 1].numpy(),
-                                         clean_prev=clean[:, 0].numpy(), clean=clean[:, 1].numpy()))
+    return ctx.table(
+        "calibration",
+        dict(
+            level_prev=s[:, 0].numpy(),
+            level=s[:, 1].numpy(),
+            predicted_prev=pred[:, 0].numpy(),
+            predicted=pred[:, 1].numpy(),
+            clean_prev=clean[:, 0].numpy(),
+            clean=clean[:, 1].numpy(),
+        ),
+    )
 
 
 def _one_step(cfg, ctx, net, ks, truth, std, betas, abar) -> pd.DataFrame:
@@ -128,33 +167,56 @@ def _one_step(cfg, ctx, net, ks, truth, std, betas, abar) -> pd.DataFrame:
             out[mode], info = refine(net, p, prop, betas, abar, mode=mode, variant=cfg.variant, generator=g)
             calls[mode] = info["calls"].double().numpy()
         for i in range(len(c)):
-            rows.append(dict(s_star=s_star, pair=i, **{f"mse_{k}": float((v[i] - c[i]).pow(2).mean())
-                                                       for k, v in out.items()},
-                             calls_sns=calls["sns"][i], calls_thermo=calls["thermo"][i]))
+            rows.append(
+                dict(
+                    s_star=s_star,
+                    pair=i,
+                    **{f"mse_{k}": float((v[i] - c[i]).pow(2).mean()) for k, v in out.items()},
+                    calls_sns=calls["sns"][i],
+                    calls_thermo=calls["thermo"][i],
+                )
+            )
     table = ctx.table("one_step", pd.DataFrame(rows))
     # exact-solver proposals: x_t = Φ(x_{t−1}) is the truth's next frame
     exact = ks.step(prev * std, 4) / std
     refined, info = refine(net, prev, exact, betas, abar, mode="sns", variant=cfg.variant, generator=g)
     change = (refined - exact).flatten(1).norm(dim=1) / exact.flatten(1).norm(dim=1)
-    ctx.table("no_op", dict(relative_change=change.numpy(), level=info["level"].numpy(),
-                            level_prev=info["level_prev"].numpy(), calls=info["calls"].numpy()))
+    ctx.table(
+        "no_op",
+        dict(
+            relative_change=change.numpy(),
+            level=info["level"].numpy(),
+            level_prev=info["level_prev"].numpy(),
+            calls=info["calls"].numpy(),
+        ),
+    )
     return table
 
 
 def _rollouts(cfg, ctx, net, ks, train, std, test0, truth, betas, abar):
     emulator = KSLeaky(ks, eta=cfg.leak)
     runs = {}
-    plan = [("plain", None, cfg.horizon), ("sns", "sns", cfg.horizon), ("acdm", "acdm", cfg.baseline_horizon),
-            ("thermo", "thermo", cfg.baseline_horizon)]
+    plan = [
+        ("plain", None, cfg.horizon),
+        ("sns", "sns", cfg.horizon),
+        ("acdm", "acdm", cfg.baseline_horizon),
+        ("thermo", "thermo", cfg.baseline_horizon),
+    ]
     for name, mode, horizon in ctx.progress(plan, "rollouts"):
         g = ctx.generator("emulator/noise")  # the same proposal noise for every rollout
-        corr = None if mode is None else SelfRefine(net, betas, abar, mode=mode, variant=cfg.variant,
-                                                    generator=ctx.generator(f"refine/{name}"), scale=std).reset(test0)
+        corr = (
+            None
+            if mode is None
+            else SelfRefine(
+                net, betas, abar, mode=mode, variant=cfg.variant, generator=ctx.generator(f"refine/{name}"), scale=std
+            ).reset(test0)
+        )
         step = lambda x, g=g: emulator(x, g)  # noqa: E731
         # each trajectory steps on as soon as its correction is done: the batched calls stay full (2-3x faster)
         with ctx.timed(f"{name}_rollout"), ctx.autocast(cfg.precision):
-            runs[name] = rollout(step, test0, horizon) if corr is None else rollout_pipelined(step, test0, horizon,
-                                                                                               corr)
+            runs[name] = (
+                rollout(step, test0, horizon) if corr is None else rollout_pipelined(step, test0, horizon, corr)
+            )
     rows = []
     for name, r in runs.items():
         T = r.states.shape[1]
@@ -164,36 +226,88 @@ def _rollouts(cfg, ctx, net, ks, train, std, test0, truth, betas, abar):
         calls = r.logs["calls"].double().mean(0).numpy() if "calls" in r.logs else np.zeros(len(test0))
         lvl = r.logs["level_prev"].double().mean(0).numpy() if "level_prev" in r.logs else np.zeros(len(test0))
         for i in range(len(test0)):
-            rows.append(dict(rollout=name, trajectory=i, horizon=T - 1, off_attractor=off[i],
-                             calls_per_step=calls[i], mean_level_prev=lvl[i], **{k: v[i] for k, v in ct.items()}))
+            rows.append(
+                dict(
+                    rollout=name,
+                    trajectory=i,
+                    horizon=T - 1,
+                    off_attractor=off[i],
+                    calls_per_step=calls[i],
+                    mean_level_prev=lvl[i],
+                    **{k: v[i] for k, v in ct.items()},
+                )
+            )
     table = ctx.table("rollouts", pd.DataFrame(rows))
     window = cfg.spectrum_window
     E_ref = spectrum_1d(train)  # the invariant measure's spectrum from the training ensemble
     E_sns = spectrum_1d(runs["sns"].states[:, -window:])
     E_true = spectrum_1d(truth[:, -window:])
-    E_thermo = spectrum_1d(runs["thermo"].states[:, -min(window, cfg.baseline_horizon):])
-    spec = ctx.table("spectrum", pd.DataFrame(dict(
-        mode=np.arange(len(E_ref)), reference=E_ref.numpy(), sns=E_sns.numpy(), ratio=(E_sns / E_ref).numpy(),
-        truth_ratio=(E_true / E_ref).numpy(), thermo_ratio=(E_thermo / E_ref).numpy(),
-        se_log_ratio=spectrum_log_se(runs["sns"].states[:, -window:]).numpy())))
-    levels = ctx.table("sns_levels", dict(level_prev=runs["sns"].logs["level_prev"].flatten().numpy(),
-                                          level=runs["sns"].logs["level"].flatten().numpy()))
-    rho = {name: pearson_t(r.states, truth[:, :r.states.shape[1]]) for name, r in runs.items()}
+    E_thermo = spectrum_1d(runs["thermo"].states[:, -min(window, cfg.baseline_horizon) :])
+    spec = ctx.table(
+        "spectrum",
+        pd.DataFrame(
+            dict(
+                mode=np.arange(len(E_ref)),
+                reference=E_ref.numpy(),
+                sns=E_sns.numpy(),
+                ratio=(E_sns / E_ref).numpy(),
+                truth_ratio=(E_true / E_ref).numpy(),
+                thermo_ratio=(E_thermo / E_ref).numpy(),
+                se_log_ratio=spectrum_log_se(runs["sns"].states[:, -window:]).numpy(),
+            )
+        ),
+    )
+    levels = ctx.table(
+        "sns_levels",
+        dict(
+            level_prev=runs["sns"].logs["level_prev"].flatten().numpy(),
+            level=runs["sns"].logs["level"].flatten().numpy(),
+        ),
+    )
+    rho = {name: pearson_t(r.states, truth[:, : r.states.shape[1]]) for name, r in runs.items()}
     return table, spec, levels, rho
 
 
-def _surrogate_2d(ctx: RunContext, tag: str, solver, w0: torch.Tensor, *, n_train: int, spinup: int,
-                  horizon: int, substeps: int, store_n: int, channels: int, per_channel_std: bool, width: int,
-                  unet_levels: int, emulator_steps: int, sns_steps: int, batch: int, clip: float, levels: int,
-                  ce_weight: float, abar: torch.Tensor) -> dict:
+def _surrogate_2d(
+    ctx: RunContext,
+    tag: str,
+    solver,
+    w0: torch.Tensor,
+    *,
+    n_train: int,
+    spinup: int,
+    horizon: int,
+    substeps: int,
+    store_n: int,
+    channels: int,
+    per_channel_std: bool,
+    width: int,
+    unet_levels: int,
+    emulator_steps: int,
+    sns_steps: int,
+    batch: int,
+    clip: float,
+    levels: int,
+    ce_weight: float,
+    abar: torch.Tensor,
+) -> dict:
     """The paper-scale pieces shared by Kolmogorov flow and the QG jet: truth trajectories stored at ``store_n``
     (every state of ``w0``: the first ``n_train`` for training, the rest as test truths), normalised by the field
     std (per layer when ``per_channel_std``, the card's QG normalisation), a learned residual U-Net emulator
     (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW 5e-5, wd 0.05, EMA 0.999)."""
     dev = ctx.device
     # the kit returns the initial states of the trajectories past n_all separately: one spare state is dropped
-    data, _ = coarse_trajectories(solver, w0, len(w0) - 1, spinup, horizon, substeps, store_n, progress=ctx.progress,
-                                  label={"kf": "Kolmogorov", "qg": "QG jet"}.get(tag, tag))
+    data, _ = coarse_trajectories(
+        solver,
+        w0,
+        len(w0) - 1,
+        spinup,
+        horizon,
+        substeps,
+        store_n,
+        progress=ctx.progress,
+        label={"kf": "Kolmogorov", "qg": "QG jet"}.get(tag, tag),
+    )
     dims = tuple(i for i in range(data.ndim) if i != 2)
     std = data.std(dim=dims, keepdim=True) if per_channel_std else data.std()
     data = data / std
@@ -202,23 +316,51 @@ def _surrogate_2d(ctx: RunContext, tag: str, solver, w0: torch.Tensor, *, n_trai
     with seeded(ctx.seed(f"{tag}/init/emulator")):
         emulator = UNet(2, channels, channels, width=width, levels=unet_levels, residual=True).to(dev)
     opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
-    train_emulator(emulator, train, steps=emulator_steps, batch=batch, max_unroll=4, optimizer=opt, generator=g,
-                   device=dev, progress=ctx.progress, check=ctx.check_finite)
+    train_emulator(
+        emulator,
+        train,
+        steps=emulator_steps,
+        batch=batch,
+        max_unroll=4,
+        optimizer=opt,
+        generator=g,
+        device=dev,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+    )
     with seeded(ctx.seed(f"{tag}/init/sns")):
-        net = ConditionalDiffusion(unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1,
-                                   layout="channels").to(dev)
-        ema = ConditionalDiffusion(unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1,
-                                   layout="channels").to(dev)
+        net = ConditionalDiffusion(
+            unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1, layout="channels"
+        ).to(dev)
+        ema = ConditionalDiffusion(
+            unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1, layout="channels"
+        ).to(dev)
     ema.load_state_dict(net.state_dict())
     opt = torch.optim.AdamW(net.parameters(), lr=5e-5, weight_decay=0.05)
-    train_sns(net, train, abar, steps=sns_steps, batch=batch, optimizer=opt, generator=g, levels=levels,
-              ce_weight=ce_weight, anchor=True, clip=clip, ema=ema, device=dev, progress=ctx.progress,
-              check=ctx.check_finite, description=f"train the U-Net SNS model ({tag})")
+    train_sns(
+        net,
+        train,
+        abar,
+        steps=sns_steps,
+        batch=batch,
+        optimizer=opt,
+        generator=g,
+        levels=levels,
+        ce_weight=ce_weight,
+        anchor=True,
+        clip=clip,
+        ema=ema,
+        device=dev,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+        description=f"train the U-Net SNS model ({tag})",
+    )
     return dict(train=train, test=test, emulator=emulator.eval(), sns=ema.eval())
 
 
-def _corrected_rollouts(cfg, ctx: RunContext, tag: str, parts: dict, modes: tuple[str, ...], horizon: int,
-                        noise: float, betas, abar) -> dict:
+def _corrected_rollouts(
+    cfg, ctx: RunContext, tag: str, parts: dict, modes: tuple[str, ...], horizon: int, noise: float, betas, abar
+) -> dict:
     """Rollouts of the learned emulator from the test trajectories' first frames, plain and corrected by the SNS
     model in each mode (same emulator noise; pipelined; at ``cfg.precision``), recording about 1000 states."""
     dev = ctx.device
@@ -233,30 +375,55 @@ def _corrected_rollouts(cfg, ctx: RunContext, tag: str, parts: dict, modes: tupl
             if name == "plain":
                 runs[name] = rollout(emulate, x0, horizon, record_every=record)
                 continue
-            corr = SelfRefine(parts["sns"], betas.to(dev), abar.to(dev), mode=name, variant=cfg.variant,
-                              generator=ctx.generator(f"{tag}/{name}"), anchor=True).reset(x0)
+            corr = SelfRefine(
+                parts["sns"],
+                betas.to(dev),
+                abar.to(dev),
+                mode=name,
+                variant=cfg.variant,
+                generator=ctx.generator(f"{tag}/{name}"),
+                anchor=True,
+            ).reset(x0)
             runs[name] = rollout_pipelined(emulate, x0, horizon, corr, record_every=record)
     return dict(runs=runs, record=record, x0=x0)
 
 
 def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.DataFrame:
     dev = ctx.device
-    solver = NS2D(N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt,
-                  device=dev)
+    solver = NS2D(
+        N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
+    )
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
     w0 = solver.random_state(n_all + 1, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
-    parts = _surrogate_2d(ctx, "kf", solver, w0, n_train=cfg.kolmogorov_train_trajectories,
-                          spinup=cfg.kolmogorov_spinup, horizon=cfg.kolmogorov_train_horizon,
-                          substeps=cfg.kolmogorov_substeps, store_n=cfg.kolmogorov_store_n, channels=1,
-                          per_channel_std=False, width=cfg.kolmogorov_width, unet_levels=cfg.kolmogorov_levels,
-                          emulator_steps=cfg.kolmogorov_emulator_steps, sns_steps=cfg.kolmogorov_steps,
-                          batch=cfg.kolmogorov_batch, clip=1.0, levels=cfg.levels, ce_weight=cfg.ce_weight, abar=abar)
-    out = _corrected_rollouts(cfg, ctx, "kf", parts, ("sns", "acdm", "thermo"), cfg.kolmogorov_horizon,
-                              cfg.kolmogorov_noise, betas, abar)
+    parts = _surrogate_2d(
+        ctx,
+        "kf",
+        solver,
+        w0,
+        n_train=cfg.kolmogorov_train_trajectories,
+        spinup=cfg.kolmogorov_spinup,
+        horizon=cfg.kolmogorov_train_horizon,
+        substeps=cfg.kolmogorov_substeps,
+        store_n=cfg.kolmogorov_store_n,
+        channels=1,
+        per_channel_std=False,
+        width=cfg.kolmogorov_width,
+        unet_levels=cfg.kolmogorov_levels,
+        emulator_steps=cfg.kolmogorov_emulator_steps,
+        sns_steps=cfg.kolmogorov_steps,
+        batch=cfg.kolmogorov_batch,
+        clip=1.0,
+        levels=cfg.levels,
+        ce_weight=cfg.ce_weight,
+        abar=abar,
+    )
+    out = _corrected_rollouts(
+        cfg, ctx, "kf", parts, ("sns", "acdm", "thermo"), cfg.kolmogorov_horizon, cfg.kolmogorov_noise, betas, abar
+    )
     record, x0 = out["record"], out["x0"]
     truth_ref = parts["test"].double()
     train = parts["train"]
-    E_true = ke_spectrum_2d(train[:, -max(1, train.shape[1] // 10):].double())
+    E_true = ke_spectrum_2d(train[:, -max(1, train.shape[1] // 10) :].double())
     rows = []
     for name, r in out["runs"].items():
         T = min(r.states.shape[1], truth_ref.shape[1] // record)
@@ -268,9 +435,20 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
         off = off_attractor_time(r.states.cpu(), 1.0).numpy() * record
         # corr_time is censored (a lower bound) where ρ stayed >= 0.8 over the window the truth covers: the judge
         # compares medians only as far as the censored times allow
-        rows += [dict(rollout=name, trajectory=i, corr_time_0_8=ct[i], corr_censored=bool(censored[i]),
-                      corr_horizon=(T - 1) * record, spectral_similarity=sim, calls_per_step=calls[i],
-                      off_attractor=off[i], horizon=cfg.kolmogorov_horizon) for i in range(len(x0))]
+        rows += [
+            dict(
+                rollout=name,
+                trajectory=i,
+                corr_time_0_8=ct[i],
+                corr_censored=bool(censored[i]),
+                corr_horizon=(T - 1) * record,
+                spectral_similarity=sim,
+                calls_per_step=calls[i],
+                off_attractor=off[i],
+                horizon=cfg.kolmogorov_horizon,
+            )
+            for i in range(len(x0))
+        ]
     return ctx.table("kolmogorov", pd.DataFrame(rows))
 
 
@@ -282,20 +460,45 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
     solver = QG2L.preset("jet", N=cfg.qg_solve_n, dt=cfg.qg_dt, device=ctx.device)
     n_all = cfg.qg_train_trajectories + cfg.qg_test_trajectories
     w0 = solver.random_state(n_all + 1, ctx.generator("qg/init"), velocity=1e-3).to(ctx.device)
-    parts = _surrogate_2d(ctx, "qg", solver, w0, n_train=cfg.qg_train_trajectories, spinup=cfg.qg_spinup,
-                          horizon=cfg.qg_train_horizon, substeps=cfg.qg_substeps, store_n=cfg.qg_store_n, channels=2,
-                          per_channel_std=True, width=cfg.qg_width, unet_levels=cfg.kolmogorov_levels,
-                          emulator_steps=cfg.qg_emulator_steps, sns_steps=cfg.qg_steps, batch=cfg.kolmogorov_batch,
-                          clip=0.5, levels=cfg.levels, ce_weight=cfg.ce_weight, abar=abar)
-    out = _corrected_rollouts(cfg, ctx, "qg", parts, ("sns", "acdm"), cfg.qg_horizon, cfg.kolmogorov_noise, betas,
-                              abar)
+    parts = _surrogate_2d(
+        ctx,
+        "qg",
+        solver,
+        w0,
+        n_train=cfg.qg_train_trajectories,
+        spinup=cfg.qg_spinup,
+        horizon=cfg.qg_train_horizon,
+        substeps=cfg.qg_substeps,
+        store_n=cfg.qg_store_n,
+        channels=2,
+        per_channel_std=True,
+        width=cfg.qg_width,
+        unet_levels=cfg.kolmogorov_levels,
+        emulator_steps=cfg.qg_emulator_steps,
+        sns_steps=cfg.qg_steps,
+        batch=cfg.kolmogorov_batch,
+        clip=0.5,
+        levels=cfg.levels,
+        ce_weight=cfg.ce_weight,
+        abar=abar,
+    )
+    out = _corrected_rollouts(cfg, ctx, "qg", parts, ("sns", "acdm"), cfg.qg_horizon, cfg.kolmogorov_noise, betas, abar)
     rows = []
     for name, r in out["runs"].items():
         off = off_attractor_time(r.states.cpu(), 1.0).numpy() * out["record"]
         calls = r.logs["calls"].double().mean(0).numpy() if "calls" in r.logs else np.zeros(len(out["x0"]))
-        rows += [dict(rollout=name, trajectory=i, blowup_step=int(r.blowup_step[i]), off_attractor=off[i],
-                      completed=bool(r.blowup_step[i] < 0 and np.isinf(off[i])), calls_per_step=calls[i],
-                      horizon=cfg.qg_horizon) for i in range(len(out["x0"]))]
+        rows += [
+            dict(
+                rollout=name,
+                trajectory=i,
+                blowup_step=int(r.blowup_step[i]),
+                off_attractor=off[i],
+                completed=bool(r.blowup_step[i] < 0 and np.isinf(off[i])),
+                calls_per_step=calls[i],
+                horizon=cfg.qg_horizon,
+            )
+            for i in range(len(out["x0"]))
+        ]
     return ctx.table("qg", pd.DataFrame(rows))
 
 

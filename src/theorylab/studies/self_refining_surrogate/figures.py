@@ -21,13 +21,20 @@ def figure_tradeoff(ctx, gauss: pd.DataFrame, levels: pd.DataFrame, abar: torch.
     crit = np.nonzero(abar.numpy() < critical_alpha_bar(0.95, 0.08))[0][0]
     ax.axvline(crit, color="0.5", ls="--", lw=0.8, label=f"c* (δ = 0.08) ≈ {crit}")
     mc = gauss[(gauss["delta"] == 0.04) & gauss["mc_variance"].notna()]
-    ax.errorbar(mc["level"], (mc["mc_variance"] - 1).abs(), yerr=2 * mc["mc_se"], fmt="ko", ms=4,
-                label="Monte Carlo ± 2 s.e.")
+    ax.errorbar(
+        mc["level"], (mc["mc_variance"] - 1).abs(), yerr=2 * mc["mc_se"], fmt="ko", ms=4, label="Monte Carlo ± 2 s.e."
+    )
     ax.set_ylim(1e-3, 10)  # |V_c/Σ − 1| drops to 0 at c = T − 1 (V = Σ exactly); below 1e-3 is not informative
     ax2 = ax.twinx()
     # SNS's choices sit at small c: 200 bins of width 5 show their spread; the share per bin is on the right axis
-    ax2.hist(levels["level_prev"], bins=200, range=(0, len(abar)), color="0.6", alpha=0.6,
-             weights=np.full(len(levels), 1 / max(1, len(levels))))
+    ax2.hist(
+        levels["level_prev"],
+        bins=200,
+        range=(0, len(abar)),
+        color="0.6",
+        alpha=0.6,
+        weights=np.full(len(levels), 1 / max(1, len(levels))),
+    )
     ax2.set_ylabel("share of ŝ_1 chosen by SNS (KS rollouts)")
     ax.set_xlabel("conditioning level c")
     ax.legend(fontsize=6)
@@ -71,8 +78,13 @@ def figure_spectrum(ctx, spec: pd.DataFrame) -> None:
     ax.semilogy(s["mode"], s["ratio"], "o-", color=color(0), label="SNS / reference", ms=3)
     ax.semilogy(s["mode"], s["thermo_ratio"], "s-", color=color(1), label="thermo / reference", ms=3)
     ax.semilogy(s["mode"], s["truth_ratio"], "k.", label="truth window / reference")
-    ax.fill_between(s["mode"], np.exp(-2 * s["se_log_ratio"]), np.exp(2 * s["se_log_ratio"]), color="0.85",
-                    label="± 2 s.e. (sampling)")
+    ax.fill_between(
+        s["mode"],
+        np.exp(-2 * s["se_log_ratio"]),
+        np.exp(2 * s["se_log_ratio"]),
+        color="0.85",
+        label="± 2 s.e. (sampling)",
+    )
     ax.axhspan(0.8, 1.25, color=color(2), alpha=0.1)
     ax.set_xlabel("Fourier mode m")
     ax.set_ylabel("E(m) ratio")

@@ -39,16 +39,35 @@ claims = Claims("self-refining-surrogate")
 # --- departures from the card, as data ------------------------------------------------------------------------
 # The card's quick recipe, field by field: a field set away from the card's value is a departure of every claim
 # it feeds (a user who sets it back gets the claim as stated). The presets' own departures carry their reason.
-STEPS = Departure.field_value("steps", 2000, "CPU budget of the quick preset: the card's 2000 steps took 25-28 s of "
-                              "a ~60 s run on a 2-core AVX2 box (the card measured 23 s on AVX-512); thresholds kept")
+STEPS = Departure.field_value(
+    "steps",
+    2000,
+    "CPU budget of the quick preset: the card's 2000 steps took 25-28 s of "
+    "a ~60 s run on a 2-core AVX2 box (the card measured 23 s on AVX-512); thresholds kept",
+)
 BASELINE_HORIZON = Departure.field_value(
-    "baseline_horizon", 200, "CPU budget: thermo costs ~70 denoiser calls per step; a thermo corr_time that reaches "
+    "baseline_horizon",
+    200,
+    "CPU budget: thermo costs ~70 denoiser calls per step; a thermo corr_time that reaches "
     "the rollout's end is judged as a lower bound (censored), so the cut can leave the claim not decided, never "
-    "pass it on a time it did not measure")
+    "pass it on a time it did not measure",
+)
 GAUSS = [Departure.field_value("gauss_chains", 4000), Departure.field_value("gauss_steps", 3000)]
-NET = [STEPS] + [Departure.field_value(f, card) for f, card in (
-    ("levels", 1000), ("low_levels", 200), ("low_share", 0.5), ("ce_weight", 0.1), ("width", 256), ("blocks", 3),
-    ("batch", 128), ("lr", 2e-3), ("train_trajectories", 48), ("train_horizon", 800))]
+NET = [STEPS] + [
+    Departure.field_value(f, card)
+    for f, card in (
+        ("levels", 1000),
+        ("low_levels", 200),
+        ("low_share", 0.5),
+        ("ce_weight", 0.1),
+        ("width", 256),
+        ("blocks", 3),
+        ("batch", 128),
+        ("lr", 2e-3),
+        ("train_trajectories", 48),
+        ("train_horizon", 800),
+    )
+]
 REFINE = NET + [Departure.field_value("variant", "fix_short")]
 ROLLOUT = REFINE + [Departure.field_value("leak", 0.1), Departure.field_value("test_trajectories", 16)]
 
@@ -60,16 +79,21 @@ def _trained(cfg: dict, tag: str, card_epochs: int, card_data: str) -> str:
     n, T = cfg.get(f"{tag}_train_trajectories", 8), cfg.get(f"{tag}_train_horizon", 2000)
     steps, batch = cfg.get(f"{tag}_steps", 20_000), cfg.get("kolmogorov_batch", 64)
     epochs = steps * batch / max(n * (T - 1), 1)
-    return (f"SNS U-Net {steps} AdamW steps, {epochs:.0f} epochs of {n} x {T} stored steps (card: {card_epochs} epochs"
-            f"{card_data})")
+    return (
+        f"SNS U-Net {steps} AdamW steps, {epochs:.0f} epochs of {n} x {T} stored steps (card: {card_epochs} epochs"
+        f"{card_data})"
+    )
 
 
 def _kf_departures(res) -> list[str]:
     """How the Kolmogorov part, when judged, differs from the card (the run's config; card defaults otherwise)."""
     cfg = getattr(res, "config", None) or {}
-    return ["Thermalizer = the same network's thermo mode (card: the Thermalizer of studies/thermalizer)",
-            "ACDM = the same network's acdm mode, ŝ_1 := 0 (card: ACDM)",
-            _trained(cfg, "kolmogorov", 10, " of 1e5 stored steps"), NO_ATTENTION]
+    return [
+        "Thermalizer = the same network's thermo mode (card: the Thermalizer of studies/thermalizer)",
+        "ACDM = the same network's acdm mode, ŝ_1 := 0 (card: ACDM)",
+        _trained(cfg, "kolmogorov", 10, " of 1e5 stored steps"),
+        NO_ATTENTION,
+    ]
 
 
 def _qg_departures(res) -> list[str]:
@@ -78,12 +102,21 @@ def _qg_departures(res) -> list[str]:
 
 
 # Measured with the quick preset (1600 steps) on seeds 0-9, 31 and 47 (theorylab check / run, this store's runs).
-CLASSIFIER_KNOWN = KnownFailure.on_some_seeds(1, 12, [47], (
-    "on clean pairs seed 47's head 2 reads mean ŝ 13.90 (head 1 7.38; both corr 0.96) against the card's <= 10; seeds "
-    "0-9 and 31 read 1.9-8.7. The clean ŝ is each trained head's own offset among the lowest levels (0-15 add noise "
-    "of 0.6-3.5% of the field's std on the cosine schedule), which the heads barely tell apart, so where the argmax "
-    "settles differs from network to network; the card's 2000 steps move the failure (seed 8, head 1 10.40) rather "
-    "than remove it (docs/studies/self-refining-surrogate.md)"))
+CLASSIFIER_KNOWN = KnownFailure.on_some_seeds(
+    1,
+    12,
+    [47],
+    (
+        "on clean pairs seed 47's head 2 reads mean ŝ 13.90 (head 1 7.38; both corr 0.96) against the card's <= 10; "
+        "seeds "
+        "0-9 and 31 read 1.9-8.7. The clean ŝ is each trained head's own offset among the lowest levels (0-15 add "
+        "noise "
+        "of 0.6-3.5% of the field's std on the cosine schedule), which the heads barely tell apart, so where the "
+        "argmax "
+        "settles differs from network to network; the card's 2000 steps move the failure (seed 8, head 1 10.40) rather "
+        "than remove it (docs/studies/self-refining-surrogate.md)"
+    ),
+)
 
 
 def _said(lo: float, hi: float) -> str:
@@ -100,10 +133,12 @@ def _ks_corr(v, t: pd.DataFrame, rollout: str) -> dict:
     return dict(lo=lo, hi=hi, censored=int(censored.sum()), n=len(r), horizon=int(horizon.max()))
 
 
-S_TRADE = ("Exact AR(1) surrogate (a = 0.95, Σ = 1, δ = 0.04, cosine T = 1000), c in {0, 10, 50, 100, 200, 400, 700, "
-           "999}: the one-step MSE increases strictly from 0.1965 to 2.000, V_c/Σ decreases strictly from 4.077 to "
-           "1.000, and a Monte Carlo chain (4000 chains x 3000 steps, last 1500 averaged) gives V_50/Σ = 2.828 within "
-           "3%.")
+S_TRADE = (
+    "Exact AR(1) surrogate (a = 0.95, Σ = 1, δ = 0.04, cosine T = 1000), c in {0, 10, 50, 100, 200, 400, 700, "
+    "999}: the one-step MSE increases strictly from 0.1965 to 2.000, V_c/Σ decreases strictly from 4.077 to "
+    "1.000, and a Monte Carlo chain (4000 chains x 3000 steps, last 1500 averaged) gives V_50/Σ = 2.828 within "
+    "3%."
+)
 
 
 @claims.add("gauss-tradeoff", S_TRADE, OURS, departures=GAUSS)
@@ -114,21 +149,29 @@ def judge_tradeoff(res, v) -> Verdict:
     mse, V = v.column(d, "mse").to_numpy(float), v.column(d, "V").to_numpy(float)
     mono = bool(np.all(np.diff(mse) > 0) and np.all(np.diff(V) < 0))
     # the card's numbers, to their printed precision
-    ends = (abs(mse[0] - 0.1965) <= 5e-5 and abs(mse[-1] - 2.000) <= 5e-4 and abs(V[0] - 4.077) <= 5e-4
-            and abs(V[-1] - 1.000) <= 5e-4)
+    ends = (
+        abs(mse[0] - 0.1965) <= 5e-5
+        and abs(mse[-1] - 2.000) <= 5e-4
+        and abs(V[0] - 4.077) <= 5e-4
+        and abs(V[-1] - 1.000) <= 5e-4
+    )
     row = d[d["level"] == 50].iloc[0]
     mc = v.finite(row["mc_variance"], "Monte Carlo V_50")
     rel = abs(mc / 2.828 - 1)
     ok = levels == CARD_GAUSS_LEVELS and mono and ends and abs(float(row["V"]) - 2.828) <= 5e-4 and rel <= 0.03
-    detail = (f"levels {list(levels)}; MSE {mse[0]:.4f} -> {mse[-1]:.4f} (monotone: {np.all(np.diff(mse) > 0)}), "
-              f"V/Σ {V[0]:.3f} -> {V[-1]:.3f} (monotone: {np.all(np.diff(V) < 0)}); V_50 closed form "
-              f"{row['V']:.3f}, Monte Carlo {mc:.3f} ± {row['mc_se']:.3f} ({rel:.1%} off 2.828)")
+    detail = (
+        f"levels {list(levels)}; MSE {mse[0]:.4f} -> {mse[-1]:.4f} (monotone: {np.all(np.diff(mse) > 0)}), "
+        f"V/Σ {V[0]:.3f} -> {V[-1]:.3f} (monotone: {np.all(np.diff(V) < 0)}); V_50 closed form "
+        f"{row['V']:.3f}, Monte Carlo {mc:.3f} ± {row['mc_se']:.3f} ({rel:.1%} off 2.828)"
+    )
     return v.judged(ok, mc, "2.828 ± 3%", 0.03, detail)
 
 
-S_CRIT = ("With δ = 0.08 ((1 + δ)a = 1.026) the AR(1) surrogate diverges for c in {0, 10, 50} (Monte Carlo variance "
-          "> 1e6 within 3000 steps) and is stable for c >= 100 (closed-form ρ_c < 1); Monte Carlo V_100/Σ = 24.1 ± 10% "
-          "(closed form), consistent with ᾱ_{c*} = 0.9747 between levels 50 and 100.")
+S_CRIT = (
+    "With δ = 0.08 ((1 + δ)a = 1.026) the AR(1) surrogate diverges for c in {0, 10, 50} (Monte Carlo variance "
+    "> 1e6 within 3000 steps) and is stable for c >= 100 (closed-form ρ_c < 1); Monte Carlo V_100/Σ = 24.1 ± 10% "
+    "(closed form), consistent with ᾱ_{c*} = 0.9747 between levels 50 and 100."
+)
 
 
 @claims.add("gauss-critical-level", S_CRIT, OURS, departures=GAUSS)
@@ -142,16 +185,28 @@ def judge_critical(res, v) -> Verdict:
     stable_mc = bool(np.isfinite(peak.loc[[100, 200]]).all()) and float(peak.loc[200]) < 1e6
     crit = v.finite(res.scalars["critical_alpha_bar"], "ᾱ_c*")
     level = int(res.scalars["critical_level"])
-    ok = (diverge and stable_theory and stable_mc and abs(mc100 / 24.1 - 1) <= 0.10
-          and abs(float(d.loc[100, "V"]) - 24.1) <= 0.05 and abs(crit - 0.9747) <= 5e-5 and 50 < level <= 100)
-    detail = ("MC peak variance c = 0/10/50: " + ", ".join(f"{float(peak.loc[c]):.2e}" for c in (0, 10, 50))
-              + f"; V_100 MC {mc100:.2f} vs closed form {float(d.loc[100, 'V']):.2f}; ᾱ_c* {crit:.4f}, first stable "
-                f"level {level}")
+    ok = (
+        diverge
+        and stable_theory
+        and stable_mc
+        and abs(mc100 / 24.1 - 1) <= 0.10
+        and abs(float(d.loc[100, "V"]) - 24.1) <= 0.05
+        and abs(crit - 0.9747) <= 5e-5
+        and 50 < level <= 100
+    )
+    detail = (
+        "MC peak variance c = 0/10/50: "
+        + ", ".join(f"{float(peak.loc[c]):.2e}" for c in (0, 10, 50))
+        + f"; V_100 MC {mc100:.2f} vs closed form {float(d.loc[100, 'V']):.2f}; ᾱ_c* {crit:.4f}, first stable "
+        f"level {level}"
+    )
     return v.judged(ok, mc100, "24.1 ± 10%", 0.10, detail)
 
 
-S_CAL = ("On held-out KS pairs noised to independent levels (the training mixture), both level heads have corr(ŝ, s) "
-         ">= 0.93, and on clean pairs the mean ŝ of both heads is <= 10 (1% of T).")
+S_CAL = (
+    "On held-out KS pairs noised to independent levels (the training mixture), both level heads have corr(ŝ, s) "
+    ">= 0.93, and on clean pairs the mean ŝ of both heads is <= 10 (1% of T)."
+)
 
 
 @claims.add("classifier", S_CAL, REF + ", the level heads", departures=NET, known=CLASSIFIER_KNOWN)
@@ -161,24 +216,38 @@ def judge_classifier(res, v) -> Verdict:
     c2 = float(np.corrcoef(v.column(t, "level"), v.column(t, "predicted"))[0, 1])
     m1, m2 = float(v.column(t, "clean_prev").mean()), float(v.column(t, "clean").mean())
     ok = min(c1, c2) >= 0.93 and max(m1, m2) <= 10
-    return v.judged(ok, min(c1, c2), ">= 0.93", 0.93, f"corr head 1 {c1:.3f}, head 2 {c2:.3f}; clean mean ŝ "
-                                                      f"{m1:.2f}, {m2:.2f} (need <= 10)")
+    return v.judged(
+        ok,
+        min(c1, c2),
+        ">= 0.93",
+        0.93,
+        f"corr head 1 {c1:.3f}, head 2 {c2:.3f}; clean mean ŝ {m1:.2f}, {m2:.2f} (need <= 10)",
+    )
 
 
-S_COND = ("For true next frames noised to s* in {100, 200, 300}, MSE after thermo-mode refinement / MSE after SNS "
-          "(conditional) refinement >= 1.5 at each s*, and SNS refinement lowers the input MSE at every s*.")
+S_COND = (
+    "For true next frames noised to s* in {100, 200, 300}, MSE after thermo-mode refinement / MSE after SNS "
+    "(conditional) refinement >= 1.5 at each s*, and SNS refinement lowers the input MSE at every s*."
+)
 
 
-@claims.add("conditioning-helps", S_COND, REF + ", conditioning on the previous frame", departures=REFINE + [
-    Departure.field_value("pairs", 320), Departure.field_value("refine_levels", (100, 200, 300))])
+@claims.add(
+    "conditioning-helps",
+    S_COND,
+    REF + ", conditioning on the previous frame",
+    departures=REFINE + [Departure.field_value("pairs", 320), Departure.field_value("refine_levels", (100, 200, 300))],
+)
 def judge_conditioning(res, v) -> Verdict:
     one = res.table("one_step")
     cols = ["mse_input", "mse_sns", "mse_thermo"]
     t = pd.DataFrame({c: v.column(one, c) for c in cols}).groupby(one["s_star"]).mean()
     ratio = t["mse_thermo"] / t["mse_sns"]
     ok = bool((ratio >= 1.5).all() and (t["mse_sns"] < t["mse_input"]).all())
-    detail = "; ".join(f"s* {s}: input {r.mse_input:.4f}, SNS {r.mse_sns:.4f}, thermo {r.mse_thermo:.4f} (ratio "
-                       f"{r.mse_thermo / r.mse_sns:.2f})" for s, r in t.iterrows())
+    detail = "; ".join(
+        f"s* {s}: input {r.mse_input:.4f}, SNS {r.mse_sns:.4f}, thermo {r.mse_thermo:.4f} (ratio "
+        f"{r.mse_thermo / r.mse_sns:.2f})"
+        for s, r in t.iterrows()
+    )
     return v.judged(ok, float(ratio.min()), ">= 1.5", 1.5, detail)
 
 
@@ -189,14 +258,22 @@ S_NOOP = "For exact-solver proposals, SNS changes the proposal by ‖refined −
 def judge_noop(res, v) -> Verdict:
     t = res.table("no_op")
     change = v.column(t, "relative_change")
-    return v.at_most(float(change.mean()), 0.03, name="mean relative change", detail=(
-        f"max {change.max():.4f}; mean ŝ_2 {v.column(t, 'level').mean():.2f}, ŝ_1 "
-        f"{v.column(t, 'level_prev').mean():.2f}; {v.column(t, 'calls').mean():.1f} calls"))
+    return v.at_most(
+        float(change.mean()),
+        0.03,
+        name="mean relative change",
+        detail=(
+            f"max {change.max():.4f}; mean ŝ_2 {v.column(t, 'level').mean():.2f}, ŝ_1 "
+            f"{v.column(t, 'level_prev').mean():.2f}; {v.column(t, 'calls').mean():.1f} calls"
+        ),
+    )
 
 
-S_STAB = ("KSLeaky(η = 0.1) alone leaves the attractor with median <= 100 steps; with SNS correction (same noise and "
-          "initial conditions) >= 90% of trajectories stay on it for the whole horizon (600 steps), so the ratio of "
-          "median off-attractor times (censored at the horizon) is >= 6.")
+S_STAB = (
+    "KSLeaky(η = 0.1) alone leaves the attractor with median <= 100 steps; with SNS correction (same noise and "
+    "initial conditions) >= 90% of trajectories stay on it for the whole horizon (600 steps), so the ratio of "
+    "median off-attractor times (censored at the horizon) is >= 6."
+)
 
 
 @claims.add("stabilizes", S_STAB, REF + ", stable long rollouts", departures=ROLLOUT)
@@ -211,16 +288,21 @@ def judge_stabilizes(res, v) -> Verdict:
     med_plain = float(np.median(np.where(np.isinf(off_plain), v.column(plain, "horizon"), off_plain)))
     stay = float(np.isinf(off_sns).mean())
     ratio = float(np.median(np.where(np.isinf(off_sns), horizon, off_sns))) / max(med_plain, 1.0)
-    detail = (f"plain median off-attractor {med_plain:.0f}; SNS: {stay:.0%} stay {horizon} steps, ratio "
-              f"{ratio:.1f}; {v.column(sns, 'calls_per_step').mean():.1f} denoiser calls per step")
+    detail = (
+        f"plain median off-attractor {med_plain:.0f}; SNS: {stay:.0%} stay {horizon} steps, ratio "
+        f"{ratio:.1f}; {v.column(sns, 'calls_per_step').mean():.1f} denoiser calls per step"
+    )
     if horizon < KS_HORIZON:
-        return v.undecided(f"needs {KS_HORIZON}-step SNS rollouts (the card's; the quick preset runs them): this run's "
-                           f"{horizon} steps are reduced; at {horizon}: {detail}", measured=stay)
+        return v.undecided(
+            f"needs {KS_HORIZON}-step SNS rollouts (the card's; the quick preset runs them): this run's "
+            f"{horizon} steps are reduced; at {horizon}: {detail}",
+            measured=stay,
+        )
     ok = med_plain <= 100 and stay >= 0.9 and ratio >= 6
     return v.judged(ok, stay, ">= 0.9", 0.9, detail)
 
 
-S_SHORT = ("Same proposals: median corr_time(0.8) of SNS >= 1.25 x that of the same network's thermo mode.")
+S_SHORT = "Same proposals: median corr_time(0.8) of SNS >= 1.25 x that of the same network's thermo mode."
 
 
 @claims.add("beats-thermo-short", S_SHORT, REF + ", short-time fidelity", departures=ROLLOUT + [BASELINE_HORIZON])
@@ -228,34 +310,50 @@ def judge_short(res, v) -> Verdict:
     t = res.table("rollouts")
     s, th = _ks_corr(v, t, "sns"), _ks_corr(v, t, "thermo")
     calls = v.column(t, "calls_per_step").groupby(t["rollout"]).mean()
-    detail = (f"median corr_time(0.8): SNS {_said(s['lo'], s['hi'])} ({s['censored']}/{s['n']} censored at "
-              f"{s['horizon']} steps), thermo {_said(th['lo'], th['hi'])} ({th['censored']}/{th['n']} censored at "
-              f"{th['horizon']} steps); calls per step SNS {calls['sns']:.1f}, thermo {calls['thermo']:.1f}")
+    detail = (
+        f"median corr_time(0.8): SNS {_said(s['lo'], s['hi'])} ({s['censored']}/{s['n']} censored at "
+        f"{s['horizon']} steps), thermo {_said(th['lo'], th['hi'])} ({th['censored']}/{th['n']} censored at "
+        f"{th['horizon']} steps); calls per step SNS {calls['sns']:.1f}, thermo {calls['thermo']:.1f}"
+    )
     low, high = s["lo"] / max(th["hi"], 1e-12), s["hi"] / max(th["lo"], 1e-12)  # bounds on the ratio of medians
     # decided only where the bounds decide it: SNS's lower bound against thermo's upper bound, or the reverse
     if s["lo"] >= 1.25 * th["hi"]:
         return v.passed(low, ">= 1.25", 1.25, f"ratio >= {low:.2f}; {detail}")
     if s["hi"] < 1.25 * th["lo"]:
         return v.failed(high, ">= 1.25", 1.25, f"ratio <= {high:.2f}; {detail}")
-    return v.undecided(f"censored medians bound the ratio only to [{low:.2f}, {high:.2f}] against >= 1.25; a longer "
-                       f"thermo rollout (baseline_horizon, card 200) or SNS rollout decides it; {detail}", measured=low)
+    return v.undecided(
+        f"censored medians bound the ratio only to [{low:.2f}, {high:.2f}] against >= 1.25; a longer "
+        f"thermo rollout (baseline_horizon, card 200) or SNS rollout decides it; {detail}",
+        measured=low,
+    )
 
 
-S_SPEC = ("Over the last 300 steps of the SNS rollout, E_SNS(m)/E_ref(m) is in [0.8, 1.25] for m = 1..6 and the mean "
-          "|ln ratio| <= 0.1 (E_ref: the training ensemble's spectrum); thermo mode reported, not claimed.")
+S_SPEC = (
+    "Over the last 300 steps of the SNS rollout, E_SNS(m)/E_ref(m) is in [0.8, 1.25] for m = 1..6 and the mean "
+    "|ln ratio| <= 0.1 (E_ref: the training ensemble's spectrum); thermo mode reported, not claimed."
+)
 
 
-@claims.add("energetic-stats", S_SPEC, REF + ", long-time consistency", departures=ROLLOUT + [
-    Departure.field_value("horizon", KS_HORIZON), Departure.field_value("spectrum_window", 300)])
+@claims.add(
+    "energetic-stats",
+    S_SPEC,
+    REF + ", long-time consistency",
+    departures=ROLLOUT + [Departure.field_value("horizon", KS_HORIZON), Departure.field_value("spectrum_window", 300)],
+)
 def judge_spectrum(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     modes = t.loc[1:6]
     r = v.column(modes, "ratio")
     in_band, mean_log = spectrum_band(r, 0.8, 1.25)
     ok = in_band and mean_log <= 0.1 and list(modes.index) == [1, 2, 3, 4, 5, 6]
-    detail = ("SNS ratios m = 1..6: " + ", ".join(f"{x:.3f}" for x in r) + "; thermo: " + ", ".join(
-        f"{x:.3f}" for x in modes["thermo_ratio"]) + "; truth window: " + ", ".join(
-        f"{x:.3f}" for x in modes["truth_ratio"]))
+    detail = (
+        "SNS ratios m = 1..6: "
+        + ", ".join(f"{x:.3f}" for x in r)
+        + "; thermo: "
+        + ", ".join(f"{x:.3f}" for x in modes["thermo_ratio"])
+        + "; truth window: "
+        + ", ".join(f"{x:.3f}" for x in modes["truth_ratio"])
+    )
     return v.judged(ok, mean_log, "<= 0.1", 0.1, detail)
 
 
@@ -266,32 +364,41 @@ def _ks_times(res) -> str:
     for k in ("sns", "acdm", "thermo", "plain"):
         r = t[t["rollout"] == k]
         time, horizon = r["corr_time_0.8"].to_numpy(float), r["horizon"].to_numpy(float)
-        out.append(f"{k} {_said(*censored_median_bounds(time, time >= horizon))} "
-                   f"({np.mean(r['calls_per_step'].to_numpy(float)):.1f} calls/step, {int(horizon.max())} steps)")
+        out.append(
+            f"{k} {_said(*censored_median_bounds(time, time >= horizon))} "
+            f"({np.mean(r['calls_per_step'].to_numpy(float)):.1f} calls/step, {int(horizon.max())} steps)"
+        )
     return ", ".join(out)
 
 
 KF_SKIPPED = "needs paper preset: this config does not run the Kolmogorov-flow part (--set kolmogorov=true runs it)"
-S_KF = ("On KF Re = 10k, the median corr_time(0.8) of SNS is >= that of acdm, the same network's thermo mode and the "
-        "plain emulator, and its spectral similarity over the last 10% of the rollout is <= thermo's.")
+S_KF = (
+    "On KF Re = 10k, the median corr_time(0.8) of SNS is >= that of acdm, the same network's thermo mode and the "
+    "plain emulator, and its spectral similarity over the last 10% of the rollout is <= thermo's."
+)
 
 
 @claims.add("kf-correlation", S_KF, REF + ", Kolmogorov flow", decided_by="paper")
 def judge_kf(res, v) -> Verdict:
     if "kolmogorov" not in res.tables:
-        return v.undecided(KF_SKIPPED + "; reduced KS22 measurement, median corr_time(0.8) (a time at the rollout's "
-                           "end is censored): " + _ks_times(res))
+        return v.undecided(
+            KF_SKIPPED + "; reduced KS22 measurement, median corr_time(0.8) (a time at the rollout's "
+            "end is censored): " + _ks_times(res)
+        )
     t = res.table("kolmogorov")
     horizon = int(v.column(t, "horizon").min())
     if "corr_censored" not in t:
-        return v.undecided("the kolmogorov table has no censoring flag of corr_time (stored before it was "
-                           "recorded); rerun it (--force) to decide the claim")
+        return v.undecided(
+            "the kolmogorov table has no censoring flag of corr_time (stored before it was "
+            "recorded); rerun it (--force) to decide the claim"
+        )
     rollouts = ("sns", "acdm", "thermo", "plain")
     bounds = {}
     for k in rollouts:
         r = t[t["rollout"] == k]
-        bounds[k] = censored_median_bounds(v.column(r, "corr_time_0_8").to_numpy(float),
-                                   v.column(r, "corr_censored").to_numpy(bool))
+        bounds[k] = censored_median_bounds(
+            v.column(r, "corr_time_0_8").to_numpy(float), v.column(r, "corr_censored").to_numpy(bool)
+        )
     sim = v.column(t, "spectral_similarity").groupby(t["rollout"]).first()
     window = int(v.column(t, "corr_horizon").min()) if "corr_horizon" in t else horizon
     spec_ok = bool(sim["sns"] <= sim["thermo"])
@@ -300,24 +407,38 @@ def judge_kf(res, v) -> Verdict:
     beats = all(lo_s >= bounds[k][1] for k in rollouts[1:])  # surely at least every baseline
     n = int((t["rollout"] == "sns").sum())
     departures = _kf_departures(res) + ([f"{n} test trajectories (card: 8-40)"] if n < 8 else [])
-    detail = ("median corr_time(0.8) over a " + f"{window}-step correlation window: "
-              + ", ".join(f"{k} {_said(*bounds[k])}" for k in rollouts) + "; spectral similarity: "
-              + ", ".join(f"{k} {sim[k]:.3f}" for k in rollouts if k in sim))
+    detail = (
+        "median corr_time(0.8) over a "
+        + f"{window}-step correlation window: "
+        + ", ".join(f"{k} {_said(*bounds[k])}" for k in rollouts)
+        + "; spectral similarity: "
+        + ", ".join(f"{k} {sim[k]:.3f}" for k in rollouts if k in sim)
+    )
     if horizon < KF_HORIZON:
-        return v.undecided(f"needs the paper preset's {KF_HORIZON}-step Kolmogorov rollouts (the card's): this run's "
-                           f"{horizon} steps are reduced; at {horizon}: {detail}", measured=lo_s,
-                           departures=departures)
+        return v.undecided(
+            f"needs the paper preset's {KF_HORIZON}-step Kolmogorov rollouts (the card's): this run's "
+            f"{horizon} steps are reduced; at {horizon}: {detail}",
+            measured=lo_s,
+            departures=departures,
+        )
     if spec_ok and beats:
         return v.passed(lo_s, ">= baselines", None, detail, departures)
     if not spec_ok or beaten:
-        return v.failed(hi_s, ">= baselines", None, detail + (f"; SNS below {', '.join(beaten)}" if beaten else ""),
-                        departures)
-    return v.undecided("censored corr_times leave the comparison of medians open (a longer truth and rollout, "
-                       f"kolmogorov_train_horizon, decides it); {detail}", measured=lo_s, departures=departures)
+        return v.failed(
+            hi_s, ">= baselines", None, detail + (f"; SNS below {', '.join(beaten)}" if beaten else ""), departures
+        )
+    return v.undecided(
+        "censored corr_times leave the comparison of medians open (a longer truth and rollout, "
+        f"kolmogorov_train_horizon, decides it); {detail}",
+        measured=lo_s,
+        departures=departures,
+    )
 
 
-S_QG = ("On the QG jet, SNS completes 50,000-step rollouts in >= 90% of test trajectories without abort, while the "
-        "same-network acdm mode diverges or needs more denoiser calls per step.")
+S_QG = (
+    "On the QG jet, SNS completes 50,000-step rollouts in >= 90% of test trajectories without abort, while the "
+    "same-network acdm mode diverges or needs more denoiser calls per step."
+)
 
 
 @claims.add("qg-long", S_QG, REF + ", two-layer QG jet", decided_by="paper")
@@ -327,21 +448,28 @@ def judge_qg(res, v) -> Verdict:
         share = v.column(q, "completed").astype(float).groupby(q["rollout"]).mean()
         calls = v.column(q, "calls_per_step").groupby(q["rollout"]).mean()
         horizon = int(v.column(q, "horizon").min())
-        detail = (f"{horizon}-step rollouts completed (no blow-up, never off the attractor): "
-                  + ", ".join(f"{k} {share[k]:.0%}" for k in ("sns", "acdm", "plain") if k in share)
-                  + f"; denoiser calls per step: SNS {calls['sns']:.1f}, acdm {calls['acdm']:.1f}")
+        detail = (
+            f"{horizon}-step rollouts completed (no blow-up, never off the attractor): "
+            + ", ".join(f"{k} {share[k]:.0%}" for k in ("sns", "acdm", "plain") if k in share)
+            + f"; denoiser calls per step: SNS {calls['sns']:.1f}, acdm {calls['acdm']:.1f}"
+        )
         if horizon < QG_HORIZON:
-            return v.undecided(f"needs the paper preset's {QG_HORIZON}-step QG rollouts (the card's): this run's "
-                               f"{horizon} steps are reduced; at {horizon}: {detail}", measured=float(share["sns"]),
-                               departures=_qg_departures(res))
+            return v.undecided(
+                f"needs the paper preset's {QG_HORIZON}-step QG rollouts (the card's): this run's "
+                f"{horizon} steps are reduced; at {horizon}: {detail}",
+                measured=float(share["sns"]),
+                departures=_qg_departures(res),
+            )
         acdm_worse = share["acdm"] < 0.9 or calls["acdm"] > calls["sns"]
         ok = share["sns"] >= 0.9 and acdm_worse
         return v.judged(ok, float(share["sns"]), ">= 0.9 and acdm worse", 0.9, detail, departures=_qg_departures(res))
     t = res.table("rollouts")
     acdm = t[t["rollout"] == "acdm"]
     sns = t[t["rollout"] == "sns"]
-    return v.undecided("needs paper preset: this config does not run the QG-jet part (--set qg=true runs it); "
-                       f"reduced KS22 measurement: acdm stays {np.isinf(acdm['off_attractor']).mean():.0%} of "
-                       f"{int(acdm['horizon'].max())} steps at {np.mean(acdm['calls_per_step'].to_numpy(float)):.1f} "
-                       f"calls/step, SNS {np.isinf(sns['off_attractor']).mean():.0%} of {int(sns['horizon'].max())} at "
-                       f"{np.mean(sns['calls_per_step'].to_numpy(float)):.1f}")
+    return v.undecided(
+        "needs paper preset: this config does not run the QG-jet part (--set qg=true runs it); "
+        f"reduced KS22 measurement: acdm stays {np.isinf(acdm['off_attractor']).mean():.0%} of "
+        f"{int(acdm['horizon'].max())} steps at {np.mean(acdm['calls_per_step'].to_numpy(float)):.1f} "
+        f"calls/step, SNS {np.isinf(sns['off_attractor']).mean():.0%} of {int(sns['horizon'].max())} at "
+        f"{np.mean(sns['calls_per_step'].to_numpy(float)):.1f}"
+    )

@@ -55,27 +55,45 @@ PAPER = "Pedersen, Zanna, Bruna, arXiv 2503.18731 (2025); ICML 2025"
 
 
 def _data(cfg: ThermalizerConfig, ctx: RunContext):
-    return ks22_trajectories(cfg.train_trajectories, cfg.train_horizon, cfg.test_trajectories, cfg.horizon,
-                             ctx.generator("data/train"), ctx.generator("data/test"))
+    return ks22_trajectories(
+        cfg.train_trajectories,
+        cfg.train_horizon,
+        cfg.test_trajectories,
+        cfg.horizon,
+        ctx.generator("data/train"),
+        ctx.generator("data/test"),
+    )
 
 
-def _train_denoiser(cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Tensor,
-                    abar: torch.Tensor) -> DenoiserMLP:
+def _train_denoiser(
+    cfg: ThermalizerConfig, ctx: RunContext, snapshots: torch.Tensor, abar: torch.Tensor
+) -> DenoiserMLP:
     g = ctx.generator("denoiser")
     with seeded(ctx.seed("denoiser/init")):
         net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.noise_levels)
     # fused Adam (one kernel over every tensor) on CPU and CUDA: a sixth of a quick training step
     opt = torch.optim.Adam(net.parameters(), lr=2e-3, fused=ctx.device.type in ("cpu", "cuda"))
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
-    log = train_level_denoiser(net, snapshots, abar, steps=cfg.denoiser_steps, batch=cfg.batch, levels=cfg.noise_levels,
-                               optimizer=opt,
-                               scheduler=sched, generator=g, progress=ctx.progress, check=ctx.check_finite)
+    log = train_level_denoiser(
+        net,
+        snapshots,
+        abar,
+        steps=cfg.denoiser_steps,
+        batch=cfg.batch,
+        levels=cfg.noise_levels,
+        optimizer=opt,
+        scheduler=sched,
+        generator=g,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+    )
     ctx.table("denoiser_training", pd.DataFrame(log))
     return net.eval()
 
 
-def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> tuple[pd.DataFrame,
-    pd.DataFrame]:
+def _gauss(
+    cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     g = ctx.generator("gauss")
     var = torch.tensor([1.0, 1e-3, 1e-5], dtype=torch.float64)
     # Algorithm 1 with ε* for N(0, σ²) is a linear map plus independent noise, so its mean gain is the
@@ -86,10 +104,23 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_samples, betas, abar, cfg.noise_levels, g)
     top, floor = gain_limits(10, 4, abar)
     extremes = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, betas, abar)
-    gains = pd.DataFrame(dict(variance=var.numpy(), monte_carlo=mc.numpy(), monte_carlo_se=mc_se.numpy(),
-                              closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy()))
-    gains = pd.concat([gains, pd.DataFrame(dict(variance=[1e6, 0.0], monte_carlo=np.nan, closed_form=extremes.numpy(),
-                                                limit=[top, floor]))], ignore_index=True)
+    gains = pd.DataFrame(
+        dict(
+            variance=var.numpy(),
+            monte_carlo=mc.numpy(),
+            monte_carlo_se=mc_se.numpy(),
+            closed_form=thermalize_gain(var, 10, 4, betas, abar).numpy(),
+        )
+    )
+    gains = pd.concat(
+        [
+            gains,
+            pd.DataFrame(
+                dict(variance=[1e6, 0.0], monte_carlo=np.nan, closed_form=extremes.numpy(), limit=[top, floor])
+            ),
+        ],
+        ignore_index=True,
+    )
     ctx.table("gauss_gain", gains)
     grid = torch.tensor([1.0, 0.3, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7], dtype=torch.float64)
     a = torch.where(grid < 1e-5, 1.2, 0.9).double()
@@ -104,12 +135,30 @@ def _gauss(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: t
     return gains, stab
 
 
-def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserMLP, std: float, test0: torch.Tensor,
-              truth: torch.Tensor, train: torch.Tensor, betas, abar):
+def _rollouts(
+    cfg: ThermalizerConfig,
+    ctx: RunContext,
+    ks: KS1D,
+    net: DenoiserMLP,
+    std: float,
+    test0: torch.Tensor,
+    truth: torch.Tensor,
+    train: torch.Tensor,
+    betas,
+    abar,
+):
     emulator = KSLeaky(ks, eta=cfg.leak)
     # the denoiser sees fields in units of the data std (scale)
-    correct = Thermalize(float32_denoiser(net), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
-                         generator=ctx.generator("thermalize"), scale=std)
+    correct = Thermalize(
+        float32_denoiser(net),
+        betas,
+        abar,
+        cfg.s_init,
+        cfg.s_stop,
+        cfg.s_abort,
+        generator=ctx.generator("thermalize"),
+        scale=std,
+    )
     runs = {}
     for name, corrector in ctx.progress([("plain", None), ("thermalized", correct)], "rollouts"):
         g = ctx.generator("emulator/noise")  # the same noise for both
@@ -117,16 +166,28 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
         step = lambda x, g=g: emulator(x, g)  # noqa: E731
         # each trajectory steps on as soon as its denoising is done, so the denoiser calls stay full-width
         with ctx.autocast(cfg.precision):
-            runs[name] = rollout(step, test0, cfg.horizon) if corrector is None else rollout_pipelined(
-                step, test0, cfg.horizon, corrector)
+            runs[name] = (
+                rollout(step, test0, cfg.horizon)
+                if corrector is None
+                else rollout_pipelined(step, test0, cfg.horizon, corrector)
+            )
         ctx.scalar(f"{name}_rollout_s", time.perf_counter() - start)
     off = {name: off_attractor_time(r.states, std).numpy() for name, r in runs.items()}
     rho = {name: pearson_t(r.states, truth) for name, r in runs.items()}
     ctimes = {f"corr_time_{c}_{name}": corr_time(rho[name], c)[0].numpy() for name in runs for c in (0.8, 0.9, 0.95)}
     cost = {k: v.numpy() for k, v in corrector_cost(runs["thermalized"].logs).items()}
     off_truth = off_attractor_time(truth, std).numpy()
-    table = ctx.table("rollouts", dict(trajectory=np.arange(cfg.test_trajectories), off_plain=off["plain"],
-                                       off_thermalized=off["thermalized"], off_truth=off_truth, **ctimes, **cost))
+    table = ctx.table(
+        "rollouts",
+        dict(
+            trajectory=np.arange(cfg.test_trajectories),
+            off_plain=off["plain"],
+            off_thermalized=off["thermalized"],
+            off_truth=off_truth,
+            **ctimes,
+            **cost,
+        ),
+    )
     window = min(500, cfg.horizon)
     E_true, E_therm = spectrum_1d(truth[:, -window:]), spectrum_1d(runs["thermalized"].states[:, -window:])
     # The invariant measure's spectrum from the training ensemble (train_trajectories x train_steps snapshots, ~5x the
@@ -137,28 +198,59 @@ def _rollouts(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, net: DenoiserML
     se_log = spectrum_log_se(runs["thermalized"].states[:, -window:]).numpy()
     tau = int(np.nanmedian(np.where(np.isfinite(table["off_plain"]), table["off_plain"], cfg.horizon)))
     E_plain = spectrum_1d(runs["plain"].states[:, max(1, tau // 2)])
-    spec = pd.DataFrame(dict(mode=np.arange(len(E_true)), reference=E_ref.numpy(), truth=E_true.numpy(),
-                             thermalized=E_therm.numpy(), plain_half_tau=E_plain.numpy(),
-                             ratio=(E_therm / E_ref).numpy(), truth_ratio=(E_true / E_ref).numpy(),
-                             se_log_ratio=se_log))
+    spec = pd.DataFrame(
+        dict(
+            mode=np.arange(len(E_true)),
+            reference=E_ref.numpy(),
+            truth=E_true.numpy(),
+            thermalized=E_therm.numpy(),
+            plain_half_tau=E_plain.numpy(),
+            ratio=(E_therm / E_ref).numpy(),
+            truth_ratio=(E_true / E_ref).numpy(),
+            se_log_ratio=se_log,
+        )
+    )
     ctx.table("spectrum", spec)
     rms = {name: r.states.flatten(2).double().pow(2).mean(-1).sqrt() for name, r in runs.items()}
     rms["truth"] = truth.flatten(2).double().pow(2).mean(-1).sqrt()
-    extra = dict(space_time={"truth": truth[0, :200, 0], "plain": runs["plain"].states[0, :200, 0], "thermalized": runs[
-        "thermalized"].states[0, :200, 0]},
-                 rho=rho, calls=runs["thermalized"].logs["calls"].double(), correct=correct)
+    extra = dict(
+        space_time={
+            "truth": truth[0, :200, 0],
+            "plain": runs["plain"].states[0, :200, 0],
+            "thermalized": runs["thermalized"].states[0, :200, 0],
+        },
+        rho=rho,
+        calls=runs["thermalized"].logs["calls"].double(),
+        correct=correct,
+    )
     return table, spec, rms, extra
 
 
-def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Tensor, std: float, test0: torch.Tensor,
-             truth: torch.Tensor, correct) -> pd.DataFrame:
+def _learned(
+    cfg: ThermalizerConfig,
+    ctx: RunContext,
+    ks: KS1D,
+    train: torch.Tensor,
+    std: float,
+    test0: torch.Tensor,
+    truth: torch.Tensor,
+    correct,
+) -> pd.DataFrame:
     """A 3-layer periodic CNN residual emulator trained on one-step pairs (the card's quick-scale learned
     emulator), rolled out plain and thermalized: reported, not claimed."""
     with seeded(ctx.seed("learned/init")):
         net = PeriodicCNN(1, 1, 32, 3)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    log = train_emulator(net, (train / std).float(), steps=cfg.learned_steps, batch=64, optimizer=opt,
-                         generator=ctx.generator("learned/data"), check=ctx.check_finite, what="learned emulator loss")
+    log = train_emulator(
+        net,
+        (train / std).float(),
+        steps=cfg.learned_steps,
+        batch=64,
+        optimizer=opt,
+        generator=ctx.generator("learned/data"),
+        check=ctx.check_finite,
+        what="learned emulator loss",
+    )
     net.eval()
     gn = ctx.generator("learned/noise")
     emulate = noisy_emulator(net, 1e-4, gn, scale=std)
@@ -166,12 +258,23 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
     for name, corrector in (("plain", None), ("thermalized", correct)):
         gn.manual_seed(ctx.seed("learned/noise/seed"))
         with ctx.autocast(cfg.precision):
-            run = rollout(emulate, test0, cfg.learned_horizon) if corrector is None else rollout_pipelined(
-                emulate, test0, cfg.learned_horizon, corrector)
+            run = (
+                rollout(emulate, test0, cfg.learned_horizon)
+                if corrector is None
+                else rollout_pipelined(emulate, test0, cfg.learned_horizon, corrector)
+            )
         off = off_attractor_time(run.states, std)
         ct = corr_time(pearson_t(run.states, truth[:, : cfg.learned_horizon + 1]), 0.9)[0]
-        rows += [dict(emulator="periodic CNN", rollout=name, trajectory=i, off_attractor=float(off[i]),
-                      corr_time_0_9=float(ct[i])) for i in range(len(test0))]
+        rows += [
+            dict(
+                emulator="periodic CNN",
+                rollout=name,
+                trajectory=i,
+                off_attractor=float(off[i]),
+                corr_time_0_9=float(ct[i]),
+            )
+            for i in range(len(test0))
+        ]
     table = pd.DataFrame(rows).assign(train_loss=log[-1]["loss"] if log else math.nan, horizon=cfg.learned_horizon)
     ctx.table("learned_emulator", table)
     return table
@@ -179,37 +282,71 @@ def _learned(cfg: ThermalizerConfig, ctx: RunContext, ks: KS1D, train: torch.Ten
 
 def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> pd.DataFrame:
     dev = ctx.device
-    solver = NS2D(N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt,
-                  device=dev)
+    solver = NS2D(
+        N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
+    )
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
     w0 = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
-    data, test0 = coarse_trajectories(solver, w0, cfg.kolmogorov_train_trajectories, cfg.kolmogorov_spinup,
-                                      cfg.kolmogorov_train_horizon,
-                                      # [B, T, 1, n, n]
-                                      cfg.kolmogorov_substeps, cfg.kolmogorov_store_n, progress=ctx.progress)
+    data, test0 = coarse_trajectories(
+        solver,
+        w0,
+        cfg.kolmogorov_train_trajectories,
+        cfg.kolmogorov_spinup,
+        cfg.kolmogorov_train_horizon,
+        # [B, T, 1, n, n]
+        cfg.kolmogorov_substeps,
+        cfg.kolmogorov_store_n,
+        progress=ctx.progress,
+    )
     std = float(data.std())
     data = data / std
     g = ctx.generator("kf/train")
     with seeded(ctx.seed("kf/init/emulator")):
         emulator = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, residual=True).to(dev)
     opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
-    train_emulator(emulator, data, steps=cfg.kolmogorov_emulator_steps, batch=cfg.kolmogorov_batch,
-                   max_unroll=cfg.kolmogorov_unroll,
-                   optimizer=opt, generator=g, device=dev, progress=ctx.progress, check=ctx.check_finite)
+    train_emulator(
+        emulator,
+        data,
+        steps=cfg.kolmogorov_emulator_steps,
+        batch=cfg.kolmogorov_batch,
+        max_unroll=cfg.kolmogorov_unroll,
+        optimizer=opt,
+        generator=g,
+        device=dev,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+    )
     with seeded(ctx.seed("kf/init/denoiser")):
         denoiser = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, classes=cfg.noise_levels).to(dev)
     opt = torch.optim.AdamW(denoiser.parameters(), lr=2e-4, weight_decay=0.05)
-    train_level_denoiser(denoiser, data.flatten(0, 1), abar, steps=cfg.kolmogorov_denoiser_steps,
-                         batch=cfg.kolmogorov_batch,
-                         levels=cfg.noise_levels, optimizer=opt, generator=g, model_kwargs=dict(return_logits=True),
-                         device=dev,
-                         progress=ctx.progress, check=ctx.check_finite, description="train the U-Net thermalizer")
+    train_level_denoiser(
+        denoiser,
+        data.flatten(0, 1),
+        abar,
+        steps=cfg.kolmogorov_denoiser_steps,
+        batch=cfg.kolmogorov_batch,
+        levels=cfg.noise_levels,
+        optimizer=opt,
+        generator=g,
+        model_kwargs=dict(return_logits=True),
+        device=dev,
+        progress=ctx.progress,
+        check=ctx.check_finite,
+        description="train the U-Net thermalizer",
+    )
     emulator.eval()
     denoiser.eval()
     gn = ctx.generator("kf/noise")
     emulate = noisy_emulator(emulator, cfg.kolmogorov_noise, gn)
-    therm = Thermalize(float32_denoiser(denoiser, return_logits=True), betas, abar, cfg.s_init, cfg.s_stop, cfg.s_abort,
-                       generator=ctx.generator("kf/thermalize"))
+    therm = Thermalize(
+        float32_denoiser(denoiser, return_logits=True),
+        betas,
+        abar,
+        cfg.s_init,
+        cfg.s_stop,
+        cfg.s_abort,
+        generator=ctx.generator("kf/thermalize"),
+    )
     x0 = (test0 / std).double()
     record = max(1, cfg.kolmogorov_horizon // 1000)
     with ctx.autocast(cfg.precision):
@@ -218,14 +355,18 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         thermal = rollout_pipelined(emulate, x0, cfg.kolmogorov_horizon, therm, record_every=record)
     window, B = max(1, thermal.states.shape[1] // 10), data.shape[0]
     E_true = ke_spectrum_2d(data[: B // 2, -window:].double())
-    E_true2 = ke_spectrum_2d(data[B // 2:, -window:].double())
+    E_true2 = ke_spectrum_2d(data[B // 2 :, -window:].double())
     E_therm = ke_spectrum_2d(thermal.states[:, -window:])
     off_p, off_t = off_attractor_time(plain.states, 1.0) * record, off_attractor_time(thermal.states, 1.0) * record
     cost = {k: v.numpy() for k, v in corrector_cost(thermal.logs).items()}
-    table = pd.DataFrame(dict(trajectory=np.arange(len(x0)), off_plain=off_p.numpy(), off_thermalized=off_t.numpy(),
-                              **cost))
-    table = table.assign(horizon=cfg.kolmogorov_horizon, spectral_similarity=spectral_similarity(E_therm, E_true),
-                         noise_floor=spectral_similarity(E_true2, E_true))
+    table = pd.DataFrame(
+        dict(trajectory=np.arange(len(x0)), off_plain=off_p.numpy(), off_thermalized=off_t.numpy(), **cost)
+    )
+    table = table.assign(
+        horizon=cfg.kolmogorov_horizon,
+        spectral_similarity=spectral_similarity(E_therm, E_true),
+        noise_floor=spectral_similarity(E_true2, E_true),
+    )
     ctx.table("kolmogorov", table)
     return table
 

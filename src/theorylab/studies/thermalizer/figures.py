@@ -17,14 +17,21 @@ def figure_gain(ctx, betas, abar, gains: pd.DataFrame, spec: pd.DataFrame, std: 
     fig, ax = new_figure()
     v = torch.logspace(-8, 2, 200, dtype=torch.float64)
     for i, (sh, st) in enumerate(((10, 4), (20, 4), (10, 2))):
-        ax.semilogx(v.numpy(), thermalize_gain(v, sh, st, betas, abar).numpy(), color=color(i), label=f"ŝ = {sh}, "
-            f"s_stop = {st}")
+        ax.semilogx(
+            v.numpy(), thermalize_gain(v, sh, st, betas, abar).numpy(), color=color(i), label=f"ŝ = {sh}, s_stop = {st}"
+        )
     mc = gains.dropna(subset=["monte_carlo"])
     ax.semilogx(mc["variance"], mc["monte_carlo"], "ko", ms=4, label="Monte Carlo (Algorithm 1, optimal ε)")
     # per-mode variance of the normalised field (rfft/N convention x N)
     modes = spec["truth"].to_numpy()[1:] / std**2 * 64
-    ax.plot(modes[modes > 0], np.full((modes > 0).sum(), 0.25), "|", color="0.4", ms=10, label="KS22 modes (normalised "
-        "variance)")
+    ax.plot(
+        modes[modes > 0],
+        np.full((modes > 0).sum(), 0.25),
+        "|",
+        color="0.4",
+        ms=10,
+        label="KS22 modes (normalised variance)",
+    )
     ax.set_xlabel("mode variance σ²")
     ax.set_ylabel("mean gain M of one thermalization")
     ax.legend(fontsize=6)
@@ -70,8 +77,9 @@ def figure_space_time(ctx, extra: dict, std: float) -> None:
     fig, axes = new_figure(ncols=3, width=10)
     lim = 3 * std
     for ax, (name, u) in zip(np.atleast_1d(axes), fields.items()):
-        ax.imshow(np.nan_to_num(u.numpy().T, nan=0.0), aspect="auto", origin="lower", cmap="RdBu_r", vmin=-lim,
-                  vmax=lim)
+        ax.imshow(
+            np.nan_to_num(u.numpy().T, nan=0.0), aspect="auto", origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim
+        )
         ax.set_title(name, fontsize=8)
         ax.set_xlabel("emulator step")
         ax.set_ylabel("x (grid index)")

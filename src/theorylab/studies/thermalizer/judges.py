@@ -15,28 +15,47 @@ REF = "arXiv 2503.18731"
 claims = Claims("thermalizer")
 
 # Where the judged form differs from the card's (a field departure applies only when the run's value differs).
-HORIZON = Departure.field_value("horizon", 1000, "CPU budget: ~11 denoiser calls per thermalized step; 800 steps are "
-                                "~25x the plain rollout's median time on the attractor", presets=["quick"])
-KF = [Departure.field_value("kolmogorov_solve_n", 512, "GPU time (--set kolmogorov_solve_n=512 for the card's)"),
-      Departure.field_value("noise_levels", 1000, "the quick preset's 200-class head at every preset",
-                            presets=["paper"]),
-      Departure.of("KF training reduced: 8 trajectories x 2000 stored steps, 20k steps per net; thermalizer AdamW lr "
-                   "2e-4, batch 32, no EMA (card: 450k 5-step windows, 12 / 50 epochs, thermalizer lr 2e-5, batch 64, "
-                   "EMA 0.995)", "one GPU session's budget; not compared with the card's recipe", presets=["paper"])]
+HORIZON = Departure.field_value(
+    "horizon",
+    1000,
+    "CPU budget: ~11 denoiser calls per thermalized step; 800 steps are "
+    "~25x the plain rollout's median time on the attractor",
+    presets=["quick"],
+)
+KF = [
+    Departure.field_value("kolmogorov_solve_n", 512, "GPU time (--set kolmogorov_solve_n=512 for the card's)"),
+    Departure.field_value("noise_levels", 1000, "the quick preset's 200-class head at every preset", presets=["paper"]),
+    Departure.of(
+        "KF training reduced: 8 trajectories x 2000 stored steps, 20k steps per net; thermalizer AdamW lr "
+        "2e-4, batch 32, no EMA (card: 450k 5-step windows, 12 / 50 epochs, thermalizer lr 2e-5, batch 64, "
+        "EMA 0.995)",
+        "one GPU session's budget; not compared with the card's recipe",
+        presets=["paper"],
+    ),
+]
 
 
-S_GAIN = ("Exact Gaussian model: the Monte Carlo mean gain of Algorithm 1 with the optimal denoiser (ŝ = 10 -> s_stop "
-          "= 4, cosine T = 1000) matches the closed form M "
-          "within 1e-3 at σ² in {1, 1e-3, 1e-5} (probes at unit scale: Monte Carlo SE ≈ 4e-5), and M at σ² = 1e6 and 0 "
-          "equals its limits √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ) to 1e-4.")
+S_GAIN = (
+    "Exact Gaussian model: the Monte Carlo mean gain of Algorithm 1 with the optimal denoiser (ŝ = 10 -> s_stop "
+    "= 4, cosine T = 1000) matches the closed form M "
+    "within 1e-3 at σ² in {1, 1e-3, 1e-5} (probes at unit scale: Monte Carlo SE ≈ 4e-5), and M at σ² = 1e6 and 0 "
+    "equals its limits √(ᾱ_stop/ᾱ_ŝ) and √(ᾱ_ŝ/ᾱ_stop)(1 − ᾱ_stop)/(1 − ᾱ_ŝ) to 1e-4."
+)
 
 
-@claims.add("gauss-gain", S_GAIN, "ours: exact Gaussian model of " + REF + " Algorithm 1", departures=[
-    "Monte Carlo probes at unit scale (card: at the mode's own scale): the mean gain is a regression slope, the same "
-    "for any probe, and at the mode's scale the injected noise leaves SE ~0.01 at σ² = 1e-5",
-    "tolerance 1e-3 (card: 0.01): ~20 SE of the unit-scale probes",
-    "energetic limit √(ᾱ_stop/ᾱ_ŝ) = 1.00023 (card: 0.99977, the reciprocal): the limit of the closed form; the "
-    "card's expression is inverted (theory.thermalize)"])
+@claims.add(
+    "gauss-gain",
+    S_GAIN,
+    "ours: exact Gaussian model of " + REF + " Algorithm 1",
+    departures=[
+        "Monte Carlo probes at unit scale (card: at the mode's own scale): the mean gain is a regression slope, the "
+        "same "
+        "for any probe, and at the mode's scale the injected noise leaves SE ~0.01 at σ² = 1e-5",
+        "tolerance 1e-3 (card: 0.01): ~20 SE of the unit-scale probes",
+        "energetic limit √(ᾱ_stop/ᾱ_ŝ) = 1.00023 (card: 0.99977, the reciprocal): the limit of the closed form; the "
+        "card's expression is inverted (theory.thermalize)",
+    ],
+)
 def judge_gain(res, v) -> Verdict:
     t = res.table("gauss_gain")
     mc = t.dropna(subset=["monte_carlo"])  # NaN here means: a limit row, without a Monte Carlo estimate
@@ -44,25 +63,35 @@ def judge_gain(res, v) -> Verdict:
     lim = t.dropna(subset=["limit"])  # NaN here means: a Monte Carlo row, without a limit
     lim_err = float((v.column(lim, "closed_form") - lim["limit"]).abs().max())
     se = float(v.column(mc, "monte_carlo_se").max())
-    detail = ("MC vs M: " + ", ".join(
-        f"σ² {r.variance:g}: {r.monte_carlo:.4f} vs {r.closed_form:.4f}" for r in mc.itertuples())
-              + f" (largest MC SE {se:.1e}); limits {lim_err:.1e}")
+    detail = (
+        "MC vs M: "
+        + ", ".join(f"σ² {r.variance:g}: {r.monte_carlo:.4f} vs {r.closed_form:.4f}" for r in mc.itertuples())
+        + f" (largest MC SE {se:.1e}); limits {lim_err:.1e}"
+    )
     if 4 * se > 1e-3:
-        raise Undecided(f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds "
-                        f"the 1e-3 tolerance; {detail}")
+        raise Undecided(
+            f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds "
+            f"the 1e-3 tolerance; {detail}"
+        )
     # 1e-3: ~20 SE at 2e5 samples (SE ~4e-5), so only a real mismatch between Algorithm 1 and the
     # closed form fails (the card's 0.01 was sized for probes at the mode's own scale, SE ~0.01 at σ² = 1e-5).
     return v.judged(worst <= 1e-3 and lim_err <= 1e-4, worst, "<= 1e-3", 1e-3, detail)
 
 
-S_STAB = ("A diagonal linear emulator with a = 1.2 on modes below σ² = 1e-5 (0.9 elsewhere), thermalized every step at "
-          "ŝ = 10 down to s_stop = 4, is stable: max |M a| = 0.900 ± 0.001 < 1, and the Monte Carlo stationary "
-          "variance per mode (chains after 100 discarded steps) matches w/(1 − (Ma)²) within 3%; without "
-          "thermalization the per-step growth factor of ‖x‖ over steps 40-50 lies in [1.19, 1.21].")
+S_STAB = (
+    "A diagonal linear emulator with a = 1.2 on modes below σ² = 1e-5 (0.9 elsewhere), thermalized every step at "
+    "ŝ = 10 down to s_stop = 4, is stable: max |M a| = 0.900 ± 0.001 < 1, and the Monte Carlo stationary "
+    "variance per mode (chains after 100 discarded steps) matches w/(1 − (Ma)²) within 3%; without "
+    "thermalization the per-step growth factor of ‖x‖ over steps 40-50 lies in [1.19, 1.21]."
+)
 
 
-@claims.add("gauss-stability", S_STAB, "ours: exact Gaussian model", departures=[
-    Departure.field_value("gauss_chains", 20_000, "CPU budget; the variance error stays within ~1%")])
+@claims.add(
+    "gauss-stability",
+    S_STAB,
+    "ours: exact Gaussian model",
+    departures=[Departure.field_value("gauss_chains", 20_000, "CPU budget; the variance error stays within ~1%")],
+)
 def judge_stability(res, v) -> Verdict:
     t = res.table("gauss_stability")
     peak = float((v.column(t, "gain") * t["a"]).abs().max())
@@ -70,19 +99,27 @@ def judge_stability(res, v) -> Verdict:
     err = float(((v.column(t, "stationary_mc") - theory).abs() / theory).max())
     growth = v.finite(t["plain_growth"].iloc[0], "plain growth")
     ok = abs(peak - 0.9) <= 1e-3 and 1.19 <= growth <= 1.21
-    detail = (f"model max |Ma| {peak:.4f} (need 0.900 ± 0.001); stationary variance error max {err:.2%} (need <= 3%); "
-              f"plain rollout growth {growth:.4f} per step (need in [1.19, 1.21])")
+    detail = (
+        f"model max |Ma| {peak:.4f} (need 0.900 ± 0.001); stationary variance error max {err:.2%} (need <= 3%); "
+        f"plain rollout growth {growth:.4f} per step (need in [1.19, 1.21])"
+    )
     return v.at_most(err, 0.03, name="stationary variance relative error", tolerance=0.03, detail=detail, also=ok)
 
 
-S_STAB_FACTORS = ("Ours: the same thermalized linear emulator read mode by mode: each mode's per-step factor, measured "
-                  "from the rollout (lag-1 regression), matches the Gaussian model's M a within 0.01, the measured "
-                  "largest factor is < 1, and the plain rollout's rms grows by a per-step factor within 0.01 of the "
-                  "model's Σ a^(2t) σ², > 1.")
+S_STAB_FACTORS = (
+    "Ours: the same thermalized linear emulator read mode by mode: each mode's per-step factor, measured "
+    "from the rollout (lag-1 regression), matches the Gaussian model's M a within 0.01, the measured "
+    "largest factor is < 1, and the plain rollout's rms grows by a per-step factor within 0.01 of the "
+    "model's Σ a^(2t) σ², > 1."
+)
 
 
-@claims.add("gauss-stability-factors", S_STAB_FACTORS, "ours: exact Gaussian model, per mode", departures=[
-    Departure.field_value("gauss_chains", 20_000, "CPU budget; the factors' SE stays <= 0.0015")])
+@claims.add(
+    "gauss-stability-factors",
+    S_STAB_FACTORS,
+    "ours: exact Gaussian model, per mode",
+    departures=[Departure.field_value("gauss_chains", 20_000, "CPU budget; the factors' SE stays <= 0.0015")],
+)
 def judge_stability_factors(res, v) -> Verdict:
     t = res.table("gauss_stability")
     factor_err = (v.column(t, "factor_thermalized") - v.column(t, "factor_theory")).abs()
@@ -94,12 +131,14 @@ def judge_stability_factors(res, v) -> Verdict:
     # (SE <= 0.0015), while a denoiser that does not damp the leak band (M = 1) misses by 0.78 there.
     ok = measured_peak < 1 and abs(growth - growth_theory) <= 0.01 and growth > 1
     leak = t[t["a"] > 1]
-    detail = ("thermalized per-step factor (measured vs M a): " + ", ".join(f"σ² {r.variance:g}: "
-        f"{r.factor_thermalized:.4f} vs {r.factor_theory:.4f}" for r in t.itertuples())
-              + f"; worst {worst_factor:.4f} (need <= 0.01; largest SE {t['factor_thermalized_se'].max():.4f}); "
-                f"measured max {measured_peak:.4f} (need < 1); leak band factor "
-              f"{leak['factor_thermalized'].max():.4f} vs a = {leak['a'].max():g} unthermalized; "
-              f"plain rollout growth {growth:.4f} per step vs model {growth_theory:.4f} (need within 0.01, > 1)")
+    detail = (
+        "thermalized per-step factor (measured vs M a): "
+        + ", ".join(f"σ² {r.variance:g}: {r.factor_thermalized:.4f} vs {r.factor_theory:.4f}" for r in t.itertuples())
+        + f"; worst {worst_factor:.4f} (need <= 0.01; largest SE {t['factor_thermalized_se'].max():.4f}); "
+        f"measured max {measured_peak:.4f} (need < 1); leak band factor "
+        f"{leak['factor_thermalized'].max():.4f} vs a = {leak['a'].max():g} unthermalized; "
+        f"plain rollout growth {growth:.4f} per step vs model {growth_theory:.4f} (need within 0.01, > 1)"
+    )
     return v.judged(ok and worst_factor <= 0.01, worst_factor, "<= 0.01", 0.01, detail)
 
 
@@ -131,8 +170,14 @@ def judge_drift(res, v) -> Verdict:
     t = res.table("rollouts")
     med = float(np.median(t["off_plain"]))
     ok = bool(np.isfinite(t["off_plain"]).all()) and med <= 100 and bool(np.isinf(t["off_truth"]).all())
-    return v.judged(ok, med, "<= 100", 100, f"plain off-attractor: median {med:.0f}, min {t['off_plain'].min():.0f}; "
-                                            f"truth exits: {int(np.isfinite(t['off_truth']).sum())}")
+    return v.judged(
+        ok,
+        med,
+        "<= 100",
+        100,
+        f"plain off-attractor: median {med:.0f}, min {t['off_plain'].min():.0f}; "
+        f"truth exits: {int(np.isfinite(t['off_truth']).sum())}",
+    )
 
 
 S_STABLE = (
@@ -146,52 +191,83 @@ def judge_stabilizes(res, v) -> Verdict:
     t = res.table("rollouts")
     share = float(np.isinf(t["off_thermalized"]).mean())
     horizon = res.config["horizon"]
-    R = float(np.median(np.where(np.isinf(t["off_thermalized"]), horizon, t["off_thermalized"])) / np.median(t[
-        "off_plain"]))
+    R = float(
+        np.median(np.where(np.isinf(t["off_thermalized"]), horizon, t["off_thermalized"])) / np.median(t["off_plain"])
+    )
     ok = share >= 0.9 and R >= 10
-    return v.judged(ok, share, ">= 0.9", 0.9, f"{share:.0%} stay for {horizon} steps; R >= {R:.0f} (censored); "
-                                              f"{t['calls_per_step'].mean():.1f} denoiser calls per step, thermalized "
-                                              f"on {t['thermalized_share'].mean():.0%} of steps")
+    return v.judged(
+        ok,
+        share,
+        ">= 0.9",
+        0.9,
+        f"{share:.0%} stay for {horizon} steps; R >= {R:.0f} (censored); "
+        f"{t['calls_per_step'].mean():.1f} denoiser calls per step, thermalized "
+        f"on {t['thermalized_share'].mean():.0%} of steps",
+    )
 
 
-S_SPEC = ("Over the last 500 thermalized steps, spectrum_ratio(m) = E_therm(m)/E_true(m) against the truth's own "
-          "test rollouts over the same window is in [0.85, 1.15] for every energetic mode m = 1..6, with mean "
-          "|ln ratio| <= 0.08.")
+S_SPEC = (
+    "Over the last 500 thermalized steps, spectrum_ratio(m) = E_therm(m)/E_true(m) against the truth's own "
+    "test rollouts over the same window is in [0.85, 1.15] for every energetic mode m = 1..6, with mean "
+    "|ln ratio| <= 0.08."
+)
 
 
 def _band(v, r: pd.Series, detail: str) -> Verdict:
     r = r.rename(lambda m: f"m = {m}")
     mean_log = float(np.abs(np.log(r.to_numpy(float))).mean())
-    return v.within(r, 0.85, 1.15, name="spectrum ratio", detail=f"{detail}; mean |ln ratio| {mean_log:.3f} (need "
-                    f"<= 0.08)", also=mean_log <= 0.08)
+    return v.within(
+        r,
+        0.85,
+        1.15,
+        name="spectrum ratio",
+        detail=f"{detail}; mean |ln ratio| {mean_log:.3f} (need <= 0.08)",
+        also=mean_log <= 0.08,
+    )
 
 
-@claims.add("energetic-stats", S_SPEC, REF + "; the Gaussian model's damper is near 1 on energetic modes",
-            departures=[HORIZON])
+@claims.add(
+    "energetic-stats", S_SPEC, REF + "; the Gaussian model's damper is near 1 on energetic modes", departures=[HORIZON]
+)
 def judge_spectrum(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
-    r = (v.column(t, "thermalized", name="thermalized spectrum (rows: mode)").loc[1:6]
-         / v.column(t, "truth", name="truth spectrum (rows: mode)").loc[1:6])
-    detail = ("ratios m = 1..6: " + ", ".join(f"{x:.3f}" for x in r) + "; against the training ensemble's invariant "
-              "spectrum: " + ", ".join(f"{x:.3f}" for x in t.loc[1:6, "ratio"]))
+    r = (
+        v.column(t, "thermalized", name="thermalized spectrum (rows: mode)").loc[1:6]
+        / v.column(t, "truth", name="truth spectrum (rows: mode)").loc[1:6]
+    )
+    detail = (
+        "ratios m = 1..6: " + ", ".join(f"{x:.3f}" for x in r) + "; against the training ensemble's invariant "
+        "spectrum: " + ", ".join(f"{x:.3f}" for x in t.loc[1:6, "ratio"])
+    )
     return _band(v, r, detail)
 
 
-S_SPEC_REF = ("Ours (a reference with less sampling noise): over the last 500 thermalized steps, E_therm(m)/E_ref(m) "
-              "is in [0.85, 1.15] for every energetic mode m = 1..6, with mean |ln ratio| <= 0.08, E_ref the invariant "
-              "measure's spectrum from the training ensemble (the 16-trajectory test window alone scatters by ~10% "
-              "per mode).")
+S_SPEC_REF = (
+    "Ours (a reference with less sampling noise): over the last 500 thermalized steps, E_therm(m)/E_ref(m) "
+    "is in [0.85, 1.15] for every energetic mode m = 1..6, with mean |ln ratio| <= 0.08, E_ref the invariant "
+    "measure's spectrum from the training ensemble (the 16-trajectory test window alone scatters by ~10% "
+    "per mode)."
+)
 
 
-@claims.add("energetic-stats-invariant", S_SPEC_REF, "ours: " + REF + ", energetic statistics against the invariant "
-            "measure", departures=[HORIZON])
+@claims.add(
+    "energetic-stats-invariant",
+    S_SPEC_REF,
+    "ours: " + REF + ", energetic statistics against the invariant measure",
+    departures=[HORIZON],
+)
 def judge_spectrum_invariant(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = v.column(t, "ratio", name="E_therm/E_ref (rows: mode)").loc[1:6]
     control = t.loc[1:6, "truth_ratio"]  # the truth's own test window against the same reference: the sampling spread
-    detail = ("ratios m = 1..6: " + ", ".join(f"{x:.3f}" for x in r) + " (standard errors of ln ratio: " + ", ".join(
-        f"{x:.3f}" for x in t.loc[1:6, "se_log_ratio"])
-              + "); the truth's own test window: " + ", ".join(f"{x:.3f}" for x in control))
+    detail = (
+        "ratios m = 1..6: "
+        + ", ".join(f"{x:.3f}" for x in r)
+        + " (standard errors of ln ratio: "
+        + ", ".join(f"{x:.3f}" for x in t.loc[1:6, "se_log_ratio"])
+        + "); the truth's own test window: "
+        + ", ".join(f"{x:.3f}" for x in control)
+    )
     return _band(v, r, detail)
 
 
@@ -205,8 +281,13 @@ S_FLOOR = (
 def judge_floor(res, v) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = float(t.loc[8, "ratio"])
-    return v.judged(1.5 <= r <= 10, r, "in [1.5, 10]", None, f"ratio at m = 8: {r:.2f}; m = 9, 10: "
-                                                             f"{t.loc[9, 'ratio']:.2f}, {t.loc[10, 'ratio']:.2f}")
+    return v.judged(
+        1.5 <= r <= 10,
+        r,
+        "in [1.5, 10]",
+        None,
+        f"ratio at m = 8: {r:.2f}; m = 9, 10: {t.loc[9, 'ratio']:.2f}, {t.loc[10, 'ratio']:.2f}",
+    )
 
 
 KF_SKIPPED = (
@@ -215,14 +296,17 @@ KF_SKIPPED = (
 )
 
 
-S_KF = ("On Kolmogorov flow (Re = 10k), the thermalized learned emulator's median off-attractor time is >= 100x the "
-        "plain emulator's, >= 35/40 of its trajectories stay "
-        "for the 1e5-step horizon, and its KE spectral similarity to the truth is within 2x the "
-        "truth-vs-independent-truth floor (thresholds ours; the paper: > 1e5 steps, ~100x).")
+S_KF = (
+    "On Kolmogorov flow (Re = 10k), the thermalized learned emulator's median off-attractor time is >= 100x the "
+    "plain emulator's, >= 35/40 of its trajectories stay "
+    "for the 1e5-step horizon, and its KE spectral similarity to the truth is within 2x the "
+    "truth-vs-independent-truth floor (thresholds ours; the paper: > 1e5 steps, ~100x)."
+)
 
 
-@claims.add("kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow", departures=KF,
-            decided_by="paper")
+@claims.add(
+    "kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow", departures=KF, decided_by="paper"
+)
 def judge_kolmogorov_horizon(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     horizon = int(t["horizon"].iloc[0])
@@ -249,5 +333,10 @@ S_COST = (
 def judge_kolmogorov_cost(res, v) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     share, calls = float(t["thermalized_share"].mean()), float(t["calls_per_step"].mean())
-    return v.judged(share < 0.5 and calls <= 10, share, "< 0.5", 0.5, f"thermalized on {share:.0%} of steps; "
-        f"{calls:.2f} denoiser calls per step")
+    return v.judged(
+        share < 0.5 and calls <= 10,
+        share,
+        "< 0.5",
+        0.5,
+        f"thermalized on {share:.0%} of steps; {calls:.2f} denoiser calls per step",
+    )
