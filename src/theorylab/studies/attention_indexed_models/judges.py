@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858"
@@ -58,7 +58,7 @@ S_MOMENTS = (
         )
     ],
 )
-def judge_moments(res, v) -> Verdict:
+def judge_moments(res: Result, v: Judgement) -> Verdict:
     t = res.table("moments")
     if t.empty or not np.isfinite(t[["measured", "se"]].to_numpy()).all():
         return v.failed(math.nan, "<= 4", 4.0, "no finite moment rows")
@@ -86,7 +86,7 @@ S_KURT = (
 
 
 @claims.add("kurtosis", S_KURT, REF + ", non-Gaussianity of G is O(1/d)")
-def judge_kurtosis(res, v) -> Verdict:
+def judge_kurtosis(res: Result, v: Judgement) -> Verdict:
     t = res.table("kurtosis").sort_values("d")
     if len(t) < 2 or not np.isfinite(t[["measured", "se", "predicted"]].to_numpy()).all():
         return v.failed(math.nan, "<= 4 se", 4.0, "needs two finite kurtosis rows")
@@ -117,7 +117,7 @@ S_LAND = (
 @claims.add(
     "landscape-reduction", S_LAND, REF + ", Corollary 1 (Gaussian reduction of the population loss)", departures=[KAPPA]
 )
-def judge_landscape(res, v) -> Verdict:
+def judge_landscape(res: Result, v: Judgement) -> Verdict:
     t = res.table("landscape")
     h1 = t[t["link"] == "h1"].sort_values("d")
     h2 = t[t["link"] == "h2"].sort_values("d")
@@ -150,7 +150,7 @@ S_TIED = (
 @claims.add(
     "tied-learns", S_TIED, REF + ", tied weak and strong recovery (Sec. 5, Fig. 2)", departures=[KAPPA, LR_CONSTANT]
 )
-def judge_tied(res, v) -> Verdict:
+def judge_tied(res: Result, v: Judgement) -> Verdict:
     t = res.table("sgd")
     need = {"h1", "h2"}
     if t.empty or not need <= set(t["link"]) or t["d"].nunique() < 3:
@@ -180,7 +180,7 @@ S_SCALE = (
 @claims.add(
     "d2logd-scaling", S_SCALE, REF + ", Corollary 3: N_wr = Θ(d/α_d) = Θ(d² log d)", departures=[KAPPA, LR_CONSTANT]
 )
-def judge_scaling(res, v) -> Verdict:
+def judge_scaling(res: Result, v: Judgement) -> Verdict:
     t = res.table("sgd")
     tol = {"h1": 2.0, "h2": 2.5}
     parts, ok, worst = [], True, 0.0
@@ -238,7 +238,7 @@ CPU_COMPARE = [
         *CPU_COMPARE,
     ],
 )
-def judge_direct(res, v) -> Verdict:
+def judge_direct(res: Result, v: Judgement) -> Verdict:
     t = res.table("compare")
     if t.empty:
         return v.undecided("needs the cpu preset (no tied-vs-direct run)")
@@ -293,7 +293,7 @@ S_UNTIED = (
         )
     ],
 )
-def judge_untied(res, v) -> Verdict:
+def judge_untied(res: Result, v: Judgement) -> Verdict:
     t = res.table("untied")
     if t.empty:
         return v.undecided("needs paper preset (untied runs at d = 200, 400, 800)")
@@ -368,7 +368,7 @@ TRUNC_TOL = 0.05  # the card's tolerance at M = 8
         ),
     ],
 )
-def judge_truncation(res, v) -> Verdict:
+def judge_truncation(res: Result, v: Judgement) -> Verdict:
     t = res.table("truncation")
     orders = t[t["M"] > 0].sort_values("M")
     expected = f"non-increasing in M, <= {TRUNC_TOL} at the largest M"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Kim et al., arXiv 2510.13665"
@@ -31,7 +31,7 @@ S_EQUIVARIANCE = (
         "are invariant, a weaker test, and the PE's logit effect (~3e-3) sits near 1e-3"
     ],
 )
-def judge_equivariance(res, v) -> Verdict:
+def judge_equivariance(res: Result, v: Judgement) -> Verdict:
     t = res.table("equivariance")
     v.column(t, "error")
     off, on = t[~t["pe"]], t[t["pe"]]
@@ -63,7 +63,7 @@ S_DIMFREE = (
     REF + ", dimension-free parameters",
     departures=["reload into a fresh instance (card: into a model built for another d): an XCNN is not built for a d"],
 )
-def judge_dimension_free(res, v) -> Verdict:
+def judge_dimension_free(res: Result, v: Judgement) -> Verdict:
     t = res.table("dimension_free")
     per_kind = t.groupby("kind")["params"].nunique()
     same = bool((per_kind == 1).all())
@@ -95,7 +95,7 @@ S_COST = (
 
 
 @claims.add("attention-cost", S_COST, REF + ", axial attention cost")
-def judge_cost(res, v) -> Verdict:
+def judge_cost(res: Result, v: Judgement) -> Verdict:
     t = res.table("attention_cost")
     card = t[t["group"] == "card"]
     counted = int(card["counted"].iloc[0]) if len(card) else -1
@@ -123,7 +123,7 @@ S_KERNEL = (
 
 
 @claims.add("sx-kernel-cross", S_KERNEL, REF + ", eq. 14 (cross-shaped kernel)")
-def judge_kernel(res, v) -> Verdict:
+def judge_kernel(res: Result, v: Judgement) -> Verdict:
     t = res.table("sx_kernel")
     for col in ("off_axis", "profile_spread", "on_axis"):
         v.column(t, col)
@@ -159,7 +159,7 @@ def _band(target: str, model: str, d: int) -> tuple[float, float]:
 
 
 @claims.add("expressivity-gap", S_EXPRESSIVITY, REF + ", SX vs GX expressivity (card's least-squares formalisation)")
-def judge_expressivity(res, v) -> Verdict:
+def judge_expressivity(res: Result, v: Judgement) -> Verdict:
     t = res.table("expressivity")
     need = {
         ("laplacian", "SX", 2),
@@ -202,18 +202,18 @@ S_IN_DIM = "The quick XCNN (3 SXConv, 16 channels) trained on 2-D GP fields reac
 @claims.add(
     "gp-in-dim", S_IN_DIM, REF + ", Sec. 5.1 GP toy (separable kernels: the card's deviation)", departures=QUICK_RECIPE
 )
-def judge_in_dim(res, v) -> Verdict:
+def judge_in_dim(res: Result, v: Judgement) -> Verdict:
     t = res.table("gp")
     row = t[t["split"] == "held-out"]
     if row.empty:
         return v.failed(None, ">= 0.90", detail="no held-out row")
     acc = float(row["accuracy"].iloc[0])
-    return v.judged(
-        acc >= 0.90,
+    return v.at_least(
         acc,
-        ">= 0.90",
-        None,
-        f"d = {int(row['d'].iloc[0])}, {int(row['n'].iloc[0])} held-out fields: {acc:.3f}",
+        0.9,
+        expected=">= 0.90",
+        tolerance=None,
+        detail=f"d = {int(row['d'].iloc[0])}, {int(row['n'].iloc[0])} held-out fields: {acc:.3f}",
     )
 
 
@@ -224,14 +224,14 @@ S_ZERO_SHOT = (
 
 
 @claims.add("gp-zero-shot", S_ZERO_SHOT, REF + ", Sec. 5.1 zero-shot across dimensions", departures=QUICK_RECIPE)
-def judge_zero_shot(res, v) -> Verdict:
+def judge_zero_shot(res: Result, v: Judgement) -> Verdict:
     t = res.table("gp")
     row = t[(t["split"] == "zero-shot") & (t["d"] == 3)]
     if row.empty:
         return v.failed(None, ">= 0.75", detail="no zero-shot 3-D row")
     acc = float(row["accuracy"].iloc[0])
     rows = [f"d = {int(r.d)} ({r.split}, {int(r.n)} fields): {r.accuracy:.3f}" for r in t.itertuples()]
-    return v.judged(acc >= 0.75, acc, ">= 0.75", None, "; ".join(rows))
+    return v.at_least(acc, 0.75, expected=">= 0.75", tolerance=None, detail="; ".join(rows))
 
 
 S_ALL_DIMS = (
@@ -251,7 +251,7 @@ S_ALL_DIMS = (
         "separable ones"
     ],
 )
-def judge_all_dims(res, v) -> Verdict:
+def judge_all_dims(res: Result, v: Judgement) -> Verdict:
     if not res.scalar("all_dims_trained"):
         return v.undecided("needs paper preset: the paper toy (all_dims=true)")
     runs = res.table("gp_all_dims")
@@ -291,7 +291,7 @@ S_X_COMPARABLE = (
         "trained pde_pretrain_steps steps (card: 120 epochs)",
     ],
 )
-def judge_x_comparable(res, v) -> Verdict:
+def judge_x_comparable(res: Result, v: Judgement) -> Verdict:
     if not res.scalar("pde_transformers_trained"):
         return v.undecided(
             "needs paper preset: XViT and FieldViT trained on the kit's 2-D tasks (pde_transformers=true; GPU advised)"
@@ -336,7 +336,7 @@ S_MULTIDIM = (
         "zero-padding arm: FieldViT (card: MPP)",
     ],
 )
-def judge_multidim(res, v) -> Verdict:
+def judge_multidim(res: Result, v: Judgement) -> Verdict:
     from theorylab.studies.axial_networks.pde import finetune_summary
 
     if not res.scalar("pde_transformers_trained"):
@@ -379,7 +379,7 @@ S_MINI = (
     REF + " (reconstructed, not in the paper: the card's CPU-feasible test)",
     decided_by="cpu",
 )
-def judge_mini(res, v) -> Verdict:
+def judge_mini(res: Result, v: Judgement) -> Verdict:
     if not res.scalar("mini_foundation_trained"):
         return v.undecided(
             "needs the CPU preset 'cpu' (or 'mini-foundation', or paper), a few minutes: the "
@@ -403,4 +403,4 @@ def judge_mini(res, v) -> Verdict:
     )
     if len(ratio) < 5:
         return v.undecided(f"not decided: the card asks 5 seeds, ran {len(ratio)} (median ratio {med:.2f}); " + detail)
-    return v.judged(med <= 0.9, med, "<= 0.9", None, detail)
+    return v.at_most(med, 0.9, expected="<= 0.9", tolerance=None, detail=detail)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Murphy, Dillavou & Bassett, arXiv 2405.21042 (the method 2608.30720 builds on)"
@@ -59,7 +59,7 @@ def _identity_errors(v, t: pd.DataFrame) -> pd.Series:
 
 
 @claims.add("identity", S_IDENTITY, REF + ", NMI/VI definitions", departures=[BETA])
-def judge_identity(res, v) -> Verdict:
+def judge_identity(res: Result, v: Judgement) -> Verdict:
     t = res.table("identity")
     # NMI is defined where its denominator 2 I - I_self (the information of one message) is positive; a channel
     # carrying exactly nothing has none. NMI(x, x) = 1 holds for any kernel entering the self and joint terms alike,
@@ -94,7 +94,7 @@ S_DISCRETE = (
 
 
 @claims.add("discrete-ground-truth", S_DISCRETE, REF + ", closed forms for partition channels")
-def judge_discrete(res, v) -> Verdict:
+def judge_discrete(res: Result, v: Judgement) -> Verdict:
     t = res.table("synthetic")
     t = t[~t["quantity"].str.match(r"(NMI|VI)\((.+), \2\)")]  # self comparisons (older runs) are claim 1's
     if len(t) < 5:
@@ -118,7 +118,7 @@ S_REPARAM = (
 
 
 @claims.add("reparametrization-invariance", S_REPARAM, REF + "; CKA: Kornblith et al. 2019", departures=[BETA])
-def judge_reparam(res, v) -> Verdict:
+def judge_reparam(res: Result, v: Judgement) -> Verdict:
     t, p = res.table("reparam"), res.table("pairs")
     runs = t["run"].astype(str).to_numpy()
     pairs = (p["a"].astype(str) + "-" + p["b"].astype(str)).to_numpy()
@@ -155,7 +155,7 @@ S_NOISE = (
 
 
 @claims.add("noise-monotone", S_NOISE, REF + ", data-processing (added noise loses information)", departures=[BETA])
-def judge_noise(res, v) -> Verdict:
+def judge_noise(res: Result, v: Judgement) -> Verdict:
     t = res.table("noise").sort_values(["run", "channel", "c"])
     n = res.config["probes"]
     values = v.column(t, "I")
@@ -186,7 +186,7 @@ S_SHARE = (
 
 
 @claims.add("runs-share-information", S_SHARE, REF + " (threshold: the card's)", departures=[BETA])
-def judge_share(res, v) -> Verdict:
+def judge_share(res: Result, v: Judgement) -> Verdict:
     t = res.table("pairs")
     if t.empty:
         return v.failed(math.nan, ">= 0.3", 0.3, "no pairs of runs")
@@ -238,7 +238,7 @@ def _axioms(v, t: pd.DataFrame, method: str, relative: bool) -> dict[str, float]
 @claims.add(
     "metric-axioms", S_METRIC, "Williams et al. 2021 (shape metrics); Duong et al., ICLR 2023", departures=[BETA]
 )
-def judge_metric(res, v) -> Verdict:
+def judge_metric(res: Result, v: Judgement) -> Verdict:
     t = res.table("distances")
     try:
         cf, it = _axioms(v, t, "closed form", relative=False), _axioms(v, t, "iterative", relative=True)
@@ -330,7 +330,7 @@ FRAGMENTS_KNOWN_CPU = KnownFailure.on_every_seed(
         *CPU_FRAGMENTS,
     ],
 )
-def judge_fragments(res, v) -> Verdict:
+def judge_fragments(res: Result, v: Judgement) -> Verdict:
     runs = min(res.config["runs"], res.config["fragment_runs"])
     t = res.table("dim_nmi")
     v.column(t, "nmi")  # a NaN NMI (a dimension with no information) fails, not skipped by the max

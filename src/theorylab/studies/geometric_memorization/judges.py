@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Ravfogel, Yehudai, Bruna & Bietti, arXiv 2605.12426"
@@ -33,7 +33,7 @@ S_EXACT = (
 
 
 @claims.add("construction-exact", S_EXACT, REF + ", one-layer construction with d = O(R log N) (our reconstruction)")
-def judge_exact(res, v) -> Verdict:
+def judge_exact(res: Result, v: Judgement) -> Verdict:
     t = res.table("construction")
     cfg = res.config
     want = {(n, r) for n in cfg["construction_sizes"] for r in cfg["construction_relations"]}
@@ -77,7 +77,7 @@ S_TIGHT = (
         ),
     ],
 )
-def judge_tight(res, v) -> Verdict:
+def judge_tight(res: Result, v: Judgement) -> Verdict:
     t = res.table("tight")
     if t.empty:
         return v.failed(math.nan, "<= (2^k - 1)/N", 0.0, "no pigeonhole rows")
@@ -107,7 +107,7 @@ S_COT = (
 
 
 @claims.add("cot-two-hop-exact", S_COT, REF + ", multi-hop with chain of thought")
-def judge_cot(res, v) -> Verdict:
+def judge_cot(res: Result, v: Judgement) -> Verdict:
     t = res.table("cot")
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no two-hop row")
@@ -140,7 +140,7 @@ S_GD = (
 
 
 @claims.add("gd-log-dim", S_GD, REF + ", gradient descent finds d = O(R log N) solutions", departures=STEPS)
-def judge_gd(res, v) -> Verdict:
+def judge_gd(res: Result, v: Judgement) -> Verdict:
     t = _base(res)
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no trained model at d = R ceil(log2 N) with R <= 4")
@@ -169,7 +169,7 @@ S_SUP = (
 @claims.add(
     "superposition", S_SUP, REF + ", subject embeddings as superpositions of attribute vectors", departures=STEPS
 )
-def judge_sup(res, v) -> Verdict:
+def judge_sup(res: Result, v: Judgement) -> Verdict:
     t = _base(res)
     t = t[(t["r"] >= 2) & np.isfinite(t["r2"]) & np.isfinite(t["r2_control"])] if len(t) else t
     if t.empty:
@@ -208,7 +208,7 @@ S_TRANSFER = (
         )
     ],
 )
-def judge_transfer(res, v) -> Verdict:
+def judge_transfer(res: Result, v: Judgement) -> Verdict:
     t = res.table("transfer")
     if t.empty:
         return v.undecided("needs paper preset (no transfer run in this preset)")
@@ -246,7 +246,7 @@ def _slope(x, y) -> float:
 
 
 @claims.add("params-per-fact", S_PARAMS, REF + ", geometric vs associative memory parameter counts", decided_by="paper")
-def judge_params(res, v) -> Verdict:
+def judge_params(res: Result, v: Judgement) -> Verdict:
     t, a = res.table("training"), res.table("assoc")
     big = t[(t["n"] == 65536) & (t["accuracy"] == 1.0)] if len(t) else t
     if big.empty or a.empty:
@@ -307,7 +307,7 @@ TWOHOP_CPU = [
     decided_by="cpu",
     departures=TWOHOP_CPU,
 )
-def judge_twohop(res, v) -> Verdict:
+def judge_twohop(res: Result, v: Judgement) -> Verdict:
     t = res.table("twohop")
     if t.empty:
         c = res.table("cot")

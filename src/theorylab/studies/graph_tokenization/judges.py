@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Bechler-Speicher et al., arXiv 2605.22471"
@@ -56,7 +56,7 @@ S_COLLISION = (
 
 
 @claims.add("rw-collision", S_COLLISION, REF + ", RW tokenization is lossy for every walk length (srg argument)")
-def judge_collision(res, v) -> Verdict:
+def judge_collision(res: Result, v: Judgement) -> Verdict:
     t, f = res.table("rw_collision"), res.table("srg_facts")
     horizon = int(res.config["rw_horizon"])
     if len(t) != horizon or sorted(t["t"]) != list(range(1, horizon + 1)):
@@ -94,7 +94,7 @@ S_ADJ = (
 
 
 @claims.add("adjacency-separates", S_ADJ, REF + ", adjacency tokenization is lossless (card's statistic)")
-def judge_adjacency(res, v) -> Verdict:
+def judge_adjacency(res: Result, v: Judgement) -> Verdict:
     t = res.table("nbhd_components")
     s, r = t[t["graph"] == "shrikhande"]["nbhd_components"], t[t["graph"] == "rook"]["nbhd_components"]
     ok = len(s) == 16 and len(r) == 16 and bool((s == 1).all()) and bool((r == 2).all())
@@ -114,19 +114,19 @@ S_LOSSLESS = (
 
 
 @claims.add("spectral-lossless", S_LOSSLESS, REF + ", spectral tokenization is lossless")
-def judge_lossless(res, v) -> Verdict:
+def judge_lossless(res: Result, v: Judgement) -> Verdict:
     t = res.table("spectral_reconstruction")
     want = int(res.config["exact_er_graphs"])
     have = dict(t["graph"].value_counts())
     if have.get("erdos_renyi", 0) != want or have.get("shrikhande", 0) != 1 or have.get("rook", 0) != 1:
         return v.failed(math.nan, f"<= {RECON_TOL}", RECON_TOL, f"graphs missing: {have}")
     worst = float(v.column(t, "max_error").max())
-    return v.judged(
-        worst <= RECON_TOL,
+    return v.at_most(
         worst,
-        f"<= {RECON_TOL}",
         RECON_TOL,
-        f"{len(t)} graphs; worst on {t.loc[t['max_error'].idxmax(), 'graph']}",
+        expected=f"<= {RECON_TOL}",
+        tolerance=RECON_TOL,
+        detail=f"{len(t)} graphs; worst on {t.loc[t['max_error'].idxmax(), 'graph']}",
     )
 
 
@@ -137,7 +137,7 @@ S_BASIS = (
 
 
 @claims.add("spectral-basis-ambiguity", S_BASIS, REF + ", spectral tokens are ill-conditioned (basis ambiguity)")
-def judge_basis(res, v) -> Verdict:
+def judge_basis(res: Result, v: Judgement) -> Verdict:
     t = res.table("basis_ambiguity")
     if len(t) != 1:
         return v.failed(math.nan, f">= {TOKEN_CHANGE}", TOKEN_CHANGE, f"{len(t)} rows, expected 1")
@@ -169,7 +169,7 @@ S_RWINV = (
 
 
 @claims.add("rw-invariance", S_RWINV, REF + ", RW tokenization is lossy (consequence for any RW-token model)")
-def judge_rw_invariance(res, v) -> Verdict:
+def judge_rw_invariance(res: Result, v: Judgement) -> Verdict:
     t = res.table("srg_pair")
     rw = t[t["tokenization"] == "random_walk"]
     if len(rw) != 1 or int(rw["pairs"].iloc[0]) < 1:
@@ -205,7 +205,7 @@ S_COMPONENTS = (
     REF + ", experiments: tasks favour different tokenizations",
     departures=[LR_DECAY],
 )
-def judge_components(res, v) -> Verdict:
+def judge_components(res: Result, v: Judgement) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
     accs = {k: _acc(v, t, "components", k, n_layers=1, n=n) for k in ("adjacency", "spectral", "random_walk")}
@@ -236,7 +236,7 @@ S_CONCAT = (
     REF + ", experiments: combining complementary tokenizations helps",
     departures=[LR_DECAY],
 )
-def judge_concat(res, v) -> Verdict:
+def judge_concat(res: Result, v: Judgement) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
     parts, ok, worst = [], True, math.inf
@@ -268,7 +268,7 @@ S_EIGEN = (
 
 
 @claims.add("rw-eigenvalue-one", S_EIGEN, REF + ", why RW tokens suit component counting (tr(P^t) -> c)")
-def judge_eigen(res, v) -> Verdict:
+def judge_eigen(res: Result, v: Judgement) -> Verdict:
     t = res.table("rw_eigen")
     want = int(res.config["test_graphs"])
     if len(t) != want:
@@ -306,7 +306,7 @@ def _first_depth(v, t: pd.DataFrame, task: str, kind: str, level: float) -> floa
     departures=[LR_DECAY],
     decided_by="paper",
 )
-def judge_depth(res, v) -> Verdict:
+def judge_depth(res: Result, v: Judgement) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
     t = t[t["n"] == n]
@@ -370,7 +370,7 @@ SRG_KNOWN_CPU = KnownFailure.on_every_seed(
         ),
     ],
 )
-def judge_srg(res, v) -> Verdict:
+def judge_srg(res: Result, v: Judgement) -> Verdict:
     t = res.table("srg_discrimination")
     deep = t[t["n_layers"] >= 2] if len(t) else t
     if deep.empty or not {"adjacency", "random_walk", "eigenvalues"} <= set(deep["tokenization"]):

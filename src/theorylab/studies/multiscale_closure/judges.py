@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Otness, Zanna, Bruna, arXiv 2303.17496"
@@ -37,7 +37,7 @@ S_ALGEBRA = (
 
 
 @claims.add("closure-algebra", S_ALGEBRA, "exact construction (the PDE kit's K-coarsen)")
-def judge_algebra(res, v) -> Verdict:
+def judge_algebra(res: Result, v: Judgement) -> Verdict:
     t = res.table("algebra").set_index("check")["value"]
     bounds = {"idempotence": 1e-14, "inside_band": 1e-10, "linear": 1e-10}
     ok = all(float(t[k]) <= b for k, b in bounds.items())
@@ -60,7 +60,7 @@ S_GERMANO = (
 
 
 @claims.add("germano-identity", S_GERMANO, "Germano 1992 (LES), applied to the paper's chain of scales (ours)")
-def judge_germano(res, v) -> Verdict:
+def judge_germano(res: Result, v: Judgement) -> Verdict:
     t = res.table("germano")
     v.column(t, "error")
     worst = t[~t["variant"].str.contains("control")].groupby("variant")["error"].max()
@@ -83,7 +83,7 @@ S_SIZE = (
 
 
 @claims.add("closure-size", S_SIZE, "the card's prototype measurement (regression)")
-def judge_size(res, v) -> Verdict:
+def judge_size(res: Result, v: Judgement) -> Verdict:
     t = res.table("closure_size")
     sharp = t[t["operator"] == "sharp"]
     if sharp.empty:
@@ -120,7 +120,7 @@ S_OFFLINE = (
     "the card's quick thresholds (prototype: 0.017-0.019 and 0.027-0.028)",
     departures=[DOWNSCALE],
 )
-def judge_offline(res, v) -> Verdict:
+def judge_offline(res: Result, v: Judgement) -> Verdict:
     t = _quick_offline(res)
     d, m = float(t.loc["direct", "rel_mse"]), float(t.loc["multiscale", "rel_mse"])
     pd_, pm = int(t.loc["direct", "params"]), int(t.loc["multiscale", "params"])
@@ -154,7 +154,7 @@ S_SPECTRUM = (
     "the card's quick thresholds (prototype: 0.033-0.046 vs 1.56-1.59)",
     departures=[COARSE_DT, DOWNSCALE],
 )
-def judge_spectrum(res, v) -> Verdict:
+def judge_spectrum(res: Result, v: Judgement) -> Verdict:
     s = _online(res)
     base = float(s.loc["none", "lsd"])
     ratios = {m: float(s.loc[m, "lsd"]) / base for m in ("direct", "multiscale")}
@@ -186,7 +186,7 @@ S_TRACKING = (
     "the card's quick threshold (prototype: 19.5-23.5 vs 4-5 time units)",
     departures=[COARSE_DT, DOWNSCALE],
 )
-def judge_tracking(res, v) -> Verdict:
+def judge_tracking(res: Result, v: Judgement) -> Verdict:
     s = _online(res)
     base = v.finite(s.loc["none", "median_corr_time"], "no-closure median corr_time")
     ratios = {m: float(s.loc[m, "median_corr_time"]) / max(base, 1e-12) for m in ("direct", "multiscale")}
@@ -217,7 +217,7 @@ S_MS_OFFLINE = (
         Departure.of("judged per operator, sharp and gauss each (card: operator not named)", presets=["paper"]),
     ],
 )
-def judge_ms_offline(res, v) -> Verdict:
+def judge_ms_offline(res: Result, v: Judgement) -> Verdict:
     t = res.table("offline")
     q = t[(t["system"] == "qg") & t["final"]]
     if q.empty:
@@ -261,7 +261,7 @@ S_MS_ONLINE = (
     departures=[DOWNSCALE, ADAM],
     decided_by="paper",
 )
-def judge_ms_online(res, v) -> Verdict:
+def judge_ms_online(res: Result, v: Judgement) -> Verdict:
     if "online_2d" not in res.tables:
         return v.undecided("needs paper preset (QG eddy and Kolmogorov online runs)")
     s = res.table("online_2d")
@@ -298,7 +298,7 @@ S_NOISE = (
     departures=[DOWNSCALE, ADAM],
     decided_by="paper",
 )
-def judge_noise(res, v) -> Verdict:
+def judge_noise(res: Result, v: Judgement) -> Verdict:
     if "online_2d" not in res.tables:
         return v.undecided("needs paper preset (Kolmogorov online runs)")
     s = res.table("online_2d")

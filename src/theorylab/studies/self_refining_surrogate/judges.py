@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.rollout_metrics import censored_median_bounds, spectrum_band
 
@@ -142,7 +142,7 @@ S_TRADE = (
 
 
 @claims.add("gauss-tradeoff", S_TRADE, OURS, departures=GAUSS)
-def judge_tradeoff(res, v) -> Verdict:
+def judge_tradeoff(res: Result, v: Judgement) -> Verdict:
     t = res.table("gauss")
     d = t[t["delta"] == 0.04].sort_values("level")
     levels = tuple(int(c) for c in d["level"])
@@ -175,7 +175,7 @@ S_CRIT = (
 
 
 @claims.add("gauss-critical-level", S_CRIT, OURS, departures=GAUSS)
-def judge_critical(res, v) -> Verdict:
+def judge_critical(res: Result, v: Judgement) -> Verdict:
     t = res.table("gauss")
     d = t[t["delta"] == 0.08].set_index("level")
     peak = v.column(d.loc[[0, 10, 50, 100, 200]], "mc_max_variance")  # the Monte Carlo levels
@@ -210,7 +210,7 @@ S_CAL = (
 
 
 @claims.add("classifier", S_CAL, REF + ", the level heads", departures=NET, known=CLASSIFIER_KNOWN)
-def judge_classifier(res, v) -> Verdict:
+def judge_classifier(res: Result, v: Judgement) -> Verdict:
     t = res.table("calibration")
     c1 = float(np.corrcoef(v.column(t, "level_prev"), v.column(t, "predicted_prev"))[0, 1])
     c2 = float(np.corrcoef(v.column(t, "level"), v.column(t, "predicted"))[0, 1])
@@ -237,7 +237,7 @@ S_COND = (
     REF + ", conditioning on the previous frame",
     departures=REFINE + [Departure.field_value("pairs", 320), Departure.field_value("refine_levels", (100, 200, 300))],
 )
-def judge_conditioning(res, v) -> Verdict:
+def judge_conditioning(res: Result, v: Judgement) -> Verdict:
     one = res.table("one_step")
     cols = ["mse_input", "mse_sns", "mse_thermo"]
     t = pd.DataFrame({c: v.column(one, c) for c in cols}).groupby(one["s_star"]).mean()
@@ -255,7 +255,7 @@ S_NOOP = "For exact-solver proposals, SNS changes the proposal by ‖refined −
 
 
 @claims.add("no-op-on-clean", S_NOOP, REF + ", level inference leaves clean proposals alone", departures=REFINE)
-def judge_noop(res, v) -> Verdict:
+def judge_noop(res: Result, v: Judgement) -> Verdict:
     t = res.table("no_op")
     change = v.column(t, "relative_change")
     return v.at_most(
@@ -277,7 +277,7 @@ S_STAB = (
 
 
 @claims.add("stabilizes", S_STAB, REF + ", stable long rollouts", departures=ROLLOUT)
-def judge_stabilizes(res, v) -> Verdict:
+def judge_stabilizes(res: Result, v: Judgement) -> Verdict:
     t = res.table("rollouts")
     plain, sns = t[t["rollout"] == "plain"], t[t["rollout"] == "sns"]
     # off-attractor times are +inf when a trajectory never left (censored at the horizon); with them at the horizon
@@ -306,7 +306,7 @@ S_SHORT = "Same proposals: median corr_time(0.8) of SNS >= 1.25 x that of the sa
 
 
 @claims.add("beats-thermo-short", S_SHORT, REF + ", short-time fidelity", departures=ROLLOUT + [BASELINE_HORIZON])
-def judge_short(res, v) -> Verdict:
+def judge_short(res: Result, v: Judgement) -> Verdict:
     t = res.table("rollouts")
     s, th = _ks_corr(v, t, "sns"), _ks_corr(v, t, "thermo")
     calls = v.column(t, "calls_per_step").groupby(t["rollout"]).mean()
@@ -340,7 +340,7 @@ S_SPEC = (
     REF + ", long-time consistency",
     departures=ROLLOUT + [Departure.field_value("horizon", KS_HORIZON), Departure.field_value("spectrum_window", 300)],
 )
-def judge_spectrum(res, v) -> Verdict:
+def judge_spectrum(res: Result, v: Judgement) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     modes = t.loc[1:6]
     r = v.column(modes, "ratio")
@@ -379,7 +379,7 @@ S_KF = (
 
 
 @claims.add("kf-correlation", S_KF, REF + ", Kolmogorov flow", decided_by="paper")
-def judge_kf(res, v) -> Verdict:
+def judge_kf(res: Result, v: Judgement) -> Verdict:
     if "kolmogorov" not in res.tables:
         return v.undecided(
             KF_SKIPPED + "; reduced KS22 measurement, median corr_time(0.8) (a time at the rollout's "
@@ -442,7 +442,7 @@ S_QG = (
 
 
 @claims.add("qg-long", S_QG, REF + ", two-layer QG jet", decided_by="paper")
-def judge_qg(res, v) -> Verdict:
+def judge_qg(res: Result, v: Judgement) -> Verdict:
     if "qg" in res.tables:
         q = res.table("qg")
         share = v.column(q, "completed").astype(float).groupby(q["rollout"]).mean()

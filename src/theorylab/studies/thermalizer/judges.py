@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
-from theorylab.core.errors import Undecided
 
 REF = "arXiv 2503.18731"
 
@@ -56,7 +55,7 @@ S_GAIN = (
         "card's expression is inverted (theory.thermalize)",
     ],
 )
-def judge_gain(res, v) -> Verdict:
+def judge_gain(res: Result, v: Judgement) -> Verdict:
     t = res.table("gauss_gain")
     mc = t.dropna(subset=["monte_carlo"])  # NaN here means: a limit row, without a Monte Carlo estimate
     worst = float((mc["monte_carlo"] - v.column(mc, "closed_form")).abs().max())
@@ -69,7 +68,7 @@ def judge_gain(res, v) -> Verdict:
         + f" (largest MC SE {se:.1e}); limits {lim_err:.1e}"
     )
     if 4 * se > 1e-3:
-        raise Undecided(
+        return v.undecided(
             f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds "
             f"the 1e-3 tolerance; {detail}"
         )
@@ -92,7 +91,7 @@ S_STAB = (
     "ours: exact Gaussian model",
     departures=[Departure.field_value("gauss_chains", 20_000, "CPU budget; the variance error stays within ~1%")],
 )
-def judge_stability(res, v) -> Verdict:
+def judge_stability(res: Result, v: Judgement) -> Verdict:
     t = res.table("gauss_stability")
     peak = float((v.column(t, "gain") * t["a"]).abs().max())
     theory = v.column(t, "stationary_theory")
@@ -120,7 +119,7 @@ S_STAB_FACTORS = (
     "ours: exact Gaussian model, per mode",
     departures=[Departure.field_value("gauss_chains", 20_000, "CPU budget; the factors' SE stays <= 0.0015")],
 )
-def judge_stability_factors(res, v) -> Verdict:
+def judge_stability_factors(res: Result, v: Judgement) -> Verdict:
     t = res.table("gauss_stability")
     factor_err = (v.column(t, "factor_thermalized") - v.column(t, "factor_theory")).abs()
     worst_factor = float(factor_err.max())
@@ -149,7 +148,7 @@ S_CAL = (
 
 
 @claims.add("classifier-calibrated", S_CAL, REF + ", the noise-level classifier")
-def judge_calibration(res, v) -> Verdict:
+def judge_calibration(res: Result, v: Judgement) -> Verdict:
     t = res.table("calibration")
     c = float(np.corrcoef(t["level"], t["predicted"])[0, 1])
     low = t[t["level"] <= 30]
@@ -166,7 +165,7 @@ S_DRIFT = (
 
 
 @claims.add("emulator-drifts", S_DRIFT, REF + ", emulators drift (our controlled emulator)", departures=[HORIZON])
-def judge_drift(res, v) -> Verdict:
+def judge_drift(res: Result, v: Judgement) -> Verdict:
     t = res.table("rollouts")
     med = float(np.median(t["off_plain"]))
     ok = bool(np.isfinite(t["off_plain"]).all()) and med <= 100 and bool(np.isinf(t["off_truth"]).all())
@@ -187,7 +186,7 @@ S_STABLE = (
 
 
 @claims.add("stabilizes", S_STABLE, REF + ", thermalization keeps rollouts stable", departures=[HORIZON])
-def judge_stabilizes(res, v) -> Verdict:
+def judge_stabilizes(res: Result, v: Judgement) -> Verdict:
     t = res.table("rollouts")
     share = float(np.isinf(t["off_thermalized"]).mean())
     horizon = res.config["horizon"]
@@ -229,7 +228,7 @@ def _band(v, r: pd.Series, detail: str) -> Verdict:
 @claims.add(
     "energetic-stats", S_SPEC, REF + "; the Gaussian model's damper is near 1 on energetic modes", departures=[HORIZON]
 )
-def judge_spectrum(res, v) -> Verdict:
+def judge_spectrum(res: Result, v: Judgement) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = (
         v.column(t, "thermalized", name="thermalized spectrum (rows: mode)").loc[1:6]
@@ -256,7 +255,7 @@ S_SPEC_REF = (
     "ours: " + REF + ", energetic statistics against the invariant measure",
     departures=[HORIZON],
 )
-def judge_spectrum_invariant(res, v) -> Verdict:
+def judge_spectrum_invariant(res: Result, v: Judgement) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = v.column(t, "ratio", name="E_therm/E_ref (rows: mode)").loc[1:6]
     control = t.loc[1:6, "truth_ratio"]  # the truth's own test window against the same reference: the sampling spread
@@ -278,7 +277,7 @@ S_FLOOR = (
 
 
 @claims.add("noise-floor", S_FLOOR, "ours: the Gaussian model's noise floor", departures=[HORIZON])
-def judge_floor(res, v) -> Verdict:
+def judge_floor(res: Result, v: Judgement) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     r = float(t.loc[8, "ratio"])
     return v.judged(
@@ -307,7 +306,7 @@ S_KF = (
 @claims.add(
     "kf-horizon", S_KF, REF + ", ~100x longer stable rollouts on Kolmogorov flow", departures=KF, decided_by="paper"
 )
-def judge_kolmogorov_horizon(res, v) -> Verdict:
+def judge_kolmogorov_horizon(res: Result, v: Judgement) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     horizon = int(t["horizon"].iloc[0])
     stay = float(np.isinf(t["off_thermalized"]).mean())
@@ -330,7 +329,7 @@ S_COST = (
 
 
 @claims.add("kf-cost", S_COST, REF + ", the cost of thermalization", departures=KF, decided_by="paper")
-def judge_kolmogorov_cost(res, v) -> Verdict:
+def judge_kolmogorov_cost(res: Result, v: Judgement) -> Verdict:
     t = res.table("kolmogorov", unless=KF_SKIPPED)
     share, calls = float(t["thermalized_share"].mean()), float(t["calls_per_step"].mean())
     return v.judged(
