@@ -156,9 +156,10 @@ PRESETS = {
         "cpu",
         "1 CPU thread, a few minutes: the quick preset plus claim 11 (the mini-foundation test: an axial CNN "
         "pretrained on AdvDiff1D 64 + AdvDiff2D 32², fine-tuned 200 steps on AdvDiff3D 16³, against scratch; 5 "
-        "seeds), the values of the older 'mini-foundation' preset (kept). Measured 617 s CPU before SXConv's "
-        "input-side first layer, which cuts a training step's CPU (A/B, one thread, load ~19) from 0.64 to 0.41 s "
-        "on 16³ and 0.075 to 0.046 s on 32²: ~385 s projected",
+        "seeds), the values of the older 'mini-foundation' preset (kept). Measured 560 s CPU (550 user + 10 sys, "
+        "one thread, 59 min wall at load 6-20; mini-foundation ~100 s a seed) with SXConv's input-side first "
+        "layer (a training step's CPU, A/B at load ~19: 0.64 to 0.41 s on 16³, 0.075 to 0.046 s on 32²); 617 s "
+        "before (load 15-25)",
         mini_foundation=(True, "card: claim 11, CPU-feasible"),
     ),
     "mini-foundation": Preset.of(
