@@ -248,3 +248,30 @@ def test_a_nan_error_fails_naming_its_row(attention_rank_quick):
         f["n_points"] == 64), "dmse", nan)
     v = _claim("hardmax-exact").evaluate(bad)
     assert v.passed is False and "dmse" in v.detail and "n_points = 64" in v.detail, v.detail
+
+
+# --- the cpu preset's fig1-one-layer: a known failure there (1500 steps), not at the GPU presets -------------------
+
+
+def _cpu_result(dmse: dict[int, float]) -> Result:
+    """The cpu preset's heads grid (one layer, d = 64, N = 16, w = 1, r = 64, 32, 16) with the given d·MSE per rank."""
+    rows = [dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=1, total_heads=64 // rank, n_points=16,
+                 seed=0, dmse=err) for rank, err in dmse.items()]
+    cfg = get_study("attention-rank").make_config("cpu").model_dump()
+    return Result("attention-rank", "x", "cpu", 0, "done", cfg, tables={"trained": pd.DataFrame(rows)})
+
+
+def test_cpu_fig1_fails_as_measured_and_is_declared_known_at_cpu_only():
+    fig1 = _claim("fig1-one-layer")
+    assert fig1.known is not None and fig1.known.applies("cpu")
+    assert not any(fig1.known.applies(p) for p in ("quick", "slice", "paper"))
+    measured = fig1.evaluate(_cpu_result({64: 0.0814, 32: 0.5884, 16: 0.7020}))  # seed 0 at the cpu preset
+    assert measured.passed is False and measured.outcome == "known", measured.detail
+    assert {d.split(" (")[0] for d in measured.departures} == {"steps 1500", "seeds 1", "architecture attention",
+                                                                "width_multipliers", "n_heads"}, measured.departures
+    # a cpu table that meets every threshold passes the judge, and is flagged as a known failure that passed
+    right = fig1.evaluate(_cpu_result({64: 0.03, 32: 0.5884, 16: 0.7020}))
+    assert right.passed is True and right.outcome == "unexpected", right.detail
+    # wrong tables fail the judge: rank 32 solves the task, or rank 16 does
+    for wrong in ({64: 0.03, 32: 0.1, 16: 0.7020}, {64: 0.03, 32: 0.5884, 16: 0.3}):
+        assert study.judges.judge_fig1(_cpu_result(wrong)).passed is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.core import Claims, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.train.farthest_point import grid_summary
 
@@ -138,7 +138,25 @@ CPU_FIG1 = [
 ]
 
 
-@claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1", decided_by="cpu", departures=[
+# Measured (seed 0, issue 45): the cpu preset's 1500 steps stop the full-rank head short of the inverse temperature
+# the target needs; the same layer trained 4000 steps alone passes. The threshold is kept.
+FIG1_KNOWN_CPU = KnownFailure.on_every_seed(
+    (
+        "seed 0 at the cpu preset: rank 64 reaches d·MSE 0.081 (need <= 0.05) while rank 32 (0.588, need >= 0.25) "
+        "and rank 16 (0.702, need >= 0.4) meet theirs. Cause: the step budget, not the model. The full-rank head "
+        "already picks the farthest point (arg-max hit 0.992, mean entropy 0.39 nats); its error is the softmax's "
+        "finite inverse temperature, which AdamW builds up slowly (each weight moves by at most ~lr = 1e-2 a step) "
+        "and the cosine decay freezes: the loss plateaus at 0.08 from step ~1100 of 1500. The same layer and recipe "
+        "on other streams: 1500 steps 0.079 (effective beta = -tr(Q^T K)/d = 66), 4000 steps 0.047 (beta = 111); "
+        "the construction Q^T K = -beta I, V = I needs beta ~ 110 for 0.05 at d = 64, N = 16 (beta = 100: 0.055, "
+        "200: 0.027). The paper trains 1e5 steps; the threshold is kept. Measured on seed 0 only (the cpu preset's "
+        "one run)"
+    ),
+    presets=["cpu"],
+)
+
+
+@claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1", decided_by="cpu", known=FIG1_KNOWN_CPU, departures=[
     *PAPER_RECIPE, Departure.field_value("width_multipliers", (1, 8, 64), "the slice trains w = 1 only", presets=GPU),
     *CPU_FIG1])
 def judge_fig1(res, v) -> Verdict:
