@@ -30,12 +30,18 @@ def test_quick_run_decides_the_quick_claims(attention_rank_quick):
         assert verdicts[name].passed is True, verdicts[name].detail
     fig1 = verdicts["fig1-one-layer"]
     assert fig1.passed is None and not fig1.error and "decided by the cpu preset" in fig1.detail, fig1.detail
-    for name, where in (("params-do-not-help", "GPU (paper preset, est. 20000 min on one H100)"),
-                        ("depth-helps-short", "GPU (paper preset, est. 20000 min on one H100)")):
-        assert verdicts[name].passed is None and not verdicts[name].error and verdicts[name].detail.startswith(
-            f"not decided: {where}; needs paper preset"), verdicts[name].detail
-    assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {p.name for p in map(_path,
-        res.figures)}
+    for name, where in (
+        ("params-do-not-help", "GPU (paper preset, est. 20000 min on one H100)"),
+        ("depth-helps-short", "GPU (paper preset, est. 20000 min on one H100)"),
+    ):
+        assert (
+            verdicts[name].passed is None
+            and not verdicts[name].error
+            and verdicts[name].detail.startswith(f"not decided: {where}; needs paper preset")
+        ), verdicts[name].detail
+    assert {"construction_curves.png", "dmse_vs_heads.png", "dmse_vs_rank_by_N.png"} <= {
+        p.name for p in map(_path, res.figures)
+    }
     trained = res.table("trained")
     assert set(trained["rank"]) == {16, 4, 1} and set(trained["n_points"]) == {4, 8, 16}
     full = trained[(trained["rank"] == 16) & (trained["n_points"] == 8)]
@@ -52,18 +58,25 @@ def _path(p):
 
 
 def test_hardmax_claim_fails_on_any_error(attention_rank_quick):
-    wrong = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (f[
-        "n_points"] == 64), "dmse", 1e-9)
+    wrong = _mutated(
+        attention_rank_quick,
+        "constructions",
+        lambda f: (f["kind"] == "full_rank_hardmax") & (f["n_points"] == 64),
+        "dmse",
+        1e-9,
+    )
     assert study.judges.judge_hardmax(wrong).passed is False
 
 
 def test_softmax_claim_fails_if_not_decreasing_or_too_high(attention_rank_quick):
     soft = lambda f: (f["kind"] == "full_rank_softmax") & (f["param"] == 100)  # noqa: E731
-    assert study.judges.judge_softmax(_mutated(attention_rank_quick, "constructions", soft, "dmse",
-                                               0.001)).passed is False
+    assert (
+        study.judges.judge_softmax(_mutated(attention_rank_quick, "constructions", soft, "dmse", 0.001)).passed is False
+    )
     top = lambda f: (f["kind"] == "full_rank_softmax") & (f["param"] == 300)  # noqa: E731
-    assert study.judges.judge_softmax(_mutated(attention_rank_quick, "constructions", top, "dmse",
-                                               0.06)).passed is False
+    assert (
+        study.judges.judge_softmax(_mutated(attention_rank_quick, "constructions", top, "dmse", 0.06)).passed is False
+    )
 
 
 def test_rank1_claim_fails_if_rank1_heads_leak_full_rank_information(attention_rank_quick):
@@ -81,8 +94,9 @@ def test_heads_claim_fails_when_low_rank_matches_full_rank(attention_rank_quick)
 def test_length_claim_fails_when_low_rank_does_not_grow(attention_rank_quick):
     flat = lambda f: (f["rank"] == 1) & (f["n_points"] == 16)  # noqa: E731
     value = float(attention_rank_quick.table("trained").query("rank == 1 and n_points == 4")["dmse"].iloc[0])
-    assert study.judges.judge_length(_mutated(attention_rank_quick, "trained", flat, "dmse",
-                                              value + 0.05)).passed is False
+    assert (
+        study.judges.judge_length(_mutated(attention_rank_quick, "trained", flat, "dmse", value + 0.05)).passed is False
+    )
 
 
 # --- paper-scale judges, fed the paper's reported values (read off Fig. 1 and Fig. N) ------------
@@ -95,8 +109,17 @@ def _paper_result(overrides: dict | None = None) -> Result:
         rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16, dmse=err))
     for rank in (1, 2, 4, 8, 16):
         for width in (1, 8, 64):
-            rows.append(dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=width, n_points=16,
-                             dmse=0.5 + 0.01 * rank))
+            rows.append(
+                dict(
+                    grids="heads",
+                    depth=1,
+                    heads=64 // rank,
+                    rank=rank,
+                    width=width,
+                    n_points=16,
+                    dmse=0.5 + 0.01 * rank,
+                )
+            )
     rows.append(dict(grids="heads", depth=3, heads=4, rank=16, width=1, n_points=16, dmse=0.12))
     fig_n = {1: (0.63, 1.16), 8: (0.42, 0.81), 16: (0.33, 0.72), 32: (0.23, 0.54), 64: (0.0, 0.04)}
     for rank, (short, long) in fig_n.items():
@@ -106,8 +129,13 @@ def _paper_result(overrides: dict | None = None) -> Result:
     table["total_heads"] = table["heads"] * table["width"]
     for key, value in (overrides or {}).items():
         grids, depth, rank, width, n = key
-        sel = (table["grids"] == grids) & (table["depth"] == depth) & (table["rank"] == rank) & (table[
-            "width"] == width) & (table["n_points"] == n)
+        sel = (
+            (table["grids"] == grids)
+            & (table["depth"] == depth)
+            & (table["rank"] == rank)
+            & (table["width"] == width)
+            & (table["n_points"] == n)
+        )
         assert sel.any()
         table.loc[sel, "dmse"] = value
     cfg = get_study("attention-rank").make_config("paper").model_dump()
@@ -116,8 +144,12 @@ def _paper_result(overrides: dict | None = None) -> Result:
 
 def test_paper_judges_pass_on_the_papers_numbers():
     res = _paper_result()
-    for judge in (study.judges.judge_fig1, study.judges.judge_params, study.judges.judge_length,
-                  study.judges.judge_depth):
+    for judge in (
+        study.judges.judge_fig1,
+        study.judges.judge_params,
+        study.judges.judge_length,
+        study.judges.judge_depth,
+    ):
         verdict = judge(res)
         assert verdict.passed is True, verdict.detail
     assert "paper thresholds" in study.judges.judge_length(res).detail
@@ -142,12 +174,18 @@ def test_config_dependent_judges_say_why_they_are_undecided(attention_rank_quick
     # a grid that lacks what a claim needs is "not decided" with the reason, never an error or a pass
     claims = {c.id.split("/")[1]: c for c in study.judges.claims}
     no_full = edit_table(attention_rank_quick, "trained", lambda f: f[f["rank"] < 16])
-    short_betas = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (
-        f["param"] == 300))])
-    few_heads = edit_table(attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "random_rank1") & (f[
-        "param"] == 256))])
-    for name, res in (("trained-heads-hurt", no_full), ("length-hurts-low-rank", no_full), ("softmax-limit",
-        short_betas), ("rank1-floor", few_heads)):
+    short_betas = edit_table(
+        attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "full_rank_softmax") & (f["param"] == 300))]
+    )
+    few_heads = edit_table(
+        attention_rank_quick, "constructions", lambda f: f[~((f["kind"] == "random_rank1") & (f["param"] == 256))]
+    )
+    for name, res in (
+        ("trained-heads-hurt", no_full),
+        ("length-hurts-low-rank", no_full),
+        ("softmax-limit", short_betas),
+        ("rank1-floor", few_heads),
+    ):
         v = claims[name].evaluate(res)
         assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (name, v.detail)
 
@@ -177,24 +215,38 @@ def test_bad_config_fails_before_any_work(overrides, field):
 
 
 TINY = dict(
-    construction_sets=100, hardmax_n_points=(2, 8), betas=(10.0, 30.0), rank1_n_heads=(1, 2), eval_sets=64,
+    construction_sets=100,
+    hardmax_n_points=(2, 8),
+    betas=(10.0, 30.0),
+    rank1_n_heads=(1, 2),
+    eval_sets=64,
     probe_sets=16,
-    steps=3, batch=4, seeds=2,
+    steps=3,
+    batch=4,
+    seeds=2,
 )
 
 
 def test_encoder_architecture_trains_every_depth(tmp_path):
     res = execute(
-        "attention-rank", "quick", 0, store=Store(tmp_path), device="cpu",
-        overrides=dict(TINY, architecture="encoder", n_layers=(1, 2), n_heads=(1, 4), length_n_points=(), mlp_width=8,
-                       norm="layer"),
+        "attention-rank",
+        "quick",
+        0,
+        store=Store(tmp_path),
+        device="cpu",
+        overrides=dict(
+            TINY, architecture="encoder", n_layers=(1, 2), n_heads=(1, 4), length_n_points=(), mlp_width=8, norm="layer"
+        ),
     )
     assert res.status == "done", res.message
     trained = res.table("trained")
     assert set(trained["depth"]) == {1, 2} and set(trained["seed"]) == {0, 1} and trained["dmse"].notna().all()
     length = res.verdict("attention-rank/length-hurts-low-rank")  # no length grid: undecided, never passed
-    assert length.passed is None and not length.error and length.detail.startswith("not decided: this config's "
-        "length grid"), length.detail
+    assert (
+        length.passed is None
+        and not length.error
+        and length.detail.startswith("not decided: this config's length grid")
+    ), length.detail
 
 
 def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
@@ -209,8 +261,9 @@ def test_nan_loss_marks_the_run_diverged_with_the_step(tmp_path, monkeypatch):
         return sets
 
     monkeypatch.setattr(farthest_point, "nearest_point_sets", poisoned)
-    res = execute("attention-rank", "quick", 0, store=Store(tmp_path), device="cpu", overrides=dict(TINY,
-        length_n_points=()))
+    res = execute(
+        "attention-rank", "quick", 0, store=Store(tmp_path), device="cpu", overrides=dict(TINY, length_n_points=())
+    )
     assert res.status == "diverged"
     assert "step 0" in res.message
     assert all(v.passed is None for v in res.verdicts)
@@ -238,14 +291,24 @@ def test_departures_from_the_card(attention_rank_quick):
     assert fig1.declare(fig1.evaluate(r), paper_cfg, "paper").departures == ()
     cpu_cfg = registered.make_config("cpu").model_dump()
     said = fig1.declare(fig1.evaluate(r), cpu_cfg, "cpu").departures
-    assert {d.split(" (")[0] for d in said} == {"steps 1500", "seeds 1", "architecture attention",
-                                                 "width_multipliers", "n_heads"}, said
+    assert {d.split(" (")[0] for d in said} == {
+        "steps 1500",
+        "seeds 1",
+        "architecture attention",
+        "width_multipliers",
+        "n_heads",
+    }, said
 
 
 def test_a_nan_error_fails_naming_its_row(attention_rank_quick):
     nan = float("nan")
-    bad = _mutated(attention_rank_quick, "constructions", lambda f: (f["kind"] == "full_rank_hardmax") & (
-        f["n_points"] == 64), "dmse", nan)
+    bad = _mutated(
+        attention_rank_quick,
+        "constructions",
+        lambda f: (f["kind"] == "full_rank_hardmax") & (f["n_points"] == 64),
+        "dmse",
+        nan,
+    )
     v = _claim("hardmax-exact").evaluate(bad)
     assert v.passed is False and "dmse" in v.detail and "n_points = 64" in v.detail, v.detail
 
@@ -255,8 +318,20 @@ def test_a_nan_error_fails_naming_its_row(attention_rank_quick):
 
 def _cpu_result(dmse: dict[int, float]) -> Result:
     """The cpu preset's heads grid (one layer, d = 64, N = 16, w = 1, r = 64, 32, 16) with the given d·MSE per rank."""
-    rows = [dict(grids="heads", depth=1, heads=64 // rank, rank=rank, width=1, total_heads=64 // rank, n_points=16,
-                 seed=0, dmse=err) for rank, err in dmse.items()]
+    rows = [
+        dict(
+            grids="heads",
+            depth=1,
+            heads=64 // rank,
+            rank=rank,
+            width=1,
+            total_heads=64 // rank,
+            n_points=16,
+            seed=0,
+            dmse=err,
+        )
+        for rank, err in dmse.items()
+    ]
     cfg = get_study("attention-rank").make_config("cpu").model_dump()
     return Result("attention-rank", "x", "cpu", 0, "done", cfg, tables={"trained": pd.DataFrame(rows)})
 
@@ -267,8 +342,13 @@ def test_cpu_fig1_fails_as_measured_and_is_declared_known_at_cpu_only():
     assert not any(fig1.known.applies(p) for p in ("quick", "slice", "paper"))
     measured = fig1.evaluate(_cpu_result({64: 0.0814, 32: 0.5884, 16: 0.7020}))  # seed 0 at the cpu preset
     assert measured.passed is False and measured.outcome == "known", measured.detail
-    assert {d.split(" (")[0] for d in measured.departures} == {"steps 1500", "seeds 1", "architecture attention",
-                                                                "width_multipliers", "n_heads"}, measured.departures
+    assert {d.split(" (")[0] for d in measured.departures} == {
+        "steps 1500",
+        "seeds 1",
+        "architecture attention",
+        "width_multipliers",
+        "n_heads",
+    }, measured.departures
     # a cpu table that meets every threshold passes the judge, and is flagged as a known failure that passed
     right = fig1.evaluate(_cpu_result({64: 0.03, 32: 0.5884, 16: 0.7020}))
     assert right.passed is True and right.outcome == "unexpected", right.detail

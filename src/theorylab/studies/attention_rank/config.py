@@ -34,44 +34,59 @@ class AttentionRankConfig(StudyConfig):
     # --- training-free constructions -----------------------------------------------------------
     construction_d: Dim = Field(16, description="dimension of the construction checks (card: 16)")
     construction_n_points: Length = Field(8, description="set size of the softmax and rank-1 checks (card: 8)")
-    construction_sets: SampleSize = Field(2000, description="sets per construction measurement (rank-1: as many again "
-        "held out)")
-    hardmax_n_points: tuple[Length, ...] = Field((2, 8, 64, 256), min_length=1, description="set sizes for the exact "
-        "hard-max check")
-    betas: tuple[InverseTemperature, ...] = Field((10.0, 30.0, 100.0, 300.0), min_length=2,
-        description="inverse temperatures of the softmax full-rank head")
-    rank1_n_heads: tuple[NHeads, ...] = Field((1, 4, 16, 64, 256), min_length=2, description="head counts of the "
-        "random rank-1 construction")
+    construction_sets: SampleSize = Field(
+        2000, description="sets per construction measurement (rank-1: as many again held out)"
+    )
+    hardmax_n_points: tuple[Length, ...] = Field(
+        (2, 8, 64, 256), min_length=1, description="set sizes for the exact hard-max check"
+    )
+    betas: tuple[InverseTemperature, ...] = Field(
+        (10.0, 30.0, 100.0, 300.0), min_length=2, description="inverse temperatures of the softmax full-rank head"
+    )
+    rank1_n_heads: tuple[NHeads, ...] = Field(
+        (1, 4, 16, 64, 256), min_length=2, description="head counts of the random rank-1 construction"
+    )
     # --- trained grid (Fig. 1): depth x heads x width multiplier, at n_points ----------------
-    architecture: Literal["attention", "encoder"] = Field("attention", description="'attention': one attention layer "
-        "alone (V_h full rank); 'encoder': post-norm residual blocks with an FF block")
-    n_layers: tuple[NLayers, ...] = Field((1,), min_length=1, description="numbers of layers L ('attention' allows "
-        "only 1)")
-    n_heads: tuple[NHeads, ...] = Field((1, 4, 16), min_length=1, description="heads H per multi-head module; rank r "
-        "= d / H")
-    width_multipliers: tuple[Multiplier, ...] = Field((1,), min_length=1, description="w independent multi-head "
-        "modules summed (H*w heads of rank r)")
+    architecture: Literal["attention", "encoder"] = Field(
+        "attention",
+        description="'attention': one attention layer "
+        "alone (V_h full rank); 'encoder': post-norm residual blocks with an FF block",
+    )
+    n_layers: tuple[NLayers, ...] = Field(
+        (1,), min_length=1, description="numbers of layers L ('attention' allows only 1)"
+    )
+    n_heads: tuple[NHeads, ...] = Field(
+        (1, 4, 16), min_length=1, description="heads H per multi-head module; rank r = d / H"
+    )
+    width_multipliers: tuple[Multiplier, ...] = Field(
+        (1,), min_length=1, description="w independent multi-head modules summed (H*w heads of rank r)"
+    )
     # --- trained grid (Fig. N): rank x sequence length ----------------------------------------
-    length_n_points: tuple[Length, ...] = Field((4, 8, 16), description="set sizes N of the length grid (empty: skip "
-        "it)")
+    length_n_points: tuple[Length, ...] = Field(
+        (4, 8, 16), description="set sizes N of the length grid (empty: skip it)"
+    )
     length_ranks: tuple[Rank, ...] = Field((16, 4, 1), description="head ranks r of the length grid (H = d / r)")
     length_n_layers: NLayers = Field(1, description="layers in the length grid (paper: 2)")
     length_width_multiplier: Multiplier = Field(1, description="width multiplier in the length grid (paper: 64)")
     # --- encoder (architecture='encoder') -------------------------------------------------------
-    norm: Literal["sphere", "layer", "rms"] = Field("sphere", description="post-norm of the encoder (paper code: "
-        "learned-scale sphere norm)")
-    mlp_width: Annotated[Width, Field(ge=0, le=1_000_000)] = Field(2048, description="FF width of the encoder blocks "
-        "(paper: 2048; 0 = none)")
+    norm: Literal["sphere", "layer", "rms"] = Field(
+        "sphere", description="post-norm of the encoder (paper code: learned-scale sphere norm)"
+    )
+    mlp_width: Annotated[Width, Field(ge=0, le=1_000_000)] = Field(
+        2048, description="FF width of the encoder blocks (paper: 2048; 0 = none)"
+    )
     # --- optimisation ----------------------------------------------------------------------------
     steps: Steps = Field(600, description="training steps (quick 600, paper 1e5)")
     batch: Batch = Field(128, description="sets per step (quick 128, paper 256)")
     lr: LearningRate = Field(1e-2, description="AdamW peak learning rate (paper 1e-2)")
     beta2: float = Field(0.95, gt=0, lt=1, description="AdamW beta2 (paper 0.95; beta1 = 0.9)")
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="AdamW weight decay (paper 0)")
-    warmup_frac: Annotated[Fraction, Field(le=0.5)] = Field(0.05, description="linear warm-up fraction, then cosine "
-        "decay (paper 5%)")
-    seeds: Seeds = Field(1, description="seeds per configuration, trained as one batch (paper 5; min over seeds "
-        "reported)")
+    warmup_frac: Annotated[Fraction, Field(le=0.5)] = Field(
+        0.05, description="linear warm-up fraction, then cosine decay (paper 5%)"
+    )
+    seeds: Seeds = Field(
+        1, description="seeds per configuration, trained as one batch (paper 5; min over seeds reported)"
+    )
     eval_sets: SampleSize = Field(4096, description="fresh sets per evaluation (card: 4096)")
     eval_chunk: Chunk = Field(1024, description="sets evaluated at once (memory vs speed)")
     probe_sets: SampleSize = Field(512, description="sets for the attention-pattern statistics")
@@ -86,9 +101,9 @@ class AttentionRankConfig(StudyConfig):
                 raise ValueError(f"'length_ranks' = {r} must divide d = {self.d}")
         if self.architecture == "attention":
             if max(self.n_layers) > 1 or (self.length_n_points and self.length_n_layers > 1):
-                raise ValueError("'n_layers' and 'length_n_layers' must be 1 when architecture='attention' (use "
-                                 "'encoder' "
-                                 "for depth)")
+                raise ValueError(
+                    "'n_layers' and 'length_n_layers' must be 1 when architecture='attention' (use 'encoder' for depth)"
+                )
         return self
 
 

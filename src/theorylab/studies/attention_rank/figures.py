@@ -30,9 +30,22 @@ def figure_constructions(ctx: RunContext, table: pd.DataFrame) -> None:
     ctx.figure("construction_curves", fig)
 
 
-def figure_grid(ctx: RunContext, summary: pd.DataFrame, grid: str, x: str, by: str | list[str], name: str, *,
-                 label: str, median_label: str | None, zero_label: str, xlabel: str, ylabel: str, title: str,
-                 legend_size: int) -> None:
+def figure_grid(
+    ctx: RunContext,
+    summary: pd.DataFrame,
+    grid: str,
+    x: str,
+    by: str | list[str],
+    name: str,
+    *,
+    label: str,
+    median_label: str | None,
+    zero_label: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    legend_size: int,
+) -> None:
     """d·MSE (min over seeds; with ``median_label``, the median too) against ``x``, one line per ``by``, log-log."""
     part = summary[summary["grids"].str.contains(grid)]
     if part.empty:

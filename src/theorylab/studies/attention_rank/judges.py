@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
-from theorylab.core.errors import Undecided
 from theorylab.train.farthest_point import grid_summary
 
 REF = "arXiv 2407.16153"
@@ -36,13 +35,15 @@ S_HARDMAX = (
 
 
 @claims.add("hardmax-exact", S_HARDMAX, REF + ", Sec. 3 (full-rank construction)")
-def judge_hardmax(res, v) -> Verdict:
+def judge_hardmax(res: Result, v: Judgement) -> Verdict:
     t = res.table("constructions")
     hard = t[t["kind"] == "full_rank_hardmax"]
     worst = float(v.column(hard, "dmse").max())
-    detail = "; ".join(f"N={int(r.n_points)}: {r.dmse:.1e}" for r in hard.itertuples(
-        )) + " (exact construction: 0 up to rounding, tol 1e-12)"
-    return v.judged(worst <= 1e-12, worst, 0.0, 1e-12, detail)
+    detail = (
+        "; ".join(f"N={int(r.n_points)}: {r.dmse:.1e}" for r in hard.itertuples())
+        + " (exact construction: 0 up to rounding, tol 1e-12)"
+    )
+    return v.at_most(worst, 1e-12, expected=str(0.0), tolerance=1e-12, detail=detail)
 
 
 S_SOFTMAX = (
@@ -52,7 +53,7 @@ S_SOFTMAX = (
 
 
 @claims.add("softmax-limit", S_SOFTMAX, REF + ", Sec. 3 (softmax approximation)")
-def judge_softmax(res, v) -> Verdict:
+def judge_softmax(res: Result, v: Judgement) -> Verdict:
     t = res.table("constructions")
     soft = t[t["kind"] == "full_rank_softmax"].sort_values("param")
     errs = v.column(soft, "dmse").to_numpy()
@@ -60,7 +61,9 @@ def judge_softmax(res, v) -> Verdict:
     top_beta, last = float(soft["param"].iloc[-1]), float(errs[-1])
     detail = ", ".join(f"β={b:g}: {e:.4f}" for b, e in zip(soft["param"], errs)) + f"; strictly decreasing: {falls}"
     if top_beta < 300:
-        raise Undecided(f"this config's betas stop at {top_beta:g}; the claim needs beta >= 300 in 'betas': {detail}")
+        return v.undecided(
+            f"this config's betas stop at {top_beta:g}; the claim needs beta >= 300 in 'betas': {detail}"
+        )
     return v.judged(falls and last <= 0.05, last, 0.0, 0.05, detail + f" (at β={top_beta:g}: need <= 0.05)")
 
 
@@ -71,7 +74,7 @@ S_RANK1 = (
 
 
 @claims.add("rank1-floor", S_RANK1, REF + ", Sec. 4 (rank-1 lower bound)")
-def judge_rank1(res, v) -> Verdict:
+def judge_rank1(res: Result, v: Judgement) -> Verdict:
     t = res.table("constructions")
     d = int(t["d"].iloc[0])
     test = t[(t["kind"] == "random_rank1") & (t["split"] == "test")].sort_values("param")
@@ -84,8 +87,9 @@ def judge_rank1(res, v) -> Verdict:
         f"drop {drop:.4f} (need < 0.5)"
     )
     if h_max < d * d:
-        raise Undecided(f"this config's rank1_n_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: "
-                        f"{detail}")
+        return v.undecided(
+            f"this config's rank1_n_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: {detail}"
+        )
     return v.judged(at_max >= 0.5 and drop < 0.5, at_max, ">= 0.5", 0.5, detail)
 
 
@@ -96,20 +100,24 @@ S_HEADS = (
 
 
 @claims.add("trained-heads-hurt", S_HEADS, REF + ", Fig. 1 (quick analogue at d = 16)", departures=QUICK_SIZE)
-def judge_heads(res, v) -> Verdict:
+def judge_heads(res: Result, v: Judgement) -> Verdict:
     d = res.config["d"]
     s = grid_summary(res.table("trained"), "heads", depth=1, width=1, n_points=res.config["n_points"])
     full = s[s["rank"] == d]
     low = s[s["rank"] <= d // 4]
     if full.empty or low.empty:
-        raise Undecided(f"this config's heads grid {sorted(s['heads'].unique().tolist())} at depth 1, w = 1 lacks H = "
-                        f"1 or any H >= 4 (both are needed)")
+        return v.undecided(
+            f"this config's heads grid {sorted(s['heads'].unique().tolist())} at depth 1, w = 1 lacks H = "
+            f"1 or any H >= 4 (both are needed)"
+        )
     full_err = float(v.column(full, "dmse_min").iloc[0])
     low_min = float(v.column(low, "dmse_min").min())
     ratio = low_min / full_err
-    detail = (f"min over seeds: H=1 (r={d}): {full_err:.4f} (need <= 0.2); "
-              + ", ".join(f"H={int(r.heads)} (r={int(r.rank)}): {r.dmse_min:.4f}" for r in low.itertuples())
-              + f" (need >= 0.35); ratio {ratio:.2f} (need >= 3)")
+    detail = (
+        f"min over seeds: H=1 (r={d}): {full_err:.4f} (need <= 0.2); "
+        + ", ".join(f"H={int(r.heads)} (r={int(r.rank)}): {r.dmse_min:.4f}" for r in low.itertuples())
+        + f" (need >= 0.35); ratio {ratio:.2f} (need >= 3)"
+    )
     ok = full_err <= 0.2 and low_min >= 0.35 and ratio >= 3
     return v.judged(ok, ratio, ">= 3", 3, detail)
 
@@ -125,16 +133,26 @@ S_FIG1 = (
 
 
 CPU_FIG1 = [
-    Departure.field_value("steps", 100_000, "cpu preset: 1500 steps, 1.5% of the paper's (~30 ms of one core a step)",
-                          presets=["cpu"]),
+    Departure.field_value(
+        "steps", 100_000, "cpu preset: 1500 steps, 1.5% of the paper's (~30 ms of one core a step)", presets=["cpu"]
+    ),
     Departure.field_value("seeds", 5, "cpu preset: one seed (the paper reports the minimum over 5)", presets=["cpu"]),
-    Departure.field_value("architecture", "encoder", "cpu preset: one attention layer alone (V_h full rank), the "
-                          "card's quick model; the paper's post-norm encoder layer with its 2048-wide FF block costs "
-                          "~5x more a step", presets=["cpu"]),
+    Departure.field_value(
+        "architecture",
+        "encoder",
+        "cpu preset: one attention layer alone (V_h full rank), the "
+        "card's quick model; the paper's post-norm encoder layer with its 2048-wide FF block costs "
+        "~5x more a step",
+        presets=["cpu"],
+    ),
     Departure.field_value("width_multipliers", (1, 8, 64), "the cpu preset trains w = 1 only", presets=["cpu"]),
-    Departure.field_value("n_heads", (1, 2, 4, 8, 16, 32, 64), "cpu preset: ranks 64, 32, 16 (H = 1, 2, 4); ranks "
-                          "1-8 (H = 8..64, up to ~0.4 s of one core a step at H = 64) are not trained",
-                          presets=["cpu"]),
+    Departure.field_value(
+        "n_heads",
+        (1, 2, 4, 8, 16, 32, 64),
+        "cpu preset: ranks 64, 32, 16 (H = 1, 2, 4); ranks "
+        "1-8 (H = 8..64, up to ~0.4 s of one core a step at H = 64) are not trained",
+        presets=["cpu"],
+    ),
 ]
 
 
@@ -156,23 +174,40 @@ FIG1_KNOWN_CPU = KnownFailure.on_every_seed(
 )
 
 
-@claims.add("fig1-one-layer", S_FIG1, REF + ", Fig. 1", decided_by="cpu", known=FIG1_KNOWN_CPU, departures=[
-    *PAPER_RECIPE, Departure.field_value("width_multipliers", (1, 8, 64), "the slice trains w = 1 only", presets=GPU),
-    *CPU_FIG1])
-def judge_fig1(res, v) -> Verdict:
+@claims.add(
+    "fig1-one-layer",
+    S_FIG1,
+    REF + ", Fig. 1",
+    decided_by="cpu",
+    known=FIG1_KNOWN_CPU,
+    departures=[
+        *PAPER_RECIPE,
+        Departure.field_value("width_multipliers", (1, 8, 64), "the slice trains w = 1 only", presets=GPU),
+        *CPU_FIG1,
+    ],
+)
+def judge_fig1(res: Result, v: Judgement) -> Verdict:
     s = grid_summary(res.table("trained"), "heads", depth=1, n_points=16)
     if not _paper_scale(res) or s[s["rank"] == 64].empty or s[s["rank"] < 64].empty:
-        raise Undecided(f"needs the cpu preset: the claim is about one layer at d = 64, N = 16 with rank 64 and lower "
-                        f"ranks; this config trains d = {res.config['d']}, N = {res.config['n_points']}")
+        return v.undecided(
+            f"needs the cpu preset: the claim is about one layer at d = 64, N = 16 with rank 64 and lower "
+            f"ranks; this config trains d = {res.config['d']}, N = {res.config['n_points']}"
+        )
     v.column(s, "dmse_min")
     full, r32, low = s[s["rank"] == 64], s[s["rank"] == 32], s[s["rank"] <= 16]
     ok = bool((full["dmse_min"] <= 0.05).all() and (r32["dmse_min"] >= 0.25).all() and (low["dmse_min"] >= 0.4).all())
     widths = sorted(int(w) for w in s["width"].unique())
     ranks = sorted(int(r) for r in s["rank"].unique())
-    partial = "" if {1, 8, 64} <= set(widths) else (
-        f" (partial grid: widths {widths} of the card's 1, 8, 64; ranks {ranks})")
-    detail = "; ".join(f"r={int(r.rank)}, w={int(r.width)}: {r.dmse_min:.4f}" for r in s.sort_values(["rank",
-        "width"]).itertuples()) + partial
+    partial = (
+        "" if {1, 8, 64} <= set(widths) else (f" (partial grid: widths {widths} of the card's 1, 8, 64; ranks {ranks})")
+    )
+    detail = (
+        "; ".join(
+            f"r={int(r.rank)}, w={int(r.width)}: {r.dmse_min:.4f}"
+            for r in s.sort_values(["rank", "width"]).itertuples()
+        )
+        + partial
+    )
     return v.judged(ok, float(full["dmse_min"].max()), "<= 0.05", 0.05, detail)
 
 
@@ -182,36 +217,43 @@ S_PARAMS = (
 )
 
 
-@claims.add("params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)", decided_by="paper",
-            departures=PAPER_RECIPE)
-def judge_params(res, v) -> Verdict:
+@claims.add(
+    "params-do-not-help", S_PARAMS, REF + ", Fig. 1 (width multiplier)", decided_by="paper", departures=PAPER_RECIPE
+)
+def judge_params(res: Result, v: Judgement) -> Verdict:
     s = grid_summary(res.table("trained"), "heads", depth=1, n_points=16)
     wide = s[(s["width"] == 64) & (s["rank"] <= 32)]
     full = s[(s["width"] == 1) & (s["rank"] == 64)]
     if not _paper_scale(res) or wide.empty or full.empty:
-        raise Undecided(f"needs paper preset: the claim compares w = 1 and w = 64 at d = 64, N = 16; this config "
-                        f"trains d = {res.config['d']}, N = {res.config['n_points']}, "
-                        f"w in {list(res.config['width_multipliers'])}")
+        return v.undecided(
+            f"needs paper preset: the claim compares w = 1 and w = 64 at d = 64, N = 16; this config "
+            f"trains d = {res.config['d']}, N = {res.config['n_points']}, "
+            f"w in {list(res.config['width_multipliers'])}"
+        )
     low = float(v.column(wide, "dmse_min").min())
     full_err = float(v.column(full, "dmse_min").iloc[0])
     detail = f"min over r <= 32 at w = 64: {low:.4f} (need >= 0.25); r = 64 at w = 1: {full_err:.4f} (need <= 0.05)"
     return v.judged(low >= 0.25 and full_err <= 0.05, low, ">= 0.25", 0.25, detail)
 
 
-S_LENGTH = ("Low-rank error grows with sequence length while full rank stays near zero (paper Fig. N at d = 64: full "
-            "rank <= 0.1 for N up to 256, "
-            "each r < 64 grows by >= 0.2 from N = 16 to 256; on a reduced grid: full rank <= 0.2 and low rank grows by "
-            ">= 0.1 from the shortest to the longest N).")
+S_LENGTH = (
+    "Low-rank error grows with sequence length while full rank stays near zero (paper Fig. N at d = 64: full "
+    "rank <= 0.1 for N up to 256, "
+    "each r < 64 grows by >= 0.2 from N = 16 to 256; on a reduced grid: full rank <= 0.2 and low rank grows by "
+    ">= 0.1 from the shortest to the longest N)."
+)
 
 
 @claims.add("length-hurts-low-rank", S_LENGTH, REF + ", Fig. N")
-def judge_length(res, v) -> Verdict:
+def judge_length(res: Result, v: Judgement) -> Verdict:
     s = grid_summary(res.table("trained"), "length")
     d = res.config["d"]
     lengths = sorted(s["n_points"].unique())
     if len(lengths) < 2 or s[s["rank"] == d].empty or s[s["rank"] < d].empty:
-        raise Undecided(f"this config's length grid (length_n_points {list(res.config['length_n_points'])}, ranks "
-                        f"{list(res.config['length_ranks'])}) needs >= 2 lengths, full rank and some r < d")
+        return v.undecided(
+            f"this config's length grid (length_n_points {list(res.config['length_n_points'])}, ranks "
+            f"{list(res.config['length_ranks'])}) needs >= 2 lengths, full rank and some r < d"
+        )
     paper = d == 64 and 16 in lengths and 256 in lengths
     n_ref, n_max = (16, 256) if paper else (lengths[0], lengths[-1])
     full_tol, growth_tol = (0.1, 0.2) if paper else (0.2, 0.1)
@@ -223,16 +265,27 @@ def judge_length(res, v) -> Verdict:
         by_n = grp.set_index("n_points")["dmse_min"]
         growths[int(r)] = float(by_n[n_max] - by_n[n_ref])
     ok = full_worst <= full_tol and min(growths.values()) >= growth_tol
-    scale = "paper thresholds (Fig. N)" if paper else (
-        f"reduced grid at d = {d} (qualitative thresholds; the card's apply at the paper preset)")
-    departures = [] if paper else [
-        f"reduced grid: d = {d}, N {', '.join(str(int(n)) for n in lengths)}, "
-        f"{res.config['length_n_layers']} layer(s), w = {res.config['length_width_multiplier']}; full rank <= 0.2 "
-        f"and growth >= 0.1 from N = {n_ref} to {n_max} "
-        f"(card: d = 64, 2 layers, w = 64; <= 0.1 up to N = 256 and growth >= 0.2 from N = 16 to 256): the card's "
-        f"Fig. N grid is GPU work"]
-    detail = (f"{scale}: full rank max over N = {full_worst:.4f} (need <= {full_tol}); growth N={n_ref}->{n_max}: "
-              + ", ".join(f"r={r}: {g:+.4f}" for r, g in sorted(growths.items())) + f" (need >= {growth_tol})")
+    scale = (
+        "paper thresholds (Fig. N)"
+        if paper
+        else (f"reduced grid at d = {d} (qualitative thresholds; the card's apply at the paper preset)")
+    )
+    departures = (
+        []
+        if paper
+        else [
+            f"reduced grid: d = {d}, N {', '.join(str(int(n)) for n in lengths)}, "
+            f"{res.config['length_n_layers']} layer(s), w = {res.config['length_width_multiplier']}; full rank <= 0.2 "
+            f"and growth >= 0.1 from N = {n_ref} to {n_max} "
+            f"(card: d = 64, 2 layers, w = 64; <= 0.1 up to N = 256 and growth >= 0.2 from N = 16 to 256): the card's "
+            f"Fig. N grid is GPU work"
+        ]
+    )
+    detail = (
+        f"{scale}: full rank max over N = {full_worst:.4f} (need <= {full_tol}); growth N={n_ref}->{n_max}: "
+        + ", ".join(f"r={r}: {g:+.4f}" for r, g in sorted(growths.items()))
+        + f" (need >= {growth_tol})"
+    )
     return v.judged(ok, min(growths.values()), f">= {growth_tol}", growth_tol, detail, departures=departures)
 
 
@@ -243,15 +296,17 @@ S_DEPTH = (
 
 
 @claims.add("depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)", decided_by="paper", departures=PAPER_RECIPE)
-def judge_depth(res, v) -> Verdict:
+def judge_depth(res: Result, v: Judgement) -> Verdict:
     d = res.config["d"]
     s = grid_summary(res.table("trained"), "heads", width=1, n_points=16, rank=d // 4)
     by_depth = s.set_index("depth")["dmse_min"]
     if not _paper_scale(res) or 1 not in by_depth or 3 not in by_depth:
-        raise Undecided(f"needs paper preset: the claim compares depths 1 and 3 at d = 64, N = 16, w = 1, r = d/4; "
-                        f"this config trains d = {d}, N = {res.config['n_points']}, "
-                        f"n_layers {list(res.config['n_layers'])}")
+        return v.undecided(
+            f"needs paper preset: the claim compares depths 1 and 3 at d = 64, N = 16, w = 1, r = d/4; "
+            f"this config trains d = {d}, N = {res.config['n_points']}, "
+            f"n_layers {list(res.config['n_layers'])}"
+        )
     v.column(s, "dmse_min")
     gain = float(by_depth[1] - by_depth[3])
     detail = f"r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
-    return v.judged(gain >= 0.2, gain, ">= 0.2", 0.2, detail)
+    return v.at_least(gain, 0.2, expected=">= 0.2", tolerance=0.2, detail=detail)
