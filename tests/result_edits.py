@@ -22,3 +22,11 @@ def set_where(frame: pd.DataFrame, where: Callable[[pd.DataFrame], Any], column:
     """``frame`` with ``column`` set to ``value`` on the rows ``where(frame)`` selects."""
     frame.loc[where(frame), column] = value
     return frame
+
+
+def assert_undecided(verdict: Any, pattern: str) -> None:
+    """``verdict`` reads "not decided" (a judge returns ``v.undecided(...)``), with ``pattern`` in its reason."""
+    import re
+
+    assert verdict.passed is None and not verdict.error, verdict.detail
+    assert re.search(pattern, verdict.detail), f"{pattern!r} not in {verdict.detail!r}"

@@ -67,4 +67,4 @@ def test_judge_fails_on_a_wrong_table(quick):
 
 
 def test_example_stays_short():
-    assert len(EXAMPLE.read_text().splitlines()) <= 120
+    assert len(EXAMPLE.read_text().splitlines()) <= 140  # 120 before ruff format laid it out (issue 47)

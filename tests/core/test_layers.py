@@ -257,7 +257,13 @@ def test_the_layer_check_sees_every_kind_of_import(tmp_path, monkeypatch):
     assert got == [(2, "core"), (3, "theory"), (4, "theory"), (5, "theory"), (7, "train")]
 
 
+# Issue 19's limit was 350 lines of densely wrapped 120-column code; ruff format (issue 47) lays the same code out on
+# 1.3-1.6x the lines. Counted in non-whitespace characters, a measure the layout does not change, the largest study
+# module then held 17,008 in 347 lines: the limit stays what it was, stated without the layout.
+WIRING_CHARS = 17_500
+
+
 def test_every_study_module_is_wiring_sized():
-    """Issue 19: a study module holds wiring only, at most 350 lines; what another paper could use goes down a layer."""
-    sizes = {str(p.relative_to(SRC)): len(p.read_text().splitlines()) for p in (SRC / "studies").rglob("*.py")}
-    assert max(sizes.values()) <= 350, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+    """Issue 19: a study module holds wiring only; what another paper could use goes down a layer."""
+    sizes = {str(p.relative_to(SRC)): len("".join(p.read_text().split())) for p in (SRC / "studies").rglob("*.py")}
+    assert max(sizes.values()) <= WIRING_CHARS, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from theorylab.data import (
     ImageFolderArray,
     PowerLawGaussian,
-    digits,
     disjoint_splits,
     stratify_by_pc,
     wishart_sample_covariance,
 )
+from theorylab.data.digits import digits  # the package's `digits` is the module (a name never shadows one)
 
 
 def test_power_law_spectrum_and_random_basis():

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
+from result_edits import assert_undecided, set_where
 from result_edits import edit_table as _edit
-from result_edits import set_where
 from theorylab.probes.bilinear_operators import EPS
 from theorylab.studies import bilinear_attention_operator as bao
 
@@ -99,11 +97,9 @@ def test_identity_tolerances_are_rounding_bounds(bilinear_quick):
 
 
 def test_tied_claim_is_undecided_without_tied_models(bilinear_quick):
-    from theorylab.core.errors import Undecided
 
     none = _edit(bilinear_quick, "heads", lambda f: f[f["family"] != "tied QK"])
-    with pytest.raises(Undecided, match="tied_models"):
-        bao.judges.judge_tied(none)
+    assert_undecided(bao.judges.judge_tied(none), "tied_models")
 
 
 def test_pair_claims_are_judged_at_paper_length(bilinear_quick):
