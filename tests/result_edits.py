@@ -25,8 +25,18 @@ def set_where(frame: pd.DataFrame, where: Callable[[pd.DataFrame], Any], column:
 
 
 def assert_undecided(verdict: Any, pattern: str) -> None:
-    """``verdict`` reads "not decided" (a judge returns ``v.undecided(...)``), with ``pattern`` in its reason."""
+    """``verdict`` reads "not decided" with ``pattern`` in its reason. ``verdict`` may be a zero-argument callable
+    that makes it: a judge returns ``v.undecided(...)``, while a table it reads with ``res.table(name, unless=...)``
+    raises ``Undecided`` (the claim turns either into a "not decided" verdict)."""
     import re
 
+    from theorylab.core.errors import Undecided
+
+    if callable(verdict):
+        try:
+            verdict = verdict()
+        except Undecided as why:
+            assert re.search(pattern, str(why)), f"{pattern!r} not in {str(why)!r}"
+            return
     assert verdict.passed is None and not verdict.error, verdict.detail
     assert re.search(pattern, verdict.detail), f"{pattern!r} not in {verdict.detail!r}"

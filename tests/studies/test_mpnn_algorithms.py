@@ -221,7 +221,7 @@ def _judged_at(result, n: int):
 
 
 def test_mst_judge_fails_on_wrong_results(mpnn_mst):
-    assert_undecided(mpnn.judges.judge_mst(mpnn_mst), "at reduced size it measures")
+    assert_undecided(lambda: mpnn.judges.judge_mst(mpnn_mst), "at reduced size it measures")
     # judged at the sizes the reduced run has: an all-correct classification passes, wrong ones fail
     right = _judged_at(_edit(mpnn_mst, "mst", lambda f: f.assign(f1=1.0, weight_rel_error=0.0)), 16)
     assert mpnn.judges.judge_mst(right).passed is True
@@ -255,17 +255,20 @@ def test_skipped_parts_are_undecided_not_errors(mpnn_quick):
 
     claims = {c.id: c for c in all_studies()["mpnn-algorithms"].claims}
     no_mst = mpnn_quick
-    assert_undecided(mpnn.judges.judge_mst(no_mst), "mst=false")
+    assert_undecided(lambda: mpnn.judges.judge_mst(no_mst), "mst=false")
     v = claims["mpnn-algorithms/mst-minimax"].evaluate(no_mst)
     assert v.passed is None and not v.error and v.detail.startswith("not decided:")
     no_reg = _edit(mpnn_quick, "size_generalization", lambda f: f[f["eta"] != 1e-3])
-    assert_undecided(mpnn.judges.judge_size(no_reg), "η = 1e-3")
+    assert_undecided(lambda: mpnn.judges.judge_size(no_reg), "η = 1e-3")
     assert_undecided(
-        mpnn.judges.judge_aggregation(_edit(mpnn_quick, "size_generalization", lambda f: f[f["aggr"] == "min"])),
+        lambda: mpnn.judges.judge_aggregation(
+            _edit(mpnn_quick, "size_generalization", lambda f: f[f["aggr"] == "min"])
+        ),
         "controls",
     )
     assert_undecided(
-        mpnn.judges.judge_knapsack(_edit(mpnn_quick, "knapsack", lambda f: f[f["items"] < 50])), "the claim is at 50"
+        lambda: mpnn.judges.judge_knapsack(_edit(mpnn_quick, "knapsack", lambda f: f[f["items"] < 50])),
+        "the claim is at 50",
     )
     # a table the run always writes is an error when missing, never "not decided"
     v = claims["mpnn-algorithms/knapsack-extrapolation"].evaluate(_without(mpnn_quick, "knapsack"))

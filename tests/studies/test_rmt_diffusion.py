@@ -47,7 +47,7 @@ def _claim(claim_id):
 def test_mean_claim_undecided_with_too_few_draws(rmt_quick):
     noisy = _mutated(rmt_quick, "mean_equiv", sim_se=lambda f: f["sim_se"] * 10)
     v = _claim("mean-equivalent").evaluate(noisy)
-    assert v.passed is None and not v.error and v.detail.startswith("not decided: needs more draws"), v.detail
+    assert v.passed is None and not v.error and "needs more draws" in v.detail, v.detail
 
 
 def test_undecided_parts_say_why(rmt_quick):
@@ -63,7 +63,8 @@ def test_undecided_parts_say_why(rmt_quick):
         ("digits-linear-consistency", small),
     ):
         v = _claim(cid).evaluate(res)
-        assert v.passed is None and not v.error and v.detail.startswith("not decided: "), (cid, v.detail)
+        # a judge's "not decided" reads "not decided: ..." or, when its reason says what it needs, "needs ..."
+        assert v.passed is None and not v.error and v.detail.startswith(("not decided: ", "needs ")), (cid, v.detail)
 
 
 def test_deep_claim_is_built_and_deep_halves_say_they_are_paper_only(rmt_quick):

@@ -44,7 +44,7 @@ def test_judges_fail_on_wrong_results(thermalizer_quick):
     noisy = th.judges.claims[0].evaluate(
         _edit(r, "gauss_gain", lambda f: f.assign(monte_carlo_se=f["monte_carlo_se"] * 1e3))
     )
-    assert noisy.passed is None and noisy.detail.startswith("not decided: needs more Monte Carlo samples")
+    assert noisy.passed is None and "needs more Monte Carlo samples" in noisy.detail, noisy.detail
     assert (
         th.judges.judge_stability(
             _edit(r, "gauss_stability", lambda f: f.assign(stationary_mc=f["stationary_theory"] * 1.1))
