@@ -3,10 +3,11 @@
 Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858 (Sec. 5, Fig. 2). Every step draws a fresh batch of B tokens
 ``x ~ N(0, I_d)``; all K students see the same batch (each against the teacher's label under its own link), so one
 batched matmul computes every ``G``. The loss is the batch mean of ``½(h(G(S)) - h(G(S*)))²``; its gradient in S is
-``(1/(B sqrt d)) Σ_b r_b (x_b x_b^T - I)`` with ``r = (h(G) - y) h'(G)``, pushed to the parameters by
-:meth:`AttentionIndexed.param_grads`. ρ and t1 are recorded at every step (from the S the step already computed), so
-the first sample count with ρ >= 0.5 is resolved to one batch; the test MSE on a fixed test set every
-``evaluate_every`` steps.
+``(1/(B sqrt d)) Σ_b r_b (x_b x_b^T - I)`` with ``r = (h(G) - y) h'(G)`` for the centred G of the tied and direct
+students, ``(1/(B sqrt d)) Σ_b r_b x_b x_b^T`` for the uncentred G of the untied one (paper eq. 24; the teacher's G*
+stays centred), pushed to the parameters by :meth:`AttentionIndexed.param_grads`. ρ and t1 are recorded at every
+step (from the S the step already computed), so the first sample count with ρ >= 0.5 is resolved to one batch; the
+test MSE on a fixed test set every ``evaluate_every`` steps. :func:`half_way` reads half-way times off the records.
 """
 
 from __future__ import annotations
@@ -51,18 +52,21 @@ def train_aim(
     n_test: int = 4096,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
+    mean0: float | None = None,
 ) -> AIMRun:
     """Online SGD of ``len(links)`` students of one parametrisation until ``n_samples`` fresh samples are seen.
 
     ``lr`` is the step on the batch-mean loss (per-sample rate ``lr / batch``). The students are initialised from
-    ``generator`` before any data is drawn, so two calls with equal generators see the same stream.
+    ``generator`` before any data is drawn, so two calls with equal generators see the same stream. ``mean0``: the
+    untied students' initial mean ``Tr S/√d`` (None: as drawn, ``O(d^-1/2)``).
     """
     if not links or batch < 1 or n_samples < batch or lr <= 0:
         raise ValueError(
             f"train_aim needs links, batch >= 1, n_samples >= batch, lr > 0; got {links}, {batch}, {n_samples}, {lr}"
         )
     d, K = S_star.shape[0], len(links)
-    model = AttentionIndexed(d, parametrisation, K, kappa, direct_init, generator, dtype).to(device)
+    model = AttentionIndexed(d, parametrisation, K, kappa, direct_init, generator, dtype, mean0).to(device)
+    centre = 1.0 if model.centred else 0.0
     Ss = S_star.to(device=device, dtype=dtype)
     tr_star = torch.trace(Ss)
     Sbar_star = (S_star.double() - torch.trace(S_star.double()) / d * torch.eye(d, dtype=torch.float64)).to(device)
@@ -100,9 +104,11 @@ def train_aim(
                 break
             x = torch.randn(batch, d, generator=generator, dtype=torch.float64).to(device=device, dtype=dtype)
             gs = (((x @ Ss) * x).sum(1) - tr_star) / math.sqrt(d)
-            G = ((x @ S * x).sum(2) - tr[:, None]) / math.sqrt(d)  # (K, B): x S x^T row by row
+            G = ((x @ S * x).sum(2) - centre * tr[:, None]) / math.sqrt(d)  # (K, B): x S x^T row by row
             r = torch.stack([(h[k](G[k]) - h[k](gs)) * dh[k](G[k]) for k in range(K)])  # (K, B)
-            grad_S = ((r[:, :, None] * x).transpose(1, 2) @ x - r.sum(1)[:, None, None] * eye) / (batch * math.sqrt(d))
+            grad_S = ((r[:, :, None] * x).transpose(1, 2) @ x - centre * r.sum(1)[:, None, None] * eye) / (
+                batch * math.sqrt(d)
+            )
             grad_S = torch.where(alive[:, None, None], grad_S, torch.zeros((), dtype=dtype, device=device))
             model.sgd_step(grad_S, lr)
     rec = rec.cpu().numpy()
@@ -118,3 +124,21 @@ def train_aim(
 def aim_lr(d: int, batch: int, constant: float) -> float:
     """The step on the batch-mean loss, ``constant · B / (d ln d)``: per-sample rate ``α_d = constant/(d ln d)``."""
     return constant * batch / (d * math.log(d))
+
+
+def half_way(n: np.ndarray, v: np.ndarray, start: float, end: float) -> float:
+    """First ``n`` at which ``v`` has covered half its move from ``start`` to ``end``, linearly interpolated between
+    records (nan: never, or no move). For a half-way time of a relaxation (``end`` its settled level) or of a rise
+    (``start`` 0, ``end`` 1: the first ``v >= 0.5``)."""
+    v = np.asarray(v, float)
+    if not (np.isfinite(start) and np.isfinite(end)) or start == end:
+        return math.nan
+    frac = (v - start) / (end - start)  # 0 at the start, 1 at the end
+    hit = np.flatnonzero(frac >= 0.5)
+    if not len(hit):
+        return math.nan
+    i = int(hit[0])
+    if i == 0:
+        return float(n[0])
+    a, b = frac[i - 1], frac[i]
+    return float(n[i - 1] + (n[i] - n[i - 1]) * (0.5 - a) / (b - a)) if np.isfinite(a) and b > a else float(n[i])
