@@ -71,8 +71,19 @@ class AttentionIndexedModelsConfig(StudyConfig):
     )
     untied_links: tuple[_LINK, ...] = Field(("h1", "h2", "h3"), min_length=1, description="links of the untied runs")
     untied_batch: Batch = Field(4096, description="batch of the untied runs (card paper: 4096)")
-    untied_lr_constant: float = Field(0.02, gt=0, le=2, description="lr constant of the untied runs")
-    untied_horizon: float = Field(6.0, gt=0, le=1e4, description="untied samples n_max = untied_horizon * d^2 ln d")
+    untied_lr_constant: float = Field(
+        0.0131, gt=0, le=2, description="lr constant of the untied runs (card Fig. 3: lr 0.01, B = 4096, d = 800)"
+    )
+    untied_horizon: float = Field(
+        60.0, gt=0, le=1e4, description="untied samples n_max = untied_horizon * d^2 ln d (slow time τ = horizon * lr)"
+    )
+    untied_mean0: float | None = Field(
+        1.0,
+        ge=-10,
+        le=10,
+        description="initial mean m = Tr S/sqrt(d) of the untied students, set by shifting V along U (None: as "
+        "drawn, O(d^-1/2), the paper's init, which leaves m no O(1) move)",
+    )
 
     trunc_d: Dim = Field(100, description="d of the moment-truncation SGD runs (card paper: 400)")
     trunc_seeds: Seeds = Field(
@@ -134,9 +145,13 @@ PRESETS = {
     ),
     "cpu": Preset.of(
         "cpu",
-        "1 CPU core, 274-284 s CPU measured (seeds 0, 1): quick plus tied vs direct at d = 96 with the paper's "
+        "2 CPU cores, ~361 s CPU at one thread (measured, seed 0; 0.56 GB peak; 274-284 s before the untied runs): "
+        "quick plus tied vs direct at d = 96 with the paper's "
         "Fig.-2 step (B = 512, lr constant 0.0234) to n = 50 d^2 ln d, 3 seeds (9 runs of ~4100 steps, ~25 s each at "
-        "one thread). Decides direct-vs-tied at reduced d (declared departure)",
+        "one thread), and untied S = UVᵀ (h1-h3 in lockstep) at d = 32, 64, 128 with the paper's Fig.-3 step to "
+        "n = 60 d² ln d (slow time τ = 0.79; ~80 s in all, most at d = 128). Decides direct-vs-tied and "
+        "untied-timescales at "
+        "reduced d (declared departures)",
         compare_dims=(
             (96,),
             "card Fig. 2: d = 400; a run costs ~d^4 ln d (d^2 a sample over 50 d^2 ln d samples), "
@@ -150,14 +165,24 @@ PRESETS = {
         ),
         compare_seeds=(3, "card"),
         compare_horizon=(50.0, "the paper preset's: n = 50 d^2 ln d, ~5x the tied model's latest n_0.5"),
+        untied_dims=(
+            (32, 64, 128),
+            "card: 200, 400, 800; an untied run costs ~d^4 ln d (d = 128: ~65 s at one thread, d = 200 ~6x "
+            "that); three d spanning 4x, like the card's",
+        ),
+        untied_batch=(
+            256,
+            "card Fig. 3: 4096; the claim is in samples (per-sample rate α_d fixed), B only sets the "
+            "resolution: m's half-way time is 4-12 steps of 256 at d = 32 and would fall inside the first of 4096",
+        ),
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: tied vs direct at d = 400 (B = 512), untied at d = 200, 400, 800 (B = 4096), 3 seeds. Est. 40 min on "
-        "one H100, from a CPU slice (an untied step at d = 200, B = 4096 took ~0.15 s on one core; a step costs "
-        "~B d²): the untied runs are ~13 core-hours (6300 steps at d = 800), ~16 min at ~50x a core; the 27 "
-        "tied-vs-direct runs are 94k steps of B = 512 at d = 400 each (~53 core-hours; launch-bound on a GPU at "
-        "~0.5 ms a step, ~21 min)",
+        "GPU: tied vs direct at d = 400 (B = 512), 3 seeds; untied at d = 200, 400, 800 (B = 4096) to n = 60 d² ln d. "
+        "Est. 40 min on one H100. Untied: 3.1k, 14k and 63k steps of B = 4096; a step at d = 800 is ~42 GFLOP (3 "
+        "students, ~B d² each way plus ~d³), ~2.6 PFLOP in all, a few minutes at fp32 (a CPU slice: a step at d = 200, "
+        "B = 4096 took ~0.15 s on one core). The 27 tied-vs-direct runs are 94k steps of B = 512 at d = 400 each "
+        "(~53 core-hours; launch-bound on a GPU at ~0.5 ms a step, ~21 min)",
         gpu_minutes=40,
         compare_dims=((400,), "card Fig. 2"),
         compare_batch=(512, "card Fig. 2"),
