@@ -65,9 +65,12 @@ def test_quick_claims(ts_quick):
         assert v[claim].passed is True, f"{claim}: {v[claim].detail}"
     for claim in PAPER_ONLY:
         assert v[claim].passed is None and (
-            "needs paper preset" in v[claim].detail or "needs the cpu preset" in v[claim].detail
+            "needs paper preset" in v[claim].detail
+            or "needs the cpu preset" in v[claim].detail
+            or "needs cpu preset" in v[claim].detail
         )
     assert "reduced measurement" in v["rho-ordering"].detail
+    assert "needs cpu preset (own LM" in v["own-lm-cooccurrence"].detail
     assert {"two_phase", "probe_sites_heatmap", "rho_sweep", "norm_by_context"} <= {p.stem for p in ts_quick.figures}
 
 
@@ -169,23 +172,27 @@ def test_departures_and_known_failures_are_declared():
         assert [d.split(" (")[0] for d in paper.departures] == ["weight_decay 0.3"], paper.departures
     assert _declared("bayes-closed-form").departures[0].startswith("bayes_samples 1000000 (card 200000)")
     assert _declared("bayes-closed-form", bayes_samples=200_000).outcome == "passed"
-    assert _declared("own-lm-cooccurrence").outcome == "passed"
+    assert _declared("own-lm-cooccurrence").outcome == "passed"  # the card's width 256
+    lm = _declared("own-lm-cooccurrence", preset="cpu")
+    assert lm.outcome == "departed" and [d.split(" (")[0] for d in lm.departures] == ["lm_d_model 64"], lm.departures
     known = _declared("plateau", passed=False)
     assert known.outcome == "known" and "1/10 seeds (3)" in known.known
     assert _declared("truth-later", passed=False).outcome == "failed"
 
 
-@pytest.mark.slow  # 12 toy runs, probes at every site, the own LM and figures: ~40 s on a busy box
-def test_cpu_preset_decides_no_layernorm():
-    """The cpu preset is quick plus the no-LayerNorm ablation; no-layernorm is decided there, the ρ sweep and the own
-    LM on a GPU."""
+def test_cpu_preset_decides_no_layernorm_and_own_lm():
+    """The cpu preset is quick plus the no-LayerNorm ablation and a width-64 own LM of 1000 steps; no-layernorm and
+    own-lm-cooccurrence are decided there, the ρ sweep on a GPU."""
     from theorylab.core.study import all_studies
 
     s = all_studies()["truth-subspaces"]
-    assert s.make_config("cpu").final_norms == ("layer", "none")
+    cfg = s.make_config("cpu")
+    assert cfg.final_norms == ("layer", "none")
+    assert cfg.lm_steps == ts.judges.LM_STEPS and cfg.lm_n_layers == 4 and cfg.lm_d_model == 64
+    assert cfg.steps == s.make_config("quick").steps  # the toy runs are quick's
     assert s.presets["paper"].gpu_minutes and not s.presets["cpu"].gpu_minutes
     by = {c.id.split("/")[-1]: c.decided_by for c in s.claims}
-    assert by["no-layernorm"] == "cpu" and by["rho-ordering"] == by["own-lm-cooccurrence"] == "paper"
+    assert by["no-layernorm"] == by["own-lm-cooccurrence"] == "cpu" and by["rho-ordering"] == "paper"
 
 
 def test_paper_path_at_toy_size(ts_paper_toy):
@@ -197,14 +204,16 @@ def test_paper_path_at_toy_size(ts_paper_toy):
     assert {"y/pre", "y/post", "x2/pre", "x2/post", "y/L0", "x2/L0"} <= sites
     assert set(res.table("own_lm")["metric"]) == {"logp_last_all_true", "logp_last_one_false", "probe_mean_residual"}
     v = _by_id(res)
-    assert v["no-layernorm"].passed is not None and v["own-lm-cooccurrence"].passed is not None
+    assert v["no-layernorm"].passed is not None
+    lm = v["own-lm-cooccurrence"]  # 10 own-LM steps < 1000: the reduced measurement, never a verdict
+    assert lm.passed is None and "needs cpu preset" in lm.detail and "reduced measurement: 10 steps" in lm.detail
     assert v["rho-ordering"].passed is None and "needs paper preset" in v["rho-ordering"].detail  # 60 < 1e5 steps
     assert all(np.isfinite(res.table("curve")[k]).all() for k in ("loss_y2", "mem_acc"))
 
 
 def _paper_steps(res):
     out = copy.copy(res)
-    out.config = {**res.config, "steps": 100_000}
+    out.config = {**res.config, "steps": 100_000, "lm_steps": 1000}
     return out
 
 
@@ -254,6 +263,11 @@ def test_paper_judges_decide_and_fail(ts_paper_toy):
     assert j.judge_lm(good).passed is True
     assert j.judge_lm(_edit(r, "own_lm", lambda f: f.assign(value=[-0.1, -0.3, 0.97]))).passed is False
     assert j.judge_lm(_edit(r, "own_lm", lambda f: f.assign(value=[-0.1, -2.0, 0.7]))).passed is False
+    assert j.judge_lm(_edit(r, "own_lm", lambda f: f.assign(value=[-0.1, math.nan, 0.97]))).passed is False
+    short = copy.copy(good)
+    short.config = {**good.config, "lm_steps": 999}  # below the cpu preset's own LM: undecided, even if it would pass
+    v = j.judge_lm(short)
+    assert v.passed is None and "needs cpu preset" in v.detail and "reduced measurement: 999 steps" in v.detail
 
 
 def test_bad_config_fails_before_work(tmp_path):

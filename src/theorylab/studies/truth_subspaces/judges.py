@@ -338,19 +338,33 @@ S_LM = (
 )
 
 
+LM_STEPS = 1000  # the cpu preset's own-LM steps: the pilot's facts are memorised by step 400, its truth effect by 1000
+LM_WIDTH = Departure.field_value(
+    "lm_d_model",
+    256,
+    "our own LM at width 64 (card: 256), trained 1000 Adam steps at lr 3e-3 (paper preset: 20000 steps at "
+    "1e-3): at width 256 a step takes ~5 s of CPU at one thread; the card's 4 layers, 8-fact documents and "
+    "R = 4 relations are kept",
+)
+
+
 @claims.add(
-    "own-lm-cooccurrence", S_LM, REF + ", Sec. 5 (our own LM stands in for the pretrained models)", decided_by="paper"
+    "own-lm-cooccurrence",
+    S_LM,
+    REF + ", Sec. 5 (our own LM stands in for the pretrained models)",
+    departures=[LM_WIDTH],
+    decided_by="cpu",
 )
 def judge_lm(res: Result, v: Judgement) -> Verdict:
+    steps = res.config.get("lm_steps", 0)
     if "own_lm" not in res.tables:
-        return v.undecided("needs paper preset (no own-LM run in this preset)")
+        return v.undecided("needs cpu preset (own LM, lm_steps >= 1000); reduced measurement: none, no own-LM run")
     t = res.table("own_lm").set_index("metric")["value"]
     drop = float(t["logp_last_all_true"] - t["logp_last_one_false"])
     probe = float(t["probe_mean_residual"])
-    return v.judged(
-        drop >= 0.5 and probe >= 0.9,
-        drop,
-        "drop >= 0.5 nats and probe >= 0.9",
-        0.5,
-        f"log P drop after one false fact {drop:.3f} nats; mean-residual probe {probe:.3f}",
-    )
+    detail = f"log P drop after one false fact {drop:.3f} nats; mean-residual probe {probe:.3f}"
+    if steps < LM_STEPS:
+        return v.undecided(
+            f"needs cpu preset (own LM, lm_steps >= {LM_STEPS}); reduced measurement: {steps} steps, {detail}"
+        )
+    return v.judged(drop >= 0.5 and probe >= 0.9, drop, "drop >= 0.5 nats and probe >= 0.9", 0.5, detail)
