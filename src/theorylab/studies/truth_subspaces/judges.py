@@ -343,7 +343,7 @@ LM_WIDTH = Departure.field_value(
     "lm_d_model",
     256,
     "our own LM at width 64 (card: 256), trained 1000 Adam steps at lr 3e-3 (paper preset: 20000 steps at "
-    "1e-3): at width 256 a step takes ~5 s of CPU at one thread; the card's 4 layers, 8-fact documents and "
+    "1e-3): at width 256 a step takes ~2-5 s of CPU at one thread; the card's 4 layers, 8-fact documents and "
     "R = 4 relations are kept",
 )
 
