@@ -139,7 +139,7 @@ def _untied(r, dims=(32, 64, 128), rho_power=2.0, m_move=1.0, slower=(1.0, 1.5, 
             n_half_m=30.0 * d * math.log(d),
             n_half_rho=25.0 * s * d**rho_power * math.log(d),
             rho_final=0.9,
-            finite=True,
+            diverged=False,
         )
         for k, s in zip(("h1", "h2", "h3"), slower)
         for d in dims
@@ -158,8 +158,8 @@ def test_untied_judge_decides_at_cpu_size(aim_quick):
     never = _edit(good, "untied", lambda f: set_where(f, lambda t: t["link"] == "h3", "n_half_rho", np.nan))
     v = j.judge_untied(never)  # h3 never reaches |ρ| = 0.5: ordered (slowest), but no exponent: not confirmed
     assert v.passed is False and "h3: |ρ| short of 0.5" in v.detail and "order h1 < h2 < h3 holds" in v.detail
-    diverged = _edit(good, "untied", lambda f: f.assign(finite=False))
-    assert j.judge_untied(diverged).passed is False
+    blew = j.judge_untied(_edit(good, "untied", lambda f: f.assign(diverged=(f["link"] == "h2") & (f["d"] == 32))))
+    assert blew.passed is False and "h2 at d = 32 diverged" in blew.detail and "h2 nan" in blew.detail
     # below the cpu size (quick's empty table, small d) and with the paper's init (m has no move): not decided
     assert j.judge_untied(aim_quick).outcome == "undecided"
     small = j.judge_untied(_untied(aim_quick, dims=(16, 24, 32)))

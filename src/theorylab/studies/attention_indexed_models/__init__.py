@@ -350,10 +350,11 @@ def _untied(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
                     n_half_m=half_way(run.n, m, float(m[0]), m_fast),
                     n_half_rho=half_way(run.n, np.abs(run.rho[:, k]), 0.0, 1.0),
                     rho_final=float(run.rho[-1, k]),
-                    finite=run.finite,
+                    # train_aim freezes a student whose S is non-finite or has q11 >= 1e6 (the others go on)
+                    diverged=bool(not np.isfinite(run.rho[-1, k]) or run.q11[-1, k] >= 1e6),
                 )
             )
-    cols = ["link", "d", "alpha", "n_max", "m0", "m_fast", "m_final", "n_half_m", "n_half_rho", "rho_final", "finite"]
+    cols = ["link", "d", "alpha", "n_max", "m0", "m_fast", "m_final", "n_half_m", "n_half_rho", "rho_final", "diverged"]
     ctx.table("untied", pd.DataFrame(rows, columns=cols))
 
 

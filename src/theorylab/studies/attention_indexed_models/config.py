@@ -145,7 +145,8 @@ PRESETS = {
     ),
     "cpu": Preset.of(
         "cpu",
-        "2 CPU cores, ~361 s CPU at one thread (measured, seed 0; 0.56 GB peak; 274-284 s before the untied runs): "
+        "2 CPU cores, 289-361 s CPU at one thread (measured, seeds 1 and 0 on a loaded box; 0.58 GB peak; 274-284 s "
+        "before the untied runs): "
         "quick plus tied vs direct at d = 96 with the paper's "
         "Fig.-2 step (B = 512, lr constant 0.0234) to n = 50 d^2 ln d, 3 seeds (9 runs of ~4100 steps, ~25 s each at "
         "one thread), and untied S = UVᵀ (h1-h3 in lockstep) at d = 32, 64, 128 with the paper's Fig.-3 step to "
