@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import theorylab.studies.compositional_reasoning as cr  # registers the study without an entry point
+from result_edits import assert_undecided
 from result_edits import edit_table as _edit
 
 PAPER_ONLY = ("rnn-state-scaling", "transformer-depth", "cot-fixed-depth")
@@ -21,7 +22,7 @@ def test_quick_claims(cr_quick):
     assert cr_quick.status == "done", cr_quick.message
     for v in cr_quick.verdicts:
         if v.id.endswith(PAPER_ONLY):
-            assert v.passed is None and ("needs paper preset" in v.detail or "needs the cpu preset" in v.detail)
+            assert v.passed is None and ("needs paper preset" in v.detail or "needs the cpu" in v.detail)
         else:
             assert v.passed is True, f"{v.id}: {v.detail}"
     assert "reduced measurement" in cr_quick.verdicts[5].detail
@@ -160,18 +161,72 @@ def test_paper_path_at_toy_size(tmp_path):
 
 
 def test_cpu_preset_decides_rnn_state_scaling():
-    """The cpu preset runs the reduced GRU sweep (its departures declared on the claim); 7-8 stay GPU-only."""
+    """The cpu preset runs the reduced GRU sweep (its departures declared on the claim); no transformer."""
     from theorylab.core.study import get_study
 
     st = get_study("compositional-reasoning")
     cfg = st.make_config("cpu")
     assert cfg.gru_leaves == (16, 64) and cfg.gru_hidden == (4, 8, 16, 32) and not cfg.tf_tree_levels
     by = {c.id.split("/")[-1]: c.decided_by for c in st.claims}
-    assert by["rnn-state-scaling"] == "cpu" and by["transformer-depth"] == by["cot-fixed-depth"] == "paper"
+    assert by["rnn-state-scaling"] == "cpu" and by["transformer-depth"] == by["cot-fixed-depth"] == "cpu-transformer"
     claim = next(c for c in st.claims if c.id.endswith("rnn-state-scaling"))
     applied = [d.field for d in claim.departures if d.applies(cfg.model_dump(), "cpu")]
     assert set(applied) == {"gru_leaves", "gru_hidden", "gru_steps", "gru_seeds"}
     assert not [d for d in claim.departures if d.applies(st.make_config("paper").model_dump(), "paper")]
+
+
+def _cpu_tf_table(depths, layers, need: dict, l2_hi: float, cot_worst: float) -> pd.DataFrame:
+    """Transformer rows at the cpu-transformer sizes: accuracy 0.99 where L >= need[D] else 0.7; L = 2 at the
+    largest D set to ``l2_hi``; CoT 0.99 except ``cot_worst`` at the largest D."""
+    rows, hi = [], max(depths)
+    for D in depths:
+        for L in layers:
+            acc = l2_hi if (L == 2 and D == hi) else (0.99 if L >= need[D] else 0.7)
+            rows.append(dict(depth=D, n=1 << D, n_layers=L, cot=False, seed=0, accuracy=acc))
+        rows.append(dict(depth=D, n=1 << D, n_layers=2, cot=True, seed=0, accuracy=cot_worst if D == hi else 0.99))
+    return pd.DataFrame(rows)
+
+
+def test_cpu_transformer_preset_decides_claims_7_8(cr_quick):
+    """The cpu-transformer preset's sizes decide transformer-depth and cot-fixed-depth (pass on a right table,
+    fail on wrong ones), with its reductions declared; quick stays undecided with a reason."""
+    from theorylab.core.study import get_study
+
+    st = get_study("compositional-reasoning")
+    cfg = st.make_config("cpu-transformer")
+    ds, ls = cfg.tf_tree_levels, cfg.tf_n_layers
+    assert len(ds) >= 2 and 2 in ls and cfg.tf_steps < 30_000 and cfg.tf_cot_n_layers == 2
+    assert cfg.gru_hidden == (16,) and cfg.gru_leaves == (16,)  # the quick GRUs, not the cpu sweep
+    lo = ds[0]
+    grows = {D: (2 if D == lo else max(ls)) for D in ds}
+    r, j = cr_quick, cr.judges
+    good = _cpu_tf_table(ds, ls, grows, 0.7, 0.99)
+    assert j.judge_depth(_edit(r, "transformer", lambda f: good)).passed is True
+    assert j.judge_cot(_edit(r, "transformer", lambda f: good)).passed is True
+    # L = 2 as good at the largest D (no drop, and no-CoT above 0.8); L_min falling with D; CoT short at the top
+    flat = _cpu_tf_table(ds, ls, grows, 0.9, 0.99)
+    assert j.judge_depth(_edit(r, "transformer", lambda f: flat)).passed is False
+    assert j.judge_cot(_edit(r, "transformer", lambda f: flat)).passed is False
+    falls = _cpu_tf_table(ds, ls, {D: (2 if D == lo else 1) for D in ds}, 0.7, 0.99)  # L = 1 solves the top D
+    assert j.judge_depth(_edit(r, "transformer", lambda f: falls)).passed is False
+    short = _cpu_tf_table(ds, ls, grows, 0.7, 0.9)
+    assert j.judge_cot(_edit(r, "transformer", lambda f: short)).passed is False
+    # one D only, or none (quick): not decided, with the reduced measurement when there is one
+    one = good[good["depth"] == lo]
+    assert_undecided(j.judge_depth(_edit(r, "transformer", lambda f: one)), "needs the cpu-transformer preset")
+    assert_undecided(j.judge_cot(_edit(r, "transformer", lambda f: one)), "reduced measurement: D = ")
+    assert_undecided(j.judge_depth(r), "cpu-transformer")
+    # the reductions are declared at this preset and vanish at the paper's sizes
+    for name, fields in (
+        ("transformer-depth", {"tf_tree_levels", "tf_n_layers", "tf_steps", "tf_seeds"}),
+        ("cot-fixed-depth", {"tf_tree_levels", "tf_steps", "tf_seeds"}),
+    ):
+        claim = next(c for c in st.claims if c.id.endswith(name))
+        assert claim.decided_by == "cpu-transformer" and claim.decided_on == "CPU"
+        applied = {d.field for d in claim.departures if d.field and d.applies(cfg.model_dump(), "cpu-transformer")}
+        assert applied == fields, name
+        paper = st.make_config("paper").model_dump()
+        assert not [d for d in claim.departures if d.field and d.applies(paper, "paper")]
 
 
 def test_stacks_group_runs_of_one_n():

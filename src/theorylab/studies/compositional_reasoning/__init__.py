@@ -6,8 +6,8 @@ node the child answer best aligned with z_v (Sec. 2); Boolean formulas are the c
 growing with n, RNNs need Theta(log n) state when the tree arrives in a suitable order, CoT transformers need n
 tokens. The paper is theoretical: the quick preset checks the exact statements we can compute (Boolean encoding,
 streaming fold = recursion, the floor(log2 n) heavy-first memory bound and its failure in light-first order) and
-trains two GRUs on caterpillar formulas in the two orders; the cpu preset runs a reduced GRU sweep (claim 6), and the
-transformer sweeps run in the paper preset.
+trains two GRUs on caterpillar formulas in the two orders; the cpu preset runs a reduced GRU sweep (claim 6), the
+cpu-transformer preset reduced transformer sweeps (D = 2, 3; claims 7-8), and the paper preset the card's sweeps.
 """
 
 from __future__ import annotations

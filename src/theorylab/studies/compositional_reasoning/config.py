@@ -103,7 +103,7 @@ PRESETS = {
         "2 CPU cores, ~40 s: exact checks (10^4 Boolean formulas and 10^4 real CRQs with "
         "n <= 64; the pending-partials meter on 100 trees per family, order and n = 2..1024); "
         "two GRUs (h = 16) on n = 16 caterpillars, heavy-first vs light-first, 1000 steps; no "
-        "transformer (claim 6 needs the cpu preset, claims 7-8 the paper preset)",
+        "transformer (claim 6 needs the cpu preset, claims 7-8 the cpu-transformer preset)",
     ),
     "cpu": Preset.of(
         "cpu",
@@ -116,6 +116,17 @@ PRESETS = {
             "h <= 32 (card: up to 128): on this power-of-2 grid an h_min above 32 at n = 64 "
             "is at least double an h_min(16) <= 32; h = 64, 128 at n = 64 cost ~4 min more",
         ),
+    ),
+    "cpu-transformer": Preset.of(
+        "cpu-transformer",
+        "2 CPU cores, ~370 s CPU at one thread (measured, seed 0, on a box at load ~10: 25 min wall; peak RSS 1.1 GB): "
+        "the quick preset plus claims 7-8 (transformer-depth, "
+        "cot-fixed-depth) at reduced, declared sizes: transformers L in {1, 2} and a 2-layer CoT transformer on "
+        "complete binary formulas D in {2, 3}, 1000 Adam steps each, one seed (the GRU sweep of claim 6 is the cpu "
+        "preset's: both together exceed 540 s)",
+        tf_tree_levels=((2, 3), "D = 2, 3 (card: 3..6): a step costs 0.02-0.12 s at D <= 3, ~0.2-0.35 s at D = 4"),
+        tf_n_layers=((1, 2), "L <= 2 (card: up to 8): L = 1 vs 2 places L_min(2); L = 4 at D = 3 adds 0.12 s a step"),
+        tf_steps=(1000, "card: 30k; in a probe the L = 2 and CoT models reached 1.000 within 500 steps at D = 2"),
     ),
     "paper": Preset.of(
         "paper",

@@ -253,6 +253,36 @@ def judge_state(res: Result, v: Judgement) -> Verdict:
     )
 
 
+TF = "cpu-transformer"  # the CPU preset that decides claims 7-8 at reduced D (config.PRESETS)
+TF_DEPARTURES = [
+    Departure.field_value(
+        "tf_tree_levels",
+        (3, 4, 5, 6),
+        "D = 2, 3 (cpu-transformer preset): judged between the smallest and largest D run (card: D = 3 to 6); "
+        "a step costs ~0.2 s at D = 4 and ~13 s at D = 6 (L = 8) on one core",
+    ),
+    Departure.field_value(
+        "tf_n_layers", (1, 2, 4, 6, 8), "L in {1, 2} (cpu-transformer preset): L_min above 2 reads as inf"
+    ),
+    Departure.field_value(
+        "tf_steps",
+        30_000,
+        "1000 Adam steps (cpu-transformer preset; card: 30k): a model that needs longer counts as not reaching "
+        "0.95, so under-training reads as needing more depth",
+    ),
+    Departure.field_value("tf_seeds", 3, "one seed per (D, L) (card: 3, accuracy averaged)"),
+]
+
+
+def _tf_undecided(v: Judgement, t: pd.DataFrame, need: str) -> Verdict:
+    extra = ""
+    if len(t):
+        extra = "; reduced measurement: " + ", ".join(
+            f"D = {r.depth} L = {r.n_layers}{' CoT' if r.cot else ''}: {r.accuracy:.3f}" for r in t.itertuples()
+        )
+    return v.undecided(f"needs the {TF} preset (D = 2, 3) or the paper preset (D = 3..6): {need}" + extra)
+
+
 S_DEPTH = (
     "On complete binary Boolean formulas the smallest transformer depth L reaching 0.95 is non-decreasing in "
     "D = log2 n (D = 3..6), and at L = 2 accuracy drops by >= 0.15 from D = 3 to D = 6 (balanced labels)."
@@ -263,29 +293,40 @@ S_DEPTH = (
     "transformer-depth",
     S_DEPTH,
     REF + ", Sec. 3: depth must grow with n (TC0 != NC1); thresholds ours",
-    decided_by="paper",
+    decided_by=TF,
+    departures=TF_DEPARTURES,
+    known=KnownFailure.on_some_seeds(
+        1,
+        1,
+        [0],
+        "cpu-transformer preset, seed 0 (370 s CPU): L = 1 misses 0.95 at both D (0.913 at D = 2, 0.865 at D = 3) "
+        "and L = 2 reaches it at both (1.000, 0.980), so L_min = 2 at D = 2 and 3 (non-decreasing holds), but the "
+        "L = 2 drop from D = 2 to D = 3 is 0.020 (needs >= 0.15): two layers still evaluate depth-3 formulas; the "
+        "card's drop is expected towards D = 6 (a step ~13 s on one core). A D = 4 probe without CoT, L = 2, was at "
+        "0.832 after 400 steps, still rising",
+        presets=[TF],
+    ),
 )
 def judge_depth(res: Result, v: Judgement) -> Verdict:
     t = res.table("transformer")
     plain = t[~t["cot"].astype(bool)] if len(t) else t
-    if plain.empty or not {3, 6} <= set(plain["depth"]) or 2 not in set(plain["n_layers"]):
-        return v.undecided(
-            "needs paper preset (transformers over D = 3..6 and L; not run in quick: 30k steps each "
-            "is GPU work, and a CPU-sized run would not separate the depths)"
-        )
+    ds = sorted(set(plain["depth"])) if len(plain) else []
+    if len(ds) < 2 or 2 not in set(plain["n_layers"]):
+        return _tf_undecided(v, t, "transformers at two or more D, L = 2 among them; quick trains none")
     v.column(plain, "accuracy")
     need = _min_reaching(plain, "depth", "n_layers")
-    ds = sorted(need)
     mono = all(need[a] <= need[b] for a, b in zip(ds, ds[1:]))
     acc = plain[plain["n_layers"] == 2].groupby("depth")["accuracy"].mean()
-    drop = float(acc.get(3, math.nan) - acc.get(6, math.nan))
+    lo, hi = ds[0], ds[-1]
+    drop = float(acc.get(lo, math.nan) - acc.get(hi, math.nan))
     ok = mono and drop >= 0.15
     return v.judged(
         ok,
         drop,
-        ">= 0.15 (and L_min non-decreasing in D)",
+        f">= 0.15 from D = {lo} to D = {hi} (and L_min non-decreasing in D)",
         0.15,
-        f"L_min per D: {need}; L = 2 accuracy per D: {acc.round(3).to_dict()}",
+        f"L_min per D: {need} (L swept over {sorted(set(plain['n_layers']))}); L = 2 accuracy per D: "
+        f"{acc.round(3).to_dict()}",
     )
 
 
@@ -299,28 +340,40 @@ S_COT = (
     "cot-fixed-depth",
     S_COT,
     REF + ", Sec. 5: CoT with n tokens and fixed depth; thresholds ours",
-    decided_by="paper",
+    decided_by=TF,
     departures=[
         "the root answer is read at the trace's last token (card: the trace, then the root answer "
-        "again): in post-order the root is the last internal node"
+        "again): in post-order the root is the last internal node",
+        *(d for d in TF_DEPARTURES if d.field != "tf_n_layers"),
     ],
+    known=KnownFailure.on_some_seeds(
+        1,
+        1,
+        [0],
+        "cpu-transformer preset, seed 0 (370 s CPU): the 2-layer CoT transformer reaches 1.000 at D = 2 and 3, but "
+        "the 2-layer model without CoT reaches 0.980 at D = 3 (needs <= 0.8): at D <= 3 two layers suffice without "
+        "CoT, so the contrast the card places at D = 6 cannot show; a D = 4 probe without CoT was at 0.832 after "
+        "400 steps, still rising",
+        presets=[TF],
+    ),
 )
 def judge_cot(res: Result, v: Judgement) -> Verdict:
     t = res.table("transformer")
     cot = t[t["cot"].astype(bool)] if len(t) else t
     plain = t[~t["cot"].astype(bool) & (t["n_layers"] == 2)] if len(t) else t
-    if cot.empty or 6 not in set(plain["depth"]) or 6 not in set(cot["depth"]):
-        return v.undecided("needs paper preset (CoT and 2-layer transformers at D = 3..6; not run in quick)")
+    hi = int(cot["depth"].max()) if len(cot) else None
+    if cot.empty or len(set(cot["depth"])) < 2 or hi not in set(plain["depth"]):
+        return _tf_undecided(v, t, "CoT and 2-layer transformers at two or more D; quick trains none")
     v.column(cot, "accuracy")
     v.column(plain, "accuracy")
     cacc = cot.groupby("depth")["accuracy"].mean()
     worst = float(cacc.min())
-    p6 = float(plain[plain["depth"] == 6]["accuracy"].mean())
-    ok = worst >= REACH and p6 <= 0.8
+    p_hi = float(plain[plain["depth"] == hi]["accuracy"].mean())
+    ok = worst >= REACH and p_hi <= 0.8
     return v.judged(
         ok,
         worst,
-        f">= {REACH} (and no-CoT at D = 6 <= 0.8)",
+        f">= {REACH} at every D (and no-CoT at D = {hi} <= 0.8)",
         0.0,
-        f"CoT accuracy per D: {cacc.round(3).to_dict()}; 2 layers without CoT at D = 6: {p6:.3f}",
+        f"CoT accuracy per D: {cacc.round(3).to_dict()}; 2 layers without CoT at D = {hi}: {p_hi:.3f}",
     )
