@@ -12,7 +12,7 @@ import theorylab.studies.monomial_networks as mn  # registers the study without 
 from result_edits import edit_table as _edit
 from theorylab.theory import polynomial_nets as pn
 
-PAPER_ONLY = ("non-gaussian-critical-values",)
+CPU_ONLY = ("non-gaussian-critical-values",)
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +23,8 @@ def mn_quick(quick_run):
 def test_quick_claims(mn_quick):
     assert mn_quick.status == "done", mn_quick.message
     for v in mn_quick.verdicts:
-        if v.id.endswith(PAPER_ONLY):
-            assert v.passed is None and "needs paper preset" in v.detail
+        if v.id.endswith(CPU_ONLY):
+            assert v.passed is None and "needs the cpu preset" in v.detail
         elif v.id.endswith("/gd-endpoints"):  # the card's |S| = r form: a known failure on some seeds
             assert v.outcome in ("known", "departed") and v.departures, f"{v.id}: {v.label}: {v.detail}"
         else:
@@ -217,7 +217,7 @@ def test_judges_fail_on_wrong_results(mn_quick):
     )
 
 
-def test_non_gaussian_judge_decides_at_paper_size(mn_quick):
+def test_non_gaussian_judge_decides_at_the_cards_size(mn_quick):
     r, j = mn_quick, mn.judges
     res = copy.copy(r)
     res.config = dict(r.config, metric_teachers=50, metric_runs=200)
@@ -236,6 +236,8 @@ def test_non_gaussian_judge_decides_at_paper_size(mn_quick):
     assert j.judge_non_gaussian(_edit(res, "metric_counts", lambda f: table(15))).passed is True
     assert j.judge_non_gaussian(_edit(res, "metric_counts", lambda f: table(14))).passed is False
     assert j.judge_non_gaussian(r).passed is None
+    # The card's size is the cpu preset's (50 teachers x 200 runs), where the failure is declared known
+    assert mn.PRESETS["cpu"].values["metric_teachers"] == 50 and mn.PRESETS["cpu"].values["metric_runs"] == 200
 
 
 @pytest.mark.slow

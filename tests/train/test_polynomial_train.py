@@ -10,7 +10,7 @@ from theorylab.data.polynomial import GaussianLaw, metric_loss
 from theorylab.nn.polynet import flatten_params, poly_tensor, unflatten_params
 from theorylab.probes.hessian import gradient
 from theorylab.theory import polynomial_nets as pn
-from theorylab.train.polynomial import adam_polynet, newton_polish, polynet_gradients
+from theorylab.train.polynomial import adam_polynet, newton_polish, newton_polish_many, polynet_gradients
 
 
 def _teacher(d, seed=0):
@@ -76,3 +76,30 @@ def test_newton_polish_lands_on_a_constructed_critical_point():
     theta = newton_polish(f, start, steps=50)
     assert float(gradient(f, theta).norm()) < 1e-10
     assert abs(float(f(theta)) - best["loss"]) <= 1e-10 * best["loss"]
+
+
+def test_newton_polish_many_follows_each_lone_polish():
+    d, r = 5, 2
+    lam, V, A = _teacher(d, seed=4)
+    M4 = torch.as_tensor(GaussianLaw(d).moment(4))
+    At = torch.tensor(A)
+
+    def f(theta):
+        W, a = unflatten_params(theta, r, d)
+        return metric_loss(poly_tensor(W, a, 2) - At, M4)
+
+    gen = torch.Generator().manual_seed(1)
+    P = r * (d + 1)
+    starts = torch.randn((4, P), generator=gen, dtype=torch.float64) / d**0.5
+    # 12 steps leave some rows still moving (the paths are compared), 40 let them stop (where they stop is compared)
+    for steps in (12, 40):
+        together = newton_polish_many(f, starts, steps=steps)
+        for i in range(len(starts)):
+            alone = newton_polish(f, starts[i], steps=steps)
+            # The Hessian is singular along the (W, a) scaling symmetry, so the vmapped and the lone Hessian's last-bit
+            # differences move the rows apart along it (~1e-8 here): compare what the symmetry leaves fixed, the tensor
+            # W^T diag(a) W and the loss, to well below the 1e-4 separation of distinct critical values.
+            T_together = poly_tensor(*unflatten_params(together[i], r, d), 2)
+            T_alone = poly_tensor(*unflatten_params(alone, r, d), 2)
+            torch.testing.assert_close(T_together, T_alone, rtol=0, atol=1e-7)
+            assert abs(float(f(together[i]) - f(alone))) <= 1e-9 * max(float(f(alone)), 1e-12)

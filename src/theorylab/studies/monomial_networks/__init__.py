@@ -16,16 +16,17 @@ from math import comb
 import numpy as np
 import pandas as pd
 import torch
+from torch.func import vmap
 
 from theorylab.core import RunContext, study
 from theorylab.data.polynomial import GaussianLaw, MixtureLaw, RademacherLaw, metric_loss
 from theorylab.nn.polynet import flatten_params, poly_tensor, symmetry_directions, unflatten_params
-from theorylab.probes.hessian import gradient, hessian, inertia, signature
+from theorylab.probes.hessian import signature
 from theorylab.studies.monomial_networks.config import PRESETS, MonomialNetworksConfig
 from theorylab.studies.monomial_networks.figures import figure_dimensions, figure_landscape, figure_metrics
 from theorylab.studies.monomial_networks.judges import claims
 from theorylab.theory import polynomial_nets as pn
-from theorylab.train.polynomial import adam_polynet, newton_polish
+from theorylab.train.polynomial import adam_polynet, newton_polish_many
 
 PAPER = "Arjevani, Bruna, Kileel, Polak & Trager, arXiv 2501.06074 (2025)"
 EPS = 1e-4  # the card's saddle step
@@ -58,40 +59,53 @@ def _loss_fn(A_star: np.ndarray, M4: np.ndarray, r: int, d: int):
     return f
 
 
-def _gd(cfg, ctx: RunContext, law, A_star: np.ndarray, runs: int, tag: str) -> pd.DataFrame:
-    d, r = A_star.shape[0], cfg.r
-    rng = ctx.rng(f"gd init {tag}")
-    W = rng.standard_normal((runs, r, d)) / np.sqrt(d)
-    a = rng.standard_normal((runs, r))
+def _stacked_loss(M4: np.ndarray, r: int, d: int):
+    """L(theta; A*) with the teacher as an argument, so that one vmapped polish serves many teachers."""
+    Mt = torch.as_tensor(M4)
+
+    def f(theta: torch.Tensor, A_star: torch.Tensor) -> torch.Tensor:
+        W, a = unflatten_params(theta, r, d)
+        return metric_loss(poly_tensor(W, a, 2) - A_star, Mt)
+
+    return f
+
+
+def _gd(cfg, ctx: RunContext, law, A_stars: np.ndarray, runs: int, tags: list[str]) -> pd.DataFrame:
+    """``runs`` Adam runs + Newton polish for each teacher in ``A_stars`` (T, d, d), all T x runs at once; teacher
+    t's starts come from its own stream ``gd init <tags[t]>``, so a teacher's runs do not depend on the others."""
+    T, d, r = A_stars.shape[0], A_stars.shape[-1], cfg.r
+    starts = [ctx.rng(f"gd init {tag}") for tag in tags]
+    W = np.concatenate([rng.standard_normal((runs, r, d)) / np.sqrt(d) for rng in starts])
+    a = np.concatenate([rng.standard_normal((runs, r)) for rng in starts])  # each stream draws W then a, as alone
+    A = torch.as_tensor(np.repeat(A_stars, runs, axis=0))
     M4 = law.moment(4)
     W, a = adam_polynet(
         torch.tensor(W),
         torch.tensor(a),
-        torch.as_tensor(A_star),
+        A,
         torch.as_tensor(M4),
         steps=cfg.gd_steps,
         lr=cfg.gd_lr,
         check=ctx.check_finite,
     )
-    f = _loss_fn(A_star, M4, r, d)
-    rows = []
-    for i in range(runs):
-        th0 = flatten_params(W[i], a[i])
-        th = newton_polish(f, th0, cfg.polish_steps)
-        Wf, af = unflatten_params(th, r, d)
-        mu = torch.linalg.eigvalsh(poly_tensor(Wf, af, 2)).abs()
-        rows.append(
-            dict(
-                metric=law.name,
-                run=i,
-                loss_adam=float(f(th0)),
-                loss=float(f(th)),
-                grad_norm=float(gradient(f, th).norm()),
-                min_row_norm=float(Wf.norm(dim=1).min()),
-                rank=int((mu > 1e-6 * max(float(mu.max()), 1e-300)).sum()),
-                negative=inertia(hessian(f, th), cfg.hessian_tol)["negative"],
-            )
-        )
+    f = _stacked_loss(M4, r, d)
+    th0 = torch.cat([W.reshape(T * runs, -1), a], 1)  # flatten_params, row by row
+    th = newton_polish_many(f, th0, cfg.polish_steps, args=(A,))
+    Wf, af = unflatten_params(th, r, d)
+    mu = torch.linalg.eigvalsh(poly_tensor(Wf, af, 2)).abs()
+    H = vmap(torch.func.hessian(f))(th, A)
+    ev = torch.linalg.eigvalsh(0.5 * (H + H.transpose(1, 2)))
+    rows = dict(
+        metric=law.name,
+        teacher=np.repeat(np.arange(T), runs),
+        run=np.tile(np.arange(runs), T),
+        loss_adam=vmap(f)(th0, A).numpy(),
+        loss=vmap(f)(th, A).numpy(),
+        grad_norm=vmap(torch.func.grad(f))(th, A).norm(dim=1).numpy(),
+        min_row_norm=Wf.norm(dim=2).min(1).values.numpy(),
+        rank=(mu > 1e-6 * mu.max(1, keepdim=True).values.clamp_min(1e-300)).sum(1).numpy(),
+        negative=(ev < -cfg.hessian_tol).sum(1).numpy(),  # probes.hessian.inertia's count, batched
+    )
     return pd.DataFrame(rows)
 
 
@@ -252,20 +266,23 @@ def _distinct(values: np.ndarray, sep: float) -> int:
 
 
 def _metric_counts(cfg, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Claim 9: distinct critical values reached under the Gaussian vs the mixture metric, per teacher."""
-    runs, rows = [], []
+    """Claim 9: distinct critical values reached under the Gaussian vs the mixture metric, per teacher (all
+    teachers' runs of one metric trained and polished as one batch)."""
     mix = MixtureLaw(cfg.d, cfg.mixture_shift, cfg.mixture_scale)
-    for t in range(cfg.metric_teachers):
-        _, _, A_star = _teacher(cfg.d, cfg.teacher_scale, ctx.rng(f"metric teacher {t}"))
-        row = dict(teacher=t)
-        for law in (GaussianLaw(cfg.d), mix):
-            g = _gd(cfg, ctx, law, A_star, cfg.metric_runs, f"metric {t} {law.name}").assign(teacher=t)
-            ok = g[g["grad_norm"] <= cfg.gd_tol]
-            row[f"{law.name}_converged"] = len(ok)
-            row[f"{law.name}_distinct"] = _distinct(ok["loss"], cfg.value_separation)
-            runs.append(g)
-        rows.append(row)
-    return pd.DataFrame(rows), pd.concat(runs, ignore_index=True)
+    teachers = range(cfg.metric_teachers)
+    A_stars = np.stack([_teacher(cfg.d, cfg.teacher_scale, ctx.rng(f"metric teacher {t}"))[2] for t in teachers])
+    runs = [
+        _gd(cfg, ctx, law, A_stars, cfg.metric_runs, [f"metric {t} {law.name}" for t in teachers])
+        for law in (GaussianLaw(cfg.d), mix)
+    ]
+    counts = pd.DataFrame(dict(teacher=list(teachers)))
+    for g in runs:
+        name = g["metric"].iloc[0]
+        ok = g[g["grad_norm"] <= cfg.gd_tol].groupby("teacher")["loss"]
+        counts[f"{name}_converged"] = ok.size().reindex(counts["teacher"], fill_value=0).to_numpy()
+        distinct = ok.apply(lambda x: _distinct(x.to_numpy(), cfg.value_separation))
+        counts[f"{name}_distinct"] = distinct.reindex(counts["teacher"], fill_value=0).to_numpy()
+    return counts, pd.concat(runs, ignore_index=True)
 
 
 @study(
@@ -297,7 +314,10 @@ def run(cfg: MonomialNetworksConfig, ctx: RunContext) -> None:
     crit = ctx.table("critical", _critical(cfg, ctx, lam, V, A_star))
     ctx.say(f"GD: {cfg.gd_runs} Adam runs x {cfg.gd_steps} steps under three metrics")
     laws = (GaussianLaw(cfg.d), RademacherLaw(cfg.d), MixtureLaw(cfg.d, cfg.mixture_shift, cfg.mixture_scale))
-    gd = pd.concat([_gd(cfg, ctx, law, A_star, cfg.gd_runs, f"main {law.name}") for law in laws], ignore_index=True)
+    gd = pd.concat(
+        [_gd(cfg, ctx, law, A_star[None], cfg.gd_runs, [f"main {law.name}"]).drop(columns="teacher") for law in laws],
+        ignore_index=True,
+    )
     gd = ctx.table("gd", _nearest(gd, lam, cfg.r))
     ctx.table("rademacher", _rademacher(cfg, ctx))
     ctx.say(f"Jacobian ranks for {len(cfg.ah_cases)} (d, k, r)")

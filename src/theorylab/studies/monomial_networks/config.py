@@ -96,12 +96,19 @@ PRESETS = {
         "Rademacher and mixture metrics, the 10^6-sample Monte Carlo identity, 11 Jacobian "
         "ranks; signature survey and the Gaussian-vs-mixture count on 2 teachers (reduced)",
     ),
+    "cpu": Preset.of(
+        "cpu",
+        "2 CPU cores, ~200 s CPU (measured, seed 0: 177 s user + 21 s sys, 9.3 GB peak): the quick preset plus the "
+        "card's Gaussian-vs-mixture count at its own size, 50 "
+        "teachers x 200 GD runs under each metric (all 10,000 runs of a metric trained and Newton-polished as one "
+        "batch), which decides non-gaussian-critical-values",
+        metric_teachers=(50, "card"),
+        metric_runs=(200, "card"),
+    ),
     "paper": Preset.of(
         "paper",
         "CPU, ~1 h: signature survey on 50 teachers at d in {6, 10}, r in {1, 2, 3}; Gaussian vs mixture critical "
-        "values on 50 teachers x 200 GD runs (measured: 17.8 s of one core per teacher, both metrics, so ~15 min "
-        "for that part alone: more than the cpu tier's 10 min, and no GPU work: 400 small Newton polishes per "
-        "teacher)",
+        "values on 50 teachers x 200 GD runs (the cpu preset's size, ~3 min batched)",
         signature_dims=((6, 10), "card"),
         signature_ranks=((1, 2, 3), "ours: the card's r range cut to what the enumeration affords"),
         signature_teachers=(50, "card"),

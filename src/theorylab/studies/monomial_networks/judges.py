@@ -363,11 +363,22 @@ S_NG = (
 )
 
 
+NG_KNOWN = KnownFailure.on_every_seed(
+    "the card's reading counts the critical values that gradient descent ends at, and GD ends at local minima: at the "
+    "card's size (50 teachers x 200 runs, seed 0) 9985 of 9985 converged Gaussian endpoints and 9759 of 9761 "
+    "mixture endpoints have Hessian index 0, and both metrics give 3 distinct values (the rank-2 minimum and "
+    "dead-neuron |S| = 1 points, see gd-endpoints) at 48 of 50 teachers; the mixture gives 4 at 2 teachers (4% "
+    "against >= 30%). The paper's statement is about critical points of the loss, most of them saddles, which GD "
+    "does not stop at; counting them needs the non-Gaussian critical-point enumeration the card does not give"
+)
+
+
 @claims.add(
     "non-gaussian-critical-values",
     S_NG,
     REF + ", Sec. 4 (non-Gaussian data, many critical points); threshold ours",
-    decided_by="paper",
+    decided_by="cpu",
+    known=NG_KNOWN,
 )
 def judge_non_gaussian(res: Result, v: Judgement) -> Verdict:
     t = res.table("metric_counts")
@@ -383,6 +394,6 @@ def judge_non_gaussian(res: Result, v: Judgement) -> Verdict:
     )
     if cfg["metric_teachers"] < PAPER_TEACHERS or cfg["metric_runs"] < PAPER_RUNS:
         return v.undecided(
-            f"needs paper preset (50 teachers x 200 runs); reduced measurement: {detail}", frac, f">= {MORE_VALUES}"
+            f"needs the cpu preset (50 teachers x 200 runs); reduced measurement: {detail}", frac, f">= {MORE_VALUES}"
         )
     return v.at_least(frac, MORE_VALUES, expected=f">= {MORE_VALUES}", tolerance=0.0, detail=detail)
