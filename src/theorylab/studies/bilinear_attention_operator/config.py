@@ -74,7 +74,12 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
+        "GPU (est. 30 min on one H100: the cpu preset's pair took ~0.055 s of one core a step at d = 64, 2 layers, T "
+        "= 64; d = 256, 4 layers, T = 128 is ~64x the work (~85 GFLOP a step), and 3 seeds x 2 models x 20k steps = "
+        "120k steps (~450k core-s); a model this small is launch/latency-bound on a GPU at ~10-15 ms a step: 20-30 "
+        "min, plus 20 operator reads a model): "
+        "encoder/decoder pairs with d = 256, 4 layers, 4 heads, 20k steps, 3 seeds",
+        gpu_minutes=30,
         pair_d_model=(256, "card"),
         corpus=(
             "kjv",

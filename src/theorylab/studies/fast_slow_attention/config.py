@@ -141,8 +141,13 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: d = 256, 4 layers, P in {4, 8, 16}, 500k tokens x 5 seeds (the paper's neutral result); the 10-100M "
+        "GPU (est. 10 min on one H100: rough; cpu-500k's 9 LMs at d = 64, 2 layers, 122 steps took ~3 min on 2 cores;"
+        " the paper trains dense plus coupled and frozen at each of 3 P, 7 LMs a seed x 5 seeds = 35 LMs x 122 steps "
+        "= 4.3k steps of ~32x the work (~77 GFLOP a step), launch-bound at ~20-30 ms a step: ~2 min, plus "
+        "evaluations, the CTMC toy and start-up): "
+        "d = 256, 4 layers, P in {4, 8, 16}, 500k tokens x 5 seeds (the paper's neutral result); the 10-100M "
         "token extension is a --set lm_steps=... away (report only)",
+        gpu_minutes=10,
         lm_d_model=(256, "card"),
         lm_n_layers=(4, "card: 4-6 layers"),
         lm_mlp_width=(1024, "ours: 4 d"),

@@ -202,9 +202,14 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: the authors' k = 1, p = 0.5 configuration (V = 65, T = 256, d = 256, SGD lr 0.03 + momentum 0.9, wd "
+        "GPU (est. 120 min on one H100: 5 variants (full, no-FF, p = 0.1, 0.3, 0.7) x 5 seeds x 5000 steps of the "
+        "2-layer d = 256 model with 4d FF at 512 x 256 tokens a step, ~1.5 TFLOP a model-step (quick's 800 steps of "
+        "~2.8 GFLOP took ~55 s on 2 cores), so ~180 PFLOP, plus the 4-layer LM (10k steps x 16k tokens, ~4 PFLOP): "
+        "60-120 min at 25-50 TFLOP/s): "
+        "the authors' k = 1, p = 0.5 configuration (V = 65, T = 256, d = 256, SGD lr 0.03 + momentum 0.9, wd "
         "1e-4, batch 512, "
         "5000 steps, 5 seeds), the no-FF variant, the p sweep and a 4-layer language model on the King James Bible",
+        gpu_minutes=120,
         vocab_size=(65, "the repo's tiny-Shakespeare character vocabulary size (we draw a Dirichlet chain)"),
         length=(256, "paper T = 256"),
         trigger_boost=(0.0, "T = 256 holds enough triggers without a boost"),

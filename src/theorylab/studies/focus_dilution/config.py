@@ -95,8 +95,13 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: V = 50, d = 256, T = 128, ε = 0.05, 20000 steps (5x quick's budget, for the second cycle), 5 members; "
+        "GPU (est. 10 min on one H100: rough; one attention layer trained full-batch: 5 members x 2048 sequences x "
+        "128² = 168M attention entries a step (quick's are 0.26M: its 4000 steps take ~40 s, overhead-bound), ~10 "
+        "float32 passes fwd and bwd ~7 GB of memory traffic, ~3-5 ms a step on an H100: 20k steps ~2 min, plus 200 "
+        "log points and the paper setting): "
+        "V = 50, d = 256, T = 128, ε = 0.05, 20000 steps (5x quick's budget, for the second cycle), 5 members; "
         "sweep vocab_size over {50, 1000, 10000} and init_std over {0.01, 0.02, 0.05} with `theorylab sweep`",
+        gpu_minutes=10,
         vocab_size=(50, "card: the smallest paper vocabulary"),
         d_model=(256, "card"),
         length=(128, "card"),

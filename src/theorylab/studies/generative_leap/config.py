@@ -88,7 +88,12 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU for the n^2 kernels: larger d, a fine c grid and 10 seeds, for the fitted exponents",
+        "GPU for the n^2 kernels (est. 30 min on one H100: rough; the n² kernel sums cost ~n² d (n = c d^1.5 for the "
+        "3-parity, c d² for the 4-parity): the cpu preset's grid is ~5.7e11 such terms in ~160 s on 2 cores, the "
+        "paper's (d to 256, c to 64, 10 seeds) ~2.9e14, ~500x, ~1.6e5 core-s, taking an H100 as ~100 cores for these "
+        "blocked products: ~27 min): "
+        "larger d, a fine c grid and 10 seeds, for the fitted exponents",
+        gpu_minutes=30,
         parity_dims=((32, 64, 128, 256), "card's dimensions"),
         parity_c=((1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0), "fine c grid for the crossing points"),
         seeds=(10, "card: 10 seeds"),

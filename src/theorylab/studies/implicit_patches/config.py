@@ -141,8 +141,14 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: a Gemma-3-1B-shaped random-init model (26 layers, width 1152) and a self-trained small Gemma 3; prompts "
+        "GPU (est. 15 min on one H100: rough; quick takes ~21 s on CPU; the paper adds three ~1B-parameter models "
+        "(Gemma 3 and Llama random init, a self-trained Gemma 3): float64 forwards of 128 and 1024-token prompts with"
+        " 64 greedy tokens (~2 TFLOP a 1024-token forward, < 1 min each at ~10-20 TFLOP/s in float64) and 300 "
+        "training steps (~12 TFLOP a step at 2k tokens, ~3 min at 25 TFLOP/s), plus loading 8 GB float64 copies; the "
+        "small stacks and in-context regression are seconds): "
+        "a Gemma-3-1B-shaped random-init model (26 layers, width 1152) and a self-trained small Gemma 3; prompts "
         "128 and 1024 tokens, 64 generated; float32/bfloat16 error growth",
+        gpu_minutes=15,
         hf_archs=(
             ("gemma3", "llama"),
             "the 1B shape in Gemma 3 and Llama layouts (a 26-layer Mixtral at this width is left to --set)",

@@ -101,8 +101,14 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: finite-d two-timescale runs at d in {64, 256, 1024}, n in {2e4, 2e5, 1e6}, r in {1, 2}, 5 seeds, "
+        "GPU (est. 10 min on one H100: rough; the fresh Gaussian batches dominate: the cpu preset's 160 steps at n d "
+        "= 5.1e7 (~8e9 entries) took ~270 s on 2 cores; the paper draws Σ n d = 1.6e9 entries a step x 500 steps (T ="
+        " 10 at eta = 0.02) x 2 links x 5 seeds ~ 8e12 (x2 if the two feature maps draw their own), ~1e3-2e3x the cpu"
+        " preset; memory-bound on an H100 at ~1e11 entries/s with their matrix products: ~1.5-3 min, plus the ODEs, "
+        "ridge and random-feature fits): "
+        "finite-d two-timescale runs at d in {64, 256, 1024}, n in {2e4, 2e5, 1e6}, r in {1, 2}, 5 seeds, "
         "Hermite ridge and N = 500 random features, compared with the ODE from the same M(0)",
+        gpu_minutes=10,
         fd_dims=((64, 256, 1024), "card"),
         fd_batches=((20_000, 200_000, 1_000_000), "card"),
         fd_links=(("staircase", "pure-he1"), "card: r in {1, 2} (pure He_1 for r = 1: its plateau is ln d long)"),

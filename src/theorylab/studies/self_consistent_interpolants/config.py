@@ -135,10 +135,16 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: 2-D settings of the authors' README (width 256, t-embedding 32, batch 2000, 5000 steps, K = 40), moons "
+        "GPU (est. 30 min on one H100: rough; the cpu preset's masked digits (800 steps, K = 8, width 32, batch 64) "
+        "took ~200 s on 2 cores; the paper's 20k steps each transport 2 resamples x K = 64 Euler steps of a width-64 "
+        "U-Net at batch 128 (~6 GFLOP a forward: ~0.8 TFLOP a step), ~15-20 min at ~15 TFLOP/s or launch-bound at "
+        "~0.3 ms a forward, plus the four 2-D runs (5000 steps, K = 40, width 256, batch 2000: ~3 min) and "
+        "evaluations): "
+        "2-D settings of the authors' README (width 256, t-embedding 32, batch 2000, 5000 steps, K = 40), moons "
         "under noise and masking, "
         "2-D masking, and masked digits (U-Net, K = 64, resamples 2, lr 5e-4 cosine, batch 128, 20k steps); the 2-D "
         "cosine rate decay is ours",
+        gpu_minutes=30,
         width=(256, "paper 2-D width"),
         time_dim=(32, "paper 2-D t-embedding"),
         transport_steps=(40, "paper K = 40"),
