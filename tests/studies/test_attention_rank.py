@@ -30,10 +30,10 @@ def test_quick_run_decides_the_quick_claims(attention_rank_quick):
         assert verdicts[name].passed is True, verdicts[name].detail
     fig1 = verdicts["fig1-one-layer"]
     assert fig1.passed is None and not fig1.error and "decided by the cpu preset" in fig1.detail, fig1.detail
-    for name, where in (
-        ("params-do-not-help", "GPU (paper preset, est. 20000 min on one H100)"),
-        ("depth-helps-short", "GPU (paper preset, est. 20000 min on one H100)"),
-    ):
+    depth = verdicts["depth-helps-short"]
+    assert depth.passed is None and not depth.error and "needs the cpu-depth preset" in depth.detail, depth.detail
+    assert "reduced measurement: " in depth.detail, depth.detail
+    for name, where in (("params-do-not-help", "GPU (paper preset, est. 20000 min on one H100)"),):
         assert (
             verdicts[name].passed is None
             and not verdicts[name].error
@@ -355,3 +355,34 @@ def test_cpu_fig1_fails_as_measured_and_is_declared_known_at_cpu_only():
     # wrong tables fail the judge: rank 32 solves the task, or rank 16 does
     for wrong in ({64: 0.03, 32: 0.1, 16: 0.7020}, {64: 0.03, 32: 0.5884, 16: 0.3}):
         assert study.judges.judge_fig1(_cpu_result(wrong)).passed is False
+
+
+# --- the cpu-depth preset's depth-helps-short: encoders of 1 and 3 layers at d = 32, r = 8 ---------------------------
+
+
+def _cpu_depth_result(dmse: dict[int, float], preset: str = "cpu-depth", **cfg_over) -> Result:
+    """The cpu-depth grid (encoder, d = 32, N = 16, w = 1, r = 8) with the given d·MSE per depth."""
+    cfg = get_study("attention-rank").make_config(preset).model_dump() | cfg_over
+    d = cfg["d"]
+    rows = [
+        dict(grids="heads", depth=L, heads=4, rank=d // 4, width=1, total_heads=4, n_points=16, seed=0, dmse=err)
+        for L, err in dmse.items()
+    ]
+    return Result("attention-rank", "x", preset, 0, "done", cfg, tables={"trained": pd.DataFrame(rows)})
+
+
+def test_cpu_depth_judge_passes_fails_and_is_undecided_below_the_cpu_size():
+    depth = _claim("depth-helps-short")
+    assert depth.decided_by == "cpu-depth"
+    ok = depth.evaluate(_cpu_depth_result({1: 0.60, 3: 0.30}))
+    assert ok.passed is True, ok.detail
+    assert {x.split(" (")[0] for x in ok.departures} == {"d 32", "mlp_width 1024", "steps 1000", "seeds 1"}, (
+        ok.departures
+    )
+    for wrong in ({1: 0.60, 3: 0.45}, {1: 0.30, 3: 0.60}):  # gain 0.15 < 0.2; depth hurts
+        assert depth.evaluate(_cpu_depth_result(wrong)).passed is False
+    # below the cpu size (d = 16), or one attention layer only: not decided, with the reduced measurement
+    small = depth.evaluate(_cpu_depth_result({1: 0.60, 3: 0.30}, d=16))
+    assert small.passed is None and not small.error and "reduced measurement: 1 layer(s) 0.6000" in small.detail
+    attn = depth.evaluate(_cpu_depth_result({1: 0.60}, architecture="attention", n_layers=(1,)))
+    assert attn.passed is None and "needs the cpu-depth preset" in attn.detail

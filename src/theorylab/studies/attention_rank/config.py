@@ -148,6 +148,22 @@ PRESETS = {
         steps=(1500, "~30 ms of one core a step at d = 64, N = 16, batch 256, H <= 4: 3 jobs in ~2.5 min"),
         batch=(256, "paper batch size"),
     ),
+    "cpu-depth": Preset.of(
+        "cpu-depth",
+        "2 CPU cores, est. ~400 s CPU at one thread (seed 0 run in progress at commit): the constructions at quick "
+        "sizes and post-norm encoders of 1 and 3 layers at "
+        "d = 32, N = 16, r = d/4 = 8 (H = 4), w = 1, 1000 steps of batch 256, one seed (decides depth-helps-short at "
+        "half the paper's dimension: the 3-layer encoder at d = 64 costs ~1.07 s of one core a step, measured)",
+        d=(32, "half the paper's d = 64: the 3-layer encoder at d = 64 costs ~1.07 s of one core a step"),
+        n_points=(16, "the claim's N = 16"),
+        architecture=("encoder", "the paper's layer: post-norm encoder blocks with an FF block"),
+        n_layers=((1, 3), "the claim's depths"),
+        n_heads=((4,), "r = d/4 = 8, the claim's rank"),
+        length_n_points=((), "no length grid (Fig. N is GPU work)"),
+        mlp_width=(1024, "FF width 32 d as the paper's 2048 at d = 64"),
+        steps=(1000, "1% of the paper's 1e5 steps: a CPU budget"),
+        batch=(256, "paper batch size"),
+    ),
     "slice": Preset.of(
         "slice",
         "one GPU for ~15 minutes: 1 layer at d = 64, N = 16, r in {64, 16, 1}, 20k steps (decides fig1-one-layer; "

@@ -295,18 +295,38 @@ S_DEPTH = (
 )
 
 
-@claims.add("depth-helps-short", S_DEPTH, REF + ", Fig. 1 (depth)", decided_by="paper", departures=PAPER_RECIPE)
+CPU_DEPTH = [
+    Departure.field_value("d", 64, "cpu-depth preset: half the paper's dimension (CPU budget)", presets=["cpu-depth"]),
+    Departure.field_value(
+        "mlp_width", 2048, "cpu-depth preset: FF width 32 d, the paper's ratio at d = 64", presets=["cpu-depth"]
+    ),
+    Departure.field_value("steps", 100_000, "cpu-depth preset: 1000 steps, 1% of the paper's", presets=["cpu-depth"]),
+    Departure.field_value("seeds", 5, "cpu-depth preset: one seed", presets=["cpu-depth"]),
+]
+
+
+@claims.add(
+    "depth-helps-short",
+    S_DEPTH,
+    REF + ", Fig. 1 (depth)",
+    decided_by="cpu-depth",
+    departures=[*PAPER_RECIPE, *CPU_DEPTH],
+)
 def judge_depth(res: Result, v: Judgement) -> Verdict:
     d = res.config["d"]
     s = grid_summary(res.table("trained"), "heads", width=1, n_points=16, rank=d // 4)
-    by_depth = s.set_index("depth")["dmse_min"]
-    if not _paper_scale(res) or 1 not in by_depth or 3 not in by_depth:
+    by_depth = s.set_index("depth")["dmse_min"] if not s.empty else {}
+    encoder = res.config["architecture"] == "encoder"
+    if d < 32 or not encoder or 1 not in by_depth or 3 not in by_depth:
+        reduced = ", ".join(f"{int(k)} layer(s) {float(x):.4f}" for k, x in dict(by_depth).items()) or "none"
         return v.undecided(
-            f"needs paper preset: the claim compares depths 1 and 3 at d = 64, N = 16, w = 1, r = d/4; "
-            f"this config trains d = {d}, N = {res.config['n_points']}, "
-            f"n_layers {list(res.config['n_layers'])}"
+            f"needs the cpu-depth preset: the claim compares encoders of depth 1 and 3 at N = 16, w = 1, r = d/4 with "
+            f"d >= 32; this config trains d = {d}, N = {res.config['n_points']}, {res.config['architecture']}, "
+            f"n_layers {list(res.config['n_layers'])}; reduced measurement: {reduced}"
         )
     v.column(s, "dmse_min")
     gain = float(by_depth[1] - by_depth[3])
-    detail = f"r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
+    detail = (
+        f"d = {d}, r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
+    )
     return v.at_least(gain, 0.2, expected=">= 0.2", tolerance=0.2, detail=detail)
