@@ -143,7 +143,13 @@ PRESETS = {
         "steps, L = 1, 2, 4; 217 s CPU for these 12 models at load ~17 on 2 cores): edge_query adjacency 0.682, "
         "0.516, 0.604 and spectral 0.514, 0.486, 0.514 (final losses 0.51-0.70, near chance's 0.693: 600 steps do "
         "not train edge_query at any depth, so the depths cannot be told apart there); components adjacency 0.766, "
-        "0.732, 0.750, spectral 1.000, 0.996, 0.998",
+        "0.732, 0.750, spectral 1.000, 0.996, 0.998. A cpu preset was piloted and does not fit: edge_query only, "
+        "adjacency and spectral, L = 1, 2, 3000 steps, lr 1e-3 (quick's recipe otherwise; seed 0, one thread) took "
+        "210 s CPU for these 4 models (~11 ms per layer-step at load ~8 on 2 cores); adjacency reached 0.814, 0.622 "
+        "with 3000 training graphs (L = 1 memorised: final loss 0.002) and 0.876, 0.774 with 30000 (losses 0.22, "
+        "0.38, still falling), spectral 0.566, 0.516 and 0.484, 0.502 (loss ~0.69, chance): adjacency is short of "
+        "0.95 at 3000 steps, and the grid the claim needs (2 tasks x 2 tokenizations x L = 1, 2, 4: 28 "
+        "layer-models) would cost ~900 s CPU at 3000 steps, over the 540 s of a cpu preset",
         gpu_minutes=450,
         n_nodes=((16, 32, 64), "card"),
         n_layers=((1, 2, 4, 8), "card"),
