@@ -98,7 +98,8 @@ PRESETS = {
     ),
     "cpu": Preset.of(
         "cpu",
-        "2 CPU cores, ~200 s CPU (measured, seed 0: 177 s user + 21 s sys, 9.3 GB peak): the quick preset plus the "
+        "2 CPU cores, ~200 s CPU (measured: seed 0 177 s user + 21 s sys, 9.3 GB peak; seed 1 235 s, 7.9 GB): the "
+        "quick preset plus the "
         "card's Gaussian-vs-mixture count at its own size, 50 "
         "teachers x 200 GD runs under each metric (all 10,000 runs of a metric trained and Newton-polished as one "
         "batch), which decides non-gaussian-critical-values",

@@ -368,7 +368,8 @@ NG_KNOWN = KnownFailure.on_every_seed(
     "card's size (50 teachers x 200 runs, seed 0) 9985 of 9985 converged Gaussian endpoints and 9759 of 9761 "
     "mixture endpoints have Hessian index 0, and both metrics give 3 distinct values (the rank-2 minimum and "
     "dead-neuron |S| = 1 points, see gd-endpoints) at 48 of 50 teachers; the mixture gives 4 at 2 teachers (4% "
-    "against >= 30%). The paper's statement is about critical points of the loss, most of them saddles, which GD "
+    "against >= 30%; seed 1 the same, 4%). The paper's statement is about critical points of the loss, most of "
+    "them saddles, which GD "
     "does not stop at; counting them needs the non-Gaussian critical-point enumeration the card does not give"
 )
 
