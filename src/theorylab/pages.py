@@ -102,11 +102,21 @@ def pick_run(
     return picked
 
 
+def verdict_presets(study: Study) -> list[str]:
+    """The presets whose verdicts a page shows: quick, cpu where the study has one, and any other CPU preset that
+    decides a claim (``cpu-depth``, ``lm``, ...), so every claim decided on a CPU shows its deciding verdict."""
+    names = [p for p in PAGE_PRESETS if p in study.presets]
+    for claim in study.claims:
+        if claim.decided_by not in names and not study.presets[claim.decided_by].on_gpu:
+            names.append(claim.decided_by)
+    return names
+
+
 def pick_runs(study: Study, stores: Sequence[Store], seed: int = 0) -> dict[str, PickedRun]:
-    """``{preset: PickedRun}`` for the page's presets (quick, and cpu where the study has one)."""
+    """``{preset: PickedRun}`` for the page's presets (:func:`verdict_presets`)."""
     hashes = preset_hashes(study)
     runs = {}
-    for preset in PAGE_PRESETS:
+    for preset in verdict_presets(study):
         if preset in study.presets:
             picked = pick_run(study, stores, preset, seed, hashes)
             if picked is not None:
@@ -241,7 +251,7 @@ def _verdict_words(v: Verdict | None, reason: bool = True) -> str:
 
 
 def claims_block(study: Study, entries: Sequence[ClaimEntry], runs: Mapping[str, PickedRun], seed: int) -> str:
-    presets = [p for p in PAGE_PRESETS if p in study.presets]
+    presets = verdict_presets(study)
     lines = ["## Claims", ""]
     if runs:
         lines.append(
