@@ -58,16 +58,21 @@ def test_batched_adam_equals_each_run_alone_and_takes_the_closed_form_first_step
     torch.testing.assert_close(a1, a0 - lr * torch.sign(ga), rtol=0, atol=1e-8)
 
 
-def test_newton_polish_lands_on_a_constructed_critical_point():
-    d, r = 5, 2
-    lam, V, A = _teacher(d, seed=3)
-    M4 = torch.as_tensor(GaussianLaw(d).moment(4))
-    At = torch.tensor(A)
+def _metric_loss_of_flat(A: np.ndarray, d: int, r: int):
+    """The Gaussian-metric loss of teacher ``A`` as a function of the flat parameter vector."""
+    M4, At = torch.as_tensor(GaussianLaw(d).moment(4)), torch.tensor(A)
 
     def f(theta):
         W, a = unflatten_params(theta, r, d)
         return metric_loss(poly_tensor(W, a, 2) - At, M4)
 
+    return f
+
+
+def test_newton_polish_lands_on_a_constructed_critical_point():
+    d, r = 5, 2
+    lam, V, A = _teacher(d, seed=3)
+    f = _metric_loss_of_flat(A, d, r)
     best = pn.global_minimum(lam, r)
     W, a = pn.realise(lam, V, best["S"], r)
     theta0 = flatten_params(torch.tensor(W), torch.tensor(a))
@@ -80,14 +85,8 @@ def test_newton_polish_lands_on_a_constructed_critical_point():
 
 def test_newton_polish_many_follows_each_lone_polish():
     d, r = 5, 2
-    lam, V, A = _teacher(d, seed=4)
-    M4 = torch.as_tensor(GaussianLaw(d).moment(4))
-    At = torch.tensor(A)
-
-    def f(theta):
-        W, a = unflatten_params(theta, r, d)
-        return metric_loss(poly_tensor(W, a, 2) - At, M4)
-
+    _, _, A = _teacher(d, seed=4)
+    f = _metric_loss_of_flat(A, d, r)
     gen = torch.Generator().manual_seed(1)
     P = r * (d + 1)
     starts = torch.randn((4, P), generator=gen, dtype=torch.float64) / d**0.5
