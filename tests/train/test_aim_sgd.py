@@ -10,7 +10,7 @@ import torch
 
 from theorylab.data.attention_index import link, teacher
 from theorylab.nn.attention_indexed import AttentionIndexed
-from theorylab.probes.matrix_overlap import rho
+from theorylab.theory.aim import overlaps, rho
 from theorylab.train.aim_sgd import aim_lr, train_aim
 
 
@@ -34,7 +34,7 @@ def test_one_step_matches_autograd(param):
             p -= lr * p.grad
         S = m.S().detach()
         Ssym = (S + S.transpose(1, 2)) / 2  # G sees only the symmetric part (untied S is not symmetric)
-    assert np.allclose(run.rho[1], rho(Ssym, S_star).numpy(), atol=1e-10)
+    assert np.allclose(run.rho[1], [rho(*overlaps([S_k, S_star])) for S_k in Ssym], atol=1e-10)
     assert np.allclose(run.q11[1], ((Ssym * Ssym).sum((1, 2)) / d).numpy(), atol=1e-10)
     assert np.allclose(run.t1[1], (torch.diagonal(S, dim1=1, dim2=2).sum(1) / d).numpy(), atol=1e-12)
 
