@@ -290,11 +290,14 @@ def _surrogate_2d(
     levels: int,
     ce_weight: float,
     abar: torch.Tensor,
+    emulator_lr: float,
+    sns_lr: float,
+    weight_decay: float,
 ) -> dict:
     """The paper-scale pieces shared by Kolmogorov flow and the QG jet: truth trajectories stored at ``store_n``
     (every state of ``w0``: the first ``n_train`` for training, the rest as test truths), normalised by the field
     std (per layer when ``per_channel_std``, the card's QG normalisation), a learned residual U-Net emulator
-    (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW 5e-5, wd 0.05, EMA 0.999)."""
+    (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW at ``sns_lr``, EMA 0.999)."""
     dev = ctx.device
     # the kit returns the initial states of the trajectories past n_all separately: one spare state is dropped
     data, _ = coarse_trajectories(
@@ -315,7 +318,7 @@ def _surrogate_2d(
     g = ctx.generator(f"{tag}/train")
     with seeded(ctx.seed(f"{tag}/init/emulator")):
         emulator = UNet(2, channels, channels, width=width, levels=unet_levels, residual=True).to(dev)
-    opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
+    opt = torch.optim.AdamW(emulator.parameters(), lr=emulator_lr, weight_decay=weight_decay)
     train_emulator(
         emulator,
         train,
@@ -336,7 +339,7 @@ def _surrogate_2d(
             unet_backbone(2, 2, channels, 1, width, unet_levels), 2, levels, anchors=1, layout="channels"
         ).to(dev)
     ema.load_state_dict(net.state_dict())
-    opt = torch.optim.AdamW(net.parameters(), lr=5e-5, weight_decay=0.05)
+    opt = torch.optim.AdamW(net.parameters(), lr=sns_lr, weight_decay=weight_decay)
     train_sns(
         net,
         train,
@@ -416,6 +419,9 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
         levels=cfg.levels,
         ce_weight=cfg.ce_weight,
         abar=abar,
+        emulator_lr=cfg.surrogate_emulator_lr,
+        sns_lr=cfg.surrogate_sns_lr,
+        weight_decay=cfg.surrogate_weight_decay,
     )
     out = _corrected_rollouts(
         cfg, ctx, "kf", parts, ("sns", "acdm", "thermo"), cfg.kolmogorov_horizon, cfg.kolmogorov_noise, betas, abar
@@ -481,6 +487,9 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
         levels=cfg.levels,
         ce_weight=cfg.ce_weight,
         abar=abar,
+        emulator_lr=cfg.surrogate_emulator_lr,
+        sns_lr=cfg.surrogate_sns_lr,
+        weight_decay=cfg.surrogate_weight_decay,
     )
     out = _corrected_rollouts(cfg, ctx, "qg", parts, ("sns", "acdm"), cfg.qg_horizon, cfg.kolmogorov_noise, betas, abar)
     rows = []

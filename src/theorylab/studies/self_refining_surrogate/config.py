@@ -76,10 +76,17 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     kolmogorov_width: Annotated[Width, Field(ge=4)] = Field(64, description="U-Net width (card: hidden 64)")
     kolmogorov_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings (card: dim_mults [2, 2, 2])")
     kolmogorov_emulator_steps: Steps = Field(20_000, description="AdamW steps of the residual U-Net emulator")
-    kolmogorov_steps: Steps = Field(
-        20_000, description="AdamW steps of the SNS U-Net (lr 5e-5, wd 0.05, clip 1, EMA 0.999; card)"
-    )
+    kolmogorov_steps: Steps = Field(20_000, description="AdamW steps of the SNS U-Net (clip 1, EMA 0.999; card)")
     kolmogorov_batch: Batch = Field(64, description="batch of the Kolmogorov trainings (card: 64)")
+    surrogate_emulator_lr: LearningRate = Field(
+        5e-4, description="AdamW learning rate of the Kolmogorov and QG residual U-Net emulators"
+    )
+    surrogate_sns_lr: LearningRate = Field(
+        5e-5, description="AdamW learning rate of the Kolmogorov and QG SNS U-Nets (card: 5e-5)"
+    )
+    surrogate_weight_decay: float = Field(
+        0.05, ge=0, le=1, description="AdamW weight decay of the Kolmogorov and QG trainings (card: 0.05)"
+    )
     kolmogorov_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator")
     qg: bool = Field(False, description="run the QG-jet part (paper preset: claim 10)")
     qg_solve_n: int = Field(256, ge=16, le=2048, description="grid of the QG truth solver (card: 256)")

@@ -72,8 +72,8 @@ def _train_denoiser(
     with seeded(ctx.seed("denoiser/init")):
         net = DenoiserMLP(snapshots.shape[-1], cfg.width, cfg.blocks, cfg.noise_levels)
     # fused Adam (one kernel over every tensor) on CPU and CUDA: a sixth of a quick training step
-    opt = torch.optim.Adam(net.parameters(), lr=2e-3, fused=ctx.device.type in ("cpu", "cuda"))
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=cfg.denoiser_steps)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.denoiser_lr, fused=ctx.device.type in ("cpu", "cuda"))
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.denoiser_lr, total_steps=cfg.denoiser_steps)
     log = train_level_denoiser(
         net,
         snapshots,
@@ -240,7 +240,7 @@ def _learned(
     emulator), rolled out plain and thermalized: reported, not claimed."""
     with seeded(ctx.seed("learned/init")):
         net = PeriodicCNN(1, 1, 32, 3)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learned_lr)
     log = train_emulator(
         net,
         (train / std).float(),
@@ -303,7 +303,9 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     g = ctx.generator("kf/train")
     with seeded(ctx.seed("kf/init/emulator")):
         emulator = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, residual=True).to(dev)
-    opt = torch.optim.AdamW(emulator.parameters(), lr=5e-4, weight_decay=0.05)
+    opt = torch.optim.AdamW(
+        emulator.parameters(), lr=cfg.kolmogorov_emulator_lr, weight_decay=cfg.kolmogorov_weight_decay
+    )
     train_emulator(
         emulator,
         data,
@@ -318,7 +320,9 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     )
     with seeded(ctx.seed("kf/init/denoiser")):
         denoiser = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, classes=cfg.noise_levels).to(dev)
-    opt = torch.optim.AdamW(denoiser.parameters(), lr=2e-4, weight_decay=0.05)
+    opt = torch.optim.AdamW(
+        denoiser.parameters(), lr=cfg.kolmogorov_denoiser_lr, weight_decay=cfg.kolmogorov_weight_decay
+    )
     train_level_denoiser(
         denoiser,
         data.flatten(0, 1),

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, Horizon, Precision, SampleSize, Steps, Width
+from theorylab.core.fields import Batch, Horizon, LearningRate, Precision, SampleSize, Steps, Width
 
 
 class ThermalizerConfig(StudyConfig):
@@ -25,7 +25,8 @@ class ThermalizerConfig(StudyConfig):
     )
     width: Annotated[Width, Field(ge=8)] = Field(256, description="DenoiserMLP width")
     blocks: int = Field(3, ge=1, le=64, description="DenoiserMLP residual blocks")
-    denoiser_steps: Steps = Field(1500, description="Adam steps (one-cycle, peak lr 2e-3; card)")
+    denoiser_steps: Steps = Field(1500, description="Adam steps (one-cycle schedule; card)")
+    denoiser_lr: LearningRate = Field(2e-3, description="peak one-cycle Adam learning rate of the denoiser (card)")
     batch: Batch = Field(256, description="denoiser batch size")
     s_init: int = Field(10, ge=0, le=999, description="thermalize when the classified level exceeds this")
     s_stop: int = Field(4, ge=0, le=999, description="denoise down to this level")
@@ -42,6 +43,7 @@ class ThermalizerConfig(StudyConfig):
     learned_steps: Annotated[Steps, Field(ge=0)] = Field(
         300, description="Adam steps of the small learned CNN emulator (reported, not claimed; 0 skips it)"
     )
+    learned_lr: LearningRate = Field(1e-3, description="Adam learning rate of the small learned CNN emulator")
     learned_horizon: Horizon = Field(60, description="rollout steps of the learned CNN emulator, plain and thermalized")
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claims 8-9)")
     kolmogorov_solve_n: int = Field(
@@ -70,6 +72,11 @@ class ThermalizerConfig(StudyConfig):
     )
     kolmogorov_denoiser_steps: Steps = Field(20_000, description="Adam steps of the U-Net thermalizer")
     kolmogorov_batch: Batch = Field(32, description="batch of both Kolmogorov trainings")
+    kolmogorov_emulator_lr: LearningRate = Field(5e-4, description="AdamW learning rate of the residual emulator")
+    kolmogorov_denoiser_lr: LearningRate = Field(2e-4, description="AdamW learning rate of the U-Net thermalizer")
+    kolmogorov_weight_decay: float = Field(
+        0.05, ge=0, le=1, description="AdamW weight decay of both Kolmogorov trainings"
+    )
     kolmogorov_noise: float = Field(
         1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator (card: 1e-4)"
     )
