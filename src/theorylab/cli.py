@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -156,14 +157,14 @@ def _verdict_cell(v: Verdict) -> str:
     return _CELL[v.outcome]
 
 
-def _claims_table(results: list[Result], title: str) -> Table:
+def _claims_table(results: list[Result], title: str, preset: str = "") -> Table:
     table = Table(title=title, show_lines=False)
     for col in ("study", "claim", "verdict", "measured", "expected", "tol"):
         table.add_column(col, no_wrap=col != "claim", overflow="fold")
     for res in results:
         for v in res.verdicts:
             table.add_row(
-                res.study,
+                _label(res, preset or res.preset),
                 v.id.split("/", 1)[-1] + (" †" if v.departures else ""),
                 _verdict_cell(v),
                 _fmt(v.measured),
@@ -172,12 +173,12 @@ def _claims_table(results: list[Result], title: str) -> Table:
             )
         if not res.verdicts:
             status = "[bold red]error[/]" if res.status == "error" else escape(res.status)
-            table.add_row(res.study, "-", status, "", "", "")
+            table.add_row(_label(res, preset or res.preset), "-", status, "", "", "")
     return table
 
 
-def _print_claims(results: list[Result], title: str) -> None:
-    out.print(_claims_table(results, title))
+def _print_claims(results: list[Result], title: str, preset: str = "") -> None:
+    out.print(_claims_table(results, title, preset))
     for res in results:
         if res.message:
             out.print(f"[red]{res.study}: {escape(res.message)}[/]", highlight=False, soft_wrap=True)
@@ -452,12 +453,18 @@ def check(
     A claim that fails as declared (a known failure) does not fail the check unless --strict; one declared to fail
     on every seed that passes does. A study that raises is recorded as an error (one line) and the others go on;
     exit 1 when a claim failed or a study errored, 2 when the only problem is a missing optional resource. With
-    --seeds, every study runs (or is reused) at each seed and each claim reports its pass rate over them."""
-    from theorylab.core.runner import check_many, check_workers
+    --seeds, every study runs (or is reused) at each seed and each claim reports its pass rate over them. --preset
+    cpu runs each study's CPU presets: cpu and every other CPU preset that decides one of its claims (cpu-depth,
+    lm, ...), each claim shown from the run of its deciding preset."""
 
     names = list(dict.fromkeys(slugs or all_studies()))
+    with _user_errors():
+        for slug in names:
+            get_study(slug)  # unknown slugs fail before any work
+    plan = check_plan(names, preset)
     if not slugs:
-        names, without = tier_studies(names, preset)
+        without = [slug for slug in names if slug not in plan]
+        names = [slug for slug in names if slug in plan]
         if not names:
             _fail(f"no study declares a '{preset}' preset")
         if without:
@@ -468,29 +475,95 @@ def check(
                 soft_wrap=True,
             )
     with _user_errors():
-        for slug in names:
-            get_study(slug)  # unknown slugs fail before any work
         resolve_device(device)
         per_study = {slug: _precision(slug, precision) for slug in names}
+    passes = list(dict.fromkeys(p for slug in names for p in plan.get(slug, [preset])))
+    if len(passes) > 1:
+        err.print(
+            f"--preset {preset} runs each study's CPU presets: "
+            + "; ".join(f"{p}: {', '.join(s for s in names if p in plan.get(s, ()))}" for p in passes),
+            highlight=False,
+            soft_wrap=True,
+        )
     if seeds is not None:
-        _check_over_seeds(names, seeds, preset, device, force, per_study, workers, strict, as_json, store)
+        codes = []
+        for p in passes:
+            group = [s for s in names if p in plan.get(s, [preset])]
+            try:
+                _check_over_seeds(group, seeds, p, device, force, per_study, workers, strict, as_json, store)
+            except typer.Exit as stop:
+                codes.append(stop.exit_code)
+        if any(codes):
+            raise typer.Exit(1 if 1 in codes else max(codes))
         return
+    started = time.perf_counter()
+    results: list[Result] = []
+    missing: list[str] = []
+    for p in passes:
+        group = [s for s in names if p in plan.get(s, [preset])]
+        for res in _check_group(group, p, seed, device, force, per_study, workers, store, missing):
+            # under a tier (cpu), a run shows the claims its preset decides; the cpu run the rest
+            others = [q for q in plan.get(res.study, []) if q != res.preset]
+            study = get_study(res.study) if res.status != "error" else None
+            if study is not None and others:
+                decides = {c.id: c.decided_by for c in study.claims}
+                keep = [
+                    v
+                    for v in res.verdicts
+                    if decides.get(v.id) == res.preset or (res.preset == preset and decides.get(v.id) not in others)
+                ]
+                res = dataclasses.replace(res, verdicts=keep)
+            results.append(res)
+    if as_json:
+        print(json.dumps(_check_json(results)))
+    else:
+        _print_claims(results, f"theorylab check --preset {preset}", preset)
+        errored = [r.study for r in results if r.status == "error"]
+        unit = "runs" if len(passes) > 1 else "studies"
+        walls = ", ".join(
+            f"{_label(r, preset)} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}"
+            for r in results
+            if r.status != "error"
+        )
+        out.print(
+            f"{len(results) - len(errored)} of {len(results)} {unit} judged · {_counts_line(_total(results))}, "
+            f"{len(errored)} study errors{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
+            f"{time.perf_counter() - started:.1f} s",
+            highlight=False,
+        )
+        _say_meaning()
+    broken = [r for r in results if not r.ok(strict) and r.study not in missing]
+    if broken:
+        raise typer.Exit(1)
+    if missing:
+        raise typer.Exit(2)
+
+
+def _check_group(
+    names: list[str],
+    preset: str,
+    seed: int,
+    device: str,
+    force: bool,
+    per_study: dict[str, dict[str, Any]],
+    workers: str,
+    store: Optional[Path],
+    missing: list[str],
+) -> list[Result]:
+    """``check`` of ``names`` at one preset and seed, with progress and an ETA on stderr; a study that raises is an
+    error result (its line said as it happens, a missing resource noted in ``missing``)."""
+    from theorylab.core.runner import check_many, check_workers, expected_seconds
+
     with _user_errors():
         st = Store(store)
         n_proc, threads = check_workers(_workers(workers), len(names), device)
-    results: list[Result] = []
-    missing: list[str] = []
     error_lines: dict[str, str] = {}  # a study that raised: its one line, said once as it happens
-    started = time.perf_counter()
     if n_proc > 1:
         err.print(
             f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
             f"{'s' if threads > 1 else ''} each ...",
             highlight=False,
         )
-
-    from theorylab.core.runner import expected_seconds
-
     expected = {slug: expected_seconds(st, slug, preset) for slug in names}
     finished: set[str] = set()
 
@@ -512,52 +585,41 @@ def check(
                 soft_wrap=True,
             )
 
-    for slug, outcome in zip(
+    outcomes = check_many(
         names,
-        check_many(
-            names,
-            preset,
-            seed,
-            store=st,
-            force=force,
-            device=device,
-            overrides=per_study,
-            workers=n_proc,
-            show_progress=True,
-            on_start=starting,
-            on_done=done,
-        ),
-    ):
-        results.append(
-            Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException) else outcome
-        )
-    if as_json:
-        print(json.dumps(_check_json(results)))
-    else:
-        _print_claims(results, f"theorylab check --preset {preset}")
-        errored = [r.study for r in results if r.status == "error"]
-        walls = ", ".join(
-            f"{r.study} {r.wall_s:.1f} s{' (reused)' if r.reused else ''}" for r in results if r.status != "error"
-        )
-        out.print(
-            f"{len(results) - len(errored)} of {len(results)} studies judged · {_counts_line(_total(results))}, "
-            f"{len(errored)} study errors{' (' + ', '.join(errored) + ')' if errored else ''} · {walls} · total "
-            f"{time.perf_counter() - started:.1f} s",
-            highlight=False,
-        )
-        _say_meaning()
-    broken = [r for r in results if not r.ok(strict) and r.study not in missing]
-    if broken:
-        raise typer.Exit(1)
-    if missing:
-        raise typer.Exit(2)
+        preset,
+        seed,
+        store=st,
+        force=force,
+        device=device,
+        overrides=per_study,
+        workers=n_proc,
+        show_progress=True,
+        on_start=starting,
+        on_done=done,
+    )
+    return [
+        Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException) else outcome
+        for slug, outcome in zip(names, outcomes)
+    ]
 
 
-def tier_studies(names: list[str], preset: str) -> tuple[list[str], list[str]]:
-    """(the studies of ``names`` that declare ``preset``, the others): ``check --preset cpu`` runs the first, names
-    the second (their claims are decided at quick or by another preset). Every study has quick and paper."""
-    without = [slug for slug in names if preset not in get_study(slug).presets]
-    return [slug for slug in names if slug not in without], without
+def check_plan(names: list[str], preset: str) -> dict[str, list[str]]:
+    """``{slug: presets to run}`` for ``check --preset PRESET``: at ``cpu``, each study's CPU presets
+    (:attr:`Study.cpu_presets`: cpu and any other that decides a claim on a CPU, such as cpu-depth or lm); at any
+    other preset, that preset for the studies that declare it."""
+    plan = {}
+    for slug in names:
+        study = get_study(slug)
+        chosen = study.cpu_presets if preset == "cpu" else [preset] if preset in study.presets else []
+        if chosen:
+            plan[slug] = chosen
+    return plan
+
+
+def _label(res: Result, preset: str) -> str:
+    """A run's name in a check's output: the study, and its preset where it is not the one asked for."""
+    return res.study if res.preset == preset else f"{res.study} ({res.preset})"
 
 
 def _eta(names: list[str], finished: set[str], expected: dict[str, float], n_proc: int) -> str:

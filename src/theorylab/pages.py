@@ -105,11 +105,7 @@ def pick_run(
 def verdict_presets(study: Study) -> list[str]:
     """The presets whose verdicts a page shows: quick, cpu where the study has one, and any other CPU preset that
     decides a claim (``cpu-depth``, ``lm``, ...), so every claim decided on a CPU shows its deciding verdict."""
-    names = [p for p in PAGE_PRESETS if p in study.presets]
-    for claim in study.claims:
-        if claim.decided_by not in names and not study.presets[claim.decided_by].on_gpu:
-            names.append(claim.decided_by)
-    return names
+    return ["quick", *study.cpu_presets]
 
 
 def pick_runs(study: Study, stores: Sequence[Store], seed: int = 0) -> dict[str, PickedRun]:

@@ -8,7 +8,7 @@ import pytest
 from pydantic import Field
 from typer.testing import CliRunner
 
-from theorylab.cli import app, tier_studies
+from theorylab.cli import app, check_plan
 from theorylab.core import Claims, Preset, RunContext, StudyConfig, study
 from theorylab.core.inventory import ClaimEntry, inventory, summary
 from theorylab.core.runner import execute
@@ -28,18 +28,19 @@ def _small(res, v):
     return v.at_most(res.scalar("n") * 0.0, 1.0, name="zero")
 
 
-@claims.add("mid", "decided once n >= 100", decided_by="cpu")
-def _mid(res, v):
-    if res.config["n"] < 100:
-        return v.undecided(f"n = {res.config['n']} < 100")
-    return v.at_least(res.scalar("n"), 100, name="n")
+def _needs(n: int):
+    """A judge decided once the config's n reaches ``n`` (below: not decided)."""
+
+    def judge(res, v):
+        if res.config["n"] < n:
+            return v.undecided(f"n = {res.config['n']} < {n}")
+        return v.at_least(res.scalar("n"), n, name="n")
+
+    return judge
 
 
-@claims.add("big", "decided once n >= 10000", decided_by="paper")
-def _big(res, v):
-    if res.config["n"] < 10_000:
-        return v.undecided(f"n = {res.config['n']} < 10000")
-    return v.at_least(res.scalar("n"), 10_000, name="n")
+claims.add("mid", "decided once n >= 100", decided_by="cpu")(_needs(100))
+claims.add("big", "decided once n >= 10000", decided_by="paper")(_needs(10_000))
 
 
 @pytest.fixture(scope="module")
@@ -129,13 +130,22 @@ def test_a_claim_must_name_a_declared_preset():
         Preset.of("paper", gpu_minutes=0)
 
 
-def test_cpu_tier_runs_exactly_the_studies_that_declare_it():
-    names = list(all_studies())
-    have, without = tier_studies(names, "cpu")
-    assert sorted(have + without) == sorted(names)
-    assert all("cpu" in all_studies()[s].presets for s in have)
-    assert not any("cpu" in all_studies()[s].presets for s in without)
-    assert tier_studies(names, "quick") == (names, [])
+def test_cpu_tier_runs_every_cpu_preset_that_decides_a_claim():
+    """``check --preset cpu`` runs cpu where a study has it plus each other CPU preset that decides a claim (so
+    attention-rank's cpu-depth and mpnn-algorithms' mst-cpu are run); other presets run where declared."""
+    studies = all_studies()
+    plan = check_plan(list(studies), "cpu")
+    for slug, s in studies.items():
+        deciding = {c.decided_by for c in s.claims if c.decided_by != "quick" and not s.presets[c.decided_by].on_gpu}
+        wanted = ({"cpu"} if "cpu" in s.presets else set()) | deciding
+        assert set(plan.get(slug, [])) == wanted, slug
+        if slug in plan and "cpu" in s.presets:
+            assert plan[slug][0] == "cpu"
+    assert "cpu-depth" in plan["attention-rank"] and plan["mpnn-algorithms"] == ["mst-cpu"]
+    assert check_plan(list(studies), "quick") == {slug: ["quick"] for slug in studies}
+    assert "attention-rank" in check_plan(list(studies), "slice") and "thermalizer" not in check_plan(
+        list(studies), "slice"
+    )
 
 
 def test_every_builtin_gpu_claim_names_its_estimate():
@@ -152,3 +162,42 @@ def test_time_words():
     e = ClaimEntry("s/c", "s", "", "cpu", "CPU", None, 312.4, "recorded (AMD EPYC, 2026-12-06)")
     assert e.time_words() == "312 s (recorded)"
     assert ClaimEntry("s/c", "s", "", "cpu", "CPU", None, None, "").time_words() == "not measured"
+
+
+named = Claims("toy-named-tier", "exact")
+
+
+named.add("mid", "decided once n >= 100", decided_by="cpu")(_needs(100))
+named.add("big", "decided once n >= 1000, by a second CPU preset", decided_by="cpu-big")(_needs(1000))
+
+
+def test_check_cpu_tier_runs_named_cpu_presets_and_shows_each_claim_once(tmp_path):
+    @study(
+        "toy-named-tier",
+        title="named tier",
+        paper="(tests)",
+        config=TierConfig,
+        claims=named,
+        presets={
+            "quick": Preset.of("quick"),
+            "cpu": Preset.of("cpu", n=(100, "decides mid")),
+            "cpu-big": Preset.of("cpu-big", n=(1000, "decides big")),
+            "paper": Preset.of("paper"),
+        },
+    )
+    def run(cfg: TierConfig, ctx: RunContext) -> None:
+        ctx.scalar("n", cfg.n)
+
+    try:
+        res = CliRunner().invoke(
+            app, ["check", "toy-named-tier", "-p", "cpu", "-w", "1", "--json", "--store", str(tmp_path)]
+        )
+        assert res.exit_code == 0, res.output
+        runs = json.loads(res.stdout)
+        assert [r["preset"] for r in runs] == ["cpu", "cpu-big"]
+        assert [[v["id"].split("/")[1] for v in r["verdicts"]] for r in runs] == [["mid"], ["big"]]
+        assert all(v["outcome"] == "passed" for r in runs for v in r["verdicts"])
+        table = CliRunner().invoke(app, ["check", "toy-named-tier", "-p", "cpu", "-w", "1", "--store", str(tmp_path)])
+        assert table.exit_code == 0 and "toy-named-tier (cpu-big)" in table.stdout.replace("\n", "")
+    finally:
+        REGISTRY._studies.pop("toy-named-tier", None)

@@ -263,6 +263,17 @@ class Study:
     # cfg -> (estimated peak bytes of a run, the --set that brings it down); checked by the runner before any work
     memory: Callable[[Any], tuple[float, str]] | None = None
 
+    @property
+    def cpu_presets(self) -> list[str]:
+        """The presets ``check --preset cpu`` runs: ``cpu`` where the study has one, then each other preset that
+        decides a claim on a CPU (``cpu-depth``, ``lm``, ``mst-cpu``, ...) in claim order; never quick."""
+        names = ["cpu"] if "cpu" in self.presets else []
+        for claim in self.claims:
+            preset = self.presets.get(claim.decided_by)
+            if preset is not None and not preset.on_gpu and claim.decided_by not in (*names, "quick"):
+                names.append(claim.decided_by)
+        return names
+
     def make_config(self, preset: str = "quick", **overrides: Any) -> StudyConfig:
         from theorylab.core.config import build_config
 
