@@ -376,11 +376,16 @@ def test_cpu_depth_judge_passes_fails_and_is_undecided_below_the_cpu_size():
     assert depth.decided_by == "cpu-depth"
     ok = depth.evaluate(_cpu_depth_result({1: 0.60, 3: 0.30}))
     assert ok.passed is True, ok.detail
-    assert {x.split(" (")[0] for x in ok.departures} == {"d 32", "mlp_width 1024", "steps 1000", "seeds 1"}, (
-        ok.departures
-    )
+    assert {x.split(" (")[0] for x in ok.departures} == {
+        "d 32",
+        "mlp_width 1024",
+        "steps 1000",
+        "seeds 1",
+        "warmup_frac 0.5",
+    }, ok.departures
     for wrong in ({1: 0.60, 3: 0.45}, {1: 0.30, 3: 0.60}):  # gain 0.15 < 0.2; depth hurts
-        assert depth.evaluate(_cpu_depth_result(wrong)).passed is False
+        failed = depth.evaluate(_cpu_depth_result(wrong))
+        assert failed.passed is False and failed.outcome == "known", failed.outcome  # declared at cpu-depth
     # below the cpu size (d = 16), or one attention layer only: not decided, with the reduced measurement
     small = depth.evaluate(_cpu_depth_result({1: 0.60, 3: 0.30}, d=16))
     assert small.passed is None and not small.error and "reduced measurement: 1 layer(s) 0.6000" in small.detail

@@ -302,7 +302,28 @@ CPU_DEPTH = [
     ),
     Departure.field_value("steps", 100_000, "cpu-depth preset: 1000 steps, 1% of the paper's", presets=["cpu-depth"]),
     Departure.field_value("seeds", 5, "cpu-depth preset: one seed", presets=["cpu-depth"]),
+    Departure.field_value(
+        "warmup_frac",
+        0.05,
+        "cpu-depth preset: 500 warm-up steps (the paper's 5% of 1e5 is 5000; 5% of 1000 left the 3-layer post-norm "
+        "encoder at the zero predictor)",
+        presets=["cpu-depth"],
+    ),
 ]
+
+
+DEPTH_KNOWN_CPU = KnownFailure.on_some_seeds(
+    2,
+    2,
+    [0, 1],
+    "cpu-depth preset, seeds 0 and 1 (~350 s CPU idle, 1100-1200 s at load 5-8): 1 layer 0.791 and 0.790, 3 layers "
+    "0.632 and 0.630, gain 0.159 and 0.160 (needs 0.2). Depth does help (with the 5% warm-up of 50 steps the "
+    "3-layer post-norm encoder never left the zero predictor, 1.000; with 500 it learns), but at 1% of the paper's "
+    "steps the 3-layer model is still descending when the cosine schedule ends (loss 0.659 -> 0.625 over the last "
+    "200 steps at seed 0, 0.650 -> 0.626 at seed 1) while the 1-layer model has sat at ~0.79 since step 400: the "
+    "run stops before the deeper model's plateau",
+    presets=["cpu-depth"],
+)
 
 
 @claims.add(
@@ -310,6 +331,7 @@ CPU_DEPTH = [
     S_DEPTH,
     REF + ", Fig. 1 (depth)",
     decided_by="cpu-depth",
+    known=DEPTH_KNOWN_CPU,
     departures=[*PAPER_RECIPE, *CPU_DEPTH],
 )
 def judge_depth(res: Result, v: Judgement) -> Verdict:
