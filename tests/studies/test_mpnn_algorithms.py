@@ -25,7 +25,7 @@ def test_quick_claims(mpnn_quick):
                 v.passed is None
                 and not v.error
                 and v.detail.startswith(
-                    "not decided: decided by the paper preset on a CPU; this config trains no minimax models"
+                    "not decided: decided by the mst-cpu preset on a CPU; this config trains no minimax models"
                 )
             ), v.detail
             assert "--preset mst-cpu" in v.detail
@@ -199,19 +199,24 @@ def mpnn_mst(mpnn_quick):
     mpnn._mst(cfg, ctx, net, chosen)
     res = copy.copy(mpnn_quick)
     res.tables = {**mpnn_quick.tables, "mst": ctx.tables["mst"], "minimax_selection": ctx.tables["minimax_selection"]}
-    res.config = dict(mpnn_quick.config, mst=True, mst_seeds=cfg.mst_seeds, mst_restarts=cfg.mst_restarts)
+    res.preset = "mst-cpu"
+    res.config = dict(
+        mpnn_quick.config,
+        mst=True,
+        mst_seeds=cfg.mst_seeds,
+        mst_restarts=cfg.mst_restarts,
+        mst_steps=cfg.mst_steps,
+        mst_judged_nodes=cfg.mst_judged_nodes,
+    )
     return res
 
 
-def test_mst_cpu_measures_and_reports(mpnn_mst):
+def test_mst_cpu_decides_the_claim(mpnn_mst):
+    """mst-cpu judges at its largest test size (64 nodes, declared); at run seed 0 one of its two minimax models
+    misses F1 0.99 (the declared known failure), but a pass elsewhere is a pass."""
     v = next(c for c in mpnn.judges.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
-    assert (
-        v.passed is None
-        and not v.error
-        and v.detail.startswith(
-            "not decided: decided by the paper preset on a CPU; at reduced size it measures mean F1"
-        )
-    ), v.detail
+    assert v.outcome in ("passed", "known") and v.detail.startswith("mean F1 by (seed, n)"), (v.outcome, v.detail)
+    assert any(d.startswith("mst_judged_nodes 64") for d in v.departures), v.departures
 
 
 def _judged_at(result, n: int):
@@ -221,7 +226,7 @@ def _judged_at(result, n: int):
 
 
 def test_mst_judge_fails_on_wrong_results(mpnn_mst):
-    assert_undecided(lambda: mpnn.judges.judge_mst(mpnn_mst), "at reduced size it measures")
+    assert_undecided(lambda: mpnn.judges.judge_mst(_judged_at(mpnn_mst, 256)), "at reduced size it measures")
     # judged at the sizes the reduced run has: an all-correct classification passes, wrong ones fail
     right = _judged_at(_edit(mpnn_mst, "mst", lambda f: f.assign(f1=1.0, weight_rel_error=0.0)), 16)
     assert mpnn.judges.judge_mst(right).passed is True

@@ -19,7 +19,8 @@ distribution (never a test size). An init that stalls (run seed 5: training loss
 siblings', f_θ off by 0.3 already at x <= 40, then 1e-1 error at 50 items) shows there at 40x
 its sibling's validation error. The paper preset selects the minimax models the same way.
 
-The MST claim is judged at paper size only. Measured on 2 cores (run seeds 0-2, 1500 steps): single
+The MST claim is decided by the mst-cpu preset (graphs to 64 nodes, 2 minimax seeds, the card's 5000
+steps), where it fails as a declared known failure. Measured on 2 cores (run seeds 0-2, 1500 steps): single
 inits reach member F1 0.70-0.998, and neither η = 1e-4 (seed 0: 0.998 x 3; seed 1: 0.58-0.80), a
 coarser training grid, nor 4000 steps (seed 0: 0.44-0.85) makes it reliable. The cause is the
 encoding: above the kink, max(x, w) is the identity in x, so the min-fixpoint (up to n rounds) can

@@ -317,15 +317,41 @@ S_MST = (
     "mst-minimax",
     S_MST,
     REF + ", minimum spanning trees (our bottleneck encoding)",
-    decided_by="paper",
-    departures=RECIPE[:2] + [Departure.field_value("mst_steps", 5000, "the card's step count for every model")],
+    decided_by="mst-cpu",
+    departures=RECIPE[:2]
+    + [
+        Departure.field_value("mst_steps", 5000, "the card's step count for every model"),
+        Departure.field_value(
+            "mst_judged_nodes", 256, "mst-cpu preset: judged on test graphs up to 64 nodes (CPU budget)"
+        ),
+        Departure.field_value("mst_seeds", 10, "mst-cpu preset: 2 seeds (CPU budget)", presets=["mst-cpu"]),
+        Departure.field_value(
+            "mst_train_weights",
+            tuple(range(1, 11)),
+            "mst-cpu preset: weights 1, 4, 7, 10 (20 training paths instead of 110)",
+            presets=["mst-cpu"],
+        ),
+    ],
+    known=KnownFailure.on_some_seeds(
+        2,
+        2,
+        [0, 1],
+        "mst-cpu preset (the card's 5000 minimax steps), run seeds 0 and 1 (323 s CPU at seed 0): at seed 0 one "
+        "model is exact (F1 1.000 at 16 and 64 nodes) and the other misses (0.677, 0.664); at seed 1 both are exact "
+        "at 16 nodes and miss at 64 (0.636, 0.856); worst weight error 0.61 and 0.58 (at 1500 steps all four "
+        "models missed, F1 0.62-0.72). Misses grow with n, as the cause predicts: the min-fixpoint composes f_θ "
+        "around cycles, and above the kink max(x, w) is the identity in x, so a deficit δ = max over x > w of "
+        "x - f_θ(x, w) lowers bottlenecks by up to ~nδ; the readout w_uv <= D(u, v)(1 + 1e-3) then drops true tree "
+        "edges once nδ exceeds 1e-3 w (the members end at training loss 1.5e-5..2.3e-5). Bellman-Ford is immune: "
+        "x + w grows by w >= 1 a hop. Whether the paper's 10 weights and restart selection differ is open",
+        presets=["mst-cpu"],
+    ),
 )
 def judge_mst(res: Result, v: Judgement) -> Verdict:
     t = res.table(
         "mst",
         unless="this config trains no minimax models (mst=false; off at quick for the CPU budget: "
-        "--preset mst-cpu measures them "
-        "at reduced size in ~75 s on 2 cores, the paper preset judges them)",
+        "--preset mst-cpu decides the claim at reduced size, ~5 min on 2 cores)",
     )
     v.column(t, "f1")
     v.column(t, "weight_rel_error")
