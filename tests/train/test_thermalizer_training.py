@@ -9,8 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from theorylab.nn.unet import DenoiserMLP, noise_schedule
-from theorylab.train.thermalizer import train_emulator, train_level_denoiser
+from theorylab.core.rng import seeded
+from theorylab.nn.unet import DenoiserMLP, UNet, noise_schedule
+from theorylab.train.thermalizer import fit_unet_emulator, train_emulator, train_level_denoiser
 
 _, ABAR = noise_schedule(1000, "cosine")
 
@@ -111,3 +112,30 @@ def test_emulator_curriculum_and_a_linear_system_is_learned():
             generator=torch.Generator().manual_seed(0),
             check=check,
         )
+
+
+@pytest.mark.parametrize("channels", [1, 2])
+def test_fit_unet_emulator_is_the_seeded_unet_trained_by_train_emulator(channels):
+    """The shared surrogate step of thermalizer and self-refining-surrogate: the same weights as building the U-Net
+    under the seed and calling train_emulator with AdamW by hand; the init leaves the global RNG untouched."""
+    data = torch.randn(3, 6, channels, 8, 8, generator=torch.Generator().manual_seed(0))
+    kw = dict(steps=4, batch=2, max_unroll=2)
+    state = torch.random.get_rng_state()
+    fit = fit_unet_emulator(
+        data,
+        width=4,
+        levels=1,
+        init_seed=7,
+        lr=1e-3,
+        weight_decay=0.05,
+        generator=torch.Generator().manual_seed(1),
+        **kw,
+    )
+    assert torch.equal(torch.random.get_rng_state(), state)
+    with seeded(7):
+        ref = UNet(2, channels, channels, width=4, levels=1, residual=True)
+    opt = torch.optim.AdamW(ref.parameters(), lr=1e-3, weight_decay=0.05)
+    train_emulator(ref, data, optimizer=opt, generator=torch.Generator().manual_seed(1), **kw)
+    for (name, a), b in zip(fit.state_dict().items(), ref.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert fit(data[0, :2]).shape == (2, channels, 8, 8)

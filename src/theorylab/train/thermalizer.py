@@ -8,6 +8,9 @@ with its noise-level classifier, and autoregressive emulators with a multi-step 
 - :func:`train_emulator`: a residual emulator ``x_{t+1} = f(x_t)`` trained on the summed MSE of ``k``
   unrolled steps from random (trajectory, time) starts; ``k`` grows from 1 to ``max_unroll`` over
   training (the paper's unroll curriculum; ``max_unroll = 1`` is the plain one-step loss).
+- :func:`fit_unet_emulator`: the residual U-Net emulator of a 2-D flow (Kolmogorov flow, the QG jet) built and
+  trained with AdamW by :func:`train_emulator`: the learned surrogate both the thermalizer and the
+  self-refining-surrogate studies correct.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from theorylab.nn.unet import diffuse
+from theorylab.core.rng import seeded
+from theorylab.nn.unet import UNet, diffuse
 
 Progress = Callable[[Iterable[int], str], Iterable[int]]
 Check = Callable[[str, Tensor, int], None]
@@ -109,3 +113,42 @@ def train_emulator(
         if step % log_every == 0 or step == steps - 1:
             log.append(dict(step=step, loss=loss.item()))
     return log
+
+
+def fit_unet_emulator(
+    trajectories: Tensor,
+    *,
+    width: int,
+    levels: int,
+    init_seed: int,
+    steps: int,
+    batch: int,
+    lr: float,
+    weight_decay: float,
+    generator: torch.Generator,
+    max_unroll: int = 4,
+    device: torch.device | str = "cpu",
+    progress: Progress | None = None,
+    check: Check | None = None,
+) -> UNet:
+    """A residual 2-D U-Net emulator of ``trajectories`` ``[B, T, C, n, n]`` (channels C in and out), initialised
+    under ``init_seed`` (:func:`~theorylab.core.rng.seeded`) and trained by :func:`train_emulator` with AdamW at
+    ``lr`` and ``weight_decay``, the unroll curriculum rising to ``max_unroll`` (the thermalizer paper's 4 for
+    Kolmogorov flow)."""
+    channels = trajectories.shape[2]
+    with seeded(init_seed):
+        emulator = UNet(2, channels, channels, width=width, levels=levels, residual=True).to(device)
+    optimizer = torch.optim.AdamW(emulator.parameters(), lr=lr, weight_decay=weight_decay)
+    train_emulator(
+        emulator,
+        trajectories,
+        steps=steps,
+        batch=batch,
+        max_unroll=max_unroll,
+        optimizer=optimizer,
+        generator=generator,
+        device=device,
+        progress=progress,
+        check=check,
+    )
+    return emulator

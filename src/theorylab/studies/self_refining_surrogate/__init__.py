@@ -22,7 +22,7 @@ from theorylab.core.rng import seeded
 from theorylab.data.pde import NS2D, KSLeaky, coarse_trajectories, ks22_trajectories
 from theorylab.data.qg import QG2L
 from theorylab.nn.conditional_diffusion import ConditionalDiffusion, mlp_backbone, unet_backbone
-from theorylab.nn.unet import UNet, diffuse, noise_schedule
+from theorylab.nn.unet import diffuse, noise_schedule
 from theorylab.probes.rollout_metrics import (
     corr_time,
     ke_spectrum_2d,
@@ -43,7 +43,7 @@ from theorylab.studies.self_refining_surrogate.judges import claims
 from theorylab.theory.linear_gaussian import ar1_curves, critical_alpha_bar, critical_level, simulate_chains
 from theorylab.train.rollout import noisy_emulator, rollout, rollout_pipelined
 from theorylab.train.self_refine import SelfRefine, draw_levels, refine, train_sns
-from theorylab.train.thermalizer import train_emulator
+from theorylab.train.thermalizer import fit_unet_emulator
 
 PAPER = "Liu, Zanna, Bruna, arXiv 2603.17750 (2026)"
 GAUSS_LEVELS = (0, 10, 50, 100, 200, 400, 700, 999)
@@ -316,16 +316,15 @@ def _surrogate_2d(
     data = data / std
     train, test = data[:n_train], data[n_train:]
     g = ctx.generator(f"{tag}/train")
-    with seeded(ctx.seed(f"{tag}/init/emulator")):
-        emulator = UNet(2, channels, channels, width=width, levels=unet_levels, residual=True).to(dev)
-    opt = torch.optim.AdamW(emulator.parameters(), lr=emulator_lr, weight_decay=weight_decay)
-    train_emulator(
-        emulator,
+    emulator = fit_unet_emulator(
         train,
+        width=width,
+        levels=unet_levels,
+        init_seed=ctx.seed(f"{tag}/init/emulator"),
         steps=emulator_steps,
         batch=batch,
-        max_unroll=4,
-        optimizer=opt,
+        lr=emulator_lr,
+        weight_decay=weight_decay,
         generator=g,
         device=dev,
         progress=ctx.progress,

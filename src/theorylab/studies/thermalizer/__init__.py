@@ -49,7 +49,7 @@ from theorylab.studies.thermalizer.judges import claims
 from theorylab.theory.thermalize import gain_limits, thermalize_gain
 from theorylab.train.rollout import Thermalize, float32_denoiser, noisy_emulator, rollout, rollout_pipelined
 from theorylab.train.thermalize_gaussian import gaussian_gain_monte_carlo, gaussian_linear_rollouts
-from theorylab.train.thermalizer import train_emulator, train_level_denoiser
+from theorylab.train.thermalizer import fit_unet_emulator, train_emulator, train_level_denoiser
 
 PAPER = "Pedersen, Zanna, Bruna, arXiv 2503.18731 (2025); ICML 2025"
 
@@ -301,19 +301,17 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     std = float(data.std())
     data = data / std
     g = ctx.generator("kf/train")
-    with seeded(ctx.seed("kf/init/emulator")):
-        emulator = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, residual=True).to(dev)
-    opt = torch.optim.AdamW(
-        emulator.parameters(), lr=cfg.kolmogorov_emulator_lr, weight_decay=cfg.kolmogorov_weight_decay
-    )
-    train_emulator(
-        emulator,
+    emulator = fit_unet_emulator(
         data,
+        width=cfg.kolmogorov_width,
+        levels=cfg.kolmogorov_levels,
+        init_seed=ctx.seed("kf/init/emulator"),
         steps=cfg.kolmogorov_emulator_steps,
         batch=cfg.kolmogorov_batch,
-        max_unroll=cfg.kolmogorov_unroll,
-        optimizer=opt,
+        lr=cfg.kolmogorov_emulator_lr,
+        weight_decay=cfg.kolmogorov_weight_decay,
         generator=g,
+        max_unroll=cfg.kolmogorov_unroll,
         device=dev,
         progress=ctx.progress,
         check=ctx.check_finite,
