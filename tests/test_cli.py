@@ -404,3 +404,11 @@ def test_an_interrupted_run_reads_interrupted_in_list_show_and_report(root):
     assert invoke(root, "report").exit_code == 0
     page = (root / "report" / "index.html").read_text()
     assert ">interrupted</span>" in page and "run failed" not in page
+
+
+def test_ctrl_c_during_run_says_so_in_one_line_and_exits_130(root):
+    """Typer turns Ctrl-C into a silent exit 130; run says what it means for the store."""
+    res = invoke(root, "run", "toy", "--set", "interrupt=true")
+    assert res.exit_code == 130, res.output
+    assert "interrupted (Ctrl-C): nothing half-written is kept" in res.output
+    assert "Traceback" not in res.output

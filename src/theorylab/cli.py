@@ -109,8 +109,16 @@ def _user_errors():
     the traceback only with ``--debug``."""
     try:
         yield
-    except (typer.Exit, KeyboardInterrupt):
+    except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        err.print(
+            "interrupted (Ctrl-C): nothing half-written is kept (`theorylab list` shows the run as interrupted); the "
+            "same command starts it again, reusing every run that finished",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(130) from None
     except ConfigError as e:
         _fail(str(e))
     except Exception as e:  # noqa: BLE001 - the face of the tool: never a traceback unless asked
@@ -490,8 +498,11 @@ def check(
         for p in passes:
             group = [s for s in names if p in plan.get(s, [preset])]
             try:
-                _check_over_seeds(group, seeds, p, device, force, per_study, workers, strict, as_json, store)
+                with _user_errors():
+                    _check_over_seeds(group, seeds, p, device, force, per_study, workers, strict, as_json, store)
             except typer.Exit as stop:
+                if stop.exit_code == 130:
+                    raise
                 codes.append(stop.exit_code)
         if any(codes):
             raise typer.Exit(1 if 1 in codes else max(codes))
@@ -501,7 +512,9 @@ def check(
     missing: list[str] = []
     for p in passes:
         group = [s for s in names if p in plan.get(s, [preset])]
-        for res in _check_group(group, p, seed, device, force, per_study, workers, store, missing):
+        with _user_errors():
+            ran = _check_group(group, p, seed, device, force, per_study, workers, store, missing)
+        for res in ran:
             # under a tier (cpu), a run shows the claims its preset decides; the cpu run the rest
             others = [q for q in plan.get(res.study, []) if q != res.preset]
             study = get_study(res.study) if res.status != "error" else None
