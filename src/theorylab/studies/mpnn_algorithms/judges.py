@@ -326,6 +326,12 @@ S_MST = (
         ),
         Departure.field_value("mst_seeds", 10, "mst-cpu preset: 2 seeds (CPU budget)", presets=["mst-cpu"]),
         Departure.field_value(
+            "mst_restarts",
+            2,
+            "mst-cpu preset: one init per seed, so no restart selection (the paper preset keeps the better of 2)",
+            presets=["mst-cpu"],
+        ),
+        Departure.field_value(
             "mst_train_weights",
             tuple(range(1, 11)),
             "mst-cpu preset: weights 1, 4, 7, 10 (20 training paths instead of 110)",
