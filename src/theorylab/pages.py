@@ -112,11 +112,10 @@ def pick_runs(study: Study, stores: Sequence[Store], seed: int = 0) -> dict[str,
     """``{preset: PickedRun}`` for the page's presets (:func:`verdict_presets`)."""
     hashes = preset_hashes(study)
     runs = {}
-    for preset in verdict_presets(study):
-        if preset in study.presets:
-            picked = pick_run(study, stores, preset, seed, hashes)
-            if picked is not None:
-                runs[preset] = picked
+    for preset in verdict_presets(study):  # presets the study declares, by construction
+        picked = pick_run(study, stores, preset, seed, hashes)
+        if picked is not None:
+            runs[preset] = picked
     return runs
 
 
