@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 import scipy.linalg
 
 from theorylab.data.gaussian import wishart_sample_covariance
-from theorylab.probes.dataset_draws import bilinear_denoiser_draws, chunk_sizes, spectral_draws
+from theorylab.probes.dataset_draws import bilinear_denoiser_draws, chunk_sizes, draws_peak_bytes, spectral_draws
 
 LAM = np.arange(1, 7, dtype=np.float64) ** -1.0
 
@@ -49,3 +53,43 @@ def test_bilinear_draws_match_a_direct_solve():
     )  # v^T D(x), D = Sigma_hat (Sigma_hat + s2)^-1
     assert values.shape == (7, 3, 3)
     np.testing.assert_allclose(values, direct, atol=1e-10)
+
+
+_PEAK = """
+import resource, sys
+import numpy as np, torch
+torch.set_num_threads(1)
+from theorylab.probes.dataset_draws import bilinear_denoiser_draws, spectral_draws
+d, n, chunk, draws = map(int, sys.argv[1:5])
+which = sys.argv[5]
+lam, rng = np.arange(1, d + 1) ** -1.0, np.random.default_rng(0)
+v = rng.standard_normal((8, d))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if which == "spectral":
+    spectral_draws(lam, n, draws, chunk, np.array([1e-3, 1e-2]), (0.0, 0.5), 80.0, v, rng)
+else:
+    bilinear_denoiser_draws(lam, n, draws, chunk, 1e-2, v, v, rng)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+"""
+
+
+def _peak_bytes(d: int, n: int, chunk: int, draws: int, which: str) -> float:
+    """Peak resident memory added by one call, measured in a fresh interpreter (ru_maxrss is per process)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(d), str(n), str(chunk), str(draws), which],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.split()[-1])
+
+
+@pytest.mark.parametrize(("which", "n"), [("spectral", 256), ("spectral", 1024)])
+def test_draws_peak_bytes_bounds_the_measured_peak(which, n):
+    """The estimate that rmt-diffusion's memory check relies on bounds the measured peak of the larger of the two
+    functions over two chunks (so a chunk is released before the next is drawn: held, they measured 7.2 x B d^2 x 8
+    bytes against the estimate's 4.5 x), below and above n = d, and is not a loose bound (within 2x)."""
+    d, chunk = 512, 80
+    measured = _peak_bytes(d, n, chunk, 2 * chunk, which)
+    estimate = draws_peak_bytes(d, n, chunk)
+    assert measured <= estimate <= 2 * measured, (measured / 2**20, estimate / 2**20)

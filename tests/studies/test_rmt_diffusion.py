@@ -355,3 +355,20 @@ def test_small_monte_carlo_is_undecided_not_passed(field, value):
         assert "needs more draws" in by_id["rmt-diffusion/mean-equivalent"].detail
     else:
         assert by_id["rmt-diffusion/variance-factorization"].passed is None
+
+
+def test_memory_estimate_names_the_chunk_that_fits():
+    """The paper preset (d = 1024, 500 draws at once) is estimated under 24 GB; on a 16 GB laptop it stops before
+    any work, naming the chunk that brings it down, and that chunk's own estimate fits."""
+    from theorylab.core.errors import ConfigError
+    from theorylab.core.runner import check_memory
+    from theorylab.core.study import get_study
+
+    st = get_study("rmt-diffusion")
+    paper = st.make_config("paper")
+    need, hint = st.memory(paper)
+    assert st.memory(st.make_config("quick"))[0] < 2 * 2**30 < need < 20 * 2**30
+    with pytest.raises(ConfigError, match=r"the paper preset of rmt-diffusion needs about 18\.\d GiB.*chunk=250"):
+        check_memory(st, paper, "paper", available=16 * 2**30)
+    smaller, _ = st.memory(paper.model_copy(update={"chunk": 250}))
+    assert smaller < 12 * 2**30

@@ -137,6 +137,11 @@ def torch_threads(n: int | None, device_type: str = "cpu") -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+BASE_BYTES = 600e6
+"""A run's memory before its own arrays: the interpreter, torch, NumPy, pandas, matplotlib (measured ~0.45 GB); the
+floor of every study's ``memory`` estimate."""
+
+
 def available_memory() -> int | None:
     """Bytes of memory this machine can give a new allocation now (Linux ``MemAvailable``, capped by a cgroup limit
     when there is one); None where neither can be read."""

@@ -197,10 +197,6 @@ def _step_networks(
     return out
 
 
-BASE_BYTES = 600e6
-"""A run's memory before any particle: the interpreter, torch, NumPy, pandas, matplotlib (measured ~0.45 GB)."""
-
-
 def sweep_peak_bytes(
     networks: int, width: int, d: int, m_ref: int, checkpoints: int, *, keep_networks: bool, block_mib: float
 ) -> float:

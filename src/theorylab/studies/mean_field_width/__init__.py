@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from theorylab.core import RunContext, study
+from theorylab.core.cpu import BASE_BYTES
 from theorylab.nn.activations import single_index_link
 from theorylab.studies.mean_field_width.config import PRESETS, MeanFieldWidthConfig
 from theorylab.studies.mean_field_width.figures import (
@@ -37,7 +38,6 @@ from theorylab.theory.mean_field import (
     self_concordance_summary,
 )
 from theorylab.train.mean_field import (
-    BASE_BYTES,
     bounded_memory,
     checkpoint_steps,
     planted_direction,

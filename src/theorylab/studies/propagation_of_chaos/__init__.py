@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from theorylab.core import RunContext, study
+from theorylab.core.cpu import BASE_BYTES
 from theorylab.nn.activations import HermiteActivation
 from theorylab.studies.propagation_of_chaos.config import PRESETS, PropagationOfChaosConfig
 from theorylab.studies.propagation_of_chaos.figures import figure_long_time, figure_loss, figure_sup_gap
@@ -28,7 +29,6 @@ from theorylab.theory.mean_field_rates import (
     sup_over_time,
 )
 from theorylab.train.mean_field import (
-    BASE_BYTES,
     bounded_memory,
     checkpoint_steps,
     sample_sweep,

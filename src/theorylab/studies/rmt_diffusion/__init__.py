@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 
 from theorylab.core import ConfigError, RunContext, study
+from theorylab.core.cpu import BASE_BYTES
 from theorylab.core.plotting import new_figure
 from theorylab.data.digits import ImageSet, digits, disjoint_splits, stratify_by_pc
 from theorylab.data.gaussian import PowerLawGaussian
@@ -29,7 +30,7 @@ from theorylab.data.images import ImageFolderArray
 from theorylab.nn.denoisers import LinearDenoiser, linear_samples
 from theorylab.nn.edm import make_backbone
 from theorylab.probes.cross_split import cross_split_samples, linear_map_disagreement
-from theorylab.probes.dataset_draws import bilinear_denoiser_draws, spectral_draws
+from theorylab.probes.dataset_draws import bilinear_denoiser_draws, draws_peak_bytes, spectral_draws
 from theorylab.probes.distances import nearest_mse, paired_mse, spearman
 from theorylab.probes.estimators import variance_with_se
 from theorylab.studies.rmt_diffusion.config import PRESETS, RMTDiffusionConfig, _check_split_sizes
@@ -387,6 +388,21 @@ def _images_part(
     ctx.figure("seed_scatter", fig)
 
 
+def _memory(cfg: RMTDiffusionConfig) -> tuple[float, str]:
+    """Peak bytes: the synthetic part's largest n, ``chunk`` sample covariances of d x d at once
+    (:func:`~theorylab.probes.dataset_draws.draws_peak_bytes`; 19 GB at the paper's d = 1024, chunk 500), plus
+    the sampling map's stored outputs (draws x n_probe x d per end level). The deep pair runs afterwards with its
+    own, smaller batch-bound footprint."""
+    draws = draws_peak_bytes(cfg.d, max(cfg.n), cfg.chunk)
+    outputs = 8.0 * cfg.draws * cfg.n_probe * cfg.d * len(cfg.map_sigma)
+    per_draw = draws / cfg.chunk
+    half = max(1, cfg.chunk // 2)
+    return BASE_BYTES + draws + outputs, (
+        f"lower --set chunk (data-set draws at once, now {cfg.chunk}, ~{per_draw / 2**20:.0f} MiB each at d = "
+        f"{cfg.d}): chunk={half} needs ~{(BASE_BYTES + half * per_draw + outputs) / 2**30:.1f} GiB"
+    )
+
+
 @study(
     "rmt-diffusion",
     title="Random-matrix theory of cross-split consistency in diffusion models (linear theory and EDM denoisers)",
@@ -399,6 +415,7 @@ def _images_part(
     # ~35 s, MLP pair ~33 s) and 503 s on two (both parts slowed ~7x by oversubscription); the ops are small
     # (200x200 eigendecompositions, 128x256 matmuls), so a second thread buys little even on an idle machine.
     cpu_threads=1,
+    memory=_memory,
 )
 def run(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     images = _images(cfg)  # first, so that a local data set too small for the splits fails before any work
