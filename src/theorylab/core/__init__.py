@@ -14,6 +14,7 @@ _WHERE = {
     "Claims": "theorylab.core.claims",
     "ConfigError": "theorylab.core.errors",
     "Diverged": "theorylab.core.errors",
+    "Check": "theorylab.core.claims",
     "Judgement": "theorylab.core.claims",
     "Preset": "theorylab.core.config",
     "Result": "theorylab.core.result",

@@ -18,7 +18,10 @@ The comparison helpers (:meth:`Judgement.at_least`, :meth:`~Judgement.at_most`,
 :meth:`~Judgement.within`, :meth:`~Judgement.close`) state the comparison once: the verdict's
 ``expected`` and ``tolerance`` are written from the same bound the test uses, a NaN fails (naming
 the row of a table column), and the measured value is the worst one. :meth:`Judgement.column`
-reads a judged column and fails the claim on a NaN row instead of letting pandas skip it.
+reads a judged column and fails the claim on a NaN row instead of letting pandas skip it. A claim with several
+conditions states each once as a :class:`Check` and passes them to :meth:`Judgement.all_of`::
+
+    return v.all_of(Check.at_least("mean λ̄₁", lam, 0.7), Check.at_most("mean r", r, 2.0), detail=...)
 
 ``claims.add(..., departures=[...], known=...)`` declares how the claim is judged other than as
 stated and whether it is a known failure (:mod:`theorylab.core.declared`).
@@ -71,6 +74,95 @@ def _values(x: Any) -> tuple[np.ndarray, list[str] | None]:
         x = x.to_numpy()
     arr = np.atleast_1d(np.asarray(x, dtype=float))
     return arr.ravel(), labels
+
+
+@dataclass(frozen=True)
+class Check:
+    """One condition of a compound claim, stated once: ``name``'s ``value`` against ``bound``.
+
+    Build it with :meth:`at_least`, :meth:`at_most`, :meth:`within` or :meth:`holds` and pass several to
+    :meth:`Judgement.all_of`, which writes the verdict's ``expected`` from the same bounds the test uses. A value
+    may be a number, an array or a pandas Series (every entry must satisfy the bound; the worst one is reported);
+    a NaN never satisfies it."""
+
+    name: str
+    value: Any
+    op: str  # ">=", "<=", "in" or "is" (a boolean condition)
+    bound: Any = None
+
+    @classmethod
+    def at_least(cls, name: str, value: Any, bound: float) -> "Check":
+        return cls(name, value, ">=", bound)
+
+    @classmethod
+    def at_most(cls, name: str, value: Any, bound: float) -> "Check":
+        return cls(name, value, "<=", bound)
+
+    @classmethod
+    def within(cls, name: str, value: Any, lo: float, hi: float) -> "Check":
+        if not lo <= hi:
+            raise ValueError(f"{name}: empty band [{lo}, {hi}]")
+        return cls(name, value, "in", (lo, hi))
+
+    @classmethod
+    def holds(cls, name: str, condition: Any) -> "Check":
+        """A condition that is not a numeric bound (an ordering, a set relation); NaN or None fails it."""
+        return cls(name, condition, "is")
+
+    def _gaps(self) -> tuple[np.ndarray, list[str] | None]:
+        if self.op == "is":
+            flag = self.value is not None and not _is_nan(self.value) and bool(self.value)
+            return np.array([0.0 if flag else 1.0]), None
+        values, labels = _values(self.value)
+        if self.op == ">=":
+            gaps = self.bound - values
+        elif self.op == "<=":
+            gaps = values - self.bound
+        else:
+            gaps = np.maximum(self.bound[0] - values, values - self.bound[1])
+        return np.where(np.isnan(values), np.inf, gaps), labels
+
+    @property
+    def nan(self) -> bool:
+        if self.op == "is":
+            return self.value is None or _is_nan(self.value)
+        values, _ = _values(self.value)
+        return values.size == 0 or bool(np.isnan(values).any())
+
+    @property
+    def ok(self) -> bool:
+        gaps, _ = self._gaps()
+        return gaps.size > 0 and bool(np.all(gaps <= 0))
+
+    @property
+    def worst(self) -> Any:
+        """The value with the largest excess over the bound (the value itself for a single number or a condition)."""
+        if self.op == "is":
+            return self.value if self.value is None or _is_nan(self.value) else bool(self.value)
+        values, _ = _values(self.value)
+        if values.size == 0:
+            return math.nan
+        gaps, _ = self._gaps()
+        return float(values[int(np.argmax(gaps))])
+
+    @property
+    def expected(self) -> str:
+        if self.op == "is":
+            return self.name
+        bound = f"[{_num(self.bound[0])}, {_num(self.bound[1])}]" if self.op == "in" else _num(self.bound)
+        return f"{self.name} {self.op} {bound}"
+
+    def describe(self) -> str:
+        """``"mean r = 2.31 (need <= 2)"``, with the entry that is worst when the value has several."""
+        if self.op == "is":
+            return f"not {self.name}" if not self.nan else f"{self.name}: undetermined (NaN)"
+        values, labels = _values(self.value)
+        if values.size == 0:
+            return f"{self.name}: no values"
+        gaps, _ = self._gaps()
+        i = int(np.argmax(gaps))
+        where = "" if values.size == 1 else f" at {labels[i] if labels else f'entry {i}'} of {values.size}"
+        return f"{self.name} = {_num(float(values[i]))}{where} (need {self.expected[len(self.name) + 1 :]})"
 
 
 @dataclass(frozen=True)
@@ -273,6 +365,41 @@ class Judgement:
             departures,
             also,
         )
+
+    def all_of(
+        self,
+        *checks: Check,
+        detail: str = "",
+        departures: Sequence[str] = (),
+        measured: Any = None,
+        tolerance: Any = None,
+    ) -> Verdict:
+        """Passed when every :class:`Check` holds: a claim with several conditions, each stated once. The
+        verdict's ``expected`` joins the checks' bounds; ``measured`` (default: the first check's worst value)
+        and ``tolerance`` (default: its bound) are the headline number. A failed or NaN check is named at the
+        head of the detail; a NaN fails the claim, marked as such."""
+        if not checks:
+            raise ValueError(f"{self.id}: all_of needs at least one check")
+        head = checks[0]
+        measured = head.worst if measured is None else measured
+        tolerance = (head.bound if head.op != "is" else None) if tolerance is None else tolerance
+        expected = "; ".join(c.expected for c in checks)
+        failing = [c for c in checks if not c.ok]
+        said = "; ".join(c.describe() for c in failing)
+        text = "; ".join(t for t in (f"short: {said}" if said else "", detail) if t)
+        if any(c.nan for c in checks):
+            return Verdict(
+                self.id,
+                self.statement,
+                measured,
+                expected,
+                tolerance,
+                False,
+                text,
+                departures=tuple(departures),
+                nan=True,
+            )
+        return self.judged(not failing, measured, expected, tolerance, text, departures)
 
     # --- reading judged values -------------------------------------------------------------
     def column(self, frame: Any, col: str, *, name: str | None = None) -> Any:

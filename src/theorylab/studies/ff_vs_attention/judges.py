@@ -288,7 +288,7 @@ S_LASER = (
 # Measured on CPU (preset lm: KJV, 2 layers, d = 64, 3000 steps, seed 0): why the quick preset leaves this claim to the
 # paper preset.
 LASER_AT_CPU = (
-    "measure it on CPU with --preset lm (a 2-layer language model on the KJV, ~35 min at one thread); what that "
+    "measure it on CPU with --preset lm (a 2-layer language model on the KJV, ~5 min on 2 cores); what that "
     "measured "
     "when we ran it is in the "
     "docs/studies/ff-vs-attention.md; judged at paper size"
