@@ -23,6 +23,7 @@ from theorylab.data.pde import NS2D, KSLeaky, coarse_trajectories, ks22_trajecto
 from theorylab.data.qg import QG2L
 from theorylab.nn.conditional_diffusion import ConditionalDiffusion, mlp_backbone, unet_backbone
 from theorylab.nn.unet import diffuse, noise_schedule
+from theorylab.probes.level_classifier import classify_pair_levels
 from theorylab.probes.rollout_metrics import (
     corr_time,
     ke_spectrum_2d,
@@ -130,16 +131,13 @@ def _held_pairs(truth: torch.Tensor, std: float, n: int, g: torch.Generator) -> 
 
 
 def _calibration(cfg, ctx, net, truth, std, abar) -> pd.DataFrame:
+    """Held-out pairs noised with the training mixture (independent levels per frame), classified again."""
     g = ctx.generator("calibration")
     prev, cur = _held_pairs(truth, std, cfg.calibration_pairs, g)
     pair = torch.stack([prev, cur], 1).float()
-    # held-out pairs noised with the training mixture (independent levels per frame)
     s = torch.stack([draw_levels(len(pair), cfg.levels, cfg.low_levels, cfg.low_share, g) for _ in range(2)], 1)
-    e = torch.randn(pair.shape, generator=g)
-    a = abar.float()[s].view(len(pair), 2, 1, 1)
-    with torch.no_grad():
-        pred = net(a.sqrt() * pair + (1 - a).sqrt() * e)[1].argmax(-1)
-        clean = net(pair)[1].argmax(-1)
+    read = classify_pair_levels(net, pair, abar, s, g)
+    pred, clean = read["predicted"], read["clean_predicted"]
     return ctx.table(
         "calibration",
         dict(
