@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 from theorylab.probes.lowrank import laser_selection, pick_value_rank
 from theorylab.theory.level_crossings import first_point_above
@@ -68,11 +68,8 @@ def judge_bayes(res: Result, v: Judgement) -> Verdict:
     end = _main_end(res)
     value = float(v.column(end, "P_noise_full").mean())
     lo, hi = p - 0.15, p + 0.2
-    detail = (
-        f"P(noise) = {value:.3f} over {len(end)} seed(s) (per seed "
-        f"{', '.join(f'{v:.3f}' for v in end['P_noise_full'])}); need [{lo:.2f}, {hi:.2f}]"
-    )
-    return v.judged(lo <= value <= hi, value, p, "[-0.15, +0.2]", detail)
+    detail = f"over {len(end)} seed(s) (per seed {', '.join(f'{v:.3f}' for v in end['P_noise_full'])})"
+    return v.within(value, lo, hi, name="P(noise)", tolerance="[p - 0.15, p + 0.2]", detail=detail)
 
 
 S_ABLATE = (
@@ -94,12 +91,13 @@ def judge_ablate(res: Result, v: Judgement) -> Verdict:
         float(end["P_noise_noFF2"].mean()),
     )
     gain = acc - acc_full
-    ok = acc >= bar and p_noise <= 0.15 and gain >= 0.25
-    detail = (
-        f"acc without FF2 {acc:.3f} (need >= {bar}); P(noise) without FF2 {p_noise:.3f} (need <= 0.15); full-model acc "
-        f"{acc_full:.3f}, gain {gain:+.3f} (need >= 0.25)"
+    return v.all_of(
+        Check.at_least("accuracy without FF2", acc, bar),
+        Check.at_most("P(noise) without FF2", p_noise, 0.15),
+        Check.at_least("accuracy gain over the full model", gain, 0.25),
+        detail=f"accuracy without FF2 {acc:.3f}, P(noise) without FF2 {p_noise:.3f}, full-model accuracy "
+        f"{acc_full:.3f} (gain {gain:+.3f})",
     )
-    return v.judged(ok, acc, f">= {bar}", bar, detail)
 
 
 S_FF2 = (
@@ -132,20 +130,18 @@ def judge_first(res: Result, v: Judgement) -> Verdict:
     t_ff, t_icl = crossing_steps(curve[curve["variant"] == "full"])
     every = res.config["evaluate_every"]
     if t_icl is None:
-        return v.judged(
-            False,
+        return v.failed(
             None,
-            None,
-            None,
-            f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did not form",
+            "<= 0.5",
+            detail=f"in-context accuracy without FF2 never reached 0.5 (t_FF = {t_ff}); the in-context mechanism did "
+            "not form",
         )
     if t_ff is None:
-        return v.judged(False, None, None, None, f"the FF2 margin never turned positive (t_ICL = {t_icl})")
+        return v.failed(None, "<= 0.5", detail=f"the FF2 margin never turned positive (t_ICL = {t_icl})")
     detail = (
-        f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution); "
-        f"need t_FF <= t_ICL / 2 = {t_icl / 2:g}"
+        f"t_FF = {t_ff}, t_ICL = {t_icl} (evaluations every {every} steps; t_FF is an upper bound at that resolution)"
     )
-    return v.judged(t_ff <= t_icl / 2, t_ff / t_icl, "<= 0.5", 0.5, detail)
+    return v.at_most(t_ff / t_icl, 0.5, name="t_FF / t_ICL", detail=detail)
 
 
 S_INDUCTION = (
@@ -217,18 +213,24 @@ def judge_no_ff(res: Result, v: Judgement) -> Verdict:
     )
     # the in-context path must exist for "keeps the in-context answer" to mean anything: at least 5x chance (1/V)
     floor = 5.0 / res.config["vocab_size"]
-    ok = p - 0.15 <= value <= p + 0.2 and p_cut < 0.15 and acc_cut >= max(acc_full, floor)
     detail = (
-        f"no-FF P(noise) {value:.3f} (need [{p - 0.15:.2f}, {p + 0.2:.2f}]); layer-2 W_V kept at rank "
+        f"no-FF P(noise) {value:.3f}; layer-2 W_V kept at rank "
         f"{', '.join(str(int(r)) for r in picked['rank'])} of {res.config['d_model']} (picked on the validation "
         f"half): on the test half P(noise) "
-        f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f} (need < 0.15), in-context accuracy "
-        f"{acc_full:.3f} -> {acc_cut:.3f} (need no fall, and >= {floor:.3f} = 5/V); "
+        f"{float(picked['P_noise_untouched'].mean()):.3f} -> {p_cut:.3f}, in-context accuracy "
+        f"{acc_full:.3f} -> {acc_cut:.3f} (5/V = {floor:.3f}); "
         f"reported: whole layer-2 attention dropped: P(noise) {float(picked['P_noise_no_layer'].mean()):.3f}, "
         f"accuracy {float(picked['acc_no_layer'].mean()):.3f}; "
         f"attention 1 dropped: P(noise) {float(noff['P_noise_noAttn1'].mean()):.3f}"
     )
-    return v.judged(ok, value, p, "[-0.15, +0.2]", detail, departures=_reduced(res.config))
+    return v.all_of(
+        Check.within("no-FF P(noise)", value, p - 0.15, p + 0.2),
+        Check.holds("truncated P(noise) < 0.15", p_cut < 0.15),
+        Check.at_least("truncated in-context accuracy", acc_cut, max(acc_full, floor)),
+        detail=detail,
+        tolerance="[p - 0.15, p + 0.2]",
+        departures=_reduced(res.config),
+    )
 
 
 S_SWEEP = (
@@ -257,23 +259,21 @@ def judge_sweep(res: Result, v: Judgement) -> Verdict:
     for col in ("P_noise_full", "acc_noFF2"):
         v.column(end[end["ff"]], col)
     errors = (full["P_noise_full"] - full.index.to_numpy()).abs()
-    tracks, accurate = bool((errors <= 0.12).all()), bool((full["acc_noFF2"] >= 0.85).all())
-    detail = (
-        "; ".join(
-            f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows()
-        )
-        + f"; max |P(noise) - p| {float(errors.max()):.3f}"
+    tracking = Check.at_most("|P(noise) - p|", errors, 0.12)
+    accuracy = Check.at_least("accuracy without FF2", full["acc_noFF2"], 0.85)
+    detail = "; ".join(
+        f"p={p:g}: P(noise) {r.P_noise_full:.3f}, acc without FF2 {r.acc_noFF2:.3f}" for p, r in full.iterrows()
     )
-    if tracks and not accurate:  # the measured value is the part that fails (else the P(noise) error, as before)
-        return v.judged(
-            False,
-            float(full["acc_noFF2"].min()),
-            ">= 0.85 at every p (min acc without FF2)",
-            0.85,
-            detail,
-            departures=_reduced(res.config),
-        )
-    return v.judged(tracks and accurate, float(errors.max()), 0.0, 0.12, detail, departures=_reduced(res.config))
+    # the measured value is the part that fails: the lowest accuracy when only it fails, else the largest error
+    headline = accuracy if tracking.ok and not accuracy.ok else tracking
+    return v.all_of(
+        tracking,
+        accuracy,
+        measured=headline.worst,
+        tolerance=headline.bound,
+        detail=detail,
+        departures=_reduced(res.config),
+    )
 
 
 S_LASER = (
@@ -320,18 +320,19 @@ def judge_laser(res: Result, v: Judgement) -> Verdict:
     )
     head = f"test split: full model in-context accuracy {base['icl_acc']:.3f}, perplexity {base['perplexity']:.1f}"
     if pick is None:
-        return v.judged(
-            False,
+        return v.failed(
             None,
-            ">= 0.1",
+            "test gain >= 0.1; |perplexity change| <= 0.1",
             0.1,
             f"{head}; no late-layer truncation keeps validation perplexity "
             f"within 10% (test grid, gain (perplexity change): {grid})",
         )
-    ok = pick["gain"] >= 0.1 and abs(pick["ppl_change"]) <= 0.10
     detail = (
         f"{head}; picked on the validation split: layer {int(pick['layer'])}, rank {int(pick['rank'])} -> test "
-        f"gain {pick['gain']:+.3f} (need >= 0.1), "
-        f"perplexity {pick['ppl_change']:+.1%} (need within 10%); late-layer test grid: {grid}"
+        f"gain {pick['gain']:+.3f}, perplexity {pick['ppl_change']:+.1%}; late-layer test grid: {grid}"
     )
-    return v.judged(ok, float(pick["gain"]), ">= 0.1", 0.1, detail)
+    return v.all_of(
+        Check.at_least("test gain", float(pick["gain"]), 0.1),
+        Check.at_most("|perplexity change|", abs(float(pick["ppl_change"])), 0.10),
+        detail=detail,
+    )

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.collapse import loglog_slope
 
@@ -32,14 +32,13 @@ def judge_dilution(res: Result, v: Judgement) -> Verdict:
     lengths = [L for L in res.config["lengths"] if L >= res.config["slope_from"]]
     main = _slopes(t[t["variant"] == "model"], "sensitivity", lengths)
     control = _slopes(t[t["variant"] != "model"], "sensitivity", lengths)
-    worst = max(main.values(), key=lambda s: abs(s + 0.975))
-    ok = all(-1.2 <= s <= -0.75 for s in main.values()) and bool(control) and all(s > -0.3 for s in control.values())
-    return v.judged(
-        ok,
-        worst,
-        "in [-1.2, -0.75] (control > -0.3)",
-        0.225,
-        "slopes "
+    return v.all_of(
+        Check.within("slope", pd.Series(main, dtype=float), -1.2, -0.75),
+        Check.holds(
+            "control flat (every control slope > -0.3)", bool(control) and all(s > -0.3 for s in control.values())
+        ),
+        tolerance=0.225,
+        detail="slopes "
         + ", ".join(f"{s:.3f}" for s in main.values())
         + "; control "
         + ", ".join(f"{s:.3f}" for s in control.values())
@@ -59,12 +58,12 @@ def judge_bound(res: Result, v: Judgement) -> Verdict:
     t = res.table("bound")
     ratio = v.column(t, "change") / v.column(t, "bound")
     worst = t.loc[ratio.idxmax()]
-    return v.judged(
-        bool((ratio <= 1 + 1e-6).all()),
-        float(ratio.max()),
-        "<= 1 + 1e-6",
-        1e-6,
-        f"{len(t)} pairs at L = {sorted(int(x) for x in t['L'].unique())}: largest change/B "
+    return v.at_most(
+        ratio,
+        1 + 1e-6,
+        name="change/B",
+        tolerance=1e-6,
+        detail=f"{len(t)} pairs at L = {sorted(int(x) for x in t['L'].unique())}: largest change/B "
         f"{ratio.max():.3g} (L = "
         f"{worst['L']}, c = {worst['c']:.2f}); median {ratio.median():.2g}",
     )
@@ -104,14 +103,11 @@ def judge_count(res: Result, v: Judgement) -> Verdict:
         seg = [loglog_slope(lengths[i : i + 2], g["gap"].values[i : i + 2]) for i in range(len(lengths) - 1)]
         tail[k], full[k] = seg[-1], loglog_slope(lengths, g["gap"])
         steepening &= all(b <= a + 0.02 for a, b in zip(seg, seg[1:]))
-    worst = max(tail.values(), key=lambda s: abs(s + 2))
-    ok = all(-2.2 <= s <= -1.8 for s in tail.values()) and steepening
-    return v.judged(
-        ok,
-        worst,
-        "in [-2.2, -1.8] (segments steepening)",
-        0.2,
-        f"slope {lengths[-2]}->{lengths[-1]}: "
+    return v.all_of(
+        Check.within(f"slope {lengths[-2]}->{lengths[-1]}", pd.Series(tail, dtype=float), -2.2, -1.8),
+        Check.holds("segments steepening", steepening),
+        tolerance=0.2,
+        detail=f"slope {lengths[-2]}->{lengths[-1]}: "
         + ", ".join(f"{s:.3f}" for s in tail.values())
         + f"; card's fit over {lengths[0]}..{lengths[-1]}: "
         + ", ".join(f"{s:.3f}" for s in full.values())
@@ -160,16 +156,14 @@ def judge_precision(res: Result, v: Judgement) -> Verdict:
     v.column(bf, "gap"), v.column(f32, "gap")  # a NaN gap fails the claim naming its row
     need = -(-2 * len(top) // 3)  # ceil(2/3 of the models)
     same = int(top["identical"].sum())
-    ok = same >= need and bool((low["gap"] > 0).all()) and bool((f32["gap"] > 0).all())
     kernel = res.table("kernel")
     explicit, fused = (kernel[kernel["kernel"] == kn].iloc[0] for kn in ("explicit", "fused"))
     straddles = ", ".join(f"{g:.2g}" for g in top.loc[~top["identical"], "gap"]) or "none"
-    return v.judged(
-        ok,
-        same,
-        f">= {need} of {len(top)} identical",
-        None,
-        f"bfloat16 L = {lengths[-1]}: {same}/{len(top)} bit-identical (gaps of the others: {straddles}); "
+    return v.all_of(
+        Check.at_least(f"bit-identical bfloat16 models at L = {lengths[-1]} (of {len(top)})", same, need),
+        Check.holds(f"bfloat16 gaps > 0 at L = {lengths[0]}", bool((low["gap"] > 0).all())),
+        Check.holds("float32 gaps > 0 (L <= 1024)", bool((f32["gap"] > 0).all())),
+        detail=f"bfloat16 L = {lengths[-1]}: {same}/{len(top)} bit-identical (gaps of the others: {straddles}); "
         f"L = {lengths[0]} gaps {', '.join(f'{g:.2g}' for g in low['gap'])}; float32 min gap (L <= 1024) "
         f"{f32['gap'].min():.2g}; model 0 at L = {int(fused['L'])}: fused kernel gap {fused['gap']:.2g} "
         f"(identical {bool(fused['identical'])}), explicit kernel (bfloat16 weights) gap "
@@ -187,12 +181,11 @@ S_COSINE = (
 def judge_cosine(res: Result, v: Judgement) -> Verdict:
     t = res.table("cosine_sanity").set_index("case")["C"]
     iid, same = float(t["iid"]), float(t["identical within a sequence"])
-    return v.judged(
-        abs(iid) <= 0.02 and same >= 0.95,
-        iid,
-        "|C| <= 0.02 (identical: >= 0.95)",
-        0.02,
-        f"iid C = {iid:.4f}; identical within a sequence C = {same:.4f}",
+    return v.all_of(
+        Check.at_most("|C| of i.i.d. states", abs(iid), 0.02),
+        Check.at_least("C of states identical within a sequence", same, 0.95),
+        measured=iid,
+        detail=f"iid C = {iid:.4f}; identical within a sequence C = {same:.4f}",
     )
 
 
