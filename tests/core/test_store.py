@@ -182,3 +182,14 @@ def test_concurrent_runs_lose_nothing(tmp_path):
     assert len(rows) == 6 and all(r["status"] == "done" for r in rows)
     for run_id in set(ids):
         assert store.load(run_id).tables["steps"].shape == (5, 5)
+
+
+def test_a_run_records_its_cpu_time_and_peak_memory(tmp_path):
+    """meta.json carries the run's CPU seconds (all threads of the process) beside its wall time, and the
+    process's peak resident memory: figures a busy machine distorts less than wall time."""
+    import json
+
+    res = execute("toy", store=Store(tmp_path / "runs"), device="cpu")
+    meta = json.loads((res.path / "meta.json").read_text())
+    assert meta["cpu_s"] >= 0 and meta["wall_s"] > 0
+    assert 0.05 < meta["peak_rss_gb"] < 24  # an interpreter with torch loaded, well under the machine

@@ -137,7 +137,7 @@ def execute_config(
     ctx = RunContext(seed, torch_device, workdir, show_progress=show_progress, label=study.slug)
     if executor is not None:
         ctx.executor = executor
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     status, message = "done", ""
     if show_progress:
         ctx.say(f"run {run_id}: preset {preset}, seed {seed}, device {torch_device}")
@@ -158,7 +158,7 @@ def execute_config(
         store.discard(workdir)
         store.mark_failed(run_id, f"{type(err).__name__}: {err}")
         raise
-    wall_s = time.perf_counter() - started
+    wall_s, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
     meta = {
         "study": study.slug,
         "run_id": run_id,
@@ -167,6 +167,10 @@ def execute_config(
         "status": status,
         "message": message,
         "wall_s": wall_s,
+        # CPU seconds of every thread of this process (a busy machine stretches wall_s, much less this), and the
+        # process's peak resident memory so far (the run's own peak when it ran in a fresh worker process)
+        "cpu_s": cpu_s,
+        "peak_rss_gb": _peak_rss_gb(),
         "version": version,
         "device": str(torch_device),
         "figures": ctx.figures,
@@ -194,6 +198,15 @@ def execute_config(
     result = Result.load(final)
     store.mark_finished(result)
     return result
+
+
+def _peak_rss_gb() -> float | None:
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return round(kib / 2**20, 3)
 
 
 def check_memory(
