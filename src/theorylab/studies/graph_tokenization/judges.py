@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Bechler-Speicher et al., arXiv 2605.22471"
@@ -65,21 +65,14 @@ def judge_collision(res: Result, v: Judgement) -> Verdict:
     k4 = dict(zip(f["graph"], f["k4_count"]))
     srg = set(f["srg"])
     hashes = set(f["wl_hash"])
-    ok = (
-        worst <= RW_TOL
-        and k4.get("shrikhande") == 0
-        and k4.get("rook") == 8
-        and srg == {"(16, 6, 2, 2)"}
-        and not bool(f["isomorphic"].any())
-        and len(hashes) == 1
-        and len(f) == 2
-    )
-    return v.judged(
-        ok,
-        worst,
-        f"<= {RW_TOL} (K4: 0 vs 8, non-isomorphic, same 1-WL hash)",
-        RW_TOL,
-        f"max RW-token difference over all vertices of both graphs and t <= {horizon}: {worst:.2e} "
+    return v.all_of(
+        Check.at_most("max RW-token difference", worst, RW_TOL),
+        Check.holds("K4 counts: Shrikhande 0, rook 8", k4.get("shrikhande") == 0 and k4.get("rook") == 8),
+        Check.holds("srg parameters (16, 6, 2, 2)", srg == {"(16, 6, 2, 2)"}),
+        Check.holds("not isomorphic", not bool(f["isomorphic"].any())),
+        Check.holds("equal 1-WL hashes", len(hashes) == 1),
+        Check.holds("2 graphs", len(f) == 2),
+        detail=f"max RW-token difference over all vertices of both graphs and t <= {horizon}: {worst:.2e} "
         f"(closed form at t = 2: {float(t['closed_form'].iloc[1]):.6f} = 6/36); K4 counts {k4}; srg "
         f"parameters {sorted(srg)}; isomorphic: {bool(f['isomorphic'].any())}; 1-WL hashes equal: "
         f"{len(hashes) == 1}",
@@ -97,13 +90,14 @@ S_ADJ = (
 def judge_adjacency(res: Result, v: Judgement) -> Verdict:
     t = res.table("nbhd_components")
     s, r = t[t["graph"] == "shrikhande"]["nbhd_components"], t[t["graph"] == "rook"]["nbhd_components"]
-    ok = len(s) == 16 and len(r) == 16 and bool((s == 1).all()) and bool((r == 2).all())
-    return v.judged(
-        ok,
-        f"shrikhande {sorted(set(s))}, rook {sorted(set(r))}",
-        "shrikhande {1}, rook {2} (16 vertices each)",
-        0,
-        f"{len(s)} + {len(r)} vertices read back from relabelled adjacency tokens",
+    return v.all_of(
+        Check.within("components of G[N(i)], Shrikhande", s, 1, 1),
+        Check.within("components of G[N(i)], rook", r, 2, 2),
+        Check.holds("16 Shrikhande vertices", len(s) == 16),
+        Check.holds("16 rook vertices", len(r) == 16),
+        measured=f"shrikhande {sorted(set(s))}, rook {sorted(set(r))}",
+        tolerance=0,
+        detail=f"{len(s)} + {len(r)} vertices read back from relabelled adjacency tokens",
     )
 
 
@@ -142,19 +136,14 @@ def judge_basis(res: Result, v: Judgement) -> Verdict:
     if len(t) != 1:
         return v.failed(math.nan, f">= {TOKEN_CHANGE}", TOKEN_CHANGE, f"{len(t)} rows, expected 1")
     r = t.iloc[0]
-    ok = (
-        r["error_rotated"] <= ROTATION_TOL
-        and r["error_eigh"] <= ROTATION_TOL
-        and r["orthonormal_error"] <= ROTATION_TOL
-        and abs(r["eigenvalue"] - r["expected_eigenvalue"]) <= ROTATION_TOL
-        and r["max_token_change"] >= TOKEN_CHANGE
-    )
-    return v.judged(
-        ok,
-        float(r["max_token_change"]),
-        f">= {TOKEN_CHANGE} with reconstruction error <= {ROTATION_TOL}",
-        ROTATION_TOL,
-        f"C_{int(r['n'])}, eigenvalue {r['eigenvalue']:.6f} (2 - 2cos(2π/n) = "
+    return v.all_of(
+        Check.at_least("largest token change", float(r["max_token_change"]), TOKEN_CHANGE),
+        Check.at_most("reconstruction error after the rotation", r["error_rotated"], ROTATION_TOL),
+        Check.at_most("reconstruction error before (eigh)", r["error_eigh"], ROTATION_TOL),
+        Check.at_most("orthonormality error", r["orthonormal_error"], ROTATION_TOL),
+        Check.at_most("|eigenvalue - (2 - 2cos(2π/n))|", abs(r["eigenvalue"] - r["expected_eigenvalue"]), ROTATION_TOL),
+        tolerance=ROTATION_TOL,
+        detail=f"C_{int(r['n'])}, eigenvalue {r['eigenvalue']:.6f} (2 - 2cos(2π/n) = "
         f"{r['expected_eigenvalue']:.6f}), columns {r['columns']}: reconstruction error "
         f"{r['error_rotated']:.1e} after the rotation, {r['error_eigh']:.1e} before; largest token change "
         f"{r['max_token_change']:.3f}",
@@ -182,12 +171,10 @@ def judge_rw_invariance(res: Result, v: Judgement) -> Verdict:
         if len(adj)
         else ""
     )
-    return v.judged(
-        gap <= GAP_TOL and acc == 0.5,
-        gap,
-        f"<= {GAP_TOL} and pair accuracy = 0.5",
-        GAP_TOL,
-        f"{int(rw['pairs'].iloc[0])} fresh relabelled pairs after {int(rw['steps'].iloc[0])} steps: "
+    return v.all_of(
+        Check.at_most("max logit gap", gap, GAP_TOL),
+        Check.within("pair accuracy", acc, 0.5, 0.5),
+        detail=f"{int(rw['pairs'].iloc[0])} fresh relabelled pairs after {int(rw['steps'].iloc[0])} steps: "
         f"max gap {gap:.2e}, pair accuracy {acc:.4f}" + extra,
     )
 
@@ -213,13 +200,17 @@ def judge_components(res: Result, v: Judgement) -> Verdict:
         return v.undecided("needs components x {adjacency, spectral, random_walk} at L = 1 (quick preset)")
     m = {k: float(a.mean()) for k, a in accs.items()}
     best = max(m["spectral"], m["random_walk"])
-    ok = m["spectral"] >= ACC_HIGH and m["random_walk"] >= ACC_HIGH and m["adjacency"] <= best - ADJ_MARGIN
-    return v.judged(
-        ok,
-        best - m["adjacency"],
-        f">= {ADJ_MARGIN} (spectral, RW >= {ACC_HIGH})",
-        ADJ_MARGIN,
-        f"n = {n}, L = 1, mean over {len(accs['adjacency'])} seed(s): adjacency {m['adjacency']:.3f}, "
+    return v.all_of(
+        Check.at_most(
+            f"adjacency accuracy (bound: the better of spectral and RW - {ADJ_MARGIN})",
+            m["adjacency"],
+            best - ADJ_MARGIN,
+        ),
+        Check.at_least("spectral accuracy", m["spectral"], ACC_HIGH),
+        Check.at_least("RW accuracy", m["random_walk"], ACC_HIGH),
+        measured=best - m["adjacency"],
+        tolerance=ADJ_MARGIN,
+        detail=f"n = {n}, L = 1, mean over {len(accs['adjacency'])} seed(s): adjacency {m['adjacency']:.3f}, "
         f"spectral {m['spectral']:.3f}, RW {m['random_walk']:.3f}",
     )
 
@@ -239,7 +230,7 @@ S_CONCAT = (
 def judge_concat(res: Result, v: Judgement) -> Verdict:
     t = res.table("accuracy")
     n = min(res.config["n_nodes"])
-    parts, ok, worst = [], True, math.inf
+    parts, checks, worst = [], [], math.inf
     for task in ("components", "degree"):
         m = {k: _acc(v, t, task, k, n_layers=1, n=n) for k in ("adjacency", "spectral", "random_walk", "concat")}
         if any(len(a) == 0 for a in m.values()):
@@ -248,17 +239,15 @@ def judge_concat(res: Result, v: Judgement) -> Verdict:
         best = max(m["adjacency"], m["spectral"], m["random_walk"])
         margin = m["concat"] - best
         worst = min(worst, margin)
-        ok = ok and margin >= -CONCAT_SLACK
+        checks.append(Check.at_least(f"{task}: concat - best single", margin, -CONCAT_SLACK))
         parts.append(
             f"{task}: concat {m['concat']:.3f} vs best single {best:.3f} ("
             + ", ".join(f"{k} {m[k]:.3f}" for k in ("adjacency", "spectral", "random_walk"))
             + ")"
         )
         if task == "degree":
-            ok = ok and m["adjacency"] >= DEGREE_ADJ
-    return v.judged(
-        ok, worst, f">= -{CONCAT_SLACK} (and degree adjacency >= {DEGREE_ADJ})", CONCAT_SLACK, "; ".join(parts)
-    )
+            checks.append(Check.at_least("degree: adjacency accuracy", m["adjacency"], DEGREE_ADJ))
+    return v.all_of(*checks, measured=worst, tolerance=CONCAT_SLACK, detail="; ".join(parts))
 
 
 S_EIGEN = (
@@ -275,12 +264,12 @@ def judge_eigen(res: Result, v: Judgement) -> Verdict:
         return v.failed(math.nan, "0 mismatches", TRACE_TOL, f"{len(t)} graphs, expected {want}")
     wrong = int((v.column(t, "unit_eigenvalues") != v.column(t, "components")).sum())
     err = float(v.column(t, "max_trace_error").max())
-    return v.judged(
-        wrong == 0 and err <= TRACE_TOL,
-        wrong,
-        f"0 mismatches, trace error <= {TRACE_TOL}",
-        TRACE_TOL,
-        f"{len(t)} unions (c = {sorted(set(t['components']))}): {wrong} with #(μ = 1) != c; max "
+    return v.all_of(
+        Check.at_most("graphs with #(μ = 1) != c", wrong, 0),
+        Check.at_most("max |tr(P^t) - Σ μ^t|", err, TRACE_TOL),
+        measured=wrong,
+        tolerance=TRACE_TOL,
+        detail=f"{len(t)} unions (c = {sorted(set(t['components']))}): {wrong} with #(μ = 1) != c; max "
         f"|tr(P^t) - Σ μ^t| = {err:.1e}",
     )
 
@@ -325,13 +314,17 @@ def judge_depth(res: Result, v: Judgement) -> Verdict:
     spec_eq = _first_depth(v, t, "edge_query", "spectral", ACC_HIGH)  # "to match it": reach the same 0.95
     adj_comp = _first_depth(v, t, "components", "adjacency", ACC_HIGH)
     spectral_slow = spec_eq >= adj_eq + 2 or spec_top <= adj_top - DEPTH_GAP
-    ok = adj_eq <= 2 and spectral_slow and adj_comp >= 4
-    return v.judged(
-        ok,
-        f"edge_query: adjacency L* = {adj_eq:g}, spectral L* = {spec_eq:g}; components: adjacency L* = {adj_comp:g}",
-        f"adjacency L* <= 2, spectral L* >= adjacency + 2 (or -0.1 at L = {top}); components adjacency L* >= 4",
-        DEPTH_GAP,
-        f"n = {n}, depths {depths}; at L = {top}: edge_query adjacency {adj_top:.3f}, spectral {spec_top:.3f}",
+    return v.all_of(
+        Check.at_most("edge_query: adjacency L*", adj_eq, 2),
+        Check.holds(
+            f"edge_query: spectral L* >= adjacency L* + 2, or spectral <= adjacency - {DEPTH_GAP} at L = {top}",
+            spectral_slow,
+        ),
+        Check.at_least("components: adjacency L*", adj_comp, 4),
+        measured=f"edge_query: adjacency L* = {adj_eq:g}, spectral L* = {spec_eq:g}; "
+        f"components: adjacency L* = {adj_comp:g}",
+        tolerance=DEPTH_GAP,
+        detail=f"n = {n}, depths {depths}; at L = {top}: edge_query adjacency {adj_top:.3f}, spectral {spec_top:.3f}",
     )
 
 
@@ -389,12 +382,10 @@ def judge_srg(res: Result, v: Judgement) -> Verdict:
     rw = v.column(t[t["tokenization"] == "random_walk"], "accuracy")
     ev = v.column(t[t["tokenization"] == "eigenvalues"], "accuracy")
     chance = max(float((rw - 0.5).abs().max()), float((ev - 0.5).abs().max()))
-    ok = float(adj.min()) >= ACC_HIGH and chance <= SRG_CHANCE_TOL
-    return v.judged(
-        ok,
-        float(adj.min()),
-        f">= {ACC_HIGH} (RW and eigenvalue-only within 0.5 ± {SRG_CHANCE_TOL})",
-        SRG_CHANCE_TOL,
-        f"adjacency (L >= 2) min {float(adj.min()):.3f}; RW {sorted(rw.round(3))}; "
+    return v.all_of(
+        Check.at_least("adjacency accuracy (L >= 2)", float(adj.min()), ACC_HIGH),
+        Check.at_most("|accuracy - 0.5|, RW and eigenvalue-only", chance, SRG_CHANCE_TOL),
+        tolerance=SRG_CHANCE_TOL,
+        detail=f"adjacency (L >= 2) min {float(adj.min()):.3f}; RW {sorted(rw.round(3))}; "
         f"eigenvalue-only {sorted(ev.round(3))}",
     )

@@ -6,8 +6,9 @@ import math
 from math import comb
 
 import numpy as np
+import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import KnownFailure
 from theorylab.theory import polynomial_nets as pn
 
@@ -40,13 +41,9 @@ def judge_mc(res: Result, v: Judgement) -> Verdict:
     for col in ("monte_carlo", "std_error", "closed_form"):
         v.column(t, col)  # a NaN row fails naming the matrix (pandas' max would skip it)
     z = (np.abs(t["monte_carlo"] - t["closed_form"]) / t["std_error"]).set_axis([f"matrix {m}" for m in t["matrix"]])
-    return v.at_most(
-        z,
-        Z_MAX,
-        name="|z|",
-        tolerance=Z_MAX,
-        expected=f"<= {Z_MAX} standard errors",
-        also=bool((t["std_error"] > 0).all()),
+    return v.all_of(
+        Check.at_most("|z| (standard errors)", z, Z_MAX),
+        Check.holds("every standard error > 0", bool((t["std_error"] > 0).all())),
         detail=f"{len(t)} matrices, n = {int(t['n'].iloc[0])}; median |z| {float(z.median()):.2f}; "
         f"relative std error ~{float((t['std_error'] / t['closed_form']).median()):.1e}",
     )
@@ -71,15 +68,14 @@ def judge_critical(res: Result, v: Judgement) -> Verdict:
     closed = np.array([pn.critical_value(lam, [int(i) for i in str(S).split()]) for S in t["S"]])
     rel = float((np.abs(loss - closed) / closed).max())
     grad = float(grad_col.max())
-    ok = grad <= GRAD_EXACT and rel <= LOSS_REL
     # min_abs_alpha is NaN at S = {} (no alpha at all): a stated meaning, left out of the reported minimum
     alpha = float(t["min_abs_alpha"].dropna().min())
-    return v.judged(
-        ok,
-        dict(max_grad_norm=grad, max_rel_loss_gap=rel),
-        f"grad <= {GRAD_EXACT}, rel <= {LOSS_REL}",
-        dict(grad=GRAD_EXACT, rel=LOSS_REL),
-        f"{len(t)} points; largest gradient norm {grad:.1e}, largest |L - L(S)|/L(S) {rel:.1e}; smallest "
+    return v.all_of(
+        Check.at_most("largest gradient norm", grad, GRAD_EXACT),
+        Check.at_most("largest |L - L(S)| / L(S)", rel, LOSS_REL),
+        measured=dict(max_grad_norm=grad, max_rel_loss_gap=rel),
+        tolerance=dict(grad=GRAD_EXACT, rel=LOSS_REL),
+        detail=f"{len(t)} points; largest gradient norm {grad:.1e}, largest |L - L(S)|/L(S) {rel:.1e}; smallest "
         f"|alpha_i| {alpha:.3f} (nondegenerate)",
     )
 
@@ -106,13 +102,15 @@ def judge_minimum(res: Result, v: Judgement) -> Verdict:
         k: int(v.finite(row[k], f"{k} at the global minimum"))  # a NaN count fails, named
         for k in ("negative", "zero", "reduced_negative", "reduced_zero")
     }
-    ok = got == dict(negative=0, zero=fibre, reduced_negative=0, reduced_zero=0)
-    return v.judged(
-        ok,
-        got,
-        f"index 0, nullity {fibre}, reduced Hessian positive definite",
-        cfg["hessian_tol"],
-        f"S = {best['S']}, L = {best['loss']:.6g}; smallest reduced |eigenvalue| {float(row['reduced_min_abs']):.3g}",
+    return v.all_of(
+        Check.within("Hessian index", got["negative"], 0, 0),
+        Check.within("Hessian nullity", got["zero"], fibre, fibre),
+        Check.within("reduced Hessian index", got["reduced_negative"], 0, 0),
+        Check.within("reduced Hessian nullity", got["reduced_zero"], 0, 0),
+        measured=got,
+        tolerance=cfg["hessian_tol"],
+        detail=f"S = {best['S']}, L = {best['loss']:.6g}; "
+        f"smallest reduced |eigenvalue| {float(row['reduced_min_abs']):.3g}",
     )
 
 
@@ -176,13 +174,12 @@ def judge_gd(res: Result, v: Judgement) -> Verdict:
     if failed is not None:
         return failed
     g, conv, gap = got["g"], got["conv"], got["gap"]
-    ok = conv & (gap <= GD_REL)
-    return v.judged(
-        bool(ok.all()),
-        int(ok.sum()),
-        f"= {len(g)} runs at some L(S), |S| = r",
-        GD_REL,
-        f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); "
+    return v.all_of(
+        Check.at_most("gradient norm after the polish", g["grad_norm"], res.config["gd_tol"]),
+        Check.at_most("relative gap to the nearest L(S), |S| = r", gap, GD_REL),
+        measured=int((conv & (gap <= GD_REL)).sum()),
+        tolerance=GD_REL,
+        detail=f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); "
         f"{int((conv & (gap <= GD_REL)).sum())} at an |S| = r value (largest gap {float(gap.max()):.1e}), "
         f"{int(got['dead'].sum())} at a dead-neuron |S| < r value (student rank {got['dead_rank']}); "
         f"fraction at the global minimum {got['frac_global']:.2f} (report only)",
@@ -209,13 +206,13 @@ def judge_gd_second_order(res: Result, v: Judgement) -> Verdict:
         return failed
     g, conv, gap_any = got["g"], got["conv"], got["gap_any"]
     index = v.column(g, "negative").to_numpy()
-    ok = conv & (gap_any <= GD_REL) & (index == 0)
-    return v.judged(
-        bool(ok.all()),
-        int(ok.sum()),
-        f"= {len(g)} runs at some L(S), |S| <= r, index 0",
-        GD_REL,
-        f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); largest gap "
+    return v.all_of(
+        Check.at_most("gradient norm after the polish", g["grad_norm"], res.config["gd_tol"]),
+        Check.at_most("relative gap to the nearest L(S), |S| <= r", gap_any, GD_REL),
+        Check.within("Hessian index", index, 0, 0),
+        measured=int((conv & (gap_any <= GD_REL) & (index == 0)).sum()),
+        tolerance=GD_REL,
+        detail=f"{int(conv.sum())}/{len(g)} converged (max grad {float(g['grad_norm'].max()):.1e}); largest gap "
         f"to the family {float(gap_any.max()):.1e}; Hessian indices {sorted(set(index.tolist()))}; "
         f"{int((conv & (got['gap'] <= GD_REL)).sum())} at an |S| = r value, {int(got['dead'].sum())} at a "
         f"dead-neuron |S| < r value (student rank {got['dead_rank']}); fraction at the global minimum "
@@ -249,13 +246,13 @@ def judge_saddle(res: Result, v: Judgement) -> Verdict:
     change, slope = v.column(low, "saddle_change"), v.column(low, "max_abs_slope")  # a NaN point fails, named
     err = float(np.abs(change.to_numpy() - pred).max())
     worst = float(change.max())
-    ok = bool((change < 0).all()) and err <= 1e-9 and bool((slope > 0).all())
-    return v.judged(
-        ok,
-        worst,
-        "< 0 at every |S| < r (= predicted to 1e-9)",
-        1e-9,
-        f"{len(low)} points; least decrease {worst:.3e}; largest |change - (-4 eps |lambda_j + t_S| + "
+    return v.all_of(
+        Check.holds("the loss change < 0 at every |S| < r", bool((change < 0).all())),
+        Check.at_most("|change - predicted|", err, 1e-9),
+        Check.holds("max|lambda_j + t_S| > 0 at every |S| < r", bool((slope > 0).all())),
+        measured=worst,
+        tolerance=1e-9,
+        detail=f"{len(low)} points; least decrease {worst:.3e}; largest |change - (-4 eps |lambda_j + t_S| + "
         f"3 eps^2)| {err:.1e}; smallest max|lambda_j + t_S| {float(low['max_abs_slope'].min()):.3f}",
     )
 
@@ -282,18 +279,18 @@ def judge_derived_index(res: Result, v: Judgement) -> Verdict:
     neg, derived = v.column(t, "negative").to_numpy(), v.column(t, "derived").to_numpy()
     grad, zero = v.column(t, "grad_norm"), v.column(t, "reduced_zero").to_numpy()
     agree = neg == derived
-    ok = bool(agree.all()) and float(grad.max()) <= GRAD_EXACT and bool((zero == 0).all())
     counts = t.groupby(["d", "r"])["negative"].agg(lambda c: dict(sorted(c.value_counts().items())))
     wrong = [
         f"(d = {r.d}, r = {r.r}, teacher {r.teacher}, S = {r.S}: {r.negative} vs {r.derived})"
         for r in t[~agree].head(3).itertuples()
     ]
-    return v.judged(
-        ok,
-        int(agree.sum()),
-        f"= {len(t)} points (gradient <= {GRAD_EXACT}, reduced nullity 0)",
-        0,
-        f"index = derived at {int(agree.sum())}/{len(t)} points"
+    return v.all_of(
+        Check.within("autograd index - derived index", neg - derived, 0, 0),
+        Check.at_most("largest gradient norm", float(grad.max()), GRAD_EXACT),
+        Check.within("reduced nullity", zero, 0, 0),
+        measured=int(agree.sum()),
+        tolerance=0,
+        detail=f"index = derived at {int(agree.sum())}/{len(t)} points"
         + (f", first mismatches {wrong}" if wrong else "")
         + f"; index histograms {dict((f'd={d},r={r}', c) for (d, r), c in counts.items())}; max gradient "
         f"{float(grad.max()):.1e}; reduced nullity 0 at {int((zero == 0).sum())}/{len(t)}",
@@ -319,12 +316,13 @@ def judge_dimensions(res: Result, v: Judgement) -> Verdict:
     v.column(t, "largest_dropped"), v.column(t, "smallest_kept")  # reported below; a NaN would hide in max/min
     wrong = {c: (got[c], pn.ah_dimension(*c)) for c in cases if got[c] != pn.ah_dimension(*c)}
     defect = sum(pn.expected_dimension(*c) - got[c] for c in cases if c in pn.AH_EXCEPTIONS)
-    return v.judged(
-        not wrong,
-        len(cases) - len(wrong),
-        f"= {len(cases)} cases equal to AH",
-        0,
-        (f"mismatches (rank, AH): {wrong}; " if wrong else "") + f"total defect at the 4 exceptions "
+    return v.all_of(
+        Check.within(
+            "Jacobian rank - AH dimension", pd.Series({str(c): got[c] - pn.ah_dimension(*c) for c in cases}), 0, 0
+        ),
+        measured=len(cases) - len(wrong),
+        tolerance=0,
+        detail=(f"mismatches (rank, AH): {wrong}; " if wrong else "") + f"total defect at the 4 exceptions "
         f"{defect}; largest dropped singular-value ratio {float(t['largest_dropped'].max()):.1e}, "
         f"smallest kept {float(t['smallest_kept'].min()):.1e}",
     )
@@ -346,13 +344,11 @@ def judge_rademacher(res: Result, v: Judgement) -> Verdict:
     e1 = float((np.abs(t["enumeration"] - t["formula"]) / np.maximum(1, t["formula"].abs())).max())
     e2 = float((np.abs(t["loss_shifted"] - t["loss"]) / np.maximum(1, t["loss"].abs())).max())
     differs = float((np.abs(t["gaussian"] - t["enumeration"]) / t["gaussian"]).min())
-    ok = e1 <= EXACT and e2 <= EXACT
-    return v.judged(
-        ok,
-        dict(formula=e1, shift=e2),
-        f"<= {EXACT}",
-        EXACT,
-        f"{len(t)} draws; |enumeration - formula| {e1:.1e}, |L(A + D) - L(A)| {e2:.1e} (|D| up to "
+    return v.all_of(
+        Check.at_most("|enumeration - formula| (relative)", e1, EXACT),
+        Check.at_most("|L(A + D) - L(A)| (relative)", e2, EXACT),
+        measured=dict(formula=e1, shift=e2),
+        detail=f"{len(t)} draws; |enumeration - formula| {e1:.1e}, |L(A + D) - L(A)| {e2:.1e} (|D| up to "
         f"{float(t['diag_norm'].max()):.2f}); Gaussian value differs by >= {differs:.1%}",
     )
 
