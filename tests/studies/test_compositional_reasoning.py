@@ -291,3 +291,22 @@ def test_a_nan_accuracy_fails_naming_its_row(cr_quick):
     assert claim.evaluate(cr_quick).outcome == "passed"
     cot = next(c for c in cr.judges.claims if c.id == "compositional-reasoning/cot-fixed-depth")
     assert "trace's last token" in cot.departures[0].text
+
+
+def test_heavy_first_bound_states_each_condition_and_fails_on_a_nan_stack_depth():
+    """Every heavy-first tree within floor(log2 n) passes; a NaN max_pending fails (it is not "> floor(log2 n)",
+    so the row-filter form of the test read it as within the bound)."""
+    from theorylab.core.result import Result
+
+    rows = [
+        dict(family=f, n=n, order="heavy_first", tree=0, max_pending=int(np.log2(n)), log2_floor=int(np.log2(n)))
+        for f in cr.judges.FAMILIES
+        for n in (2, 4, 8)
+    ]
+    res = Result("compositional-reasoning", "x", "quick", 0, "done", {"stack_leaves": (2, 4, 8)})
+    res.tables = {"stack": pd.DataFrame(rows)}
+    v = cr.judges.judge_heavy(res)
+    assert v.passed is True and v.measured == 0 and v.expected.startswith("max_pending - floor(log2 n) <= 0"), v
+    bad = _edit(res, "stack", lambda f: f.assign(max_pending=f["max_pending"].where(f["family"] != "random_kary")))
+    v = cr.judges.judge_heavy(bad)
+    assert v.passed is False and v.nan and "random_kary n = 2" in v.detail, v.detail

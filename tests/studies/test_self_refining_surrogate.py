@@ -396,3 +396,20 @@ def test_qg_path_runs_at_toy_size(tmp_path):
     assert np.all(t.loc[t["rollout"] != "plain", "calls_per_step"] >= 1)
     v = sns.judges.judge_qg(res)
     assert v.passed is None and "reduced" in v.detail and "completed" in v.detail  # 6 steps: measured, not judged
+
+
+def test_classifier_fails_on_a_head_whose_correlation_is_nan():
+    """A head that predicts one level for every pair has corr(ŝ, s) NaN: the claim fails (the worse head was read
+    with min(c1, c2), which returns c1 when c2 is NaN)."""
+    import pandas as pd
+
+    level = np.random.default_rng(0).integers(0, 400, 200).astype(float)
+    t = pd.DataFrame(
+        dict(level_prev=level, predicted_prev=level + 1, level=level, predicted=level + 1, clean_prev=3.0, clean=3.0)
+    )
+    assert sns.judges.judge_classifier(_Tables({"calibration": t})).passed is True
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = sns.judges.judge_classifier(_Tables({"calibration": t.assign(predicted=50.0)}))
+    assert v.passed is False and v.nan and "head 2" in v.detail, v.detail
+    v = sns.judges.judge_classifier(_Tables({"calibration": t.assign(clean=12.0)}))
+    assert v.passed is False and v.detail.startswith("short: clean mean ŝ = 12 at head 2 of 2 (need <= 10)"), v.detail

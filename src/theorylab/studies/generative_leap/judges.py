@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.generative import P3_TRIPLE
@@ -39,7 +39,7 @@ def judge_p3_moments(res: Result, v: Judgement) -> Verdict:
         f"{len(t)} moments; largest deviation {worst['z']:.2f} SE ({worst['moment']}); E[y z1 z2 z3] = "
         f"{triple['measured']:.4f} ± {triple['se']:.4f} vs {P3_TRIPLE:.4f}"
     )
-    return v.judged(bool(t["z"].max() <= 4), float(worst["z"]), 0, "4 SE", detail)
+    return v.at_most(t.set_index("moment")["z"], 4, name="|measured - expected| / SE", tolerance="4 SE", detail=detail)
 
 
 S_M3 = (
@@ -53,7 +53,9 @@ def judge_m3_moment(res: Result, v: Judgement) -> Verdict:
     row = res.table("moments").query("link == 'z1z2z3'").iloc[0]
     z = abs(row["measured"] - 2.0) / row["se"]
     detail = f"{row['measured']:.4f} ± {row['se']:.4f} vs 2 ({z:.2f} SE)"
-    return v.judged(bool(z <= 4), float(row["measured"]), 2.0, "4 SE", detail)
+    return v.all_of(
+        Check.at_most("|measured - 2| / SE", z, 4), measured=float(row["measured"]), tolerance="4 SE", detail=detail
+    )
 
 
 S_LEAP = (
@@ -67,13 +69,13 @@ def judge_leaps(res: Result, v: Judgement) -> Verdict:
     t = res.table("leaps")
     found = t.groupby("link")[["leap", "known"]].first()
     if found.empty:  # no link measured: nothing shown (an empty table must not read as "no wrong leap")
-        return v.judged(False, 0, ">= 1 link", 0, "the 'leaps' table has no link")
+        return v.failed(0, ">= 1 link", 0, "the 'leaps' table has no link")
     bad = [f"{link}: {int(r.leap)} (known {int(r.known)})" for link, r in found.iterrows() if r.leap != r.known]
     detail = ", ".join(f"{link}: k* = {int(r.leap)}" for link, r in found.iterrows()) + (
         f"; wrong: {', '.join(bad)}" if bad else ""
     )
     zs = t.pivot(index="link", columns="k", values="z_score").round(1).to_dict("index")
-    return v.judged(not bad, len(bad), 0, 0, detail + f"; z-scores by k: {zs}")
+    return v.at_most(len(bad), 0, name="links with a wrong leap", tolerance=0, detail=detail + f"; z-scores by k: {zs}")
 
 
 S_SEQ = (
@@ -91,11 +93,12 @@ def judge_sequential(res: Result, v: Judgement) -> Verdict:
     testable = t[known <= 3]  # our estimator stops at order 3
     if testable.empty:
         return v.undecided("this config has no link with k* <= 3 in 'leap_links' (the estimator stops at order 3)")
+    v.column(testable, "overlap")  # a NaN overlap is not "< 0.9": it would pass as a good seed
     bad = testable[
         (testable["leap"] != testable["known"]) | (testable["found"] != testable["r"]) | (testable["overlap"] < 0.9)
     ]
     detail = "; ".join(f"{r.link} seed {r.seed}: {r.stages} (overlap {r.overlap:.3f})" for r in testable.itertuples())
-    return v.judged(bad.empty, len(bad), 0, 0, detail)
+    return v.at_most(len(bad), 0, name="seeds with a wrong leap, found or overlap", tolerance=0, detail=detail)
 
 
 S_STAGED = (
@@ -131,20 +134,14 @@ def judge_staged(res: Result, v: Judgement) -> Verdict:
     if staged.empty or control.empty:
         return v.undecided("this run has no staged or control rows at the largest alpha")
     v.column(staged, "overlap")
+    v.column(staged, "single_stage_z2")  # a group mean would skip a NaN seed
+    v.column(control, "overlap")
     rate = staged.groupby("d")["two_stages"].mean()
     mean = staged.groupby("d")["overlap"].mean()
     spread = float(mean.max() - mean.min())
     single = staged.groupby("d")["single_stage_z2"].mean()
     ctrl = control.groupby("d")["overlap"].mean()
     worst_z = float(mom["z"].max())
-    ok = (
-        worst_z <= 4
-        and rate.min() >= 0.8
-        and mean.min() >= 0.85
-        and spread <= 0.1
-        and single.max() <= 0.3
-        and ctrl.max() <= 0.3
-    )
     others = t[(t["alpha"] != alpha) & (t["role"] == "staged")].groupby(["alpha", "d"])["overlap"].mean()
     detail = (
         f"stage moments: largest deviation {worst_z:.2f} SE over {len(mom)} (need <= 4); at n = {alpha:g} d by d: "
@@ -160,7 +157,16 @@ def judge_staged(res: Result, v: Judgement) -> Verdict:
         + ", ".join(f"alpha {a:g} d {d}: {x:.3f}" for (a, d), x in others.items())
         + f"; {staged['seed'].nunique()} seeds per point"
     )
-    return v.judged(bool(ok), float(mean.min()), ">= 0.85", 0.85, detail)
+    return v.all_of(
+        Check.at_least("seed-mean overlap", mean, 0.85),
+        Check.at_most("stage-moment deviation (SE)", mom["z"], 4),
+        Check.at_least("share of seeds with stages k=1:1;k=2:1", rate, 0.8),
+        Check.at_most("spread of the seed-mean overlap across d", spread, 0.1),
+        Check.at_most("single-stage SAVE capture of z2", single, 0.3),
+        Check.at_most("control overlap", ctrl, 0.3),
+        measured=float(mean.min()),
+        detail=detail,
+    )
 
 
 S_COLLAPSE = (
@@ -181,12 +187,16 @@ def judge_u_collapse(res: Result, v: Judgement) -> Verdict:
         )
     high, mid, low = u[16.0], u[8.0], u[2.0]
     spread = float(mid.max() - mid.min())
-    ok = high.min() >= 0.85 and spread <= 0.15 and low.max() <= 0.5
     detail = (
         f"c=16: min {high.min():.3f} (need >= 0.85); c=8: {', '.join(f'd={d}: {v:.3f}' for d, v in mid.items())}, "
         f"spread {spread:.3f} (need <= 0.15); c=2: max {low.max():.3f} (need <= 0.5)"
     )
-    return v.judged(ok, spread, "<= 0.15", 0.15, detail)
+    return v.all_of(
+        Check.at_most("spread across d at c = 8", spread, 0.15),
+        Check.at_least("seed-mean overlap at c = 16", high, 0.85),
+        Check.at_most("seed-mean overlap at c = 2", low, 0.5),
+        detail=detail,
+    )
 
 
 S_BLIND = (
@@ -347,8 +357,12 @@ def judge_exponents(res: Result, v: Judgement) -> Verdict:
             "crossings at >= 3 dimensions)"
         )
     exps["P4"] = fitted_exponent(cross4["U"])
-    parts = {"U": abs(exps["U"] - 1.5) <= 0.2, "V": exps["V"] >= 1.75, "P4": abs(exps["P4"] - 2.0) <= 0.25}
-    mark = {k: "holds" if ok else "FAILS" for k, ok in parts.items()}
+    parts = {
+        "U": Check.at_most("|3-parity U exponent - 1.5|", abs(exps["U"] - 1.5), 0.2),
+        "V": Check.at_least("3-parity V exponent", exps["V"], 1.75),
+        "P4": Check.at_most("|4-parity U exponent - 2|", abs(exps["P4"] - 2.0), 0.25),
+    }
+    mark = {k: "holds" if c.ok else "FAILS" for k, c in parts.items()}
     v4 = (
         f"; reported, 4-parity V-statistic: {fitted_exponent(cross4['V']):.2f} (theory d^{{k*-1}} = d^3)"
         if len(cross4["V"]) >= 3
@@ -360,4 +374,4 @@ def judge_exponents(res: Result, v: Judgement) -> Verdict:
         + ", ".join(f"d={d}: n={n:.0f}" for d, n in sorted(cross4["U"].items()))
         + v4
     )
-    return v.judged(all(parts.values()), exps["U"], 1.5, 0.2, detail)
+    return v.all_of(*parts.values(), measured=exps["U"], detail=detail)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Ravfogel, Yehudai, Bruna & Bietti, arXiv 2605.12426"
@@ -46,13 +46,13 @@ def judge_exact(res: Result, v: Judgement) -> Verdict:
     params_ok = bool(
         (t["nonzero_params"] == t["nonzero_closed_form"]).all() and (t["dense_params"] == t["dense_closed_form"]).all()
     )
-    ok = acc == 1.0 and worst <= TOL and facts_ok and params_ok
-    return v.judged(
-        ok,
-        float(t["min_margin"].min()),
-        "= 2 ± 1e-9 (and accuracy 1)",
-        TOL,
-        f"{len(t)} grid points, {int(t['n_facts'].sum())} facts: accuracy >= {acc:.6f}, margins in "
+    return v.all_of(
+        Check.at_most("max |margin - 2|", worst, TOL),
+        Check.within("min accuracy", acc, 1.0, 1.0),
+        Check.holds("every fact counted (n_facts = N·R)", facts_ok),
+        Check.holds("parameter counts = closed forms", params_ok),
+        measured=float(t["min_margin"].min()),
+        detail=f"{len(t)} grid points, {int(t['n_facts'].sum())} facts: accuracy >= {acc:.6f}, margins in "
         f"[{t['min_margin'].min():g}, {t['max_margin'].max():g}]; every fact counted: {facts_ok}; "
         f"parameter counts = closed forms: {params_ok} (largest: {int(t['nonzero_params'].max())} nonzero "
         f"of {int(t['dense_params'].max())})",
@@ -84,14 +84,14 @@ def judge_tight(res: Result, v: Judgement) -> Verdict:
     v.column(t, "accuracy")
     v.column(t, "min_margin")
     crowded = bool((t["n"] > 2 ** t["k"]).all())
-    excess = float((t["accuracy"] - t["recall_bound"]).max())
-    ok = crowded and excess <= TOL and bool((t["accuracy"] < 1).all()) and bool((t["min_margin"] <= TOL).all())
-    return v.judged(
-        ok,
-        float(t["accuracy"].max()),
-        "< 1 and <= (2^k - 1)/N",
-        0.0,
-        "; ".join(
+    return v.all_of(
+        Check.holds("accuracy < 1 on every row", bool((t["accuracy"] < 1).all())),
+        Check.at_most("accuracy - (2^k - 1)/N", t["accuracy"] - t["recall_bound"], TOL),
+        Check.at_most("min margin", t["min_margin"], TOL),
+        Check.holds("N > 2^k on every row (codes must collide)", crowded),
+        measured=float(t["accuracy"].max()),
+        tolerance=0.0,
+        detail="; ".join(
             f"N = {row.n}, R = {row.r}, k = {row.k}: accuracy {row.accuracy:.4f} (bound "
             f"{row.recall_bound:.4f}), min margin {row.min_margin:g}"
             for row in t.itertuples()
@@ -112,17 +112,12 @@ def judge_cot(res: Result, v: Judgement) -> Verdict:
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no two-hop row")
     row = t.iloc[0]
-    ok = (
-        row["accuracy"] == 1.0
-        and int(row["n_queries"]) == int(row["n"]) * int(row["r"]) ** 2
-        and abs(row["min_margin"] - 2) <= TOL
-    )
-    return v.judged(
-        bool(ok),
-        float(row["accuracy"]),
-        "= 1 (margin 2)",
-        0.0,
-        f"N = {int(row['n'])}, R = {int(row['r'])}: {int(row['n_queries'])} queries, accuracy "
+    return v.all_of(
+        Check.within("accuracy", float(row["accuracy"]), 1.0, 1.0),
+        Check.holds("n_queries = N·R²", int(row["n_queries"]) == int(row["n"]) * int(row["r"]) ** 2),
+        Check.at_most("|min margin - 2|", abs(row["min_margin"] - 2), TOL),
+        tolerance=0.0,
+        detail=f"N = {int(row['n'])}, R = {int(row['r'])}: {int(row['n_queries'])} queries, accuracy "
         f"{row['accuracy']:.6f}, min margin {row['min_margin']:g}",
     )
 
@@ -145,12 +140,13 @@ def judge_gd(res: Result, v: Judgement) -> Verdict:
     if t.empty:
         return v.failed(math.nan, "= 1", 0.0, "no trained model at d = R ceil(log2 N) with R <= 4")
     worst = float(v.column(t, "accuracy").min())
-    return v.judged(
-        worst == 1.0,
+    return v.within(
         worst,
-        "= 1",
-        0.0,
-        "; ".join(
+        1.0,
+        1.0,
+        name="min accuracy",
+        tolerance=0.0,
+        detail="; ".join(
             f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: accuracy {row.accuracy:.4f} "
             f"(100% from step {row.first_full_step}), min margin {row.min_margin:.3g}, "
             f"{row.seconds:.1f} s"
@@ -175,12 +171,10 @@ def judge_sup(res: Result, v: Judgement) -> Verdict:
     if t.empty:
         return v.failed(math.nan, ">= 0.45", 0.45, "no model with R >= 2 and a determined fit")
     low, high = float(t["r2"].min()), float(t["r2_control"].max())
-    return v.judged(
-        low >= 0.45 and high <= 0.05,
-        low,
-        ">= 0.45 (control <= 0.05)",
-        0.45,
-        "; ".join(
+    return v.all_of(
+        Check.at_least("min held-out R²", low, 0.45),
+        Check.at_most("max shuffled-control R²", high, 0.05),
+        detail="; ".join(
             f"N = {row.n}, R = {row.r}, d = {row.d}, seed {row.seed}: R² {row.r2:.3f}, shuffled {row.r2_control:.3f}"
             for row in t.itertuples()
         ),
@@ -231,7 +225,11 @@ def judge_transfer(res: Result, v: Judgement) -> Verdict:
     v.column(t, "accuracy")
     low = float(at_paper["trained"].min())
     gap = float((at_paper["trained"] - at_paper["random"]).min())
-    return v.judged(low >= 0.9 and gap >= 0.2, low, ">= 0.9 (random MLP >= 0.2 lower)", 0.9, detail)
+    return v.all_of(
+        Check.at_least("min trained-MLP accuracy", low, 0.9),
+        Check.at_least("min (trained - random MLP) accuracy", gap, 0.2),
+        detail=detail,
+    )
 
 
 S_PARAMS = (
@@ -266,13 +264,13 @@ def judge_params(res: Result, v: Judgement) -> Verdict:
     solved = a[a["accuracy"] == 1.0]
     facts = solved["n"] * solved["r"]
     slope = _slope(facts, solved["mlp_params"]) if len(solved) >= 2 else math.nan
-    ok = ratio < 0.1 and len(solved) >= 2 and abs(slope - 1) <= 0.25
-    return v.judged(
-        bool(ok),
-        ratio,
-        "< 0.1 (baseline slope 1 ± 0.25)",
-        0.1,
-        "geometric at N = 2^16: "
+    return v.all_of(
+        Check.holds("geometric MLP params per fact < 0.1", ratio < 0.1),
+        Check.at_least("baseline sizes solved", len(solved), 2),
+        Check.at_most("|baseline log-log slope - 1|", abs(slope - 1), 0.25),
+        measured=ratio,
+        tolerance=0.1,
+        detail="geometric at N = 2^16: "
         + ", ".join(f"R = {row.r}: d = {row.d}, {row.mlp_params} MLP params" for row in per_r.itertuples())
         + f"; baseline: {len(solved)} sizes solved, slope {slope:.3f}",
     )
@@ -328,17 +326,17 @@ def judge_twohop(res: Result, v: Judgement) -> Verdict:
 
     cot, deep = d_min("cot"), d_min("no-cot")
     top = float(t.loc[t["mode"] == "no-cot", "d"].max()) if (t["mode"] == "no-cot").any() else math.nan
-    ok = math.isfinite(cot) and deep >= 2 * cot and (math.isfinite(deep) or top >= 2 * cot)
     sweep = "; ".join(
         f"{mode} d = {row.d}: {row.accuracy:.4f}"
         for mode in ("cot", "no-cot")
         for row in t[t["mode"] == mode].sort_values("d").itertuples()
     )
-    return v.judged(
-        bool(ok),
-        deep / cot if math.isfinite(cot) else math.nan,
-        ">= 2",
-        2.0,
-        f"N = {n}, R = {int(t['r'].iloc[0])}: d_min with CoT {cot:g}, without {deep:g} (no-CoT swept to "
+    return v.all_of(
+        Check.holds("CoT reaches 100% at a swept d", math.isfinite(cot)),
+        Check.holds("d_min(no CoT) >= 2 d_min(CoT)", deep >= 2 * cot),
+        Check.holds("no-CoT solved, or swept to d >= 2 d_min(CoT)", math.isfinite(deep) or top >= 2 * cot),
+        measured=deep / cot if math.isfinite(cot) else math.nan,
+        tolerance=2.0,
+        detail=f"N = {n}, R = {int(t['r'].iloc[0])}: d_min with CoT {cot:g}, without {deep:g} (no-CoT swept to "
         f"d = {top:g}); {sweep}",
     )

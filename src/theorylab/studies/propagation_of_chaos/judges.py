@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.theory.mean_field_rates import (
@@ -48,14 +48,18 @@ S_RATE = (
 def judge_rate(res: Result, v: Judgement) -> Verdict:
     fast = _fast(res)
     worst_c = float(v.column(fast, "c").min())
-    ratio = float((v.column(fast, "LT") / v.column(fast, "L0")).max())
-    ok = bool(np.isfinite(worst_c)) and worst_c >= 1.5 and ratio <= 1e-3
+    ratio = v.column(fast, "LT") / v.column(fast, "L0")
     detail = "; ".join(
         f"d={int(r.d)}: c = {r.c:.2f} [{r.c_low:.2f}, {r.c_high:.2f}] over {r.window_points} points, "
         f"L(T)/L(0) = {r.LT / r.L0:.1e}"
         for r in fast.itertuples()
     )
-    return v.judged(ok, worst_c, ">= 1.5", 1.5, detail)
+    return v.all_of(
+        Check.at_least("decay exponent c (worst d)", worst_c, 1.5),
+        Check.holds("c finite", bool(np.isfinite(worst_c))),
+        Check.at_most("L_MF(T)/L_MF(0)", ratio.set_axis("d = " + fast["d"].astype(int).astype(str)), 1e-3),
+        detail=detail,
+    )
 
 
 S_INTEGRAL = (
@@ -67,10 +71,15 @@ S_INTEGRAL = (
 @claims.add("integral-finite", S_INTEGRAL, REF + ", premise ∫ L^1/2 dt = O(log d)")
 def judge_integral(res: Result, v: Judgement) -> Verdict:
     fast = _fast(res)
-    growth = float(((v.column(fast, "I_T") - v.column(fast, "I_half")) / fast["I_half"]).max())
+    growth = (v.column(fast, "I_T") - v.column(fast, "I_half")) / fast["I_half"]
     total = float(fast["I_T"].max())
     detail = "; ".join(f"d={int(r.d)}: I(T) = {r.I_T:.3f}, I(T/2) = {r.I_half:.3f}" for r in fast.itertuples())
-    return v.judged(growth <= 0.3 and total <= 5, growth, "<= 0.3", 0.3, detail)
+    return v.all_of(
+        Check.at_most("[I(T) - I(T/2)] / I(T/2)", growth.set_axis("d = " + fast["d"].astype(int).astype(str)), 0.3),
+        Check.at_most("I(T) (largest d)", total, 5),
+        measured=float(growth.max()),
+        detail=detail,
+    )
 
 
 S_UNIFORM = (
@@ -82,14 +91,17 @@ S_UNIFORM = (
 @claims.add("uniform-exponent", S_UNIFORM, REF + ", main theorem: m^{-min(1, c/6)}")
 def judge_uniform(res: Result, v: Judgement) -> Verdict:
     sup, fast = res.table("sup_gap"), _fast(res)
-    parts, ok, betas = [], True, []
+    parts, checks, betas = [], [], []
     for r in fast.itertuples():
         grp = sup[(sup["setting"] == "fast") & (sup["d"] == r.d) & (sup["eta"] == r.eta)]
         beta = fit_inverse_width(grp["width"], grp["sup_gap"])
         betas.append(beta)
-        ok &= bool(np.isfinite(beta)) and beta >= r.beta_pred - 0.1 and 0.7 <= beta <= 1.4
+        checks += [
+            Check.within(f"beta_sup at d={int(r.d)}", beta, 0.7, 1.4),  # a NaN or infinite beta fails
+            Check.at_least(f"beta_sup at d={int(r.d)} vs min(1, c/6) - 0.1", beta, r.beta_pred - 0.1),
+        ]
         parts.append(f"d={int(r.d)}: beta_sup = {beta:.2f} vs predicted min(1, c/6) = {r.beta_pred:.2f}")
-    return v.judged(ok, float(np.nanmin(betas)), "[0.7, 1.4]", 0.1, "; ".join(parts))
+    return v.all_of(*checks, measured=float(np.nanmin(betas)), tolerance=0.1, detail="; ".join(parts))
 
 
 S_LATE = "No late growth: for every width, max over t in [T/2, T] of m·gap_m(t) is <= its max over t <= T/2."
@@ -104,7 +116,12 @@ def judge_late(res: Result, v: Judgement) -> Verdict:
         f"d={int(r.d)}, m={int(r.width)}: late {r.late_m_gap:.4f} vs early {r.early_m_gap:.4f}"
         for r in fast.itertuples()
     )
-    return v.judged(bool((excess <= 0).all()), float(excess.max()), "<= 0", 0, detail)
+    return v.all_of(
+        Check.at_most("late - early max of m·gap_m", excess, 0),
+        measured=float(excess.max()),
+        tolerance=0,
+        detail=detail,
+    )
 
 
 S_POLY = (
@@ -135,7 +152,12 @@ def judge_poly(res: Result, v: Judgement) -> Verdict:
     bound = 1.5 * np.log(dims[-1]) / np.log(dims[0])
     ratio = float(integrals[dims[-1]] / integrals[dims[0]])
     detail = f"m = {width}: m·G_m exponent {exponent:.2f} (need <= 3); I ratio {ratio:.2f} (need <= {bound:.2f})"
-    return v.judged(exponent <= 3 and ratio <= bound, exponent, "<= 3", 3, detail, departures=moved)
+    return v.all_of(
+        Check.at_most("exponent of m·G_m in d", exponent, 3),
+        Check.at_most("I(d_max)/I(d_min)", ratio, bound),
+        detail=detail,
+        departures=moved,
+    )
 
 
 S_DISC = (
@@ -179,14 +201,17 @@ def judge_disc(res: Result, v: Judgement) -> Verdict:
     }
     betas = {key: fit_inverse_width(sup.index.to_numpy(), sup.to_numpy()) for key, sup in sups.items()}
     spread = spread_across(betas)
-    ok = bool(factors) and all(1.5 <= f <= 3 for f in factors) and spread <= 0.15
     detail = (
         f"shrink factors per halving: {[round(f, 2) for f in factors]} (need in [1.5, 3]); beta_sup over t > 0: "
         + ", ".join(f"d={d}, eta={eta:g}: {b:.3f}" for (d, eta), b in sorted(betas.items()))
         + f"; spread across "
         f"eta {spread:.3f} (need <= 0.15)"
     )
-    return v.judged(ok, spread, "<= 0.15", 0.15, detail)
+    return v.all_of(
+        Check.at_most("spread of beta_sup across eta", spread, 0.15),
+        Check.within("shrink factor per halving", factors, 1.5, 3),  # none: fails
+        detail=detail,
+    )
 
 
 S_SAMPLES = (
@@ -291,8 +316,11 @@ def judge_samples_excess(res: Result, v: Judgement) -> Verdict:
         f"{gaps_text}; excess exponent {exponent:.2f} over {int(keep.sum())} sizes (need >= 0.5); largest n / pure = "
         f"{final_ratio:.2f} (need <= 2)"
     )
-    return v.judged(
-        exponent >= 0.5 and final_ratio <= 2, exponent, ">= 0.5", 0.5, detail, departures=_sample_departures(res, by_n)
+    return v.all_of(
+        Check.at_least("exponent in n of the excess", exponent, 0.5),
+        Check.at_most("largest-n sup-gap / pure-width gap", final_ratio, 2),
+        detail=detail,
+        departures=_sample_departures(res, by_n),
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.rollout_metrics import censored_median_bounds, spectrum_band
 
@@ -147,24 +147,29 @@ def judge_tradeoff(res: Result, v: Judgement) -> Verdict:
     d = t[t["delta"] == 0.04].sort_values("level")
     levels = tuple(int(c) for c in d["level"])
     mse, V = v.column(d, "mse").to_numpy(float), v.column(d, "V").to_numpy(float)
-    mono = bool(np.all(np.diff(mse) > 0) and np.all(np.diff(V) < 0))
-    # the card's numbers, to their printed precision
-    ends = (
-        abs(mse[0] - 0.1965) <= 5e-5
-        and abs(mse[-1] - 2.000) <= 5e-4
-        and abs(V[0] - 4.077) <= 5e-4
-        and abs(V[-1] - 1.000) <= 5e-4
-    )
+    mse_up, v_down = bool(np.all(np.diff(mse) > 0)), bool(np.all(np.diff(V) < 0))
     row = d[d["level"] == 50].iloc[0]
     mc = v.finite(row["mc_variance"], "Monte Carlo V_50")
     rel = abs(mc / 2.828 - 1)
-    ok = levels == CARD_GAUSS_LEVELS and mono and ends and abs(float(row["V"]) - 2.828) <= 5e-4 and rel <= 0.03
     detail = (
-        f"levels {list(levels)}; MSE {mse[0]:.4f} -> {mse[-1]:.4f} (monotone: {np.all(np.diff(mse) > 0)}), "
-        f"V/Σ {V[0]:.3f} -> {V[-1]:.3f} (monotone: {np.all(np.diff(V) < 0)}); V_50 closed form "
+        f"levels {list(levels)}; MSE {mse[0]:.4f} -> {mse[-1]:.4f} (monotone: {mse_up}), "
+        f"V/Σ {V[0]:.3f} -> {V[-1]:.3f} (monotone: {v_down}); V_50 closed form "
         f"{row['V']:.3f}, Monte Carlo {mc:.3f} ± {row['mc_se']:.3f} ({rel:.1%} off 2.828)"
     )
-    return v.judged(ok, mc, "2.828 ± 3%", 0.03, detail)
+    return v.all_of(
+        Check.at_most("|Monte Carlo V_50 / 2.828 - 1|", rel, 0.03),
+        Check.holds("levels are the card's", levels == CARD_GAUSS_LEVELS),
+        Check.holds("MSE increases strictly in c", mse_up),
+        Check.holds("V/Σ decreases strictly in c", v_down),
+        # the card's numbers, to their printed precision
+        Check.at_most("|MSE_0 - 0.1965|", abs(mse[0] - 0.1965), 5e-5),
+        Check.at_most("|MSE_999 - 2.000|", abs(mse[-1] - 2.000), 5e-4),
+        Check.at_most("|V_0/Σ - 4.077|", abs(V[0] - 4.077), 5e-4),
+        Check.at_most("|V_999/Σ - 1.000|", abs(V[-1] - 1.000), 5e-4),
+        Check.at_most("|V_50/Σ - 2.828| (closed form)", abs(float(row["V"]) - 2.828), 5e-4),
+        measured=mc,
+        detail=detail,
+    )
 
 
 S_CRIT = (
@@ -185,22 +190,24 @@ def judge_critical(res: Result, v: Judgement) -> Verdict:
     stable_mc = bool(np.isfinite(peak.loc[[100, 200]]).all()) and float(peak.loc[200]) < 1e6
     crit = v.finite(res.scalars["critical_alpha_bar"], "ᾱ_c*")
     level = int(res.scalars["critical_level"])
-    ok = (
-        diverge
-        and stable_theory
-        and stable_mc
-        and abs(mc100 / 24.1 - 1) <= 0.10
-        and abs(float(d.loc[100, "V"]) - 24.1) <= 0.05
-        and abs(crit - 0.9747) <= 5e-5
-        and 50 < level <= 100
-    )
     detail = (
         "MC peak variance c = 0/10/50: "
         + ", ".join(f"{float(peak.loc[c]):.2e}" for c in (0, 10, 50))
         + f"; V_100 MC {mc100:.2f} vs closed form {float(d.loc[100, 'V']):.2f}; ᾱ_c* {crit:.4f}, first stable "
         f"level {level}"
     )
-    return v.judged(ok, mc100, "24.1 ± 10%", 0.10, detail)
+    return v.all_of(
+        Check.at_most("|Monte Carlo V_100 / 24.1 - 1|", abs(mc100 / 24.1 - 1), 0.10),
+        Check.holds("Monte Carlo peak variance > 1e6 at c = 0, 10, 50", diverge),
+        Check.holds("closed-form |ρ_c| < 1 at every c >= 100", stable_theory),
+        Check.holds("Monte Carlo finite at c = 100, 200, peak < 1e6 at c = 200", stable_mc),
+        Check.at_most("|V_100/Σ - 24.1| (closed form)", abs(float(d.loc[100, "V"]) - 24.1), 0.05),
+        Check.at_most("|ᾱ_c* - 0.9747|", abs(crit - 0.9747), 5e-5),
+        Check.holds("first stable level > 50", level > 50),
+        Check.at_most("first stable level", level, 100),
+        measured=mc100,
+        detail=detail,
+    )
 
 
 S_CAL = (
@@ -215,13 +222,10 @@ def judge_classifier(res: Result, v: Judgement) -> Verdict:
     c1 = float(np.corrcoef(v.column(t, "level_prev"), v.column(t, "predicted_prev"))[0, 1])
     c2 = float(np.corrcoef(v.column(t, "level"), v.column(t, "predicted"))[0, 1])
     m1, m2 = float(v.column(t, "clean_prev").mean()), float(v.column(t, "clean").mean())
-    ok = min(c1, c2) >= 0.93 and max(m1, m2) <= 10
-    return v.judged(
-        ok,
-        min(c1, c2),
-        ">= 0.93",
-        0.93,
-        f"corr head 1 {c1:.3f}, head 2 {c2:.3f}; clean mean ŝ {m1:.2f}, {m2:.2f} (need <= 10)",
+    return v.all_of(
+        Check.at_least("corr(ŝ, s)", pd.Series({"head 1": c1, "head 2": c2}), 0.93),
+        Check.at_most("clean mean ŝ", pd.Series({"head 1": m1, "head 2": m2}), 10),
+        detail=f"corr head 1 {c1:.3f}, head 2 {c2:.3f}; clean mean ŝ {m1:.2f}, {m2:.2f} (need <= 10)",
     )
 
 
@@ -242,13 +246,17 @@ def judge_conditioning(res: Result, v: Judgement) -> Verdict:
     cols = ["mse_input", "mse_sns", "mse_thermo"]
     t = pd.DataFrame({c: v.column(one, c) for c in cols}).groupby(one["s_star"]).mean()
     ratio = t["mse_thermo"] / t["mse_sns"]
-    ok = bool((ratio >= 1.5).all() and (t["mse_sns"] < t["mse_input"]).all())
     detail = "; ".join(
         f"s* {s}: input {r.mse_input:.4f}, SNS {r.mse_sns:.4f}, thermo {r.mse_thermo:.4f} (ratio "
         f"{r.mse_thermo / r.mse_sns:.2f})"
         for s, r in t.iterrows()
     )
-    return v.judged(ok, float(ratio.min()), ">= 1.5", 1.5, detail)
+    return v.all_of(
+        Check.at_least("thermo / SNS refined MSE", ratio, 1.5),
+        Check.holds("SNS lowers the input MSE at every s*", bool((t["mse_sns"] < t["mse_input"]).all())),
+        measured=float(ratio.min()),
+        detail=detail,
+    )
 
 
 S_NOOP = "For exact-solver proposals, SNS changes the proposal by ‖refined − proposal‖/‖proposal‖ <= 0.03 (mean)."
@@ -298,8 +306,12 @@ def judge_stabilizes(res: Result, v: Judgement) -> Verdict:
             f"{horizon} steps are reduced; at {horizon}: {detail}",
             measured=stay,
         )
-    ok = med_plain <= 100 and stay >= 0.9 and ratio >= 6
-    return v.judged(ok, stay, ">= 0.9", 0.9, detail)
+    return v.all_of(
+        Check.at_least("share of SNS trajectories on the attractor throughout", stay, 0.9),
+        Check.at_most("plain median off-attractor time", med_plain, 100),
+        Check.at_least("ratio of median off-attractor times", ratio, 6),
+        detail=detail,
+    )
 
 
 S_SHORT = "Same proposals: median corr_time(0.8) of SNS >= 1.25 x that of the same network's thermo mode."
@@ -344,8 +356,8 @@ def judge_spectrum(res: Result, v: Judgement) -> Verdict:
     t = res.table("spectrum").set_index("mode")
     modes = t.loc[1:6]
     r = v.column(modes, "ratio")
-    in_band, mean_log = spectrum_band(r, 0.8, 1.25)
-    ok = in_band and mean_log <= 0.1 and list(modes.index) == [1, 2, 3, 4, 5, 6]
+    lo, hi = 0.8, 1.25
+    _, mean_log = spectrum_band(r, lo, hi)
     detail = (
         "SNS ratios m = 1..6: "
         + ", ".join(f"{x:.3f}" for x in r)
@@ -354,7 +366,12 @@ def judge_spectrum(res: Result, v: Judgement) -> Verdict:
         + "; truth window: "
         + ", ".join(f"{x:.3f}" for x in modes["truth_ratio"])
     )
-    return v.judged(ok, mean_log, "<= 0.1", 0.1, detail)
+    return v.all_of(
+        Check.at_most("mean |ln E_SNS/E_ref|", mean_log, 0.1),
+        Check.within("E_SNS/E_ref", r, lo, hi),
+        Check.holds("modes 1..6 present", list(modes.index) == [1, 2, 3, 4, 5, 6]),
+        detail=detail,
+    )
 
 
 def _ks_times(res) -> str:
@@ -460,9 +477,14 @@ def judge_qg(res: Result, v: Judgement) -> Verdict:
                 measured=float(share["sns"]),
                 departures=_qg_departures(res),
             )
-        acdm_worse = share["acdm"] < 0.9 or calls["acdm"] > calls["sns"]
-        ok = share["sns"] >= 0.9 and acdm_worse
-        return v.judged(ok, float(share["sns"]), ">= 0.9 and acdm worse", 0.9, detail, departures=_qg_departures(res))
+        return v.all_of(
+            Check.at_least("share of SNS rollouts completed", float(share["sns"]), 0.9),
+            Check.holds(
+                "acdm completes < 90% or needs more calls per step", share["acdm"] < 0.9 or calls["acdm"] > calls["sns"]
+            ),
+            detail=detail,
+            departures=_qg_departures(res),
+        )
     t = res.table("rollouts")
     acdm = t[t["rollout"] == "acdm"]
     sns = t[t["rollout"] == "sns"]
