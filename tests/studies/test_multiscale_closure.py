@@ -106,7 +106,7 @@ def test_quick_judges_on_synthetic_tables():
     assert j.judge_tracking(_quick_tables()).passed is True
     # a NaN multiscale MSE or corr_time fails (Python's max/min would have skipped it)
     v = j.judge_offline(_quick_tables(ms_mse=float("nan")))
-    assert v.passed is False and "NaN" in v.detail and "multiscale" in v.detail, v.detail
+    assert v.passed is False and v.nan and "relative MSE = nan at multiscale" in v.detail, v.detail
     v = j.judge_tracking(_quick_tables(ms_corr=float("nan")))
     assert v.passed is False and "NaN" in v.detail and "multiscale" in v.detail, v.detail
     assert j.judge_tracking(_quick_tables(ms_corr=8.0)).passed is False

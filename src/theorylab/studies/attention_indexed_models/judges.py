@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Xu, Sagitova, Zdeborová & Krzakala, arXiv 2609.03858"
@@ -65,13 +66,10 @@ def judge_moments(res: Result, v: Judgement) -> Verdict:
     z = ((t["measured"] - t["predicted"]) / t["se"]).abs()
     zt = ((t["measured"] - t["predicted_swapped"]) / t["se"]).abs()
     worst, power = float(z.max()), float(zt.max())
-    ok = worst <= 4 and power > 4
-    return v.judged(
-        ok,
-        worst,
-        "<= 4 standard errors",
-        4.0,
-        f"{len(t)} entries ({(t['kind'] == 'mean').sum()} means, {(t['kind'] == 'cov').sum()} covariances) "
+    return v.all_of(
+        Check.at_most("|z| (measured vs predicted, standard errors)", z, 4.0),
+        Check.holds("largest |z| with Tr(S S'^T) and Tr(S S') exchanged > 4", power > 4),  # strict
+        detail=f"{len(t)} entries ({(t['kind'] == 'mean').sum()} means, {(t['kind'] == 'cov').sum()} covariances) "
         f"at d = {int(t['d'].iloc[0])}: largest |z| {worst:.2f} (mean {z[t['kind'] == 'mean'].max():.2f}, "
         f"cov {z[t['kind'] == 'cov'].max():.2f}); with Tr(S S'^T) and Tr(S S') exchanged |z| reaches "
         f"{power:.1f}",
@@ -93,13 +91,10 @@ def judge_kurtosis(res: Result, v: Judgement) -> Verdict:
     z = ((t["measured"] - t["predicted"]) / t["se"]).abs()
     lo, hi = t.iloc[0], t.iloc[-1]
     fall = float(lo["predicted"] / hi["predicted"])
-    ok = bool(z.max() <= 4) and 3 <= fall <= 5
-    return v.judged(
-        ok,
-        float(z.max()),
-        "<= 4 se (and fall in [3, 5])",
-        4.0,
-        "; ".join(
+    return v.all_of(
+        Check.at_most("|z| (measured vs 12 Tr S^4/Tr(S^2)^2, standard errors)", z, 4.0),
+        Check.within(f"fall of the formula from d = {int(lo.d)} to {int(hi.d)}", fall, 3, 5),
+        detail="; ".join(
             f"d = {int(r.d)}: {r.measured:.4f} ± {r.se:.4f} vs 12 Tr S^4/Tr(S^2)^2 = {r.predicted:.4f} (|z| = {zz:.2f})"
             for r, zz in zip(t.itertuples(), z)
         )
@@ -127,13 +122,10 @@ def judge_landscape(res: Result, v: Judgement) -> Verdict:
     z1 = abs(r1["mc"] - r1["phi"]) / r1["se"]
     lo, hi = h2.iloc[0], h2.iloc[-1]
     ratio = abs(hi["discrepancy"]) / abs(lo["discrepancy"]) if lo["discrepancy"] != 0 else math.inf
-    ok = bool(z1 <= 4) and ratio <= 0.4
-    return v.judged(
-        ok,
-        float(ratio),
-        "h2 ratio <= 0.4 (and h1 |z| <= 4)",
-        0.4,
-        f"h1 at d = {int(r1.d)}: MC {r1.mc:.4f} ± {r1.se:.4f} vs Φ {r1.phi:.4f} (|z| = {z1:.2f}); h2 "
+    return v.all_of(
+        Check.at_most(f"h2 |MC - Φ| at d = {int(hi.d)} / at d = {int(lo.d)}", float(ratio), 0.4),
+        Check.at_most(f"h1 |MC - Φ| / se at d = {int(r1.d)}", z1, 4),
+        detail=f"h1 at d = {int(r1.d)}: MC {r1.mc:.4f} ± {r1.se:.4f} vs Φ {r1.phi:.4f} (|z| = {z1:.2f}); h2 "
         f"MC - Φ: {lo.discrepancy:.4f} ± {lo.se:.4f} at d = {int(lo.d)}, {hi.discrepancy:.4f} ± "
         f"{hi.se:.4f} at d = {int(hi.d)} (ratio {ratio:.3f}); exact fourth-cumulant correction "
         f"{lo.exact - lo.phi:.4f}, {hi.exact - hi.phi:.4f}",
@@ -155,14 +147,13 @@ def judge_tied(res: Result, v: Judgement) -> Verdict:
     need = {"h1", "h2"}
     if t.empty or not need <= set(t["link"]) or t["d"].nunique() < 3:
         return v.failed(math.nan, ">= 0.9", 0.9, "needs h1 and h2 runs at three d")
-    worst = float(t["rho_final"].min()) if np.isfinite(t["rho_final"]).all() else math.nan
-    ok = bool(np.isfinite(worst) and worst >= 0.9 and t["finite"].all())
-    return v.judged(
-        ok,
-        worst,
-        ">= 0.9",
-        0.9,
-        "; ".join(
+    finite = bool(np.isfinite(t["rho_final"]).all())
+    return v.all_of(
+        Check.at_least("ρ_final", t["rho_final"], 0.9),
+        Check.holds("ρ_final finite in every run", finite),
+        Check.holds("every run finite", bool(t["finite"].all())),
+        measured=float(t["rho_final"].min()) if finite else math.nan,
+        detail="; ".join(
             f"{r.link} d = {r.d}: ρ = {r.rho_final:.3f} at n = {r.n_max / (r.d**2 * math.log(r.d)):.1f} d² ln d, test "
             f"MSE {r.test_mse_initial:.3g} → {r.test_mse_final:.3g}"
             for r in t.itertuples()
@@ -183,20 +174,21 @@ S_SCALE = (
 def judge_scaling(res: Result, v: Judgement) -> Verdict:
     t = res.table("sgd")
     tol = {"h1": 2.0, "h2": 2.5}
-    parts, ok, worst = [], True, 0.0
+    parts, checks, worst = [], [], 0.0
     for name, lim in tol.items():
         g = t[t["link"] == name]
         if g["d"].nunique() < 3 or not np.isfinite(g["n_half_scaled"]).all():
             return v.failed(math.nan, "<= 2 (h1), 2.5 (h2)", 2.0, f"{name}: needs three d that all reach ρ = 0.5")
         s = g["n_half_scaled"]
         r = float(s.max() / s.min())
-        ok &= r <= lim
+        checks.append(Check.at_most(f"{name}: max/min of n_0.5/(d² ln d) over d", r, lim))
         worst = max(worst, r / lim)
         parts.append(
-            f"{name}: n_0.5/(d² ln d) = {_fmt(s)} at d = {_fmt(g['d'])} (max/min {r:.2f} <= {lim}); initial "
+            f"{name}: n_0.5/(d² ln d) = {_fmt(s)} at d = {_fmt(g['d'])} (max/min {r:.2f}); initial "
             f"dρ/dn measured/predicted {_fmt(g['slope_measured'] / g['slope_predicted'])}"
         )
-    return v.judged(ok, worst, "max/min <= 2 (h1), <= 2.5 (h2), as a fraction of the limit", 1.0, "; ".join(parts))
+    # measured: the worst max/min as a fraction of its link's limit
+    return v.all_of(*checks, measured=worst, tolerance=1.0, detail="; ".join(parts))
 
 
 S_DIRECT = (
@@ -259,18 +251,17 @@ def judge_direct(res: Result, v: Judgement) -> Verdict:
             f"needs the cpu preset (d >= {CPU_D}, trace-free direct start, h1-h3); reduced measurement: " + detail,
             measured=float(direct.loc[direct["link"] != "h1", "rho_at_horizon"].abs().max()) if len(direct) else None,
         )
-    tied_ok = bool((tied["rho_at_horizon"] >= 0.5).all())
     d1 = direct[direct["link"] == "h1"]
     dn = direct[direct["link"] != "h1"]
-    direct_ok = bool((d1["rho_final"] >= 0.5).all()) and bool((dn["rho_at_horizon"].abs() < 0.1).all())
     worst = float(dn["rho_at_horizon"].abs().max())
-    return v.judged(
-        tied_ok and direct_ok,
-        worst,
-        "< 0.1 (direct h2, h3 at the tied horizon; tied >= 0.5, direct h1 final >= 0.5)",
-        0.1,
-        detail,
-    )
+    below = bool((dn["rho_at_horizon"].abs() < 0.1).all())  # strict
+    checks = [Check.holds("direct h2, h3 |ρ| at the tied horizon < 0.1", below)]
+    # a set without runs holds vacuously (as before): the sizing test above asks for direct runs and h1-h3
+    if len(tied):
+        checks.append(Check.at_least("tied ρ at its horizon", tied["rho_at_horizon"], 0.5))
+    if len(d1):
+        checks.append(Check.at_least("direct h1 ρ_final", d1["rho_final"], 0.5))
+    return v.all_of(*checks, measured=worst, tolerance=0.1, detail=detail)
 
 
 S_UNTIED = (
@@ -370,19 +361,22 @@ def judge_untied(res: Result, v: Judgement) -> Verdict:
         ok = np.isfinite(g["ratio"]).all() and (g["ratio"] > 0).all()
         slopes[name] = float(np.polyfit(np.log(g["d"]), np.log(g["ratio"]), 1)[0]) if ok else math.nan
     missing = [k for k, s in slopes.items() if not np.isfinite(s)]
-    bad = [k for k, s in slopes.items() if not abs(s - 1) <= 0.25]
     order = True
     for _, g in t.groupby("d"):  # a link that never reaches |ρ| = 0.5 by the horizon counts as slowest
         h = g.sort_values("link")["n_half_rho"].fillna(math.inf).to_numpy()
         order &= bool((np.diff(h) > 0).all())
     finite = [s for s in slopes.values() if np.isfinite(s)]
     measured = max(finite, key=lambda s: abs(s - 1)) if finite and not missing else math.nan
-    return v.judged(
-        not bad and order,
-        measured,
-        "1 ± 0.25",
-        0.25,
-        "exponents of n½(ρ)/n½(m) in d: "
+    # a link without an exponent fails its own check, not a NaN one: at the cpu preset it is the declared known failure
+    exps = pd.Series({k: s for k, s in slopes.items() if np.isfinite(s)}, dtype=float)
+    checks = [Check.at_most("|exponent of n½(ρ)/n½(m) in d - 1| per link", (exps - 1).abs(), 0.25)] if len(exps) else []
+    return v.all_of(
+        *checks,
+        Check.holds("an exponent for every link (|ρ| reaches 0.5 at every d)", not missing),
+        Check.holds("ρ's half-way order h1 < h2 < h3 at every d", order),
+        measured=measured,
+        tolerance=0.25,
+        detail="exponents of n½(ρ)/n½(m) in d: "
         + ", ".join(f"{k} {s:.3f}" for k, s in slopes.items())
         + (f" ({', '.join(missing)}: |ρ| short of 0.5 at some d by the horizon)" if missing else "")
         + f"; ρ's half-way order h1 < h2 < h3 {'holds' if order else 'fails'} at every d; "
@@ -468,11 +462,8 @@ def judge_truncation(res: Result, v: Judgement) -> Verdict:
         for i in range(len(dist) - 1)
         if dist[i + 1] - dist[i] > se
     ]
-    return v.at_most(
-        float(dist[-1]),
-        TRUNC_TOL,
-        name=f"distance at M = {top}",
+    return v.all_of(
+        Check.at_most(f"sup-distance at M = {top}", float(dist[-1]), TRUNC_TOL),
+        Check.holds("non-increasing in M (no rise beyond one SE)", not rises),
         detail=detail + (f"; rises beyond one SE: {', '.join(rises)}" if rises else "; non-increasing in M"),
-        expected=f"<= {TRUNC_TOL} at M = {top}, non-increasing in M",
-        also=not rises,
     )

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.stages import longest_true_run, moving_average, zigzag
 
@@ -73,16 +73,16 @@ def focus_peak(curve: pd.DataFrame, after: float) -> tuple[float, float, float]:
     return float(late.loc[i, "focus"]), float(late.loc[i, "step"]), float(curve["focus"].iloc[-1])
 
 
-def every_member(res, check) -> tuple[bool, list[float], str]:
-    """Apply ``check(curve, levels) -> (good, value, text)`` to every member: ``(all good, the values, the
-    texts joined)``. A claim holds only if it holds for every member."""
-    ok, values, parts = True, [], []
+def every_member(res, measure, columns: list[str]) -> tuple[pd.DataFrame, str]:
+    """Apply ``measure(curve, levels) -> (values, text)`` to every member: ``(a frame of the values, one row per
+    member indexed "member m", with these ``columns``; the texts joined)``. A claim holds only if it holds for every
+    member, so its checks take the frame's columns whole."""
+    rows, parts = {}, []
     for m, c, lv in members(res):
-        good, value, text = check(c, lv)
-        ok &= bool(good)
-        values.append(value)
+        values, text = measure(c, lv)
+        rows[f"member {m}"] = values
         parts.append(f"member {m}: {text}")
-    return ok, values, "; ".join(parts)
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns), "; ".join(parts)
 
 
 S_INIT = "At initialisation (every weight N(0, ε²), ε = 0.05) the loss is ln V: |L(0) - ln V| <= 5e-3."
@@ -115,17 +115,26 @@ S_CONDENSE = (
     departures=[PAPER_SETTING, PAPER_STEPS],
 )
 def judge_condense(res: Result, v: Judgement) -> Verdict:
-    def check(c, lv):
+    def measure(c, lv):
         w = first_window(c, lv)
-        if w is None:
-            return False, 0.0, "no log step at the unigram level with frozen attention"
+        if w is None:  # no W₁: length 0, which fails
+            return dict(window=False, length=0.0), "no log step at the unigram level with frozen attention"
         inside = c[(c["step"] >= w[0]) & (c["step"] <= w[1])]
         e_min, u_min = float(inside["e_ratio"].min()), float(inside["u_ratio"].min())
-        good = w[1] - w[0] >= MIN_WINDOW and e_min <= RANK_ONE and u_min <= RANK_ONE
-        return good, w[1] - w[0], f"W₁ = steps {w[0]:.0f}-{w[1]:.0f}, min σ₂/σ₁(E) {e_min:.3f}, (U) {u_min:.3f}"
+        return (
+            dict(window=True, length=w[1] - w[0], e_min=e_min, u_min=u_min),
+            f"W₁ = steps {w[0]:.0f}-{w[1]:.0f}, min σ₂/σ₁(E) {e_min:.3f}, (U) {u_min:.3f}",
+        )
 
-    ok, lengths, detail = every_member(res, check)
-    return v.judged(ok, min(lengths), f">= {MIN_WINDOW} steps (σ₂/σ₁ <= {RANK_ONE})", None, detail)
+    q, detail = every_member(res, measure, ["window", "length", "e_min", "u_min"])
+    checks = [Check.at_least("W₁ length (steps)", q["length"], MIN_WINDOW)]
+    found = q[q["window"].astype(bool)]  # the members with a W₁
+    if len(found):
+        checks += [
+            Check.at_most("min σ₂/σ₁ of E in W₁", found["e_min"], RANK_ONE),
+            Check.at_most("min σ₂/σ₁ of U in W₁", found["u_min"], RANK_ONE),
+        ]
+    return v.all_of(*checks, measured=min(q["length"].tolist()), detail=detail)
 
 
 S_WAKE = (
@@ -136,26 +145,28 @@ S_WAKE = (
 
 @claims.add("attention-wakes-later", S_WAKE, REF + ", stage 2 (abstract)", departures=[PAPER_SETTING, PAPER_STEPS])
 def judge_wake(res: Result, v: Judgement) -> Verdict:
-    def check(c, lv):
+    def measure(c, lv):
         w = first_window(c, lv)
         q0 = float(c["qk_norm"].iloc[0])
         growth = float(c["qk_norm"].iloc[-1]) / q0
         awake = c[c["qk_norm"] > FROZEN * q0]
         wake = float(awake["step"].iloc[0]) if len(awake) else math.inf
         drop = float(c["entropy"].iloc[0] - c["entropy"].iloc[-1])
-        good = w is not None and growth >= QK_GROWTH and wake > w[0] and drop >= ENTROPY_DROP
         return (
-            good,
-            growth,
+            dict(growth=growth, later=w is not None and wake > w[0], drop=drop),
             (
                 f"‖W_QW_Kᵀ‖ x{growth:.1f}, wakes at step {wake:.0f} (W₁ starts at "
                 f"{'none' if w is None else f'{w[0]:.0f}'}), entropy drop {drop:.3f} nats"
             ),
         )
 
-    ok, growths, detail = every_member(res, check)
-    return v.judged(
-        ok, min(growths), f">= {QK_GROWTH}x (wake after W₁ starts; entropy drop >= {ENTROPY_DROP})", None, detail
+    q, detail = every_member(res, measure, ["growth", "later", "drop"])
+    return v.all_of(
+        Check.at_least("‖W_QW_Kᵀ‖_F growth by the end (x)", q["growth"], QK_GROWTH),
+        Check.holds(f"‖W_QW_Kᵀ‖_F first exceeds {FROZEN}x after W₁ starts, every member", bool(q["later"].all())),
+        Check.at_least("attention entropy drop (nats)", q["drop"], ENTROPY_DROP),
+        measured=min(q["growth"].tolist()),
+        detail=detail,
     )
 
 
@@ -215,14 +226,14 @@ def _signs(moves) -> str:
     return "".join("+" if m[0] > 0 else "-" for m in moves) or "flat"
 
 
-def paper_markers(res) -> tuple[bool, float, str]:
-    """The paper-way judgement of every member: ``(all pass, the smallest over members of the largest entropy rise,
-    the detail)``. A member passes when its smoothed entropy's first three moves are down, up, down and its smoothed
-    attention on the high-frequency token first moves up, then down."""
+def paper_markers(res) -> tuple[bool, bool, float, str]:
+    """The paper-way judgement of every member: ``(every member's entropy moves down, up, down, every member's
+    attention on the high-frequency token moves up, then down, the smallest over members of the largest entropy rise,
+    the detail)``, each on the smoothed curve."""
     curves, levels = res.table("focus_curves"), res.table("focus_levels")
     tol_h, parts_h = turn_tolerance(curves, "entropy", float(levels["ln_v"].iloc[0]))
     tol_a, parts_a = turn_tolerance(curves, "hf_attention", 1.0)
-    ok, rises, texts = True, [], []
+    entropy_ok, attention_ok, rises, texts = True, True, [], []
     for m, g in curves.groupby("member"):
         g = g.sort_values("step").reset_index(drop=True)
         steps = g["step"].to_numpy()
@@ -233,7 +244,8 @@ def paper_markers(res) -> tuple[bool, float, str]:
         first_min = mh[0][2] if mh and mh[0][0] < 0 else None
         rise = float(np.max(h - np.minimum.accumulate(h)))  # the largest rise of the entropy anywhere
         rises.append(rise)
-        ok &= h_ok and a_ok
+        entropy_ok &= h_ok
+        attention_ok &= a_ok
         peak = int(np.argmax(a))
         path = ", ".join(f"{steps[i]:.0f}->{steps[j]:.0f} {s:.3f}" for _, i, j, s in mh)
         texts.append(
@@ -258,7 +270,7 @@ def paper_markers(res) -> tuple[bool, float, str]:
         f"{parts_h['roughness']:.3f}, seed spread {parts_h['seeds']:.3f}); attention {tol_a:.3f} (5 % "
         f"{parts_a['range']:.3f}, roughness {parts_a['roughness']:.3f}, seeds {parts_a['seeds']:.3f})"
     )
-    return bool(ok), min(rises), head + "; " + "; ".join(texts)
+    return bool(entropy_ok), bool(attention_ok), min(rises), head + "; " + "; ".join(texts)
 
 
 def card_focus_extra(res) -> str:
@@ -279,21 +291,33 @@ def card_focus_extra(res) -> str:
 def judge_card_focus(res: Result, v: Judgement) -> Verdict:
     """The earlier reading (focus_setting = 'card'): F peaks >= 1.05 after W₁, half its gain undone by the end."""
 
-    def check(c, lv):
+    def measure(c, lv):
         w = first_window(c, lv)
         if w is None:
-            return False, math.nan, "no W₁, so no 'after W₁'"
+            return dict(window=False, peak=math.nan), "no W₁, so no 'after W₁'"
         peak, at, end = focus_peak(c, w[1])
-        good = peak >= F_PEAK and end <= 1 + UNDONE * (peak - 1)
-        return good, peak, f"F_peak {peak:.3f} at step {at:.0f}, F_end {end:.3f} (bound {1 + UNDONE * (peak - 1):.3f})"
+        undone = end <= 1 + UNDONE * (peak - 1)  # the bound is the member's own peak
+        return (
+            dict(window=True, peak=peak, undone=undone),
+            f"F_peak {peak:.3f} at step {at:.0f}, F_end {end:.3f} (bound {1 + UNDONE * (peak - 1):.3f})",
+        )
 
-    ok, peaks, detail = every_member(res, check)
-    return v.judged(
-        ok,
-        float(np.nanmin(peaks)) if not all(map(math.isnan, peaks)) else math.nan,
-        f"F_peak >= {F_PEAK}, F_end <= 1 + {UNDONE} (F_peak - 1)",
-        None,
-        "focus_setting = card: " + detail,
+    q, detail = every_member(res, measure, ["window", "peak", "undone"])
+    peaks = q["peak"].tolist()
+    found = q[q["window"].astype(bool)]  # the members with a W₁
+    checks = (
+        [
+            Check.at_least("F_peak after W₁", found["peak"], F_PEAK),
+            Check.holds(f"F_end <= 1 + {UNDONE} (F_peak - 1) in every member", bool(found["undone"].all())),
+        ]
+        if len(found)
+        else []
+    )
+    return v.all_of(
+        *checks,
+        Check.holds("a W₁ in every member", len(found) == len(q)),
+        measured=float(np.nanmin(peaks)) if not all(map(math.isnan, peaks)) else math.nan,
+        detail="focus_setting = card: " + detail,
         departures=["judged on the card's top-V/4 focus ratio F (focus_setting = card), not the paper's markers"],
     )
 
@@ -314,13 +338,12 @@ PAPER_FOCUS_OURS = Departure.of(
 def judge_focus(res: Result, v: Judgement) -> Verdict:
     if res.config.get("focus_setting", "paper") == "card":
         return judge_card_focus(res, v)
-    ok, rise, detail = paper_markers(res)
-    return v.judged(
-        ok,
-        rise,
-        "entropy down, up, down (each move >= the turn tolerance); attention on token 0 up, then down",
-        None,
-        detail + "; " + card_focus_extra(res),
+    entropy_ok, attention_ok, rise, detail = paper_markers(res)
+    return v.all_of(
+        Check.holds("entropy moves down, up, down in every member (each move >= the turn tolerance)", entropy_ok),
+        Check.holds("attention on token 0 moves up, then down in every member", attention_ok),
+        measured=rise,
+        detail=detail + "; " + card_focus_extra(res),
     )
 
 
@@ -337,13 +360,17 @@ S_BEYOND = (
     departures=[PAPER_SETTING, PAPER_STEPS],
 )
 def judge_beyond(res: Result, v: Judgement) -> Verdict:
-    def check(c, lv):
+    def measure(c, lv):
         h, hc, last = float(lv["unigram_entropy"]), float(lv["entropy_rate"]), float(c["loss"].iloc[-1])
         frac = (h - last) / (h - hc)
-        return frac >= BEYOND, frac, f"L_end {last:.4f}, H(π) {h:.4f}, H_cond {hc:.4f} ({frac:.2f} of the way)"
+        return dict(frac=frac), f"L_end {last:.4f}, H(π) {h:.4f}, H_cond {hc:.4f} ({frac:.2f} of the way)"
 
-    ok, fractions, detail = every_member(res, check)
-    return v.judged(ok, min(fractions), f">= {BEYOND} of the way from H(π) to H_cond", None, detail)
+    q, detail = every_member(res, measure, ["frac"])
+    return v.all_of(
+        Check.at_least("fraction of the way from H(π) to H_cond", q["frac"], BEYOND),
+        measured=min(q["frac"].tolist()),
+        detail=detail,
+    )
 
 
 def second_cycle(c: pd.DataFrame, w: tuple[float, float]) -> dict:
@@ -352,7 +379,17 @@ def second_cycle(c: pd.DataFrame, w: tuple[float, float]) -> dict:
     peak, at, _ = focus_peak(c, w[1])
     after = c[c["step"] > at]
     diluted = after[after["focus"] <= 1 + UNDONE * (peak - 1)]
-    out = dict(peak=peak, dilution=math.nan, dirs=math.nan, new_dirs=math.nan, peak2=math.nan, end2=math.nan, ok=False)
+    out = dict(
+        peak=peak,
+        dilution=math.nan,
+        dirs=math.nan,
+        new_dirs=math.nan,
+        opened=False,
+        peak2=math.nan,
+        end2=math.nan,
+        declined=False,
+        ok=False,
+    )
     if not len(diluted):
         return out
     t_d = float(diluted["step"].iloc[0])
@@ -366,11 +403,9 @@ def second_cycle(c: pd.DataFrame, w: tuple[float, float]) -> dict:
     i = rest["focus"].idxmax()
     peak2 = float(rest.loc[i, "focus"])
     end2 = float(c["focus"].iloc[-1])
-    out.update(
-        peak2=peak2,
-        end2=end2,
-        ok=peak2 >= SECOND_PEAK and end2 <= 1 + UNDONE * (peak2 - 1) and rest.loc[i, "step"] < c["step"].iloc[-1],
-    )
+    # a second decline: the second peak comes before the end and half its gain is undone by then
+    declined = bool(end2 <= 1 + UNDONE * (peak2 - 1) and rest.loc[i, "step"] < c["step"].iloc[-1])
+    out.update(opened=True, peak2=peak2, end2=end2, declined=declined, ok=peak2 >= SECOND_PEAK and declined)
     return out
 
 
@@ -396,21 +431,21 @@ S_SECOND = (
     ],
 )
 def judge_second(res: Result, v: Judgement) -> Verdict:
-    def check(c, lv):
+    def measure(c, lv):
         w = first_window(c, lv)
         if w is None:
-            return False, math.nan, "no W₁"
+            return dict(opened=False, peak2=math.nan, declined=False, ok=False), "no W₁"
         s = second_cycle(c, w)
         return (
-            s["ok"],
-            s["peak2"],
+            {k: s[k] for k in ("opened", "peak2", "declined", "ok")},
             (
                 f"first dilution at step {s['dilution']:.0f}, E directions {s['dirs']} -> "
                 f"{s['new_dirs']}, second F peak {s['peak2']:.3f}, F_end {s['end2']:.3f}"
             ),
         )
 
-    ok, _, detail = every_member(res, check)
+    q, detail = every_member(res, measure, ["opened", "peak2", "declined", "ok"])
+    ok = bool(q["ok"].astype(bool).all())  # no member at all passes, as before (vacuous)
     steps = int(res.config["steps"])
     if steps < SECOND_CYCLE_STEPS:
         return v.undecided(
@@ -418,4 +453,18 @@ def judge_second(res: Result, v: Judgement) -> Verdict:
             measured=bool(ok),
             expected="a second direction, peak and decline",
         )
-    return v.judged(ok, bool(ok), "a second direction, peak >= 1.03 and decline", None, detail)
+    opened = q[q["opened"].astype(bool)]  # the members where a new direction opened after a first dilution
+    checks = (
+        [
+            Check.at_least("second F peak", opened["peak2"], SECOND_PEAK),
+            Check.holds("a second decline in every member", bool(opened["declined"].all())),
+        ]
+        if len(opened)
+        else []
+    )
+    return v.all_of(
+        *checks,
+        Check.holds("a W₁, a first dilution and a new E direction after it in every member", len(opened) == len(q)),
+        measured=ok,
+        detail=detail,
+    )

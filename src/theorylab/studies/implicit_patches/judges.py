@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "arXiv 2511.17864"
@@ -19,21 +19,27 @@ CONTROL = 1e-3  # a control "differs" when its gap is at least this
 claims = Claims("implicit-patches")
 
 
-def _exact_detail(v, t: pd.DataFrame) -> tuple[bool, float, str]:
+def _exact_checks(v, t: pd.DataFrame) -> tuple[list[Check], float, str]:
+    """Per dtype: every case within its bound (``bound`` = BOUND · (1 + max|out|)) and feasible; ``(the checks, the
+    worst error / bound over dtypes, the detail)``."""
     for col in ("error", "scale", "bound"):  # a NaN error would pass `error > bound` unseen
         v.column(t, col)
-    parts, ok, worst = [], True, 0.0
+    parts, checks, worst = [], [], 0.0
     for dtype, g in t.groupby("dtype"):
         rel = g["error"] / (1 + g["scale"])
         bad = g[(g["error"] > g["bound"]) | ~g["feasible"]]
-        ok &= bad.empty
+        # holds: each case has its own bound (error <= bound row by row)
+        checks += [
+            Check.holds(f"{dtype}: max |Δ| <= its bound in every case", bool((g["error"] <= g["bound"]).all())),
+            Check.holds(f"{dtype}: every case feasible", bool(g["feasible"].all())),
+        ]
         worst = max(worst, float(rel.max() / BOUND[dtype]))
         example = "" if bad.empty else bad.iloc[0][["family", "mode", "d", "context", "seed"]].to_dict()
         parts.append(
             f"{dtype}: max |Δ|/(1+max|out|) = {rel.max():.2e} (bound {BOUND[dtype]:g}) over {len(g)} cases"
             + (f"; {len(bad)} over the bound, e.g. {example}" if not bad.empty else "")
         )
-    return ok, worst, "; ".join(parts)
+    return checks, worst, "; ".join(parts)
 
 
 S_SINGLE = (
@@ -51,9 +57,10 @@ def judge_single(res: Result, v: Judgement) -> Verdict:
     t = t[t["depth"] == 1]
     if t.empty:
         return v.undecided("this config has no depth-1 stack (needs 1 in 'n_layers')")
-    ok, worst, detail = _exact_detail(v, t)
+    checks, worst, detail = _exact_checks(v, t)
     fams = ", ".join(sorted(t["family"].unique()))
-    return v.judged(ok, worst, "<= 1 (error / bound)", 1, f"families {fams}; {detail}")
+    detail = f"families {fams}; worst error / bound {worst:.3g}; {detail}"
+    return v.all_of(*checks, measured=worst, tolerance=1, detail=detail)
 
 
 S_MULTI = (
@@ -75,10 +82,10 @@ def judge_multi(res: Result, v: Judgement) -> Verdict:
     deep = t[t["depth"] == t["depth"].max()]
     if deep["depth"].max() < 2:
         return v.undecided("this config has no stack deeper than 1 (needs a depth >= 2 in 'n_layers')")
-    ok, worst, detail = _exact_detail(v, deep)
+    checks, worst, detail = _exact_checks(v, deep)
     ind = t[(t["depth"] >= 2) & t["independent"].notna()]
-    frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")
-    ok = ok and len(ind) > 0 and frac >= 0.95
+    frac = float((ind["independent"] >= CONTROL).mean()) if len(ind) else float("nan")  # NaN: no control case
+    checks.append(Check.at_least("share of independent-patch cases at depth >= 2 missing by >= 1e-3", frac, 0.95))
     detail += (
         f"; depth {int(deep['depth'].max())}. Control (independent patches): gap >= 1e-3 in {frac:.1%} of {len(ind)} "
         f"cases at depth >= 2 (median {ind['independent'].median():.2g})"
@@ -92,7 +99,9 @@ def judge_multi(res: Result, v: Judgement) -> Verdict:
         if frac < 1
         else []
     )
-    return v.judged(ok, worst, "<= 1 (error / bound)", 1, detail, departures=departures)
+    return v.all_of(
+        *checks, measured=worst, tolerance=1, detail=f"worst error / bound {worst:.3g}; {detail}", departures=departures
+    )
 
 
 S_RANK = (
@@ -111,13 +120,18 @@ def judge_rank(res: Result, v: Judgement) -> Verdict:
     deep = t[t["depth"] == t["depth"].max()]
     ratio = float(v.column(deep, "sigma2_over_sigma1").max())
     spread = float(v.column(deep, "scale_ratio_spread").max())
-    ok = bool((deep["rank_min"] == 1).all() and (deep["rank_max"] == 1).all()) and ratio <= 1e-8 and spread <= 1e-10
     detail = (
         f"{len(deep)} stacks (every layer): ranks {int(deep['rank_min'].min())}..{int(deep['rank_max'].max())}; "
         f"max σ₂/σ₁ = {ratio:.1e}; "
         f"max spread of the Gemma scale ratio = {spread:.1e}"
     )
-    return v.judged(ok, ratio, "<= 1e-8", 1e-8, detail)
+    return v.all_of(
+        Check.at_most("max σ₂/σ₁", ratio, 1e-8),
+        Check.at_most("max spread of the Gemma scale ratio", spread, 1e-10),
+        Check.within("smallest rank per stack", deep["rank_min"], 1, 1),
+        Check.within("largest rank per stack", deep["rank_max"], 1, 1),
+        detail=detail,
+    )
 
 
 S_CONTEXT = (
@@ -185,7 +199,10 @@ def judge_controllability(res: Result, v: Judgement) -> Verdict:
         return v.undecided("no controllability trials were run")
     flagged = float(t["flagged"].mean())
     unreachable = t["unreachable"].dropna()
-    ok = bool(t["flagged"].all()) and (unreachable.empty or float(unreachable.min()) >= CONTROL)
+    checks = [Check.holds("every trial refused", bool(t["flagged"].all()))]
+    if not unreachable.empty:
+        checks.append(Check.at_least("unreachable target entry", unreachable, CONTROL))
+    ok = all(c.ok for c in checks)
     detail = (
         f"{int(t['flagged'].sum())}/{len(t)} trials refused ({', '.join(sorted(t['source'].unique()))}); smallest "
         f'unreachable target entry {unreachable.min():.3g}; e.g. "{t["message"].iloc[0][:140]}"'
@@ -200,7 +217,7 @@ def judge_controllability(res: Result, v: Judgement) -> Verdict:
             else "this config runs no random-init HF Gemma 3 (gemma3 not in hf_archs)"
         )
         return v.undecided(f"{why}, so the HF Gemma 3 half is not tested; our GemmaBlock half passes: {detail}")
-    return v.judged(ok, flagged, 1.0, 0, detail)
+    return v.all_of(*checks, measured=flagged, tolerance=0, detail=f"share refused {flagged:.3g}; {detail}")
 
 
 S_HF_GEN = (
@@ -242,7 +259,11 @@ def judge_hf_generation(res: Result, v: Judgement) -> Verdict:
         f"{(native['logit_error'] / (1 + native['logit_scale'])).max():.1e} (the norm rounds to float32): "
         f"reported, not judged"
     )
-    return v.judged(same and rel <= 1e-8, rel, "<= 1e-8", 1e-8, detail)
+    return v.all_of(
+        Check.at_most("max |Δlogit|/(1+max|logit|)", rel, 1e-8),
+        Check.holds("greedy tokens identical", same),
+        detail=detail,
+    )
 
 
 S_HF_FAMILIES = (
@@ -267,8 +288,6 @@ def judge_hf_families(res: Result, v: Judgement) -> Verdict:
         .groupby("model")
         .agg(rel=("rel", "max"), rmin=("rank_min", "min"), rmax=("rank_max", "max"))
     )
-    worst = float(per["rel"].max())
-    ok = worst <= 1e-8 and bool((per["rmin"] == 1).all() and (per["rmax"] == 1).all())
     detail = "; ".join(f"{m}: {r.rel:.1e}, ranks {int(r.rmin)}..{int(r.rmax)}" for m, r in per.iterrows())
     other = exact[exact["dtype"] != "float64"]
     if not other.empty:
@@ -276,7 +295,14 @@ def judge_hf_families(res: Result, v: Judgement) -> Verdict:
             f"{m} {dt}: {g['logit_error'].max() / (1 + g['logit_scale'].max()):.1e}"
             for (m, dt), g in other.groupby(["model", "dtype"])
         )
-    return v.judged(ok, worst, "<= 1e-8", 1e-8, detail)
+    # every case, not the per-model max: pandas' max would skip a NaN case (and let it pass)
+    rel = pd.Series((e["logit_error"] / (1 + e["logit_scale"])).to_numpy(), index=e["model"])
+    return v.all_of(
+        Check.at_most("|Δlogit|/(1+max|logit|)", rel, 1e-8),
+        Check.within("smallest patch rank per model", per["rmin"], 1, 1),
+        Check.within("largest patch rank per model", per["rmax"], 1, 1),
+        detail=detail,
+    )
 
 
 S_ICL = (
@@ -309,9 +335,13 @@ def judge_icl(res: Result, v: Judgement) -> Verdict:
     late = float(t[t["i"].between(40, 49)]["increment_norm"].mean())
     ratio = late / early
     e64, e32 = float(t["rel_error"].max()), float(t["rel_error32"].max())
-    ok = e64 <= 1e-10 and e32 <= 1e-4 and ratio <= 0.5
     detail = (
         f"implicit vs model: {e64:.1e} (float64), {e32:.1e} (float32); mean ‖ΔW_i‖: i 1-10 {early:.3g}, i 40-49 "
-        f"{late:.3g}, ratio {ratio:.3f} (need <= 0.5)"
+        f"{late:.3g}"
     )
-    return v.judged(ok, ratio, "<= 0.5", 0.5, detail)
+    return v.all_of(
+        Check.at_most("mean ‖ΔW_i‖ ratio (i 40-49 / i 1-10)", ratio, 0.5),
+        Check.at_most("max |Δ|/(1+|pred|), float64", e64, 1e-10),
+        Check.at_most("max |Δ|/(1+|pred|), float32", e32, 1e-4),
+        detail=detail,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.mean_field import (
     reduction_error_budget,
@@ -103,8 +103,8 @@ def judge_init_mc(res: Result, v: Judgement) -> Verdict:
     g, mc = res.table("gaps"), res.table("kernel_check")
     g0 = g[g["step"] == 0]
     if g0.empty:  # no initial gap measured (or NaN steps): nothing shown, never a pass
-        return v.judged(False, 0, "Monte Carlo", 0.15, "the 'gaps' table has no step-0 row")
-    worst, parts, ok = 0.0, [], True
+        return v.failed(0, "Monte Carlo", 0.15, "the 'gaps' table has no step-0 row")
+    worst, parts, diffs, checks = 0.0, [], {}, []
     for (d, k), grp in g0.groupby(["d", "k"]):
         row = mc[(mc["d"] == d) & (mc["k"] == k)].iloc[0]
         measured = float(v.column(grp, "m_gap").mean())
@@ -112,13 +112,19 @@ def judge_init_mc(res: Result, v: Judgement) -> Verdict:
             v.finite(row[c], f"{c} at d={d}, k={k}") for c in ("init_mc", "init_mc_se", "init_theory")
         )
         worst = max(worst, abs(measured - expected))
-        ok &= abs(measured - expected) <= 0.15 and abs(theory - expected) <= 4 * se
+        diffs[f"d={d}, k={k}"] = abs(measured - expected)
+        # holds: the bound, 4 SE of the Monte Carlo, is itself measured
+        within = abs(theory - expected) <= 4 * se
+        checks.append(Check.holds(f"closed form within 4 SE of the Monte Carlo at d={d}, k={k}", within))
         parts.append(
-            f"d={d}, k={k}: measured {measured:.3f} vs Monte Carlo {expected:.3f} ± {se:.3f} (need "
-            f"|difference| <= 0.15); "
-            f"closed form {theory:.3f} (need within 4 SE = {4 * se:.3f} of the Monte Carlo)"
+            f"d={d}, k={k}: measured {measured:.3f} vs Monte Carlo {expected:.3f} ± {se:.3f}; closed form {theory:.3f}"
         )
-    return v.judged(ok, worst, "Monte Carlo", 0.15, "; ".join(parts))
+    return v.all_of(
+        Check.at_most("|m·gap(0) - Monte Carlo|", pd.Series(diffs), 0.15),
+        *checks,
+        measured=worst,
+        detail="; ".join(parts),
+    )
 
 
 S_INVERSE = (
@@ -131,18 +137,24 @@ S_INVERSE = (
 def judge_inverse(res: Result, v: Judgement) -> Verdict:
     g = res.table("gaps")
     v.column(g, "gap")
-    bad, parts, pooled_all = [], [], []
+    parts, pooled_all, slopes = [], {}, {}
     for (d, k), grp in g.groupby(["d", "k"]):
         pooled, per = pooled_inverse_width(grp["t"], grp["width"], grp["gap"])
-        pooled_all.append(pooled)
+        pooled_all[f"d={d}, k={k}"] = pooled
+        slopes.update({f"d={d}, k={k}, t={t:g}": b for t, b in per.items()})
         parts.append(
             f"d={d}, k={k}: pooled {pooled:.2f}; per checkpoint "
             + ", ".join(f"t={t:g}: {b:.2f}" for t, b in per.items())
         )
-        if not 0.7 <= pooled <= 1.4:
-            bad.append(f"pooled {pooled:.2f} at d={d}, k={k}")
-        bad += [f"t={t:g}: {b:.2f}" for t, b in per.items() if not 0.5 <= b <= 1.6]
-    return v.judged(not bad, float(np.nanmin(pooled_all)), "[0.7, 1.4]", "per checkpoint [0.5, 1.6]", "; ".join(parts))
+    checks = [Check.within("pooled exponent β", pd.Series(pooled_all, dtype=float), 0.7, 1.4)]
+    if slopes:  # none: no checkpoint with a positive gap, and the pooled β above is NaN
+        checks.append(Check.within("per-checkpoint exponent", pd.Series(slopes, dtype=float), 0.5, 1.6))
+    return v.all_of(
+        *checks,
+        measured=float(np.nanmin(list(pooled_all.values()))),
+        tolerance="per checkpoint [0.5, 1.6]",
+        detail="; ".join(parts),
+    )
 
 
 S_BLOWUP = (
@@ -196,21 +208,20 @@ S_CONVERGES = (
 def judge_converges(res: Result, v: Judgement) -> Verdict:
     loss = res.table("loss")
     v.column(loss, "L_mf")
-    violations, parts, ok = {}, [], True
+    violations, ends, parts, fifth = {}, {}, [], True
     for (d, k), grp in loss.groupby(["d", "k"]):
         values = grp.sort_values("step")["L_mf"].to_numpy()
         violation = float(np.max(np.diff(values), initial=0.0))
         violations[f"d={d}, k={k}"] = violation
         end, start = values[-1], values[0]
-        ok &= end <= 0.1 and end <= start / 5
+        ends[f"d={d}, k={k}"] = end
+        fifth &= bool(end <= start / 5)
         parts.append(f"d={d}, k={k}: L_MF {start:.3f} -> {end:.4f}, largest increase {violation:.1e}")
-    return v.at_most(
-        pd.Series(violations),
-        1e-9,
-        name="largest increase of L_MF",
-        tolerance=1e-9,
-        detail="; ".join(parts) + "; need L_MF(T) <= 0.1 and <= L_MF(0)/5",
-        also=ok,
+    return v.all_of(
+        Check.at_most("largest increase of L_MF", pd.Series(violations, dtype=float), 1e-9),
+        Check.at_most("L_MF(T)", pd.Series(ends, dtype=float), 0.1),
+        Check.holds("L_MF(T) <= L_MF(0)/5 at every (d, k)", fifth),
+        detail="; ".join(parts),
     )
 
 

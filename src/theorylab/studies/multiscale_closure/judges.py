@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "Otness, Zanna, Bruna, arXiv 2303.17496"
@@ -40,14 +40,12 @@ S_ALGEBRA = (
 def judge_algebra(res: Result, v: Judgement) -> Verdict:
     t = res.table("algebra").set_index("check")["value"]
     bounds = {"idempotence": 1e-14, "inside_band": 1e-10, "linear": 1e-10}
-    ok = all(float(t[k]) <= b for k, b in bounds.items())
     worst = max(bounds, key=lambda k: float(t[k]) / bounds[k])
-    return v.judged(
-        ok,
-        float(t[worst]),
-        f"<= {bounds[worst]:g} ({worst})",
-        bounds[worst],
-        ", ".join(f"{k} {float(t[k]):.2g} (<= {b:g})" for k, b in bounds.items()),
+    return v.all_of(
+        *(Check.at_most(f"{k} relative error", float(t[k]), b) for k, b in bounds.items()),
+        measured=float(t[worst]),
+        tolerance=bounds[worst],
+        detail=f"worst relative to its bound: {worst}; " + ", ".join(f"{k} {float(t[k]):.2g}" for k in bounds),
     )
 
 
@@ -65,13 +63,10 @@ def judge_germano(res: Result, v: Judgement) -> Verdict:
     v.column(t, "error")
     worst = t[~t["variant"].str.contains("control")].groupby("variant")["error"].max()
     control = t[t["variant"].str.contains("control")]["error"]
-    ok = bool((worst <= 1e-10).all()) and len(control) > 0 and float(control.min()) >= 0.1
-    return v.judged(
-        ok,
-        float(worst.max()),
-        "<= 1e-10 (control >= 0.1)",
-        1e-10,
-        "; ".join(f"{k}: max {e:.2g}" for k, e in worst.items())
+    return v.all_of(
+        Check.at_most("max relative error per variant", worst, 1e-10),
+        Check.at_least("control error per snapshot", control, 0.1),
+        detail="; ".join(f"{k}: max {e:.2g}" for k, e in worst.items())
         + f"; control min {control.min():.3g}, median {control.median():.3g} over {len(control)} snapshots",
     )
 
@@ -92,12 +87,13 @@ def judge_size(res: Result, v: Judgement) -> Verdict:
         )
     r = float(sharp["ratio"].iloc[0])
     other = t[t["operator"] != "sharp"]
-    return v.judged(
-        0.3 <= r <= 0.5,
+    return v.within(
         r,
-        "in [0.3, 0.5]",
-        0.1,
-        f"sharp {r:.3f} over {int(sharp['samples'].iloc[0])} snapshots; "
+        0.3,
+        0.5,
+        name="std(S)/std(coarse tendency), sharp",
+        tolerance=0.1,
+        detail=f"over {int(sharp['samples'].iloc[0])} snapshots; "
         + "; ".join(f"{o} {x:.3f}" for o, x in zip(other["operator"], other["ratio"])),
     )
 
@@ -125,13 +121,9 @@ def judge_offline(res: Result, v: Judgement) -> Verdict:
     d, m = float(t.loc["direct", "rel_mse"]), float(t.loc["multiscale", "rel_mse"])
     pd_, pm = int(t.loc["direct", "params"]), int(t.loc["multiscale", "params"])
     gap = abs(pm - pd_) / pd_
-    return v.at_most(
-        pd.Series({"direct": d, "multiscale": m}),
-        0.05,
-        name="relative MSE",
-        tolerance=0.05,
-        expected="<= 0.05 (budgets within 10%)",
-        also=gap <= 0.1,
+    return v.all_of(
+        Check.at_most("relative MSE", pd.Series({"direct": d, "multiscale": m}), 0.05),
+        Check.at_most("parameter-count gap |p_ms - p_direct|/p_direct", gap, 0.1),
         detail=f"direct {d:.4f} ({pd_} parameters), multiscale {m:.4f} ({pm}; {gap:.1%} apart); "
         f"ratio multiscale/direct {m / d:.2f}",
     )
@@ -159,14 +151,11 @@ def judge_spectrum(res: Result, v: Judgement) -> Verdict:
     base = float(s.loc["none", "lsd"])
     ratios = {m: float(s.loc[m, "lsd"]) / base for m in ("direct", "multiscale")}
     finite = {m: float(s.loc[m, "finite"]) for m in ratios}
-    ok = all(np.isfinite(r) and r <= 0.2 for r in ratios.values()) and all(f == 1.0 for f in finite.values())
-    worst = max(ratios.values(), key=lambda r: r if np.isfinite(r) else np.inf)
-    return v.judged(
-        ok,
-        worst,
-        "<= 0.2 (all runs finite)",
-        0.2,
-        f"LSD none {base:.3f}; "
+    return v.all_of(
+        Check.at_most("LSD ratio to no closure", pd.Series(ratios), 0.2),
+        Check.holds("LSD ratios finite", all(np.isfinite(r) for r in ratios.values())),
+        Check.within("share of finite runs", pd.Series(finite), 1.0, 1.0),
+        detail=f"LSD none {base:.3f}; "
         + "; ".join(
             f"{m} {float(s.loc[m, 'lsd']):.4f} (ratio {r:.3f}, finite {finite[m]:.0%})" for m, r in ratios.items()
         )
@@ -233,17 +222,18 @@ def judge_ms_offline(res: Result, v: Judgement) -> Verdict:
     wide["gain"] = 1 - wide["multiscale"] / wide["direct"]
     per = wide.groupby(["operator", "size"]).agg(wins=("wins", "sum"), seeds=("wins", "size"), gain=("gain", "mean"))
     need = per["seeds"].apply(lambda n: int(np.ceil(0.8 * n)))
-    ok = bool((per["wins"] >= need).all())
-    for _, g in per.groupby(level="operator"):
+    margin = (per["wins"] - need).set_axis([f"{op}/{sz}" for op, sz in per.index])
+    checks = [Check.at_least("wins beyond ceil(0.8 x seeds) per operator/size", margin, 0)]
+    for op, g in per.groupby(level="operator"):
         gains = g["gain"].droplevel("operator")
         if "small" in gains.index and len(gains) > 1:
-            ok &= bool(gains["small"] >= gains.max())
-    return v.judged(
-        ok,
-        int(per["wins"].min()),
-        ">= 4 of 5 seeds per size (gain largest for small)",
-        None,
-        "; ".join(f"{op}/{sz}: {int(r.wins)}/{int(r.seeds)} wins, gain {r.gain:.3f}" for (op, sz), r in per.iterrows()),
+            checks.append(Check.holds(f"{op}: mean gain largest for small", gains["small"] >= gains.max()))
+    return v.all_of(
+        *checks,
+        measured=int(per["wins"].min()),
+        detail="; ".join(
+            f"{op}/{sz}: {int(r.wins)}/{int(r.seeds)} wins, gain {r.gain:.3f}" for (op, sz), r in per.iterrows()
+        ),
     )
 
 
@@ -266,22 +256,22 @@ def judge_ms_online(res: Result, v: Judgement) -> Verdict:
         return v.undecided("needs paper preset (QG eddy and Kolmogorov online runs)")
     s = res.table("online_2d")
     judged = s[(s["system"] == "qg") | s["noise"]]
-    rows, ok = [], True
+    rows, checks = [], []
     for (system, op, noise), g in judged.groupby(["system", "operator", "noise"]):
         g = g.set_index("model")
         t_ms, t_d = float(g.loc["multiscale", "median_blowup_time"]), float(g.loc["direct", "median_blowup_time"])
         e_ms, e_d = float(g.loc["multiscale", "spectrum_error"]), float(g.loc["direct", "spectrum_error"])
-        ok &= t_ms >= t_d and e_ms <= e_d
-        rows.append(
-            f"{system}/{op}{' (noise)' if noise else ''}: blow-up {t_ms:.3g} vs {t_d:.3g}, "
-            f"spectrum error {e_ms:.3f} vs {e_d:.3f}"
-        )
-    return v.judged(
-        ok and bool(rows),
-        len(rows),
-        "multiscale >= direct in every judged setting",
-        None,
-        "; ".join(rows) or "no judged settings",
+        setting = f"{system}/{op}{' (noise)' if noise else ''}"
+        # holds, not at_least/at_most: both sides are measured and may be infinite (never blown up)
+        checks += [
+            Check.holds(f"{setting}: multiscale median blow-up time >= direct's", t_ms >= t_d),
+            Check.holds(f"{setting}: multiscale spectrum error <= direct's", e_ms <= e_d),
+        ]
+        rows.append(f"{setting}: blow-up {t_ms:.3g} vs {t_d:.3g}, spectrum error {e_ms:.3f} vs {e_d:.3f}")
+    return v.all_of(
+        *(checks or [Check.holds("a judged setting", False)]),
+        measured=len(rows),
+        detail="; ".join(rows) or "no judged settings",
     )
 
 
@@ -309,10 +299,8 @@ def judge_noise(res: Result, v: Judgement) -> Verdict:
         lambda g: float((g["blown_up"] * g["runs"]).sum() / g["runs"].sum()), include_groups=False
     )
     clean, noisy = float(frac.get(False, np.nan)), float(frac.get(True, np.nan))
-    return v.judged(
-        clean >= 0.25 and noisy <= 0.10,
-        clean,
-        ">= 0.25 without noise, <= 0.10 with",
-        None,
-        f"blown-up share without noise injection {clean:.2f}, with {noisy:.2f}",
+    return v.all_of(
+        Check.at_least("blown-up share without noise injection", clean, 0.25),
+        Check.at_most("blown-up share with noise injection", noisy, 0.10),
+        detail=f"blown-up share without noise injection {clean:.2f}, with {noisy:.2f}",
     )

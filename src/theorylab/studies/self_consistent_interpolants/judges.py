@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure
 
 REF = "arXiv 2512.10857"
@@ -67,13 +67,16 @@ S_ORACLE = (
 def judge_oracle(res: Result, v: Judgement) -> Verdict:
     t = res.table("oracle").set_index("map")
     o, i = t.loc["oracle"], t.loc["identity"]
-    ok = o.cov_error <= 0.05 and o.residual <= 0.05 and i.residual >= 0.15
     detail = (
-        f"T*: covariance error {o.cov_error:.4f} (need <= 0.05), R {o.residual:.4f} (need <= 0.05); identity: R "
-        f"{i.residual:.4f} "
-        f"(need >= 0.15), covariance error {i.cov_error:.3f}; {int(o.samples)} samples"
+        f"T*: covariance error {o.cov_error:.4f}, R {o.residual:.4f}; identity: R {i.residual:.4f}, covariance error "
+        f"{i.cov_error:.3f}; {int(o.samples)} samples"
     )
-    return v.judged(ok, float(o.residual), 0.0, 0.05, detail)
+    return v.all_of(
+        Check.at_most("R(T*)", float(o.residual), 0.05),
+        Check.at_most("covariance relative error of T*(y)", o.cov_error, 0.05),
+        Check.at_least("R(identity)", i.residual, 0.15),
+        detail=detail,
+    )
 
 
 def _gauss_end(res, weights: str = "raw") -> pd.Series:
@@ -91,12 +94,15 @@ S_MOMENTS = (
 @claims.add("gauss-moments", S_MOMENTS, REF + ", Sec. 5 (synthetic)", departures=GAUSS)
 def judge_moments(res: Result, v: Judgement) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
-    ok = r.mean_error <= 0.1 and r.cov_error <= 0.12
     detail = (
-        f"raw weights: mean error {r.mean_error:.4f} (need <= 0.1), covariance error {r.cov_error:.4f} (need <= 0.12); "
+        f"raw weights: mean error {r.mean_error:.4f}, covariance error {r.cov_error:.4f}; "
         f"EMA: {e.mean_error:.4f}, {e.cov_error:.4f}"
     )
-    return v.judged(ok, float(r.cov_error), 0.0, 0.12, detail)
+    return v.all_of(
+        Check.at_most("covariance relative error (raw weights)", float(r.cov_error), 0.12),
+        Check.at_most("mean error (raw weights)", r.mean_error, 0.1),
+        detail=detail,
+    )
 
 
 S_SELF = (
@@ -108,9 +114,7 @@ S_SELF = (
 @claims.add("gauss-self-consistent", S_SELF, REF + ", Sec. 3 (self-consistency)", departures=GAUSS)
 def judge_self(res: Result, v: Judgement) -> Verdict:
     r, e = _gauss_end(res), _gauss_end(res, "ema")
-    return v.judged(
-        r.residual <= 0.1, float(r.residual), 0.0, 0.1, f"raw R {r.residual:.4f} (need <= 0.1); EMA R {e.residual:.4f}"
-    )
+    return v.at_most(float(r.residual), 0.1, name="raw R", tolerance=0.1, detail=f"EMA R {e.residual:.4f}")
 
 
 S_MOONS = (
@@ -156,13 +160,10 @@ S_MASK2D = (
 def judge_mask2d(res: Result, v: Judgement) -> Verdict:
     t = res.table("mask2d", unless="this config does not run the 2-D masking part (mask2d=false)")
     r = t[(t["weights"] == "raw") & (t["step"] == t["step"].max())].iloc[0]
-    ok = r.mean_error <= 0.15 and r.cov_error <= 0.2
-    return v.judged(
-        ok,
-        float(r.cov_error),
-        0.0,
-        0.2,
-        f"mean error {r.mean_error:.4f} (need <= 0.15), covariance error {r.cov_error:.4f} (need <= 0.2)",
+    return v.all_of(
+        Check.at_most("covariance relative error", float(r.cov_error), 0.2),
+        Check.at_most("mean error", r.mean_error, 0.15),
+        detail=f"mean error {r.mean_error:.4f}, covariance error {r.cov_error:.4f}",
     )
 
 
@@ -185,14 +186,18 @@ def judge_digits(res: Result, v: Judgement) -> Verdict:
     gain, acc_gain = r.psnr_restored - r.psnr_observed, r.acc_restored - r.acc_observed
     has_labels = bool(np.isfinite(r.acc_restored))
     detail = (
-        f"PSNR {r.psnr_observed:.2f} -> {r.psnr_restored:.2f} dB (gain {gain:+.2f}, need >= 3); SSIM "
+        f"PSNR {r.psnr_observed:.2f} -> {r.psnr_restored:.2f} dB (gain {gain:+.2f}); SSIM "
         f"{r.get('ssim_observed', float('nan')):.3f} -> "
         f"{r.get('ssim_restored', float('nan')):.3f}; classifier accuracy {r.acc_observed:.3f} -> "
-        f"{r.acc_restored:.3f} (gain {acc_gain:+.3f}, need >= 0.2; clean {r.acc_clean:.3f})"
+        f"{r.acc_restored:.3f} (gain {acc_gain:+.3f}; clean {r.acc_clean:.3f})"
     )
     if not has_labels:
         return v.undecided(f"local images carry no labels, so the classifier half cannot be judged; measured: {detail}")
-    return v.judged(gain >= 3 and acc_gain >= 0.2, float(gain), ">= 3", 3.0, detail)
+    return v.all_of(
+        Check.at_least("PSNR gain (dB)", float(gain), 3.0),
+        Check.at_least("classifier accuracy gain", acc_gain, 0.2),
+        detail=detail,
+    )
 
 
 S_CHANNEL = (
@@ -206,13 +211,11 @@ S_CHANNEL = (
 def judge_channel(res: Result, v: Judgement) -> Verdict:
     r = res.table("digits", unless=NO_DIGITS).set_index("weights").loc["raw"]
     ratio = r.mmd_recorrupted / max(r.mmd_halves, 1e-12)
-    return v.judged(
-        ratio <= 1.5,
+    return v.at_most(
         float(ratio),
-        "<= 1.5",
         1.5,
-        f"MMD² re-corrupted {r.mmd_recorrupted:.5f} vs observed "
-        f"halves {r.mmd_halves:.5f} (ratio {ratio:.2f}, need "
-        f"<= 1.5); "
+        name="MMD² ratio re-corrupted / observed halves",
+        tolerance=1.5,
+        detail=f"MMD² re-corrupted {r.mmd_recorrupted:.5f} vs observed halves {r.mmd_halves:.5f}; "
         f"re-corrupting y itself (no cleaning) gives {r.get('mmd_identity', float('nan')):.5f}",
     )
