@@ -72,10 +72,12 @@ PRESETS = {
     ),
     "cpu": Preset.of(
         "cpu",
-        "2 CPU cores, ~275 s CPU at one thread (measured: seed 0 268 s, seed 1 280 s, peak 1.9 GB): the quick "
-        "tables and 2 recall models (d = 128, 2 layers, RoPE) trained 1500 steps at L = 32 and read at L = 32 ... "
-        "512 (the card's 16x length range); the models answer 1.00 and 0.75 (seed 0), 1.00 and 1.00 (seed 1) at "
-        "L = 32. Measured before: d = 64 (2 layers, L = 32-64, 4-8 pairs) stays on the copy-a-present-value "
+        "2 CPU cores, ~7 min at one thread (estimated from 268 s at 1500 recall steps, seed 0, peak 1.9 GB): the "
+        "quick tables and 2 recall models (d = 128, 2 layers, RoPE) trained 2500 steps at L = 32 and read at "
+        "L = 32 ... 512 (the card's 16x length range). At 1500 steps the models answered 1.00 and 0.75 (seed 0), "
+        "1.00 and 1.00 (seed 1) at L = 32 on an AVX2 EPYC, but 1.00 and 0.28 at seed 0 on an AVX-512 one (the "
+        "second model still on the recall plateau, so the claims were not decided); at 2500 steps both learn "
+        "(seed 0, AVX-512). Measured before: d = 64 (2 layers, L = 32-64, 4-8 pairs) stays on the copy-a-present-value "
         "plateau (accuracy ~1/pairs) for 1500-4000 steps at lr 1e-3 and 3e-3; d = 128 reaches accuracy 1.0 at "
         "L = 32 by step 1200 (~80 ms a step)",
         recall=(True, "card: the trained recall model of claims 6-7"),
@@ -84,7 +86,11 @@ PRESETS = {
         recall_n_layers=(2, "CPU budget (card: 4): two layers suffice for the key -> value lookup"),
         recall_pairs=(4, "CPU budget (ours: 8): 4 pairs fit L = 32"),
         recall_train_length=(32, "CPU budget (card: 128): a step costs ~linear in L"),
-        recall_steps=(1500, "CPU budget (card: 20k): accuracy 1.0 at L = 32 by step ~1200 (measured, d = 128)"),
+        recall_steps=(
+            2500,
+            "CPU budget (card: 20k): accuracy 1.0 at L = 32 by step ~1200 on one CPU, still on the plateau at 1500 "
+            "on another (measured, d = 128)",
+        ),
         recall_lr=(1e-3, "the card's 3e-4 needs more than the CPU budget's steps"),
         recall_batch=(32, "CPU budget (ours: 64)"),
         recall_lengths=((32, 64, 128, 256, 512), "L_train ... 16 L_train, the card's range 128 ... 2048 scaled"),
