@@ -215,7 +215,7 @@ def test_mst_cpu_decides_the_claim(mpnn_mst):
     """mst-cpu judges at its largest test size (64 nodes, declared); at run seed 0 one of its two minimax models
     misses F1 0.99 (the declared known failure), but a pass elsewhere is a pass."""
     v = next(c for c in mpnn.judges.claims if c.id.endswith("mst-minimax")).evaluate(mpnn_mst)
-    assert v.outcome in ("passed", "known") and v.detail.startswith("mean F1 by (seed, n)"), (v.outcome, v.detail)
+    assert v.outcome in ("passed", "known") and "mean F1 by (seed, n)" in v.detail, (v.outcome, v.detail)
     assert any(d.startswith("mst_judged_nodes 64") for d in v.departures), v.departures
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import tolerance_departures
 
 REF = "arXiv 2604.09560"
@@ -41,19 +41,18 @@ def judge_row(res: Result, v: Judgement) -> Verdict:
     )
     ratios = pd.concat([rows / tol_rows, pis / tol_rows, fixed / tol_pi])
     worst = float(ratios.max())
-    ok = worst <= 1 and float(min_entry.min()) > 0 and float(pi_min.min()) >= 0
+    smallest = float(min_entry.min())
     detail = (
         f"{len(t)} operators: row sums {t['row_sum_error'].max():.1e} (tolerance 2nε = "
         f"{t['tol_rows'].min():.1e}), min entry {t['min_entry'].min():.1e}, "
         f"π sum {t['pi_sum_error'].max():.1e}, |πP − π| {t['pi_fixed_error'].max():.1e} (tolerance >= "
         f"{t['tol_pi'].min():.1e}); worst residual/tolerance {worst:.2g}"
     )
-    return v.judged(
-        ok,
-        worst,
-        "residual/tolerance <= 1",
-        1.0,
-        detail,
+    return v.all_of(
+        Check.at_most("residual/tolerance", worst, 1.0),
+        Check.holds("every entry of P > 0", smallest > 0),
+        Check.at_least("smallest π entry", float(pi_min.min()), 0),
+        detail=detail,
         departures=_tolerance_departures(
             [(rows, tol_rows, 1e-12, "row sum"), (pis, tol_rows, 1e-12, "π sum"), (fixed, tol_pi, 1e-12, "|πP − π|")]
         ),
@@ -77,19 +76,17 @@ def judge_tied(res: Result, v: Judgement) -> Verdict:
         t.loc["sphere (equal norms)", "plain_random_walk_error"] / t.loc["sphere (equal norms)", "tolerance"]
     )
     wrong = float(wrong_col.min())
-    ok = worst <= 1 and sphere_plain <= 1 and wrong > 1e-3
     detail = (
         f"max relative error {t['error'].max():.1e} (tolerance {t['tolerance'].min():.1e}); sphere vs plain "
         f"random walk {t.loc['sphere (equal norms)', 'plain_random_walk_error']:.1e}; "
         f"wrong bandwidth {wrong:.2g}; unequal norms vs plain random walk "
         f"{t['plain_random_walk_error'].max():.2g} (the weights matter)"
     )
-    return v.judged(
-        ok,
-        worst,
-        "error/tolerance <= 1",
-        1.0,
-        detail,
+    return v.all_of(
+        Check.at_most("error/tolerance", worst, 1.0),
+        Check.at_most("sphere vs plain random walk error/tolerance", sphere_plain, 1.0),
+        Check.holds("wrong-bandwidth error > 1e-3", wrong > 1e-3),
+        detail=detail,
         departures=_tolerance_departures([(err, tol, 1e-12, "relative error")]),
     )
 
@@ -195,17 +192,21 @@ def judge_ness(res: Result, v: Judgement) -> Verdict:
     ]
     v.column(t, "sigma")
     imag = float(v.column(res.table("operators"), "eig_imag_eta1").min())
-    ok = (
-        bool((t["sigma"] > 0).all())
-        and len(slopes) == t["draw"].nunique()
-        and all(1.9 <= s <= 2.1 for s in slopes)
-        and imag >= 1e-3
-    )
     detail = (
         f"slopes {', '.join(f'{s:.3f}' for s in slopes)}; min σ {t['sigma'].min():.2e}; smallest max|Im λ| at η = 1: "
         f"{imag:.2e}"
     )
-    return v.judged(ok, float(np.median(slopes)) if slopes else None, "[1.9, 2.1]", 0.1, detail)
+    if not slopes:  # no draw has σ > 0 at every η (or there is none): nothing to fit, never a pass
+        return v.failed(None, "[1.9, 2.1]", 0.1, f"no draw with σ(η) > 0 at every η to fit a slope to; {detail}")
+    return v.all_of(
+        Check.within("log-log slope of σ(η) per draw", np.array(slopes), 1.9, 2.1),
+        Check.holds("σ(η) > 0 at every η of every draw", bool((t["sigma"] > 0).all())),
+        Check.holds("a slope fitted for every draw", len(slopes) == t["draw"].nunique()),
+        Check.at_least("smallest max|Im λ| at η = 1", imag, 1e-3),
+        measured=float(np.median(slopes)),
+        tolerance=0.1,
+        detail=detail,
+    )
 
 
 S_POE = (
@@ -223,19 +224,16 @@ def judge_poe(res: Result, v: Judgement) -> Verdict:
         v, t, "poe_formula_error", "tol_poe", "poe_a_blind_error", "tol_poe_blind", "poe_asymmetry"
     )
     worst = float(max((formula / tol_poe).max(), (blind / tol_blind).max()))
-    ok = asym.max() == 0 and worst <= 1
     detail = (
         f"asymmetry {t['poe_asymmetry'].max():.1e}; formula {t['poe_formula_error'].max():.1e} (tolerance "
         f"{t['tol_poe'].min():.1e}); "
         f"A-blindness {t['poe_a_blind_error'].max():.1e} (tolerance {t['tol_poe_blind'].min():.1e}); worst "
         f"residual/tolerance {worst:.2g}"
     )
-    return v.judged(
-        bool(ok),
-        worst,
-        "residual/tolerance <= 1",
-        1.0,
-        detail,
+    return v.all_of(
+        Check.at_most("residual/tolerance", worst, 1.0),
+        Check.holds("P ⊙ Pᵀ exactly symmetric (max asymmetry == 0)", asym.max() == 0),
+        detail=detail,
         departures=_tolerance_departures(
             [
                 (asym, 0.0, 1e-15, "asymmetry"),
@@ -264,12 +262,17 @@ def judge_manifolds(res: Result, v: Judgement) -> Verdict:
     roll = v.finite(t["|spearman(phi1, t)|"], "Swiss-roll |Spearman|")
     control = v.finite(t[[m for m in t.index if "control" in m][0]], "control |Spearman|")
     raw = t[[m for m in t.index if "without" in m][0]]
-    ok = cc >= 0.98 and roll >= 0.95 and control < 0.5
     detail = (
         f"circle canonical correlations >= {cc:.4f}; Swiss roll |ρ| = {roll:.3f}; control at 16ε |ρ| = {control:.3f}; "
         f"without the norm correction |ρ| = {raw:.3f} (report)"
     )
-    return v.judged(bool(ok), float(min(cc, roll)), ">= 0.98 / 0.95", None, detail)
+    return v.all_of(
+        Check.at_least("circle canonical correlations (min)", cc, 0.98),
+        Check.at_least("Swiss-roll |Spearman(φ₁, t)|", roll, 0.95),
+        Check.holds("control |Spearman| at 16ε < 0.5", control < 0.5),
+        measured=float(min(cc, roll)),
+        detail=detail,
+    )
 
 
 S_MAG = (
@@ -312,7 +315,6 @@ def judge_magnetic(res: Result, v: Judgement) -> Verdict:
             (-lam_min / (tol_spec * lam_max)).max(),
         )
     )
-    ok = exact <= 1 and frustration.min() >= 1e-3
     detail = (
         f"Hermitian {t['hermitian_error'].max():.1e} (tolerance >= {t['tol_hermitian'].min():.1e}); η = 0 vs "
         f"graph Laplacian {t['eta0_error'].max():.1e}; "
@@ -320,12 +322,10 @@ def judge_magnetic(res: Result, v: Judgement) -> Verdict:
         f"residual/tolerance {exact:.2g}; "
         f"λ_min/λ_max at η = {res.config.get('magnetic_skew', 0.1)}: min {t['frustration'].min():.2e}"
     )
-    return v.judged(
-        bool(ok),
-        float(frustration.min()),
-        ">= 1e-3",
-        1e-3,
-        detail,
+    return v.all_of(
+        Check.at_least("λ_min/λ_max (frustration, min over draws)", float(frustration.min()), 1e-3),
+        Check.at_most("identity residual/tolerance", exact, 1.0),
+        detail=detail,
         departures=_tolerance_departures(
             [
                 (herm, tol_herm, 1e-12, "relative Hermitian error"),

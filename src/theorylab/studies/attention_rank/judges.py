@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.train.farthest_point import grid_summary
 
@@ -64,7 +65,11 @@ def judge_softmax(res: Result, v: Judgement) -> Verdict:
         return v.undecided(
             f"this config's betas stop at {top_beta:g}; the claim needs beta >= 300 in 'betas': {detail}"
         )
-    return v.judged(falls and last <= 0.05, last, 0.0, 0.05, detail + f" (at β={top_beta:g}: need <= 0.05)")
+    return v.all_of(
+        Check.at_most(f"d·MSE at β={top_beta:g}", last, 0.05),
+        Check.holds("d·MSE strictly decreasing in β", falls),
+        detail=detail,
+    )
 
 
 S_RANK1 = (
@@ -90,7 +95,11 @@ def judge_rank1(res: Result, v: Judgement) -> Verdict:
         return v.undecided(
             f"this config's rank1_n_heads stop at H = {int(h_max)}; the claim needs H >= d^2 = {d * d}: {detail}"
         )
-    return v.judged(at_max >= 0.5 and drop < 0.5, at_max, ">= 0.5", 0.5, detail)
+    return v.all_of(
+        Check.at_least(f"held-out d·MSE at H={int(h_max)}", at_max, 0.5),
+        Check.holds("drop from H=1 < 0.5", drop < 0.5),
+        detail=detail,
+    )
 
 
 S_HEADS = (
@@ -114,12 +123,16 @@ def judge_heads(res: Result, v: Judgement) -> Verdict:
     low_min = float(v.column(low, "dmse_min").min())
     ratio = low_min / full_err
     detail = (
-        f"min over seeds: H=1 (r={d}): {full_err:.4f} (need <= 0.2); "
+        f"min over seeds: H=1 (r={d}): {full_err:.4f}; "
         + ", ".join(f"H={int(r.heads)} (r={int(r.rank)}): {r.dmse_min:.4f}" for r in low.itertuples())
-        + f" (need >= 0.35); ratio {ratio:.2f} (need >= 3)"
+        + f"; ratio {ratio:.2f}"
     )
-    ok = full_err <= 0.2 and low_min >= 0.35 and ratio >= 3
-    return v.judged(ok, ratio, ">= 3", 3, detail)
+    return v.all_of(
+        Check.at_least("low-rank / full-rank d·MSE", ratio, 3),
+        Check.at_most("full-rank (H=1) d·MSE", full_err, 0.2),
+        Check.at_least("lowest low-rank (H >= 4) d·MSE", low_min, 0.35),
+        detail=detail,
+    )
 
 
 def _paper_scale(res) -> bool:
@@ -195,7 +208,15 @@ def judge_fig1(res: Result, v: Judgement) -> Verdict:
         )
     v.column(s, "dmse_min")
     full, r32, low = s[s["rank"] == 64], s[s["rank"] == 32], s[s["rank"] <= 16]
-    ok = bool((full["dmse_min"] <= 0.05).all() and (r32["dmse_min"] >= 0.25).all() and (low["dmse_min"] >= 0.4).all())
+
+    def cells(rows):
+        return rows["dmse_min"].set_axis([f"r={int(r.rank)}, w={int(r.width)}" for r in rows.itertuples()])
+
+    checks = [Check.at_most("rank-64 d·MSE", cells(full), 0.05)]  # non-empty: checked above
+    if len(r32):
+        checks.append(Check.at_least("rank-32 d·MSE", cells(r32), 0.25))
+    if len(low):
+        checks.append(Check.at_least("rank <= 16 d·MSE", cells(low), 0.4))
     widths = sorted(int(w) for w in s["width"].unique())
     ranks = sorted(int(r) for r in s["rank"].unique())
     partial = (
@@ -208,7 +229,7 @@ def judge_fig1(res: Result, v: Judgement) -> Verdict:
         )
         + partial
     )
-    return v.judged(ok, float(full["dmse_min"].max()), "<= 0.05", 0.05, detail)
+    return v.all_of(*checks, detail=detail)
 
 
 S_PARAMS = (
@@ -232,8 +253,11 @@ def judge_params(res: Result, v: Judgement) -> Verdict:
         )
     low = float(v.column(wide, "dmse_min").min())
     full_err = float(v.column(full, "dmse_min").iloc[0])
-    detail = f"min over r <= 32 at w = 64: {low:.4f} (need >= 0.25); r = 64 at w = 1: {full_err:.4f} (need <= 0.05)"
-    return v.judged(low >= 0.25 and full_err <= 0.05, low, ">= 0.25", 0.25, detail)
+    return v.all_of(
+        Check.at_least("min d·MSE over r <= 32 at w = 64", low, 0.25),
+        Check.at_most("r = 64 d·MSE at w = 1", full_err, 0.05),
+        detail=f"min over r <= 32 at w = 64: {low:.4f}; r = 64 at w = 1: {full_err:.4f}",
+    )
 
 
 S_LENGTH = (
@@ -264,7 +288,6 @@ def judge_length(res: Result, v: Judgement) -> Verdict:
     for r, grp in s[s["rank"] < d].groupby("rank"):
         by_n = grp.set_index("n_points")["dmse_min"]
         growths[int(r)] = float(by_n[n_max] - by_n[n_ref])
-    ok = full_worst <= full_tol and min(growths.values()) >= growth_tol
     scale = (
         "paper thresholds (Fig. N)"
         if paper
@@ -281,12 +304,17 @@ def judge_length(res: Result, v: Judgement) -> Verdict:
             f"Fig. N grid is GPU work"
         ]
     )
-    detail = (
-        f"{scale}: full rank max over N = {full_worst:.4f} (need <= {full_tol}); growth N={n_ref}->{n_max}: "
-        + ", ".join(f"r={r}: {g:+.4f}" for r, g in sorted(growths.items()))
-        + f" (need >= {growth_tol})"
+    detail = f"{scale}: full rank max over N = {full_worst:.4f}; growth N={n_ref}->{n_max}: " + ", ".join(
+        f"r={r}: {g:+.4f}" for r, g in sorted(growths.items())
     )
-    return v.judged(ok, min(growths.values()), f">= {growth_tol}", growth_tol, detail, departures=departures)
+    growth = pd.Series({f"r={r}": g for r, g in sorted(growths.items())})
+    return v.all_of(
+        Check.at_least(f"low-rank growth N={n_ref}->{n_max}", growth, growth_tol),
+        Check.at_most("full-rank d·MSE (max over N)", full_worst, full_tol),
+        measured=min(growths.values()),
+        detail=detail,
+        departures=departures,
+    )
 
 
 S_DEPTH = (

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.rates import loglog_slopes, zero_crossing
 
@@ -44,7 +44,6 @@ def judge_exact(res: Result, v: Judgement) -> Verdict:
     )
     dp_gap = float((t["theta_exact"] - t["theta_dp"]).abs().max())
     bound_ok = bool((t["theta_dp_bound"] >= t["theta_exact"] - 1e-12).all())
-    ok = worst <= 1e-10 and tiny <= 1e-15 and dp_gap <= 1e-3 and bound_ok
     # the card: relative 1e-10 on every row; a near-one-hot row judged otherwise by our absolute 1e-15 departs
     small = t[~well]
     ours_ok = (small["theta_exact"] / small["tau"] - small["brute_norm"]).abs() <= 1e-15
@@ -59,12 +58,12 @@ def judge_exact(res: Result, v: Judgement) -> Verdict:
         else []
     )
     taus = ", ".join(f"{x:g}" for x in sorted(t["tau"].unique()))
-    return v.judged(
-        ok,
-        worst,
-        "<= 1e-10",
-        1e-10,
-        f"{len(t)} rows (n 2-{int(t['n'].max())}, τ {taus}): max relative "
+    return v.all_of(
+        Check.at_most("max relative error (θ >= 1e-4)", worst, 1e-10),
+        Check.at_most("max absolute error (θ < 1e-4)", tiny, 1e-15),
+        Check.at_most("|θ_dp − θ| max", dp_gap, 1e-3),
+        Check.holds("DP bound valid (θ_dp bound >= θ − 1e-12 on every row)", bound_ok),
+        detail=f"{len(t)} rows (n 2-{int(t['n'].max())}, τ {taus}): max relative "
         f"error {worst:.1e} on {int(well.sum())} rows with θ >= 1e-4, "
         f"max absolute error {tiny:.1e} on the other {int((~well).sum())}; |θ_dp − θ| max {dp_gap:.1e}; DP "
         f"bound valid: {bound_ok}",
@@ -92,12 +91,10 @@ def judge_closed(res: Result, v: Judgement) -> Verdict:
             & (t["theta_exact"] <= 1 + 1e-12)
         ).all()
     )
-    return v.judged(
-        worst <= 1e-12 and chain,
-        worst,
-        "<= 1e-12",
-        1e-12,
-        f"{len(c)} closed-form cases, max error {worst:.1e}; bound chain on {len(t)} rows: {chain}",
+    return v.all_of(
+        Check.at_most("max closed-form error", worst, 1e-12),
+        Check.holds("1 − p_max² <= θ_greedy <= θ_exact <= 1 (to 1e-12) on every row", chain),
+        detail=f"{len(c)} closed-form cases, max error {worst:.1e}; bound chain on {len(t)} rows: {chain}",
     )
 
 
@@ -130,13 +127,20 @@ def judge_gain(res: Result, v: Judgement) -> Verdict:
     ratio = float(t["gain"].iloc[-1] / t["gain"].iloc[0])
     control = float(t["gain_sequence_l2"].iloc[-1] / t["gain_sequence_l2"].iloc[0])
     under = bool((t["gain"] <= t["bound"] * (1 + 1e-3)).all())
-    ok = 0.5 <= ratio <= 2 and under and not 0.5 <= control <= 2
     detail = (
         "gain by T: "
         + ", ".join(f"{int(r.T)}: {r.gain:.3f} (bound {r.bound:.1f})" for r in t.itertuples())
         + f"; ratio {ratio:.3f}; control (sequence ℓ2) ratio {control:.2f}"
     )
-    return v.judged(ok, ratio, "in [0.5, 2]", None, detail)
+    return v.all_of(
+        Check.within("gain ratio longest/shortest T", ratio, 0.5, 2),
+        Check.holds("gain <= bound·(1 + 1e-3) at every T", under),
+        # the control must leave [0.5, 2]; a NaN control ratio is undetermined, so it fails (marked NaN)
+        Check.holds(
+            "sequence-ℓ2 control ratio outside [0.5, 2]", math.nan if math.isnan(control) else not 0.5 <= control <= 2
+        ),
+        detail=detail,
+    )
 
 
 def _deepnorm_verdict(res, v, update: str, **declared) -> Verdict:
@@ -181,7 +185,12 @@ def _deepnorm_verdict(res, v, update: str, **declared) -> Verdict:
             detail + f" (no zero crossing on the p grid [{grid.min():g}, {grid.max():g}], so p* is "
             "outside [0.18, 0.32])",
         )
-    return v.within(p_star, 0.18, 0.32, name="p*", also=spread <= 1.5 and growth >= 2, detail=detail)
+    return v.all_of(
+        Check.within("p*", p_star, 0.18, 0.32),
+        Check.at_most("max/min over N at p = ¼", spread, 1.5),
+        Check.at_least("plain post-LN growth over N", growth, 2),
+        detail=detail,
+    )
 
 
 S_DN = (
@@ -265,7 +274,11 @@ def judge_theta_training(res: Result, v: Judgement) -> Verdict:
     local = t[t["step"] < 0]
     if len(local):
         detail += f"; local checkpoint (reported): mean θ {np.average(local['mean'], weights=local['rows']):.3f}"
-    ok = fell >= LOSS_DROP and trained_loss < unigram and low >= 0.9
+    theta, *loss_checks = (
+        Check.at_least("lowest mean θ", low, 0.9),
+        Check.at_least("training loss fall (nats)", fell, LOSS_DROP),
+        Check.holds("final training loss < unigram entropy", trained_loss < unigram),
+    )
     # the card judges θ alone: the loss conditions (ours) depart only where they decide the verdict
     departures = (
         [
@@ -273,17 +286,10 @@ def judge_theta_training(res: Result, v: Judgement) -> Verdict:
             f">= {LOSS_DROP:g} nat and end below the unigram entropy, since an untrained model already has "
             f"θ ≈ 1"
         ]
-        if low >= 0.9 and not ok
+        if theta.ok and not all(c.ok for c in loss_checks)
         else []
     )
-    return v.judged(
-        ok,
-        low,
-        f">= 0.9 after a loss fall >= {LOSS_DROP:g} nat to below the unigram entropy",
-        0.9,
-        detail,
-        departures=departures,
-    )
+    return v.all_of(theta, *loss_checks, detail=detail, departures=departures)
 
 
 S_WARM = (
@@ -339,9 +345,10 @@ def judge_warmup(res: Result, v: Judgement) -> Verdict:
 
     diverged = str(status[cold]).startswith("diverged")
     gap = final(cold) - final(warm)
-    ok = diverged or gap >= 0.1
     detail = (
         f"no warmup: {status[cold]}, final loss {final(cold):.3f}; warmup {warm}: {status[warm]}, final loss "
         f"{final(warm):.3f}; gap {gap:.3f} nats"
     )
-    return v.judged(ok, None if diverged else gap, ">= 0.1 nats or divergence", 0.1, detail)
+    if diverged:  # the claim's first alternative: a divergence without warmup decides it, whatever the gap
+        return v.passed(None, ">= 0.1 nats or divergence", 0.1, detail)
+    return v.at_least(gap, 0.1, name="final-loss gap no warmup − warmup (nats)", tolerance=0.1, detail=detail)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure, tolerance_departures
 
 REF = "arXiv 2607.06621"
@@ -58,12 +58,15 @@ def judge_logits(res: Result, v: Judgement) -> Verdict:
     v.column(t, "rel_error")
     worst = float(real["rel_error"].max())
     ctrl_min = float(ctrl.groupby("model")["rel_error"].max().min()) if len(ctrl) else math.nan
-    ok = worst <= 1e-5 and ctrl_min >= 1e-2
     detail = (
         "; ".join(f"{m}: {g['rel_error'].max():.1e} over {len(g)} heads" for m, g in real.groupby("model"))
         + f"; transposed M: >= {ctrl_min:.2f} (worst head per model)"
     )
-    return v.judged(ok, worst, "<= 1e-5", 1e-5, detail)
+    return v.all_of(
+        Check.at_most("worst relative error", worst, 1e-5),
+        Check.at_least("transposed-M error (worst head per model, least model)", ctrl_min, 1e-2),
+        detail=detail,
+    )
 
 
 S_SPLIT = (
@@ -111,13 +114,10 @@ def judge_null(res: Result, v: Judgement) -> Verdict:
     null = t[t["family"] == "random init"]
     s, dmean = float(v.column(null, "symmetry").mean()), float(v.column(null, "directionality").mean())
     theory = 0.5 + 1 / (2 * int(null["d"].iloc[0]))
-    ok = 0.48 <= s <= 0.53 and abs(dmean) <= 0.15
-    return v.judged(
-        ok,
-        s,
-        "in [0.48, 0.53]",
-        None,
-        f"{len(null)} heads: mean s {s:.4f} (theory {theory:.4f}, SD "
+    return v.all_of(
+        Check.within("mean s", s, 0.48, 0.53),
+        Check.at_most("|mean d|", abs(dmean), 0.15),
+        detail=f"{len(null)} heads: mean s {s:.4f} (theory {theory:.4f}, SD "
         f"{null['symmetry'].std():.4f}); mean d {dmean:+.4f} (SD "
         f"{null['directionality'].std():.3f})",
     )
@@ -154,13 +154,10 @@ def judge_tied(res: Result, v: Judgement) -> Verdict:
     shape = bool(
         ((tied["inertia_pos"] == dh) & (tied["inertia_neg"] == 0) & (tied["inertia_zero"] == tied["d"] - dh)).all()
     )
-    ok = ratio <= 1 and shape
-    return v.judged(
-        ok,
-        ratio,
-        "residual/tolerance <= 1",
-        1.0,
-        f"{len(tied)} heads: |s − 1| max "
+    return v.all_of(
+        Check.at_most("residual/tolerance", ratio, 1.0),
+        Check.holds("inertia (d_h, 0, d − d_h) on every head", shape),
+        detail=f"{len(tied)} heads: |s − 1| max "
         f"{(tied['symmetry'] - 1).abs().max():.1e}, |d| max "
         f"{tied['directionality'].abs().max():.1e} "
         f"(tolerance >= {tied['directionality_tolerance'].min():.1e}), rotation max "
@@ -191,18 +188,15 @@ def judge_rank(res: Result, v: Judgement) -> Verdict:
     need = np.where(t["family"].isin(["encoder", "decoder"]), t["d"] - pair_dh, t["d"] - dh)
     short = int((t["small_singular"] < need).sum())
     conj = float(v.column(t, "conjugate_gap").max())
-    ok = short == 0 and conj <= 1e-10
     # the judged gap is relative to σ₁ (card: 1e-10, absolute): compare the absolute gap with the card's
     gap = v.column(t, "conjugate_gap")
     departures = _tolerance_departures(
         [(gap * v.column(t, "sigma1"), 1e-10 * t["sigma1"], 1e-10, "conjugate-pair gap")]
     )
-    return v.judged(
-        ok,
-        float(short),
-        "0 heads short",
-        None,
-        f"{len(t)} heads; heads with fewer than d − d_h tiny "
+    return v.all_of(
+        Check.at_most("heads short of d − d_h tiny singular values", float(short), 0),
+        Check.at_most("conjugate-pair gap / σ₁", conj, 1e-10),
+        detail=f"{len(t)} heads; heads with fewer than d − d_h tiny "
         f"singular values: {short}; conjugate-pair gap max "
         f"{conj:.1e}",
         departures=departures,
@@ -259,8 +253,13 @@ def judge_pair(res: Result, v: Judgement) -> Verdict:
         v.column(heads[heads["family"].isin(["encoder", "decoder"])], col)
     ds = m[("symmetry", "encoder")] - m[("symmetry", "decoder")]
     dd = m[("directionality", "decoder")] - m[("directionality", "encoder")]
-    ok = bool((ds >= 0.05).all() and (dd >= 0.1).all())
-    return v.judged(ok, float(ds.min()), ">= 0.05", 0.05, detail)
+    seeds = [f"seed {int(s)}" for s in m.index]
+    return v.all_of(
+        Check.at_least("s(encoder) − s(decoder)", ds.set_axis(seeds), 0.05),
+        Check.at_least("d(decoder) − d(encoder)", dd.set_axis(seeds), 0.1),
+        measured=float(ds.min()),
+        detail=detail,
+    )
 
 
 S_DRIFT = (
@@ -291,4 +290,4 @@ def judge_drift(res: Result, v: Judgement) -> Verdict:
     for col in ("symmetry", "directionality"):  # judged: a NaN head fails, naming it (the means would skip it)
         v.column(t[t["family"].isin(["random init", "decoder"])], col)
     z = float(max(z_s, z_d))
-    return v.judged(z > 3, z, "> 3", 3.0, detail)
+    return v.all_of(Check.holds("max(z(s), z(d)) > 3", z > 3), measured=z, tolerance=3.0, detail=detail)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 
 REF = "Murphy, Dillavou & Bassett, arXiv 2405.21042 (the method 2608.30720 builds on)"
@@ -135,16 +135,12 @@ def judge_reparam(res: Result, v: Judgement) -> Verdict:
         }
     )
     cka = v.column(t, "cka")
-    return v.at_most(
-        changes,
-        1e-9,
-        name="change",
-        tolerance=1e-9,
-        expected="<= 1e-9 (and CKA <= 0.95)",
-        also=bool((cka <= 0.95).all()),
-        detail=f"{len(t)} runs, {len(p)} pairs; CKA(μ, transformed μ) "
-        + ", ".join(f"{c:.3f}" for c in cka)
-        + " (must be <= 0.95)",
+    checks = [Check.at_most("change", changes, 1e-9)]
+    if len(cka):  # no reparametrised run: no CKA condition (the changes then hold only the pairs')
+        checks.append(Check.at_most("CKA(μ, transformed μ)", cka.set_axis([f"run {r}" for r in runs]), 0.95))
+    return v.all_of(
+        *checks,
+        detail=f"{len(t)} runs, {len(p)} pairs; CKA(μ, transformed μ) " + ", ".join(f"{c:.3f}" for c in cka),
     )
 
 
@@ -168,14 +164,14 @@ def judge_noise(res: Result, v: Judgement) -> Verdict:
             if not (d < 0).all():
                 strict_bad.append(f"run {r} {c}")
     top = float(values.max())
-    ok = not strict_bad and not rises and top <= math.log2(n) and informative > 0
-    return v.judged(
-        ok,
-        len(strict_bad) + len(rises),
-        "0 violations",
-        None,
-        f"{informative} informative channels; not strictly decreasing: {strict_bad or 'none'}; rises "
-        f"anywhere: {rises or 'none'}; largest I {top:.3f} <= log2 N = {math.log2(n):.3f}",
+    return v.all_of(
+        Check.at_most("informative channels not strictly decreasing", len(strict_bad), 0),
+        Check.at_most("channels whose I rises anywhere", len(rises), 0),
+        Check.at_most("largest I (bound log2 N)", top, math.log2(n)),
+        Check.at_least("informative channels (I >= 0.1 bits at c = 1)", informative, 1),
+        measured=len(strict_bad) + len(rises),
+        detail=f"{informative} informative channels; not strictly decreasing: {strict_bad or 'none'}; rises "
+        f"anywhere: {rises or 'none'}; largest I {top:.3f}, log2 N = {math.log2(n):.3f}",
     )
 
 

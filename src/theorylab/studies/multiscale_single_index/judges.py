@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 
@@ -47,19 +47,15 @@ def judge_edgeworth(res: Result, v: Judgement) -> Verdict:
         v.column(frame, "rel_dev"), v.column(frame, "rel_se")
     a, se = fit_edgeworth(q)
     z = (lin["rel_dev"].abs() / lin["rel_se"]).to_numpy()
-    return v.within(
-        a,
-        0.7,
-        0.93,
-        name="fitted a",
+    return v.all_of(
+        Check.within("fitted a (theory 0.8165)", a, 0.7, 0.93),
+        Check.at_most("linear control |dev|/se", pd.Series(z, index=[f"d = {d}" for d in lin["d"]]), 4),
         tolerance=0.115,
-        expected="in [0.7, 0.93] (theory 0.8165)",
-        also=bool((z <= 4).all()),
         detail=f"fitted a = {a:.4f} ± {se:.4f}; d^(1/2) x deviation: "
         + ", ".join(
             f"d = {r.d}: {r.rel_dev * math.sqrt(r.d):.3f} ± {r.rel_se * math.sqrt(r.d):.3f}" for r in q.itertuples()
         )
-        + "; linear control |dev|/se (<= 4): "
+        + "; linear control |dev|/se: "
         + ", ".join(f"{x:.2f}" for x in z),
     )
 
@@ -76,6 +72,14 @@ HOSVD_FEATURES = Departure.field_value(
     "one at these d (its O(d^-1/2) term w^2 has norm ~ sqrt(3/d), 0.6 at d = 8); with it the claim held on 7 of seeds "
     "0-9 (min overlap 0.656, 0.703, 0.709 on seeds 9, 6, 8), with random signs (|w|_inf = d^-1/2 at every d) on 10",
 )
+
+
+def _hosvd_checks(worst: float, ctl_best: float) -> list[Check]:
+    """The claim's two conditions on one ensemble: its worst target and its best control min overlap."""
+    return [
+        Check.at_least("worst target min overlap", worst, 0.75),
+        Check.at_most("largest control min overlap", ctl_best, 0.5),
+    ]
 
 
 def _hosvd_verdict(h: pd.DataFrame, v) -> tuple[float, float, pd.DataFrame]:
@@ -103,17 +107,13 @@ def judge_hosvd(res: Result, v: Judgement) -> Verdict:
     report = []
     for kind, g in rest.groupby("features"):
         w, c, _ = _hosvd_verdict(g, v)
+        met = all(check.ok for check in _hosvd_checks(w, c))
         report.append(
             f"; {kind} features (report only, the same thresholds): worst min overlap {w:.3f}, control "
-            f"{c:.3f}, {'met' if w >= 0.75 and c <= 0.5 else 'NOT met'}"
+            f"{c:.3f}, {'met' if met else 'NOT met'}"
         )
-    return v.at_least(
-        worst,
-        0.75,
-        name="worst target min overlap",
-        tolerance=0.75,
-        expected=">= 0.75 (control <= 0.5)",
-        also=ctl_best <= 0.5,
+    return v.all_of(
+        *_hosvd_checks(worst, ctl_best),
         detail=f"{t['features'].iloc[0]} features; target min overlap (layers 1..K): "
         + "; ".join(
             f"d = {r.d}: {r.min_overlap:.3f} ("
@@ -121,7 +121,7 @@ def judge_hosvd(res: Result, v: Judgement) -> Verdict:
             + ")"
             for r in tgt.itertuples()
         )
-        + f"; control (<= 0.5): largest {ctl_best:.3f}"
+        + f"; control: largest {ctl_best:.3f}"
         + "; balanced flattening (report): "
         + ", ".join(f"{x:.3f}" for x in bal["min_overlap"])
         + "".join(report),
@@ -209,6 +209,15 @@ SGD2_KNOWN = KnownFailure.on_some_seeds(
 )
 
 
+def _sgd_k2_checks(ratio: float, worst: float) -> list[Check]:
+    """sgd-k2's two conditions: the ratio of the median n_0.5/(d log d) at the largest d to the smallest, and the
+    smallest final min overlap."""
+    return [
+        Check.at_most("ratio of medians d = 64 / 16", ratio, 2.0),
+        Check.at_least("smallest final min overlap", worst, 0.6),
+    ]
+
+
 @claims.add(
     "sgd-k2",
     S_SGD2,
@@ -228,16 +237,11 @@ def judge_sgd_k2(res: Result, v: Judgement) -> Verdict:
     worst_abs, ratio_abs = float(v.column(t, "final_min_abs").min()), _ratio(_medians(t, "n05_abs_scaled"))
     card = (
         f"; the card's |.| form (report only): smallest final {worst_abs:.3f}, ratio {ratio_abs:.3f}, "
-        f"{'met' if worst_abs >= 0.6 and ratio_abs <= 2 else 'NOT met'}"
+        f"{'met' if all(c.ok for c in _sgd_k2_checks(ratio_abs, worst_abs)) else 'NOT met'}"
     )
-    return v.at_most(
-        ratio,
-        2.0,
-        name="ratio of medians d = 64 / 16",
-        tolerance=2.0,
-        expected="<= 2 (and every final min overlap >= 0.6)",
-        also=worst >= 0.6,
-        detail=f"signed final min overlaps (>= 0.6): smallest {worst:.3f}; per d: "
+    return v.all_of(
+        *_sgd_k2_checks(ratio, worst),
+        detail=f"signed final min overlaps: smallest {worst:.3f}; per d: "
         + "; ".join(f"d = {d}: " + ", ".join(f"{x:.3f}" for x in g["final_min"]) for d, g in t.groupby("d"))
         + "; median n_0.5/(d log d) (inf: a median run never reached 0.5): "
         + ", ".join(f"d = {d}: {m:.2f}" for d, m in med.items())
@@ -278,20 +282,27 @@ def judge_rate(res: Result, v: Judgement) -> Verdict:
     hi = t[t["K"] >= 3]
     if hi.empty:
         return v.undecided("needs the cpu preset (K >= 3 runs); reduced measurement: " + _reduced_k2(t))
-    parts, ok, worst = [], True, 0.0
+    parts, checks, worst = [], [], 0.0
     for K, g in hi.groupby("K"):
         v.column(g, "final_min")
         med, fin = _medians(g, "n05_scaled"), g.groupby("d")["final_min"].median().sort_index()
         spread = float(med.max() / max(med.min(), 1e-12)) if np.isfinite(med.to_numpy()).all() else math.inf
-        good = spread <= 3 and fin.iloc[-1] >= 0.9 and fin.iloc[-1] > fin.iloc[0] and len(med) >= 2
-        ok, worst = ok and good, max(worst, spread)
+        checks += [
+            Check.at_most(f"K = {K}: spread of the median n_0.5/(d^(K-1) log d)", spread, 3),
+            Check.at_least(f"K = {K}: median final min overlap at the largest d", float(fin.iloc[-1]), 0.9),
+            Check.holds(
+                f"K = {K}: final min overlap larger at the largest d than at the smallest", fin.iloc[-1] > fin.iloc[0]
+            ),
+            Check.at_least(f"K = {K}: number of d", len(med), 2),
+        ]
+        worst = max(worst, spread)
         parts.append(
             f"K = {K}: median n_0.5/(d^(K-1) log d) (inf: never reached 0.5) "
             + ", ".join(f"{m:.2f}" for m in med)
             + f" (spread {spread:.2f}); median final min overlap "
             + ", ".join(f"{m:.3f}" for m in fin)
         )
-    return v.judged(ok, worst, "spread <= 3 (final >= 0.9, increasing)", 3.0, "; ".join(parts))
+    return v.all_of(*checks, measured=worst, tolerance=3.0, detail="; ".join(parts))
 
 
 def _layer_ratio(g: pd.DataFrame) -> np.ndarray:
@@ -342,7 +353,12 @@ def judge_same(res: Result, v: Judgement) -> Verdict:
         m = float(np.median(r)) if r.size else math.inf
         worst = max(worst, m)
         parts.append(f"K = {K}, d = {d}: {m:.2f}")
-    return v.judged(worst < 2, worst, "< 2", 2.0, "median max/min layer crossing: " + "; ".join(parts))
+    return v.all_of(
+        Check.holds("median max/min layer crossing < 2 at every (K, d)", worst < 2),
+        measured=worst,
+        tolerance=2.0,
+        detail="median max/min layer crossing: " + "; ".join(parts),
+    )
 
 
 def crossing_n(g: pd.DataFrame, level: float = 0.5) -> float:
@@ -394,13 +410,10 @@ def judge_unfold(res: Result, v: Judgement) -> Verdict:
     med = _medians(sgd, "n05")  # inf: the median run never reached 0.5, so no exponent (fails)
     exps["sgd"] = _slope(med.index, med.values) if len(med) >= 2 and np.isfinite(med.to_numpy()).all() else math.nan
     target = {"balanced": 2.0, "mode-wise": 3.0, "sgd": 3.0}
-    ok = all(abs(exps.get(k, math.nan) - e) <= 0.4 for k, e in target.items())
-    return v.judged(
-        ok,
-        exps.get("balanced", math.nan),
-        "balanced 2 ± 0.4, mode-wise and SGD 3 ± 0.4",
-        0.4,
-        "exponents: " + ", ".join(f"{k} {x:.2f}" for k, x in exps.items()) + "; " + "; ".join(parts),
+    return v.all_of(
+        *(Check.at_most(f"|{k} exponent - {e:g}|", abs(exps.get(k, math.nan) - e), 0.4) for k, e in target.items()),
+        measured=exps.get("balanced", math.nan),
+        detail="exponents: " + ", ".join(f"{k} {x:.2f}" for k, x in exps.items()) + "; " + "; ".join(parts),
     )
 
 
@@ -448,12 +461,18 @@ def judge_chaos2(res: Result, v: Judgement) -> Verdict:
         )
     ds = sorted(stats)
     e = _slope(ds, [stats[d][2] for d in ds]) if len(ds) >= 2 else math.nan
-    ok = all(top <= 3 and d / 2 <= mult <= 2 * d for d, (top, mult, _) in stats.items()) and abs(e + 0.5) <= 0.2
-    return v.judged(
-        ok,
-        e,
-        "-0.5 ± 0.2 (top <= 3, plateau in [d/2, 2d])",
-        0.2,
-        "; ".join(f"d = {d}: top {top}, plateau x{mult} at {lvl:.3g}" for d, (top, mult, lvl) in stats.items())
+    shapes = [
+        check
+        for d, (top, mult, _) in stats.items()
+        for check in (
+            Check.at_most(f"d = {d}: top-group size", top, 3),
+            Check.within(f"d = {d}: plateau multiplicity", mult, d / 2, 2 * d),
+        )
+    ]
+    return v.all_of(
+        Check.at_most("|level exponent + 0.5|", abs(e + 0.5), 0.2),
+        *shapes,
+        measured=e,
+        detail="; ".join(f"d = {d}: top {top}, plateau x{mult} at {lvl:.3g}" for d, (top, mult, lvl) in stats.items())
         + f"; level exponent {e:.3f}",
     )

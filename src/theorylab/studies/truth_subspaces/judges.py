@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from theorylab.core import Claims, Judgement, Result, Verdict
+from theorylab.core import Check, Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.theory.truth_bayes import truth_bayes
 
@@ -211,15 +211,12 @@ def judge_later(res: Result, v: Judgement) -> Verdict:
     ph = phases(res)
     if ph.empty:
         return _empty(v, ">= 5")
-    ratio = (ph["t_truth"] / ph["t_mem"]).to_numpy()
-    worst = float(ratio.min())
-    ok = bool(np.isfinite(ph["t_truth"]).all() and worst >= 5)
-    return v.judged(
-        ok,
-        worst,
-        "t_truth / t_mem >= 5 (t_truth finite)",
-        5,
-        f"(t_mem, t_truth) by seed: {list(zip(ph['t_mem'], ph['t_truth']))}",
+    ratio = (ph["t_truth"] / ph["t_mem"]).set_axis([f"seed {s}" for s in ph["seed"]])
+    return v.all_of(
+        Check.at_least("t_truth / t_mem", ratio, 5),
+        Check.holds("t_truth finite on every seed", bool(np.isfinite(ph["t_truth"]).all())),
+        measured=float(ratio.to_numpy().min()),  # NaN propagates (numpy)
+        detail=f"(t_mem, t_truth) by seed: {list(zip(ph['t_mem'], ph['t_truth']))}",
     )
 
 
@@ -238,13 +235,11 @@ def judge_final(res: Result, v: Judgement) -> Verdict:
     l_bayes = truth_bayes(b["n"], b["rho"]).loss_bayes
     probe, loss = float(_col(v, ph, "probe_post_end").min()), float(_col(v, ph, "loss_end").max())
     split = float((_col(v, ph, "loss_false_end") - _col(v, ph, "loss_true_end")).min())
-    ok = probe >= 0.95 and loss <= l_bayes + 0.08 and split >= 3
-    return v.judged(
-        ok,
-        probe,
-        "probe >= 0.95, loss <= L_Bayes + 0.08, false - true >= 3",
-        0.95,
-        f"worst seed: probe {probe:.3f}, y'-loss {loss:.4f} (L_Bayes + 0.08 = {l_bayes + 0.08:.4f}), "
+    return v.all_of(
+        Check.at_least("post-norm probe (worst seed)", probe, 0.95),
+        Check.at_most("y'-loss (worst seed; bound L_Bayes + 0.08)", loss, l_bayes + 0.08),
+        Check.at_least("false - true y'-loss (worst seed)", split, 3),
+        detail=f"worst seed: probe {probe:.3f}, y'-loss {loss:.4f} (L_Bayes + 0.08 = {l_bayes + 0.08:.4f}), "
         f"false - true {split:.2f} nats",
     )
 
@@ -284,13 +279,11 @@ def judge_noln(res: Result, v: Judgement) -> Verdict:
     b = _base(res)
     l_mem = truth_bayes(b["n"], b["rho"]).loss_mem
     probe, loss = float(_col(v, ph, "probe_max_end").max()), float(_col(v, ph, "loss_end").min())
-    ok = probe <= 0.65 and loss >= l_mem - 0.03
-    return v.judged(
-        ok,
-        probe,
-        "probe <= 0.65 at every site and loss >= L_mem - 0.03",
-        0.65,
-        f"largest final probe {probe:.3f}; smallest final y'-loss {loss:.4f} vs L_mem - 0.03 = {l_mem - 0.03:.4f}",
+    return v.all_of(
+        Check.at_most("largest final probe (every site)", probe, 0.65),
+        Check.at_least("smallest final y'-loss (bound L_mem - 0.03)", loss, l_mem - 0.03),
+        detail=f"largest final probe {probe:.3f}; smallest final y'-loss {loss:.4f} vs L_mem - 0.03 = "
+        f"{l_mem - 0.03:.4f}",
     )
 
 
@@ -315,7 +308,6 @@ def judge_rho(res: Result, v: Judgement) -> Verdict:
             f"needs paper preset (ρ in {{0.5, 0.9, 0.99, 0.999}}, 1e5 steps); reduced measurement: {detail}"
         )
     seq = [med[r] for r in sorted(med) if r <= 0.99 + 1e-12 and r >= 0.5 - 1e-12]
-    ok = all(a <= b2 for a, b2 in zip(seq, seq[1:])) and math.isfinite(med[max(med)])
     # The run draws the test set of a ρ above TEST_RHO_MAX at TEST_RHO_MAX, so that both probe
     # classes have rows; t_truth there is a probe of such a test set, not of one drawn at the run's ρ.
     above = [r for r in med if r > TEST_RHO_MAX + 1e-12]
@@ -328,7 +320,13 @@ def judge_rho(res: Result, v: Judgement) -> Verdict:
         if above
         else []
     )
-    return v.judged(ok, seq, "non-decreasing; finite at 0.999", None, detail, departures=departures)
+    return v.all_of(
+        Check.holds("median t_truth non-decreasing in ρ over [0.5, 0.99]", all(a <= b2 for a, b2 in zip(seq, seq[1:]))),
+        Check.holds(f"t_truth finite at ρ = {max(med):g}", math.isfinite(med[max(med)])),
+        measured=seq,
+        detail=detail,
+        departures=departures,
+    )
 
 
 S_LM = (
@@ -367,4 +365,8 @@ def judge_lm(res: Result, v: Judgement) -> Verdict:
         return v.undecided(
             f"needs cpu preset (own LM, lm_steps >= {LM_STEPS}); reduced measurement: {steps} steps, {detail}"
         )
-    return v.judged(drop >= 0.5 and probe >= 0.9, drop, "drop >= 0.5 nats and probe >= 0.9", 0.5, detail)
+    return v.all_of(
+        Check.at_least("log P drop after one false fact (nats)", drop, 0.5),
+        Check.at_least("mean-residual probe", probe, 0.9),
+        detail=detail,
+    )
