@@ -265,6 +265,20 @@ S_RATE = (
 )
 
 
+SIGN_BASINS_CPU = KnownFailure.on_some_seeds(
+    1,
+    1,
+    [0],
+    "cpu preset, seed 0 (AVX-512 EPYC; the AVX2 run of 2026-12-06 failed too): the cause of sgd-k2 at K = 3 and 4. "
+    "The start's sign pattern picks the basin (the link is neither odd nor even): 8 of the 15 K = 3 runs and all 15 "
+    "K = 4 runs end with at least one feature at a wrong sign (e.g. '+--', '-+-', '++-+'; signed final min overlap "
+    "down to -0.98, while their |.| reaches 0.79); the 7 K = 3 runs with every sign right end at 0.11-0.67 "
+    "(none >= 0.9) within n = 200 d^(K-1) log d, half the card's budget, at d = 12-24. Median n_0.5 is then "
+    "infinite at some d and the medians of the final overlap are negative",
+    presets=["cpu"],
+)
+
+
 @claims.add(
     "sgd-sample-complexity",
     S_RATE,
@@ -276,6 +290,7 @@ S_RATE = (
         "the final overlap judged by its median over seeds, and 'increases with d' as "
         "larger at the largest d than at the smallest (card: aggregation and monotonicity not stated)",
     ],
+    known=SIGN_BASINS_CPU,
 )
 def judge_rate(res: Result, v: Judgement) -> Verdict:
     t = _signed_sgd(res)
@@ -335,6 +350,7 @@ S_SAME = (
         "judged on the median over seeds of each run's largest/smallest "
         "crossing ratio (card: per run or aggregated not stated)",
     ],
+    known=SIGN_BASINS_CPU,
 )
 def judge_same(res: Result, v: Judgement) -> Verdict:
     t = _signed_sgd(res)
