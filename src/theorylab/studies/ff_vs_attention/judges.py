@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from theorylab.core import Check, Claims, Judgement, Result, Verdict
-from theorylab.core.declared import Departure
+from theorylab.core.declared import Departure, KnownFailure
 from theorylab.probes.lowrank import laser_selection, pick_value_rank
 from theorylab.theory.level_crossings import first_point_above
 
@@ -295,6 +295,21 @@ LASER_AT_CPU = (
 )
 
 
+# Measured at the lm preset, seed 0 (AVX-512 EPYC, 2026-12-07; the AVX2 run of 2026-12-06 failed the same way), with
+# the rank grid widened to 32 and 48 by --set to see where the perplexity cost falls under 10%.
+LASER_TRADE_OFF = KnownFailure.on_some_seeds(
+    1,
+    1,
+    [0],
+    "in the lm preset's 2-layer, d = 64 model, truncating the last MLP's input matrix trades perplexity for "
+    "in-context accuracy along one curve (test gain, perplexity change): rank 1 +0.287, +190%; rank 4 +0.190, "
+    "+114%; rank 16 +0.020, +34%; rank 32 -0.214, +9%; rank 48 -0.194, +2% (--set lm_ranks=1,4,16,32,48). Where "
+    "the cost is within 10% the gain is negative: a model this small has no spare rank in that matrix. The paper "
+    "truncates Pythia-size MLPs, 4d wide at d >= 512",
+    presets=["lm"],
+)
+
+
 @claims.add(
     "truncation-helps",
     S_LASER,
@@ -309,6 +324,7 @@ LASER_AT_CPU = (
         "rank-1/10): LASER's own selection",
         Departure.field_value("lm_n_layers", 4, "the lm preset's CPU model has 2 layers"),
     ],
+    known=LASER_TRADE_OFF,
 )
 def judge_laser(res: Result, v: Judgement) -> Verdict:
     lm = res.table("lm", unless=f"this config does not train the language model (lm=false); {LASER_AT_CPU}")
