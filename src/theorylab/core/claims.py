@@ -229,6 +229,22 @@ class Judgement:
             self.id, self.statement, measured, expected, tolerance, None, detail, departures=tuple(departures)
         )
 
+    def _nan_failure(
+        self, measured: Any, expected: Any, tolerance: Any, detail: str, departures: Sequence[str]
+    ) -> Verdict:
+        """A failure because a judged value is NaN, marked as such (the detail says which)."""
+        return Verdict(
+            self.id,
+            self.statement,
+            measured,
+            expected,
+            tolerance,
+            False,
+            detail,
+            departures=tuple(departures),
+            nan=True,
+        )
+
     # --- comparisons stated once -----------------------------------------------------------
     def _compare(
         self,
@@ -250,17 +266,7 @@ class Judgement:
         if nan.size:
             where = ", ".join(labels[i] if labels else f"entry {i}" for i in nan[:5]) if values.size > 1 else ""
             said = f"{name} is NaN{' at ' + where if where else ''}" + (f"; {detail}" if detail else "")
-            return Verdict(
-                self.id,
-                self.statement,
-                math.nan,
-                expected,
-                tolerance,
-                False,
-                said,
-                departures=tuple(departures),
-                nan=True,
-            )
+            return self._nan_failure(math.nan, expected, tolerance, said, departures)
         gaps = excess(values)
         worst = int(np.nanargmax(np.where(np.isnan(gaps), np.inf, gaps)))
         measured = float(values[worst])
@@ -388,17 +394,7 @@ class Judgement:
         said = "; ".join(c.describe() for c in failing)
         text = "; ".join(t for t in (f"short: {said}" if said else "", detail) if t)
         if any(c.nan for c in checks):
-            return Verdict(
-                self.id,
-                self.statement,
-                measured,
-                expected,
-                tolerance,
-                False,
-                text,
-                departures=tuple(departures),
-                nan=True,
-            )
+            return self._nan_failure(measured, expected, tolerance, text, departures)
         return self.judged(not failing, measured, expected, tolerance, text, departures)
 
     # --- reading judged values -------------------------------------------------------------
