@@ -69,9 +69,8 @@ def test_cli_precision(tmp_path: Path):
 
 
 def test_precision_is_part_of_the_run_identity():
-    from theorylab.core.study import get_study
-
     from theorylab.core.precision import resolve
+    from theorylab.core.study import get_study
 
     study = get_study("self-consistent-interpolants")
     # "auto" is resolved when the config is built, by this machine's hardware: fp32 on an AVX2 CPU, bf16 on one
