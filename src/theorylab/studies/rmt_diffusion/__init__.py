@@ -395,11 +395,10 @@ def _memory(cfg: RMTDiffusionConfig) -> tuple[float, str]:
     own, smaller batch-bound footprint."""
     draws = draws_peak_bytes(cfg.d, max(cfg.n), cfg.chunk)
     outputs = 8.0 * cfg.draws * cfg.n_probe * cfg.d * len(cfg.map_sigma)
-    per_draw = draws / cfg.chunk
     half = max(1, cfg.chunk // 2)
+    at_half = BASE_BYTES + draws_peak_bytes(cfg.d, max(cfg.n), half) + outputs
     return BASE_BYTES + draws + outputs, (
-        f"lower --set chunk (data-set draws at once, now {cfg.chunk}, ~{per_draw / 2**20:.0f} MiB each at d = "
-        f"{cfg.d}): chunk={half} needs ~{(BASE_BYTES + half * per_draw + outputs) / 2**30:.1f} GiB"
+        f"lower --set chunk (data-set draws at once, now {cfg.chunk}): chunk={half} needs ~{at_half / 2**30:.1f} GiB"
     )
 
 
