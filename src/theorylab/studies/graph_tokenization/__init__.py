@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import time
 
-import networkx as nx
 import numpy as np
 import pandas as pd
 import torch
@@ -25,6 +24,7 @@ import torch
 from theorylab.core import RunContext, study
 from theorylab.data import graph_tokens as gt
 from theorylab.nn.graph_heads import GraphTransformer
+from theorylab.probes import tokenization_checks as checks
 from theorylab.probes.invariance import invariance_gaps, pair_accuracy
 from theorylab.studies.graph_tokenization.config import PRESETS, GraphTokenizationConfig
 from theorylab.studies.graph_tokenization.figures import figure_depth_curves, figure_heatmap, figure_srg_pair
@@ -36,102 +36,23 @@ PAPER = "Bechler-Speicher, Yehudai, Harari, Sanford, Globerson & Bruna, arXiv 26
 UNIT_TOL = 1e-9  # |μ - 1| below which an eigenvalue of P counts as 1 (float64 eigvalsh on n <= 128: error ~1e-14)
 
 
-def _nx(A: torch.Tensor) -> nx.Graph:
-    return nx.from_numpy_array(A.numpy())
-
-
-def _wl_hash(A: torch.Tensor) -> str:
-    """1-WL colour-refinement hash from a uniform initial colour (explicit: the attribute-free hash warns)."""
-    g = _nx(A)
-    nx.set_node_attributes(g, "0", "colour")
-    return nx.weisfeiler_lehman_graph_hash(g, node_attr="colour", iterations=4)
-
-
-# --- exact checks -------------------------------------------------------------------------------------------------
+# --- exact checks (probes.tokenization_checks) ------------------------------------------------------------------
 def _srg_exact(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     """Claims 1-2: RW tokens of Shrikhande vs rook (t = 1..rw_horizon) against the srg closed form; the two graphs'
     K4 counts, isomorphism, 1-WL hashes; components of G[N(i)] read from relabelled adjacency tokens."""
-    S, R = gt.shrikhande(), gt.rook_graph()
-    gen = ctx.generator("srg relabel")
-    (S1,), (R1,) = gt.relabelled_pairs(S, R, 1, gen)
-    ts, tr = gt.random_walk_tokens(S1, cfg.rw_horizon), gt.random_walk_tokens(R1, cfg.rw_horizon)  # (16, T)
-    closed = tg.srg_return_probabilities(6, 2, 2, cfg.rw_horizon)
-    rows = []
-    for t in range(cfg.rw_horizon):
-        both = torch.cat([ts[:, t], tr[:, t]])
-        rows.append(
-            dict(
-                t=t + 1,
-                shrikhande_mean=float(ts[:, t].mean()),
-                rook_mean=float(tr[:, t].mean()),
-                closed_form=float(closed[t]),
-                max_pair_diff=float(both.max() - both.min()),
-                max_closed_form_diff=float((both - closed[t]).abs().max()),
-            )
-        )
-    ctx.table("rw_collision", pd.DataFrame(rows))
-    facts = []
-    for name, A in (("shrikhande", S1), ("rook", R1)):
-        p = tg.srg_parameters(A)
-        facts.append(
-            dict(
-                graph=name,
-                k4_count=tg.clique4_count(A),
-                srg=str(p),
-                spectrum=str(sorted(np.round(np.linalg.eigvalsh(A.numpy()), 8).tolist())),
-                wl_hash=_wl_hash(A),
-            )
-        )
-    iso = nx.is_isomorphic(_nx(S1), _nx(R1))
-    ctx.table("srg_facts", pd.DataFrame(facts).assign(isomorphic=iso))
-    nb = []
-    for name, A in (("shrikhande", S1), ("rook", R1)):
-        read = gt.adjacency_from_tokens(gt.tokenize(A, "adjacency"), 16)  # the graph as the adjacency view holds it
-        comps = tg.neighbourhood_components(read)
-        nb += [dict(graph=name, vertex=i, nbhd_components=int(c)) for i, c in enumerate(comps)]
-    ctx.table("nbhd_components", pd.DataFrame(nb))
+    S, R = checks.srg_pair(ctx.generator("srg relabel"))
+    ctx.table("rw_collision", checks.rw_collision(S, R, cfg.rw_horizon))
+    ctx.table("srg_facts", checks.srg_facts(S, R))
+    ctx.table("nbhd_components", checks.neighbourhood_components(S, R))
 
 
 def _spectral_exact(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     """Claims 3-4: L rebuilt from spectral tokens (k = n, random signs and eigenspace rotations); the C_n rotation."""
     gen = ctx.generator("spectral exact")
     graphs = [("shrikhande", gt.shrikhande()), ("rook", gt.rook_graph())]
-    er = gt.erdos_renyi(16, cfg.exact_er_p, gen, cfg.exact_er_graphs)
-    graphs += [("erdos_renyi", a) for a in er]
-    rows = []
-    for i, (name, A) in enumerate(graphs):
-        tok = gt.tokenize(A, "spectral", sign="random", basis="random_rotation", generator=gen)  # (n, 2n)
-        n = A.shape[-1]
-        U, lam = tok[:, :n], tok[0, n:]
-        err = (tg.laplacian_from_spectral(U, lam) - gt.laplacian(A)).abs().max()
-        rows.append(dict(graph=name, index=i, n=n, max_error=float(err)))
-    ctx.table("spectral_reconstruction", pd.DataFrame(rows))
-    n = cfg.cycle_n
-    C = torch.tensor(nx.to_numpy_array(nx.cycle_graph(n), nodelist=range(n)), dtype=torch.float64)
-    lam, U = gt.spectral_decomposition(C)
-    spaces = [s for s in tg.eigenspaces(lam) if s[1] - s[0] == 2]
-    p, q = spaces[0][0], spaces[0][0] + 1  # the two columns of the first 2-dimensional eigenspace
-    V = tg.rotate_eigenspace(U, (p, q), math.pi / 4)
-    L = gt.laplacian(C)
-    before, after = gt.spectral_tokens(lam, U), gt.spectral_tokens(lam, V)
-    ctx.table(
-        "basis_ambiguity",
-        pd.DataFrame(
-            [
-                dict(
-                    n=n,
-                    eigenvalue=float(lam[p]),
-                    expected_eigenvalue=2 - 2 * math.cos(2 * math.pi / n),
-                    columns=f"{p},{q}",
-                    angle=math.pi / 4,
-                    error_eigh=float((tg.laplacian_from_spectral(U, lam) - L).abs().max()),
-                    error_rotated=float((tg.laplacian_from_spectral(V, lam) - L).abs().max()),
-                    orthonormal_error=float((V.T @ V - torch.eye(n, dtype=V.dtype)).abs().max()),
-                    max_token_change=float((after - before).abs().max()),
-                )
-            ]
-        ),
-    )
+    graphs += [("erdos_renyi", a) for a in gt.erdos_renyi(16, cfg.exact_er_p, gen, cfg.exact_er_graphs)]
+    ctx.table("spectral_reconstruction", checks.spectral_reconstruction(graphs, gen))
+    ctx.table("basis_ambiguity", checks.basis_ambiguity(cfg.cycle_n))
 
 
 def _bank(ctx: RunContext, cfg: GraphTokenizationConfig, task: str, n: int, replica: int, split: str):
