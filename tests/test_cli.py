@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -299,6 +300,25 @@ def test_parallel_check_runs_studies_in_their_own_processes_on_their_share_of_th
     assert toy.scalars["torch_threads"] == max(1, available_cores() // 2)
     # an error pickle cannot rebuild comes back as its name and text, and the pool survives it
     assert isinstance(broken, RemoteError) and broken.type_name == "TwoPartError" and str(broken) == "half and half"
+
+
+def test_a_worker_that_dies_is_named_once_and_the_other_studies_finish(tmp_path):
+    from theorylab.core.errors import WorkerDied
+    from theorylab.core.runner import check_many
+    from theorylab.core.store import Store
+
+    store = Store(tmp_path)
+    outcomes = check_many(
+        ["toy-broken", "toy", "toy-grid"],
+        store=store,
+        workers=2,
+        overrides={"toy-broken": {"die": True}, "toy-grid": {"seeds": 1}},
+    )
+    died, toy, grid = outcomes
+    assert toy.passed and grid.passed  # run again alone if the pool broke under them, then in a fresh pool
+    assert isinstance(died, WorkerDied) and died.exitcode == -signal.SIGKILL
+    assert "toy-broken (seed 0) died (signal 9), again when run alone" in str(died)
+    assert not any(store.has(row["run_id"]) for row in store.rows("toy-broken"))  # nothing of it stored
 
 
 def test_a_known_failure_exits_0_unless_strict_and_an_unexpected_pass_exits_1(root):

@@ -7,6 +7,7 @@ The sample mean of n standard normals must lie within 4 standard errors of 0: an
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -81,6 +82,7 @@ def run(cfg: ToyConfig, ctx: RunContext) -> None:
 class ToyBrokenConfig(StudyConfig):
     missing: bool = Field(False, description="raise MissingResource instead of a plain error")
     unpicklable: bool = Field(False, description="raise an error that cannot be rebuilt from its pickle")
+    die: bool = Field(False, description="kill its own process (as the out-of-memory killer would)")
 
 
 class TwoPartError(Exception):
@@ -95,6 +97,8 @@ class ToyMissingConfig(ToyBrokenConfig):
 
 
 def run_broken(cfg: ToyBrokenConfig, ctx: RunContext) -> None:
+    if cfg.die:
+        os.kill(os.getpid(), signal.SIGKILL)
     if cfg.unpicklable:
         raise TwoPartError("half", "half")
     if cfg.missing:

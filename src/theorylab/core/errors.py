@@ -38,6 +38,23 @@ class RemoteError(RuntimeError):
         return type(self), (self.type_name, str(self))
 
 
+class WorkerDied(RuntimeError):
+    """The process running a study ended without an answer (a signal: the out-of-memory killer, ``kill``). Raised
+    for the study whose process died when it ran alone, so that the message names the one that did."""
+
+    def __init__(self, slug: str, seed: int, exitcode: int | None = None):
+        self.slug, self.seed, self.exitcode = slug, seed, exitcode
+        how = f"signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
+        super().__init__(
+            f"the process running {slug} (seed {seed}) died ({how if exitcode is not None else 'no exit code'}), "
+            f"again when run alone: killed, or out of memory? Nothing of it was stored; see `theorylab run {slug} "
+            f"--seed {seed}` for its memory estimate and progress"
+        )
+
+    def __reduce__(self):
+        return type(self), (self.slug, self.seed, self.exitcode)
+
+
 class MissingResource(RuntimeError):
     """An optional resource is missing here. ``what`` names it, ``fix`` is the command that provides it."""
 

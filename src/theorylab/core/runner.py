@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
 from theorylab.core.cpu import available_cores, cap_threads, heap_allocation, requested_policy, torch_threads
-from theorylab.core.errors import RemoteError
+from theorylab.core.errors import RemoteError, WorkerDied
 from theorylab.core.executors import JobExecutor
 from theorylab.core.result import Result
 from theorylab.core.store import Store, run_identity
@@ -433,48 +433,90 @@ def check_seeds(
     spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch already started its threads
     waiting = list(order)
     running: dict[cf.Future, tuple[str, int]] = {}
-    pool = cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn)
-    interrupted = False
+    # A worker that dies (a signal: the out-of-memory killer, ``kill``) breaks the whole pool, and every study
+    # running in it fails with it. Those studies are run again one at a time, each alone in its own process, so
+    # that a second death names the study that dies and the others finish; then a fresh pool takes the rest.
+    suspects: list[tuple[str, int]] = []
+    broken = False
+
+    def new_pool() -> cf.ProcessPoolExecutor:
+        return cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn)
+
+    def args(job: tuple[str, int]) -> tuple:
+        slug, seed = job
+        module = get_study(slug).module
+        return (
+            _check_in_worker,
+            "" if module.startswith("theorylab.") else module,
+            slug,
+            preset,
+            seed,
+            str(store.root),
+            force,
+            device,
+            dict(overrides.get(slug) or {}),
+            threads,
+        )
 
     def submit_next() -> None:
-        slug, seed = job = waiting.pop(0)
-        module = get_study(slug).module
+        nonlocal broken
+        job = waiting.pop(0)
         try:
-            future = pool.submit(
-                _check_in_worker,
-                "" if module.startswith("theorylab.") else module,
-                slug,
-                preset,
-                seed,
-                str(store.root),
-                force,
-                device,
-                dict(overrides.get(slug) or {}),
-                threads,
-            )
-        except Exception as err:  # noqa: BLE001 - a broken pool: this study's outcome, the others go on failing
+            future = pool.submit(*args(job))
+        except cf.process.BrokenProcessPool:  # the pool broke under a running study: this one waits for the next
+            waiting.insert(0, job)
+            broken = True
+            return
+        except Exception as err:  # noqa: BLE001 - this study's outcome, the others go on
             finished(job, err)
             return
         running[future] = job
         if on_start is not None:
-            on_start(slug, seed, len(outcomes) + len(running))
+            on_start(job[0], job[1], len(outcomes) + len(running))
 
+    def run_alone(job: tuple[str, int]) -> Outcome:
+        if on_start is not None:
+            on_start(job[0], job[1], len(outcomes) + 1)
+        with cf.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as solo:
+            future = solo.submit(*args(job))
+            processes = list(getattr(solo, "_processes", {}).values())  # started by the submit
+            try:
+                return future.result()
+            except cf.process.BrokenProcessPool:
+                for process in processes:
+                    process.join(timeout=10)  # reaped, so that its exit code reads
+                codes = [p.exitcode for p in processes if p.exitcode is not None]
+                return WorkerDied(job[0], job[1], codes[0] if codes else None)
+            except Exception as err:  # noqa: BLE001
+                return err
+
+    pool = new_pool()
+    interrupted = False
     with _worker_thread_env(threads):  # the workers (started at the first submit) give BLAS the same share
         try:
-            # one study per worker in flight and none queued ahead, so that after Ctrl-C no further study starts
-            while waiting and len(running) < n_proc:
-                submit_next()
-            while running:
+            while waiting or running or suspects:
+                if (suspects or broken) and not running:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    for job in suspects:
+                        finished(job, run_alone(job))
+                    suspects.clear()
+                    pool, broken = new_pool(), False
+                # one study per worker in flight and none queued ahead, so that after Ctrl-C no further study starts
+                while waiting and len(running) < n_proc and not (suspects or broken):
+                    submit_next()
+                if not running:
+                    continue
                 done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
                 for fut in done:
                     job = running.pop(fut)
                     try:
                         outcome = fut.result()
+                    except cf.process.BrokenProcessPool:
+                        suspects.append(job)
+                        continue
                     except Exception as err:  # noqa: BLE001
                         outcome = err
                     finished(job, outcome)
-                while waiting and len(running) < n_proc:
-                    submit_next()
         except BaseException:
             # Ctrl-C (or an error from a callback): a terminal's SIGINT reaches the workers too; one sent to this
             # process alone is passed on, so every running study is discarded as an interrupted run is
