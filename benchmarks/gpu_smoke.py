@@ -35,7 +35,7 @@ from typing import Any
 # (tests/test_gpu_smoke.py checks that, and that every slice validates).
 SLICES: dict[str, dict[str, Any]] = {
     "attention-diffusion-map": {"draws": 2},
-    "attention-indexed-models": {"compare_seeds": 1, "untied_dims": (200,), "moment_samples": 20_000},
+    "attention-indexed-models": {"compare_seeds": 1, "untied_dims": (200,), "moment_n": 20_000},
     "attention-rank": {
         "steps": 300,
         "seeds": 1,
@@ -168,7 +168,7 @@ SLICES: dict[str, dict[str, Any]] = {
         "fd_links": ("staircase",),
         "fd_seeds": 1,
         "fd_time": 1.0,
-        "mc_samples": 100_000,
+        "mc_n": 100_000,
     },
     "multiscale-closure": {"direct_steps": 100, "multiscale_steps": 50, "qg_seeds": 1, "paper_steps": 100},
     "multiscale-single-index": {
@@ -177,7 +177,7 @@ SLICES: dict[str, dict[str, Any]] = {
         "sgd_sample_ratio": 20.0,
         "unfold_dims": (8,),
         "chaos2_dims": (12,),
-        "edge_samples": 100_000,
+        "edge_n": 100_000,
     },
     "propagation-of-chaos": {
         "dims": (16,),
@@ -186,7 +186,7 @@ SLICES: dict[str, dict[str, Any]] = {
         "steps": 200,
         "m_ref": 8192,
         "lrs": (0.2,),
-        "sample_sizes": (4096,),
+        "sample_ns": (4096,),
         "slow_seeds": 1,
         "slow_steps": 50,
         "sample_seeds": 1,
@@ -195,7 +195,7 @@ SLICES: dict[str, dict[str, Any]] = {
     "representation-collapse": {"recall_steps": 300},
     "rg-order-parameter": {"steps": 300},
     "rmt-diffusion": {
-        "n": (256, 1024),
+        "ns": (256, 1024),
         "sigma2": (0.01,),
         "draws": 100,
         "var_draws": 200,
@@ -208,8 +208,8 @@ SLICES: dict[str, dict[str, Any]] = {
         "moons_channels": ("noise",),
         "mask2d_steps": 200,
         "digits_steps": 200,
-        "eval_samples": 2000,
-        "oracle_samples": 5000,
+        "eval_n": 2000,
+        "oracle_n": 5000,
     },
     "self-refining-surrogate": {
         "steps": 300,

@@ -29,7 +29,7 @@ REF = "inverse-Wishart mean (Anderson 2003, ch. 7)"
 class LeastSquaresConfig(StudyConfig):
     # Types from core/fields.py carry one bound each; a field narrows one in place with Annotated[...].
     d: Annotated[Dim, Field(le=500)] = Field(20, description="input dimension d")
-    sample_sizes: tuple[Annotated[SampleSize, Field(ge=5)], ...] = Field(
+    ns: tuple[Annotated[SampleSize, Field(ge=5)], ...] = Field(
         (30, 40, 80, 160), min_length=2, description="sample sizes n, each >= d + 4"
     )
     draws: Annotated[Draws, Field(ge=100)] = Field(2000, description="Monte Carlo datasets per n")
@@ -38,8 +38,8 @@ class LeastSquaresConfig(StudyConfig):
     @model_validator(mode="after")
     def _enough_samples(self) -> "LeastSquaresConfig":
         # n >= d + 4: the risk's variance (so its standard error) is finite only for n > d + 3.
-        if min(self.sample_sizes) < self.d + 4:
-            raise ValueError(f"'sample_sizes' must all be >= d + 4 = {self.d + 4}, got {min(self.sample_sizes)}")
+        if min(self.ns) < self.d + 4:
+            raise ValueError(f"'ns' must all be >= d + 4 = {self.d + 4}, got {min(self.ns)}")
         return self
 
 
@@ -48,7 +48,7 @@ PRESETS = {
     "paper": Preset.of(
         "paper",
         "a finer n grid and 5x the repetitions: relative SE about 0.5% at n = 2d (1% at quick)",
-        sample_sizes=((30, 35, 40, 50, 60, 80, 120, 160), "finer grid where the risk bends up near n = d"),
+        ns=((30, 35, 40, 50, 60, 80, 120, 160), "finer grid where the risk bends up near n = d"),
         draws=(10_000, "standard error 2.2x smaller than quick"),
     ),
 }
@@ -95,7 +95,7 @@ def run(cfg: LeastSquaresConfig, ctx: RunContext) -> None:
     kw = dict(generator=gen, dtype=torch.float64, device=ctx.device)
     w_star = torch.randn(cfg.d, **kw) / math.sqrt(cfg.d)
     rows = []
-    for n in ctx.progress(cfg.sample_sizes, "sample sizes"):
+    for n in ctx.progress(cfg.ns, "sample sizes"):
         # All repetitions at once: a batch of `draws` independent datasets, shape (draws, n, d).
         X = torch.randn(cfg.draws, n, cfg.d, **kw)
         y = X @ w_star + cfg.noise * torch.randn(cfg.draws, n, **kw)

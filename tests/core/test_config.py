@@ -38,11 +38,11 @@ def test_allowed_range_is_described():
 
 def test_set_parsing_types():
     cfg_cls = get_study("rmt-diffusion").config
-    parsed = parse_assignments(cfg_cls, ["n=100,200", "sigma2=1e-3", "dataset=digits", "draws=50"])
-    assert parsed == {"n": [100, 200], "sigma2": [1e-3], "dataset": "digits", "draws": 50}
+    parsed = parse_assignments(cfg_cls, ["ns=100,200", "sigma2=1e-3", "dataset=digits", "draws=50"])
+    assert parsed == {"ns": [100, 200], "sigma2": [1e-3], "dataset": "digits", "draws": 50}
     cfg = get_study("rmt-diffusion").make_config("quick", **parsed)
-    assert cfg.n == (100, 200) and cfg.sigma2 == (1e-3,)
-    assert get_study("rmt-diffusion").make_config("quick", n=400).n == (400,)  # scalar -> 1-tuple
+    assert cfg.ns == (100, 200) and cfg.sigma2 == (1e-3,)
+    assert get_study("rmt-diffusion").make_config("quick", ns=400).ns == (400,)  # scalar -> 1-tuple
 
 
 def test_preset_must_give_reasons_and_known_fields():

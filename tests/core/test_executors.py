@@ -85,7 +85,7 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
         checkpoints=(0.0, 1.0),
         reduction_n=0,
         concordance_particles=8,
-        init_mc_samples=1 << 12,
+        init_mc_n=1 << 12,
     )  # mean-field-width: 4 settings
     mf_inline = execute("mean-field-width", overrides=tiny, store=Store(tmp_path / "inline"), device="cpu")
     with ray_session(None, 2):  # one local cluster for every map below (each map leaves it running)

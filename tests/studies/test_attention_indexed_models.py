@@ -203,7 +203,7 @@ def test_paper_path_at_toy_size(tmp_path):
         device="cpu",
         overrides=dict(
             moment_dims=(16, 24),
-            moment_samples=4000,
+            moment_n=4000,
             sgd_dims=(10, 12),
             horizon=0.5,
             batch=32,
@@ -214,7 +214,7 @@ def test_paper_path_at_toy_size(tmp_path):
             untied_dims=(8, 10, 12),
             untied_batch=32,
             untied_horizon=0.5,
-            test_samples=64,
+            test_n=64,
             evaluate_every=5,
             trunc_d=12,
             trunc_seeds=2,

@@ -109,7 +109,7 @@ def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeyp
         checkpoints=(0.0, 1.0),
         reduction_n=0,
         concordance_particles=8,
-        init_mc_samples=1 << 14,
+        init_mc_n=1 << 14,
     )
     fine = execute("mean-field-width", "quick", 0, tiny, store=store, device="cpu")
     assert _claim("mean-field-width", "init-gap").evaluate(fine).passed is True, fine.verdicts[0].detail

@@ -229,8 +229,8 @@ def test_paper_path_at_toy_size(tmp_path):
             escape_dims=(1e2, 1e3),
             escape_orders=(1, 2),
             ode_rtol=1e-8,
-            mc_samples=20_000,
-            semigroup_points=3,
+            mc_n=20_000,
+            semigroup_n=3,
             quad_nodes=6,
         ),
     )

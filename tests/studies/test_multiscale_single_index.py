@@ -241,7 +241,7 @@ def test_paper_path_at_toy_size(tmp_path, preset):
         device="cpu",
         overrides=dict(
             edge_dims=(16, 64),
-            edge_samples=20_000,
+            edge_n=20_000,
             hosvd_dims=(6,),
             hosvd_report_features=(),
             sgd_grid=((2, (6, 8)), (3, (5, 6)), (4, (4, 5))),

@@ -342,8 +342,8 @@ def test_small_monte_carlo_is_undecided_not_passed(field, value):
     with tempfile.TemporaryDirectory() as tmp:
         overrides = {
             field: value,
-            "n": 400,
-            "split_n": [300, 800],
+            "ns": 400,
+            "split_ns": [300, 800],
             "seeds": 64,
             "seed_level_seeds": 64,
             "deep_backbone": "none",

@@ -85,10 +85,10 @@ def test_paper_path_runs_at_tiny_sizes(tmp_path):
         digits_transport_steps=2,
         transport_steps=2,
         evaluate_every=2,
-        eval_samples=200,
+        eval_n=200,
         gauss_n=400,
         moons_n=400,
-        oracle_samples=2000,
+        oracle_n=2000,
     )
     res = execute("self-consistent-interpolants", "paper", 0, tiny, store=Store(tmp_path), device="cpu")
     assert res.status == "done", res.message
@@ -115,10 +115,10 @@ def test_local_images_blur_mixture_and_stochastic_interpolant(tmp_path):
         moons_steps=2,
         transport_steps=2,
         evaluate_every=2,
-        eval_samples=100,
+        eval_n=100,
         gauss_n=200,
         moons_n=200,
-        oracle_samples=2000,
+        oracle_n=2000,
         toy_data="mixture",
         gamma=0.5,
         digits=True,

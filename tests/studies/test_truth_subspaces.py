@@ -40,9 +40,9 @@ def ts_paper_toy(tmp_path_factory):
             seeds=2,
             steps=60,
             evaluate_at=(30, 60),
-            test_size=400,
-            histogram_size=100,
-            bayes_samples=2000,
+            test_n=400,
+            histogram_n=100,
+            bayes_n=2000,
             lm_steps=10,
             lm_d_model=32,
             lm_n_layers=2,
@@ -50,7 +50,7 @@ def ts_paper_toy(tmp_path_factory):
             lm_n_subjects=10,
             lm_n_attributes=10,
             lm_batch=16,
-            lm_test_size=200,
+            lm_test_n=200,
         ),
     )
 
@@ -170,8 +170,8 @@ def test_departures_and_known_failures_are_declared():
         assert _declared(cid, lr=1e-3, weight_decay=0.0).outcome == "passed"
         paper = _declared(cid, preset="paper")
         assert [d.split(" (")[0] for d in paper.departures] == ["weight_decay 0.3"], paper.departures
-    assert _declared("bayes-closed-form").departures[0].startswith("bayes_samples 1000000 (card 200000)")
-    assert _declared("bayes-closed-form", bayes_samples=200_000).outcome == "passed"
+    assert _declared("bayes-closed-form").departures[0].startswith("bayes_n 1000000 (card 200000)")
+    assert _declared("bayes-closed-form", bayes_n=200_000).outcome == "passed"
     assert _declared("own-lm-cooccurrence").outcome == "passed"  # the card's width 256
     lm = _declared("own-lm-cooccurrence", preset="cpu")
     assert lm.outcome == "departed" and [d.split(" (")[0] for d in lm.departures] == ["lm_d_model 64"], lm.departures
@@ -305,9 +305,9 @@ def test_local_weights_path_runs_in_the_study(tmp_path):
             d_model=16,
             steps=20,
             evaluate_at=(10, 20),
-            test_size=400,
-            histogram_size=100,
-            bayes_samples=2000,
+            test_n=400,
+            histogram_n=100,
+            bayes_n=2000,
             local_model_path=model_dir,
             counterfact_path=cf,
             counterfact_prompts=3,

@@ -58,9 +58,11 @@ are averaged inside one measurement. Unit: draws. Kit: ``wishart_sample_covarian
 
 SampleSize = Annotated[int, Field(ge=1, le=1 << 30)]
 """Items in one data set or measurement: points, samples, sequences, sets, graphs, instances,
-trajectories, particles. The field name says what is counted (``*_n``, ``*_samples``, ``*_sets``,
-…). Unit: items. Kit: ``sphere(n=)``, ``IndexModel.sample(n)``, ``init_gap_monte_carlo(samples=)``,
-``sample_sweep(sizes=)``."""
+trajectories, particles. Samples (points drawn, a training or test set, Monte Carlo samples) are
+``n``, prefixed by the part (``mc_n``, ``test_n``) and ``ns`` / ``<part>_ns`` for a grid of them
+(never ``*_samples`` or ``*_size``); a count of named items says what it counts (``eval_sets``,
+``train_graphs``, ``test_trajectories``). Unit: items. Kit: ``sphere(n=)``, ``IndexModel.sample(n)``,
+``init_gap_monte_carlo(samples=)``, ``sample_sweep(sizes=)``."""
 
 # --- how long -------------------------------------------------------------------------------------
 Steps = Annotated[int, Field(ge=1, le=10_000_000)]

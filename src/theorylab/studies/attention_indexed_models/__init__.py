@@ -54,7 +54,7 @@ def _kurtosis_se(g: np.ndarray) -> tuple[float, float]:
 
 def _moments(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     """Claim 1: Monte Carlo mean and covariance of the 8 uncentred forms G_ij(S), G_ij(S') (L = 2) vs Isserlis."""
-    d, n = cfg.moment_dims[0], cfg.moment_samples
+    d, n = cfg.moment_dims[0], cfg.moment_n
     rng = ctx.rng("moments")
     # non-symmetric S, S' with a trace: the mean C_ij Tr S/sqrt(d) is O(sqrt d) (a wrong sqrt(d) shows), and
     # Ω = Tr(S S'^T)/d differs from Ψ = Tr(S S')/d (a transposed S shows)
@@ -114,9 +114,9 @@ def _single_token(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
         gen = ctx.generator(f"single token {d}")
         S_star = teacher(d, gen)
         S = AttentionIndexed(d, "tied", 1, cfg.kappa, generator=gen, dtype=torch.float64).S()[0].detach()
-        g, gs = np.empty(cfg.moment_samples), np.empty(cfg.moment_samples)
-        for a in range(0, cfg.moment_samples, CHUNK):
-            m = min(CHUNK, cfg.moment_samples - a)
+        g, gs = np.empty(cfg.moment_n), np.empty(cfg.moment_n)
+        for a in range(0, cfg.moment_n, CHUNK):
+            m = min(CHUNK, cfg.moment_n - a)
             x = torch.randn(m, d, generator=gen, dtype=torch.float32)
             g[a : a + m], gs[a : a + m] = centred_form(x, S).numpy(), centred_form(x, S_star).numpy()
         k, se = _kurtosis_se(g)
@@ -201,7 +201,7 @@ def _sgd(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
             "tied",
             cfg.kappa,
             evaluate_every=cfg.evaluate_every,
-            n_test=cfg.test_samples,
+            n_test=cfg.test_n,
             device=ctx.device,
         )
         slopes = _slopes(run, d, lr / cfg.batch, float(t[0]), float(q[0, 0]), "tied", cfg.kappa)
@@ -253,7 +253,7 @@ def _compare(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
                     cfg.kappa,
                     init,
                     evaluate_every=cfg.evaluate_every,
-                    n_test=cfg.test_samples,
+                    n_test=cfg.test_n,
                     device=ctx.device,
                 )
             tied_half = runs["tied", "psd"].n_half
@@ -329,7 +329,7 @@ def _untied(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
             "untied",
             1.0,
             evaluate_every=cfg.evaluate_every,
-            n_test=cfg.test_samples,
+            n_test=cfg.test_n,
             device=ctx.device,
             mean0=cfg.untied_mean0,
         )
@@ -486,7 +486,7 @@ def _truncation(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     cpu_threads=1,
 )
 def run(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
-    ctx.say(f"exact moments by Monte Carlo (d = {cfg.moment_dims[0]}, n = {cfg.moment_samples})")
+    ctx.say(f"exact moments by Monte Carlo (d = {cfg.moment_dims[0]}, n = {cfg.moment_n})")
     _moments(cfg, ctx)
     ctx.say(f"kurtosis and landscape at d = {cfg.moment_dims}")
     _single_token(cfg, ctx)

@@ -19,7 +19,7 @@ class AttentionIndexedModelsConfig(StudyConfig):
         min_length=2,
         description="d of the Monte Carlo moment, kurtosis and landscape checks (card: 64, 256)",
     )
-    moment_samples: SampleSize = Field(200_000, description="Monte Carlo token draws per d (card: 2e5)")
+    moment_n: SampleSize = Field(200_000, description="Monte Carlo token draws per d (card: 2e5)")
     token_correlation: float = Field(
         0.5,
         gt=-1,
@@ -45,7 +45,7 @@ class AttentionIndexedModelsConfig(StudyConfig):
     )
     horizon: float = Field(12.0, gt=0, le=1e4, description="SGD samples n_max = horizon * d^2 ln d (card: 12)")
     evaluate_every: Every = Field(50, description="SGD steps between test-MSE evaluations and stored path points")
-    test_samples: SampleSize = Field(4096, description="fixed test-set size of the test MSE")
+    test_n: SampleSize = Field(4096, description="fixed test-set size of the test MSE")
     compare_dims: tuple[Dim, ...] = Field((48,), description="d of the tied-vs-direct runs (card paper: 400)")
     compare_links: tuple[_LINK, ...] = Field(
         ("h1", "h2", "h3"), min_length=1, description="links of the tied-vs-direct runs"
@@ -107,8 +107,8 @@ class AttentionIndexedModelsConfig(StudyConfig):
     def _checks(self) -> "AttentionIndexedModelsConfig":
         if list(self.moment_dims) != sorted(set(self.moment_dims)) or self.moment_dims[0] < 8:
             raise ValueError(f"'moment_dims' must increase strictly from >= 8; got {self.moment_dims}")
-        if self.moment_samples < 1000:
-            raise ValueError(f"'moment_samples' must be >= 1000 (standard errors); got {self.moment_samples}")
+        if self.moment_n < 1000:
+            raise ValueError(f"'moment_n' must be >= 1000 (standard errors); got {self.moment_n}")
         for name in ("sgd_dims", "compare_dims", "untied_dims"):
             dims = getattr(self, name)
             if any(d < 8 for d in dims) or len(set(dims)) != len(dims):

@@ -90,7 +90,7 @@ class LocalPerturbationGeometryConfig(StudyConfig):
         description="scales t of t delta_A, t delta_B in the additivity probe (1 = the full task vectors)",
     )
     # --- best-of-N ---
-    bestofn_ns: tuple[Annotated[int, Field(ge=2, le=4096)], ...] = Field(
+    bestofn_ns: tuple[Annotated[SampleSize, Field(ge=2, le=4096)], ...] = Field(
         (4, 16), min_length=2, description="N of best-of-N random search (card: 4, 16); draws are nested"
     )
     bestofn_draws: Draws = Field(200, description="repeats averaged per N (card: 200)")

@@ -156,7 +156,7 @@ def _one_setting(item: tuple, progress: Progress | None) -> dict[str, pd.DataFra
         )
     # The independent check of the kernel: E[sigma(g)^2] (quadrature) - E[sigma(<w, x>) sigma(<w', x>)] (Monte Carlo,
     # x ~ N(0, I_d)), from the activation itself, never through K.
-    check = init_gap_check(act, d, cfg.init_mc_samples, gens["kernel-mc"], device=device)
+    check = init_gap_check(act, d, cfg.init_mc_n, gens["kernel-mc"], device=device)
     tables["kernel_check"] = pd.DataFrame([dict(d=d, k=k, **check)])
     return tables
 

@@ -47,7 +47,7 @@ class MeanFieldWidthConfig(StudyConfig):
         description="particles of the 1-D overlap reduction (0: skip; checked against the reference at n/2 and eta/2)",
     )
     reduction_nodes: int = Field(12, ge=2, le=200, description="Gauss-Jacobi nodes of the reduction's angular integral")
-    init_mc_samples: Annotated[SampleSize, Field(ge=1024)] = Field(
+    init_mc_n: Annotated[SampleSize, Field(ge=1024)] = Field(
         1 << 18, description="Monte Carlo draws (w, w', x) of the independent kernel check at initialisation"
     )
     block_mib: float = Field(

@@ -87,7 +87,7 @@ def _semigroup(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     def g(z):
         return sum(c * z[:, 0] ** a * z[:, 1] ** b for c, (a, b) in zip(coef, powers))
 
-    z = rng.standard_normal((cfg.semigroup_points, 2))
+    z = rng.standard_normal((cfg.semigroup_n, 2))
     rows = []
     for i in range(len(z)):
         lhs = average(lambda u: average(g, M2, u, cfg.quad_nodes), M1, z[i : i + 1], cfg.quad_nodes)[0]
@@ -105,7 +105,7 @@ def _semigroup(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
             )
         )
     m = rng.uniform(-cfg.contraction_norm, cfg.contraction_norm)
-    t = rng.standard_normal(cfg.semigroup_points)
+    t = rng.standard_normal(cfg.semigroup_n)
     for k in range(7):
         val = average(lambda u, k=k: hermite(k, u[:, 0]), np.array([[m]]), t[:, None], cfg.quad_nodes)
         ref = m**k * hermite(k, t)
@@ -130,7 +130,7 @@ def _loss_identity(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     model = multi_index(cfg.mc_d, "staircase", rng)
     W = random_stiefel(cfg.mc_d, 2, rng)
     M = model.W.T @ W
-    half = cfg.mc_samples // 2
+    half = cfg.mc_n // 2
     x, y, _ = model.sample(2 * half, rng)
     F = hermite_features(torch.as_tensor(x @ W), cfg.mc_degree)
     yt = torch.as_tensor(y)
@@ -356,7 +356,7 @@ def _finite_d(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
 def run(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     ctx.say("quadrature checks of A_M")
     _semigroup(cfg, ctx)
-    ctx.say(f"loss identity by Monte Carlo ({cfg.mc_samples} samples)")
+    ctx.say(f"loss identity by Monte Carlo ({cfg.mc_n} samples)")
     _loss_identity(cfg, ctx)
     ctx.say("escape-time ODEs")
     paths: list = []

@@ -35,11 +35,11 @@ class MultiIndexGradientFlowConfig(StudyConfig):
         description="relative tolerance of LSODA (1e-12 keeps Phi monotone to < 1e-10 along 10^5-long plateaus)",
     )
     quad_nodes: Annotated[int, Field(ge=3, le=60)] = Field(20, description="Gauss-Hermite nodes per axis (card: 20)")
-    semigroup_points: SampleSize = Field(50, description="random test points z of the semigroup check (card: 50)")
+    semigroup_n: SampleSize = Field(50, description="random test points z of the semigroup check (card: 50)")
     contraction_norm: float = Field(
         0.9, gt=0, lt=1, description="largest ||M||_op of the random contractions (card: 0.9)"
     )
-    mc_samples: SampleSize = Field(
+    mc_n: SampleSize = Field(
         1_000_000,
         description="Monte Carlo samples of the loss identity (card: 10^6); half fit the link, half estimate its loss",
     )

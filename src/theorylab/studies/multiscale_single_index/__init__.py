@@ -55,14 +55,14 @@ def _edgeworth(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     rows = []
     for d in cfg.edge_dims:
         models = [msim(d, 2, features="flat", link=name) for name in (LINK, "linear")]
-        est = first_chaos_projection(models, cfg.edge_samples, ctx.rng(f"edgeworth {d}"), chunk=cfg.chunk)
+        est = first_chaos_projection(models, cfg.edge_n, ctx.rng(f"edgeworth {d}"), chunk=cfg.chunk)
         for name, (mean, se) in zip((LINK, "linear"), est):
             lead = leading_coefficient([msim_link(name)] * 2)
             rows.append(
                 dict(
                     link=name,
                     d=d,
-                    n=cfg.edge_samples,
+                    n=cfg.edge_n,
                     e_yz=mean,
                     se=se,
                     leading=lead,
@@ -243,7 +243,7 @@ def _chaos2(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     cpu_threads=1,
 )
 def run(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
-    ctx.say(f"Edgeworth check: E[y z] at d = {cfg.edge_dims}, {cfg.edge_samples} samples each")
+    ctx.say(f"Edgeworth check: E[y z] at d = {cfg.edge_dims}, {cfg.edge_n} samples each")
     _edgeworth(cfg, ctx)
     ctx.say(f"HOSVD of T_hat at K = {cfg.hosvd_levels}, d = {cfg.hosvd_dims}")
     _hosvd(cfg, ctx)

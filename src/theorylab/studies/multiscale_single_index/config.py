@@ -24,7 +24,7 @@ class MultiscaleSingleIndexConfig(StudyConfig):
     edge_dims: tuple[int, ...] = Field(
         (16, 64, 256), min_length=2, description="d of the K = 2 Edgeworth check, flat w (card)"
     )
-    edge_samples: SampleSize = Field(
+    edge_n: SampleSize = Field(
         1_000_000, description="Monte Carlo samples per d of E[y z], shortcut sampler (card: 10^6)"
     )
     hosvd_levels: Levels = Field(3, description="K of the HOSVD check (card: 3)")

@@ -104,13 +104,13 @@ def _memory(cfg: PropagationOfChaosConfig) -> tuple[float, str]:
         + (len(cfg.lrs) + 1) * cfg.m_ref * d * 8.0
     )
     samples = 0.0
-    if cfg.sample_sizes:
-        d0, n = cfg.dims[0], max(cfg.sample_sizes)
+    if cfg.sample_ns:
+        d0, n = cfg.dims[0], max(cfg.sample_ns)
         samples = (
             sweep_peak_bytes(
                 cfg.sample_seeds, cfg.sample_width, d0, cfg.m_ref, marks, keep_networks=True, block_mib=cfg.block_mib
             )
-            * len(cfg.sample_sizes)
+            * len(cfg.sample_ns)
             + cfg.sample_seeds * n * (d0 + 1) * 8.0
         )
     need = BASE_BYTES + max(widths, samples)
@@ -132,7 +132,7 @@ def _memory(cfg: PropagationOfChaosConfig) -> tuple[float, str]:
     memory=_memory,
 )
 def run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> None:
-    with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths, seeds, sample_width or sample_sizes"):
+    with bounded_memory("block_mib", cfg.block_mib, "m_ref, widths, seeds, sample_width or sample_ns"):
         loss, gap, discs = _run(cfg, ctx)
     # Per setting, d and eta: the decay exponent c, the loss integral and the predicted width exponent; and per
     # width the sup over checkpoints of the seed-mean gap, early and late halves.
@@ -172,14 +172,14 @@ def _run(cfg: PropagationOfChaosConfig, ctx: RunContext) -> tuple[pd.DataFrame, 
             discs.append(pd.DataFrame([(d, *g) for g in gaps_at_t], columns=["d", "eta", "eta_half", "ref_gap_at_T"]))
         if cfg.slow_k is not None and d == cfg.dims[0]:
             _sweep(cfg, ctx, out, "slow", d, cfg.slow_k, cfg.slow_widths, cfg.slow_seeds, cfg.slow_steps, cfg.lr)
-    if cfg.sample_sizes:
+    if cfg.sample_ns:
         d = cfg.dims[0]
         marks = checkpoint_steps(cfg.checkpoints, cfg.steps)
         sweeps = sample_sweep(
             HermiteActivation.he(cfg.fast_k),
             d,
             cfg.sample_width,
-            cfg.sample_sizes,
+            cfg.sample_ns,
             cfg.sample_seeds,
             cfg.m_ref,
             eta=cfg.lr,

@@ -35,7 +35,7 @@ class PropagationOfChaosConfig(StudyConfig):
         description="discretisation check: step sizes at equal T, eta always "
         "added (quick 0.2, 0.1, 0.05; paper also 0.025; empty: skip)",
     )
-    sample_sizes: tuple[Annotated[SampleSize, Field(ge=16)], ...] = Field(
+    sample_ns: tuple[Annotated[SampleSize, Field(ge=16)], ...] = Field(
         (), description="finite-sample check: n fixed samples per network (paper: 2^12 .. 2^18; empty: skip)"
     )
     sample_width: Width = Field(
@@ -64,7 +64,7 @@ PRESETS = {
         "setting), and finite-samples on n = 2^10, 2^12, 2^14 fixed samples at m = 256",
         dims=((16, 32, 64, 128), "the card's dimensions: the poly(d) fit"),
         lrs=((), "the step-size check is decided at quick; here it would repeat the eta grid at every d"),
-        sample_sizes=(
+        sample_ns=(
             (1024, 4096, 16384),
             "n = 2^10 .. 2^14: the empirical-loss networks cost ~0.2 s of CPU per "
             "step at n = 2^14 (card: to 2^18, ~16x that, past the CPU tier)",
@@ -83,7 +83,7 @@ PRESETS = {
         m_ref=(131072, "2^17"),
         steps=(2000, "T = 200 time units, far into the t^-c tail"),
         lrs=((0.2, 0.1, 0.05, 0.025), "the card's step sizes"),
-        sample_sizes=((4096, 16384, 65536, 262144), "n = 2^12 .. 2^18"),
+        sample_ns=((4096, 16384, 65536, 262144), "n = 2^12 .. 2^18"),
         sample_width=(4096, "m = 2^12"),
     ),
 }

@@ -227,7 +227,7 @@ def _finite_samples(res, v) -> tuple[pd.Series, float, str]:
     """``(sup-gap per n, the population-trained (pure-width) sup-gap at the same width, both in words)``."""
     fs = res.table(
         "finite_samples",
-        unless="this config trains no finite-sample networks (sample_sizes empty); needs the cpu preset",
+        unless="this config trains no finite-sample networks (sample_ns empty); needs the cpu preset",
     )
     v.column(fs, "gap")
     sup = res.table("sup_gap")

@@ -61,7 +61,7 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     map_inputs = cfg.sigma_T * rng.standard_normal((cfg.n_probe, cfg.d))
     s2 = np.asarray(cfg.sigma2)
     modes = np.arange(1, cfg.d + 1)
-    for n in cfg.n:
+    for n in cfg.ns:
         # (1) Spectral statistics: one eigendecomposition per data-set draw.
         sim = spectral_draws(
             lam,
@@ -183,7 +183,7 @@ def _synthetic(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
 def _kappa_grid(cfg: RMTDiffusionConfig, ctx: RunContext) -> None:
     """kappa(sigma^2) over ten decades for gamma in {1/4, 1/2, 1, 2, 4} and every configured n, and its two limits."""
     lam = PowerLawGaussian(cfg.d, cfg.decay).eigenvalues
-    sizes = sorted({*cfg.n, *(round(cfg.d / g) for g in (0.25, 0.5, 1.0, 2.0, 4.0))})
+    sizes = sorted({*cfg.ns, *(round(cfg.d / g) for g in (0.25, 0.5, 1.0, 2.0, 4.0))})
     ctx.table("kappa", rmt.kappa_grid(lam, sizes, np.logspace(-8, 2, 61)))
     for name, value in rmt.kappa_limit_checks(lam).items():  # each limit against an independent computation (brentq)
         ctx.scalar(name, value)
@@ -347,7 +347,7 @@ def _images_part(
     z = torch.as_tensor(ctx.rng("noise-seeds").standard_normal((cfg.seeds, d)))
     x_T = cfg.sigma_T * z
     samples = {}
-    for n in cfg.split_n:
+    for n in cfg.split_ns:
         a, b = disjoint_splits(images, n)
         out_a, out_b, metrics = cross_split_samples(a, b, x_T, cfg.sigma_T)
         ctx.check_finite(f"linear samples (n={n})", out_a)
@@ -393,10 +393,10 @@ def _memory(cfg: RMTDiffusionConfig) -> tuple[float, str]:
     (:func:`~theorylab.probes.dataset_draws.draws_peak_bytes`; 19 GB at the paper's d = 1024, chunk 500), plus
     the sampling map's stored outputs (draws x n_probe x d per end level). The deep pair runs afterwards with its
     own, smaller batch-bound footprint."""
-    draws = draws_peak_bytes(cfg.d, max(cfg.n), cfg.chunk)
+    draws = draws_peak_bytes(cfg.d, max(cfg.ns), cfg.chunk)
     outputs = 8.0 * cfg.draws * cfg.n_probe * cfg.d * len(cfg.map_sigma)
     half = max(1, cfg.chunk // 2)
-    at_half = BASE_BYTES + draws_peak_bytes(cfg.d, max(cfg.n), half) + outputs
+    at_half = BASE_BYTES + draws_peak_bytes(cfg.d, max(cfg.ns), half) + outputs
     return BASE_BYTES + draws + outputs, (
         f"lower --set chunk (data-set draws at once, now {cfg.chunk}): chunk={half} needs ~{at_half / 2**30:.1f} GiB"
     )

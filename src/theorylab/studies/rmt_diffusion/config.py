@@ -32,7 +32,7 @@ class RMTDiffusionConfig(StudyConfig):
     # --- synthetic power-law Gaussian: theory vs Monte Carlo over data-set draws --------------
     d: Annotated[Dim, Field(ge=8)] = Field(200, description="dimension of the power-law Gaussian data (typ. 200)")
     decay: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")
-    n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field(
+    ns: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field(
         (200, 400, 800), min_length=1, description="samples per data set for the synthetic checks"
     )
     sigma2: tuple[NoiseVariance, ...] = Field(
@@ -70,7 +70,7 @@ class RMTDiffusionConfig(StudyConfig):
     image_path: str | None = Field(
         None, description="local .npz or image folder when dataset='local' (never downloaded)"
     )
-    split_n: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field(
+    split_ns: tuple[Annotated[SampleSize, Field(ge=2)], ...] = Field(
         (100, 300, 800), min_length=1, description="split sizes for cross-split consistency"
     )
     seeds: Annotated[Seeds, Field(ge=16)] = Field(1000, description="noise seeds z per split size")
@@ -113,7 +113,7 @@ class RMTDiffusionConfig(StudyConfig):
 
 def _check_split_sizes(cfg: "RMTDiffusionConfig", total: int) -> None:
     """Two disjoint splits of every requested size must fit in the image set."""
-    sizes = [("split_n", max(cfg.split_n)), ("seed_level_n", cfg.seed_level_n), ("pc_group", cfg.pc_group)]
+    sizes = [("split_ns", max(cfg.split_ns)), ("seed_level_n", cfg.seed_level_n), ("pc_group", cfg.pc_group)]
     if cfg.deep_backbone != "none":
         sizes.append(("deep_n", cfg.deep_n))
     for name, value in sizes:
@@ -151,7 +151,7 @@ PRESETS = {
         "run several times faster)",
         gpu_minutes=5500,
         d=(1024, "32x32 grey-scale images have d = 1024"),
-        n=((256, 512, 1024, 2048, 4096), "gamma from 4 down to 1/4"),
+        ns=((256, 512, 1024, 2048, 4096), "gamma from 4 down to 1/4"),
         sigma2=((1e-4, 1e-3, 1e-2, 1e-1, 1.0), "five decades of noise"),
         draws=(2000, "halves the Monte Carlo error of the spectral checks"),
         var_draws=(8000, "Monte Carlo error ~1.6% on variances"),

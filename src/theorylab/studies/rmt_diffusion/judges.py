@@ -239,7 +239,7 @@ def judge_digits(res: Result, v: Judgement) -> Verdict:
     )
     if worst is None or falls is None:
         return v.undecided(
-            f"this config's split_n = {list(med.index)} needs a size >= 300 and at least two sizes: {detail}"
+            f"this config's split_ns = {list(med.index)} needs a size >= 300 and at least two sizes: {detail}"
         )
     judged = pd.Series(
         {n: np.nan if _has_nan(t[t["n"] == n], "cross_mse", "nearest_mse_1") else r for n, r in ratios.items()},

@@ -93,7 +93,7 @@ def _train(
 def oracle_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     """Training-free: the exact transport T* and the do-nothing map, on fresh samples."""
     channel, gen = GaussianNoise(cfg.gauss_sigma), ctx.generator("oracle/channel")
-    y = channel(correlated_gaussian(cfg.oracle_samples, MEAN, COV, ctx.rng("oracle")).double(), gen)[0].numpy()
+    y = channel(correlated_gaussian(cfg.oracle_n, MEAN, COV, ctx.rng("oracle")).double(), gen)[0].numpy()
     recorrupt = lambda a: channel(torch.from_numpy(a), gen)[0].numpy()  # noqa: E731
     return pd.DataFrame(oracle_fixed_point_checks(y, cfg.gauss_sigma, recorrupt, MEAN, COV))
 
@@ -102,7 +102,7 @@ def gauss_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     channel = GaussianNoise(cfg.gauss_sigma)
     clean = correlated_gaussian(cfg.gauss_n, MEAN, COV, ctx.rng("gauss/clean"))
     observed = channel(clean, ctx.generator("gauss/observe"))[0]
-    probe = observed[: cfg.eval_samples]
+    probe = observed[: cfg.eval_n]
 
     def measure(step: int, weights: str, net) -> dict:
         gen = ctx.generator(f"gauss/eval{step}")
@@ -128,7 +128,7 @@ def moons_part(cfg: SCSIConfig, ctx: RunContext) -> None:
     for kind in cfg.moons_channels:
         channel = toy_channel(kind, cfg.moons_sigma, cfg.mask_ratio)
         observed, latents = channel(clean, ctx.generator(f"moons/{kind}/observe"))
-        probe, probe_lat = observed[: cfg.eval_samples], (latents[: cfg.eval_samples] if latents is not None else None)
+        probe, probe_lat = observed[: cfg.eval_n], (latents[: cfg.eval_n] if latents is not None else None)
         corrupted_sw = sw(probe, held_out, f"{kind}/observed")
 
         def measure(
@@ -148,7 +148,7 @@ def moons_part(cfg: SCSIConfig, ctx: RunContext) -> None:
             if weights == "raw" and step == cfg.moons_steps:  # newly generated samples, not cleaned copies of the data
                 scatter[f"restored/{kind}"] = cleaned.numpy()
                 gen = ctx.generator(f"moons/{kind}/generate")
-                new = generate(net, observed, channel, cfg.eval_samples, gen, latents, cfg.transport_steps, cfg.method)
+                new = generate(net, observed, channel, cfg.eval_n, gen, latents, cfg.transport_steps, cfg.method)
                 generated = sw(new, held_out, f"{kind}/generated")
             return dict(
                 channel=kind,
@@ -173,7 +173,7 @@ def mask2d_part(cfg: SCSIConfig, ctx: RunContext) -> pd.DataFrame:
     channel = RandomMask(cfg.mask_ratio)
     clean = correlated_gaussian(cfg.gauss_n, MEAN, COV, ctx.rng("mask2d/clean"))
     observed, latents = channel(clean, ctx.generator("mask2d/observe"))
-    probe, probe_lat = observed[: cfg.eval_samples], latents[: cfg.eval_samples]
+    probe, probe_lat = observed[: cfg.eval_n], latents[: cfg.eval_n]
     measure = lambda step, weights, net: dict(  # noqa: E731
         step=step,
         weights=weights,

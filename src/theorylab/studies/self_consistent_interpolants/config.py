@@ -47,7 +47,7 @@ class SCSIConfig(StudyConfig):
         description="arithmetic of the per-step transport inside training (no gradient): fp32, bf16 autocast, or "
         "auto (bf16 on GPUs and AMX/AVX512-BF16 CPUs, fp32 elsewhere; the config records which); evaluations stay fp32",
     )
-    eval_samples: Annotated[SampleSize, Field(ge=100)] = Field(
+    eval_n: Annotated[SampleSize, Field(ge=100)] = Field(
         4000, description="observed samples transported per evaluation"
     )
     # --- linear-Gaussian ----------------------------------------------------------------------------
@@ -58,7 +58,7 @@ class SCSIConfig(StudyConfig):
     gauss_steps: Steps = Field(
         400, description="training steps, linear-Gaussian (converged by ~100 steps at the quick width)"
     )
-    oracle_samples: Annotated[SampleSize, Field(ge=1000)] = Field(
+    oracle_n: Annotated[SampleSize, Field(ge=1000)] = Field(
         20_000, description="samples for the oracle (training-free) checks"
     )
     # --- two moons ----------------------------------------------------------------------------------

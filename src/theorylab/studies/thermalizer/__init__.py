@@ -101,7 +101,7 @@ def _gauss(
     # (variance w ≈ 2e-4) from swamping the slope at σ² = 1e-5: at the mode's own scale its SE with
     # 2e5 samples is ≈ 0.01, the whole tolerance (seed 1 missed by 0.011); at unit scale ≈ 3e-5.
     # ŝ = 10 -> s_stop = 4
-    mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_samples, betas, abar, cfg.noise_levels, g)
+    mc, mc_se = gaussian_gain_monte_carlo(var, cfg.gauss_n, betas, abar, cfg.noise_levels, g)
     top, floor = gain_limits(10, 4, abar)
     extremes = thermalize_gain(torch.tensor([1e6, 0.0], dtype=torch.float64), 10, 4, betas, abar)
     gains = pd.DataFrame(

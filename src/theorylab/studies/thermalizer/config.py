@@ -37,7 +37,7 @@ class ThermalizerConfig(StudyConfig):
         "gradient): fp32, or bf16 autocast (GPUs, AMX CPUs)",
     )
     leak: float = Field(0.1, ge=0, le=10, description="leak η of the drifting emulator KSLeaky")
-    gauss_samples: Annotated[SampleSize, Field(ge=1000)] = Field(
+    gauss_n: Annotated[SampleSize, Field(ge=1000)] = Field(
         200_000, description="Monte Carlo samples of the Gaussian gain check (card: 2e5)"
     )
     learned_steps: Annotated[Steps, Field(ge=0)] = Field(

@@ -69,7 +69,7 @@ def judge_gain(res: Result, v: Judgement) -> Verdict:
     )
     if 4 * se > 1e-3:
         return v.undecided(
-            f"needs more Monte Carlo samples (gauss_samples = {res.config['gauss_samples']}): 4 SE exceeds "
+            f"needs more Monte Carlo samples (gauss_n = {res.config['gauss_n']}): 4 SE exceeds "
             f"the 1e-3 tolerance; {detail}"
         )
     # 1e-3: ~20 SE at 2e5 samples (SE ~4e-5), so only a real mismatch between Algorithm 1 and the

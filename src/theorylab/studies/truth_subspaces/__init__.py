@@ -102,7 +102,7 @@ def _bayes(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     n, rho = cfg.n_entities[0], cfg.rhos[0]
     gen = ctx.generator("bayes")
     g = truth_bijection(n, gen)
-    batch = truth_cooccurrence(n, rho, cfg.bayes_samples, g, gen)
+    batch = truth_cooccurrence(n, rho, cfg.bayes_n, g, gen)
     th = truth_bayes(n, rho)
     for name, aware, closed in (("bayes", True, th.loss_bayes), ("memorise", False, th.loss_mem)):
         nll = -bayes_y2_logprob(batch.tokens, g, rho, truth_aware=aware)
@@ -111,7 +111,7 @@ def _bayes(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
                 predictor=name,
                 n=n,
                 rho=rho,
-                samples=cfg.bayes_samples,
+                samples=cfg.bayes_n,
                 empirical=float(nll.mean()),
                 se=float(nll.std() / math.sqrt(len(nll))),
                 closed_form=closed,
@@ -146,7 +146,7 @@ def _toy_run(
     # Both probe classes need rows: above ρ = 0.9 the test set is drawn at 0.9 (>= 10% false contexts) and the
     # y'-loss is reweighted to the run's ρ, which is exact since E[loss] = ρ E[loss | true] + (1-ρ) E[loss | false].
     test_rho = min(rho, TEST_RHO_MAX)
-    test = truth_cooccurrence(n, test_rho, cfg.test_size, g, gen)
+    test = truth_cooccurrence(n, test_rho, cfg.test_n, g, gen)
     model = toy_model(n, cfg.d_model, n_layers, kind, ctx.seed(f"model {tag}")).to(ctx.device)
     sites = _sites(model, cfg.probe_every_site)
     hooks = sorted({h for h, _ in sites.values()})
@@ -163,7 +163,7 @@ def _toy_run(
         resid = cache[f"blocks.{n_layers - 1}.hook_resid_post"][:, 2].norm(dim=-1).cpu()
         features[step] = {s: cache[h][:, t].double().cpu().numpy() for s, (h, t) in sites.items()}
         if step in (cfg.evaluate_at[0], last):
-            k = cfg.histogram_size
+            k = cfg.histogram_n
             out["norms"] += [
                 dict(**key, step=step, true=bool(a), norm=float(b))
                 for a, b in zip(truth[:k].tolist(), resid[:k].tolist())
@@ -200,7 +200,7 @@ def _toy_run(
         decay=EMBEDDINGS,
     )
     out["curve"] += [measured[s] for s in sorted(measured)]
-    half = cfg.test_size // 2
+    half = cfg.test_n // 2
     rows = probe_over_training(features, {s: (lambda c, s=s: c[s]) for s in sites}, truth.numpy(), half)
     out["probes"] += [dict(**key, **r) for r in rows]
 
@@ -238,7 +238,7 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
         progress=lambda it, d: ctx.progress(it, f"{d} (own LM)"),
     )
     model.eval()
-    clean = truth_documents(table, a, f, 1.0, cfg.lm_test_size, gen)
+    clean = truth_documents(table, a, f, 1.0, cfg.lm_test_n, gen)
     dirty = corrupt_one_fact(clean, table, a, 0, gen)
     t = attrs[-1]
     rows = []
@@ -249,12 +249,12 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
             rows.append(
                 dict(metric=f"logp_last_{name}", value=float(lp.mean()), se=float(lp.std() / math.sqrt(len(lp))))
             )
-        mixed = truth_documents(table, a, f, 0.5, cfg.lm_test_size, gen)
+        mixed = truth_documents(table, a, f, 0.5, cfg.lm_test_n, gen)
         _, cache = model.run_with_cache(
             mixed.tokens[:, :t].to(ctx.device), [f"blocks.{cfg.lm_n_layers - 1}.hook_resid_post"]
         )
         feats = next(iter(cache.values())).mean(1).double().cpu().numpy()
-    probe = linear_probe(feats, mixed.true.numpy(), cfg.lm_test_size // 2)
+    probe = linear_probe(feats, mixed.true.numpy(), cfg.lm_test_n // 2)
     rows.append(dict(metric="probe_mean_residual", value=probe.score, se=math.nan))
     ctx.table("own_lm", pd.DataFrame(rows))
 
@@ -272,7 +272,7 @@ def _own_lm(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
     cpu_threads=1,
 )
 def run(cfg: TruthSubspacesConfig, ctx: RunContext) -> None:
-    ctx.say(f"Bayes check on {cfg.bayes_samples} sequences")
+    ctx.say(f"Bayes check on {cfg.bayes_n} sequences")
     _bayes(cfg, ctx)
     out: dict[str, list] = {"curve": [], "probes": [], "norms": []}
     for n, n_layers, rho, kind in _runs(cfg):

@@ -75,7 +75,7 @@ class TruthSubspacesConfig(StudyConfig):
     )
     batch: Batch = Field(256, description="fresh sequences per step (card: 256)")
     evaluate_at: tuple[int, ...] = Field(QUICK_STEPS, min_length=2, description="logged evaluation steps")
-    test_size: SampleSize = Field(
+    test_n: SampleSize = Field(
         4000, description="fixed test sequences (card: 4000); the probes fit on the first half and score on the second"
     )
     probe_every_site: bool = Field(
@@ -84,13 +84,13 @@ class TruthSubspacesConfig(StudyConfig):
         "before and after the final norm (paper); quick: the two "
         "post-norm sites and the pre-norm y site (card)",
     )
-    bayes_samples: SampleSize = Field(
+    bayes_n: SampleSize = Field(
         1_000_000,
         description="generated sequences for the Bayes check (card: 2e5, "
         "where the memorise-only loss's standard error is 0.0042 and the 0.01 tolerance only 2.4 of them: seed 47 "
         "failed at 0.0105; 1e6 takes 0.1 s and puts the tolerance at 5 standard errors)",
     )
-    histogram_size: SampleSize = Field(
+    histogram_n: SampleSize = Field(
         2000, description="test sequences whose x' residual norms are kept for the norm-by-context figure"
     )
     lm_steps: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
@@ -106,7 +106,7 @@ class TruthSubspacesConfig(StudyConfig):
     lm_rho: Annotated[float, Field(gt=0, lt=1)] = Field(0.5, description="share of all-true documents (ours)")
     lm_lr: LearningRate = Field(1e-3, description="Adam learning rate of our own LM (ours)")
     lm_batch: Batch = Field(128, description="documents per step of our own LM (ours)")
-    lm_test_size: SampleSize = Field(2000, description="test documents of the own-LM measurements")
+    lm_test_n: SampleSize = Field(2000, description="test documents of the own-LM measurements")
     local_model_path: Path | None = Field(
         None,
         description="optional: a local Hugging Face causal-LM folder for the pretrained-LM check (never downloaded)",
@@ -125,10 +125,10 @@ class TruthSubspacesConfig(StudyConfig):
             raise ValueError(
                 f"'evaluate_at' must increase strictly from >= 1 and end at steps = {self.steps}; got {ev}"
             )
-        if self.test_size < 200 or self.test_size % 2:
-            raise ValueError(f"'test_size' must be even and >= 200 (half fits the probes); got {self.test_size}")
-        if self.histogram_size > self.test_size:
-            raise ValueError(f"'histogram_size' ({self.histogram_size}) must not exceed test_size ({self.test_size})")
+        if self.test_n < 200 or self.test_n % 2:
+            raise ValueError(f"'test_n' must be even and >= 200 (half fits the probes); got {self.test_n}")
+        if self.histogram_n > self.test_n:
+            raise ValueError(f"'histogram_n' ({self.histogram_n}) must not exceed test_n ({self.test_n})")
         if self.final_norms[0] != "layer" or len(set(self.final_norms)) != len(self.final_norms):
             raise ValueError(
                 f"'final_norms' must start with 'layer' (the model of the card) without repeats; got {self.final_norms}"

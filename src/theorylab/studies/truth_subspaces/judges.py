@@ -111,7 +111,7 @@ S_BAYES = (
     REF + ", Sec. 3 (closed forms derived for the card's generator)",
     departures=[
         Departure.field_value(
-            "bayes_samples",
+            "bayes_n",
             200_000,
             "at 2e5 the memorise-only loss's standard error is 0.0042 nats, so "
             "the 0.01 tolerance is 2.4 of them and a correct generator failed "
