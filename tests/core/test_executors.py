@@ -83,7 +83,7 @@ def test_ray_grid_run_equals_the_inline_run_and_a_failing_job_fails_the_run(tmp_
         m_ref=128,
         steps=3,
         checkpoints=(0.0, 1.0),
-        reduction_n=0,
+        reduction_particles=0,
         concordance_particles=8,
         init_mc_n=1 << 12,
     )  # mean-field-width: 4 settings

@@ -154,8 +154,8 @@ def test_paper_path_at_toy_size(tmp_path):
         overrides=dict(
             equivariance_dims=(2,),
             ls_fields=2,
-            ls_n2=8,
-            ls_n3=6,
+            ls_grid_2d=8,
+            ls_grid_3d=6,
             cost_shapes=5,
             gp_per_class=8,
             gp_eval_dims=(2, 3),
@@ -287,8 +287,8 @@ def test_bad_config_fails_before_work():
         s.make_config("quick", equivariance_dims=(2, 5))
     with pytest.raises(Exception, match="gp_train_dim"):
         s.make_config("quick", gp_train_dim=5)
-    with pytest.raises(Exception, match="ls_n2"):
-        s.make_config("quick", ls_n2=2)
+    with pytest.raises(Exception, match="ls_grid_2d"):
+        s.make_config("quick", ls_grid_2d=2)
     with pytest.raises(Exception, match="pde_tasks_2d"):
         s.make_config("paper", pde_tasks_2d=("KS1D",))
     with pytest.raises(Exception, match="pde_grids"):

@@ -104,7 +104,7 @@ def test_cpu_preset_decides_two_hop_with_its_departures(gm_quick):
 
     r, j = gm_quick, gm.judges
     cpu = get_study("geometric-memorization").make_config("cpu").model_dump()
-    assert cpu["twohop_sizes"] == (256,) and cpu["twohop_dims"][0] == 4 and cpu["steps"] == 1500
+    assert cpu["twohop_n_entities"] == (256,) and cpu["twohop_dims"][0] == 4 and cpu["steps"] == 1500
     # the cpu sweep's shape: CoT stops at its first 100%, no-CoT once it failed at d >= 2 d_min(CoT)
     right = pd.DataFrame(
         dict(
@@ -127,7 +127,7 @@ def test_cpu_preset_decides_two_hop_with_its_departures(gm_quick):
     assert j.judge_twohop(_edit(r, "twohop", lambda f: short)).passed is False
     hop = next(c for c in j.claims if c.id == "geometric-memorization/two-hop-tradeoff")
     said = hop.declare(hop.judge(_edit(r, "twohop", lambda f: right)), cpu, "cpu").departures
-    assert len(said) == 2 and said[0].startswith("twohop_sizes (256) (card (8192))"), said
+    assert len(said) == 2 and said[0].startswith("twohop_n_entities (256) (card (8192))"), said
     assert hop.declare(hop.judge(r), cpu, "quick").departures == ()
     assert hop.decided_by == "cpu"
 
@@ -144,11 +144,11 @@ def test_paper_path_at_toy_size(tmp_path):
         store=Store(tmp_path / "store"),
         device="cpu",
         overrides=dict(
-            construction_sizes=(16, 40),
+            construction_n_entities=(16, 40),
             construction_relations=(1, 2),
-            cot_size=16,
+            cot_n_entities=16,
             cot_relations=2,
-            train_sizes=(16, 32),
+            train_n_entities=(16, 32),
             train_relations=(1, 2),
             width_multipliers=(1, 4),
             seeds=2,
@@ -157,9 +157,9 @@ def test_paper_path_at_toy_size(tmp_path):
             train_chunk=24,
             chunk=32,
             transfer_steps=10,
-            assoc_sizes=(16, 32),
+            assoc_n_entities=(16, 32),
             assoc_widths=(4, 8),
-            twohop_sizes=(16,),
+            twohop_n_entities=(16,),
             twohop_dims=(4, 8),
         ),
     )
@@ -184,10 +184,10 @@ def test_bad_config_fails_before_work():
     from theorylab.core.study import get_study
 
     st = get_study("geometric-memorization")
-    with pytest.raises(Exception, match="construction_sizes"):
-        st.make_config("quick", construction_sizes=(1,))
+    with pytest.raises(Exception, match="construction_n_entities"):
+        st.make_config("quick", construction_n_entities=(1,))
     with pytest.raises(Exception, match="twohop_dims"):
-        st.make_config("quick", twohop_sizes=(64,))
+        st.make_config("quick", twohop_n_entities=(64,))
     with pytest.raises(Exception, match="transfer_multiplier"):
         st.make_config("quick", transfer_multiplier=4)
     with pytest.raises(Exception, match="assoc_widths"):

@@ -107,7 +107,7 @@ def test_init_claim_catches_a_kernel_that_is_not_the_activation_s(store, monkeyp
         m_ref=128,
         steps=2,
         checkpoints=(0.0, 1.0),
-        reduction_n=0,
+        reduction_particles=0,
         concordance_particles=8,
         init_mc_n=1 << 14,
     )

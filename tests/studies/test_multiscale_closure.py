@@ -195,7 +195,7 @@ def test_paper_judges_decide_both_ways(msc_quick):
 
 TOY = dict(
     # KS at toy size
-    truth_n=64,
+    truth_grid=64,
     domain_length=22.0,
     levels=(16, 32),
     trajectories=3,
@@ -209,7 +209,7 @@ TOY = dict(
     batch=8,
     # QG: 32² truth -> 16 with levels 8/16, both operators, one size, two seeds, a few steps
     qg=True,
-    qg_truth_n=32,
+    qg_truth_grid=32,
     qg_levels=(8, 16),
     qg_sizes=("small",),
     qg_seeds=2,
@@ -223,7 +223,7 @@ TOY = dict(
     paper_batch=4,
     # Kolmogorov flow: 32² truth -> 16 with levels 8/16, t = 0.02 .. 0.06
     kolmogorov=True,
-    kolmogorov_truth_n=32,
+    kolmogorov_truth_grid=32,
     kolmogorov_levels=(8, 16),
     kolmogorov_dt=0.0025,
     kolmogorov_coarse_dt=0.005,

@@ -244,7 +244,7 @@ def test_paper_path_at_toy_size(tmp_path, preset):
             edge_n=20_000,
             hosvd_dims=(6,),
             hosvd_report_features=(),
-            sgd_grid=((2, (6, 8)), (3, (5, 6)), (4, (4, 5))),
+            sgd_cases=((2, (6, 8)), (3, (5, 6)), (4, (4, 5))),
             sgd_seeds=2,
             sgd_sample_ratio=3.0,
             sgd_batch=8,
@@ -262,7 +262,7 @@ def test_paper_path_at_toy_size(tmp_path, preset):
     if preset == "cpu":
         assert any(d.startswith("unfold_dims") for d in by_id["unfolding-vs-sgd"].departures)
         assert any(d.startswith("chaos2_dims") for d in by_id["higher-chaos-plateaus"].departures)
-        assert any(d.startswith("sgd_grid") for d in by_id["same-timescale"].departures)
+        assert any(d.startswith("sgd_cases") for d in by_id["same-timescale"].departures)
     assert set(res.table("sgd")["K"]) == {2, 3, 4} and len(res.table("sgd")) == 2 * 6
     assert set(res.table("unfolding")["estimator"]) == {"mode-wise", "balanced"}
     assert set(res.table("chaos2")["d"]) == {4, 5}
@@ -275,8 +275,8 @@ def test_bad_config_fails_before_work():
     st = get_study("multiscale-single-index")
     with pytest.raises(Exception, match="edge_dims"):
         st.make_config("quick", edge_dims=(64, 16))
-    with pytest.raises(Exception, match="sgd_grid"):
-        st.make_config("quick", sgd_grid=((1, (8,)),))
+    with pytest.raises(Exception, match="sgd_cases"):
+        st.make_config("quick", sgd_cases=((1, (8,)),))
     with pytest.raises(Exception, match="sgd_sampler"):
         st.make_config("quick", sgd_sampler="fast")
     with pytest.raises(Exception, match="chaos2_dims"):

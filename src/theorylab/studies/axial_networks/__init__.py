@@ -189,8 +189,8 @@ def _design(layer: nn.Module, weight: torch.Tensor, fwd, x: torch.Tensor) -> tor
 def _expressivity(cfg: AxialNetworksConfig, ctx: RunContext) -> pd.DataFrame:
     """Least-squares relative MSE of linear SX (SXConv k=3) and GX (GXLift 3×3 + GXReadout) layers on white noise."""
     gen, rows = ctx.generator("least squares"), []
-    cases = [(2, cfg.ls_n2, t, m) for t in TARGETS for m in ("SX", "GX")] + [
-        (3, cfg.ls_n3, "dx1", m) for m in ("SX", "GX")
+    cases = [(2, cfg.ls_grid_2d, t, m) for t in TARGETS for m in ("SX", "GX")] + [
+        (3, cfg.ls_grid_3d, "dx1", m) for m in ("SX", "GX")
     ]
     fields = {}
     for d, n, target, model in cases:

@@ -34,8 +34,8 @@ class AxialNetworksConfig(StudyConfig):
         (2, 3, 4), min_length=1, description="dimensions d of the equivariance test (card: 2, 3, 4)"
     )
     ls_fields: SampleSize = Field(16, description="white-noise fields of the least-squares fits (card: 16)")
-    ls_n2: Annotated[SampleSize, Field(ge=4, le=1024)] = Field(32, description="points per axis, 2-D fits (32)")
-    ls_n3: Annotated[SampleSize, Field(ge=4, le=128)] = Field(16, description="points per axis, 3-D fit (16)")
+    ls_grid_2d: Annotated[int, Field(ge=4, le=1024)] = Field(32, description="points per axis, 2-D fits (32)")
+    ls_grid_3d: Annotated[int, Field(ge=4, le=128)] = Field(16, description="points per axis, 3-D fit (16)")
     cost_shapes: SampleSize = Field(5, description="random shapes of the score-count check (card: 5)")
     gp_per_class: SampleSize = Field(400, description="GP fields per class and dimension (card: 400)")
     gp_train_dim: Dim = Field(2, description="the dimension the XCNN trains on (card quick: 2)")

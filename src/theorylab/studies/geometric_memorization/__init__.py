@@ -56,7 +56,7 @@ def _construction(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     """Claims 1-2: the exact construction at k = ceil(log2 N) on the grid, and at k - 1 (pigeonhole)."""
     dtype = getattr(torch, cfg.eval_dtype)
     rows, tight, hist = [], [], []
-    for n in cfg.construction_sizes:
+    for n in cfg.construction_n_entities:
         for r in sorted(set(cfg.construction_relations) | set(cfg.tight_relations)):
             facts = random_bijections(n, r, ctx.generator(f"facts {n} {r}"))
             seq, tgt = (t.to(ctx.device) for t in facts.queries())
@@ -103,8 +103,8 @@ def _construction(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
 
 def _cot(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     """Claim 3: the one-hop construction applied twice (CoT) on every two-hop query."""
-    facts = random_bijections(cfg.cot_size, cfg.cot_relations, ctx.generator("cot facts"))
-    k = code_length(cfg.cot_size)
+    facts = random_bijections(cfg.cot_n_entities, cfg.cot_relations, ctx.generator("cot facts"))
+    k = code_length(cfg.cot_n_entities)
     model = construction_model(facts, k, cfg.gate, getattr(torch, cfg.eval_dtype), ctx.device)
     m = cot_margins(model, facts, cfg.chunk, ctx.device).double().cpu()
     ctx.table(
@@ -112,7 +112,7 @@ def _cot(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
         pd.DataFrame(
             [
                 dict(
-                    n=cfg.cot_size,
+                    n=cfg.cot_n_entities,
                     r=cfg.cot_relations,
                     k=k,
                     n_queries=len(m),
@@ -161,7 +161,7 @@ def _random_mlp(model, seed: int):
 def _training(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     """Claims 4-6: trained one-layer models at d = multiplier x R ceil(log2 N); superposition R²; transfer."""
     rows, curves, points, trans, tcurves = [], [], [], [], []
-    for n in cfg.train_sizes:
+    for n in cfg.train_n_entities:
         k = code_length(n)
         for r in cfg.train_relations:
             for mult in cfg.width_multipliers:
@@ -251,7 +251,7 @@ def _training(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
 def _assoc(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     """Claim 7 baseline: d fixed, MLP width grown (in order) until 100% recall; MLP parameters at that width."""
     rows = []
-    for n in cfg.assoc_sizes:
+    for n in cfg.assoc_n_entities:
         facts = random_bijections(n, cfg.assoc_relations, ctx.generator(f"assoc facts {n}"))
         seq, tgt = (t.to(ctx.device) for t in facts.queries())
         for width in cfg.assoc_widths:
@@ -281,7 +281,7 @@ def _twohop(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     has failed at d >= 2 d_min(CoT), where the claim's verdict no longer depends on larger d."""
     rows = []
     r = cfg.twohop_relations
-    for n in cfg.twohop_sizes:
+    for n in cfg.twohop_n_entities:
         facts = random_bijections(n, r, ctx.generator(f"twohop facts {n}"))
         one_seq, one_tgt = (t.to(ctx.device) for t in facts.queries())
         two_seq, two_tgt, _ = facts.chains(2)
@@ -322,19 +322,19 @@ def _twohop(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
     cpu_threads=1,
 )
 def run(cfg: GeometricMemorizationConfig, ctx: RunContext) -> None:
-    ctx.say(f"exact construction on N = {cfg.construction_sizes} x R = {cfg.construction_relations}")
+    ctx.say(f"exact construction on N = {cfg.construction_n_entities} x R = {cfg.construction_relations}")
     _construction(cfg, ctx)
-    ctx.say(f"chain-of-thought two-hop at N = {cfg.cot_size}, R = {cfg.cot_relations}")
+    ctx.say(f"chain-of-thought two-hop at N = {cfg.cot_n_entities}, R = {cfg.cot_relations}")
     _cot(cfg, ctx)
     ctx.say(
-        f"training {len(cfg.train_sizes) * len(cfg.train_relations) * len(cfg.width_multipliers) * cfg.seeds} "
+        f"training {len(cfg.train_n_entities) * len(cfg.train_relations) * len(cfg.width_multipliers) * cfg.seeds} "
         f"model(s), {cfg.steps} full-batch steps"
     )
     _training(cfg, ctx)
-    if cfg.assoc_sizes:
+    if cfg.assoc_n_entities:
         ctx.say("associative-memory baseline")
     _assoc(cfg, ctx)
-    if cfg.twohop_sizes:
+    if cfg.twohop_n_entities:
         ctx.say("two-hop: CoT vs 2 layers")
     _twohop(cfg, ctx)
     ctx.scalar(

@@ -11,7 +11,7 @@ from theorylab.core.fields import Chunk, DModel, Entities, Every, LearningRate, 
 
 
 class GeometricMemorizationConfig(StudyConfig):
-    construction_sizes: tuple[Entities, ...] = Field(
+    construction_n_entities: tuple[Entities, ...] = Field(
         (128, 2048, 10_000), min_length=1, description="entity counts N of the exact-construction grid (card)"
     )
     construction_relations: tuple[Relations, ...] = Field(
@@ -24,14 +24,14 @@ class GeometricMemorizationConfig(StudyConfig):
         "codes collide per relation block, R does not matter)",
     )
     gate: float = Field(2.0, gt=1, le=100, description="gate M of the ReLU selector (card: 2; any M > 1 works)")
-    cot_size: Entities = Field(2048, description="N of the chain-of-thought two-hop construction check (card)")
+    cot_n_entities: Entities = Field(2048, description="N of the chain-of-thought two-hop construction check (card)")
     cot_relations: Relations = Field(4, description="R of the two-hop check: N·R² queries (card)")
     eval_dtype: Literal["float32", "float64"] = Field(
         "float32",
         description="dtype of the construction's forward pass (its logits are small integers, exact in float32)",
     )
     chunk: Chunk = Field(2048, description="queries per forward pass when scoring N logits each")
-    train_sizes: tuple[Entities, ...] = Field((256,), min_length=1, description="N of the trained models (card)")
+    train_n_entities: tuple[Entities, ...] = Field((256,), min_length=1, description="N of the trained models (card)")
     train_relations: tuple[Relations, ...] = Field((2,), min_length=1, description="R of the trained models (card)")
     width_multipliers: tuple[int, ...] = Field(
         (1,), min_length=1, description="d = multiplier x R ceil(log2 N) of the trained models (card)"
@@ -53,13 +53,15 @@ class GeometricMemorizationConfig(StudyConfig):
         description="d multiplier of the models whose MLP is transferred (card: 4; quick: the one trained model)",
     )
     transfer_steps: Steps = Field(150, description="E-only steps on new bijections (card: half the training steps)")
-    assoc_sizes: tuple[Entities, ...] = Field(
+    assoc_n_entities: tuple[Entities, ...] = Field(
         (), description="N of the associative-memory baseline (d fixed, MLP width grown until 100%); empty: skipped"
     )
     assoc_relations: Relations = Field(1, description="R of the associative-memory baseline")
     assoc_d_model: DModel = Field(16, description="fixed width d of the associative-memory baseline (card)")
     assoc_widths: tuple[int, ...] = Field((), description="MLP widths tried in order until 100% recall")
-    twohop_sizes: tuple[Entities, ...] = Field((), description="N of the two-hop CoT vs no-CoT sweep; empty: skipped")
+    twohop_n_entities: tuple[Entities, ...] = Field(
+        (), description="N of the two-hop CoT vs no-CoT sweep; empty: skipped"
+    )
     twohop_relations: Relations = Field(2, description="R of the two-hop sweep (ours)")
     twohop_dims: tuple[int, ...] = Field((), description="widths d swept for both two-hop models (ascending)")
 
@@ -72,10 +74,10 @@ class GeometricMemorizationConfig(StudyConfig):
             vals = getattr(self, name)
             if any(v < 1 for v in vals) or list(vals) != sorted(set(vals)):
                 raise ValueError(f"'{name}' must be positive and strictly ascending; got {vals}")
-        if self.assoc_sizes and not self.assoc_widths:
-            raise ValueError("'assoc_widths' must be given when 'assoc_sizes' is")
-        if self.twohop_sizes and not self.twohop_dims:
-            raise ValueError("'twohop_dims' must be given when 'twohop_sizes' is")
+        if self.assoc_n_entities and not self.assoc_widths:
+            raise ValueError("'assoc_widths' must be given when 'assoc_n_entities' is")
+        if self.twohop_n_entities and not self.twohop_dims:
+            raise ValueError("'twohop_dims' must be given when 'twohop_n_entities' is")
         if self.transfer_multiplier not in self.width_multipliers:
             raise ValueError(
                 f"'transfer_multiplier' ({self.transfer_multiplier}) must be one of 'width_multipliers' "
@@ -99,12 +101,12 @@ PRESETS = {
         "the steps, which decides transfer (332 s CPU measured); the two-hop sweep at N = 2^8, R = 2 (CoT vs 2 "
         "layers, d from 4, each sweep stopped once the verdict is fixed), which decides two-hop-tradeoff (~90 s CPU "
         "at seed 0: 3 models of 1500 steps)",
-        train_sizes=((1024,), "card: the smallest paper N"),
+        train_n_entities=((1024,), "card: the smallest paper N"),
         width_multipliers=((1, 4), "card: transfer needs d = 4 R log2 N"),
         steps=(1500, "card"),
         transfer_multiplier=(4, "card"),
         transfer_steps=(750, "card: half the training steps"),
-        twohop_sizes=(
+        twohop_n_entities=(
             (256,),
             "two-hop: N = 2^8 (card 2^13): every sweep point trains on all N·R² queries x N "
             "logits: 3 models at seed 0, ~90 s of CPU",
@@ -127,7 +129,7 @@ PRESETS = {
         "16) recalls 100% at the smallest MLP width 16 at R = 1 for N = 128 and 256 (R = 1 needs no MLP: the "
         "subject embedding alone maps each subject to its attribute's readout row) and at R = 4 for N = 128",
         gpu_minutes=2500,
-        train_sizes=((1024, 8192, 65536), "card"),
+        train_n_entities=((1024, 8192, 65536), "card"),
         train_relations=((1, 2, 4, 8), "card"),
         width_multipliers=((1, 2, 4, 8), "card"),
         seeds=(3, "card"),
@@ -136,10 +138,10 @@ PRESETS = {
         train_chunk=(16_384, "ours: N·R up to 5·10^5 facts x 2^16 logits does not fit in one pass"),
         transfer_multiplier=(4, "card"),
         transfer_steps=(10_000, "card: half the training steps"),
-        assoc_sizes=((1024, 4096, 16384, 65536), "ours: four sizes for the log-log slope"),
+        assoc_n_entities=((1024, 4096, 16384, 65536), "ours: four sizes for the log-log slope"),
         assoc_relations=(1, "ours"),
         assoc_widths=((16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384), "ours: doubling"),
-        twohop_sizes=((8192,), "card"),
+        twohop_n_entities=((8192,), "card"),
         twohop_relations=(2, "ours"),
         twohop_dims=((13, 26, 52, 104, 208, 416), "ours: doubling from R log2 N / 2"),
     ),

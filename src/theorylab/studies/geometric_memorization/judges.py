@@ -36,7 +36,7 @@ S_EXACT = (
 def judge_exact(res: Result, v: Judgement) -> Verdict:
     t = res.table("construction")
     cfg = res.config
-    want = {(n, r) for n in cfg["construction_sizes"] for r in cfg["construction_relations"]}
+    want = {(n, r) for n in cfg["construction_n_entities"] for r in cfg["construction_relations"]}
     have = set(zip(t["n"], t["r"])) if len(t) else set()
     if want - have:
         return v.failed(math.nan, "= 2 ± 1e-9", TOL, f"grid points missing: {sorted(want - have)}")
@@ -283,7 +283,7 @@ S_TWOHOP = (
 
 TWOHOP_CPU = [
     Departure.field_value(
-        "twohop_sizes",
+        "twohop_n_entities",
         (8192,),
         "cpu preset: both sweeps train full-batch on every query (N·R² "
         "two-hop queries x N logits); N = 2^8 fits one CPU core, 2^13 needs a GPU",

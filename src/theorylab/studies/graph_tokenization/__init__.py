@@ -52,7 +52,7 @@ def _spectral_exact(cfg: GraphTokenizationConfig, ctx: RunContext) -> None:
     graphs = [("shrikhande", gt.shrikhande()), ("rook", gt.rook_graph())]
     graphs += [("erdos_renyi", a) for a in gt.erdos_renyi(16, cfg.exact_er_p, gen, cfg.exact_er_graphs)]
     ctx.table("spectral_reconstruction", checks.spectral_reconstruction(graphs, gen))
-    ctx.table("basis_ambiguity", checks.basis_ambiguity(cfg.cycle_n))
+    ctx.table("basis_ambiguity", checks.basis_ambiguity(cfg.cycle_nodes))
 
 
 def _bank(ctx: RunContext, cfg: GraphTokenizationConfig, task: str, n: int, replica: int, split: str):

@@ -34,7 +34,9 @@ class GraphTokenizationConfig(StudyConfig):
         100, description="random G(16, p) graphs whose Laplacian is rebuilt from spectral tokens (card: 100)"
     )
     exact_er_p: float = Field(0.3, gt=0, lt=1, description="edge probability of those graphs (card: 0.3)")
-    cycle_n: int = Field(12, ge=5, le=256, description="cycle C_n of the basis-ambiguity check (card: 12)")
+    cycle_nodes: int = Field(
+        12, ge=5, le=256, description="nodes n of the cycle C_n of the basis-ambiguity check (card: 12)"
+    )
     trace_steps: int = Field(16, ge=1, le=64, description="t <= trace_steps in tr(P^t) = Σ μ^t (card: 16)")
     # --- tokenization ---
     rw_steps: int = Field(16, ge=1, le=64, description="K of the random-walk tokens (card: 16, as RWSE)")

@@ -129,12 +129,14 @@ def _one_setting(item: tuple, progress: Progress | None) -> dict[str, pd.DataFra
         ],
         ignore_index=True,
     )
-    if cfg.reduction_n > 0:  # the 1-D reduction beside the reference, and what bounds their gap (judge_reduction)
+    if (
+        cfg.reduction_particles > 0
+    ):  # the 1-D reduction beside the reference, and what bounds their gap (judge_reduction)
         red = reduction_against_reference(
             act,
             d,
             hist.snapshots[0][1],
-            n=cfg.reduction_n,
+            n=cfg.reduction_particles,
             nodes=cfg.reduction_nodes,
             eta=eta,
             steps=steps,

@@ -42,7 +42,7 @@ class MeanFieldWidthConfig(StudyConfig):
     escape_threshold: float = Field(
         0.5, gt=0, lt=1, description="a particle has escaped the equator once |<w, w*>| >= this"
     )
-    reduction_n: Annotated[SampleSize, Field(ge=0)] = Field(
+    reduction_particles: Annotated[SampleSize, Field(ge=0)] = Field(
         128,
         description="particles of the 1-D overlap reduction (0: skip; checked against the reference at n/2 and eta/2)",
     )
@@ -88,7 +88,7 @@ PRESETS = {
         ),
         m_ref=(2048, "quick's reference (8 x the card's 1024 per width 128 left the late slopes biased)"),
         seeds=(6, "quick's networks per width"),
-        reduction_n=(0, "the 1-D reduction is decided at quick; here it would rerun each reference at eta/2"),
+        reduction_particles=(0, "the 1-D reduction is decided at quick; here it would rerun each reference at eta/2"),
         block_mib=(2.0, "2 MiB pairwise blocks stay in a CPU core's cache"),
     ),
     "paper": Preset.of(

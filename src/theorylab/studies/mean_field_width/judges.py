@@ -274,7 +274,7 @@ S_REDUCTION = (
     "reduced-dynamics", S_REDUCTION, REF + ", the symmetric reduction of the mean-field dynamics", departures=SIZES
 )
 def judge_reduction(res: Result, v: Judgement) -> Verdict:
-    r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_n = 0)")
+    r = res.table("reduction", unless="this config skips the 1-D reduction (reduction_particles = 0)")
     for col in ("L_ref", "L_ref_half_eta", "L_reduced", "L_reduced_coarse", "ref_error"):
         v.column(r, col)
     width_err, step_err, disc_err = reduction_error_budget(

@@ -61,7 +61,7 @@ def _operators(cfg: MultiscaleClosureConfig):
 
 
 def _data(cfg: MultiscaleClosureConfig, ctx: RunContext):
-    fine = KS1D(L=cfg.domain_length, N=cfg.truth_n, dt=cfg.dt)  # the kit's ks32pi (no dealiasing at N = 256)
+    fine = KS1D(L=cfg.domain_length, N=cfg.truth_grid, dt=cfg.dt)  # the kit's ks32pi (no dealiasing at N = 256)
     systems = {n: KS1D(L=cfg.domain_length, N=n, dt=cfg.coarse_dt, dealias=True) for n in cfg.levels}
     C, down = _operators(cfg)
     x0 = fine.spun_up(cfg.trajectories, ctx.generator("ks/init"), time=cfg.spinup)

@@ -23,7 +23,7 @@ def _increasing(name: str, levels: tuple[int, ...], top: int) -> None:
 
 class MultiscaleClosureConfig(StudyConfig):
     # --- quick: Kuramoto-Sivashinsky, ks32pi truth ------------------------------------------------------------
-    truth_n: Annotated[int, Field(ge=8, le=8192)] = Field(
+    truth_grid: Annotated[int, Field(ge=8, le=8192)] = Field(
         256, description="points of the KS truth grid (card: ks32pi, N = 256)"
     )
     domain_length: float = Field(32 * math.pi, gt=0, le=1e4, description="KS domain length L (card: 32π)")
@@ -75,7 +75,7 @@ class MultiscaleClosureConfig(StudyConfig):
     # --- paper: QG eddy (GPU) -----------------------------------------------------------------------------------
     qg: bool = Field(False, description="run the QG part (paper claims 7-8)")
     qg_preset: Literal["eddy", "jet"] = Field("eddy", description="QG2L configuration (card: eddy)")
-    qg_truth_n: Annotated[int, Field(ge=8, le=8192)] = Field(256, description="QG truth grid (card: 256)")
+    qg_truth_grid: Annotated[int, Field(ge=8, le=8192)] = Field(256, description="QG truth grid (card: 256)")
     qg_levels: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
         (16, 32, 64), description="QG multiscale grids, the last the coarse grid (card: 16, 32, 64)"
     )
@@ -105,7 +105,7 @@ class MultiscaleClosureConfig(StudyConfig):
     )
     # --- paper: Kolmogorov flow (GPU) ---------------------------------------------------------------------------
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper claims 8-9)")
-    kolmogorov_truth_n: Annotated[int, Field(ge=8, le=8192)] = Field(
+    kolmogorov_truth_grid: Annotated[int, Field(ge=8, le=8192)] = Field(
         2048, description="KF truth grid (card: 2048; 1024 is a flagged fallback)"
     )
     kolmogorov_levels: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
@@ -131,9 +131,9 @@ class MultiscaleClosureConfig(StudyConfig):
     @model_validator(mode="after")
     def _checks(self) -> "MultiscaleClosureConfig":
         _increasing("levels", self.levels, self.levels[-1])
-        if self.levels[-1] >= self.truth_n or self.truth_n % 2:
+        if self.levels[-1] >= self.truth_grid or self.truth_grid % 2:
             raise ValueError(
-                f"the coarse grid levels[-1] ({self.levels[-1]}) must be below the even truth_n ({self.truth_n})"
+                f"the coarse grid levels[-1] ({self.levels[-1]}) must be below the even truth_grid ({self.truth_grid})"
             )
         if self.kernel % 2 == 0:
             raise ValueError(f"'kernel' must be odd (periodic convolutions keep the grid); got {self.kernel}")
@@ -154,7 +154,7 @@ class MultiscaleClosureConfig(StudyConfig):
             raise ValueError(f"'germano_snapshots' ({self.germano_snapshots}) exceeds the data's snapshots")
         _increasing("qg_levels", self.qg_levels, self.qg_levels[-1])
         _increasing("kolmogorov_levels", self.kolmogorov_levels, self.kolmogorov_levels[-1])
-        if self.qg_levels[-1] >= self.qg_truth_n or self.kolmogorov_levels[-1] >= self.kolmogorov_truth_n:
+        if self.qg_levels[-1] >= self.qg_truth_grid or self.kolmogorov_levels[-1] >= self.kolmogorov_truth_grid:
             raise ValueError("the QG and KF coarse grids must be below their truth grids")
         if self.kolmogorov_end <= self.kolmogorov_warmup:
             raise ValueError(

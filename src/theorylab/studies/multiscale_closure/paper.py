@@ -146,7 +146,7 @@ def _online(
 
 def qg_part(cfg, ctx: RunContext) -> None:
     dev, levels = ctx.device, list(cfg.qg_levels)
-    fine = QG2L.preset(cfg.qg_preset, N=cfg.qg_truth_n, dt=cfg.qg_dt, device=dev)
+    fine = QG2L.preset(cfg.qg_preset, N=cfg.qg_truth_grid, dt=cfg.qg_dt, device=dev)
     coarse = QG2L.preset(cfg.qg_preset, N=levels[-1], dt=cfg.qg_dt, device=dev)
     ops = _operators([(op, levels[-1]) for op in cfg.qg_operators], fine.L)
     n_all = cfg.qg_train_trajectories + cfg.qg_online_trajectories
@@ -227,7 +227,7 @@ def _kf_state(ns: NS2D, batch: int, generator: torch.Generator, peak: int = 4, m
 def kolmogorov_part(cfg, ctx: RunContext) -> None:
     dev, levels = ctx.device, list(cfg.kolmogorov_levels)
     kw = dict(nu=cfg.kolmogorov_nu, drag=cfg.kolmogorov_drag, forcing_mode=4, device=dev)
-    fine = NS2D(N=cfg.kolmogorov_truth_n, dt=cfg.kolmogorov_dt, **kw)
+    fine = NS2D(N=cfg.kolmogorov_truth_grid, dt=cfg.kolmogorov_dt, **kw)
     coarse_data = NS2D(N=levels[-1], dt=cfg.kolmogorov_dt, **kw)  # the closure target's coarse right-hand side
     coarse = NS2D(N=levels[-1], dt=cfg.kolmogorov_coarse_dt, **kw)  # the online solver
     ops = _operators([("sharp", levels[-1])], 2 * np.pi)
@@ -281,4 +281,4 @@ def kolmogorov_part(cfg, ctx: RunContext) -> None:
         online += [dict(system="kf", operator="sharp", size=cfg.kolmogorov_size, noise=noise, **r) for r in rows]
     ctx.table("offline", pd.DataFrame(offline))
     ctx.table("online_2d", pd.DataFrame(online))
-    ctx.scalar("kolmogorov_truth_fallback", cfg.kolmogorov_truth_n < 2048)
+    ctx.scalar("kolmogorov_truth_fallback", cfg.kolmogorov_truth_grid < 2048)

@@ -121,7 +121,7 @@ def _hosvd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
 def _sgd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     """Claims 3-5: online spherical SGD (card schedule) for every (K, d), seeds batched."""
     runs, path = [], []
-    for K, dims in cfg.sgd_grid:
+    for K, dims in cfg.sgd_cases:
         for d in dims:
             rng = ctx.rng(f"sgd features {K} {d}")
             W = torch.as_tensor(rng.standard_normal((cfg.sgd_seeds, K, d)), dtype=torch.float32, device=ctx.device)
@@ -247,7 +247,7 @@ def run(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     _edgeworth(cfg, ctx)
     ctx.say(f"HOSVD of T_hat at K = {cfg.hosvd_levels}, d = {cfg.hosvd_dims}")
     _hosvd(cfg, ctx)
-    ctx.say(f"spherical SGD on {cfg.sgd_grid}, {cfg.sgd_seeds} seeds")
+    ctx.say(f"spherical SGD on {cfg.sgd_cases}, {cfg.sgd_seeds} seeds")
     _sgd(cfg, ctx)
     if cfg.unfold_dims:
         ctx.say(f"unfolding baselines at K = {cfg.unfold_levels}, d = {cfg.unfold_dims}")

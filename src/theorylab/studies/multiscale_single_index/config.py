@@ -38,7 +38,7 @@ class MultiscaleSingleIndexConfig(StudyConfig):
         ("random",), description="further ensembles run beside it with the same judge's thresholds, reported only"
     )
     hosvd_sample_ratio: SampleRatio = Field(100.0, description="n = ratio * d^(K-1) samples of T_hat (card: 100)")
-    sgd_grid: tuple[tuple[int, tuple[int, ...]], ...] = Field(
+    sgd_cases: tuple[tuple[int, tuple[int, ...]], ...] = Field(
         ((2, (16, 32, 64)),),
         min_length=1,
         description="(K, dims) pairs of the spherical-SGD runs (card quick: K = 2, d = 16..64)",
@@ -74,15 +74,15 @@ class MultiscaleSingleIndexConfig(StudyConfig):
             v = getattr(self, name)
             if list(v) != sorted(set(v)) or any(d < 4 for d in v):
                 raise ValueError(f"'{name}' must increase strictly and be >= 4; got {v}")
-        for K, dims in self.sgd_grid:
+        for K, dims in self.sgd_cases:
             if list(dims) != sorted(set(dims)) or not dims or any(d < 4 for d in dims):
                 raise ValueError(
-                    f"'sgd_grid': the dims of K = {K} must be non-empty, increase strictly and be >= 4; got {dims}"
+                    f"'sgd_cases': the dims of K = {K} must be non-empty, increase strictly and be >= 4; got {dims}"
                 )
             if not 2 <= K <= 8:
-                raise ValueError(f"'sgd_grid': K must lie in 2..8; got {K}")
-        if len({K for K, _ in self.sgd_grid}) != len(self.sgd_grid):
-            raise ValueError(f"'sgd_grid': one entry per K; got {self.sgd_grid}")
+                raise ValueError(f"'sgd_cases': K must lie in 2..8; got {K}")
+        if len({K for K, _ in self.sgd_cases}) != len(self.sgd_cases):
+            raise ValueError(f"'sgd_cases': one entry per K; got {self.sgd_cases}")
         if any(d**3 > 32768 for d in self.chaos2_dims):
             raise ValueError(f"'chaos2_dims': d^3 must be <= 32768 (a D x D matrix); got {self.chaos2_dims}")
         return self
@@ -103,7 +103,7 @@ PRESETS = {
         "the 40-point n grid; the K = 3 second-chaos spectrum at d = 8, 10, 12 (n = 200 d^3). Decides "
         "sgd-sample-complexity and same-timescale (K = 3 and 4), unfolding-vs-sgd and higher-chaos-plateaus at "
         "reduced d (declared departures)",
-        sgd_grid=(
+        sgd_cases=(
             ((2, (16, 32, 64)), (3, (12, 16, 24)), (4, (6, 8, 10))),
             "quick's K = 2 grid, K = 3 up to d = 24 (~18k steps of 5 batched seeds, ~90 s on one core) and "
             "K = 4 at d = 6, 8, 10 (~25k steps, ~3 min; the card's d = 12, 16 take 54k and 142k steps)",
@@ -120,7 +120,7 @@ PRESETS = {
         "on one CPU core, about 1 ms launch-bound on a GPU) and 1e15 flop for the d = 24 second-chaos matrix "
         "(D = 13824; 2.7e13 at d = 16 already takes hours on one core)",
         gpu_minutes=20,
-        sgd_grid=(((2, (16, 32, 64)), (3, (12, 16, 24, 32)), (4, (8, 12, 16))), "card"),
+        sgd_cases=(((2, (16, 32, 64)), (3, (12, 16, 24, 32)), (4, (8, 12, 16))), "card"),
         sgd_seeds=(5, "card"),
         sgd_sample_ratio=(400.0, "card: n up to 400 d^(K-1) log d"),
         sgd_log_every=(16, "ours: enough points for n_0.5 to 0.1% of the run"),

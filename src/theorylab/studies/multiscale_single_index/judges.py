@@ -160,7 +160,7 @@ SIGNED = Departure.of(
 
 CPU_SGD = [
     Departure.field_value(
-        "sgd_grid",
+        "sgd_cases",
         ((2, (16, 32, 64)), (3, (12, 16, 24, 32)), (4, (8, 12, 16))),
         "cpu preset: K = 3 at d = 12, 16, 24 and K = 4 at d = 6, 8, 10 (the card's K = 3 at d = 32 "
         "and K = 4 at d = 12, 16 take 54k and 142k sequential steps, ~1 h on one core): smaller d, "

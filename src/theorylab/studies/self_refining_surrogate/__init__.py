@@ -391,7 +391,7 @@ def _corrected_rollouts(
 def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.DataFrame:
     dev = ctx.device
     solver = NS2D(
-        N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
+        N=cfg.kolmogorov_solve_grid, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
     )
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
     w0 = solver.random_state(n_all + 1, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
@@ -404,7 +404,7 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
         spinup=cfg.kolmogorov_spinup,
         horizon=cfg.kolmogorov_train_horizon,
         substeps=cfg.kolmogorov_substeps,
-        store_n=cfg.kolmogorov_store_n,
+        store_n=cfg.kolmogorov_store_grid,
         channels=1,
         per_channel_std=False,
         width=cfg.kolmogorov_width,
@@ -457,10 +457,10 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
 
 def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.DataFrame:
     """The card's QG jet (claim 10): the two-layer QG model (``data.qg.QG2L`` "jet": β 1e-11, r_ek 7e-8, δ 0.1,
-    r_d 15 km, U_1 0.025, dt 3600 s) at ``qg_solve_n``, stored at 64² every 10 solver steps (Δt = 36,000 s), each
+    r_d 15 km, U_1 0.025, dt 3600 s) at ``qg_solve_grid``, stored at 64² every 10 solver steps (Δt = 36,000 s), each
     layer normalised by its own std; a U-Net SNS model (6 -> 4 channels, hidden 128, clip 0.5) corrects a learned
     residual U-Net emulator over long rollouts, against the same network's acdm mode."""
-    solver = QG2L.preset("jet", N=cfg.qg_solve_n, dt=cfg.qg_dt, device=ctx.device)
+    solver = QG2L.preset("jet", N=cfg.qg_solve_grid, dt=cfg.qg_dt, device=ctx.device)
     n_all = cfg.qg_train_trajectories + cfg.qg_test_trajectories
     w0 = solver.random_state(n_all + 1, ctx.generator("qg/init"), velocity=1e-3).to(ctx.device)
     parts = _surrogate_2d(
@@ -472,7 +472,7 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
         spinup=cfg.qg_spinup,
         horizon=cfg.qg_train_horizon,
         substeps=cfg.qg_substeps,
-        store_n=cfg.qg_store_n,
+        store_n=cfg.qg_store_grid,
         channels=2,
         per_channel_std=True,
         width=cfg.qg_width,

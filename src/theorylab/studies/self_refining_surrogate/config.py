@@ -59,8 +59,8 @@ class SelfRefiningSurrogateConfig(StudyConfig):
         (100, 200, 300), description="levels s* the one-step proposals are noised to (card: 100, 200, 300)"
     )
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claim 9)")
-    kolmogorov_solve_n: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver")
-    kolmogorov_store_n: int = Field(
+    kolmogorov_solve_grid: int = Field(256, ge=16, le=4096, description="grid of the Kolmogorov truth solver")
+    kolmogorov_store_grid: int = Field(
         64, ge=8, le=1024, description="grid the fields are stored and emulated at (card: 64)"
     )
     kolmogorov_nu: float = Field(1e-4, gt=0, le=1, description="viscosity ν (Re = 10k: 1e-4)")
@@ -89,8 +89,10 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     )
     kolmogorov_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator")
     qg: bool = Field(False, description="run the QG-jet part (paper preset: claim 10)")
-    qg_solve_n: int = Field(256, ge=16, le=2048, description="grid of the QG truth solver (card: 256)")
-    qg_store_n: int = Field(64, ge=8, le=1024, description="grid the QG fields are stored and emulated at (card: 64)")
+    qg_solve_grid: int = Field(256, ge=16, le=2048, description="grid of the QG truth solver (card: 256)")
+    qg_store_grid: int = Field(
+        64, ge=8, le=1024, description="grid the QG fields are stored and emulated at (card: 64)"
+    )
     qg_dt: float = Field(3600.0, gt=0, le=86_400, description="QG solver step in seconds (card: 3600)")
     qg_substeps: int = Field(
         10, ge=1, le=10_000, description="solver steps per stored QG step (card: 10, Δt = 36,000 s)"
@@ -121,10 +123,12 @@ class SelfRefiningSurrogateConfig(StudyConfig):
             raise ValueError(f"spectrum_window ({self.spectrum_window}) must be <= horizon ({self.horizon})")
         if self.baseline_horizon > self.horizon:
             raise ValueError(f"baseline_horizon ({self.baseline_horizon}) must be <= horizon ({self.horizon})")
-        if self.qg_store_n % 2**self.kolmogorov_levels:
-            raise ValueError(f"qg_store_n ({self.qg_store_n}) must be divisible by 2^kolmogorov_levels")
-        if self.kolmogorov_store_n % 2**self.kolmogorov_levels:
-            raise ValueError(f"kolmogorov_store_n ({self.kolmogorov_store_n}) must be divisible by 2^kolmogorov_levels")
+        if self.qg_store_grid % 2**self.kolmogorov_levels:
+            raise ValueError(f"qg_store_grid ({self.qg_store_grid}) must be divisible by 2^kolmogorov_levels")
+        if self.kolmogorov_store_grid % 2**self.kolmogorov_levels:
+            raise ValueError(
+                f"kolmogorov_store_grid ({self.kolmogorov_store_grid}) must be divisible by 2^kolmogorov_levels"
+            )
         return self
 
 

@@ -283,7 +283,7 @@ def _learned(
 def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, abar: torch.Tensor) -> pd.DataFrame:
     dev = ctx.device
     solver = NS2D(
-        N=cfg.kolmogorov_solve_n, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
+        N=cfg.kolmogorov_solve_grid, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
     )
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
     w0 = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
@@ -295,7 +295,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         cfg.kolmogorov_train_horizon,
         # [B, T, 1, n, n]
         cfg.kolmogorov_substeps,
-        cfg.kolmogorov_store_n,
+        cfg.kolmogorov_store_grid,
         progress=ctx.progress,
     )
     std = float(data.std())

@@ -46,10 +46,10 @@ class ThermalizerConfig(StudyConfig):
     learned_lr: LearningRate = Field(1e-3, description="Adam learning rate of the small learned CNN emulator")
     learned_horizon: Horizon = Field(60, description="rollout steps of the learned CNN emulator, plain and thermalized")
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claims 8-9)")
-    kolmogorov_solve_n: int = Field(
+    kolmogorov_solve_grid: int = Field(
         256, ge=16, le=4096, description="grid of the Kolmogorov truth solver (paper: 512; ours 256 by default)"
     )
-    kolmogorov_store_n: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at")
+    kolmogorov_store_grid: int = Field(64, ge=8, le=1024, description="grid the fields are stored and emulated at")
     kolmogorov_nu: float = Field(1e-4, gt=0, le=1, description="viscosity ν (Re = 10k: 1e-4)")
     kolmogorov_dt: float = Field(1e-3, gt=0, le=1, description="solver step")
     kolmogorov_substeps: int = Field(5, ge=1, le=10_000, description="solver steps per emulator step (card: 5)")

@@ -22,7 +22,7 @@ HORIZON = Departure.field_value(
     presets=["quick"],
 )
 KF = [
-    Departure.field_value("kolmogorov_solve_n", 512, "GPU time (--set kolmogorov_solve_n=512 for the card's)"),
+    Departure.field_value("kolmogorov_solve_grid", 512, "GPU time (--set kolmogorov_solve_grid=512 for the card's)"),
     Departure.field_value("noise_levels", 1000, "the quick preset's 200-class head at every preset", presets=["paper"]),
     Departure.of(
         "KF training reduced: 8 trajectories x 2000 stored steps, 20k steps per net; thermalizer AdamW lr "
