@@ -216,7 +216,7 @@ def test_paper_path_at_toy_size(tmp_path):
             untied_horizon=0.5,
             test_n=64,
             evaluate_every=5,
-            trunc_d=12,
+            trunc_dim=12,
             trunc_seeds=2,
             trunc_orders=(2, 3),
         ),

@@ -139,9 +139,9 @@ def test_departures_are_declared():
         return c.declare(Verdict(c.id, c.statement, 0.0, 0.0, 0.0, True), config, preset).departures
 
     iso = departures("isotropic-consensus")
-    assert len(iso) == 2 and iso[0].startswith("isotropic_n 32 (card 64)") and "best recorded layer" in iso[1]
-    assert len(departures("isotropic-consensus", isotropic_n=64)) == 1
-    assert departures("isotropic-consensus", "paper", mamba_train=False)[0].startswith("isotropic_n 64 (card 768)")
+    assert len(iso) == 2 and iso[0].startswith("isotropic_dim 32 (card 64)") and "best recorded layer" in iso[1]
+    assert len(departures("isotropic-consensus", isotropic_dim=64)) == 1
+    assert departures("isotropic-consensus", "paper", mamba_train=False)[0].startswith("isotropic_dim 64 (card 768)")
     assert len(departures("hf-matches-idealization")) == 1
     for cid in (
         "measure-sanity",
@@ -155,9 +155,9 @@ def test_departures_are_declared():
     # the cpu preset trains the card's random-init shape briefly: the 130m shape and 2000 steps are departures there
     cpu = departures("trained-gate-effect", "cpu")
     assert {d.split(" ")[0] for d in cpu} == {
-        "mamba_hidden",
+        "mamba_d_model",
         "mamba_n_layers",
-        "mamba_state",
+        "mamba_state_dim",
         "mamba_head_dim",
         "train_steps",
     }, cpu
@@ -192,12 +192,12 @@ def test_paper_path_at_toy_size(tmp_path):
         store=Store(tmp_path / "store"),
         device="cpu",
         overrides=dict(
-            n=8,
-            m=4,
+            d=8,
+            state_dim=4,
             length=8,
             runs=2,
             n_layers=10,
-            isotropic_n=4,
+            isotropic_dim=4,
             isotropic_n_layers=10,
             pe_max=10,
             hf_runs=1,
@@ -205,9 +205,9 @@ def test_paper_path_at_toy_size(tmp_path):
             hf_n_layers=2,
             gate_runs=2,
             gate_n_layers=6,
-            mamba_hidden=16,
+            mamba_d_model=16,
             mamba_n_layers=2,
-            mamba_state=4,
+            mamba_state_dim=4,
             mamba_head_dim=8,
             mamba_train=True,
             train_steps=2,

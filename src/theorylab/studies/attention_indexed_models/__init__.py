@@ -413,7 +413,7 @@ def _softmax2_sgd(
 
 def _truncation(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     """Claim 7 (Fig. 1): the degree-M truncations of eq. 11 vs online SGD of the L = 2 softmax tied model."""
-    d = cfg.trunc_d
+    d = cfg.trunc_dim
     gen = ctx.generator("truncation init")
     S_star = teacher(d, gen)  # Var G* = 2 q22 = 1
     W0 = torch.randn(d, d, generator=gen, dtype=torch.float64) * math.sqrt(0.5 / d)  # q11(0) = q22 = 1/2
@@ -497,7 +497,7 @@ def run(cfg: AttentionIndexedModelsConfig, ctx: RunContext) -> None:
     if cfg.untied_dims:
         ctx.say(f"untied SGD at d = {cfg.untied_dims}")
     _untied(cfg, ctx)
-    ctx.say(f"moment-ODE truncations M = {cfg.trunc_orders} vs SGD (L = 2 softmax, d = {cfg.trunc_d})")
+    ctx.say(f"moment-ODE truncations M = {cfg.trunc_orders} vs SGD (L = 2 softmax, d = {cfg.trunc_dim})")
     _truncation(cfg, ctx)
     figure_moments(ctx, ctx.tables["moments"], ctx.tables["kurtosis"])
     figure_overlap(ctx, ctx.tables["sgd_path"], ctx.tables["compare_path"])

@@ -85,7 +85,7 @@ class AttentionIndexedModelsConfig(StudyConfig):
         "drawn, O(d^-1/2), the paper's init, which leaves m no O(1) move)",
     )
 
-    trunc_d: Dim = Field(100, description="d of the moment-truncation SGD runs (card paper: 400)")
+    trunc_dim: Dim = Field(100, description="d of the moment-truncation SGD runs (card paper: 400)")
     trunc_seeds: Seeds = Field(
         8,
         description="independent SGD data streams (same init, same teacher) of the "

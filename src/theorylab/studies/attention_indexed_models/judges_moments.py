@@ -43,7 +43,7 @@ TRUNC_TOL = 0.05  # the card's tolerance at M = 8
             "at t = 1.2, M = 8: 0.13) — no weight decay, so Corollary 2's constant grows with T",
         ),
         Departure.field_value(
-            "trunc_d",
+            "trunc_dim",
             400,
             "d = 100 (quick), 8 seeds of B = 256 batched: the SGD mean lies 0.0024 from "
             "the exact finite-d flow there, far inside the card's 0.05",

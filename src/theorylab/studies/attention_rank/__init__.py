@@ -29,7 +29,7 @@ PAPER = "Amsel, Yehudai, Bruna, arXiv 2407.16153 (2024); ICLR 2025"
 
 def _constructions(cfg: AttentionRankConfig, ctx: RunContext) -> pd.DataFrame:
     table = construction_errors(
-        cfg.construction_d,
+        cfg.construction_dim,
         cfg.construction_n_points,
         cfg.construction_sets,
         cfg.hardmax_n_points,

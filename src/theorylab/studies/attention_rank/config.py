@@ -32,7 +32,7 @@ class AttentionRankConfig(StudyConfig):
     d: Dim = Field(16, description="dimension d of the sphere S^{d-1} (quick 16, paper 64)")
     n_points: Length = Field(8, description="set size N of the heads grid (quick 8, paper 16)")
     # --- training-free constructions -----------------------------------------------------------
-    construction_d: Dim = Field(16, description="dimension of the construction checks (card: 16)")
+    construction_dim: Dim = Field(16, description="dimension of the construction checks (card: 16)")
     construction_n_points: Length = Field(8, description="set size of the softmax and rank-1 checks (card: 8)")
     construction_sets: SampleSize = Field(
         2000, description="sets per construction measurement (rank-1: as many again held out)"

@@ -54,9 +54,9 @@ def _sequential(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
     rows = []
     for name in cfg.leap_links:
         for seed in range(cfg.seeds):
-            model, X, y = _sample(ctx, f"sequential/{name}/{seed}", cfg.sequential_d, name, cfg.sequential_n)
+            model, X, y = _sample(ctx, f"sequential/{name}/{seed}", cfg.sequential_dim, name, cfg.sequential_n)
             rows.append(dict(link=name, seed=seed, **sequential_recovery(model, X, y, seed, cfg.chunk)))
-    ctx.table("sequential", pd.DataFrame(rows).assign(d=cfg.sequential_d, n=cfg.sequential_n))
+    ctx.table("sequential", pd.DataFrame(rows).assign(d=cfg.sequential_dim, n=cfg.sequential_n))
 
 
 def _staged(cfg: GenerativeLeapConfig, ctx: RunContext) -> None:
@@ -135,7 +135,7 @@ def _monomial(cfg: GenerativeLeapConfig, ctx: RunContext) -> pd.DataFrame:
             for seed in range(cfg.monomial_seeds):
                 model, X, y = _sample(ctx, f"m3/{d}/{alpha}/{seed}", d, "z1z2z3", int(round(alpha * d)))
                 rows.append(dict(link="z1z2z3", d=d, alpha=alpha, seed=seed, overlap=order2_overlap(model, X, y)))
-    d, n = cfg.order2_d, int(round(cfg.order2_c * cfg.order2_d**1.5))
+    d, n = cfg.order2_dim, int(round(cfg.order2_c * cfg.order2_dim**1.5))
     for seed in range(cfg.seeds):
         model, X, y = _sample(ctx, f"order2-p3/{seed}", d, "parity3", n)
         # Any transform of a +-1 label is affine in it: the identity is every transform.

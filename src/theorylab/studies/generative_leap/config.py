@@ -32,9 +32,11 @@ class GenerativeLeapConfig(StudyConfig):
     monomial_alphas: tuple[SampleRatio, ...] = Field(
         (10.0, 20.0, 40.0), min_length=1, description="alpha = n/d for the monomial (card: 10, 20, 40)"
     )
-    order2_d: Annotated[Dim, Field(ge=4)] = Field(32, description="dimension of the order-2 estimator on the 3-parity")
+    order2_dim: Annotated[Dim, Field(ge=4)] = Field(
+        32, description="dimension of the order-2 estimator on the 3-parity"
+    )
     order2_c: SampleRatio = Field(16.0, description="c = n / d^1.5 of that run")
-    sequential_d: Annotated[Dim, Field(ge=4)] = Field(12, description="dimension of the sequential-estimator runs")
+    sequential_dim: Annotated[Dim, Field(ge=4)] = Field(12, description="dimension of the sequential-estimator runs")
     sequential_n: Annotated[SampleSize, Field(ge=100)] = Field(
         6000, description="samples of the sequential-estimator runs"
     )

@@ -203,20 +203,20 @@ def _hf(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.D
 
 def _icl(cfg: ImplicitPatchesConfig, ctx: RunContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     seed = int(ctx.rng("icl/init").integers(2**62))
-    model = in_context_regression_stack(cfg.icl_d, cfg.icl_n_layers, cfg.icl_mlp_mult, cfg.g_std, seed=seed)
+    model = in_context_regression_stack(cfg.icl_dim, cfg.icl_n_layers, cfg.icl_mlp_mult, cfg.g_std, seed=seed)
     log = train_in_context_regression(
         model,
         steps=cfg.icl_steps,
         tasks=cfg.icl_batch,
         length=cfg.icl_length,
-        dim=cfg.icl_d,
+        dim=cfg.icl_dim,
         lr=cfg.icl_lr,
         generator=ctx.generator("icl/train"),
         progress=ctx.progress,
         check=ctx.check_finite,
     )
     model.requires_grad_(False)
-    test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_d, generator=ctx.generator("icl/test"))
+    test = in_context_linear_regression(cfg.icl_test, cfg.icl_length, cfg.icl_dim, generator=ctx.generator("icl/test"))
     rows, ft_rows = implicit_vs_explicit(model, test.tokens, test.y_query, cfg.icl_ft_lr, progress=ctx.progress)
     no_ctx = model(test.tokens[:, -1:])[:, -1, -1]
     ctx.scalar("icl_no_context_mse", float((no_ctx - test.y_query).pow(2).mean()))

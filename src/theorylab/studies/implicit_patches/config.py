@@ -104,7 +104,7 @@ class ImplicitPatchesConfig(StudyConfig):
 
     icl_batch: Batch = Field(128, description="in-context regression: prompts per training step")
     icl_length: Annotated[Length, Field(ge=3)] = Field(50, description="tokens per prompt (examples + the query)")
-    icl_d: Dim = Field(2, description="dimension of x (token width d = icl_d + 1)")
+    icl_dim: Dim = Field(2, description="dimension of x (token width d = icl_dim + 1)")
     icl_n_layers: NLayers = Field(1, description="blocks of the in-context regression transformer (Dherin: one)")
     icl_mlp_mult: MLPMult = Field(4, description="its MLP hidden width = mult · d")
     icl_steps: Annotated[Steps, Field(ge=0)] = Field(100, description="Adam steps")

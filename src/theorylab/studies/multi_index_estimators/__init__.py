@@ -94,15 +94,15 @@ def run(cfg: MultiIndexEstimatorsConfig, ctx: RunContext) -> None:
     # Second-order population matrices by Monte Carlo with U = the first r coordinate axes.
     per = cfg.pop_n // cfg.pop_batches
     population = survey_population_checks(
-        cfg.pop_d, cfg.pop_batches, per, cfg.n_slices, lambda link: ctx.rng(f"population/{link}"), BATTERY_LINKS
+        cfg.pop_dim, cfg.pop_batches, per, cfg.n_slices, lambda link: ctx.rng(f"population/{link}"), BATTERY_LINKS
     )
-    ctx.table("population", pd.DataFrame(population).assign(d=cfg.pop_d, n=per * cfg.pop_batches))
+    ctx.table("population", pd.DataFrame(population).assign(d=cfg.pop_dim, n=per * cfg.pop_batches))
     rng = ctx.rng("statsmodels")
-    X, y, _ = IndexModel.make(cfg.statsmodels_d, "z1+z1z2", rng).sample(cfg.statsmodels_n, rng)
+    X, y, _ = IndexModel.make(cfg.statsmodels_dim, "z1+z1z2", rng).sample(cfg.statsmodels_n, rng)
     try:
         ctx.table(
             "statsmodels",
-            pd.DataFrame(statsmodels_angles(X, y, cfg.n_slices)).assign(d=cfg.statsmodels_d, n=cfg.statsmodels_n),
+            pd.DataFrame(statsmodels_angles(X, y, cfg.n_slices)).assign(d=cfg.statsmodels_dim, n=cfg.statsmodels_n),
         )
     except ImportError:
         ctx.log("statsmodels not installed: the cross-check is skipped (pip install statsmodels)")

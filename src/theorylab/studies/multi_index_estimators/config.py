@@ -46,13 +46,13 @@ class MultiIndexEstimatorsConfig(StudyConfig):
         "preprocessing; 3 = the 92% quantile of z^2 - 1)",
     )
     # --- population matrices (Monte Carlo) ---------------------------------------------------------
-    pop_d: Annotated[Dim, Field(ge=3, le=50)] = Field(5, description="dimension of the population-matrix check")
+    pop_dim: Annotated[Dim, Field(ge=3, le=50)] = Field(5, description="dimension of the population-matrix check")
     pop_n: Annotated[SampleSize, Field(ge=10_000)] = Field(
         1_000_000, description="samples of the population-matrix check (card: 1e6)"
     )
     pop_batches: int = Field(20, ge=5, le=1000, description="batches for the standard errors")
     # --- statsmodels cross-check ------------------------------------------------------------------
-    statsmodels_d: Annotated[Dim, Field(ge=3)] = Field(20, description="dimension of the statsmodels cross-check")
+    statsmodels_dim: Annotated[Dim, Field(ge=3)] = Field(20, description="dimension of the statsmodels cross-check")
     statsmodels_n: Annotated[SampleSize, Field(ge=100)] = Field(
         2000, description="samples of the statsmodels cross-check"
     )

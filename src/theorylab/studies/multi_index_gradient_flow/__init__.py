@@ -127,8 +127,8 @@ def _semigroup(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
 def _loss_identity(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
     """Claim 2: the loss of the ridge-fitted best link at a random W matches Phi(W*^T W) (staircase)."""
     rng = ctx.rng("loss identity")
-    model = multi_index(cfg.mc_d, "staircase", rng)
-    W = random_stiefel(cfg.mc_d, 2, rng)
+    model = multi_index(cfg.mc_dim, "staircase", rng)
+    W = random_stiefel(cfg.mc_dim, 2, rng)
     M = model.W.T @ W
     half = cfg.mc_n // 2
     x, y, _ = model.sample(2 * half, rng)
@@ -142,7 +142,7 @@ def _loss_identity(cfg: MultiIndexGradientFlowConfig, ctx: RunContext) -> None:
         pd.DataFrame(
             [
                 dict(
-                    d=cfg.mc_d,
+                    d=cfg.mc_dim,
                     n_fit=half,
                     n_test=half,
                     phi=phi(M, hermite_link("staircase")),

@@ -43,7 +43,7 @@ class MultiIndexGradientFlowConfig(StudyConfig):
         1_000_000,
         description="Monte Carlo samples of the loss identity (card: 10^6); half fit the link, half estimate its loss",
     )
-    mc_d: Dim = Field(6, description="ambient dimension of the loss-identity check (small, so M is far from 0)")
+    mc_dim: Dim = Field(6, description="ambient dimension of the loss-identity check (small, so M is far from 0)")
     mc_degree: Annotated[int, Field(ge=2, le=6)] = Field(
         4, description="degree of the Hermite ridge features (card: 4)"
     )
@@ -80,8 +80,8 @@ class MultiIndexGradientFlowConfig(StudyConfig):
             raise ValueError(f"'fd_dims' must be >= 4; got {self.fd_dims}")
         if any(b < 16 for b in self.fd_batches):
             raise ValueError(f"'fd_batches' must be >= 16; got {self.fd_batches}")
-        if self.mc_d < 2:
-            raise ValueError(f"'mc_d' must be >= 2 (r = 2 subspaces); got {self.mc_d}")
+        if self.mc_dim < 2:
+            raise ValueError(f"'mc_dim' must be >= 2 (r = 2 subspaces); got {self.mc_dim}")
         return self
 
 

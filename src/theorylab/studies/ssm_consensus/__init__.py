@@ -37,7 +37,7 @@ CONFIGS = {  # name -> keyword arguments of simulate_ideal_ssm (the card's confi
 def _sanity(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
     """λ̄₁ and r on constructed tokens with exact answers: ±-collinear, and orthonormal (n >= ℓ)."""
     g = ctx.generator("sanity")
-    ell, n = cfg.length, max(cfg.n, cfg.length)
+    ell, n = cfg.length, max(cfg.d, cfg.length)
     u = torch.randn(n, generator=g, dtype=torch.float64)
     signs = torch.where(torch.rand(ell, generator=g) < 0.5, -1.0, 1.0).to(torch.float64)
     collinear = signs[:, None] * torch.rand(ell, 1, generator=g, dtype=torch.float64).add(0.5) * u
@@ -54,11 +54,11 @@ def _sanity(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
 
 def _simulate(cfg: SSMConsensusConfig, ctx: RunContext, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     iso = name == "isotropic"
-    n = cfg.isotropic_n if iso else cfg.n
+    n = cfg.isotropic_dim if iso else cfg.d
     depth = cfg.isotropic_n_layers if iso else cfg.n_layers
     trace = simulate_ideal_ssm(
         n,
-        n if iso else cfg.m,
+        n if iso else cfg.state_dim,
         cfg.length,
         cfg.runs,
         depth,
@@ -100,10 +100,10 @@ def _hf_equivalence(cfg: SSMConsensusConfig, ctx: RunContext) -> pd.DataFrame:
         kw = CONFIGS[name]
         g = ctx.generator(f"hf/{name}")
         weights = [
-            draw_layer_weights(cfg.hf_runs, cfg.n, cfg.m, gate=kw.get("gate", False), generator=g)
+            draw_layer_weights(cfg.hf_runs, cfg.d, cfg.state_dim, gate=kw.get("gate", False), generator=g)
             for _ in range(cfg.hf_weight_sets)
         ]
-        z0 = torch.randn(1, cfg.length, cfg.n, generator=g, dtype=torch.float64)
+        z0 = torch.randn(1, cfg.length, cfg.d, generator=g, dtype=torch.float64)
         for r in range(cfg.hf_runs):
             err = idealization_error(
                 weights,
@@ -130,14 +130,14 @@ def _hf_model(cfg: SSMConsensusConfig, ctx: RunContext):
         from theorylab.data.text import char_stream
 
         vocab, stream = char_stream(cfg.train_corpus)
-    heads = 2 * cfg.mamba_hidden // cfg.mamba_head_dim
+    heads = 2 * cfg.mamba_d_model // cfg.mamba_head_dim
     model = random_init(
         "mamba2",
         seed=ctx.seed("hf/model"),
         dtype=torch.float32,
-        hidden_size=cfg.mamba_hidden,
+        hidden_size=cfg.mamba_d_model,
         num_hidden_layers=cfg.mamba_n_layers,
-        state_size=cfg.mamba_state,
+        state_size=cfg.mamba_state_dim,
         head_dim=cfg.mamba_head_dim,
         num_heads=heads,
         expand=2,

@@ -8,17 +8,19 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from theorylab.core import Preset, StudyConfig
-from theorylab.core.fields import Batch, Corpus, Dim, Every, LearningRate, Length, NLayers, Seeds, Steps
+from theorylab.core.fields import Batch, Corpus, Dim, DModel, Every, LearningRate, Length, NLayers, Seeds, Steps
 from theorylab.data.text import check_corpus
 
 
 class SSMConsensusConfig(StudyConfig):
-    n: Dim = Field(64, description="token dimension n (tokens live on S^(n-1); card: 64 quick, 768 paper)")
-    m: Dim = Field(16, description="state size m of S_B, S_C (card: 16 quick, 64 paper)")
+    d: Dim = Field(64, description="token dimension (the paper's n: tokens live on S^(n-1); card: 64 quick, 768 paper)")
+    state_dim: Dim = Field(16, description="state size m of S_B, S_C (card: 16 quick, 64 paper)")
     length: Length = Field(50, description="tokens per sequence ℓ (card: 50)")
     runs: Seeds = Field(20, description="independent runs (initial tokens and weights) per configuration (card: 20)")
     n_layers: NLayers = Field(200, description="layers of the random-weight configurations (card: 200)")
-    isotropic_n: Dim = Field(32, description="n = m of the isotropic case (the card's 64 costs ~30 s alone on 2 cores)")
+    isotropic_dim: Dim = Field(
+        32, description="n = m of the isotropic case (the card's 64 costs ~30 s alone on 2 cores)"
+    )
     isotropic_n_layers: Annotated[NLayers, Field(le=100_000)] = Field(
         1000, description="layers of the isotropic case (card: 1000)"
     )
@@ -35,9 +37,11 @@ class SSMConsensusConfig(StudyConfig):
     gate_n_layers: NLayers = Field(
         200, description="depth of the gate on/off measurement, cycling the blocks (card: 200)"
     )
-    mamba_hidden: Dim = Field(64, description="hidden size of the HF Mamba-2 (card: 64 random-init, 768 trained)")
+    mamba_d_model: DModel = Field(
+        64, description="hidden size (residual width) of the HF Mamba-2 (card: 64 random-init, 768 trained)"
+    )
     mamba_n_layers: NLayers = Field(4, description="blocks of the HF Mamba-2 (card: 4 random-init, 24 trained)")
-    mamba_state: Dim = Field(16, description="state size (card: 16 random-init; mamba2-130m: 128)")
+    mamba_state_dim: Dim = Field(16, description="state size (card: 16 random-init; mamba2-130m: 128)")
     mamba_head_dim: Dim = Field(16, description="head_dim (card: 16 random-init, 64 trained)")
     mamba_train: bool = Field(False, description="train the HF Mamba-2 on text first (claim 8; GPU advised)")
     train_steps: Steps = Field(2000, description="AdamW steps of the self-trained Mamba-2")
@@ -60,9 +64,9 @@ class SSMConsensusConfig(StudyConfig):
             raise ValueError(
                 f"'mamba_local' must be an existing directory of Mamba-2 weights; {self.mamba_local!r} is not"
             )
-        if self.mamba_hidden * 2 % self.mamba_head_dim:
+        if self.mamba_d_model * 2 % self.mamba_head_dim:
             raise ValueError(
-                f"'mamba_head_dim' ({self.mamba_head_dim}) must divide 2 x 'mamba_hidden' ({2 * self.mamba_hidden})"
+                f"'mamba_head_dim' ({self.mamba_head_dim}) must divide 2 x 'mamba_d_model' ({2 * self.mamba_d_model})"
             )
         if self.pe_max > self.n_layers:
             raise ValueError(f"'pe_max' ({self.pe_max}) must be at most 'n_layers' ({self.n_layers})")
@@ -98,14 +102,14 @@ PRESETS = {
         "~130M parameters is ~3e12 FLOP: ~1 min on one CPU core, ~36 h for the 2000 steps; on an H100 ~0.3 s a step "
         "with the torch scan path, ~10 min, plus the idealised model at n = 768)",
         gpu_minutes=20,
-        n=(768, "card: Mamba-2 130m width"),
-        m=(64, "card"),
+        d=(768, "card: Mamba-2 130m width"),
+        state_dim=(64, "card"),
         runs=(50, "card"),
-        isotropic_n=(64, "card's isotropic size at quick; n = 768 would hold a 768 x 768 state per token"),
+        isotropic_dim=(64, "card's isotropic size at quick; n = 768 would hold a 768 x 768 state per token"),
         gate_runs=(50, "card"),
-        mamba_hidden=(768, "card: mamba2-130m shape"),
+        mamba_d_model=(768, "card: mamba2-130m shape"),
         mamba_n_layers=(24, "card"),
-        mamba_state=(128, "mamba2-130m"),
+        mamba_state_dim=(128, "mamba2-130m"),
         mamba_head_dim=(64, "card"),
         mamba_train=(True, "card claim 8: a self-trained 130m-shape Mamba-2"),
     ),

@@ -103,13 +103,13 @@ S_ISO = (
     REF + ", the isotropic theorem",
     departures=[
         Departure.field_value(
-            "isotropic_n",
+            "isotropic_dim",
             64,
             "the card's quick size costs ~30 s alone on 2 cores, the whole quick budget",
             presets=["quick"],
         ),
         Departure.field_value(
-            "isotropic_n", 768, "the card's paper n = 768 would hold a 768 x 768 state per token", presets=["paper"]
+            "isotropic_dim", 768, "the card's paper n = 768 would hold a 768 x 768 state per token", presets=["paper"]
         ),
         Departure.of(
             "a run reaches 0.95 at its best recorded layer, every record_every layers up to the depth (card: "
@@ -130,7 +130,7 @@ def judge_isotropic(res: Result, v: Judgement) -> Verdict:
     return v.all_of(
         Check.at_least("median final λ̄₁", med, 0.98),
         Check.at_least("share of runs reaching λ̄₁ >= 0.95", share, 0.8),
-        detail=f"{len(f)} runs at n = {res.config['isotropic_n']}: median final λ̄₁ {med:.4f}; {share:.0%} of "
+        detail=f"{len(f)} runs at n = {res.config['isotropic_dim']}: median final λ̄₁ {med:.4f}; {share:.0%} of "
         f"runs reach 0.95 (final: {(f['lambda1'] >= 0.95).mean():.0%}, min {f['lambda1'].min():.3f})",
     )
 
@@ -212,7 +212,12 @@ def _gate_final(v, t):
 CPU_SHAPE = "cpu preset: the card's random-init shape trained on text; its 130m shape costs ~1 min a step on one core"
 CPU_MAMBA = [
     Departure.field_value(field, card, CPU_SHAPE, presets=["cpu"])
-    for field, card in (("mamba_hidden", 768), ("mamba_n_layers", 24), ("mamba_state", 128), ("mamba_head_dim", 64))
+    for field, card in (
+        ("mamba_d_model", 768),
+        ("mamba_n_layers", 24),
+        ("mamba_state_dim", 128),
+        ("mamba_head_dim", 64),
+    )
 ] + [
     Departure.field_value(
         "train_steps",
