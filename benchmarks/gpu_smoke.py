@@ -71,7 +71,7 @@ SLICES: dict[str, dict[str, Any]] = {
         "gru_orders": ("heavy_first",),
         "gru_steps": 300,
         "gru_seeds": 1,
-        "tf_tree_levels": (3,),
+        "tf_tree_depths": (3,),
         "tf_steps": 300,
         "tf_seeds": 1,
     },

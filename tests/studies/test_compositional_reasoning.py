@@ -142,7 +142,7 @@ def test_paper_path_at_toy_size(tmp_path):
             gru_steps=3,
             gru_seeds=2,
             eval_formulas=20,
-            tf_tree_levels=(1, 2),
+            tf_tree_depths=(1, 2),
             tf_n_layers=(1, 2),
             tf_steps=3,
             tf_seeds=1,
@@ -166,7 +166,7 @@ def test_cpu_preset_decides_rnn_state_scaling():
 
     st = get_study("compositional-reasoning")
     cfg = st.make_config("cpu")
-    assert cfg.gru_leaves == (16, 64) and cfg.gru_hidden == (4, 8, 16, 32) and not cfg.tf_tree_levels
+    assert cfg.gru_leaves == (16, 64) and cfg.gru_hidden == (4, 8, 16, 32) and not cfg.tf_tree_depths
     by = {c.id.split("/")[-1]: c.decided_by for c in st.claims}
     assert by["rnn-state-scaling"] == "cpu" and by["transformer-depth"] == by["cot-fixed-depth"] == "cpu-transformer"
     claim = next(c for c in st.claims if c.id.endswith("rnn-state-scaling"))
@@ -194,7 +194,7 @@ def test_cpu_transformer_preset_decides_claims_7_8(cr_quick):
 
     st = get_study("compositional-reasoning")
     cfg = st.make_config("cpu-transformer")
-    ds, ls = cfg.tf_tree_levels, cfg.tf_n_layers
+    ds, ls = cfg.tf_tree_depths, cfg.tf_n_layers
     assert len(ds) >= 2 and 2 in ls and cfg.tf_steps < 30_000 and cfg.tf_cot_n_layers == 2
     assert cfg.gru_hidden == (16,) and cfg.gru_leaves == (16,)  # the quick GRUs, not the cpu sweep
     lo = ds[0]
@@ -218,8 +218,8 @@ def test_cpu_transformer_preset_decides_claims_7_8(cr_quick):
     assert_undecided(j.judge_depth(r), "cpu-transformer")
     # the reductions are declared at this preset and vanish at the paper's sizes
     for name, fields in (
-        ("transformer-depth", {"tf_tree_levels", "tf_n_layers", "tf_steps", "tf_seeds"}),
-        ("cot-fixed-depth", {"tf_tree_levels", "tf_steps", "tf_seeds"}),
+        ("transformer-depth", {"tf_tree_depths", "tf_n_layers", "tf_steps", "tf_seeds"}),
+        ("cot-fixed-depth", {"tf_tree_depths", "tf_steps", "tf_seeds"}),
     ):
         claim = next(c for c in st.claims if c.id.endswith(name))
         assert claim.decided_by == "cpu-transformer" and claim.decided_on == "CPU"
@@ -249,8 +249,8 @@ def test_bad_config_fails_before_work():
         st.make_config("quick", gru_orders=("deepest_first",))
     with pytest.raises(Exception, match="tf_n_heads"):
         st.make_config("quick", tf_n_heads=3)
-    with pytest.raises(Exception, match="tf_tree_levels"):
-        st.make_config("quick", tf_tree_levels=(4, 3))
+    with pytest.raises(Exception, match="tf_tree_depths"):
+        st.make_config("quick", tf_tree_depths=(4, 3))
 
 
 @pytest.mark.parametrize("order", ["heavy_first", "light_first", "random"])

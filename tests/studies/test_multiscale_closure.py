@@ -197,7 +197,7 @@ TOY = dict(
     # KS at toy size
     truth_grid=64,
     domain_length=22.0,
-    levels=(16, 32),
+    scales=(16, 32),
     trajectories=3,
     snapshots=20,
     spinup=5.0,
@@ -210,7 +210,7 @@ TOY = dict(
     # QG: 32² truth -> 16 with levels 8/16, both operators, one size, two seeds, a few steps
     qg=True,
     qg_truth_grid=32,
-    qg_levels=(8, 16),
+    qg_scales=(8, 16),
     qg_sizes=("small",),
     qg_seeds=2,
     qg_spinup=7200.0,
@@ -224,7 +224,7 @@ TOY = dict(
     # Kolmogorov flow: 32² truth -> 16 with levels 8/16, t = 0.02 .. 0.06
     kolmogorov=True,
     kolmogorov_truth_grid=32,
-    kolmogorov_levels=(8, 16),
+    kolmogorov_scales=(8, 16),
     kolmogorov_dt=0.0025,
     kolmogorov_coarse_dt=0.005,
     kolmogorov_snapshot_every=0.01,
@@ -262,12 +262,12 @@ def test_bad_config_fails_before_work():
     from theorylab.core.study import get_study
 
     study = get_study("multiscale-closure")
-    with pytest.raises(Exception, match="levels"):
-        study.make_config("quick", levels=(64, 32))
-    with pytest.raises(Exception, match="levels"):
-        study.make_config("quick", levels=(64, 256))  # the coarse grid is not below the truth grid
-    with pytest.raises(Exception, match="levels"):
-        study.make_config("quick", levels=(33, 64))  # odd grid
+    with pytest.raises(Exception, match="scales"):
+        study.make_config("quick", scales=(64, 32))
+    with pytest.raises(Exception, match="scales"):
+        study.make_config("quick", scales=(64, 256))  # the coarse grid is not below the truth grid
+    with pytest.raises(Exception, match="scales"):
+        study.make_config("quick", scales=(33, 64))  # odd grid
     with pytest.raises(Exception, match="kernel"):
         study.make_config("quick", kernel=4)
     with pytest.raises(Exception, match="snapshot_every"):

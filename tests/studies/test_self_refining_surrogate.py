@@ -25,13 +25,13 @@ TOY = dict(
     spectrum_window=10,
     pairs=12,
     calibration_pairs=100,
-    levels=50,
-    low_levels=10,
+    noise_levels=50,
+    low_noise_levels=10,
     width=16,
     blocks=1,
     steps=10,
     batch=16,
-    refine_levels=(5, 10, 15),
+    refine_noise_levels=(5, 10, 15),
 )
 
 
@@ -54,8 +54,8 @@ def toy(tmp_path_factory):
     "bad, field",
     [
         (dict(variant="down_left"), "variant"),
-        (dict(low_levels=2000), "low_levels"),
-        (dict(refine_levels=(0, 100)), "refine_levels"),
+        (dict(low_noise_levels=2000), "low_noise_levels"),
+        (dict(refine_noise_levels=(0, 100)), "refine_noise_levels"),
         (dict(spectrum_window=700), "spectrum_window"),
         (dict(baseline_horizon=700), "baseline_horizon"),
         (dict(steps=0), "steps"),
@@ -111,10 +111,12 @@ def _claim(short):
 def test_card_values_set_back_are_the_claim_as_stated():
     cfg = dict(SelfRefiningSurrogateConfig().model_dump())
     assert not [d for d in _claim("beats-thermo-short").departures if d.applies(cfg, "quick")]
-    cfg.update(steps=1600, baseline_horizon=50, refine_levels=[100, 200])
+    cfg.update(steps=1600, baseline_horizon=50, refine_noise_levels=[100, 200])
     said = [d.describe(cfg) for d in _claim("beats-thermo-short").departures if d.applies(cfg, "quick")]
     assert len(said) == 2 and said[0].startswith("steps 1600 (card 2000)")
-    assert any(d.applies(cfg, "quick") for d in _claim("conditioning-helps").departures if d.field == "refine_levels")
+    assert any(
+        d.applies(cfg, "quick") for d in _claim("conditioning-helps").departures if d.field == "refine_noise_levels"
+    )
 
 
 def test_judges_fail_on_wrong_results(sns_quick):
@@ -353,7 +355,7 @@ def test_paper_path_runs_at_toy_size(tmp_path):
         kolmogorov_test_trajectories=2,
         kolmogorov_horizon=8,
         kolmogorov_width=8,
-        kolmogorov_levels=1,
+        kolmogorov_n_downsamplings=1,
         kolmogorov_emulator_steps=3,
         kolmogorov_steps=3,
         kolmogorov_batch=4,
@@ -385,7 +387,7 @@ def test_qg_path_runs_at_toy_size(tmp_path):
         qg_test_trajectories=2,
         qg_horizon=6,
         qg_width=8,
-        kolmogorov_levels=1,
+        kolmogorov_n_downsamplings=1,
         qg_emulator_steps=3,
         qg_steps=3,
         kolmogorov_batch=4,

@@ -253,7 +253,7 @@ def test_kolmogorov_path_runs_at_toy_size(tmp_path):
         kolmogorov_test_trajectories=3,
         kolmogorov_horizon=30,
         kolmogorov_width=8,
-        kolmogorov_levels=1,
+        kolmogorov_n_downsamplings=1,
         kolmogorov_emulator_steps=5,
         kolmogorov_denoiser_steps=5,
         kolmogorov_batch=4,

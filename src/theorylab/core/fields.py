@@ -134,9 +134,9 @@ Entities = Annotated[int, Field(ge=2, le=1 << 20)]
 Relations = Annotated[int, Field(ge=1, le=64)]
 """Number of relations R of a fact table (one bijection each). Kit: ``data.facts``."""
 
-Levels = Annotated[int, Field(ge=2, le=8)]
-"""Number of scales K of a hierarchical (multiscale) target, which acts on d^K inputs. Kit: ``data.msim``
-(``levels=``), ``nn.msim.MSIMNet``."""
+NScales = Annotated[int, Field(ge=2, le=8)]
+"""Number of scales K of a hierarchical (multiscale) target, which acts on d^K inputs (``<part>_n_scales``; the grids
+of a multiscale closure's scales are a tuple ``scales``). Kit: ``data.msim.msim(K=)``, ``nn.msim.MSIMNet(K=)``."""
 
 Rank = Annotated[int, Field(ge=1, le=65_536)]
 """Rank of a matrix or head. Kit: ``ToyTransformer(head_rank=)``, ``truncate(rank=)``,

@@ -227,7 +227,7 @@ def _gru(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
 def _transformer(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
     """Claims 7-8: causal transformers on node tokens of complete binary formulas, without and with CoT."""
     rows = []
-    for D in cfg.tf_tree_levels:
+    for D in cfg.tf_tree_depths:
         n = 1 << D
         runs = [(L, False) for L in cfg.tf_n_layers] + [(cfg.tf_cot_n_layers, True)]
         for L, cot in runs:
@@ -299,7 +299,7 @@ def run(cfg: CompositionalReasoningConfig, ctx: RunContext) -> None:
     ctx.say(f"GRU: n {cfg.gru_leaves} x h {cfg.gru_hidden} x {cfg.gru_orders}, {cfg.gru_steps} steps")
     _gru(cfg, ctx)
     figure_rnn_heatmap(ctx, ctx.tables["gru"])
-    if cfg.tf_tree_levels:
-        ctx.say(f"transformers: D {cfg.tf_tree_levels} x L {cfg.tf_n_layers} (+ CoT L = {cfg.tf_cot_n_layers})")
+    if cfg.tf_tree_depths:
+        ctx.say(f"transformers: D {cfg.tf_tree_depths} x L {cfg.tf_n_layers} (+ CoT L = {cfg.tf_cot_n_layers})")
     _transformer(cfg, ctx)
     figure_depth_vs_d(ctx, ctx.tables["transformer"])

@@ -62,7 +62,7 @@ class CompositionalReasoningConfig(StudyConfig):
     )
     eval_formulas: SampleSize = Field(2000, description="fresh formulas of every accuracy (card: 2000)")
     # --- transformer (claims 7-8) ---
-    tf_tree_levels: tuple[Annotated[int, Field(ge=1, le=10)], ...] = Field(
+    tf_tree_depths: tuple[Annotated[int, Field(ge=1, le=10)], ...] = Field(
         (), description="D = log2 n of the complete binary formulas (card: 3-6); empty: no transformer training"
     )
     tf_n_layers: tuple[NLayers, ...] = Field(
@@ -82,7 +82,7 @@ class CompositionalReasoningConfig(StudyConfig):
         bad = [n for n in self.stack_leaves if n & (n - 1)]
         if bad:
             raise ValueError(f"'stack_leaves' must be powers of 2 (complete binary trees); got {bad}")
-        for name in ("stack_leaves", "gru_leaves", "gru_hidden", "tf_tree_levels", "tf_n_layers"):
+        for name in ("stack_leaves", "gru_leaves", "gru_hidden", "tf_tree_depths", "tf_n_layers"):
             vals = getattr(self, name)
             if list(vals) != sorted(set(vals)):
                 raise ValueError(f"'{name}' must be strictly ascending; got {vals}")
@@ -124,7 +124,7 @@ PRESETS = {
         "cot-fixed-depth) at reduced, declared sizes: transformers L in {1, 2} and a 2-layer CoT transformer on "
         "complete binary formulas D in {2, 3}, 1000 Adam steps each, one seed (the GRU sweep of claim 6 is the cpu "
         "preset's: both together exceed 540 s)",
-        tf_tree_levels=((2, 3), "D = 2, 3 (card: 3..6): a step costs 0.02-0.12 s at D <= 3, ~0.2-0.35 s at D = 4"),
+        tf_tree_depths=((2, 3), "D = 2, 3 (card: 3..6): a step costs 0.02-0.12 s at D <= 3, ~0.2-0.35 s at D = 4"),
         tf_n_layers=((1, 2), "L <= 2 (card: up to 8): L = 1 vs 2 places L_min(2); L = 4 at D = 3 adds 0.12 s a step"),
         tf_steps=(1000, "card: 30k; in a probe the L = 2 and CoT models reached 1.000 within 500 steps at D = 2"),
     ),
@@ -144,7 +144,7 @@ PRESETS = {
         gru_steps=(20_000, "card"),
         gru_seeds=(3, "card"),
         gru_stack_hidden=(512, "speed on a GPU: fewer, wider block-diagonal stacks"),
-        tf_tree_levels=((3, 4, 5, 6), "card"),
+        tf_tree_depths=((3, 4, 5, 6), "card"),
         tf_steps=(30_000, "card"),
         tf_seeds=(3, "card"),
     ),

@@ -259,7 +259,7 @@ def judge_state(res: Result, v: Judgement) -> Verdict:
 TF = "cpu-transformer"  # the CPU preset that decides claims 7-8 at reduced D (config.PRESETS)
 TF_DEPARTURES = [
     Departure.field_value(
-        "tf_tree_levels",
+        "tf_tree_depths",
         (3, 4, 5, 6),
         "D = 2, 3 (cpu-transformer preset): judged between the smallest and largest D run (card: D = 3 to 6); "
         "a step costs ~0.2 s at D = 4 and ~13 s at D = 6 (L = 8) on one core",

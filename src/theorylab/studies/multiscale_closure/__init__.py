@@ -56,22 +56,22 @@ PAPER = "Otness, Zanna, Bruna, arXiv 2303.17496 (2023); Mach. Learn.: Sci. Techn
 
 def _operators(cfg: MultiscaleClosureConfig):
     L, op = cfg.domain_length, cfg.operator
-    C = SpectralCoarsen(cfg.levels[-1], op, length=L)
+    C = SpectralCoarsen(cfg.scales[-1], op, length=L)
     return C, (lambda x, n: SpectralCoarsen(n, op, length=L)(x).to(x.dtype))
 
 
 def _data(cfg: MultiscaleClosureConfig, ctx: RunContext):
     fine = KS1D(L=cfg.domain_length, N=cfg.truth_grid, dt=cfg.dt)  # the kit's ks32pi (no dealiasing at N = 256)
-    systems = {n: KS1D(L=cfg.domain_length, N=n, dt=cfg.coarse_dt, dealias=True) for n in cfg.levels}
+    systems = {n: KS1D(L=cfg.domain_length, N=n, dt=cfg.coarse_dt, dealias=True) for n in cfg.scales}
     C, down = _operators(cfg)
     x0 = fine.spun_up(cfg.trajectories, ctx.generator("ks/init"), time=cfg.spinup)
     keep = -(-cfg.germano_snapshots // cfg.trajectories)  # records whose fine states the Germano check reuses
     snaps: list[torch.Tensor] = []
     states, targets = closure_trajectories(
         fine,
-        systems[cfg.levels[-1]],
+        systems[cfg.scales[-1]],
         {cfg.operator: (C, down)},
-        cfg.levels,
+        cfg.scales,
         x0,
         cfg.snapshots,
         round(cfg.snapshot_every / cfg.dt),
@@ -81,7 +81,7 @@ def _data(cfg: MultiscaleClosureConfig, ctx: RunContext):
 
 
 def _exact(cfg: MultiscaleClosureConfig, ctx: RunContext, fine, systems, snaps, states, targets) -> None:
-    n0, nc, L = cfg.levels[0], cfg.levels[-1], cfg.domain_length
+    n0, nc, L = cfg.scales[0], cfg.scales[-1], cfg.domain_length
     coarse, small = systems[nc], systems[n0]
     C = SpectralCoarsen(nc, cfg.operator, length=L)
     algebra = closure_algebra(fine, coarse, C, snaps)
@@ -119,10 +119,10 @@ def _exact(cfg: MultiscaleClosureConfig, ctx: RunContext, fine, systems, snaps, 
 def _train(cfg: MultiscaleClosureConfig, ctx: RunContext, split) -> dict:
     _, down = _operators(cfg)
     with seeded(ctx.seed("direct/init")):
-        direct = DirectClosure(GZFCNN.quick(1, 1, cfg.direct_width, cfg.n_layers, cfg.kernel), cfg.levels[-1])
+        direct = DirectClosure(GZFCNN.quick(1, 1, cfg.direct_width, cfg.n_layers, cfg.kernel), cfg.scales[-1])
     with seeded(ctx.seed("multiscale/init")):
-        nets = [GZFCNN.quick(1 + k, 1, cfg.multiscale_width, cfg.n_layers, cfg.kernel) for k in range(len(cfg.levels))]
-        ms = MultiscaleClosure(cfg.levels, nets, dims=1, downscale_input=cfg.downscale_input, downsample=down)
+        nets = [GZFCNN.quick(1 + k, 1, cfg.multiscale_width, cfg.n_layers, cfg.kernel) for k in range(len(cfg.scales))]
+        ms = MultiscaleClosure(cfg.scales, nets, dims=1, downscale_input=cfg.downscale_input, downsample=down)
     start = time.perf_counter()
     log = train_direct(
         direct,
@@ -141,7 +141,7 @@ def _train(cfg: MultiscaleClosureConfig, ctx: RunContext, split) -> dict:
         ms,
         split.x_train,
         split.y_train,
-        steps=[cfg.multiscale_steps] * len(cfg.levels),
+        steps=[cfg.multiscale_steps] * len(cfg.scales),
         batch=cfg.batch,
         lr=cfg.lr,
         generator=ctx.generator("multiscale/train"),
@@ -166,7 +166,7 @@ def _train(cfg: MultiscaleClosureConfig, ctx: RunContext, split) -> dict:
                     seed=0,
                     level=k,
                     n=n,
-                    final=n == cfg.levels[-1],
+                    final=n == cfg.scales[-1],
                     rel_mse=err,
                     params=parameter_count(model),
                 )
@@ -181,7 +181,7 @@ def _online(
     truth = states[:, n_train:]  # [B, T, 1, N_c]: the filtered truth on the test window
     every = round(cfg.snapshot_every / cfg.coarse_dt)
     horizon = (truth.shape[1] - 1) * every
-    m_max = int(np.floor(cfg.levels[-1] / 3 - 1))  # modes 1 .. N_c/3 − 1 (card): 1 .. 20 at N_c = 64
+    m_max = int(np.floor(cfg.scales[-1] / 3 - 1))  # modes 1 .. N_c/3 − 1 (card): 1 .. 20 at N_c = 64
     half = truth.shape[1] // 2
     runs, rows, summary = {}, [], []
     for name in ctx.progress(["none", "direct", "multiscale"], "online runs"):
@@ -269,7 +269,7 @@ def run(cfg: MultiscaleClosureConfig, ctx: RunContext) -> None:
     n_train = int(cfg.train_fraction * cfg.snapshots)
     split = split_closure_data(states, targets, n_train)
     models = _train(cfg, ctx, split)
-    _online(cfg, ctx, systems[cfg.levels[-1]], states, n_train, models, split)
+    _online(cfg, ctx, systems[cfg.scales[-1]], states, n_train, models, split)
     if cfg.qg:
         qg_part(cfg, ctx)
         figure_offline_by_size(ctx, ctx.tables["offline"])

@@ -14,10 +14,10 @@ Size = Literal["small", "medium", "large"]
 Operator = Literal["sharp", "gauss"]
 
 
-def _increasing(name: str, levels: tuple[int, ...], top: int) -> None:
-    if len(levels) < 2 or list(levels) != sorted(set(levels)) or levels[-1] != top or any(n % 2 for n in levels):
+def _increasing(name: str, scales: tuple[int, ...], top: int) -> None:
+    if len(scales) < 2 or list(scales) != sorted(set(scales)) or scales[-1] != top or any(n % 2 for n in scales):
         raise ValueError(
-            f"'{name}' must be >= 2 strictly increasing even grids ending at the coarse grid {top}; got {levels}"
+            f"'{name}' must be >= 2 strictly increasing even grids ending at the coarse grid {top}; got {scales}"
         )
 
 
@@ -35,7 +35,7 @@ class MultiscaleClosureConfig(StudyConfig):
         description="step of the coarse KS solver, alone or coupled (ours: "
         "0.25; the card's prototype 0.05, 5x the online cost)",
     )
-    levels: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
+    scales: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
         (32, 64), description="multiscale grids n_0 < ... < N_c, the last the coarse grid (card: 32, 64)"
     )
     operator: Operator = Field(
@@ -76,7 +76,7 @@ class MultiscaleClosureConfig(StudyConfig):
     qg: bool = Field(False, description="run the QG part (paper claims 7-8)")
     qg_preset: Literal["eddy", "jet"] = Field("eddy", description="QG2L configuration (card: eddy)")
     qg_truth_grid: Annotated[int, Field(ge=8, le=8192)] = Field(256, description="QG truth grid (card: 256)")
-    qg_levels: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
+    qg_scales: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
         (16, 32, 64), description="QG multiscale grids, the last the coarse grid (card: 16, 32, 64)"
     )
     qg_operators: tuple[Operator, ...] = Field(
@@ -108,7 +108,7 @@ class MultiscaleClosureConfig(StudyConfig):
     kolmogorov_truth_grid: Annotated[int, Field(ge=8, le=8192)] = Field(
         2048, description="KF truth grid (card: 2048; 1024 is a flagged fallback)"
     )
-    kolmogorov_levels: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
+    kolmogorov_scales: tuple[Annotated[int, Field(ge=8, le=8192)], ...] = Field(
         (32, 64), description="KF multiscale grids (card: 32, 64)"
     )
     kolmogorov_nu: float = Field(1e-3, gt=0, le=1, description="viscosity (card: 1e-3)")
@@ -130,10 +130,10 @@ class MultiscaleClosureConfig(StudyConfig):
 
     @model_validator(mode="after")
     def _checks(self) -> "MultiscaleClosureConfig":
-        _increasing("levels", self.levels, self.levels[-1])
-        if self.levels[-1] >= self.truth_grid or self.truth_grid % 2:
+        _increasing("scales", self.scales, self.scales[-1])
+        if self.scales[-1] >= self.truth_grid or self.truth_grid % 2:
             raise ValueError(
-                f"the coarse grid levels[-1] ({self.levels[-1]}) must be below the even truth_grid ({self.truth_grid})"
+                f"the coarse grid scales[-1] ({self.scales[-1]}) must be below the even truth_grid ({self.truth_grid})"
             )
         if self.kernel % 2 == 0:
             raise ValueError(f"'kernel' must be odd (periodic convolutions keep the grid); got {self.kernel}")
@@ -152,9 +152,9 @@ class MultiscaleClosureConfig(StudyConfig):
             )
         if self.germano_snapshots > self.trajectories * self.snapshots:
             raise ValueError(f"'germano_snapshots' ({self.germano_snapshots}) exceeds the data's snapshots")
-        _increasing("qg_levels", self.qg_levels, self.qg_levels[-1])
-        _increasing("kolmogorov_levels", self.kolmogorov_levels, self.kolmogorov_levels[-1])
-        if self.qg_levels[-1] >= self.qg_truth_grid or self.kolmogorov_levels[-1] >= self.kolmogorov_truth_grid:
+        _increasing("qg_scales", self.qg_scales, self.qg_scales[-1])
+        _increasing("kolmogorov_scales", self.kolmogorov_scales, self.kolmogorov_scales[-1])
+        if self.qg_scales[-1] >= self.qg_truth_grid or self.kolmogorov_scales[-1] >= self.kolmogorov_truth_grid:
             raise ValueError("the QG and KF coarse grids must be below their truth grids")
         if self.kolmogorov_end <= self.kolmogorov_warmup:
             raise ValueError(
@@ -172,8 +172,8 @@ PRESETS = {
     ),
     "paper": Preset.of(
         "paper",
-        "GPU: adds QG eddy 256 -> 64 (levels 16/32/64, GZ-FCNN small/medium/large, both operators, 5 seeds, "
-        "10-year online runs on 16 initial conditions) and Kolmogorov flow 2048 -> 64 (levels 32/64) with "
+        "GPU: adds QG eddy 256 -> 64 (scales 16/32/64, GZ-FCNN small/medium/large, both operators, 5 seeds, "
+        "10-year online runs on 16 initial conditions) and Kolmogorov flow 2048 -> 64 (scales 32/64) with "
         "and without noise injection. Estimate (upper: ~5700 min on one H100): CPU slices at one core "
         "measured 16 ms per NS2D step at 256² (so ~1.4 s at 2048²: 341k truth steps x 24 trajectories ~ "
         "11.5M core-s), 42 ms per QG2L step at 256² (116 trajectories x 130k steps ~ 0.6M core-s) and 0.14 s "

@@ -145,7 +145,7 @@ def _online(
 
 
 def qg_part(cfg, ctx: RunContext) -> None:
-    dev, levels = ctx.device, list(cfg.qg_levels)
+    dev, levels = ctx.device, list(cfg.qg_scales)
     fine = QG2L.preset(cfg.qg_preset, N=cfg.qg_truth_grid, dt=cfg.qg_dt, device=dev)
     coarse = QG2L.preset(cfg.qg_preset, N=levels[-1], dt=cfg.qg_dt, device=dev)
     ops = _operators([(op, levels[-1]) for op in cfg.qg_operators], fine.L)
@@ -225,7 +225,7 @@ def _kf_state(ns: NS2D, batch: int, generator: torch.Generator, peak: int = 4, m
 
 
 def kolmogorov_part(cfg, ctx: RunContext) -> None:
-    dev, levels = ctx.device, list(cfg.kolmogorov_levels)
+    dev, levels = ctx.device, list(cfg.kolmogorov_scales)
     kw = dict(nu=cfg.kolmogorov_nu, drag=cfg.kolmogorov_drag, forcing_mode=4, device=dev)
     fine = NS2D(N=cfg.kolmogorov_truth_grid, dt=cfg.kolmogorov_dt, **kw)
     coarse_data = NS2D(N=levels[-1], dt=cfg.kolmogorov_dt, **kw)  # the closure target's coarse right-hand side

@@ -78,7 +78,7 @@ def _edgeworth(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
 def _hosvd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     """Claim 2: HOSVD (and balanced-flattening) estimates from T_hat = (1/n) sum y x, K = 3, with an
     independent-y control on the same x."""
-    K, rows = cfg.hosvd_levels, []
+    K, rows = cfg.hosvd_n_scales, []
     coef = leading_coefficient([msim_link(LINK)] * K)
     kinds = tuple(dict.fromkeys((cfg.hosvd_features,) + tuple(cfg.hosvd_report_features)))
     for kind, d in ((k, d) for k in kinds for d in cfg.hosvd_dims):
@@ -191,7 +191,7 @@ def _sgd(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
 
 def _unfolding(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     """Claim 6 (paper): mode-wise (HOSVD) and balanced unfoldings of T_hat(n) over an n grid, K = 4."""
-    K, rows = cfg.unfold_levels, []
+    K, rows = cfg.unfold_n_scales, []
     for d in cfg.unfold_dims:
         model = msim(d, K, ctx.rng(f"unfold features {d}"), link=LINK)
         lo, hi = 0.25 * d ** math.ceil(K / 2), 16.0 * d ** (K - 1)  # below the balanced, above the mode-wise scale
@@ -245,12 +245,12 @@ def _chaos2(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
 def run(cfg: MultiscaleSingleIndexConfig, ctx: RunContext) -> None:
     ctx.say(f"Edgeworth check: E[y z] at d = {cfg.edge_dims}, {cfg.edge_n} samples each")
     _edgeworth(cfg, ctx)
-    ctx.say(f"HOSVD of T_hat at K = {cfg.hosvd_levels}, d = {cfg.hosvd_dims}")
+    ctx.say(f"HOSVD of T_hat at K = {cfg.hosvd_n_scales}, d = {cfg.hosvd_dims}")
     _hosvd(cfg, ctx)
     ctx.say(f"spherical SGD on {cfg.sgd_cases}, {cfg.sgd_seeds} seeds")
     _sgd(cfg, ctx)
     if cfg.unfold_dims:
-        ctx.say(f"unfolding baselines at K = {cfg.unfold_levels}, d = {cfg.unfold_dims}")
+        ctx.say(f"unfolding baselines at K = {cfg.unfold_n_scales}, d = {cfg.unfold_dims}")
     _unfolding(cfg, ctx)
     if cfg.chaos2_dims:
         ctx.say(f"second-chaos spectrum at d = {cfg.chaos2_dims}")

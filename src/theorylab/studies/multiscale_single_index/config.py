@@ -12,7 +12,7 @@ from theorylab.core.fields import (
     Every,
     Fraction,
     LearningRate,
-    Levels,
+    NScales,
     NumberChunk,
     SampleRatio,
     SampleSize,
@@ -27,7 +27,7 @@ class MultiscaleSingleIndexConfig(StudyConfig):
     edge_n: SampleSize = Field(
         1_000_000, description="Monte Carlo samples per d of E[y z], shortcut sampler (card: 10^6)"
     )
-    hosvd_levels: Levels = Field(3, description="K of the HOSVD check (card: 3)")
+    hosvd_n_scales: NScales = Field(3, description="K of the HOSVD check (card: 3)")
     hosvd_dims: tuple[int, ...] = Field((8, 12, 16), min_length=1, description="d of the HOSVD check (card)")
     hosvd_features: Literal["sign", "random", "flat"] = Field(
         "sign",
@@ -57,7 +57,7 @@ class MultiscaleSingleIndexConfig(StudyConfig):
         "(x ~ N(0, I_{d^K}) through MSIMNet)",
     )
     sgd_log_every: Every = Field(2, description="steps between two logged overlaps")
-    unfold_levels: Levels = Field(4, description="K of the unfolding-vs-SGD comparison (card: 4)")
+    unfold_n_scales: NScales = Field(4, description="K of the unfolding-vs-SGD comparison (card: 4)")
     unfold_dims: tuple[int, ...] = Field((), description="d of the unfolding baselines (empty: none; paper: 8, 12, 16)")
     unfold_points: Annotated[int, Field(ge=2, le=400)] = Field(
         40, description="points of the log-spaced n grid from d^ceil(K/2)/4 to 16 d^(K-1)"

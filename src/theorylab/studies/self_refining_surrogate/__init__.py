@@ -51,7 +51,7 @@ GAUSS_LEVELS = (0, 10, 50, 100, 200, 400, 700, 999)
 
 
 def _gauss(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, abar: torch.Tensor) -> pd.DataFrame:
-    """The card's AR(1) numbers on the cosine schedule with T = 1000 (``abar``), whatever ``levels`` KS uses."""
+    """The card's AR(1) numbers on the cosine schedule with T = 1000 (``abar``), whatever ``noise_levels`` KS uses."""
     rng = ctx.rng("gauss")
     ab = abar.numpy()
     rows = []
@@ -99,7 +99,7 @@ def _train(
     cfg: SelfRefiningSurrogateConfig, ctx: RunContext, train: torch.Tensor, std: float, abar: torch.Tensor
 ) -> ConditionalDiffusion:
     with seeded(ctx.seed("sns/init")):
-        net = ConditionalDiffusion(mlp_backbone(train.shape[-1], 2, 1, cfg.width, cfg.blocks), 2, cfg.levels)
+        net = ConditionalDiffusion(mlp_backbone(train.shape[-1], 2, 1, cfg.width, cfg.blocks), 2, cfg.noise_levels)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, fused=True)  # fused: ~3x faster Adam step on CPU
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps)
     log = train_sns(
@@ -111,8 +111,8 @@ def _train(
         optimizer=opt,
         scheduler=sched,
         generator=ctx.generator("sns/train"),
-        levels=cfg.levels,
-        low_levels=cfg.low_levels,
+        levels=cfg.noise_levels,
+        low_levels=cfg.low_noise_levels,
         low_share=cfg.low_share,
         ce_weight=cfg.ce_weight,
         progress=ctx.progress,
@@ -135,7 +135,9 @@ def _calibration(cfg, ctx, net, truth, std, abar) -> pd.DataFrame:
     g = ctx.generator("calibration")
     prev, cur = _held_pairs(truth, std, cfg.calibration_pairs, g)
     pair = torch.stack([prev, cur], 1).float()
-    s = torch.stack([draw_levels(len(pair), cfg.levels, cfg.low_levels, cfg.low_share, g) for _ in range(2)], 1)
+    s = torch.stack(
+        [draw_levels(len(pair), cfg.noise_levels, cfg.low_noise_levels, cfg.low_share, g) for _ in range(2)], 1
+    )
     read = classify_pair_levels(net, pair, abar, s, g)
     pred, clean = read["predicted"], read["clean_predicted"]
     return ctx.table(
@@ -155,8 +157,8 @@ def _one_step(cfg, ctx, net, ks, truth, std, betas, abar) -> pd.DataFrame:
     g = ctx.generator("one_step")
     prev, cur = _held_pairs(truth, std, cfg.pairs, g)
     rows = []
-    groups = torch.arange(cfg.pairs) % len(cfg.refine_levels)  # each level gets its own share of the pairs (CPU)
-    for j, s_star in enumerate(cfg.refine_levels):
+    groups = torch.arange(cfg.pairs) % len(cfg.refine_noise_levels)  # each level gets its own share of the pairs (CPU)
+    for j, s_star in enumerate(cfg.refine_noise_levels):
         p, c = prev[groups == j], cur[groups == j]
         prop = diffuse(c, abar[torch.full((len(c),), s_star)], torch.randn(c.shape, generator=g, dtype=c.dtype))
         out = {"input": prop}
@@ -408,12 +410,12 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
         channels=1,
         per_channel_std=False,
         width=cfg.kolmogorov_width,
-        unet_levels=cfg.kolmogorov_levels,
+        unet_levels=cfg.kolmogorov_n_downsamplings,
         emulator_steps=cfg.kolmogorov_emulator_steps,
         sns_steps=cfg.kolmogorov_steps,
         batch=cfg.kolmogorov_batch,
         clip=1.0,
-        levels=cfg.levels,
+        levels=cfg.noise_levels,
         ce_weight=cfg.ce_weight,
         abar=abar,
         emulator_lr=cfg.surrogate_emulator_lr,
@@ -476,12 +478,12 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
         channels=2,
         per_channel_std=True,
         width=cfg.qg_width,
-        unet_levels=cfg.kolmogorov_levels,
+        unet_levels=cfg.kolmogorov_n_downsamplings,
         emulator_steps=cfg.qg_emulator_steps,
         sns_steps=cfg.qg_steps,
         batch=cfg.kolmogorov_batch,
         clip=0.5,
-        levels=cfg.levels,
+        levels=cfg.noise_levels,
         ce_weight=cfg.ce_weight,
         abar=abar,
         emulator_lr=cfg.surrogate_emulator_lr,
@@ -518,7 +520,7 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
     claims=claims,
 )
 def run(cfg: SelfRefiningSurrogateConfig, ctx: RunContext) -> None:
-    betas, abar = noise_schedule(cfg.levels, "cosine")
+    betas, abar = noise_schedule(cfg.noise_levels, "cosine")
     abar_1000 = noise_schedule(1000, "cosine")[1]
     # where the quick budget goes: every phase's wall time is a scalar `<phase>_s`
     with ctx.timed("gauss"):

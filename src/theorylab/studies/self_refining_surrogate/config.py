@@ -35,11 +35,15 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     calibration_pairs: Annotated[SampleSize, Field(ge=100)] = Field(
         4000, description="held-out noised pairs of the classifier calibration"
     )
-    levels: int = Field(1000, ge=10, le=4000, description="diffusion levels T and classes per level head (card: 1000)")
-    low_levels: int = Field(
+    noise_levels: int = Field(
+        1000, ge=10, le=4000, description="diffusion levels T and classes per level head (card: 1000)"
+    )
+    low_noise_levels: int = Field(
         200, ge=1, le=4000, description="upper end of the low component of the training level mixture (card: 200)"
     )
-    low_share: float = Field(0.5, ge=0, le=1, description="weight of the low component U{0..low_levels-1} (card: 0.5)")
+    low_share: float = Field(
+        0.5, ge=0, le=1, description="weight of the low component U{0..low_noise_levels-1} (card: 0.5)"
+    )
     ce_weight: float = Field(
         0.1, ge=0, le=100, description="λ, the weight of the two level cross-entropies (card: 0.1)"
     )
@@ -55,7 +59,7 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     )
     leak: float = Field(0.1, ge=0, le=10, description="leak η of the proposal emulator KSLeaky (card: 0.1)")
     variant: str = Field("fix_short", description="SNS schedule: 'fix_short' (card default) or 'joint'")
-    refine_levels: tuple[int, ...] = Field(
+    refine_noise_levels: tuple[int, ...] = Field(
         (100, 200, 300), description="levels s* the one-step proposals are noised to (card: 100, 200, 300)"
     )
     kolmogorov: bool = Field(False, description="run the Kolmogorov-flow part (paper preset: claim 9)")
@@ -74,7 +78,9 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     kolmogorov_test_trajectories: SampleSize = Field(8, description="test trajectories (card: 8-40)")
     kolmogorov_horizon: Horizon = Field(10_000, description="rollout steps (card: 1e4-1e5)")
     kolmogorov_width: Annotated[Width, Field(ge=4)] = Field(64, description="U-Net width (card: hidden 64)")
-    kolmogorov_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings (card: dim_mults [2, 2, 2])")
+    kolmogorov_n_downsamplings: int = Field(
+        3, ge=1, le=6, description="U-Net downsamplings (card: dim_mults [2, 2, 2])"
+    )
     kolmogorov_emulator_steps: Steps = Field(20_000, description="AdamW steps of the residual U-Net emulator")
     kolmogorov_steps: Steps = Field(20_000, description="AdamW steps of the SNS U-Net (clip 1, EMA 0.999; card)")
     kolmogorov_batch: Batch = Field(64, description="batch of the Kolmogorov trainings (card: 64)")
@@ -115,19 +121,24 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     def _check(self):
         if self.variant not in ("fix_short", "joint"):
             raise ValueError(f"variant must be 'fix_short' or 'joint', got {self.variant!r}")
-        if self.low_levels > self.levels:
-            raise ValueError(f"low_levels ({self.low_levels}) must be <= levels ({self.levels})")
-        if any(not 0 < s < self.levels for s in self.refine_levels) or not self.refine_levels:
-            raise ValueError(f"refine_levels must be non-empty and in (0, levels); got {self.refine_levels}")
+        if self.low_noise_levels > self.noise_levels:
+            raise ValueError(
+                f"low_noise_levels ({self.low_noise_levels}) must be <= noise_levels ({self.noise_levels})"
+            )
+        if any(not 0 < s < self.noise_levels for s in self.refine_noise_levels) or not self.refine_noise_levels:
+            raise ValueError(
+                f"refine_noise_levels must be non-empty and in (0, noise_levels); got {self.refine_noise_levels}"
+            )
         if self.spectrum_window > self.horizon:
             raise ValueError(f"spectrum_window ({self.spectrum_window}) must be <= horizon ({self.horizon})")
         if self.baseline_horizon > self.horizon:
             raise ValueError(f"baseline_horizon ({self.baseline_horizon}) must be <= horizon ({self.horizon})")
-        if self.qg_store_grid % 2**self.kolmogorov_levels:
-            raise ValueError(f"qg_store_grid ({self.qg_store_grid}) must be divisible by 2^kolmogorov_levels")
-        if self.kolmogorov_store_grid % 2**self.kolmogorov_levels:
+        if self.qg_store_grid % 2**self.kolmogorov_n_downsamplings:
+            raise ValueError(f"qg_store_grid ({self.qg_store_grid}) must be divisible by 2^kolmogorov_n_downsamplings")
+        if self.kolmogorov_store_grid % 2**self.kolmogorov_n_downsamplings:
             raise ValueError(
-                f"kolmogorov_store_grid ({self.kolmogorov_store_grid}) must be divisible by 2^kolmogorov_levels"
+                f"kolmogorov_store_grid ({self.kolmogorov_store_grid}) must be divisible by "
+                "2^kolmogorov_n_downsamplings"
             )
         return self
 

@@ -56,8 +56,8 @@ GAUSS = [Departure.field_value("gauss_chains", 4000), Departure.field_value("gau
 NET = [STEPS] + [
     Departure.field_value(f, card)
     for f, card in (
-        ("levels", 1000),
-        ("low_levels", 200),
+        ("noise_levels", 1000),
+        ("low_noise_levels", 200),
         ("low_share", 0.5),
         ("ce_weight", 0.1),
         ("width", 256),
@@ -239,7 +239,8 @@ S_COND = (
     "conditioning-helps",
     S_COND,
     REF + ", conditioning on the previous frame",
-    departures=REFINE + [Departure.field_value("pairs", 320), Departure.field_value("refine_levels", (100, 200, 300))],
+    departures=REFINE
+    + [Departure.field_value("pairs", 320), Departure.field_value("refine_noise_levels", (100, 200, 300))],
 )
 def judge_conditioning(res: Result, v: Judgement) -> Verdict:
     one = res.table("one_step")

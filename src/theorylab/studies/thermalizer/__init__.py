@@ -304,7 +304,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     emulator = fit_unet_emulator(
         data,
         width=cfg.kolmogorov_width,
-        levels=cfg.kolmogorov_levels,
+        levels=cfg.kolmogorov_n_downsamplings,
         init_seed=ctx.seed("kf/init/emulator"),
         steps=cfg.kolmogorov_emulator_steps,
         batch=cfg.kolmogorov_batch,
@@ -317,7 +317,9 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         check=ctx.check_finite,
     )
     with seeded(ctx.seed("kf/init/denoiser")):
-        denoiser = UNet(2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_levels, classes=cfg.noise_levels).to(dev)
+        denoiser = UNet(
+            2, width=cfg.kolmogorov_width, levels=cfg.kolmogorov_n_downsamplings, classes=cfg.noise_levels
+        ).to(dev)
     opt = torch.optim.AdamW(
         denoiser.parameters(), lr=cfg.kolmogorov_denoiser_lr, weight_decay=cfg.kolmogorov_weight_decay
     )

@@ -63,7 +63,7 @@ class ThermalizerConfig(StudyConfig):
     kolmogorov_width: Annotated[Width, Field(ge=4)] = Field(
         64, description="U-Net width of the emulator and the thermalizer (card: hidden 64)"
     )
-    kolmogorov_levels: int = Field(3, ge=1, le=6, description="U-Net downsamplings")
+    kolmogorov_n_downsamplings: int = Field(3, ge=1, le=6, description="U-Net downsamplings")
     kolmogorov_emulator_steps: Steps = Field(
         20_000, description="Adam steps of the residual emulator (unroll 1 -> kolmogorov_unroll)"
     )
