@@ -379,4 +379,4 @@ def judge_depth(res: Result, v: Judgement) -> Verdict:
     detail = (
         f"d = {d}, r = {d // 4}: 1 layer {by_depth[1]:.4f}, 3 layers {by_depth[3]:.4f}; gain {gain:.4f} (need >= 0.2)"
     )
-    return v.at_least(gain, 0.2, expected=">= 0.2", tolerance=0.2, detail=detail)
+    return v.at_least(gain, 0.2, tolerance=0.2, detail=detail)

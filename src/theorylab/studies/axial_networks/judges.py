@@ -201,7 +201,6 @@ def judge_in_dim(res: Result, v: Judgement) -> Verdict:
     return v.at_least(
         acc,
         0.9,
-        expected=">= 0.90",
         tolerance=None,
         detail=f"d = {int(row['d'].iloc[0])}, {int(row['n'].iloc[0])} held-out fields: {acc:.3f}",
     )
@@ -221,7 +220,7 @@ def judge_zero_shot(res: Result, v: Judgement) -> Verdict:
         return v.failed(None, ">= 0.75", detail="no zero-shot 3-D row")
     acc = float(row["accuracy"].iloc[0])
     rows = [f"d = {int(r.d)} ({r.split}, {int(r.n)} fields): {r.accuracy:.3f}" for r in t.itertuples()]
-    return v.at_least(acc, 0.75, expected=">= 0.75", tolerance=None, detail="; ".join(rows))
+    return v.at_least(acc, 0.75, tolerance=None, detail="; ".join(rows))
 
 
 S_ALL_DIMS = (
@@ -392,4 +391,4 @@ def judge_mini(res: Result, v: Judgement) -> Verdict:
     )
     if len(ratio) < 5:
         return v.undecided(f"not decided: the card asks 5 seeds, ran {len(ratio)} (median ratio {med:.2f}); " + detail)
-    return v.at_most(med, 0.9, expected="<= 0.9", tolerance=None, detail=detail)
+    return v.at_most(med, 0.9, tolerance=None, detail=detail)

@@ -113,7 +113,7 @@ def judge_ff2(res: Result, v: Judgement) -> Verdict:
     detail = (
         f"fraction with positive margin {frac:.3f} (need >= 0.9); mean margin {float(end['ff2_margin'].mean()):.3f}"
     )
-    return v.at_least(frac, 0.9, expected=">= 0.9", tolerance=0.9, detail=detail)
+    return v.at_least(frac, 0.9, tolerance=0.9, detail=detail)
 
 
 S_FIRST = (

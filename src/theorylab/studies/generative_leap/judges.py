@@ -214,7 +214,7 @@ def judge_order2_blind(res: Result, v: Judgement) -> Verdict:
         + ", ".join(f"{v:.3f}" for v in t["overlap"])
         + f" (need <= 0.3; chance {3 / t['d'].iloc[0]:.3f})"
     )
-    return v.at_most(worst, 0.3, expected="<= 0.3", tolerance=0.3, detail=detail)
+    return v.at_most(worst, 0.3, tolerance=0.3, detail=detail)
 
 
 S_M3_LINEAR = (
@@ -305,7 +305,7 @@ def judge_u_beats_v(res: Result, v: Judgement) -> Verdict:
     v.column(t[t["c"] == 8.0], "overlap")
     margin = float((at["U"] - at["V"]).min())
     detail = ", ".join(f"d={d}: U {r.U:.3f} vs V {r.V:.3f}" for d, r in at.iterrows())
-    return v.at_least(margin, 0, expected=">= 0", tolerance=0, detail=detail)
+    return v.at_least(margin, 0, tolerance=0, detail=detail)
 
 
 S_EXPONENTS = (

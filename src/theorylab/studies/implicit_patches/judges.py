@@ -148,7 +148,7 @@ def judge_context_effect(res: Result, v: Judgement) -> Verdict:
     t = t[t["feasible"]]
     low = float(v.column(t, "no_patch").min())
     detail = f"min gap without patch {low:.3g} over {len(t)} (case, depth) rows; median {t['no_patch'].median():.3g}"
-    return v.at_least(low, CONTROL, expected=">= 1e-3", tolerance=CONTROL, detail=detail)
+    return v.at_least(low, CONTROL, tolerance=CONTROL, detail=detail)
 
 
 S_TOKEN = (
@@ -170,7 +170,7 @@ def judge_token(res: Result, v: Judgement) -> Verdict:
         f"gap >= 1e-3 in {frac:.1%} of {len(t)} (case, depth) rows; min {t['other_query'].min():.3g}, median "
         f"{t['other_query'].median():.3g}"
     )
-    return v.at_least(frac, 0.95, expected=">= 0.95", tolerance=0.95, detail=detail)
+    return v.at_least(frac, 0.95, tolerance=0.95, detail=detail)
 
 
 S_CONTROL = (

@@ -166,7 +166,6 @@ def judge_causal(res: Result, v: Judgement) -> Verdict:
     return v.at_most(
         worst,
         1e-12,
-        expected="<= 1e-12",
         tolerance=1e-12,
         detail=(
             f"{len(t)} (position encoding, j, layer) cases: before-j share {t['before_norm'].max():.1e}, after-j gap "
@@ -237,7 +236,7 @@ def judge_truncation(res: Result, v: Judgement) -> Verdict:
         return v.undecided(
             f"needs paper preset ({res.config['lm_steps']} steps < {STEPS_FOR_CLAIMS}); reported: {detail}"
         )
-    return v.at_most(ratio, 0.5, expected="<= 0.5", tolerance=0.5, detail=detail, departures=_corpus(res))
+    return v.at_most(ratio, 0.5, tolerance=0.5, detail=detail, departures=_corpus(res))
 
 
 S_THIN = (
@@ -259,4 +258,4 @@ def judge_thin(res: Result, v: Judgement) -> Verdict:
     )
     if res.config["lm_steps"] < STEPS_FOR_CLAIMS:
         return v.undecided(f"needs paper preset ({res.config['lm_steps']} steps); reported: {detail}")
-    return v.at_most(ratio, 1.1, expected="<= 1.10", tolerance=1.1, detail=detail, departures=_corpus(res))
+    return v.at_most(ratio, 1.1, tolerance=1.1, detail=detail, departures=_corpus(res))

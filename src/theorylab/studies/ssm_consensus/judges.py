@@ -33,7 +33,7 @@ def judge_sanity(res: Result, v: Judgement) -> Verdict:
     t = res.table("sanity")
     err = float((v.column(t, "measured") - v.column(t, "expected")).abs().div(t["expected"].abs()).max())
     detail = "; ".join(f"{r.case} {r.measure}: {r.measured:.15g} (exact {r.expected:g})" for r in t.itertuples())
-    return v.at_most(err, 1e-12, expected="<= 1e-12", tolerance=1e-12, detail=detail)
+    return v.at_most(err, 1e-12, tolerance=1e-12, detail=detail)
 
 
 S_SILU = (
@@ -190,7 +190,6 @@ def judge_hf(res: Result, v: Judgement) -> Verdict:
     return v.at_most(
         worst,
         1e-05,
-        expected="<= 1e-5",
         tolerance=1e-05,
         detail=f"largest |z_HF - z_ideal| over {t['run'].nunique()} runs x {res.config['hf_n_layers']} layers: "
         + ", ".join((f"{c} {e:.2g}" for c, e in per.items())),
