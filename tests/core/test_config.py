@@ -111,3 +111,12 @@ def test_optional_fields_take_none_from_the_command_line():
 
     assert parse_value(PropagationOfChaosConfig, "slow_k", "none") is None
     assert parse_value(PropagationOfChaosConfig, "slow_k", "3") == 3
+
+
+def test_a_retired_field_name_says_what_it_is_now():
+    from theorylab.core.config import unknown_field_message
+    from theorylab.studies.thermalizer.config import ThermalizerConfig
+
+    msg = unknown_field_message(ThermalizerConfig, "gauss_samples")
+    assert msg == "unknown config field 'gauss_samples': it is now 'gauss_n' (same meaning and values)"
+    assert "did you mean" in unknown_field_message(ThermalizerConfig, "gauss_nn")

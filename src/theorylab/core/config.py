@@ -14,7 +14,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Mapping
+from typing import Any, ClassVar, Iterable, Iterator, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -34,6 +34,8 @@ class StudyConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, strict=True)
+    # Retired field names and their successors (``{"mc_samples": "mc_n"}``): an old ``--set`` gets the new name.
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     def __getattribute__(self, name: str) -> Any:
         reads = _FIELD_READS.get()
@@ -204,6 +206,9 @@ def _format_validation_error(cls: type[StudyConfig], err: ValidationError, given
 
 
 def unknown_field_message(cls: type[StudyConfig], name: str) -> str:
+    renamed = getattr(cls, "RENAMED", {}).get(name)
+    if renamed is not None:  # a retired spelling (docs/adding-a-study.md, the config vocabulary)
+        return f"unknown config field '{name}': it is now '{renamed}' (same meaning and values)"
     valid = sorted(cls.model_fields)
     close = difflib.get_close_matches(name, valid, n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -14,6 +14,12 @@ _LINK = Literal["h1", "h2", "h3"]
 
 
 class AttentionIndexedModelsConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "moment_samples": "moment_n",
+        "test_samples": "test_n",
+        "trunc_d": "trunc_dim",
+    }
     moment_dims: tuple[Dim, ...] = Field(
         (64, 256),
         min_length=2,

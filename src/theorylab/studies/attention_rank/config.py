@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -28,6 +28,8 @@ Multiplier = Annotated[int, Field(ge=1, le=65_536)]  # w independent multi-head 
 
 
 class AttentionRankConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {"construction_d": "construction_dim"}
     # --- task ---------------------------------------------------------------------------------
     d: Dim = Field(16, description="dimension d of the sphere S^{d-1} (quick 16, paper 64)")
     n_points: Length = Field(8, description="set size N of the heads grid (quick 8, paper 16)")

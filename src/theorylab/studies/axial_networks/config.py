@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -30,6 +30,11 @@ TASKS = ("AdvDiff1D", "AdvDiff2D", "AdvDiff3D", "AdvDiff3D-pre", "NS2D", "DiffRe
 
 
 class AxialNetworksConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "ls_n2": "ls_grid_2d",
+        "ls_n3": "ls_grid_3d",
+    }
     equivariance_dims: tuple[Dim, ...] = Field(
         (2, 3, 4), min_length=1, description="dimensions d of the equivariance test (card: 2, 3, 4)"
     )

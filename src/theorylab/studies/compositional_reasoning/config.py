@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -24,6 +24,8 @@ Order = Literal["heavy_first", "light_first", "random"]
 
 
 class CompositionalReasoningConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {"tf_tree_levels": "tf_tree_depths"}
     # --- exact checks (claims 1-4) ---
     exact_trees: SampleSize = Field(
         10_000,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field
 
@@ -11,6 +11,11 @@ from theorylab.core.fields import Chunk, Dim, SampleRatio, SampleSize, Seeds
 
 
 class GenerativeLeapConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "order2_d": "order2_dim",
+        "sequential_d": "sequential_dim",
+    }
     moment_n: Annotated[SampleSize, Field(ge=10_000)] = Field(
         1_000_000, description="samples of the exact-moment checks (card: 1e6)"
     )

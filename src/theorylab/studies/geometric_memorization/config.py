@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -11,6 +11,14 @@ from theorylab.core.fields import Chunk, DModel, Entities, Every, LearningRate, 
 
 
 class GeometricMemorizationConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "construction_sizes": "construction_n_entities",
+        "cot_size": "cot_n_entities",
+        "train_sizes": "train_n_entities",
+        "assoc_sizes": "assoc_n_entities",
+        "twohop_sizes": "twohop_n_entities",
+    }
     construction_n_entities: tuple[Entities, ...] = Field(
         (128, 2048, 10_000), min_length=1, description="entity counts N of the exact-construction grid (card)"
     )

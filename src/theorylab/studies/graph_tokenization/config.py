@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,6 +26,8 @@ Tokenization = Literal["adjacency", "spectral", "random_walk", "concat"]
 
 
 class GraphTokenizationConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {"cycle_n": "cycle_nodes"}
     # --- exact checks (claims 1-4, 8) ---
     rw_horizon: int = Field(
         32, ge=1, le=256, description="walk lengths t = 1..rw_horizon compared on the srg pair (card: 32)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -32,6 +32,8 @@ Arch = Literal["gemma3", "llama", "mistral", "qwen2", "mixtral"]
 
 
 class ImplicitPatchesConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {"icl_d": "icl_dim"}
     families: tuple[Family, ...] = Field(FAMILIES, min_length=1, description="block families of the sweep")
     n_layers: tuple[Annotated[NLayers, Field(le=128)], ...] = Field(
         (1, 2, 4, 8),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field
 
@@ -11,6 +11,11 @@ from theorylab.core.fields import Batch, Dim, Draws, LearningRate, SampleRatio, 
 
 
 class MultiIndexEstimatorsConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "pop_d": "pop_dim",
+        "statsmodels_d": "statsmodels_dim",
+    }
     # --- battery ------------------------------------------------------------------------------------
     d: Annotated[Dim, Field(ge=5)] = Field(100, description="dimension of the battery (card: 100)")
     alphas: tuple[SampleRatio, ...] = Field(

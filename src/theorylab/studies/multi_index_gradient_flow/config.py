@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -13,6 +13,12 @@ _LINKS = Literal["staircase", "non-staircase", "pure-he1", "pure-he2", "pure-he3
 
 
 class MultiIndexGradientFlowConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "mc_samples": "mc_n",
+        "semigroup_points": "semigroup_n",
+        "mc_d": "mc_dim",
+    }
     escape_dims: tuple[float, ...] = Field(
         (1e2, 1e3, 1e4, 1e5), min_length=2, description="dimensions d of the r = 1 escape runs, m0 = d^-1/2 (card)"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -22,6 +22,15 @@ def _increasing(name: str, scales: tuple[int, ...], top: int) -> None:
 
 
 class MultiscaleClosureConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "truth_n": "truth_grid",
+        "qg_truth_n": "qg_truth_grid",
+        "kolmogorov_truth_n": "kolmogorov_truth_grid",
+        "levels": "scales",
+        "qg_levels": "qg_scales",
+        "kolmogorov_levels": "kolmogorov_scales",
+    }
     # --- quick: Kuramoto-Sivashinsky, ks32pi truth ------------------------------------------------------------
     truth_grid: Annotated[int, Field(ge=8, le=8192)] = Field(
         256, description="points of the KS truth grid (card: ks32pi, N = 256)"

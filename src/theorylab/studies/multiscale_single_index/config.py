@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -21,6 +21,13 @@ from theorylab.core.fields import (
 
 
 class MultiscaleSingleIndexConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "edge_samples": "edge_n",
+        "sgd_grid": "sgd_cases",
+        "hosvd_levels": "hosvd_n_scales",
+        "unfold_levels": "unfold_n_scales",
+    }
     edge_dims: tuple[int, ...] = Field(
         (16, 64, 256), min_length=2, description="d of the K = 2 Edgeworth check, flat w (card)"
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field
 
@@ -11,6 +11,8 @@ from theorylab.core.fields import Dim, Fraction, InformationExponent, LearningRa
 
 
 class PropagationOfChaosConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {"sample_sizes": "sample_ns"}
     dims: tuple[Annotated[Dim, Field(ge=3)], ...] = Field(
         (16,), min_length=1, description="input dimensions d (quick 16; paper 16..128)"
     )

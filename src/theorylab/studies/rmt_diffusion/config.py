@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -29,6 +29,11 @@ NoiseVariance = Annotated[float, Field(gt=0, le=1e6)]  # denoiser noise level si
 
 
 class RMTDiffusionConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "n": "ns",
+        "split_n": "split_ns",
+    }
     # --- synthetic power-law Gaussian: theory vs Monte Carlo over data-set draws --------------
     d: Annotated[Dim, Field(ge=8)] = Field(200, description="dimension of the power-law Gaussian data (typ. 200)")
     decay: float = Field(1.0, ge=0.25, le=4.0, description="spectral decay: lambda_k = k^-alpha (card: 1 or 1.5)")

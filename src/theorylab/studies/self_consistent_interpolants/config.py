@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,11 @@ from theorylab.data.toy2d import ToyChannel as MoonsChannel
 
 
 class SCSIConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "eval_samples": "eval_n",
+        "oracle_samples": "oracle_n",
+    }
     # --- shared training --------------------------------------------------------------------------
     width: Annotated[Width, Field(ge=8)] = Field(
         128, description="hidden width of the 2-D velocity MLP (quick 128, paper 256)"

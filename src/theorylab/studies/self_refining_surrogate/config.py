@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -11,6 +11,17 @@ from theorylab.core.fields import Batch, Horizon, LearningRate, Precision, Sampl
 
 
 class SelfRefiningSurrogateConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "kolmogorov_solve_n": "kolmogorov_solve_grid",
+        "kolmogorov_store_n": "kolmogorov_store_grid",
+        "qg_solve_n": "qg_solve_grid",
+        "qg_store_n": "qg_store_grid",
+        "levels": "noise_levels",
+        "low_levels": "low_noise_levels",
+        "refine_levels": "refine_noise_levels",
+        "kolmogorov_levels": "kolmogorov_n_downsamplings",
+    }
     gauss_chains: Annotated[SampleSize, Field(ge=100)] = Field(
         4000, description="Monte Carlo chains of the AR(1) surrogate (card: 4000)"
     )

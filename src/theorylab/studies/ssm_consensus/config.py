@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -13,6 +13,14 @@ from theorylab.data.text import check_corpus
 
 
 class SSMConsensusConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "n": "d",
+        "m": "state_dim",
+        "isotropic_n": "isotropic_dim",
+        "mamba_hidden": "mamba_d_model",
+        "mamba_state": "mamba_state_dim",
+    }
     d: Dim = Field(64, description="token dimension (the paper's n: tokens live on S^(n-1); card: 64 quick, 768 paper)")
     state_dim: Dim = Field(16, description="state size m of S_B, S_C (card: 16 quick, 64 paper)")
     length: Length = Field(50, description="tokens per sequence ℓ (card: 50)")

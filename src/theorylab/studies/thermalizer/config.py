@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import Field
 
@@ -11,6 +11,13 @@ from theorylab.core.fields import Batch, Horizon, LearningRate, Precision, Sampl
 
 
 class ThermalizerConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "gauss_samples": "gauss_n",
+        "kolmogorov_solve_n": "kolmogorov_solve_grid",
+        "kolmogorov_store_n": "kolmogorov_store_grid",
+        "kolmogorov_levels": "kolmogorov_n_downsamplings",
+    }
     train_trajectories: SampleSize = Field(48, description="KS22 training trajectories (card: 48)")
     train_horizon: Horizon = Field(800, description="emulator steps per training trajectory after spin-up (card: 800)")
     test_trajectories: SampleSize = Field(16, description="test trajectories (card: 16)")

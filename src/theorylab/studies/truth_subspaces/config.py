@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -38,6 +38,13 @@ PAPER_STEPS = (
 
 
 class TruthSubspacesConfig(StudyConfig):
+    # retired spellings of the config vocabulary: `--set old=...` names the new field
+    RENAMED: ClassVar[dict[str, str]] = {
+        "test_size": "test_n",
+        "bayes_samples": "bayes_n",
+        "histogram_size": "histogram_n",
+        "lm_test_size": "lm_test_n",
+    }
     n_entities: tuple[Annotated[int, Field(ge=2, le=1 << 16)], ...] = Field(
         (64,), min_length=1, description="|X| = |Y| = N of the toy runs (card quick: 64; paper: 64, 256)"
     )
