@@ -3,10 +3,11 @@
     python benchmarks/claims_inventory.py --store runs [--store more] --seed 0 [--record-times] [--write-docs]
 
 ``--record-times`` merges into ``src/theorylab/core/preset_times.json`` the store's newest finished run of every
-study at ``quick`` and ``cpu`` (wall seconds, with the CPU model and the date), so ``theorylab claims`` and the
-runner's longest-first ordering and ETA know a preset's time on a fresh clone. ``--write-docs`` writes
-docs/claims.md (every claim, the preset that decides it, its time, and its verdict at that preset in the store's
-run of ``--seed``) and the README's claims summary (between its ``claims-summary`` marks): nothing hand-copied.
+study at ``quick`` and each preset ``check --preset cpu`` runs (wall seconds, with the CPU model and the date), so
+``theorylab claims`` and the runner's longest-first ordering and ETA know a preset's time on a fresh clone.
+``--write-docs`` writes docs/claims.md (every claim, the preset that decides it, its time, and its verdict at that
+preset in the store's run of ``--seed``) and the README's claims summary (between its ``claims-summary`` marks):
+nothing hand-copied.
 Without either flag it prints the summary counts.
 """
 
@@ -74,10 +75,13 @@ def cpu_model() -> str:
     return f"{name}, {isa}"
 
 
-def record_times(store: Store, presets: tuple[str, ...] = ("quick", "cpu"), note: str = "") -> dict:
+def record_times(store: Store, note: str = "") -> dict:
+    """Wall seconds of the newest finished run of each study's CPU-tier presets: quick and those ``check --preset
+    cpu`` runs (``cpu``, ``lm``, ``cpu-depth``, ``mst-cpu``, ...)."""
     times: dict[str, dict[str, float]] = {}
     for slug, study in all_studies().items():
         hashes = preset_hashes(study)  # a --set run, or one of an older preset, is not the preset's time
+        presets = {"quick", *study.cpu_presets}
         for row in store.rows(slug):  # newest first
             if (
                 row["status"] == "done"
