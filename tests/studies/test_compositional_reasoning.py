@@ -113,6 +113,8 @@ def test_paper_only_judges_decide_on_paper_tables(cr_quick):
     assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 16, 4))).passed is False  # light does not grow
     assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 64, 16))).passed is False  # heavy needs h = 16
     assert j.judge_state(_edit(r, "gru", lambda f: _gru_table(16, 1000, 4))).passed is True  # light never solves
+    both = j.judge_state(_edit(r, "gru", lambda f: _gru_table(1000, 1000, 4)))  # light solves neither n: no ratio
+    assert both.passed is False and not both.nan and "within h <= 128" in both.detail  # a known failure can apply
     assert j.judge_depth(_edit(r, "transformer", lambda f: _tf_table(0.7, 0.99))).passed is True
     assert j.judge_depth(_edit(r, "transformer", lambda f: _tf_table(0.9, 0.99))).passed is False  # no drop at L=2
     assert j.judge_depth(_edit(r, "transformer", lambda f: _tf_table(0.7, 0.99, monotone=False))).passed is False

@@ -240,13 +240,14 @@ def judge_state(res: Result, v: Judgement) -> Verdict:
     light = _min_reaching(t[t["order"] == "light_first"], "n", "hidden")
     top = max(hs)
     l16, l64 = light.get(16, math.inf), light.get(64, math.inf)
-    # NaN where light-first h_min(16) is above the grid as well: the claim then fails. The statement's "or exceeds
-    # 128" adds nothing to the doubling: an h_min(64) above the grid over a finite h_min(16) is an infinite ratio.
-    ratio = l64 / l16 if math.isfinite(l16) and l16 > 0 else math.nan
-    checks = [
-        Check.at_least("light-first h_min(64) / h_min(16)", ratio, 2.0),
-        Check.holds("heavy-first rows at some n", bool(heavy)),
-    ]
+    # The statement's "or exceeds 128" adds nothing to the doubling: an h_min(64) above the grid over a finite
+    # h_min(16) is an infinite ratio. An h_min(16) above the grid as well leaves the ratio undefined (inf / inf, not
+    # a measurement gone NaN): the doubling is not shown, so the claim fails on that condition, named as such.
+    if math.isfinite(l16) and l16 > 0:
+        doubling = Check.at_least("light-first h_min(64) / h_min(16)", l64 / l16, 2.0)
+    else:
+        doubling = Check.holds(f"light-first reaches 0.95 at n = 16 within h <= {top} (so a doubling can show)", False)
+    checks = [doubling, Check.holds("heavy-first rows at some n", bool(heavy))]
     small = pd.Series({f"n = {n}": h for n, h in heavy.items() if n <= 128}, dtype=float)
     if len(small):
         checks.append(Check.at_most("heavy-first h_min at n <= 128", small, 8))
