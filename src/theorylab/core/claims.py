@@ -192,17 +192,7 @@ class Judgement:
         elif ok is not None and bool(ok) and _is_nan(measured):
             ok, nan = False, True
             detail = f"the measured value is NaN; {detail}" if detail else "the measured value is NaN"
-        return Verdict(
-            self.id,
-            self.statement,
-            measured,
-            expected,
-            tolerance,
-            None if ok is None else bool(ok),
-            detail,
-            departures=tuple(departures),
-            nan=nan,
-        )
+        return self._verdict(None if ok is None else bool(ok), measured, expected, tolerance, detail, departures, nan)
 
     def passed(
         self, measured: Any, expected: Any, tolerance: Any = None, detail: str = "", departures: Sequence[str] = ()
@@ -225,25 +215,27 @@ class Judgement:
         """Not decided on this run; ``reason`` says why and what would decide it (e.g. the preset).
         A reason that already starts with "not decided", "needs " or "report only" is kept as is."""
         detail = reason if reason.startswith(("not decided", "needs ", "report only")) else f"not decided: {reason}"
-        return Verdict(
-            self.id, self.statement, measured, expected, tolerance, None, detail, departures=tuple(departures)
-        )
+        return self._verdict(None, measured, expected, tolerance, detail, departures)
 
     def _nan_failure(
         self, measured: Any, expected: Any, tolerance: Any, detail: str, departures: Sequence[str]
     ) -> Verdict:
         """A failure because a judged value is NaN, marked as such (the detail says which)."""
-        return Verdict(
-            self.id,
-            self.statement,
-            measured,
-            expected,
-            tolerance,
-            False,
-            detail,
-            departures=tuple(departures),
-            nan=True,
-        )
+        return self._verdict(False, measured, expected, tolerance, detail, departures, nan=True)
+
+    def _verdict(
+        self,
+        passed: bool | None,
+        measured: Any,
+        expected: Any,
+        tolerance: Any,
+        detail: str,
+        departures: Sequence[str],
+        nan: bool = False,
+    ) -> Verdict:
+        """This claim's verdict (its id and statement filled in): the one place a :class:`Verdict` is built."""
+        parts = dict(departures=tuple(departures), nan=nan)
+        return Verdict(self.id, self.statement, measured, expected, tolerance, passed, detail, **parts)
 
     # --- comparisons stated once -----------------------------------------------------------
     def _compare(
