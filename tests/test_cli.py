@@ -272,6 +272,26 @@ def test_parallel_check_gives_the_one_at_a_time_verdicts_and_errors(tmp_path):
     assert again.exit_code == 2 and "(reused)" in again.stderr  # a missing resource alone: exit 2; toy reused
 
 
+def test_check_cpu_queues_every_cpu_preset_together_and_shows_each_claim_once(tmp_path):
+    args = ["check", "toy-tiered", "--preset", "cpu", "--json", "--store", str(tmp_path)]
+    res = runner.invoke(app, [*args, "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    assert "checking 2 runs (cpu, cpu-wide), 2 at a time" in res.stderr  # one queue, not a batch per preset
+    cpu, wide = json.loads(res.stdout)
+    assert (cpu["preset"], wide["preset"]) == ("cpu", "cpu-wide")
+    # each claim once, from the run of the preset that decides it (quick's claim rides with cpu)
+    assert [v["id"] for v in cpu["verdicts"]] == ["toy-tiered/quick-mean", "toy-tiered/cpu-mean"]
+    assert [v["id"] for v in wide["verdicts"]] == ["toy-tiered/wide-mean"]
+    assert cpu["verdicts"][1]["passed"] and wide["verdicts"][0]["passed"]
+    # side by side: each run started before the other ended (2 s each)
+    from theorylab.core.store import Store
+
+    a, b = (Store(tmp_path).load(r["run_id"]).scalars for r in (cpu, wide))
+    assert a["started"] < b["ended"] and b["started"] < a["ended"]
+    again = runner.invoke(app, [*args, "--workers", "2"])
+    assert again.exit_code == 0 and again.stderr.count("(reused)") == 2  # resumable: both runs reused
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "many"])
 def test_bad_workers_is_one_line_exit_2(root, value):
     res = invoke(root, "check", "toy", "--workers", value)

@@ -229,3 +229,49 @@ def run_declared(cfg: ToyDeclaredConfig, ctx: RunContext) -> None:
     if cfg.nan_row:
         z[1] = np.nan
     ctx.table("draws", pd.DataFrame({"part": ["a", "b", "c"], "z": z}))
+
+
+class ToyTieredConfig(StudyConfig):
+    n: int = Field(100, ge=10, le=10**6, description="normal draws")
+    pause: float = Field(0.0, ge=0.0, le=10.0, description="seconds the run sleeps (to see runs overlap)")
+
+
+tiered_claims = Claims("toy-tiered", "exact: E = 0, at three presets")
+
+
+def _tiered_judge(preset: str):
+    def judge(res, v) -> Verdict:
+        if res.preset != preset:
+            return v.undecided(f"needs the {preset} preset")
+        z = float(res.scalars["mean"]) * np.sqrt(res.config["n"])
+        return v.at_most(abs(z), 4.0, name="|mean|/SE")
+
+    return judge
+
+
+tiered_claims.add("quick-mean", "the mean of the quick draws is within 4 SE of 0")(_tiered_judge("quick"))
+tiered_claims.add("cpu-mean", "the mean of the cpu draws is within 4 SE of 0", decided_by="cpu")(_tiered_judge("cpu"))
+tiered_claims.add("wide-mean", "the mean of the wide draws is within 4 SE of 0", decided_by="cpu-wide")(
+    _tiered_judge("cpu-wide")
+)
+
+
+@study(
+    "toy-tiered",
+    title="A study with two CPU presets (check --preset cpu; tests only)",
+    paper="(tests only)",
+    config=ToyTieredConfig,
+    claims=tiered_claims,
+    presets={
+        "quick": Preset.of("quick"),
+        "cpu": Preset.of("cpu", n=(1000, "more draws"), pause=(2.0, "long enough to see runs overlap")),
+        "cpu-wide": Preset.of("cpu-wide", n=(2000, "more draws still"), pause=(2.0, "as cpu")),
+        "paper": Preset.of("paper"),
+    },
+)
+def run_tiered(cfg: ToyTieredConfig, ctx: RunContext) -> None:
+    started = time.time()
+    ctx.scalar("mean", float(ctx.rng("draws").normal(0.0, 1.0, cfg.n).mean()))
+    time.sleep(cfg.pause)
+    ctx.scalar("started", started)
+    ctx.scalar("ended", time.time())

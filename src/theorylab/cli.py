@@ -510,23 +510,25 @@ def check(
     started = time.perf_counter()
     results: list[Result] = []
     missing: list[str] = []
-    for p in passes:
-        group = [s for s in names if p in plan.get(s, [preset])]
-        with _user_errors():
-            ran = _check_group(group, p, seed, device, force, per_study, workers, store, missing)
-        for res in ran:
-            # under a tier (cpu), a run shows the claims its preset decides; the cpu run the rest
-            others = [q for q in plan.get(res.study, []) if q != res.preset]
-            study = get_study(res.study) if res.status != "error" else None
-            if study is not None and others:
-                decides = {c.id: c.decided_by for c in study.claims}
-                keep = [
-                    v
-                    for v in res.verdicts
-                    if decides.get(v.id) == res.preset or (res.preset == preset and decides.get(v.id) not in others)
-                ]
-                res = dataclasses.replace(res, verdicts=keep)
-            results.append(res)
+    from theorylab.core.runner import Job
+
+    # every (study, preset) run in one queue, so that with several workers no core waits for a preset's last run
+    jobs = [Job(s, p, seed) for p in passes for s in names if p in plan.get(s, [preset])]
+    with _user_errors():
+        ran = _check_group(jobs, device, force, per_study, workers, store, missing)
+    for res in ran:
+        # under a tier (cpu), a run shows the claims its preset decides; the cpu run the rest
+        others = [q for q in plan.get(res.study, []) if q != res.preset]
+        study = get_study(res.study) if res.status != "error" else None
+        if study is not None and others:
+            decides = {c.id: c.decided_by for c in study.claims}
+            keep = [
+                v
+                for v in res.verdicts
+                if decides.get(v.id) == res.preset or (res.preset == preset and decides.get(v.id) not in others)
+            ]
+            res = dataclasses.replace(res, verdicts=keep)
+        results.append(res)
     if as_json:
         print(json.dumps(_check_json(results)))
     else:
@@ -553,9 +555,7 @@ def check(
 
 
 def _check_group(
-    names: list[str],
-    preset: str,
-    seed: int,
+    jobs: list[Any],
     device: str,
     force: bool,
     per_study: dict[str, dict[str, Any]],
@@ -563,45 +563,49 @@ def _check_group(
     store: Optional[Path],
     missing: list[str],
 ) -> list[Result]:
-    """``check`` of ``names`` at one preset and seed, with progress and an ETA on stderr; a study that raises is an
-    error result (its line said as it happens, a missing resource noted in ``missing``)."""
-    from theorylab.core.runner import check_many, check_workers, expected_seconds
+    """``check`` of ``jobs`` (:class:`~theorylab.core.runner.Job`: study, preset, seed) in one queue, with progress
+    and an ETA on stderr; a study that raises is an error result (its line said as it happens, a missing resource
+    noted in ``missing``)."""
+    from theorylab.core.runner import check_runs, check_workers, expected_seconds
 
     with _user_errors():
         st = Store(store)
-        n_proc, threads = check_workers(_workers(workers), len(names), device)
-    error_lines: dict[str, str] = {}  # a study that raised: its one line, said once as it happens
+        n_proc, threads = check_workers(_workers(workers), len(jobs), device)
+    presets = list(dict.fromkeys(job.preset for job in jobs))
+    what = f"{len(jobs)} studies ({presets[0]})" if len(presets) == 1 else f"{len(jobs)} runs ({', '.join(presets)})"
+    error_lines: dict[Any, str] = {}  # a run that raised: its one line, said once as it happens
     if n_proc > 1:
         err.print(
-            f"checking {len(names)} studies ({preset}), {n_proc} at a time, {threads} thread"
-            f"{'s' if threads > 1 else ''} each ...",
+            f"checking {what}, {n_proc} at a time, {threads} thread{'s' if threads > 1 else ''} each ...",
             highlight=False,
         )
-    expected = {slug: expected_seconds(st, slug, preset) for slug in names}
-    finished: set[str] = set()
 
-    def starting(slug: str, k: int) -> None:
+    def name(job: Any) -> str:
+        return job.slug if len(presets) == 1 else f"{job.slug} ({job.preset})"
+
+    expected = {job: expected_seconds(st, job.slug, job.preset) for job in jobs}
+    finished: set[Any] = set()
+
+    def starting(job: Any, k: int) -> None:
         if n_proc == 1:
-            err.print(f"checking {slug} ({preset}, {k}/{len(names)}) ...", highlight=False)
+            err.print(f"checking {job.slug} ({job.preset}, {k}/{len(jobs)}) ...", highlight=False)
         else:
-            err.print(f"  started {slug}", highlight=False)
+            err.print(f"  started {name(job)}", highlight=False)
 
-    def done(slug: str, outcome: Result | BaseException, k: int) -> None:
-        finished.add(slug)
+    def done(job: Any, outcome: Result | BaseException, k: int) -> None:
+        finished.add(job)
         if isinstance(outcome, BaseException):
-            error_lines[slug] = _error_line(outcome, slug, missing)
-        elif n_proc > 1 or preset != "quick":  # one at a time at quick: the progress bars say it all
+            error_lines[job] = _error_line(outcome, job.slug, missing)
+        elif n_proc > 1 or job.preset != "quick":  # one at a time at quick: the progress bars say it all
             err.print(
-                f"  {k}/{len(names)} {slug}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
-                f"{_counts_line(outcome.counts(), compact=True)}{_eta(names, finished, expected, n_proc)}",
+                f"  {k}/{len(jobs)} {name(job)}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''}, "
+                f"{_counts_line(outcome.counts(), compact=True)}{_eta(jobs, finished, expected, n_proc)}",
                 highlight=False,
                 soft_wrap=True,
             )
 
-    outcomes = check_many(
-        names,
-        preset,
-        seed,
+    outcomes = check_runs(
+        jobs,
         store=st,
         force=force,
         device=device,
@@ -612,8 +616,8 @@ def _check_group(
         on_done=done,
     )
     return [
-        Result.error(slug, preset, seed, error_lines[slug]) if isinstance(outcome, BaseException) else outcome
-        for slug, outcome in zip(names, outcomes)
+        Result.error(job.slug, job.preset, job.seed, error_lines[job]) if isinstance(out, BaseException) else out
+        for job, out in outcomes.items()
     ]
 
 
@@ -635,15 +639,15 @@ def _label(res: Result, preset: str) -> str:
     return res.study if res.preset == preset else f"{res.study} ({res.preset})"
 
 
-def _eta(names: list[str], finished: set[str], expected: dict[str, float], n_proc: int) -> str:
-    """`` · ETA 4.2 min``: the unfinished studies' expected times (store, else recorded; unknown ones at the mean of
-    the known) shared by ``n_proc`` workers; "" when nothing is known."""
+def _eta(jobs: list[Any], finished: set[Any], expected: dict[Any, float], n_proc: int) -> str:
+    """`` · ETA 4.2 min``: the unfinished runs' expected times (store, else recorded; unknown ones at the mean of the
+    known) shared by ``n_proc`` workers; "" when nothing is known."""
     known = [t for t in expected.values() if t != float("inf")]
-    left = [s for s in names if s not in finished]
+    left = [job for job in jobs if job not in finished]
     if not known or not left:
         return ""
     mean = sum(known) / len(known)
-    seconds = sum(expected[s] if expected[s] != float("inf") else mean for s in left) / max(1, min(n_proc, len(left)))
+    seconds = sum(expected[j] if expected[j] != float("inf") else mean for j in left) / max(1, min(n_proc, len(left)))
     return f" · ETA {seconds / 60:.1f} min"
 
 

@@ -42,17 +42,19 @@ class WorkerDied(RuntimeError):
     """The process running a study ended without an answer (a signal: the out-of-memory killer, ``kill``). Raised
     for the study whose process died when it ran alone, so that the message names the one that did."""
 
-    def __init__(self, slug: str, seed: int, exitcode: int | None = None):
-        self.slug, self.seed, self.exitcode = slug, seed, exitcode
+    def __init__(self, slug: str, seed: int, exitcode: int | None = None, preset: str = "quick"):
+        self.slug, self.seed, self.exitcode, self.preset = slug, seed, exitcode, preset
         how = f"signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
+        which = f"seed {seed}" if preset == "quick" else f"{preset}, seed {seed}"
+        again = f"theorylab run {slug}{'' if preset == 'quick' else ' --preset ' + preset} --seed {seed}"
         super().__init__(
-            f"the process running {slug} (seed {seed}) died ({how if exitcode is not None else 'no exit code'}), "
-            f"again when run alone: killed, or out of memory? Nothing of it was stored; see `theorylab run {slug} "
-            f"--seed {seed}` for its memory estimate and progress"
+            f"the process running {slug} ({which}) died ({how if exitcode is not None else 'no exit code'}), "
+            f"again when run alone: killed, or out of memory? Nothing of it was stored; see `{again}` for its "
+            f"memory estimate and progress"
         )
 
     def __reduce__(self):
-        return type(self), (self.slug, self.seed, self.exitcode)
+        return type(self), (self.slug, self.seed, self.exitcode, self.preset)
 
 
 class MissingResource(RuntimeError):

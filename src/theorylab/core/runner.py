@@ -12,7 +12,7 @@ import signal
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
@@ -373,6 +373,14 @@ def check_many(
     return [outcomes[(s, seed)] for s in slugs]
 
 
+class Job(NamedTuple):
+    """One run of a check: a study at a preset and a seed."""
+
+    slug: str
+    preset: str
+    seed: int
+
+
 def check_seeds(
     slugs: Sequence[str],
     seeds: Sequence[int],
@@ -390,71 +398,104 @@ def check_seeds(
     """:func:`check` every (study, seed) of ``slugs`` x ``seeds``: ``{(slug, seed): outcome}`` (a run that raises
     gives its exception, and the others go on). Side by side as :func:`check_many` (longest study first, a study's
     seeds in order); finished runs are reused from the store, so an interrupted call resumes where it stopped.
-    ``on_start(slug, seed, k)`` / ``on_done(slug, seed, outcome, k)`` as the k-th run starts / finishes."""
-    store = store or Store()
-    overrides = overrides or {}
+    ``on_start(slug, seed, k)`` / ``on_done(slug, seed, outcome, k)`` as the k-th run starts / finishes. Runs at
+    several presets: :func:`check_runs`."""
     slugs = list(dict.fromkeys(slugs))
     seeds = list(dict.fromkeys(int(s) for s in seeds))
-    for s in seeds:
-        if s < 0:
-            raise ConfigError(f"invalid value for 'seed': {s}; allowed: integer >= 0")
-    jobs = [(slug, seed) for slug in slugs for seed in seeds]
-    n_proc, threads = check_workers(workers, len(jobs), device)
-    outcomes: dict[tuple[str, int], Outcome] = {}
+    outcomes = check_runs(
+        [Job(slug, preset, seed) for slug in slugs for seed in seeds],
+        store=store,
+        force=force,
+        device=device,
+        overrides=overrides,
+        workers=workers,
+        show_progress=show_progress,
+        on_start=None if on_start is None else lambda job, k: on_start(job.slug, job.seed, k),
+        on_done=None if on_done is None else lambda job, out, k: on_done(job.slug, job.seed, out, k),
+    )
+    return {(job.slug, job.seed): out for job, out in outcomes.items()}
 
-    def finished(job: tuple[str, int], outcome: Outcome) -> None:
+
+def check_runs(
+    jobs: Sequence[Job],
+    *,
+    store: Store | None = None,
+    force: bool = False,
+    device: str = "auto",
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    workers: int | str = 1,
+    show_progress: bool = False,
+    on_start: Callable[[Job, int], None] | None = None,
+    on_done: Callable[[Job, Outcome, int], None] | None = None,
+) -> dict[Job, Outcome]:
+    """:func:`check` every :class:`Job` (study, preset, seed): ``{job: outcome}`` in ``jobs``' order (a run that
+    raises gives its exception, and the others go on). ``workers`` > 1 runs them side by side in one pool, longest
+    first by the store's last wall times (else the recorded ones), so that runs of different presets share the
+    cores: ``check --preset cpu`` queues every study's cpu preset and its other CPU presets (cpu-depth, lm, ...)
+    together, and no core waits for a preset's last run. Finished runs are reused from the store, so an
+    interrupted call resumes where it stopped. ``overrides`` are per study; ``on_start(job, k)`` /
+    ``on_done(job, outcome, k)`` as the k-th run starts / finishes."""
+    store = store or Store()
+    overrides = overrides or {}
+    jobs = list(dict.fromkeys(Job(*job) for job in jobs))  # the same run named twice is one run (never two at once)
+    for job in jobs:
+        if job.seed < 0:
+            raise ConfigError(f"invalid value for 'seed': {job.seed}; allowed: integer >= 0")
+    n_proc, threads = check_workers(workers, len(jobs), device)
+    outcomes: dict[Job, Outcome] = {}
+
+    def finished(job: Job, outcome: Outcome) -> None:
         outcomes[job] = outcome
         if on_done is not None:
-            on_done(job[0], job[1], outcome, len(outcomes))
+            on_done(job, outcome, len(outcomes))
 
     if n_proc == 1:
-        for k, (slug, seed) in enumerate(jobs, 1):
+        for k, job in enumerate(jobs, 1):
             if on_start is not None:
-                on_start(slug, seed, k)
+                on_start(job, k)
             try:
                 outcome: Outcome = check(
-                    slug,
-                    preset,
-                    seed,
+                    job.slug,
+                    job.preset,
+                    job.seed,
                     store=store,
                     force=force,
                     device=device,
                     show_progress=show_progress,
-                    overrides=overrides.get(slug),
+                    overrides=overrides.get(job.slug),
                 )
             except KeyboardInterrupt:
                 raise
             except Exception as err:  # noqa: BLE001 - one study's error never stops the others
                 outcome = err
-            finished((slug, seed), outcome)
+            finished(job, outcome)
         return {job: outcomes[job] for job in jobs}
-    expected = {slug: expected_seconds(store, slug, preset) for slug in slugs}
-    order = sorted(jobs, key=lambda job: -expected[job[0]])  # longest first: the shortest tail (stable: seeds in order)
+    expected = {job: expected_seconds(store, job.slug, job.preset) for job in jobs}
+    order = sorted(jobs, key=lambda job: -expected[job])  # longest first: the shortest tail (stable: seeds in order)
     spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch already started its threads
     waiting = list(order)
-    running: dict[cf.Future, tuple[str, int]] = {}
+    running: dict[cf.Future, Job] = {}
     # A worker that dies (a signal: the out-of-memory killer, ``kill``) breaks the whole pool, and every study
     # running in it fails with it. Those studies are run again one at a time, each alone in its own process, so
     # that a second death names the study that dies and the others finish; then a fresh pool takes the rest.
-    suspects: list[tuple[str, int]] = []
+    suspects: list[Job] = []
     broken = False
 
     def new_pool() -> cf.ProcessPoolExecutor:
         return cf.ProcessPoolExecutor(max_workers=n_proc, mp_context=spawn)
 
-    def args(job: tuple[str, int]) -> tuple:
-        slug, seed = job
-        module = get_study(slug).module
+    def args(job: Job) -> tuple:
+        module = get_study(job.slug).module
         return (
             _check_in_worker,
             "" if module.startswith("theorylab.") else module,
-            slug,
-            preset,
-            seed,
+            job.slug,
+            job.preset,
+            job.seed,
             str(store.root),
             force,
             device,
-            dict(overrides.get(slug) or {}),
+            dict(overrides.get(job.slug) or {}),
             threads,
         )
 
@@ -472,11 +513,11 @@ def check_seeds(
             return
         running[future] = job
         if on_start is not None:
-            on_start(job[0], job[1], len(outcomes) + len(running))
+            on_start(job, len(outcomes) + len(running))
 
-    def run_alone(job: tuple[str, int]) -> Outcome:
+    def run_alone(job: Job) -> Outcome:
         if on_start is not None:
-            on_start(job[0], job[1], len(outcomes) + 1)
+            on_start(job, len(outcomes) + 1)
         with cf.ProcessPoolExecutor(max_workers=1, mp_context=spawn) as solo:
             future = solo.submit(*args(job))
             processes = list(getattr(solo, "_processes", {}).values())  # started by the submit
@@ -486,7 +527,7 @@ def check_seeds(
                 for process in processes:
                     process.join(timeout=10)  # reaped, so that its exit code reads
                 codes = [p.exitcode for p in processes if p.exitcode is not None]
-                return WorkerDied(job[0], job[1], codes[0] if codes else None)
+                return WorkerDied(job.slug, job.seed, codes[0] if codes else None, job.preset)
             except Exception as err:  # noqa: BLE001
                 return err
 
