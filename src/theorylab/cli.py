@@ -52,8 +52,8 @@ StrictOpt = typer.Option(False, "--strict", help="Count declared known failures 
 PrecisionOpt = typer.Option(
     None,
     "--precision",
-    help="auto | fp32 | bf16: the arithmetic of no-gradient passes "
-    "(transport, rollouts) in studies that offer the choice "
+    help="auto | fp32 | bf16: the arithmetic of the passes a study names "
+    "(training steps, transport, rollouts) in studies that offer the choice "
     "(default: the preset's; auto picks bf16 on GPUs and CPUs with "
     "AMX/AVX512-BF16, fp32 elsewhere; the run records the choice).",
 )

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -55,6 +56,35 @@ def test_self_consistent_training_in_bf16_is_a_rounding_of_fp32():
         assert all(math.isfinite(v) for v in log.losses)
     assert not torch.equal(losses["fp32"], losses["bf16"])
     torch.testing.assert_close(losses["bf16"], losses["fp32"], rtol=0.05, atol=0.02)
+
+
+def test_stacked_training_in_bf16_is_a_rounding_of_fp32_and_keeps_fp32_weights():
+    # train_stacked(precision="bf16"): each step's forward under autocast, weights and optimiser in fp32; the loss
+    # curve of two seeds trained side by side follows fp32's to rounding (ff-vs-attention trains so by default where
+    # the CPU has bf16 units)
+    from theorylab.nn.token_losses import next_token_loss
+    from theorylab.nn.transformer_recipes import small_gpt
+    from theorylab.train.batched import AdamWSchedule, StackedModels, train_stacked
+
+    tokens = torch.randint(0, 32, (2, 16, 12), generator=torch.Generator().manual_seed(0))
+    losses, dtypes = {}, {}
+    for precision in ("fp32", "bf16"):
+        models = StackedModels([small_gpt(32, 2, 2, 32, 12, seed) for seed in (1, 2)])
+        log = train_stacked(
+            models,
+            lambda step: (tokens, tokens),
+            next_token_loss,
+            steps=40,
+            optim=AdamWSchedule(lr=3e-3),
+            log_every=1,
+            precision=precision,
+        )
+        losses[precision] = torch.tensor(np.stack(log.losses))
+        dtypes[precision] = {p.dtype for p in models.member(0).parameters()}
+    assert dtypes["bf16"] == {torch.float32}
+    assert not torch.equal(losses["fp32"], losses["bf16"])
+    assert losses["bf16"][-1].max() < 0.8 * losses["bf16"][0].min()  # it learns the repeated batch
+    torch.testing.assert_close(losses["bf16"], losses["fp32"], rtol=0.05, atol=0.05)
 
 
 def test_cli_precision(tmp_path: Path):

@@ -42,7 +42,8 @@ def _same(a: Any, b: Any) -> bool:
 
 # The departure every verdict of a run in bf16 autocast carries (core.precision: "auto" picks bf16 by hardware).
 BF16_DEPARTURE = (
-    "bf16 autocast on the no-gradient passes (card: fp32): chosen for speed where the hardware has bf16 units"
+    "bf16 autocast (card: fp32): on the passes the study's precision field names, chosen for speed where the hardware "
+    "has bf16 units"
 )
 
 

@@ -197,11 +197,13 @@ Precision = Annotated[
     Literal["fp32", "bf16"],
     BeforeValidator(lambda v: _resolve_precision(v) if v == "auto" else v),
     Field(
-        description="arithmetic of the no-gradient passes: fp32, bf16 autocast, or auto (bf16 on GPUs and CPUs with "
+        description="arithmetic of the passes the study names (training steps, transport, rollouts): fp32, bf16 "
+        "autocast, or auto (bf16 on GPUs and CPUs with "
         "AMX/AVX512-BF16, fp32 elsewhere)"
     ),
 ]
-"""The precision of a study's no-gradient passes (transport, rollouts): ``fp32`` or ``bf16`` autocast
+"""The precision of the passes a study names (ff-vs-attention's training steps; the transport and rollouts of the
+no-gradient studies): ``fp32`` or ``bf16`` autocast
 (:mod:`theorylab.core.precision`); ``auto`` is resolved by hardware when the config is built, so a config always
 records the arithmetic that ran. Only studies whose claims tolerate it have the field. Kit:
 ``train_self_consistent(precision=)``, ``RunContext.autocast(precision)``."""

@@ -1,14 +1,17 @@
-"""The run's arithmetic precision for no-gradient passes: ``fp32`` (default) or ``bf16`` autocast.
+"""The run's arithmetic precision for the passes a study names: ``fp32`` or ``bf16`` autocast.
 
-Why: a study's cost is often dominated by passes that need no gradient and tolerate rounding (the transport of a
-self-consistent interpolant inside every training step, the denoiser calls of a corrected rollout). Under
+Why: a study's cost is often dominated by passes that tolerate rounding: passes that need no gradient (the transport
+of a self-consistent interpolant inside every training step, the denoiser calls of a corrected rollout) and the
+training steps of small transformers whose claims read accuracies and probabilities (ff-vs-attention). Under
 ``torch.autocast(..., dtype=torch.bfloat16)`` their matmuls and convolutions run in bfloat16 (norms, softmax and
 reductions stay in fp32, torch's autocast policy), which is several times faster where the hardware has bf16 units
-(GPUs; CPUs with AMX or AVX512-BF16: measured 2.3x on the SCSI transport on an AMX Xeon). On a CPU without them it is
-much slower (measured ~20x on the AVX2 development box), so every preset defaults to ``fp32``.
+(GPUs; CPUs with AMX or AVX512-BF16: measured 2.3x on the SCSI transport on an AMX Xeon, 2x on ff-vs-attention's quick
+training on an AVX512-BF16 EPYC). On a CPU without them it is much slower (measured ~20x on an AVX2-only EPYC), so
+``fp32`` is the default there: a study that defaults to ``auto`` gets fp32 on such a CPU.
 
 A study opts in with a ``precision`` config field (:data:`theorylab.core.fields.Precision`) and wraps those passes in
-``with ctx.autocast(cfg.precision):``; the field is part of the config, so fp32 and bf16 runs are different runs in
+``with ctx.autocast(cfg.precision):`` (a training loop: ``train_stacked(precision=)``, where the weights, gradients
+and optimiser stay fp32); the field is part of the config, so fp32 and bf16 runs are different runs in
 the store. A study whose claims need fp32 or float64 (exact identities, closed forms) has no such field, and
 ``theorylab run --precision bf16`` says so and runs it in full precision.
 

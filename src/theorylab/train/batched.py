@@ -25,6 +25,8 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from theorylab.core.precision import autocast
+
 Batch = tuple[Tensor, Tensor]
 
 
@@ -183,6 +185,7 @@ def train_stacked(
     description: str = "training",
     evaluate: Callable[[int], None] | None = None,
     evaluate_every: int | None = None,
+    precision: str = "fp32",
 ) -> TrainLog:
     """Train every member of ``models`` for ``steps`` steps, in place.
 
@@ -194,6 +197,9 @@ def train_stacked(
     current weights there (e.g. through ``models.member(s)``).
     Members whose loss becomes NaN/inf are recorded in ``TrainLog.diverged_at`` (the first such
     step, -1 if none); the others train on unaffected, since members never mix.
+    ``precision="bf16"`` runs each step's forward (and so its backward) under bf16 autocast
+    (:mod:`theorylab.core.precision`): the weights, their gradients and the optimiser stay fp32, and
+    ``evaluate`` runs outside it, in the weights' own precision.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -228,7 +234,10 @@ def train_stacked(
         step_iter = progress(step_iter, description)
     for step in step_iter:
         x, y = batches(step)
-        losses = batched_loss(trainable, frozen, buffers, x, y)  # (S,)
+        with autocast(precision, device):
+            losses = batched_loss(trainable, frozen, buffers, x, y)  # (S,)
+        if losses.dtype in (torch.bfloat16, torch.float16):  # a loss left in autocast's dtype: logged in fp32
+            losses = losses.float()
         optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
         if optim.grad_clip is not None:

@@ -106,13 +106,15 @@ def train_trigger_lm(
     generator: torch.Generator,
     progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
     device: torch.device | str = "cpu",
+    precision: str = "fp32",
 ) -> TrainLog:
     """Next-token training (:func:`~theorylab.nn.token_losses.next_token_loss`, every position) of
     the S members of ``models`` on ``batch`` random windows of ``length`` tokens of ``stream`` per
     member and step; a fraction ``task_rate`` of the windows (drawn per window) carries ``task``
     written in with noise level ``p_noise``. All draws come from ``generator``, in the order
     windows, task, carrier flags. Raises :class:`~theorylab.core.errors.Diverged` when every
-    member's loss became non-finite."""
+    member's loss became non-finite. ``precision``: the training steps' arithmetic (``"bf16"``: autocast,
+    :func:`~theorylab.train.batched.train_stacked`)."""
     s = torch.as_tensor(stream)
     n = models.size * batch
 
@@ -131,6 +133,7 @@ def train_trigger_lm(
         optim=optim,
         progress=progress,
         description="train language model",
+        precision=precision,
     )
     if log.diverged_at.min() >= 0:
         raise Diverged("language-model training loss", int(log.diverged_at.min()))

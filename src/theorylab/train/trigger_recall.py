@@ -37,6 +37,7 @@ def train_trigger_recall(
     labels: Mapping[str, Any] | None = None,
     progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
     device: torch.device | str = "cpu",
+    precision: str = "fp32",
 ) -> tuple[pd.DataFrame, dict[int, int]]:
     """Train the S members of ``models`` on ``task`` at noise level ``p_noise``: ``batch`` sequences
     of ``seq_len`` tokens per member and step, resampled from a bank of ``train_bank`` sequences
@@ -46,7 +47,8 @@ def train_trigger_recall(
 
     Returns the rows of the members that stayed finite and ``{member: step}`` of those that
     diverged; raises :class:`~theorylab.core.errors.Diverged` when every member did (``name``
-    names the models in that message and in the progress line)."""
+    names the models in that message and in the progress line). ``precision``: the training steps' arithmetic
+    (``"bf16"``: autocast, :func:`~theorylab.train.batched.train_stacked`); the measurements stay in fp32."""
     seeds = range(models.size)
     bank = task.sample(train_bank, seq_len, p_noise, generator) if train_bank else None
 
@@ -76,6 +78,7 @@ def train_trigger_recall(
         description=f"train {name}",
         evaluate=evaluate,
         evaluate_every=evaluate_every,
+        precision=precision,
     )
     if log.diverged_at.min() >= 0:
         raise Diverged(f"training loss of every seed of {name}", int(log.diverged_at.min()))

@@ -90,6 +90,7 @@ def train_variant(
         # only the main model's curve is read at every step (claim ff-first, figure training_dynamics);
         # the variants are judged at their last step, so they are measured at the start and the end only
         evaluate_every=cfg.evaluate_every if name == "full" else cfg.steps,
+        precision=cfg.precision,
     )
     for s, step in bad.items():
         ctx.log(f"{name}: seed {s} diverged at step {step}; its rows are dropped")
@@ -144,6 +145,7 @@ def run_lm(cfg: FFvsAttentionConfig, ctx: RunContext, corpus: TriggerCorpus | No
         generator=ctx.generator("lm/data"),
         progress=ctx.progress,
         device=ctx.device,
+        precision=cfg.precision,
     )
     ctx.table("lm_loss", log.table().drop(columns="member"))
     model = models.member(0)

@@ -19,6 +19,7 @@ from theorylab.core.fields import (
     MLPMult,
     NHeads,
     NLayers,
+    Precision,
     Probability,
     Rank,
     SampleSize,
@@ -80,6 +81,12 @@ class FFvsAttentionConfig(StudyConfig):
     steps: Steps = Field(800, description="training steps (quick 800, paper 5000)")
     evaluate_every: Every = Field(50, description="steps between test evaluations")
     seeds: Seeds = Field(1, description="training seeds, trained as one batch (paper 5)")
+    precision: Precision = Field(
+        "auto",
+        description="arithmetic of every training step (the synthetic models' and the language model's forward and "
+        "backward; weights, optimiser and measurements stay fp32): fp32, bf16 autocast, or auto (bf16 where the "
+        "hardware has bf16 units: GPUs, CPUs with AMX or AVX512-BF16; fp32 elsewhere)",
+    )
     # --- variants (paper) -----------------------------------------------------------------------
     no_ff_variant: bool = Field(False, description="also train the model without any FF layer (claim no-ff-variant)")
     value_ranks: tuple[Rank, ...] = Field(
