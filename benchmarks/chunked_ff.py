@@ -18,8 +18,7 @@ from pathlib import Path
 import torch
 
 from _timing import BATCH, FF, N_POINTS, D, adamw_step, best_time, fig1_models_and_batch
-from claims_inventory import cpu_model
-from theorylab.core.cpu import set_heap_allocation
+from theorylab.core.cpu import cpu_label, set_heap_allocation
 from theorylab.nn.chunked_ff import chunked_ff
 
 
@@ -54,7 +53,7 @@ def main() -> None:
     ratios = {k: times["ff_plain"] / v for k, v in times.items() if k.startswith("ff_chunk")}
     ratios["step"] = times["step_ff_chunk_0"] / times["step_ff_chunk_256"]
     out = {
-        "cpu": cpu_model(),
+        "cpu": cpu_label(),
         "threads": args.threads,
         "ms": {k: round(v * 1e3, 2) for k, v in times.items()},
         "plain_over_chunked": {k: round(v, 2) for k, v in ratios.items()},

@@ -16,10 +16,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
-import subprocess
 from pathlib import Path
 
+from theorylab.core.cpu import cpu_label
 from theorylab.core.inventory import inventory, preset_hashes, summary
 from theorylab.core.store import Store
 from theorylab.core.study import all_studies
@@ -63,18 +62,6 @@ def readme_block(store: Store | list[Store], seed: int) -> str:
     )
 
 
-def cpu_model() -> str:
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return platform.processor() or "unknown CPU"
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    name = fields.get("Model name", "unknown CPU").strip()
-    flags = fields.get("Flags", "")
-    isa = "AMX" if "amx_tile" in flags else ("AVX-512" if "avx512f" in flags else "AVX2 only")
-    return f"{name}, {isa}"
-
-
 def record_times(store: Store, note: str = "") -> dict:
     """Wall seconds of the newest finished run of each study's CPU-tier presets: quick and those ``check --preset
     cpu`` runs (``cpu``, ``lm``, ``cpu-depth``, ``mst-cpu``, ...)."""
@@ -91,7 +78,7 @@ def record_times(store: Store, note: str = "") -> dict:
             ):
                 times.setdefault(slug, {}).setdefault(row["preset"], round(float(row["wall_s"]), 1))
     return {
-        "cpu": cpu_model(),
+        "cpu": cpu_label(),
         "date": datetime.date.today().isoformat(),
         "note": note or "wall seconds of the newest finished run in the store the file was written from",
         "times": times,

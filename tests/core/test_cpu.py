@@ -207,3 +207,63 @@ def test_errors_survive_a_process_pool():
     assert str(extra) == str(MissingExtra("PyTorch Geometric", "graphs")) and extra.what == "PyTorch Geometric"
     remote = pickle.loads(pickle.dumps(RemoteError("TwoPartError", "half and half")))
     assert (remote.type_name, str(remote)) == ("TwoPartError", "half and half")
+
+
+def test_cpu_label_names_the_model_and_its_widest_vector_kind(tmp_path):
+    from theorylab.core.cpu import cpu_label
+
+    def label(flags: str) -> str:
+        info = tmp_path / "cpuinfo"
+        info.write_text(f"processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+        return cpu_label(str(info))
+
+    assert label("fpu sse avx2 fma") == "Some CPU, AVX2 only"
+    assert label("avx2 avx512f avx512_bf16") == "Some CPU, AVX-512"
+    assert label("avx2 avx512f amx_bf16 amx_tile") == "Some CPU, AMX"
+    assert cpu_label(str(tmp_path / "absent")) != ""  # off Linux: the platform's own string
+
+
+def _spin(seconds: float) -> None:
+    import time
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@pytest.mark.skipif(cpu.available_cores() < 2, reason="needs two cores")
+def test_busy_cores_sees_another_process_spinning():
+    import multiprocessing
+
+    spinner = multiprocessing.get_context("spawn").Process(target=_spin, args=(6.0,))
+    spinner.start()
+    try:
+        import time
+
+        time.sleep(1.0)  # started and spinning
+        busy = cpu.busy_cores(0.3)
+    finally:
+        spinner.terminate()
+        spinner.join()
+    assert busy is not None and busy >= 0.7
+
+
+def test_busy_cores_leaves_out_this_process_and_free_threads_count_the_rest(monkeypatch, tmp_path):
+    # two CPUs, both fully busy over the sample; this process used one CPU-second of it: one core is others' work
+    samples = iter([{0: (0, 100), 1: (0, 100)}, {0: (100, 200), 1: (100, 200)}])
+    own = iter([10.0, 11.0])
+    monkeypatch.setattr(cpu, "_cpu_times", lambda stat, cpus: next(samples))
+    monkeypatch.setattr(cpu, "_own_cpu_seconds", lambda: next(own))
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    assert cpu.busy_cores(1.0) == pytest.approx(1.0)
+    monkeypatch.setattr(cpu, "available_cores", lambda: 2)
+    for busy, threads in ((None, None), (0.2, None), (0.6, 1), (1.0, 1), (2.0, 1)):
+        monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1, b=busy: b)
+        assert cpu.free_core_threads() == threads
+    monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1: 1.0)
+    threads, why = cpu.run_threads(None, "cpu")
+    assert threads == 1 and "1 of 2 cores busy with other work: running on 1 thread" in why
+    assert cpu.run_threads(1, "cpu") == (1, "")  # a study's declared count stands
+    assert cpu.run_threads(None, "cuda") == (None, "")
+    monkeypatch.setattr(cpu, "_thread_cap", 1)  # a worker of check --workers: its share stands
+    assert cpu.run_threads(None, "cpu") == (None, "")

@@ -171,3 +171,99 @@ def available_memory() -> int | None:
             avail = min(avail if avail is not None else 1 << 62, int(text) - used)
         break
     return avail
+
+
+def cpu_label(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU in words for a timing's record, e.g. ``"AMD EPYC, AVX-512"``: its model name and its widest vector
+    kind (``AMX``, ``AVX-512`` or ``AVX2 only``), which decide what a timing means (bf16 is fast only with AMX or
+    AVX512-BF16). The platform's processor string where ``/proc/cpuinfo`` is not there (macOS, Windows)."""
+    import platform
+
+    fields: dict[str, str] = {}
+    try:
+        with open(cpuinfo) as fh:
+            for line in fh:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() in ("model name", "flags") and key.strip() not in fields:
+                    fields[key.strip()] = value.strip()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    flags = set(fields.get("flags", "").split())
+    isa = "AMX" if "amx_tile" in flags else "AVX-512" if "avx512f" in flags else "AVX2 only"
+    return f"{fields.get('model name', 'unknown CPU')}, {isa}"
+
+
+def _cpu_times(stat: str, cpus: set[int]) -> dict[int, tuple[int, int]]:
+    """``{cpu: (busy, total)}`` jiffies of the allowed CPUs from a ``/proc/stat`` text."""
+    times = {}
+    with open(stat) as fh:
+        for line in fh:
+            name, *values = line.split()
+            if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
+                continue
+            ticks = [int(v) for v in values[:8]]  # user nice system idle iowait irq softirq steal
+            idle = ticks[3] + ticks[4]
+            times[int(name[3:])] = (sum(ticks) - idle, sum(ticks))
+    return times
+
+
+def _own_cpu_seconds() -> float:
+    """CPU seconds of every thread of this process so far."""
+    t = os.times()
+    return t.user + t.system
+
+
+def busy_cores(sample_s: float = 0.1, stat: str = "/proc/stat") -> float | None:
+    """How many of this process's cores other processes keep busy now: the busy fraction of each allowed CPU over
+    ``sample_s`` seconds, summed, less this process's own use (its threads may still be spinning after earlier
+    work). None where ``/proc/stat`` cannot be read (macOS, Windows)."""
+    import time
+
+    try:
+        cpus = set(os.sched_getaffinity(0))
+        before, own_before = _cpu_times(stat, cpus), _own_cpu_seconds()
+        time.sleep(sample_s)
+        after, own_after = _cpu_times(stat, cpus), _own_cpu_seconds()
+    except (OSError, AttributeError, ValueError):
+        return None
+    busy = 0.0
+    for cpu, (b1, t1) in after.items():
+        b0, t0 = before.get(cpu, (b1, t1))
+        if t1 > t0:
+            busy += (b1 - b0) / (t1 - t0)
+    return max(0.0, busy - (own_after - own_before) / sample_s)
+
+
+def free_core_threads(sample_s: float = 0.1) -> int | None:
+    """Intra-op threads for a CPU run on a shared machine: the cores that no other process keeps busy (at least
+    one), or None when every core is free or the load cannot be read.
+
+    Why: torch's threads meet at a barrier after every op, so a run with as many threads as cores waits at each op
+    for the thread whose core another process holds. On 2 cores with one kept busy by a spin loop,
+    bilinear-attention-operator's quick preset took 126 s against 23 s idle (5.5x); on the one free core it takes
+    about its one-thread time, at most twice the idle two-thread time. The runner applies it to a study that
+    declares no ``cpu_threads`` and runs outside ``check --workers`` (whose workers share the cores out already)."""
+    cores = available_cores()
+    if cores < 2:
+        return None
+    busy = busy_cores(sample_s)
+    if busy is None:
+        return None
+    free = max(1, cores - int(busy + 0.5))
+    return free if free < cores else None
+
+
+def run_threads(declared: int | None, device_type: str = "cpu") -> tuple[int | None, str]:
+    """``(threads, why)`` for one study run: the study's declared ``cpu_threads`` when it has one; else, on a CPU
+    where other processes keep some cores busy, the free ones (:func:`free_core_threads`, with ``why`` saying so);
+    else None (torch's own count). Inside ``check --workers`` (a thread cap is set) the worker's share stands."""
+    if declared is not None or device_type != "cpu" or _thread_cap is not None:
+        return declared, ""
+    free = free_core_threads()
+    if free is None:
+        return None, ""
+    cores = available_cores()
+    return free, (
+        f"{cores - free} of {cores} cores busy with other work: running on {free} thread{'s' if free > 1 else ''} "
+        "(threads waiting for a busy core would slow every op)"
+    )

@@ -16,7 +16,14 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from theorylab.core.config import ConfigError, ReadRecordingDict, StudyConfig, recording_field_reads
 from theorylab.core.context import Diverged, RunContext, resolve_device
-from theorylab.core.cpu import available_cores, cap_threads, heap_allocation, requested_policy, torch_threads
+from theorylab.core.cpu import (
+    available_cores,
+    cap_threads,
+    heap_allocation,
+    requested_policy,
+    run_threads,
+    torch_threads,
+)
 from theorylab.core.errors import RemoteError, WorkerDied
 from theorylab.core.executors import JobExecutor
 from theorylab.core.result import Result
@@ -141,8 +148,16 @@ def execute_config(
     status, message = "done", ""
     if show_progress:
         ctx.say(f"run {run_id}: preset {preset}, seed {seed}, device {torch_device}")
+    import torch
+
+    threads, shared = run_threads(study.cpu_threads, torch_device.type)
+    if shared:
+        ctx.log(shared)
+        if show_progress:
+            ctx.say(shared)
     try:
-        with recording_field_reads() as reads, heap_allocation(), torch_threads(study.cpu_threads, torch_device.type):
+        with recording_field_reads() as reads, heap_allocation(), torch_threads(threads, torch_device.type):
+            threads_used = torch.get_num_threads() if torch_device.type == "cpu" else None
             study.run(cfg, ctx)
     except Diverged as err:
         status, message = "diverged", str(err)
@@ -171,6 +186,7 @@ def execute_config(
         # process's peak resident memory so far (the run's own peak when it ran in a fresh worker process)
         "cpu_s": cpu_s,
         "peak_rss_gb": _peak_rss_gb(),
+        "threads": threads_used,  # torch's intra-op threads (fewer than the cores where others kept some busy)
         "version": version,
         "device": str(torch_device),
         "figures": ctx.figures,
@@ -526,6 +542,11 @@ def check_runs(
             except cf.process.BrokenProcessPool:
                 for process in processes:
                     process.join(timeout=10)  # reaped, so that its exit code reads
+                deadline = time.monotonic() + 5
+                while any(p.exitcode is None for p in processes) and time.monotonic() < deadline:
+                    # the pool's own thread may be reaping it at the same moment (this join then sees no exit code
+                    # yet): it shows once that thread has stored it
+                    time.sleep(0.01)
                 codes = [p.exitcode for p in processes if p.exitcode is not None]
                 return WorkerDied(job.slug, job.seed, codes[0] if codes else None, job.preset)
             except Exception as err:  # noqa: BLE001
