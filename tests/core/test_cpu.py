@@ -263,7 +263,10 @@ def test_busy_cores_leaves_out_this_process_and_free_threads_count_the_rest(monk
     monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1: 1.0)
     threads, why = cpu.run_threads(None, "cpu")
     assert threads == 1 and "1 of 2 cores busy with other work: running on 1 thread" in why
-    assert cpu.run_threads(1, "cpu") == (1, "")  # a study's declared count stands
+    assert cpu.run_threads(1, "cpu") == (1, "")  # a study's declared one thread stands
+    assert cpu.run_threads(2, "cpu")[0] == 1  # a declared two, on the one free core: one
+    monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1: 0.0)
+    assert cpu.run_threads(2, "cpu") == (2, "")  # and two when both are free
     assert cpu.run_threads(None, "cuda") == (None, "")
     monkeypatch.setattr(cpu, "_thread_cap", 1)  # a worker of check --workers: its share stands
     assert cpu.run_threads(None, "cpu") == (None, "")

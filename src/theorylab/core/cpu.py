@@ -241,8 +241,9 @@ def free_core_threads(sample_s: float = 0.1) -> int | None:
     Why: torch's threads meet at a barrier after every op, so a run with as many threads as cores waits at each op
     for the thread whose core another process holds. On 2 cores with one kept busy by a spin loop,
     bilinear-attention-operator's quick preset took 126 s against 23 s idle (5.5x); on the one free core it takes
-    about its one-thread time, at most twice the idle two-thread time. The runner applies it to a study that
-    declares no ``cpu_threads`` and runs outside ``check --workers`` (whose workers share the cores out already)."""
+    about its one-thread time, at most twice the idle two-thread time. The runner applies it (:func:`run_threads`) to
+    a study that declares no ``cpu_threads``, or more than are free, outside ``check --workers`` (whose workers
+    share the cores out already)."""
     cores = available_cores()
     if cores < 2:
         return None
@@ -254,14 +255,15 @@ def free_core_threads(sample_s: float = 0.1) -> int | None:
 
 
 def run_threads(declared: int | None, device_type: str = "cpu") -> tuple[int | None, str]:
-    """``(threads, why)`` for one study run: the study's declared ``cpu_threads`` when it has one; else, on a CPU
-    where other processes keep some cores busy, the free ones (:func:`free_core_threads`, with ``why`` saying so);
-    else None (torch's own count). Inside ``check --workers`` (a thread cap is set) the worker's share stands."""
-    if declared is not None or device_type != "cpu" or _thread_cap is not None:
+    """``(threads, why)`` for one study run: on a CPU where other processes keep some cores busy, the free ones
+    (:func:`free_core_threads`, with ``why`` saying so) when the study declares no ``cpu_threads`` or more than are
+    free; else the study's declared count (None: torch's own). Inside ``check --workers`` (a thread cap is set) the
+    worker's share stands."""
+    if device_type != "cpu" or _thread_cap is not None or declared == 1:
         return declared, ""
     free = free_core_threads()
-    if free is None:
-        return None, ""
+    if free is None or (declared is not None and declared <= free):
+        return declared, ""
     cores = available_cores()
     return free, (
         f"{cores - free} of {cores} cores busy with other work: running on {free} thread{'s' if free > 1 else ''} "
