@@ -87,6 +87,36 @@ def test_stacked_training_in_bf16_is_a_rounding_of_fp32_and_keeps_fp32_weights()
     torch.testing.assert_close(losses["bf16"], losses["fp32"], rtol=0.05, atol=0.05)
 
 
+@pytest.mark.parametrize("objective", ["clm", "mlm"])
+def test_language_model_training_in_bf16_is_a_rounding_of_fp32(objective):
+    # train_language_model(precision="bf16"), as bilinear-attention-operator trains its encoder/decoder pairs
+    from theorylab.nn.toy_transformer import ToyTransformer
+    from theorylab.train.language import train_language_model
+
+    stream = torch.randint(0, 12, (4000,), generator=torch.Generator().manual_seed(0))
+    losses, dtypes = {}, {}
+    for precision in ("fp32", "bf16"):
+        model = ToyTransformer(d_model=32, n_heads=2, n_layers=1, mlp_width=64, vocab_size=13, max_len=16, seed=3)
+        log = train_language_model(
+            model,
+            stream,
+            objective=objective,
+            steps=30,
+            batch=16,
+            length=16,
+            lr=3e-3,
+            generator=torch.Generator().manual_seed(1),
+            mask_id=12,
+            log_every=1,
+            precision=precision,
+        )
+        losses[precision] = torch.tensor([row["loss"] for row in log])
+        dtypes[precision] = {p.dtype for p in model.parameters()}
+    assert dtypes["bf16"] == {torch.float32}
+    assert not torch.equal(losses["fp32"], losses["bf16"])
+    torch.testing.assert_close(losses["bf16"], losses["fp32"], rtol=0.05, atol=0.05)
+
+
 def test_cli_precision(tmp_path: Path):
     runner = CliRunner()
     store = str(tmp_path / "store")

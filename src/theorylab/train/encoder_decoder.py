@@ -44,6 +44,7 @@ def train_encoder_decoder_pairs(
     device: torch.device | str = "cpu",
     progress: Callable[[Iterable[int], str], Iterator[int]] | None = None,
     check: Callable[[str, Tensor, int], None] | None = None,
+    precision: str = "fp32",
 ) -> tuple[pd.DataFrame, list[dict]]:
     """Train one encoder/decoder pair per entry of ``init_seeds`` on character ``stream`` (tokens < ``vocab_size``).
 
@@ -52,7 +53,9 @@ def train_encoder_decoder_pairs(
     ``init_seeds[i]``. ``data_generator(i, kind)`` ("encoder"/"decoder") draws that model's windows and masks.
     Returns (tracking: one row per (kind, seed, step) with the loss and the mean symmetry and
     directionality over heads, ``step`` = optimizer steps done, 0 before training; final per-head rows
-    of the float64 CPU copies, family = kind, with a ``seed`` column).
+    of the float64 CPU copies, family = kind, with a ``seed`` column). ``precision``: the training steps'
+    arithmetic (``"bf16"``: autocast, :func:`~theorylab.train.language.train_language_model`); every
+    measurement reads the fp32 weights.
     """
     tracks, finals = [], []
     for seed, init in enumerate(init_seeds):
@@ -99,6 +102,7 @@ def train_encoder_decoder_pairs(
                 progress=progress,
                 check=check,
                 device=device,
+                precision=precision,
             )
             finals += head_operator_rows(model.cpu().double(), kind, seed=seed)
     # -1 (before training) -> 0; a log after step k -> k + 1 steps done

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from theorylab.core.errors import Diverged
+from theorylab.core.precision import autocast
 from theorylab.data.text import TriggerWordTask, random_windows
 from theorylab.nn.token_losses import next_token_loss
 from theorylab.train.batched import AdamWSchedule, StackedModels, TrainLog, train_stacked
@@ -69,16 +70,20 @@ def train_language_model(
     progress: Callable[[Iterable[int], str], Iterable[int]] | None = None,
     check: Callable[[str, Tensor, int], None] | None = None,
     device: torch.device | str = "cpu",
+    precision: str = "fp32",
 ) -> list[dict]:
     """AdamW on random windows of ``stream``; returns ``[{step, loss}]`` every ``log_every`` steps and
-    calls ``on_log(step, loss)`` there (and after the last step), e.g. to measure the weights."""
+    calls ``on_log(step, loss)`` there (and after the last step), e.g. to measure the weights. ``precision="bf16"``
+    runs each step's forward (and so its backward) under bf16 autocast; the weights, the optimiser and ``on_log``
+    stay in the model's dtype."""
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     extra = 1 if objective == "clm" else 0
     log = []
     steps_iter = range(steps) if progress is None else progress(range(steps), f"train {objective.upper()}")
     for step in steps_iter:
         tokens = random_windows(stream, batch, length + extra, generator).to(device)
-        loss = lm_loss(model, tokens, objective, mask_id, mask_rate, generator=generator)
+        with autocast(precision, device):
+            loss = lm_loss(model, tokens, objective, mask_id, mask_rate, generator=generator)
         if check is not None:
             check(f"{objective} training loss", loss, step)
         opt.zero_grad()

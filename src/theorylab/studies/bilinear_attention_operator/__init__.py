@@ -74,6 +74,7 @@ def _pair(cfg: BilinearOperatorConfig, ctx: RunContext) -> tuple[pd.DataFrame, p
         device=ctx.device,
         progress=ctx.progress,
         check=ctx.check_finite,
+        precision=cfg.precision,
     )
     ctx.table("pair_tracking", track)
     return track, pd.DataFrame(finals)
