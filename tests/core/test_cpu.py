@@ -261,6 +261,9 @@ def test_busy_cores_leaves_out_this_process_and_free_threads_count_the_rest(monk
         monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1, b=busy: b)
         assert cpu.free_core_threads() == threads
     monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1: 1.0)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert cpu.run_threads(None, "cpu") == (None, "")  # already on one thread: nothing to lower
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     threads, why = cpu.run_threads(None, "cpu")
     assert threads == 1 and "1 of 2 cores busy with other work: running on 1 thread" in why
     assert cpu.run_threads(1, "cpu") == (1, "")  # a study's declared one thread stands

@@ -256,13 +256,15 @@ def free_core_threads(sample_s: float = 0.1) -> int | None:
 
 def run_threads(declared: int | None, device_type: str = "cpu") -> tuple[int | None, str]:
     """``(threads, why)`` for one study run: on a CPU where other processes keep some cores busy, the free ones
-    (:func:`free_core_threads`, with ``why`` saying so) when the study declares no ``cpu_threads`` or more than are
-    free; else the study's declared count (None: torch's own). Inside ``check --workers`` (a thread cap is set) the
-    worker's share stands."""
+    (:func:`free_core_threads`, with ``why`` saying so) when they are fewer than the study would run on (its
+    declared ``cpu_threads``, else torch's current count); else the declared count (None: torch's own). Inside
+    ``check --workers`` (a thread cap is set) the worker's share stands."""
+    import torch
+
     if device_type != "cpu" or _thread_cap is not None or declared == 1:
         return declared, ""
     free = free_core_threads()
-    if free is None or (declared is not None and declared <= free):
+    if free is None or free >= (declared if declared is not None else torch.get_num_threads()):
         return declared, ""
     cores = available_cores()
     return free, (
