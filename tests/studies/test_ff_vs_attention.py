@@ -381,8 +381,10 @@ def test_nan_evaluations_fail_naming_them_and_recipe_departures_follow_the_confi
     v = _claim("ff-first").evaluate(bad)
     assert v.passed is False and "step = 100" in v.detail, v.detail
     said = _claim("bayes-noise-rate").evaluate(r).departures
-    assert [d.split(" (")[0] for d in said] == ["schedule cosine", "weight_decay 0"], said
-    card = {**r.config, "schedule": "constant", "weight_decay": 1e-4}
+    # precision auto: bf16 training (and its departure) where the CPU has bf16 units, fp32 elsewhere
+    bf16 = ["bf16 autocast"] if r.config["precision"] == "bf16" else []
+    assert [d.split(" (")[0] for d in said] == ["schedule cosine", "weight_decay 0", *bf16], said
+    card = {**r.config, "schedule": "constant", "weight_decay": 1e-4, "precision": "fp32"}
     assert _claim("bayes-noise-rate").declare(_claim("bayes-noise-rate").judge(r), card, "quick").departures == ()
 
 
