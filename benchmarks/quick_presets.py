@@ -127,9 +127,7 @@ def main() -> int:
     slugs = args.studies or [s for s, st in all_studies().items() if st.module.startswith("theorylab.studies")]
     if args.busy:
         if args.every_core:
-            from theorylab.core import runner
-
-            runner.run_threads = lambda declared, device_type="cpu": (declared, "")
+            os.environ["THEORYLAB_CORES"] = "all"  # the runner's documented switch (theorylab.core.cpu)
         return busy_pace(slugs, args.json or "benchmarks/results/quick_presets_busy.json")
     args.json = args.json or "benchmarks/results/quick_presets.json"
     rows = []

@@ -9,7 +9,7 @@ import sys
 import time
 import webbrowser
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from theorylab.core.errors import MissingResource
 from theorylab.core.result import Result
 from theorylab.core.store import Store
 from theorylab.core.study import Verdict, all_studies, counted, get_study
+
+if TYPE_CHECKING:  # the runner (multiprocessing, the pool) is imported where a check runs
+    from theorylab.core.runner import Job
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Deep-learning theory papers as executable, checked studies."
@@ -555,7 +558,7 @@ def check(
 
 
 def _check_group(
-    jobs: list[Any],
+    jobs: list[Job],
     device: str,
     force: bool,
     per_study: dict[str, dict[str, Any]],

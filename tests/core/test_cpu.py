@@ -273,3 +273,21 @@ def test_busy_cores_leaves_out_this_process_and_free_threads_count_the_rest(monk
     assert cpu.run_threads(None, "cuda") == (None, "")
     monkeypatch.setattr(cpu, "_thread_cap", 1)  # a worker of check --workers: its share stands
     assert cpu.run_threads(None, "cpu") == (None, "")
+
+
+def test_every_core_switch_keeps_the_declared_threads_beside_busy_cores(monkeypatch, tmp_path):
+    monkeypatch.setattr(cpu, "_thread_cap", None)
+    monkeypatch.setattr(cpu, "available_cores", lambda: 2)
+    monkeypatch.setattr(cpu, "busy_cores", lambda sample_s=0.1: 1.0)
+    assert cpu.run_threads(2, "cpu")[0] == 1  # unset: the free core only
+    monkeypatch.setenv(cpu.CORES_ENV_VAR, "all")
+    assert cpu.run_threads(2, "cpu") == (2, "")
+    monkeypatch.setenv(cpu.CORES_ENV_VAR, "some")
+    with pytest.raises(ConfigError, match="THEORYLAB_CORES.*allowed: free, all"):
+        cpu.run_threads(2, "cpu")
+    from theorylab.core.runner import execute
+    from theorylab.core.store import Store
+
+    with pytest.raises(ConfigError, match="THEORYLAB_CORES"):  # before any work
+        execute("multi-index-estimators", store=Store(tmp_path))
+    assert not any(tmp_path.rglob("meta.json"))

@@ -254,14 +254,28 @@ def free_core_threads(sample_s: float = 0.1) -> int | None:
     return free if free < cores else None
 
 
+CORES_ENV_VAR = "THEORYLAB_CORES"
+CORES_CHOICES = ("free", "all")
+
+
+def requested_cores() -> str:
+    """Which cores a run may use, as ``$THEORYLAB_CORES`` asks: 'free' (unset: the free ones, see
+    :func:`run_threads`) or 'all' (every core, even those other work keeps busy); a bad value is a one-line error."""
+    value = os.environ.get(CORES_ENV_VAR, "free").strip().lower() or "free"
+    if value not in CORES_CHOICES:
+        raise ConfigError(f"invalid value for '{CORES_ENV_VAR}': {value!r}; allowed: {', '.join(CORES_CHOICES)}")
+    return value
+
+
 def run_threads(declared: int | None, device_type: str = "cpu") -> tuple[int | None, str]:
     """``(threads, why)`` for one study run: on a CPU where other processes keep some cores busy, the free ones
     (:func:`free_core_threads`, with ``why`` saying so) when they are fewer than the study would run on (its
     declared ``cpu_threads``, else torch's current count); else the declared count (None: torch's own). Inside
-    ``check --workers`` (a thread cap is set) the worker's share stands."""
+    ``check --workers`` (a thread cap is set) the worker's share stands, and ``THEORYLAB_CORES=all`` keeps the
+    declared count whatever the load (:func:`requested_cores`)."""
     import torch
 
-    if device_type != "cpu" or _thread_cap is not None or declared == 1:
+    if device_type != "cpu" or _thread_cap is not None or declared == 1 or requested_cores() == "all":
         return declared, ""
     free = free_core_threads()
     if free is None or free >= (declared if declared is not None else torch.get_num_threads()):

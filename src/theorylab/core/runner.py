@@ -20,6 +20,7 @@ from theorylab.core.cpu import (
     available_cores,
     cap_threads,
     heap_allocation,
+    requested_cores,
     requested_policy,
     run_threads,
     torch_threads,
@@ -128,7 +129,8 @@ def execute_config(
         raise ConfigError(f"invalid value for 'seed': {seed}; allowed: integer >= 0")
     store = store or Store()
     torch_device = resolve_device(device)
-    requested_policy()  # a bad $THEORYLAB_MALLOC fails here, before any work
+    requested_policy()  # a bad $THEORYLAB_MALLOC or $THEORYLAB_CORES fails here, before any work
+    requested_cores()
     version = library_version()
     config = cfg.model_dump(mode="json")
     run_id, config_hash = run_identity(study.slug, config, seed, version)
@@ -373,20 +375,18 @@ def check_many(
     ``if __name__ == "__main__":`` guard (the workers are spawned), and a study must be importable by its module
     name (not defined in ``__main__`` or a notebook cell). :func:`check_seeds` runs several seeds."""
     slugs = list(dict.fromkeys(slugs))  # a slug named twice is one study (never the same run twice at once)
-    outcomes = check_seeds(
-        slugs,
-        [seed],
-        preset,
+    outcomes = check_runs(
+        [Job(slug, preset, seed) for slug in slugs],
         store=store,
         force=force,
         device=device,
         overrides=overrides,
         workers=workers,
         show_progress=show_progress,
-        on_start=None if on_start is None else lambda slug, _seed, k: on_start(slug, k),
-        on_done=None if on_done is None else lambda slug, _seed, out, k: on_done(slug, out, k),
+        on_start=None if on_start is None else lambda job, k: on_start(job.slug, k),
+        on_done=None if on_done is None else lambda job, out, k: on_done(job.slug, out, k),
     )
-    return [outcomes[(s, seed)] for s in slugs]
+    return [outcomes[Job(slug, preset, seed)] for slug in slugs]
 
 
 class Job(NamedTuple):
