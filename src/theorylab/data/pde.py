@@ -460,7 +460,12 @@ def coarse_trajectories(
         w = solver.step(w, 100)
     w = solver.step(w, spinup % 100)
     frames = [resample_spectral(w[:n_train], store_n, dims=dims)]
-    test0 = resample_spectral(w[n_train:], store_n, dims=dims)
+    rest = w[n_train:]  # no rows when every state is integrated (an FFT of an empty batch raises)
+    test0 = (
+        resample_spectral(rest, store_n, dims=dims)
+        if len(rest)
+        else rest.new_empty(rest.shape[:-dims] + (store_n,) * dims)
+    )
     w = w[:n_train]
     for _ in wrap(range(steps), f"{label} data"):
         w = solver.step(w, substeps)

@@ -6,7 +6,8 @@ first use, so ``import theorylab.train`` stays light; every module stays importa
 - Many models as one computation: ``batched`` (AdamWSchedule, StackedModels, TrainLog, evaluate_stacked,
   train_stacked)
 - Language models: ``language`` (train_language_model, lm_loss)
-- Emulator rollouts: ``rollout`` (Rollout, rollout_pipelined, Thermalize, noisy_emulator, float32_denoiser)
+- Emulator rollouts: ``rollout`` (Rollout, rollout_pipelined, Thermalize, noisy_emulator, float32_denoiser);
+  ``surrogate`` (SurrogateData, surrogate_data)
 - Diffusion and transport: ``edm`` (train_edm, edm_samples); ``interpolants`` (transport, train_self_consistent)
 - Mean-field networks: ``mean_field`` (width_sweep, checkpoint_steps)
 """
@@ -28,6 +29,8 @@ _WHERE = {
     "Thermalize": "theorylab.train.rollout",
     "noisy_emulator": "theorylab.train.rollout",
     "float32_denoiser": "theorylab.train.rollout",
+    "SurrogateData": "theorylab.train.surrogate",
+    "surrogate_data": "theorylab.train.surrogate",
     "train_edm": "theorylab.train.edm",
     "edm_samples": "theorylab.train.edm",
     "transport": "theorylab.train.interpolants",

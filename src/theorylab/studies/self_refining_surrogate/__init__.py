@@ -19,7 +19,7 @@ import torch
 from theorylab.core import RunContext, study
 from theorylab.core.cpu import torch_threads
 from theorylab.core.rng import seeded
-from theorylab.data.pde import NS2D, KSLeaky, coarse_trajectories, ks22_trajectories
+from theorylab.data.pde import NS2D, KSLeaky, ks22_trajectories
 from theorylab.data.qg import QG2L
 from theorylab.nn.conditional_diffusion import ConditionalDiffusion, mlp_backbone, unet_backbone
 from theorylab.nn.unet import diffuse, noise_schedule
@@ -44,6 +44,7 @@ from theorylab.studies.self_refining_surrogate.judges import claims
 from theorylab.theory.linear_gaussian import ar1_curves, critical_alpha_bar, critical_level, simulate_chains
 from theorylab.train.rollout import noisy_emulator, rollout, rollout_pipelined
 from theorylab.train.self_refine import SelfRefine, draw_levels, refine, train_sns
+from theorylab.train.surrogate import surrogate_data
 from theorylab.train.thermalizer import fit_unet_emulator
 
 PAPER = "Liu, Zanna, Bruna, arXiv 2603.17750 (2026)"
@@ -295,26 +296,25 @@ def _surrogate_2d(
     weight_decay: float,
 ) -> dict:
     """The paper-scale pieces shared by Kolmogorov flow and the QG jet: truth trajectories stored at ``store_n``
-    (every state of ``w0``: the first ``n_train`` for training, the rest as test truths), normalised by the field
-    std (per layer when ``per_channel_std``, the card's QG normalisation), a learned residual U-Net emulator
+    (every state of ``w0``: the first ``n_train`` for training, the rest as test truths; ``train.surrogate``),
+    normalised by the training trajectories' std (per layer when ``per_channel_std``, the card's QG
+    normalisation), a learned residual U-Net emulator
     (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW at ``sns_lr``, EMA 0.999)."""
     dev = ctx.device
-    # the kit returns the initial states of the trajectories past n_all separately: one spare state is dropped
-    data, _ = coarse_trajectories(
+    data = surrogate_data(
         solver,
         w0,
-        len(w0) - 1,
-        spinup,
-        horizon,
-        substeps,
-        store_n,
+        n_train=n_train,
+        spinup=spinup,
+        horizon=horizon,
+        substeps=substeps,
+        store_n=store_n,
+        test_truth=True,  # the correlation times compare each rollout with its truth
+        per_channel_std=per_channel_std,
         progress=ctx.progress,
         label={"kf": "Kolmogorov", "qg": "QG jet"}.get(tag, tag),
     )
-    dims = tuple(i for i in range(data.ndim) if i != 2)
-    std = data.std(dim=dims, keepdim=True) if per_channel_std else data.std()
-    data = data / std
-    train, test = data[:n_train], data[n_train:]
+    train = data.train
     g = ctx.generator(f"{tag}/train")
     emulator = fit_unet_emulator(
         train,
@@ -357,7 +357,7 @@ def _surrogate_2d(
         check=ctx.check_finite,
         description=f"train the U-Net SNS model ({tag})",
     )
-    return dict(train=train, test=test, emulator=emulator.eval(), sns=ema.eval())
+    return dict(train=train, test=data.test, x0=data.test_init, emulator=emulator.eval(), sns=ema.eval())
 
 
 def _corrected_rollouts(
@@ -368,7 +368,7 @@ def _corrected_rollouts(
     dev = ctx.device
     gn = ctx.generator(f"{tag}/noise")
     emulate = noisy_emulator(parts["emulator"], noise, gn)
-    x0 = parts["test"][:, 0].double().to(dev)
+    x0 = parts["x0"].to(dev)
     record = max(1, horizon // 1000)
     runs = {}
     for name in ("plain",) + modes:
@@ -396,7 +396,7 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
         N=cfg.kolmogorov_solve_grid, nu=cfg.kolmogorov_nu, drag=0.1, forcing_mode=4, dt=cfg.kolmogorov_dt, device=dev
     )
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
-    w0 = solver.random_state(n_all + 1, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
+    w0 = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
     parts = _surrogate_2d(
         ctx,
         "kf",
@@ -464,7 +464,7 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
     residual U-Net emulator over long rollouts, against the same network's acdm mode."""
     solver = QG2L.preset("jet", N=cfg.qg_solve_grid, dt=cfg.qg_dt, device=ctx.device)
     n_all = cfg.qg_train_trajectories + cfg.qg_test_trajectories
-    w0 = solver.random_state(n_all + 1, ctx.generator("qg/init"), velocity=1e-3).to(ctx.device)
+    w0 = solver.random_state(n_all, ctx.generator("qg/init"), velocity=1e-3).to(ctx.device)
     parts = _surrogate_2d(
         ctx,
         "qg",

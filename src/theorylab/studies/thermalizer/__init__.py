@@ -23,7 +23,7 @@ import torch
 
 from theorylab.core import RunContext, study
 from theorylab.core.rng import seeded
-from theorylab.data.pde import KS1D, NS2D, KSLeaky, coarse_trajectories, ks22_trajectories
+from theorylab.data.pde import KS1D, NS2D, KSLeaky, ks22_trajectories
 from theorylab.nn.unet import DenoiserMLP, PeriodicCNN, UNet, noise_schedule
 from theorylab.probes.level_classifier import classify_levels
 from theorylab.probes.rollout_metrics import (
@@ -48,6 +48,7 @@ from theorylab.studies.thermalizer.figures import (
 from theorylab.studies.thermalizer.judges import claims
 from theorylab.theory.thermalize import gain_limits, thermalize_gain
 from theorylab.train.rollout import Thermalize, float32_denoiser, noisy_emulator, rollout, rollout_pipelined
+from theorylab.train.surrogate import surrogate_data
 from theorylab.train.thermalize_gaussian import gaussian_gain_monte_carlo, gaussian_linear_rollouts
 from theorylab.train.thermalizer import fit_unet_emulator, train_emulator, train_level_denoiser
 
@@ -287,19 +288,18 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
     )
     n_all = cfg.kolmogorov_train_trajectories + cfg.kolmogorov_test_trajectories
     w0 = solver.random_state(n_all, ctx.generator("kf/init"), peak=4, rms=5.0).to(dev)
-    data, test0 = coarse_trajectories(
+    kf = surrogate_data(
         solver,
         w0,
-        cfg.kolmogorov_train_trajectories,
-        cfg.kolmogorov_spinup,
-        cfg.kolmogorov_train_horizon,
-        # [B, T, 1, n, n]
-        cfg.kolmogorov_substeps,
-        cfg.kolmogorov_store_grid,
+        n_train=cfg.kolmogorov_train_trajectories,
+        spinup=cfg.kolmogorov_spinup,
+        horizon=cfg.kolmogorov_train_horizon,
+        substeps=cfg.kolmogorov_substeps,
+        store_n=cfg.kolmogorov_store_grid,
+        test_truth=False,  # the off-attractor time needs the test rollouts' initial states only
         progress=ctx.progress,
     )
-    std = float(data.std())
-    data = data / std
+    data = kf.train  # [B, T, 1, n, n], normalised
     g = ctx.generator("kf/train")
     emulator = fit_unet_emulator(
         data,
@@ -351,7 +351,7 @@ def _kolmogorov(cfg: ThermalizerConfig, ctx: RunContext, betas: torch.Tensor, ab
         cfg.s_abort,
         generator=ctx.generator("kf/thermalize"),
     )
-    x0 = (test0 / std).double()
+    x0 = kf.test_init
     record = max(1, cfg.kolmogorov_horizon // 1000)
     with ctx.autocast(cfg.precision):
         plain = rollout(emulate, x0, cfg.kolmogorov_horizon, record_every=record)
