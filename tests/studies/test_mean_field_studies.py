@@ -201,7 +201,18 @@ def test_mfw_paper_judges_on_synthetic_tables():
     growing_all = _edit(
         res, "self_concordance", lambda f: f.assign(ratio_p95=np.where(f["L_mf"] >= 0.25, f["d"] / 4.0, 5.0))
     )
-    assert mfw.judges.judge_sc(growing_all).passed is False
+    failed = mfw.judges.judge_sc(growing_all)
+    assert failed.passed is False
+    # the verdict states the comparison: the exponent (d/4 grows as d^1) against its bound, and the bound on the ratio
+    assert (
+        failed.measured == pytest.approx(1.0) and "d-exponent of the 95th percentile (k=4) <= 0.25" in failed.expected
+    )
+    assert "95th percentile of |H|/|v| (k=4) <= 40" in failed.expected and "short: d-exponent" in failed.detail
+    too_large = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95=np.where(f["d"] == 64, 50.0, 5.0)))
+    assert mfw.judges.judge_sc(too_large).passed is False  # one d over 10k fails, whatever the fitted exponent
+    assert "at d=64 of 4" in mfw.judges.judge_sc(too_large).detail
+    slow = _edit(res, "loss", lambda f: f.assign(t=f["t"] * (f["d"] / 16.0) ** 2))  # T(d) ~ d^3, theory d^1
+    assert mfw.judges.judge_poly(slow).passed is False and "T(d) exponent (k=4" in mfw.judges.judge_poly(slow).detail
     # after the escape phase (L_MF below half its start) a large ratio is not judged by the card's form
     late = _edit(res, "self_concordance", lambda f: f.assign(ratio_p95=np.where(f["L_mf"] < 0.25, 1e4, 5.0)))
     assert mfw.judges.judge_sc(late).passed is True
