@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from theorylab.core.runner import judge
@@ -25,6 +27,11 @@ def test_declaration(slug):
         assert info.description, f"{slug}.{field} has no one-line description"
     for claim in study.claims:
         assert claim.id.startswith(slug + "/") and claim.statement and claim.reference
+        # every judge is typed one way: (res: Result, v: Judgement) -> Verdict (annotations as written)
+        hints = inspect.signature(claim.judge.__wrapped__, eval_str=False)
+        written = [str(p.annotation).rsplit(".", 1)[-1] for p in hints.parameters.values()]
+        assert written == ["Result", "Judgement"], f"{claim.id}: judge parameters typed {written}"
+        assert str(hints.return_annotation).rsplit(".", 1)[-1] == "Verdict", f"{claim.id}: judge return type"
     study.make_config("paper")  # the paper preset validates
     # the public contract suite's checks that need no run (theorylab.testing: what a plugin author runs)
     for name in ("registry", "presets", "config"):

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from theorylab.core import Claims, Verdict
+from theorylab.core import Claims, Judgement, Result, Verdict
 from theorylab.core.declared import Departure, KnownFailure
 from theorylab.core.errors import Undecided
 from theorylab.studies.rg_order_parameter.config import PRESETS, READINGS
@@ -84,7 +84,7 @@ def _add_chain() -> None:
     )
 
     @claims.add("chain-spectrum", statement, "exact: the lazy chain's spectrum {1, λ} and P^k (card claim 1)")
-    def judge_chain(res, v) -> Verdict:
+    def judge_chain(res: Result, v: Judgement) -> Verdict:
         spec = res.table("chain_spectrum")
         auto = res.table("chain_autocorrelation")
         err = v.column(spec, "eig_error")
@@ -191,7 +191,7 @@ def _add_reading(reading: str) -> None:
         "Bayes loss at each ξ (without this, the rank claims are meaningless).",
         "exact Bayes loss by forward-backward (card claim 2)",
     )
-    def judge_converged(res, v) -> Verdict:
+    def judge_converged(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         t = res.table("losses")
         t = t[t["reading"] == reading].set_index("xi")
@@ -205,7 +205,7 @@ def _add_reading(reading: str) -> None:
         "Spearman(l, eRank_l) <= -0.8 over l = 1..N and ρ = eRank_N / eRank_1 <= 0.8.",
         REF + " (card claim 3; thresholds the card's)",
     )
-    def judge_collapse(res, v) -> Verdict:
+    def judge_collapse(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         short, _ = _xis(res)
         e = _erank(res, v, reading, short, True)
@@ -224,7 +224,7 @@ def _add_reading(reading: str) -> None:
         "At the long ξ after training, the rank does not collapse: ρ >= 0.9.",
         REF + " (card claim 4)",
     )
-    def judge_no_collapse(res, v) -> Verdict:
+    def judge_no_collapse(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         _, long = _xis(res)
         e = _erank(res, v, reading, long, True)
@@ -242,7 +242,7 @@ def _add_reading(reading: str) -> None:
             )
         ],
     )
-    def judge_selectivity(res, v) -> Verdict:
+    def judge_selectivity(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         xis = sorted(float(x) for x in res.config["xis"])
         rhos = [_rho(res, v, reading, xi) for xi in xis]
@@ -263,7 +263,7 @@ def _add_reading(reading: str) -> None:
         "a selectivity must come from training, not from the input statistics.",
         REF + " (card claim 6; threshold the card's)",
     )
-    def judge_untrained(res, v) -> Verdict:
+    def judge_untrained(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         short, long = _xis(res)
         r_s, r_l = _rho(res, v, reading, short, False), _rho(res, v, reading, long, False)
@@ -287,7 +287,7 @@ def _add_reading(reading: str) -> None:
             )
         ],
     )
-    def judge_drift(res, v) -> Verdict:
+    def judge_drift(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         short, _ = _xis(res)
         d = res.table("drift")
@@ -313,7 +313,7 @@ def _add_reading(reading: str) -> None:
         "(max - min) / mean of eRank_1..N <= 0.15.",
         FOLLOW_UP + " (the plateau band is ours)",
     )
-    def judge_plateau(res, v) -> Verdict:
+    def judge_plateau(res: Result, v: Judgement) -> Verdict:
         _reading_in_run(res, reading)
         _, long = _xis(res)
         vocab = int(res.config["vocab_size"])
