@@ -292,6 +292,21 @@ def test_check_cpu_queues_every_cpu_preset_together_and_shows_each_claim_once(tm
     assert again.exit_code == 0 and again.stderr.count("(reused)") == 2  # resumable: both runs reused
 
 
+def test_check_cpu_over_seeds_queues_every_cpu_preset_and_reports_each_preset(tmp_path):
+    args = ["check", "toy-tiered", "--preset", "cpu", "--seeds", "0-1", "--json", "--store", str(tmp_path)]
+    res = runner.invoke(app, [*args, "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    # one queue of the four runs (two presets x two seeds), not a batch per preset
+    assert "checking 1 study (cpu, cpu-wide) at 2 seeds (0-1): 4 runs, 2 at a time" in res.stderr
+    assert "toy-tiered (cpu-wide) seed 1" in res.stderr
+    cpu, wide = (json.loads(line) for line in res.stdout.strip().splitlines())
+    assert (cpu["preset"], wide["preset"], cpu["seeds"]) == ("cpu", "cpu-wide", [0, 1])
+    rates = {c["claim"]: c for c in wide["claims"]}
+    assert rates["toy-tiered/wide-mean"]["passed"] == 2
+    again = runner.invoke(app, [*args, "--workers", "2"])
+    assert again.exit_code == 0 and again.stderr.count("(reused)") == 4  # resumable
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "many"])
 def test_bad_workers_is_one_line_exit_2(root, value):
     res = invoke(root, "check", "toy", "--workers", value)

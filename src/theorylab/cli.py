@@ -414,7 +414,7 @@ def run(
     if seeds is not None:
         with _user_errors():
             overrides = _overrides(slug, set_, precision)
-        _check_over_seeds([slug], seeds, preset, device, force, {slug: overrides}, "1", strict, as_json, store)
+        _check_over_seeds({preset: [slug]}, seeds, device, force, {slug: overrides}, "1", strict, as_json, store)
         return
     with _user_errors():
         overrides = _overrides(slug, set_, precision)
@@ -497,18 +497,9 @@ def check(
             soft_wrap=True,
         )
     if seeds is not None:
-        codes = []
-        for p in passes:
-            group = [s for s in names if p in plan.get(s, [preset])]
-            try:
-                with _user_errors():
-                    _check_over_seeds(group, seeds, p, device, force, per_study, workers, strict, as_json, store)
-            except typer.Exit as stop:
-                if stop.exit_code == 130:
-                    raise
-                codes.append(stop.exit_code)
-        if any(codes):
-            raise typer.Exit(1 if 1 in codes else max(codes))
+        groups = {p: [s for s in names if p in plan.get(s, [preset])] for p in passes}
+        with _user_errors():
+            _check_over_seeds(groups, seeds, device, force, per_study, workers, strict, as_json, store)
         return
     started = time.perf_counter()
     results: list[Result] = []
@@ -690,9 +681,8 @@ def _say_meaning() -> None:
 
 
 def _check_over_seeds(
-    names: list[str],
+    groups: dict[str, list[str]],
     seeds_text: str,
-    preset: str,
     device: str,
     force: bool,
     overrides: dict[str, dict[str, Any]],
@@ -701,40 +691,48 @@ def _check_over_seeds(
     as_json: bool,
     store: Optional[Path],
 ) -> None:
-    """``check --seeds`` / ``run --seeds``: every study at every seed, then each claim's rate over the seeds."""
-    from theorylab.core.runner import check_seeds, check_workers
-    from theorylab.core.seeds import MARKS, claim_rates, parse_seeds
+    """``check --seeds`` / ``run --seeds``: every study of ``groups`` (preset -> studies) at every seed, all in one
+    queue (``check --preset cpu``: every CPU preset's runs side by side), then, per preset, each claim's rate over
+    the seeds."""
+    from theorylab.core.runner import Job, check_runs, check_workers
+    from theorylab.core.seeds import parse_seeds
 
     with _user_errors():
         seed_list = parse_seeds(seeds_text)
         st = Store(store)
-        n_proc, threads = check_workers(_workers(workers), len(names) * len(seed_list), device)
-    n_jobs = len(names) * len(seed_list)
+        jobs = [Job(slug, preset, seed) for preset, names in groups.items() for slug in names for seed in seed_list]
+        n_proc, threads = check_workers(_workers(workers), len(jobs), device)
+    n_jobs = len(jobs)
     missing: list[str] = []
+    short: set[str] = set()
     started = time.perf_counter()
+    studies = list(dict.fromkeys(slug for names in groups.values() for slug in names))
     err.print(
-        f"checking {len(names)} stud{'y' if len(names) == 1 else 'ies'} ({preset}) at {len(seed_list)} seeds "
-        f"({seeds_text}): {n_jobs} runs, {n_proc} at a time ...",
+        f"checking {len(studies)} stud{'y' if len(studies) == 1 else 'ies'} ({', '.join(groups)}) at "
+        f"{len(seed_list)} seeds ({seeds_text}): {n_jobs} runs, {n_proc} at a time ...",
         highlight=False,
     )
 
-    def done(slug: str, seed: int, outcome: Result | BaseException, k: int) -> None:
+    def done(job: Job, outcome: Result | BaseException, k: int) -> None:
+        tier = f" ({job.preset})" if len(groups) > 1 else ""
         if isinstance(outcome, BaseException):
-            _error_line(outcome, f"{slug} seed {seed}", missing)
+            before = len(missing)
+            _error_line(outcome, f"{job.slug}{tier} seed {job.seed}", missing)
+            if len(missing) > before:
+                short.add(job.preset)  # a missing resource (exit 2 unless a claim failed)
             return
         elapsed = time.perf_counter() - started
         eta = elapsed / k * (n_jobs - k)
         err.print(
-            f"  {k}/{n_jobs} {slug} seed {seed}: {outcome.wall_s:.1f} s{' (reused)' if outcome.reused else ''},"
-            f" {_counts_line(outcome.counts(), compact=True)} · ETA {eta / 60:.1f} min",
+            f"  {k}/{n_jobs} {job.slug}{tier} seed {job.seed}: {outcome.wall_s:.1f} s"
+            f"{' (reused)' if outcome.reused else ''}, {_counts_line(outcome.counts(), compact=True)} · ETA "
+            f"{eta / 60:.1f} min",
             highlight=False,
             soft_wrap=True,
         )
 
-    outcomes = check_seeds(
-        names,
-        seed_list,
-        preset,
+    ran = check_runs(
+        jobs,
         store=st,
         force=force,
         device=device,
@@ -743,6 +741,31 @@ def _check_over_seeds(
         show_progress=n_proc == 1,
         on_done=done,
     )
+    codes = []
+    for preset, names in groups.items():
+        outcomes = {(job.slug, job.seed): out for job, out in ran.items() if job.preset == preset}
+        codes.append(
+            _seed_report(preset, names, seeds_text, seed_list, outcomes, strict, as_json, preset in short, started)
+        )
+    if any(codes):
+        raise typer.Exit(1 if 1 in codes else max(codes))
+
+
+def _seed_report(
+    preset: str,
+    names: list[str],
+    seeds_text: str,
+    seed_list: list[int],
+    outcomes: dict[tuple[str, int], Result | BaseException],
+    strict: bool,
+    as_json: bool,
+    missing: bool,
+    started: float,
+) -> int:
+    """One preset's claims over the seeds (a table, or one JSON document); the exit code it asks for (0, 1: a
+    failure, 2: a missing resource)."""
+    from theorylab.core.seeds import MARKS, claim_rates
+
     rates = claim_rates(outcomes, {slug: [c.id for c in get_study(slug).claims] for slug in names})
     unexplained = [r for r in rates if r.unexplained]
     known = [r for r in rates if r.count("known")]
@@ -820,9 +843,8 @@ def _check_over_seeds(
         )
         _say_meaning()
     if unexplained or (strict and known) or any(not o.ok(strict) for o in outcomes.values() if isinstance(o, Result)):
-        raise typer.Exit(1)
-    if missing:
-        raise typer.Exit(2)
+        return 1
+    return 2 if missing else 0
 
 
 @app.command()
