@@ -2,6 +2,7 @@
 
     git clone https://github.com/modichirag/SCSI /path/to/SCSI   # you fetch it; never vendored (CC BY-NC-SA 4.0)
     python benchmarks/anchors/scsi_two_moons.py --official /path/to/SCSI [--seeds 3 --steps 300 --threads 1]
+        [--precision auto]
 
 The run of their README's 2-D quickstart (``scsi_synthetic.py``, Modi, Han, Vanden-Eijnden, Bruna, arXiv
 2512.10857): two moons (their ``get_dataset("two_moons", n_samples=6000)``: scikit-learn's ``make_moons``, noise
@@ -42,6 +43,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from theorylab.core.cpu import cpu_label
+from theorylab.core.precision import resolve
 from theorylab.core.rng import seeded
 from theorylab.data.corruptions import GaussianNoise
 from theorylab.nn.velocity import TimeMLP
@@ -117,8 +120,9 @@ def official(lib, clean_dataset, seed: int, steps: int):
     return time.perf_counter() - started, model, interpolant
 
 
-def ours(clean: torch.Tensor, seed: int, steps: int):
-    """``train_self_consistent`` on the same clean points observed once: (seconds, model)."""
+def ours(clean: torch.Tensor, seed: int, steps: int, precision: str = "fp32"):
+    """``train_self_consistent`` on the same clean points observed once, its per-step transport at ``precision``
+    (the study's field): (seconds, model)."""
     channel = GaussianNoise(SIGMA)
     observed = channel(clean, torch.Generator().manual_seed(10_000 + seed))[0]
     with seeded(seed):
@@ -137,6 +141,7 @@ def ours(clean: torch.Tensor, seed: int, steps: int):
         method="euler",
         resamples=1,
         grad_clip=CLIP,
+        precision=precision,
     )
     return time.perf_counter() - started, model
 
@@ -156,9 +161,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--eval", type=int, default=4000, help="fresh samples for the sliced W2")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "auto"),
+        default="auto",
+        help="our per-step transport, as the study's precision field (default auto: bf16 where the CPU has AMX or "
+        "AVX512-BF16, as a user's run gets); theirs stays fp32, as their code runs",
+    )
     parser.add_argument("--json", default="benchmarks/results/anchor_scsi_two_moons.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    precision = resolve(args.precision, "cpu")
     lib = _import_official(args.official)
     with tempfile.TemporaryDirectory() as root:  # their get_dataset caches the array under data_root
         clean_dataset, _, _ = lib.get_dataset("two_moons", root, seed=42, n_samples=N_DATA)
@@ -174,7 +187,7 @@ def main() -> int:
         model.eval()
         t_off.append(seconds)
         sw_off.append(sw(interpolant.transport(model, eval_y.clone()), truth))
-        seconds, model = ours(clean, s, args.steps)
+        seconds, model = ours(clean, s, args.steps, precision)
         model.eval()
         t_our.append(seconds)
         sw_our.append(sw(transport(model, eval_y, None, ODE_STEPS, "euler"), truth))
@@ -197,6 +210,7 @@ def main() -> int:
         seeds=args.seeds,
         steps=args.steps,
         threads=args.threads,
+        precision=precision,
         official_steps_per_s=round(rate_off, 3),
         ours_steps_per_s=round(rate_our, 3),
         speedup=round(rate_our / rate_off, 3),
@@ -205,14 +219,15 @@ def main() -> int:
         sw2_observed=round(observed_sw, 4),
         sw2_floor=round(floor, 4),
         torch=torch.__version__,
-        cpu=torch.backends.cpu.get_cpu_capability(),
+        cpu=cpu_label(),
     )
     print(
         f"official:  {rate_off:.2f} steps/s, SW2 after {args.steps} steps {np.mean(sw_off):.4f} "
         f"(seeds {min(sw_off):.4f}-{max(sw_off):.4f})"
     )
     print(
-        f"theorylab: {rate_our:.2f} steps/s, SW2 after {args.steps} steps {np.mean(sw_our):.4f} "
+        f"theorylab ({precision} transport): {rate_our:.2f} steps/s, SW2 after {args.steps} steps "
+        f"{np.mean(sw_our):.4f} "
         f"(seeds {min(sw_our):.4f}-{max(sw_our):.4f})"
     )
     print(f"corrupted samples SW2 {observed_sw:.4f}, clean-vs-clean floor {floor:.4f}")
