@@ -231,7 +231,10 @@ def main() -> int:
         f"(seeds {min(sw_our):.4f}-{max(sw_our):.4f})"
     )
     print(f"corrupted samples SW2 {observed_sw:.4f}, clean-vs-clean floor {floor:.4f}")
-    print(f"speed-up {row['speedup']:.2f}x  (the performance issue's target: >= 3x at the same SW2 within seed noise)")
+    print(
+        f"speed-up {row['speedup']:.2f}x  (the performance issue's target: >= 2x at the same SW2 within seed noise on "
+        "AVX-512 or AMX, >= 1.3x on AVX2)"
+    )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(row, indent=2))
     return 0
