@@ -49,9 +49,10 @@ def surrogate_data(
     label: str = "Kolmogorov",
 ) -> SurrogateData:
     """Spin the states ``w0`` up ``spinup`` solver steps, integrate the first ``n_train`` for ``horizon`` emulator
-    steps of ``substeps`` solver steps, stored at ``store_n`` points per axis (:func:`theorylab.data.pde.
-    coarse_trajectories`); the other ``len(w0) - n_train`` are the test trajectories, integrated too when
-    ``test_truth`` (SNS compares its rollouts with their truth; the thermalizer needs their initial states only).
+    steps of ``substeps`` solver steps, stored at ``store_n`` points per axis
+    (:func:`theorylab.data.pde.coarse_trajectories`); the other ``len(w0) - n_train`` are the test trajectories,
+    integrated too when ``test_truth`` (SNS compares its rollouts with their truth; the thermalizer needs their
+    initial states only).
 
     Every field is divided by the training trajectories' std: one number, or one per channel when
     ``per_channel_std`` (the SNS card's QG normalisation, each layer by its own)."""

@@ -297,9 +297,9 @@ def _surrogate_2d(
 ) -> dict:
     """The paper-scale pieces shared by Kolmogorov flow and the QG jet: truth trajectories stored at ``store_n``
     (every state of ``w0``: the first ``n_train`` for training, the rest as test truths; ``train.surrogate``),
-    normalised by the training trajectories' std (per layer when ``per_channel_std``, the card's QG
-    normalisation), a learned residual U-Net emulator
-    (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW at ``sns_lr``, EMA 0.999)."""
+    normalised by the training trajectories' std (per layer when ``per_channel_std``, the card's QG normalisation),
+    a learned residual U-Net emulator (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW
+    at ``sns_lr``, EMA 0.999)."""
     dev = ctx.device
     data = surrogate_data(
         solver,
