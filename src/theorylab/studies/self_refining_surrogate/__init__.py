@@ -294,12 +294,13 @@ def _surrogate_2d(
     emulator_lr: float,
     sns_lr: float,
     weight_decay: float,
+    ema_decay: float,
 ) -> dict:
     """The paper-scale pieces shared by Kolmogorov flow and the QG jet: truth trajectories stored at ``store_n``
     (every state of ``w0``: the first ``n_train`` for training, the rest as test truths; ``train.surrogate``),
     normalised by the training trajectories' std (per layer when ``per_channel_std``, the card's QG normalisation),
     a learned residual U-Net emulator (unroll 4) and a U-Net SNS model (anchor = the trajectory's first frame, AdamW
-    at ``sns_lr``, EMA 0.999)."""
+    at ``sns_lr``, gradients clipped at ``clip``, weights averaged with ``ema_decay``)."""
     dev = ctx.device
     data = surrogate_data(
         solver,
@@ -352,6 +353,7 @@ def _surrogate_2d(
         anchor=True,
         clip=clip,
         ema=ema,
+        ema_decay=ema_decay,
         device=dev,
         progress=ctx.progress,
         check=ctx.check_finite,
@@ -414,13 +416,14 @@ def _kolmogorov(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) 
         emulator_steps=cfg.kolmogorov_emulator_steps,
         sns_steps=cfg.kolmogorov_steps,
         batch=cfg.kolmogorov_batch,
-        clip=1.0,
+        clip=cfg.kolmogorov_clip,
         levels=cfg.noise_levels,
         ce_weight=cfg.ce_weight,
         abar=abar,
         emulator_lr=cfg.surrogate_emulator_lr,
         sns_lr=cfg.surrogate_sns_lr,
         weight_decay=cfg.surrogate_weight_decay,
+        ema_decay=cfg.surrogate_ema_decay,
     )
     out = _corrected_rollouts(
         cfg, ctx, "kf", parts, ("sns", "acdm", "thermo"), cfg.kolmogorov_horizon, cfg.kolmogorov_noise, betas, abar
@@ -482,13 +485,14 @@ def _qg(cfg: SelfRefiningSurrogateConfig, ctx: RunContext, betas, abar) -> pd.Da
         emulator_steps=cfg.qg_emulator_steps,
         sns_steps=cfg.qg_steps,
         batch=cfg.kolmogorov_batch,
-        clip=0.5,
+        clip=cfg.qg_clip,
         levels=cfg.noise_levels,
         ce_weight=cfg.ce_weight,
         abar=abar,
         emulator_lr=cfg.surrogate_emulator_lr,
         sns_lr=cfg.surrogate_sns_lr,
         weight_decay=cfg.surrogate_weight_decay,
+        ema_decay=cfg.surrogate_ema_decay,
     )
     out = _corrected_rollouts(cfg, ctx, "qg", parts, ("sns", "acdm"), cfg.qg_horizon, cfg.kolmogorov_noise, betas, abar)
     rows = []

@@ -93,7 +93,10 @@ class SelfRefiningSurrogateConfig(StudyConfig):
         3, ge=1, le=6, description="U-Net downsamplings (card: dim_mults [2, 2, 2])"
     )
     kolmogorov_emulator_steps: Steps = Field(20_000, description="AdamW steps of the residual U-Net emulator")
-    kolmogorov_steps: Steps = Field(20_000, description="AdamW steps of the SNS U-Net (clip 1, EMA 0.999; card)")
+    kolmogorov_steps: Steps = Field(20_000, description="AdamW steps of the SNS U-Net (card)")
+    kolmogorov_clip: float = Field(
+        1.0, gt=0, le=1e6, description="gradient-norm clip of the Kolmogorov SNS U-Net's training (card: 1)"
+    )
     kolmogorov_batch: Batch = Field(64, description="batch of the Kolmogorov trainings (card: 64)")
     surrogate_emulator_lr: LearningRate = Field(
         5e-4, description="AdamW learning rate of the Kolmogorov and QG residual U-Net emulators"
@@ -103,6 +106,12 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     )
     surrogate_weight_decay: float = Field(
         0.05, ge=0, le=1, description="AdamW weight decay of the Kolmogorov and QG trainings (card: 0.05)"
+    )
+    surrogate_ema_decay: float = Field(
+        0.999,
+        ge=0,
+        lt=1,
+        description="EMA decay of the Kolmogorov and QG SNS U-Nets' weights, the ones rolled out (card: 0.999)",
     )
     kolmogorov_noise: float = Field(1e-4, ge=0, le=1, description="rollout noise σ of the learned emulator")
     qg: bool = Field(False, description="run the QG-jet part (paper preset: claim 10)")
@@ -127,6 +136,9 @@ class SelfRefiningSurrogateConfig(StudyConfig):
     qg_width: Annotated[Width, Field(ge=4)] = Field(128, description="QG U-Net width (card: hidden 128)")
     qg_emulator_steps: Steps = Field(20_000, description="AdamW steps of the QG residual U-Net emulator")
     qg_steps: Steps = Field(20_000, description="AdamW steps of the QG SNS U-Net")
+    qg_clip: float = Field(
+        0.5, gt=0, le=1e6, description="gradient-norm clip of the QG SNS U-Net's training (card: 0.5)"
+    )
 
     @model_validator(mode="after")
     def _check(self):
