@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pandas as pd
 
 from theorylab.core.errors import ConfigError
@@ -219,7 +220,11 @@ def _claims_can_fail(s: StudyUnderCheck) -> None:
     for how in ("nan", "empty"):
         wrong = corrupted(res, how)
         for claim in s.study.claims:
-            if claim.id in passing and claim.evaluate(wrong).passed is True:
+            # NumPy's "mean of empty slice" / "invalid value" warnings are what these tables are made to provoke
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                verdict = claim.evaluate(wrong)
+            if claim.id in passing and verdict.passed is True:
                 cannot_fail.append(f"{claim.id} passes on {how} tables")
     assert not cannot_fail, f"{s.study.slug}: claims that pass whatever they read: " + " | ".join(cannot_fail)
 
